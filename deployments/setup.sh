@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One-time setup on the Prefect server named by $PREFECT_API_URL (idempotent: safe to run again).
+#
+#   - work pool "local-process" (type process) for the prefect.yaml + worker route
+#   - global concurrency limit "training-service" with $RX_SERVICE_CONCURRENCY slots (default 2):
+#     at most that many service calls run at once across all runs (flows/concurrency.py holds one
+#     slot per call with strict=True, so a run under a deployment fails loudly without this limit)
+#
+# Usage: PREFECT_API_URL=http://127.0.0.1:4200/api deployments/setup.sh
+set -euo pipefail
+
+WORK_POOL="${RX_WORK_POOL:-local-process}"
+LIMIT_NAME="training-service"
+LIMIT_SLOTS="${RX_SERVICE_CONCURRENCY:-2}"
+
+if [[ -z "${PREFECT_API_URL:-}" ]]; then
+  echo "PREFECT_API_URL is not set; start 'prefect server start' and export PREFECT_API_URL=http://127.0.0.1:4200/api" >&2
+  exit 2
+fi
+
+if prefect work-pool inspect "$WORK_POOL" >/dev/null 2>&1; then
+  echo "work pool $WORK_POOL exists"
+else
+  prefect work-pool create "$WORK_POOL" --type process
+fi
+
+if prefect gcl inspect "$LIMIT_NAME" >/dev/null 2>&1; then
+  prefect gcl update "$LIMIT_NAME" --limit "$LIMIT_SLOTS"
+else
+  prefect gcl create "$LIMIT_NAME" --limit "$LIMIT_SLOTS"
+fi
+echo "global concurrency limit $LIMIT_NAME: $LIMIT_SLOTS slots"

@@ -1,0 +1,59 @@
+"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [fault options]"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+from .faults import FaultConfig
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m embedded_tinker")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the Tinker REST API on loopback")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="loopback only: 127.0.0.1 or localhost")
+    serve.add_argument("--checkpoint-dir", default=None, help="default: a new temporary directory")
+    serve.add_argument(
+        "--torch-threads",
+        type=int,
+        default=int(os.environ.get("EMBEDDED_TINKER_TORCH_THREADS", 1)),
+        help="torch intra-op threads (env EMBEDDED_TINKER_TORCH_THREADS)",
+    )
+    serve.add_argument("--fault-429-rate", type=float, default=0.0)
+    serve.add_argument("--fault-503-rate", type=float, default=0.0)
+    serve.add_argument("--fault-latency-ms", type=float, default=0.0)
+    serve.add_argument("--capacity-exhausted-seconds", type=float, default=0.0)
+    serve.add_argument("--fault-endpoints", default="", help="comma-separated endpoint names; default all")
+    serve.add_argument("--fault-retry-after-ms", type=int, default=None)
+    serve.add_argument("--fault-seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("the embedded backend serves loopback only")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    import transformers.models.qwen3.modeling_qwen3  # noqa: F401 - import once, before serving
+    import uvicorn
+
+    from .server import create_app
+
+    torch.set_num_threads(args.torch_threads)
+    faults = FaultConfig(
+        rate_429=args.fault_429_rate,
+        rate_503=args.fault_503_rate,
+        latency_ms=args.fault_latency_ms,
+        capacity_exhausted_seconds=args.capacity_exhausted_seconds,
+        endpoints=tuple(e for e in args.fault_endpoints.split(",") if e),
+        retry_after_ms=args.fault_retry_after_ms,
+        seed=args.fault_seed,
+    )
+    checkpoint_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")
+    print(f"embedded tinker: http://{args.host}:{args.port} checkpoints in {checkpoint_dir}", flush=True)
+    uvicorn.run(create_app(checkpoint_dir, faults), host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

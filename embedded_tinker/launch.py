@@ -1,0 +1,132 @@
+"""Start the embedded service on loopback: ``start_server(...) -> RunningServer``.
+
+    with start_server() as server:                       # subprocess on a free port
+        client = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
+
+By default the server runs as ``python -m embedded_tinker serve`` in a subprocess (its own GIL and
+torch threads); ``in_process=True`` runs uvicorn in a thread of this process instead. Pass the
+same ``checkpoint_dir`` to a new server to find the checkpoints of a stopped one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from .faults import FaultConfig
+
+STARTUP_TIMEOUT_SECONDS = 120.0
+LOCAL_API_KEY = "tml-local"  # the SDK requires keys starting with "tml-"; the server ignores it
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    base_url: str
+    checkpoint_dir: Path
+    port: int
+    process: subprocess.Popen | None = None
+    _uvicorn_server: object | None = None
+    _thread: threading.Thread | None = None
+    _log_file: object | None = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._uvicorn_server is not None:
+            self._uvicorn_server.should_exit = True
+            if self._thread is not None:
+                self._thread.join(timeout=15)
+        if self._log_file is not None:
+            self._log_file.close()
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+def _wait_until_healthy(base_url: str, alive, log_path: Path | None) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if not alive():
+            log = log_path.read_text()[-4000:] if log_path and log_path.exists() else ""
+            raise RuntimeError(f"embedded tinker server exited during startup\n{log}")
+        try:
+            if httpx.get(f"{base_url}/api/v1/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"embedded tinker server at {base_url} not healthy after {STARTUP_TIMEOUT_SECONDS}s")
+
+
+def start_server(
+    port: int = 0,
+    host: str = "127.0.0.1",
+    checkpoint_dir: str | os.PathLike | None = None,
+    faults: FaultConfig | None = None,
+    in_process: bool = False,
+) -> RunningServer:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ValueError("the embedded backend serves loopback only")
+    port = port or _free_port(host)
+    checkpoint_dir = Path(checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")).resolve()
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    base_url = f"http://{host}:{port}"
+
+    if in_process:
+        import uvicorn
+
+        from .server import create_app
+
+        config = uvicorn.Config(create_app(checkpoint_dir, faults), host=host, port=port, log_level="warning")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, name="embedded-tinker-http", daemon=True)
+        thread.start()
+        _wait_until_healthy(base_url, thread.is_alive, None)
+        return RunningServer(base_url, checkpoint_dir, port, _uvicorn_server=server, _thread=thread)
+
+    log_path = checkpoint_dir / f"server-{port}.log"
+    log_file = open(log_path, "a")
+    command = [
+        sys.executable,
+        "-m",
+        "embedded_tinker",
+        "serve",
+        f"--port={port}",
+        f"--host={host}",
+        f"--checkpoint-dir={checkpoint_dir}",
+    ]
+    command += (faults or FaultConfig()).to_cli_args()
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TINKER_TELEMETRY": "0"}
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))
+    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
+    running = RunningServer(base_url, checkpoint_dir, port, process=process, _log_file=log_file)
+    try:
+        _wait_until_healthy(base_url, lambda: process.poll() is None, log_path)
+    except BaseException:
+        running.stop()
+        raise
+    return running

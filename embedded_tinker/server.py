@@ -1,0 +1,843 @@
+"""The embedded Tinker service: /api/v1/* as the stock tinker 0.38 SDK expects it.
+
+Requests that do work (create_model, forward_backward, optim_step, save/load, asample, ...) return
+``{"request_id": ...}`` at once; the SDK then long-polls ``retrieve_future``, which answers HTTP
+408 ``try_again`` while the work is pending, the result when done (protobuf for forward_backward
+and sample, JSON otherwise) or ``{"error", "category"}`` when it failed.
+
+Each training model has one worker thread that runs its requests one at a time in the SDK's
+``seq_id`` order; sampling runs on the batching sampler thread (sampling.py); the HTTP event loop
+only decodes, enqueues and waits.
+
+Provenance (where the gates read it). ``get_info`` and ``weights_info`` answer with
+
+    optimizer_config = {"type": <family>, <family config fields>,
+                        "adapter_sha256": <hex>, "optimizer_step": <int>,
+                        "last_optim_params": <params of the last optim_step or null>}
+
+The SDK keeps these extra keys (``OptimizerConfigBase`` allows extra fields; its other response
+models drop unknown fields), so ``training_client.get_info().optimizer_config.adapter_sha256`` and
+``rest_client.get_weights_info_by_tinker_path(p).result().optimizer_config.adapter_sha256`` work.
+In get_info they describe the model when get_info was answered (the SDK fetches it once, at client
+creation); in weights_info they describe the checkpoint. The same keys also appear at the top
+level of the raw JSON. Keys in PROVENANCE_KEYS are ignored when a config is sent back to create a
+model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from . import wire
+from .checkpoints import CheckpointError, CheckpointStore, TinkerPath
+from .faults import FaultConfig, FaultInjector
+from .losses import LossInputError, elementwise_loss, input_names, resolve_config
+from .model import (
+    REGISTRY,
+    BaseModel,
+    LoraAdapter,
+    LoraConfig,
+    UnknownBaseModel,
+    load_base_model,
+    resolve_base_model,
+)
+from .optimizers import OptimizerError, create_optimizer
+from .sampling import BatchedSampler, SampleJob, SamplerWeights, SamplingError, SamplingSpec
+
+LONG_POLL_SECONDS = 25.0
+RETRIEVED_RESULT_RETENTION_SECONDS = 120.0  # a retrieved result stays fetchable this long (retries)
+PROVENANCE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
+PROTOBUF = "application/x-protobuf"
+
+
+class UserError(ValueError):
+    """The request cannot be served as sent (reported with category "user")."""
+
+
+class CapacityExhausted(RuntimeError):
+    """Injected fault: no trainer available (reported with category "server")."""
+
+
+USER_ERRORS = (
+    UserError,
+    LossInputError,
+    OptimizerError,
+    CheckpointError,
+    SamplingError,
+    UnknownBaseModel,
+    wire.WireError,
+)
+
+
+def error_payload(error: BaseException) -> dict:
+    if isinstance(error, USER_ERRORS):
+        return {"error": str(error), "category": "user"}
+    return {"error": f"{type(error).__name__}: {error}", "category": "server"}
+
+
+class OrderedWorker:
+    """Runs one training model's requests one at a time, in seq_id order.
+
+    The SDK numbers a model's requests 1, 2, 3, ... and may send parallel forward_backward chunks
+    out of order. A request whose predecessor has not arrived waits for it up to
+    GAP_WAIT_SECONDS, then runs anyway (the predecessor may never come)."""
+
+    GAP_WAIT_SECONDS = 2.0
+
+    def __init__(self, name: str, lock: threading.Lock):
+        self._lock = lock  # held while a request runs; readers (get_info) take it too
+        self._pending: list[tuple[int, int, Callable[[], Any], Future]] = []
+        self._arrivals = itertools.count()
+        self._cond = threading.Condition()
+        self._last_seq_id = 0
+        self._stopped = False
+        threading.Thread(target=self._run, name=f"worker-{name}", daemon=True).start()
+
+    def submit(self, seq_id: int | None, work: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        with self._cond:
+            order = self._last_seq_id + 1 if seq_id is None else seq_id
+            heapq.heappush(self._pending, (order, next(self._arrivals), work, future))
+            self._cond.notify()
+        return future
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            for _, _, _, future in self._pending:
+                future.set_exception(UserError("the model was unloaded before this request ran"))
+            self._pending.clear()
+            self._cond.notify()
+
+    def _take_next(self):
+        with self._cond:
+            gap_started = None
+            while not self._stopped:
+                if self._pending and self._pending[0][0] <= self._last_seq_id + 1:
+                    break
+                if self._pending:
+                    gap_started = gap_started or time.monotonic()
+                    remaining = self.GAP_WAIT_SECONDS - (time.monotonic() - gap_started)
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                else:
+                    self._cond.wait()
+            if self._stopped:
+                return None
+            seq_id, _, work, future = heapq.heappop(self._pending)
+            self._last_seq_id = max(self._last_seq_id, seq_id)
+            return work, future
+
+    def _run(self) -> None:
+        while (item := self._take_next()) is not None:
+            work, future = item
+            try:
+                with self._lock:
+                    result = work()
+            except BaseException as error:  # noqa: BLE001 - delivered through the future
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+
+@dataclass
+class TrainingModel:
+    model_id: str
+    base: BaseModel
+    lora: LoraConfig
+    adapter: LoraAdapter
+    optimizer: Any  # an optimizers.OPTIMIZER_FAMILIES instance
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_optim_params: dict | None = None
+    worker: OrderedWorker = field(init=False)
+
+    def __post_init__(self):
+        self.worker = OrderedWorker(self.model_id, self.lock)
+
+    def optimizer_report(self) -> dict:
+        """Family, config and provenance from the server's own state (see module doc)."""
+        return {
+            **self.optimizer.config,
+            "adapter_sha256": self.adapter.sha256(),
+            "optimizer_step": self.optimizer.steps_taken,
+            "last_optim_params": self.last_optim_params,
+        }
+
+
+@dataclass
+class SamplingSession:
+    sampling_session_id: str
+    base_model: str
+    model_path: str | None
+    weights: SamplerWeights
+
+
+def _strip_provenance(config: dict | None) -> dict:
+    config = dict(config or {"type": "adamw"})
+    return {k: v for k, v in config.items() if k not in PROVENANCE_KEYS}
+
+
+def _max_context_length(name: str) -> int | None:
+    config_file = REGISTRY[name].checkpoint_dir / "config.json"
+    if not config_file.is_file():
+        return None
+    return json.loads(config_file.read_text()).get("max_position_embeddings")
+
+
+class EmbeddedService:
+    """All server state and operations; the FastAPI routes below are thin wrappers."""
+
+    def __init__(self, checkpoint_dir: str | Path, faults: FaultConfig | None = None):
+        self.checkpoints = CheckpointStore(checkpoint_dir)
+        self.faults = FaultInjector(faults)
+        self.sampler = BatchedSampler()
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-setup")
+        self.sessions: dict[str, dict] = {}
+        self.models: dict[str, TrainingModel] = {}
+        self.sampling_sessions: dict[str, SamplingSession] = {}
+        self.futures: dict[str, Future] = {}
+        self._sampler_weights_cache: dict[str, SamplerWeights] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ futures
+    def _register(self, request_id: str, start: Callable[[], Future]) -> dict:
+        """Start work once per request_id (a retried submission gets the same future)."""
+        with self._lock:
+            if request_id not in self.futures:
+                self.futures[request_id] = start()
+        return {"request_id": request_id}
+
+    async def retrieve(self, request_id: str) -> Response:
+        future = self.futures.get(request_id)
+        if future is None:
+            return JSONResponse(
+                {"error": f"unknown request_id {request_id!r}", "category": "user"}, status_code=404
+            )
+        await asyncio.wait([asyncio.wrap_future(future)], timeout=LONG_POLL_SECONDS)
+        if not future.done():
+            return JSONResponse(
+                {"type": "try_again", "request_id": request_id, "queue_state": "active"}, status_code=408
+            )
+        asyncio.get_running_loop().call_later(
+            RETRIEVED_RESULT_RETENTION_SECONDS, self.futures.pop, request_id, None
+        )
+        error = future.exception()
+        if error is not None:
+            return JSONResponse(error_payload(error))
+        result = future.result()
+        if isinstance(result, bytes):
+            return Response(content=result, media_type=PROTOBUF)
+        return JSONResponse(result)
+
+    # ------------------------------------------------------------------ sessions
+    def touch_session(self, session_id: str) -> dict:
+        """Sessions are bookkeeping only; unknown ids (e.g. after a restart) are adopted."""
+        with self._lock:
+            return self.sessions.setdefault(session_id, {"finished": False, "created": time.time()})
+
+    def create_session(self) -> str:
+        session_id = f"sess-{uuid.uuid4().hex[:12]}"
+        self.touch_session(session_id)
+        return session_id
+
+    # ------------------------------------------------------------------ models
+    def _new_training_model(
+        self, model_id: str, base_model: str, lora: LoraConfig, optimizer_config: dict
+    ) -> TrainingModel:
+        if self.faults.capacity_exhausted():
+            raise CapacityExhausted(
+                "trainer capacity exhausted: no trainer is available for a new model, retry later"
+            )
+        base = load_base_model(base_model)
+        adapter = LoraAdapter(base, lora)
+        optimizer = create_optimizer(_strip_provenance(optimizer_config), adapter.parameters())
+        return TrainingModel(model_id=model_id, base=base, lora=lora, adapter=adapter, optimizer=optimizer)
+
+    def create_model(self, body: dict) -> dict:
+        session_id, model_seq_id = body["session_id"], int(body["model_seq_id"])
+        self.touch_session(session_id)
+        model_id = f"{session_id}:train:{model_seq_id}"
+        resolve_base_model(body["base_model"])  # unknown names: HTTP 400 naming the served models
+        try:
+            lora = LoraConfig.from_request(body.get("lora_config"))
+        except ValueError as error:
+            raise UserError(str(error)) from error
+        optimizer_config = _strip_provenance(body.get("optimizer_config"))
+        create_optimizer(optimizer_config, [])  # refuse unknown families before queueing work
+
+        def create() -> dict:
+            with self._lock:
+                if model_id in self.models:
+                    return {"model_id": model_id, "type": "create_model"}
+            model = self._new_training_model(model_id, body["base_model"], lora, optimizer_config)
+            with self._lock:
+                self.models[model_id] = model
+            return {"model_id": model_id, "type": "create_model"}
+
+        return self._register(f"{model_id}:create", lambda: self.executor.submit(create))
+
+    def model(self, model_id: str) -> TrainingModel:
+        model = self.models.get(model_id)
+        if model is None:
+            raise UserError(
+                f"unknown model_id {model_id!r} (models live until the server stops; create or load one)"
+            )
+        return model
+
+    def get_info(self, model_id: str) -> dict:
+        model = self.model(model_id)
+        with model.lock:
+            report = model.optimizer_report()
+        return {
+            "type": "get_info",
+            "model_id": model_id,
+            "model_data": {
+                "arch": "qwen3",
+                "model_name": model.base.name,
+                "tokenizer_id": model.base.tokenizer_dir,
+            },
+            "model_name": model.base.name,
+            "is_lora": True,
+            "lora_rank": model.lora.rank,
+            "lora_config": model.lora.to_json(),
+            "optimizer_config": report,
+            **{key: report[key] for key in PROVENANCE_KEYS},
+        }
+
+    def _submit_to_model(
+        self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any]
+    ) -> dict:
+        model = self.model(model_id)
+        request_id = f"{model_id}:{kind}:{seq_id}"
+        return self._register(request_id, lambda: model.worker.submit(seq_id, lambda: work(model)))
+
+    # ------------------------------------------------------------------ training
+    def forward_backward(self, request: wire.ForwardBackwardRequest) -> dict:
+        config = resolve_config(request.loss_fn, request.loss_fn_config)
+        vocab_size = self.model(request.model_id).base.config.vocab_size
+        if not request.data:
+            raise UserError("forward_backward needs at least one datum")
+        for index, datum in enumerate(request.data):
+            if not datum.tokens:
+                raise UserError(f"datum {index}: model_input is empty")
+            if min(datum.tokens) < 0 or max(datum.tokens) >= vocab_size:
+                raise UserError(f"datum {index}: model_input has token ids outside [0, {vocab_size})")
+            for name in input_names(request.loss_fn):
+                if name not in datum.loss_fn_inputs:
+                    raise UserError(f"datum {index}: {request.loss_fn} needs loss_fn_inputs[{name!r}]")
+            targets = datum.loss_fn_inputs["target_tokens"]
+            if targets.shape != (len(datum.tokens),):
+                raise UserError(
+                    f"datum {index}: target_tokens has shape {targets.shape}, "
+                    f"expected ({len(datum.tokens)},) "
+                    "(one target per input token)"
+                )
+            if targets.min() < 0 or targets.max() >= vocab_size:
+                raise UserError(f"datum {index}: target_tokens outside [0, {vocab_size})")
+
+        def run(model: TrainingModel) -> bytes:
+            return _forward_backward(model, request, config)
+
+        kind = "forward" if request.forward_only else "forward_backward"
+        return self._submit_to_model(request.model_id, request.seq_id, kind, run)
+
+    def optim_step(self, body: dict) -> dict:
+        if "adam_params" in body:
+            family, params = "adamw", dict(body["adam_params"])
+        else:
+            params = dict(body.get("optimizer_params") or body.get("optim_params") or {})
+            family = params.get("type")
+
+        def run(model: TrainingModel) -> dict:
+            if family != model.optimizer.family:
+                raise UserError(
+                    f"optimizer params {family!r} do not match the model's optimizer {model.optimizer.config}"
+                )
+            metrics = model.optimizer.step(params)
+            model.adapter.zero_grad()
+            model.last_optim_params = {"type": family, **{k: v for k, v in params.items() if k != "type"}}
+            return {"type": "optim_step", "metrics": metrics}
+
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "optim_step", run)
+
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoint_metadata(self, model: TrainingModel) -> dict:
+        return {
+            "base_model": model.base.name,
+            "lora_config": model.lora.to_json(),
+            "optimizer": dict(model.optimizer.config),
+            "optimizer_step": model.optimizer.steps_taken,
+            "last_optim_params": model.last_optim_params,
+            "created_at": time.time(),
+        }
+
+    def save_weights(self, body: dict) -> dict:
+        name = body.get("path") or f"step-{body.get('seq_id')}"
+
+        def run(model: TrainingModel) -> dict:
+            path = TinkerPath(model.model_id, "weights", name)
+            self.checkpoints.save(
+                path,
+                model.adapter.state_dict(),
+                self._checkpoint_metadata(model),
+                model.optimizer.state_dict(),
+            )
+            return {"path": str(path), "type": "save_weights"}
+
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights", run)
+
+    def save_weights_for_sampler(self, body: dict) -> dict:
+        name, sampling_seq_id = body.get("path"), body.get("sampling_session_seq_id")
+        if name is None and sampling_seq_id is None:
+            raise UserError("save_weights_for_sampler needs a path (name) or a sampling_session_seq_id")
+
+        def run(model: TrainingModel) -> dict:
+            if name is not None:
+                path = TinkerPath(model.model_id, "sampler_weights", name)
+                self.checkpoints.save(
+                    path, model.adapter.state_dict(), self._checkpoint_metadata(model), None
+                )
+                return {"path": str(path), "type": "save_weights_for_sampler"}
+            snapshot = model.adapter.frozen_copy()
+            weights = SamplerWeights(model.base, snapshot, f"{model.base.name}@{snapshot.sha256()}")
+            session_id = model.model_id.split(":train:")[0]
+            sampling_session_id = f"sample-{session_id}-{sampling_seq_id}"
+            with self._lock:
+                self.sampling_sessions[sampling_session_id] = SamplingSession(
+                    sampling_session_id, model.base.name, None, weights
+                )
+            return {"sampling_session_id": sampling_session_id, "type": "save_weights_for_sampler"}
+
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_for_sampler", run)
+
+    def load_weights(self, body: dict) -> dict:
+        path = TinkerPath.parse(body["path"])
+        with_optimizer = bool(body.get("optimizer"))
+        metadata = self.checkpoints.metadata(path)  # fail fast (user error) on a missing checkpoint
+        if with_optimizer and path.kind != "weights":
+            raise UserError(f"{path} is a sampler checkpoint and holds no optimizer state")
+
+        if body.get("model_id"):  # legacy form: load into an existing model, in seq_id order
+
+            def run(model: TrainingModel) -> dict:
+                checkpoint = self.checkpoints.load(path, with_optimizer_state=with_optimizer)
+                saved_lora = LoraConfig(**checkpoint.metadata["lora_config"])
+                if (
+                    saved_lora.rank,
+                    saved_lora.train_attn,
+                    saved_lora.train_mlp,
+                    saved_lora.train_unembed,
+                ) != (
+                    model.lora.rank,
+                    model.lora.train_attn,
+                    model.lora.train_mlp,
+                    model.lora.train_unembed,
+                ) or checkpoint.metadata["base_model"] != model.base.name:
+                    raise UserError(
+                        f"{path} ({checkpoint.metadata['base_model']}, {saved_lora}) does not fit this model"
+                    )
+                model.adapter.load_state_dict(checkpoint.adapter_tensors)
+                model.adapter.zero_grad()
+                if with_optimizer:
+                    optimizer = create_optimizer(checkpoint.metadata["optimizer"], model.adapter.parameters())
+                    optimizer.load_state_dict(checkpoint.optimizer_state)
+                    model.optimizer = optimizer
+                    model.last_optim_params = checkpoint.metadata.get("last_optim_params")
+                return {"type": "load_weights", "path": str(path), "model_id": model.model_id}
+
+            return self._submit_to_model(body["model_id"], body.get("seq_id"), "load_weights", run)
+
+        # create-from-checkpoint form: a new model "{session_id}:train:{model_seq_id}"
+        session_id, model_seq_id = body["session_id"], int(body["model_seq_id"])
+        self.touch_session(session_id)
+        model_id = f"{session_id}:train:{model_seq_id}"
+        base_model = body.get("base_model") or metadata["base_model"]
+        resolve_base_model(base_model)
+        lora = LoraConfig(**metadata["lora_config"])
+        optimizer_config = (
+            metadata["optimizer"] if with_optimizer else _strip_provenance(body.get("optimizer_config"))
+        )
+        create_optimizer(optimizer_config, [])
+
+        def create() -> dict:
+            with self._lock:
+                if model_id in self.models:
+                    return {"type": "load_weights", "path": str(path), "model_id": model_id}
+            checkpoint = self.checkpoints.load(path, with_optimizer_state=with_optimizer)
+            model = self._new_training_model(model_id, base_model, lora, optimizer_config)
+            model.adapter.load_state_dict(checkpoint.adapter_tensors)
+            if with_optimizer:
+                model.optimizer.load_state_dict(checkpoint.optimizer_state)
+                model.last_optim_params = checkpoint.metadata.get("last_optim_params")
+            with self._lock:
+                self.models[model_id] = model
+            return {"type": "load_weights", "path": str(path), "model_id": model_id}
+
+        return self._register(f"{model_id}:load", lambda: self.executor.submit(create))
+
+    def weights_info(self, tinker_path: str) -> dict:
+        metadata = self.checkpoints.metadata(tinker_path)
+        lora = metadata["lora_config"]
+        report = {
+            **metadata["optimizer"],
+            "adapter_sha256": metadata["adapter_sha256"],
+            "optimizer_step": metadata["optimizer_step"],
+            "last_optim_params": metadata.get("last_optim_params"),
+        }
+        return {
+            "base_model": metadata["base_model"],
+            "optimizer_config": report,
+            "is_lora": True,
+            "lora_rank": lora["rank"],
+            "train_unembed": lora["train_unembed"],
+            "train_mlp": lora["train_mlp"],
+            "train_attn": lora["train_attn"],
+            "checkpoint": metadata,
+            **{key: report[key] for key in PROVENANCE_KEYS},
+        }
+
+    def unload_model(self, body: dict) -> dict:
+        model_id = body["model_id"]
+
+        def unload() -> dict:
+            with self._lock:
+                model = self.models.pop(model_id, None)
+            if model is not None:
+                model.worker.stop()
+            return {"type": "unload_model", "model_id": model_id}
+
+        return self._register(f"{model_id}:unload", lambda: self.executor.submit(unload))
+
+    # ------------------------------------------------------------------ sampling
+    def sampler_weights_for_path(self, model_path: str) -> SamplerWeights:
+        """The exact weights of a checkpoint (verified against its recorded adapter_sha256)."""
+        path = TinkerPath.parse(model_path)
+        with self._lock:
+            cached = self._sampler_weights_cache.get(str(path))
+        if cached is not None:
+            return cached
+        checkpoint = self.checkpoints.load(path)
+        metadata = checkpoint.metadata
+        base = load_base_model(metadata["base_model"])
+        adapter = LoraAdapter(base, LoraConfig(**metadata["lora_config"]))
+        adapter.load_state_dict(checkpoint.adapter_tensors)
+        adapter = adapter.frozen_copy()
+        if adapter.sha256() != metadata["adapter_sha256"]:
+            raise CheckpointError(f"{path}: adapter bytes do not match the recorded adapter_sha256")
+        weights = SamplerWeights(base, adapter, f"{base.name}@{metadata['adapter_sha256']}")
+        with self._lock:
+            self._sampler_weights_cache[str(path)] = weights
+        return weights
+
+    def base_sampler_weights(self, base_model: str) -> SamplerWeights:
+        base = load_base_model(base_model)
+        return SamplerWeights(base, None, f"{base.name}@base")
+
+    def create_sampling_session(self, body: dict) -> dict:
+        self.touch_session(body["session_id"])
+        sampling_session_id = f"sample-{body['session_id']}-{body['sampling_session_seq_id']}"
+        if body.get("model_path"):
+            weights = self.sampler_weights_for_path(body["model_path"])
+        elif body.get("base_model"):
+            weights = self.base_sampler_weights(body["base_model"])
+        else:
+            raise UserError("create_sampling_session needs model_path or base_model")
+        with self._lock:
+            self.sampling_sessions[sampling_session_id] = SamplingSession(
+                sampling_session_id, weights.base.name, body.get("model_path"), weights
+            )
+        return {"type": "create_sampling_session", "sampling_session_id": sampling_session_id}
+
+    def sampling_session(self, sampling_session_id: str) -> SamplingSession:
+        session = self.sampling_sessions.get(sampling_session_id)
+        if session is None:
+            raise UserError(f"unknown sampling session {sampling_session_id!r}")
+        return session
+
+    def asample(self, body: dict) -> dict:
+        if body.get("sampling_session_id"):
+            weights = self.sampling_session(body["sampling_session_id"]).weights
+            request_id = f"{body['sampling_session_id']}:{body.get('seq_id')}"
+        elif body.get("model_path"):
+            weights = self.sampler_weights_for_path(body["model_path"])
+            request_id = f"sample-{uuid.uuid4().hex[:12]}"
+        elif body.get("base_model"):
+            weights = self.base_sampler_weights(body["base_model"])
+            request_id = f"sample-{uuid.uuid4().hex[:12]}"
+        else:
+            raise UserError("asample needs sampling_session_id, model_path or base_model")
+        for unsupported in ("topk_prompt_logprobs", "topk_sample_logprobs", "prompt_alt_tokens_k"):
+            if body.get(unsupported):
+                raise UserError(f"{unsupported} is not supported by the embedded backend")
+        if body.get("target_prompt_logprobs") is not None:
+            raise UserError("target_prompt_logprobs is not supported by the embedded backend")
+        prompt = _prompt_tokens(body["prompt"])
+        if not prompt:
+            raise UserError("the prompt is empty")
+        vocab_size = weights.base.config.vocab_size
+        if min(prompt) < 0 or max(prompt) >= vocab_size:
+            raise UserError(f"prompt has token ids outside [0, {vocab_size})")
+        if len(prompt) >= weights.base.max_context_length:
+            raise UserError(
+                f"prompt of {len(prompt)} tokens does not fit the "
+                f"{weights.base.max_context_length}-token context"
+            )
+        num_samples = int(body.get("num_samples", 1))
+        if num_samples < 1:
+            raise UserError("num_samples must be >= 1")
+        job = SampleJob(
+            weights=weights,
+            prompt=prompt,
+            num_samples=num_samples,
+            spec=SamplingSpec.from_request(body.get("sampling_params") or {}, weights.base),
+            want_prompt_logprobs=bool(body.get("prompt_logprobs")),
+            prompt_logprobs_last_n=body.get("prompt_logprobs_last_n"),
+        )
+
+        def start() -> Future:
+            done: Future = Future()
+
+            def encode(sampled: Future) -> None:
+                if sampled.exception() is not None:
+                    done.set_exception(sampled.exception())
+                else:
+                    result = sampled.result()
+                    done.set_result(wire.encode_sample_response(result.sequences, result.prompt_logprobs))
+
+            self.sampler.submit(job).add_done_callback(encode)
+            return done
+
+        response = self._register(request_id, start)
+        response["sample_sequence_ids"] = [f"{request_id}:{i}" for i in range(num_samples)]
+        return response
+
+    def stop(self) -> None:
+        self.sampler.stop()
+        for model in list(self.models.values()):
+            model.worker.stop()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _prompt_tokens(prompt: dict) -> list[int]:
+    tokens: list[int] = []
+    for chunk in prompt.get("chunks", []):
+        if chunk.get("type", "encoded_text") != "encoded_text":
+            raise UserError(f"only encoded_text prompt chunks are supported, got {chunk.get('type')!r}")
+        tokens.extend(int(t) for t in chunk["tokens"])
+    return tokens
+
+
+def _forward_backward(model: TrainingModel, request: wire.ForwardBackwardRequest, config: dict) -> bytes:
+    inputs = [datum.tokens for datum in request.data]
+    targets = [datum.loss_fn_inputs["target_tokens"].astype("int64").tolist() for datum in request.data]
+    float_inputs = [
+        {
+            name: torch.from_numpy(array.astype("float32"))
+            for name, array in datum.loss_fn_inputs.items()
+            if name != "target_tokens"
+        }
+        for datum in request.data
+    ]
+    with torch.set_grad_enabled(not request.forward_only):
+        logprobs = model.base.target_logprobs(inputs, targets, model.adapter)
+        losses = [
+            elementwise_loss(request.loss_fn, lp, datum_inputs, config)
+            for lp, datum_inputs in zip(logprobs, float_inputs, strict=True)
+        ]
+        total = torch.stack([loss.sum() for loss in losses]).sum()
+        if not request.forward_only:
+            total.backward()
+    return wire.encode_forward_backward_output(
+        {"logprobs": logprobs, "elementwise_loss": losses},
+        {"loss:sum": total.item()},
+        num_datums=len(request.data),
+    )
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) -> FastAPI:
+    service = EmbeddedService(checkpoint_dir, faults)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        service.stop()
+
+    app = FastAPI(title="embedded tinker", lifespan=lifespan)
+    app.state.service = service
+
+    @app.middleware("http")
+    async def inject_faults(request: Request, call_next):
+        match = re.match(r"^/api/v1/([^/]+)", request.url.path)
+        endpoint = match.group(1) if match else ""
+        if delay := service.faults.latency_seconds(endpoint):
+            await asyncio.sleep(delay)
+        if status := service.faults.draw_status(endpoint):
+            message = (
+                "rate limited (injected fault)" if status == 429 else "service unavailable (injected fault)"
+            )
+            return JSONResponse(
+                {"error": message, "category": "server"},
+                status_code=status,
+                headers=service.faults.fault_headers(),
+            )
+        return await call_next(request)
+
+    async def report_user_error(request: Request, error: Exception):
+        return JSONResponse(error_payload(error), status_code=400)
+
+    async def report_server_error(request: Request, error: Exception):
+        return JSONResponse(error_payload(error), status_code=500)
+
+    for error_class in USER_ERRORS:
+        app.add_exception_handler(error_class, report_user_error)
+    app.add_exception_handler(Exception, report_server_error)
+
+    async def json_body(request: Request) -> dict:
+        try:
+            return await request.json()
+        except ValueError as error:
+            raise UserError(f"request body is not JSON: {error}") from error
+
+    in_thread = asyncio.to_thread
+    api = "/api/v1"
+
+    @app.get(f"{api}/healthz")
+    async def healthz():
+        injected = service.faults.injected
+        return {"status": "ok", "faults_injected": {"429": injected[429], "503": injected[503]}}
+
+    @app.post(f"{api}/client/config")
+    async def client_config():
+        return {
+            "pjwt_auth_enabled": False,
+            "credential_default_source": "api_key",
+            "use_pyqwest_transport": False,
+            "parallel_fwdbwd_chunks": True,
+            "proto_compress_fwdbwd": False,
+            "sample_use_retrieve_futures": False,
+            "custom_loss_server_side": False,
+            "sample_join_sampling_session": False,
+        }
+
+    @app.post(f"{api}/client/dynamic_config")
+    async def client_dynamic_config():
+        return {"refresh_interval_sec": 300, "sample_cancel_enabled": False}
+
+    @app.post(f"{api}/telemetry")
+    async def telemetry():
+        return {"status": "accepted"}
+
+    @app.get(f"{api}/get_server_capabilities")
+    async def get_server_capabilities():
+        return {
+            "supported_models": [
+                {
+                    "model_name": name,
+                    "max_context_length": _max_context_length(name),
+                    "trainable": True,
+                    "sampleable": True,
+                }
+                for name in REGISTRY
+            ]
+        }
+
+    @app.post(f"{api}/create_session")
+    async def create_session():
+        return {"type": "create_session", "session_id": service.create_session()}
+
+    @app.post(f"{api}/session_heartbeat")
+    async def session_heartbeat(request: Request):
+        session = service.touch_session((await json_body(request))["session_id"])
+        if session["finished"]:
+            return JSONResponse({"error": "session finished", "category": "user"}, status_code=410)
+        return {"type": "session_heartbeat"}
+
+    @app.post(f"{api}/sessions/{{session_id}}/finish")
+    async def finish_session(session_id: str):
+        service.touch_session(session_id)["finished"] = True
+        return {}
+
+    @app.post(f"{api}/create_model")
+    async def create_model(request: Request):
+        return service.create_model(await json_body(request))
+
+    @app.post(f"{api}/get_info")
+    async def get_info(request: Request):
+        return await in_thread(service.get_info, (await json_body(request))["model_id"])
+
+    @app.post(f"{api}/weights_info")
+    async def weights_info(request: Request):
+        return await in_thread(service.weights_info, (await json_body(request))["tinker_path"])
+
+    @app.post(f"{api}/forward_backward")
+    async def forward_backward(request: Request):
+        body = await request.body()
+        if request.headers.get("content-encoding") == "zstd":
+            import zstandard
+
+            body = zstandard.ZstdDecompressor().decompress(body)
+        return service.forward_backward(wire.decode_forward_backward(body))
+
+    @app.post(f"{api}/optim_step")
+    async def optim_step(request: Request):
+        return service.optim_step(await json_body(request))
+
+    @app.post(f"{api}/save_weights")
+    async def save_weights(request: Request):
+        return service.save_weights(await json_body(request))
+
+    @app.post(f"{api}/save_weights_for_sampler")
+    async def save_weights_for_sampler(request: Request):
+        return service.save_weights_for_sampler(await json_body(request))
+
+    @app.post(f"{api}/load_weights")
+    async def load_weights(request: Request):
+        return await in_thread(service.load_weights, await json_body(request))
+
+    @app.post(f"{api}/unload_model")
+    async def unload_model(request: Request):
+        return service.unload_model(await json_body(request))
+
+    @app.post(f"{api}/create_sampling_session")
+    async def create_sampling_session(request: Request):
+        return await in_thread(service.create_sampling_session, await json_body(request))
+
+    @app.get(f"{api}/samplers/{{sampler_id}}")
+    async def get_sampler(sampler_id: str):
+        session = service.sampling_session(sampler_id)
+        return {"sampler_id": sampler_id, "base_model": session.base_model, "model_path": session.model_path}
+
+    @app.post(f"{api}/asample")
+    async def asample(request: Request):
+        return await in_thread(service.asample, await json_body(request))
+
+    @app.post(f"{api}/retrieve_future")
+    async def retrieve_future(request: Request):
+        return await service.retrieve((await json_body(request))["request_id"])
+
+    @app.post(f"{api}/cancel_future")
+    async def cancel_future():
+        return {}
+
+    return app

@@ -1,0 +1,1 @@
+"""Synthetic task families shipped with the embedded backend."""

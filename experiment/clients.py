@@ -1,0 +1,77 @@
+"""Training-service sessions with a purpose, released when that purpose is done.
+
+The contract asks a run to release probe and setup clients before the paired arms start,
+and, on a capacity stop, to release the clients it created. In the SDK a session owns its
+clients and `ServiceClient.close()` finishes the session, so each purpose gets its own
+session: "setup" (probes, pilots, checks) and "arms" (the paired training clients).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import tinker
+
+from experiment.restoration import creation_optimizer_config
+from experiment.service import ServiceTarget
+
+
+class ClientSession:
+    """One SDK session: creates training/sampling clients and finishes the session on close."""
+
+    def __init__(self, service: ServiceTarget, purpose: str, fork: bool = False):
+        self.purpose = purpose
+        self.service_client = service.service_client(fork=fork)
+        self.created_models: list[str] = []
+        self.closed = False
+
+    def lora_client(self, base_model: str, rank: int, seed: int, requested: dict[str, Any]) -> tinker.TrainingClient:
+        client = self.service_client.create_lora_training_client(
+            base_model=base_model, rank=rank, seed=seed,
+            optimizer=creation_optimizer_config(requested),
+        ).result()
+        self.created_models.append(client.model_id)
+        return client
+
+    def client_from_state(self, path: str, requested: dict[str, Any], with_optimizer: bool = False) -> tinker.TrainingClient:
+        create = (self.service_client.create_training_client_from_state_with_optimizer if with_optimizer
+                  else self.service_client.create_training_client_from_state)
+        client = create(path, optimizer=creation_optimizer_config(requested)).result()
+        self.created_models.append(client.model_id)
+        return client
+
+    def base_sampler(self, base_model: str) -> tinker.SamplingClient:
+        return self.service_client.create_sampling_client(base_model=base_model)
+
+    def sampler_from_path(self, path: str) -> tinker.SamplingClient:
+        return self.service_client.create_sampling_client(model_path=path)
+
+    def close(self, status: str = "success") -> bool:
+        """Finish the session (releases every client it created); True when the service confirmed."""
+        if self.closed:
+            return True
+        self.closed = True
+        try:
+            self.service_client.close(status).result()
+            return True
+        except Exception:  # the session may already be gone (server restarted, capacity stop)
+            return False
+
+    def __enter__(self) -> ClientSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close("errored" if exc[0] else "success")
+
+
+def load_state_response(client: tinker.TrainingClient, path: str) -> Any:
+    """Restore weights into an existing client and return the server's load response.
+
+    `create_training_client_from_state` discards the load response; the contract wants the
+    checkpoint URI *from the actual load response*, which only `load_state` returns (deprecated
+    in tinker 0.38 but supported).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return client.load_state(path).result()

@@ -1,0 +1,395 @@
+"""Paired Hoeffding decision over item-level observations (contract section 7).
+
+Input: one ``Observation`` per (arm, item, scheduled seed, metric), failures scored 0
+(a missing row is an error, never a zero).  For each criterion of a spec's
+``decision_rule``:
+
+* weights are keyed by arm names or by role labels (``treatment``, ``baseline``);
+  role labels are mapped to arm names through ``role_to_arm`` and the mapping is
+  recorded in the result;
+* value_arm(item) is the arm's value on that item, averaged over the scheduled seeds
+  (with the usual single seed it is just that seed's value);
+* the per-item statistic is sum_arm w_arm * value_arm(item), n = number of items;
+* effect = mean of the statistic over items;
+* range = sum |w| * (hi - lo) from the criterion's ``bounds``; values outside the
+  bounds are an error (never clipped);
+* one-sided Hoeffding half-width = range * sqrt(ln(1 / alpha_c) / (2 n)), where
+  alpha_c = alpha, or alpha / k (Bonferroni over k criteria) when simultaneous
+  intervals are asked for; the adjustment is recorded;
+* lower = effect - half-width, upper = effect + half-width;
+* status: ``passes`` when lower > margin, ``fails`` when upper < margin, else
+  ``unsettled``.
+
+Verdicts: ``direction_confidence_verdict`` and ``three_way_verdict`` implement the two
+vocabularies of contract section 2; ``decision_summary`` runs the whole computation
+(flow and ``python -m flows.decide`` both call it) and ``decision_record`` shapes the
+RESULT ``decision`` object.  Observation files: ``write_observations_jsonl``,
+``read_observations_jsonl``, ``bytes_sha256``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+OBSERVATIONS_FILE_NAME = "scored-observations.jsonl"
+
+
+class DecisionError(ValueError):
+    """Observations or a decision rule that cannot give a decision."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    item_id: str
+    arm: str
+    seed: int
+    metric: str
+    value: float
+    evaluator_id: str | None = None
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        if row["evaluator_id"] is None:
+            del row["evaluator_id"]
+        return row
+
+
+@dataclass
+class CriterionResult:
+    id: str
+    metric: str
+    weights: dict  # as written in the spec
+    arm_weights: dict  # keyed by arm name after role mapping
+    margin: float
+    bounds: list
+    n: int
+    effect: float
+    range: float
+    alpha: float  # alpha used for this criterion's interval (after any adjustment)
+    half_width: float
+    lower: float
+    upper: float
+    per_arm_means: dict  # arm -> unrounded mean over items and seeds
+    per_arm_seed_means: dict  # arm -> {seed (as str): mean over items}
+    evaluator_ids: list
+    status: str  # passes | fails | unsettled
+
+
+@dataclass
+class DecisionResult:
+    method: str
+    alpha: float
+    simultaneous: bool
+    adjustment: str  # "none" or "bonferroni"
+    role_to_arm: dict  # the mapping used for role-keyed weights ({} when none was needed)
+    seeds: list
+    criteria: list[CriterionResult] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _finite_number(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DecisionError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise DecisionError(f"{what} is not finite: {value!r}")
+    return float(value)
+
+
+def _arm_weights(weights: dict, role_to_arm: dict | None, criterion_id: str) -> tuple[dict, dict]:
+    """Weights keyed by arm name, and the role -> arm pairs that were used."""
+    arm_weights: dict[str, float] = {}
+    used_roles: dict[str, str] = {}
+    for key, weight in weights.items():
+        arm = key
+        if role_to_arm and key in role_to_arm:
+            arm = role_to_arm[key]
+            used_roles[key] = arm
+        if arm in arm_weights:
+            raise DecisionError(f"criterion {criterion_id}: arm {arm!r} is weighted twice")
+        arm_weights[arm] = _finite_number(weight, f"criterion {criterion_id} weight {key!r}")
+    return arm_weights, used_roles
+
+
+def paired_hoeffding(
+    observations: list[Observation],
+    criteria: list[dict],
+    alpha: float,
+    role_to_arm: dict | None = None,
+    simultaneous: bool = False,
+    seeds: list[int] | None = None,
+    item_ids: list[str] | None = None,
+) -> DecisionResult:
+    """Per-criterion effect and one-sided Hoeffding bounds (see the module docstring).
+
+    ``seeds``: the scheduled seeds (``decision_rule.seeds``); every arm x item x seed
+    must be present.  Default: the seeds that occur in the observations.
+    ``item_ids``: the evaluated items; default: every item that occurs for the
+    criterion's metric (in any arm).  Observations of arms no criterion weights are ignored.
+    """
+    alpha = _finite_number(alpha, "alpha")
+    if not 0 < alpha < 1:
+        raise DecisionError(f"alpha must be in (0, 1), got {alpha}")
+    if not criteria:
+        raise DecisionError("decision_rule has no criteria")
+    for observation in observations:
+        _finite_number(observation.value, f"value of {observation.arm}/{observation.item_id}")
+    if seeds is None:
+        seeds = sorted({observation.seed for observation in observations})
+    seeds = list(seeds)
+    if not seeds:
+        raise DecisionError("no scheduled seeds")
+
+    adjust = simultaneous and len(criteria) > 1
+    alpha_per_criterion = alpha / len(criteria) if adjust else alpha
+    result = DecisionResult(
+        method="paired_hoeffding",
+        alpha=alpha,
+        simultaneous=simultaneous,
+        adjustment="bonferroni" if adjust else "none",
+        role_to_arm={},
+        seeds=seeds,
+    )
+    for criterion in criteria:
+        criterion_id = str(criterion.get("id", ""))
+        metric = criterion["metric"]
+        margin = _finite_number(criterion["margin"], f"criterion {criterion_id} margin")
+        bounds = criterion.get("bounds")
+        if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+            raise DecisionError(f"criterion {criterion_id}: bounds must be [lo, hi], got {bounds!r}")
+        low, high = (_finite_number(b, f"criterion {criterion_id} bounds") for b in bounds)
+        if not high > low:
+            raise DecisionError(f"criterion {criterion_id}: bounds must satisfy lo < hi")
+        arm_weights, used_roles = _arm_weights(criterion["weights"], role_to_arm, criterion_id)
+        result.role_to_arm.update(used_roles)
+
+        table: dict[tuple[str, str, int], float] = {}
+        evaluator_ids = set()
+        for observation in observations:
+            if observation.metric != metric or observation.arm not in arm_weights:
+                continue
+            key = (observation.arm, observation.item_id, observation.seed)
+            if key in table:
+                raise DecisionError(f"duplicate observation for arm {key[0]!r}, item "
+                                    f"{key[1]!r}, seed {key[2]}, metric {metric!r}")
+            if not low <= observation.value <= high:
+                raise DecisionError(f"value {observation.value} of arm {key[0]!r} item {key[1]!r} "
+                                    f"is outside the bounds [{low}, {high}]")
+            if observation.seed not in seeds:
+                raise DecisionError(f"observation with unscheduled seed {observation.seed}")
+            table[key] = observation.value
+            evaluator_ids.add(observation.evaluator_id)
+        if len(evaluator_ids) > 1:
+            raise DecisionError(f"criterion {criterion_id}: observations come from several "
+                                f"evaluators {sorted(map(str, evaluator_ids))}")
+
+        if item_ids is not None:
+            items = list(item_ids)
+        else:  # every item scored for this metric, by any arm
+            items = sorted({o.item_id for o in observations if o.metric == metric})
+        if not items:
+            raise DecisionError(f"criterion {criterion_id}: no observations for metric {metric!r}")
+        missing = [(arm, item, seed) for arm in arm_weights for item in items for seed in seeds
+                   if (arm, item, seed) not in table]
+        if missing:
+            arm, item, seed = missing[0]
+            raise DecisionError(f"criterion {criterion_id}: {len(missing)} missing observations "
+                                f"(first: arm {arm!r}, item {item!r}, seed {seed}); "
+                                "every arm, item and scheduled seed must be scored")
+        extra = {key[1] for key in table} - set(items)
+        if extra:
+            raise DecisionError(f"criterion {criterion_id}: observations for items outside "
+                                f"the evaluated list, e.g. {sorted(extra)[0]!r}")
+
+        n = len(items)
+        statistic_sum = 0.0
+        for item in items:
+            statistic = 0.0
+            for arm, weight in arm_weights.items():
+                value = sum(table[(arm, item, seed)] for seed in seeds) / len(seeds)
+                statistic += weight * value
+            statistic_sum += statistic
+        effect = statistic_sum / n
+        value_range = sum(abs(weight) for weight in arm_weights.values()) * (high - low)
+        half_width = value_range * math.sqrt(math.log(1.0 / alpha_per_criterion) / (2.0 * n))
+        lower, upper = effect - half_width, effect + half_width
+        if lower > margin:
+            status = "passes"
+        elif upper < margin:
+            status = "fails"
+        else:
+            status = "unsettled"
+
+        per_arm_means = {}
+        per_arm_seed_means = {}
+        for arm in arm_weights:
+            per_arm_means[arm] = sum(table[(arm, item, seed)] for item in items for seed in seeds) / (n * len(seeds))
+            per_arm_seed_means[arm] = {
+                str(seed): sum(table[(arm, item, seed)] for item in items) / n for seed in seeds
+            }
+        result.criteria.append(CriterionResult(
+            id=criterion_id, metric=metric, weights=dict(criterion["weights"]),
+            arm_weights=arm_weights, margin=margin, bounds=[low, high], n=n, effect=effect,
+            range=value_range, alpha=alpha_per_criterion, half_width=half_width,
+            lower=lower, upper=upper, per_arm_means=per_arm_means,
+            per_arm_seed_means=per_arm_seed_means,
+            evaluator_ids=sorted(map(str, evaluator_ids - {None})), status=status,
+        ))
+    return result
+
+
+def direction_confidence_verdict(result: DecisionResult, limits: list[str] = ()) -> dict:
+    """Direction+confidence vocabulary.
+
+    verdict: ``supported`` iff every criterion passes, else ``refuted`` (ties, mixed
+    criteria and straddling intervals included).  confidence: ``strong`` only when
+    every criterion's interval settles its margin (passes or fails) and ``limits``
+    (other things that limit the result, e.g. "one seed", "grid-edge LR") is empty;
+    else ``weak``, with every limit listed.
+    """
+    limits = list(limits)
+    for criterion in result.criteria:
+        if criterion.status == "unsettled":
+            limits.append(f"criterion {criterion.id}: interval [{criterion.lower:.6g}, "
+                          f"{criterion.upper:.6g}] straddles the margin {criterion.margin:g}")
+    supported = bool(result.criteria) and all(c.status == "passes" for c in result.criteria)
+    return {
+        "verdict": "supported" if supported else "refuted",
+        "confidence": "weak" if limits else "strong",
+        "limits": limits,
+    }
+
+
+def three_way_verdict(result: DecisionResult, every_arm_ran: bool = True,
+                      blocking_limits: list[str] = ()) -> dict:
+    """Three-way vocabulary: verdict in supported | refuted | inconclusive + outcome_reason.
+
+    - an arm did not run: inconclusive / incomplete_execution
+    - a blocking limit (grid-edge LR, failed activation gate, pending re-evaluation ...):
+      inconclusive / insufficient_evidence
+    - every criterion settled: all pass -> supported, all fail -> refuted,
+      otherwise inconclusive / mixed_criteria
+    - some criterion unsettled: inconclusive / mixed_criteria when others both pass
+      and fail, else inconclusive / insufficient_evidence
+    (The decision rules have no tie band, so ``tie`` is never produced here.)
+    """
+    statuses = [criterion.status for criterion in result.criteria]
+    if not every_arm_ran or not statuses:
+        return {"verdict": "inconclusive", "outcome_reason": "incomplete_execution", "limits": list(blocking_limits)}
+    if blocking_limits:
+        return {"verdict": "inconclusive", "outcome_reason": "insufficient_evidence", "limits": list(blocking_limits)}
+    if all(status == "passes" for status in statuses):
+        return {"verdict": "supported", "outcome_reason": "supported", "limits": []}
+    if all(status == "fails" for status in statuses):
+        return {"verdict": "refuted", "outcome_reason": "refuted", "limits": []}
+    if "passes" in statuses and "fails" in statuses:
+        return {"verdict": "inconclusive", "outcome_reason": "mixed_criteria", "limits": []}
+    return {"verdict": "inconclusive", "outcome_reason": "insufficient_evidence", "limits": []}
+
+
+def decision_summary(decision_rule: dict, observations: list[Observation], vocabulary: str,
+                     role_to_arm: dict | None = None, simultaneous: bool = False,
+                     limits: list[str] = (), every_arm_ran: bool = True) -> dict:
+    """Decision plus verdict, as plain JSON-ready data (used by the flow and the CLI).
+
+    ``vocabulary`` is ``direction_confidence`` or ``three_way``.  ``limits`` are the
+    things besides the intervals that limit the result (direction+confidence: they
+    make confidence weak; three-way: they make the verdict inconclusive).
+    """
+    if decision_rule.get("method", "paired_hoeffding") != "paired_hoeffding":
+        raise DecisionError(f"unsupported decision method {decision_rule.get('method')!r}")
+    if decision_rule.get("alpha") is None:
+        raise DecisionError("decision_rule has no alpha")
+    result = paired_hoeffding(
+        observations, decision_rule.get("criteria") or [], decision_rule["alpha"],
+        role_to_arm=role_to_arm, simultaneous=simultaneous, seeds=decision_rule.get("seeds"),
+    )
+    summary = {"vocabulary": vocabulary, **result.as_dict()}
+    if vocabulary == "direction_confidence":
+        summary.update(direction_confidence_verdict(result, limits))
+    elif vocabulary == "three_way":
+        summary.update(three_way_verdict(result, every_arm_ran, limits))
+    else:
+        raise DecisionError(f"unknown verdict vocabulary {vocabulary!r}")
+    return summary
+
+
+def decision_record(summary: dict, observations_file_name: str, observations_sha256: str) -> dict:
+    """The RESULT ``decision`` object: the retained observations file by name and sha256
+    (never a path or URL) plus the recorded computation (adjustment, role mapping,
+    per-criterion bounds and per-arm means), from a ``decision_summary``."""
+    if "/" in observations_file_name or "\\" in observations_file_name:
+        raise DecisionError("observations_file name must be a retained file name, not a path")
+    if len(observations_sha256) != 64:
+        raise DecisionError("observations sha256 must be 64 hex characters")
+    keep = ("method", "alpha", "simultaneous", "adjustment", "role_to_arm", "seeds", "criteria")
+    return {
+        "version": 1,
+        "observations_file": {"name": observations_file_name, "sha256": observations_sha256},
+        **{key: summary[key] for key in keep},
+    }
+
+
+def observation_from_row(row: dict, where: str = "row") -> Observation:
+    """Validate one JSON row {item_id, arm, seed, metric, value[, evaluator_id]}."""
+    if not isinstance(row, dict):
+        raise DecisionError(f"{where}: expected a JSON object")
+    missing = [key for key in ("item_id", "arm", "seed", "metric", "value") if key not in row]
+    if missing:
+        raise DecisionError(f"{where}: missing field(s) {', '.join(missing)}")
+    for key in ("item_id", "arm", "metric"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise DecisionError(f"{where}: {key} must be a non-empty string")
+    seed = row["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise DecisionError(f"{where}: seed must be an integer")
+    evaluator_id = row.get("evaluator_id")
+    if evaluator_id is not None and not isinstance(evaluator_id, str):
+        raise DecisionError(f"{where}: evaluator_id must be a string")
+    return Observation(
+        item_id=row["item_id"], arm=row["arm"], seed=seed, metric=row["metric"],
+        value=_finite_number(row["value"], f"{where}: value"), evaluator_id=evaluator_id,
+    )
+
+
+def observations_jsonl_bytes(observations: list[Observation]) -> bytes:
+    """UTF-8 JSONL, one sorted-key compact JSON object per line, in the given order."""
+    lines = [json.dumps(o.as_row(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+             for o in observations]
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def write_observations_jsonl(path, observations: list[Observation]) -> str:
+    """Write the observations file and return the sha256 of its bytes."""
+    data = observations_jsonl_bytes(observations)
+    Path(path).write_bytes(data)
+    return bytes_sha256(data)
+
+
+def read_observations_jsonl(path) -> list[Observation]:
+    """Read and validate an observations JSONL file (blank lines are skipped)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DecisionError(f"{path}: not UTF-8 ({error})") from None
+    observations = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DecisionError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+        observations.append(observation_from_row(row, f"{path}:{number}"))
+    if not observations:
+        raise DecisionError(f"{path}: no observations")
+    return observations
+
+
+def bytes_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,90 @@
+"""Gates: names in contract order, the verdict every gate returns, and the context it runs in.
+
+Each gate is a module `experiment.gates.<name>` with `run(ctx: RunContext) -> GateVerdict`.
+A gate the plan marks not applicable is never run: `run_gate` returns `not_applicable` with the
+plan's reason. A gate whose logic is not built yet returns `failed` ("not implemented: ...").
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # imported for type hints only; plan.py imports GATE_ORDER from here
+    from experiment.plan import ExecutionPlan
+    from experiment.service import ServiceTarget
+    from experiment.spec import Spec
+    from experiment.store import RunStore
+
+# contract section 1 / contract-details Part E, with the generation audit before any training pilot (A-1.8)
+GATE_ORDER = (
+    "spec_intake",
+    "preflight_probe",
+    "generation_audit",
+    "correctness_preflight",
+    "restoration_preflight",
+    "feasibility_pilot",
+    "activation_gate",
+    "arm_training",  # LR grids are part of arm training
+    "evaluation",
+    "decision",
+)
+
+GateStatus = Literal["passed", "failed", "not_applicable"]
+
+
+@dataclass
+class GateVerdict:
+    gate: str
+    status: GateStatus
+    reasons: list[str] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+    next_diagnostic: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """A failed gate stops everything downstream."""
+        return self.status == "failed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(eq=False)
+class RunContext:
+    """Everything a gate needs. `state` carries values downstream (checkpoints, timings, ...)."""
+
+    spec: Spec
+    plan: ExecutionPlan
+    store: RunStore
+    service: ServiceTarget
+    requeue_count: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # keeps Prefect logs short; the store is the record
+        return f"RunContext(run_id={self.store.run_id!r}, spec={self.plan.spec_title!r})"
+
+
+def not_implemented(gate: str, missing: str, next_diagnostic: str | None = None) -> GateVerdict:
+    """The verdict of a gate whose logic does not exist yet: failed, never passed."""
+    return GateVerdict(
+        gate=gate,
+        status="failed",
+        reasons=[f"not implemented: {missing}"],
+        next_diagnostic=next_diagnostic or f"implement experiment/gates/{gate}.py ({missing})",
+    )
+
+
+def run_gate(name: str, ctx: RunContext) -> GateVerdict:
+    """Run one gate with its plan entry honoured and its duration measured."""
+    planned = ctx.plan.gate(name)
+    if not planned.blocks:
+        return GateVerdict(gate=name, status="not_applicable", reasons=[planned.reason])
+    started = time.monotonic()
+    module = importlib.import_module(f"experiment.gates.{name}")
+    verdict = module.run(ctx)
+    verdict.duration_s = round(time.monotonic() - started, 3)
+    return verdict

@@ -1,0 +1,95 @@
+"""Gate `evaluation` (contract section 6; contract-details A-1.13, A-6.x).
+
+The evaluator is frozen first (provenance: real code hash, prompt template, decoding with its
+stop strings, parser, explicit item ids; evaluator id = sha256 of that provenance) and posted
+before any score. Then the base model is scored and posted at once, then every trained arm's
+final checkpoint. Every item gives one prediction row (invalid outputs stay rows, scored 0),
+retained as evidence; scores go to RESULT as they are known.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from experiment import evaluation as ev
+from experiment.clients import ClientSession
+from experiment.gates import GateVerdict, RunContext, not_implemented
+from experiment.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
+from experiment.rl_recipe import eval_items, renderer_for, rollout_settings, run_async
+
+GATE = "evaluation"
+BASE_LABEL = "base"  # the untrained base model when the spec has no eval-only arm for it
+PROGRESS_EVERY = 100
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type != "rl":
+        return not_implemented(GATE, f"evaluation for training_type {ctx.plan.training_type!r}")
+    checkpoints: dict[str, str] = ctx.state.get("final_checkpoints", {})
+    trained = [arm.name for arm in ctx.plan.trained_arms]
+    missing = [name for name in trained if name not in checkpoints]
+    if missing:
+        return GateVerdict(gate=GATE, status="failed", reasons=[f"no final checkpoint for {missing}"])
+    base_arm = next((arm.name for arm in ctx.plan.arms if arm.role == "untrained_base"), None)
+    items = eval_items(ctx.spec)
+    rollout = rollout_settings(ctx.spec)
+    seed = int(ctx.spec.to_dict().get("decision_rule", {}).get("seeds", [0])[0])
+
+    with ClientSession(ctx.service, "evaluation") as session:
+        renderer = renderer_for(ctx.state["arm_clients"][trained[0]], rollout.renderer_name)
+        stop_strings = _stop_strings(renderer)
+        provenance = ev.evaluator_provenance(
+            evaluator_code_files(), prompt_template(rollout.few_shot),
+            {"temperature": 0.0, "max_tokens": rollout.max_tokens, "stop": stop_strings},
+            PARSER_DESCRIPTION, [item.id for item in items],
+        )
+        evaluator_id = ev.evaluator_id(provenance)
+        comparisons = [{"metric": "accuracy", "arms": [ctx.plan.role_to_arm[r]["arm"] for r in ("treatment", "baseline")
+                                                      if r in ctx.plan.role_to_arm]}]
+        evaluation = ev.evaluation_record({evaluator_id: provenance}, [], comparisons)
+        ctx.store.update_result(evaluation=evaluation)  # frozen before the first score of anything
+        ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator_id, n_items=len(items))
+
+        scored = {}
+        targets = [(base_arm or BASE_LABEL, None)] + [(name, checkpoints[name]) for name in trained]
+        for label, checkpoint in targets:
+            sampler = session.sampler_from_path(checkpoint) if checkpoint else session.base_sampler(ctx.state["served_model"])
+            raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
+                                               on_progress=_progress(ctx, label)))
+            rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
+                                      evaluator_id, seed, checkpoint or ctx.state["served_model"])
+                    for r in raw]
+            name = f"predictions-{label}.jsonl"
+            ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
+            accuracy = ev.score_rows(rows)
+            scored[label] = accuracy
+            evaluation["scores"].append(ev.score_entry(label, accuracy, evaluator_id, seed, name))
+            ctx.store.update_result(evaluation=evaluation, metrics=_metrics(label, accuracy, base_arm))
+            ctx.state.setdefault("prediction_rows", {})[label] = rows
+    ctx.state["evaluator_id"] = evaluator_id
+    return GateVerdict(
+        gate=GATE, status="passed",
+        reasons=[f"evaluator {evaluator_id[:12]} frozen on {len(items)} items; "
+                 + ", ".join(f"{k} {v:.4f}" for k, v in scored.items())],
+        measured={"evaluator_id": evaluator_id, "n_items": len(items), "accuracy": scored},
+    )
+
+
+def _metrics(label: str, accuracy: float, base_arm: str | None) -> dict[str, Any]:
+    if label == BASE_LABEL and base_arm is None:  # the base model is a reference, not an arm of this spec
+        return {"base_model_accuracy": accuracy}
+    return {"arms": {label: {"accuracy": accuracy}}}
+
+
+def _stop_strings(renderer) -> list[str]:
+    stops = renderer.get_stop_sequences()
+    tokenizer = renderer.tokenizer
+    return [s if isinstance(s, str) else tokenizer.decode([s]) for s in stops]
+
+
+def _progress(ctx: RunContext, label: str):
+    def report(done: int, total: int) -> None:
+        if done % PROGRESS_EVERY == 0 or done == total:
+            ctx.store.append_event("evaluation_progress", arm=label, done=done, total=total)
+    return report

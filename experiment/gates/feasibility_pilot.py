@@ -1,0 +1,89 @@
+"""Gate `feasibility_pilot` (contract section 11; contract-details A-1.6, A-11.x).
+
+A representative timing pilot in the full run's regime, measured, never scaled: client setup
+from the initialization checkpoint, one real training step per arm (on throwaway clients in a
+setup session), and greedy evaluation of a slice of the held-out items. The record projects
+the full run (arms sequentially: concurrency is never assumed free) plus a recovery reserve
+against the spec's budget, is published before continuing, and stops the run when the
+primary comparison cannot fit.
+"""
+
+from __future__ import annotations
+
+import time
+
+from experiment.clients import ClientSession
+from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment.gates import GateVerdict, RunContext, not_implemented
+from experiment.math_eval import greedy_predictions
+from experiment.restoration import requested_optimizer
+from experiment.rl_loop import train_one_step
+from experiment.rl_recipe import (
+    eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async, training_items,
+)
+from experiment.advantages import KernelBaselineState
+
+GATE = "feasibility_pilot"
+PILOT_EVAL_ITEMS = 32
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type != "rl":
+        return not_implemented(GATE, f"timing pilot for training_type {ctx.plan.training_type!r}")
+    spec = ctx.spec.to_dict()
+    arms = rl_arm_settings(ctx.spec, ctx.plan)
+    optimizers = requested_optimizers(ctx.plan)
+    order, items = training_items(ctx.spec), eval_items(ctx.spec)
+    rollout = rollout_settings(ctx.spec)
+    init_uri = ctx.state["init_checkpoint"]
+    steps = int(spec["steps"])
+    embedded = ctx.service.kind == "embedded"
+    gpu_count, allocation = (0, "embedded backend: CPU only") if embedded else (None, None)
+
+    setup_seconds, step_seconds = 0.0, 0.0
+    with ClientSession(ctx.service, "feasibility") as session:
+        for name, arm in arms.items():
+            requested = requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
+            started = time.perf_counter()
+            client = session.client_from_state(init_uri, requested)
+            setup_seconds += time.perf_counter() - started
+            renderer = renderer_for(client, arm.renderer_name)
+            window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
+            started = time.perf_counter()
+            run_async(train_one_step(client, renderer, arm, order, step=0, kernel_state=window))
+            step_seconds += time.perf_counter() - started
+        sampler = session.base_sampler(ctx.state["served_model"])
+        pilot_items = items[:PILOT_EVAL_ITEMS]
+        started = time.perf_counter()
+        run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot))
+        eval_seconds = time.perf_counter() - started
+
+    n_arms, n_eval = len(arms), len(items)
+    eval_arms = n_arms + 1  # every trained arm plus the base model
+    piloted = projection_config(
+        base_model=ctx.state["served_model"], lora_rank=spec["lora_rank"], dataset=spec["dataset"], steps=1,
+        batch_size=spec["batch_size"], max_seq_len=spec["max_seq_len"], max_tokens=rollout.max_tokens,
+        arms=list(arms), n_examples=spec["dataset"].get("n_examples"), n_eval=len(pilot_items),
+    )
+    effective = dict(piloted, steps=steps, n_eval=n_eval)
+    record = feasibility_record(
+        config=piloted, effective_config=effective, primary_endpoint=ctx.plan.primary_endpoint,
+        source=f"timing pilot of this run (events.jsonl, gate {GATE}) on {ctx.service.describe()['base_url']}",
+        setup=PhaseTiming(setup_seconds, n_arms, n_arms, 0, gpu_count, allocation),
+        training=PhaseTiming(step_seconds, n_arms, n_arms * steps, n_arms * next(iter(arms.values())).rollouts_per_step,
+                             gpu_count, allocation),
+        evaluation=PhaseTiming(eval_seconds, len(pilot_items), n_eval * eval_arms, len(pilot_items), gpu_count, allocation),
+        budget=ctx.plan.budget,
+    )
+    ctx.store.update_result(feasibility=record)
+    projection = record["projection"]
+    fits = projection["fits"] or not ctx.plan.gate(GATE).enforced
+    return GateVerdict(
+        gate=GATE, status="passed" if fits else "failed",
+        reasons=[f"projected {projection['wall_seconds']:.0f}s of a {projection['budget_wall_seconds']:.0f}s budget"]
+        + projection["problems"],
+        measured={"setup_seconds": setup_seconds, "step_seconds_per_arm": step_seconds / n_arms,
+                  "eval_seconds_per_item": eval_seconds / len(pilot_items),
+                  "projected_wall_seconds": projection["wall_seconds"]},
+        next_diagnostic=None if fits else "downsize per contract section 11: drop optional evals/seeds first, then shorten training with a recorded deviation",
+    )

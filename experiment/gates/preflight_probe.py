@@ -1,0 +1,76 @@
+"""Gate `preflight_probe` (contract section 1 step 2, contract-details A-1.1).
+
+The spec's probe, exactly: for each arm, create the training client with the arm's optimizer,
+rank and seed; one forward_backward with the arm's loss on one sampled example carrying that
+arm's computed advantage; one optim_step with the arm's settings; both must succeed and the loss
+must be finite. (Its follow-ons, the offline advantage tests and the 2-step activation pilot,
+run in the correctness and activation gates.) A rejected optimizer means the arm needs a fork:
+never swap it silently. Probe clients live in a setup session that is finished afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from experiment.clients import ClientSession
+from experiment.gates import GateVerdict, RunContext, not_implemented
+from experiment.restoration import optimizer_check, requested_optimizer
+from experiment.rl_loop import train_one_step
+from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+
+GATE = "preflight_probe"
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type != "rl":
+        return not_implemented(GATE, f"probe for training_type {ctx.plan.training_type!r}")
+    model = ctx.state["served_model"]
+    arms = rl_arm_settings(ctx.spec, ctx.plan)
+    optimizers = requested_optimizers(ctx.plan)
+    order = training_items(ctx.spec)
+    rank = int(ctx.spec.to_dict()["lora_rank"])
+    measured, reasons, failed = {}, [], False
+    with ClientSession(ctx.service, "probe") as session:
+        for name, arm in arms.items():
+            requested = requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
+            started = time.perf_counter()
+            try:
+                client = session.lora_client(model, rank, arm.seed, requested)
+            except Exception as err:  # the service rejected the arm's optimizer or options
+                failed = True
+                reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")
+                continue
+            check = optimizer_check(client.get_info(), requested, after_restore=0, evidence_ref="events.jsonl")
+            renderer = renderer_for(client, arm.renderer_name)
+            record, _ = run_async(_one_example_step(client, renderer, arm, order))
+            loss = record.loss_sum
+            ok = math.isfinite(loss) and check["actual_family"] == requested["family"]
+            failed |= not ok
+            measured[name] = {
+                "loss_sum": loss, "finite_loss": math.isfinite(loss), "reward": record.rewards[0],
+                "advantage": record.advantages[0], "optim_seconds": record.optim_seconds,
+                "actual_family": check["actual_family"], "seconds": round(time.perf_counter() - started, 3),
+            }
+            reasons.append(
+                f"{name}: forward_backward(importance_sampling) loss {loss:.4g}, optim_step ok, "
+                f"optimizer family {check['actual_family']}" + ("" if ok else " (NOT OK)")
+            )
+        released = session.close()
+    measured["probe_clients_released"] = released
+    ctx.store.append_event("probe", arms=measured)
+    return GateVerdict(
+        gate=GATE, status="failed" if failed else "passed", reasons=reasons, measured=measured,
+        next_diagnostic=None if not failed else "rerun the probe for the failing arm alone and read the service's error",
+    )
+
+
+async def _one_example_step(client, renderer, arm, order):
+    """One sampled example carrying the arm's computed advantage, then one optim_step."""
+    from dataclasses import replace
+
+    from experiment.advantages import KernelBaselineState
+
+    one_example = replace(arm, groups_per_batch=1)
+    window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
+    return await train_one_step(client, renderer, one_example, order, step=0, kernel_state=window)

@@ -1,0 +1,64 @@
+"""Gate `spec_intake` (project convention, contract section 1 step 1).
+
+The spec and plan were parsed before the run was created (a bad spec never gets a run). Here the
+run records what it will execute, before any training:
+- the spec file, the companion plan file (a spec revision) and the execution plan, as evidence;
+- the served model, resolved against the service (a substitute is a `model` deviation and is said
+  in `summary`; a missing model is never a reason to stop);
+- a `status: running` RESULT update carrying every deviation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from experiment.gates import GateVerdict, RunContext
+from experiment.result import intake_update, model_deviation
+from experiment.service import closest_served_model
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    _record_spec_evidence(ctx)
+    try:
+        served = ctx.service.served_models()
+    except Exception as err:  # any failure to reach the service stops here, named, with no secrets
+        return _service_failure(ctx, f"could not list served models at {ctx.service.describe()['base_url']}: "
+                                     f"{type(err).__name__}: {err}")
+    if not served:
+        return _service_failure(ctx, "the service lists no served models")
+    model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
+    deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
+    ctx.store.update_result(**intake_update(ctx.plan, model, deviations))
+    ctx.state["served_model"] = model
+    return GateVerdict(
+        gate="spec_intake",
+        status="passed",
+        reasons=[deviation_reason or f"{model} is served"],
+        measured={
+            "served_model": model,
+            "spec_sha256": ctx.plan.spec_sha256,
+            "spec_revision": ctx.plan.spec_revision,
+            "deviations": len(deviations),
+            "service": ctx.service.describe(),
+        },
+    )
+
+
+def _service_failure(ctx: RunContext, reason: str) -> GateVerdict:
+    return GateVerdict(
+        gate="spec_intake",
+        status="failed",
+        reasons=[reason],
+        next_diagnostic="check that the service answers get_server_capabilities (backend URL and credentials)",
+    )
+
+
+def _record_spec_evidence(ctx: RunContext) -> None:
+    source = ctx.spec.source
+    ctx.store.add_evidence("spec.json", "spec", Path(source.path).read_bytes(), source=source.path)
+    if source.revision:
+        ctx.store.add_evidence("spec-revision.plan.json", "spec_revision", Path(source.revision.path).read_bytes(),
+                               source=source.revision.path)
+    plan_json = json.dumps(ctx.plan.to_dict(), indent=2, sort_keys=True)
+    ctx.store.add_evidence("execution-plan.json", "effective_config", plan_json)

@@ -1,0 +1,79 @@
+"""RESULT builders: the contract's result object (section 2) in both verdict vocabularies.
+
+These are pure functions that return fields; `RunStore.update_result(**fields)` writes them.
+A field whose value is None is removed from RESULT (e.g. no `verdict` before the final update in
+the direction+confidence vocabulary).
+
+- direction_confidence (GS1, TriMuon): `verdict` only in the final update; a run whose effect was
+  never measured ends `status: failed`, no verdict, `outcome_reason: incomplete_execution`.
+- three_way (self-generated): the final update carries `verdict` (inconclusive when the effect was
+  never measured) and has no confidence/effect/margin/ci/seeds/grid_edge/reasoning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiment.gates import GateVerdict
+from experiment.plan import ExecutionPlan
+
+THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")
+
+
+def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
+    """RESULT at run creation: running, nothing measured, no verdict."""
+    return {
+        "status": "running",
+        "summary": f"Run started for '{plan.spec_title}'; no comparison has been measured yet.",
+        "metrics": {"arms": {}},
+        "completed_arms": [],
+        "deviations": [],
+        "original_hypothesis_tested": True,
+        "evidence": {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}},
+    }
+
+
+def model_deviation(original: str, effective: str, reason: str) -> dict[str, str]:
+    return {"field": "model", "original": original, "effective": effective, "reason": reason}
+
+
+def intake_update(plan: ExecutionPlan, served_model: str, deviations: list[dict[str, str]]) -> dict[str, Any]:
+    """The `status: running` update of spec intake: deviations recorded before any training."""
+    summary = f"Running '{plan.spec_title}' on {served_model}"
+    if any(d["field"] == "model" for d in deviations):
+        summary += f" instead of {plan.base_model}, which the service does not serve"
+    summary += "."
+    if plan.spec_revision:
+        summary += f" Spec revision {plan.spec_revision['path']} supplies {', '.join(plan.spec_revision['supplied'])}."
+    return {"status": "running", "summary": summary, "deviations": deviations}
+
+
+def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict) -> dict[str, Any]:
+    """Final fields for a run stopped by a failed gate (the effect was never measured)."""
+    why = "; ".join(verdict.reasons) or "no reason recorded"
+    next_step = verdict.next_diagnostic or "inspect the gate's events and evidence"
+    summary = f"The run stopped at the {verdict.gate} gate before the comparison was measured ({why})."
+    if plan.vocabulary == "three_way":
+        return {
+            "status": "failed",
+            "summary": f"{summary} Cheapest next diagnostic: {next_step}.",
+            "verdict": "inconclusive",
+            "outcome_reason": "incomplete_execution",
+            **{field: None for field in THREE_WAY_ABSENT_FIELDS},
+        }
+    return {
+        "status": "failed",
+        "summary": summary + " No verdict is reported.",
+        "verdict": None,
+        "confidence": None,
+        "outcome_reason": "incomplete_execution",
+        "reasoning": (
+            f"Gate {verdict.gate} failed: {why}. The effect was never measured, so there is no verdict. "
+            f"Cheapest next diagnostic: {next_step}."
+        ),
+    }
+
+
+def gate_failure_message(verdict: GateVerdict) -> str:
+    """One line for logs and the Failed state's message."""
+    return f"gate {verdict.gate} failed: {'; '.join(verdict.reasons) or 'no reason recorded'}"

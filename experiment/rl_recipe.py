@@ -1,0 +1,155 @@
+"""The RL recipe of a spec: rollout settings, per-arm loop settings, prompt order, eval items.
+
+Derived from the spec (and its plan) in one place so every gate uses the same numbers:
+the probe, the pilots and the full arms must run "the exact full-run regime".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Coroutine, TypeVar
+
+from experiment.data import TaskItem, load_gsm8k, load_task_file, seeded_shuffle
+from experiment.plan import ExecutionPlan
+from experiment.rl_loop import RLArmSettings
+from experiment.spec import Spec
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RENDERER = "qwen3_5_disable_thinking"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    max_tokens: int
+    temperature: float
+    renderer_name: str
+    few_shot: bool
+    source: str  # where the numbers came from (structured field or the spec's prose)
+
+
+def rollout_settings(spec: Spec) -> RolloutSettings:
+    """max_tokens / temperature / renderer: a structured `rollout` block, else the spec's prose.
+
+    The seed specs state them only in prose ("max_tokens=512 and temperature 1.0"); a spec
+    that states neither is an error rather than a silent default.
+    """
+    raw = spec.to_dict()
+    block = raw.get("rollout") or {}
+    uses_gsm8k = "gsm8k" in str(raw.get("dataset", {})).lower()
+    if block:
+        return RolloutSettings(
+            max_tokens=int(block["max_tokens"]),
+            temperature=float(block.get("temperature", 1.0)),
+            renderer_name=block.get("renderer", DEFAULT_RENDERER),
+            few_shot=bool(block.get("few_shot", uses_gsm8k)),
+            source="spec.rollout",
+        )
+    prose = " ".join(str(raw.get(k, "")) for k in ("method", "command", "eval"))
+    tokens = re.search(r"max_tokens\s*=\s*(\d+)", prose)
+    temperature = re.search(r"temperature[ =]+(\d+(?:\.\d+)?)", prose)
+    if not tokens:
+        raise ValueError("the spec states no max_tokens (no `rollout` block and none in its prose)")
+    return RolloutSettings(
+        max_tokens=int(tokens.group(1)),
+        temperature=float(temperature.group(1)) if temperature else 1.0,
+        renderer_name=DEFAULT_RENDERER,
+        few_shot=uses_gsm8k,  # the cookbook's GSM8K env uses its one-shot prefix
+        source="spec prose (method/command)",
+    )
+
+
+def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, Any]]]:
+    """arm -> (spec optimizer name, optimizer_config) from restoration_preflight groups."""
+    groups = plan.gate("restoration_preflight").details.get("groups", [])
+    return {
+        arm["name"]: (arm.get("optimizer", "adam"), dict(arm.get("optimizer_config", {})))
+        for group in groups
+        for arm in group.get("arms", [])
+    }
+
+
+def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None) -> dict[str, RLArmSettings]:
+    """Loop settings of every trained arm (the same rollout regime for all of them)."""
+    rollout = rollout_settings(spec)
+    optimizers = requested_optimizers(plan)
+    raw_arms = {a["name"]: a for a in spec.to_dict().get("arms", [])}
+    settings = {}
+    for arm in plan.trained_arms:
+        raw = raw_arms.get(arm.name, {})
+        config = optimizers.get(arm.name, ("adam", {}))[1]
+        group_size = arm.group_size or int(raw.get("group_size") or 8)
+        groups_per_batch = arm.groups_per_batch or int(raw.get("groups_per_batch") or spec.to_dict()["batch_size"])
+        settings[arm.name] = RLArmSettings(
+            name=arm.name,
+            advantage=raw.get("advantage", "group_mean"),
+            group_size=group_size,
+            groups_per_batch=groups_per_batch,
+            learning_rate=float(arm.lr if arm.lr is not None else spec.to_dict()["optimizer"]["lr"]),
+            max_tokens=rollout.max_tokens,
+            temperature=rollout.temperature,
+            seed=int(arm.seed or 0),
+            kernel_bandwidth=kernel_bandwidth if kernel_bandwidth is not None else 0.5,
+            adam_beta1=float(config.get("beta1", 0.9)),
+            adam_beta2=float(config.get("beta2", 0.95)),
+            adam_eps=float(config.get("eps", 1e-8)),
+            renderer_name=rollout.renderer_name,
+            few_shot=rollout.few_shot,
+        )
+    return settings
+
+
+def _resolve(path: str) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else PROJECT_ROOT / candidate
+
+
+def training_items(spec: Spec) -> list[TaskItem]:
+    """All training problems in the shared seed-0 order (every arm draws from this order)."""
+    dataset = spec.to_dict().get("dataset", {})
+    items = load_task_file(_resolve(dataset["path"])) if dataset.get("path") else load_gsm8k("train")
+    return seeded_shuffle(items, seed=0)
+
+
+def eval_items(spec: Spec) -> list[TaskItem]:
+    """Exactly the spec's eval.n_examples held-out items, in file order (never floor-divided)."""
+    evaluation = spec.to_dict().get("eval", {})
+    items = load_task_file(_resolve(evaluation["path"])) if evaluation.get("path") else load_gsm8k("test")
+    n = int(evaluation.get("n_examples") or len(items))
+    if n > len(items):
+        raise ValueError(f"eval.n_examples is {n} but the held-out set has {len(items)} items")
+    return items[:n]
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also when a loop already runs here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as err:  # re-raised in the caller's thread
+            box["error"] = err
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def renderer_for(training_client: Any, renderer_name: str) -> Any:
+    """The cookbook renderer over the model's own tokenizer (a local dir on the embedded backend)."""
+    from tinker_cookbook import renderers
+
+    return renderers.get_renderer(renderer_name, training_client.get_tokenizer())

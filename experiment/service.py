@@ -1,0 +1,146 @@
+"""Which training service a run talks to, and how its client is built.
+
+`ServiceTarget.from_backend("local")` is the embedded backend (started on demand) unless
+TINKER_BASE_URL is set; `from_backend("https://...")` is a remote service. Credentials are read
+from the environment only when a client is created, passed straight to the SDK, and never kept on
+this object, so nothing that logs or serialises a ServiceTarget can leak them:
+
+    TINKER_API_KEY                                      api key (embedded: "tml-local")
+    MODAL_PROXY_TOKEN_ID / MODAL_PROXY_TOKEN_SECRET     Modal-Key / Modal-Secret headers
+    RUNS_PROXY_TOKEN_ID / RUNS_PROXY_TOKEN_SECRET       the same headers for a fork (fork=True)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+EMBEDDED_API_KEY = "tml-local"
+
+
+class ServiceConfigError(ValueError):
+    """The backend cannot be used as configured (bad URL, missing credential). One line, no secrets."""
+
+
+def _redact_url(url: str) -> str:
+    """Drop user:password, query and fragment: a URL can carry credentials."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass
+class ServiceTarget:
+    kind: str  # "embedded" or "remote"
+    base_url: str | None  # None for embedded until started
+    _server: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_backend(cls, backend: str) -> ServiceTarget:
+        if backend == "local":
+            url = os.environ.get("TINKER_BASE_URL")
+            return cls("remote", cls._checked_url(url)) if url else cls("embedded", None)
+        return cls("remote", cls._checked_url(backend))
+
+    @staticmethod
+    def _checked_url(url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ServiceConfigError(f"backend must be 'local' or an http(s) URL (got {_redact_url(url)!r})")
+        return url.rstrip("/")
+
+    def describe(self) -> dict[str, Any]:
+        """What may be recorded about the target: kind and credential-free URL."""
+        return {"kind": self.kind, "base_url": _redact_url(self.base_url) if self.base_url else None}
+
+    def __repr__(self) -> str:
+        return f"ServiceTarget(kind={self.kind!r}, base_url={self.describe()['base_url']!r})"
+
+    # ---- lifecycle ----
+
+    def start(self) -> str:
+        """Make sure the service is reachable at base_url; starts the embedded server if needed."""
+        if self.kind == "embedded" and self._server is None:
+            from embedded_tinker.launch import start_server  # lazy: --plan and remote runs never need it
+
+            self._server = start_server(port=0)
+            self.base_url = self._server.base_url
+        if self.base_url is None:
+            raise ServiceConfigError("service has no base URL")
+        return self.base_url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+            self.base_url = None
+
+    # ---- clients ----
+
+    def service_client(self, fork: bool = False) -> Any:
+        """A stock `tinker.ServiceClient` for this target with credentials from the environment."""
+        import tinker
+
+        base_url = self.start()
+        if self.kind == "embedded":
+            return tinker.ServiceClient(base_url=base_url, api_key=EMBEDDED_API_KEY)
+        api_key = os.environ.get("TINKER_API_KEY")
+        if not api_key:
+            raise ServiceConfigError("TINKER_API_KEY is not set; the remote service needs it")
+        prefix = "RUNS_PROXY_TOKEN" if fork else "MODAL_PROXY_TOKEN"
+        token_id, token_secret = os.environ.get(f"{prefix}_ID"), os.environ.get(f"{prefix}_SECRET")
+        headers = {}
+        if token_id and token_secret:
+            headers = {"Modal-Key": token_id, "Modal-Secret": token_secret}
+        elif token_id or token_secret:
+            raise ServiceConfigError(f"set both {prefix}_ID and {prefix}_SECRET, or neither")
+        return tinker.ServiceClient(base_url=base_url, api_key=api_key, default_headers_overrides=headers)
+
+    def served_models(self) -> list[str]:
+        """Model names the service lists in get_server_capabilities."""
+        client = self.service_client()
+        try:
+            # tinker 0.38's RestClient() takes no default_headers_overrides, so a RestClient built
+            # directly would drop the Modal headers: keep the (deprecated) route through ServiceClient.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*create_rest_client.*", category=FutureWarning)
+                rest = client.create_rest_client()
+            capabilities = rest.get_server_capabilities().result()
+        finally:
+            _close_quietly(client)
+        return [model.model_name for model in capabilities.supported_models if model.model_name]
+
+
+def _close_quietly(client: Any) -> None:
+    try:
+        client.close("success").result()
+    except Exception:  # closing is best effort; the capabilities call already succeeded or raised
+        pass
+
+
+def closest_served_model(requested: str, served: list[str]) -> tuple[str, str | None]:
+    """(model to use, deviation reason or None). Same family first, nearest size; never stops the run."""
+    if requested in served:
+        return requested, None
+    if not served:
+        raise ServiceConfigError("the service lists no served models")
+    family = re.sub(r"-?\d+(\.\d+)?[BbMm]$", "", requested.split("-A")[0])
+    same_family = [name for name in served if name.startswith(family)]
+    if same_family:
+        chosen = min(same_family, key=lambda name: abs(_size_in_b(name) - _size_in_b(requested)))
+        return chosen, f"{requested} is not served; {chosen} is the closest served model of the same family"
+    return served[0], f"{requested} is not served and no model of its family is; using the service's default {served[0]}"
+
+
+def _size_in_b(name: str) -> float:
+    match = re.search(r"(\d+(?:\.\d+)?)([BbMm])\b", name)
+    if not match:
+        return 0.0
+    value = float(match.group(1))
+    return value / 1000 if match.group(2) in "Mm" else value

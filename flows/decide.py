@@ -1,0 +1,83 @@
+"""python -m flows.decide SPEC OBSERVATIONS.jsonl
+
+Recomputes a run's decision from its observations file with the code the flow uses
+(``experiment.decision.decision_summary``) and prints it as JSON: per criterion the
+effect, lower and upper bound, per-arm means and status, then the verdict with its
+confidence (direction+confidence) or outcome_reason (three-way).
+
+The decision rule comes from the spec; the role -> arm mapping and the vocabulary
+come from ``experiment.plan.build_plan``.  Bad input exits with status 2 and one
+line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+class _OneLineArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"decide: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def role_to_arm_names(role_to_arm: dict) -> dict[str, str]:
+    """{role: arm name} from the plan's mapping ({role: {"arm": name, "reason": ...}})."""
+    return {role: (entry["arm"] if isinstance(entry, dict) else entry) for role, entry in role_to_arm.items()}
+
+
+def decide(spec_path, observations_path) -> dict:
+    """The decision JSON for one spec and one observations file."""
+    from experiment.decision import bytes_sha256, decision_summary, read_observations_jsonl
+    from experiment.plan import build_plan
+    from experiment.spec import load_spec
+
+    spec = load_spec(spec_path)
+    decision_rule = spec.section("decision_rule")
+    if not decision_rule:
+        raise ValueError(f"{spec_path}: the spec has no decision_rule")
+    plan = build_plan(spec)
+    observations = read_observations_jsonl(observations_path)
+    # The plan fixes the interval adjustment (Bonferroni over several criteria).
+    simultaneous = (plan.decision or {}).get("adjustment") == "bonferroni"
+    summary = decision_summary(
+        decision_rule, observations, vocabulary=plan.vocabulary,
+        role_to_arm=role_to_arm_names(plan.role_to_arm), simultaneous=simultaneous,
+    )
+    return {
+        "spec": str(spec_path),
+        "observations_file": {
+            "name": Path(observations_path).name,
+            "sha256": bytes_sha256(Path(observations_path).read_bytes()),
+            "rows": len(observations),
+        },
+        **summary,
+    }
+
+
+def main(argv=None) -> int:
+    parser = _OneLineArgumentParser(prog="python -m flows.decide",
+                                    description="Recompute the decision from an observations file.")
+    parser.add_argument("spec", help="experiment spec JSON")
+    parser.add_argument("observations", help="observations JSONL (item_id, arm, seed, metric, value[, evaluator_id])")
+    arguments = parser.parse_args(argv)
+    for path in (arguments.spec, arguments.observations):
+        if not Path(path).is_file():
+            print(f"decide: no such file: {path}", file=sys.stderr)
+            return 2
+    try:
+        output = decide(arguments.spec, arguments.observations)
+    except (ValueError, KeyError, TypeError, OSError) as error:
+        # SpecError and DecisionError are ValueErrors; one line, no traceback.
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"decide: {message}", file=sys.stderr)
+        return 2
+    print(json.dumps(output, indent=2, sort_keys=True, allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

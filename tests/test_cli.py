@@ -1,0 +1,103 @@
+"""CLI: --plan for every spec, exit codes 0/1/2, one-line errors with no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
+
+from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, exit_code_for
+
+
+def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run the CLI in a fresh process whose Prefect settings do not come from this test session."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TINKER_", "MODAL_", "RUNS_PROXY_"))}
+    base["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    return subprocess.run(
+        [sys.executable, "-m", "flows.run", *args],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env={**base, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize("path", [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC])
+def test_plan_prints_json_for_every_spec(path):
+    done = _cli(str(path), "--plan")
+    assert done.returncode == EXIT_DECISION, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["spec_title"] == json.loads(path.read_text())["title"]
+    assert [gate["name"] for gate in plan["gates"]][0] == "spec_intake"
+
+
+def test_plan_contacts_no_service_and_imports_no_prefect():
+    code = (
+        "import sys; from flows.run import main; "
+        f"rc = main([{str(GS1_SPEC)!r}, '--plan', '--backend', 'http://127.0.0.1:9']); "
+        "assert rc == 0 and 'prefect' not in sys.modules and 'tinker' not in sys.modules, sorted(sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def _bad_specs(tmp_path):
+    gs1 = json.loads(GS1_SPEC.read_text())
+    cases = {"not_json": "{ nope"}
+    missing_model = dict(gs1)
+    del missing_model["base_model"]
+    cases["missing_base_model"] = missing_model
+    cases["negative_steps"] = {**gs1, "steps": -3}
+    cases["unknown_method"] = {**gs1, "decision_rule": {**gs1["decision_rule"], "method": "t_test"}}
+    criterion = {**gs1["decision_rule"]["criteria"][0], "weights": {"treatment": 1, "ghost_arm": -1}}
+    cases["weight_names_missing_arm"] = {**gs1, "decision_rule": {**gs1["decision_rule"], "criteria": [criterion]}}
+    paths = {}
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
+        paths[name] = path
+    legacy = tmp_path / TRIMUON_SPEC.name
+    shutil.copy(TRIMUON_SPEC, legacy)
+    paths["legacy_without_plan_file"] = legacy
+    return paths
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path):
+    expected = {
+        "not_json": "not valid JSON",
+        "missing_base_model": "base_model: required field is missing",
+        "negative_steps": "steps: must be a positive integer (got -3)",
+        "unknown_method": "decision_rule.method: unknown method 't_test'",
+        "weight_names_missing_arm": "names arm 'ghost_arm' that does not exist",
+        "legacy_without_plan_file": "expected companion plan file",
+    }
+    for name, path in _bad_specs(tmp_path).items():
+        done = _cli(str(path))
+        assert done.returncode == EXIT_BAD_INPUT, (name, done.stderr)
+        assert "Traceback" not in done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("spec error: ") and expected[name] in lines[0], (name, lines)
+
+
+def test_bad_backend_exits_2():
+    done = _cli(str(GS1_SPEC), "--backend", "ftp://example")
+    assert done.returncode == EXIT_BAD_INPUT
+    assert done.stderr.strip() == "backend must be 'local' or an http(s) URL (got 'ftp://example')"
+
+
+def test_completed_state_maps_to_exit_0(prefect_harness):
+    from prefect.states import Completed
+
+    assert exit_code_for(Completed(message="decision reached")) == EXIT_DECISION
+
+
+def test_gate_failure_exits_1(tmp_path):
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "TINKER_API_KEY": "tml-test-key"}  # a fresh temporary server
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        done = _cli(str(GS1_SPEC), "--backend", fake.base_url, "--runs-dir", str(tmp_path / "runs"), env=env)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "GateFailed: gate preflight_probe failed: not implemented" in done.stderr, done.stderr
+    [run_dir] = (tmp_path / "runs").glob("gs1-*")
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"

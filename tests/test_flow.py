@@ -1,0 +1,88 @@
+"""The gated flow: gates run in order, a failed gate stops everything downstream with a GateFailed
+state and a RESULT that says which gate, why and the cheapest next diagnostic."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+
+from experiment.gates import GATE_ORDER, RunContext, run_gate
+from experiment.plan import build_plan
+from experiment.service import ServiceTarget
+from experiment.spec import load_spec
+from experiment.store import RunStore
+
+
+def _context(tmp_path, spec_path, backend="http://127.0.0.1:9"):
+    spec = load_spec(spec_path)
+    plan = build_plan(spec)
+    return RunContext(spec=spec, plan=plan, store=RunStore.create(tmp_path, spec, plan), service=ServiceTarget.from_backend(backend))
+
+
+@pytest.mark.parametrize("gate", GATE_ORDER[1:])
+def test_unbuilt_gates_fail_loudly(tmp_path, gate, no_service_env):
+    ctx = _context(tmp_path, GS1_SPEC)
+    verdict = run_gate(gate, ctx)
+    if ctx.plan.gate(gate).blocks:
+        assert verdict.status == "failed"
+        assert verdict.reasons[0].startswith("not implemented: ")
+        assert verdict.next_diagnostic
+    else:
+        assert verdict.status == "not_applicable"
+
+
+def test_not_applicable_gate_reports_the_plan_reason(tmp_path, no_service_env):
+    ctx = _context(tmp_path, GS1_SPEC)
+    verdict = run_gate("generation_audit", ctx)
+    assert verdict.status == "not_applicable"
+    assert verdict.reasons == [ctx.plan.gate("generation_audit").reason]
+
+
+def test_spec_intake_fails_when_the_service_serves_nothing(tmp_path, no_service_env):
+    with FakeTinkerService([]) as fake:
+        ctx = _context(tmp_path, GS1_SPEC, backend=fake.base_url)
+        verdict = run_gate("spec_intake", ctx)
+    assert verdict.status == "failed"
+    assert verdict.reasons == ["the service lists no served models"]
+
+
+def test_spec_intake_records_spec_plan_and_model_deviation(tmp_path, no_service_env):
+    with FakeTinkerService(["Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-27B"]) as fake:
+        ctx = _context(tmp_path, TRIMUON_SPEC, backend=fake.base_url)
+        verdict = run_gate("spec_intake", ctx)
+    assert verdict.status == "passed"
+    assert verdict.measured["served_model"] == "Qwen/Qwen3.5-2B"
+    result = ctx.store.read_result()
+    assert result["status"] == "running"
+    assert result["deviations"] == [
+        {"field": "model", "original": "Qwen/Qwen3.5-4B", "effective": "Qwen/Qwen3.5-2B", "reason": verdict.reasons[0]}
+    ]
+    names = {entry["name"]: entry["kind"] for entry in result["evidence"]["files"]}
+    assert names == {"spec.json": "spec", "spec-revision.plan.json": "spec_revision", "execution-plan.json": "effective_config"}
+
+
+def test_flow_stops_at_the_first_failed_gate(tmp_path, prefect_harness, no_service_env):
+    from flows.experiment_flow import GateFailedError, run_experiment
+
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        state = run_experiment(str(GS1_SPEC), backend=fake.base_url, runs_dir=str(tmp_path), return_state=True)
+    assert state.is_failed() and state.name == "GateFailed"
+    error = state.result(raise_on_failure=False)
+    assert isinstance(error, GateFailedError) and error.gate == "preflight_probe"
+    store = RunStore.open(error.run_dir)
+    gate_events = [(e["gate"], e["status"]) for e in store.read_events() if e["event"] == "gate"]
+    assert gate_events == [("spec_intake", "passed"), ("preflight_probe", "failed")]
+    assert [row["gate"] for row in store.read_table("gates")] == ["spec_intake", "preflight_probe"]
+    result = store.read_result()
+    assert result["status"] == "failed" and result["outcome_reason"] == "incomplete_execution"
+    assert "verdict" not in result
+    assert "preflight_probe" in result["summary"] and "not implemented" in result["reasoning"]
+
+
+def test_flow_three_way_failure_is_inconclusive(tmp_path, prefect_harness, no_service_env):
+    from flows.experiment_flow import run_experiment
+
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        state = run_experiment(str(SELFGEN_SPEC), backend=fake.base_url, runs_dir=str(tmp_path), return_state=True)
+    result = RunStore.open(state.result(raise_on_failure=False).run_dir).read_result()
+    assert (result["verdict"], result["outcome_reason"]) == ("inconclusive", "incomplete_execution")

@@ -1,0 +1,124 @@
+"""Execution plan: the done-when facts of issue 2 for each spec, and the role/applicability rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+
+from experiment.gates import GATE_ORDER
+from experiment.plan import build_plan
+from experiment.spec import SpecError, load_spec, parse_spec
+
+
+def _plan(path):
+    return build_plan(load_spec(path))
+
+
+def test_every_gate_is_planned_in_order_with_a_reason():
+    for path in (GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC):
+        plan = _plan(path)
+        assert tuple(gate.name for gate in plan.gates) == GATE_ORDER
+        assert all(gate.reason for gate in plan.gates)
+        json.dumps(plan.to_dict())  # plain data
+
+
+def test_gs1_plan():
+    plan = _plan(GS1_SPEC)
+    assert plan.gate("correctness_preflight").applicable is True
+    assert plan.gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert plan.gate("restoration_preflight").applicable is True
+    feasibility = plan.gate("feasibility_pilot")
+    assert feasibility.applicable is True and feasibility.enforced is True
+    audit = plan.gate("generation_audit")
+    assert audit.applicable is False
+    assert "generation_audit.required is false" in audit.reason
+    activation = plan.gate("activation_gate")
+    assert activation.applicable is True
+    assert len(activation.details["checks"]) == 6
+    assert [(arm.name, arm.role) for arm in plan.arms] == [("grpo_gs8", "baseline"), ("gs1_kernel", "treatment")]
+    assert "group-mean" in plan.role_to_arm["baseline"]["reason"]
+    assert plan.eval["n_examples"] == 1319 and plan.eval["decoding"] == "greedy"
+    assert plan.decision["method"] == "paired_hoeffding"
+    [criterion] = plan.criteria
+    assert criterion.margin == -0.03
+    assert criterion.arm_weights == {"gs1_kernel": 1, "grpo_gs8": -1}
+    assert plan.vocabulary == "direction_confidence"
+    assert plan.arm("gs1_kernel").optimizer["family"] == "adamw"
+
+
+def test_selfgen_plan():
+    plan = _plan(SELFGEN_SPEC)
+    audit = plan.gate("generation_audit")
+    assert audit.applicable is True
+    assert "generated_training_data is true" in audit.reason
+    assert len(plan.arms) == 3
+    assert plan.role_to_arm["untrained_base"]["arm"] == "base"
+    assert plan.role_to_arm["baseline"]["arm"] == "rl_gsm8k"
+    assert plan.role_to_arm["treatment"]["arm"] == "rl_selfgen"
+    assert len(plan.criteria) == 2
+    assert plan.decision["adjustment"] == "bonferroni"
+    assert plan.gate("correctness_preflight").applicable is False
+    assert plan.vocabulary == "three_way"
+    assert [run.name for run in plan.training_runs] == ["rl_gsm8k", "rl_selfgen"]
+
+
+def test_trimuon_plan_from_plan_file():
+    plan = _plan(TRIMUON_SPEC)
+    assert len(plan.training_runs) == 6
+    assert {run.lr for run in plan.training_runs} == {5e-05, 1e-04, 2e-04}
+    assert "trimuon@lr=0.0001" in [run.name for run in plan.training_runs]
+    assert plan.spec_revision["path"].endswith("trimuon_vs_dimuon_no_robots.plan.json")
+    correctness = plan.gate("correctness_preflight")
+    assert correctness.applicable is True and "forked optimizer" in correctness.reason
+    [path] = correctness.details["paths"]
+    assert path["reference_file"] == "experiment/optim_reference.py"
+    assert path["tolerances"]["reference_update"] == {"atol": 1e-06, "rtol": 1e-05, "min_cosine": 0.99999}
+    assert plan.eval["aggregation"] == "token_mean" and plan.eval["loss_eval"] is True
+    assert plan.gate("feasibility_pilot").enforced is False
+    assert plan.gate("activation_gate").applicable is False
+    assert plan.vocabulary == "direction_confidence"
+    assert {arm.service for arm in plan.arms} == {"fork"}  # contract section 13: every arm on the fork
+
+
+def _gs1_dict() -> dict:
+    return json.loads(GS1_SPEC.read_text())
+
+
+def _plan_of(raw: dict, tmp_path, name="gs1_variant.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(raw))
+    return build_plan(load_spec(path))
+
+
+def test_missing_feature_evidence_is_unknown_not_not_applicable(tmp_path):
+    raw = _gs1_dict()
+    del raw["experiment_features"]["generated_training_data"]
+    gate = _plan_of(raw, tmp_path).gate("generation_audit")
+    assert gate.applicable == "unknown"
+    assert gate.blocks
+
+
+def test_explicit_role_wins_and_ambiguity_is_an_error(tmp_path):
+    raw = _gs1_dict()
+    raw["arms"][0]["role"] = "treatment"
+    raw["arms"][1]["role"] = "baseline"
+    plan = _plan_of(raw, tmp_path)
+    assert plan.role_to_arm["treatment"]["arm"] == "grpo_gs8"
+    raw["arms"][1]["role"] = "treatment"
+    with pytest.raises(SpecError, match="role 'treatment' is ambiguous"):
+        _plan_of(raw, tmp_path)
+
+
+def test_vocabulary_follows_the_spec_family(tmp_path):
+    raw = json.loads(SELFGEN_SPEC.read_text())
+    assert _plan_of(raw, tmp_path, "selfgen_local.json").vocabulary == "three_way"
+    raw["verdict_vocabulary"] = "direction_confidence"
+    assert _plan_of(raw, tmp_path, "selfgen_local.json").vocabulary == "direction_confidence"
+
+
+def test_parse_spec_without_a_file_has_no_source():
+    spec = parse_spec(_gs1_dict())
+    with pytest.raises(RuntimeError):
+        spec.source

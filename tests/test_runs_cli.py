@@ -1,0 +1,87 @@
+"""`python -m flows.runs`: list runs from the index, show one run, friendly empty and unknown cases."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+from test_validation import BASELINE, TREATMENT, build_gs1_run
+
+from flows.runs import main
+
+
+def run_cli(*args: str, env_runs_dir=None) -> subprocess.CompletedProcess:
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key != "RX_RUNS_DIR"}
+    if env_runs_dir is not None:
+        env["RX_RUNS_DIR"] = str(env_runs_dir)
+    return subprocess.run(
+        [sys.executable, "-m", "flows.runs", *args],
+        check=False,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    runs = tmp_path / "runs"
+    build_gs1_run(runs)
+    return runs
+
+
+def test_list_shows_one_aligned_row_per_run(runs_dir, capsys):
+    second = build_gs1_run(runs_dir)
+    assert main(["--runs-dir", str(runs_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header, rows = lines[0], lines[1:]
+    assert header.split() == ["run_id", "spec", "status", "verdict", "effect", "started", "duration"]
+    assert len(rows) == 2
+    result = second.read_result()
+    row = next(line for line in rows if line.startswith(second.run_id))
+    assert result["status"] in row and result["verdict"] in row and f"{result['effect']:+.4f}" in row
+    status_column = header.index("status")
+    assert all(line[status_column:].startswith(result["status"]) for line in rows)  # columns line up
+
+
+def test_empty_index_is_a_friendly_line(tmp_path):
+    done = run_cli("--runs-dir", str(tmp_path / "none"))
+    assert done.returncode == 0
+    assert done.stdout.strip().startswith("no runs yet") and done.stderr == ""
+
+
+def test_show_prints_the_run_summary(runs_dir):
+    run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
+    done = run_cli("show", run_id, env_runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert f"run:       {run_id}" in text and "status:    succeeded" in text
+    assert "verdict:" in text and "ci [" in text
+    assert "spec_intake" in text and "decision" in text
+    assert f"completed arms: {BASELINE}, {TREATMENT}" in text
+    assert f"    {TREATMENT}: accuracy=" in text
+    assert str((runs_dir / run_id).resolve()) in text
+
+
+def test_runs_dir_option_before_or_after_show(runs_dir, capsys):
+    run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
+    assert main(["--runs-dir", str(runs_dir), "show", run_id]) == 0
+    before = capsys.readouterr().out
+    assert main(["show", run_id, "--runs-dir", str(runs_dir)]) == 0
+    assert capsys.readouterr().out == before
+
+
+def test_unknown_run_id_is_one_line_and_exit_2(runs_dir):
+    done = run_cli("show", "no-such-run", "--runs-dir", str(runs_dir))
+    assert done.returncode == 2
+    assert (
+        len(done.stderr.strip().splitlines()) == 1
+        and "unknown run id" in done.stderr
+        and "Traceback" not in done.stderr
+    )

@@ -1,0 +1,139 @@
+"""Result store: atomic RESULT that never drops numbers, append-only events, evidence caps, index."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+
+import pandas as pd
+import pytest
+from conftest import GS1_SPEC
+
+import experiment.store as store_module
+from experiment.plan import build_plan
+from experiment.spec import load_spec
+from experiment.store import RunIndex, RunStore, StoreError
+
+
+@pytest.fixture
+def store(tmp_path):
+    spec = load_spec(GS1_SPEC)
+    return RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+
+
+def test_create_lays_out_the_run_directory(store, tmp_path):
+    assert store.run_dir.parent == tmp_path / "runs"
+    assert store.run_id.startswith("gs1-kernel-vs-grpo-gsm8k-")
+    result = store.read_result()
+    assert result["status"] == "running" and "verdict" not in result
+    assert [event["event"] for event in store.read_events()] == ["run_created"]
+    assert store.read_manifest() == {"version": 1, "files": []}
+    assert RunStore.open(store.run_dir).read_result() == result
+
+
+def test_open_rejects_a_directory_that_is_not_a_run(tmp_path):
+    with pytest.raises(StoreError, match="not a run directory"):
+        RunStore.open(tmp_path)
+
+
+def test_update_result_keeps_earlier_numbers(store):
+    store.update_result(metrics={"base_accuracy": 0.41, "arms": {"grpo_gs8": {"accuracy": 0.5}}}, completed_arms=["grpo_gs8"])
+    store.update_result(metrics={"arms": {"gs1_kernel": {"accuracy": 0.52}}}, completed_arms=["gs1_kernel", "grpo_gs8"])
+    result = store.update_result(metrics={"arms": {"grpo_gs8": {"steps": 40}}}, summary="two arms done")
+    assert result["metrics"] == {
+        "base_accuracy": 0.41,
+        "arms": {"grpo_gs8": {"accuracy": 0.5, "steps": 40}, "gs1_kernel": {"accuracy": 0.52}},
+    }
+    assert result["completed_arms"] == ["grpo_gs8", "gs1_kernel"]
+    assert store.read_result() == result
+
+
+def test_update_result_removes_fields_set_to_none(store):
+    store.update_result(verdict="refuted")
+    assert "verdict" not in store.update_result(verdict=None)
+
+
+def test_result_is_replaced_atomically(store, monkeypatch):
+    before = store.read_result()
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store_module.os, "replace", crash)
+    with pytest.raises(OSError):
+        store.update_result(summary="never written")
+    assert store.read_result() == before
+    assert [p.name for p in store.run_dir.iterdir() if p.name.startswith(".result")] == []
+
+
+def test_events_are_appended(store):
+    store.append_event("gate", gate="spec_intake", status="passed")
+    store.append_event("progress", step=1)
+    assert [event["event"] for event in store.read_events()] == ["run_created", "gate", "progress"]
+
+
+def test_tables_are_parquet(store):
+    store.write_table("predictions", [{"item_id": "gsm8k-test-0", "arm": "grpo_gs8", "prediction": "18"}])
+    store.append_rows("predictions", [{"item_id": "gsm8k-test-1", "arm": "grpo_gs8", "prediction": "3"}])
+    frame = pd.read_parquet(store.run_dir / "tables" / "predictions.parquet")
+    assert list(frame["item_id"]) == ["gsm8k-test-0", "gsm8k-test-1"]
+
+
+def test_evidence_is_hashed_listed_and_immutable(store):
+    entry = store.add_evidence("probe.py", "script", "print('probe')\n")
+    digest = hashlib.sha256(b"print('probe')\n").hexdigest()
+    assert entry == {"name": "probe.py", "kind": "script", "sha256": digest, "bytes": 15}
+    assert (store.run_dir / "evidence" / "probe.py").read_text() == "print('probe')\n"
+    assert store.add_evidence("probe.py", "script", b"print('probe')\n") == entry  # same bytes: no-op
+    with pytest.raises(StoreError, match="immutable"):
+        store.add_evidence("probe.py", "script", "print('changed')\n")
+    assert store.read_manifest()["files"] == [entry]
+    assert store.read_result()["evidence"]["files"] == [{"name": "probe.py", "kind": "script", "sha256": digest}]
+
+
+def test_evidence_caps(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_EVIDENCE_FILE_BYTES", 10)
+    with pytest.raises(StoreError, match="cap is 10 per file"):
+        store.add_evidence("big.bin", "metrics", b"x" * 11)
+    monkeypatch.setattr(store_module, "MAX_EVIDENCE_TOTAL_BYTES", 15)
+    store.add_evidence("a.bin", "metrics", b"x" * 10)
+    with pytest.raises(StoreError, match="would bring the run to 20 bytes"):
+        store.add_evidence("b.bin", "metrics", b"y" * 10)
+    monkeypatch.setattr(store_module, "MAX_EVIDENCE_FILES", 1)
+    with pytest.raises(StoreError, match="the cap is 1"):
+        store.add_evidence("c.bin", "metrics", b"z")
+    assert [entry["name"] for entry in store.read_manifest()["files"]] == ["a.bin"]
+
+
+def test_evidence_names_cannot_escape(store):
+    for bad in ("../x", "manifest.json", ".hidden", "a/b"):
+        with pytest.raises(StoreError, match="bad file name"):
+            store.add_evidence(bad, "metrics", b"1")
+
+
+def test_index_tracks_status_changes(store):
+    index = RunIndex(store.run_dir.parent).read()
+    [row] = index.to_dict("records")
+    assert row["run_id"] == store.run_id and row["status"] == "running"
+    assert row["spec_title"].startswith("GS1 kernel-baseline")
+    store.update_result(status="succeeded", verdict="supported", effect=0.012)
+    [row] = RunIndex(store.run_dir.parent).read().to_dict("records")
+    assert (row["status"], row["verdict"], row["effect"]) == ("succeeded", "supported", 0.012)
+    assert row["finished"] is not None
+
+
+def _upsert_many(runs_dir, worker):
+    index = RunIndex(runs_dir)
+    for i in range(10):
+        index.upsert({"run_id": f"run-{worker}-{i}", "status": "running"})
+
+
+def test_index_is_safe_with_concurrent_writers(tmp_path):
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_upsert_many, args=(tmp_path, w)) for w in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert len(RunIndex(tmp_path).read()) == 30
+

@@ -1,0 +1,762 @@
+"""Validation of run directories (experiment/validation.py, flows/validate.py).
+
+The builder below (also used by test_report.py and test_runs_cli.py) makes small but real run
+directories with RunStore.
+
+`build_gs1_run(runs_dir)` writes a finished GS1 run whose every record is consistent: spec and
+plan evidence, gate events, a pinned correctness record, restoration provenance with retained
+evidence, a frozen evaluator with prediction files, a retained observations file and the decision
+recomputed from it, and a feasibility record. Tests then break one thing at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
+
+from experiment.correctness import parity_errors
+from experiment.decision import (
+    OBSERVATIONS_FILE_NAME,
+    decision_record,
+    decision_summary,
+    observations_jsonl_bytes,
+)
+from experiment.evaluation import (
+    evaluator_id,
+    observations_from_predictions,
+    prediction_row,
+    score_entry,
+)
+from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment.gates import GateVerdict
+from experiment.plan import build_plan
+from experiment.spec import load_spec
+from experiment.store import RunStore
+from experiment.validation import (
+    adaptation_batch_hash,
+    audit_sample_ids,
+    run_validation,
+    validate_run,
+    validation_summary,
+)
+
+ITEM_IDS = [f"gsm8k-test-{index:04d}" for index in range(24)]
+TREATMENT, BASELINE = "gs1_kernel", "grpo_gs8"
+RESTORATION_EVIDENCE = "restoration-provenance.json"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def arm_is_correct(arm: str, index: int) -> bool:
+    """A fixed pattern: the baseline solves 2 of 3 items, the treatment 3 of 4."""
+    return index % 3 != 0 if arm == BASELINE else index % 4 != 0
+
+
+def record_gate(store: RunStore, gate: str, status: str, **measured: Any) -> None:
+    verdict = GateVerdict(gate=gate, status=status, reasons=[f"{gate} {status}"], measured=measured, duration_s=1.5)
+    store.append_event("gate", **verdict.to_dict())
+    row = verdict.to_dict()
+    row["reasons"] = json.dumps(row["reasons"])
+    row["measured"] = json.dumps(row["measured"], sort_keys=True)
+    store.append_rows("gates", [row])
+
+
+def evaluator() -> tuple[str, dict[str, Any]]:
+    provenance = {
+        "code_sha256": sha256_text("def grade(prediction, reference): ..."),
+        "prompt_template": "{question} Write your answer in \\boxed{} format.",
+        "decoding": {"temperature": 0, "max_tokens": 512, "stop": ["<|im_end|>"]},
+        "parser": "last \\boxed{} integer",
+        "items": {"ids": list(ITEM_IDS)},
+    }
+    return evaluator_id(provenance), provenance
+
+
+def optimizer_check(after_restore: int) -> dict[str, Any]:
+    requested = {
+        "family": "adamw",
+        "learning_rate": 4e-05,
+        "beta1": 0.9,
+        "beta2": 0.95,
+        "eps": 1e-08,
+        "lora_rank": 32,
+        "seed": 0,
+    }
+    return {
+        "after_restore": after_restore,
+        "before_next_update": True,
+        "requested": requested,
+        "actual_family": "adamw",
+        "actual_config": {"learning_rate": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08},
+        "source": "server_response",
+        "evidence_ref": f"{RESTORATION_EVIDENCE}#optimizer_checks",
+    }
+
+
+def provenance_entry() -> dict[str, Any]:
+    return {
+        "initialization": {
+            "base_checkpoint": "Qwen/Qwen3.5-2B",
+            "source": "server_response",
+            "checkpoint_uri": "tinker://run/init/state-0000",
+            "checkpoint_immutable": True,
+            "checkpoint_scope": "full_initialization",
+            "loaded_checkpoint_uri": "tinker://run/init/state-0000",
+            "load_succeeded": True,
+            "evidence_ref": RESTORATION_EVIDENCE,
+            "before_first_update": True,
+        },
+        "restore_count": 1,
+        "optimizer_checks": [optimizer_check(0), optimizer_check(1)],
+        "initial_output": {
+            "available": True,
+            "batch_sha256": sha256_text("fixed batch"),
+            "output_sha256": sha256_text("fixed batch logprobs"),
+            "evidence_ref": RESTORATION_EVIDENCE,
+            "before_first_update": True,
+        },
+    }
+
+
+def correctness_record() -> dict[str, Any]:
+    errors = parity_errors([0.5, -1.25, 2.0], [0.5, -1.25, 2.0 + 1e-9])
+    return {
+        "required": True,
+        "paths": [
+            {
+                "id": "gs1_kernel_advantage_loop",
+                "fixed_input": {
+                    "sha256": sha256_text("fixed advantage input"),
+                    "description": "8 rollouts, fixed rewards",
+                },
+                "baseline_revision": "tinker-cookbook==0.5.8",
+                "reference_revision": "experiment/gs1_reference.py sha256:" + sha256_text("reference"),
+                "implementation_revision": "experiment/advantages.py sha256:" + sha256_text("implementation"),
+                "precision": "float64",
+                "normalization": "sum over tokens",
+                "errors": {
+                    key: dict(errors)
+                    for key in ("baseline_loss", "baseline_gradient", "reference_loss", "reference_gradient")
+                },
+                "lr_scaling": [
+                    {"learning_rate": 4e-05, "update_norm": 0.01},
+                    {"learning_rate": 8e-05, "update_norm": 0.02},
+                ],
+            }
+        ],
+    }
+
+
+def feasibility() -> dict[str, Any]:
+    config = projection_config(
+        base_model="Qwen/Qwen3.5-2B",
+        lora_rank=32,
+        dataset="openai/gsm8k main/train",
+        steps=40,
+        batch_size=64,
+        max_seq_len=1024,
+        max_tokens=512,
+        arms=[BASELINE, TREATMENT],
+        n_examples=2560,
+        n_eval=1319,
+    )
+    phase = PhaseTiming(seconds=12.0, units=2, planned_units=40, samples=128, gpu_count=None, allocation_source=None)
+    return feasibility_record(
+        config=config,
+        effective_config=dict(config),
+        primary_endpoint="gsm8k_test_exact_match_accuracy_final_checkpoint",
+        source="feasibility-pilot.json",
+        setup=phase,
+        training=phase,
+        evaluation=phase,
+        budget={"gpu_hours": 2.0, "max_wall_minutes": 120},
+    )
+
+
+def activation_values(plan) -> dict[str, Any]:
+    """A measured value inside every prespecified range of the plan's activation checks."""
+    values = {}
+    for check in plan.gate("activation_gate").details["checks"]:
+        if "one_of" in check:
+            values[check["metric"]] = int(check["one_of"][0])
+        else:
+            low = check.get("min", 0.0)
+            values[check["metric"]] = (low + check["max"]) / 2 if "max" in check else low + 1.0
+    return values
+
+
+def build_gs1_run(runs_dir: Path) -> RunStore:
+    spec = load_spec(GS1_SPEC)
+    plan = build_plan(spec)
+    store = RunStore.create(runs_dir, spec, plan)
+    store.add_evidence("spec.json", "spec", GS1_SPEC.read_bytes())
+    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), indent=2, sort_keys=True))
+    record_gate(store, "spec_intake", "passed", deviations=0)
+    store.update_result(status="running", summary="Running the GS1 spec as written.", deviations=[])
+    for gate in ("preflight_probe",):
+        record_gate(store, gate, "passed")
+    record_gate(store, "generation_audit", "not_applicable")
+    store.update_result(correctness_preflight=correctness_record())
+    record_gate(store, "correctness_preflight", "passed")
+    store.add_evidence(RESTORATION_EVIDENCE, "metrics", json.dumps({"responses": "server get_info and load_state"}))
+    store.update_result(
+        initialization_provenance={"version": 1, "arms": {BASELINE: provenance_entry(), TREATMENT: provenance_entry()}}
+    )
+    record_gate(store, "restoration_preflight", "passed")
+    store.add_evidence("feasibility-pilot.json", "metrics", json.dumps({"pilot": "2 steps per arm"}))
+    store.update_result(feasibility=feasibility())
+    record_gate(store, "feasibility_pilot", "passed")
+    store.update_result(activation_calibration={"values": activation_values(plan), "note": "2-step pilot"})
+    record_gate(store, "activation_gate", "passed")
+    store.add_evidence("rl-loop.py", "script", "def train(): ...\n")
+    store.add_evidence("code-revision.txt", "code_revision", "working tree sha256 " + sha256_text("tree") + "\n")
+    record_gate(store, "arm_training", "passed")
+
+    eval_id, provenance = evaluator()
+    rows_by_arm, scores = {}, []
+    for arm in (BASELINE, TREATMENT):
+        rows = [
+            prediction_row(
+                item,
+                arm,
+                "7" if arm_is_correct(arm, index) else "8",
+                "7",
+                arm_is_correct(arm, index),
+                eval_id,
+                0,
+                f"tinker://run/{arm}/final",
+            )
+            for index, item in enumerate(ITEM_IDS)
+        ]
+        rows_by_arm[arm] = rows
+        name = f"predictions-{arm}.jsonl"
+        store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
+        scores.append(score_entry(arm, sum(row["value"] for row in rows) / len(rows), eval_id, 0, name))
+    evaluation = {
+        "version": 1,
+        "evaluators": {eval_id: provenance},
+        "scores": scores,
+        "comparisons": [{"metric": "accuracy", "arms": [BASELINE, TREATMENT]}],
+    }
+    store.update_result(
+        evaluation=evaluation,
+        completed_arms=[BASELINE, TREATMENT],
+        metrics={"arms": {score["arm"]: {"accuracy": score["value"]} for score in scores}},
+    )
+    record_gate(store, "evaluation", "passed")
+
+    observations = observations_from_predictions(rows_by_arm[BASELINE] + rows_by_arm[TREATMENT])
+    data = observations_jsonl_bytes(observations)
+    entry = store.add_evidence(OBSERVATIONS_FILE_NAME, "metrics", data)
+    role_to_arm = {role: mapped["arm"] for role, mapped in plan.role_to_arm.items()}
+    summary = decision_summary(
+        spec.to_dict()["decision_rule"], observations, plan.vocabulary, role_to_arm=role_to_arm, limits=["one seed"]
+    )
+    primary = summary["criteria"][0]
+    store.update_result(
+        status="succeeded",
+        summary="Both arms trained and were scored on the same items.",
+        decision=decision_record(summary, OBSERVATIONS_FILE_NAME, entry["sha256"]),
+        verdict=summary["verdict"],
+        confidence=summary["confidence"],
+        effect=primary["effect"],
+        margin=primary["margin"],
+        ci=[primary["lower"], primary["upper"]],
+        seeds=1,
+        grid_edge=False,
+        reasoning="The paired effect was measured on fixed items. One seed limits confidence. "
+        "The spec's correctness revisions are unresolved, so the exchange may grade that check unverified.",
+    )
+    record_gate(store, "decision", "passed")
+    return store
+
+
+def rewrite_result(store: RunStore, **fields: Any) -> dict[str, Any]:
+    """Replace RESULT fields verbatim (bypassing update_result's merge), as a broken pipeline might."""
+    result = store.read_result()
+    result.update(fields)
+    (store.run_dir / "result.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# tests
+
+
+@pytest.fixture
+def run(tmp_path) -> RunStore:
+    return build_gs1_run(tmp_path / "runs")
+
+
+def checks(store: RunStore) -> set[str]:
+    return {problem.check for problem in validate_run(store.run_dir)}
+
+
+def test_a_consistent_run_has_no_problem(run):
+    report = run_validation(run.run_dir)
+    assert report.problems == []
+    assert "decision" in report.checks and "secrets" in report.checks
+
+
+def test_evaluator_id_that_is_not_the_hash_of_its_provenance(run):
+    evaluation = run.read_result()["evaluation"]
+    ((old_id, provenance),) = evaluation["evaluators"].items()
+    provenance["parser"] = "changed after the id was computed"
+    rewrite_result(run, evaluation=evaluation)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "evaluation.evaluator_id"]
+    assert len(problems) == 1 and old_id[:12] in problems[0].message
+
+
+def test_item_ids_given_as_a_prose_range(run):
+    evaluation = run.read_result()["evaluation"]
+    (provenance,) = evaluation["evaluators"].values()
+    provenance["items"] = {"ids": "gsm8k-test-0000 .. gsm8k-test-0023"}
+    new_id = evaluator_id(provenance)  # a self-consistent id: the item list itself is the defect
+    evaluation["evaluators"] = {new_id: provenance}
+    for score in evaluation["scores"]:
+        score["evaluator_id"] = new_id
+    rewrite_result(run, evaluation=evaluation)
+    assert "evaluation.item_ids" in checks(run)
+    assert "evaluation.evaluator_id" not in checks(run)
+
+
+def test_prose_code_sha256_is_reported(run):
+    evaluation = run.read_result()["evaluation"]
+    ((_, provenance),) = evaluation["evaluators"].items()
+    provenance["code_sha256"] = "hash of the grader module"
+    evaluation["evaluators"] = {evaluator_id(provenance): provenance}
+    rewrite_result(run, evaluation=evaluation)
+    assert "evaluation.code_sha256" in checks(run)
+
+
+def test_observations_file_not_retained_in_evidence(run):
+    (run.run_dir / "evidence" / OBSERVATIONS_FILE_NAME).unlink()
+    found = checks(run)
+    assert "decision.observations_missing" in found
+    assert "evidence.missing_file" in found
+
+
+def test_observations_file_changed_after_the_decision(run):
+    path = run.run_dir / "evidence" / OBSERVATIONS_FILE_NAME
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        if row["arm"] == TREATMENT:
+            row["value"] = 0.0
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    found = checks(run)
+    assert {"decision.observations_sha256", "evidence.immutable", "decision.effect", "decision.ci"} <= found
+
+
+def test_result_effect_that_does_not_follow_from_the_observations(run):
+    result = run.read_result()
+    rewrite_result(run, effect=result["effect"] + 0.05)
+    assert checks(run) == {"decision.effect"}
+
+
+def test_restoration_evidence_missing_per_arm(run):
+    provenance = run.read_result()["initialization_provenance"]
+    entry = provenance["arms"][BASELINE]
+    entry["initialization"]["evidence_ref"] = f"full/{BASELINE}/init.json"
+    entry["optimizer_checks"] = [optimizer_check(1)]  # no creation check (after_restore 0)
+    entry["optimizer_checks"][0]["actual_config"] = {"type": "adamw"}
+    rewrite_result(run, initialization_provenance=provenance)
+    problems = validate_run(run.run_dir)
+    found = {p.check for p in problems}
+    assert {"provenance.evidence_ref", "provenance.optimizer_checks", "provenance.actual_config"} <= found
+    assert all(BASELINE in p.message for p in problems if p.check.startswith("provenance."))
+
+
+def test_restoration_entry_missing_for_an_arm(run):
+    provenance = run.read_result()["initialization_provenance"]
+    del provenance["arms"][TREATMENT]
+    rewrite_result(run, initialization_provenance=provenance)
+    assert checks(run) == {"provenance.arm_missing"}
+
+
+def test_restoration_group_loading_different_checkpoints(run):
+    provenance = run.read_result()["initialization_provenance"]
+    provenance["arms"][TREATMENT]["initialization"]["loaded_checkpoint_uri"] = "tinker://run/other/state-0000"
+    rewrite_result(run, initialization_provenance=provenance)
+    assert checks(run) == {"provenance.group_mismatch"}
+
+
+def test_secret_value_written_into_a_file(run, monkeypatch):
+    monkeypatch.setenv("MODAL_PROXY_TOKEN_SECRET", "ws-abcdef123456")
+    assert "secrets.value" not in checks(run)
+    (run.run_dir / "notes.txt").write_text("debug: token ws-abcdef123456\n")
+    problems = [p for p in validate_run(run.run_dir) if p.check == "secrets.value"]
+    assert len(problems) == 1
+    assert "notes.txt" in problems[0].message and "MODAL_PROXY_TOKEN_SECRET" in problems[0].message
+    assert "ws-abcdef123456" not in problems[0].message
+
+
+def test_header_shaped_credential_is_found_and_placeholders_are_not(run, monkeypatch):
+    for name in ("TINKER_API_KEY", "MODAL_PROXY_TOKEN_ID", "MODAL_PROXY_TOKEN_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    run.append_event("note", text="headers Modal-Key: $MODAL_PROXY_TOKEN_ID and Modal-Secret: <redacted>")
+    assert "secrets.header" not in checks(run)
+    run.append_event("note", text="Authorization: Bearer $TOKEN; authorization: required")
+    assert "secrets.header" not in checks(run)
+    run.append_event("note", headers={"Modal-Secret": "as-9f8e7d6c5b4a"})
+    problems = [p for p in validate_run(run.run_dir) if p.check == "secrets.header"]
+    assert len(problems) == 1 and "events.jsonl" in problems[0].message and "as-9f8e7d6c5b4a" not in problems[0].message
+
+
+def test_plan_falls_back_to_the_spec_file_named_by_run_created(tmp_path):
+    spec = load_spec(GS1_SPEC)
+    store = RunStore.create(tmp_path / "runs", spec, build_plan(spec))  # no spec or plan evidence retained
+    assert validate_run(store.run_dir) == []
+    store.update_result(verdict="supported", confidence="strong")  # a verdict while running
+    assert "vocabulary.verdict_timing" in checks(store)
+
+
+def test_run_without_any_readable_spec_says_plan_checks_were_skipped(tmp_path):
+    spec = load_spec(GS1_SPEC)
+    store = RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+    events = store.run_dir / "events.jsonl"
+    events.write_text(events.read_text().replace(str(spec.source.path), str(tmp_path / "gone.json")))
+    assert checks(store) == {"run.plan"}
+
+
+def test_flat_per_arm_metric_keys(run):
+    run.update_result(metrics={f"{TREATMENT}_accuracy": 0.7})
+    assert checks(run) == {"result.flat_arm_keys"}
+
+
+def test_verdict_on_a_failed_direction_confidence_run(run):
+    rewrite_result(run, status="failed")
+    found = checks(run)
+    assert {"vocabulary.verdict_timing", "vocabulary.outcome_reason"} <= found
+
+
+def test_deviation_first_reported_in_the_final_update(run):
+    deviation = {"field": "steps", "original": "40", "effective": "20", "reason": "budget"}
+    run.update_result(deviations=[deviation])
+    problems = [p for p in validate_run(run.run_dir) if p.check == "deviations.unrecorded"]
+    assert len(problems) == 1
+
+
+def test_deviation_recorded_in_a_running_update_event(run):
+    deviation = {"field": "steps", "original": "40", "effective": "20", "reason": "budget"}
+    run.append_event("result_updated", status="running", deviations=[deviation])
+    run.update_result(deviations=[deviation])
+    assert checks(run) == set()
+
+
+def test_correctness_errors_outside_the_spec_tolerance(run):
+    record = run.read_result()["correctness_preflight"]
+    record["paths"][0]["errors"]["reference_gradient"]["max_abs_error"] = 0.5
+    rewrite_result(run, correctness_preflight=record)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "correctness.acceptance"]
+    assert len(problems) == 1 and "reference_gradient" in problems[0].message
+
+
+def test_unpinned_correctness_revisions(run):
+    record = run.read_result()["correctness_preflight"]
+    record["paths"][0]["baseline_revision"] = "UNRESOLVED: pin the cookbook commit"
+    rewrite_result(run, correctness_preflight=record)
+    assert checks(run) == {"correctness.revisions"}
+
+
+def test_reasoning_must_note_unresolved_spec_revisions(run):
+    rewrite_result(run, reasoning="The effect was measured. One seed limits confidence.")
+    assert checks(run) == {"correctness.unresolved_note"}
+
+
+def test_prediction_rows_missing_for_some_items(run):
+    name = f"predictions-{TREATMENT}.jsonl"
+    path = run.run_dir / "evidence" / name
+    lines = path.read_text().splitlines()[:-3]
+    path.write_text("\n".join(lines) + "\n")
+    found = checks(run)
+    assert "evaluation.predictions_cover" in found and "evidence.immutable" in found
+
+
+def test_feasibility_record_shape(run):
+    record = run.read_result()["feasibility"]
+    record["config"] = {"pilot": "2 steps per arm"}
+    record["recovery"]["seconds"] = 0
+    del record["measurements"]["evaluation"]["samples"]
+    rewrite_result(run, feasibility=record)
+    assert checks(run) == {"feasibility.config", "feasibility.recovery", "feasibility.phases"}
+
+
+def test_evidence_file_not_in_the_manifest(run):
+    (run.run_dir / "evidence" / "extra.json").write_text("{}")
+    assert checks(run) == {"evidence.unlisted"}
+
+
+def test_run_stopped_at_an_early_gate_is_not_blamed_for_later_sections(tmp_path):
+    spec = load_spec(GS1_SPEC)
+    plan = build_plan(spec)
+    store = RunStore.create(tmp_path / "runs", spec, plan)
+    store.add_evidence("spec.json", "spec", GS1_SPEC.read_bytes())
+    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), sort_keys=True))
+    record_gate(store, "spec_intake", "passed", deviations=0)
+    record_gate(store, "preflight_probe", "failed")
+    store.update_result(
+        status="failed",
+        summary="The preflight probe failed.",
+        outcome_reason="incomplete_execution",
+        reasoning="Gate preflight_probe failed. No verdict.",
+    )
+    assert validate_run(store.run_dir) == []
+
+
+def test_missing_section_after_its_gate_passed(run):
+    result = run.read_result()
+    del result["feasibility"]
+    (run.run_dir / "result.json").write_text(json.dumps(result))
+    assert checks(run) == {"feasibility.missing"}
+
+
+def test_three_way_run_rules(tmp_path):
+    spec = load_spec(SELFGEN_SPEC)
+    plan = build_plan(spec)
+    store = RunStore.create(tmp_path / "runs", spec, plan)
+    store.add_evidence("spec.json", "spec", SELFGEN_SPEC.read_bytes())
+    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), sort_keys=True))
+    record_gate(store, "spec_intake", "passed", deviations=0)
+    record_gate(store, "preflight_probe", "failed")
+    store.update_result(
+        status="failed", summary="The probe failed.", verdict="inconclusive", outcome_reason="incomplete_execution"
+    )
+    assert validate_run(store.run_dir) == []
+    store.update_result(verdict="refuted", confidence="weak", effect=0.1)
+    found = checks(store)
+    assert {"vocabulary.three_way_fields", "vocabulary.verdict", "vocabulary.outcome_reason"} <= found
+
+
+def test_generation_audit_sample_and_counts(tmp_path):
+    spec = load_spec(SELFGEN_SPEC)
+    plan = build_plan(spec)
+    store = RunStore.create(tmp_path / "runs", spec, plan)
+    store.add_evidence("spec.json", "spec", SELFGEN_SPEC.read_bytes())
+    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), sort_keys=True))
+    candidates = [
+        {
+            "item_id": f"gen-{i}",
+            "prompt": f"p{i}",
+            "answer": str(i),
+            "disposition": "accepted" if i % 5 else ("rejected" if i % 10 else "execution_error"),
+        }
+        for i in range(150)
+    ]
+    store.add_evidence("generated-tasks.jsonl", "generated_tasks", "".join(json.dumps(c) + "\n" for c in candidates))
+    store.add_evidence("evaluation-set.jsonl", "generated_tasks", json.dumps({"item_id": "t0", "prompt": "q"}) + "\n")
+    store.add_evidence("audit-0001.json", "metrics", "{}")
+    accepted = [c["item_id"] for c in candidates if c["disposition"] == "accepted"]
+    sample = audit_sample_ids(accepted, 7, 100)
+    record = {
+        "version": 1,
+        "stage": "before_training",
+        "dataset_file": "generated-tasks.jsonl",
+        "evaluation_file": "evaluation-set.jsonl",
+        "audit_file": "audit-0001.json",
+        "sample_seed": 7,
+        "counts": {"generated": 150, "accepted": 120, "rejected": 15, "execution_errors": 15},
+        "samples": [
+            {
+                "item_id": item,
+                "independent_answer": "1",
+                "resolver_id": "solver-a",
+                "method": "independent_resolve",
+                "reasoning": "re-solved",
+                "blind_to_label": True,
+            }
+            for item in sample
+        ],
+        "label_error_count": 0,
+        "overlap_count": 0,
+    }
+    store.update_result(generation_audit=record)
+    record_gate(store, "spec_intake", "passed", deviations=0)
+    record_gate(store, "preflight_probe", "passed")
+    record_gate(store, "generation_audit", "passed")
+    record_gate(store, "correctness_preflight", "failed")
+    store.update_result(
+        status="failed", summary="stopped", verdict="inconclusive", outcome_reason="incomplete_execution"
+    )
+    assert validate_run(store.run_dir) == []
+
+    outside_sample = next(item for item in accepted if item not in sample)
+    record["samples"] = record["samples"][1:] + [dict(record["samples"][0], item_id=outside_sample)]
+    record["counts"]["accepted"] = 119
+    record["label_error_count"] = 1
+    store.update_result(generation_audit=record)
+    found = checks(store)
+    assert {"generation_audit.sample", "generation_audit.counts", "generation_audit.limits"} <= found
+
+
+def test_loss_eval_consistency(run):
+    entry = {
+        "aggregation": "token_mean",
+        "value": 2.0,
+        "token_mean": 2.0,
+        "example_mean": 2.1,
+        "nll_sum": 200.0,
+        "n_tokens": 100,
+        "n_examples": 10,
+        "n_empty": 0,
+    }
+    rewrite_result(
+        run,
+        loss_eval={
+            "aggregation": "token_mean",
+            "arms": {BASELINE: entry, TREATMENT: dict(entry, value=1.9, n_tokens=99)},
+        },
+    )
+    found = checks(run)
+    # GS1's endpoint is accuracy, so loss_eval should not appear at all; the numbers are wrong too
+    assert {"result.conditional", "loss_eval.value", "loss_eval.same_tokens"} <= found
+
+
+def test_adaptation_hashes_per_pair(run):
+    ids = [["b0", "b1"], ["b2", "b3"]]
+    manifests = [
+        {
+            "arm": BASELINE,
+            "pair": "p",
+            "warmup_batches": 0,
+            "adaptation_batch_ids": ids,
+            "adaptation_batch_hash": adaptation_batch_hash(ids),
+        },
+        {
+            "arm": TREATMENT,
+            "pair": "p",
+            "warmup_batches": 2,
+            "adaptation_batch_ids": ids,
+            "adaptation_batch_hash": adaptation_batch_hash(ids),
+        },
+    ]
+    rewrite_result(run, adaptation_manifests=manifests)
+    assert checks(run) == set()
+    assert adaptation_batch_hash(ids) == hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+    manifests[1]["adaptation_batch_ids"] = [["b2", "b3"], ["b0", "b1"]]
+    rewrite_result(run, adaptation_manifests=manifests, confidence="strong")
+    assert {"adaptation.hash", "adaptation.pair_mismatch"} <= checks(run)
+
+
+def test_validation_summary_lists_failed_checks(run):
+    rewrite_result(run, effect=9.0, summary="")
+    summary = validation_summary(validate_run(run.run_dir))
+    assert summary["status"] == "failed"
+    assert summary["failed_checks"] == ["decision.effect", "result.summary"]
+    assert summary["problem_count"] == len(summary["problems"]) == 2
+    assert validation_summary([])["status"] == "passed"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flows.validate", *args],
+        check=False,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_clean_run_problem_run_and_bad_input(run, tmp_path):
+    clean = run_cli(str(run.run_dir))
+    assert clean.returncode == 0 and clean.stdout.startswith("ok: ") and "checks passed" in clean.stdout
+    (run.run_dir / "evidence" / OBSERVATIONS_FILE_NAME).unlink()
+    broken = run_cli(str(run.run_dir))
+    assert broken.returncode == 1
+    assert any(line.startswith("decision.observations_missing: ") for line in broken.stdout.splitlines())
+    for bad in (tmp_path / "nowhere", tmp_path):
+        result = run_cli(str(bad))
+        assert result.returncode == 2
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_activation_value_outside_its_range_after_the_gate_passed(run):
+    calibration = run.read_result()["activation_calibration"]
+    calibration["values"]["pilot_mean_reward"] = 0.95
+    calibration["values"]["executed_group_size_treatment"] = 2
+    rewrite_result(run, activation_calibration=calibration)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "activation.range"]
+    assert sorted(p.message.split(" = ")[0] for p in problems) == ["executed_group_size_treatment", "pilot_mean_reward"]
+
+
+def test_model_deviation_must_be_said_in_summary(run):
+    deviation = {
+        "field": "model",
+        "original": "Qwen/Qwen3.5-2B",
+        "effective": "embedded/tiny-arith",
+        "reason": "not served",
+    }
+    run.append_event("result_updated", status="running", deviations=[deviation])
+    run.update_result(deviations=[deviation])
+    assert checks(run) == {"deviations.model_in_summary"}
+    run.update_result(summary="Ran on embedded/tiny-arith instead of Qwen/Qwen3.5-2B, which is not served.")
+    assert checks(run) == set()
+
+
+def test_verdict_needs_every_trained_arm_completed(run):
+    rewrite_result(run, completed_arms=[BASELINE])
+    assert checks(run) == {"vocabulary.every_arm_ran"}
+
+
+def test_finished_run_without_required_evidence_kinds(tmp_path):
+    store = build_gs1_run(tmp_path / "runs")
+    manifest_path = store.run_dir / "evidence" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for entry in manifest["files"]:
+        if entry["name"] == "rl-loop.py":
+            (store.run_dir / "evidence" / "rl-loop.py").unlink()
+    manifest["files"] = [entry for entry in manifest["files"] if entry["name"] != "rl-loop.py"]
+    manifest_path.write_text(json.dumps(manifest))
+    result = store.read_result()
+    result["evidence"]["files"] = [entry for entry in result["evidence"]["files"] if entry["name"] != "rl-loop.py"]
+    (store.run_dir / "result.json").write_text(json.dumps(result))
+    problems = [p for p in validate_run(store.run_dir) if p.check == "evidence.required_kinds"]
+    assert len(problems) == 1 and "script" in problems[0].message
+
+
+def test_signed_url_is_a_credential(run):
+    run.append_event("note", source_url="https://example.org/attachments/x.jsonl")
+    assert "secrets.url" not in checks(run)
+    run.append_event("note", source_url="https://example.org/attachments/x.jsonl?sig=ab12cd34ef")
+    assert "secrets.url" in checks(run)
+
+
+def test_score_that_its_predictions_and_observations_do_not_reproduce(run):
+    evaluation = run.read_result()["evaluation"]
+    evaluation["scores"][0]["value"] = round(evaluation["scores"][0]["value"], 2)
+    rewrite_result(run, evaluation=evaluation)
+    assert checks(run) == {"evaluation.score_reproduces", "decision.arm_means"}
+
+
+def test_requested_optimizer_that_is_not_the_spec_groups(run):
+    provenance = run.read_result()["initialization_provenance"]
+    for check in provenance["arms"][TREATMENT]["optimizer_checks"]:
+        check["requested"]["learning_rate"] = 1e-4
+        check["actual_config"]["learning_rate"] = 1e-4
+    rewrite_result(run, initialization_provenance=provenance)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "provenance.requested"]
+    assert len(problems) == 2 and all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
+
+
+SECTIONS = [
+    "metrics", "completed_arms", "deviations", "correctness_preflight", "initialization_provenance", "evaluation",
+    "decision", "feasibility", "activation_calibration", "capacity_block", "generation_audit", "adaptation_manifests",
+]
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("garbage", ["prose instead of a record", [1, {"id": ["x"]}], {"version": 1, "arms": {"a": 1}}])
+def test_malformed_sections_are_problems_not_exceptions(run, section, garbage):
+    rewrite_result(run, **{section: garbage})
+    problems = validate_run(run.run_dir)
+    assert problems, f"{section} = {garbage!r} was accepted"
+    assert all("\n" not in str(problem) for problem in problems)
