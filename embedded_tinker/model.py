@@ -27,6 +27,7 @@ concatenation of every tensor's float32 little-endian bytes (row-major) in that 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import threading
@@ -221,6 +222,10 @@ class LoraConfig:
             "train_mlp": self.train_mlp,
             "train_unembed": self.train_unembed,
         }
+
+    def same_layout(self, other: LoraConfig) -> bool:
+        """Same tensors (rank and targeted modules); the init seed does not matter."""
+        return dataclasses.replace(self, seed=0) == dataclasses.replace(other, seed=0)
 
     def targets(self, module_name: str) -> bool:
         leaf = module_name.rsplit(".", 1)[-1]

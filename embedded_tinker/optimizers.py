@@ -7,6 +7,11 @@ with ``family``, ``PARAM_DEFAULTS``, ``step``, ``state_dict``/``load_state_dict`
 
 Every family reports ``grad_norm:mean`` (global L2 norm of the gradient before clipping) and
 ``optimizer_step:max`` (steps taken so far, this one included).
+
+Hyperparameters may also be *declared* at creation (any of the family's ``PARAM_DEFAULTS`` keys,
+e.g. ``OptimizerConfigBase(type="adamw", learning_rate=4e-5, beta1=0.9)``): they are echoed in
+get_info/weights_info, so a client can verify its optimizer config from a server response, and an
+``optim_step`` whose params contradict a declared value is refused (a user error).
 """
 
 from __future__ import annotations
@@ -24,6 +29,27 @@ def _merge_params(family: str, defaults: dict[str, float], given: dict) -> dict[
     if unknown:
         raise OptimizerError(f"{family} params do not take {sorted(unknown)} (accepted: {sorted(defaults)})")
     return {key: float(given.get(key, default)) for key, default in defaults.items()}
+
+
+def _declared_params(family: str, param_defaults: dict[str, float], config: dict) -> dict[str, float]:
+    """Hyperparameters declared at creation: a subset of the family's step params."""
+    declared = {k: v for k, v in config.items() if k != "type"}
+    unknown = set(declared) - set(param_defaults)
+    if unknown:
+        raise OptimizerError(
+            f"{family} config does not take {sorted(unknown)} (declarable: {sorted(param_defaults)})"
+        )
+    return {key: float(value) for key, value in declared.items()}
+
+
+def _check_against_declared(family: str, declared: dict[str, float], params: dict[str, float]) -> None:
+    contradictions = [
+        f"{key}={params[key]!r} (declared {value!r})" for key, value in declared.items() if params[key] != value
+    ]
+    if contradictions:
+        raise OptimizerError(
+            f"{family} optim_step params contradict the model's declared config: {', '.join(contradictions)}"
+        )
 
 
 def _global_grad_norm(params: list[torch.Tensor]) -> float:
@@ -48,7 +74,6 @@ class AdamW:
     """
 
     family = "adamw"
-    CONFIG_DEFAULTS: dict[str, float] = {}
     PARAM_DEFAULTS = {
         "learning_rate": 1e-4,
         "beta1": 0.9,
@@ -60,7 +85,8 @@ class AdamW:
 
     def __init__(self, params: list[torch.Tensor], config: dict):
         self.params = params
-        self.config = {"type": self.family, **_merge_params(self.family, self.CONFIG_DEFAULTS, config)}
+        self.declared = _declared_params(self.family, self.PARAM_DEFAULTS, config)
+        self.config = {"type": self.family, **self.declared}
         self.steps_taken = 0
         self.exp_avg = [torch.zeros_like(p) for p in params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in params]
@@ -68,6 +94,7 @@ class AdamW:
     @torch.no_grad()
     def step(self, params_request: dict) -> dict[str, float]:
         hp = _merge_params(self.family, self.PARAM_DEFAULTS, params_request)
+        _check_against_declared(self.family, self.declared, hp)
         grad_norm = _global_grad_norm(self.params)
         clip = _clip_factor(grad_norm, hp["grad_clip_norm"])
         self.steps_taken += 1

@@ -57,7 +57,7 @@ MARKUP_TOKENS = [
     "</tool_response>",
 ]
 
-GENERIC_CORPUS = '''\
+GENERIC_CORPUS = """\
 You are a helpful assistant. Answer the question clearly and briefly.
 Hello! How can I help you today? Could you explain what a prime number is?
 A prime number is a whole number greater than 1 whose only divisors are 1 and itself.
@@ -86,7 +86,7 @@ result = {"key": [1, 2, 3], 'other': (4, 5)}
 while x > 0 and not done: x -= 1
 # Comments, quotes "double" and 'single', symbols: ~ ` ! @ # $ % ^ & * ( ) - _ = + [ ] { } | ; : , . < > / ?
 Questions, answers, problems, solutions, examples, instructions, reasoning, explanation.
-'''
+"""
 
 
 def tokenizer_training_corpus() -> list[str]:
@@ -186,7 +186,10 @@ def user_message(question: str) -> dict[str, str]:
 def supervised_example(renderer, row: dict[str, str]) -> tuple[list[int], list[float]]:
     """Token ids and per-token loss weights: generation prompt (weight 0) + completion
     ``\\boxed{ANSWER}<|im_end|>`` (weight 1), exactly as ``build_supervised_example`` makes it."""
-    messages = [user_message(row["question"]), {"role": "assistant", "content": f"\\boxed{{{row['answer']}}}"}]
+    messages = [
+        user_message(row["question"]),
+        {"role": "assistant", "content": f"\\boxed{{{row['answer']}}}"},
+    ]
     model_input, weights = renderer.build_supervised_example(messages)
     return model_input.to_ints(), [float(w) for w in weights]
 
@@ -206,8 +209,9 @@ def boxed_answer(text: str) -> str | None:
         return None
 
 
-def greedy_completions(model, tokenizer, prompts: list[list[int]], max_tokens: int = 16,
-                       batch_size: int = 100) -> list[list[int]]:
+def greedy_completions(
+    model, tokenizer, prompts: list[list[int]], max_tokens: int = 16, batch_size: int = 100
+) -> list[list[int]]:
     """Greedy completions (stop after ``<|im_end|>``, which is kept), left-padded batches."""
     import torch
 
@@ -222,8 +226,12 @@ def greedy_completions(model, tokenizer, prompts: list[list[int]], max_tokens: i
             input_ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in batch])
             attention_mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch])
             output = model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=max_tokens,
-                do_sample=False, eos_token_id=eos_id, pad_token_id=pad_id,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                eos_token_id=eos_id,
+                pad_token_id=pad_id,
             )
             for row in output[:, width:].tolist():
                 completions.append(row[: row.index(eos_id) + 1] if eos_id in row else row)
@@ -286,8 +294,13 @@ def collate(examples: list[tuple[list[int], list[float]]], pad_id: int):
     return input_ids, attention_mask, input_ids[:, 1:], weights[:, 1:]
 
 
-def train(total_steps: int = TRAIN_STEPS, eval_every: int = 0, eval_rows: int = 200,
-          checkpoint_dir: Path | None = None, log=print):
+def train(
+    total_steps: int = TRAIN_STEPS,
+    eval_every: int = 0,
+    eval_rows: int = 200,
+    checkpoint_dir: Path | None = None,
+    log=print,
+):
     """Train the tiny-arith model from scratch; returns (model, tokenizer, renderer, wall seconds)."""
     import torch
     from transformers import AutoConfig, AutoTokenizer, Qwen3ForCausalLM
@@ -320,8 +333,10 @@ def train(total_steps: int = TRAIN_STEPS, eval_every: int = 0, eval_rows: int = 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if step % 50 == 0 or step == total_steps - 1:
-            log(f"step {step} loss {loss.item():.4f} lr {learning_rate(step):.2e} "
-                f"elapsed {time.perf_counter() - started:.0f}s")
+            log(
+                f"step {step} loss {loss.item():.4f} lr {learning_rate(step):.2e} "
+                f"elapsed {time.perf_counter() - started:.0f}s"
+            )
         if eval_every and (step + 1) % eval_every == 0:
             accuracy = greedy_accuracy(model, tokenizer, renderer, test_rows, EVAL_MAX_TOKENS)
             log(f"step {step + 1} greedy accuracy on {len(test_rows)} test rows: {accuracy:.3f}")
@@ -354,17 +369,29 @@ def train_and_save(total_steps: int = TRAIN_STEPS, output_dir: Path = MODEL_DIR,
         "renderer": RENDERER_NAME,
         "greedy_accuracy_test": accuracy,
         "n_test": len(test_rows),
-        "eval": {"temperature": 0.0, "max_tokens": EVAL_MAX_TOKENS, "stop": EOS_TOKEN,
-                 "answer": "last \\boxed{} of the completion == answer string"},
+        "eval": {
+            "temperature": 0.0,
+            "max_tokens": EVAL_MAX_TOKENS,
+            "stop": EOS_TOKEN,
+            "answer": "last \\boxed{} of the completion == answer string",
+        },
         "n_parameters": sum(p.numel() for p in model.parameters()),
         "weights_bytes": weights_path.stat().st_size,
         "weights_sha256": sha256_file(weights_path),
-        "train": {"steps": total_steps, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
-                  "warmup_steps": WARMUP_STEPS, "lr_schedule": "linear warm-up, then constant",
-                  "weight_decay": WEIGHT_DECAY, "init_seed": INIT_SEED,
-                  "data_order_seed": DATA_ORDER_SEED, "task_seed": arithmetic.DEFAULT_SEED,
-                  "torch_threads": TORCH_THREADS, "wall_seconds": round(wall_seconds, 1),
-                  "loss": "cross-entropy on completion tokens only (\\boxed{ANSWER}<|im_end|>)"},
+        "train": {
+            "steps": total_steps,
+            "batch_size": BATCH_SIZE,
+            "learning_rate": LEARNING_RATE,
+            "warmup_steps": WARMUP_STEPS,
+            "lr_schedule": "linear warm-up, then constant",
+            "weight_decay": WEIGHT_DECAY,
+            "init_seed": INIT_SEED,
+            "data_order_seed": DATA_ORDER_SEED,
+            "task_seed": arithmetic.DEFAULT_SEED,
+            "torch_threads": TORCH_THREADS,
+            "wall_seconds": round(wall_seconds, 1),
+            "loss": "cross-entropy on completion tokens only (\\boxed{ANSWER}<|im_end|>)",
+        },
         "script": "embedded_tinker/pretrain.py",
         "script_sha256": sha256_file(Path(__file__)),
         "task_generator_sha256": sha256_file(Path(arithmetic.__file__)),

@@ -122,7 +122,7 @@ class OrderedWorker:
         with self._cond:
             self._stopped = True
             for _, _, _, future in self._pending:
-                future.set_exception(UserError("the model was unloaded before this request ran"))
+                future.set_exception(UserError("the server stopped before this request ran"))
             self._pending.clear()
             self._cond.notify()
 
@@ -440,20 +440,9 @@ class EmbeddedService:
             def run(model: TrainingModel) -> dict:
                 checkpoint = self.checkpoints.load(path, with_optimizer_state=with_optimizer)
                 saved_lora = LoraConfig(**checkpoint.metadata["lora_config"])
-                if (
-                    saved_lora.rank,
-                    saved_lora.train_attn,
-                    saved_lora.train_mlp,
-                    saved_lora.train_unembed,
-                ) != (
-                    model.lora.rank,
-                    model.lora.train_attn,
-                    model.lora.train_mlp,
-                    model.lora.train_unembed,
-                ) or checkpoint.metadata["base_model"] != model.base.name:
-                    raise UserError(
-                        f"{path} ({checkpoint.metadata['base_model']}, {saved_lora}) does not fit this model"
-                    )
+                saved_base = checkpoint.metadata["base_model"]
+                if not saved_lora.same_layout(model.lora) or saved_base != model.base.name:
+                    raise UserError(f"{path} ({saved_base}, {saved_lora}) does not fit this model")
                 model.adapter.load_state_dict(checkpoint.adapter_tensors)
                 model.adapter.zero_grad()
                 if with_optimizer:
@@ -513,18 +502,6 @@ class EmbeddedService:
             "checkpoint": metadata,
             **{key: report[key] for key in PROVENANCE_KEYS},
         }
-
-    def unload_model(self, body: dict) -> dict:
-        model_id = body["model_id"]
-
-        def unload() -> dict:
-            with self._lock:
-                model = self.models.pop(model_id, None)
-            if model is not None:
-                model.worker.stop()
-            return {"type": "unload_model", "model_id": model_id}
-
-        return self._register(f"{model_id}:unload", lambda: self.executor.submit(unload))
 
     # ------------------------------------------------------------------ sampling
     def sampler_weights_for_path(self, model_path: str) -> SamplerWeights:
@@ -814,10 +791,6 @@ def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) ->
     @app.post(f"{api}/load_weights")
     async def load_weights(request: Request):
         return await in_thread(service.load_weights, await json_body(request))
-
-    @app.post(f"{api}/unload_model")
-    async def unload_model(request: Request):
-        return service.unload_model(await json_body(request))
 
     @app.post(f"{api}/create_sampling_session")
     async def create_sampling_session(request: Request):

@@ -35,9 +35,13 @@ class ClientSession:
         return client
 
     def client_from_state(self, path: str, requested: dict[str, Any], with_optimizer: bool = False) -> tinker.TrainingClient:
-        create = (self.service_client.create_training_client_from_state_with_optimizer if with_optimizer
-                  else self.service_client.create_training_client_from_state)
-        client = create(path, optimizer=creation_optimizer_config(requested)).result()
+        """A client loaded from a checkpoint: weights only with the requested optimizer, or weights
+        plus the checkpoint's own optimizer state (whose family the caller must verify)."""
+        if with_optimizer:
+            client = self.service_client.create_training_client_from_state_with_optimizer(path).result()
+        else:
+            client = self.service_client.create_training_client_from_state(
+                path, optimizer=creation_optimizer_config(requested)).result()
         self.created_models.append(client.model_id)
         return client
 
@@ -65,13 +69,11 @@ class ClientSession:
         self.close("errored" if exc[0] else "success")
 
 
-def load_state_response(client: tinker.TrainingClient, path: str) -> Any:
-    """Restore weights into an existing client and return the server's load response.
-
-    `create_training_client_from_state` discards the load response; the contract wants the
-    checkpoint URI *from the actual load response*, which only `load_state` returns (deprecated
-    in tinker 0.38 but supported).
-    """
+def session_weights_info(session: ClientSession, path: str) -> Any:
+    """The service's weights_info for a checkpoint (base model, optimizer, adapter hash if exposed)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        return client.load_state(path).result()
+        # tinker 0.38's RestClient() takes no default_headers_overrides; the route through the
+        # ServiceClient keeps the Modal headers (see ServiceTarget.served_models).
+        warnings.filterwarnings("ignore", message=".*create_rest_client.*", category=FutureWarning)
+        rest = session.service_client.create_rest_client()
+    return rest.get_weights_info_by_tinker_path(path).result()

@@ -2,12 +2,11 @@
 
 The proof, per arm, is built from server responses only:
 
-- a shared *immutable full initialization checkpoint* saved once (`save_state`), and
-  each arm's client restored from it with `load_state`, whose response names the
-  checkpoint actually loaded (``loaded_checkpoint_uri``);
-- the adapter sha256 the server reports after the restore (when it exposes one);
+- a shared initialization checkpoint saved once (`save_state`), every arm's client created
+  from it, and the adapter sha256 the server reports for each client (get_info, fetched by
+  the SDK right after the load) equal to the checkpoint's own (weights_info);
 - an optimizer check after creation (``after_restore: 0``) and after every restore,
-  comparing the requested family/config with what ``get_info`` reports;
+  comparing the requested family/config with what the server reports;
 - ``initial_output``: sha256 of all full-precision logprobs the server returns for one
   fixed tokenized batch, before the first update, compared across the group.
 
@@ -18,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 import tinker
+from tinker.types.optimizer import OptimizerConfigBase
 from tinker_cookbook import renderers
 from tinker_cookbook.supervised.data import conversation_to_datum
 
@@ -35,6 +34,9 @@ FAMILY_ALIASES = {"adam": "adamw", "adamw": "adamw", "dimuon": "dimuon", "trimuo
 CONFIG_ALIASES = {"lr": "learning_rate"}
 # Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
 MODEL_KEYS = ("lora_rank", "seed")
+# The LoRA init seed is no optimizer setting and no service reports it: equal adapter hashes of
+# the shared initialization checkpoint prove it instead.
+PROVEN_BY_INITIALIZATION = ("seed",)
 # Fields the embedded backend adds to optimizer_config that describe state, not configuration.
 SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 
@@ -55,7 +57,7 @@ def requested_optimizer(optimizer: str, optimizer_config: dict[str, Any]) -> dic
     return {"family": optimizer_family(optimizer), **config}
 
 
-def creation_optimizer_config(requested: dict[str, Any]) -> tinker.types.OptimizerConfigBase:
+def creation_optimizer_config(requested: dict[str, Any]) -> OptimizerConfigBase:
     """The optimizer config sent at model creation: family plus its hyperparameters.
 
     Sending the hyperparameters lets a server that records them report them back, so the
@@ -63,7 +65,7 @@ def creation_optimizer_config(requested: dict[str, Any]) -> tinker.types.Optimiz
     (then the check lists those keys as not exposed, never as verified).
     """
     fields = {k: v for k, v in requested.items() if k not in ("family", *MODEL_KEYS)}
-    return tinker.types.OptimizerConfigBase(type=requested["family"], **fields)
+    return OptimizerConfigBase(type=requested["family"], **fields)
 
 
 def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
@@ -76,7 +78,7 @@ def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
         actual_config["lora_rank"] = info.lora_rank
     compared, mismatched, not_exposed = [], [], []
     for key, want in requested.items():
-        if key == "family":
+        if key in ("family", *PROVEN_BY_INITIALIZATION):
             continue
         if key not in actual_config:
             not_exposed.append(key)
@@ -95,6 +97,7 @@ def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
         "source": "server_response",
         "evidence_ref": evidence_ref,
         "verified_keys": compared,
+        "proven_by_initialization": [k for k in PROVEN_BY_INITIALIZATION if k in requested],
         "not_exposed_keys": not_exposed,
         "mismatches": mismatched,
         "matches": not mismatched,
@@ -165,23 +168,10 @@ def adapter_sha256_from_info(info: Any) -> str | None:
     return None
 
 
-@dataclass
-class ArmInitialization:
-    """What one arm's restore proved, ready for initialization_provenance.arms[arm]."""
-
-    arm: str
-    entry: dict[str, Any]
-
-    @property
-    def ok(self) -> bool:
-        checks = self.entry["optimizer_checks"]
-        return all(c["matches"] for c in checks) and self.entry["initialization"]["load_succeeded"]
-
-
 def group_consistency(entries: dict[str, dict[str, Any]]) -> list[str]:
     """Problems across one initialization group: every hash and URI identity must agree."""
     problems = []
-    for field_path in (("initialization", "loaded_checkpoint_uri"),
+    for field_path in (("initialization", "checkpoint_uri"),
                        ("initialization", "adapter_sha256"),
                        ("initial_output", "batch_sha256"),
                        ("initial_output", "output_sha256")):
@@ -189,7 +179,7 @@ def group_consistency(entries: dict[str, dict[str, Any]]) -> list[str]:
         present = {v for v in values.values() if v is not None}
         if len(present) > 1:
             problems.append(f"{'.'.join(field_path)} differs across arms: {values}")
-        if field_path[1] in ("loaded_checkpoint_uri", "output_sha256") and None in values.values():
+        if field_path[1] in ("checkpoint_uri", "adapter_sha256", "output_sha256") and None in values.values():
             problems.append(f"{'.'.join(field_path)} missing for {[a for a, v in values.items() if v is None]}")
     return problems
 

@@ -1677,6 +1677,13 @@ class _Validator:
                 self.problem(
                     "evidence.required_kinds", f"a finished run retains no evidence of kind {', '.join(missing)}"
                 )
+        for checkpoint in _as_list(_as_dict(self.result.get("evidence")).get("checkpoints")):
+            uri = _as_dict(checkpoint).get("uri")
+            if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
+                self.problem(
+                    "evidence.checkpoints",
+                    f"checkpoint {_short(uri)} is not a tinker:// reference without a query string",
+                )
         reported = (
             (self.result.get("evidence") or {}).get("files") if isinstance(self.result.get("evidence"), dict) else None
         )

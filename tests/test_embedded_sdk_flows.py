@@ -283,3 +283,50 @@ def test_a_local_checkpoint_directory_loads_through_the_same_path(service_client
     assert from_directory.get_info().model_data.tokenizer_id == str(tmp_path.resolve())
     datum = make_datum(tokens)
     assert np.array_equal(forward_logprobs(from_directory, datum), forward_logprobs(from_registry, datum))
+
+
+def test_get_info_fetched_again_reports_the_current_adapter(server, service_client, tokens):
+    from tinker.lib.public_interfaces.training_client import fetch_training_info
+
+    training = service_client.create_lora_training_client(base_model=MODEL, rank=2).result()
+    at_creation = training.get_info().optimizer_config.adapter_sha256
+    training.forward_backward([make_datum(tokens)], "cross_entropy")
+    training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+    current = training.holder.run_coroutine_threadsafe(
+        fetch_training_info(training.holder, training.model_id)
+    ).result()
+    assert current.optimizer_config.adapter_sha256 != at_creation
+    assert current.optimizer_config.optimizer_step == 1
+    assert current.optimizer_config.last_optim_params["learning_rate"] == 1e-2
+    saved = training.save_weights_for_sampler("current").result().path
+    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    assert rest.get_weights_info_by_tinker_path(saved).result().optimizer_config.adapter_sha256 == (
+        current.optimizer_config.adapter_sha256
+    )
+
+
+def test_adapter_sha256_follows_the_documented_byte_order(server, service_client, tokens):
+    import hashlib
+
+    from safetensors.torch import load_file
+
+    from embedded_tinker.model import REGISTRY, load_hf_model
+
+    training = service_client.create_lora_training_client(base_model=MODEL, rank=2, train_mlp=False).result()
+    training.forward_backward([make_datum(tokens)], "cross_entropy")
+    training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+    path = training.save_state("sha").result().path
+    model_id = training.get_info().model_id
+    tensors = load_file(str(server.checkpoint_dir / model_id / "weights" / "sha" / "adapter.safetensors"))
+    module_order = [name for name, _ in load_hf_model(REGISTRY[MODEL]).named_modules()]
+    digest = hashlib.sha256()
+    for module in module_order:
+        for part in ("lora_A", "lora_B"):
+            if f"{module}.{part}" in tensors:
+                digest.update(tensors[f"{module}.{part}"].numpy().astype("<f4").tobytes())
+    assert not any(".mlp." in name for name in tensors)
+    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    assert (
+        rest.get_weights_info_by_tinker_path(path).result().optimizer_config.adapter_sha256
+        == digest.hexdigest()
+    )

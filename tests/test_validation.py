@@ -748,8 +748,18 @@ def test_requested_optimizer_that_is_not_the_spec_groups(run):
 
 
 SECTIONS = [
-    "metrics", "completed_arms", "deviations", "correctness_preflight", "initialization_provenance", "evaluation",
-    "decision", "feasibility", "activation_calibration", "capacity_block", "generation_audit", "adaptation_manifests",
+    "metrics",
+    "completed_arms",
+    "deviations",
+    "correctness_preflight",
+    "initialization_provenance",
+    "evaluation",
+    "decision",
+    "feasibility",
+    "activation_calibration",
+    "capacity_block",
+    "generation_audit",
+    "adaptation_manifests",
 ]
 
 
@@ -760,3 +770,11 @@ def test_malformed_sections_are_problems_not_exceptions(run, section, garbage):
     problems = validate_run(run.run_dir)
     assert problems, f"{section} = {garbage!r} was accepted"
     assert all("\n" not in str(problem) for problem in problems)
+
+
+def test_checkpoint_references_are_service_uris(run):
+    run.add_checkpoint(TREATMENT, 40, "tinker://run/gs1_kernel/step-40")
+    assert checks(run) == set()
+    run.add_checkpoint(BASELINE, 40, "/home/user/checkpoints/grpo.safetensors")
+    problems = [p for p in validate_run(run.run_dir) if p.check == "evidence.checkpoints"]
+    assert len(problems) == 1 and "grpo.safetensors" in problems[0].message

@@ -4,10 +4,10 @@
    saves one immutable full initialization checkpoint.
 2. Before any sweep: a create-save-restore fixed-gradient update is checked against an
    uninterrupted client (same checkpoint, same fixed batch, same AdamW step).
-3. Each arm's training client is created in the arms session (optimizer check after
-   creation), restored from the initialization checkpoint with `load_state` (the response
-   names the loaded checkpoint; optimizer check after the restore), its adapter sha256 read
-   from the server, and its initial output hashed on the fixed batch before any update.
+3. Each arm's training client is created in the arms session from the initialization
+   checkpoint; the get_info the SDK fetches right after that load gives the optimizer check
+   (after creation) and the adapter sha256, which must equal the checkpoint's own (weights_info).
+   Its initial output is hashed on the fixed batch before any update.
 4. Hashes and URIs must agree across the group; every optimizer check must be verified from a
    server response. The arms' clients are handed to arm training (`ctx.state["arm_clients"]`).
 """
@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from experiment import restoration as r
-from experiment.clients import ClientSession, load_state_response
+from experiment.clients import ClientSession, session_weights_info
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
 
@@ -46,6 +46,7 @@ def run(ctx: RunContext) -> GateVerdict:
         renderer = renderer_for(init_client, first.renderer_name)
         batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
         init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
+        checkpoint_info = session_weights_info(setup, init_uri)
         restore_check = _restore_update_check(setup, init_uri, requested[first.name], batch, first.adam_params())
         setup_released = setup.close()
     ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
@@ -54,8 +55,8 @@ def run(ctx: RunContext) -> GateVerdict:
     arms_session = ClientSession(ctx.service, "arms")
     entries, clients = {}, {}
     for name, arm in arms.items():
-        entries[name], clients[name] = _restore_arm(ctx, arms_session, name, model, rank, arm.seed,
-                                                    requested[name], init_uri, batch)
+        entries[name], clients[name] = _restore_arm(ctx, arms_session, name, model, arm.seed,
+                                                    requested[name], init_uri, checkpoint_info, batch)
     provenance = {"version": 1, "arms": entries}
     ctx.store.update_result(initialization_provenance=provenance)
 
@@ -66,8 +67,12 @@ def run(ctx: RunContext) -> GateVerdict:
             if check["not_exposed_keys"]:
                 problems.append(f"{name} after_restore={check['after_restore']}: server does not expose "
                                 f"{check['not_exposed_keys']} (unverified)")
-        if not entry["initialization"]["load_succeeded"]:
-            problems.append(f"{name}: the initialization checkpoint did not load")
+        init = entry["initialization"]
+        if init["adapter_sha256"] is None:
+            problems.append(f"{name}: the service reports no adapter sha256 (initialization unverified)")
+        elif init["adapter_sha256"] != init["checkpoint_adapter_sha256"]:
+            problems.append(f"{name}: loaded adapter {init['adapter_sha256'][:12]} differs from the "
+                            f"initialization checkpoint's {str(init['checkpoint_adapter_sha256'])[:12]}")
     if not restore_check["passed"]:
         problems.append(f"create-save-restore update differs from the uninterrupted client "
                         f"(max |diff| {restore_check['max_abs_difference']:.3g} > {RESTORE_UPDATE_ATOL})")
@@ -92,38 +97,37 @@ def _failed(problems: list[str], next_diagnostic: str) -> GateVerdict:
     return GateVerdict(gate=GATE, status="failed", reasons=problems, next_diagnostic=next_diagnostic)
 
 
-def _restore_arm(ctx, session, name, model, rank, seed, requested, init_uri, batch):
-    client = session.lora_client(model, rank, seed, requested)
-    info_created = client.get_info()
-    load = load_state_response(client, init_uri)
-    info_restored = client.get_info()
+def _restore_arm(ctx, session, name, model, seed, requested, init_uri, checkpoint_info, batch):
+    """The arm's training client, created from the initialization checkpoint.
+
+    The SDK creates it with one load_weights request and then fetches get_info, so that response
+    describes the loaded weights: its adapter sha256 must equal the checkpoint's (weights_info).
+    """
+    client = session.client_from_state(init_uri, requested)
+    info = client.get_info()
     output = client.forward(batch, loss_fn="cross_entropy").result()
     evidence_name = f"restoration-{name}.json"
     evidence = {
-        "get_info_after_creation": info_created.model_dump(mode="json"),
-        "load_state_response": load.model_dump(mode="json"),
-        "get_info_after_restore": info_restored.model_dump(mode="json"),
+        "get_info_after_creation_from_checkpoint": info.model_dump(mode="json"),
+        "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),
         "initial_output_logprobs": [a.tolist() for a in r.logprobs_arrays(output)],
     }
     ctx.store.add_evidence(evidence_name, "metrics", json.dumps(evidence, sort_keys=True))
-    adapter = r.adapter_sha256_from_info(info_restored)
+    adapter = r.adapter_sha256_from_info(info)
     entry = {
         "initialization": {
             "base_checkpoint": model,
             "source": "server_response",
             "adapter_sha256": adapter,
             "checkpoint_uri": init_uri,
-            "checkpoint_immutable": True,
-            "checkpoint_scope": "full_initialization",
-            "loaded_checkpoint_uri": load.path,
-            "load_succeeded": load.path == init_uri,
+            "checkpoint_adapter_sha256": r.adapter_sha256_from_info(checkpoint_info),
+            "init_seed": seed,
             "evidence_ref": evidence_name,
             "before_first_update": True,
         },
-        "restore_count": 1,
+        "restore_count": 0,
         "optimizer_checks": [
-            r.optimizer_check(info_created, requested, after_restore=0, evidence_ref=evidence_name),
-            r.optimizer_check(info_restored, requested, after_restore=1, evidence_ref=evidence_name),
+            r.optimizer_check(info, requested, after_restore=0, evidence_ref=evidence_name),
         ],
         "initial_output": {
             "available": True,
