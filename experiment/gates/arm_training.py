@@ -13,6 +13,7 @@ import asyncio
 import statistics
 
 from experiment.advantages import KernelBaselineState
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, train_one_step
 from experiment.rl_recipe import renderer_for, rl_arm_settings, run_async, training_items
@@ -21,6 +22,8 @@ GATE = "arm_training"
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.arm_training(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"arm training for training_type {ctx.plan.training_type!r}")
     clients = ctx.state.get("arm_clients")

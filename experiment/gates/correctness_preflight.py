@@ -15,6 +15,7 @@ from pathlib import Path
 
 from experiment import gs1_preflight
 from experiment.clients import ClientSession
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import requested_optimizer
 from experiment.rl_loop import GROUP_MEAN, KERNEL_BASELINE
@@ -29,6 +30,8 @@ UNRESOLVED_NOTE = (
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.correctness_preflight(ctx)
     details = ctx.plan.gate(GATE).details
     paths = details.get("paths") or []
     if ctx.plan.training_type != "rl" or not paths:

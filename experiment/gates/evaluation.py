@@ -14,6 +14,7 @@ from typing import Any
 
 from experiment import evaluation as ev
 from experiment.clients import ClientSession
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
 from experiment.rl_recipe import eval_items, renderer_for, rollout_settings, run_async
@@ -24,6 +25,8 @@ PROGRESS_EVERY = 100
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.evaluation(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"evaluation for training_type {ctx.plan.training_type!r}")
     checkpoints: dict[str, str] = ctx.state.get("final_checkpoints", {})

@@ -14,6 +14,7 @@ import time
 
 from experiment.clients import ClientSession
 from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.math_eval import greedy_predictions
 from experiment.restoration import requested_optimizer
@@ -28,6 +29,8 @@ PILOT_EVAL_ITEMS = 32
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.feasibility_pilot(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"timing pilot for training_type {ctx.plan.training_type!r}")
     spec = ctx.spec.to_dict()

@@ -14,6 +14,7 @@ import math
 import time
 
 from experiment.clients import ClientSession
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import optimizer_check, requested_optimizer
 from experiment.rl_loop import train_one_step
@@ -23,6 +24,8 @@ GATE = "preflight_probe"
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.preflight_probe(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"probe for training_type {ctx.plan.training_type!r}")
     model = ctx.state["served_model"]

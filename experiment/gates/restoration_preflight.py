@@ -19,6 +19,7 @@ from typing import Any
 
 from experiment import restoration as r
 from experiment.clients import ClientSession, session_weights_info
+from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
 
@@ -28,6 +29,8 @@ RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must rep
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.restoration_preflight(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"restoration for training_type {ctx.plan.training_type!r}")
     spec = ctx.spec.to_dict()
