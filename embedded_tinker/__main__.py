@@ -7,6 +7,7 @@ import os
 import tempfile
 
 from .faults import FaultConfig
+from .launch import GRACEFUL_SHUTDOWN_SECONDS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,7 +53,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     checkpoint_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")
     print(f"embedded tinker: http://{args.host}:{args.port} checkpoints in {checkpoint_dir}", flush=True)
-    uvicorn.run(create_app(checkpoint_dir, faults), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        create_app(checkpoint_dir, faults),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import httpx
 from .faults import FaultConfig
 
 STARTUP_TIMEOUT_SECONDS = 120.0
+GRACEFUL_SHUTDOWN_SECONDS = 3  # on stop, do not wait out the clients' 25 s long polls
 LOCAL_API_KEY = "tml-local"  # the SDK requires keys starting with "tml-"; the server ignores it
 
 
@@ -100,7 +101,13 @@ def start_server(
 
         from .server import create_app
 
-        config = uvicorn.Config(create_app(checkpoint_dir, faults), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(
+            create_app(checkpoint_dir, faults),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, name="embedded-tinker-http", daemon=True)
         thread.start()

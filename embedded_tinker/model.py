@@ -176,7 +176,9 @@ def load_base_model(name: str) -> BaseModel:
 
 
 def load_hf_model(spec: BaseModelSpec) -> nn.Module:
+    """A fresh Qwen3ForCausalLM: random init from RANDOM_INIT_SEED, or the checkpoint's weights."""
     from transformers import AutoConfig, Qwen3ForCausalLM
+    from transformers.utils import logging as transformers_logging
 
     if not (spec.checkpoint_dir / "config.json").is_file():
         raise UnknownBaseModel(f"{spec.name}: no config.json in {spec.checkpoint_dir}")
@@ -185,6 +187,7 @@ def load_hf_model(spec: BaseModelSpec) -> nn.Module:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_INIT_SEED)
             return Qwen3ForCausalLM(config)
+    transformers_logging.disable_progress_bar()
     return Qwen3ForCausalLM.from_pretrained(spec.checkpoint_dir, dtype=torch.float32)
 
 

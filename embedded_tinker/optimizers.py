@@ -44,7 +44,9 @@ def _declared_params(family: str, param_defaults: dict[str, float], config: dict
 
 def _check_against_declared(family: str, declared: dict[str, float], params: dict[str, float]) -> None:
     contradictions = [
-        f"{key}={params[key]!r} (declared {value!r})" for key, value in declared.items() if params[key] != value
+        f"{key}={params[key]!r} (declared {value!r})"
+        for key, value in declared.items()
+        if params[key] != value
     ]
     if contradictions:
         raise OptimizerError(
@@ -157,9 +159,13 @@ class SGD:
         self.momentum_buffer = [state[f"momentum_buffer.{i}"].clone() for i in range(len(self.params))]
 
 
+from .muon import DiMuonLite, TriMuon  # noqa: E402  (muon.py reuses the helpers above)
+
 OPTIMIZER_FAMILIES = {
     AdamW.family: AdamW,
     SGD.family: SGD,
+    DiMuonLite.family: DiMuonLite,
+    TriMuon.family: TriMuon,
 }
 
 

@@ -129,22 +129,25 @@ def reference_gs1_datums(groups, features, window: KernelBaselineState, arm: RLA
 def offline_activation_checks(bandwidth: float, seed: int = 0) -> dict[str, Any]:
     """Deterministic inputs that must and must not activate the kernel (float64, no server).
 
-    forced activation: heterogeneous phi with rewards tied to phi gives non-constant b_i;
-    forced non-activation: a huge bandwidth gives b_i equal to the window mean
-    (the batch-mean REINFORCE baseline).
+    forced activation: heterogeneous phi with rewards tied to phi gives a non-constant b_i that
+    differs from the plain leave-one-out window mean (the kernel, not the exclusion of i, moves it);
+    forced non-activation: a huge bandwidth gives b_i equal to the window mean (the batch-mean
+    REINFORCE baseline).
     """
     rng = np.random.default_rng(seed)
     lengths = rng.integers(10, 200, size=32).astype(float)
     logprobs = rng.normal(-2.0, 0.7, size=32)
     rewards = (np.log(lengths) > np.median(np.log(lengths))).astype(float)
     empty = KernelBaselineState()
+    window_means = np.array([(rewards.sum() - r) / (len(rewards) - 1) for r in rewards])
     _, active = gs1_kernel_advantages(rewards, lengths, logprobs, empty, bandwidth=bandwidth)
     _, flat = gs1_kernel_advantages(rewards, lengths, logprobs, empty, bandwidth=1e6)
-    window_means = np.array([(rewards.sum() - r) / (len(rewards) - 1) for r in rewards])
-    activation_spread = float(np.std(active.baseline))
+    kernel_shift = float(np.max(np.abs(active.baseline - window_means)))
     nonactivation_error = float(np.max(np.abs(flat.baseline - window_means)))
     return {
-        "forced_activation": {"baseline_std": activation_spread, "passed": activation_spread > 1e-3},
+        "forced_activation": {"baseline_std": float(np.std(active.baseline)),
+                              "max_abs_shift_from_window_mean": kernel_shift,
+                              "passed": float(np.std(active.baseline)) > 1e-3 and kernel_shift > 1e-3},
         "forced_nonactivation": {"max_abs_error_vs_window_mean": nonactivation_error,
                                  "passed": nonactivation_error < 1e-9},
     }

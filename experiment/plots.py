@@ -176,3 +176,35 @@ def arm_scores_png(scores: list[dict[str, Any]], path: str | Path, metric: str =
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return _save(figure, path)
+
+
+def write_run_pictures(run_dir: str | Path) -> list[Path]:
+    """Every picture a run's files support, written to <run_dir>/plots/; returns their paths.
+
+    training curves from tables/training_steps.parquet (mean_reward for RL, loss for SFT), the
+    paired effect per criterion from RESULT.decision, per-arm scores from RESULT.evaluation.
+    A picture whose data does not exist yet (a run stopped early) is simply not drawn.
+    """
+    import json
+
+    import pandas as pd
+
+    from experiment.report import arm_score_points
+
+    run_dir = Path(run_dir)
+    out = run_dir / "plots"
+    out.mkdir(exist_ok=True)
+    result = json.loads((run_dir / "result.json").read_text())
+    written = []
+    steps_table = run_dir / "tables" / "training_steps.parquet"
+    if steps_table.is_file():
+        rows = pd.read_parquet(steps_table).to_dict("records")
+        metric = "mean_reward" if rows and "mean_reward" in rows[0] else "loss"
+        written.append(training_curves_png(rows, out / f"training-{metric.replace('_', '-')}.png", metric))
+    criteria = (result.get("decision") or {}).get("criteria") or []
+    if criteria and all(c.get("effect") is not None for c in criteria):
+        written.append(paired_effect_png(criteria, out / "paired-effect.png"))
+    scores = arm_score_points(result)
+    if scores:
+        written.append(arm_scores_png(scores, out / "arm-accuracy.png"))
+    return written

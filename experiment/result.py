@@ -48,11 +48,16 @@ def intake_update(plan: ExecutionPlan, served_model: str, deviations: list[dict[
     return {"status": "running", "summary": summary, "deviations": deviations}
 
 
-def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict) -> dict[str, Any]:
-    """Final fields for a run stopped by a failed gate (the effect was never measured)."""
+def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict,
+                        deviations: list[dict[str, str]] = ()) -> dict[str, Any]:
+    """Final fields for a run stopped by a failed gate (the effect was never measured).
+
+    A substituted model (a `model` deviation) stays named in `summary`, as the contract asks."""
     why = "; ".join(verdict.reasons) or "no reason recorded"
     next_step = verdict.next_diagnostic or "inspect the gate's events and evidence"
-    summary = f"The run stopped at the {verdict.gate} gate before the comparison was measured ({why})."
+    substitute = next((d for d in deviations if d.get("field") == "model"), None)
+    on_model = f" on {substitute['effective']} instead of {substitute['original']}" if substitute else ""
+    summary = f"The run{on_model} stopped at the {verdict.gate} gate before the comparison was measured ({why})."
     if plan.vocabulary == "three_way":
         return {
             "status": "failed",

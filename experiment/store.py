@@ -180,6 +180,9 @@ class RunStore:
             else:
                 result[key] = value
         self._write_result(result)
+        # The order of updates is evidence too (e.g. a deviation posted while running, before use).
+        self.append_event("result_updated", fields=sorted(fields), status=result.get("status"),
+                          deviations=result.get("deviations", []))
         return result
 
     def _write_result(self, result: dict[str, Any]) -> None:

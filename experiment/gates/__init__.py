@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:  # imported for type hints only; plan.py imports GATE_ORDER from here
     from experiment.plan import ExecutionPlan
@@ -63,6 +63,8 @@ class RunContext:
     service: ServiceTarget
     requeue_count: int = 0
     state: dict[str, Any] = field(default_factory=dict)
+    # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
+    on_progress: Callable[[str, int, int], None] = lambda key, done, total: None
 
     def __repr__(self) -> str:  # keeps Prefect logs short; the store is the record
         return f"RunContext(run_id={self.store.run_id!r}, spec={self.plan.spec_title!r})"

@@ -64,6 +64,7 @@ async def _train_arm(ctx, arm: RLArmSettings, client, steps: int) -> str:
         ctx.state["comparison_steps_completed"] += 1
         ctx.store.append_rows("training_steps", [record.summary()])
         ctx.store.append_event("training_step", **record.summary())
+        ctx.on_progress(f"training-{arm.name.replace('_', '-')}", step + 1, steps)
     checkpoint = (await client.save_weights_for_sampler(name=f"{arm.name}-final")).path
     ctx.store.add_checkpoint(arm.name, steps, checkpoint)
     ctx.state.setdefault("final_checkpoints", {})[arm.name] = checkpoint

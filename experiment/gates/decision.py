@@ -15,6 +15,7 @@ from experiment import decision as d
 from experiment.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext
 from experiment.result import THREE_WAY_ABSENT_FIELDS
+from experiment.validation import validate_run, validation_summary
 
 GATE = "decision"
 
@@ -28,21 +29,47 @@ def run(ctx: RunContext) -> GateVerdict:
     if missing:
         return GateVerdict(gate=GATE, status="failed", reasons=[f"no predictions for {missing}"])
     observations = observations_from_predictions([row for arm in compared for row in rows[arm]])
-    payload = d.observations_jsonl_bytes(observations)
-    entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", payload)
+    entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.get("correctness_note"),) if note]
-    summary = d.decision_summary(
-        rule, observations, ctx.plan.vocabulary, role_to_arm=role_to_arm,
-        simultaneous=(ctx.plan.decision or {}).get("adjustment") == "bonferroni", limits=limits,
-    )
+    simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"
+
+    def decide(extra_limits: list[str]) -> dict[str, Any]:
+        return d.decision_summary(rule, observations, ctx.plan.vocabulary, role_to_arm=role_to_arm,
+                                  simultaneous=simultaneous, limits=limits + extra_limits)
+
+    summary = decide([])
     record = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, entry["sha256"])
-    ctx.store.update_result(decision=record, **final_fields(ctx, summary))
+    # Everything but the verdict, then the same validation `python -m flows.validate` runs:
+    # a run whose records do not check out gets no definitive verdict.
+    ctx.store.update_result(decision=record, **measured_fields(ctx, summary))
+    problems = validate_run(ctx.store.run_dir)
+    if problems:
+        summary = decide([f"validation failed: {', '.join(sorted({p.check for p in problems}))}"])
+    ctx.store.update_result(validation=validation_summary(problems), **final_fields(ctx, summary))
     return GateVerdict(
         gate=GATE, status="passed",
         reasons=[f"{c['id']}: effect {c['effect']:.4f}, interval [{c['lower']:.4f}, {c['upper']:.4f}] vs margin "
-                 f"{c['margin']:g} ({c['status']})" for c in summary["criteria"]],
-        measured={"verdict": summary["verdict"], **{c["id"]: c["effect"] for c in summary["criteria"]}},
+                 f"{c['margin']:g} ({c['status']})" for c in summary["criteria"]]
+        + [f"validation: {len(problems)} problem(s)" + (f": {problems[0].check}" if problems else "")],
+        measured={"verdict": summary["verdict"], "validation_problems": len(problems),
+                  **{c["id"]: c["effect"] for c in summary["criteria"]}},
     )
+
+
+def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
+    """Effect, margin and interval of the primary criterion (direction vocabulary only), no verdict yet."""
+    if ctx.plan.vocabulary == "three_way":
+        return {}
+    primary = summary["criteria"][0]
+    return {"effect": primary["effect"], "margin": primary["margin"], "ci": [primary["lower"], primary["upper"]],
+            "seeds": len(summary["seeds"]), "grid_edge": False}
+
+
+def _model_note(ctx: RunContext) -> str:
+    for deviation in ctx.store.read_result().get("deviations", []):
+        if deviation.get("field") == "model":
+            return f" on {deviation['effective']} (the service does not serve {deviation['original']})"
+    return ""
 
 
 def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -50,36 +77,32 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
     criteria = summary["criteria"]
     primary = criteria[0]
     means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
-    headline = (f"{ctx.plan.spec_title}: {primary['id']} effect {primary['effect']:+.4f} "
-                f"(interval [{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).")
+    ran = f"Trained every arm{_model_note(ctx)} and scored the final checkpoints on {primary['n']} held-out items"
     if ctx.plan.vocabulary == "three_way":
+        bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs {c['margin']:g}"
+                           for c in criteria)
         return {
             "status": "succeeded",
-            "summary": f"Both arms trained and every arm was evaluated on {primary['n']} items ({means}). "
-                       f"Verdict {summary['verdict']} ({summary['outcome_reason']}).",
+            "summary": f"{ran} ({means}). Verdict {summary['verdict']} ({summary['outcome_reason']}): {bounds}.",
             "verdict": summary["verdict"],
             "outcome_reason": summary["outcome_reason"],
             **{field: None for field in THREE_WAY_ABSENT_FIELDS},
         }
     settled = "settles" if primary["status"] != "unsettled" else "straddles"
-    limits = summary["limits"]
+    limits = [limit.rstrip(". ") for limit in summary["limits"]]
     reasoning = (
-        f"The paired {summary['method']} bound over {primary['n']} items gives effect {primary['effect']:+.4f} "
-        f"with interval [{primary['lower']:.4f}, {primary['upper']:.4f}], which {settled} the margin "
-        f"{primary['margin']:g}, so the verdict is {summary['verdict']}. "
-        f"Per-arm accuracy: {means}. "
-        + (f"Confidence is weak: {'; '.join(limits)}" if limits else "Nothing else limits the result.")
+        f"The paired Hoeffding bound over {primary['n']} items gives an effect of {primary['effect']:+.4f} with "
+        f"interval [{primary['lower']:.4f}, {primary['upper']:.4f}], which {settled} the margin {primary['margin']:g}, "
+        f"so the verdict is {summary['verdict']} (accuracy {means}). "
+        + (f"Confidence is weak because of: {'; '.join(limits)}." if limits else "Nothing else limits the result.")
     )
     return {
         "status": "succeeded",
-        "summary": f"Trained both arms and scored their final checkpoints on {primary['n']} held-out items. {headline}",
+        "summary": f"{ran}. The {primary['id']} effect is {primary['effect']:+.4f} "
+                   f"(interval [{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
         "verdict": summary["verdict"],
         "confidence": summary["confidence"],
-        "effect": primary["effect"],
-        "margin": primary["margin"],
-        "ci": [primary["lower"], primary["upper"]],
-        "seeds": len(summary["seeds"]),
-        "grid_edge": False,
+        **measured_fields(ctx, summary),
         "reasoning": reasoning,
         "outcome_reason": None,
     }

@@ -93,6 +93,7 @@ def _stop_strings(renderer) -> list[str]:
 
 def _progress(ctx: RunContext, label: str):
     def report(done: int, total: int) -> None:
+        ctx.on_progress(f"evaluation-{label.replace('_', '-')}", done, total)
         if done % PROGRESS_EVERY == 0 or done == total:
             ctx.store.append_event("evaluation_progress", arm=label, done=done, total=total)
     return report

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiment.code_revision import code_revision
 from experiment.gates import GateVerdict, RunContext
 from experiment.result import intake_update, model_deviation
 from experiment.service import closest_served_model
@@ -60,5 +61,6 @@ def _record_spec_evidence(ctx: RunContext) -> None:
     if source.revision:
         ctx.store.add_evidence("spec-revision.plan.json", "spec_revision", Path(source.revision.path).read_bytes(),
                                source=source.revision.path)
+    ctx.store.add_evidence("code-revision.json", "code_revision", json.dumps(code_revision(), indent=2, sort_keys=True))
     plan_json = json.dumps(ctx.plan.to_dict(), indent=2, sort_keys=True)
     ctx.store.add_evidence("execution-plan.json", "effective_config", plan_json)

@@ -1,0 +1,85 @@
+"""The GS1 correctness preflight against the real embedded server through the stock SDK.
+
+It must pass on the implementation as written, and fail when the implementation is
+deliberately perturbed (the kernel window no longer excludes rollout i itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import replace
+
+import pytest
+import tinker
+
+from experiment import advantages, gs1_preflight, rl_loop
+from experiment.rl_loop import RLArmSettings
+from experiment.rl_recipe import renderer_for, run_async, training_items
+from experiment.spec import load_spec
+
+from conftest import REPO_ROOT
+
+LOCAL_GS1 = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
+
+# small batches keep this test in seconds; the rules are the full run's
+GRPO = RLArmSettings("grpo_gs8", "group_mean", group_size=4, groups_per_batch=2, learning_rate=1e-3, max_tokens=12)
+GS1 = RLArmSettings("gs1_kernel", "kernel_cross_prompt_baseline", group_size=1, groups_per_batch=16,
+                    learning_rate=1e-3, max_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def training_client():
+    from embedded_tinker.launch import start_server
+
+    with start_server() as server:
+        service = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            client = service.create_lora_training_client(base_model="embedded/tiny-arith", rank=4, seed=0).result()
+        yield client
+        service.close("success").result()
+
+
+def run_preflight(client):
+    spec = load_spec(LOCAL_GS1)
+    path = spec.to_dict()["correctness_preflight"]["paths"][0]
+    renderer = renderer_for(client, GS1.renderer_name)
+    return run_async(gs1_preflight.run_gs1_loss_path_preflight(
+        client, renderer, training_items(spec), GRPO, GS1, path))
+
+
+def test_preflight_passes_and_records_every_tolerance_key(training_client):
+    outcome = run_preflight(training_client)
+    assert outcome.passed, outcome.reasons
+    record = outcome.record
+    tolerances = load_spec(LOCAL_GS1).to_dict()["correctness_preflight"]["paths"][0]["tolerances"]
+    assert set(record["errors"]) == set(tolerances)
+    assert len(record["fixed_input"]["sha256"]) == 64
+    for key in ("baseline_revision", "reference_revision", "implementation_revision"):
+        assert "sha256:" in record[key]
+    # the kernel really engaged on the fixed input: non-zero GS1 advantages exist
+    assert any(abs(a) > 1e-6 for group in outcome.fixed_input["advantages"]["gs1_implementation"] for a in group)
+
+
+def test_preflight_fails_when_the_kernel_includes_item_i(training_client, monkeypatch):
+    perturbed = functools.partial(advantages.gs1_kernel_advantages, exclude_self=False)
+    monkeypatch.setattr(rl_loop, "gs1_kernel_advantages", perturbed)
+    outcome = run_preflight(training_client)
+    assert not outcome.passed
+    failed = [reason for reason in outcome.reasons
+              if reason.startswith("reference_") and ("exceeds" in reason or "below" in reason)]
+    assert failed, outcome.reasons
+    # treatment disabled is untouched by the perturbation: the baseline checks still pass
+    assert all("<=" in reason for reason in outcome.reasons if reason.startswith("baseline_"))
+    assert outcome.record["errors"]["reference_gradient"]["max_abs_error"] > 1e-5
+
+
+def test_offline_activation_checks_detect_a_dead_kernel():
+    assert gs1_preflight.offline_activation_checks(0.5)["forced_activation"]["passed"]
+    # a bandwidth so wide that every prompt looks alike cannot activate
+    assert not gs1_preflight.offline_activation_checks(1e6)["forced_activation"]["passed"]
+
+
+def test_arm_settings_keep_the_full_run_regime():
+    assert replace(GS1, groups_per_batch=64).rollouts_per_step == replace(GRPO, group_size=8, groups_per_batch=8).rollouts_per_step
