@@ -13,8 +13,9 @@ docs/optimizers.md; this module implements exactly that text. In short, for each
 
 The two families differ only in `polar`:
     dimuon  (DiMuon-lite)  Polar Express, 5 degree-5 steps (arXiv 2505.16932, Algorithm 1), float32
-    trimuon (TriMuon)      2 Polar Switch passes then 4 cubic Newton-Schulz refinements, all folded
-                           into one rank x rank multiplier Q (polar(X) ~= X Q) computed in float16
+    trimuon (TriMuon)      2 outer Polar Switch passes (each a Polar Express sweep, float32),
+                           then 4 cubic Newton-Schulz refinements folded into one rank x rank
+                           multiplier Q (polar ~= Y Q), the core computed in float16
 TriMuon created with ``polar_step="polar_express"`` runs DiMuon-lite's polar step (treatment disabled).
 """
 
@@ -24,7 +25,6 @@ import math
 
 import torch
 
-from .optimizers import OptimizerError, _clip_factor, _global_grad_norm
 
 # Polar Express degree-5 coefficients (a, b, c) of p(x) = a x + b x^3 + c x^5, arXiv 2505.16932
 # Algorithm 1; every polynomial but the last is divided by the safety factor (a/s, b/s^3, c/s^5).
@@ -45,7 +45,7 @@ POLAR_EXPRESS = tuple((a / SAFETY, b / SAFETY**3, c / SAFETY**5) for a, b, c in 
 POLAR_EXPRESS_STEPS = 5
 NORM_EPS = 1e-7  # added to the Frobenius norm before normalizing (Algorithm 1)
 
-SWITCH_PASSES = 2  # TriMuon: outer Polar Switch passes (the first Polar Express polynomials)
+SWITCH_PASSES = 2  # TriMuon: outer Polar Switch passes, each one Polar Express sweep
 CUBIC_NEWTON_SCHULZ = (1.5, -0.5, 0.0)  # p(x) = 3/2 x - 1/2 x^3
 NS_REFINEMENTS = 4
 TRIMUON_CORE_DTYPE = torch.float16
@@ -67,28 +67,41 @@ def polar_express(X: torch.Tensor, steps: int = POLAR_EXPRESS_STEPS) -> torch.Te
 
 def polar_switch(X: torch.Tensor, passes: int = SWITCH_PASSES, refinements: int = NS_REFINEMENTS,
                  core_dtype: torch.dtype = TRIMUON_CORE_DTYPE) -> torch.Tensor:
-    """TriMuon's polar step: every iteration folded into one small multiplier, polar(X) ~= Y0 Q.
+    """TriMuon's polar step: `passes` outer Polar Switch passes on X, then `refinements` cubic
+    Newton-Schulz steps folded into one rank x rank multiplier Q computed in `core_dtype`.
 
-    With Y0 the normalized X in its tall orientation (k x r, r <= k) and G = Y0^T Y0, an odd
-    polynomial step Y <- Y (a I + b Y^T Y + c (Y^T Y)^2) keeps Y = Y0 Q, so only Q changes:
-    S = Q^T G Q, Q <- Q (a I + b S + c S^2). The r x r core (S, Q) runs in `core_dtype`.
+    An outer pass is one Polar Express sweep (Algorithm 1: Frobenius normalization, then
+    POLAR_EXPRESS_STEPS polynomials) in float32; the second pass starts again from the first
+    pass's output. Every singular value then lies in (0, sqrt(3)), where the cubic step converges.
+    The refinements act on Y (tall, k x r) through its Gram G = Y^T Y: Y (a I + b Y^T Y) = Y Q
+    keeps the form Y Q, so S = Q^T G Q and Q <- Q (1.5 I - 0.5 S) run on the r x r core, and
+    Y Q is formed once at the end.
     """
-    transposed = X.shape[0] < X.shape[1]
-    Y0 = X.T if transposed else X
-    Y0 = Y0 / (Y0.norm() * SAFETY + NORM_EPS)
-    gram = (Y0.T @ Y0).to(core_dtype)
+    Y = X
+    for _ in range(passes):
+        Y = polar_express(Y)
+    transposed = Y.shape[0] < Y.shape[1]
+    tall = Y.T if transposed else Y
+    gram = (tall.T @ tall).to(core_dtype)
     identity = torch.eye(gram.shape[0], dtype=core_dtype)
     Q = identity.clone()
-    polynomials = list(POLAR_EXPRESS[:passes]) + [CUBIC_NEWTON_SCHULZ] * refinements
-    for a, b, c in polynomials:
+    a, b, _ = CUBIC_NEWTON_SCHULZ
+    for _ in range(refinements):
         S = Q.T @ gram @ Q
-        Q = Q @ (a * identity + b * S + c * (S @ S))
-    result = Y0 @ Q.to(Y0.dtype)
+        Q = Q @ (a * identity + b * S)
+    result = tall @ Q.to(tall.dtype)
     return result.T if transposed else result
 
 
 def _schedule(steps: int) -> list[tuple[float, float, float]]:
     return list(POLAR_EXPRESS[:steps]) + [POLAR_EXPRESS[-1]] * max(0, steps - len(POLAR_EXPRESS))
+
+
+def _registry():
+    """embedded_tinker.optimizers (its registry imports this module, so it is imported on use)."""
+    from . import optimizers
+
+    return optimizers
 
 
 def factor_preconditioner(gram: torch.Tensor) -> torch.Tensor:
@@ -121,11 +134,11 @@ class _LoraMuon:
 
     def __init__(self, params: list[torch.Tensor], config: dict):
         if len(params) % 2:
-            raise OptimizerError(f"{self.family} needs LoRA factor pairs (A, B); got {len(params)} tensors")
+            raise _registry().OptimizerError(f"{self.family} needs LoRA factor pairs (A, B); got {len(params)} tensors")
         self.pairs = list(zip(params[0::2], params[1::2]))
         for A, B in self.pairs:
             if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[1]:
-                raise OptimizerError(f"{self.family} expects A (rank x in), B (out x rank); "
+                raise _registry().OptimizerError(f"{self.family} expects A (rank x in), B (out x rank); "
                                      f"got {tuple(A.shape)} and {tuple(B.shape)}")
         self.params = params
         self.declared, self.choices = self._read_config(config)
@@ -137,13 +150,13 @@ class _LoraMuon:
         given = {k: v for k, v in config.items() if k != "type"}
         unknown = set(given) - set(self.PARAM_DEFAULTS) - set(self.CONFIG_CHOICES)
         if unknown:
-            raise OptimizerError(f"{self.family} config does not take {sorted(unknown)} "
+            raise _registry().OptimizerError(f"{self.family} config does not take {sorted(unknown)} "
                                  f"(declarable: {sorted(set(self.PARAM_DEFAULTS) | set(self.CONFIG_CHOICES))})")
         choices = {}
         for key, allowed in self.CONFIG_CHOICES.items():
             value = given.get(key, allowed[0])
             if value not in allowed:
-                raise OptimizerError(f"{self.family} config {key}={value!r} is not one of {list(allowed)}")
+                raise _registry().OptimizerError(f"{self.family} config {key}={value!r} is not one of {list(allowed)}")
             choices[key] = value
         declared = {k: float(v) for k, v in given.items() if k in self.PARAM_DEFAULTS}
         return declared, choices
@@ -155,22 +168,22 @@ class _LoraMuon:
         given = {k: v for k, v in params_request.items() if k != "type"}
         unknown = set(given) - set(self.PARAM_DEFAULTS)
         if unknown:
-            raise OptimizerError(f"{self.family} params do not take {sorted(unknown)} "
+            raise _registry().OptimizerError(f"{self.family} params do not take {sorted(unknown)} "
                                  f"(accepted: {sorted(self.PARAM_DEFAULTS)})")
         hp = {key: float(given.get(key, default)) for key, default in self.PARAM_DEFAULTS.items()}
         contradictions = [f"{k}={hp[k]!r} (declared {v!r})" for k, v in self.declared.items() if hp[k] != v]
         if contradictions:
-            raise OptimizerError(f"{self.family} optim_step params contradict the model's declared config: "
+            raise _registry().OptimizerError(f"{self.family} optim_step params contradict the model's declared config: "
                                  f"{', '.join(contradictions)}")
         if hp["learning_rate"] < 0 or not 0 <= hp["beta1"] < 1:
-            raise OptimizerError(f"{self.family} needs learning_rate >= 0 and 0 <= beta1 < 1 (got {hp})")
+            raise _registry().OptimizerError(f"{self.family} needs learning_rate >= 0 and 0 <= beta1 < 1 (got {hp})")
         return hp
 
     @torch.no_grad()
     def step(self, params_request: dict) -> dict[str, float]:
         hp = self._hyperparameters(params_request)
-        grad_norm = _global_grad_norm(self.params)
-        clip = _clip_factor(grad_norm, hp["grad_clip_norm"])
+        grad_norm = _registry()._global_grad_norm(self.params)
+        clip = _registry()._clip_factor(grad_norm, hp["grad_clip_norm"])
         self.steps_taken += 1
         for p, m in zip(self.params, self.momentum, strict=True):
             g = p.grad * clip if p.grad is not None else torch.zeros_like(p)

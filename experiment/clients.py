@@ -9,28 +9,49 @@ session: "setup" (probes, pilots, checks) and "arms" (the paired training client
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import tinker
 
 from experiment.restoration import creation_optimizer_config
 from experiment.service import ServiceTarget
 
+if TYPE_CHECKING:
+    from experiment.gates import RunContext
+
+
+def open_session(ctx: RunContext, purpose: str, fork: bool = False) -> ClientSession:
+    """A session for one purpose of this run, under its capacity policy, released on a capacity stop."""
+    session = ClientSession(ctx.service, purpose, fork=fork, call=ctx.call_service)
+    ctx.state.setdefault("sessions", []).append(session)
+    return session
+
+
+def release_sessions(ctx: RunContext) -> bool:
+    """Finish every session this run opened (its clients go with it); True when all confirmed."""
+    return all([session.close("interrupted") for session in ctx.state.get("sessions", [])])
+
 
 class ClientSession:
-    """One SDK session: creates training/sampling clients and finishes the session on close."""
+    """One SDK session: creates training/sampling clients and finishes the session on close.
 
-    def __init__(self, service: ServiceTarget, purpose: str, fork: bool = False):
+    Client creation goes through `call` (the run's capacity policy): "trainer capacity exhausted"
+    is refused at model creation, so that is where a busy service is waited out.
+    """
+
+    def __init__(self, service: ServiceTarget, purpose: str, fork: bool = False,
+                 call: Callable[[Callable[[], Any]], Any] = lambda fn: fn()):
         self.purpose = purpose
+        self.call = call
         self.service_client = service.service_client(fork=fork)
         self.created_models: list[str] = []
         self.closed = False
 
     def lora_client(self, base_model: str, rank: int, seed: int, requested: dict[str, Any]) -> tinker.TrainingClient:
-        client = self.service_client.create_lora_training_client(
+        client = self.call(lambda: self.service_client.create_lora_training_client(
             base_model=base_model, rank=rank, seed=seed,
             optimizer=creation_optimizer_config(requested),
-        ).result()
+        ).result())
         self.created_models.append(client.model_id)
         return client
 
@@ -38,18 +59,18 @@ class ClientSession:
         """A client loaded from a checkpoint: weights only with the requested optimizer, or weights
         plus the checkpoint's own optimizer state (whose family the caller must verify)."""
         if with_optimizer:
-            client = self.service_client.create_training_client_from_state_with_optimizer(path).result()
+            client = self.call(lambda: self.service_client.create_training_client_from_state_with_optimizer(path).result())
         else:
-            client = self.service_client.create_training_client_from_state(
-                path, optimizer=creation_optimizer_config(requested)).result()
+            client = self.call(lambda: self.service_client.create_training_client_from_state(
+                path, optimizer=creation_optimizer_config(requested)).result())
         self.created_models.append(client.model_id)
         return client
 
     def base_sampler(self, base_model: str) -> tinker.SamplingClient:
-        return self.service_client.create_sampling_client(base_model=base_model)
+        return self.call(lambda: self.service_client.create_sampling_client(base_model=base_model).result())
 
     def sampler_from_path(self, path: str) -> tinker.SamplingClient:
-        return self.service_client.create_sampling_client(model_path=path)
+        return self.call(lambda: self.service_client.create_sampling_client(model_path=path).result())
 
     def close(self, status: str = "success") -> bool:
         """Finish the session (releases every client it created); True when the service confirmed."""

@@ -23,6 +23,7 @@ import numpy as np
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 from tinker_cookbook import renderers
+from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
 from experiment.data import TaskItem
@@ -124,7 +125,8 @@ def fixed_batch(problems: Sequence[TaskItem], renderer: renderers.Renderer, few_
             {"role": "user", "content": env.get_question()},
             {"role": "assistant", "content": f"\\boxed{{{problem.answer}}}"},
         ]
-        datums.append(conversation_to_datum(conversation, renderer, max_length, reduction="none"))
+        datums.append(conversation_to_datum(conversation, renderer, max_length,
+                                            TrainOnWhat.LAST_ASSISTANT_MESSAGE, reduction="none"))
     return datums
 
 

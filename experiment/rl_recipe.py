@@ -153,3 +153,14 @@ def renderer_for(training_client: Any, renderer_name: str) -> Any:
     from tinker_cookbook import renderers
 
     return renderers.get_renderer(renderer_name, training_client.get_tokenizer())
+
+
+def renderer_named(tokenizer_id: str, renderer_name: str) -> Any:
+    """The same renderer from a tokenizer id a training client reported (get_info.model_data.tokenizer_id).
+
+    Sampling clients only know the base model's name, which is no tokenizer id offline; the probe
+    records the training client's tokenizer id so later gates can rebuild the renderer."""
+    from tinker_cookbook import renderers
+    from tinker_cookbook.tokenizer_utils import get_tokenizer
+
+    return renderers.get_renderer(renderer_name, get_tokenizer(tokenizer_id))

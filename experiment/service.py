@@ -40,6 +40,9 @@ class ServiceTarget:
     kind: str  # "embedded" or "remote"
     base_url: str | None  # None for embedded until started
     _server: Any = field(default=None, repr=False, compare=False)
+    # Embedded only: where its checkpoints live. A directory that outlives the run (the flow uses
+    # <runs_dir>/.embedded-checkpoints) lets a re-run resume from checkpoints an earlier run saved.
+    checkpoint_dir: str | None = None
 
     @classmethod
     def from_backend(cls, backend: str) -> ServiceTarget:
@@ -69,7 +72,7 @@ class ServiceTarget:
         if self.kind == "embedded" and self._server is None:
             from embedded_tinker.launch import start_server  # lazy: --plan and remote runs never need it
 
-            self._server = start_server(port=0)
+            self._server = start_server(port=0, checkpoint_dir=self.checkpoint_dir)
             self.base_url = self._server.base_url
         if self.base_url is None:
             raise ServiceConfigError("service has no base URL")

@@ -20,6 +20,8 @@ import os
 import re
 import secrets
 import tempfile
+import threading
+from functools import wraps
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -118,6 +120,17 @@ class RunIndex:
             os.replace(tmp, self.path)
 
 
+def _serialized(method):
+    """Store writes are read-modify-write; arms training in threads share one store."""
+
+    @wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class RunStore:
     """One run's directory. Create with `RunStore.create`, reopen with `RunStore.open`."""
 
@@ -125,6 +138,7 @@ class RunStore:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self.index = RunIndex(self.run_dir.parent)
+        self._lock = threading.RLock()
 
     # ---- creation ----
 
@@ -145,6 +159,39 @@ class RunStore:
         return store
 
     @classmethod
+    def resumable(cls, runs_dir: str | Path | None, spec_sha256: str) -> RunStore | None:
+        """The newest unfinished run of the same spec content, if any.
+
+        Unfinished: still `running` (the process was killed or crashed) or stopped by a capacity
+        block. A run that ended with a verdict or at a failed gate is an answer, not work to resume.
+        """
+        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        index = RunIndex(runs_dir).read()
+        if index.empty:
+            return None
+        candidates = index[index["spec_sha256"] == spec_sha256].sort_values("started", ascending=False)
+        for run_id in candidates["run_id"]:
+            run_dir = runs_dir / run_id
+            if not (run_dir / "result.json").is_file():
+                continue
+            result = json.loads((run_dir / "result.json").read_text())
+            if result.get("status") == "running" or "capacity_block" in result:
+                return cls(run_dir)
+            return None  # the newest run of this spec finished: start fresh
+        return None
+
+    def passed_gates(self) -> dict[str, dict[str, Any]]:
+        """gate -> the state it handed downstream, for every gate that passed (or did not apply)."""
+        passed: dict[str, dict[str, Any]] = {}
+        for event in self.read_events():
+            if event.get("event") == "gate":
+                if event.get("status") in ("passed", "not_applicable"):
+                    passed[event["gate"]] = event.get("state") or {}
+                else:
+                    passed.pop(event["gate"], None)
+        return passed
+
+    @classmethod
     def open(cls, run_dir: str | Path) -> RunStore:
         run_dir = Path(run_dir)
         if not (run_dir / "result.json").is_file():
@@ -160,6 +207,7 @@ class RunStore:
     def read_result(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "result.json").read_text())
 
+    @_serialized
     def update_result(self, **fields: Any) -> dict[str, Any]:
         """Merge fields into RESULT and rewrite it atomically; returns the new RESULT.
 
@@ -200,6 +248,7 @@ class RunStore:
 
     # ---- events and tables ----
 
+    @_serialized
     def append_event(self, event: str, **data: Any) -> None:
         line = json.dumps({"ts": utc_now(), "event": event, **data}, default=str)
         with open(self.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
@@ -209,6 +258,7 @@ class RunStore:
         lines = (self.run_dir / "events.jsonl").read_text().splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
+    @_serialized
     def write_table(self, name: str, rows: list[dict[str, Any]]) -> Path:
         """tables/<name>.parquet holding exactly `rows` (replaces an earlier version)."""
         path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
@@ -217,6 +267,7 @@ class RunStore:
         os.replace(tmp, path)
         return path
 
+    @_serialized
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> Path:
         return self.write_table(name, self.read_table(name) + rows)
 
@@ -226,6 +277,7 @@ class RunStore:
 
     # ---- evidence ----
 
+    @_serialized
     def add_evidence(self, name: str, kind: str, data: bytes | str, source: str | None = None) -> dict[str, Any]:
         """Store an immutable evidence file and list it in the manifest and RESULT.evidence.
 
@@ -264,6 +316,7 @@ class RunStore:
         self.append_event("evidence_added", name=name, kind=kind, sha256=digest, bytes=len(payload))
         return entry
 
+    @_serialized
     def add_checkpoint(self, arm: str, step: int, uri: str) -> None:
         """List a checkpoint reference (a service URI, never weights) in RESULT.evidence.checkpoints."""
         result = self.read_result()

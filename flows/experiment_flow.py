@@ -3,6 +3,12 @@
 Each gate is a task returning a GateVerdict; the flow records it (event + `gates` table row) and
 stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESULT says which gate,
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
+
+Capacity (contract section 3): service calls go through the run's capacity policy; refusals past
+its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
+run's clients released and, for a deployment run, a re-queued run scheduled. Resume: a run of the
+same spec content that is unfinished (killed, or capacity-blocked) is continued in place: passed
+gates are reused with the state they handed on, and arms continue from their last saved step.
 """
 
 from __future__ import annotations
@@ -12,10 +18,14 @@ import json
 from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
 
-from flows.artifacts import progress_reporter, publish_run_artifacts
+from experiment.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
+from experiment.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
+from flows.artifacts import progress_reporter, publish_run_artifacts
+from flows.concurrency import capacity_guarded_caller
+from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.plan import build_plan
-from experiment.result import gate_failure_message, gate_failure_update
+from experiment.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
 from experiment.service import ServiceTarget
 from experiment.spec import load_spec
 from experiment.store import RunStore
@@ -38,6 +48,7 @@ def record_verdict(store: RunStore, verdict: GateVerdict) -> None:
     row = verdict.to_dict()
     row["reasons"] = json.dumps(row["reasons"])
     row["measured"] = json.dumps(row["measured"], default=str, sort_keys=True)
+    row["state"] = json.dumps(row["state"], default=str, sort_keys=True)
     store.append_rows("gates", [row])
 
 
@@ -50,25 +61,45 @@ def _publish(store: RunStore, plan, logger) -> None:
 
 
 @flow(name="run-experiment")
-def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0) -> State:
+def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
+                   chain_started_at: str | None = None) -> State:
+    """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run."""
     logger = get_run_logger()
     spec = load_spec(spec_path)
     plan = build_plan(spec)
     service = ServiceTarget.from_backend(backend)
-    store = RunStore.create(runs_dir, spec, plan)
+    store = RunStore.resumable(runs_dir, plan.spec_sha256)
+    reused = store.passed_gates() if store else {}
+    if store is None:
+        store = RunStore.create(runs_dir, spec, plan)
+    service.checkpoint_dir = str(store.run_dir.parent / ".embedded-checkpoints")
     ctx = RunContext(spec=spec, plan=plan, store=store, service=service, requeue_count=requeue_count,
                      on_progress=progress_reporter())
-    logger.info("run %s started in %s (%s backend)", store.run_id, store.run_dir, service.kind)
+    policy = CapacityPolicy.from_env()
+    ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.get("comparison_steps_completed", 0), policy)
+    if reused:
+        store.update_result(status="running", capacity_block=None, outcome_reason=None)
+        store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=requeue_count)
+        logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
+    logger.info("run %s in %s (%s backend)", store.run_id, store.run_dir, service.kind)
     try:
         for name in GATE_ORDER:
+            if name in reused:
+                ctx.state.update(reused[name])
+                continue
             try:
                 verdict = GATE_TASKS[name](ctx)
-            except Exception as err:  # a bug: RESULT still says where the run stopped, then the flow fails
-                crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
-                                    next_diagnostic="read the traceback in the flow log and fix the gate")
-                record_verdict(store, crash)
-                store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
-                raise
+            except Exception as err:
+                blocked = as_capacity_block(err, ctx.state.get("comparison_steps_completed", 0))
+                if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
+                    crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
+                                        next_diagnostic="read the traceback in the flow log and fix the gate")
+                    record_verdict(store, crash)
+                    store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
+                    raise
+                return _capacity_stop(ctx, name, blocked, policy, spec_path, backend, runs_dir, requeue_count,
+                                      chain_started_at, logger)
+            ctx.state.update(verdict.state)
             record_verdict(store, verdict)
             logger.info("gate %s: %s (%s)", name, verdict.status, "; ".join(verdict.reasons))
             if verdict.failed:
@@ -76,6 +107,43 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
                 error = GateFailedError(verdict, str(store.run_dir))
                 return Failed(name="GateFailed", message=str(error), data=error)
     finally:
+        release_sessions(ctx)
         service.stop()
         _publish(store, plan, logger)
     return Completed(message=f"run {store.run_id}: every gate passed; RESULT in {store.run_dir / 'result.json'}")
+
+
+def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
+    """A capacity stop, also when the SDK itself gave up on a busy service outside any policy."""
+    if isinstance(err, CapacityBlocked):
+        return err
+    if classify(err) == "capacity":
+        return CapacityBlocked(safe_error_text(err), steps_completed, 0.0)
+    return None
+
+
+def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy: CapacityPolicy, spec_path: str,
+                   backend: str, runs_dir: str | None, requeue_count: int, chain_started_at: str | None,
+                   logger) -> State:
+    """Contract section 3: release this run's clients, report capacity_block, re-queue when deployed."""
+    store, plan = ctx.store, ctx.plan
+    released = release_sessions(ctx)
+    store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
+    update = {"status": "failed", "outcome_reason": "incomplete_execution",
+              "capacity_block": capacity_block_record(blocked, released),
+              "summary": f"The service refused capacity during {gate} for {blocked.waited_seconds:.0f} s after "
+                         f"{blocked.comparison_steps_completed} comparison steps; the run stopped without a verdict."}
+    if plan.vocabulary == "three_way":
+        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
+    else:
+        update.update(verdict=None, confidence=None,
+                      reasoning="Capacity stopped the run before the comparison was measured; completed gates and "
+                                "arm checkpoints stay in the store and a re-run of the same spec resumes from them.")
+    store.update_result(**update)
+    started = chain_started_at or store.run_meta()["started"]
+    decision = requeue_after_capacity_block(
+        spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started}, requeue_count,
+        policy.max_requeues, policy.requeue_delay_seconds(), float(plan.budget.get("max_wall_minutes") or 0), started)
+    store.append_event("requeue", **decision.to_dict())
+    logger.warning("%s; %s", blocked, decision.reason)
+    return capacity_blocked_state(blocked, decision)

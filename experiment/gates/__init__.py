@@ -43,6 +43,9 @@ class GateVerdict:
     measured: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     next_diagnostic: str | None = None
+    # JSON values later gates need (e.g. the initialization checkpoint). The flow merges them into
+    # RunContext.state and records them, so a resumed run can skip this gate once it passed.
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -65,6 +68,9 @@ class RunContext:
     state: dict[str, Any] = field(default_factory=dict)
     # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
     on_progress: Callable[[str, int, int], None] = lambda key, done, total: None
+    # call_service(fn) -> fn(): the flow installs the capacity policy here (contract section 3):
+    # capacity refusals are retried with backoff and end in CapacityBlocked past the limit.
+    call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
 
     def __repr__(self) -> str:  # keeps Prefect logs short; the store is the record
         return f"RunContext(run_id={self.store.run_id!r}, spec={self.plan.spec_title!r})"

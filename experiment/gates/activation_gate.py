@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from experiment.activation import evaluate_checks, gs1_activation_values, json_safe
 from experiment.advantages import KernelBaselineState
-from experiment.clients import ClientSession
+from experiment.clients import open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import requested_optimizer
 from experiment.rl_loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
@@ -43,13 +43,13 @@ def run(ctx: RunContext) -> GateVerdict:
     candidates = CALIBRATION_BANDWIDTHS if calibration_planned else (treatment.kernel_bandwidth,)
 
     pilots, chosen, started = [], None, time.monotonic()
-    with ClientSession(ctx.service, "activation-pilot") as session:
-        baseline_steps = run_async(_pilot(ctx, session, baseline, steps=1))["steps"]
+    with open_session(ctx, "activation-pilot") as session:
+        baseline_steps = run_async(_pilot(ctx, _pilot_client(ctx, session, baseline), baseline, steps=1))["steps"]
         for bandwidth in candidates:
             if pilots and time.monotonic() - started > CALIBRATION_WALL_SECONDS:
                 break  # the calibration's wall cap
-            pilot = run_async(_pilot(ctx, session, replace(treatment, kernel_bandwidth=bandwidth),
-                                     steps=PILOT_STEPS, heldout=True))
+            arm = replace(treatment, kernel_bandwidth=bandwidth)
+            pilot = run_async(_pilot(ctx, _pilot_client(ctx, session, arm), arm, steps=PILOT_STEPS, heldout=True))
             values = gs1_activation_values(pilot["steps"], baseline_steps, pilot["heldout"], pilot["steps"][0])
             outcomes = evaluate_checks(checks, values)
             pilots.append({"bandwidth": bandwidth, "values": json_safe(values), "outcomes": [o.to_dict() for o in outcomes]})
@@ -73,7 +73,7 @@ def run(ctx: RunContext) -> GateVerdict:
         )
     ctx.state["kernel_bandwidth"] = chosen
     return GateVerdict(gate=GATE, status="passed", reasons=[note] + [o["reason"] for o in final["outcomes"]],
-                       measured=final["values"])
+                       measured=final["values"], state={"kernel_bandwidth": chosen})
 
 
 def _only_calibratable_failure(outcomes) -> bool:
@@ -91,9 +91,13 @@ def _note(pilots, chosen, calibration_planned) -> str:
     return f"all checks passed with bandwidth {chosen}{extra}; tried {tried}; {plan}"
 
 
-async def _pilot(ctx, session, arm, steps: int, heldout: bool = False):
+def _pilot_client(ctx, session, arm):
+    """A throwaway client restored from the initialization checkpoint (the full run's start)."""
     requested = requested_optimizer(*requested_optimizers(ctx.plan).get(arm.name, ("adam", {"lr": arm.learning_rate})))
-    client = session.client_from_state(ctx.state["init_checkpoint"], requested)
+    return session.client_from_state(ctx.state["init_checkpoint"], requested)
+
+
+async def _pilot(ctx, client, arm, steps: int, heldout: bool = False):
     renderer = renderer_for(client, arm.renderer_name)
     order = training_items(ctx.spec)
     heldout_means = {}

@@ -1,24 +1,40 @@
-"""Gate `arm_training` (contract section 1 step 9).
+"""Gate `arm_training` (contract section 1 step 9; section 3 capacity; resume).
 
-Both arms train concurrently on the clients the restoration preflight proved, each from the
-shared seed-0 prompt order (GRPO: 8 prompts x 8 samples per step, GS1: 64 prompts x 1), with
-the spec's AdamW settings. Every step is recorded as it happens (table `training_steps`,
-a progress event); each arm's metrics and final sampler checkpoint are posted as soon as that
-arm finishes. Any failed step fails the gate; finished arms stay in the store.
+Both arms train concurrently (one thread each) from the shared seed-0 prompt order with the
+spec's AdamW settings. After every optimizer step the arm's full training state is saved
+(`save_state`, weights + optimizer) and recorded in the store with the client-side state the
+next step needs (the GS1 kernel window), so that:
+
+- a capacity refusal in the middle of a step is waited out under the run's policy and the step
+  is redone on a client restored from the last saved state (never on top of half-accumulated
+  gradients, so no optimizer step is ever applied twice);
+- a re-run of the same spec (a killed process, a re-queued run) continues each arm from its last
+  saved step instead of starting over.
+
+Every restore is verified like a creation: optimizer family/config from the server's response,
+appended to `initialization_provenance` (`restore_count`, `optimizer_checks`). Each arm's metrics
+and final sampler checkpoint are posted as soon as that arm finishes.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import statistics
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
-from experiment.advantages import KernelBaselineState
+from experiment import restoration as r
 from experiment import sft_gates
+from experiment.advantages import KernelBaselineState
+from experiment.clients import ClientSession, open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, train_one_step
-from experiment.rl_recipe import renderer_for, rl_arm_settings, run_async, training_items
+from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, StepRecord, train_one_step
+from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
 
 GATE = "arm_training"
+CHECKPOINTS_TABLE = "arm_checkpoints"
+STEPS_TABLE = "training_steps"
 
 
 def run(ctx: RunContext) -> GateVerdict:
@@ -26,59 +42,158 @@ def run(ctx: RunContext) -> GateVerdict:
         return sft_gates.arm_training(ctx)
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"arm training for training_type {ctx.plan.training_type!r}")
-    clients = ctx.state.get("arm_clients")
-    if not clients:
-        return GateVerdict(gate=GATE, status="failed", reasons=["no restored arm clients: restoration did not pass"])
-    bandwidth = ctx.state.get("kernel_bandwidth")
-    arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=bandwidth)
+    arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.get("kernel_bandwidth"))
     steps = int(ctx.spec.to_dict()["steps"])
-    ctx.state.setdefault("comparison_steps_completed", 0)
-    results = run_async(_train_all(ctx, arms, clients, steps))
-    failed = {name: err for name, err in results.items() if isinstance(err, BaseException)}
+    optimizers = requested_optimizers(ctx.plan)
+    session = ctx.state.get("arms_session") or open_session(ctx, "arms")
+    saved = _saved_progress(ctx)
+    ctx.state["comparison_steps_completed"] = sum(entry["step"] for entry in saved.values())
+
+    trainers = [
+        ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[name]), steps, saved.get(name))
+        for name, arm in arms.items()
+    ]
+    with ThreadPoolExecutor(max_workers=len(trainers)) as pool:
+        outcomes = dict(zip(arms, pool.map(_run_safely, trainers)))
+
+    failed = {name: err for name, err in outcomes.items() if isinstance(err, BaseException)}
+    for err in failed.values():
+        if type(err).__name__ == "CapacityBlocked":
+            raise err  # the flow turns it into a capacity block (section 3), arms' progress kept
     reasons = [f"{name}: {type(err).__name__}: {err}" for name, err in failed.items()]
-    done = [name for name in results if name not in failed]
-    reasons += [f"{name}: {steps} steps, final checkpoint {results[name]}" for name in done]
+    reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]
     return GateVerdict(
         gate=GATE, status="failed" if failed else "passed", reasons=reasons,
-        measured={"steps_per_arm": steps, "completed_arms": done,
-                  "comparison_steps_completed": ctx.state["comparison_steps_completed"]},
-        next_diagnostic="read the failing arm's last rows in tables/training_steps.parquet and events.jsonl" if failed else None,
+        measured={"steps_per_arm": steps, "comparison_steps_completed": ctx.state["comparison_steps_completed"],
+                  "resumed_from": {name: entry["step"] for name, entry in saved.items()}},
+        next_diagnostic="read the failing arm's last rows in tables/training_steps.parquet and events.jsonl"
+        if failed else None,
+        state={"final_checkpoints": {name: uri for name, uri in outcomes.items() if name not in failed}},
     )
 
 
-async def _train_all(ctx, arms: dict[str, RLArmSettings], clients, steps: int):
-    names = list(arms)
-    outcomes = await asyncio.gather(*[_train_arm(ctx, arms[n], clients[n], steps) for n in names],
-                                    return_exceptions=True)
-    return dict(zip(names, outcomes))
+def _run_safely(trainer: ArmTrainer) -> Any:
+    try:
+        return trainer.train()
+    except BaseException as err:  # reported per arm; the other arm keeps going
+        return err
 
 
-async def _train_arm(ctx, arm: RLArmSettings, client, steps: int) -> str:
-    renderer = renderer_for(client, arm.renderer_name)
-    order = training_items(ctx.spec)
-    window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage == KERNEL_BASELINE else None
-    records = []
-    for step in range(steps):
-        record, window = await train_one_step(client, renderer, arm, order, step, kernel_state=window)
-        records.append(record)
-        ctx.state["comparison_steps_completed"] += 1
-        ctx.store.append_rows("training_steps", [record.summary()])
-        ctx.store.append_event("training_step", **record.summary())
-        ctx.on_progress(f"training-{arm.name.replace('_', '-')}", step + 1, steps)
-    checkpoint = (await client.save_weights_for_sampler(name=f"{arm.name}-final")).path
-    ctx.store.add_checkpoint(arm.name, steps, checkpoint)
-    ctx.state.setdefault("final_checkpoints", {})[arm.name] = checkpoint
-    optim = [r.optim_seconds for r in records]
-    ctx.store.update_result(
-        metrics={"arms": {arm.name: {
-            "steps_completed": steps,
-            "final_step_mean_reward": records[-1].mean_reward,
-            "first_step_mean_reward": records[0].mean_reward,
-            "mean_train_reward": statistics.fmean(r.mean_reward for r in records),
-            "median_optimizer_step_seconds": statistics.median(optim),
-            "learning_rate": arm.learning_rate,
-            **({"kernel_bandwidth": arm.kernel_bandwidth} if arm.advantage == KERNEL_BASELINE else {}),
-        }}},
-        completed_arms=[arm.name],
-    )
-    return checkpoint
+def _saved_progress(ctx: RunContext) -> dict[str, dict[str, Any]]:
+    """The last saved training state of each arm, from the store (empty on a fresh run)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in ctx.store.read_table(CHECKPOINTS_TABLE):
+        if row["arm"] not in latest or row["step"] > latest[row["arm"]]["step"]:
+            latest[row["arm"]] = row
+    return latest
+
+
+@dataclass
+class ArmTrainer:
+    ctx: RunContext
+    arm: RLArmSettings
+    session: ClientSession
+    requested: dict[str, Any]
+    steps: int
+    saved: dict[str, Any] | None
+
+    def train(self) -> str:
+        ctx, arm = self.ctx, self.arm
+        start = self.saved["step"] if self.saved else 0
+        window = self._window(self.saved)
+        client = ctx.state.get("arm_clients", {}).get(arm.name) if not self.saved else None
+        if client is None:  # a resumed run: continue from the last saved state (or the initialization)
+            client = self._restore(self.saved["uri"] if self.saved else ctx.state["init_checkpoint"])
+        renderer = renderer_for(client, arm.renderer_name)
+        order = training_items(ctx.spec)
+        records: list[StepRecord] = []
+        for step in range(start, self.steps):
+            client, record, window = self._step_with_capacity(client, renderer, order, step, window)
+            records.append(record)
+        uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)
+        ctx.store.add_checkpoint(arm.name, self.steps, uri)
+        self._post_metrics(records)
+        return uri
+
+    def _step_with_capacity(self, client, renderer, order, step, window):
+        """One step; a capacity refusal restores the last saved state before the step is redone."""
+        state = {"client": client, "dirty": False}
+
+        def attempt():
+            if state["dirty"]:
+                state["client"] = self._restore(self._last_uri(step))
+            state["dirty"] = True  # any failure below leaves the server-side model unusable for a redo
+            record, new_window = run_async(train_one_step(state["client"], renderer, self.arm, order, step,
+                                                          kernel_state=window))
+            path = state["client"].save_state(f"{self.arm.name}-step-{step + 1:04d}").result().path
+            return record, new_window, path
+
+        record, window, path = self.ctx.call_service(attempt)
+        ctx = self.ctx
+        ctx.store.append_rows(CHECKPOINTS_TABLE, [{"arm": self.arm.name, "step": step + 1, "uri": path,
+                                                   "kernel_window": _window_json(window)}])
+        ctx.store.append_rows(STEPS_TABLE, [record.summary()])
+        ctx.store.append_event("training_step", **record.summary(), checkpoint=path)
+        ctx.state["comparison_steps_completed"] = ctx.state.get("comparison_steps_completed", 0) + 1
+        ctx.on_progress(f"training-{self.arm.name.replace('_', '-')}", step + 1, self.steps)
+        return state["client"], record, window
+
+    def _last_uri(self, step: int) -> str:
+        if step == 0:
+            return self.ctx.state["init_checkpoint"]
+        rows = [row for row in self.ctx.store.read_table(CHECKPOINTS_TABLE)
+                if row["arm"] == self.arm.name and row["step"] == step]
+        return rows[-1]["uri"]
+
+    def _restore(self, uri: str):
+        """A client from a saved state, its optimizer verified from the server's response."""
+        with_optimizer = uri != self.ctx.state.get("init_checkpoint")
+        client = self.session.client_from_state(uri, self.requested, with_optimizer=with_optimizer)
+        info = client.get_info()
+        provenance = self.ctx.store.read_result().get("initialization_provenance") or {"version": 1, "arms": {}}
+        entry = provenance["arms"].setdefault(self.arm.name, {"restore_count": 0, "optimizer_checks": []})
+        count = entry.get("restore_count", 0) + 1
+        evidence = f"restoration-{self.arm.name}-restore-{count}.json"
+        self.ctx.store.add_evidence(evidence, "metrics", json.dumps(
+            {"restored_from": uri, "with_optimizer_state": with_optimizer,
+             "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
+        check = r.optimizer_check(info, self.requested, after_restore=count, evidence_ref=evidence)
+        if check["mismatches"]:
+            raise RuntimeError(f"{self.arm.name}: optimizer after restore {count} differs: {check['mismatches']}")
+        entry["restore_count"] = count
+        entry["optimizer_checks"] = entry.get("optimizer_checks", []) + [check]
+        self.ctx.store.update_result(initialization_provenance=provenance)
+        return client
+
+    def _window(self, saved: dict[str, Any] | None) -> KernelBaselineState | None:
+        if self.arm.advantage != KERNEL_BASELINE:
+            return None
+        if saved and saved.get("kernel_window"):
+            data = json.loads(saved["kernel_window"])
+            return KernelBaselineState(tuple(data["rewards"]), tuple(data["prompt_token_lengths"]),
+                                       tuple(data["prompt_mean_logprobs"]), data["capacity"])
+        return KernelBaselineState(capacity=self.arm.kernel_window)
+
+    def _post_metrics(self, records: list[StepRecord]) -> None:
+        rows = [row for row in self.ctx.store.read_table(STEPS_TABLE) if row["arm"] == self.arm.name]
+        optim = [row["optim_seconds"] for row in rows]
+        rewards = [row["mean_reward"] for row in sorted(rows, key=lambda row: row["step"])]
+        self.ctx.store.update_result(
+            metrics={"arms": {self.arm.name: {
+                "steps_completed": self.steps,
+                "final_step_mean_reward": rewards[-1],
+                "first_step_mean_reward": rewards[0],
+                "mean_train_reward": statistics.fmean(rewards),
+                "median_optimizer_step_seconds": statistics.median(optim),
+                "learning_rate": self.arm.learning_rate,
+                **({"kernel_bandwidth": self.arm.kernel_bandwidth} if self.arm.advantage == KERNEL_BASELINE else {}),
+            }}},
+            completed_arms=[self.arm.name],
+        )
+
+
+def _window_json(window: KernelBaselineState | None) -> str | None:
+    if window is None:
+        return None
+    return json.dumps({"rewards": list(window.rewards), "prompt_token_lengths": list(window.prompt_token_lengths),
+                       "prompt_mean_logprobs": list(window.prompt_mean_logprobs), "capacity": window.capacity})

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from experiment import gs1_preflight
-from experiment.clients import ClientSession
+from experiment.clients import open_session
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import requested_optimizer
@@ -44,7 +44,7 @@ def run(ctx: RunContext) -> GateVerdict:
         return not_implemented(GATE, "a loss-path check for arms other than group-mean vs kernel baseline")
     spec_path = paths[0]
     requested = requested_optimizer(*requested_optimizers(ctx.plan).get(gs1.name, ("adam", {"lr": gs1.learning_rate})))
-    with ClientSession(ctx.service, "correctness") as session:
+    with open_session(ctx, "correctness") as session:
         client = session.lora_client(ctx.state["served_model"], int(ctx.spec.to_dict()["lora_rank"]), gs1.seed, requested)
         renderer = renderer_for(client, gs1.renderer_name)
         outcome = run_async(gs1_preflight.run_gs1_loss_path_preflight(
@@ -60,6 +60,7 @@ def run(ctx: RunContext) -> GateVerdict:
         status="passed" if outcome.passed else "failed",
         reasons=reasons,
         measured={key: value["max_abs_error"] for key, value in outcome.record["errors"].items()},
+        state={"correctness_note": ctx.state["correctness_note"]},
         next_diagnostic=None if outcome.passed else (
             "diff the advantages in evidence correctness-fixed-input.json (implementation vs reference) "
             "item by item; check the window exclusion of item i and the feature standardization"

@@ -14,6 +14,7 @@ from typing import Any
 from experiment import decision as d
 from experiment.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext
+from experiment.gates.evaluation import read_prediction_rows
 from experiment.result import THREE_WAY_ABSENT_FIELDS
 from experiment.validation import validate_run, validation_summary
 
@@ -24,11 +25,13 @@ def run(ctx: RunContext) -> GateVerdict:
     rule = ctx.spec.to_dict()["decision_rule"]
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
-    rows = ctx.state.get("prediction_rows", {})
-    missing = [arm for arm in compared if arm not in rows]
+    files = ctx.state.get("prediction_files", {})
+    missing = [arm for arm in compared if arm not in files]
     if missing:
-        return GateVerdict(gate=GATE, status="failed", reasons=[f"no predictions for {missing}"])
-    observations = observations_from_predictions([row for arm in compared for row in rows[arm]])
+        return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
+    # the decision is computed from the retained prediction files, exactly as a reviewer would
+    observations = observations_from_predictions(
+        [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.get("correctness_note"),) if note]
     simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"

@@ -13,11 +13,11 @@ import json
 from typing import Any
 
 from experiment import evaluation as ev
-from experiment.clients import ClientSession
+from experiment.clients import open_session
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
-from experiment.rl_recipe import eval_items, renderer_for, rollout_settings, run_async
+from experiment.rl_recipe import eval_items, renderer_named, rollout_settings, run_async
 
 GATE = "evaluation"
 BASE_LABEL = "base"  # the untrained base model when the spec has no eval-only arm for it
@@ -39,8 +39,9 @@ def run(ctx: RunContext) -> GateVerdict:
     rollout = rollout_settings(ctx.spec)
     seed = int(ctx.spec.to_dict().get("decision_rule", {}).get("seeds", [0])[0])
 
-    with ClientSession(ctx.service, "evaluation") as session:
-        renderer = renderer_for(ctx.state["arm_clients"][trained[0]], rollout.renderer_name)
+    with open_session(ctx, "evaluation") as session:
+        base_sampler = session.base_sampler(ctx.state["served_model"])
+        renderer = renderer_named(ctx.state["tokenizer_id"], rollout.renderer_name)
         stop_strings = _stop_strings(renderer)
         provenance = ev.evaluator_provenance(
             evaluator_code_files(), prompt_template(rollout.few_shot),
@@ -54,29 +55,40 @@ def run(ctx: RunContext) -> GateVerdict:
         ctx.store.update_result(evaluation=evaluation)  # frozen before the first score of anything
         ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator_id, n_items=len(items))
 
-        scored = {}
+        scored, files = {}, {}
+        retained = {entry["name"] for entry in ctx.store.read_manifest()["files"]}
         targets = [(base_arm or BASE_LABEL, None)] + [(name, checkpoints[name]) for name in trained]
         for label, checkpoint in targets:
-            sampler = session.sampler_from_path(checkpoint) if checkpoint else session.base_sampler(ctx.state["served_model"])
-            raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
-                                               on_progress=_progress(ctx, label)))
-            rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
-                                      evaluator_id, seed, checkpoint or ctx.state["served_model"])
-                    for r in raw]
             name = f"predictions-{label}.jsonl"
-            ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
+            if name in retained:  # a resumed run: this arm was scored by the same frozen evaluator
+                rows = read_prediction_rows(ctx, name)
+                if {row["evaluator_id"] for row in rows} != {evaluator_id}:
+                    raise RuntimeError(f"{name} was scored by another evaluator; re-evaluate every arm")
+            else:
+                sampler = session.sampler_from_path(checkpoint) if checkpoint else base_sampler
+                raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
+                                                   on_progress=_progress(ctx, label)))
+                rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
+                                          evaluator_id, seed, checkpoint or ctx.state["served_model"])
+                        for r in raw]
+                ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
             accuracy = ev.score_rows(rows)
-            scored[label] = accuracy
+            scored[label], files[label] = accuracy, name
             evaluation["scores"].append(ev.score_entry(label, accuracy, evaluator_id, seed, name))
             ctx.store.update_result(evaluation=evaluation, metrics=_metrics(label, accuracy, base_arm))
-            ctx.state.setdefault("prediction_rows", {})[label] = rows
-    ctx.state["evaluator_id"] = evaluator_id
     return GateVerdict(
         gate=GATE, status="passed",
         reasons=[f"evaluator {evaluator_id[:12]} frozen on {len(items)} items; "
                  + ", ".join(f"{k} {v:.4f}" for k, v in scored.items())],
         measured={"evaluator_id": evaluator_id, "n_items": len(items), "accuracy": scored},
+        state={"evaluator_id": evaluator_id, "prediction_files": files},
     )
+
+
+def read_prediction_rows(ctx: RunContext, name: str) -> list[dict[str, Any]]:
+    """A retained predictions file (evidence), one row per item."""
+    text = (ctx.store.run_dir / "evidence" / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _metrics(label: str, accuracy: float, base_arm: str | None) -> dict[str, Any]:

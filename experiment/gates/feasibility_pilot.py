@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from experiment.clients import ClientSession
+from experiment.clients import open_session
 from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
@@ -44,7 +44,7 @@ def run(ctx: RunContext) -> GateVerdict:
     gpu_count, allocation = (0, "embedded backend: CPU only") if embedded else (None, None)
 
     setup_seconds, step_seconds = 0.0, 0.0
-    with ClientSession(ctx.service, "feasibility") as session:
+    with open_session(ctx, "feasibility") as session:
         for name, arm in arms.items():
             requested = requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
             started = time.perf_counter()
@@ -58,8 +58,9 @@ def run(ctx: RunContext) -> GateVerdict:
         sampler = session.base_sampler(ctx.state["served_model"])
         pilot_items = items[:PILOT_EVAL_ITEMS]
         started = time.perf_counter()
-        run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot))
+        pilot_rows = run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot))
         eval_seconds = time.perf_counter() - started
+    pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
     n_arms, n_eval = len(arms), len(items)
     eval_arms = n_arms + 1  # every trained arm plus the base model
@@ -84,9 +85,11 @@ def run(ctx: RunContext) -> GateVerdict:
     return GateVerdict(
         gate=GATE, status="passed" if fits else "failed",
         reasons=[f"projected {projection['wall_seconds']:.0f}s of a {projection['budget_wall_seconds']:.0f}s budget"]
-        + projection["problems"],
+        + projection["problems"]
+        + [f"base model {ctx.state['served_model']} scored {pilot_accuracy:.2f} on the first {len(pilot_items)} "
+           "held-out items of the timing pilot (a timing measurement, not an endpoint)"],
         measured={"setup_seconds": setup_seconds, "step_seconds_per_arm": step_seconds / n_arms,
                   "eval_seconds_per_item": eval_seconds / len(pilot_items),
-                  "projected_wall_seconds": projection["wall_seconds"]},
+                  "projected_wall_seconds": projection["wall_seconds"], "pilot_base_accuracy": pilot_accuracy},
         next_diagnostic=None if fits else "downsize per contract section 11: drop optional evals/seeds first, then shorten training with a recorded deviation",
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 
-from experiment.clients import ClientSession
+from experiment.clients import open_session
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import optimizer_check, requested_optimizer
@@ -33,8 +33,8 @@ def run(ctx: RunContext) -> GateVerdict:
     optimizers = requested_optimizers(ctx.plan)
     order = training_items(ctx.spec)
     rank = int(ctx.spec.to_dict()["lora_rank"])
-    measured, reasons, failed = {}, [], False
-    with ClientSession(ctx.service, "probe") as session:
+    measured, reasons, failed, tokenizer_id = {}, [], False, None
+    with open_session(ctx, "probe") as session:
         for name, arm in arms.items():
             requested = requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
             started = time.perf_counter()
@@ -44,7 +44,9 @@ def run(ctx: RunContext) -> GateVerdict:
                 failed = True
                 reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")
                 continue
-            check = optimizer_check(client.get_info(), requested, after_restore=0, evidence_ref="events.jsonl")
+            info = client.get_info()
+            tokenizer_id = info.model_data.tokenizer_id or model
+            check = optimizer_check(info, requested, after_restore=0, evidence_ref="events.jsonl")
             renderer = renderer_for(client, arm.renderer_name)
             record, _ = run_async(_one_example_step(client, renderer, arm, order))
             loss = record.loss_sum
@@ -65,6 +67,7 @@ def run(ctx: RunContext) -> GateVerdict:
     return GateVerdict(
         gate=GATE, status="failed" if failed else "passed", reasons=reasons, measured=measured,
         next_diagnostic=None if not failed else "rerun the probe for the failing arm alone and read the service's error",
+        state={"tokenizer_id": tokenizer_id},
     )
 
 

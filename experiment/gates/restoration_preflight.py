@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from experiment import restoration as r
-from experiment.clients import ClientSession, session_weights_info
+from experiment.clients import ClientSession, open_session, session_weights_info
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
@@ -44,7 +44,7 @@ def run(ctx: RunContext) -> GateVerdict:
     first = next(iter(arms.values()))
     order = training_items(ctx.spec)
 
-    with ClientSession(ctx.service, "restoration-setup") as setup:
+    with open_session(ctx, "restoration-setup") as setup:
         init_client = setup.lora_client(model, rank, first.seed, requested[first.name])
         renderer = renderer_for(init_client, first.renderer_name)
         batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
@@ -55,7 +55,7 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
     ctx.store.add_evidence("restoration-update-check.json", "metrics", json.dumps(restore_check, indent=2))
 
-    arms_session = ClientSession(ctx.service, "arms")
+    arms_session = open_session(ctx, "arms")
     entries, clients = {}, {}
     for name, arm in arms.items():
         entries[name], clients[name] = _restore_arm(ctx, arms_session, name, model, arm.seed,
@@ -93,6 +93,7 @@ def run(ctx: RunContext) -> GateVerdict:
         measured={"init_checkpoint": init_uri, "restore_update_max_abs_difference": restore_check["max_abs_difference"],
                   "setup_clients_released": setup_released,
                   "output_sha256": {n: e["initial_output"]["output_sha256"] for n, e in entries.items()}},
+        state={"init_checkpoint": init_uri},
     )
 
 

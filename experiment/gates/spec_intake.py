@@ -43,6 +43,7 @@ def run(ctx: RunContext) -> GateVerdict:
             "deviations": len(deviations),
             "service": ctx.service.describe(),
         },
+        state={"served_model": model},
     )
 
 

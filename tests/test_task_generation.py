@@ -1,0 +1,207 @@
+"""Parsing, the spec's filters in order, and generation through the stock SDK against the real
+embedded server (the generator's completions, the real sandbox, the base model's math-env rollouts)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from experiment.data import TaskItem
+from experiment.spec import load_spec
+from experiment.task_generation import (
+    ACCEPTED,
+    EXECUTION_ERROR,
+    REJECTED,
+    GenerationSettings,
+    TaskGenerator,
+    contains_answer,
+    evaluation_prompt_index,
+    filter_settings,
+    generation_settings,
+    normalize_prompt,
+    parse_completion,
+)
+
+from tests.conftest import SELFGEN_SPEC
+
+needs_sandbox = pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0,
+                                   reason="the sandbox refuses to run without privilege drop (root)")
+
+PROBLEM = ("Maria has 37 stickers in her album. Her brother gives her 45 more stickers, and then she buys "
+           "a pack with 12 stickers. How many stickers does Maria have now?")
+
+
+# ---- settings from the spec ----
+
+def test_the_selfgen_spec_prose_gives_every_generation_setting():
+    settings = generation_settings(load_spec(SELFGEN_SPEC))
+    assert settings.instruction == ("Write one grade-school math word problem with a single integer answer, "
+                                    "then a short Python function solve() that returns the answer.")
+    assert settings.generator_model == "Qwen/Qwen3.5-2B" and settings.solver_model == "Qwen/Qwen3.5-397B-A17B"
+    assert (settings.temperature, settings.sandbox_timeout_s) == (1.0, 2.0)
+    assert (settings.min_words, settings.max_words) == (20, 120)
+    assert settings.keep_band == (1, 6) and settings.filter_samples == 8 and settings.filter_max_tokens == 512
+    assert settings.n_accept == 640
+
+
+# ---- parsing ----
+
+def test_parse_plain_problem_then_code():
+    parsed = parse_completion(f"{PROBLEM}\n\ndef solve():\n    return 37 + 45 + 12\n")
+    assert parsed.error is None and parsed.problem == PROBLEM
+    assert parsed.code == "def solve():\n    return 37 + 45 + 12\n"
+
+
+def test_parse_labelled_problem_and_fenced_code_with_trailing_prose():
+    text = (f"**Problem:** {PROBLEM}\n\nHere is the Python function:\n```python\ndef solve():\n"
+            "    total = 37 + 45\n    return total + 12\n```\nThe answer is 94.")
+    parsed = parse_completion(text)
+    assert parsed.error is None and parsed.problem == PROBLEM
+    assert parsed.code == "def solve():\n    total = 37 + 45\n    return total + 12\n"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("Tom has 3 apples. How many?\n\\boxed{3}", "no 'def solve():'"),
+    ("def solve():\n    return 4\n", "no problem text"),
+    ("Tom has 3 apples.\n    def solve():\n        return 3", "no 'def solve():'"),  # not at a line start
+    ("Tom has 3 apples.\ndef solve(x):\n    return x", "no 'def solve():'"),  # solve must take no arguments
+])
+def test_parse_failures_say_why(text, reason):
+    parsed = parse_completion(text)
+    assert parsed.problem is None and reason in parsed.error
+
+
+# ---- filters ----
+
+@pytest.mark.parametrize("text, answer, expected", [
+    ("Tom has 94 apples.", 94, True),
+    ("Tom has 1,234 apples.", 1234, True),
+    ("Tom has 194 apples and 940 pears.", 94, False),
+    ("It costs 9.4 dollars.", 94, False),
+    ("It costs 94.5 dollars.", 94, False),
+    ("The temperature fell to -7 degrees.", -7, True),
+    ("Tom has 12 apples.", 94, False),
+])
+def test_contains_answer_matches_standalone_numbers_only(text, answer, expected):
+    assert contains_answer(text, answer) is expected
+
+
+def test_normalized_prompt_is_nfkc_casefold_whitespace():
+    assert normalize_prompt("  Tom\u00a0HAS\t３ apples.\n") == normalize_prompt("tom has 3 APPLES.")
+
+
+def _settings(**changes) -> GenerationSettings:
+    base = dict(instruction="Write one problem.", generator_model="embedded/tiny-arith", generator_path=None,
+                solver_model="embedded/tiny-arith", solver_path=None, n_accept=2, filter_samples=8,
+                keep_band=(1, 6), min_words=20, max_words=120, filter_max_tokens=16, generation_max_tokens=48,
+                solver_max_tokens=16, temperature=1.0, sandbox_timeout_s=2.0, max_candidates=8, batch_size=4)
+    base.update(changes)
+    return GenerationSettings(**base)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    from experiment.sandbox import Sandbox
+
+    if os.name != "posix" or os.geteuid() != 0:
+        pytest.skip("the sandbox refuses to run without privilege drop (root)")
+    return Sandbox()
+
+
+def _screener(sandbox, evaluation=()) -> TaskGenerator:
+    """A generator used only for filters 1-4 (its samplers are never called by _screen)."""
+    return TaskGenerator(settings=_settings(), generator=None, filter_sampler=None, renderer=None,
+                         evaluation_prompts=evaluation_prompt_index(list(evaluation)), sandbox=sandbox,
+                         filter_arm=None)
+
+
+@needs_sandbox
+def test_filters_1_to_4_in_the_spec_order(sandbox):
+    held_out = TaskItem("arith-test-000001", PROBLEM.upper(), "94")
+    screen = _screener(sandbox, [held_out])._screen
+    code = "\n\ndef solve():\n    return 37 + 45 + 12\n"
+    cases = {
+        "unparsable": ("Tom has 3 apples.", REJECTED, "filter 1: parse"),
+        "crashes": (PROBLEM + "\n\ndef solve():\n    return 1 // 0\n", EXECUTION_ERROR, "filter 1: exception"),
+        "returns a float": (PROBLEM + "\n\ndef solve():\n    return 94.0\n", EXECUTION_ERROR, "filter 1: not_an_integer"),
+        "loops": (PROBLEM + "\n\ndef solve():\n    while True:\n        pass\n", EXECUTION_ERROR, "filter 1: timeout"),
+        "states its answer": (PROBLEM + " The answer is 94." + code, REJECTED, "filter 2"),
+        "too short": ("Tom has 37 apples and buys 57 more. How many now?" + code.replace("45 + 12", "57"), REJECTED,
+                      "filter 3: 11 words"),
+        "an eval question": (PROBLEM + code, REJECTED, "filter 4: normalized exact match with evaluation item arith-test-000001"),
+    }
+    for index, (name, (completion, disposition, error)) in enumerate(cases.items()):
+        row = screen(index, completion)
+        assert row["disposition"] == disposition, name
+        assert row["error"].startswith(error), (name, row["error"])
+        assert row["item_id"] == f"selfgen-{index:06d}" and row["completion"] == completion
+    survivor = _screener(sandbox)._screen(9, PROBLEM + code)
+    assert survivor["disposition"] is None and survivor["answer"] == "94" and survivor["error"] is None
+    assert survivor["word_count"] == len(PROBLEM.split()) and survivor["code"] == code.strip("\n") + "\n"
+
+
+@needs_sandbox
+def test_a_secret_printed_by_generated_code_never_reaches_the_candidate(sandbox, monkeypatch):
+    secret = "rx-fake-secret-generation-91c2"
+    monkeypatch.setenv("TINKER_API_KEY", secret)
+    completion = PROBLEM + ("\n\nimport os\ndef solve():\n    print(os.environ)\n"
+                            "    raise ValueError(str(dict(os.environ)))\n")
+    row = _screener(sandbox)._screen(0, completion)
+    assert row["disposition"] == EXECUTION_ERROR
+    assert secret not in json.dumps(row)
+
+
+# ---- the full loop against the real embedded server ----
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    import tinker
+    from embedded_tinker.launch import LOCAL_API_KEY, start_server
+    from experiment.rl_recipe import renderer_named
+
+    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as server:
+        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+        training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+        renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
+        yield client, renderer
+        client.close("success")
+
+
+def test_base_model_solve_counts_through_the_math_env(embedded):
+    from experiment.rl_recipe import run_async
+    from experiment.task_generation import base_solve_counts
+
+    client, renderer = embedded
+    sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
+    arm = filter_settings(_settings(), "qwen3_5_disable_thinking", few_shot=False)
+    easy = TaskItem("t-easy", "Tom has 3 apples. He buys 4 more. How many apples does Tom have now?", "7")
+    wrong = TaskItem("t-wrong", "Tom has 3 apples. He buys 4 more. How many apples does Tom have now?", "9001")
+    counts = run_async(base_solve_counts(sampler, renderer, [easy, wrong], arm, base_seed=11))
+    assert counts[1] == 0  # nobody answers 9001
+    assert 0 <= counts[0] <= 8
+    assert counts == run_async(base_solve_counts(sampler, renderer, [easy, wrong], arm, base_seed=11))  # seeded
+
+
+@needs_sandbox
+def test_generation_keeps_every_candidate_in_order(embedded, sandbox):
+    """The pre-trained base model does not follow the instruction: every candidate is kept, rejected
+    at parse, and generation stops at max_candidates without accepting anything."""
+    from experiment.rl_recipe import run_async
+
+    client, renderer = embedded
+    settings = _settings(max_candidates=6, batch_size=4)
+    sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
+    generator = TaskGenerator(settings=settings, generator=sampler, filter_sampler=sampler, renderer=renderer,
+                              evaluation_prompts={}, sandbox=sandbox,
+                              filter_arm=filter_settings(settings, "qwen3_5_disable_thinking", False))
+    enough = run_async(generator.generate_until(2))
+    assert enough is False
+    assert [row["item_id"] for row in generator.candidates] == [f"selfgen-{i:06d}" for i in range(6)]
+    assert generator.counts()["generated"] == 6
+    assert sum(generator.counts()[k] for k in ("accepted", "rejected", "execution_errors")) == 6
+    for row in generator.candidates:
+        assert row["disposition"] in (ACCEPTED, REJECTED, EXECUTION_ERROR)
+        assert isinstance(row["completion"], str)
+    assert generator.measurements.candidates == 6 and generator.measurements.generation_seconds > 0
