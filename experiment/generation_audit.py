@@ -26,15 +26,21 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import tinker
 
 from experiment.data import TaskItem
 from experiment.rl_loop import make_env, prompt_tokens
-from experiment.task_generation import ACCEPTED, REJECTED, TaskGenerator, normalize_prompt
+from experiment.task_generation import (
+    ACCEPTED,
+    REJECTED,
+    TaskGenerator,
+    normalize_prompt,
+)
 
 SUPPORTED_STRATEGIES = ("numeric_exact", "categorical_exact")
 DEFAULT_SAMPLE_SIZE = 100
@@ -331,7 +337,7 @@ async def audit_with_repair(
     record in RESULT. Each round freezes a new candidates file and a new audit file."""
     freeze(EVALUATION_FILE, evaluation_jsonl(evaluation))
     n_accept = generator.settings.n_accept
-    report, validation, reasons = None, None, []
+    report, validation, reasons, history = None, None, [], []
     for round_number in range(1, max_rounds + 1):
         enough = await generator.generate_until(n_accept)
         dataset_file, audit_file = candidates_file_name(round_number), audit_file_name(round_number)
@@ -339,8 +345,8 @@ async def audit_with_repair(
         freeze(dataset_file, candidates_jsonl(tasks))
         accepted = generator.accepted()
         if not enough:
-            reasons = [f"only {len(accepted)} of {n_accept} tasks accepted after {len(tasks)} candidates "
-                       f"(max_candidates {generator.settings.max_candidates})"]
+            reasons = [(f"only {len(accepted)} of {n_accept} tasks accepted after {len(tasks)} candidates "
+                        f"(max_candidates {generator.settings.max_candidates})")]
             if not accepted:
                 return AuditOutcome(False, None, None, round_number, resolver.seconds, len(resolver.answers), reasons)
         sample = select_sample(tasks, sample_size(len(accepted), spec_audit), seed)
@@ -349,9 +355,14 @@ async def audit_with_repair(
                               resolver_id=resolver.resolver_id, spec_audit=spec_audit, seed=seed,
                               dataset_file=dataset_file, evaluation_file=EVALUATION_FILE, audit_file=audit_file)
         validation = validate(report, spec_audit, tasks, evaluation, require_comparison=True)
+        history.append({"round": round_number, "dataset_file": dataset_file, "audit_file": audit_file,
+                        "counts": report["counts"], "sample_size": report["sample_size"],
+                        "label_error_count": report["label_error_count"], "overlap_count": report["overlap_count"],
+                        "status": validation.status})
         report["round"] = round_number
         report["status"] = validation.status
         report["validation_reasons"] = validation.reasons
+        report["rounds"] = list(history)  # every audit so far, this one last (earlier files stay frozen)
         freeze(audit_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         post(report)
         if not enough:

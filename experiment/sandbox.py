@@ -165,7 +165,7 @@ class SandboxLimits:
 
     @property
     def cpu_seconds(self) -> int:
-        return max(1, int(round(self.timeout_s)))
+        return max(1, round(self.timeout_s))
 
 
 @dataclass
@@ -192,7 +192,7 @@ def namespaces_available() -> bool:
     try:
         probe = subprocess.run(
             [shutil.which("unshare") or "/usr/bin/unshare", "--net", "--pid", "--fork", "--kill-child", "true"],
-            env={}, capture_output=True, timeout=10,
+            env={}, capture_output=True, timeout=10, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -204,7 +204,7 @@ def containment_available() -> tuple[bool, str]:
     if os.name != "posix":
         return False, "the sandbox needs Linux"
     if os.geteuid() != 0:
-        return False, "the sandbox needs root to chroot and drop to a fresh uid (running as uid {})".format(os.geteuid())
+        return False, f"the sandbox needs root to chroot and drop to a fresh uid (running as uid {os.geteuid()})"
     return True, ""
 
 

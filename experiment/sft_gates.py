@@ -1,33 +1,802 @@
-"""Gate logic for supervised fine-tuning specs (training_type "sft", e.g. the TriMuon spec).
+"""Gate logic for supervised fine-tuning specs (training_type "sft": the TriMuon spec).
 
-Each gate module in `experiment/gates/` hands an SFT spec to the function of the same name
-here. Until a function is built it fails loudly with "not implemented" (never passes).
+Each gate module in `experiment/gates/` hands an SFT spec to the function of the same name here.
+The comparison is a set of training runs (plan.training_runs: every arm x its LR grid), all from
+one proven initial state and all on the same batches in the same order:
+
+- preflight_probe        one client per arm with its exact optimizer and config, one optim_step on
+                         one example (finite loss), the family verified from get_info; fork routing
+- correctness_preflight  the optimizer path's update errors against the independent float64
+                         reference (experiment/optim_reference.py) under the plan's tolerances; the
+                         treatment-disabled path against the baseline; LR scaling from fresh state
+- restoration_preflight  one saved initialization state; every run's client created from it,
+                         adapter hash, optimizer check and initial output compared; a
+                         create-save-restore update checked against the uninterrupted client
+- feasibility_pilot      one measured step per arm and a held-out slice, projected sequentially
+- arm_training           the runs one after another (so optimizer step times are not shared
+                         CPU time), per-step optimizer wall time, adaptation manifests
+- evaluation             frozen evaluator, then the held-out token-mean NLL of the base state and
+                         every run on exactly eval.n_examples conversations (loss_eval, section 8)
+- decision               best LR per arm, the plan's thresholds, grid edges, pair hashes checked
+                         before the verdict
+
+Fork routing (issue: a forked optimizer): the plan marks the arms whose optimizer needs a fork.
+On the embedded backend both families are served by the one server, so no fork is needed and
+every arm runs on it; on a remote service every arm of the comparison runs on the fork
+(`ServiceTarget.service_client(fork=True)`: the RUNS_PROXY_TOKEN_* credentials) as soon as one
+arm needs it. An optimizer is never swapped: a rejected arm stops the run.
 """
 
 from __future__ import annotations
 
-from experiment.gates import GateVerdict, RunContext, not_implemented
+import hashlib
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiment import loss_eval
+from experiment import restoration as r
+from experiment.adaptation import adaptation_manifest, pair_mismatches
+from experiment.clients import ClientSession, open_session, session_weights_info
+from experiment.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
+from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment.gates import GateVerdict, RunContext
+from experiment.optim_reference import reference_step
+from experiment.rl_recipe import renderer_for
+from experiment.validation import validate_run, validation_summary
+from experiment.sft_loop import (
+    ChatExample, SFTSettings, batch_id, datum_weights, heldout_examples, optim_params, score_heldout, sft_settings,
+    step_batches, to_datum, train_step, training_examples,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same batches
+FIXED_BATCH_SIZE = 4
+RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must reproduce the update
+STEPS_TABLE = "sft_steps"
+FEASIBILITY_EVAL_EXAMPLES = 16
+
+
+# ---------------------------------------------------------------- runs and routing
+
+
+@dataclass(frozen=True)
+class SFTRun:
+    name: str  # "<arm>@lr=<lr>"
+    arm: str
+    family: str
+    config: dict[str, Any]  # the arm's optimizer config from the plan (beta1, grad_clip_norm, ...)
+    learning_rate: float
+    seed: int
+
+    @property
+    def slug(self) -> str:
+        """The name as checkpoint and file names allow it ("trimuon-lr0.04")."""
+        return self.name.replace("@lr=", "-lr")
+
+    @property
+    def requested(self) -> dict[str, Any]:
+        """Family plus every setting declared at creation (the LR included), for the server to echo."""
+        return r.requested_optimizer(self.family, {**self.config, "learning_rate": self.learning_rate})
+
+    def params(self) -> Any:
+        return optim_params(self.family, self.learning_rate, self.config)
+
+
+def sft_runs(ctx: RunContext) -> list[SFTRun]:
+    runs = []
+    for planned in ctx.plan.training_runs:
+        arm = ctx.plan.arm(planned.arm)
+        optimizer = arm.optimizer or {"family": "adamw", "config": {}}
+        runs.append(SFTRun(planned.name, arm.name, r.optimizer_family(optimizer["family"]), dict(optimizer["config"]),
+                           float(planned.lr), int(planned.seed or 0)))
+    return runs
+
+
+def service_routing(ctx: RunContext) -> dict[str, Any]:
+    """Where every arm runs: all on one target, the fork as soon as one arm needs it."""
+    planned = {arm.name: arm.service for arm in ctx.plan.trained_arms}
+    needs_fork = sorted(name for name, service in planned.items() if service == "fork")
+    if ctx.service.kind == "embedded":
+        return {"fork": False, "planned_services": planned, "target": ctx.service.describe(),
+                "reason": "the embedded backend implements every arm's optimizer family (dimuon and trimuon) "
+                          "in one server, so no fork is needed: every arm runs on that server"}
+    if needs_fork:
+        return {"fork": True, "planned_services": planned, "target": ctx.service.describe(),
+                "reason": f"arms {needs_fork} need a forked optimizer, so every arm of the comparison runs on the "
+                          "fork at this URL with the RUNS_PROXY_TOKEN_* credentials"}
+    return {"fork": False, "planned_services": planned, "target": ctx.service.describe(),
+            "reason": "every arm's optimizer is served by the shared service"}
+
+
+def _session(ctx: RunContext, purpose: str) -> ClientSession:
+    return open_session(ctx, purpose, fork=service_routing(ctx)["fork"])
+
+
+def _served_model(ctx: RunContext) -> tuple[str, int]:
+    return ctx.state["served_model"], int(ctx.spec.to_dict()["lora_rank"])
+
+
+def _datums(examples: list[ChatExample], renderer: Any, settings: SFTSettings) -> list[Any]:
+    return [to_datum(example, renderer, settings.max_seq_len) for example in examples]
+
+
+def _file_sha256(relative: str) -> str:
+    return hashlib.sha256((PROJECT_ROOT / relative).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- preflight probe
 
 
 def preflight_probe(ctx: RunContext) -> GateVerdict:
-    return not_implemented("preflight_probe", "SFT probe (one cross_entropy step per arm's optimizer)")
+    routing = service_routing(ctx)
+    ctx.store.append_event("service_routing", **routing)
+    ctx.store.add_evidence("service-routing.json", "effective_config", json.dumps(routing, indent=2, sort_keys=True))
+    model, rank = _served_model(ctx)
+    settings = sft_settings(ctx.spec)
+    example = training_examples(ctx.spec)[0]
+    spec_lr = ctx.spec.to_dict().get("optimizer", {}).get("lr")
+    runs_by_arm: dict[str, list[SFTRun]] = {}
+    for run in sft_runs(ctx):
+        runs_by_arm.setdefault(run.arm, []).append(run)
+    measured, reasons, failed = {"routing": routing}, [routing["reason"]], False
+    with _session(ctx, "probe") as session:
+        for arm, runs in runs_by_arm.items():
+            run = next((x for x in runs if spec_lr is not None and math.isclose(x.learning_rate, spec_lr)), runs[0])
+            try:
+                client = session.lora_client(model, rank, run.seed, run.requested)
+            except Exception as err:  # the service rejected the arm's optimizer or options
+                failed = True
+                reasons.append(f"{arm}: create_model with {run.family} rejected ({type(err).__name__}: {err}); "
+                               "this arm needs a fork, and then every arm runs on it (never a swapped optimizer)")
+                continue
+            check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
+            renderer = renderer_for(client, settings.renderer_name)
+            datum = to_datum(example, renderer, settings.max_seq_len)
+            record = train_step(client, [datum], run.params(), run.name, 0, batch_id(0, [example]))
+            ok = math.isfinite(record.loss_sum) and check["matches"]
+            failed |= not ok
+            measured[arm] = {"run": run.name, "loss_sum": record.loss_sum, "finite_loss": math.isfinite(record.loss_sum),
+                             "optim_seconds": record.optim_seconds, "actual_family": check["actual_family"],
+                             "verified_keys": check["verified_keys"], "mismatches": check["mismatches"]}
+            reasons.append(f"{arm}: forward_backward(cross_entropy) loss {record.loss_sum:.4g}, optim_step ok, "
+                           f"optimizer {check['actual_family']} verified {check['verified_keys']}"
+                           + ("" if ok else f" (NOT OK: {check['mismatches']})"))
+        released = session.close()
+    measured["probe_clients_released"] = released
+    ctx.store.append_event("probe", arms=measured)
+    return GateVerdict(
+        gate="preflight_probe", status="failed" if failed else "passed", reasons=reasons, measured=measured,
+        next_diagnostic="run the failing arm on the fork URL (--backend <fork>) with RUNS_PROXY_TOKEN_* set" if failed else None,
+        state={"service_routing": routing},
+    )
+
+
+# ---------------------------------------------------------------- correctness preflight (optimizer path)
+
+REFERENCE_FILE = "experiment/optim_reference.py"
+IMPLEMENTATION_FILE = "embedded_tinker/muon.py"
+FIXED_INPUT_SEED = 0
+
+
+def _fixed_optimizer_input(rank: int) -> dict[str, Any]:
+    """LoRA pairs shaped like the tiny model's attention (128 -> 128) and MLP (128 -> 512 -> 128)
+    projections, a mid-training state (B nonzero, momentum nonzero) and one gradient per factor."""
+    rng = np.random.default_rng(FIXED_INPUT_SEED)
+    pairs = []
+    for fan_in, fan_out in ((128, 128), (128, 512), (512, 128)):
+        pairs.append({
+            "A": (rng.standard_normal((rank, fan_in)) / math.sqrt(fan_in)).astype(np.float32),
+            "B": (rng.standard_normal((fan_out, rank)) * 0.02).astype(np.float32),
+            "momentum_A": (rng.standard_normal((rank, fan_in)) * 1e-3).astype(np.float32),
+            "momentum_B": (rng.standard_normal((fan_out, rank)) * 1e-3).astype(np.float32),
+            "grad_A": (rng.standard_normal((rank, fan_in)) * 1e-2).astype(np.float32),
+            "grad_B": (rng.standard_normal((fan_out, rank)) * 1e-2).astype(np.float32),
+        })
+    return {"seed": FIXED_INPUT_SEED, "pairs": pairs, "steps_taken": 3}
+
+
+def _implementation_updates(fixed: dict[str, Any], family: str, config: dict[str, Any], learning_rate: float,
+                            hyper: dict[str, float], fresh: bool = False) -> list[np.ndarray]:
+    """One server-side optimizer step on the fixed input: the fork's own optimizer code.
+
+    The embedded backend is the fork here, so its optimizer module is run in-process on the fixed
+    tensors (the SDK exposes no weights download); on a remote fork the same probe runs in the
+    fork's checkout. Returns the updates (after - before) of every factor, float64.
+    """
+    import torch
+
+    from embedded_tinker.optimizers import create_optimizer  # the implementation under test
+
+    params, grads, state = [], [], {"steps_taken": torch.tensor(0 if fresh else fixed["steps_taken"])}
+    for pair in fixed["pairs"]:
+        for factor in ("A", "B"):
+            index = len(params)
+            params.append(torch.tensor(pair[factor]).requires_grad_())
+            grads.append(torch.tensor(pair[f"grad_{factor}"]))
+            momentum = np.zeros_like(pair[factor]) if fresh else pair[f"momentum_{factor}"]
+            state[f"momentum.{index}"] = torch.tensor(momentum)
+    optimizer = create_optimizer({"type": family, **config}, params)
+    optimizer.load_state_dict(state)
+    before = [p.detach().clone() for p in params]
+    for p, g in zip(params, grads):
+        p.grad = g
+    optimizer.step({"type": family, "learning_rate": learning_rate, **hyper})
+    return [(p.detach() - b).double().numpy() for p, b in zip(params, before)]
+
+
+def _reference_updates(fixed: dict[str, Any], learning_rate: float, hyper: dict[str, float],
+                       polar_step: str) -> list[np.ndarray]:
+    factors = [(p["A"].astype(np.float64), p["B"].astype(np.float64)) for p in fixed["pairs"]]
+    grads = [(p["grad_A"], p["grad_B"]) for p in fixed["pairs"]]
+    momenta = [(p["momentum_A"], p["momentum_B"]) for p in fixed["pairs"]]
+    _, _, updates = reference_step(factors, grads, momenta, learning_rate, beta1=hyper["beta1"],
+                                   grad_clip_norm=hyper["grad_clip_norm"], polar_step=polar_step)
+    # the server stores float32 factors: its update is float32(A + dA) - A, so round the same way
+    rounded = []
+    for (A, B), (dA, dB) in zip(factors, updates):
+        rounded += [(A + dA).astype(np.float32).astype(np.float64) - A, (B + dB).astype(np.float32).astype(np.float64) - B]
+    return rounded
+
+
+def update_errors(actual: list[np.ndarray], reference: list[np.ndarray]) -> dict[str, float]:
+    a = np.concatenate([x.ravel() for x in actual])
+    b = np.concatenate([x.ravel() for x in reference])
+    return {
+        "max_abs_error": float(np.max(np.abs(a - b))),
+        "reference_max_abs": float(np.max(np.abs(b))),
+        "relative_l2_error": float(np.linalg.norm(a - b) / np.linalg.norm(b)),
+        "cosine_similarity": float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))),
+    }
+
+
+def _accepted(errors: dict[str, float], tolerance: dict[str, float]) -> bool:
+    bound = tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * errors["reference_max_abs"]
+    cosine_ok = errors["cosine_similarity"] >= tolerance.get("min_cosine", -1.0)
+    return errors["max_abs_error"] <= bound and cosine_ok
 
 
 def correctness_preflight(ctx: RunContext) -> GateVerdict:
-    return not_implemented("correctness_preflight", "optimizer-path update errors against a pinned reference")
+    details = ctx.plan.gate("correctness_preflight").details
+    paths = details.get("paths") or []
+    if not paths:  # contract section 4: a custom path with no accepted plan is required/unverified
+        ctx.store.update_result(correctness_preflight={"required": True, "status": "unverified", "paths": []})
+        return GateVerdict(
+            gate="correctness_preflight", status="failed",
+            reasons=["required/unverified: the spec has no accepted correctness plan for its forked optimizer path; "
+                     "a spec revision is requested (pinned reference, tolerances fixed before anything is measured)"],
+            next_diagnostic="add the correctness plan to the spec's plan file (specs/<name>.plan.json), then rerun",
+        )
+    path = paths[0]
+    if path.get("kind") != "optimizer":
+        return GateVerdict(gate="correctness_preflight", status="failed",
+                           reasons=[f"path {path.get('id')}: kind {path.get('kind')!r} is not an optimizer path"])
+    if ctx.service.kind != "embedded":
+        return GateVerdict(
+            gate="correctness_preflight", status="failed",
+            reasons=["required/unverified: the fork's optimizer code is not reachable from this run; run the probe "
+                     "(experiment/sft_gates.py correctness functions) in the fork's checkout and record its commit"],
+            next_diagnostic="run the optimizer update probe against the fork's code and attach its record",
+        )
+    runs = sft_runs(ctx)
+    treatment = next(run for run in runs if run.arm == ctx.plan.role_to_arm["treatment"]["arm"])
+    baseline = next(run for run in runs if run.arm == ctx.plan.role_to_arm["baseline"]["arm"])
+    rank = int(ctx.spec.to_dict()["lora_rank"])
+    hyper = {"beta1": float(treatment.config.get("beta1", 0.9)),
+             "grad_clip_norm": float(treatment.config.get("grad_clip_norm", 0.0))}
+    learning_rate = float(path.get("update_learning_rate") or ctx.spec.to_dict()["optimizer"]["lr"])
+    fixed = _fixed_optimizer_input(rank)
+    revisions = {"reference_revision": f"sha256:{_file_sha256(REFERENCE_FILE)} ({REFERENCE_FILE})",
+                 "implementation_revision": f"sha256:{_file_sha256(IMPLEMENTATION_FILE)} ({IMPLEMENTATION_FILE})"}
+    ctx.store.append_event("correctness_revisions_pinned", **revisions)  # before the first probe
+
+    enabled = _implementation_updates(fixed, treatment.family, {}, learning_rate, hyper)
+    disabled = _implementation_updates(fixed, treatment.family, {"polar_step": "polar_express"}, learning_rate, hyper)
+    stock = _implementation_updates(fixed, baseline.family, {}, learning_rate, hyper)
+    errors = {
+        "reference_update": update_errors(enabled, _reference_updates(fixed, learning_rate, hyper, "polar_switch")),
+        "baseline_update": update_errors(disabled, stock),
+    }
+    informative = {  # not gating: no tolerance in the plan names them
+        "baseline_vs_reference_update": update_errors(stock, _reference_updates(fixed, learning_rate, hyper,
+                                                                                "polar_express")),
+    }
+    scaling_plan = path.get("lr_scaling") or {}
+    for lr in scaling_plan.get("learning_rates", []):
+        if not math.isclose(lr, learning_rate):
+            informative[f"reference_update_at_lr_{lr:g}"] = update_errors(
+                _implementation_updates(fixed, treatment.family, {}, lr, hyper),
+                _reference_updates(fixed, lr, hyper, "polar_switch"))
+    scaling = []
+    for lr in scaling_plan.get("learning_rates", []):
+        updates = _implementation_updates(fixed, treatment.family, {}, lr, hyper, fresh=True)
+        scaling.append({"learning_rate": lr, "update_norm": float(np.sqrt(sum(np.sum(u**2) for u in updates))),
+                        "update_norm_per_factor": [float(np.linalg.norm(u)) for u in updates]})
+    changes = [abs(s["update_norm"] / s["learning_rate"] / (scaling[0]["update_norm"] / scaling[0]["learning_rate"]) - 1)
+               for s in scaling]
+    for entry, change in zip(scaling, changes):
+        entry["relative_change"] = change
+
+    record_path = {
+        "id": path["id"],
+        "fixed_input": {"sha256": r.canonical_sha256(_fixed_input_json(fixed)),
+                        "description": f"seed {FIXED_INPUT_SEED}: 3 LoRA pairs of rank {rank} (128->128, 128->512, "
+                                       f"512->128), B and momentum nonzero (step 3 state), one gradient per factor; "
+                                       f"update checks at learning rate {learning_rate:g}"},
+        # the plan's revision texts verbatim (they delegate the pinning to the run); the pins themselves:
+        "baseline_revision": path.get("baseline_revision", ""),
+        "reference_revision": path.get("reference_revision", ""),
+        "reference_file_sha256": _file_sha256(REFERENCE_FILE),
+        "implementation_revision": revisions["implementation_revision"],
+        "baseline_implementation": f"dimuon-lite (polar_step polar_express) of {revisions['implementation_revision']}",
+        "precision": path.get("precision", ""),
+        "normalization": "update = factor after minus before one optim_step (float32 factors); reference float64, "
+                         "its update rounded through float32 factors the same way",
+        "errors": errors,
+        "informative_errors": informative,
+        "lr_scaling": scaling,
+    }
+    ctx.store.add_evidence("correctness-fixed-input.json", "metrics", json.dumps(_fixed_input_json(fixed)))
+    ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(record_path, indent=2, sort_keys=True))
+    for name in ("optim_reference.py", "sft_gates.py"):
+        ctx.store.add_evidence(f"script-{name}", "script", (PROJECT_ROOT / "experiment" / name).read_bytes(),
+                               source=f"experiment/{name}")
+    ctx.store.update_result(correctness_preflight={"required": True, "paths": [record_path]})
+
+    tolerances = path.get("tolerances", {})
+    reasons, passed = [], True
+    for key, tolerance in tolerances.items():
+        if key not in errors:
+            passed = False
+            reasons.append(f"{key}: no measurement for this check (missing blocks like failed)")
+            continue
+        ok = _accepted(errors[key], tolerance)
+        passed &= ok
+        e = errors[key]
+        reasons.append(f"{key}: max_abs_error {e['max_abs_error']:.3g} (bound {tolerance.get('atol', 0)} + "
+                       f"{tolerance.get('rtol', 0)} x {e['reference_max_abs']:.3g}), cosine {e['cosine_similarity']:.8f} "
+                       f"(min {tolerance.get('min_cosine')}) -> {'passed' if ok else 'FAILED'}")
+    max_change = float(scaling_plan.get("max_relative_change", 0.0))
+    scaling_ok = bool(scaling) and max(changes) <= max_change
+    passed &= scaling_ok
+    reasons.append(f"lr_scaling: max relative change of update_norm/LR {max(changes, default=float('nan')):.3g} "
+                   f"(max {max_change}) over LRs {[s['learning_rate'] for s in scaling]} from fresh state -> "
+                   f"{'passed' if scaling_ok else 'FAILED'}")
+    for key, e in informative.items():
+        reasons.append(f"informative {key}: max_abs_error {e['max_abs_error']:.3g} (reference max "
+                       f"{e['reference_max_abs']:.3g}), cosine {e['cosine_similarity']:.10f}")
+    return GateVerdict(
+        gate="correctness_preflight", status="passed" if passed else "failed", reasons=reasons,
+        measured={key: value["max_abs_error"] for key, value in errors.items()},
+        next_diagnostic=None if passed else "compare the per-factor updates in evidence correctness-preflight.json; "
+                                            "check the polar step and the preconditioner against docs/optimizers.md",
+    )
+
+
+def _fixed_input_json(fixed: dict[str, Any]) -> dict[str, Any]:
+    return {"seed": fixed["seed"], "steps_taken": fixed["steps_taken"],
+            "pairs": [{k: v.tolist() for k, v in pair.items()} for pair in fixed["pairs"]]}
+
+
+# ---------------------------------------------------------------- restoration preflight
 
 
 def restoration_preflight(ctx: RunContext) -> GateVerdict:
-    return not_implemented("restoration_preflight", "SFT restoration preflight")
+    runs = sft_runs(ctx)
+    model, rank = _served_model(ctx)
+    settings = sft_settings(ctx.spec)
+    examples = training_examples(ctx.spec)
+    with _session(ctx, "restoration-setup") as setup:
+        init_client = setup.lora_client(model, rank, runs[0].seed, runs[0].requested)
+        renderer = renderer_for(init_client, settings.renderer_name)
+        batch = _datums(examples[:FIXED_BATCH_SIZE], renderer, settings)
+        init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
+        checkpoint_info = session_weights_info(setup, init_uri)
+        first_run_per_arm = {run.arm: run for run in reversed(runs)}
+        restore_checks = {arm: _restore_update_check(setup, init_uri, run, batch)
+                          for arm, run in first_run_per_arm.items()}
+        setup.close()
+    ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
+    ctx.store.add_evidence("restoration-update-check.json", "metrics", json.dumps(restore_checks, indent=2))
+
+    arms_session = _session(ctx, "arms")
+    entries, clients = {}, {}
+    for run in runs:
+        entries[run.name], clients[run.name] = _restore_run(ctx, arms_session, run, model, init_uri,
+                                                            checkpoint_info, batch)
+    ctx.store.update_result(initialization_provenance=_provenance_by_arm(runs, entries))
+
+    problems = r.group_consistency(entries)
+    for name, entry in entries.items():
+        for check in entry["optimizer_checks"]:
+            problems += [f"{name} after_restore={check['after_restore']}: {m}" for m in check["mismatches"]]
+            if check["not_exposed_keys"]:
+                problems.append(f"{name}: the server does not expose {check['not_exposed_keys']} (unverified)")
+        init = entry["initialization"]
+        if init["adapter_sha256"] is None or init["adapter_sha256"] != init["checkpoint_adapter_sha256"]:
+            problems.append(f"{name}: loaded adapter {init['adapter_sha256']} is not the initialization "
+                            f"checkpoint's {init['checkpoint_adapter_sha256']}")
+    for arm, check in restore_checks.items():
+        if not check["passed"]:
+            problems.append(f"{arm}: create-save-restore update differs from the uninterrupted client "
+                            f"(max |diff| {check['max_abs_difference']:.3g} > {RESTORE_UPDATE_ATOL}; {check['problems']})")
+    if problems:
+        arms_session.close("errored")
+        return GateVerdict(gate="restoration_preflight", status="failed", reasons=problems,
+                           next_diagnostic="compare the per-run restoration-*.json evidence and initial-output hashes")
+    ctx.state["arm_clients"] = clients
+    ctx.state["arms_session"] = arms_session
+    differences = {arm: check["max_abs_difference"] for arm, check in restore_checks.items()}
+    return GateVerdict(
+        gate="restoration_preflight", status="passed",
+        reasons=[f"{len(entries)} runs created from {init_uri}: adapter, initial-output hashes and optimizer checks "
+                 f"agree; create-save-restore updates match the uninterrupted clients "
+                 f"({', '.join(f'{arm} {value:.3g}' for arm, value in differences.items())})"],
+        measured={"init_checkpoint": init_uri,
+                  "restore_update_max_abs_difference": differences},
+        state={"init_checkpoint": init_uri},
+    )
+
+
+def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Section 5's record, one entry per named arm. An arm with an LR grid is several clients, each
+    created from the same initialization state: the arm's entry is its first run's, and `runs` keeps
+    every run's own entry (its creation check carries that run's learning rate)."""
+    arms: dict[str, Any] = {}
+    for run in runs:
+        if run.arm not in arms:
+            arms[run.arm] = {**entries[run.name], "runs": {}}
+        arms[run.arm]["runs"][run.name] = entries[run.name]
+    return {"version": 1, "arms": arms}
+
+
+def _restore_run(ctx, session, run: SFTRun, model, init_uri, checkpoint_info, batch):
+    """The run's training client, created from the initialization state; its get_info (fetched by the
+    SDK right after the load) gives the optimizer check and the adapter hash."""
+    client = session.client_from_state(init_uri, run.requested)
+    info = client.get_info()
+    output = client.forward(batch, loss_fn="cross_entropy").result()
+    evidence_name = f"restoration-{run.slug}.json"
+    ctx.store.add_evidence(evidence_name, "metrics", json.dumps({
+        "get_info_after_creation_from_checkpoint": info.model_dump(mode="json"),
+        "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),
+        "initial_output_logprobs": [a.tolist() for a in r.logprobs_arrays(output)],
+    }, sort_keys=True))
+    entry = {
+        "initialization": {
+            "base_checkpoint": model, "source": "server_response",
+            "adapter_sha256": r.adapter_sha256_from_info(info), "checkpoint_uri": init_uri,
+            "checkpoint_adapter_sha256": r.adapter_sha256_from_info(checkpoint_info),
+            "init_seed": run.seed, "evidence_ref": evidence_name, "before_first_update": True,
+        },
+        "restore_count": 0,
+        "optimizer_checks": [r.optimizer_check(info, run.requested, after_restore=0, evidence_ref=evidence_name)],
+        "initial_output": {"available": True, "batch_sha256": r.batch_sha256(batch),
+                           "output_sha256": r.output_sha256(output), "evidence_ref": evidence_name,
+                           "before_first_update": True},
+    }
+    return entry, client
+
+
+def _restore_update_check(session: ClientSession, init_uri: str, run: SFTRun, batch) -> dict[str, Any]:
+    """Two fixed-batch steps on an uninterrupted client against one step, save_state, restore (with
+    optimizer state, family verified from get_info), one more step."""
+    uninterrupted = session.client_from_state(init_uri, run.requested)
+    interrupted = session.client_from_state(init_uri, run.requested)
+    for client in (uninterrupted, interrupted):
+        client.forward_backward(batch, "cross_entropy").result()
+        client.optim_step(run.params()).result()
+    saved = interrupted.save_state(f"restore-probe-{run.arm}").result().path
+    restored = session.client_from_state(saved, run.requested, with_optimizer=True)
+    check = r.optimizer_check(restored.get_info(), run.requested, after_restore=1, evidence_ref="restoration-update-check.json")
+    after = {}
+    for label, client in (("uninterrupted", uninterrupted), ("restored", restored)):
+        client.forward_backward(batch, "cross_entropy").result()
+        client.optim_step(run.params()).result()
+        after[label] = r.logprobs_arrays(client.forward(batch, "cross_entropy").result())
+    difference = r.max_abs_difference(after["uninterrupted"], after["restored"])
+    problems = check["mismatches"] + [f"not exposed: {k}" for k in check["not_exposed_keys"]]
+    return {"run": run.name, "checkpoint_uri": init_uri, "restored_from": saved, "optimizer_check_after_restore": check,
+            "max_abs_difference": difference, "atol": RESTORE_UPDATE_ATOL, "problems": problems,
+            "passed": difference <= RESTORE_UPDATE_ATOL and not problems}
+
+
+# ---------------------------------------------------------------- feasibility pilot
 
 
 def feasibility_pilot(ctx: RunContext) -> GateVerdict:
-    return not_implemented("feasibility_pilot", "SFT timing pilot")
+    spec = ctx.spec.to_dict()
+    runs = sft_runs(ctx)
+    settings = sft_settings(ctx.spec)
+    examples, heldout = training_examples(ctx.spec), heldout_examples(ctx.spec)
+    embedded = ctx.service.kind == "embedded"
+    gpu_count, allocation = (0, "embedded backend: CPU only") if embedded else (None, None)
+    first_run_per_arm = {run.arm: run for run in reversed(runs)}
+    setup_seconds = step_seconds = eval_seconds = 0.0
+    with _session(ctx, "feasibility") as session:
+        for run in first_run_per_arm.values():
+            started = time.perf_counter()
+            client = session.client_from_state(ctx.state["init_checkpoint"], run.requested)
+            setup_seconds += time.perf_counter() - started
+            renderer = renderer_for(client, settings.renderer_name)
+            batch = step_batches(examples, settings.batch_size, 1)[0]
+            started = time.perf_counter()
+            train_step(client, _datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch))
+            step_seconds += time.perf_counter() - started
+        pilot = heldout[:FEASIBILITY_EVAL_EXAMPLES]
+        started = time.perf_counter()
+        score_heldout(client, _datums(pilot, renderer, settings), [e.id for e in pilot])
+        eval_seconds = time.perf_counter() - started
+    n_arms, n_runs = len(first_run_per_arm), len(runs)
+    piloted = projection_config(
+        base_model=ctx.state["served_model"], lora_rank=spec["lora_rank"], dataset=spec["dataset"], steps=1,
+        batch_size=settings.batch_size, max_seq_len=settings.max_seq_len, max_tokens=0,
+        arms=[run.name for run in runs], n_examples=spec["dataset"].get("n_examples"), n_eval=len(pilot),
+    )
+    record = feasibility_record(
+        config=piloted, effective_config=dict(piloted, steps=settings.steps, n_eval=settings.n_eval),
+        primary_endpoint=ctx.plan.primary_endpoint,
+        source=f"timing pilot of this run (events.jsonl, gate feasibility_pilot) on {ctx.service.describe()['base_url']}",
+        setup=PhaseTiming(setup_seconds, n_arms, n_runs, 0, gpu_count, allocation),
+        training=PhaseTiming(step_seconds, n_arms, n_runs * settings.steps, n_arms * settings.batch_size,
+                             gpu_count, allocation),
+        evaluation=PhaseTiming(eval_seconds, len(pilot), settings.n_eval * (n_runs + 1), len(pilot),
+                               gpu_count, allocation),
+        budget=ctx.plan.budget,
+    )
+    ctx.store.update_result(feasibility=record)
+    projection = record["projection"]
+    fits = projection["fits"] or not ctx.plan.gate("feasibility_pilot").enforced
+    return GateVerdict(
+        gate="feasibility_pilot", status="passed" if fits else "failed",
+        reasons=[f"projected {projection['wall_seconds']:.0f}s for {n_runs} runs of {settings.steps} steps and "
+                 f"{n_runs + 1} held-out scorings, of a {projection['budget_wall_seconds']:.0f}s budget"]
+        + projection["problems"],
+        measured={"setup_seconds": setup_seconds, "step_seconds_per_arm": step_seconds / n_arms,
+                  "eval_seconds_per_example": eval_seconds / len(pilot),
+                  "projected_wall_seconds": projection["wall_seconds"]},
+        next_diagnostic=None if fits else "downsize per contract section 11: drop LR points or the optional seed first",
+    )
+
+
+# ---------------------------------------------------------------- arm training (every run of every grid)
 
 
 def arm_training(ctx: RunContext) -> GateVerdict:
-    return not_implemented("arm_training", "SFT loop over the LR grid")
+    clients = ctx.state.get("arm_clients")
+    if not clients:
+        return GateVerdict(gate="arm_training", status="failed",
+                           reasons=["no restored run clients in this process: the restoration preflight must pass in "
+                                    "the same run (resuming an SFT sweep mid-way is not supported)"],
+                           next_diagnostic="rerun the spec from the start")
+    runs = sft_runs(ctx)
+    settings = sft_settings(ctx.spec)
+    examples = training_examples(ctx.spec)
+    batches = step_batches(examples, settings.batch_size, settings.steps)
+    ids = [batch_id(step, batch) for step, batch in enumerate(batches)]
+    renderer = renderer_for(clients[runs[0].name], settings.renderer_name)
+    step_datums = [_datums(batch, renderer, settings) for batch in batches]  # identical for every run
+    manifests, final_states, sampler_paths = [], {}, {}
+    ctx.state["comparison_steps_completed"] = 0
+    for run in runs:  # one after another: each run's optimizer time is measured on an otherwise idle server
+        client = clients[run.name]
+        records = []
+        for step in range(settings.steps):
+            record = train_step(client, step_datums[step], run.params(), run.name, step, ids[step])
+            records.append(record)
+            ctx.store.append_rows(STEPS_TABLE, [record.summary()])
+            ctx.store.append_event("training_step", **record.summary())
+            ctx.state["comparison_steps_completed"] += 1
+            ctx.on_progress(f"training-{run.arm.replace('_', '-')}", step + 1, settings.steps)
+        final_states[run.name] = client.save_state(f"{run.slug}-final-state").result().path
+        sampler_paths[run.name] = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
+        ctx.store.add_checkpoint(run.name, settings.steps, sampler_paths[run.name])
+        manifests.append(adaptation_manifest(run.name, PAIR, [rec.batch_id for rec in records]))
+        optim = [rec.optim_seconds for rec in records]
+        ctx.store.update_result(
+            adaptation_manifests=manifests,
+            metrics={"arms": {run.name: {
+                "arm": run.arm, "optimizer_family": run.family, "learning_rate": run.learning_rate,
+                "steps_completed": len(records),
+                "median_optim_step_seconds": statistics.median(optim),
+                "mean_optim_step_seconds": statistics.fmean(optim),
+                "first_step_train_nll_token_mean": records[0].train_nll_token_mean,
+                "last_step_train_nll_token_mean": records[-1].train_nll_token_mean,
+            }}},
+            completed_arms=[run.name],
+        )
+        arm_runs = [other.name for other in runs if other.arm == run.arm]
+        if run.name == arm_runs[-1]:  # the arm finished: its whole LR grid trained
+            ctx.store.update_result(metrics={"arms": {run.arm: {"runs_completed": len(arm_runs),
+                                                               "lr_grid": [x.learning_rate for x in runs if x.arm == run.arm]}}},
+                                    completed_arms=[run.arm])
+    ctx.store.add_evidence("sft-steps.jsonl", "metrics",
+                           "".join(json.dumps(row, sort_keys=True) + "\n" for row in ctx.store.read_table(STEPS_TABLE)))
+    mismatches = pair_mismatches(manifests)
+    return GateVerdict(
+        gate="arm_training", status="failed" if mismatches else "passed",
+        reasons=[f"{len(runs)} runs x {settings.steps} steps on the same {len(ids)} batches "
+                 f"(adaptation hash {manifests[0]['adaptation_batch_hash'][:12]})"] + mismatches,
+        measured={"runs": len(runs), "steps_per_run": settings.steps,
+                  "comparison_steps_completed": ctx.state["comparison_steps_completed"]},
+        state={"final_checkpoints": sampler_paths, "final_states": final_states},
+    )
+
+
+# ---------------------------------------------------------------- evaluation (held-out token-mean NLL)
+
+EVALUATOR_CODE = ("experiment/loss_eval.py", "experiment/sft_loop.py")
+PARSER = "NLL = -logprob summed over tokens with loss weight > 0, totals per example (experiment/loss_eval.py)"
+TEACHER_FORCED = {"temperature": 0.0, "max_tokens": 0, "stop": []}  # scored by forward(): nothing is sampled
+BASE_LABEL = "base"
 
 
 def evaluation(ctx: RunContext) -> GateVerdict:
-    return not_implemented("evaluation", "held-out token-mean NLL (loss_eval)")
+    runs = sft_runs(ctx)
+    clients = ctx.state.get("arm_clients") or {}
+    missing = [run.name for run in runs if run.name not in clients]
+    if missing:
+        return GateVerdict(gate="evaluation", status="failed", reasons=[f"no trained client for {missing}"])
+    settings = sft_settings(ctx.spec)
+    aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
+    items = heldout_examples(ctx.spec)  # exactly eval.n_examples, never floor-divided by a batch size
+    renderer = renderer_for(clients[runs[0].name], settings.renderer_name)
+    datums, ids = _datums(items, renderer, settings), [item.id for item in items]
+    template = (f"renderer {settings.renderer_name}; conversation_to_datum(train_on_what=all_assistant_messages, "
+                f"reduction=none, max_length={settings.max_seq_len}); forward(..., cross_entropy)")
+    provenance = evaluator_provenance([PROJECT_ROOT / f for f in EVALUATOR_CODE], template, TEACHER_FORCED,
+                                      f"{PARSER}; aggregation {aggregation}", ids)
+    evaluator = evaluator_id(provenance)
+    comparisons = [{"metric": "heldout_nll_token_mean", "arms": [run.name for run in runs]}]
+    record = evaluation_record({evaluator: provenance}, [], comparisons)
+    ctx.store.update_result(evaluation=record)  # frozen before the first score of anything
+    ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator, n_items=len(items))
+
+    with _session(ctx, "evaluation") as session:  # the untrained initial state, scored first
+        base_client = session.client_from_state(ctx.state["init_checkpoint"], runs[0].requested)
+        base = score_heldout(base_client, datums, ids, aggregation)
+    targets = [(BASE_LABEL, base, ctx.state["init_checkpoint"])]
+    _post_score(ctx, record, BASE_LABEL, base, evaluator, ctx.state["init_checkpoint"], aggregation)
+    evaluators = {}
+    for run in runs:
+        scored = score_heldout(clients[run.name], datums, ids, aggregation)
+        evaluators[run.name] = scored
+        checkpoint = ctx.state.get("final_checkpoints", {}).get(run.name)
+        _post_score(ctx, record, run.name, scored, evaluator, checkpoint, aggregation)
+        targets.append((run.name, scored, checkpoint))
+        ctx.store.update_result(loss_eval=loss_eval.report(aggregation, evaluators))
+    record_eval = loss_eval.report(aggregation, evaluators)
+    problems = loss_eval.check(record_eval)
+    values = {name: scored.summary()["value"] for name, scored, _ in targets}
+    return GateVerdict(
+        gate="evaluation", status="failed" if problems else "passed",
+        reasons=[f"evaluator {evaluator[:12]} frozen on {len(items)} held-out conversations "
+                 f"({record_eval['arms'][runs[0].name]['n_tokens']} counted tokens); {aggregation}: "
+                 + ", ".join(f"{k} {v:.4f}" for k, v in values.items())] + problems,
+        measured={"evaluator_id": evaluator, "n_items": len(items), aggregation: values},
+        state={"evaluator_id": evaluator, "heldout_nll": values},
+    )
+
+
+def _post_score(ctx, record, label, scored, evaluator, checkpoint, aggregation) -> None:
+    summary = scored.summary()
+    arm = label.split("@")[0]  # rows name the arm (as every other evaluation) and the run of its grid
+    rows = [{"item_id": item_id, "arm": arm, "run": label,
+             "prediction": {"nll_sum": total.nll_sum, "n_tokens": total.n_tokens},
+             "reference": "the held-out row's assistant messages (teacher-forced)", "metric": f"heldout_nll_{aggregation}",
+             "evaluator_id": evaluator, "seed": 0, "checkpoint": checkpoint}
+            for item_id, total in zip(scored.example_ids, scored.examples)]
+    name = f"predictions-{label.replace('@lr=', '-lr')}.jsonl"  # a run's slug, or "base"
+    ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
+    record["scores"].append(score_entry(label, summary["value"], evaluator, 0, name, metric=f"heldout_nll_{aggregation}"))
+    if label == BASE_LABEL:
+        metrics = {f"base_heldout_nll_{aggregation}": summary["value"]}
+    else:
+        metrics = {"arms": {label: {f"heldout_nll_{aggregation}": summary["value"],
+                                    "heldout_nll_example_mean": summary["example_mean"],
+                                    "heldout_n_tokens": summary["n_tokens"]}}}
+    ctx.store.update_result(evaluation=record, metrics=metrics)
+
+
+# ---------------------------------------------------------------- decision (best LR per arm, thresholds)
+
+
+def decision(ctx: RunContext) -> GateVerdict:
+    rule = ctx.spec.to_dict()["decision_rule"]
+    if rule.get("method") != "best_lr_threshold":
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=[f"SFT decision method {rule.get('method')!r} is not best_lr_threshold"])
+    runs = sft_runs(ctx)
+    result = ctx.store.read_result()
+    per_run = result.get("metrics", {}).get("arms", {})
+    aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
+    nll_key = f"heldout_nll_{aggregation}"
+    missing = [run.name for run in runs if nll_key not in per_run.get(run.name, {})]
+    if missing:
+        return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
+
+    arms: dict[str, dict[str, Any]] = {}
+    for arm in ctx.plan.trained_arms:
+        grid = sorted(run.learning_rate for run in runs if run.arm == arm.name)
+        arm_runs = [run for run in runs if run.arm == arm.name]
+        best = min(arm_runs, key=lambda run: per_run[run.name][nll_key])
+        all_optim = [per_run[run.name]["median_optim_step_seconds"] for run in arm_runs]
+        arms[arm.name] = {
+            "selected_lr": best.learning_rate, "selected_run": best.name,
+            nll_key: per_run[best.name][nll_key],
+            "median_optim_step_seconds": per_run[best.name]["median_optim_step_seconds"],
+            "median_optim_step_seconds_all_runs": statistics.median(all_optim),
+            "lr_grid": grid, "grid_edge": best.learning_rate in (grid[0], grid[-1]),
+        }
+    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
+    criteria = []
+    for criterion in rule["criteria"]:
+        key = metric_values.get(criterion["metric"], criterion["metric"])
+        effect = sum(weight * arms[arm][key] for arm, weight in criterion["weights"].items())
+        met = effect >= criterion["margin"] if criterion.get("comparison", "at_least") == "at_least" else effect > criterion["margin"]
+        criteria.append({"id": criterion["id"], "metric": criterion["metric"], "effect": effect,
+                         "margin": criterion["margin"], "met": met})
+    mismatches = pair_mismatches(result.get("adaptation_manifests") or [])  # before any verdict
+    grid_edge = any(entry["grid_edge"] for entry in arms.values())
+    supported = all(c["met"] for c in criteria)
+    limits = ["one seed and no interval (best_lr_threshold compares point estimates)"]
+    limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
+    limits += mismatches
+    note = ctx.state.get("correctness_note")
+    if note:
+        limits.append(note)
+    routing = ctx.state.get("service_routing") or service_routing(ctx)
+
+    observations = [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": criterion_metric,
+                     "value": per_run[run.name][key], "evaluator_id": ctx.state.get("evaluator_id", "")}
+                    for run in runs for criterion_metric, key in metric_values.items()]
+    record = {"version": 1, "method": "best_lr_threshold", "observations": observations,
+              "selection": {"rule": rule.get("select"), "per_arm": arms, "frozen_before_comparison": True},
+              "criteria": criteria}
+    treatment = ctx.plan.role_to_arm["treatment"]["arm"]
+    baseline = ctx.plan.role_to_arm["baseline"]["arm"]
+    primary = criteria[0]
+    summary_arms = {arm: {f"best_lr_{nll_key}": v[nll_key], "selected_lr": v["selected_lr"],
+                          "best_lr_median_optim_step_seconds": v["median_optim_step_seconds"],
+                          "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"]}
+                    for arm, v in arms.items()}
+    # everything but the verdict first, then the same validation `python -m flows.validate` runs
+    ctx.store.update_result(decision=record, metrics={"arms": summary_arms}, effect=primary["effect"],
+                            margin=primary["margin"], seeds=1, grid_edge=grid_edge)
+    problems = validate_run(ctx.store.run_dir)
+    if problems:
+        limits.append(f"validation found {len(problems)} problem(s): {', '.join(sorted({p.check for p in problems}))}")
+    reasoning = (
+        f"Best-LR {treatment} held-out NLL {arms[treatment][nll_key]:.4f} (LR {arms[treatment]['selected_lr']:g}) vs "
+        f"{baseline} {arms[baseline][nll_key]:.4f} (LR {arms[baseline]['selected_lr']:g}); median optimizer step "
+        f"{arms[treatment]['median_optim_step_seconds']:.4f}s vs {arms[baseline]['median_optim_step_seconds']:.4f}s. "
+        f"Verdict {'supported' if supported else 'refuted'}: "
+        + "; ".join(f"{c['id']} effect {c['effect']:+.4g} {'meets' if c['met'] else 'misses'} margin {c['margin']:g}"
+                    for c in criteria)
+        + f". Confidence is weak: {'; '.join(limits)}. Routing: {routing['reason']}."
+    )
+    ctx.store.update_result(
+        validation=validation_summary(problems),
+        status="succeeded",
+        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid) from one proven initial state on "
+                 f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
+                 f"Best-LR gap ({baseline} minus {treatment}) {primary['effect']:+.4f} nats; verdict "
+                 f"{'supported' if supported else 'refuted'}."),
+        verdict="supported" if supported else "refuted", confidence="weak",
+        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=1, grid_edge=grid_edge,
+        reasoning=reasoning, outcome_reason=None,
+    )
+    return GateVerdict(
+        gate="decision", status="passed",
+        reasons=[f"{c['id']}: effect {c['effect']:+.4g} vs margin {c['margin']:g} ({'met' if c['met'] else 'not met'})"
+                 for c in criteria] + mismatches,
+        measured={"verdict": "supported" if supported else "refuted", "grid_edge": grid_edge,
+                  "validation_problems": len(problems),
+                  **{c["id"]: c["effect"] for c in criteria}},
+    )

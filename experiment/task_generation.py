@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import tinker
 

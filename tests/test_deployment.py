@@ -27,9 +27,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_SPEC = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
 
-# LEAD: once the GS1 gates are built, set this to "Completed" so the test requires a decision.
-# Until then any final state is accepted, as long as RESULT on disk records the same outcome.
-REQUIRED_FINAL_STATE: str | None = None
+# The local GS1 spec reaches a decision through every gate: a deployment run must end Completed.
+REQUIRED_FINAL_STATE: str | None = "Completed"
 
 TERMINAL_STATE_TYPES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 RESULT_STATUS_FOR_STATE = {"Completed": "succeeded", "GateFailed": "failed", "CapacityBlocked": "failed"}
@@ -125,7 +124,8 @@ def served_deployment(set_up, tmp_path_factory):
     api_url, env = set_up
     runs_dir = tmp_path_factory.mktemp("runs")
     log = runs_dir.parent / "serve.log"
-    serve_env = {**env, "RX_RUNS_DIR": str(runs_dir), "RX_CAPACITY_TIME_SCALE": "0.01"}
+    # TINKER_API_KEY: runs that name an embedded server by URL (the capacity test) use its local key
+    serve_env = {**env, "RX_RUNS_DIR": str(runs_dir), "RX_CAPACITY_TIME_SCALE": "0.01", "TINKER_API_KEY": "tml-local"}
     with open(log, "w") as log_file:
         serving = subprocess.Popen(
             [sys.executable, str(REPO_ROOT / "deployments" / "serve.py")],
@@ -239,3 +239,52 @@ def test_service_call_slot_holds_one_training_service_slot(set_up, monkeypatch):
         assert active_slots() == 0
         with pytest.raises(Exception, match="no-such-limit"), service_call_slot("no-such-limit"):
             pass
+
+
+def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deployment):
+    """An embedded server that refuses model creation ("trainer capacity exhausted") for a while:
+    the deployment run ends CapacityBlocked with a capacity_block record and schedules a re-queued
+    run of the same deployment, which resumes the run once capacity is back and completes it.
+    (RX_CAPACITY_TIME_SCALE=0.01: the contract's 10 minutes of refusals become 6 s.)"""
+    from embedded_tinker.faults import FaultConfig
+    from embedded_tinker.launch import start_server
+
+    api_url, env, deployment_id, runs_dir, serve_log = served_deployment
+    with start_server(faults=FaultConfig(capacity_exhausted_seconds=25)) as server:
+        triggered = subprocess.run(
+            ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}",
+             "--param", f"backend={server.base_url}"],
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert triggered.returncode == 0, triggered.stderr + triggered.stdout
+        first_id = re.search(r"UUID: ([0-9a-f-]{36})", triggered.stdout).group(1)
+
+        def finished(run_id):
+            run = _flow_run(api_url, run_id)
+            return run if run["state"]["type"] in TERMINAL_STATE_TYPES else None
+
+        first = _wait_for(lambda: finished(first_id), 240, "blocked run final state", log=serve_log)
+        assert first["state"]["name"] == "CapacityBlocked", first["state"].get("message")
+        assert "re-queued as flow run" in first["state"]["message"]
+
+        def requeued_run():
+            runs = httpx.post(f"{api_url}/flow_runs/filter", json={"flow_runs": {
+                "idempotency_key": {"any_": [f"{first_id}:requeue"]}}}, timeout=5).json()
+            return runs[0] if runs else None
+
+        second = _wait_for(requeued_run, 30, "re-queued run")
+        assert second["deployment_id"] == deployment_id and second["parameters"]["requeue_count"] == 1
+        second = _wait_for(lambda: finished(second["id"]), FLOW_RUN_TIMEOUT_S, "re-queued run final state",
+                           log=serve_log)
+        assert second["state"]["name"] == "Completed", second["state"].get("message")
+
+    run_dir = next(p.parent for p in runs_dir.glob("*/result.json")
+                   if any(json.loads(line).get("event") == "capacity_block"
+                          for line in (p.parent / "events.jsonl").read_text().splitlines()))
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    block = next(e for e in events if e["event"] == "capacity_block")
+    assert block["comparison_steps_completed"] == 0 and block["released_clients"] is True
+    assert "capacity exhausted" in block["error"]
+    assert any(e["event"] == "run_resumed" for e in events)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "succeeded" and result["verdict"] in ("supported", "refuted")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -160,6 +161,7 @@ def test_an_overlap_or_a_missing_strategy_fails():
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory):
     import tinker
+
     from embedded_tinker.launch import LOCAL_API_KEY, start_server
     from experiment.rl_recipe import renderer_named
 
@@ -238,3 +240,90 @@ def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded)
     assert final["dataset_file"] == "generated-tasks-v2.jsonl" and final["audit_file"] == "generation-audit-v2.json"
     assert audit.validate(final, {**SPEC_AUDIT, "min_sample_size": 100}, generator.candidates, EVALUATION).passed
     assert wrong["item_id"] not in [t.id for t in generator.training_tasks()]
+
+
+# ---- the gate, end to end on the embedded backend ----
+
+LOCAL_SPEC = audit.__file__.replace("experiment/generation_audit.py", "specs/local/selfgen_tasks_local.json")
+
+
+def _local_spec(tmp_path, **generation_changes):
+    raw = json.loads(Path(LOCAL_SPEC).read_text(encoding="utf-8"))
+    raw["generation"].update(generation_changes)
+    path = tmp_path / "selfgen_tasks_local_small.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def _gate_context(tmp_path, spec_path):
+    from experiment.gates import RunContext
+    from experiment.plan import build_plan
+    from experiment.service import ServiceTarget
+    from experiment.spec import load_spec
+    from experiment.store import RunStore
+
+    spec = load_spec(spec_path)
+    plan = build_plan(spec)
+    return RunContext(spec=spec, plan=plan, store=RunStore.create(tmp_path / "runs", spec, plan),
+                      service=ServiceTarget("embedded", None, checkpoint_dir=str(tmp_path / "checkpoints")))
+
+
+def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
+    from experiment import sandbox as sandbox_module
+    from experiment.gates import generation_audit as gate
+
+    monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 1000)
+    verdict = gate.run(_gate_context(tmp_path, _local_spec(tmp_path)))
+    assert verdict.status == "failed" and verdict.reasons[0].startswith("no sandbox for model-written code")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
+def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, monkeypatch):
+    """The real gate: local generator model -> sandbox -> filters -> frozen files -> blind re-solves by
+    embedded/tiny-arith -> the section-10 record. Whatever the outcome, the record is consistent with
+    the frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
+    from experiment.gates import generation_audit as gate
+    from experiment.validation import run_validation
+
+    secret = "rx-fake-secret-gate-5d1e77"
+    monkeypatch.setenv("TINKER_API_KEY", secret)
+    ctx = _gate_context(tmp_path, _local_spec(tmp_path, n_accept=3, max_candidates=64, batch_size=32,
+                                              max_audit_rounds=3))
+    try:
+        client = ctx.service.service_client()
+        training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+        ctx.state.update(served_model="embedded/tiny-arith", tokenizer_id=training.get_info().model_data.tokenizer_id)
+        client.close("success")
+        verdict = gate.run(ctx)
+    finally:
+        ctx.service.stop()
+    result = ctx.store.read_result()
+    files = {entry["name"]: entry for entry in ctx.store.read_manifest()["files"]}
+    assert files[audit.EVALUATION_FILE]["kind"] == "generated_tasks"
+    evaluation_rows = (ctx.store.run_dir / "evidence" / audit.EVALUATION_FILE).read_text().splitlines()
+    assert len(evaluation_rows) == 500  # the full held-out set
+    record = result.get("generation_audit")
+    feasibility = verdict.measured["feasibility"]
+    assert feasibility["attempted"] == verdict.measured["counts"]["generated"] > 0
+    assert feasibility["measurements"]["generation"]["units"] == feasibility["attempted"]
+    assert verdict.measured["identities"]["generator"]["weights_sha256"]
+    if record is not None:
+        assert files[record["dataset_file"]]["kind"] == "generated_tasks" and record["audit_file"] in files
+        candidates = [json.loads(line) for line in
+                      (ctx.store.run_dir / "evidence" / record["dataset_file"]).read_text().splitlines()]
+        assert record["counts"] == audit.counts_of(candidates) == verdict.measured["counts"]
+        assert [c["item_id"] for c in candidates] == [f"selfgen-{i:06d}" for i in range(len(candidates))]
+        assert all(s["resolver_id"].startswith("embedded/tiny-arith") for s in record["samples"])
+        problems = [p for p in run_validation(ctx.store.run_dir).problems if p.check.startswith("generation_audit")]
+        assert problems == []
+    if verdict.status == "passed":
+        tasks = ctx.state["generated_tasks"]
+        assert len(tasks) == 3 and all(isinstance(t, TaskItem) for t in tasks)
+        assert gate.tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
+        assert record["status"] == "passed" and record["label_error_count"] == 0 and record["overlap_count"] == 0
+    else:
+        assert "generated_tasks" not in ctx.state and verdict.reasons
+    for path in ctx.store.run_dir.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -118,8 +119,8 @@ def test_environment_secrets_never_reach_the_result(sandbox, monkeypatch):
         # printed and raised: output is discarded, exception text is never reported
         "import os\n\ndef solve():\n    print(dict(os.environ))\n    raise ValueError(repr(dict(os.environ)))\n",
         # the parent's environment through /proc (absent in the chroot, other uid anyway)
-        "import os\n\ndef solve():\n    data = open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"
-        "    return int.from_bytes(data[:12], 'big')\n",
+        ("import os\n\ndef solve():\n    data = open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"
+         "    return int.from_bytes(data[:12], 'big')\n"),
         "def solve():\n    return int.from_bytes(open('/proc/self/environ', 'rb').read()[:12], 'big')\n",
     ]
     results = [sandbox.run(code) for code in attacks]
@@ -170,6 +171,29 @@ def test_no_network(sandbox):
         listener.close()
     if namespaces_available():
         assert Sandbox().containment()["network"].startswith("empty network namespace")
+
+
+def test_the_namespace_command_itself_has_no_network(tmp_path):
+    """Even with a socket module (our runner removes it), the sandbox's unshare command line sees no
+    network: a plain Python script run through it cannot reach a listener on the host's loopback."""
+    if not namespaces_available():
+        pytest.skip("unshare --net --pid is not available here")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    probe = tmp_path / "probe.py"
+    probe.write_text("import socket\nconnection = socket.socket()\nconnection.settimeout(1)\ntry:\n"
+                     f"    connection.connect(('127.0.0.1', {listener.getsockname()[1]}))\n    print('connected')\n"
+                     "except OSError as err:\n    print('refused', type(err).__name__)\n")
+    try:
+        completed = subprocess.run(Sandbox(use_namespaces=True)._command(probe), capture_output=True, env={},
+                                   timeout=20, check=False)
+        assert completed.stdout.startswith(b"refused"), completed
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
 
 
 def test_writing_files_is_refused_and_nothing_lands_on_the_host(sandbox, tmp_path):

@@ -23,7 +23,6 @@ from experiment.task_generation import (
     normalize_prompt,
     parse_completion,
 )
-
 from tests.conftest import SELFGEN_SPEC
 
 needs_sandbox = pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0,
@@ -93,10 +92,11 @@ def test_normalized_prompt_is_nfkc_casefold_whitespace():
 
 
 def _settings(**changes) -> GenerationSettings:
-    base = dict(instruction="Write one problem.", generator_model="embedded/tiny-arith", generator_path=None,
-                solver_model="embedded/tiny-arith", solver_path=None, n_accept=2, filter_samples=8,
-                keep_band=(1, 6), min_words=20, max_words=120, filter_max_tokens=16, generation_max_tokens=48,
-                solver_max_tokens=16, temperature=1.0, sandbox_timeout_s=2.0, max_candidates=8, batch_size=4)
+    base = {"instruction": "Write one problem.", "generator_model": "embedded/tiny-arith", "generator_path": None,
+            "solver_model": "embedded/tiny-arith", "solver_path": None, "n_accept": 2, "filter_samples": 8,
+            "keep_band": (1, 6), "min_words": 20, "max_words": 120, "filter_max_tokens": 16,
+            "generation_max_tokens": 48, "solver_max_tokens": 16, "temperature": 1.0, "sandbox_timeout_s": 2.0,
+            "max_candidates": 8, "batch_size": 4}
     base.update(changes)
     return GenerationSettings(**base)
 
@@ -158,6 +158,7 @@ def test_a_secret_printed_by_generated_code_never_reaches_the_candidate(sandbox,
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory):
     import tinker
+
     from embedded_tinker.launch import LOCAL_API_KEY, start_server
     from experiment.rl_recipe import renderer_named
 

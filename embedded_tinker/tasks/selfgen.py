@@ -56,8 +56,8 @@ def templated_example(rng: random.Random) -> dict[str, str]:
     problem = arithmetic.generate_problem(rng)
     numbers = [int(n) for n in re.findall(r"\d+", problem.question)]
     a, b = numbers[0], numbers[1]
-    for operation, op in OPERATORS.items():
-        if eval(f"{a} {op} {b}") == problem.answer:  # noqa: S307 - two literal ints, our own template
+    for op in OPERATORS.values():
+        if eval(f"{a} {op} {b}") == problem.answer:
             break
     else:
         raise ValueError(f"no operator gives {problem.answer} from {a}, {b}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiment import decision as d
+from experiment import sft_gates
 from experiment.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext
 from experiment.gates.evaluation import read_prediction_rows
@@ -22,6 +23,8 @@ GATE = "decision"
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    if ctx.plan.training_type == "sft":
+        return sft_gates.decision(ctx)
     rule = ctx.spec.to_dict()["decision_rule"]
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})

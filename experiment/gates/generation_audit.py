@@ -16,6 +16,8 @@ the measured generation, filter and audit work (units: candidates, filter rollou
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,12 @@ from experiment.clients import open_session
 from experiment.data import TaskItem, load_gsm8k, load_task_file
 from experiment.gates import GateVerdict, RunContext
 from experiment.generation_audit import AuditOutcome, Resolver, audit_with_repair
-from experiment.rl_recipe import PROJECT_ROOT, renderer_named, rollout_settings, run_async
+from experiment.rl_recipe import (
+    PROJECT_ROOT,
+    renderer_named,
+    rollout_settings,
+    run_async,
+)
 from experiment.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from experiment.spec import SpecError
 from experiment.task_generation import (
@@ -47,24 +54,28 @@ def run(ctx: RunContext) -> GateVerdict:
     except (SpecError, ValueError) as err:
         return _failed([str(err)], "state the generation design in the spec (a `generation` block or the method prose)")
     if spec_audit.get("answer_comparison") not in ("numeric_exact", "categorical_exact"):
-        return _failed([f"generation_audit.answer_comparison {spec_audit.get('answer_comparison')!r} is missing or "
-                        "unsupported; the audit stays unverified"], "set generation_audit.answer_comparison in the spec")
+        why = (f"generation_audit.answer_comparison {spec_audit.get('answer_comparison')!r} is missing or "
+               "unsupported; the audit stays unverified")
+        return _failed([why], "set generation_audit.answer_comparison in the spec")
     try:
         sandbox = Sandbox(SandboxLimits(timeout_s=settings.sandbox_timeout_s))
     except SandboxUnavailable as err:
         return _failed([f"no sandbox for model-written code: {err}"], "run where the sandbox can drop privileges")
     evaluation = full_evaluation_set(raw)
     base_model = ctx.state.get("served_model") or raw["base_model"]
-    ctx.store.append_event("generation_started", generator=settings.generator_id, solver=settings.solver_id,
-                           n_accept=settings.n_accept, settings_source=settings.source,
+    if settings.generator_model == raw["base_model"] and not settings.generator_path:
+        settings = replace(settings, generator_model=base_model)  # "frozen base": the served (resolved) model
+    identities = {"generator": model_identity(settings.generator_id), "solver": model_identity(settings.solver_id),
+                  "filter_base_model": model_identity(base_model)}
+    ctx.store.append_event("generation_started", identities=identities, settings=asdict(settings),
                            sandbox=sandbox.containment())
 
     with open_session(ctx, "generation") as session:
         generator_sampler = (session.sampler_from_path(settings.generator_path) if settings.generator_path
-                             else session.base_sampler(settings.generator_model))
+                             else session.base_sampler(_model_reference(settings.generator_model)))
         filter_sampler = session.base_sampler(base_model)  # "the base model solves it from text alone"
         solver_sampler = (session.sampler_from_path(settings.solver_path) if settings.solver_path
-                          else session.base_sampler(settings.solver_model))
+                          else session.base_sampler(_model_reference(settings.solver_model)))
         generator = TaskGenerator(
             settings=settings, generator=generator_sampler, filter_sampler=filter_sampler,
             renderer=_renderer(ctx, filter_sampler, rollout.renderer_name),
@@ -87,7 +98,7 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.state["generation_feasibility"] = feasibility
     ctx.store.append_event("generation_measured", **feasibility)
     measured = {"counts": generator.counts(), "rounds": outcome.rounds, "feasibility": feasibility,
-                "generator": settings.generator_id, "solver": _resolver_id(settings)}
+                "identities": identities}
     if outcome.report is not None:
         measured.update(label_error_count=outcome.report["label_error_count"],
                         overlap_count=outcome.report["overlap_count"], sample_size=outcome.report["sample_size"],
@@ -100,21 +111,47 @@ def run(ctx: RunContext) -> GateVerdict:
     report = outcome.report
     return GateVerdict(
         gate=GATE, status="passed", measured=measured,
-        reasons=[f"{len(ctx.state['generated_tasks'])} tasks from {report['counts']['generated']} candidates; "
-                 f"audit round {outcome.rounds}: {report['label_error_count']} label errors in "
-                 f"{report['sample_size']} blind re-solves by {_resolver_id(settings)}, "
-                 f"{report['overlap_count']} evaluation overlaps; validated passed"],
+        # JSON rows for a resumed run (the flow merges this into ctx.state): tasks_from_state rebuilds them
+        state={"generated_task_rows": [asdict(task) for task in ctx.state["generated_tasks"]],
+               "generated_tasks_file": report["dataset_file"], "generation_feasibility": feasibility},
+        reasons=[(f"{len(ctx.state['generated_tasks'])} tasks from {report['counts']['generated']} candidates; "
+                  f"audit round {outcome.rounds}: {report['label_error_count']} label errors in "
+                  f"{report['sample_size']} blind re-solves by {_resolver_id(settings)}, "
+                  f"{report['overlap_count']} evaluation overlaps; validated passed")],
     )
 
 
 def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
-    """RESULT.generation_audit: the section-10 record; the worked solutions stay in the audit file."""
-    record = {key: value for key, value in report.items() if key not in ("samples", "disagreements", "overlaps")}
+    """RESULT.generation_audit: the section-10 record (each sample's label and agreement stay in the audit file)."""
+    record = {key: value for key, value in report.items() if key != "samples"}
     record["samples"] = [{key: sample[key] for key in ("item_id", "independent_answer", "resolver_id", "method",
                                                        "reasoning", "blind_to_label")}
                          for sample in report["samples"]]
-    record["disagreements"] = report["disagreements"]
     return record
+
+
+def tasks_from_state(state: dict[str, Any]) -> list[TaskItem]:
+    """The audited training tasks: TaskItems set by this gate, or the JSON rows a resumed run restored."""
+    if state.get("generated_tasks"):
+        return list(state["generated_tasks"])
+    return [TaskItem(**row) for row in state.get("generated_task_rows", [])]
+
+
+def _model_reference(name: str) -> str:
+    """A local model directory named relative to the project (the local spec's generator) is sent to
+    the service as an absolute path; service model names pass through unchanged."""
+    local = PROJECT_ROOT / name
+    return str(local) if not Path(name).is_absolute() and (local / "config.json").is_file() else name
+
+
+def model_identity(name: str) -> dict[str, Any]:
+    """What the run records about a model: its name, and for a local directory its weights' sha256."""
+    identity: dict[str, Any] = {"name": name}
+    weights = Path(_model_reference(name)) / "model.safetensors"
+    if weights.is_file():
+        identity["weights_sha256"] = hashlib.sha256(weights.read_bytes()).hexdigest()
+        identity["kind"] = "local checkpoint directory"
+    return identity
 
 
 def _resolver_id(settings: GenerationSettings) -> str:

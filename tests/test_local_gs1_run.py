@@ -1,0 +1,108 @@
+"""End to end: the local GS1 spec through every gate on the embedded backend (issue 4 done-when).
+
+One uninterrupted run is checked record by record: status and verdict, the validator finds no
+problem, the decision recomputes from the retained observations with `flows.decide`, evaluator
+ids recompute from their provenance, adapter and initial-output hashes match across arms, and
+the pictures exist. The seed GS1 spec on the same backend stops at a gate with a clear reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiment.evaluation import evaluator_id
+from experiment.plots import PIXEL_SIZE
+
+from conftest import GS1_SPEC, REPO_ROOT
+
+LOCAL_GS1 = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
+pytestmark = pytest.mark.slow
+
+
+def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
+    for name in ("TINKER_BASE_URL", "TINKER_API_KEY"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def only_run_dir(runs_dir: Path) -> Path:
+    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    runs_dir = tmp_path_factory.mktemp("runs")
+    done = run_cli("flows.run", str(LOCAL_GS1), "--runs-dir", str(runs_dir))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return only_run_dir(runs_dir)
+
+
+def test_run_succeeds_with_a_verdict_and_every_record(finished_run):
+    result = json.loads((finished_run / "result.json").read_text())
+    assert result["status"] == "succeeded"
+    assert result["verdict"] in ("supported", "refuted")
+    assert result["confidence"] in ("strong", "weak")
+    assert set(result["completed_arms"]) == {"grpo_gs8", "gs1_kernel"}
+    for record in ("correctness_preflight", "initialization_provenance", "feasibility", "activation_calibration",
+                   "evaluation", "decision"):
+        assert result.get(record), f"RESULT lacks {record}"
+    assert result["validation"]["problems"] == 0
+
+
+def test_validator_finds_no_problem(finished_run):
+    checked = run_cli("flows.validate", str(finished_run), timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_decision_recomputes_from_the_retained_observations(finished_run):
+    result = json.loads((finished_run / "result.json").read_text())
+    observations = finished_run / "evidence" / result["decision"]["observations_file"]["name"]
+    decided = run_cli("flows.decide", str(LOCAL_GS1), str(observations), timeout=120)
+    assert decided.returncode == 0, decided.stderr
+    recomputed = json.loads(decided.stdout)
+    primary = recomputed["criteria"][0]
+    assert primary["effect"] == pytest.approx(result["effect"], abs=1e-12)
+    assert [primary["lower"], primary["upper"]] == pytest.approx(result["ci"], abs=1e-12)
+    assert recomputed["verdict"] == result["verdict"]
+
+
+def test_evaluator_ids_recompute_and_hashes_match_across_arms(finished_run):
+    result = json.loads((finished_run / "result.json").read_text())
+    for stored_id, provenance in result["evaluation"]["evaluators"].items():
+        assert evaluator_id(provenance) == stored_id
+        assert isinstance(provenance["items"]["ids"], list) and len(provenance["items"]["ids"]) == 500
+    arms = result["initialization_provenance"]["arms"]
+    assert len({arm["initialization"]["adapter_sha256"] for arm in arms.values()}) == 1
+    assert len({arm["initial_output"]["output_sha256"] for arm in arms.values()}) == 1
+    assert all(check["actual_family"] == "adamw" and not check["mismatches"]
+               for arm in arms.values() for check in arm["optimizer_checks"])
+
+
+def test_pictures_are_written(finished_run):
+    import matplotlib.image as mpimg
+
+    pictures = sorted((finished_run / "plots").glob("*.png"))
+    assert {p.name for p in pictures} >= {"training-mean-reward.png", "paired-effect.png", "arm-accuracy.png"}
+    for picture in pictures:
+        height, width = mpimg.imread(picture).shape[:2]
+        assert (width, height) == PIXEL_SIZE
+
+
+def test_seed_spec_on_the_embedded_backend_stops_at_a_gate(tmp_path):
+    done = run_cli("flows.run", str(GS1_SPEC), "--runs-dir", str(tmp_path), timeout=1500)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    result = json.loads((only_run_dir(tmp_path) / "result.json").read_text())
+    assert result["status"] == "failed" and "verdict" not in result
+    assert result["outcome_reason"] == "incomplete_execution"
+    assert "embedded/tiny-arith instead of Qwen/Qwen3.5-2B" in result["summary"]
+    assert any(d["field"] == "model" for d in result["deviations"])
