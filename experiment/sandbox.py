@@ -86,20 +86,17 @@ resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
 resource.setrlimit(resource.RLIMIT_AS, (limits["as_bytes"], limits["as_bytes"]))
 
 uid = config["uid"]
-if uid is not None:
-    os.chroot(config["root"])
-    os.chdir("/")
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    try:
-        os.setuid(0)
-    except PermissionError:
-        pass
-    else:
-        report({"ok": False, "kind": "sandbox_error", "error": "privileges were not dropped"})
+os.chroot(config["root"])
+os.chdir("/")
+os.setgroups([])
+os.setgid(uid)
+os.setuid(uid)
+try:
+    os.setuid(0)
+except PermissionError:
+    pass
 else:
-    os.chdir(config["root"])
+    report({"ok": False, "kind": "sandbox_error", "error": "privileges were not dropped"})
 
 def where(tb):
     line = None
@@ -179,6 +176,7 @@ class SandboxResult:
     seconds: float
     output_bytes: int  # bytes the code wrote to stdout/stderr (discarded unread)
     containment: dict[str, Any] = field(default_factory=dict)
+    uid: int | None = None  # the fresh uid this call ran as (every process of it was killed afterwards)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -265,7 +263,9 @@ class Sandbox:
                 _kill_uid(uid)
             output_bytes = output_path.stat().st_size
         seconds = time.perf_counter() - started
-        return self._result(raw, outcome, output_bytes, seconds)
+        result = self._result(raw, outcome, output_bytes, seconds)
+        result.uid = uid
+        return result
 
     def _command(self, runner: Path) -> list[str]:
         python = [sys.executable, "-I", "-S", str(runner)]

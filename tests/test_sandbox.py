@@ -36,8 +36,8 @@ FAKE_SECRET = "rx-fake-secret-7f3a9c1e5b"
 MODES = [pytest.param(True, id="namespaces"), pytest.param(False, id="no-namespaces")]
 
 
-def sandbox_processes() -> list[int]:
-    """Pids of live processes owned by any sandbox uid."""
+def sandbox_processes(uid: int | None = None) -> list[int]:
+    """Pids of live processes owned by `uid`, or by any sandbox uid (other runs may hold some)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -49,7 +49,7 @@ def sandbox_processes() -> list[int]:
         for line in status.splitlines():
             if line.startswith("Uid:"):
                 real_uid = int(line.split()[1])
-                if SANDBOX_UID_BASE <= real_uid < SANDBOX_UID_BASE + SANDBOX_UID_SPAN:
+                if real_uid == uid or (uid is None and SANDBOX_UID_BASE <= real_uid < SANDBOX_UID_BASE + SANDBOX_UID_SPAN):
                     found.append(int(entry.name))
     return found
 
@@ -63,7 +63,8 @@ def assert_contained(result, kind: str | None = None) -> None:
     assert result.error and len(result.error) <= 200
     if kind is not None:
         assert result.error_kind == kind, result.to_dict()
-    assert sandbox_processes() == [], "a sandboxed process outlived its call"
+    assert SANDBOX_UID_BASE <= result.uid < SANDBOX_UID_BASE + SANDBOX_UID_SPAN
+    assert sandbox_processes(result.uid) == [], "a sandboxed process outlived its call"
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +220,10 @@ def test_subprocesses_cannot_be_spawned(sandbox, tmp_path):
         result = sandbox.run(code)
         if result.ok:  # os.system reports a failed spawn as exit status 127, it runs nothing
             assert result.value == 127 << 8
+            assert sandbox_processes(result.uid) == []
         else:
             assert_contained(result)
     assert not marker.exists()
-    assert sandbox_processes() == []
 
 
 def test_huge_output_is_capped_and_never_reported(sandbox):
@@ -256,10 +257,14 @@ def test_errors_are_fixed_form_and_carry_no_code_text(sandbox):
     assert_contained(sandbox.run("import os\n\ndef solve():\n    os._exit(0)\n"), "no_result")
 
 
-def test_the_host_is_unaffected_after_the_attacks(sandbox):
-    assert sandbox.run("def solve():\n    return 2 + 2\n").value == 4
-    assert sandbox_processes() == []
-    assert not list(Path(tempfile.gettempdir()).glob("rx-sandbox-*"))  # every call's directory was removed
+def test_the_host_is_unaffected_after_the_attacks(sandbox, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's calls make their directories here
+    bomb = sandbox.run("import os\n\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
+                       "        except OSError:\n            pass\n")
+    assert_contained(bomb, "timeout")
+    after = sandbox.run("def solve():\n    return 2 + 2\n")
+    assert after.ok and after.value == 4 and sandbox_processes(after.uid) == []
+    assert list(tmp_path.iterdir()) == []  # every call's directory was removed
 
 
 def test_the_sandbox_refuses_to_run_without_privilege_drop(monkeypatch):
