@@ -51,7 +51,6 @@ NS_REFINEMENTS = 4
 TRIMUON_CORE_DTYPE = torch.float16
 
 DAMPING = 1e-3  # relative damping of the rank x rank preconditioners (internal constant)
-POLAR_STEPS = ("polar_express", "polar_switch")
 
 
 def polar_express(X: torch.Tensor, steps: int = POLAR_EXPRESS_STEPS) -> torch.Tensor:
@@ -83,7 +82,7 @@ def polar_switch(X: torch.Tensor, passes: int = SWITCH_PASSES, refinements: int 
     transposed = Y.shape[0] < Y.shape[1]
     tall = Y.T if transposed else Y
     gram = (tall.T @ tall).to(core_dtype)
-    identity = torch.eye(gram.shape[0], dtype=core_dtype)
+    identity = torch.eye(gram.shape[0], dtype=core_dtype, device=gram.device)
     Q = identity.clone()
     a, b, _ = CUBIC_NEWTON_SCHULZ
     for _ in range(refinements):
@@ -110,7 +109,7 @@ def factor_preconditioner(gram: torch.Tensor) -> torch.Tensor:
     mean_eig = float(torch.trace(S)) / S.shape[0]
     rank = S.shape[0]
     if mean_eig <= 0.0:  # a zero factor (B at initialization): the isotropic preconditioner
-        return torch.eye(rank, dtype=gram.dtype) / math.sqrt(DAMPING)
+        return torch.eye(rank, dtype=gram.dtype, device=gram.device) / math.sqrt(DAMPING)
     eigenvalues, vectors = torch.linalg.eigh(S / mean_eig)
     inv_sqrt = (eigenvalues.clamp_min(0.0) + DAMPING).rsqrt()
     return ((vectors * inv_sqrt) @ vectors.T).to(gram.dtype)

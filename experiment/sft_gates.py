@@ -60,6 +60,7 @@ PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same bat
 FIXED_BATCH_SIZE = 4
 RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must reproduce the update
 STEPS_TABLE = "sft_steps"
+RUNS_TABLE = "sft_finished_runs"  # one row per finished training run: what a resumed sweep reuses
 FEASIBILITY_EVAL_EXAMPLES = 16
 
 
@@ -569,35 +570,42 @@ def feasibility_pilot(ctx: RunContext) -> GateVerdict:
 
 
 def arm_training(ctx: RunContext) -> GateVerdict:
-    clients = ctx.state.get("arm_clients")
-    if not clients:
-        return GateVerdict(gate="arm_training", status="failed",
-                           reasons=["no restored run clients in this process: the restoration preflight must pass in "
-                                    "the same run (resuming an SFT sweep mid-way is not supported)"],
-                           next_diagnostic="rerun the spec from the start")
     runs = sft_runs(ctx)
     settings = sft_settings(ctx.spec)
     examples = training_examples(ctx.spec)
     batches = step_batches(examples, settings.batch_size, settings.steps)
     ids = [batch_id(step, batch) for step, batch in enumerate(batches)]
-    renderer = renderer_for(clients[runs[0].name], settings.renderer_name)
-    step_datums = [_datums(batch, renderer, settings) for batch in batches]  # identical for every run
+    clients = ctx.state.get("arm_clients") or {}
+    session = ctx.state.get("arms_session") or _session(ctx, "arms")
+    finished = {row["run"]: row for row in ctx.store.read_table(RUNS_TABLE)}  # a resumed run keeps these
     manifests, final_states, sampler_paths = [], {}, {}
-    ctx.state["comparison_steps_completed"] = 0
+    renderer, step_datums = None, None
+    ctx.state["comparison_steps_completed"] = settings.steps * len(finished)
     for run in runs:  # one after another: each run's optimizer time is measured on an otherwise idle server
-        client = clients[run.name]
+        if run.name in finished:
+            row = finished[run.name]
+            final_states[run.name], sampler_paths[run.name] = row["final_state"], row["sampler_path"]
+            manifests.append(adaptation_manifest(run.name, PAIR, json.loads(row["batch_ids"])))
+            continue
+        client = clients.get(run.name) or _client_from_initial_state(ctx, session, run)
+        if step_datums is None:  # tokenized once: identical for every run
+            renderer = renderer_for(client, settings.renderer_name)
+            step_datums = [_datums(batch, renderer, settings) for batch in batches]
         records = []
         for step in range(settings.steps):
             record = train_step(client, step_datums[step], run.params(), run.name, step, ids[step])
             records.append(record)
-            ctx.store.append_rows(STEPS_TABLE, [record.summary()])
+            ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
             ctx.store.append_event("training_step", **record.summary())
             ctx.state["comparison_steps_completed"] += 1
             ctx.on_progress(f"training-{run.arm.replace('_', '-')}", step + 1, settings.steps)
         final_states[run.name] = client.save_state(f"{run.slug}-final-state").result().path
         sampler_paths[run.name] = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
+        consumed = [rec.batch_id for rec in records]
+        ctx.store.append_rows(RUNS_TABLE, [{"run": run.name, "final_state": final_states[run.name],
+                                            "sampler_path": sampler_paths[run.name], "batch_ids": json.dumps(consumed)}])
         ctx.store.add_checkpoint(run.name, settings.steps, sampler_paths[run.name])
-        manifests.append(adaptation_manifest(run.name, PAIR, [rec.batch_id for rec in records]))
+        manifests.append(adaptation_manifest(run.name, PAIR, consumed))
         optim = [rec.optim_seconds for rec in records]
         ctx.store.update_result(
             adaptation_manifests=manifests,
@@ -611,11 +619,11 @@ def arm_training(ctx: RunContext) -> GateVerdict:
             }}},
             completed_arms=[run.name],
         )
-        arm_runs = [other.name for other in runs if other.arm == run.arm]
-        if run.name == arm_runs[-1]:  # the arm finished: its whole LR grid trained
-            ctx.store.update_result(metrics={"arms": {run.arm: {"runs_completed": len(arm_runs),
-                                                               "lr_grid": [x.learning_rate for x in runs if x.arm == run.arm]}}},
-                                    completed_arms=[run.arm])
+        arm_runs = [other for other in runs if other.arm == run.arm]
+        if run is arm_runs[-1]:  # the arm finished: its whole LR grid trained
+            ctx.store.update_result(metrics={"arms": {run.arm: {
+                "runs_completed": len(arm_runs), "lr_grid": [other.learning_rate for other in arm_runs]}}},
+                completed_arms=[run.arm])
     ctx.store.add_evidence("sft-steps.jsonl", "metrics",
                            "".join(json.dumps(row, sort_keys=True) + "\n" for row in ctx.store.read_table(STEPS_TABLE)))
     mismatches = pair_mismatches(manifests)
@@ -629,6 +637,18 @@ def arm_training(ctx: RunContext) -> GateVerdict:
     )
 
 
+def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFTRun) -> Any:
+    """A resumed sweep: the run starts over from the proven initialization state (never from a
+    half-trained one), its optimizer verified from the server's response before the first update."""
+    client = session.client_from_state(ctx.state["init_checkpoint"], run.requested)
+    check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
+    ctx.store.append_event("run_client_recreated", run=run.name, optimizer_check=check)
+    if check["mismatches"] or check["not_exposed_keys"]:
+        raise RuntimeError(f"{run.name}: the recreated client's optimizer does not match: "
+                           f"{check['mismatches'] + check['not_exposed_keys']}")
+    return client
+
+
 # ---------------------------------------------------------------- evaluation (held-out token-mean NLL)
 
 EVALUATOR_CODE = ("experiment/loss_eval.py", "experiment/sft_loop.py")
@@ -639,14 +659,16 @@ BASE_LABEL = "base"
 
 def evaluation(ctx: RunContext) -> GateVerdict:
     runs = sft_runs(ctx)
-    clients = ctx.state.get("arm_clients") or {}
-    missing = [run.name for run in runs if run.name not in clients]
+    final_states = ctx.state.get("final_states", {})
+    missing = [run.name for run in runs if run.name not in final_states]
     if missing:
-        return GateVerdict(gate="evaluation", status="failed", reasons=[f"no trained client for {missing}"])
+        return GateVerdict(gate="evaluation", status="failed", reasons=[f"no trained final state for {missing}"])
     settings = sft_settings(ctx.spec)
     aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
     items = heldout_examples(ctx.spec)  # exactly eval.n_examples, never floor-divided by a batch size
-    renderer = renderer_for(clients[runs[0].name], settings.renderer_name)
+    eval_session = _session(ctx, "evaluation")
+    base_client = eval_session.client_from_state(ctx.state["init_checkpoint"], runs[0].requested)
+    renderer = renderer_for(base_client, settings.renderer_name)
     datums, ids = _datums(items, renderer, settings), [item.id for item in items]
     template = (f"renderer {settings.renderer_name}; conversation_to_datum(train_on_what=all_assistant_messages, "
                 f"reduction=none, max_length={settings.max_seq_len}); forward(..., cross_entropy)")
@@ -658,19 +680,20 @@ def evaluation(ctx: RunContext) -> GateVerdict:
     ctx.store.update_result(evaluation=record)  # frozen before the first score of anything
     ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator, n_items=len(items))
 
-    with _session(ctx, "evaluation") as session:  # the untrained initial state, scored first
-        base_client = session.client_from_state(ctx.state["init_checkpoint"], runs[0].requested)
-        base = score_heldout(base_client, datums, ids, aggregation)
+    base = score_heldout(base_client, datums, ids, aggregation)  # the untrained initial state, scored first
     targets = [(BASE_LABEL, base, ctx.state["init_checkpoint"])]
     _post_score(ctx, record, BASE_LABEL, base, evaluator, ctx.state["init_checkpoint"], aggregation)
+    clients = ctx.state.get("arm_clients") or {}  # the trained clients, unless this process resumed
     evaluators = {}
     for run in runs:
-        scored = score_heldout(clients[run.name], datums, ids, aggregation)
+        client = clients.get(run.name) or eval_session.client_from_state(final_states[run.name], run.requested)
+        scored = score_heldout(client, datums, ids, aggregation)
         evaluators[run.name] = scored
         checkpoint = ctx.state.get("final_checkpoints", {}).get(run.name)
         _post_score(ctx, record, run.name, scored, evaluator, checkpoint, aggregation)
         targets.append((run.name, scored, checkpoint))
         ctx.store.update_result(loss_eval=loss_eval.report(aggregation, evaluators))
+    eval_session.close()
     record_eval = loss_eval.report(aggregation, evaluators)
     problems = loss_eval.check(record_eval)
     values = {name: scored.summary()["value"] for name, scored, _ in targets}
@@ -758,6 +781,9 @@ def decision(ctx: RunContext) -> GateVerdict:
                     for run in runs for criterion_metric, key in metric_values.items()]
     record = {"version": 1, "method": "best_lr_threshold", "observations": observations,
               "selection": {"rule": rule.get("select"), "per_arm": arms, "frozen_before_comparison": True},
+              "seeds": {"scheduled": rule.get("seeds", [0]),
+                        "note": "the spec's optional second-seed rerun of the best dimuon-lite config was not "
+                                "scheduled before the comparison, so it is not run after seeing it"},
               "criteria": criteria}
     treatment = ctx.plan.role_to_arm["treatment"]["arm"]
     baseline = ctx.plan.role_to_arm["baseline"]["arm"]

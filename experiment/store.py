@@ -254,6 +254,14 @@ class RunStore:
         with open(self.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
+    def record_gate(self, verdict: Any) -> None:
+        """A gate's verdict as an event and a row of tables/gates (nested values as JSON text)."""
+        self.append_event("gate", **verdict.to_dict())
+        row = verdict.to_dict()
+        for key in ("reasons", "measured", "state"):
+            row[key] = json.dumps(row.get(key), default=str, sort_keys=True)
+        self.append_rows("gates", [row])
+
     def read_events(self) -> list[dict[str, Any]]:
         lines = (self.run_dir / "events.jsonl").read_text().splitlines()
         return [json.loads(line) for line in lines if line.strip()]

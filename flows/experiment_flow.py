@@ -13,7 +13,6 @@ gates are reused with the state they handed on, and arms continue from their las
 
 from __future__ import annotations
 
-import json
 
 from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
@@ -41,15 +40,6 @@ class GateFailedError(Exception):
         self.next_diagnostic = verdict.next_diagnostic
         self.run_dir = run_dir
         super().__init__(f"{gate_failure_message(verdict)} (run {run_dir})")
-
-
-def record_verdict(store: RunStore, verdict: GateVerdict) -> None:
-    store.append_event("gate", **verdict.to_dict())
-    row = verdict.to_dict()
-    row["reasons"] = json.dumps(row["reasons"])
-    row["measured"] = json.dumps(row["measured"], default=str, sort_keys=True)
-    row["state"] = json.dumps(row["state"], default=str, sort_keys=True)
-    store.append_rows("gates", [row])
 
 
 def _publish(store: RunStore, plan, logger) -> None:
@@ -94,13 +84,13 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
                                         next_diagnostic="read the traceback in the flow log and fix the gate")
-                    record_verdict(store, crash)
+                    store.record_gate(crash)
                     store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
                     raise
                 return _capacity_stop(ctx, name, blocked, policy, spec_path, backend, runs_dir, requeue_count,
                                       chain_started_at, logger)
             ctx.state.update(verdict.state)
-            record_verdict(store, verdict)
+            store.record_gate(verdict)
             logger.info("gate %s: %s (%s)", name, verdict.status, "; ".join(verdict.reasons))
             if verdict.failed:
                 store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))

@@ -39,7 +39,7 @@ def forward_logprobs(training) -> np.ndarray:
 
 
 def test_capacity_exhausted_fails_create_model_for_the_configured_time(tmp_path):
-    faults = FaultConfig(capacity_exhausted_seconds=4)
+    faults = FaultConfig(capacity_exhausted_seconds=12)  # long enough to hold on a loaded 2-core machine
     with start_server(checkpoint_dir=tmp_path, faults=faults, in_process=True) as server:
         started = time.monotonic()
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
@@ -47,7 +47,7 @@ def test_capacity_exhausted_fails_create_model_for_the_configured_time(tmp_path)
             with pytest.raises(tinker.RequestFailedError, match="trainer capacity exhausted") as raised:
                 client.create_lora_training_client(base_model=MODEL, rank=2).result()
             assert raised.value.category == "server"
-            time.sleep(max(0.0, 4.5 - (time.monotonic() - started)))
+            time.sleep(max(0.0, 12.5 - (time.monotonic() - started)))
             training = client.create_lora_training_client(base_model=MODEL, rank=2).result()
             assert training.get_info().model_data.model_name == MODEL
         finally:

@@ -94,3 +94,27 @@ def test_flow_three_way_failure_is_inconclusive(tmp_path, prefect_harness, no_se
         state = run_experiment(str(SELFGEN_SPEC), backend=fake.base_url, runs_dir=str(tmp_path), return_state=True)
     result = RunStore.open(state.result(raise_on_failure=False).run_dir).read_result()
     assert (result["verdict"], result["outcome_reason"]) == ("inconclusive", "incomplete_execution")
+
+
+def test_flow_publishes_ui_artifacts(tmp_path, prefect_harness, no_service_env):
+    """The Prefect UI gets the RESULT summary, the gate table and links to the run's files."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from flows.experiment_flow import run_experiment
+
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        state = run_experiment(str(GS1_SPEC), backend=fake.base_url, runs_dir=str(tmp_path), return_state=True)
+
+    async def artifacts():
+        async with get_client() as client:
+            return await client.read_artifacts(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+
+    by_key = {artifact.key: artifact for artifact in asyncio.run(artifacts())}
+    assert {"run-result", "run-gates", "run-result-json", "evidence-manifest"} <= set(by_key)
+    assert by_key["run-result"].type == "markdown" and "preflight_probe" in by_key["run-result"].data
+    assert by_key["run-gates"].type == "table"
+    assert "result.json" in by_key["run-result-json"].data  # a link artifact (stored as markdown)

@@ -124,3 +124,50 @@ def test_sft_steps_lower_the_heldout_nll_and_time_the_optimizer(service_client, 
     after = score_heldout(training, heldout_datums, [e.id for e in heldout]).summary()
     assert after["n_tokens"] == before["n_tokens"] and after["n_examples"] == 8
     assert after["token_mean"] < before["token_mean"] - 0.5, (before["token_mean"], after["token_mean"])
+
+
+# ------------------------------------------------------------ gate rules that need no training
+
+
+def _context(tmp_path, drop_from_plan=(), backend="http://127.0.0.1:9"):
+    """A run context for a copy of the production TriMuon spec, its plan file minus some fields."""
+    from experiment.gates import RunContext
+    from experiment.plan import build_plan
+    from experiment.service import ServiceTarget
+    from experiment.spec import load_spec
+    from experiment.store import RunStore
+
+    specs = REPO_ROOT / "specs"
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    (spec_dir / "trimuon_vs_dimuon_no_robots.json").write_text((specs / "trimuon_vs_dimuon_no_robots.json").read_text())
+    plan_file = json.loads((specs / "trimuon_vs_dimuon_no_robots.plan.json").read_text())
+    for name in drop_from_plan:
+        plan_file.pop(name)
+    (spec_dir / "trimuon_vs_dimuon_no_robots.plan.json").write_text(json.dumps(plan_file))
+    spec = load_spec(spec_dir / "trimuon_vs_dimuon_no_robots.json")
+    plan = build_plan(spec)
+    return RunContext(spec=spec, plan=plan, store=RunStore.create(tmp_path / "runs", spec, plan),
+                      service=ServiceTarget.from_backend(backend))
+
+
+def test_fork_routing_puts_every_arm_on_the_fork_of_a_remote_service(tmp_path, no_service_env):
+    from experiment.sft_gates import service_routing, sft_runs
+
+    ctx = _context(tmp_path)
+    routing = service_routing(ctx)
+    assert routing["fork"] is True and set(routing["planned_services"]) == {"trimuon", "dimuon_lite"}
+    assert [run.name for run in sft_runs(ctx)] == [f"{arm}@lr={lr:g}" for arm in ("trimuon", "dimuon_lite")
+                                                   for lr in (5e-5, 1e-4, 2e-4)]
+    ctx.service.kind, ctx.service.base_url = "embedded", None  # the embedded backend serves both families
+    assert service_routing(ctx)["fork"] is False
+
+
+def test_a_forked_optimizer_without_a_correctness_plan_is_required_unverified(tmp_path, no_service_env):
+    from experiment.sft_gates import correctness_preflight
+
+    ctx = _context(tmp_path, drop_from_plan=("correctness_preflight",))
+    verdict = correctness_preflight(ctx)
+    assert verdict.status == "failed" and verdict.reasons[0].startswith("required/unverified")
+    assert "spec revision is requested" in verdict.reasons[0]
+    assert ctx.store.read_result()["correctness_preflight"] == {"required": True, "status": "unverified", "paths": []}

@@ -62,12 +62,8 @@ def arm_is_correct(arm: str, index: int) -> bool:
 
 
 def record_gate(store: RunStore, gate: str, status: str, **measured: Any) -> None:
-    verdict = GateVerdict(gate=gate, status=status, reasons=[f"{gate} {status}"], measured=measured, duration_s=1.5)
-    store.append_event("gate", **verdict.to_dict())
-    row = verdict.to_dict()
-    row["reasons"] = json.dumps(row["reasons"])
-    row["measured"] = json.dumps(row["measured"], sort_keys=True)
-    store.append_rows("gates", [row])
+    store.record_gate(GateVerdict(gate=gate, status=status, reasons=[f"{gate} {status}"], measured=measured,
+                                  duration_s=1.5))
 
 
 def evaluator() -> tuple[str, dict[str, Any]]:
