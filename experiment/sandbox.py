@@ -296,8 +296,14 @@ class Sandbox:
             process.wait(timeout=self.limits.timeout_s)
             return "exited"
         except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
-            process.wait()
+            # kill the code's processes first so that their parent (unshare, or we) reaps them: killing
+            # unshare first would leave the runner a zombie for the host's init to reap
+            _kill_uid(uid)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill_group(process.pid)
+                process.wait()
             return "timed_out"
         finally:
             _kill_group(process.pid)

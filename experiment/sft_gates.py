@@ -14,7 +14,9 @@ one proven initial state and all on the same batches in the same order:
                          create-save-restore update checked against the uninterrupted client
 - feasibility_pilot      one measured step per arm and a held-out slice, projected sequentially
 - arm_training           the runs one after another (so optimizer step times are not shared
-                         CPU time), per-step optimizer wall time, adaptation manifests
+                         CPU time), per-step optimizer wall time, adaptation manifests; a resumed
+                         sweep keeps its finished runs and restarts an unfinished one from the
+                         initialization state (optimizer re-verified)
 - evaluation             frozen evaluator, then the held-out token-mean NLL of the base state and
                          every run on exactly eval.n_examples conversations (loss_eval, section 8)
 - decision               best LR per arm, the plan's thresholds, grid edges, pair hashes checked

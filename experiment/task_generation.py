@@ -320,7 +320,8 @@ class TaskGenerator:
             prompt=prompt, num_samples=size,
             sampling_params=tinker.SamplingParams(
                 stop=renderer.get_stop_sequences(), max_tokens=self.settings.generation_max_tokens,
-                temperature=self.settings.temperature, seed=self.settings.seed * 7_919 + self.batches,
+                # the service draws row i from seed + i: one distinct seed per candidate index
+                temperature=self.settings.temperature, seed=self.settings.seed * 1_000_003 + len(self.candidates),
             ),
         )
         texts = []

@@ -281,8 +281,8 @@ def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, monkeypatch):
     """The real gate: local generator model -> sandbox -> filters -> frozen files -> blind re-solves by
-    embedded/tiny-arith -> the section-10 record. Whatever the outcome, the record is consistent with
-    the frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
+    embedded/tiny-arith -> repair rounds -> the section-10 record. The record is consistent with the
+    frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
     from experiment.gates import generation_audit as gate
     from experiment.validation import run_validation
 
@@ -317,13 +317,14 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
         assert all(s["resolver_id"].startswith("embedded/tiny-arith") for s in record["samples"])
         problems = [p for p in run_validation(ctx.store.run_dir).problems if p.check.startswith("generation_audit")]
         assert problems == []
-    if verdict.status == "passed":
-        tasks = ctx.state["generated_tasks"]
-        assert len(tasks) == 3 and all(isinstance(t, TaskItem) for t in tasks)
-        assert gate.tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
-        assert record["status"] == "passed" and record["label_error_count"] == 0 and record["overlap_count"] == 0
-    else:
-        assert "generated_tasks" not in ctx.state and verdict.reasons
+    # seeded sampling on the committed generator weights: this small run passes (in round 3 when written)
+    assert verdict.status == "passed", verdict.reasons
+    tasks = ctx.state["generated_tasks"]
+    assert len(tasks) == 3 and all(isinstance(t, TaskItem) for t in tasks)
+    assert gate.tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
+    assert record["status"] == "passed" and record["label_error_count"] == 0 and record["overlap_count"] == 0
+    assert [r["label_error_count"] for r in record["rounds"]][-1] == 0
+    assert all(f"generated-tasks-v{r['round']}.jsonl" in files for r in record["rounds"])
     for path in ctx.store.run_dir.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

@@ -55,7 +55,7 @@ def test_run_succeeds_with_a_verdict_and_every_record(finished_run):
     for record in ("correctness_preflight", "initialization_provenance", "feasibility", "activation_calibration",
                    "evaluation", "decision"):
         assert result.get(record), f"RESULT lacks {record}"
-    assert result["validation"]["problems"] == 0
+    assert result["validation"]["status"] == "passed" and result["validation"]["problem_count"] == 0
 
 
 def test_validator_finds_no_problem(finished_run):
