@@ -15,7 +15,9 @@ Before any optimizer update on generated data:
   6. report the section-10 record, and `validate(...)` it: passed only when every rule holds and
      label errors <= max_label_errors and overlaps <= max_eval_overlaps.
 Any label error or overlap, whatever the thresholds, rejects the affected tasks, tops the accepted
-set back up by generating more, freezes NEW file versions and re-audits (`audit_with_repair`).
+set back up by generating more, freezes NEW file versions and re-audits (`audit_with_repair`) on a
+fresh sample (sample_seed = audit seed + round - 1, recorded), so a passing re-audit is evidence
+about the repaired set and not a re-check of tasks already seen.
 Agreement with an independent solver does not establish semantic truth; disagreements and the
 sample denominator are reported.
 """
@@ -349,10 +351,13 @@ async def audit_with_repair(
                         f"(max_candidates {generator.settings.max_candidates})")]
             if not accepted:
                 return AuditOutcome(False, None, None, round_number, resolver.seconds, len(resolver.answers), reasons)
-        sample = select_sample(tasks, sample_size(len(accepted), spec_audit), seed)
+        # a fresh sample each round: a re-audit that re-drew the already verified tasks would say
+        # nothing about the unsampled ones (when the sample is every accepted task this changes nothing)
+        round_seed = seed + round_number - 1
+        sample = select_sample(tasks, sample_size(len(accepted), spec_audit), round_seed)
         await resolver.resolve(sample)
         report = build_report(tasks=tasks, evaluation=evaluation, resolved=resolver.answers,
-                              resolver_id=resolver.resolver_id, spec_audit=spec_audit, seed=seed,
+                              resolver_id=resolver.resolver_id, spec_audit=spec_audit, seed=round_seed,
                               dataset_file=dataset_file, evaluation_file=EVALUATION_FILE, audit_file=audit_file)
         validation = validate(report, spec_audit, tasks, evaluation, require_comparison=True)
         history.append({"round": round_number, "dataset_file": dataset_file, "audit_file": audit_file,

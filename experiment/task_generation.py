@@ -14,8 +14,8 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
   - the first n_accept accepted candidates, in generation order, form the training set.
 
 Every candidate is kept, in generation order, as one row:
-    {"item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion",
-     "word_count", "base_solved", "execution_seconds"}
+    {"item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion" (the raw
+     text, kept only when parsing failed), "word_count", "base_solved", "execution_seconds"}
 with disposition accepted | rejected | execution_error (contract section 10).
 """
 
@@ -38,6 +38,7 @@ from experiment.spec import Spec, SpecError
 ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
 DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)
 ITEM_ID_FORMAT = "selfgen-{index:06d}"
+MAX_KEPT_COMPLETION_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,9 @@ class TaskGenerator:
         parsed = parse_completion(completion)
         row: dict[str, Any] = {
             "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
-            "answer": None, "disposition": None, "code": parsed.code, "error": None, "completion": completion,
+            "answer": None, "disposition": None, "code": parsed.code, "error": None,
+            # the raw text only where parsing failed (prompt + code carry it otherwise; keeps the file small)
+            "completion": completion[:MAX_KEPT_COMPLETION_CHARS] if parsed.error else None,
             "word_count": word_count(parsed.problem) if parsed.problem else 0, "base_solved": None,
             "execution_seconds": None,
         }

@@ -238,6 +238,7 @@ def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded)
     assert repaired["disposition"] == "rejected" and repaired["error"].startswith("audit round 1: label")
     final = posted[-1]
     assert final["dataset_file"] == "generated-tasks-v2.jsonl" and final["audit_file"] == "generation-audit-v2.json"
+    assert [p["sample_seed"] for p in posted] == [0, 1]  # each round draws a fresh sample
     assert audit.validate(final, {**SPEC_AUDIT, "min_sample_size": 100}, generator.candidates, EVALUATION).passed
     assert wrong["item_id"] not in [t.id for t in generator.training_tasks()]
 

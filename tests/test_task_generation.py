@@ -136,7 +136,8 @@ def test_filters_1_to_4_in_the_spec_order(sandbox):
         row = screen(index, completion)
         assert row["disposition"] == disposition, name
         assert row["error"].startswith(error), (name, row["error"])
-        assert row["item_id"] == f"selfgen-{index:06d}" and row["completion"] == completion
+        assert row["item_id"] == f"selfgen-{index:06d}"
+        assert row["completion"] == (completion if name == "unparsable" else None)
     survivor = _screener(sandbox)._screen(9, PROBLEM + code)
     assert survivor["disposition"] is None and survivor["answer"] == "94" and survivor["error"] is None
     assert survivor["word_count"] == len(PROBLEM.split()) and survivor["code"] == code.strip("\n") + "\n"
@@ -204,5 +205,20 @@ def test_generation_keeps_every_candidate_in_order(embedded, sandbox):
     assert sum(generator.counts()[k] for k in ("accepted", "rejected", "execution_errors")) == 6
     for row in generator.candidates:
         assert row["disposition"] in (ACCEPTED, REJECTED, EXECUTION_ERROR)
-        assert isinstance(row["completion"], str)
+        assert isinstance(row["completion"], str) or row["prompt"] is not None
     assert generator.measurements.candidates == 6 and generator.measurements.generation_seconds > 0
+
+
+def test_the_local_generator_assets_match_their_metadata():
+    import hashlib
+
+    from embedded_tinker.tasks import selfgen
+
+    metadata = json.loads((selfgen.GENERATOR_DIR / selfgen.METADATA_FILE).read_text())
+    weights = (selfgen.GENERATOR_DIR / "model.safetensors").read_bytes()
+    assert hashlib.sha256(weights).hexdigest() == metadata["weights_sha256"]
+    assert metadata["instruction"] == generation_settings(load_spec(SELFGEN_SPEC)).instruction == selfgen.INSTRUCTION
+    assert metadata["train"]["steps"] == selfgen.TRAIN_STEPS
+    example = selfgen.templated_example(__import__("random").Random(0))
+    parsed = parse_completion(example["completion"])
+    assert parsed.problem == example["question"] and parsed.code.startswith("def solve():\n    return ")
