@@ -110,3 +110,30 @@ def evaluate_checks(checks: Sequence[dict[str, Any]], values: dict[str, float | 
 def json_safe(values: dict[str, float | None]) -> dict[str, float | None]:
     """RESULT is strict JSON: a non-finite measurement (e.g. a mixed group size) is reported as null."""
     return {k: (v if v is None or math.isfinite(v) else None) for k, v in values.items()}
+
+
+def selfgen_activation_values(
+    treatment_steps: Sequence[StepRecord],
+    baseline_steps: Sequence[StepRecord],
+    generated_ids: set[str],
+    train_ids: set[str],
+    eval_overlaps: int,
+) -> dict[str, float | None]:
+    """The self-generated spec's checks, from the batches the pilot actually consumed."""
+    treatment_ids = [i for s in treatment_steps for i in s.item_ids]
+    baseline_ids = [i for s in baseline_steps for i in s.item_ids]
+    groups = []
+    for step in treatment_steps:
+        size = len(step.rewards) // len(step.item_ids)
+        groups += [step.rewards[k * size:(k + 1) * size] for k in range(len(step.item_ids))]
+    rewards = [r for s in treatment_steps for r in s.rewards]
+    return {
+        "treatment_fraction_batches_from_generated_set": (
+            sum(i in generated_ids for i in treatment_ids) / len(treatment_ids) if treatment_ids else None),
+        "baseline_fraction_batches_from_gsm8k_train": (
+            sum(i in train_ids for i in baseline_ids) / len(baseline_ids) if baseline_ids else None),
+        "selfgen_frac_groups_nonzero_reward_variance_pilot": (
+            sum(1 for g in groups if max(g) != min(g)) / len(groups) if groups else None),
+        "selfgen_mean_train_reward_pilot": float(np.mean(rewards)) if rewards else None,
+        "generated_eval_exact_overlaps": float(eval_overlaps),
+    }

@@ -164,3 +164,29 @@ def renderer_named(tokenizer_id: str, renderer_name: str) -> Any:
     from tinker_cookbook.tokenizer_utils import get_tokenizer
 
     return renderers.get_renderer(renderer_name, get_tokenizer(tokenizer_id))
+
+
+def uses_generated_tasks(spec: Spec, arm_name: str) -> bool:
+    """An arm trained on the audited self-generated tasks (spec field `training_data`)."""
+    raw = next((a for a in spec.to_dict().get("arms", []) if a.get("name") == arm_name), {})
+    return raw.get("training_data") == "generated_tasks"
+
+
+def arm_training_order(spec: Spec, state: dict[str, Any], arm_name: str) -> list[TaskItem]:
+    """The prompt order one arm trains on.
+
+    Arms on the spec's dataset take its seed-0 shuffle, first `dataset.n_examples` (GS1: the shared
+    order; selfgen baseline: "the first 640 after a fixed seed-0 shuffle"). An arm on generated data
+    takes the audited accepted tasks (first N in generation order) in a seed-0 shuffle; those exist
+    only after the generation audit passed, so no update on generated data can come before it.
+    """
+    if uses_generated_tasks(spec, arm_name):
+        from experiment.gates.generation_audit import tasks_from_state
+
+        tasks = tasks_from_state(state)
+        if not tasks:
+            raise ValueError(f"arm {arm_name} trains on generated tasks but no audited task set exists")
+        return seeded_shuffle(tasks, seed=0)
+    order = training_items(spec)
+    n = spec.to_dict().get("dataset", {}).get("n_examples")
+    return order[: int(n)] if n else order

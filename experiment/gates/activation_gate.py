@@ -15,13 +15,18 @@ import json
 import time
 from dataclasses import replace
 
-from experiment.activation import evaluate_checks, gs1_activation_values, json_safe
+from experiment.activation import evaluate_checks, gs1_activation_values, json_safe, selfgen_activation_values
+from experiment.gates.generation_audit import tasks_from_state
+from experiment.generation_audit import evaluation_overlap
 from experiment.advantages import KernelBaselineState
 from experiment.clients import open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.restoration import requested_optimizer
 from experiment.rl_loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.rl_recipe import (
+    arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items,
+    uses_generated_tasks,
+)
 
 GATE = "activation_gate"
 PILOT_STEPS = 2
@@ -36,9 +41,11 @@ def run(ctx: RunContext) -> GateVerdict:
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     treatment = arms.get(ctx.plan.role_to_arm.get("treatment", {}).get("arm", ""))
     baseline = arms.get(ctx.plan.role_to_arm.get("baseline", {}).get("arm", ""))
-    if treatment is None or baseline is None or treatment.advantage != KERNEL_BASELINE:
-        return not_implemented(GATE, "activation pilot for this spec's arms (only the GS1 kernel-baseline design)")
     checks = ctx.plan.gate(GATE).details.get("checks", [])
+    if treatment is not None and baseline is not None and uses_generated_tasks(ctx.spec, treatment.name):
+        return _selfgen_activation(ctx, treatment, baseline, checks)
+    if treatment is None or baseline is None or treatment.advantage != KERNEL_BASELINE:
+        return not_implemented(GATE, "activation pilot for this spec's arms (GS1 kernel baseline, self-generated data)")
     calibration_planned = CALIBRATION_SENTENCE in ctx.spec.to_dict().get("command", "")
     candidates = CALIBRATION_BANDWIDTHS if calibration_planned else (treatment.kernel_bandwidth,)
 
@@ -91,6 +98,32 @@ def _note(pilots, chosen, calibration_planned) -> str:
     return f"all checks passed with bandwidth {chosen}{extra}; tried {tried}; {plan}"
 
 
+def _selfgen_activation(ctx, treatment, baseline, checks) -> GateVerdict:
+    """Self-generated spec: each arm on its intended data, non-degenerate generated groups, no overlap.
+
+    Two treatment steps and one baseline step in the full-run regime (only after the generation
+    audit passed: the gate order guarantees it); no calibration is planned in this spec."""
+    with open_session(ctx, "activation-pilot") as session:
+        pilot = run_async(_pilot(ctx, _pilot_client(ctx, session, treatment), treatment, steps=PILOT_STEPS))["steps"]
+        base = run_async(_pilot(ctx, _pilot_client(ctx, session, baseline), baseline, steps=1))["steps"]
+    generated = tasks_from_state(ctx.state)
+    overlaps = evaluation_overlap(
+        [{"item_id": t.id, "prompt": t.question, "disposition": "accepted"} for t in generated],
+        [{"item_id": i.id, "prompt": i.question} for i in eval_items(ctx.spec)])
+    values = selfgen_activation_values(pilot, base, {t.id for t in generated},
+                                       {t.id for t in training_items(ctx.spec)}, len(overlaps))
+    outcomes = evaluate_checks(checks, values)
+    _keep_pilot_log(ctx, "selfgen", pilot + base, {})
+    passed = all(o.passed for o in outcomes)
+    note = "all checks passed on the pilot" if passed else "activation checks failed on the pilot; ranges unchanged"
+    ctx.store.update_result(activation_calibration={"values": json_safe(values), "note": note + "; no calibration planned"})
+    return GateVerdict(
+        gate=GATE, status="passed" if passed else "failed", reasons=[o.reason for o in outcomes],
+        measured=json_safe(values),
+        next_diagnostic=None if passed else "inspect evidence activation-pilot-bwselfgen.jsonl (rewards per group)",
+    )
+
+
 def _pilot_client(ctx, session, arm):
     """A throwaway client restored from the initialization checkpoint (the full run's start)."""
     requested = requested_optimizer(*requested_optimizers(ctx.plan).get(arm.name, ("adam", {"lr": arm.learning_rate})))
@@ -99,7 +132,7 @@ def _pilot_client(ctx, session, arm):
 
 async def _pilot(ctx, client, arm, steps: int, heldout: bool = False):
     renderer = renderer_for(client, arm.renderer_name)
-    order = training_items(ctx.spec)
+    order = arm_training_order(ctx.spec, ctx.state, arm.name)
     heldout_means = {}
     if heldout:  # extra samples of step 0's prompts from the same weights, never trained on
         sampler = await client.save_weights_and_get_sampling_client()

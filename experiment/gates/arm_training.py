@@ -30,7 +30,7 @@ from experiment.advantages import KernelBaselineState
 from experiment.clients import ClientSession, open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, StepRecord, train_one_step
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.rl_recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
 
 GATE = "arm_training"
 CHECKPOINTS_TABLE = "arm_checkpoints"
@@ -105,7 +105,7 @@ class ArmTrainer:
         if client is None:  # a resumed run: continue from the last saved state (or the initialization)
             client = self._restore(self.saved["uri"] if self.saved else ctx.state["init_checkpoint"])
         renderer = renderer_for(client, arm.renderer_name)
-        order = training_items(ctx.spec)
+        order = arm_training_order(ctx.spec, ctx.state, arm.name)
         records: list[StepRecord] = []
         for step in range(start, self.steps):
             client, record, window = self._step_with_capacity(client, renderer, order, step, window)

@@ -20,7 +20,7 @@ from experiment.math_eval import greedy_predictions
 from experiment.restoration import requested_optimizer
 from experiment.rl_loop import train_one_step
 from experiment.rl_recipe import (
-    eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async, training_items,
+    arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async,
 )
 from experiment.advantages import KernelBaselineState
 
@@ -36,7 +36,7 @@ def run(ctx: RunContext) -> GateVerdict:
     spec = ctx.spec.to_dict()
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
-    order, items = training_items(ctx.spec), eval_items(ctx.spec)
+    items = eval_items(ctx.spec)
     rollout = rollout_settings(ctx.spec)
     init_uri = ctx.state["init_checkpoint"]
     steps = int(spec["steps"])
@@ -53,7 +53,8 @@ def run(ctx: RunContext) -> GateVerdict:
             renderer = renderer_for(client, arm.renderer_name)
             window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
             started = time.perf_counter()
-            run_async(train_one_step(client, renderer, arm, order, step=0, kernel_state=window))
+            run_async(train_one_step(client, renderer, arm, arm_training_order(ctx.spec, ctx.state, name), step=0,
+                                     kernel_state=window))
             step_seconds += time.perf_counter() - started
         sampler = session.base_sampler(ctx.state["served_model"])
         pilot_items = items[:PILOT_EVAL_ITEMS]
@@ -78,6 +79,8 @@ def run(ctx: RunContext) -> GateVerdict:
                              gpu_count, allocation),
         evaluation=PhaseTiming(eval_seconds, len(pilot_items), n_eval * eval_arms, len(pilot_items), gpu_count, allocation),
         budget=ctx.plan.budget,
+        generation=generation_block(ctx),
+        extra_phases=generation_phases(ctx),
     )
     ctx.store.update_result(feasibility=record)
     projection = record["projection"]
@@ -93,3 +96,26 @@ def run(ctx: RunContext) -> GateVerdict:
                   "projected_wall_seconds": projection["wall_seconds"], "pilot_base_accuracy": pilot_accuracy},
         next_diagnostic=None if fits else "downsize per contract section 11: drop optional evals/seeds first, then shorten training with a recorded deviation",
     )
+
+
+def generation_block(ctx: RunContext) -> dict | None:
+    """Section 11 `generation` when training data is generated (measured by the audit gate), else null."""
+    measured = ctx.state.get("generation_feasibility")
+    if not measured:
+        return None
+    return {key: measured[key] for key in ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
+            if key in measured}
+
+
+def generation_phases(ctx: RunContext) -> dict[str, PhaseTiming]:
+    """Generation, filter and audit work of this run (units: candidates, filter rollouts, re-solves).
+
+    Already done before the pilot, so measured units are the planned units: the projection adds the
+    time they actually took."""
+    measured = (ctx.state.get("generation_feasibility") or {}).get("measurements") or {}
+    gpu_count, allocation = (0, "embedded backend: CPU only") if ctx.service.kind == "embedded" else (None, None)
+    return {
+        name: PhaseTiming(phase["seconds"], phase["units"], phase["units"], phase["units"], gpu_count, allocation)
+        for name, phase in measured.items()
+        if isinstance(phase, dict) and phase.get("units")
+    }

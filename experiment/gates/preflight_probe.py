@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 
+from experiment.capacity import CapacityBlocked, classify
 from experiment.clients import open_session
 from experiment import sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
@@ -41,6 +42,8 @@ def run(ctx: RunContext) -> GateVerdict:
             try:
                 client = session.lora_client(model, rank, arm.seed, requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
+                if classify(err) == "capacity" or isinstance(err, CapacityBlocked):
+                    raise  # a busy service is no rejection: the flow stops or waits per section 3
                 failed = True
                 reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")
                 continue
@@ -48,6 +51,8 @@ def run(ctx: RunContext) -> GateVerdict:
             tokenizer_id = info.model_data.tokenizer_id or model
             check = optimizer_check(info, requested, after_restore=0, evidence_ref="events.jsonl")
             renderer = renderer_for(client, arm.renderer_name)
+            # one example of the spec's dataset for every arm: never generated data, which is not
+            # audited yet at this point (contract)
             record, _ = run_async(_one_example_step(client, renderer, arm, order))
             loss = record.loss_sum
             ok = math.isfinite(loss) and check["actual_family"] == requested["family"]

@@ -31,6 +31,8 @@ def run(ctx: RunContext) -> GateVerdict:
     model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
     deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
     ctx.store.update_result(**intake_update(ctx.plan, model, deviations))
+    if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (contract section 4)
+        ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
     ctx.state["served_model"] = model
     return GateVerdict(
         gate="spec_intake",
