@@ -1,0 +1,55 @@
+"""End to end: the local self-generated-tasks spec on the embedded backend (issue 7 done-when).
+
+Generation through the sampling client, sandboxed labels, the audit validated before any update on
+generated data, three arms (untrained base, arithmetic RL, self-generated RL) evaluated on the same
+items, and both criteria of the three-way decision computed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+LOCAL_SELFGEN = REPO_ROOT / "specs" / "local" / "selfgen_tasks_local.json"
+FAKE_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
+
+
+def test_local_selfgen_spec_runs_end_to_end(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET}
+    env.pop("TINKER_BASE_URL", None)
+    done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_SELFGEN), "--runs-dir", str(tmp_path)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    result = json.loads((run_dir / "result.json").read_text())
+
+    assert result["status"] == "succeeded"
+    assert result["verdict"] in ("supported", "refuted", "inconclusive") and result["outcome_reason"]
+    assert "confidence" not in result and "effect" not in result  # the three-way shape
+    assert result["validation"]["status"] == "passed", result["validation"]
+
+    audit = result["generation_audit"]
+    assert audit["stage"] == "before_training" and audit["label_error_count"] == 0 and audit["overlap_count"] == 0
+    kinds = {f["name"]: f["kind"] for f in result["evidence"]["files"]}
+    assert kinds[audit["dataset_file"]] == "generated_tasks" and kinds[audit["evaluation_file"]] == "generated_tasks"
+
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    gates = [e["gate"] for e in events if e["event"] == "gate"]
+    assert gates.index("generation_audit") < gates.index("feasibility_pilot") < gates.index("arm_training")
+
+    scores = result["evaluation"]["scores"]
+    assert {s["arm"] for s in scores} == {"base", "rl_arith", "rl_selfgen"}
+    assert len({s["evaluator_id"] for s in scores}) == 1
+    assert [c["id"] for c in result["decision"]["criteria"]] == ["noninferiority_vs_arith_rl", "recovered_half_gain"]
+    assert result["decision"]["adjustment"] == "bonferroni"
+
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert FAKE_SECRET.encode() not in path.read_bytes(), path
