@@ -88,6 +88,22 @@ def accepts(errors: dict, tolerance: dict) -> tuple[bool, str]:
     return True, f"max_abs_error {errors['max_abs_error']:.3e} <= {allowed:.3e}"
 
 
+def check_tolerances(errors: dict, tolerances: dict) -> tuple[bool, list[str]]:
+    """Every tolerance of a spec path against its measured errors: (all accepted, one reason each).
+
+    A tolerance with no measurement blocks like a failed check (contract section 4)."""
+    passed, reasons = True, []
+    for key, tolerance in tolerances.items():
+        if key not in errors:
+            passed = False
+            reasons.append(f"{key}: no measurement for this check (a missing check blocks like a failed one)")
+            continue
+        ok, why = accepts(errors[key], tolerance)
+        passed &= ok
+        reasons.append(f"{key}: {why}")
+    return passed, reasons
+
+
 def lr_scaling_errors(probes: list[dict]) -> list[float]:
     """Relative change of update_norm / learning_rate against the first probe.
 

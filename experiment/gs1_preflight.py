@@ -30,7 +30,7 @@ import experiment
 import tinker_cookbook
 from experiment import rl_loop
 from experiment.advantages import KernelBaselineState, append_batch_to_window, gs1_kernel_advantages
-from experiment.correctness import accepts, file_sha256, importance_sampling_loss_and_grad, parity_errors
+from experiment.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
 from experiment.gs1_reference import reference_gs1_advantages
 from experiment.restoration import batch_json, canonical_sha256
 from experiment.data import TaskItem
@@ -206,16 +206,7 @@ async def run_gs1_loss_path_preflight(
         "reference_loss": parity_errors(treatment.loss_actual, treatment.loss_reference),
         "reference_gradient": parity_errors(treatment.gradient_actual, treatment.gradient_reference),
     }
-    tolerances = spec_path.get("tolerances", {})
-    reasons, passed = [], True
-    for key, tolerance in tolerances.items():
-        if key not in errors:
-            passed = False
-            reasons.append(f"{key}: no measurement for this tolerance (missing check blocks)")
-            continue
-        ok, why = accepts(errors[key], tolerance)
-        passed &= ok
-        reasons.append(f"{key}: {why}")
+    passed, reasons = check_tolerances(errors, spec_path.get("tolerances", {}))
     offline = offline_activation_checks(gs1_arm.kernel_bandwidth)
     for name, check in offline.items():
         passed &= check["passed"]

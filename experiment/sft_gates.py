@@ -46,6 +46,7 @@ from experiment import loss_eval
 from experiment import restoration as r
 from experiment.adaptation import adaptation_manifest, pair_mismatches
 from experiment.clients import ClientSession, open_session, session_weights_info
+from experiment.correctness import check_tolerances, parity_errors
 from experiment.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
 from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
 from experiment.gates import GateVerdict, RunContext
@@ -53,7 +54,7 @@ from experiment.optim_reference import reference_step
 from experiment.rl_recipe import renderer_for
 from experiment.validation import validate_run, validation_summary
 from experiment.sft_loop import (
-    ChatExample, SFTSettings, batch_id, datum_weights, heldout_examples, optim_params, score_heldout, sft_settings,
+    ChatExample, SFTSettings, batch_id, heldout_examples, optim_params, score_heldout, sft_settings,
     step_batches, to_datum, train_step, training_examples,
 )
 
@@ -249,20 +250,8 @@ def _reference_updates(fixed: dict[str, Any], learning_rate: float, hyper: dict[
 
 
 def update_errors(actual: list[np.ndarray], reference: list[np.ndarray]) -> dict[str, float]:
-    a = np.concatenate([x.ravel() for x in actual])
-    b = np.concatenate([x.ravel() for x in reference])
-    return {
-        "max_abs_error": float(np.max(np.abs(a - b))),
-        "reference_max_abs": float(np.max(np.abs(b))),
-        "relative_l2_error": float(np.linalg.norm(a - b) / np.linalg.norm(b)),
-        "cosine_similarity": float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))),
-    }
-
-
-def _accepted(errors: dict[str, float], tolerance: dict[str, float]) -> bool:
-    bound = tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * errors["reference_max_abs"]
-    cosine_ok = errors["cosine_similarity"] >= tolerance.get("min_cosine", -1.0)
-    return errors["max_abs_error"] <= bound and cosine_ok
+    """Section-4 errors of a whole update (every factor concatenated)."""
+    return parity_errors(np.concatenate([x.ravel() for x in actual]), np.concatenate([x.ravel() for x in reference]))
 
 
 def correctness_preflight(ctx: RunContext) -> GateVerdict:
@@ -352,19 +341,7 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
                                source=f"experiment/{name}")
     ctx.store.update_result(correctness_preflight={"required": True, "paths": [record_path]})
 
-    tolerances = path.get("tolerances", {})
-    reasons, passed = [], True
-    for key, tolerance in tolerances.items():
-        if key not in errors:
-            passed = False
-            reasons.append(f"{key}: no measurement for this check (missing blocks like failed)")
-            continue
-        ok = _accepted(errors[key], tolerance)
-        passed &= ok
-        e = errors[key]
-        reasons.append(f"{key}: max_abs_error {e['max_abs_error']:.3g} (bound {tolerance.get('atol', 0)} + "
-                       f"{tolerance.get('rtol', 0)} x {e['reference_max_abs']:.3g}), cosine {e['cosine_similarity']:.8f} "
-                       f"(min {tolerance.get('min_cosine')}) -> {'passed' if ok else 'FAILED'}")
+    passed, reasons = check_tolerances(errors, path.get("tolerances", {}))
     max_change = float(scaling_plan.get("max_relative_change", 0.0))
     scaling_ok = bool(scaling) and max(changes) <= max_change
     passed &= scaling_ok
