@@ -294,6 +294,10 @@ class Sandbox:
             pass
         try:
             process.wait(timeout=self.limits.timeout_s)
+            # RLIMIT_CPU (about the wall timeout) can stop a busy loop a moment before the wall timer
+            # fires, on a loaded machine: the same time limit, so it is reported as one
+            if process.returncode in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+                return "timed_out"
             return "exited"
         except subprocess.TimeoutExpired:
             # kill the code's processes first so that their parent (unshare, or we) reaps them: killing
