@@ -29,7 +29,7 @@ from experiment import sft_gates
 from experiment.advantages import KernelBaselineState
 from experiment.clients import ClientSession, open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, StepRecord, train_one_step
+from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, train_one_step
 from experiment.rl_recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
 
 GATE = "arm_training"
@@ -106,13 +106,11 @@ class ArmTrainer:
             client = self._restore(self.saved["uri"] if self.saved else ctx.state["init_checkpoint"])
         renderer = renderer_for(client, arm.renderer_name)
         order = arm_training_order(ctx.spec, ctx.state, arm.name)
-        records: list[StepRecord] = []
         for step in range(start, self.steps):
-            client, record, window = self._step_with_capacity(client, renderer, order, step, window)
-            records.append(record)
+            client, window = self._step_with_capacity(client, renderer, order, step, window)
         uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)
         ctx.store.add_checkpoint(arm.name, self.steps, uri)
-        self._post_metrics(records)
+        self._post_metrics()
         return uri
 
     def _step_with_capacity(self, client, renderer, order, step, window):
@@ -136,7 +134,7 @@ class ArmTrainer:
         ctx.store.append_event("training_step", **record.summary(), checkpoint=path)
         ctx.state["comparison_steps_completed"] = ctx.state.get("comparison_steps_completed", 0) + 1
         ctx.on_progress(f"training-{self.arm.name.replace('_', '-')}", step + 1, self.steps)
-        return state["client"], record, window
+        return state["client"], window
 
     def _last_uri(self, step: int) -> str:
         if step == 0:
@@ -174,7 +172,8 @@ class ArmTrainer:
                                        tuple(data["prompt_mean_logprobs"]), data["capacity"])
         return KernelBaselineState(capacity=self.arm.kernel_window)
 
-    def _post_metrics(self, records: list[StepRecord]) -> None:
+    def _post_metrics(self) -> None:
+        """Every step of this arm from the store, resumed runs included (not only this process's steps)."""
         rows = [row for row in self.ctx.store.read_table(STEPS_TABLE) if row["arm"] == self.arm.name]
         optim = [row["optim_seconds"] for row in rows]
         rewards = [row["mean_reward"] for row in sorted(rows, key=lambda row: row["step"])]
