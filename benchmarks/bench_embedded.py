@@ -1,22 +1,37 @@
-"""Throughput of the embedded backend (a benchmark, not a test).
+"""Throughput of the embedded backend against plain in-process torch/transformers (a benchmark).
 
-    python benchmarks/bench_embedded.py [--model embedded/tiny-random] [--threads 1]
+    python benchmarks/bench_embedded.py [--json] [--model embedded/tiny-arith] [--rounds 5]
 
-Prints, from one run:
-  * forward_backward tokens/s through the HTTP server (stock SDK, server subprocess) next to the
-    same computation in this process (the server's own forward_backward function on the same
-    model, batch and torch thread count, no HTTP): sequential (submit, wait) and pipelined
-    (submit all, then wait) HTTP calls; the goal is a ratio >= 0.8;
-  * sampling tokens/s with 1 request at a time and with 64 concurrent requests (batched by the
-    server), temperature 1, stop=[] so every request generates max_tokens tokens.
+Everything is measured in one run, with the same weights and one torch thread on both sides (the
+server subprocess gets EMBEDDED_TINKER_TORCH_THREADS); the two sides of each comparison alternate
+for --rounds rounds so that machine load hits them alike, and medians are reported:
+
+  * sampling: the server, through the stock SDK over HTTP, answering --prompts concurrent
+    requests (one sample each, seeded, temperature 1, stop=[] so every request generates
+    --sample-tokens tokens), against transformers ``generate()`` in this process on a plain
+    Qwen3ForCausalLM with the same weights, batch --prompts, KV cache, do_sample at temperature 1
+    (no top-k/top-p), exactly --sample-tokens new tokens. Goal: ratio >= 2.0.
+    Also reported, as a diagnostic: the same requests straight into the sampling engine in this
+    process (embedded_tinker.sampling.generate, no HTTP), to separate decode from HTTP/SDK cost.
+  * forward_backward: cross-entropy forward + backward of a --batch x --length batch on a LoRA
+    adapter of rank --rank, through the SDK (sequential: submit, wait; pipelined: submit all,
+    then wait) against the same computation in this process (the public model API: LoraAdapter,
+    BaseModel.target_logprobs, backward). Goal: ratio >= 0.8.
+
+Only public entry points are used: embedded_tinker.launch.start_server, the HTTP API through the
+tinker SDK, the model loading functions of embedded_tinker.model and (for the diagnostic)
+embedded_tinker.sampling.generate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,12 +43,9 @@ import tinker
 import torch
 from tinker import types
 
-from embedded_tinker import wire
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from embedded_tinker.losses import resolve_config
-from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model
-from embedded_tinker.optimizers import create_optimizer
-from embedded_tinker.server import TrainingModel, _forward_backward
+from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model, load_hf_model, resolve_base_model
+from embedded_tinker.sampling import SampleJob, SamplerWeights, SamplingSpec, generate
 
 
 def make_batch(batch_size: int, length: int, vocab: int, seed: int = 0) -> list[list[int]]:
@@ -41,43 +53,29 @@ def make_batch(batch_size: int, length: int, vocab: int, seed: int = 0) -> list[
     return [rng.integers(3, vocab, length + 1).tolist() for _ in range(batch_size)]
 
 
-def in_process_tokens_per_second(model_name: str, sequences, rank: int, repeats: int) -> float:
-    base = load_base_model(model_name)
-    adapter = LoraAdapter(base, LoraConfig(rank=rank))
-    model = TrainingModel(
-        "bench:train:0",
-        base,
-        LoraConfig(rank=rank),
-        adapter,
-        create_optimizer({"type": "adamw"}, adapter.parameters()),
-    )
-    request = wire.ForwardBackwardRequest(
-        model_id=model.model_id,
-        seq_id=1,
-        data=[
-            wire.Datum(
-                s[:-1],
-                {
-                    "target_tokens": np.asarray(s[1:], dtype=np.int64),
-                    "weights": np.ones(len(s) - 1, dtype=np.float32),
-                },
-            )
-            for s in sequences
-        ],
-        loss_fn="cross_entropy",
-        loss_fn_config={},
-        forward_only=False,
-    )
-    config = resolve_config("cross_entropy", {})
-    _forward_backward(model, request, config)  # warm-up
+# ---------------------------------------------------------------------- forward_backward
+
+
+def in_process_forward_backward(adapter: LoraAdapter, sequences, repeats: int) -> float:
+    """tokens/s of cross-entropy forward + backward on ``adapter`` in this process."""
+    base = adapter.base
+    inputs = [s[:-1] for s in sequences]
+    targets = [s[1:] for s in sequences]
+
+    def once() -> None:
+        logprobs = base.target_logprobs(inputs, targets, adapter)
+        loss = -torch.stack([lp.sum() for lp in logprobs]).sum()
+        loss.backward()
+        adapter.zero_grad()
+
+    once()  # warm-up
     started = time.perf_counter()
     for _ in range(repeats):
-        _forward_backward(model, request, config)
-    elapsed = time.perf_counter() - started
-    return repeats * sum(len(s) - 1 for s in sequences) / elapsed
+        once()
+    return repeats * sum(len(s) for s in inputs) / (time.perf_counter() - started)
 
 
-def http_tokens_per_second(training, sequences, repeats: int, pipelined: bool) -> float:
+def http_forward_backward(training, sequences, repeats: int, pipelined: bool) -> float:
     data = [
         types.Datum(
             model_input=types.ModelInput.from_ints(s[:-1]),
@@ -94,73 +92,206 @@ def http_tokens_per_second(training, sequences, repeats: int, pipelined: bool) -
     else:
         for _ in range(repeats):
             training.forward_backward(data, "cross_entropy").result()
-    elapsed = time.perf_counter() - started
-    return repeats * sum(len(s) - 1 for s in sequences) / elapsed
+    return repeats * sum(len(s) - 1 for s in sequences) / (time.perf_counter() - started)
 
 
-def sampling_tokens_per_second(sampler, prompts, concurrent: int, max_tokens: int) -> float:
-    params = types.SamplingParams(max_tokens=max_tokens, temperature=1.0, stop=[], seed=0)
-    sampler.sample(types.ModelInput.from_ints(prompts[0]), 1, params).result()  # warm-up
-    generated = 0
+# ---------------------------------------------------------------------- sampling
+
+
+def generate_tokens_per_second(hf_model, prompts: list[list[int]], new_tokens: int) -> float:
+    """transformers generate(): one left-padded batch (all prompts have the same length here)."""
+    from transformers import GenerationConfig
+
+    input_ids = torch.tensor(prompts, dtype=torch.long)
+    config = GenerationConfig(
+        do_sample=True,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        max_new_tokens=new_tokens,
+        min_new_tokens=None,
+        eos_token_id=None,
+        pad_token_id=0,
+        use_cache=True,
+    )
     started = time.perf_counter()
-    for first in range(0, len(prompts), concurrent):
-        futures = [
-            sampler.sample(types.ModelInput.from_ints(p), 1, params)
-            for p in prompts[first : first + concurrent]
-        ]
-        generated += sum(len(f.result().sequences[0].tokens) for f in futures)
+    with torch.inference_mode():
+        output = hf_model.generate(
+            input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=config
+        )
+    elapsed = time.perf_counter() - started
+    generated = output.shape[1] - input_ids.shape[1]
+    assert generated == new_tokens, f"generate() made {generated} tokens, not {new_tokens}"
+    return len(prompts) * generated / elapsed
+
+
+def server_tokens_per_second(sampler, prompts: list[list[int]], new_tokens: int, seed: int) -> float:
+    """All prompts as concurrent requests through the SDK; tokens/s from first submit to last answer."""
+    started = time.perf_counter()
+    futures = [
+        sampler.sample(
+            types.ModelInput.from_ints(prompt),
+            1,
+            types.SamplingParams(max_tokens=new_tokens, temperature=1.0, stop=[], seed=seed + i),
+        )
+        for i, prompt in enumerate(prompts)
+    ]
+    generated = sum(len(future.result().sequences[0].tokens) for future in futures)
+    elapsed = time.perf_counter() - started
+    assert generated == len(prompts) * new_tokens, f"the server made {generated} tokens"
+    return generated / elapsed
+
+
+def engine_tokens_per_second(weights, prompts: list[list[int]], new_tokens: int, seed: int) -> float:
+    """The same requests straight into the sampling engine in this process (no HTTP, no SDK): what
+    the server's decode costs on its own, to tell it apart from the HTTP and SDK overhead."""
+    started = time.perf_counter()
+    jobs = [
+        SampleJob(weights, prompt, 1, SamplingSpec(new_tokens, 1.0, -1, 1.0, seed + i, (), ()))
+        for i, prompt in enumerate(prompts)
+    ]
+    generated = sum(len(result.sequences[0][0]) for result in generate(weights, jobs))
     return generated / (time.perf_counter() - started)
 
 
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="embedded/tiny-random")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--model", default="embedded/tiny-arith")
     parser.add_argument("--threads", type=int, default=1, help="torch threads, here and in the server")
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating measurement rounds (medians)")
+    parser.add_argument("--prompts", type=int, default=64, help="concurrent requests = generate() batch")
+    parser.add_argument("--prompt-length", type=int, default=16)
+    parser.add_argument("--sample-tokens", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=16, help="forward_backward batch")
+    parser.add_argument("--length", type=int, default=128, help="forward_backward sequence length")
+    parser.add_argument("--repeats", type=int, default=5, help="forward_backward calls per round")
     parser.add_argument("--rank", type=int, default=16)
-    parser.add_argument("--sample-tokens", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3, help="alternating measurement rounds (median)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     os.environ["EMBEDDED_TINKER_TORCH_THREADS"] = str(args.threads)
-    vocab = load_base_model(args.model).config.vocab_size
-    sequences = make_batch(args.batch, args.length, vocab)
-    prompts = [s[:16] for s in make_batch(64, 16, vocab, seed=1)]
+    warnings.filterwarnings("ignore")
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.set_verbosity_error()
+
+    base = load_base_model(args.model)
+    vocab = base.config.vocab_size
+    plain_model = load_hf_model(resolve_base_model(args.model)).eval()  # no LoRA hooks: plain transformers
+    prompts = [s[: args.prompt_length] for s in make_batch(args.prompts, args.prompt_length, vocab, seed=1)]
+    sequences = make_batch(args.batch, args.length, vocab)
+    adapter = LoraAdapter(base, LoraConfig(rank=args.rank))
+    engine_weights = SamplerWeights(base, None, f"{base.name}@base")
+
+    sampling_rounds, fb_rounds = [], []
     with start_server() as server:
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
-            training = client.create_lora_training_client(base_model=args.model, rank=args.rank).result()
-            # Alternate the three measurements so machine load affects them alike; report medians.
-            rounds = [
-                (
-                    in_process_tokens_per_second(args.model, sequences, args.rank, args.repeats),
-                    http_tokens_per_second(training, sequences, args.repeats, pipelined=False),
-                    http_tokens_per_second(training, sequences, args.repeats, pipelined=True),
-                )
-                for _ in range(args.rounds)
-            ]
-            local, sequential, pipelined = (float(np.median(column)) for column in zip(*rounds, strict=True))
             sampler = client.create_sampling_client(base_model=args.model).result()
-            one_at_a_time = sampling_tokens_per_second(sampler, prompts[:8], 1, args.sample_tokens)
-            concurrent = sampling_tokens_per_second(sampler, prompts, 64, args.sample_tokens)
+            training = client.create_lora_training_client(base_model=args.model, rank=args.rank).result()
+            server_tokens_per_second(sampler, prompts, args.sample_tokens, seed=10_000)  # warm-up
+            generate_tokens_per_second(plain_model, prompts, 4)  # warm-up
+            for round_index in range(args.rounds):
+                seed = round_index * len(prompts)
+                if round_index % 2 == 0:
+                    plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                    served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
+                else:
+                    served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
+                    plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                engine = engine_tokens_per_second(engine_weights, prompts, args.sample_tokens, seed)
+                sampling_rounds.append(
+                    {
+                        "server_http": served,
+                        "generate": plain,
+                        "ratio": served / plain,
+                        "engine_in_process": engine,
+                        "engine_ratio": engine / plain,
+                    }
+                )
+                local = in_process_forward_backward(adapter, sequences, args.repeats)
+                sequential = http_forward_backward(training, sequences, args.repeats, pipelined=False)
+                pipelined = http_forward_backward(training, sequences, args.repeats, pipelined=True)
+                fb_rounds.append(
+                    {
+                        "in_process": local,
+                        "http_sequential": sequential,
+                        "http_pipelined": pipelined,
+                        "ratio_sequential": sequential / local,
+                        "ratio_pipelined": pipelined / local,
+                    }
+                )
         finally:
             client.close("success")
 
+    def medians(rounds: list[dict]) -> dict:
+        return {key: round(median([r[key] for r in rounds]), 3) for key in rounds[0]}
+
+    sampling, fb = medians(sampling_rounds), medians(fb_rounds)
+    report = {
+        "model": args.model,
+        "torch_threads": args.threads,
+        "cpu_count": os.cpu_count(),
+        "rounds": args.rounds,
+        "sampling": {
+            "prompts": args.prompts,
+            "prompt_tokens": args.prompt_length,
+            "new_tokens": args.sample_tokens,
+            "temperature": 1.0,
+            "server_http_tokens_per_s": sampling["server_http"],
+            "generate_tokens_per_s": sampling["generate"],
+            "ratio": sampling["ratio"],  # median of the per-round ratios
+            "goal": 2.0,
+            # diagnostic: the engine without HTTP and SDK (sampling.generate in this process)
+            "engine_in_process_tokens_per_s": sampling["engine_in_process"],
+            "engine_ratio": sampling["engine_ratio"],
+            "per_round": sampling_rounds,
+        },
+        "forward_backward": {
+            "batch": args.batch,
+            "length": args.length,
+            "lora_rank": args.rank,
+            "in_process_tokens_per_s": fb["in_process"],
+            "http_sequential_tokens_per_s": fb["http_sequential"],
+            "http_pipelined_tokens_per_s": fb["http_pipelined"],
+            "ratio_sequential": fb["ratio_sequential"],
+            "ratio_pipelined": fb["ratio_pipelined"],
+            "goal": 0.8,
+            "per_round": fb_rounds,
+        },
+    }
+    if args.json:
+        print(json.dumps(report))
+        return
     print(
-        f"model {args.model}, torch threads {args.threads}, batch {args.batch} x {args.length} tokens, "
-        f"LoRA rank {args.rank}, median of {args.rounds} alternating rounds"
+        f"model {args.model}, torch threads {args.threads}, {os.cpu_count()} CPUs, "
+        f"medians of {args.rounds} alternating rounds"
     )
-    print(f"{'forward_backward':<34}{'tokens/s':>12}{'ratio to in-process':>22}")
-    print(f"{'  in-process (no HTTP)':<34}{local:>12.0f}{1.0:>22.2f}")
-    print(f"{'  HTTP, sequential calls':<34}{sequential:>12.0f}{sequential / local:>22.2f}")
-    print(f"{'  HTTP, pipelined calls':<34}{pipelined:>12.0f}{pipelined / local:>22.2f}")
-    print(f"{'sampling (' + str(args.sample_tokens) + ' new tokens each)':<34}{'tokens/s':>12}")
-    print(f"{'  1 request at a time':<34}{one_at_a_time:>12.0f}")
-    print(f"{'  64 concurrent requests':<34}{concurrent:>12.0f}")
+    print(
+        f"sampling, {args.prompts} prompts x {args.sample_tokens} new tokens, temperature 1 "
+        f"(tokens/s; goal: ratio >= 2.0)"
+    )
+    print(f"  server, SDK over HTTP, {args.prompts} concurrent requests {sampling['server_http']:>10.0f}")
+    print(f"  transformers generate(), batch {args.prompts}, KV cache   {sampling['generate']:>10.0f}")
+    print(f"  ratio                                             {sampling['ratio']:>10.2f}")
+    print(
+        f"  (engine alone in-process, no HTTP: {sampling['engine_in_process']:.0f}, ratio {sampling['engine_ratio']:.2f})"
+    )
+    print(
+        f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; goal >= 0.8)"
+    )
+    print(f"  in-process                                        {fb['in_process']:>10.0f}")
+    print(
+        f"  HTTP sequential calls      (ratio {fb['ratio_sequential']:.2f})          {fb['http_sequential']:>10.0f}"
+    )
+    print(
+        f"  HTTP pipelined calls       (ratio {fb['ratio_pipelined']:.2f})          {fb['http_pipelined']:>10.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #
 # Usage: PREFECT_API_URL=http://127.0.0.1:4200/api deployments/setup.sh
 set -euo pipefail
+export DO_NOT_TRACK="${DO_NOT_TRACK:-1}" PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}"
 
 WORK_POOL="${RX_WORK_POOL:-local-process}"
 LIMIT_NAME="training-service"

@@ -1,4 +1,4 @@
-"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [fault options]"""
+"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [--exposure embedded|production] [fault options]"""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import os
 import tempfile
 
+from .exposure import DEFAULT_EXPOSURE, EXPOSURES
 from .faults import FaultConfig
 from .launch import GRACEFUL_SHUTDOWN_SECONDS
 
@@ -22,6 +23,13 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=int(os.environ.get("EMBEDDED_TINKER_TORCH_THREADS", 1)),
         help="torch intra-op threads (env EMBEDDED_TINKER_TORCH_THREADS)",
+    )
+    serve.add_argument(
+        "--exposure",
+        choices=EXPOSURES,
+        default=DEFAULT_EXPOSURE,
+        help="production: answer as the production service does (no adapter hash, no optimizer config, "
+        "per-model seed rejected; see embedded_tinker/exposure.py)",
     )
     serve.add_argument("--fault-429-rate", type=float, default=0.0)
     serve.add_argument("--fault-503-rate", type=float, default=0.0)
@@ -52,9 +60,13 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.fault_seed,
     )
     checkpoint_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")
-    print(f"embedded tinker: http://{args.host}:{args.port} checkpoints in {checkpoint_dir}", flush=True)
+    print(
+        f"embedded tinker: http://{args.host}:{args.port} checkpoints in {checkpoint_dir} "
+        f"(exposure: {args.exposure})",
+        flush=True,
+    )
     uvicorn.run(
-        create_app(checkpoint_dir, faults),
+        create_app(checkpoint_dir, faults, args.exposure),
         host=args.host,
         port=args.port,
         log_level="warning",

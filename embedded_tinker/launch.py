@@ -6,11 +6,18 @@
 By default the server runs as ``python -m embedded_tinker serve`` in a subprocess (its own GIL and
 torch threads); ``in_process=True`` runs uvicorn in a thread of this process instead. Pass the
 same ``checkpoint_dir`` to a new server to find the checkpoints of a stopped one.
+
+The subprocess dies with the process that started it, ``kill -9`` included: it gets SIGTERM
+through Linux's parent-death signal (PR_SET_PDEATHSIG). That signal follows the *thread* that
+forked the child, so the child is forked from one spawner thread that lives as long as the process.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -22,11 +29,59 @@ from pathlib import Path
 
 import httpx
 
+from .exposure import DEFAULT_EXPOSURE, check_exposure
 from .faults import FaultConfig
 
 STARTUP_TIMEOUT_SECONDS = 120.0
 GRACEFUL_SHUTDOWN_SECONDS = 3  # on stop, do not wait out the clients' 25 s long polls
 LOCAL_API_KEY = "tml-local"  # the SDK requires keys starting with "tml-"; the server ignores it
+
+
+PR_SET_PDEATHSIG = 1
+_spawn_jobs: queue.Queue = queue.Queue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _dies_with_parent():
+    """A preexec_fn: SIGTERM to the child when this process dies (None off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl, parent = ctypes.CDLL(None, use_errno=True).prctl, os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _spawn_loop() -> None:
+    while True:
+        start, box, done = _spawn_jobs.get()
+        try:
+            box["process"] = start()
+        except BaseException as err:  # re-raised in the caller's thread
+            box["error"] = err
+        done.set()
+
+
+def _popen_tied_to_process(command: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from the process-long spawner thread, with the parent-death signal set."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawn_loop, name="embedded-tinker-spawner", daemon=True)
+            _spawner.start()
+    preexec = _dies_with_parent()
+    box: dict = {}
+    done = threading.Event()
+    _spawn_jobs.put((lambda: subprocess.Popen(command, preexec_fn=preexec, **kwargs), box, done))
+    done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box["process"]
 
 
 def _free_port(host: str) -> int:
@@ -41,6 +96,7 @@ class RunningServer:
     checkpoint_dir: Path
     port: int
     process: subprocess.Popen | None = None
+    exposure: str = DEFAULT_EXPOSURE
     _uvicorn_server: object | None = None
     _thread: threading.Thread | None = None
     _log_file: object | None = field(default=None, repr=False)
@@ -88,9 +144,12 @@ def start_server(
     checkpoint_dir: str | os.PathLike | None = None,
     faults: FaultConfig | None = None,
     in_process: bool = False,
+    exposure: str = DEFAULT_EXPOSURE,
 ) -> RunningServer:
+    """``exposure="production"`` answers as the production service does (see exposure.py)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("the embedded backend serves loopback only")
+    check_exposure(exposure)
     port = port or _free_port(host)
     checkpoint_dir = Path(checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")).resolve()
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +161,7 @@ def start_server(
         from .server import create_app
 
         config = uvicorn.Config(
-            create_app(checkpoint_dir, faults),
+            create_app(checkpoint_dir, faults, exposure),
             host=host,
             port=port,
             log_level="warning",
@@ -112,7 +171,9 @@ def start_server(
         thread = threading.Thread(target=server.run, name="embedded-tinker-http", daemon=True)
         thread.start()
         _wait_until_healthy(base_url, thread.is_alive, None)
-        return RunningServer(base_url, checkpoint_dir, port, _uvicorn_server=server, _thread=thread)
+        return RunningServer(
+            base_url, checkpoint_dir, port, exposure=exposure, _uvicorn_server=server, _thread=thread
+        )
 
     log_path = checkpoint_dir / f"server-{port}.log"
     log_file = open(log_path, "a")
@@ -124,13 +185,15 @@ def start_server(
         f"--port={port}",
         f"--host={host}",
         f"--checkpoint-dir={checkpoint_dir}",
+        f"--exposure={exposure}",
     ]
     command += (faults or FaultConfig()).to_cli_args()
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TINKER_TELEMETRY": "0"}
     repo_root = str(Path(__file__).resolve().parent.parent)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))
-    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
-    running = RunningServer(base_url, checkpoint_dir, port, process=process, _log_file=log_file)
+    process = _popen_tied_to_process(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
+    running = RunningServer(base_url, checkpoint_dir, port, process=process, exposure=exposure,
+                            _log_file=log_file)
     try:
         _wait_until_healthy(base_url, lambda: process.poll() is None, log_path)
     except BaseException:

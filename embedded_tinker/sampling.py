@@ -1,26 +1,41 @@
-"""Batched sampling with a KV cache.
+"""The sampling engine: continuous batching over a preallocated KV cache.
 
-Sample requests are queued; one sampler thread collects a burst of requests (each arriving
-within ``collect_window_s`` of the previous one, for at most ``max_collect_s``), groups it by
-weights (base model + LoRA snapshot) and decodes each group as one left-padded batch: one
-prefill, then one token per step for every row, reusing the transformers KV cache. A request
-with ``num_samples = n`` contributes n rows.
+One engine thread owns every running decode. Sample requests (``SampleJob``) are queued; between
+two decode steps the engine takes whatever has arrived, groups it by weights (base model + LoRA
+snapshot) into *lanes* and admits it into the lane's running batch: one prefill for the joining
+prompts, after which the new rows decode together with the rows already running. A row leaves the
+batch as soon as it stops; a request is answered when its last row stops. Lanes take turns, one
+step each. A request with ``num_samples = n`` contributes n rows (its prompt is prefilled once).
 
-Per row:
+The decoder (``_Decoder``) runs the base model's own weights (and the adapter's LoRA tensors, added
+exactly as the model's forward hooks add them) with the same operations as the transformers Qwen3
+forward, on a per-lane cache ``[rows, kv_heads, positions, head_dim]`` per layer that is allocated
+once for the batch and grown only when a joining request needs more rows or positions. Row r's
+tokens sit at positions 0.. of its slot (no padding in the cache); a finished row's slot is filled
+by moving the last row into it, so the running batch is always the first n slots.
+
+Per row, each step (vectorised over the batch):
     temperature 0      greedy argmax
     temperature > 0    softmax(logits / temperature), restricted to the top_k tokens (top_k > 0)
-                       and to the smallest set with probability >= top_p (top_p < 1)
-    seed               row i of a request draws from torch.Generator().manual_seed(seed + i);
-                       without a seed, from a fresh random seed
+                       and to the smallest set with probability >= top_p (top_p < 1), drawn as
+                       torch.multinomial draws it: argmax(probs / noise), noise ~ Exp(1) per token
+    seed               row i of a request draws its noise from torch.Generator().manual_seed(seed + i)
+                       (vocab-size draws per token, in order; pre-drawn a few steps ahead); without
+                       a seed, from a fresh random seed. The noise of a row depends only on its own
+                       seed and step, never on the other rows in the batch.
     stop               None: the model's EOS token(s); a list of token ids or strings replaces
                        that ([] = never stop early). The stop token / the token completing a
                        stop string is included in the output, stop_reason "stop"; otherwise
-                       "length" after max_tokens.
+                       "length" after max_tokens. Stop strings are looked for in the decoded
+                       tail of the row (enough tokens to hold the longest stop string), not in
+                       a re-decode of the whole output.
     logprobs           the model's log-probabilities of the chosen tokens at temperature 1
                        without top-k/top-p truncation: the same numbers forward() returns.
 
-Repeating a request with the same seed gives the same tokens. (Rows batched with different
-companions see different padding; their float32 results can differ in the last bits.)
+Repeating a request with the same seed gives the same tokens, whatever else is running. (The
+float32 logits of a row can differ in the last bits with the batch it runs in, as matrix products
+of different shapes round differently; a token changes only where two candidates tie to within
+that rounding.)
 """
 
 from __future__ import annotations
@@ -29,15 +44,21 @@ import queue
 import secrets
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from .model import BaseModel, LoraAdapter
 
 DEFAULT_MAX_TOKENS = 256
+NOISE_CHUNK = 16  # steps of sampling noise drawn per row at a time
+POSITION_BLOCK = 64  # the cache's position dimension grows in multiples of this
+ATTENTION_BLOCK = 32  # decode steps attend over a multiple of this many positions
 
 
 class SamplingError(ValueError):
@@ -103,16 +124,6 @@ class SampleResult:
     prompt_logprobs: list[float] | None  # NaN where not computed (position 0, before last_n)
 
 
-@dataclass
-class _Row:
-    job: SampleJob
-    generator: torch.Generator | None
-    max_tokens: int
-    tokens: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    stop_reason: str | None = None
-
-
 @lru_cache(maxsize=8)
 def _tokenizer(tokenizer_dir: str):
     from transformers import AutoTokenizer
@@ -120,7 +131,11 @@ def _tokenizer(tokenizer_dir: str):
     return AutoTokenizer.from_pretrained(tokenizer_dir)
 
 
+# ---------------------------------------------------------------------- token choice
+
+
 def choose_token(logits: torch.Tensor, spec: SamplingSpec, generator: torch.Generator | None) -> int:
+    """One row's token (the reference rule; the engine applies it to a whole batch at once)."""
     if spec.temperature == 0:
         return int(torch.argmax(logits))
     scaled = logits.float() / spec.temperature
@@ -137,129 +152,573 @@ def choose_token(logits: torch.Tensor, spec: SamplingSpec, generator: torch.Gene
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
-def _stops(row: _Row, token: int, tokenizer_dir: str) -> bool:
-    spec = row.job.spec
-    if token in spec.stop_token_ids:
-        return True
-    if spec.stop_strings:
-        text = _tokenizer(tokenizer_dir).decode(row.tokens)
-        return any(stop in text for stop in spec.stop_strings)
-    return False
+@dataclass
+class BatchParams:
+    """Per-row sampling parameters of a batch, as tensors (row order = batch order)."""
 
+    temperature: torch.Tensor  # float32 [n]; 1 for greedy rows
+    greedy: torch.Tensor  # bool [n]
+    top_k: torch.Tensor  # int64 [n]; <= 0: off
+    top_p: torch.Tensor  # float32 [n]; 1: off
+    all_greedy: bool
+    any_greedy: bool
+    any_top_k: bool
+    any_top_p: bool
 
-@torch.inference_mode()
-def generate(weights: SamplerWeights, jobs: list[SampleJob]) -> list[SampleResult]:
-    """Decode every row of ``jobs`` (which share ``weights``) as one batch."""
-    from transformers import DynamicCache
-
-    base = weights.base
-    rows: list[_Row] = []
-    for job in jobs:
-        room = base.max_context_length - len(job.prompt)
-        if room < 1:
-            raise SamplingError(
-                f"prompt of {len(job.prompt)} tokens leaves no room in the "
-                f"{base.max_context_length}-token context"
-            )
-        for i in range(job.num_samples):
-            seed = job.spec.seed + i if job.spec.seed is not None else secrets.randbits(62)
-            rows.append(_Row(job, torch.Generator().manual_seed(seed), min(job.spec.max_tokens, room)))
-
-    width = max(len(row.job.prompt) for row in rows)
-    input_ids = torch.zeros(len(rows), width, dtype=torch.long)
-    attention_mask = torch.zeros(len(rows), width, dtype=torch.long)
-    for r, row in enumerate(rows):
-        n = len(row.job.prompt)
-        input_ids[r, width - n :] = torch.tensor(row.job.prompt, dtype=torch.long)
-        attention_mask[r, width - n :] = 1
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    want_prompt_logprobs = any(job.want_prompt_logprobs for job in jobs)
-
-    cache = DynamicCache()
-    with base.active(weights.adapter):
-        logits = base.hf_model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=0 if want_prompt_logprobs else 1,
-        ).logits.float()
-        prompt_logprobs = _prompt_logprobs(jobs, rows, logits, width)
-        next_logits = logits[:, -1, :]
-        next_position = position_ids[:, -1] + 1
-        for _step in range(max(row.max_tokens for row in rows)):
-            step_logprobs = torch.log_softmax(next_logits, dim=-1)
-            fed_tokens = torch.zeros(len(rows), dtype=torch.long)
-            for r, row in enumerate(rows):
-                if row.stop_reason is not None:
-                    continue
-                token = choose_token(next_logits[r], row.job.spec, row.generator)
-                row.tokens.append(token)
-                row.logprobs.append(float(step_logprobs[r, token]))
-                fed_tokens[r] = token
-                if _stops(row, token, base.tokenizer_dir):
-                    row.stop_reason = "stop"
-                elif len(row.tokens) >= row.max_tokens:
-                    row.stop_reason = "length"
-            if all(row.stop_reason is not None for row in rows):
-                break
-            attention_mask = torch.cat([attention_mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
-            next_logits = (
-                base.hf_model(
-                    input_ids=fed_tokens[:, None],
-                    attention_mask=attention_mask,
-                    position_ids=next_position[:, None],
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                .logits[:, -1, :]
-                .float()
-            )
-            next_position = next_position + 1
-
-    results = []
-    for job in jobs:
-        job_rows = [row for row in rows if row.job is job]
-        results.append(
-            SampleResult(
-                sequences=[(row.tokens, row.logprobs, row.stop_reason or "length") for row in job_rows],
-                prompt_logprobs=prompt_logprobs.get(id(job)),
-            )
+    @classmethod
+    def of(cls, specs: list[SamplingSpec], vocab_size: int) -> BatchParams:
+        greedy = [s.temperature == 0 for s in specs]
+        top_k = [s.top_k if 0 < s.top_k < vocab_size else 0 for s in specs]
+        return cls(
+            temperature=torch.tensor([1.0 if g else s.temperature for g, s in zip(greedy, specs)]),
+            greedy=torch.tensor(greedy, dtype=torch.bool),
+            top_k=torch.tensor(top_k, dtype=torch.long),
+            top_p=torch.tensor([s.top_p for s in specs], dtype=torch.float32),
+            all_greedy=all(greedy),
+            any_greedy=any(greedy),
+            any_top_k=any(k > 0 for g, k in zip(greedy, top_k) if not g),
+            any_top_p=any(s.top_p < 1 for g, s in zip(greedy, specs) if not g),
         )
-    return results
 
 
-def _prompt_logprobs(jobs, rows, logits, width) -> dict[int, list[float]]:
-    """log p(prompt[t] | prompt[:t]) per job that asked for it; NaN at 0 and before last_n."""
-    found = {}
+def choose_tokens(logits: torch.Tensor, params: BatchParams, noise: torch.Tensor | None) -> torch.Tensor:
+    """``choose_token`` for every row of ``logits`` [n, vocab] at once; ``noise`` [n, vocab] holds
+    each sampled row's Exp(1) draws (what multinomial would draw from the row's generator)."""
+    greedy_tokens = torch.argmax(logits, dim=-1)
+    if params.all_greedy:
+        return greedy_tokens
+    scaled = logits / params.temperature[:, None]
+    if params.any_top_k:
+        sorted_desc = torch.sort(scaled, dim=-1, descending=True).values
+        kth_largest = sorted_desc.gather(1, (params.top_k - 1).clamp(min=0)[:, None])
+        scaled = scaled.masked_fill((scaled < kth_largest) & (params.top_k > 0)[:, None], float("-inf"))
+    if params.any_top_p:
+        sorted_logits, order = torch.sort(scaled, dim=-1, descending=True)
+        sorted_probs = torch.softmax(sorted_logits, dim=-1)
+        mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+        cut = (mass_before >= params.top_p[:, None]) & (params.top_p < 1)[:, None]
+        sorted_logits = sorted_logits.masked_fill(cut, float("-inf"))
+        scaled = torch.full_like(scaled, float("-inf")).scatter(1, order, sorted_logits)
+    probs = torch.softmax(scaled, dim=-1)
+    sampled = torch.argmax(probs / noise, dim=-1)
+    return torch.where(params.greedy, greedy_tokens, sampled) if params.any_greedy else sampled
+
+
+def stop_string_window(stop_strings: tuple[str, ...]) -> int:
+    """Tokens of a row's tail to decode so that any stop string the newest token completes lies
+    inside it, away from the tail's first token: a token is at least one byte and a character
+    at most four, so 4 tokens per character plus a margin."""
+    return 4 * max(len(s) for s in stop_strings) + 8
+
+
+def tail_has_stop_string(tokens: list[int], stop_strings: tuple[str, ...], tokenizer) -> bool:
+    text = tokenizer.decode(tokens[-stop_string_window(stop_strings) :])
+    return any(stop in text for stop in stop_strings)
+
+
+# ---------------------------------------------------------------------- the decoder
+
+
+class _Fused:
+    """Linear layers that read the same input, as one matrix product (outputs concatenated)."""
+
+    def __init__(self, modules: list[tuple[str, nn.Linear]]):
+        self.names = [name for name, _ in modules]
+        self.sizes = [module.out_features for _, module in modules]
+        self.weight = (
+            torch.cat([module.weight for _, module in modules]) if len(modules) > 1 else modules[0][1].weight
+        )
+        biases = [module.bias for _, module in modules]
+        self.bias = None
+        if any(b is not None for b in biases):
+            self.bias = torch.cat(
+                [b if b is not None else torch.zeros(n) for b, n in zip(biases, self.sizes)]
+            )
+
+    def __call__(self, x: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
+        y = F.linear(x, self.weight, self.bias)
+        if adapter is None or not any(name in adapter.lora_A for name in self.names):
+            return y
+        deltas = [
+            (
+                adapter.scale * ((x @ adapter.lora_A[name].T) @ adapter.lora_B[name].T)
+                if name in adapter.lora_A
+                else x.new_zeros(*x.shape[:-1], size)
+            )
+            for name, size in zip(self.names, self.sizes)
+        ]
+        return y + (torch.cat(deltas, dim=-1) if len(deltas) > 1 else deltas[0])
+
+
+class _Decoder:
+    """The Qwen3 forward of a base model, written out for prefill and single-token decode steps.
+
+    Mirrors transformers' Qwen3ForCausalLM (RMSNorm, q/k norms, rotary embedding, grouped-query
+    attention, SiLU MLP) on the model's parameters, with the linears that share an input (q, k, v;
+    gate, up) run as one matrix product; a LoRA adapter's term is added to each targeted linear's
+    output exactly as the forward hooks in model.py add it."""
+
+    def __init__(self, base: BaseModel):
+        config = base.config
+        if getattr(config, "model_type", None) != "qwen3" or config.hidden_act != "silu":
+            raise SamplingError(f"{base.name}: the sampler serves Qwen3 models only")
+        if getattr(config, "use_sliding_window", False) or any(
+            kind != "full_attention" for kind in (getattr(config, "layer_types", None) or [])
+        ):
+            raise SamplingError(f"{base.name}: sliding-window attention is not supported by the sampler")
+        rope_type = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
+        if rope_type.startswith("dynamic") or rope_type == "longrope":
+            raise SamplingError(f"{base.name}: rope type {rope_type!r} is not supported by the sampler")
+        hf = base.hf_model
+        self.vocab_size = int(config.vocab_size)
+        self.num_heads = int(config.num_attention_heads)
+        self.num_kv_heads = int(config.num_key_value_heads)
+        self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // self.num_heads)
+        self.groups = self.num_heads // self.num_kv_heads
+        self.scaling = self.head_dim**-0.5
+        self.eps = float(config.rms_norm_eps)
+        self.max_positions = base.max_context_length
+        self.embed = hf.model.embed_tokens.weight
+        self.final_norm = hf.model.norm.weight
+        self.layers = []
+        with torch.no_grad():
+            for index, layer in enumerate(hf.model.layers):
+                attention, mlp, prefix = layer.self_attn, layer.mlp, f"model.layers.{index}"
+                self.layers.append(
+                    {
+                        "input_norm": layer.input_layernorm.weight,
+                        "post_norm": layer.post_attention_layernorm.weight,
+                        # q heads then k heads, each normalised over head_dim with its own weight
+                        "qk_norm": torch.cat(
+                            [
+                                attention.q_norm.weight.expand(self.num_heads, -1),
+                                attention.k_norm.weight.expand(self.num_kv_heads, -1),
+                            ]
+                        ),
+                        "qkv": _Fused(
+                            [
+                                (f"{prefix}.self_attn.{p}", getattr(attention, p))
+                                for p in ("q_proj", "k_proj", "v_proj")
+                            ]
+                        ),
+                        "o": _Fused([(f"{prefix}.self_attn.o_proj", attention.o_proj)]),
+                        "gate_up": _Fused(
+                            [(f"{prefix}.mlp.{p}", getattr(mlp, p)) for p in ("gate_proj", "up_proj")]
+                        ),
+                        "down": _Fused([(f"{prefix}.mlp.down_proj", mlp.down_proj)]),
+                    }
+                )
+            self.lm_head = _Fused([("lm_head", hf.lm_head)])
+        self.intermediate = int(config.intermediate_size)
+        with torch.inference_mode():
+            positions = torch.arange(self.max_positions)[None, :]
+            cos, sin = hf.model.rotary_emb(self.embed[:1][None], positions)
+        self.cos, self.sin = cos[0], sin[0]  # [positions, head_dim], exactly the model's tables
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return weight * (x * torch.rsqrt(variance + self.eps))
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return (x * cos) + (torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin)
+
+    def _qkv(self, x, layer, adapter, cos, sin):
+        """Normalised, rotated queries and keys [..., heads, head_dim] and values."""
+        h = self._rms(x, layer["input_norm"])
+        qkv = layer["qkv"](h, adapter).unflatten(-1, (-1, self.head_dim))
+        qk_heads = self.num_heads + self.num_kv_heads
+        qk = self._rotate(self._rms(qkv[..., :qk_heads, :], layer["qk_norm"]), cos, sin)
+        return qk[..., : self.num_heads, :], qk[..., self.num_heads :, :], qkv[..., qk_heads:, :]
+
+    def _mlp(self, x, layer, adapter):
+        h = self._rms(x, layer["post_norm"])
+        gate_up = layer["gate_up"](h, adapter)
+        gate, up = gate_up[..., : self.intermediate], gate_up[..., self.intermediate :]
+        return x + layer["down"](F.silu(gate) * up, adapter)
+
+    def logits(self, hidden: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
+        return self.lm_head(self._rms(hidden, self.final_norm), adapter)
+
+    def prefill(self, prompts: list[list[int]], adapter: LoraAdapter | None):
+        """Right-padded forward of ``prompts``: per layer (keys, values) [m, kv, P, head_dim] and
+        the final hidden states [m, P, hidden] (before the last norm)."""
+        m, width = len(prompts), max(len(p) for p in prompts)
+        input_ids = torch.zeros(m, width, dtype=torch.long)
+        for i, prompt in enumerate(prompts):
+            input_ids[i, : len(prompt)] = torch.tensor(prompt, dtype=torch.long)
+        mask = None
+        if any(len(p) != width for p in prompts):
+            lengths = torch.tensor([len(p) for p in prompts])
+            key_valid = torch.arange(width)[None, :] < lengths[:, None]
+            causal = torch.ones(width, width, dtype=torch.bool).tril()
+            mask = (causal[None] & key_valid[:, None, :])[:, None]  # [m, 1, P, P]
+        cos, sin = self.cos[None, :width, None, :], self.sin[None, :width, None, :]
+        x = self.embed[input_ids]
+        caches = []
+        for layer in self.layers:
+            q, k, v = (t.transpose(1, 2) for t in self._qkv(x, layer, adapter, cos, sin))
+            caches.append((k, v))
+            if mask is None:  # as transformers' sdpa path: no mask, causal, grouped heads
+                attended = F.scaled_dot_product_attention(
+                    q, k, v, is_causal=width > 1, scale=self.scaling, enable_gqa=True
+                )
+            else:
+                attended = F.scaled_dot_product_attention(
+                    q,
+                    k.repeat_interleave(self.groups, dim=1),
+                    v.repeat_interleave(self.groups, dim=1),
+                    attn_mask=mask,
+                    scale=self.scaling,
+                )
+            x = x + layer["o"](attended.transpose(1, 2).reshape(m, width, -1), adapter)
+            x = self._mlp(x, layer, adapter)
+        return caches, x
+
+    def decode(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        adapter: LoraAdapter | None,
+    ) -> torch.Tensor:
+        """One step for n rows: token i at positions[i] of cache slot i; returns logits [n, vocab]."""
+        n, kv_heads, head_dim = tokens.shape[0], self.num_kv_heads, self.head_dim
+        allocated = keys[0].shape[2]
+        # attend over a width that changes only every ATTENTION_BLOCK steps: the matrix-product
+        # kernels are planned per shape, and re-planning at every step costs more than the
+        # masked-out positions do
+        width = min(-(-(int(positions.max()) + 1) // ATTENTION_BLOCK) * ATTENTION_BLOCK, allocated)
+        # where each row's new key/value goes in a cache viewed as [rows * kv_heads * positions, head_dim]
+        slots = (
+            torch.arange(n)[:, None] * (kv_heads * allocated)
+            + torch.arange(kv_heads)[None, :] * allocated
+            + positions[:, None]
+        ).view(-1)
+        bias = (
+            torch.zeros(n, 1, width)
+            .masked_fill_((torch.arange(width)[None, :] > positions[:, None])[:, None, :], float("-inf"))
+            .repeat_interleave(kv_heads, dim=0)
+        )  # [n * kv_heads, 1, width]
+        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+        x = self.embed[tokens]
+        for layer, key_cache, value_cache in zip(self.layers, keys, values, strict=True):
+            q, k, v = self._qkv(x, layer, adapter, cos, sin)
+            key_cache.view(-1, head_dim).index_copy_(0, slots, k.reshape(-1, head_dim))
+            value_cache.view(-1, head_dim).index_copy_(0, slots, v.reshape(-1, head_dim))
+            scores = torch.baddbmm(
+                bias,
+                q.reshape(n * kv_heads, self.groups, head_dim),
+                key_cache[:n, :, :width].reshape(n * kv_heads, width, head_dim).transpose(1, 2),
+                alpha=self.scaling,
+            )
+            attended = torch.bmm(
+                torch.softmax(scores, dim=-1),
+                value_cache[:n, :, :width].reshape(n * kv_heads, width, head_dim),
+            )
+            x = x + layer["o"](attended.view(n, -1), adapter)
+            x = self._mlp(x, layer, adapter)
+        return self.logits(x, adapter)
+
+
+_decoders: weakref.WeakKeyDictionary[BaseModel, _Decoder] = weakref.WeakKeyDictionary()
+_decoders_lock = threading.Lock()
+
+
+def _decoder(base: BaseModel) -> _Decoder:
+    with _decoders_lock:
+        if base not in _decoders:
+            _decoders[base] = _Decoder(base)
+        return _decoders[base]
+
+
+# ---------------------------------------------------------------------- a running batch
+
+
+@dataclass
+class _Row:
+    job: SampleJob
+    index: int  # sample index within the job
+    generator: torch.Generator
+    max_tokens: int
+    stop_token_ids: frozenset[int]
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    stop_reason: str | None = None
+    noise_left: int = 0  # pre-drawn noise steps not used yet (at the end of the slot's chunk)
+
+    @property
+    def last_position(self) -> int:
+        """Where the newest token goes in the cache."""
+        return len(self.job.prompt) + len(self.tokens) - 1
+
+
+@dataclass
+class _JobState:
+    rows_left: int
+    rows: list[_Row]
+    prompt_logprobs: list[float] | None = None
+
+
+class _Lane:
+    """The running batch of one set of weights: its rows, cache and pending requests."""
+
+    def __init__(self, weights: SamplerWeights, max_rows: int):
+        self.weights = weights
+        self.decoder = _decoder(weights.base)
+        self.max_rows = max_rows
+        self.pending: list[SampleJob] = []
+        self.rows: list[_Row] = []
+        self.jobs: dict[int, _JobState] = {}
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.noise = torch.empty(0, NOISE_CHUNK, self.decoder.vocab_size)
+        self.next_logits: torch.Tensor | None = None  # [len(rows), vocab]: the next token's logits
+        self.params: BatchParams | None = None
+        self._tokenizer = None
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.rows or self.pending)
+
+    def add(self, job: SampleJob) -> None:
+        room = self.decoder.max_positions - len(job.prompt)
+        if room < 1:
+            job.future.set_exception(
+                SamplingError(
+                    f"prompt of {len(job.prompt)} tokens leaves no room in the "
+                    f"{self.decoder.max_positions}-token context"
+                )
+            )
+            return
+        self.pending.append(job)
+
+    def fail(self, error: BaseException) -> None:
+        for job in self.pending + [state.rows[0].job for state in self.jobs.values()]:
+            if not job.future.done():
+                job.future.set_exception(error)
+        self.pending, self.rows, self.jobs, self.next_logits = [], [], {}, None
+
+    # -------------------------------------------------------------- admission
+    def _admit(self) -> None:
+        joining: list[SampleJob] = []
+        rows = len(self.rows)
+        while self.pending and (rows == 0 or rows + self.pending[0].num_samples <= self.max_rows):
+            job = self.pending.pop(0)
+            joining.append(job)
+            rows += job.num_samples
+        if not joining:
+            return
+        try:
+            self._start(joining)
+        except BaseException as error:
+            for job in joining:
+                self.jobs.pop(id(job), None)
+                if not job.future.done():
+                    job.future.set_exception(error)
+            raise
+
+    def _start(self, joining: list[SampleJob]) -> None:
+        """Prefill the joining prompts (once per request) and append their rows to the batch."""
+        decoder, adapter = self.decoder, self.weights.adapter
+        caches, hidden = decoder.prefill([job.prompt for job in joining], adapter)
+        last = torch.tensor([len(job.prompt) - 1 for job in joining])
+        job_logits = decoder.logits(hidden[torch.arange(len(joining)), last], adapter)
+        new_rows: list[_Row] = []
+        job_of_row: list[int] = []
+        for j, job in enumerate(joining):
+            spec = job.spec
+            room = decoder.max_positions - len(job.prompt)
+            state = _JobState(job.num_samples, [])
+            if job.want_prompt_logprobs:
+                state.prompt_logprobs = _prompt_logprobs(
+                    job, decoder.logits(hidden[j, : len(job.prompt)], adapter)
+                )
+            for i in range(job.num_samples):
+                seed = spec.seed + i if spec.seed is not None else secrets.randbits(62)
+                row = _Row(
+                    job,
+                    i,
+                    torch.Generator().manual_seed(seed),
+                    min(spec.max_tokens, room),
+                    frozenset(spec.stop_token_ids),
+                )
+                state.rows.append(row)
+                new_rows.append(row)
+                job_of_row.append(j)
+            self.jobs[id(job)] = state
+        source = torch.tensor(job_of_row) if len(joining) > 1 else None  # row -> its request's prefill
+        first, count = len(self.rows), len(new_rows)
+        needed_positions = max(len(row.job.prompt) + row.max_tokens for row in self.rows + new_rows)
+        self._reserve(first + count, needed_positions)
+        width = hidden.shape[1]
+        for (k, v), key_cache, value_cache in zip(caches, self.keys, self.values, strict=True):
+            if source is not None:
+                k, v = k[source], v[source]
+            key_cache[first : first + count, :, :width] = k
+            value_cache[first : first + count, :, :width] = v
+        logits = job_logits[source] if source is not None else job_logits.expand(count, -1)
+        self.rows.extend(new_rows)
+        self.next_logits = logits if self.next_logits is None else torch.cat([self.next_logits, logits])
+        self.params = None
+
+    def _reserve(self, rows: int, positions: int) -> None:
+        """Grow the cache (and noise buffer) to hold ``rows`` slots of ``positions`` positions."""
+        decoder = self.decoder
+        have_rows = self.keys[0].shape[0] if self.keys else 0
+        have_positions = self.keys[0].shape[2] if self.keys else 0
+        if rows <= have_rows and positions <= have_positions:
+            return
+        new_rows = max(rows, min(2 * have_rows, self.max_rows)) if rows > have_rows else have_rows
+        new_positions = have_positions
+        if positions > have_positions:
+            new_positions = min(-(-positions // POSITION_BLOCK) * POSITION_BLOCK, decoder.max_positions)
+        used = len(self.rows)
+        shape = (new_rows, decoder.num_kv_heads, new_positions, decoder.head_dim)
+        for caches in (self.keys, self.values):
+            old = list(caches) or [None] * len(decoder.layers)
+            caches.clear()
+            for previous in old:
+                cache = torch.zeros(shape)
+                if previous is not None and used:
+                    cache[:used, :, :have_positions] = previous[:used]
+                caches.append(cache)
+        if new_rows > self.noise.shape[0]:
+            noise = torch.empty(new_rows, NOISE_CHUNK, decoder.vocab_size)
+            noise[:used] = self.noise[:used]
+            self.noise = noise
+
+    # -------------------------------------------------------------- one step
+    def advance(self) -> None:
+        """Admit what is pending, choose every row's next token, retire finished rows and run the
+        decode step for the rest."""
+        with torch.inference_mode():
+            self._admit()
+            if not self.rows:
+                return
+            self._choose()
+            self._retire()
+            if self.rows:
+                rows = self.rows
+                tokens = torch.tensor([row.tokens[-1] for row in rows])
+                positions = torch.tensor([row.last_position for row in rows])
+                self.next_logits = self.decoder.decode(
+                    tokens, positions, self.keys, self.values, self.weights.adapter
+                )
+            else:
+                self.next_logits = None
+
+    def _choose(self) -> None:
+        rows, logits = self.rows, self.next_logits
+        if self.params is None:
+            self.params = BatchParams.of([row.job.spec for row in rows], self.decoder.vocab_size)
+        noise = None
+        if not self.params.all_greedy:
+            steps = []
+            for slot, row in enumerate(rows):
+                if row.job.spec.temperature == 0:
+                    steps.append(0)
+                    continue
+                if row.noise_left == 0:  # draw this row's next chunk, in generator order
+                    chunk = min(NOISE_CHUNK, row.max_tokens - len(row.tokens))
+                    self.noise[slot, NOISE_CHUNK - chunk :].exponential_(generator=row.generator)
+                    row.noise_left = chunk
+                steps.append(NOISE_CHUNK - row.noise_left)
+                row.noise_left -= 1
+            picks = torch.arange(len(rows)) * NOISE_CHUNK + torch.tensor(steps)
+            noise = self.noise.view(-1, self.decoder.vocab_size).index_select(0, picks)
+        chosen = choose_tokens(logits, self.params, noise)
+        chosen_logprobs = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]
+        for row, token, logprob in zip(rows, chosen.tolist(), chosen_logprobs.tolist(), strict=True):
+            row.tokens.append(token)
+            row.logprobs.append(logprob)
+            if token in row.stop_token_ids:
+                row.stop_reason = "stop"
+            elif row.job.spec.stop_strings and tail_has_stop_string(
+                row.tokens, row.job.spec.stop_strings, self.tokenizer()
+            ):
+                row.stop_reason = "stop"
+            elif len(row.tokens) >= row.max_tokens:
+                row.stop_reason = "length"
+
+    def tokenizer(self):
+        if self._tokenizer is None:
+            self._tokenizer = _tokenizer(self.weights.base.tokenizer_dir)
+        return self._tokenizer
+
+    def _retire(self) -> None:
+        """Answer finished jobs; move the last running rows into the slots of finished ones."""
+        rows = self.rows
+        finished = [slot for slot, row in enumerate(rows) if row.stop_reason is not None]
+        if not finished:
+            return
+        for slot in finished:
+            row = rows[slot]
+            state = self.jobs[id(row.job)]
+            state.rows_left -= 1
+            if state.rows_left == 0:
+                del self.jobs[id(row.job)]
+                row.job.future.set_result(
+                    SampleResult(
+                        sequences=[(r.tokens, r.logprobs, r.stop_reason or "length") for r in state.rows],
+                        prompt_logprobs=state.prompt_logprobs,
+                    )
+                )
+        keep = len(rows) - len(finished)
+        finished_set = set(finished)
+        holes = [slot for slot in finished if slot < keep]
+        movers = [slot for slot in range(keep, len(rows)) if slot not in finished_set]
+        if holes:
+            to, source = torch.tensor(holes), torch.tensor(movers)
+            for cache in self.keys + self.values:
+                cache[to] = cache[source]
+            self.noise[to] = self.noise[source]
+            for hole, mover in zip(holes, movers, strict=True):
+                rows[hole] = rows[mover]
+        del rows[keep:]
+        self.params = None
+
+
+def _prompt_logprobs(job: SampleJob, logits: torch.Tensor) -> list[float]:
+    """log p(prompt[t] | prompt[:t]); NaN at 0 and before last_n. ``logits`` [len(prompt), vocab]."""
+    n = len(job.prompt)
+    logprobs = torch.log_softmax(logits[: n - 1], dim=-1).gather(
+        -1, torch.tensor(job.prompt[1:], dtype=torch.long)[:, None]
+    )[:, 0]
+    values = [float("nan")] + logprobs.tolist()
+    if job.prompt_logprobs_last_n is not None:
+        first_scored = n - job.prompt_logprobs_last_n
+        values = [float("nan") if t < first_scored else v for t, v in enumerate(values)]
+    return values
+
+
+def generate(weights: SamplerWeights, jobs: list[SampleJob]) -> list[SampleResult]:
+    """Decode ``jobs`` (which share ``weights``) to the end in this thread, as one running batch."""
+    lane = _Lane(weights, max_rows=max(1, sum(job.num_samples for job in jobs)))
     for job in jobs:
-        if not job.want_prompt_logprobs:
-            continue
-        r = next(i for i, row in enumerate(rows) if row.job is job)
-        n = len(job.prompt)
-        job_logits = logits[r, width - n : width - 1]  # predicts prompt[1:]
-        logprobs = torch.log_softmax(job_logits, dim=-1).gather(
-            -1, torch.tensor(job.prompt[1:], dtype=torch.long)[:, None]
-        )[:, 0]
-        values = [float("nan")] + logprobs.tolist()
-        if job.prompt_logprobs_last_n is not None:
-            first_scored = n - job.prompt_logprobs_last_n
-            values = [float("nan") if t < first_scored else v for t, v in enumerate(values)]
-        found[id(job)] = values
-    return found
+        lane.add(job)
+    try:
+        while lane.busy:
+            lane.advance()
+    except BaseException as error:
+        lane.fail(error)
+        raise
+    return [job.future.result() for job in jobs]
 
 
-class BatchedSampler:
-    """One thread that batches queued SampleJobs by weights and runs ``generate``."""
+class SamplingEngine:
+    """The engine thread: continuous batching of queued SampleJobs, one lane per weights."""
 
     def __init__(
-        self, collect_window_s: float = 0.01, max_collect_s: float = 0.1, max_rows_per_batch: int = 128
+        self, max_rows_per_lane: int = 128, collect_window_s: float = 0.004, max_collect_s: float = 0.02
     ):
+        self.max_rows_per_lane = max_rows_per_lane
         self.collect_window_s = collect_window_s
         self.max_collect_s = max_collect_s
-        self.max_rows_per_batch = max_rows_per_batch
         self._queue: queue.Queue[SampleJob | None] = queue.Queue()
+        self._stopped = False
         self._thread = threading.Thread(target=self._run, name="embedded-sampler", daemon=True)
         self._thread.start()
 
@@ -270,51 +729,62 @@ class BatchedSampler:
     def stop(self) -> None:
         self._queue.put(None)
 
-    def _collect(self) -> list[SampleJob] | None:
-        """The next batch: wait for one job, then keep taking jobs while they arrive less than
-        collect_window_s apart, for at most max_collect_s (a burst of concurrent requests
-        becomes one batch; a lone request waits only collect_window_s)."""
-        first = self._queue.get()
-        if first is None:
-            return None
-        jobs = [first]
-        give_up_at = time.monotonic() + self.max_collect_s
-        while (timeout := min(self.collect_window_s, give_up_at - time.monotonic())) > 0:
+    def _take(self, wait: bool) -> list[SampleJob] | None:
+        """Jobs that arrived: when idle, wait for one and then for a burst (jobs arriving less
+        than collect_window_s apart, for at most max_collect_s); when busy, only what is there.
+        None once stopped."""
+        jobs: list[SampleJob] = []
+        if wait:
+            first = self._queue.get()
+            if first is None:
+                return None
+            jobs.append(first)
+            give_up_at = time.monotonic() + self.max_collect_s
+            while (timeout := min(self.collect_window_s, give_up_at - time.monotonic())) > 0:
+                try:
+                    job = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    break
+                if job is None:
+                    return None
+                jobs.append(job)
+        while True:
             try:
-                job = self._queue.get(timeout=timeout)
+                job = self._queue.get_nowait()
             except queue.Empty:
-                break
+                return jobs
             if job is None:
-                self._queue.put(None)
-                break
+                return None
             jobs.append(job)
-        return jobs
 
     def _run(self) -> None:
-        while (jobs := self._collect()) is not None:
-            by_weights: dict[str, list[SampleJob]] = {}
-            for job in jobs:
-                by_weights.setdefault(job.weights.identity, []).append(job)
-            for group in by_weights.values():
-                for batch in self._split(group):
-                    self._run_batch(batch)
-
-    def _split(self, group: list[SampleJob]) -> list[list[SampleJob]]:
-        batches, current, rows = [], [], 0
-        for job in group:
-            if current and rows + job.num_samples > self.max_rows_per_batch:
-                batches.append(current)
-                current, rows = [], 0
-            current.append(job)
-            rows += job.num_samples
-        return batches + [current] if current else batches
-
-    def _run_batch(self, jobs: list[SampleJob]) -> None:
+        lanes: dict[str, _Lane] = {}
         try:
-            results = generate(jobs[0].weights, jobs)
-        except Exception as error:  # noqa: BLE001 - reported through each job's future
-            for job in jobs:
-                job.future.set_exception(error)
-            return
-        for job, result in zip(jobs, results, strict=True):
-            job.future.set_result(result)
+            while (jobs := self._take(wait=not lanes)) is not None:
+                for job in jobs:
+                    identity = job.weights.identity
+                    if identity not in lanes:
+                        try:
+                            lanes[identity] = _Lane(job.weights, self.max_rows_per_lane)
+                        except Exception as error:  # noqa: BLE001 - reported through the job
+                            job.future.set_exception(error)
+                            continue
+                    lanes[identity].add(job)
+                for identity, lane in list(lanes.items()):
+                    try:
+                        lane.advance()
+                    except Exception as error:  # noqa: BLE001 - reported through each job's future
+                        lane.fail(error)
+                    if not lane.busy:
+                        del lanes[identity]
+        finally:
+            stopped = SamplingError("the server stopped before this request was sampled")
+            for lane in lanes.values():
+                lane.fail(stopped)
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None and not job.future.done():
+                    job.future.set_exception(stopped)

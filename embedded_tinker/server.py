@@ -45,8 +45,9 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from . import wire
+from . import rest_api, wire
 from .checkpoints import CheckpointError, CheckpointStore, TinkerPath
+from .exposure import DEFAULT_EXPOSURE, Exposure, SeedRejected
 from .faults import FaultConfig, FaultInjector
 from .losses import LossInputError, elementwise_loss, input_names, resolve_config
 from .model import (
@@ -59,7 +60,7 @@ from .model import (
     resolve_base_model,
 )
 from .optimizers import OptimizerError, create_optimizer
-from .sampling import BatchedSampler, SampleJob, SamplerWeights, SamplingError, SamplingSpec
+from .sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingError, SamplingSpec
 
 LONG_POLL_SECONDS = 25.0
 RETRIEVED_RESULT_RETENTION_SECONDS = 120.0  # a retrieved result stays fetchable this long (retries)
@@ -83,6 +84,7 @@ USER_ERRORS = (
     SamplingError,
     UnknownBaseModel,
     wire.WireError,
+    SeedRejected,
 )
 
 
@@ -205,10 +207,14 @@ def _max_context_length(name: str) -> int | None:
 class EmbeddedService:
     """All server state and operations; the FastAPI routes below are thin wrappers."""
 
-    def __init__(self, checkpoint_dir: str | Path, faults: FaultConfig | None = None):
+    def __init__(
+        self, checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE
+    ):
         self.checkpoints = CheckpointStore(checkpoint_dir)
+        self.exposure = Exposure(exposure)  # exposure.py: what clients are shown
+        self.runs = rest_api.RunRegistry(self.checkpoints.root)  # training-run records (rest_api.py)
         self.faults = FaultInjector(faults)
-        self.sampler = BatchedSampler()
+        self.sampler = SamplingEngine()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-setup")
         self.sessions: dict[str, dict] = {}
         self.models: dict[str, TrainingModel] = {}
@@ -276,11 +282,12 @@ class EmbeddedService:
         self.touch_session(session_id)
         model_id = f"{session_id}:train:{model_seq_id}"
         resolve_base_model(body["base_model"])  # unknown names: HTTP 400 naming the served models
+        self.exposure.check_lora_config(body.get("lora_config"))
         try:
             lora = LoraConfig.from_request(body.get("lora_config"))
         except ValueError as error:
             raise UserError(str(error)) from error
-        optimizer_config = _strip_provenance(body.get("optimizer_config"))
+        optimizer_config = self.exposure.declared_optimizer(_strip_provenance(body.get("optimizer_config")))
         create_optimizer(optimizer_config, [])  # refuse unknown families before queueing work
 
         def create() -> dict:
@@ -288,6 +295,7 @@ class EmbeddedService:
                 if model_id in self.models:
                     return {"model_id": model_id, "type": "create_model"}
             model = self._new_training_model(model_id, body["base_model"], lora, optimizer_config)
+            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"))
             with self._lock:
                 self.models[model_id] = model
             return {"model_id": model_id, "type": "create_model"}
@@ -306,7 +314,7 @@ class EmbeddedService:
         model = self.model(model_id)
         with model.lock:
             report = model.optimizer_report()
-        return {
+        return self.exposure.get_info({
             "type": "get_info",
             "model_id": model_id,
             "model_data": {
@@ -320,12 +328,13 @@ class EmbeddedService:
             "lora_config": model.lora.to_json(),
             "optimizer_config": report,
             **{key: report[key] for key in PROVENANCE_KEYS},
-        }
+        }, PROVENANCE_KEYS)
 
     def _submit_to_model(
         self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any]
     ) -> dict:
         model = self.model(model_id)
+        self.runs.touch(model_id)
         request_id = f"{model_id}:{kind}:{seq_id}"
         return self._register(request_id, lambda: model.worker.submit(seq_id, lambda: work(model)))
 
@@ -360,11 +369,7 @@ class EmbeddedService:
         return self._submit_to_model(request.model_id, request.seq_id, kind, run)
 
     def optim_step(self, body: dict) -> dict:
-        if "adam_params" in body:
-            family, params = "adamw", dict(body["adam_params"])
-        else:
-            params = dict(body.get("optimizer_params") or body.get("optim_params") or {})
-            family = params.get("type")
+        family, params = self.exposure.optim_params(body)
 
         def run(model: TrainingModel) -> dict:
             if family != model.optimizer.family:
@@ -462,7 +467,9 @@ class EmbeddedService:
         resolve_base_model(base_model)
         lora = LoraConfig(**metadata["lora_config"])
         optimizer_config = (
-            metadata["optimizer"] if with_optimizer else _strip_provenance(body.get("optimizer_config"))
+            metadata["optimizer"]
+            if with_optimizer
+            else self.exposure.declared_optimizer(_strip_provenance(body.get("optimizer_config")))
         )
         create_optimizer(optimizer_config, [])
 
@@ -472,6 +479,7 @@ class EmbeddedService:
                     return {"type": "load_weights", "path": str(path), "model_id": model_id}
             checkpoint = self.checkpoints.load(path, with_optimizer_state=with_optimizer)
             model = self._new_training_model(model_id, base_model, lora, optimizer_config)
+            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"))
             model.adapter.load_state_dict(checkpoint.adapter_tensors)
             if with_optimizer:
                 model.optimizer.load_state_dict(checkpoint.optimizer_state)
@@ -491,7 +499,7 @@ class EmbeddedService:
             "optimizer_step": metadata["optimizer_step"],
             "last_optim_params": metadata.get("last_optim_params"),
         }
-        return {
+        return self.exposure.weights_info({
             "base_model": metadata["base_model"],
             "optimizer_config": report,
             "is_lora": True,
@@ -501,7 +509,7 @@ class EmbeddedService:
             "train_attn": lora["train_attn"],
             "checkpoint": metadata,
             **{key: report[key] for key in PROVENANCE_KEYS},
-        }
+        })
 
     # ------------------------------------------------------------------ sampling
     def sampler_weights_for_path(self, model_path: str) -> SamplerWeights:
@@ -652,8 +660,10 @@ def _forward_backward(model: TrainingModel, request: wire.ForwardBackwardRequest
 # ---------------------------------------------------------------------- HTTP
 
 
-def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) -> FastAPI:
-    service = EmbeddedService(checkpoint_dir, faults)
+def create_app(
+    checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE
+) -> FastAPI:
+    service = EmbeddedService(checkpoint_dir, faults, exposure)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -665,6 +675,8 @@ def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) ->
 
     @app.middleware("http")
     async def inject_faults(request: Request, call_next):
+        if service.exposure.hides(request.url.path):  # a route the production service lacks
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         match = re.match(r"^/api/v1/([^/]+)", request.url.path)
         endpoint = match.group(1) if match else ""
         if delay := service.faults.latency_seconds(endpoint):
@@ -702,7 +714,11 @@ def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) ->
     @app.get(f"{api}/healthz")
     async def healthz():
         injected = service.faults.injected
-        return {"status": "ok", "faults_injected": {"429": injected[429], "503": injected[503]}}
+        return {
+            "status": "ok",
+            "exposure": service.exposure.name,
+            "faults_injected": {"429": injected[429], "503": injected[503]},
+        }
 
     @app.post(f"{api}/client/config")
     async def client_config():
@@ -813,4 +829,5 @@ def create_app(checkpoint_dir: str | Path, faults: FaultConfig | None = None) ->
     async def cancel_future():
         return {}
 
+    rest_api.install(app, service)  # training runs, checkpoint listings, adapter export
     return app

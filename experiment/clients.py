@@ -8,6 +8,7 @@ session: "setup" (probes, pilots, checks) and "arms" (the paired training client
 
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -43,17 +44,55 @@ class ClientSession:
                  call: Callable[[Callable[[], Any]], Any] = lambda fn: fn()):
         self.purpose = purpose
         self.call = call
+        self.service = service
         self.service_client = service.service_client(fork=fork)
         self.created_models: list[str] = []
         self.closed = False
 
-    def lora_client(self, base_model: str, rank: int, seed: int, requested: dict[str, Any]) -> tinker.TrainingClient:
-        client = self.call(lambda: self.service_client.create_lora_training_client(
-            base_model=base_model, rank=rank, seed=seed,
-            optimizer=creation_optimizer_config(requested),
-        ).result())
+    def lora_client(self, base_model: str, rank: int, seed: int | None,
+                    requested: dict[str, Any]) -> tinker.TrainingClient:
+        """A fresh LoRA client with the requested optimizer. A service that rejects a per-model
+        seed (the production service does) is asked again without one, and that is recorded on
+        the service target (`observed["seed_rejected"]`): every arm's proof of a shared initial
+        state is then the loaded initialization checkpoint, never the seed."""
+        if self.service.observed.get("seed_rejected"):
+            seed = None
+
+        def create(with_seed: int | None):
+            return self.call(lambda: self.service_client.create_lora_training_client(
+                base_model=base_model, rank=rank, seed=with_seed,
+                optimizer=creation_optimizer_config(requested),
+            ).result())
+
+        try:
+            client = create(seed)
+        except Exception as err:
+            if seed is None or "seed" not in str(err).lower():
+                raise
+            self.service.observed["seed_rejected"] = f"{type(err).__name__}: {str(err)[:300]}"
+            client = create(None)
         self.created_models.append(client.model_id)
         return client
+
+    def client_loaded_from(self, path: str, base_model: str, rank: int, seed: int | None,
+                           requested: dict[str, Any]) -> tuple[tinker.TrainingClient, Any]:
+        """A fresh client with the requested optimizer that then loads `path` (weights only),
+        returned with the service's load response (what it says it loaded): the proof of an
+        immutable initialization checkpoint on a service that exposes no adapter hash.
+        `create_training_client_from_state` discards that response, so the load is the SDK's
+        `load_state` on the new client (deprecated in tinker 0.38 but served; its warning is
+        silenced here, once per call)."""
+        client = self.lora_client(base_model, rank, seed, requested)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            sdk_logger = logging.getLogger("tinker.lib.public_interfaces.training_client")
+            level = sdk_logger.level
+            sdk_logger.setLevel(logging.CRITICAL)  # the SDK logs its deprecation notice as an error
+            try:
+                response = self.call(lambda: client.load_state(path).result())
+            finally:
+                sdk_logger.setLevel(level)
+        return client, response
 
     def client_from_state(self, path: str, requested: dict[str, Any], with_optimizer: bool = False) -> tinker.TrainingClient:
         """A client loaded from a checkpoint: weights only with the requested optimizer, or weights

@@ -10,8 +10,11 @@ Everything here is float64 numpy and measures; nothing decides on its own except
   against the first probe.
 * ``importance_sampling_loss_and_grad``: the documented Tinker importance-sampling
   loss -(exp(lp - lp_sampled) * A).sum() and its gradient w.r.t. lp.
-* ``file_sha256`` and ``revision_pins``: what the run pins when the spec's
-  revisions are UNRESOLVED.
+* ``file_sha256`` and ``revision_pins``: hashes and versions a pin is made of.
+* ``pinned_revisions(spec)`` / ``revision_status``: the revisions the spec, or its recorded
+  revision file, pins per path, and whether the reported ones match them. The run never
+  pins them itself: while a revision is UNRESOLVED the check stays unverified and the run
+  requests a spec revision (contract section 4, contract-details A-1.4, A-4.4).
 """
 
 from __future__ import annotations
@@ -172,3 +175,76 @@ def revision_pins(files=(), packages=("tinker", "tinker-cookbook")) -> dict:
         "packages": {name: importlib.metadata.version(name) for name in packages},
         "files": {Path(path).as_posix(): file_sha256(path) for path in files},
     }
+
+
+# ---- revision pins (contract section 4; contract-details A-1.4, A-4.4) ----
+
+REVISION_KEYS = ("baseline_revision", "reference_revision")
+# A recorded spec revision (specs/<name>.plan.json) may pin the revisions a spec leaves UNRESOLVED
+# under this key, either {"<path id>": {"baseline_revision": ..., "reference_revision": ...}} or
+# {"paths": [{"id": "<path id>", "baseline_revision": ..., "reference_revision": ...}]}.
+REVISION_FILE_KEY = "correctness_revisions"
+
+
+def is_pinned(value) -> bool:
+    """A revision is pinned when it is a non-empty string that does not say UNRESOLVED."""
+    return isinstance(value, str) and bool(value.strip()) and "UNRESOLVED" not in value.upper()
+
+
+def _revision_file_paths(spec: dict) -> dict[str, dict]:
+    section = spec.get(REVISION_FILE_KEY)
+    if not isinstance(section, dict):
+        return {}
+    if isinstance(section.get("paths"), list):
+        return {str(path.get("id")): path for path in section["paths"] if isinstance(path, dict)}
+    return {str(key): value for key, value in section.items() if isinstance(value, dict)}
+
+
+def pinned_revisions(spec: dict, revision_supplied=()) -> dict[str, dict[str, dict]]:
+    """path id -> revision key -> {"pinned": str | None, "source": str | None, "spec_text": str | None}.
+
+    `spec` is the merged spec (spec file + recorded revision file); `revision_supplied` the
+    top-level keys the revision file supplied (so a pin can be attributed to it). A pin in the
+    spec's own `correctness_preflight.paths[]` wins; else the revision file's `correctness_revisions`.
+    `pinned` is None while the revision is UNRESOLVED everywhere."""
+    supplied = set(revision_supplied or ())
+    section = spec.get("correctness_preflight") if isinstance(spec.get("correctness_preflight"), dict) else {}
+    spec_source = "spec revision file" if "correctness_preflight" in supplied else "spec"
+    revision_paths = _revision_file_paths(spec)
+    pins: dict[str, dict[str, dict]] = {}
+    for path in section.get("paths", []) or []:
+        if not isinstance(path, dict):
+            continue
+        path_id = str(path.get("id"))
+        entry = {}
+        for key in REVISION_KEYS:
+            text = path.get(key)
+            override = (revision_paths.get(path_id) or {}).get(key)
+            if is_pinned(text):
+                entry[key] = {"pinned": text, "source": spec_source, "spec_text": text}
+            elif is_pinned(override):
+                entry[key] = {"pinned": override, "source": f"spec revision file ({REVISION_FILE_KEY})", "spec_text": text}
+            else:
+                entry[key] = {"pinned": None, "source": None, "spec_text": text}
+        pins[path_id] = entry
+    return pins
+
+
+def unresolved_revisions(pins: dict[str, dict[str, dict]]) -> list[tuple[str, str]]:
+    """(path id, revision key) of every revision pinned nowhere."""
+    return [(path_id, key) for path_id, entry in pins.items() for key, pin in entry.items() if pin["pinned"] is None]
+
+
+def revision_status(pins_for_path: dict[str, dict], reported: dict[str, str]) -> dict[str, dict]:
+    """Per revision key: the pin, the revision the run measured against, and
+    `status` in matches | differs | unresolved (nothing pinned: the check stays unverified)."""
+    status = {}
+    for key in REVISION_KEYS:
+        pin = pins_for_path.get(key) or {"pinned": None, "source": None}
+        value = reported.get(key)
+        if pin["pinned"] is None:
+            state = "unresolved"
+        else:
+            state = "matches" if value == pin["pinned"] else "differs"
+        status[key] = {"pinned": pin["pinned"], "source": pin["source"], "reported": value, "status": state}
+    return status

@@ -2,19 +2,29 @@
 
 Every item is a `TaskItem(id, question, answer)` with the final answer as a string. GSM8K ids are
 `gsm8k-<split>-<line index>`, so they are stable and explicit (contract section 6).
+
+A spec names data files by path; `resolve_data_path` is the one place such a path is turned into
+a file: relative paths are taken from the project root, and the resolved file (symlinks followed)
+must be a regular file inside one of the project's data directories (DATA_DIRS, plus any listed in
+$RX_DATA_DIRS). Files are read with a size cap (MAX_DATA_FILE_BYTES), never to the end of a stream.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from tinker_cookbook.recipes.math_rl.math_env import extract_gsm8k_final_answer
-
-DEFAULT_GSM8K_DIR = Path(__file__).resolve().parent.parent / "data" / "gsm8k"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
+# The project's data directories: data/ (GSM8K), the embedded task families, test fixtures.
+DATA_DIRS = (PROJECT_ROOT / "data", PROJECT_ROOT / "embedded_tinker" / "tasks" / "data", PROJECT_ROOT / "tests" / "fixtures")
+DATA_DIRS_ENV = "RX_DATA_DIRS"  # more allowed directories, separated by os.pathsep
+MAX_DATA_FILE_BYTES = 512 * 1024 * 1024  # GSM8K train is 4 MiB; a data file past this is refused
 GSM8K_SPLITS = ("train", "test")
 
 T = TypeVar("T")
@@ -31,11 +41,70 @@ class TaskItem:
     answer: str
 
 
+def data_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(DATA_DIRS_ENV, "").split(os.pathsep) if p.strip()]
+    return [d.resolve() for d in (*DATA_DIRS, *extra)]
+
+
+def resolve_data_path(path: str | Path) -> Path:
+    """The data file a spec names, checked: a regular file inside a project data directory."""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = PROJECT_ROOT / candidate
+    resolved = candidate.resolve()
+    allowed = data_dirs()
+    if not any(resolved.is_relative_to(root) for root in allowed):
+        shown = ", ".join(str(d.relative_to(PROJECT_ROOT)) if d.is_relative_to(PROJECT_ROOT) else str(d) for d in allowed)
+        raise DataError(f"{path}: outside the project's data directories ({shown}; more via ${DATA_DIRS_ENV})")
+    try:
+        mode = resolved.stat().st_mode
+    except OSError:
+        raise DataError(f"{path}: no such file") from None
+    if not stat.S_ISREG(mode):
+        raise DataError(f"{path}: not a regular file")
+    return resolved
+
+
+def read_capped_bytes(path: str | Path, cap: int | None = None) -> bytes:
+    """A data file's bytes, refused past `cap` (default MAX_DATA_FILE_BYTES) and when not a regular file."""
+    path = Path(path)
+    cap = MAX_DATA_FILE_BYTES if cap is None else cap
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise DataError(f"{path}: not a regular file")
+            if info.st_size > cap:
+                raise DataError(f"{path}: larger than the {cap}-byte cap for a data file")
+            chunks, total = [], 0
+            while total <= cap:  # what is read counts, not what stat said (a file may grow)
+                chunk = handle.read(min(1 << 20, cap + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+            data = b"".join(chunks)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: not a regular file") from None
+    if len(data) > cap:
+        raise DataError(f"{path}: larger than the {cap}-byte cap for a data file")
+    return data
+
+
+def read_capped_text(path: str | Path, cap: int | None = None) -> str:
+    try:
+        return read_capped_bytes(path, cap).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text ({err.reason})") from None
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_capped_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -52,6 +121,8 @@ def load_gsm8k(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[Tas
     """GSM8K `train` or `test` from `<data_dir>/<split>.jsonl`; answer = the text after `####`."""
     if split not in GSM8K_SPLITS:
         raise DataError(f"GSM8K split must be one of {', '.join(GSM8K_SPLITS)} (got {split!r})")
+    from tinker_cookbook.recipes.math_rl.math_env import extract_gsm8k_final_answer
+
     path = Path(data_dir) / f"{split}.jsonl"
     items = []
     for index, row in enumerate(_read_jsonl(path)):

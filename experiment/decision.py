@@ -393,3 +393,43 @@ def read_observations_jsonl(path) -> list[Observation]:
 
 def bytes_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def best_lr_threshold(run_values: dict, run_arm: dict, run_lr: dict, criteria: list[dict],
+                      select_metric: str) -> dict:
+    """The ``best_lr_threshold`` method (TriMuon recorded revision; docs/contract-rules.md DEC-8).
+
+    ``run_values``: {run name: {metric: value}} (one value per training run of an LR grid);
+    ``run_arm`` / ``run_lr``: each run's arm and learning rate. Per arm, the run with the lowest
+    ``select_metric`` is selected; an edge of the arm's grid sets ``grid_edge``. Each criterion's
+    effect is ``sum_arm w_arm * value(selected run of arm)`` and is met when it is at least the
+    margin (``comparison: at_least``, the default) or exceeds it. No interval: point estimates.
+    The verdict (direction vocabulary) is ``supported`` iff every criterion is met.
+    """
+    per_arm: dict = {}
+    for arm in sorted(set(run_arm.values())):
+        runs = [run for run, owner in run_arm.items() if owner == arm and run in run_values]
+        if not runs:
+            raise DecisionError(f"no values for any run of arm {arm!r}")
+        for run in runs:
+            _finite_number(run_values[run].get(select_metric), f"{select_metric} of {run}")
+        grid = sorted(run_lr[run] for run in runs)
+        best = min(runs, key=lambda run: run_values[run][select_metric])
+        per_arm[arm] = {"selected_run": best, "selected_lr": run_lr[best], "lr_grid": grid,
+                        "grid_edge": len(grid) > 1 and run_lr[best] in (grid[0], grid[-1]),
+                        "values": dict(run_values[best])}
+    results = []
+    for criterion in criteria:
+        metric = criterion["metric"]
+        effect = 0.0
+        for arm, weight in criterion["weights"].items():
+            if arm not in per_arm:
+                raise DecisionError(f"criterion {criterion.get('id')}: no runs of arm {arm!r}")
+            effect += _finite_number(weight, "weight") * _finite_number(
+                per_arm[arm]["values"].get(metric), f"{metric} of {per_arm[arm]['selected_run']}")
+        margin = _finite_number(criterion["margin"], f"criterion {criterion.get('id')} margin")
+        met = effect >= margin if criterion.get("comparison", "at_least") == "at_least" else effect > margin
+        results.append({"id": criterion.get("id"), "metric": metric, "effect": effect, "margin": margin, "met": met})
+    return {"method": "best_lr_threshold", "per_arm": per_arm, "criteria": results,
+            "grid_edge": any(entry["grid_edge"] for entry in per_arm.values()),
+            "verdict": "supported" if results and all(c["met"] for c in results) else "refuted"}

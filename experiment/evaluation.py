@@ -41,11 +41,18 @@ def canonical_json(value) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
-def code_files_sha256(code_files: list, code_root=None) -> str:
-    """sha256 over a sha256sum-style manifest of the files, sorted by name."""
+def code_files_sha256(code_files, code_root=None) -> str:
+    """sha256 over a sha256sum-style manifest of the files, sorted by name.
+
+    `code_files` is a list of paths (named as described in the module docstring) or a mapping
+    {stable name: path} when the files come from several roots (project, installed packages)."""
     if not code_files:
         raise EvaluationError("no evaluator code files given")
     named = {}
+    if isinstance(code_files, dict):
+        for name, path in code_files.items():
+            named[str(name)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        code_files = []
     for path in code_files:
         path = Path(path)
         name = path.relative_to(code_root).as_posix() if code_root is not None else path.name
@@ -110,9 +117,17 @@ def evaluator_id(provenance: dict) -> str:
 
 def prediction_row(item_id: str, arm: str, prediction, reference: str, correct: bool,
                    evaluator_id: str, seed: int, checkpoint: str | None,
-                   metric: str = "accuracy", raw_output: str | None = None) -> dict:
+                   metric: str = "accuracy", raw_output: str | None = None,
+                   grading: str | None = None, grading_error: str | None = None) -> dict:
     """One predictions-JSONL row.  An invalid or unparsable output stays a row:
-    ``prediction`` is then None (``raw_output`` keeps the text) and ``value`` is 0."""
+    ``prediction`` is then None (``raw_output`` keeps the text) and ``value`` is 0.
+    ``grading`` says how the value came about (graded | no_boxed | timeout | grader_error): a
+    grading timeout scores 0 but is named in its row, never a silent 0."""
+    extra = {}
+    if grading is not None:
+        extra["grading"] = grading
+    if grading_error is not None:
+        extra["grading_error"] = grading_error
     return {
         "item_id": item_id,
         "arm": arm,
@@ -124,7 +139,20 @@ def prediction_row(item_id: str, arm: str, prediction, reference: str, correct: 
         "seed": seed,
         "checkpoint": checkpoint,
         "raw_output": raw_output,
+        **extra,
     }
+
+
+UNGRADED = ("timeout", "grader_error")
+
+
+def grading_failures(rows: list[dict]) -> dict[str, list[str]]:
+    """Item ids whose grading timed out or crashed, by kind (empty when every item was graded)."""
+    failures: dict[str, list[str]] = {}
+    for row in rows:
+        if row.get("grading") in UNGRADED:
+            failures.setdefault(row["grading"], []).append(row["item_id"])
+    return failures
 
 
 def score_rows(rows: list[dict]) -> float:
@@ -148,9 +176,14 @@ def observations_from_predictions(rows: list[dict]) -> list[Observation]:
 
 
 def score_entry(arm: str, value: float, evaluator_id: str, seed: int, predictions_ref: str,
-                metric: str = "accuracy") -> dict:
-    return {"arm": arm, "metric": metric, "value": value, "evaluator_id": evaluator_id,
-            "seed": seed, "predictions_ref": predictions_ref}
+                metric: str = "accuracy", grading_failures: dict[str, list[str]] | None = None) -> dict:
+    """One `scores[]` entry; items whose grading timed out or crashed are named under
+    `grading_failures` (they score 0 in `value`, as the contract counts failures)."""
+    entry = {"arm": arm, "metric": metric, "value": value, "evaluator_id": evaluator_id,
+             "seed": seed, "predictions_ref": predictions_ref}
+    if grading_failures:
+        entry["grading_failures"] = {kind: list(ids) for kind, ids in grading_failures.items()}
+    return entry
 
 
 def evaluation_record(evaluators: dict, scores: list[dict], comparisons: list[dict]) -> dict:

@@ -8,6 +8,7 @@ whose allocation is unknown: null); the recovery reserve is positive.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,45 @@ PROJECTION_KEYS = (
 )
 
 RECOVERY_FRACTION = 0.25  # reserve for one retry/restore of the longest phase, as a share of the plan
+
+# The pilot's size when the spec states none (the project's choice): one step per arm, 32 eval items.
+DEFAULT_PILOT_STEPS_PER_ARM = 1
+DEFAULT_PILOT_EVAL_ITEMS = 32
+# "timing pilot: 2 steps per arm plus 100 eval items" (spec 001's command, step 2)
+_STATED_PILOT = re.compile(
+    r"timing pilot\W+(\d+)\s+steps?\s+per\s+arm(?:\s+(?:plus|and|\+)\s+(\d+)\s+eval(?:uation)?\s+items?)?",
+    re.IGNORECASE)
+
+EMBEDDED_ALLOCATION = (0, "embedded backend started by this run: a CPU-only process, no GPU allocated")
+GPU_UNKNOWN_REASON = ("the service does not say how many GPUs serve it (no allocation evidence), so GPU-hours "
+                      "are unknown and not projected")
+
+
+@dataclass(frozen=True)
+class PilotSize:
+    steps_per_arm: int
+    eval_items: int
+    source: str  # where the size comes from: the spec's own words, or the project default
+
+
+def pilot_size(spec: dict[str, Any]) -> PilotSize:
+    """The timing pilot's size: the one the spec states (its `command` prose), else the default."""
+    for field in ("command", "method"):
+        match = _STATED_PILOT.search(str(spec.get(field) or ""))
+        if match:
+            eval_items = int(match.group(2)) if match.group(2) else DEFAULT_PILOT_EVAL_ITEMS
+            return PilotSize(int(match.group(1)), eval_items, f"spec {field}: {match.group(0)!r}")
+    return PilotSize(DEFAULT_PILOT_STEPS_PER_ARM, DEFAULT_PILOT_EVAL_ITEMS,
+                     "project default (the spec states no pilot size)")
+
+
+def service_allocation(service_kind: str) -> tuple[int | None, str | None]:
+    """(gpu_count, allocation_source) from explicit allocation evidence only, else (None, None).
+
+    The embedded backend is a CPU process this run started itself. A remote service tells the SDK
+    nothing about its GPUs, so its allocation stays unknown (contract section 11: null for a shared
+    service when the allocation is unknown)."""
+    return EMBEDDED_ALLOCATION if service_kind == "embedded" else (None, None)
 
 
 @dataclass(frozen=True)
@@ -67,8 +107,16 @@ def feasibility_record(
     budget: dict[str, Any],
     generation: dict[str, Any] | None = None,
     extra_phases: dict[str, PhaseTiming] | None = None,
+    pilot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The section-11 record plus a `projection` block (wall seconds, GPU-hours, fits)."""
+    """The section-11 record plus a `projection` block (wall seconds, GPU-hours, fits).
+
+    `config` and `effective_config` are both the full run's configuration and must be identical
+    (contract-details A-11.4: any difference means a re-projection); the pilot's own size lives in
+    `measurements` (units measured vs planned_units of the full run) and in `pilot`."""
+    if config != effective_config:
+        changed = sorted(k for k in set(config) | set(effective_config) if config.get(k) != effective_config.get(k))
+        raise ValueError(f"feasibility config and effective_config differ in {changed}: re-project the full run")
     phases = {"setup": setup, "training": training, "evaluation": evaluation, **(extra_phases or {})}
     planned = sum(p.projected_seconds for p in phases.values())
     recovery_seconds = max(RECOVERY_FRACTION * planned, 1.0)
@@ -76,8 +124,11 @@ def feasibility_record(
     gpu_counts = [p.gpu_count for p in phases.values()]
     if any(c is None for c in gpu_counts):
         gpu_hours = None  # allocation unknown: never invented
+        unknown = [name for name, p in phases.items() if p.gpu_count is None]
+        gpu_hours_note = f"unknown: {GPU_UNKNOWN_REASON} (phases {', '.join(unknown)})"
     else:
         gpu_hours = sum((p.gpu_count or 0) * p.projected_seconds for p in phases.values()) / 3600
+        gpu_hours_note = "projected from the GPU counts the allocation evidence gives for each phase"
     budget_wall = float(budget.get("max_wall_minutes", 0)) * 60
     budget_gpu = budget.get("gpu_hours")
     problems = []
@@ -92,6 +143,7 @@ def feasibility_record(
         "source": source,
         "measurements": {name: p.to_dict() for name, p in phases.items()},
         "generation": generation,
+        **({"pilot": pilot} if pilot else {}),
         "recovery": {
             "seconds": recovery_seconds,
             "gpu_count": setup.gpu_count,
@@ -100,6 +152,8 @@ def feasibility_record(
         "projection": {
             "wall_seconds": wall_seconds,
             "gpu_hours": gpu_hours,
+            "gpu_hours_status": "unknown" if gpu_hours is None else "projected",
+            "gpu_hours_note": gpu_hours_note,
             "budget_wall_seconds": budget_wall,
             "budget_gpu_hours": budget_gpu,
             "fits": not problems,

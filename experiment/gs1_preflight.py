@@ -45,8 +45,11 @@ def _cookbook_file(relative: str) -> Path:
     return Path(tinker_cookbook.__file__).parent / relative
 
 
-def pinned_revisions() -> dict[str, str]:
-    """The revisions this run pins itself (the spec's are UNRESOLVED)."""
+def proposed_revisions() -> dict[str, str]:
+    """The revisions this run measures against (installed cookbook, file hashes of the
+    implementation and of the independent reference). They are reported as measured and checked
+    against the spec's pins; while the spec leaves them UNRESOLVED they are the values the
+    spec-revision request proposes, never pins the run makes itself."""
     cookbook = importlib.metadata.version("tinker-cookbook")
     stock = file_sha256(_cookbook_file("rl/data_processing.py"))
     implementation = ", ".join(
@@ -234,7 +237,7 @@ async def run_gs1_loss_path_preflight(
                 f"({len(gs1_problems)} prompts x 1; the first fills the kernel window)"
             ),
         },
-        **pinned_revisions(),
+        **proposed_revisions(),
         "precision": "float64 advantages, loss and gradient; server logprobs float32",
         "normalization": "importance_sampling loss summed over tokens, no per-sequence normalization",
         "errors": errors,

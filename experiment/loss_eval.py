@@ -105,14 +105,37 @@ def report(aggregation: str, evaluators: dict[str, LossEval]) -> dict[str, Any]:
     return {"aggregation": aggregation, "arms": arms}
 
 
+def report_by_arm(aggregation: str, runs: dict[str, dict[str, LossEval]], selected: dict[str, str]) -> dict[str, Any]:
+    """`loss_eval` keyed by arm when an arm is several training runs (an LR grid): each arm's entry
+    is its selected run's record (the plan's selection rule, fixed before training) and every run
+    of the arm stays beneath it under `runs`, keyed by the run's label (its learning rate)."""
+    arms = {}
+    for arm, by_label in runs.items():
+        per_run = report(aggregation, by_label)["arms"]
+        entry: dict[str, Any] = {}
+        if arm in selected:
+            entry.update(per_run[selected[arm]])
+            entry["selected_run"] = selected[arm]
+        entry["runs"] = per_run
+        arms[arm] = entry
+    return {"aggregation": aggregation, "arms": arms}
+
+
 def check(loss_eval: dict[str, Any]) -> list[str]:
-    """Problems with a loss_eval record under the section 8 rules (empty list: consistent)."""
+    """Problems with a loss_eval record under the section 8 rules (empty list: consistent).
+
+    Per-run records beneath an arm (`arms.<arm>.runs.<label>`) obey the same rules and must be on
+    the same tokens and examples as every arm."""
     problems = []
     aggregation = loss_eval.get("aggregation")
     if aggregation not in AGGREGATIONS:
         return [f"aggregation {aggregation!r} is not one of {AGGREGATIONS}"]
     shapes = {}
+    entries = []
     for arm, entry in (loss_eval.get("arms") or {}).items():
+        entries.append((arm, entry))
+        entries += [(f"{arm} run {label}", run) for label, run in (entry.get("runs") or {}).items()]
+    for arm, entry in entries:
         if entry.get("aggregation") != aggregation:
             problems.append(f"{arm}: aggregation {entry.get('aggregation')!r} differs from {aggregation!r}")
         values = [entry.get(k) for k in ("value", "nll_sum", "n_tokens")]

@@ -14,6 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from experiment.correctness import pinned_revisions, unresolved_revisions
 from experiment.gates import GATE_ORDER
 from experiment.spec import ArmSpec, Spec, SpecError
 
@@ -21,8 +22,7 @@ Applicability = Literal[True, False, "unknown"]
 
 # The verdict vocabulary is fixed by each spec's contract-source text (contract section 2): the GS1 and
 # TriMuon texts use direction+confidence, the self-generated text three-way. Keyed by spec file stem
-# prefix so the local variants (specs/local/gs1_...json) inherit it; a spec may also set
-# `verdict_vocabulary` itself.
+# prefix so copies (gs1_..._test_size.json) inherit it; a spec may also set `verdict_vocabulary` itself.
 VOCABULARY_BY_SPEC_PREFIX = {
     "gs1_": "direction_confidence",
     "trimuon_": "direction_confidence",
@@ -106,6 +106,8 @@ class ExecutionPlan:
     criteria: list[PlannedCriterion]
     eval: dict[str, Any]
     budget: dict[str, Any]
+    # --rehearse: what the rehearsal substituted (experiment.contract.rehearsal); None for the spec as written
+    rehearsal: dict[str, Any] | None = None
 
     def gate(self, name: str) -> GatePlan:
         for gate in self.gates:
@@ -152,6 +154,7 @@ def build_plan(spec: Spec) -> ExecutionPlan:
         criteria=criteria,
         eval=_plan_eval(spec),
         budget=spec.budget.model_dump(),
+        rehearsal=source.rehearsal,
     )
 
 
@@ -364,10 +367,12 @@ def _gate_correctness_preflight(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if forked:
         why.append(f"arms {', '.join(forked)} use a forked optimizer path")
     details = {"paths": section.get("paths", []), "status": section.get("status")}
-    unresolved = "unresolved" in str(section.get("status", "")).lower() or any(
-        "UNRESOLVED" in str(path.get(key, "")) for path in section.get("paths", []) for key in ("baseline_revision", "reference_revision")
-    )
-    details["revisions_unresolved"] = unresolved
+    # Pinned in the spec or in its recorded revision file (experiment.correctness.pinned_revisions);
+    # the run never pins them itself, and an unresolved one stops the run at this gate.
+    supplied = spec.source.revision.supplied if spec.source.revision else ()
+    pins = pinned_revisions(spec.to_dict(), supplied)
+    details["revision_pins"] = pins
+    details["revisions_unresolved"] = bool(unresolved_revisions(pins))
     if why:
         return GatePlan("correctness_preflight", True, "; ".join(why), details=details)
     if spec.feature("custom_loss") is None or spec.feature("custom_optimizer") is None:
@@ -376,6 +381,15 @@ def _gate_correctness_preflight(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
             "unknown",
             f"experiment_features.custom_loss is {_feature_text(spec, 'custom_loss')} and custom_optimizer is "
             f"{_feature_text(spec, 'custom_optimizer')}: applicability unknown, which blocks like applicable",
+        )
+    if section.get("required") is not False:
+        # the spec leaves its correctness preflight state out: unknown, never a silent skip
+        return GatePlan(
+            "correctness_preflight",
+            "unknown",
+            "correctness_preflight.required is missing and no feature decides it: applicability unknown, "
+            "which blocks like applicable",
+            details=details,
         )
     reason = section.get("reason") or "no custom or forked loss or optimizer path"
     return GatePlan("correctness_preflight", False, f"correctness_preflight.required is false: {reason}")
@@ -437,6 +451,10 @@ def _gate_evaluation(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
 
 def _gate_decision(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if spec.decision_rule is None:
+        if (spec.to_dict().get("verdict_rule") or {}).get("method"):
+            return GatePlan("decision", True, "the spec has no decision_rule, so RESULT carries no decision object; the "
+                            "verdict follows the effect against the margin (contract section 2) as the plan file's "
+                            "verdict_rule measures it")
         return GatePlan("decision", False, "the spec has no decision_rule")
     source = "plan file" if spec.source.revision and "decision_rule" in spec.source.revision.supplied else "spec"
     return GatePlan("decision", True, f"decision_rule ({spec.decision_rule.method}) given in the {source}")

@@ -85,10 +85,14 @@ def training_curves_png(rows: list[dict[str, Any]], path: str | Path, metric: st
     return _save(figure, path)
 
 
-def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path) -> Path:
+def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path, verdict: str | None = None) -> Path:
     """Each criterion's paired effect with its [lower, upper] interval and its margin.
 
-    Each entry: {"id", "effect", "lower", "upper", "margin"} (a decision_summary criterion)."""
+    Each entry: {"id", "effect", "lower", "upper", "margin"} plus "arm_weights" (a decision_summary
+    criterion). The axis names the subtraction (e.g. gs1_kernel − grpo_gs8), each row says in words
+    whether the claim is shown, and the title carries the verdict when given."""
+    from experiment.report import effect_in_words, signed, subtraction
+
     if not criteria_results:
         raise PlotError("no criteria to plot")
     figure, axes = _new_figure()
@@ -109,12 +113,19 @@ def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path) 
         axes.plot(
             [margin, margin], [row - 0.3, row + 0.3], color="tab:red", linewidth=2, label="margin" if row == 0 else None
         )
+        axes.annotate(f"{signed(effect)} [{signed(lower)}, {signed(upper)}]", (effect, row), xytext=(0, 10),
+                      textcoords="offset points", ha="center", fontsize="small")
+        axes.annotate(effect_in_words(criterion).split(" (")[0], (0.5, row - 0.4), xycoords=("axes fraction", "data"),
+                      ha="center", va="center", fontsize="small", color="dimgray")
     axes.set_yticks(range(len(criteria_results)))
-    axes.set_yticklabels([str(c.get("id", index)) for index, c in enumerate(criteria_results)])
+    axes.set_yticklabels([f"{c.get('id', index)}:\n{subtraction(c)}" for index, c in enumerate(criteria_results)],
+                         fontsize="small")
     axes.set_ylim(-0.7, len(criteria_results) - 0.3)
     axes.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
-    axes.set_xlabel("paired effect")
-    axes.set_title("Paired effect with its one-sided Hoeffding bounds, against the margin")
+    names = sorted({subtraction(c) for c in criteria_results})
+    axes.set_xlabel(f"paired effect ({names[0] if len(names) == 1 else 'per criterion'})")
+    title = "Paired effect, one-sided Hoeffding bounds, margin"
+    axes.set_title(f"Verdict: {verdict}\n{title}" if verdict else title)
     axes.grid(axis="x", alpha=0.3)
     axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
@@ -157,8 +168,10 @@ def arm_scores_png(scores: list[dict[str, Any]], path: str | Path, metric: str =
         highs.append(high - value)
     figure, axes = _new_figure()
     positions = range(len(arms))
-    axes.bar(positions, values, color="tab:blue", alpha=0.7)
+    bars = axes.bar(positions, values, color="tab:blue", alpha=0.7)
     axes.errorbar(positions, values, yerr=[lows, highs], fmt="none", ecolor="black", capsize=8)
+    axes.bar_label(bars, labels=[f"{value:.3f}" for value in values], label_type="center", color="white",
+                   fontweight="bold")
     axes.set_xticks(list(positions))
     axes.set_xticklabels(arms)
     axes.set_ylabel(metric)
@@ -203,7 +216,10 @@ def write_run_pictures(run_dir: str | Path) -> list[Path]:
         written.append(training_curves_png(rows, out / f"training-{metric.replace('_', '-')}.png", metric))
     criteria = (result.get("decision") or {}).get("criteria") or []
     if criteria and all(c.get("effect") is not None for c in criteria):
-        written.append(paired_effect_png(criteria, out / "paired-effect.png"))
+        verdict = result.get("verdict")
+        if verdict and result.get("confidence"):
+            verdict = f"{verdict} ({result['confidence']} confidence)"
+        written.append(paired_effect_png(criteria, out / "paired-effect.png", verdict))
     scores = arm_score_points(result)
     if scores:
         written.append(arm_scores_png(scores, out / "arm-accuracy.png"))

@@ -5,11 +5,13 @@
 - `gate_table_rows(gate_verdicts)`: one row per gate: gate, status, measured values, reasons, duration.
 - `arm_metric_rows(result)`: one row per arm with its metrics from `metrics.arms`.
 - `arm_score_points(result)`: evaluation scores with the item count, the input of `plots.arm_scores_png`.
-- `run_file_links(run_dir)`: (artifact key, path, description) for the run directory's files.
+- `evidence_index_rows(run_dir)` / `evidence_index_markdown(run_dir)`: every file of a run, once.
+- `gate_line`, `plan_lines`, `closing_lines`, `effect_line`: what the console prints.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -17,11 +19,157 @@ from pathlib import Path
 from typing import Any
 
 OUTCOME_BY_STATUS = {
-    "passes": "passes (lower bound above the margin)",
-    "fails": "fails (upper bound below the margin)",
-    "unsettled": "unsettled (interval straddles the margin)",
+    "passes": "shown (lower bound above the margin)",
+    "fails": "ruled out (upper bound below the margin)",
+    "unsettled": "not shown (interval straddles the margin)",
 }
 MEASURED_TEXT_LIMIT = 120
+GATE_LINE_LIMIT = 110  # + Prefect's "HH:MM:SS.mmm | INFO    | Flow run 'name' - " prefix: ~160 columns
+RESULT_MARKER = "RESULT in "
+MINUS, ELLIPSIS, ARROW = "\u2212", "\u2026", " \u2192 "
+
+
+def signed(value: float, digits: int = 3) -> str:
+    """-0.1234 -> '−0.123' (a real minus sign), 0.05 -> '+0.050'."""
+    text = f"{value:+.{digits}f}"
+    return text.replace("-", MINUS)
+
+
+def plain(value: float) -> str:
+    """A margin as written (-0.03 -> '−0.03')."""
+    return f"{value:g}".replace("-", MINUS)
+
+
+def subtraction(criterion: dict[str, Any]) -> str:
+    """What the effect subtracts, from the criterion's arm weights: 'gs1_kernel − grpo_gs8'."""
+    weights = criterion.get("arm_weights") or criterion.get("weights") or {}
+    terms = []
+    for arm, weight in sorted(weights.items(), key=lambda item: -float(item[1])):
+        size = abs(float(weight))
+        name = arm if size == 1 else f"{size:g}\u00b7{arm}"
+        if not terms:
+            terms.append(name if weight > 0 else f"{MINUS}{name}")
+        else:
+            terms.append(f"{'+' if weight > 0 else MINUS} {name}")
+    return " ".join(terms) or str(criterion.get("id", "effect"))
+
+
+def claim_name(margin: float) -> str:
+    if margin < 0:
+        return "non-inferiority"
+    if margin == 0:
+        return "superiority"
+    return f"an improvement above {plain(margin)}"
+
+
+def effect_in_words(criterion: dict[str, Any]) -> str:
+    """'non-inferiority not shown: lower bound −0.123 is below the margin −0.03' (one-sided rule)."""
+    lower, upper, margin = (criterion.get(key) for key in ("lower", "upper", "margin"))
+    if not all(isinstance(v, (int, float)) for v in (lower, upper, margin)):
+        return "no interval"
+    claim = claim_name(margin)
+    if lower > margin:
+        return f"{claim} shown: lower bound {signed(lower)} is above the margin {plain(margin)}"
+    if upper < margin:
+        return f"{claim} ruled out: upper bound {signed(upper)} is below the margin {plain(margin)}"
+    return (f"{claim} not shown: lower bound {signed(lower)} is below the margin {plain(margin)} "
+            f"(upper bound {signed(upper)} is above it, so it is not ruled out either)")
+
+
+def effect_line(criterion: dict[str, Any]) -> str:
+    """'gs1_kernel − grpo_gs8 = −0.046, interval [−0.123, +0.031]; non-inferiority not shown: ...'."""
+    effect = criterion.get("effect")
+    head = f"{subtraction(criterion)} = {signed(effect)}" if isinstance(effect, (int, float)) else subtraction(criterion)
+    if isinstance(criterion.get("lower"), (int, float)) and isinstance(criterion.get("upper"), (int, float)):
+        head += f", interval [{signed(criterion['lower'])}, {signed(criterion['upper'])}]"
+    return f"{head}; {effect_in_words(criterion)}"
+
+
+def grade_lines(result: dict[str, Any]) -> list[str]:
+    """'category: grade' per category of RESULT.grade, when a grader wrote one (else nothing)."""
+    grade = result.get("grade")
+    if not grade:
+        return []
+    if not isinstance(grade, dict):
+        return [_fmt(grade)]
+    categories = grade.get("categories") if isinstance(grade.get("categories"), (dict, list)) else grade
+    if isinstance(categories, list):
+        categories = {str(c.get("category") or c.get("name") or i): c for i, c in enumerate(categories)
+                      if isinstance(c, dict)}
+    lines = []
+    for category, value in categories.items():
+        if isinstance(value, dict):
+            value = value.get("grade", value.get("score", value.get("status", _fmt(value))))
+        lines.append(f"{category}: {_fmt(value)}")
+    return lines
+
+
+def gate_line(verdict: Any, limit: int = GATE_LINE_LIMIT) -> str:
+    """'gate <name>: <status> (<reasons>)' cut to about `limit` characters; details are in RESULT."""
+    data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
+    reasons = "; ".join(map(str, _decoded(data.get("reasons"), [])))
+    duration = data.get("duration_s")
+    line = f"gate {data.get('gate')}: {data.get('status')}"
+    if isinstance(duration, (int, float)) and duration >= 0.05:
+        line += f" in {duration:.1f} s"
+    if reasons:
+        room = limit - len(line) - 3
+        line += f" ({reasons if len(reasons) <= room else reasons[: max(0, room - 1)] + ELLIPSIS})"
+    return line
+
+
+def plan_lines(plan: dict[str, Any], reused: list[str] = (), projected_seconds: float | None = None) -> list[str]:
+    """What the run is about to do: the gates to run, those skipped, and a time estimate."""
+    gates = plan.get("gates") or []
+    to_run = [g["name"] for g in gates if g.get("blocks") and g["name"] not in reused]
+    skipped = [g["name"] for g in gates if not g.get("blocks")]
+    lines = [f"gates to run ({len(to_run)}): {ARROW.join(to_run) or 'none'}"]
+    if reused:
+        lines.append(f"reused from the unfinished run: {', '.join(reused)}")
+    if skipped:
+        lines.append(f"not applicable: {', '.join(skipped)}")
+    budget = (plan.get("budget") or {}).get("max_wall_minutes")
+    budget_text = f"budget {float(budget):g} min" if budget else "no wall budget"
+    if projected_seconds is not None:
+        lines.append(f"time estimate: {_duration_text(projected_seconds)} (feasibility projection; {budget_text})")
+    elif "feasibility_pilot" in to_run:
+        lines.append(f"time estimate: measured by feasibility_pilot ({budget_text})")
+    else:
+        lines.append(f"time estimate: none measured ({budget_text})")
+    return lines
+
+
+def _duration_text(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Path] | None = None) -> list[str]:
+    """The console's last lines: verdict and confidence, the effect against the margin in plain words,
+    grades per category when present, and where RESULT and the plots are."""
+    run_dir = Path(run_dir)
+    lines = []
+    if result.get("verdict") is not None:
+        verdict = f"verdict: {result['verdict']}"
+        if result.get("confidence"):
+            verdict += f" ({result['confidence']} confidence)"
+        if result.get("outcome_reason"):
+            verdict += f", {result['outcome_reason']}"
+        lines.append(verdict)
+    else:
+        lines.append(f"no verdict: run {result.get('status', 'unknown')}"
+                     + (f" ({result['outcome_reason']})" if result.get("outcome_reason") else ""))
+    for criterion in (result.get("decision") or {}).get("criteria") or []:
+        lines.append(f"effect {criterion.get('id')}: {effect_line(criterion)}")
+    grades = grade_lines(result)
+    if grades:
+        lines.append("grade: " + "; ".join(grades))
+    lines.append(f"{RESULT_MARKER}{run_dir / 'result.json'}")
+    if pictures is None:
+        pictures = sorted((run_dir / "plots").glob("*.png"))
+    if pictures:
+        lines.append("plots: " + ", ".join(str(p) for p in pictures))
+    return lines
 
 
 def _fmt(value: Any) -> str:
@@ -49,8 +197,9 @@ def _criterion_outcome(criterion: dict[str, Any]) -> str:
     return "unknown"
 
 
-def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None) -> str:
-    """A markdown summary of RESULT with the decision table per criterion."""
+def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, pictures: list[Path] = ()) -> str:
+    """A markdown summary of RESULT: verdict, effect against the margin in words, grades, the decision
+    table per criterion, and the run's pictures embedded as data URIs (viewable with no file access)."""
     plan = plan or {}
     title = plan.get("spec_title") or "Experiment run"
     lines = [f"# {title}", "", f"**Status:** {result.get('status', 'unknown')}"]
@@ -68,6 +217,13 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None) -> str:
             effect += f" (interval [{_fmt(ci[0])}, {_fmt(ci[1])}]"
             effect += f", margin {_fmt(result['margin'])})" if "margin" in result else ")"
         lines.append(effect)
+    for criterion in (result.get("decision") or {}).get("criteria") or []:
+        lines.append(f"**{_md_cell(criterion.get('id'))}:** {_md_cell(effect_line(criterion))}")
+    grades = grade_lines(result)
+    if grades:
+        lines.append("**Grade:** " + "; ".join(_md_cell(grade) for grade in grades))
+    for picture in pictures:
+        lines += ["", f"![{Path(picture).stem}]({png_data_uri(picture)})"]
     lines += ["", result.get("summary") or "(no summary)"]
     if result.get("reasoning"):
         lines += ["", f"_Reasoning:_ {result['reasoning']}"]
@@ -77,7 +233,7 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None) -> str:
             "",
             "## Decision",
             "",
-            "| criterion | effect | lower | upper | margin | outcome |",
+            "| criterion | effect | lower | upper | margin | claim |",
             "|---|---|---|---|---|---|",
         ]
         for criterion in criteria:
@@ -104,6 +260,11 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None) -> str:
     validation = result.get("validation")
     if isinstance(validation, dict) and validation.get("failed_checks"):
         lines += ["", f"**Validation failed:** {', '.join(validation['failed_checks'])}"]
+    grade = result.get("grade")
+    if isinstance(grade, dict) and isinstance(grade.get("categories"), dict):
+        lines += ["", "## Grade", "", "| category | status |", "|---|---|"]
+        lines += [f"| {name} | {_md_cell(entry.get('status'))} |" for name, entry in grade["categories"].items()
+                  if isinstance(entry, dict)]
     completed = result.get("completed_arms") or []
     lines += ["", f"Completed arms: {', '.join(completed) if completed else 'none'}"]
     return "\n".join(lines) + "\n"
@@ -187,38 +348,58 @@ def arm_score_points(result: dict[str, Any], metric: str = "accuracy") -> list[d
     return points
 
 
-def _artifact_key(text: str) -> str:
+def artifact_key(text: str) -> str:
     """Prefect artifact keys: lowercase letters, digits and dashes."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def run_file_links(run_dir: str | Path) -> list[tuple[str, Path, str]]:
-    """(artifact key, absolute path, description) for every readable file of a run directory."""
+def png_data_uri(path: str | Path) -> str:
+    """A PNG as a data URI, so a page served over http shows it without reaching the run's disk."""
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def evidence_index_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per file of a run directory, each once: RESULT, events, tables, evidence, pictures.
+
+    Paths are relative to the run directory (never file:// addresses); evidence rows carry the
+    manifest's kind and sha256, the others the file's size."""
     run_dir = Path(run_dir).resolve()
-    links: list[tuple[str, Path, str]] = []
-    fixed = [
-        ("result.json", "RESULT object"),
-        ("events.jsonl", "gate and progress events, in order"),
-        ("run.json", "run id, spec title and hash, start time"),
-    ]
-    for name, description in fixed:
-        if (run_dir / name).is_file():
-            links.append((_artifact_key(f"run-{name}"), run_dir / name, description))
+    rows: list[dict[str, Any]] = []
+    seen: set[Path] = set()
+
+    def add(path: Path, kind: str, sha256: str | None = None) -> None:
+        if path in seen or not path.is_file():
+            return
+        seen.add(path)
+        rows.append({"file": str(path.relative_to(run_dir)), "kind": kind, "bytes": path.stat().st_size,
+                     "sha256": (sha256 or "")[:12]})
+
+    for name, kind in (("result.json", "RESULT"), ("events.jsonl", "events"), ("run.json", "run")):
+        add(run_dir / name, kind)
     for path in sorted((run_dir / "tables").glob("*.parquet")):
-        links.append((_artifact_key(f"table-{path.stem}"), path, f"table {path.stem}"))
+        add(path, "table")
     manifest_path = run_dir / "evidence" / "manifest.json"
-    if manifest_path.is_file():
-        links.append(("evidence-manifest", manifest_path, "evidence manifest (names, kinds, sha256)"))
-        try:
-            entries = json.loads(manifest_path.read_text()).get("files", [])
-        except (json.JSONDecodeError, AttributeError):
-            entries = []
-        for entry in entries:
-            path = run_dir / "evidence" / str(entry.get("name"))
-            if path.is_file():
-                links.append(
-                    (_artifact_key(f"evidence-{entry['name']}"), path, f"evidence ({entry.get('kind', 'file')})")
-                )
+    try:
+        entries = json.loads(manifest_path.read_text()).get("files", []) if manifest_path.is_file() else []
+    except (json.JSONDecodeError, AttributeError):
+        entries = []
+    add(manifest_path, "manifest")
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name"):
+            add(run_dir / "evidence" / str(entry["name"]), str(entry.get("kind", "evidence")), entry.get("sha256"))
+    for path in sorted((run_dir / "evidence").glob("*")):
+        add(path, "evidence")
     for path in sorted(run_dir.rglob("*.png")):
-        links.append((_artifact_key(f"picture-{path.stem}"), path, f"picture {path.stem}"))
-    return links
+        add(path, "picture")
+    return rows
+
+
+def evidence_index_markdown(run_dir: str | Path) -> str:
+    """The evidence index as one markdown table (one card in the UI instead of one per file)."""
+    run_dir = Path(run_dir).resolve()
+    rows = evidence_index_rows(run_dir)
+    lines = [f"# Evidence of {run_dir.name}", "", f"{len(rows)} files under `{run_dir}`", "",
+             "| file | kind | bytes | sha256 |", "|---|---|---|---|"]
+    lines += [f"| `{_md_cell(r['file'])}` | {_md_cell(r['kind'])} | {r['bytes']} | {_md_cell(r['sha256'])} |"
+              for r in rows]
+    return "\n".join(lines) + "\n"

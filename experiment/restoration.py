@@ -71,10 +71,16 @@ def creation_optimizer_config(requested: dict[str, Any]) -> OptimizerConfigBase:
 
 def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
                     evidence_ref: str) -> dict[str, Any]:
-    """One optimizer_checks entry from a get_info response (before the next update)."""
+    """One optimizer_checks entry from a get_info response (before the next update).
+
+    A service whose response exposes only the optimizer family (production: `{"type": family}`)
+    verifies the family, never the configuration: the entry then says `source: "declared"`,
+    `actual_config: null` and why, so it stays unverified (contract section 5) instead of
+    passing on values nobody reported."""
     reported = info.optimizer_config.model_dump() if info.optimizer_config is not None else {}
     actual_family = reported.get("type")
-    actual_config = {k: v for k, v in reported.items() if k not in ("type", *SERVER_STATE_KEYS)}
+    optimizer_keys = {k: v for k, v in reported.items() if k not in ("type", *SERVER_STATE_KEYS)}
+    actual_config = dict(optimizer_keys)
     if getattr(info, "lora_rank", None) is not None:
         actual_config["lora_rank"] = info.lora_rank
     compared, mismatched, not_exposed = [], [], []
@@ -89,19 +95,100 @@ def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
             mismatched.append(f"{key}: requested {want!r}, server reports {actual_config[key]!r}")
     if actual_family != requested["family"]:
         mismatched.insert(0, f"family: requested {requested['family']!r}, server reports {actual_family!r}")
-    return {
+    wanted = [k for k in requested if k not in ("family", *PROVEN_BY_INITIALIZATION, *MODEL_KEYS)]
+    config_exposed = bool(optimizer_keys) or not wanted
+    check = {
         "after_restore": after_restore,
         "before_next_update": True,
         "requested": requested,
         "actual_family": actual_family,
-        "actual_config": actual_config or None,
-        "source": "server_response",
+        "actual_config": (actual_config or None) if config_exposed else None,
+        "source": "server_response" if config_exposed else "declared",
         "evidence_ref": evidence_ref,
         "verified_keys": compared,
         "proven_by_initialization": [k for k in PROVEN_BY_INITIALIZATION if k in requested],
         "not_exposed_keys": not_exposed,
         "mismatches": mismatched,
         "matches": not mismatched,
+    }
+    if not config_exposed:
+        check.update(
+            family_source="server_response" if actual_family else None,
+            declared_config={k: requested[k] for k in wanted},
+            unverified=True,
+            unverified_reason=(f"the service's get_info exposes only the optimizer family ({reported or None}), not "
+                               f"its configuration ({', '.join(wanted)}): the configuration stays unverified"),
+        )
+    return check
+
+
+def config_unverified(check: dict[str, Any]) -> bool:
+    """An optimizer check whose configuration no server response exposed (see optimizer_check)."""
+    return bool(check.get("unverified"))
+
+
+def service_exposure(info: Any) -> dict[str, Any]:
+    """What a service exposes, observed from one get_info response (never assumed from a flag):
+    an adapter hash (the embedded backend's provenance keys) and the optimizer configuration
+    beyond its family (the production service answers `{"type": family}` only)."""
+    reported = info.optimizer_config.model_dump() if info.optimizer_config is not None else {}
+    config_keys = sorted(k for k in reported if k not in ("type", *SERVER_STATE_KEYS))
+    return {
+        "adapter_sha256": adapter_sha256_from_info(info) is not None,
+        "optimizer_family": reported.get("type"),
+        "optimizer_config_keys": config_keys,
+        "optimizer_config": "full" if config_keys else ("family_only" if reported.get("type") else "none"),
+    }
+
+
+def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], restored_from: str,
+                   with_optimizer: bool, run: str | None = None) -> dict[str, Any]:
+    """Append one restore of `arm`'s client to initialization_provenance (restore_count and its
+    optimizer check, with a retained evidence file) as ONE read-modify-write under the store's
+    lock: two arm threads restoring at once each keep their record."""
+    done: dict[str, Any] = {}
+
+    def edit(provenance: Any) -> dict[str, Any]:
+        provenance = provenance or {"version": 1, "arms": {}}
+        entry = provenance.setdefault("arms", {}).setdefault(arm, {"restore_count": 0, "optimizer_checks": []})
+        count = int(entry.get("restore_count") or 0) + 1
+        evidence = f"restoration-{arm}-restore-{count}.json"
+        store.add_evidence(evidence, "metrics", json.dumps(
+            {"arm": arm, "run": run, "restored_from": restored_from, "with_optimizer_state": with_optimizer,
+             "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
+        check = optimizer_check(info, requested, after_restore=count, evidence_ref=evidence)
+        if run is not None:
+            check["run"] = run
+        entry["restore_count"] = count
+        entry["optimizer_checks"] = list(entry.get("optimizer_checks") or []) + [check]
+        done["check"] = check
+        return provenance
+
+    store.edit_result("initialization_provenance", edit)
+    return done["check"]
+
+
+def initialization_from_checkpoint(base_model: str, checkpoint_uri: str, load_response: Any,
+                                   evidence_ref: str, init_seed: int | None) -> dict[str, Any]:
+    """The immutable full-initialization checkpoint proof (contract section 5, A-5.1): the arm's
+    client loaded `checkpoint_uri` (saved once by this run with save_state, overwrite off, under a
+    run-unique name) and the service's load response names what it loaded."""
+    loaded = getattr(load_response, "path", None)
+    return {
+        "base_checkpoint": base_model,
+        "source": "server_response",
+        "checkpoint_uri": checkpoint_uri,
+        "checkpoint_immutable": True,
+        "checkpoint_scope": "full_initialization",
+        "immutability": "saved once by this run with save_state (overwrite off) under a run-unique name; "
+                        "never written again",
+        "loaded_checkpoint_uri": loaded,
+        "load_succeeded": loaded == checkpoint_uri,
+        "load_response": load_response.model_dump(mode="json") if load_response is not None else None,
+        "adapter_sha256": None,
+        "init_seed": init_seed,
+        "evidence_ref": evidence_ref,
+        "before_first_update": True,
     }
 
 
@@ -171,19 +258,128 @@ def adapter_sha256_from_info(info: Any) -> str | None:
 
 
 def group_consistency(entries: dict[str, dict[str, Any]]) -> list[str]:
-    """Problems across one initialization group: every hash and URI identity must agree."""
+    """Problems across one initialization group: every hash and URI identity must agree, and each
+    member carries one proof of its initialization (adapter hash, or the loaded checkpoint)."""
     problems = []
     for field_path in (("initialization", "checkpoint_uri"),
                        ("initialization", "adapter_sha256"),
+                       ("initialization", "loaded_checkpoint_uri"),
                        ("initial_output", "batch_sha256"),
                        ("initial_output", "output_sha256")):
         values = {arm: e[field_path[0]].get(field_path[1]) for arm, e in entries.items()}
         present = {v for v in values.values() if v is not None}
         if len(present) > 1:
             problems.append(f"{'.'.join(field_path)} differs across arms: {values}")
-        if field_path[1] in ("checkpoint_uri", "adapter_sha256", "output_sha256") and None in values.values():
+        if field_path[1] in ("checkpoint_uri", "output_sha256") and None in values.values():
             problems.append(f"{'.'.join(field_path)} missing for {[a for a, v in values.items() if v is None]}")
+    for arm, entry in entries.items():
+        init = entry["initialization"]
+        by_adapter = init.get("adapter_sha256") is not None
+        by_checkpoint = init.get("load_succeeded") is True and init.get("loaded_checkpoint_uri") == init.get("checkpoint_uri")
+        if not (by_adapter or by_checkpoint):
+            problems.append(f"{arm}: neither an adapter sha256 nor a successful load of the initialization checkpoint "
+                            f"(loaded {init.get('loaded_checkpoint_uri')!r}) proves its initialization")
+        if by_adapter and init.get("checkpoint_adapter_sha256") is not None and \
+                init["adapter_sha256"] != init["checkpoint_adapter_sha256"]:
+            problems.append(f"{arm}: loaded adapter {init['adapter_sha256'][:12]} differs from the initialization "
+                            f"checkpoint's {str(init['checkpoint_adapter_sha256'])[:12]}")
     return problems
+
+
+def provenance_findings(entries: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(problems that stop the run, unverified checks that limit confidence) of a group."""
+    problems = group_consistency(entries)
+    unverified = []
+    for name, entry in entries.items():
+        for check in entry["optimizer_checks"]:
+            problems += [f"{name} after_restore={check['after_restore']}: {m}" for m in check["mismatches"]]
+            if config_unverified(check):
+                unverified.append(f"{name} after_restore={check['after_restore']}: {check['unverified_reason']}")
+            elif check["not_exposed_keys"]:
+                unverified.append(f"{name} after_restore={check['after_restore']}: the service does not expose "
+                                  f"{check['not_exposed_keys']} (unverified)")
+    return problems, unverified
+
+
+def restore_member(store: Any, session: Any, name: str, base_model: str, rank: int, seed: int | None,
+                   requested: dict[str, Any], init_uri: str, checkpoint_info: Any, batch: Sequence[Any],
+                   adapter_proof: bool) -> tuple[dict[str, Any], Any]:
+    """One group member's training client, proven to start from the initialization checkpoint
+    before any update, and its section-5 entry.
+
+    adapter_proof (the service exposes adapter hashes): the client is created from the checkpoint
+    and the get_info the SDK fetches right after that load reports the adapter sha256, which must
+    equal the checkpoint's own (weights_info). Otherwise (production): a fresh client with the
+    requested optimizer loads the checkpoint and the service's load response names what it
+    loaded (the immutable full-initialization checkpoint proof)."""
+    load_response = None
+    if adapter_proof:
+        client = session.client_from_state(init_uri, requested)
+    else:
+        client, load_response = session.client_loaded_from(init_uri, base_model, rank, seed, requested)
+    if getattr(getattr(session, "service", None), "observed", {}).get("seed_rejected"):
+        seed = None  # the service refused per-model seeds: no seed shaped any initial state
+    info = client.get_info()
+    output = client.forward(list(batch), loss_fn="cross_entropy").result()
+    evidence_name = f"restoration-{name.replace('@lr=', '-lr')}.json"
+    store.add_evidence(evidence_name, "metrics", json.dumps({
+        "get_info_after_creation": info.model_dump(mode="json"),
+        "load_response": load_response.model_dump(mode="json") if load_response is not None else None,
+        "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),
+        "initial_output_logprobs": [a.tolist() for a in logprobs_arrays(output)],
+    }, sort_keys=True))
+    if adapter_proof:
+        initialization = {
+            "base_checkpoint": base_model, "source": "server_response",
+            "adapter_sha256": adapter_sha256_from_info(info), "checkpoint_uri": init_uri,
+            "checkpoint_adapter_sha256": adapter_sha256_from_info(checkpoint_info),
+            "init_seed": seed, "evidence_ref": evidence_name, "before_first_update": True,
+        }
+    else:
+        initialization = initialization_from_checkpoint(base_model, init_uri, load_response, evidence_name, seed)
+    entry = {
+        "initialization": initialization,
+        "restore_count": 0,
+        "optimizer_checks": [optimizer_check(info, requested, after_restore=0, evidence_ref=evidence_name)],
+        "initial_output": {"available": True, "batch_sha256": batch_sha256(batch),
+                           "output_sha256": output_sha256(output), "evidence_ref": evidence_name,
+                           "before_first_update": True},
+    }
+    return entry, client
+
+
+def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any], batch: Sequence[Any],
+                         params: Any, label: str, atol: float) -> dict[str, Any]:
+    """Create-save-restore fixed-gradient check (contract section 5), against the uninterrupted client.
+
+    Both clients start from the initialization checkpoint and take one fixed-batch step, so the
+    optimizer has moments (momentum, Adam's m and v) before anything is saved. One client then
+    saves its state and a new client is created from it WITH the optimizer state (its optimizer
+    verified from the service's response); the uninterrupted and the restored client take the
+    same second step, and their full-precision logprobs on the batch must agree within `atol`.
+    A restore that lost the moments takes a different second step and fails."""
+    uninterrupted = session.client_from_state(init_uri, requested)
+    interrupted = session.client_from_state(init_uri, requested)
+    for client in (uninterrupted, interrupted):
+        client.forward_backward(list(batch), "cross_entropy").result()
+        client.optim_step(params).result()
+    saved = interrupted.save_state(f"restore-probe-{label}").result().path
+    restored = session.client_from_state(saved, requested, with_optimizer=True)
+    check = optimizer_check(restored.get_info(), requested, after_restore=1, evidence_ref="restoration-update-check.json")
+    after = {}
+    for name, client in (("uninterrupted", uninterrupted), ("restored", restored)):
+        client.forward_backward(list(batch), "cross_entropy").result()
+        client.optim_step(params).result()
+        after[name] = logprobs_arrays(client.forward(list(batch), "cross_entropy").result())
+    difference = max_abs_difference(after["uninterrupted"], after["restored"])
+    problems = list(check["mismatches"])
+    return {"label": label, "checkpoint_uri": init_uri, "restored_from": saved,
+            "steps_before_save": 1, "optimizer_state_restored": True,
+            "update": params.model_dump() if hasattr(params, "model_dump") else str(params),
+            "optimizer_check_after_restore": check, "max_abs_difference": difference, "atol": atol,
+            "problems": problems, "config_unverified": config_unverified(check),
+            "output_sha256": {name: canonical_sha256([a.tolist() for a in arrays]) for name, arrays in after.items()},
+            "passed": difference <= atol and not problems}
 
 
 def max_abs_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:

@@ -29,7 +29,7 @@ def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
         "completed_arms": [],
         "deviations": [],
         "original_hypothesis_tested": True,
-        "evidence": {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}},
+        "evidence": {"version": 1, "status": "complete", "files": [], "checkpoints": [], "per_arm_metrics": {}},
     }
 
 

@@ -11,12 +11,14 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
-from experiment.data import TaskItem, load_gsm8k, load_task_file, seeded_shuffle
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.plan import ExecutionPlan
-from experiment.rl_loop import RLArmSettings
 from experiment.spec import Spec
+
+if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
+    from experiment.rl_loop import RLArmSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RENDERER = "qwen3_5_disable_thinking"
@@ -76,6 +78,8 @@ def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, 
 
 def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None) -> dict[str, RLArmSettings]:
     """Loop settings of every trained arm (the same rollout regime for all of them)."""
+    from experiment.rl_loop import RLArmSettings
+
     rollout = rollout_settings(spec)
     optimizers = requested_optimizers(plan)
     raw_arms = {a["name"]: a for a in spec.to_dict().get("arms", [])}
@@ -104,22 +108,17 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
     return settings
 
 
-def _resolve(path: str) -> Path:
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() else PROJECT_ROOT / candidate
-
-
 def training_items(spec: Spec) -> list[TaskItem]:
     """All training problems in the shared seed-0 order (every arm draws from this order)."""
     dataset = spec.to_dict().get("dataset", {})
-    items = load_task_file(_resolve(dataset["path"])) if dataset.get("path") else load_gsm8k("train")
+    items = load_task_file(resolve_data_path(dataset["path"])) if dataset.get("path") else load_gsm8k("train")
     return seeded_shuffle(items, seed=0)
 
 
 def eval_items(spec: Spec) -> list[TaskItem]:
     """Exactly the spec's eval.n_examples held-out items, in file order (never floor-divided)."""
     evaluation = spec.to_dict().get("eval", {})
-    items = load_task_file(_resolve(evaluation["path"])) if evaluation.get("path") else load_gsm8k("test")
+    items = load_task_file(resolve_data_path(evaluation["path"])) if evaluation.get("path") else load_gsm8k("test")
     n = int(evaluation.get("n_examples") or len(items))
     if n > len(items):
         raise ValueError(f"eval.n_examples is {n} but the held-out set has {len(items)} items")
@@ -167,9 +166,9 @@ def renderer_named(tokenizer_id: str, renderer_name: str) -> Any:
 
 
 def uses_generated_tasks(spec: Spec, arm_name: str) -> bool:
-    """An arm trained on the audited self-generated tasks (spec field `training_data`)."""
-    raw = next((a for a in spec.to_dict().get("arms", []) if a.get("name") == arm_name), {})
-    return raw.get("training_data") == "generated_tasks"
+    """An arm trained on the audited self-generated tasks: the spec's `arms[].data`, mapped by the
+    revision file's `arm_data` (Spec.data_source)."""
+    return spec.data_source(arm_name) == "generated_tasks"
 
 
 def arm_training_order(spec: Spec, state: dict[str, Any], arm_name: str) -> list[TaskItem]:

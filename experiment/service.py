@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 EMBEDDED_API_KEY = "tml-local"
+EXPOSURES = ("embedded", "production")
 
 
 class ServiceConfigError(ValueError):
@@ -43,13 +44,22 @@ class ServiceTarget:
     # Embedded only: where its checkpoints live. A directory that outlives the run (the flow uses
     # <runs_dir>/.embedded-checkpoints) lets a re-run resume from checkpoints an earlier run saved.
     checkpoint_dir: str | None = None
+    # Embedded only: the exposure profile the server is started with ("embedded", or "production":
+    # answers as the production service does). The pipeline never trusts it: what a service
+    # exposes is detected from its responses and kept in `observed`.
+    exposure: str = "embedded"
+    observed: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_backend(cls, backend: str) -> ServiceTarget:
+    def from_backend(cls, backend: str, exposure: str = "embedded") -> ServiceTarget:
+        if exposure not in EXPOSURES:
+            raise ServiceConfigError(f"exposure must be one of {', '.join(EXPOSURES)} (got {exposure!r})")
         if backend == "local":
             url = os.environ.get("TINKER_BASE_URL")
-            return cls("remote", cls._checked_url(url)) if url else cls("embedded", None)
-        return cls("remote", cls._checked_url(backend))
+            if url:
+                return cls("remote", cls._checked_url(url), exposure=exposure)
+            return cls("embedded", None, exposure=exposure)
+        return cls("remote", cls._checked_url(backend), exposure=exposure)
 
     @staticmethod
     def _checked_url(url: str) -> str:
@@ -60,7 +70,12 @@ class ServiceTarget:
 
     def describe(self) -> dict[str, Any]:
         """What may be recorded about the target: kind and credential-free URL."""
-        return {"kind": self.kind, "base_url": _redact_url(self.base_url) if self.base_url else None}
+        described = {"kind": self.kind, "base_url": _redact_url(self.base_url) if self.base_url else None}
+        if self.kind == "embedded":
+            described["exposure"] = self.exposure
+        if self.observed:
+            described["observed"] = dict(self.observed)
+        return described
 
     def __repr__(self) -> str:
         return f"ServiceTarget(kind={self.kind!r}, base_url={self.describe()['base_url']!r})"
@@ -72,7 +87,13 @@ class ServiceTarget:
         if self.kind == "embedded" and self._server is None:
             from embedded_tinker.launch import start_server  # lazy: --plan and remote runs never need it
 
-            self._server = start_server(port=0, checkpoint_dir=self.checkpoint_dir)
+            options = {} if self.exposure == "embedded" else {"exposure": self.exposure}
+            try:
+                self._server = start_server(port=0, checkpoint_dir=self.checkpoint_dir, **options)
+            except TypeError as err:  # a backend built before exposure profiles existed
+                if "exposure" not in str(err):
+                    raise
+                raise ServiceConfigError(f"this embedded backend has no exposure profile {self.exposure!r}") from None
             self.base_url = self._server.base_url
         if self.base_url is None:
             raise ServiceConfigError("service has no base URL")

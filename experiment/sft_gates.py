@@ -14,11 +14,13 @@ one proven initial state and all on the same batches in the same order:
                          create-save-restore update checked against the uninterrupted client
 - feasibility_pilot      one measured step per arm and a held-out slice, projected sequentially
 - arm_training           the runs one after another (so optimizer step times are not shared
-                         CPU time), per-step optimizer wall time, adaptation manifests; a resumed
-                         sweep keeps its finished runs and restarts an unfinished one from the
-                         initialization state (optimizer re-verified)
+                         CPU time), each its own task run (`ctx.run_each("train", ...)`), per-step
+                         optimizer wall time, adaptation manifests; a resumed sweep keeps its
+                         finished runs and restarts an unfinished one from the initialization
+                         state (optimizer re-verified)
 - evaluation             frozen evaluator, then the held-out token-mean NLL of the base state and
-                         every run on exactly eval.n_examples conversations (loss_eval, section 8)
+                         every run on exactly eval.n_examples conversations (loss_eval, section 8),
+                         one after another, each its own task run (`ctx.run_each("evaluate", ...)`)
 - decision               best LR per arm, the plan's thresholds, grid edges, pair hashes checked
                          before the verdict
 
@@ -48,9 +50,10 @@ from experiment.adaptation import adaptation_manifest, pair_mismatches
 from experiment.clients import ClientSession, open_session, session_weights_info
 from experiment.correctness import check_tolerances, parity_errors
 from experiment.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
-from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
 from experiment.gates import GateVerdict, RunContext
 from experiment.optim_reference import reference_step
+from experiment.sft.update_tolerance import FIXED_INPUT_SEED, check_key, fixed_optimizer_input
 from experiment.rl_recipe import renderer_for
 from experiment.validation import validate_run, validation_summary
 from experiment.sft_loop import (
@@ -78,6 +81,11 @@ class SFTRun:
     config: dict[str, Any]  # the arm's optimizer config from the plan (beta1, grad_clip_norm, ...)
     learning_rate: float
     seed: int
+
+    @property
+    def label(self) -> str:
+        """The run's key beneath its arm (metrics.arms.<arm>.runs, loss_eval.arms.<arm>.runs): its LR."""
+        return f"{self.learning_rate:g}"
 
     @property
     def slug(self) -> str:
@@ -186,24 +194,7 @@ def preflight_probe(ctx: RunContext) -> GateVerdict:
 
 REFERENCE_FILE = "experiment/optim_reference.py"
 IMPLEMENTATION_FILE = "embedded_tinker/muon.py"
-FIXED_INPUT_SEED = 0
-
-
-def _fixed_optimizer_input(rank: int) -> dict[str, Any]:
-    """LoRA pairs shaped like the tiny model's attention (128 -> 128) and MLP (128 -> 512 -> 128)
-    projections, a mid-training state (B nonzero, momentum nonzero) and one gradient per factor."""
-    rng = np.random.default_rng(FIXED_INPUT_SEED)
-    pairs = []
-    for fan_in, fan_out in ((128, 128), (128, 512), (512, 128)):
-        pairs.append({
-            "A": (rng.standard_normal((rank, fan_in)) / math.sqrt(fan_in)).astype(np.float32),
-            "B": (rng.standard_normal((fan_out, rank)) * 0.02).astype(np.float32),
-            "momentum_A": (rng.standard_normal((rank, fan_in)) * 1e-3).astype(np.float32),
-            "momentum_B": (rng.standard_normal((fan_out, rank)) * 1e-3).astype(np.float32),
-            "grad_A": (rng.standard_normal((rank, fan_in)) * 1e-2).astype(np.float32),
-            "grad_B": (rng.standard_normal((fan_out, rank)) * 1e-2).astype(np.float32),
-        })
-    return {"seed": FIXED_INPUT_SEED, "pairs": pairs, "steps_taken": 3}
+TOLERANCE_FILE = "experiment/sft/update_tolerance.py"
 
 
 def _implementation_updates(fixed: dict[str, Any], family: str, config: dict[str, Any], learning_rate: float,
@@ -282,29 +273,27 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
     rank = int(ctx.spec.to_dict()["lora_rank"])
     hyper = {"beta1": float(treatment.config.get("beta1", 0.9)),
              "grad_clip_norm": float(treatment.config.get("grad_clip_norm", 0.0))}
-    learning_rate = float(path.get("update_learning_rate") or ctx.spec.to_dict()["optimizer"]["lr"])
-    fixed = _fixed_optimizer_input(rank)
+    # every learning rate the sweep trains (both arms' grids), each checked under its own tolerance
+    learning_rates = sorted({run.learning_rate for run in runs})
+    tolerances = path.get("tolerances", {})
+    fixed = fixed_optimizer_input(rank)
     revisions = {"reference_revision": f"sha256:{_file_sha256(REFERENCE_FILE)} ({REFERENCE_FILE})",
                  "implementation_revision": f"sha256:{_file_sha256(IMPLEMENTATION_FILE)} ({IMPLEMENTATION_FILE})"}
     ctx.store.append_event("correctness_revisions_pinned", **revisions)  # before the first probe
 
-    enabled = _implementation_updates(fixed, treatment.family, {}, learning_rate, hyper)
-    disabled = _implementation_updates(fixed, treatment.family, {"polar_step": "polar_express"}, learning_rate, hyper)
-    stock = _implementation_updates(fixed, baseline.family, {}, learning_rate, hyper)
-    errors = {
-        "reference_update": update_errors(enabled, _reference_updates(fixed, learning_rate, hyper, "polar_switch")),
-        "baseline_update": update_errors(disabled, stock),
-    }
-    informative = {  # not gating: no tolerance in the plan names them
-        "baseline_vs_reference_update": update_errors(stock, _reference_updates(fixed, learning_rate, hyper,
-                                                                                "polar_express")),
-    }
+    errors, informative = {}, {}
+    for lr in learning_rates:
+        enabled = _implementation_updates(fixed, treatment.family, {}, lr, hyper)
+        disabled = _implementation_updates(fixed, treatment.family, {"polar_step": "polar_express"}, lr, hyper)
+        stock = _implementation_updates(fixed, baseline.family, {}, lr, hyper)
+        errors[check_key("reference_update", lr)] = update_errors(
+            enabled, _reference_updates(fixed, lr, hyper, "polar_switch"))
+        errors[check_key("baseline_update", lr)] = update_errors(disabled, stock)
+        # not gating (no tolerance in the plan names it): the stock path against the reference
+        informative[check_key("baseline_vs_reference_update", lr)] = update_errors(
+            stock, _reference_updates(fixed, lr, hyper, "polar_express"))
+    missing = [key for key in errors if key not in tolerances]  # a missing check blocks like a failed one
     scaling_plan = path.get("lr_scaling") or {}
-    for lr in scaling_plan.get("learning_rates", []):
-        if not math.isclose(lr, learning_rate):
-            informative[f"reference_update_at_lr_{lr:g}"] = update_errors(
-                _implementation_updates(fixed, treatment.family, {}, lr, hyper),
-                _reference_updates(fixed, lr, hyper, "polar_switch"))
     scaling = []
     for lr in scaling_plan.get("learning_rates", []):
         updates = _implementation_updates(fixed, treatment.family, {}, lr, hyper, fresh=True)
@@ -320,7 +309,8 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
         "fixed_input": {"sha256": r.canonical_sha256(_fixed_input_json(fixed)),
                         "description": f"seed {FIXED_INPUT_SEED}: 3 LoRA pairs of rank {rank} (128->128, 128->512, "
                                        f"512->128), B and momentum nonzero (step 3 state), one gradient per factor; "
-                                       f"update checks at learning rate {learning_rate:g}"},
+                                       f"update checks at every learning rate of the sweep "
+                                       f"{[float(lr) for lr in learning_rates]}"},
         # the plan's revision texts verbatim (they delegate the pinning to the run); the pins themselves:
         "baseline_revision": path.get("baseline_revision", ""),
         "reference_revision": path.get("reference_revision", ""),
@@ -331,17 +321,24 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
         "normalization": "update = factor after minus before one optim_step (float32 factors); reference float64, "
                          "its update rounded through float32 factors the same way",
         "errors": errors,
+        "update_learning_rates": learning_rates,
+        "tolerance_source": f"{path.get('error_analysis', {}).get('derivation', 'the plan file')} "
+                            f"(sha256:{_file_sha256(TOLERANCE_FILE)} {TOLERANCE_FILE}), fixed in the plan file "
+                            "before any measurement",
         "informative_errors": informative,
         "lr_scaling": scaling,
     }
     ctx.store.add_evidence("correctness-fixed-input.json", "metrics", json.dumps(_fixed_input_json(fixed)))
     ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(record_path, indent=2, sort_keys=True))
-    for name in ("optim_reference.py", "sft_gates.py"):
-        ctx.store.add_evidence(f"script-{name}", "script", (PROJECT_ROOT / "experiment" / name).read_bytes(),
-                               source=f"experiment/{name}")
+    for relative in (REFERENCE_FILE, "experiment/sft_gates.py", TOLERANCE_FILE):
+        ctx.store.add_evidence(f"script-{Path(relative).name}", "script", (PROJECT_ROOT / relative).read_bytes(),
+                               source=relative)
     ctx.store.update_result(correctness_preflight={"required": True, "paths": [record_path]})
 
-    passed, reasons = check_tolerances(errors, path.get("tolerances", {}))
+    passed, reasons = check_tolerances(errors, {key: tolerances[key] for key in errors if key in tolerances})
+    if missing:
+        passed = False
+        reasons.append(f"no tolerance fixed in the plan for {missing}: a missing check blocks like a failed one")
     max_change = float(scaling_plan.get("max_relative_change", 0.0))
     scaling_ok = bool(scaling) and max(changes) <= max_change
     passed &= scaling_ok
@@ -353,7 +350,10 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
                        f"{e['reference_max_abs']:.3g}), cosine {e['cosine_similarity']:.10f}")
     return GateVerdict(
         gate="correctness_preflight", status="passed" if passed else "failed", reasons=reasons,
-        measured={key: value["max_abs_error"] for key, value in errors.items()},
+        measured={key: {"max_abs_error": value["max_abs_error"], "atol": tolerances.get(key, {}).get("atol"),
+                        "cosine_similarity": value["cosine_similarity"],
+                        "min_cosine": tolerances.get(key, {}).get("min_cosine")}
+                  for key, value in errors.items()},
         next_diagnostic=None if passed else "compare the per-factor updates in evidence correctness-preflight.json; "
                                             "check the polar step and the preconditioner against docs/optimizers.md",
     )
@@ -374,12 +374,14 @@ def restoration_preflight(ctx: RunContext) -> GateVerdict:
     examples = training_examples(ctx.spec)
     with _session(ctx, "restoration-setup") as setup:
         init_client = setup.lora_client(model, rank, runs[0].seed, runs[0].requested)
+        exposure = record_exposure(ctx, init_client.get_info())
         renderer = renderer_for(init_client, settings.renderer_name)
         batch = _datums(examples[:FIXED_BATCH_SIZE], renderer, settings)
         init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
         checkpoint_info = session_weights_info(setup, init_uri)
         first_run_per_arm = {run.arm: run for run in reversed(runs)}
-        restore_checks = {arm: _restore_update_check(setup, init_uri, run, batch)
+        restore_checks = {arm: r.restore_update_check(setup, init_uri, run.requested, batch, run.params(),
+                                                      run.arm, RESTORE_UPDATE_ATOL)
                           for arm, run in first_run_per_arm.items()}
         setup.close()
     ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
@@ -388,21 +390,15 @@ def restoration_preflight(ctx: RunContext) -> GateVerdict:
     arms_session = _session(ctx, "arms")
     entries, clients = {}, {}
     for run in runs:
-        entries[run.name], clients[run.name] = _restore_run(ctx, arms_session, run, model, init_uri,
-                                                            checkpoint_info, batch)
+        entries[run.name], clients[run.name] = r.restore_member(
+            ctx.store, arms_session, run.name, model, rank, run.seed, run.requested, init_uri, checkpoint_info,
+            batch, adapter_proof=exposure["adapter_sha256"])
     ctx.store.update_result(initialization_provenance=_provenance_by_arm(runs, entries))
 
-    problems = r.group_consistency(entries)
-    for name, entry in entries.items():
-        for check in entry["optimizer_checks"]:
-            problems += [f"{name} after_restore={check['after_restore']}: {m}" for m in check["mismatches"]]
-            if check["not_exposed_keys"]:
-                problems.append(f"{name}: the server does not expose {check['not_exposed_keys']} (unverified)")
-        init = entry["initialization"]
-        if init["adapter_sha256"] is None or init["adapter_sha256"] != init["checkpoint_adapter_sha256"]:
-            problems.append(f"{name}: loaded adapter {init['adapter_sha256']} is not the initialization "
-                            f"checkpoint's {init['checkpoint_adapter_sha256']}")
+    problems, unverified = r.provenance_findings(entries)
     for arm, check in restore_checks.items():
+        if check["config_unverified"]:
+            unverified.append(f"{arm} create-save-restore: {check['optimizer_check_after_restore']['unverified_reason']}")
         if not check["passed"]:
             problems.append(f"{arm}: create-save-restore update differs from the uninterrupted client "
                             f"(max |diff| {check['max_abs_difference']:.3g} > {RESTORE_UPDATE_ATOL}; {check['problems']})")
@@ -413,15 +409,38 @@ def restoration_preflight(ctx: RunContext) -> GateVerdict:
     ctx.state["arm_clients"] = clients
     ctx.state["arms_session"] = arms_session
     differences = {arm: check["max_abs_difference"] for arm, check in restore_checks.items()}
+    proof = ("adapter hashes equal the checkpoint's" if exposure["adapter_sha256"]
+             else "every client loaded the immutable initialization checkpoint (load responses name it)")
+    note = restoration_note(unverified)
     return GateVerdict(
         gate="restoration_preflight", status="passed",
-        reasons=[f"{len(entries)} runs created from {init_uri}: adapter, initial-output hashes and optimizer checks "
-                 f"agree; create-save-restore updates match the uninterrupted clients "
-                 f"({', '.join(f'{arm} {value:.3g}' for arm, value in differences.items())})"],
-        measured={"init_checkpoint": init_uri,
-                  "restore_update_max_abs_difference": differences},
-        state={"init_checkpoint": init_uri},
+        reasons=[f"{len(entries)} runs created from {init_uri}: {proof}; initial-output hashes and optimizer "
+                 f"families agree; create-save-restore updates (optimizer state saved after one step) match the "
+                 f"uninterrupted clients ({', '.join(f'{arm} {value:.3g}' for arm, value in differences.items())})"]
+        + ([note] if note else []),
+        measured={"init_checkpoint": init_uri, "exposure": exposure,
+                  "restore_update_max_abs_difference": differences, "unverified": unverified},
+        state={"init_checkpoint": init_uri, **({"restoration_note": note} if note else {})},
     )
+
+
+def record_exposure(ctx: RunContext, info: Any) -> dict[str, Any]:
+    """What the service exposes, from its get_info response (evidence service-exposure.json)."""
+    exposure = r.service_exposure(info)
+    ctx.service.observed.update(exposure)
+    ctx.store.add_evidence("service-exposure.json", "metrics", json.dumps(
+        {"observed": ctx.service.describe(), "get_info": info.model_dump(mode="json")}, indent=2, sort_keys=True))
+    ctx.store.append_event("service_exposure", **ctx.service.describe())
+    return exposure
+
+
+def restoration_note(unverified: list[str]) -> str | None:
+    """The limit an unverifiable optimizer configuration puts on the verdict (said in reasoning)."""
+    if not unverified:
+        return None
+    return (f"restoration unverified: the service exposes no optimizer configuration in any response, so "
+            f"{len(unverified)} optimizer check(s) report the requested configuration as declared, not verified "
+            f"(initialization is proven; families match)")
 
 
 def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -432,59 +451,8 @@ def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -
     for run in runs:
         if run.arm not in arms:
             arms[run.arm] = {**entries[run.name], "runs": {}}
-        arms[run.arm]["runs"][run.name] = entries[run.name]
+        arms[run.arm]["runs"][run.label] = entries[run.name]
     return {"version": 1, "arms": arms}
-
-
-def _restore_run(ctx, session, run: SFTRun, model, init_uri, checkpoint_info, batch):
-    """The run's training client, created from the initialization state; its get_info (fetched by the
-    SDK right after the load) gives the optimizer check and the adapter hash."""
-    client = session.client_from_state(init_uri, run.requested)
-    info = client.get_info()
-    output = client.forward(batch, loss_fn="cross_entropy").result()
-    evidence_name = f"restoration-{run.slug}.json"
-    ctx.store.add_evidence(evidence_name, "metrics", json.dumps({
-        "get_info_after_creation_from_checkpoint": info.model_dump(mode="json"),
-        "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),
-        "initial_output_logprobs": [a.tolist() for a in r.logprobs_arrays(output)],
-    }, sort_keys=True))
-    entry = {
-        "initialization": {
-            "base_checkpoint": model, "source": "server_response",
-            "adapter_sha256": r.adapter_sha256_from_info(info), "checkpoint_uri": init_uri,
-            "checkpoint_adapter_sha256": r.adapter_sha256_from_info(checkpoint_info),
-            "init_seed": run.seed, "evidence_ref": evidence_name, "before_first_update": True,
-        },
-        "restore_count": 0,
-        "optimizer_checks": [r.optimizer_check(info, run.requested, after_restore=0, evidence_ref=evidence_name)],
-        "initial_output": {"available": True, "batch_sha256": r.batch_sha256(batch),
-                           "output_sha256": r.output_sha256(output), "evidence_ref": evidence_name,
-                           "before_first_update": True},
-    }
-    return entry, client
-
-
-def _restore_update_check(session: ClientSession, init_uri: str, run: SFTRun, batch) -> dict[str, Any]:
-    """Two fixed-batch steps on an uninterrupted client against one step, save_state, restore (with
-    optimizer state, family verified from get_info), one more step."""
-    uninterrupted = session.client_from_state(init_uri, run.requested)
-    interrupted = session.client_from_state(init_uri, run.requested)
-    for client in (uninterrupted, interrupted):
-        client.forward_backward(batch, "cross_entropy").result()
-        client.optim_step(run.params()).result()
-    saved = interrupted.save_state(f"restore-probe-{run.arm}").result().path
-    restored = session.client_from_state(saved, run.requested, with_optimizer=True)
-    check = r.optimizer_check(restored.get_info(), run.requested, after_restore=1, evidence_ref="restoration-update-check.json")
-    after = {}
-    for label, client in (("uninterrupted", uninterrupted), ("restored", restored)):
-        client.forward_backward(batch, "cross_entropy").result()
-        client.optim_step(run.params()).result()
-        after[label] = r.logprobs_arrays(client.forward(batch, "cross_entropy").result())
-    difference = r.max_abs_difference(after["uninterrupted"], after["restored"])
-    problems = check["mismatches"] + [f"not exposed: {k}" for k in check["not_exposed_keys"]]
-    return {"run": run.name, "checkpoint_uri": init_uri, "restored_from": saved, "optimizer_check_after_restore": check,
-            "max_abs_difference": difference, "atol": RESTORE_UPDATE_ATOL, "problems": problems,
-            "passed": difference <= RESTORE_UPDATE_ATOL and not problems}
 
 
 # ---------------------------------------------------------------- feasibility pilot
@@ -495,8 +463,7 @@ def feasibility_pilot(ctx: RunContext) -> GateVerdict:
     runs = sft_runs(ctx)
     settings = sft_settings(ctx.spec)
     examples, heldout = training_examples(ctx.spec), heldout_examples(ctx.spec)
-    embedded = ctx.service.kind == "embedded"
-    gpu_count, allocation = (0, "embedded backend: CPU only") if embedded else (None, None)
+    gpu_count, allocation = service_allocation(ctx.service.kind)
     first_run_per_arm = {run.arm: run for run in reversed(runs)}
     setup_seconds = step_seconds = eval_seconds = 0.0
     with _session(ctx, "feasibility") as session:
@@ -514,13 +481,13 @@ def feasibility_pilot(ctx: RunContext) -> GateVerdict:
         score_heldout(client, _datums(pilot, renderer, settings), [e.id for e in pilot])
         eval_seconds = time.perf_counter() - started
     n_arms, n_runs = len(first_run_per_arm), len(runs)
-    piloted = projection_config(
-        base_model=ctx.state["served_model"], lora_rank=spec["lora_rank"], dataset=spec["dataset"], steps=1,
+    full_run = projection_config(  # config == effective_config: the full run (the pilot's size is in measurements)
+        base_model=ctx.state["served_model"], lora_rank=spec["lora_rank"], dataset=spec["dataset"], steps=settings.steps,
         batch_size=settings.batch_size, max_seq_len=settings.max_seq_len, max_tokens=0,
-        arms=[run.name for run in runs], n_examples=spec["dataset"].get("n_examples"), n_eval=len(pilot),
+        arms=[run.name for run in runs], n_examples=spec["dataset"].get("n_examples"), n_eval=settings.n_eval,
     )
     record = feasibility_record(
-        config=piloted, effective_config=dict(piloted, steps=settings.steps, n_eval=settings.n_eval),
+        config=full_run, effective_config=dict(full_run),
         primary_endpoint=ctx.plan.primary_endpoint,
         source=f"timing pilot of this run (events.jsonl, gate feasibility_pilot) on {ctx.service.describe()['base_url']}",
         setup=PhaseTiming(setup_seconds, n_arms, n_runs, 0, gpu_count, allocation),
@@ -554,55 +521,42 @@ def arm_training(ctx: RunContext) -> GateVerdict:
     examples = training_examples(ctx.spec)
     batches = step_batches(examples, settings.batch_size, settings.steps)
     ids = [batch_id(step, batch) for step, batch in enumerate(batches)]
-    clients = ctx.state.get("arm_clients") or {}
     session = ctx.state.get("arms_session") or _session(ctx, "arms")
     finished = {row["run"]: row for row in ctx.store.read_table(RUNS_TABLE)}  # a resumed run keeps these
     manifests, final_states, sampler_paths = [], {}, {}
-    renderer, step_datums = None, None
+    tokenized: list[list[Any]] = []  # every step's datums, tokenized once: identical for every run
     ctx.state["comparison_steps_completed"] = settings.steps * len(finished)
-    for run in runs:  # one after another: each run's optimizer time is measured on an otherwise idle server
+    for run in runs:
         if run.name in finished:
             row = finished[run.name]
             final_states[run.name], sampler_paths[run.name] = row["final_state"], row["sampler_path"]
             manifests.append(adaptation_manifest(run.name, PAIR, json.loads(row["batch_ids"])))
             continue
-        client = clients.get(run.name) or _client_from_initial_state(ctx, session, run)
-        if step_datums is None:  # tokenized once: identical for every run
-            renderer = renderer_for(client, settings.renderer_name)
-            step_datums = [_datums(batch, renderer, settings) for batch in batches]
-        records = []
-        for step in range(settings.steps):
-            record = train_step(client, step_datums[step], run.params(), run.name, step, ids[step])
-            records.append(record)
-            ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
-            ctx.store.append_event("training_step", **record.summary())
-            ctx.state["comparison_steps_completed"] += 1
-            ctx.on_progress(f"training-{run.arm.replace('_', '-')}", step + 1, settings.steps)
-        final_states[run.name] = client.save_state(f"{run.slug}-final-state").result().path
-        sampler_paths[run.name] = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
-        consumed = [rec.batch_id for rec in records]
-        ctx.store.append_rows(RUNS_TABLE, [{"run": run.name, "final_state": final_states[run.name],
-                                            "sampler_path": sampler_paths[run.name], "batch_ids": json.dumps(consumed)}])
-        ctx.store.add_checkpoint(run.name, settings.steps, sampler_paths[run.name])
-        manifests.append(adaptation_manifest(run.name, PAIR, consumed))
+        # one run after another (each run's optimizer time is measured on an otherwise idle server), each
+        # its own task run under the flow (ctx.run_each: own progress, own retry)
+        outcome = ctx.run_each("train", {run.slug: _run_trainer(ctx, session, run, batches, ids, tokenized)})[run.slug]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        records, final_states[run.name], sampler_paths[run.name] = outcome
+        manifests.append(adaptation_manifest(run.name, PAIR, [rec.batch_id for rec in records]))
         optim = [rec.optim_seconds for rec in records]
-        ctx.store.update_result(
-            adaptation_manifests=manifests,
-            metrics={"arms": {run.name: {
-                "arm": run.arm, "optimizer_family": run.family, "learning_rate": run.learning_rate,
-                "steps_completed": len(records),
-                "median_optim_step_seconds": statistics.median(optim),
-                "mean_optim_step_seconds": statistics.fmean(optim),
-                "first_step_train_nll_token_mean": records[0].train_nll_token_mean,
-                "last_step_train_nll_token_mean": records[-1].train_nll_token_mean,
-            }}},
-            completed_arms=[run.name],
-        )
         arm_runs = [other for other in runs if other.arm == run.arm]
-        if run is arm_runs[-1]:  # the arm finished: its whole LR grid trained
-            ctx.store.update_result(metrics={"arms": {run.arm: {
-                "runs_completed": len(arm_runs), "lr_grid": [other.learning_rate for other in arm_runs]}}},
-                completed_arms=[run.arm])
+        done = run is arm_runs[-1]  # the arm finished: its whole LR grid trained
+        ctx.store.update_result(
+            adaptation_manifests=arm_manifests(runs, manifests),
+            metrics={"arms": {run.arm: {
+                **({"runs_completed": len(arm_runs), "lr_grid": [other.learning_rate for other in arm_runs]}
+                   if done else {}),
+                "runs": {run.label: {
+                    "optimizer_family": run.family, "learning_rate": run.learning_rate,
+                    "steps_completed": len(records),
+                    "median_optim_step_seconds": statistics.median(optim),
+                    "mean_optim_step_seconds": statistics.fmean(optim),
+                    "first_step_train_nll_token_mean": records[0].train_nll_token_mean,
+                    "last_step_train_nll_token_mean": records[-1].train_nll_token_mean,
+                }}}}},
+            completed_arms=[run.arm] if done else [],
+        )
     ctx.store.add_evidence("sft-steps.jsonl", "metrics",
                            "".join(json.dumps(row, sort_keys=True) + "\n" for row in ctx.store.read_table(STEPS_TABLE)))
     mismatches = pair_mismatches(manifests)
@@ -616,15 +570,67 @@ def arm_training(ctx: RunContext) -> GateVerdict:
     )
 
 
+def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: list[list[ChatExample]],
+                 ids: list[str], tokenized: list[list[Any]]):
+    """One training run's work for `ctx.run_each`: every step, then its final state and sampler weights
+    saved and the run recorded as finished. Returns (step records, final state, sampler path). A retry
+    (a crash of this run) starts the run over from the initialization state, never from a half-trained
+    client, like a resumed sweep."""
+    settings = sft_settings(ctx.spec)
+    attempts: list[int] = []  # steps counted by each attempt
+
+    def train() -> tuple[list[Any], str, str]:
+        if attempts:  # evaluation must not score the crashed attempt's client: it loads the final state
+            ctx.state["comparison_steps_completed"] -= attempts[-1]
+            ctx.state.get("arm_clients", {}).pop(run.name, None)
+        attempts.append(0)
+        client = (ctx.state.get("arm_clients") or {}).get(run.name) or _client_from_initial_state(ctx, session, run)
+        if not tokenized:
+            renderer = renderer_for(client, settings.renderer_name)
+            tokenized[:] = [_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
+        records = []
+        for step in range(settings.steps):
+            record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step])
+            records.append(record)
+            ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
+            ctx.store.append_event("training_step", **record.summary())
+            ctx.state["comparison_steps_completed"] += 1
+            attempts[-1] += 1
+            ctx.on_progress(f"training-{run.slug}", step + 1, settings.steps)
+        final_state = client.save_state(f"{run.slug}-final-state").result().path
+        sampler_path = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
+        ctx.store.append_rows(RUNS_TABLE, [{"run": run.name, "final_state": final_state, "sampler_path": sampler_path,
+                                            "batch_ids": json.dumps([rec.batch_id for rec in records])}])
+        ctx.store.add_checkpoint(run.name, settings.steps, sampler_path)
+        return records, final_state, sampler_path
+
+    return train
+
+
+def arm_manifests(runs: list[SFTRun], run_manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Section 9's adaptation manifests, one entry per arm: the batches its runs actually consumed
+    (every run of the arm's grid consumes the same ones; a run that did not is a pair mismatch,
+    reported from the per-run manifests), with the runs it covers."""
+    by_run = {manifest["arm"]: manifest for manifest in run_manifests}
+    out = []
+    for arm in dict.fromkeys(run.arm for run in runs):
+        done = [run for run in runs if run.arm == arm and run.name in by_run]
+        if not done:
+            continue
+        first = by_run[done[0].name]
+        out.append({**first, "arm": arm, "runs": [run.name for run in done]})
+    return out
+
+
 def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFTRun) -> Any:
     """A resumed sweep: the run starts over from the proven initialization state (never from a
-    half-trained one), its optimizer verified from the server's response before the first update."""
+    half-trained one), recorded as a restore of its arm with the optimizer verified from the
+    server's response before the first update."""
     client = session.client_from_state(ctx.state["init_checkpoint"], run.requested)
-    check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
-    ctx.store.append_event("run_client_recreated", run=run.name, optimizer_check=check)
-    if check["mismatches"] or check["not_exposed_keys"]:
-        raise RuntimeError(f"{run.name}: the recreated client's optimizer does not match: "
-                           f"{check['mismatches'] + check['not_exposed_keys']}")
+    check = r.record_restore(ctx.store, run.arm, client.get_info(), run.requested, ctx.state["init_checkpoint"],
+                             with_optimizer=False, run=run.name)
+    if check["mismatches"]:
+        raise RuntimeError(f"{run.name}: the recreated client's optimizer does not match: {check['mismatches']}")
     return client
 
 
@@ -654,55 +660,84 @@ def evaluation(ctx: RunContext) -> GateVerdict:
     provenance = evaluator_provenance([PROJECT_ROOT / f for f in EVALUATOR_CODE], template, TEACHER_FORCED,
                                       f"{PARSER}; aggregation {aggregation}", ids)
     evaluator = evaluator_id(provenance)
-    comparisons = [{"metric": "heldout_nll_token_mean", "arms": [run.name for run in runs]}]
+    arms = list(dict.fromkeys(run.arm for run in runs))
+    comparisons = [{"metric": f"heldout_nll_{aggregation}", "arms": arms}]
     record = evaluation_record({evaluator: provenance}, [], comparisons)
     ctx.store.update_result(evaluation=record)  # frozen before the first score of anything
     ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator, n_items=len(items))
 
-    base = score_heldout(base_client, datums, ids, aggregation)  # the untrained initial state, scored first
-    targets = [(BASE_LABEL, base, ctx.state["init_checkpoint"])]
-    _post_score(ctx, record, BASE_LABEL, base, evaluator, ctx.state["init_checkpoint"], aggregation)
+    # the untrained initial state first, then every run, one after another: each scoring is its own task
+    # run under the flow (ctx.run_each: own progress, own retry), posted as soon as it is known
     clients = ctx.state.get("arm_clients") or {}  # the trained clients, unless this process resumed
-    evaluators = {}
-    for run in runs:
-        client = clients.get(run.name) or eval_session.client_from_state(final_states[run.name], run.requested)
-        scored = score_heldout(client, datums, ids, aggregation)
-        evaluators[run.name] = scored
+    scored_runs: dict[str, dict[str, loss_eval.LossEval]] = {}
+    values: dict[str, float] = {}
+    for run in [None, *runs]:
+        label = run.slug if run else BASE_LABEL
+
+        def score(run: SFTRun | None = run, key: str = f"evaluation-{label}") -> loss_eval.LossEval:
+            client = base_client if run is None else (
+                clients.get(run.name) or eval_session.client_from_state(final_states[run.name], run.requested))
+            return score_heldout(client, datums, ids, aggregation,
+                                 on_progress=lambda done, total: ctx.on_progress(key, done, total))
+
+        scored = ctx.run_each("evaluate", {label: score})[label]
+        if isinstance(scored, BaseException):
+            raise scored
+        if run is None:
+            values[BASE_LABEL] = scored.summary()["value"]
+            _post_score(ctx, record, None, scored, evaluator, ctx.state["init_checkpoint"], aggregation)
+            continue
+        scored_runs.setdefault(run.arm, {})[run.label] = scored
+        values[run.name] = scored.summary()["value"]
         checkpoint = ctx.state.get("final_checkpoints", {}).get(run.name)
-        _post_score(ctx, record, run.name, scored, evaluator, checkpoint, aggregation)
-        targets.append((run.name, scored, checkpoint))
-        ctx.store.update_result(loss_eval=loss_eval.report(aggregation, evaluators))
+        _post_score(ctx, record, run, scored, evaluator, checkpoint, aggregation)
+        ctx.store.update_result(loss_eval=loss_eval.report_by_arm(aggregation, scored_runs,
+                                                                  selected_runs(runs, scored_runs)))
     eval_session.close()
-    record_eval = loss_eval.report(aggregation, evaluators)
+    record_eval = loss_eval.report_by_arm(aggregation, scored_runs, selected_runs(runs, scored_runs))
     problems = loss_eval.check(record_eval)
-    values = {name: scored.summary()["value"] for name, scored, _ in targets}
+    first_arm = record_eval["arms"][arms[0]]
     return GateVerdict(
         gate="evaluation", status="failed" if problems else "passed",
         reasons=[f"evaluator {evaluator[:12]} frozen on {len(items)} held-out conversations "
-                 f"({record_eval['arms'][runs[0].name]['n_tokens']} counted tokens); {aggregation}: "
+                 f"({first_arm.get('n_tokens')} counted tokens); {aggregation}: "
                  + ", ".join(f"{k} {v:.4f}" for k, v in values.items())] + problems,
         measured={"evaluator_id": evaluator, "n_items": len(items), aggregation: values},
         state={"evaluator_id": evaluator, "heldout_nll": values},
     )
 
 
-def _post_score(ctx, record, label, scored, evaluator, checkpoint, aggregation) -> None:
+def selected_runs(runs: list[SFTRun], scored: dict[str, dict[str, loss_eval.LossEval]]) -> dict[str, str]:
+    """The plan's selection rule, fixed before training: per arm, the LR with the lowest held-out
+    NLL, once every run of the arm's grid is scored."""
+    selected = {}
+    for arm, by_label in scored.items():
+        if len(by_label) == sum(1 for run in runs if run.arm == arm):
+            selected[arm] = min(by_label, key=lambda label: by_label[label].summary()["value"])
+    return selected
+
+
+def _post_score(ctx, record, run: SFTRun | None, scored, evaluator, checkpoint, aggregation) -> None:
+    """One scored target (a training run, or the untrained base when `run` is None): its per-example
+    prediction rows as evidence, its score, its metrics under its arm."""
     summary = scored.summary()
-    arm = label.split("@")[0]  # rows name the arm (as every other evaluation) and the run of its grid
-    rows = [{"item_id": item_id, "arm": arm, "run": label,
+    arm = run.arm if run else BASE_LABEL
+    extra = {"run": run.name, "learning_rate": run.learning_rate} if run else {}
+    rows = [{"item_id": item_id, "arm": arm, **extra,
              "prediction": {"nll_sum": total.nll_sum, "n_tokens": total.n_tokens},
              "reference": "the held-out row's assistant messages (teacher-forced)", "metric": f"heldout_nll_{aggregation}",
              "evaluator_id": evaluator, "seed": 0, "checkpoint": checkpoint}
             for item_id, total in zip(scored.example_ids, scored.examples)]
-    name = f"predictions-{label.replace('@lr=', '-lr')}.jsonl"  # a run's slug, or "base"
+    name = f"predictions-{run.slug if run else BASE_LABEL}.jsonl"
     ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
-    record["scores"].append(score_entry(label, summary["value"], evaluator, 0, name, metric=f"heldout_nll_{aggregation}"))
-    if label == BASE_LABEL:
+    record["scores"].append({**score_entry(arm, summary["value"], evaluator, 0, name,
+                                           metric=f"heldout_nll_{aggregation}"), **extra})
+    if run is None:
         metrics = {f"base_heldout_nll_{aggregation}": summary["value"]}
     else:
-        metrics = {"arms": {label: {f"heldout_nll_{aggregation}": summary["value"],
-                                    "heldout_nll_example_mean": summary["example_mean"],
-                                    "heldout_n_tokens": summary["n_tokens"]}}}
+        metrics = {"arms": {run.arm: {"runs": {run.label: {
+            f"heldout_nll_{aggregation}": summary["value"], "heldout_nll_example_mean": summary["example_mean"],
+            "heldout_n_tokens": summary["n_tokens"]}}}}}
     ctx.store.update_result(evaluation=record, metrics=metrics)
 
 
@@ -710,30 +745,43 @@ def _post_score(ctx, record, label, scored, evaluator, checkpoint, aggregation) 
 
 
 def decision(ctx: RunContext) -> GateVerdict:
-    rule = ctx.spec.to_dict()["decision_rule"]
-    if rule.get("method") != "best_lr_threshold":
+    """The verdict of a spec WITHOUT a decision_rule (the TriMuon spec): no decision object
+    (contract section 7, contract-details A-7.1 and Part D); the verdict follows the effect
+    against the margin (section 2, direction+confidence): "supported" when every criterion of the
+    success criterion is met, "refuted" otherwise; "strong" confidence only when an interval or at
+    least two seeds settle the margin, so one seed and point estimates keep it "weak". How the
+    prose criterion is measured (selection, metrics, margins) is the plan file's `verdict_rule`,
+    fixed before training."""
+    spec = ctx.spec.to_dict()
+    if spec.get("decision_rule") is not None:
         return GateVerdict(gate="decision", status="failed",
-                           reasons=[f"SFT decision method {rule.get('method')!r} is not best_lr_threshold"])
+                           reasons=["an SFT spec with a decision_rule needs its decision object; only the "
+                                    "no-decision_rule verdict (verdict_rule) is built for SFT specs"])
+    rule = spec.get("verdict_rule")
+    if not rule or rule.get("method") != "best_lr_threshold":
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=[f"no verdict_rule with method best_lr_threshold in the plan file (got {rule!r})"])
     runs = sft_runs(ctx)
     result = ctx.store.read_result()
-    per_run = result.get("metrics", {}).get("arms", {})
+    per_arm = result.get("metrics", {}).get("arms", {})
     aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
     nll_key = f"heldout_nll_{aggregation}"
-    missing = [run.name for run in runs if nll_key not in per_run.get(run.name, {})]
+    missing = [run.name for run in runs if nll_key not in per_arm.get(run.arm, {}).get("runs", {}).get(run.label, {})]
     if missing:
         return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
 
     arms: dict[str, dict[str, Any]] = {}
     for arm in ctx.plan.trained_arms:
-        grid = sorted(run.learning_rate for run in runs if run.arm == arm.name)
         arm_runs = [run for run in runs if run.arm == arm.name]
-        best = min(arm_runs, key=lambda run: per_run[run.name][nll_key])
-        all_optim = [per_run[run.name]["median_optim_step_seconds"] for run in arm_runs]
+        grid = sorted(run.learning_rate for run in arm_runs)
+        measured = per_arm[arm.name]["runs"]
+        best = min(arm_runs, key=lambda run: measured[run.label][nll_key])
         arms[arm.name] = {
             "selected_lr": best.learning_rate, "selected_run": best.name,
-            nll_key: per_run[best.name][nll_key],
-            "median_optim_step_seconds": per_run[best.name]["median_optim_step_seconds"],
-            "median_optim_step_seconds_all_runs": statistics.median(all_optim),
+            nll_key: measured[best.label][nll_key],
+            "median_optim_step_seconds": measured[best.label]["median_optim_step_seconds"],
+            "median_optim_step_seconds_all_runs": statistics.median(
+                measured[run.label]["median_optim_step_seconds"] for run in arm_runs),
             "lr_grid": grid, "grid_edge": best.learning_rate in (grid[0], grid[-1]),
         }
     metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
@@ -747,32 +795,26 @@ def decision(ctx: RunContext) -> GateVerdict:
     mismatches = pair_mismatches(result.get("adaptation_manifests") or [])  # before any verdict
     grid_edge = any(entry["grid_edge"] for entry in arms.values())
     supported = all(c["met"] for c in criteria)
-    limits = ["one seed and no interval (best_lr_threshold compares point estimates)"]
+    limits = ["one seed and no interval: the best-LR comparison is a point estimate"]
     limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
     limits += mismatches
-    note = ctx.state.get("correctness_note")
-    if note:
-        limits.append(note)
+    for note in (ctx.state.get("correctness_note"), ctx.state.get("restoration_note")):
+        if note:
+            limits.append(note)
     routing = ctx.state.get("service_routing") or service_routing(ctx)
-
-    observations = [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": criterion_metric,
-                     "value": per_run[run.name][key], "evaluator_id": ctx.state.get("evaluator_id", "")}
-                    for run in runs for criterion_metric, key in metric_values.items()]
-    record = {"version": 1, "method": "best_lr_threshold", "observations": observations,
-              "selection": {"rule": rule.get("select"), "per_arm": arms, "frozen_before_comparison": True},
-              "seeds": {"scheduled": rule.get("seeds", [0]),
-                        "note": "the spec's optional second-seed rerun of the best dimuon-lite config was not "
-                                "scheduled before the comparison, so it is not run after seeing it"},
-              "criteria": criteria}
     treatment = ctx.plan.role_to_arm["treatment"]["arm"]
     baseline = ctx.plan.role_to_arm["baseline"]["arm"]
     primary = criteria[0]
-    summary_arms = {arm: {f"best_lr_{nll_key}": v[nll_key], "selected_lr": v["selected_lr"],
-                          "best_lr_median_optim_step_seconds": v["median_optim_step_seconds"],
-                          "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"]}
+    summary_arms = {arm: {nll_key: v[nll_key], "selected_lr": v["selected_lr"], "selected_run": v["selected_run"],
+                          "median_optim_step_seconds": v["median_optim_step_seconds"],
+                          "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"],
+                          "grid_edge": v["grid_edge"]}
                     for arm, v in arms.items()}
-    # everything but the verdict first, then the same validation `python -m flows.validate` runs
-    ctx.store.update_result(decision=record, metrics={"arms": summary_arms}, effect=primary["effect"],
+    verdict_record = {"rule": "contract section 2 (no decision_rule): effect against margin, per criterion",
+                      "selection": rule.get("select"), "criteria": criteria, "per_arm": summary_arms}
+    ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
+    # everything but the verdict first (no decision object: the spec has no decision_rule)
+    ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
                             margin=primary["margin"], seeds=1, grid_edge=grid_edge)
     problems = validate_run(ctx.store.run_dir)
     if problems:

@@ -19,14 +19,14 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import tinker
 from tinker import types
 from tinker.types.optimizer import OptimParamsBase
 
-from experiment.data import seeded_shuffle
+from experiment.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
 from experiment.loss_eval import LossEval
 from experiment.spec import Spec
 
@@ -80,10 +80,12 @@ def load_chat_file(path: str | Path) -> list[ChatExample]:
     if path.suffix == ".parquet":
         import pandas as pd
 
-        rows = pd.read_parquet(path).to_dict(orient="records")
+        import io
+
+        rows = pd.read_parquet(io.BytesIO(read_capped_bytes(path))).to_dict(orient="records")
         rows = [{**row, "messages": list(row["messages"])} for row in rows]
     else:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [json.loads(line) for line in read_capped_text(path).splitlines() if line.strip()]
     return [_example(row, index, path.name) for index, row in enumerate(rows)]
 
 
@@ -95,15 +97,10 @@ def load_chat_hub(hf_path: str, split: str) -> list[ChatExample]:
     return [_example(row, index, f"{hf_path}:{split}") for index, row in enumerate(dataset)]
 
 
-def _resolve(path: str) -> Path:
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() else PROJECT_ROOT / candidate
-
-
 def training_examples(spec: Spec) -> list[ChatExample]:
     """The spec's training rows in the shared seed-0 order (the first dataset.n_examples of it)."""
     dataset = spec.to_dict()["dataset"]
-    rows = load_chat_file(_resolve(dataset["path"])) if dataset.get("path") else load_chat_hub(dataset["hf_path"], "train")
+    rows = load_chat_file(resolve_data_path(dataset["path"])) if dataset.get("path") else load_chat_hub(dataset["hf_path"], "train")
     ordered = seeded_shuffle(rows, seed=sft_settings(spec).seed)
     n = int(dataset.get("n_examples") or len(ordered))
     if n > len(ordered):
@@ -116,7 +113,7 @@ def heldout_examples(spec: Spec) -> list[ChatExample]:
     raw = spec.to_dict()
     evaluation, dataset = raw["eval"], raw["dataset"]
     if evaluation.get("path"):
-        rows = load_chat_file(_resolve(evaluation["path"]))
+        rows = load_chat_file(resolve_data_path(evaluation["path"]))
     else:
         rows = load_chat_hub(dataset["hf_path"], "test")
     n = int(evaluation["n_examples"])
@@ -217,11 +214,15 @@ def train_step(client: tinker.TrainingClient, datums: list[tinker.Datum], params
 
 
 def score_heldout(client: tinker.TrainingClient, datums: list[tinker.Datum], ids: list[str],
-                  aggregation: str = "token_mean") -> LossEval:
-    """Held-out loss with forward(..., "cross_entropy"), per-example totals (contract section 8)."""
+                  aggregation: str = "token_mean",
+                  on_progress: Callable[[int, int], None] | None = None) -> LossEval:
+    """Held-out loss with forward(..., "cross_entropy"), per-example totals (contract section 8).
+    `on_progress(done, total)` is called after every forward request (examples scored so far)."""
     evaluator = LossEval(aggregation)
     for start in range(0, len(datums), EVAL_BATCH_SIZE):
         chunk = datums[start:start + EVAL_BATCH_SIZE]
         output = client.forward(chunk, "cross_entropy").result()
         evaluator.add_output(output, [datum_weights(d) for d in chunk], example_ids=ids[start:start + EVAL_BATCH_SIZE])
+        if on_progress is not None:
+            on_progress(start + len(chunk), len(datums))
     return evaluator

@@ -41,7 +41,7 @@ from experiment.evaluation import evaluator_id
 from experiment.feasibility import PROJECTION_KEYS
 from experiment.gates import GATE_ORDER
 from experiment.plan import build_plan
-from experiment.spec import SpecError, load_spec
+from experiment.spec import SpecError, apply_revision, load_spec
 from experiment.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
@@ -262,11 +262,16 @@ class _RunFiles:
         try:
             if plan_bytes is not None:
                 plan = json.loads(plan_bytes)
-            if spec_bytes is not None:
+            rehearsed = self.evidence_bytes("rehearsal-spec.json")  # a rehearsal ran this spec, not the file
+            if rehearsed is not None:
+                spec = json.loads(rehearsed)
+            elif spec_bytes is not None:
                 spec = json.loads(spec_bytes)
                 revision = self.evidence_bytes("spec-revision.plan.json")
                 if revision is not None:
-                    spec = {**spec, **json.loads(revision)}
+                    spec = apply_revision(spec, json.loads(revision))[0]
+        except SpecError as err:
+            self.setup_problems.append(Problem("run.plan", f"retained spec revision does not apply ({err})"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             self.setup_problems.append(Problem("run.plan", f"retained spec or plan evidence is not valid JSON ({err})"))
         if plan is None or spec is None:
@@ -289,7 +294,7 @@ class _RunFiles:
         if not spec_path or not Path(spec_path).is_file():
             return None, None
         try:
-            spec = load_spec(spec_path)
+            spec = load_spec(spec_path, rehearse=bool(created.get("rehearsal")))
             if created.get("spec_sha256") and spec.source.sha256 != created["spec_sha256"]:
                 self.setup_problems.append(
                     Problem(
@@ -633,6 +638,12 @@ class _Validator:
 
     # ---- deviations ----
 
+    def _spec_models(self) -> set[Any]:
+        """The spec's own base model (a rehearsal's record names it too): the substitution that summary
+        must state. Other `model` deviations (rank, LR, the preflights' settings) are in deviations."""
+        rehearsal = self.result.get("rehearsal") if isinstance(self.result.get("rehearsal"), dict) else {}
+        return {name for name in (self.spec.get("base_model"), rehearsal.get("spec_model")) if name}
+
     def check_deviations(self) -> None:
         deviations = self.result.get("deviations", [])
         if not isinstance(deviations, list):
@@ -650,9 +661,8 @@ class _Validator:
             for key in ("original", "effective", "reason"):
                 if not isinstance(deviation.get(key), str):
                     self.problem("deviations.shape", f"deviations[{index}].{key} must be a string")
-            if deviation.get("field") == "model" and str(deviation.get("effective")) not in str(
-                self.result.get("summary", "")
-            ):
+            if deviation.get("field") == "model" and deviation.get("original") in self._spec_models() and str(
+                deviation.get("effective")) not in str(self.result.get("summary", "")):
                 self.problem(
                     "deviations.model_in_summary",
                     f"the served model {_short(deviation.get('effective'))} replaces the spec's model but summary does not say so",

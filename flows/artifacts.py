@@ -1,69 +1,108 @@
 """What a run shows in the Prefect UI: artifacts built from the result store (the source of truth).
 
-- a markdown artifact with the RESULT summary and the decision table,
-- table artifacts for the gates (verdict, measured values, duration) and per-arm metrics,
-- progress artifacts for training and evaluation, updated at most every few seconds,
-- the run's pictures (PNG in <run_dir>/plots/) as image artifacts and links to its files.
+Every artifact is created inside the run (flow or task run context), keyed per run as
+`<what>-<run>` (<run> = the run id's time stamp and hex tail, unique per run; the UI shows keys as
+card titles, so what comes first), and readable in a browser with no access to the run's disk:
+
+- `summary-<run>`: RESULT's verdict, effect against the margin in words, grades, the decision table
+  and the run's pictures embedded as data URIs (no file:// address anywhere);
+- `gates-<run>`, `arms-<run>`: gate verdicts and per-arm metrics as tables, and
+  `evidence-<run>`: one index of every file of the run (relative paths, kinds, sha256), all three
+  from the `publish-records` task run, so that the summary is alone, and first, on the flow run;
+- `training-<arm>-<run>`, `evaluation-<arm>-<run>`: progress, created by each arm's own task run
+  and updated at most every few seconds. The same callback prints a console line per step or chunk.
 """
 
 from __future__ import annotations
 
-import json
+import logging
+import math
 import time
 from pathlib import Path
 from typing import Callable
 
+from prefect import get_run_logger, task
 from prefect.artifacts import (
-    create_image_artifact,
-    create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
 )
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+from prefect.utilities.annotations import quote
 
 from experiment.plots import write_run_pictures
-from experiment.report import arm_metric_rows, gate_table_rows, result_markdown, run_file_links
+from experiment.report import arm_metric_rows, artifact_key, evidence_index_markdown, gate_table_rows, result_markdown
 from experiment.store import RunStore
 
 PROGRESS_MIN_INTERVAL_S = 2.0
+RUN_ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>" of a run id
 
 
-def progress_reporter() -> Callable[[str, int, int], None]:
-    """A callback for gates: (key, done, total) -> a throttled Prefect progress artifact per key."""
+def run_key(run_id: str) -> str:
+    """The per-run suffix of artifact keys (lowercase letters, digits, dashes)."""
+    return artifact_key(run_id[-RUN_ID_TAIL:])
+
+
+def keyed(what: str, run_id: str) -> str:
+    return f"{artifact_key(what)}-{run_key(run_id)}"
+
+
+def _logger():
+    try:
+        return get_run_logger()
+    except MissingContextError:  # work outside a run (a plain thread in a test): still on the console
+        return logging.getLogger("flows.progress")
+
+
+def console_chunk(total: int) -> int:
+    """A console line per step for short loops (training steps), per fifth for long ones (eval items)."""
+    return 1 if total <= 50 else math.ceil(total / 5)
+
+
+def progress_reporter(run_id: str) -> Callable[[str, int, int], None]:
+    """A callback for gates: (key, done, total) -> a throttled progress artifact per key and a console line."""
     artifacts: dict[str, tuple[object, float]] = {}
 
     def report(key: str, done: int, total: int) -> None:
         percent = 100.0 * done / total if total else 100.0
+        if done == total or done % console_chunk(total) == 0:
+            _logger().info("%s: %d/%d (%.0f%%)", key, done, total, percent)
         now = time.monotonic()
-        if key not in artifacts:
-            artifact_id = create_progress_artifact(percent, key=key, description=f"{key}: {done}/{total}")
-            artifacts[key] = (artifact_id, now)
+        full_key = keyed(key, run_id)
+        if full_key not in artifacts:
+            artifact_id = create_progress_artifact(percent, key=full_key, description=f"{key}: {done}/{total}")
+            artifacts[full_key] = (artifact_id, now)
             return
-        artifact_id, last = artifacts[key]
+        artifact_id, last = artifacts[full_key]
         if done == total or now - last >= PROGRESS_MIN_INTERVAL_S:
             update_progress_artifact(artifact_id, percent, description=f"{key}: {done}/{total}")
-            artifacts[key] = (artifact_id, now)
+            artifacts[full_key] = (artifact_id, now)
 
     return report
 
 
-def publish_run_artifacts(store: RunStore, plan_dict: dict) -> list[Path]:
-    """Summary, tables, pictures and file links of a finished (or stopped) run; returns the PNGs."""
+@task(name="publish-records", cache_policy=NO_CACHE)
+def publish_records(store: RunStore) -> None:
+    """Gate and arm tables and the evidence index, from a task run: the UI lists task-run artifacts in
+    their own section, so the flow-run section holds the summary alone (its order is otherwise random)."""
+    run_id = store.run_id
     result = store.read_result()
-    create_markdown_artifact(result_markdown(result, plan_dict), key="run-result",
-                             description=f"RESULT of {store.run_id}")
     gates = store.read_table("gates")
-    for row in gates:
-        row["reasons"] = json.loads(row["reasons"]) if isinstance(row.get("reasons"), str) else row.get("reasons")
     if gates:
-        create_table_artifact(gate_table_rows(gates), key="run-gates", description="gate verdicts")
+        create_table_artifact(gate_table_rows(gates), key=keyed("gates", run_id), description="gate verdicts")
     arm_rows = arm_metric_rows(result)
     if arm_rows:
-        create_table_artifact(arm_rows, key="run-arm-metrics", description="per-arm metrics")
+        create_table_artifact(arm_rows, key=keyed("arms", run_id), description="per-arm metrics")
+    create_markdown_artifact(evidence_index_markdown(store.run_dir), key=keyed("evidence", run_id),
+                             description="every file of the run, once (paths relative to the run directory)")
+
+
+def publish_run_artifacts(store: RunStore, plan_dict: dict) -> list[Path]:
+    """The summary on the flow run (first on its Artifacts tab), the records from a task; returns the PNGs."""
     pictures = write_run_pictures(store.run_dir)
-    for picture in pictures:
-        create_image_artifact(picture.resolve().as_uri(), key=f"plot-{picture.stem}", description=picture.name)
-    for key, path, description in run_file_links(store.run_dir):
-        create_link_artifact(path.as_uri(), link_text=path.name, key=key, description=description)
+    publish_records(quote(store), return_state=True).result()
+    create_markdown_artifact(result_markdown(store.read_result(), plan_dict, pictures), key=keyed("summary", store.run_id),
+                             description=f"RESULT of {store.run_id}: verdict, effect, interval, margin, plots")
     return pictures

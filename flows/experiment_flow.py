@@ -9,6 +9,12 @@ its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_bl
 run's clients released and, for a deployment run, a re-queued run scheduled. Resume: a run of the
 same spec content that is unfinished (killed, or capacity-blocked) is continued in place: passed
 gates are reused with the state they handed on, and arms continue from their last saved step.
+A run whose newest run of the same spec content finished is returned as is (no service call);
+`fresh=True` starts a new replicate. The process that runs a run holds its lock (RunStore.claim):
+a second invocation against a live run ends `Failed(name="RunInProgress")` and touches nothing.
+`rehearse=True` runs the spec at rehearsal scale (experiment.contract.rehearsal), marked as such.
+A `backend` parameter carrying credentials is refused before anything runs
+(`Failed(name="CredentialsInParameter")`): they belong in the environment, never in a parameter.
 """
 
 from __future__ import annotations
@@ -16,19 +22,25 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
+from prefect.utilities.annotations import quote
 
+from experiment.contract.rehearsal import rehearsal_summary
 from experiment.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
 from experiment.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
+from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.plan import build_plan
+from experiment.report import RESULT_MARKER, closing_lines, gate_line, plan_lines
 from experiment.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
 from experiment.service import ServiceTarget
 from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.store import RunInProgress, RunStore
+from flows.run import finished_message
 from tasks import GATE_TASKS
+from tasks.arms import run_arm_tasks
 
 
 class GateFailedError(Exception):
@@ -42,43 +54,83 @@ class GateFailedError(Exception):
         super().__init__(f"{gate_failure_message(verdict)} (run {run_dir})")
 
 
-def _publish(store: RunStore, plan, logger) -> None:
+def _publish(store: RunStore, plan, logger) -> list:
     """UI artifacts and pictures; never the reason a run fails (the store is the record)."""
     try:
-        publish_run_artifacts(store, plan.to_dict())
+        return publish_run_artifacts(store, plan.to_dict())
     except Exception as err:  # noqa: BLE001 - a picture or artifact problem is reported, not raised
         logger.warning("could not publish artifacts for %s: %s: %s", store.run_id, type(err).__name__, err)
+        return []
+
+
+def _projected_seconds(store: RunStore) -> float | None:
+    projection = (store.read_result().get("feasibility") or {}).get("projection") or {}
+    seconds = projection.get("wall_seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
 @flow(name="run-experiment")
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
-                   chain_started_at: str | None = None) -> State:
+                   chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
+                   fresh: bool = False) -> State:
     """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run."""
     logger = get_run_logger()
-    spec = load_spec(spec_path)
+    refusal = credentials_refusal(backend)  # e.g. a deployment run given --param backend=https://user:key@...
+    if refusal:
+        logger.error("%s", refusal)
+        return Failed(name="CredentialsInParameter", message=refusal)
+    spec = load_spec(spec_path, rehearse=rehearse)
     plan = build_plan(spec)
-    service = ServiceTarget.from_backend(backend)
-    store = RunStore.resumable(runs_dir, plan.spec_sha256)
-    reused = store.passed_gates() if store else {}
-    if store is None:
-        store = RunStore.create(runs_dir, spec, plan)
+    service = ServiceTarget.from_backend(with_credentials(backend), exposure=exposure)  # the parameter carries no credentials
+    try:
+        store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
+    except RunInProgress as err:
+        logger.error("%s", err)
+        return Failed(name="RunInProgress", message=str(err), data=err)
+    if how == "finished":
+        message = finished_message(store)
+        logger.info("%s", message)
+        return Completed(name="AlreadyFinished", message=message)
+    try:
+        reused = store.passed_gates() if how == "resumed" else {}
+        return _run_claimed(spec, plan, store, service, reused, requeue_count, spec_path, backend, runs_dir,
+                            chain_started_at, logger, exposure)
+    finally:
+        store.release()
+
+
+def _run_claimed(spec, plan, store: RunStore, service: ServiceTarget, reused: dict, requeue_count: int,
+                 spec_path: str, backend: str, runs_dir: str | None, chain_started_at: str | None, logger,
+                 exposure: str = "embedded") -> State:
+    """The gates, in order, of a run this process holds (new, or resumed with `reused` gates)."""
+    rehearsal = spec.source.rehearsal
+    if rehearsal and not store.read_result().get("rehearsal"):
+        _mark_rehearsal(store, spec, rehearsal)
     service.checkpoint_dir = str(store.run_dir.parent / ".embedded-checkpoints")
     ctx = RunContext(spec=spec, plan=plan, store=store, service=service, requeue_count=requeue_count,
-                     on_progress=progress_reporter())
+                     on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
     policy = CapacityPolicy.from_env()
     ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.get("comparison_steps_completed", 0), policy)
     if reused:
         store.update_result(status="running", capacity_block=None, outcome_reason=None)
         store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=requeue_count)
         logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
+    store.append_event("run_config", backend=service.describe(), exposure=exposure)  # the service profile asked for
     logger.info("run %s in %s (%s backend)", store.run_id, store.run_dir, service.kind)
+    for line in plan_lines(plan.to_dict(), sorted(reused), _projected_seconds(store)):
+        logger.info(line)
+    pictures: list = []
+    previous = None  # each gate waits on the previous gate's verdict: the UI draws one chain
     try:
         for name in GATE_ORDER:
             if name in reused:
                 ctx.state.update(reused[name])
                 continue
             try:
-                verdict = GATE_TASKS[name](ctx)
+                gate_state = GATE_TASKS[name](quote(ctx), wait_for=[previous] if previous else None,
+                                              return_state=True)
+                previous = gate_state
+                verdict = gate_state.result()
             except Exception as err:
                 blocked = as_capacity_block(err, ctx.state.get("comparison_steps_completed", 0))
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
@@ -91,7 +143,11 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
                                       chain_started_at, logger)
             ctx.state.update(verdict.state)
             store.record_gate(verdict)
-            logger.info("gate %s: %s (%s)", name, verdict.status, "; ".join(verdict.reasons))
+            logger.info(gate_line(verdict))
+            if name == "feasibility_pilot" and verdict.status == "passed":
+                for line in plan_lines(plan.to_dict(), list(GATE_ORDER[:GATE_ORDER.index(name) + 1]),
+                                       _projected_seconds(store))[-1:]:
+                    logger.info(line)
             if verdict.failed:
                 store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
                 error = GateFailedError(verdict, str(store.run_dir))
@@ -99,8 +155,22 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
     finally:
         release_sessions(ctx)
         service.stop()
-        _publish(store, plan, logger)
-    return Completed(message=f"run {store.run_id}: every gate passed; RESULT in {store.run_dir / 'result.json'}")
+        if rehearsal:
+            store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+        pictures = _publish(store, plan, logger)
+    closing = closing_lines(store.read_result(), store.run_dir, pictures)
+    return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+
+
+def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
+    """RESULT says it is a rehearsal and lists every substitution before anything runs."""
+    import json
+
+    store.add_evidence("rehearsal-spec.json", "spec", json.dumps(spec.to_dict(), indent=2, sort_keys=True),
+                       source=rehearsal["rules"])
+    record = {key: value for key, value in rehearsal.items() if key != "deviations"}  # deviations go to their field
+    store.update_result(rehearsal=record, deviations=list(rehearsal["deviations"]),
+                        summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
 
 
 def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
@@ -132,7 +202,9 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy:
     store.update_result(**update)
     started = chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
-        spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started}, requeue_count,
+        spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started,
+                    "exposure": ctx.service.exposure, **({"rehearse": True} if ctx.spec.source.rehearsal else {})},
+                    requeue_count,
         policy.max_requeues, policy.requeue_delay_seconds(), float(plan.budget.get("max_wall_minutes") or 0), started)
     store.append_event("requeue", **decision.to_dict())
     logger.warning("%s; %s", blocked, decision.reason)

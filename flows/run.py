@@ -1,8 +1,14 @@
-"""CLI: python -m flows.run SPEC [--plan] [--backend local|URL] [--runs-dir DIR]
+"""CLI: python -m flows.run SPEC [--plan] [--rehearse] [--fresh] [--backend local|URL] [--runs-dir DIR]
+       [--exposure embedded|production]
 
 Exit codes: 0 the run reached a decision, 1 a gate failed (RESULT says which and why),
-2 bad input (spec, plan file, backend), 3 the run crashed (a bug; see the log).
+2 bad input (spec, plan file, backend) or a run of this spec is in progress in another process,
+3 the run crashed (a bug; see the log).
 `--plan` prints the execution plan as JSON and contacts no service (Prefect is not even imported).
+`--rehearse` runs the spec as written plus its revision file at rehearsal scale on the embedded
+backend (experiment.contract.rehearsal); the record is marked as a rehearsal.
+Re-running a spec whose newest run finished prints that run's outcome and exits with its code at
+once, without Prefect or any service; `--fresh` starts a new replicate instead.
 """
 
 from __future__ import annotations
@@ -10,13 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from experiment.plan import build_plan
-from experiment.service import ServiceConfigError, ServiceTarget
+from experiment.report import RESULT_MARKER, closing_lines
+from experiment.service import EXPOSURES, ServiceConfigError, ServiceTarget
+from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from experiment.spec import SpecError, load_spec
+from experiment.store import RunInProgress, RunStore
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
+CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -25,45 +39,159 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plan", action="store_true", help="print the execution plan as JSON and exit; contacts no service")
     parser.add_argument("--backend", default="local", help="'local' (embedded, or $TINKER_BASE_URL when set) or a service URL")
     parser.add_argument("--runs-dir", default=None, help="where run directories go (default $RX_RUNS_DIR or ./runs)")
+    parser.add_argument("--exposure", choices=EXPOSURES, default=None,
+                        help="what the service exposes: the embedded backend this run starts answers as the production "
+                             "service does under 'production' (recorded in the run); --plan predicts grades for it "
+                             "(default: embedded for the local backend, production for a service URL)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run the spec and its revision file at rehearsal scale on the embedded backend (minutes)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start a new replicate even if a run of this spec already finished")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
-        plan = build_plan(load_spec(args.spec))
-        ServiceTarget.from_backend(args.backend)
+        if args.rehearse and args.backend != "local":
+            raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
+        spec = load_spec(args.spec, rehearse=args.rehearse)
+        plan = build_plan(spec)
+        ServiceTarget.from_backend(args.backend, exposure=args.exposure or "embedded")
     except (SpecError, ServiceConfigError) as err:
         print(err, file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.plan:
-        print(json.dumps(plan.to_dict(), indent=2))
+        from experiment.grading.predict import predict_grades
+
+        local = args.backend == "local" and not os.environ.get("TINKER_BASE_URL")
+        exposure = args.exposure or ("embedded" if local else "production")
+        print(json.dumps({**plan.to_dict(), "exposure": exposure,
+                          "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
+    # Claim the run before Prefect starts: a finished run is answered at once, a live one refused at
+    # once; this process then holds the run's lock and the flow's own claim finds it (re-entrant).
+    try:
+        store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=args.exposure or "embedded")
+    except RunInProgress as err:
+        print(err, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if how == "finished":
+        result = store.read_result()
+        print(finished_message(store))
+        if result.get("summary"):
+            print(result["summary"])
+        return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
+
+    problem = unreachable_backend(args.backend)
+    if problem:
+        print(problem, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
+    # without them and finds the full one in this process's environment.
+    backend = hide_backend_credentials(args.backend)
 
     # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from flows.experiment_flow import run_experiment  # imports Prefect; only needed for a real run
+    from flows.lifetime import tie_prefect_temporary_server
 
+    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
     try:
-        state = run_experiment(args.spec, backend=args.backend, runs_dir=args.runs_dir, return_state=True)
+        state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                               exposure=args.exposure or "embedded",
+                               return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_CRASHED
+    finally:
+        store.release()
     return exit_code_for(state)
 
 
+def finished_message(store: RunStore) -> str:
+    """One line naming a finished run's outcome; nothing is run again."""
+    result = store.read_result()
+    verdict = result.get("verdict") or "no verdict"
+    return (f"run {store.run_id} of this spec already finished ({result.get('status')}, {verdict}); "
+            f"returning its result {store.run_dir / 'result.json'} without contacting any service "
+            "(--fresh starts a new replicate)")
+
+
 def exit_code_for(state) -> int:
-    """Map the flow's final state to the CLI exit code and print one closing line."""
+    """Map the flow's final state to the CLI exit code and print the closing lines: verdict (or why
+    there is none), effect against the margin in words, grades, and the paths of RESULT and plots."""
+    if state.name == "RunInProgress":
+        print(state.message, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    result_path = result_path_in(state.message or "")
     if state.is_completed():
-        print(state.message or "run completed")
+        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
+    run_dir = getattr(outcome, "run_dir", None)
+    if run_dir and (Path(run_dir) / "result.json").is_file():
+        result_path = Path(run_dir) / "result.json"
+    if result_path:
+        print("\n".join(closing_lines_for(result_path)))
     print(f"{state.name}: {outcome}", file=sys.stderr)
     if state.name == "GateFailed":
         return EXIT_GATE_FAILED
     if isinstance(outcome, (SpecError, ServiceConfigError)):
         return EXIT_BAD_INPUT
     return EXIT_CRASHED
+
+
+def result_path_in(message: str) -> Path | None:
+    """The RESULT path the flow names in its final message ("...; RESULT in <path>")."""
+    if RESULT_MARKER not in message:
+        return None
+    path = Path(message.rsplit(RESULT_MARKER, 1)[1].strip())
+    return path if path.is_file() else None
+
+
+def closing_lines_for(result_path: Path) -> list[str]:
+    try:
+        result = json.loads(result_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return [f"{RESULT_MARKER}{result_path}"]
+    return closing_lines(result, result_path.parent)
+
+
+def hide_backend_credentials(backend: str) -> str:
+    """The backend as a flow parameter: user:password, query and fragment removed. The full URL stays
+    in this process's environment (BACKEND_URL_ENV), where the flow finds it again."""
+    if backend == "local":
+        return backend
+    public = public_backend_url(backend)
+    if public != backend:
+        os.environ[BACKEND_URL_ENV] = backend
+    return public
+
+
+def unreachable_backend(backend: str, budget_s: float = CONNECT_BUDGET_S) -> str | None:
+    """One line when a remote backend refuses connections (not a capacity problem), else None.
+
+    Tries a TCP connection for up to `budget_s` seconds (a service that is just starting gets that
+    long); the embedded backend is started by the run itself and is not checked."""
+    url = os.environ.get("TINKER_BASE_URL") if backend == "local" else backend
+    if not url:
+        return None
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=5):
+                return None
+        except OSError as err:
+            last = err
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    reason = last.strerror or type(last).__name__
+    return (f"backend {public_backend_url(url)} is unreachable ({reason}, for {budget_s:.0f} s): start the "
+            "service or pass another --backend; this is not a capacity refusal")
 
 
 if __name__ == "__main__":

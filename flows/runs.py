@@ -1,7 +1,10 @@
 """CLI: list runs from the cross-run index, or show one run's summary.
 
-    python -m flows.runs [--runs-dir DIR]                 one aligned row per run
+    python -m flows.runs [--runs-dir DIR]                 one aligned row per run (fits 100 columns)
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
+
+A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
+`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail).
 
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
@@ -20,7 +23,9 @@ from typing import Any
 from experiment.report import arm_metric_rows, gate_table_rows
 from experiment.store import RunIndex, default_runs_dir
 
-LIST_COLUMNS = ("run_id", "spec", "status", "verdict", "effect", "started", "duration")
+LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
+LIST_WIDTH = 100
+ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>": always kept whole
 
 
 class RunsCliError(Exception):
@@ -82,16 +87,41 @@ def list_runs(runs_dir: Path) -> list[str]:
     rows = [
         {
             "run_id": _text(record.get("run_id")),
-            "spec": _text(record.get("spec_title")),
             "status": _text(record.get("status")),
             "verdict": _text(record.get("verdict")),
             "effect": _text(record.get("effect")),
-            "started": _text(record.get("started")),
+            "started": _started(record.get("started")),
             "duration": _duration(record.get("started"), record.get("finished")),
         }
         for record in records
     ]
+    others = sum(max(len(column), *(len(row[column]) for row in rows)) + 2 for column in LIST_COLUMNS[1:])
+    room = max(ID_TAIL + 8, LIST_WIDTH - others)
+    for row in rows:
+        row["run_id"] = _elide(row["run_id"], room)
     return aligned_table(rows, LIST_COLUMNS)
+
+
+def _started(value: Any) -> str:
+    start = _parse_time(value)
+    return start.strftime("%m-%d %H:%M") if start else _text(value)
+
+
+def _elide(run_id: str, width: int) -> str:
+    if len(run_id) <= width:
+        return run_id
+    return run_id[: width - ID_TAIL - 1] + "\u2026" + run_id[-ID_TAIL:]
+
+
+def resolve_run_id(runs_dir: Path, given: str) -> str:
+    """A run id from a unique prefix or suffix (the list elides the middle of long ids)."""
+    if (runs_dir / given / "result.json").is_file() or "/" in given or not given.strip("."):
+        return given
+    matches = [path.name for path in runs_dir.iterdir() if path.is_dir() and (path / "result.json").is_file()
+               and (path.name.startswith(given) or path.name.endswith(given))] if runs_dir.is_dir() else []
+    if len(matches) > 1:
+        raise RunsCliError(f"{given!r} matches {len(matches)} runs: {', '.join(sorted(matches))}")
+    return matches[0] if matches else given
 
 
 def _read_json(path: Path) -> Any:
@@ -103,6 +133,7 @@ def _read_json(path: Path) -> Any:
 
 def show_run(runs_dir: Path, run_id: str) -> list[str]:
     """The lines of one run's summary."""
+    run_id = resolve_run_id(runs_dir, run_id)
     run_dir = runs_dir / run_id
     if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "result.json").is_file():
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
@@ -151,6 +182,11 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
                 f"{key}={_metric_text(value)}" for key, value in row.items() if key not in ("arm", "completed")
             )
             lines.append(f"    {row['arm']}: {values or '-'}")
+    grade = result.get("grade")
+    if isinstance(grade, dict) and isinstance(grade.get("categories"), dict):
+        lines.append("  grade (as the exchange grades it; python -m flows.validate for details):")
+        lines += [f"    {name}: {entry.get('status')}" for name, entry in grade["categories"].items()
+                  if isinstance(entry, dict)]
     lines.append(f"  path:      {run_dir.resolve()}")
     return lines
 

@@ -1,34 +1,56 @@
-"""CLI: re-check a run directory against the run contract.
+"""CLI: grade a run the way the exchange grades it, category by category.
 
-    python -m flows.validate RUN_DIR
+    python -m flows.validate PATH [--spec SPEC] [--json]
 
-Prints one line per problem (`<check>: <message>`), or `ok: <n> checks passed` when clean.
-Exit status: 0 clean, 1 problems found, 2 bad input (missing directory, not a run directory).
+PATH is a run directory or a bare result.json. A bare RESULT is graded only from what it carries
+(evidence inline), as the exchange receives it; a run directory also has its events.jsonl, tables/
+and evidence/ checked against the record, plus the run's self-consistency checks. SPEC defaults
+to the spec recorded for the run (with its recorded revision file).
+
+Prints one line per category (evaluator, decision, restoration, correctness, feasibility,
+generation_audit) with its status (verified, not_applicable, invalid, unverified, unknown), each
+issue as one sentence beneath it, then record-level problems. `--json` prints
+{"categories": {"<name>": {"status", "issues"}}, "problems": [...]}.
+Exit status: 0 when no category is invalid, unverified or unknown and no problem was found;
+1 otherwise; 2 on unreadable input (one line on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from experiment.validation import RunDirError, run_validation
+from experiment.grading import GradeInputError, grade_path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.validate", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="a run directory, e.g. runs/<run_id>")
+    parser.add_argument("path", help="a run directory (runs/<run_id>) or a bare result.json")
+    parser.add_argument("--spec", default=None, help="grade against this spec (default: the run's recorded spec)")
+    parser.add_argument("--json", action="store_true", help="print the grade as JSON")
     args = parser.parse_args(argv)
     try:
-        report = run_validation(args.run_dir)
-    except RunDirError as err:
+        grade = grade_path(args.path, spec=args.spec)
+    except GradeInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for problem in report.problems:
-        print(problem)
-    if report.ok:
-        print(f"ok: {len(report.checks)} checks passed")
-        return 0
-    return 1
+    if args.json:
+        print(json.dumps(grade.to_dict(), indent=2))
+    else:
+        for name, category in grade.categories.items():
+            print(f"{name}: {category.status}")
+            for issue in category.issues:
+                print(f"  {issue.sentence()}")
+            for note in category.notes:
+                if category.status != "not_applicable" or note:
+                    print(f"  note: {note}")
+        if grade.problems:
+            print(f"problems: {len(grade.problems)}")
+            for problem in grade.problems:
+                print(f"  {problem}")
+        print(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+    return 0 if grade.ok else 1
 
 
 if __name__ == "__main__":

@@ -92,3 +92,296 @@ class FakeTinkerService:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_sandboxed_process_outlives_the_suite():
+    """After the session: no process (zombies included, once the host's init had time to reap them) runs
+    as any uid a sandbox call of this session used. Other sessions' calls on a shared machine are not ours."""
+    yield
+    import sys
+    import time
+
+    sandbox = sys.modules.get("experiment.sandbox")
+    if sandbox is None or not sandbox.uids_used():
+        return
+    deadline = time.monotonic() + 10
+    left = sandbox.processes_of(sandbox.uids_used())
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = sandbox.processes_of(sandbox.uids_used())
+    assert not left, f"processes of sandboxed calls outlived the test session (pid, uid, state): {left}"
+
+
+# ---- grader: realistic good records built from the local specs (tests/unit/test_grading_*.py) ----
+
+
+@pytest.fixture
+def graded_record():
+    """A builder: `graded_record("paired")` (self-generated local spec, paired_hoeffding, three-way)
+    or `graded_record("best_lr")` (TriMuon local spec + recorded revision, best_lr_threshold, no
+    decision object because the exchange's spec has no decision_rule)
+    returns (RESULT, events) that grade green. Every number is computed by the project's own
+    record code (experiment.decision, experiment.evaluation, experiment.generation_audit)."""
+    return _build_graded_record
+
+
+def _build_graded_record(kind: str):
+    import hashlib
+
+    from experiment import decision as d
+    from experiment.contract.result_models import evidence_file
+    from experiment.evaluation import evaluator_id
+    from experiment.feasibility import PROJECTION_KEYS
+    from experiment.plan import build_plan
+    from experiment.spec import load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    spec_path = root / ("specs/selfgen_tasks_vs_gsm8k.json" if kind == "paired"
+                        else "specs/trimuon_vs_dimuon_no_robots.json")
+    spec = load_spec(spec_path)
+    plan = build_plan(spec)
+    files: list[dict] = []
+
+    def keep(name: str, kind_: str, data) -> str:
+        files.append(evidence_file(name, kind_, data if isinstance(data, bytes) else data.encode()))
+        return name
+
+    def jsonl(rows) -> str:
+        return "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+
+    keep("spec.json", "spec", spec_path.read_bytes())
+    if spec.source.revision:
+        keep("spec-revision.plan.json", "spec_revision", Path(spec.source.revision.path).read_bytes())
+    keep("code-revision.json", "code_revision", json.dumps({"commit": "0" * 40}))
+    keep("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), default=str))
+    keep("run.py", "script", "print('the executed pipeline code')\n")
+
+    items = [f"item-{i}" for i in range(6)]
+    metric = "accuracy" if kind == "paired" else "heldout_nll_token_mean"
+    provenance = {"code_sha256": hashlib.sha256(b"evaluator code").hexdigest(), "prompt_template": "{question}",
+                  "decoding": {"temperature": 0.0, "max_tokens": 16, "stop": ["<|im_end|>"]},
+                  "parser": "boxed integer", "items": {"ids": items}}
+    eid = evaluator_id(provenance)
+    trained = [arm.name for arm in plan.trained_arms]
+    result: dict = {"status": "succeeded", "metrics": {"arms": {}}, "completed_arms": [], "deviations": [],
+                    "original_hypothesis_tested": True}
+    scores, observations, loss_arms = [], [], {}
+    if kind == "paired":
+        correct = {"base": [0, 0, 1, 0, 0, 0], "rl_gsm8k": [1, 0, 1, 1, 0, 1], "rl_selfgen": [1, 1, 1, 1, 0, 1]}
+        for arm, values in correct.items():
+            rows = [{"item_id": item, "arm": arm, "prediction": str(v), "reference": "1", "metric": metric,
+                     "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": f"tinker://run/{arm}"}
+                    for item, v in zip(items, values)]
+            ref = keep(f"predictions-{arm}.jsonl", "predictions", jsonl(rows))
+            scores.append({"arm": arm, "metric": metric, "value": sum(values) / len(values), "evaluator_id": eid,
+                           "seed": 0, "predictions_ref": ref})
+            observations += [d.observation_from_row(row) for row in rows]
+            result["metrics"]["arms"][arm] = {metric: sum(values) / len(values)}
+        data = d.observations_jsonl_bytes(observations)
+        keep(d.OBSERVATIONS_FILE_NAME, "metrics", data)
+        role_to_arm = {role: entry["arm"] for role, entry in plan.role_to_arm.items()}
+        summary = d.decision_summary(spec.to_dict()["decision_rule"], observations, "three_way",
+                                     role_to_arm=role_to_arm, simultaneous=True)
+        result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, hashlib.sha256(data).hexdigest())
+        result.update(verdict=summary["verdict"], outcome_reason=summary["outcome_reason"],
+                      summary="Trained both RL arms and scored six held-out items. The comparison is recorded.")
+        comparison_arms = list(correct)
+    else:
+        runs = plan.training_runs
+        rows_obs = []
+        for index, run in enumerate(runs):
+            n_tokens = [10, 12, 8, 9, 11, 10]
+            nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
+            rows = [{"item_id": item, "arm": run.name, "prediction": {"nll_sum": s * t, "n_tokens": t},
+                     "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0}
+                    for item, s, t in zip(items, nll, n_tokens)]
+            ref = keep(f"predictions-{run.name.replace('@lr=', '-lr')}.jsonl", "predictions", jsonl(rows))
+            nll_sum = sum(s * t for s, t in zip(nll, n_tokens))
+            value = nll_sum / sum(n_tokens)
+            loss_arms[run.name] = {"aggregation": "token_mean", "value": value, "token_mean": value,
+                                   "example_mean": sum(nll) / 6, "nll_sum": nll_sum, "n_tokens": sum(n_tokens),
+                                   "n_examples": 6, "n_empty": 0}
+            scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
+                           "predictions_ref": ref})
+            step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
+            rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
+                          "evaluator_id": eid},
+                         {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
+                          "value": step_time, "evaluator_id": eid}]
+            result["metrics"]["arms"][run.name] = {metric: value, "median_optim_step_seconds": step_time}
+        rule = spec.to_dict().get("decision_rule") or spec.to_dict()["verdict_rule"]
+        values = {}
+        for row in rows_obs:
+            values.setdefault(row["arm"], {})[row["metric"]] = row["value"]
+        decided = d.best_lr_threshold(values, {r.name: r.arm for r in runs}, {r.name: r.lr for r in runs},
+                                      rule["criteria"], rule["criteria"][0]["metric"])
+        # the exchange's TriMuon spec has no decision_rule (only the recorded revision does): no decision object
+        primary = decided["criteria"][0]
+        result["loss_eval"] = {"aggregation": "token_mean", "arms": loss_arms}
+        result.update(verdict=decided["verdict"], confidence="weak", effect=primary["effect"], margin=primary["margin"],
+                      seeds=1, grid_edge=decided["grid_edge"],
+                      summary="Trained six SFT runs and scored held-out NLL. The best-LR gap is recorded.",
+                      reasoning="The best-LR gap misses its margin. Confidence is weak: one seed and no interval.")
+        comparison_arms = [run.name for run in runs]
+        path = spec.to_dict()["correctness_preflight"]["paths"][0]
+        fixed = keep("correctness-fixed-input.json", "script", json.dumps({"gradients": [[0.1, 0.2]]}))
+        probes = [{"learning_rate": lr, "update_norm": 2.0 * lr} for lr in path["lr_scaling"]["learning_rates"]]
+        errors = {key: {"max_abs_error": 1e-9, "reference_max_abs": 1e-4, "relative_l2_error": 1e-6,
+                        "cosine_similarity": 0.999999999} for key in path["tolerances"]}
+        result["correctness_preflight"] = {"required": True, "paths": [{
+            "id": path["id"], "fixed_input": {"sha256": files[-1]["sha256"], "description": fixed},
+            "baseline_revision": path["baseline_revision"], "reference_revision": path["reference_revision"],
+            "implementation_revision": "sha256:" + "1" * 64, "precision": path["precision"],
+            "normalization": "update = after - before", "errors": errors, "lr_scaling": probes}]}
+    result["completed_arms"] = list(result["metrics"]["arms"])
+    result["evaluation"] = {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
+                            "comparisons": [{"metric": metric, "arms": comparison_arms}]}
+    if kind == "paired":
+        result["correctness_preflight"] = {"required": False, "paths": []}
+
+    # restoration: one shared adapter, creation checks read from the server, fixed-batch outputs
+    requested = {}
+    section = spec.section("restoration_preflight")
+    for group in section.get("groups", []):
+        for arm in group["arms"]:
+            config = {("learning_rate" if k == "lr" else k): v for k, v in arm["optimizer_config"].items()}
+            requested[arm["name"]] = {"family": "adamw" if arm["optimizer"] == "adam" else arm["optimizer"], **config}
+    for arm in plan.trained_arms:
+        if arm.name not in requested:
+            requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"]}
+    provenance_arms = {}
+    for arm in trained:
+        ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"optimizer": requested[arm]}}))
+        actual = {k: v for k, v in requested[arm].items() if k not in ("family", "seed")}
+        provenance_arms[arm] = {
+            "initialization": {"base_checkpoint": plan.base_model, "source": "server_response",
+                               "adapter_sha256": "ab" * 32, "evidence_ref": ref, "before_first_update": True},
+            "restore_count": 0,
+            "optimizer_checks": [{"after_restore": 0, "before_next_update": True, "requested": requested[arm],
+                                  "actual_family": requested[arm]["family"], "actual_config": actual,
+                                  "source": "server_response", "evidence_ref": ref}],
+            "initial_output": {"available": True, "batch_sha256": "cd" * 32, "output_sha256": "ef" * 32,
+                               "evidence_ref": ref, "before_first_update": True}}
+    result["initialization_provenance"] = {"version": 1, "arms": provenance_arms}
+
+    config = {key: (trained if key == "arms" else 1 if key != "base_model" else plan.base_model)
+              for key in PROJECTION_KEYS}
+    phase = {"seconds": 1.5, "units": 2, "planned_units": 12, "samples": 4, "gpu_count": 0,
+             "allocation_source": "embedded backend: CPU only"}
+    result["feasibility"] = {
+        "config": config, "effective_config": dict(config), "primary_endpoint": plan.primary_endpoint,
+        "source": "timing pilot of this run", "measurements": {"setup": phase, "training": phase, "evaluation": phase},
+        "generation": None, "recovery": {"seconds": 3.0, "gpu_count": 0, "allocation_source": "embedded backend"}}
+
+    if kind == "paired":
+        from experiment import generation_audit as ga
+
+        tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
+                  "disposition": "accepted" if i < 4 else "rejected"} for i in range(5)]
+        evaluation = [{"item_id": item, "prompt": f"Held-out question {item}"} for item in items]
+        dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
+        evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
+        sample = ga.select_sample(tasks, ga.sample_size(4, spec.section("generation_audit")), 7)
+        samples = [{"item_id": t["item_id"], "independent_answer": t["answer"], "resolver_id": "blind-solver",
+                    "method": "independent_resolve", "reasoning": "added the numbers", "blind_to_label": True}
+                   for t in sample]
+        audit_file = keep("generation-audit-v1.json", "metrics", json.dumps(samples))
+        result["generation_audit"] = {"version": 1, "stage": "before_training", "dataset_file": dataset,
+                                      "evaluation_file": evaluation_file, "audit_file": audit_file, "sample_seed": 7,
+                                      "counts": ga.counts_of(tasks), "samples": samples, "label_error_count": 0,
+                                      "overlap_count": 0}
+        result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
+                                               "filter_samples_per_candidate": 1}
+        result["feasibility"]["measurements"].update(generation=phase, filter=phase)
+        # the spec's stated pilot: 2 steps per trained arm plus 100 eval items
+        result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
+                                                     evaluation={**phase, "units": 100, "planned_units": 1319})
+
+    result["evidence"] = {"version": 1, "files": files, "checkpoints": [],
+                          "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
+    events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]
+    events += [{"event": "evidence_added", "name": f["name"], "kind": f["kind"], "sha256": f["sha256"]} for f in files]
+    events += [{"event": "gate", "gate": gate.name, "status": "passed"} for gate in plan.gates if gate.applicable]
+    return result, events
+
+
+# A real Prefect server (`prefect server start`, loopback, its own PREFECT_HOME and SQLite database),
+# for tests that check what Prefect stores and what its UI shows. Started once per session.
+
+
+class PrefectServer:
+    def __init__(self, home: Path):
+        import socket
+        import subprocess
+        import sys
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.home = home
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api_url = f"{self.url}/api"
+        self.env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": self.api_url,
+                    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+        self.env.pop("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED", None)  # a real server records task runs
+        self.log = open(home / "server.log", "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_healthy(self, timeout: float = 180.0) -> None:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prefect server exited: {(self.home / 'server.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.api_url}/health", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"prefect server not healthy after {timeout} s")
+
+    def api(self, method: str, path: str, **kwargs):
+        import httpx
+
+        response = httpx.request(method, f"{self.api_url}{path}", timeout=30, **kwargs)
+        response.raise_for_status()
+        return response.json()
+
+    def database_bytes(self) -> bytes:
+        return b"".join(path.read_bytes() for path in self.home.rglob("*.db*") if path.is_file())
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    """A real Prefect server on loopback; its env (PREFECT_API_URL, PREFECT_HOME) is in `.env`."""
+    server = PrefectServer(tmp_path_factory.mktemp("prefect-home"))
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_tinker_service():
+    """The FakeTinkerService class, for tests that must not `from conftest import` it."""
+    return FakeTinkerService

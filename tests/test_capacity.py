@@ -303,7 +303,7 @@ def test_guarded_caller_reports_waits_in_result_and_events(tmp_path, sdk_client,
     from experiment.store import RunStore
     from flows.concurrency import capacity_guarded_caller
 
-    spec = load_spec(REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json")
+    spec = load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True)
     store = RunStore.create(tmp_path, spec, build_plan(spec))
     seen_in_result = []
 

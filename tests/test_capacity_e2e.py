@@ -25,12 +25,15 @@ import pytest
 from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
-LOCAL_GS1 = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
+
 
 
 @pytest.fixture(scope="module")
 def small_spec(tmp_path_factory) -> Path:
-    spec = json.loads(LOCAL_GS1.read_text())
+    from experiment.spec import load_spec
+
+    # the GS1 rehearsal (spec + revision file at rehearsal scale), cut further, as a standalone spec file
+    spec = load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True).to_dict()
     spec["title"] += " (test size)"
     spec["steps"] = 3
     spec["dataset"]["n_examples"] = 3 * 64

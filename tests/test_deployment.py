@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LOCAL_SPEC = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
+LOCAL_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed (parameter rehearse=true)
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
 
 # The local GS1 spec reaches a decision through every gate: a deployment run must end Completed.
@@ -157,7 +157,7 @@ def _flow_run(api_url: str, flow_run_id: str) -> dict:
 def test_deployment_run_reaches_a_final_state_with_result_on_disk(served_deployment):
     api_url, env, deployment_id, runs_dir, serve_log = served_deployment
     triggered = subprocess.run(
-        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}"],
+        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}", "--param", "rehearse=true"],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     assert triggered.returncode == 0, triggered.stderr + triggered.stdout
@@ -172,6 +172,7 @@ def test_deployment_run_reaches_a_final_state_with_result_on_disk(served_deploym
     print(f"deployment run ended {state_name}: {run['state'].get('message')}")  # shown with -s / -rP
     assert run["deployment_id"] == deployment_id
     assert run["parameters"]["spec_path"] == str(LOCAL_SPEC) and run["parameters"]["backend"] == "local"
+    assert run["parameters"]["rehearse"] is True
     assert state_name in RESULT_STATUS_FOR_STATE, f"{state_name}: {run['state'].get('message')}\n{serve_log.read_text()[-3000:]}"
     if REQUIRED_FINAL_STATE is not None:
         assert state_name == REQUIRED_FINAL_STATE, run["state"].get("message")
@@ -197,7 +198,7 @@ def test_requeue_schedules_a_new_run_of_the_same_deployment(served_deployment, m
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", deployment_id)
     monkeypatch.setenv("PREFECT__RUNTIME__FLOW_RUN__ID", blocked_run_id)
     started = dt.datetime.now(dt.UTC)
-    params = {"backend": "local", "runs_dir": None}
+    params = {"backend": "local", "runs_dir": None, "rehearse": True}
     with temporary_settings({PREFECT_API_URL: api_url}):
         # an hour out, so the serve process leaves it alone during the test
         decision = requeue_after_capacity_block(str(LOCAL_SPEC), params, 1, 3, 3600, 24 * 60, started)
@@ -210,7 +211,8 @@ def test_requeue_schedules_a_new_run_of_the_same_deployment(served_deployment, m
         scheduled = _flow_run(api_url, decision.flow_run_id)
         assert scheduled["deployment_id"] == deployment_id
         assert scheduled["state"]["type"] == "SCHEDULED" and scheduled["idempotency_key"] == f"{blocked_run_id}:requeue"
-        assert scheduled["parameters"] == {"backend": "local", "runs_dir": None, "spec_path": str(LOCAL_SPEC), "requeue_count": 2}
+        assert scheduled["parameters"] == {"backend": "local", "runs_dir": None, "rehearse": True, "spec_path": str(LOCAL_SPEC),
+                                           "requeue_count": 2}
         expected_start = dt.datetime.fromisoformat(scheduled["expected_start_time"])
         assert abs((expected_start - started).total_seconds() - 3600) < 60
         assert not over_budget.requeued and "wall budget" in over_budget.reason
@@ -253,6 +255,7 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
     with start_server(faults=FaultConfig(capacity_exhausted_seconds=25)) as server:
         triggered = subprocess.run(
             ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}",
+             "--param", "rehearse=true", "--param", "fresh=true",  # a new replicate: the spec already finished above
              "--param", f"backend={server.base_url}"],
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )

@@ -65,7 +65,7 @@ def test_spec_intake_records_spec_plan_and_model_deviation(tmp_path, no_service_
     ]
     names = {entry["name"]: entry["kind"] for entry in result["evidence"]["files"]}
     assert names == {"spec.json": "spec", "spec-revision.plan.json": "spec_revision", "execution-plan.json": "effective_config",
-                     "code-revision.json": "code_revision"}
+                     "code-revision.json": "code_revision", "pipeline-code.json": "script"}
 
 
 def test_flow_stops_at_the_first_failed_gate(tmp_path, prefect_harness, no_service_env):
@@ -113,8 +113,44 @@ def test_flow_publishes_ui_artifacts(tmp_path, prefect_harness, no_service_env):
             return await client.read_artifacts(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
 
-    by_key = {artifact.key: artifact for artifact in asyncio.run(artifacts())}
-    assert {"run-result", "run-gates", "run-result-json", "evidence-manifest"} <= set(by_key)
-    assert by_key["run-result"].type == "markdown" and "preflight_probe" in by_key["run-result"].data
-    assert by_key["run-gates"].type == "table"
-    assert "result.json" in by_key["run-result-json"].data  # a link artifact (stored as markdown)
+    from flows.artifacts import keyed
+
+    found = asyncio.run(artifacts())
+    run_id = RunStore.open(state.result(raise_on_failure=False).run_dir).run_id
+    by_key = {artifact.key: artifact for artifact in found}
+    assert {keyed("summary", run_id), keyed("gates", run_id), keyed("evidence", run_id)} <= set(by_key)
+    assert len(by_key) == len(found)  # each artifact once
+    summary = by_key[keyed("summary", run_id)]
+    assert summary.type == "markdown" and "preflight_probe" in summary.data
+    assert by_key[keyed("gates", run_id)].type == "table"
+    assert "result.json" in by_key[keyed("evidence", run_id)].data
+    assert all("file://" not in str(artifact.data) for artifact in found)
+
+
+def test_flow_refuses_a_backend_parameter_with_credentials(tmp_path, prefect_harness, no_service_env, monkeypatch,
+                                                           caplog, capfd):
+    """A deployment run given `--param backend=https://user:key@...` never runs with it: the flow ends
+    Failed(CredentialsInParameter) before touching the service or the runs directory, and its message
+    says where credentials go without echoing them."""
+    import flows.experiment_flow as experiment_flow
+
+    secret = "tml-PARAM-SECRET-77"
+    with FakeTinkerService([]) as fake:
+        host = fake.base_url.split("://", 1)[1]
+        backend = f"http://alice:{secret}@{host}/?api_key={secret}"
+        # the weakened flow (no check) goes ahead with the parameter: it reaches the service and starts a run
+        with monkeypatch.context() as weakened:
+            weakened.setattr(experiment_flow, "credentials_refusal", lambda backend: None)
+            state = experiment_flow.run_experiment(str(GS1_SPEC), backend=backend, runs_dir=str(tmp_path / "weak"),
+                                                   return_state=True)
+        assert state.name == "GateFailed" and fake.requests and any((tmp_path / "weak").iterdir())
+        fake.requests.clear()
+
+        state = experiment_flow.run_experiment(str(GS1_SPEC), backend=backend, runs_dir=str(tmp_path / "real"),
+                                               return_state=True)
+    assert state.is_failed() and state.name == "CredentialsInParameter"
+    assert fake.requests == [] and not (tmp_path / "real").exists()
+    assert "TINKER_API_KEY" in state.message and "userinfo" in state.message and "'api_key'" in state.message
+    out, err = capfd.readouterr()
+    for text in (state.message, caplog.text, out, err):
+        assert secret not in text

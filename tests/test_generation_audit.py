@@ -245,11 +245,13 @@ def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded)
 
 # ---- the gate, end to end on the embedded backend ----
 
-LOCAL_SPEC = audit.__file__.replace("experiment/generation_audit.py", "specs/local/selfgen_tasks_local.json")
+SELFGEN_SEED = audit.__file__.replace("experiment/generation_audit.py", "specs/selfgen_tasks_vs_gsm8k.json")
 
 
 def _local_spec(tmp_path, **generation_changes):
-    raw = json.loads(Path(LOCAL_SPEC).read_text(encoding="utf-8"))
+    from experiment.spec import load_spec
+
+    raw = load_spec(SELFGEN_SEED, rehearse=True).to_dict()  # the rehearsal, as a standalone spec file
     raw["generation"].update(generation_changes)
     path = tmp_path / "selfgen_tasks_local_small.json"
     path.write_text(json.dumps(raw))
@@ -276,6 +278,33 @@ def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 1000)
     verdict = gate.run(_gate_context(tmp_path, _local_spec(tmp_path)))
     assert verdict.status == "failed" and verdict.reasons[0].startswith("no sandbox for model-written code")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
+def test_gate_refuses_without_namespaces_and_runs_no_model_code(tmp_path, monkeypatch):
+    """No `unshare` on PATH: the gate stops with its reason before any session or sandbox call."""
+    from experiment.gates import generation_audit as gate
+
+    monkeypatch.setattr(gate, "_generate_and_audit", lambda *args: pytest.fail("model code would run"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    verdict = gate.run(_gate_context(tmp_path, _local_spec(tmp_path)))
+    assert verdict.status == "failed"
+    assert verdict.reasons == ["no sandbox for model-written code: the sandbox needs network and pid namespaces, "
+                               "and no `unshare` program is on PATH"]
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
+def test_gate_stops_with_its_reason_when_the_sandbox_fails_mid_run(tmp_path, monkeypatch):
+    from experiment.gates import generation_audit as gate
+    from experiment.sandbox import SandboxError
+
+    def failing(*args):  # a named fake: a call whose process survived SIGKILL cannot be produced for real
+        raise SandboxError("1 process(es) of a sandboxed call (uid 1600000001) survived SIGKILL")
+
+    monkeypatch.setattr(gate, "_generate_and_audit", failing)
+    verdict = gate.run(_gate_context(tmp_path, _local_spec(tmp_path)))
+    assert verdict.status == "failed"
+    assert verdict.reasons[0].startswith("sandbox failure while running model-written code: 1 process(es)")
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from experiment.spec import load_spec
 
 from conftest import REPO_ROOT
 
-LOCAL_GS1 = REPO_ROOT / "specs" / "local" / "gs1_kernel_vs_grpo_local.json"
+GS1_SEED = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
 # small batches keep this test in seconds; the rules are the full run's
 GRPO = RLArmSettings("grpo_gs8", "group_mean", group_size=4, groups_per_batch=2, learning_rate=1e-3, max_tokens=12)
@@ -42,7 +42,7 @@ def training_client():
 
 
 def run_preflight(client):
-    spec = load_spec(LOCAL_GS1)
+    spec = load_spec(GS1_SEED, rehearse=True)
     path = spec.to_dict()["correctness_preflight"]["paths"][0]
     renderer = renderer_for(client, GS1.renderer_name)
     return run_async(gs1_preflight.run_gs1_loss_path_preflight(
@@ -53,7 +53,7 @@ def test_preflight_passes_and_records_every_tolerance_key(training_client):
     outcome = run_preflight(training_client)
     assert outcome.passed, outcome.reasons
     record = outcome.record
-    tolerances = load_spec(LOCAL_GS1).to_dict()["correctness_preflight"]["paths"][0]["tolerances"]
+    tolerances = load_spec(GS1_SEED, rehearse=True).to_dict()["correctness_preflight"]["paths"][0]["tolerances"]
     assert set(record["errors"]) == set(tolerances)
     assert len(record["fixed_input"]["sha256"]) == 64
     for key in ("baseline_revision", "reference_revision", "implementation_revision"):
@@ -83,3 +83,17 @@ def test_offline_activation_checks_detect_a_dead_kernel():
 
 def test_arm_settings_keep_the_full_run_regime():
     assert replace(GS1, groups_per_batch=64).rollouts_per_step == replace(GRPO, group_size=8, groups_per_batch=8).rollouts_per_step
+
+
+def test_preflight_fails_when_its_offline_activation_checks_fail(training_client):
+    """Forced bandwidth 1e6: both loss paths still agree (same bandwidth on each side), but the kernel
+    cannot activate, so the preflight as a whole must fail (issue 17)."""
+    spec = load_spec(GS1_SEED, rehearse=True)
+    path = spec.to_dict()["correctness_preflight"]["paths"][0]
+    renderer = renderer_for(training_client, GS1.renderer_name)
+    dead = replace(GS1, kernel_bandwidth=1e6)
+    outcome = run_async(gs1_preflight.run_gs1_loss_path_preflight(
+        training_client, renderer, training_items(spec), GRPO, dead, path))
+    assert outcome.passed is False
+    assert any(reason.startswith("forced_activation: FAILED") for reason in outcome.reasons), outcome.reasons
+    assert outcome.record["offline_checks"]["forced_activation"]["passed"] is False

@@ -17,14 +17,14 @@ import pytest
 from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
-LOCAL_SELFGEN = REPO_ROOT / "specs" / "local" / "selfgen_tasks_local.json"
+SELFGEN_SEED = REPO_ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json"
 FAKE_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 
 
 def test_local_selfgen_spec_runs_end_to_end(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET}
     env.pop("TINKER_BASE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_SELFGEN), "--runs-dir", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "flows.run", str(SELFGEN_SEED), "--rehearse", "--runs-dir", str(tmp_path)],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")]
@@ -34,6 +34,7 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path):
     assert result["verdict"] in ("supported", "refuted", "inconclusive") and result["outcome_reason"]
     assert "confidence" not in result and "effect" not in result  # the three-way shape
     assert result["validation"]["status"] == "passed", result["validation"]
+    assert result["rehearsal"]["rehearsal"] is True and result["summary"].startswith("REHEARSAL")
 
     audit = result["generation_audit"]
     assert audit["stage"] == "before_training" and audit["label_error_count"] == 0 and audit["overlap_count"] == 0
@@ -45,9 +46,9 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path):
     assert gates.index("generation_audit") < gates.index("feasibility_pilot") < gates.index("arm_training")
 
     scores = result["evaluation"]["scores"]
-    assert {s["arm"] for s in scores} == {"base", "rl_arith", "rl_selfgen"}
+    assert {s["arm"] for s in scores} == {"base", "rl_gsm8k", "rl_selfgen"}
     assert len({s["evaluator_id"] for s in scores}) == 1
-    assert [c["id"] for c in result["decision"]["criteria"]] == ["noninferiority_vs_arith_rl", "recovered_half_gain"]
+    assert [c["id"] for c in result["decision"]["criteria"]] == ["noninferiority_vs_gsm8k_rl", "recovered_half_gain"]
     assert result["decision"]["adjustment"] == "bonferroni"
 
     for path in run_dir.rglob("*"):

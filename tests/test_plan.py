@@ -27,7 +27,7 @@ def test_every_gate_is_planned_in_order_with_a_reason():
 def test_gs1_plan():
     plan = _plan(GS1_SPEC)
     assert plan.gate("correctness_preflight").applicable is True
-    assert plan.gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert plan.gate("correctness_preflight").details["revisions_unresolved"] is False  # pinned by its revision file
     assert plan.gate("restoration_preflight").applicable is True
     feasibility = plan.gate("feasibility_pilot")
     assert feasibility.applicable is True and feasibility.enforced is True
@@ -74,7 +74,10 @@ def test_trimuon_plan_from_plan_file():
     assert correctness.applicable is True and "forked optimizer" in correctness.reason
     [path] = correctness.details["paths"]
     assert path["reference_file"] == "experiment/optim_reference.py"
-    assert path["tolerances"]["reference_update"] == {"atol": 1e-06, "rtol": 1e-05, "min_cosine": 0.99999}
+    assert "update_learning_rate" not in path  # every trained LR has its own update check
+    assert {f"{check}@lr={lr:g}" for check in ("reference_update", "baseline_update")
+            for lr in (5e-05, 1e-04, 2e-04)} == set(path["tolerances"])
+    assert plan.decision is None and plan.gate("decision").applicable is True  # verdict without a decision object
     assert plan.eval["aggregation"] == "token_mean" and plan.eval["loss_eval"] is True
     assert plan.gate("feasibility_pilot").enforced is False
     assert plan.gate("activation_gate").applicable is False
@@ -112,7 +115,7 @@ def test_explicit_role_wins_and_ambiguity_is_an_error(tmp_path):
 
 
 def test_vocabulary_follows_the_spec_family(tmp_path):
-    raw = json.loads(SELFGEN_SPEC.read_text())
+    raw = load_spec(SELFGEN_SPEC).to_dict()  # spec + its revision file (which maps arms[].data)
     assert _plan_of(raw, tmp_path, "selfgen_local.json").vocabulary == "three_way"
     raw["verdict_vocabulary"] = "direction_confidence"
     assert _plan_of(raw, tmp_path, "selfgen_local.json").vocabulary == "direction_confidence"
@@ -122,3 +125,23 @@ def test_parse_spec_without_a_file_has_no_source():
     spec = parse_spec(_gs1_dict())
     with pytest.raises(RuntimeError):
         spec.source
+
+
+@pytest.mark.parametrize("leave_out", ["section", "required"])
+def test_a_spec_that_leaves_its_correctness_preflight_state_out_is_unknown_and_blocks(tmp_path, leave_out):
+    """The self-generated spec is stock-only (no custom/forked path); without its
+    `correctness_preflight.required: false` nothing says the preflight may be skipped (issue 17).
+    The spec is taken merged with its revision file (which maps arms[].data), so it loads."""
+    raw = load_spec(SELFGEN_SPEC).to_dict()
+    assert raw["correctness_preflight"]["required"] is False  # what is left out below
+    if leave_out == "section":
+        del raw["correctness_preflight"]
+    else:
+        del raw["correctness_preflight"]["required"]
+    gate = _plan_of(raw, tmp_path, name="selfgen_variant.json").gate("correctness_preflight")
+    assert gate.applicable == "unknown"
+    assert gate.blocks
+    # the control: stated as not required, it is not applicable
+    explicit = load_spec(SELFGEN_SPEC).to_dict()
+    explicit["correctness_preflight"] = {"required": False, "reason": "stock only"}
+    assert _plan_of(explicit, tmp_path, name="selfgen_explicit.json").gate("correctness_preflight").applicable is False

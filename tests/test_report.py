@@ -13,8 +13,14 @@ from experiment.report import (
     arm_metric_rows,
     arm_score_points,
     gate_table_rows,
+    closing_lines,
+    effect_in_words,
+    evidence_index_markdown,
+    evidence_index_rows,
+    gate_line,
+    plan_lines,
     result_markdown,
-    run_file_links,
+    subtraction,
 )
 
 
@@ -41,7 +47,8 @@ def test_result_markdown_has_status_verdict_and_decision_table(run):
     assert float(cells[2]) == pytest.approx(criterion["lower"], rel=1e-3)
     assert float(cells[3]) == pytest.approx(criterion["upper"], rel=1e-3)
     assert float(cells[4]) == pytest.approx(criterion["margin"])
-    assert cells[5].split()[0] == criterion["status"]
+    expected_claim = {"passes": "shown", "fails": "ruled", "unsettled": "not"}[criterion["status"]]
+    assert cells[5].split()[0] == expected_claim
 
 
 def test_result_markdown_of_a_stopped_run_has_no_decision(run):
@@ -89,19 +96,57 @@ def test_arm_metric_rows(run):
         assert row["accuracy"] == result["metrics"]["arms"][row["arm"]]["accuracy"]
 
 
-def test_run_file_links_cover_result_tables_evidence_and_pictures(run):
+def test_evidence_index_lists_every_file_once_without_file_urls(run):
     picture = arm_scores_png([{"arm": "a", "value": 0.5, "n": 10}], run.run_dir / "plots" / "arm-scores.png")
-    links = run_file_links(run.run_dir)
-    keys = [key for key, _, _ in links]
-    paths = {path for _, path, _ in links}
-    assert len(keys) == len(set(keys))
-    assert all(key == key.lower() and " " not in key and "." not in key for key in keys)
-    assert (run.run_dir / "result.json").resolve() in paths
-    assert (run.run_dir / "tables" / "gates.parquet").resolve() in paths
-    assert picture.resolve() in paths
+    rows = evidence_index_rows(run.run_dir)
+    files = [row["file"] for row in rows]
+    assert len(files) == len(set(files))
+    assert {"result.json", "tables/gates.parquet", str(picture.relative_to(run.run_dir))} <= set(files)
     manifest = run.read_manifest()["files"]
     for entry in manifest:
-        assert (run.run_dir / "evidence" / entry["name"]).resolve() in paths
+        row = next(row for row in rows if row["file"] == f"evidence/{entry['name']}")
+        assert entry["sha256"].startswith(row["sha256"]) and row["sha256"]
+    text = evidence_index_markdown(run.run_dir)
+    assert "file://" not in text and text.count("| `") == len(rows)
+
+
+def test_summary_embeds_pictures_as_data_uris(run):
+    picture = arm_scores_png([{"arm": "a", "value": 0.5, "n": 10}], run.run_dir / "plots" / "arm-scores.png")
+    text = result_markdown(run.read_result(), plan_of(run), [picture])
+    assert "![arm-scores](data:image/png;base64," in text and "file://" not in text
+
+
+def test_effect_in_words_follows_the_one_sided_rule():
+    unsettled = {"lower": -0.123, "upper": 0.02, "margin": -0.03}
+    assert effect_in_words(unsettled).startswith("non-inferiority not shown: lower bound \u22120.123 is below the margin \u22120.03")
+    assert effect_in_words({"lower": -0.01, "upper": 0.05, "margin": -0.03}).startswith("non-inferiority shown")
+    assert effect_in_words({"lower": -0.2, "upper": -0.05, "margin": -0.03}).startswith("non-inferiority ruled out")
+    assert effect_in_words({"lower": 0.01, "upper": 0.05, "margin": 0.0}).startswith("superiority shown")
+    assert subtraction({"arm_weights": {"grpo_gs8": -1, "gs1_kernel": 1}}) == "gs1_kernel \u2212 grpo_gs8"
+
+
+def test_closing_lines_state_verdict_effect_grades_and_paths(run):
+    grade = {"categories": {"decision": {"status": "green", "issues": []},
+                            "restoration": {"status": "unverified", "issues": ["no restore measured"]}}}
+    result = {**run.read_result(), "grade": grade}
+    lines = closing_lines(result, run.run_dir, [run.run_dir / "plots" / "paired-effect.png"])
+    assert lines[0] == f"verdict: {result['verdict']} ({result['confidence']} confidence)"
+    criterion = result["decision"]["criteria"][0]
+    assert lines[1].startswith(f"effect {criterion['id']}: {subtraction(criterion)} = ")
+    assert effect_in_words(criterion) in lines[1]
+    assert "grade: decision: green; restoration: unverified" in lines
+    assert f"RESULT in {run.run_dir / 'result.json'}" in lines and lines[-1].startswith("plots: ")
+
+
+def test_gate_lines_are_short_and_plan_lines_name_the_gates(run):
+    long = GateVerdict(gate="feasibility_pilot", status="passed", reasons=["x" * 500], duration_s=3.2)
+    line = gate_line(long)
+    assert len(line) <= 111 and line.startswith("gate feasibility_pilot: passed in 3.2 s (")
+    plan = plan_of(run)
+    lines = plan_lines(plan)
+    to_run = [g["name"] for g in plan["gates"] if g["blocks"]]
+    assert lines[0].endswith(" \u2192 ".join(to_run))
+    assert plan_lines(plan, projected_seconds=125)[-1].startswith("time estimate: 2 min 05 s")
 
 
 def test_arm_score_points_carry_the_item_count(run):

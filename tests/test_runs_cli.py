@@ -41,10 +41,11 @@ def test_list_shows_one_aligned_row_per_run(runs_dir, capsys):
     assert main(["--runs-dir", str(runs_dir)]) == 0
     lines = capsys.readouterr().out.splitlines()
     header, rows = lines[0], lines[1:]
-    assert header.split() == ["run_id", "spec", "status", "verdict", "effect", "started", "duration"]
+    assert header.split() == ["run_id", "status", "verdict", "effect", "started", "duration"]
+    assert all(len(line) <= 100 for line in lines)
     assert len(rows) == 2
     result = second.read_result()
-    row = next(line for line in rows if line.startswith(second.run_id))
+    row = next(line for line in rows if line.split()[0].endswith(second.run_id[-22:]))
     assert result["status"] in row and result["verdict"] in row and f"{result['effect']:+.4f}" in row
     status_column = header.index("status")
     assert all(line[status_column:].startswith(result["status"]) for line in rows)  # columns line up
@@ -85,3 +86,9 @@ def test_unknown_run_id_is_one_line_and_exit_2(runs_dir):
         and "unknown run id" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+def test_show_accepts_the_unique_tail_the_list_keeps(runs_dir, capsys):
+    run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
+    assert main(["--runs-dir", str(runs_dir), "show", run_id[-22:]]) == 0
+    assert f"run:       {run_id}" in capsys.readouterr().out

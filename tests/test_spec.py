@@ -12,12 +12,35 @@ from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.spec import SpecError, load_spec, plan_file_path
 
 
-@pytest.mark.parametrize("path", [GS1_SPEC, SELFGEN_SPEC])
-def test_spec_round_trips_verbatim(path):
-    spec = load_spec(path)
-    assert spec.to_dict() == json.loads(path.read_text())
+def test_spec_round_trips_verbatim(tmp_path):
+    alone = tmp_path / GS1_SPEC.name  # without its revision file
+    shutil.copy(GS1_SPEC, alone)
+    spec = load_spec(alone)
+    assert spec.to_dict() == json.loads(GS1_SPEC.read_text())
     assert spec.source.revision is None
     assert len(spec.source.sha256) == 64
+
+
+def _leaves(value, prefix=""):
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{prefix}.{key}" if prefix else key).items()}
+    if isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
+        return {k: v for index, item in enumerate(value)
+                for k, v in _leaves(item, f"{prefix}[{item.get('name', item.get('id', index))}]").items()}
+    return {prefix: value}
+
+
+@pytest.mark.parametrize("path", [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC])
+def test_revision_keeps_every_stated_value(path):
+    """A recorded revision adds structure and pins UNRESOLVED values; everything the spec states stays."""
+    spec = load_spec(path)
+    assert spec.source.revision is not None
+    merged, written = _leaves(spec.to_dict()), _leaves(json.loads(path.read_text()))
+    for key, value in written.items():
+        if key not in spec.source.revision.resolved:
+            assert merged[key] == value, key
+    for key in spec.source.revision.resolved:
+        assert str(written[key]).lower().startswith("unresolved") and merged[key] != written[key]
 
 
 def test_unknown_fields_are_kept():
@@ -31,7 +54,9 @@ def test_legacy_spec_takes_structure_from_its_plan_file():
     revision = spec.source.revision
     assert revision is not None
     assert revision.path == str(plan_file_path(TRIMUON_SPEC))
-    assert {"arms", "decision_rule", "experiment_features", "correctness_preflight"} <= set(revision.supplied)
+    # the revision names its rule `verdict_rule` (the exchange's spec has no decision_rule to pin)
+    assert {"arms", "verdict_rule", "experiment_features", "correctness_preflight"} <= set(revision.supplied)
+    assert "decision_rule" not in spec.to_dict()
     assert spec.source.sha256 != spec.source.file_sha256  # the revision is part of the spec hash
     original = json.loads(TRIMUON_SPEC.read_text())
     assert {k: v for k, v in spec.to_dict().items() if k in original} == original

@@ -82,27 +82,34 @@ def test_tables_are_parquet(store):
 def test_evidence_is_hashed_listed_and_immutable(store):
     entry = store.add_evidence("probe.py", "script", "print('probe')\n")
     digest = hashlib.sha256(b"print('probe')\n").hexdigest()
-    assert entry == {"name": "probe.py", "kind": "script", "sha256": digest, "bytes": 15}
+    assert entry == {"name": "probe.py", "kind": "script", "sha256": digest, "bytes": 15, "inline": True}
     assert (store.run_dir / "evidence" / "probe.py").read_text() == "print('probe')\n"
     assert store.add_evidence("probe.py", "script", b"print('probe')\n") == entry  # same bytes: no-op
     with pytest.raises(StoreError, match="immutable"):
         store.add_evidence("probe.py", "script", "print('changed')\n")
     assert store.read_manifest()["files"] == [entry]
-    assert store.read_result()["evidence"]["files"] == [{"name": "probe.py", "kind": "script", "sha256": digest}]
+    assert store.read_result()["evidence"]["files"] == [
+        {"name": "probe.py", "kind": "script", "content": "print('probe')\n", "sha256": digest}]
 
 
-def test_evidence_caps(store, monkeypatch):
+def test_evidence_past_the_caps_is_kept_but_reported_partial(store, monkeypatch):
     monkeypatch.setattr(store_module, "MAX_EVIDENCE_FILE_BYTES", 10)
-    with pytest.raises(StoreError, match="cap is 10 per file"):
-        store.add_evidence("big.bin", "metrics", b"x" * 11)
+    store.add_evidence("big.bin", "metrics", b"x" * 11)
     monkeypatch.setattr(store_module, "MAX_EVIDENCE_TOTAL_BYTES", 15)
     store.add_evidence("a.bin", "metrics", b"x" * 10)
-    with pytest.raises(StoreError, match="would bring the run to 20 bytes"):
-        store.add_evidence("b.bin", "metrics", b"y" * 10)
+    store.add_evidence("b.bin", "metrics", b"y" * 10)
     monkeypatch.setattr(store_module, "MAX_EVIDENCE_FILES", 1)
-    with pytest.raises(StoreError, match="the cap is 1"):
-        store.add_evidence("c.bin", "metrics", b"z")
-    assert [entry["name"] for entry in store.read_manifest()["files"]] == ["a.bin"]
+    store.add_evidence("c.bin", "metrics", b"z")
+    evidence = store.read_result()["evidence"]
+    assert [entry["name"] for entry in evidence["files"]] == ["a.bin"]
+    assert evidence["status"] == "partial"
+    reasons = {entry["name"]: entry["reason"] for entry in evidence["partial"]}
+    assert "cap is 10 bytes per file" in reasons["big.bin"]
+    assert "would bring the run to 20 bytes" in reasons["b.bin"]
+    assert "cap is 1 files per run" in reasons["c.bin"]
+    # every file stays on disk and in the manifest, marked as not carried inline
+    assert {e["name"]: e["inline"] for e in store.read_manifest()["files"]} == {
+        "big.bin": False, "a.bin": True, "b.bin": False, "c.bin": False}
 
 
 def test_evidence_names_cannot_escape(store):

@@ -190,11 +190,11 @@ def activation_values(plan) -> dict[str, Any]:
     return values
 
 
-def build_gs1_run(runs_dir: Path) -> RunStore:
-    spec = load_spec(GS1_SPEC)
+def build_gs1_run(runs_dir: Path, spec_path: Path = GS1_SPEC) -> RunStore:
+    spec = load_spec(spec_path)
     plan = build_plan(spec)
     store = RunStore.create(runs_dir, spec, plan)
-    store.add_evidence("spec.json", "spec", GS1_SPEC.read_bytes())
+    store.add_evidence("spec.json", "spec", spec_path.read_bytes())
     store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), indent=2, sort_keys=True))
     record_gate(store, "spec_intake", "passed", deviations=0)
     store.update_result(status="running", summary="Running the GS1 spec as written.", deviations=[])
@@ -263,7 +263,7 @@ def build_gs1_run(runs_dir: Path) -> RunStore:
         summary="Both arms trained and were scored on the same items.",
         decision=decision_record(summary, OBSERVATIONS_FILE_NAME, entry["sha256"]),
         verdict=summary["verdict"],
-        confidence=summary["confidence"],
+        confidence=summary.get("confidence"),  # None (dropped) in the three-way vocabulary
         effect=primary["effect"],
         margin=primary["margin"],
         ci=[primary["lower"], primary["upper"]],
@@ -663,12 +663,14 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_clean_run_problem_run_and_bad_input(run, tmp_path):
-    clean = run_cli(str(run.run_dir))
-    assert clean.returncode == 0 and clean.stdout.startswith("ok: ") and "checks passed" in clean.stdout
+    """flows.validate is the grader; these self-consistency checks feed its `problems` list."""
+    clean = run_cli(str(run.run_dir), "--json")
+    assert clean.returncode in (0, 1), clean.stderr
+    assert not [p for p in json.loads(clean.stdout)["problems"] if p.startswith("decision.")]
     (run.run_dir / "evidence" / OBSERVATIONS_FILE_NAME).unlink()
     broken = run_cli(str(run.run_dir))
     assert broken.returncode == 1
-    assert any(line.startswith("decision.observations_missing: ") for line in broken.stdout.splitlines())
+    assert any(line.strip().startswith("decision.observations_missing: ") for line in broken.stdout.splitlines())
     for bad in (tmp_path / "nowhere", tmp_path):
         result = run_cli(str(bad))
         assert result.returncode == 2
@@ -774,3 +776,61 @@ def test_checkpoint_references_are_service_uris(run):
     run.add_checkpoint(BASELINE, 40, "/home/user/checkpoints/grpo.safetensors")
     problems = [p for p in validate_run(run.run_dir) if p.check == "evidence.checkpoints"]
     assert len(problems) == 1 and "grpo.safetensors" in problems[0].message
+
+
+# ---------------------------------------------------------------------------------------------
+# mutation-testing survivors (issue 17): a wrong verdict or optimizer must not pass the validator
+
+
+def test_direction_verdict_that_the_observations_do_not_give(run):
+    # 24 items, effect 1/12, Hoeffding half-width 2*sqrt(ln(20)/48) ~ 0.50: the interval straddles the
+    # margin -0.03, so the observations give "refuted" (weak); "supported" must be flagged.
+    assert run.read_result()["verdict"] == "refuted" and "decision.verdict" not in checks(run)
+    rewrite_result(run, verdict="supported")
+    assert "decision.verdict" in checks(run)
+
+
+def _three_way_gs1_spec(tmp_path: Path, margin: float) -> Path:
+    spec = json.loads(GS1_SPEC.read_text())
+    spec["verdict_vocabulary"] = "three_way"
+    spec["decision_rule"]["criteria"][0]["margin"] = margin
+    path = tmp_path / "gs1_three_way.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.mark.parametrize("margin, given, wrong", [
+    # margin 1.0: upper bound 1/12 + 0.50 < 1 -> every criterion fails -> refuted
+    (1.0, "refuted", "supported"),
+    # margin -1.0: lower bound 1/12 - 0.50 > -1 -> every criterion passes -> supported
+    (-1.0, "supported", "refuted"),
+])
+def test_three_way_verdict_that_the_observations_do_not_give(tmp_path, margin, given, wrong):
+    store = build_gs1_run(tmp_path / "runs", _three_way_gs1_spec(tmp_path, margin))
+    result = store.read_result()
+    result.pop("confidence", None)
+    result.update(verdict=given, outcome_reason=given)
+    (store.run_dir / "result.json").write_text(json.dumps(result, indent=2))
+    assert "decision.verdict" not in checks(store)
+    rewrite_result(store, verdict=wrong, outcome_reason=wrong)
+    problems = [p for p in validate_run(store.run_dir) if p.check == "decision.verdict"]
+    assert len(problems) == 1 and f"RESULT verdict {wrong} but the observations give {given}" in problems[0].message
+
+
+def test_actual_learning_rate_different_from_the_requested_one(run):
+    """requested (the spec's 4e-05) != actual (what the server reports): a wrong optimizer."""
+    provenance = run.read_result()["initialization_provenance"]
+    for check in provenance["arms"][TREATMENT]["optimizer_checks"]:
+        check["actual_config"]["learning_rate"] = 4e-04
+    rewrite_result(run, initialization_provenance=provenance)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "provenance.optimizer_mismatch"]
+    assert len(problems) == 2 and all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
+    assert "provenance.requested" not in checks(run)
+
+
+def test_actual_family_different_from_the_requested_one(run):
+    provenance = run.read_result()["initialization_provenance"]
+    provenance["arms"][BASELINE]["optimizer_checks"][0]["actual_family"] = "dimuon"
+    rewrite_result(run, initialization_provenance=provenance)
+    problems = [p for p in validate_run(run.run_dir) if p.check == "provenance.optimizer_mismatch"]
+    assert len(problems) == 1 and BASELINE in problems[0].message and "dimuon" in problems[0].message

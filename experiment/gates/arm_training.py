@@ -1,6 +1,6 @@
 """Gate `arm_training` (contract section 1 step 9; section 3 capacity; resume).
 
-Both arms train concurrently (one thread each) from the shared seed-0 prompt order with the
+Both arms train side by side (`ctx.run_each`: one Prefect task run each under the flow) from the shared seed-0 prompt order with the
 spec's AdamW settings. After every optimizer step the arm's full training state is saved
 (`save_state`, weights + optimizer) and recorded in the store with the client-side state the
 next step needs (the GS1 kernel window), so that:
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,12 +48,19 @@ def run(ctx: RunContext) -> GateVerdict:
     saved = _saved_progress(ctx)
     ctx.state["comparison_steps_completed"] = sum(entry["step"] for entry in saved.values())
 
-    trainers = [
-        ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[name]), steps, saved.get(name))
-        for name, arm in arms.items()
-    ]
-    with ThreadPoolExecutor(max_workers=len(trainers)) as pool:
-        outcomes = dict(zip(arms, pool.map(_run_safely, trainers)))
+    def trainer(name: str, arm: RLArmSettings):
+        attempts = []
+
+        def train() -> str:  # a retry continues from the arm's last saved step, on a restored client
+            if attempts:
+                ctx.state.get("arm_clients", {}).pop(name, None)
+            attempts.append(1)
+            latest = saved.get(name) if len(attempts) == 1 else _saved_progress(ctx).get(name)
+            return ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[name]), steps, latest).train()
+
+        return train
+
+    outcomes = ctx.run_each("train", {name: trainer(name, arm) for name, arm in arms.items()})
 
     failed = {name: err for name, err in outcomes.items() if isinstance(err, BaseException)}
     for err in failed.values():
@@ -70,13 +76,6 @@ def run(ctx: RunContext) -> GateVerdict:
         if failed else None,
         state={"final_checkpoints": {name: uri for name, uri in outcomes.items() if name not in failed}},
     )
-
-
-def _run_safely(trainer: ArmTrainer) -> Any:
-    try:
-        return trainer.train()
-    except BaseException as err:  # reported per arm; the other arm keeps going
-        return err
 
 
 def _saved_progress(ctx: RunContext) -> dict[str, dict[str, Any]]:
@@ -144,23 +143,15 @@ class ArmTrainer:
         return rows[-1]["uri"]
 
     def _restore(self, uri: str):
-        """A client from a saved state, its optimizer verified from the server's response."""
+        """A client from a saved state, its optimizer verified from the server's response and the
+        restore appended to initialization_provenance under the store's lock (both arm threads
+        restore at once on a resume; neither record may be lost)."""
         with_optimizer = uri != self.ctx.state.get("init_checkpoint")
         client = self.session.client_from_state(uri, self.requested, with_optimizer=with_optimizer)
-        info = client.get_info()
-        provenance = self.ctx.store.read_result().get("initialization_provenance") or {"version": 1, "arms": {}}
-        entry = provenance["arms"].setdefault(self.arm.name, {"restore_count": 0, "optimizer_checks": []})
-        count = entry.get("restore_count", 0) + 1
-        evidence = f"restoration-{self.arm.name}-restore-{count}.json"
-        self.ctx.store.add_evidence(evidence, "metrics", json.dumps(
-            {"restored_from": uri, "with_optimizer_state": with_optimizer,
-             "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
-        check = r.optimizer_check(info, self.requested, after_restore=count, evidence_ref=evidence)
+        check = r.record_restore(self.ctx.store, self.arm.name, client.get_info(), self.requested, uri, with_optimizer)
         if check["mismatches"]:
-            raise RuntimeError(f"{self.arm.name}: optimizer after restore {count} differs: {check['mismatches']}")
-        entry["restore_count"] = count
-        entry["optimizer_checks"] = entry.get("optimizer_checks", []) + [check]
-        self.ctx.store.update_result(initialization_provenance=provenance)
+            raise RuntimeError(f"{self.arm.name}: optimizer after restore {check['after_restore']} differs: "
+                               f"{check['mismatches']}")
         return client
 
     def _window(self, saved: dict[str, Any] | None) -> KernelBaselineState | None:

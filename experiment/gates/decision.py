@@ -16,6 +16,7 @@ from experiment import sft_gates
 from experiment.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext
 from experiment.gates.evaluation import read_prediction_rows
+from experiment.report import effect_in_words, effect_line, subtraction
 from experiment.result import THREE_WAY_ABSENT_FIELDS
 from experiment.validation import validate_run, validation_summary
 
@@ -24,7 +25,9 @@ GATE = "decision"
 
 def run(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type == "sft":
-        return sft_gates.decision(ctx)
+        verdict = sft_gates.decision(ctx)
+        ctx.store.update_result(grade=own_grade(ctx))  # the SFT gate posts its verdict itself: graded right after
+        return verdict
     rule = ctx.spec.to_dict()["decision_rule"]
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
@@ -37,6 +40,9 @@ def run(ctx: RunContext) -> GateVerdict:
         [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.get("correctness_note"),) if note]
+    if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (section 12)
+        limits.append(f"the observations file {entry['name']} does not fit the evidence caps and is reported partial, "
+                      "so the exchange cannot recompute the decision (unverified)")
     simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"
 
     def decide(extra_limits: list[str]) -> dict[str, Any]:
@@ -51,15 +57,33 @@ def run(ctx: RunContext) -> GateVerdict:
     problems = validate_run(ctx.store.run_dir)
     if problems:
         summary = decide([f"validation failed: {', '.join(sorted({p.check for p in problems}))}"])
-    ctx.store.update_result(validation=validation_summary(problems), **final_fields(ctx, summary))
+    # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
+    final = {"validation": validation_summary(problems), **final_fields(ctx, summary)}
+    ctx.store.update_result(grade=own_grade(ctx, pending=final), **final)
     return GateVerdict(
         gate=GATE, status="passed",
-        reasons=[f"{c['id']}: effect {c['effect']:.4f}, interval [{c['lower']:.4f}, {c['upper']:.4f}] vs margin "
-                 f"{c['margin']:g} ({c['status']})" for c in summary["criteria"]]
+        reasons=[f"verdict {summary['verdict']}"]
+        + [f"{c['id']}: {effect_line(c)}" for c in summary["criteria"]]
         + [f"validation: {len(problems)} problem(s)" + (f": {problems[0].check}" if problems else "")],
         measured={"verdict": summary["verdict"], "validation_problems": len(problems),
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
     )
+
+
+def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:
+    """RESULT.grade: the exchange's categories for the record as it will be posted (RESULT now plus the
+    `pending` final fields; None removes a field, as in update_result), graded from what the record
+    carries alone, the way the exchange receives it (the run directory's events are checked after the
+    run by `python -m flows.validate RUN_DIR`)."""
+    from experiment.grading import grade_record
+
+    record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
+              if value is not None}
+    record.pop("grade", None)
+    try:
+        return grade_record(record, run_dir=None, self_consistency=False).record()
+    except Exception as err:  # a grader defect must not cost the run its verdict; it is recorded instead
+        return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
 
 
 def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -94,12 +118,12 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
             "outcome_reason": summary["outcome_reason"],
             **{field: None for field in THREE_WAY_ABSENT_FIELDS},
         }
-    settled = "settles" if primary["status"] != "unsettled" else "straddles"
     limits = [limit.rstrip(". ") for limit in summary["limits"]]
+    supported = "the claim is supported" if summary["verdict"] == "supported" else "the claim is not supported"
     reasoning = (
-        f"The paired Hoeffding bound over {primary['n']} items gives an effect of {primary['effect']:+.4f} with "
-        f"interval [{primary['lower']:.4f}, {primary['upper']:.4f}], which {settled} the margin {primary['margin']:g}, "
-        f"so the verdict is {summary['verdict']} (accuracy {means}). "
+        f"The paired Hoeffding bound over {primary['n']} items gives an effect ({subtraction(primary)}) of "
+        f"{primary['effect']:+.4f} with interval [{primary['lower']:.4f}, {primary['upper']:.4f}]: "
+        f"{effect_in_words(primary)}. So {supported}: verdict {summary['verdict']} (accuracy {means}). "
         + (f"Confidence is weak because of: {'; '.join(limits)}." if limits else "Nothing else limits the result.")
     )
     return {

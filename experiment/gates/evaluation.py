@@ -3,8 +3,11 @@
 The evaluator is frozen first (provenance: real code hash, prompt template, decoding with its
 stop strings, parser, explicit item ids; evaluator id = sha256 of that provenance) and posted
 before any score. Then the base model is scored and posted at once, then every trained arm's
-final checkpoint. Every item gives one prediction row (invalid outputs stay rows, scored 0),
-retained as evidence; scores go to RESULT as they are known.
+final checkpoint, side by side (`ctx.run_each`). Every item gives one prediction row (invalid outputs
+stay rows, scored 0; a grading timeout or grader error is named in its row and in the score's
+`grading_failures`), retained as evidence; scores go to RESULT as they are known. The code hash
+covers the grader, the prompt construction and the renderer. Anything scored earlier (the
+feasibility pilot) is a pilot measurement only.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def run(ctx: RunContext) -> GateVerdict:
         renderer = renderer_named(ctx.state["tokenizer_id"], rollout.renderer_name)
         stop_strings = _stop_strings(renderer)
         provenance = ev.evaluator_provenance(
-            evaluator_code_files(), prompt_template(rollout.few_shot),
+            evaluator_code_files(renderer), prompt_template(rollout.few_shot),
             {"temperature": 0.0, "max_tokens": rollout.max_tokens, "stop": stop_strings},
             PARSER_DESCRIPTION, [item.id for item in items],
         )
@@ -55,32 +58,50 @@ def run(ctx: RunContext) -> GateVerdict:
         ctx.store.update_result(evaluation=evaluation)  # frozen before the first score of anything
         ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator_id, n_items=len(items))
 
-        scored, files = {}, {}
+        scored, files, failures = {}, {}, {}
         retained = {entry["name"] for entry in ctx.store.read_manifest()["files"]}
-        targets = [(base_arm or BASE_LABEL, None)] + [(name, checkpoints[name]) for name in trained]
-        for label, checkpoint in targets:
-            name = f"predictions-{label}.jsonl"
-            if name in retained:  # a resumed run: this arm was scored by the same frozen evaluator
-                rows = read_prediction_rows(ctx, name)
-                if {row["evaluator_id"] for row in rows} != {evaluator_id}:
-                    raise RuntimeError(f"{name} was scored by another evaluator; re-evaluate every arm")
-            else:
+
+        def score(label: str, checkpoint: str | None):
+            def rows_of_target() -> list[dict[str, Any]]:
+                name = f"predictions-{label}.jsonl"
+                if name in retained:  # a resumed run: this arm was scored by the same frozen evaluator
+                    rows = read_prediction_rows(ctx, name)
+                    if {row["evaluator_id"] for row in rows} != {evaluator_id}:
+                        raise RuntimeError(f"{name} was scored by another evaluator; re-evaluate every arm")
+                    return rows
                 sampler = session.sampler_from_path(checkpoint) if checkpoint else base_sampler
                 raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
                                                    on_progress=_progress(ctx, label)))
                 rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
-                                          evaluator_id, seed, checkpoint or ctx.state["served_model"])
+                                          evaluator_id, seed, checkpoint or ctx.state["served_model"],
+                                          grading=r.get("grading"), grading_error=r.get("grading_error"))
                         for r in raw]
                 ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
-            accuracy = ev.score_rows(rows)
-            scored[label], files[label] = accuracy, name
-            evaluation["scores"].append(ev.score_entry(label, accuracy, evaluator_id, seed, name))
-            ctx.store.update_result(evaluation=evaluation, metrics=_metrics(label, accuracy, base_arm))
+                return rows
+            return rows_of_target
+
+        # the base model first (posted at once), then every trained arm side by side (ctx.run_each: one
+        # Prefect task run each); scores are posted in plan order as each batch finishes
+        batches = [[(base_arm or BASE_LABEL, None)], [(name, checkpoints[name]) for name in trained]]
+        for batch in batches:
+            outcomes = ctx.run_each("evaluate", {label: score(label, checkpoint) for label, checkpoint in batch})
+            for label, _ in batch:
+                if isinstance(outcomes[label], BaseException):
+                    raise outcomes[label]
+                accuracy = ev.score_rows(outcomes[label])
+                scored[label], files[label] = accuracy, f"predictions-{label}.jsonl"
+                failures[label] = ev.grading_failures(outcomes[label])
+                evaluation["scores"].append(ev.score_entry(label, accuracy, evaluator_id, seed, files[label],
+                                                           grading_failures=failures[label]))
+                ctx.store.update_result(evaluation=evaluation, metrics=_metrics(label, accuracy, base_arm))
     return GateVerdict(
         gate=GATE, status="passed",
         reasons=[f"evaluator {evaluator_id[:12]} frozen on {len(items)} items; "
-                 + ", ".join(f"{k} {v:.4f}" for k, v in scored.items())],
-        measured={"evaluator_id": evaluator_id, "n_items": len(items), "accuracy": scored},
+                 + ", ".join(f"{k} {v:.4f}" for k, v in scored.items())]
+        + [f"{label}: grading {kind} on {len(ids)} item(s) ({', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''}), "
+           "recorded in their rows and scored 0" for label, found in failures.items() for kind, ids in found.items()],
+        measured={"evaluator_id": evaluator_id, "n_items": len(items), "accuracy": scored,
+                  "grading_failures": {label: found for label, found in failures.items() if found}},
         state={"evaluator_id": evaluator_id, "prediction_files": files},
     )
 

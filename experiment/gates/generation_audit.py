@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiment.clients import open_session
-from experiment.data import TaskItem, load_gsm8k, load_task_file
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.gates import GateVerdict, RunContext
 from experiment.generation_audit import AuditOutcome, Resolver, audit_with_repair
 from experiment.rl_recipe import (
@@ -31,7 +31,7 @@ from experiment.rl_recipe import (
     rollout_settings,
     run_async,
 )
-from experiment.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
+from experiment.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
 from experiment.spec import SpecError
 from experiment.task_generation import (
     GenerationSettings,
@@ -56,11 +56,16 @@ def run(ctx: RunContext) -> GateVerdict:
     if spec_audit.get("answer_comparison") not in ("numeric_exact", "categorical_exact"):
         why = (f"generation_audit.answer_comparison {spec_audit.get('answer_comparison')!r} is missing or "
                "unsupported; the audit stays unverified")
+        # the record says so (missing evidence is unverified, never absent or passed; contract A-10.3)
+        ctx.store.update_result(generation_audit={"version": 1, "stage": "before_training", "status": "unverified",
+                                                  "reason": why})
         return _failed([why], "set generation_audit.answer_comparison in the spec")
     try:
         sandbox = Sandbox(SandboxLimits(timeout_s=settings.sandbox_timeout_s))
     except SandboxUnavailable as err:
-        return _failed([f"no sandbox for model-written code: {err}"], "run where the sandbox can drop privileges")
+        return _failed([f"no sandbox for model-written code: {err}"],
+                       "run as root where `unshare --net --pid --ipc --fork` works (model-written code never runs "
+                       "without those walls)")
     evaluation = full_evaluation_set(raw)
     base_model = ctx.state.get("served_model") or raw["base_model"]
     if settings.generator_model == raw["base_model"] and not settings.generator_path:
@@ -70,29 +75,11 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.store.append_event("generation_started", identities=identities, settings=asdict(settings),
                            sandbox=sandbox.containment())
 
-    with open_session(ctx, "generation") as session:
-        generator_sampler = (session.sampler_from_path(settings.generator_path) if settings.generator_path
-                             else session.base_sampler(_model_reference(settings.generator_model)))
-        filter_sampler = session.base_sampler(base_model)  # "the base model solves it from text alone"
-        solver_sampler = (session.sampler_from_path(settings.solver_path) if settings.solver_path
-                          else session.base_sampler(_model_reference(settings.solver_model)))
-        generator = TaskGenerator(
-            settings=settings, generator=generator_sampler, filter_sampler=filter_sampler,
-            renderer=_renderer(ctx, filter_sampler, rollout.renderer_name),
-            evaluation_prompts=evaluation_prompt_index(evaluation), sandbox=sandbox,
-            filter_arm=filter_settings(settings, rollout.renderer_name, rollout.few_shot),
-            on_progress=lambda counts: ctx.store.append_event("generation_progress", **counts),
-            generator_renderer=_renderer(ctx, generator_sampler, rollout.renderer_name),
-        )
-        resolver = Resolver(solver_sampler, _renderer(ctx, solver_sampler, rollout.renderer_name),
-                            resolver_id=_resolver_id(settings), max_tokens=settings.solver_max_tokens,
-                            few_shot=rollout.few_shot)
-        outcome = run_async(audit_with_repair(
-            generator, resolver, evaluation, spec_audit, seed=settings.audit_seed,
-            max_rounds=settings.max_audit_rounds,
-            freeze=lambda name, text: ctx.store.add_evidence(name, EVIDENCE_KIND, text),
-            post=lambda report: ctx.store.update_result(generation_audit=_contract_record(report)),
-        ))
+    try:
+        generator, outcome = _generate_and_audit(ctx, settings, rollout, sandbox, evaluation, base_model, spec_audit)
+    except SandboxError as err:  # the sandbox could not confirm containment: nothing more runs
+        return _failed([f"sandbox failure while running model-written code: {err}"],
+                       "look for processes of the sandbox's uids and at the host's namespace support before rerunning")
 
     feasibility = generation_feasibility(settings, generator, outcome)
     ctx.state["generation_feasibility"] = feasibility
@@ -119,6 +106,35 @@ def run(ctx: RunContext) -> GateVerdict:
                   f"{report['sample_size']} blind re-solves by {_resolver_id(settings)}, "
                   f"{report['overlap_count']} evaluation overlaps; validated passed")],
     )
+
+
+def _generate_and_audit(ctx: RunContext, settings: GenerationSettings, rollout: Any, sandbox: Sandbox,
+                        evaluation: list[TaskItem], base_model: str,
+                        spec_audit: dict[str, Any]) -> tuple[TaskGenerator, AuditOutcome]:
+    with open_session(ctx, "generation") as session:
+        generator_sampler = (session.sampler_from_path(settings.generator_path) if settings.generator_path
+                             else session.base_sampler(_model_reference(settings.generator_model)))
+        filter_sampler = session.base_sampler(base_model)  # "the base model solves it from text alone"
+        solver_sampler = (session.sampler_from_path(settings.solver_path) if settings.solver_path
+                          else session.base_sampler(_model_reference(settings.solver_model)))
+        generator = TaskGenerator(
+            settings=settings, generator=generator_sampler, filter_sampler=filter_sampler,
+            renderer=_renderer(ctx, filter_sampler, rollout.renderer_name),
+            evaluation_prompts=evaluation_prompt_index(evaluation), sandbox=sandbox,
+            filter_arm=filter_settings(settings, rollout.renderer_name, rollout.few_shot),
+            on_progress=lambda counts: ctx.store.append_event("generation_progress", **counts),
+            generator_renderer=_renderer(ctx, generator_sampler, rollout.renderer_name),
+        )
+        resolver = Resolver(solver_sampler, _renderer(ctx, solver_sampler, rollout.renderer_name),
+                            resolver_id=_resolver_id(settings), max_tokens=settings.solver_max_tokens,
+                            few_shot=rollout.few_shot)
+        outcome = run_async(audit_with_repair(
+            generator, resolver, evaluation, spec_audit, seed=settings.audit_seed,
+            max_rounds=settings.max_audit_rounds,
+            freeze=lambda name, text: ctx.store.add_evidence(name, EVIDENCE_KIND, text),
+            post=lambda report: ctx.store.update_result(generation_audit=_contract_record(report)),
+        ))
+    return generator, outcome
 
 
 def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
@@ -176,8 +192,7 @@ def full_evaluation_set(raw_spec: dict[str, Any]) -> list[TaskItem]:
     """Every held-out item (not only the scored prefix): overlap is checked against all of them."""
     path = (raw_spec.get("eval") or {}).get("path")
     if path:
-        candidate = Path(path)
-        return load_task_file(candidate if candidate.is_absolute() else PROJECT_ROOT / candidate)
+        return load_task_file(resolve_data_path(path))
     return load_gsm8k("test")
 
 

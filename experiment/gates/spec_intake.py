@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiment.code_revision import code_revision
+from experiment.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
+from experiment.contract.rehearsal import rehearsal_summary
 from experiment.gates import GateVerdict, RunContext
 from experiment.result import intake_update, model_deviation
 from experiment.service import closest_served_model
@@ -30,7 +31,12 @@ def run(ctx: RunContext) -> GateVerdict:
         return _service_failure(ctx, "the service lists no served models")
     model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
     deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
-    ctx.store.update_result(**intake_update(ctx.plan, model, deviations))
+    earlier = ctx.store.read_result().get("deviations", [])  # e.g. a rehearsal's substitutions, posted at creation
+    merged = earlier + [d for d in deviations if d not in earlier]
+    update = intake_update(ctx.plan, model, merged)
+    if ctx.plan.rehearsal:  # the record says it is a rehearsal from its first summary on
+        update["summary"] = rehearsal_summary(update["summary"], ctx.plan.rehearsal)
+    ctx.store.update_result(**update)
     if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (contract section 4)
         ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
     ctx.state["served_model"] = model
@@ -65,5 +71,7 @@ def _record_spec_evidence(ctx: RunContext) -> None:
         ctx.store.add_evidence("spec-revision.plan.json", "spec_revision", Path(source.revision.path).read_bytes(),
                                source=source.revision.path)
     ctx.store.add_evidence("code-revision.json", "code_revision", json.dumps(code_revision(), indent=2, sort_keys=True))
+    ctx.store.add_evidence(PIPELINE_CODE_EVIDENCE, "script", pipeline_code_bundle(ctx.service.kind == "embedded"),
+                           source=ENTRY_POINT)
     plan_json = json.dumps(ctx.plan.to_dict(), indent=2, sort_keys=True)
     ctx.store.add_evidence("execution-plan.json", "effective_config", plan_json)

@@ -1,0 +1,401 @@
+"""Rehearsal scale: the written rules that turn a spec as written into its rehearsal.
+
+`python -m flows.run SPEC --rehearse` runs the exchange's spec file plus its recorded revision file
+(`<name>.plan.json`, the same file production uses) on the embedded backend, in minutes on 2 CPU
+cores. Every rule that changes the spec lives here and nowhere else; each change it makes is one
+deviation `{field, original, effective, reason}` that the run posts to RESULT.deviations, and the
+run is marked as a rehearsal (RESULT.rehearsal, the summary), so it can never be taken for a result
+to submit.
+
+The rules (constants below):
+- model: `embedded/tiny-arith` (the embedded model family), LoRA rank REHEARSAL_LORA_RANK, sequence
+  length at most REHEARSAL_MAX_SEQ_LEN;
+- data: each dataset becomes the local stand-in task of the same kind (STAND_INS: GSM8K -> the
+  embedded arithmetic word problems, no_robots -> the embedded chat set); a spec whose dataset has
+  no stand-in cannot be rehearsed;
+- rollouts: at most RL_MAX_ROLLOUTS_PER_STEP per arm-step; groups per batch (and the spec's batch
+  size) shrink by the one factor that achieves it, group sizes are kept (they are the design);
+  answers are at most the stand-in's max_tokens, without the GSM8K few-shot prefix;
+- steps: RL arms share RL_ARM_STEP_BUDGET steps (halved when an arm trains on generated tasks,
+  since generating and auditing them is the other half of the work); SFT training runs (one per
+  arm and LR grid point) share SFT_RUN_STEP_BUDGET steps; never more than the spec's own steps and
+  never fewer than MIN_STEPS (the activation pilot needs two);
+- training pool: steps x distinct prompts per step (each prompt seen once, as in the seed specs:
+  GS1 40 x 64 = 2560, self-generated 40 x 16 = 640, TriMuon 80 x 64 = 5120 rows); generated-task
+  counts follow the pool;
+- eval: at most the stand-in's held-out size (STAND_IN.max_eval);
+- learning rates: every LR in the spec and its revision file is multiplied by one factor, the
+  embedded model's calibrated LR (CALIBRATED_LR) over the spec's `optimizer.lr`, so grid spacing
+  and arm ratios are kept (a sizing pilot: at production LRs the tiny model does not move);
+- budget: at most REHEARSAL_BUDGET (GPU-hours, wall minutes).
+
+The result is a plain spec dict; `experiment.spec.load_spec(path, rehearse=True)` validates it like
+any spec and records the substitutions in the spec's source.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiment.spec import Spec, SpecError
+
+RULES_FILE = Path(__file__)
+EMBEDDED_MODEL = "embedded/tiny-arith"
+EMBEDDED_GENERATOR = "embedded_tinker/assets/selfgen-generator"
+REHEARSAL_LORA_RANK = 8
+REHEARSAL_MAX_SEQ_LEN = 256
+RL_MAX_ROLLOUTS_PER_STEP = 64
+RL_ARM_STEP_BUDGET = 24
+SFT_RUN_STEP_BUDGET = 120
+SFT_MAX_BATCH = 16
+MIN_STEPS = 2
+CALIBRATED_LR = {"rl": 1e-3, "sft": 0.04}
+REHEARSAL_BUDGET = {"gpu_hours": 0.1, "max_wall_minutes": 60}  # room for a shared, loaded 2-core machine
+# Generation of self-generated tasks by the embedded generator (embedded_tinker/assets/selfgen-generator):
+# it writes short problems (so a lower word floor), answers fit in 16 tokens, and a candidate cap of
+# 25 per accepted task; the audit re-solves a sample of at least generation_audit.min_sample_size, so
+# with a small accepted set it needs more rounds.
+REHEARSAL_GENERATION = {
+    "min_words": 8,
+    "filter_max_tokens": 16,
+    "generation_max_tokens": 96,
+    "solver_max_tokens": 16,
+    "candidates_per_accept": 25,
+    "batch_size": 32,
+    "max_audit_rounds": 12,
+}
+NOT_FOR_SUBMISSION = "REHEARSAL at embedded scale, not a result to submit"
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """The local task that stands in for a dataset of the same kind."""
+
+    kind: str
+    name: str
+    train: str
+    test: str
+    max_eval: int
+    benchmark: str
+    max_tokens: int | None  # answer length for sampled tasks (None: SFT, nothing is sampled)
+
+
+STAND_INS = {
+    "gsm8k": StandIn("math word problems with an integer answer", "embedded-arithmetic",
+                     "embedded_tinker/tasks/data/train.jsonl", "embedded_tinker/tasks/data/test.jsonl", 500,
+                     "embedded arithmetic test (embedded_tinker/tasks/data/test.jsonl)", 16),
+    "no_robots": StandIn("chat conversations in the no_robots schema", "embedded-chat",
+                         "embedded_tinker/tasks/data/chat_train.jsonl", "embedded_tinker/tasks/data/chat_test.jsonl", 64,
+                         "embedded chat test split (embedded_tinker/tasks/data/chat_test.jsonl)", None),
+}
+STAND_IN_TRAIN_ROWS = {"gsm8k": 20000, "no_robots": 512}
+
+
+def rules_sha256() -> str:
+    return hashlib.sha256(RULES_FILE.read_bytes()).hexdigest()
+
+
+def _stand_in_key(dataset: dict[str, Any]) -> str:
+    text = " ".join(str(dataset.get(k, "")) for k in ("name", "hf_path", "path")).lower()
+    for key in STAND_INS:
+        if key in text or key.replace("_", "-") in text:
+            return key
+    raise SpecError("dataset", f"no local stand-in for {dataset.get('name') or dataset.get('hf_path')!r}; "
+                               f"a rehearsal knows {', '.join(STAND_INS)}")
+
+
+def _round_lr(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+# The contract's deviation fields (exchange-contract section 2) for each setting a rule changes; the
+# LR and the rank follow the model (calibrated for it), the answer length and sequence length belong
+# to what one optimizer step processes, the budget follows the step count.
+_CATEGORIES = (
+    (("base_model", "lora_rank", "optimizer.lr", "restoration_preflight", "correctness_preflight"), "model"),
+    (("max_seq_len", "batch_size", "rollout"), "effective_batch"),
+    (("steps", "budget"), "steps"),
+    (("dataset", "generation"), "dataset"),
+    (("eval",), "evaluator"),
+)
+_ARM_CATEGORIES = {"lr": "model", "lr_grid": "model", "groups_per_batch": "effective_batch", "steps": "steps"}
+
+
+def deviation_field(setting: str) -> str:
+    """The contract's deviation `field` for a setting path such as `arms[x].lr` or `dataset.path`."""
+    if setting.startswith("arms["):
+        return _ARM_CATEGORIES[setting.rsplit(".", 1)[-1]]
+    head = setting.split(".", 1)[0].split("[", 1)[0]
+    for heads, category in _CATEGORIES:
+        if head in heads or setting in heads:
+            return category
+    raise KeyError(f"no deviation field for rehearsal setting {setting!r}")
+
+
+class _Rewriter:
+    def __init__(self, raw: dict[str, Any]):
+        self.spec = copy.deepcopy(raw)
+        self.substitutions: list[dict[str, str]] = []
+
+    def _record(self, where: str, original: Any, effective: str, reason: str) -> None:
+        self.substitutions.append({"setting": where, "field": deviation_field(where), "original": _text(original),
+                                   "effective": effective, "reason": reason})
+
+    def drop(self, where: str, container: dict[str, Any], key: str, reason: str) -> None:
+        if key in container:
+            self._record(where, container.pop(key), "(removed)", reason)
+
+    def set(self, where: str, container: dict[str, Any], key: str, value: Any, reason: str) -> None:
+        original = container.get(key)
+        if original == value:
+            return
+        container[key] = value
+        self._record(where, original, _text(value), reason)
+
+    def deviations(self) -> list[dict[str, str]]:
+        """RESULT.deviations in the contract's shape; the setting is named in the reason."""
+        return [{"field": s["field"], "original": s["original"], "effective": s["effective"],
+                 "reason": f"rehearsal: {s['setting']}: {s['reason']}"} for s in self.substitutions]
+
+
+def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file)."""
+    from experiment.spec import parse_spec
+
+    spec = parsed or parse_spec(raw)
+    r = _Rewriter(raw)
+    s = r.spec
+    training = spec.training_type
+    key = _stand_in_key(s.get("dataset") or {})
+    stand_in = STAND_INS[key]
+    trained = [arm for arm in s.get("arms", []) if arm.get("trained", True)]
+    generated = [arm for arm in trained if spec.data_source(arm["name"]) == "generated_tasks"]
+
+    r.set("base_model", s, "base_model", EMBEDDED_MODEL, "the embedded model family replaces the spec's model")
+    if s.get("lora_rank") is not None:
+        r.set("lora_rank", s, "lora_rank", min(int(s["lora_rank"]), REHEARSAL_LORA_RANK), "rank for the embedded model")
+    if s.get("max_seq_len") is not None:
+        r.set("max_seq_len", s, "max_seq_len", min(int(s["max_seq_len"]), REHEARSAL_MAX_SEQ_LEN),
+              "sequence length of the embedded model")
+
+    # ---- steps ----
+    if training == "rl":
+        budget = RL_ARM_STEP_BUDGET // (2 if generated else 1)
+        cap = max(MIN_STEPS, budget // max(1, len(trained)))
+        why = (f"RL arms share {budget} rehearsal steps"
+               + (" (half the budget: generating and auditing tasks is the other half)" if generated else ""))
+    else:
+        runs = sum(len(arm.get("lr_grid") or [None]) for arm in trained)
+        cap = max(MIN_STEPS, SFT_RUN_STEP_BUDGET // max(1, runs))
+        why = f"{runs} SFT training runs share {SFT_RUN_STEP_BUDGET} rehearsal steps"
+    steps = min(int(s["steps"]), cap)
+    r.set("steps", s, "steps", steps, why)
+    for arm in s.get("arms", []):
+        if arm.get("steps") is not None:
+            r.set(f"arms[{arm['name']}].steps", arm, "steps", min(int(arm["steps"]), cap), why)
+
+    # ---- batch / rollouts ----
+    if training == "rl":
+        rollouts = [int(arm.get("group_size") or 8) * int(arm.get("groups_per_batch") or s.get("batch_size") or 1)
+                    for arm in trained]
+        factor = min(1.0, RL_MAX_ROLLOUTS_PER_STEP / max(rollouts or [1]))
+        why = f"at most {RL_MAX_ROLLOUTS_PER_STEP} rollouts per arm-step; group sizes kept"
+        for arm in trained:
+            if arm.get("groups_per_batch") is not None:
+                r.set(f"arms[{arm['name']}].groups_per_batch", arm, "groups_per_batch",
+                      max(1, math.floor(int(arm["groups_per_batch"]) * factor)), why)
+        if s.get("batch_size") is not None:
+            r.set("batch_size", s, "batch_size", max(1, math.floor(int(s["batch_size"]) * factor)), why)
+        per_step = max([int(arm.get("groups_per_batch") or s.get("batch_size") or 1) for arm in trained] or [1])
+        _rewrite_rollout(r, spec, stand_in)
+    else:
+        if s.get("batch_size") is not None:
+            r.set("batch_size", s, "batch_size", min(int(s["batch_size"]), SFT_MAX_BATCH),
+                  f"at most {SFT_MAX_BATCH} rows per SFT step")
+        per_step = int(s.get("batch_size") or SFT_MAX_BATCH)
+    pool = min(steps * per_step, STAND_IN_TRAIN_ROWS[key])
+
+    # ---- data ----
+    dataset = s.setdefault("dataset", {})
+    why = f"local stand-in of the same kind ({stand_in.kind}) for {dataset.get('name') or dataset.get('hf_path')}"
+    r.set("dataset.name", dataset, "name", stand_in.name, why)
+    r.set("dataset.path", dataset, "path", stand_in.train, why)
+    for field_name in ("hf_path", "split"):
+        r.drop(f"dataset.{field_name}", dataset, field_name, why)
+    if dataset.get("n_examples") is not None:
+        r.set("dataset.n_examples", dataset, "n_examples", min(int(dataset["n_examples"]), pool),
+              "training pool = rehearsal steps x distinct prompts per step (each seen once)")
+    evaluation = s["eval"]
+    r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
+    r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
+    r.set("eval.n_examples", evaluation, "n_examples", min(int(evaluation["n_examples"]), stand_in.max_eval),
+          f"at most the stand-in's {stand_in.max_eval} held-out items")
+
+    # ---- learning rates ----
+    spec_lr = (s.get("optimizer") or {}).get("lr")
+    if spec_lr:
+        lr_factor = CALIBRATED_LR[training] / float(spec_lr)
+        _rescale_lrs(r, s, lr_factor, f"every LR x{lr_factor:.6g}: the embedded model's calibrated {training} LR "
+                                      f"{CALIBRATED_LR[training]:g} over the spec's optimizer.lr {float(spec_lr):g} "
+                                      "(grid spacing and arm ratios kept)")
+
+    # ---- restoration groups: rank follows the model ----
+    for index, group in enumerate((s.get("restoration_preflight") or {}).get("groups", [])):
+        for arm in group.get("arms", []):
+            config = arm.get("optimizer_config") or {}
+            if "lora_rank" in config:
+                r.set(f"restoration_preflight.groups[{index}].arms[{arm.get('name')}].optimizer_config.lora_rank",
+                      config, "lora_rank",
+                      s.get("lora_rank", REHEARSAL_LORA_RANK), "rank for the embedded model")
+
+    # ---- optimizer update checks: tolerances keyed by LR follow the rehearsal's LRs and rank ----
+    _retolerance_update_checks(r, s)
+
+    # ---- generation of tasks (from the revision file) ----
+    if isinstance(s.get("generation"), dict):
+        _rewrite_generation(r, s["generation"], pool)
+
+    # ---- budget ----
+    budget_block = s["budget"]
+    for name, limit in REHEARSAL_BUDGET.items():
+        if budget_block.get(name) is not None:
+            r.set(f"budget.{name}", budget_block, name, min(float(budget_block[name]), limit),
+                  f"a rehearsal is budgeted at most {limit} {name.replace('_', ' ')}")
+
+    record = {
+        "rehearsal": True,
+        "note": NOT_FOR_SUBMISSION,
+        "spec": stem,
+        "spec_sha256": spec_sha256,
+        "backend": "embedded",
+        "model": EMBEDDED_MODEL,
+        "spec_model": spec.base_model,
+        "stand_in": {"for": key, "train": stand_in.train, "test": stand_in.test},
+        "rules": "experiment/contract/rehearsal.py",
+        "rules_sha256": rules_sha256(),
+        "substitution_count": len(r.substitutions),
+        "substitutions": r.substitutions,
+        "deviations": r.deviations(),
+    }
+    return s, record
+
+
+def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:
+    from experiment.rl_recipe import DEFAULT_RENDERER, rollout_settings
+
+    try:
+        written = rollout_settings(spec)
+        temperature, renderer = written.temperature, written.renderer_name
+    except ValueError:
+        temperature, renderer = 1.0, DEFAULT_RENDERER
+    block = {"max_tokens": stand_in.max_tokens, "temperature": temperature, "renderer": renderer, "few_shot": False}
+    r.set("rollout", r.spec, "rollout", block,
+          f"answers of the stand-in task fit in {stand_in.max_tokens} tokens; no GSM8K few-shot prefix")
+
+
+def _rescale_lrs(r: _Rewriter, s: dict[str, Any], factor: float, why: str) -> None:
+    def scaled(value: Any) -> Any:
+        return _round_lr(float(value) * factor) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+    optimizer = s.get("optimizer") or {}
+    if "lr" in optimizer:
+        r.set("optimizer.lr", optimizer, "lr", scaled(optimizer["lr"]), why)
+    for arm in s.get("arms", []):
+        if arm.get("lr") is not None:
+            r.set(f"arms[{arm['name']}].lr", arm, "lr", scaled(arm["lr"]), why)
+        if arm.get("lr_grid"):
+            r.set(f"arms[{arm['name']}].lr_grid", arm, "lr_grid", [scaled(v) for v in arm["lr_grid"]], why)
+    for index, group in enumerate((s.get("restoration_preflight") or {}).get("groups", [])):
+        for arm in group.get("arms", []):
+            config = arm.get("optimizer_config") or {}
+            for name in ("lr", "learning_rate"):
+                if name in config:
+                    r.set(f"restoration_preflight.groups[{index}].arms[{arm.get('name')}].optimizer_config.{name}",
+                          config, name, scaled(config[name]), why)
+    for path in (s.get("correctness_preflight") or {}).get("paths", []):
+        scaling = path.get("lr_scaling") or {}
+        if scaling.get("learning_rates"):
+            r.set(f"correctness_preflight.paths[{path.get('id')}].lr_scaling.learning_rates", scaling,
+                  "learning_rates", [scaled(v) for v in scaling["learning_rates"]], why)
+
+
+def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
+    """An optimizer path whose tolerances are keyed by learning rate (`<check>@lr=<lr>`) is checked at
+    every LR the sweep trains. The rehearsal trains other LRs at another rank, so the update-check LRs
+    become the rehearsed sweep's and every tolerance is recomputed by the same written a-priori float32
+    analysis the revision file's values came from (experiment.sft.update_tolerance): fixed before
+    anything is measured, never fitted to errors."""
+    from experiment.sft.update_tolerance import update_check_plan  # the analysis itself, one home
+
+    rank = int(s.get("lora_rank") or REHEARSAL_LORA_RANK)
+    sweep = sorted({float(lr) for arm in s.get("arms", []) for lr in (arm.get("lr_grid") or [])})
+    for path in (s.get("correctness_preflight") or {}).get("paths", []):
+        if not (path.get("update_learning_rates") and isinstance(path.get("tolerances"), dict)
+                and any("@lr=" in key for key in path["tolerances"])):
+            continue
+        where = f"correctness_preflight.paths[{path.get('id')}]"
+        why = (f"the update checks run at every rehearsed LR ({', '.join(f'{lr:g}' for lr in sweep)}) at rank {rank}; "
+               "tolerances recomputed by the plan's written float32 error analysis (experiment.sft.update_tolerance)")
+        planned = update_check_plan(sweep, rank)
+        r.set(f"{where}.update_learning_rates", path, "update_learning_rates", sweep, why)
+        r.set(f"{where}.tolerances", path, "tolerances", planned["tolerances"], why)
+        analysis = path.get("error_analysis")
+        if isinstance(analysis, dict) and "rank" in analysis:  # the analysis states the rank it is computed at
+            r.set(f"{where}.error_analysis.rank", analysis, "rank", rank, why)
+        scaling = path.setdefault("lr_scaling", {})
+        r.set(f"{where}.lr_scaling.max_relative_change", scaling, "max_relative_change",
+              planned["lr_scaling"]["max_relative_change"], why)
+
+
+def _rewrite_generation(r: _Rewriter, block: dict[str, Any], pool: int) -> None:
+    g = REHEARSAL_GENERATION
+    why = "the embedded generator and solver replace the spec's models"
+    r.set("generation.generator_model", block, "generator_model", EMBEDDED_GENERATOR, why)
+    r.set("generation.solver_model", block, "solver_model", EMBEDDED_MODEL, why)
+    for name in ("generator_path", "solver_path"):
+        if block.get(name) is not None:
+            r.drop(f"generation.{name}", block, name, why)
+    if block.get("n_accept") is not None:
+        r.set("generation.n_accept", block, "n_accept", min(int(block["n_accept"]), pool),
+              "accepted tasks = the rehearsal training pool")
+    n_accept = int(block.get("n_accept") or pool)
+    if isinstance(block.get("words"), list) and len(block["words"]) == 2:
+        r.set("generation.words", block, "words", [min(int(block["words"][0]), g["min_words"]), block["words"][1]],
+              "the embedded generator writes short problems")
+    for name in ("filter_max_tokens", "solver_max_tokens", "generation_max_tokens"):
+        if name in block or name == "generation_max_tokens":
+            r.set(f"generation.{name}", block, name, g[name], "token lengths of the embedded task family")
+    r.set("generation.max_candidates", block, "max_candidates", g["candidates_per_accept"] * n_accept,
+          f"{g['candidates_per_accept']} candidates per accepted task for the embedded generator")
+    r.set("generation.batch_size", block, "batch_size", g["batch_size"], "larger sampling batches on CPU")
+    r.set("generation.max_audit_rounds", block, "max_audit_rounds", g["max_audit_rounds"],
+          "a small accepted set needs more audit rounds to reach the audit's sample size")
+
+
+def rehearsal_summary(summary: str, record: dict[str, Any]) -> str:
+    """The run's summary, led by the rehearsal mark (idempotent). It names every `model` deviation's
+    effective value, as the contract asks of a substituted model."""
+    aliases = {"learning_rate": "lr", "learning_rates": "lr_grid"}
+    model_settings: list[str] = []
+    for s in record["substitutions"]:
+        if s["field"] == "model" and s["setting"] != "base_model" and not s["setting"].startswith(
+                ("correctness_preflight", "restoration_preflight")):  # the preflights' own settings stay in deviations
+            name = s["setting"].rsplit(".", 1)[-1]
+            text = f"{aliases.get(name, name)} {s['effective']}"
+            if text not in model_settings:
+                model_settings.append(text)
+    # a prefix, not a sentence of its own: the contract's summary stays two sentences
+    mark = (f"{NOT_FOR_SUBMISSION} ({record['spec']} on {record['model']} instead of {record['spec_model']}; "
+            f"{'; '.join(model_settings)}; {record['substitution_count']} substitutions listed in deviations):")
+    return summary if summary.startswith(NOT_FOR_SUBMISSION) else f"{mark} {summary}".strip()

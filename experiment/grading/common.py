@@ -1,0 +1,173 @@
+"""Common parts of the grader: status words, issues, grades, and the context a check reads.
+
+A check function is named after the rule it implements (`EVAL_2` for rule EVAL-2 of
+docs/contract-rules.md), takes a `GradeContext` and returns a list of `Issue`. A category's status
+is the worst status among its issues (invalid > unverified > unknown), `verified` when it has none,
+`not_applicable` when the spec opts out of the category.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from experiment.grading.evidence import EvidenceAccess
+
+PASS = "verified"
+NOT_APPLICABLE = "not_applicable"
+INVALID, UNVERIFIED, UNKNOWN = "invalid", "unverified", "unknown"
+FAILING = (INVALID, UNVERIFIED, UNKNOWN)
+_SEVERITY = {INVALID: 3, UNVERIFIED: 2, UNKNOWN: 1}
+CATEGORIES = ("evaluator", "decision", "restoration", "correctness", "feasibility", "generation_audit")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+FLOAT_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Issue:
+    rule: str  # e.g. "EVAL-2"
+    status: str  # invalid | unverified | unknown
+    message: str
+
+    def sentence(self) -> str:
+        text = self.message.strip()
+        return f"{self.rule}: {text}{'' if text.endswith('.') else '.'}"
+
+
+@dataclass
+class CategoryGrade:
+    name: str
+    status: str
+    issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said, but not failing (e.g. graded against a revision)
+
+    @property
+    def failing(self) -> bool:
+        return self.status in FAILING
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status, "issues": [issue.sentence() for issue in self.issues]}
+        if self.notes:
+            data["notes"] = list(self.notes)
+        return data
+
+
+@dataclass
+class Grade:
+    categories: dict[str, CategoryGrade]
+    problems: list[str] = field(default_factory=list)
+    spec_source: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No category is invalid, unverified or unknown, and no problem was found."""
+        return not self.problems and not any(grade.failing for grade in self.categories.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"categories": {name: grade.to_dict() for name, grade in self.categories.items()},
+                "problems": list(self.problems)}
+
+    def record(self) -> dict[str, Any]:
+        """The JSON stored in RESULT.grade (experiment.contract.result_models.GradeModel)."""
+        return {"version": 1, "spec_source": self.spec_source, **self.to_dict()}
+
+
+def category_status(issues: list[Issue]) -> str:
+    if not issues:
+        return PASS
+    return max((issue.status for issue in issues), key=_SEVERITY.__getitem__)
+
+
+@dataclass
+class GradeContext:
+    """Everything a check may read: the RESULT, its evidence, the spec it is graded against."""
+
+    result: dict[str, Any]
+    evidence: EvidenceAccess
+    spec: dict[str, Any] | None = None  # the merged spec (file + revision) as a dict
+    plan: Any = None  # experiment.plan.ExecutionPlan built from that spec
+    spec_source: str | None = None
+    revision_fields: tuple[str, ...] = ()  # fields the recorded revision supplied
+    run_dir: Path | None = None
+    events: list[dict[str, Any]] | None = None  # run directory only
+    problems: list[str] = field(default_factory=list)
+
+    def section(self, name: str) -> Any:
+        return self.result.get(name)
+
+    def gate_applicable(self, gate: str) -> Any:
+        """True, False or None (unknown) from the execution plan; None without a plan."""
+        if self.plan is None:
+            return None
+        try:
+            return self.plan.gate(gate).applicable
+        except KeyError:
+            return None
+
+    def gate_reason(self, gate: str) -> str:
+        try:
+            return self.plan.gate(gate).reason if self.plan is not None else "no spec to grade against"
+        except KeyError:
+            return ""
+
+    @property
+    def finished(self) -> bool:
+        return self.result.get("status") in ("succeeded", "failed")
+
+    @property
+    def measured(self) -> bool:
+        """The comparison was measured: a verdict other than a never-measured stop was posted."""
+        return self.result.get("verdict") in ("supported", "refuted") or (
+            self.result.get("verdict") == "inconclusive" and self.result.get("outcome_reason") != "incomplete_execution")
+
+    @property
+    def trained(self) -> bool:
+        return bool(self.result.get("completed_arms"))
+
+
+Check = Callable[[GradeContext], list[Issue]]
+
+
+def run_checks(name: str, checks: list[Check], ctx: GradeContext) -> CategoryGrade:
+    issues: list[Issue] = []
+    for check in checks:
+        issues.extend(check(ctx))
+    return CategoryGrade(name, category_status(issues), issues)
+
+
+def model_issues(model: type[BaseModel], value: Any, rule: str, status: str, what: str) -> list[Issue]:
+    """A record that does not fit its typed model: one issue naming the first bad field."""
+    try:
+        model.model_validate(value)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or what
+        more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+        return [Issue(rule, status, f"{what}.{where}: {first['msg']}{more}")]
+    return []
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def close(a: Any, b: Any, tol: float = FLOAT_TOL) -> bool:
+    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,470 @@
+"""Decision category (DEC-*, ADAPT-1): every decision method recomputed from retained evidence.
+
+The observations are read from the record (inline `observations`, or the inline content of the
+retained `observations_file`); the spec's method is recomputed with `experiment.decision`
+(`paired_hoeffding`, with Bonferroni for simultaneous criteria, and `best_lr_threshold`), and the
+recorded criteria, `effect`, `ci`, `grid_edge` and verdict must be what the recomputation gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from experiment import decision as d
+from experiment.contract.result_models import Decision
+from experiment.grading.common import (
+    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
+    model_issues, run_checks, short,
+)
+
+NAME = "decision"
+MAX_OBSERVATIONS, MAX_FILE_BYTES = 100_000, 10 * 1024 * 1024
+
+
+def _rule(ctx: GradeContext) -> dict[str, Any]:
+    """The spec's decision_rule, else the recorded revision's verdict_rule (a spec without a decision_rule)."""
+    spec = ctx.spec or {}
+    return as_dict(spec.get("decision_rule") or spec.get("verdict_rule"))
+
+
+def _role_to_arm(ctx: GradeContext) -> dict[str, str]:
+    return {role: entry["arm"] for role, entry in (ctx.plan.role_to_arm if ctx.plan else {}).items()}
+
+
+def _record(ctx: GradeContext) -> dict[str, Any]:
+    return as_dict(ctx.result.get("decision"))
+
+
+def _from_revision(ctx: GradeContext) -> bool:
+    """The rule comes only from the recorded spec revision (a decision_rule it adds, or its verdict_rule
+    for a spec without one), not the exchange's spec."""
+    spec = ctx.spec or {}
+    return "decision_rule" in ctx.revision_fields or (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
+
+
+def _derived_rows(ctx: GradeContext) -> list[dict[str, Any]] | None:
+    """best_lr_threshold without a decision object: one value per training run and criterion
+    metric, read from the retained records (loss_eval for NLL metrics, metrics.arms otherwise)."""
+    if ctx.plan is None:
+        return None
+    loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
+    per_run = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    evaluators = list(as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators")))
+    rows = []
+    for run in ctx.plan.training_runs:
+        for metric in {c.get("metric") for c in _rule(ctx).get("criteria") or []}:
+            value = as_dict(loss.get(run.name)).get("value") if "nll" in str(metric) else None
+            value = value if value is not None else as_dict(per_run.get(run.name)).get(metric)
+            if value is not None:
+                rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": 0, "metric": metric,
+                             "value": value, "evaluator_id": evaluators[0] if evaluators else None})
+    return rows
+
+
+def _rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
+    """The observation rows the record carries, or None with the reason they cannot be read."""
+    record = _record(ctx)
+    if not record and _rule(ctx).get("method") == "best_lr_threshold":
+        derived = _derived_rows(ctx)
+        return (derived, "") if derived else (None, "no per-run values in loss_eval or metrics.arms")
+    if isinstance(record.get("observations"), list):
+        return record["observations"], ""
+    ref = as_dict(record.get("observations_file"))
+    name = ref.get("name")
+    if not name:
+        return None, "no observations"
+    if ctx.evidence.sha256(name) != ref.get("sha256"):
+        return None, f"observations_file {name} is not retained under the sha256 the decision names"
+    if not ctx.evidence.usable(name):
+        return None, ctx.evidence.why(name)
+    rows = ctx.evidence.jsonl(name)
+    return (rows, "") if rows is not None else (None, f"{name} is not JSONL observations")
+
+
+def _observations(ctx: GradeContext) -> list[d.Observation] | None:
+    rows, _ = _rows(ctx)
+    if rows is None:
+        return None
+    try:
+        return [d.observation_from_row(row, f"observation {i}") for i, row in enumerate(rows)]
+    except d.DecisionError:
+        return None
+
+
+def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
+    """The spec's method applied to the record's observations (None when they are unreadable or
+    incomplete: DEC-3/DEC-6 then say why, and nothing is recomputed from a partial set)."""
+    observations = _observations(ctx)
+    if observations is None:
+        return None, "observations unreadable"
+    if DEC_6(ctx):
+        return None, "observations incomplete"
+    rule = _rule(ctx)
+    try:
+        if rule.get("method", "paired_hoeffding") == "paired_hoeffding":
+            simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni" if ctx.plan else False
+            return d.decision_summary(rule, observations, ctx.plan.vocabulary, role_to_arm=_role_to_arm(ctx),
+                                      simultaneous=simultaneous), ""
+        if rule.get("method") == "best_lr_threshold":
+            runs = {run.name: run for run in ctx.plan.training_runs}
+            values: dict[str, dict[str, float]] = {}
+            for o in observations:
+                values.setdefault(o.arm, {})[o.metric] = o.value
+            criteria = rule.get("criteria") or []
+            result = d.best_lr_threshold(
+                {name: v for name, v in values.items() if name in runs},
+                {name: runs[name].arm for name in values if name in runs},
+                {name: runs[name].lr for name in values if name in runs},
+                criteria, criteria[0]["metric"])
+            return result, ""
+    except (d.DecisionError, KeyError, TypeError, IndexError) as err:
+        return None, str(err)
+    return None, f"unknown decision method {rule.get('method')!r}"
+
+
+# ---------------------------------------------------------------------------- rules
+
+
+def DEC_1(ctx: GradeContext) -> list[Issue]:
+    if ctx.result.get("decision") is None:
+        if ctx.result.get("verdict") is not None and ctx.measured:
+            return [Issue("DEC-1", UNVERIFIED, "a verdict was posted but RESULT has no decision object")]
+        return [Issue("DEC-1", UNKNOWN, "no decision object (the comparison was not decided)")]
+    return []
+
+
+def DEC_2(ctx: GradeContext) -> list[Issue]:
+    record = _record(ctx)
+    issues = model_issues(Decision, record, "DEC-2", INVALID, "decision")
+    if ("observations" in record) == ("observations_file" in record):
+        issues.append(Issue("DEC-2", INVALID, "decision carries both or neither of observations and observations_file"))
+    ref = as_dict(record.get("observations_file")).get("name")
+    if isinstance(ref, str) and ("/" in ref or "\\" in ref or "://" in ref):
+        issues.append(Issue("DEC-2", INVALID, f"observations_file {short(ref)} is a path or URL, not a retained name"))
+    return issues
+
+
+def DEC_3(ctx: GradeContext) -> list[Issue]:
+    rows, why = _rows(ctx)
+    return [Issue("DEC-3", UNVERIFIED, f"observations cannot be read from the record: {why}")] if rows is None else []
+
+
+def DEC_4(ctx: GradeContext) -> list[Issue]:
+    rows, _ = _rows(ctx)
+    name = as_dict(_record(ctx).get("observations_file")).get("name")
+    data = ctx.evidence.bytes(name) if name else None
+    if (rows is not None and len(rows) > MAX_OBSERVATIONS) or (data is not None and len(data) > MAX_FILE_BYTES):
+        return [Issue("DEC-4", UNVERIFIED, "observations exceed 10 MiB or 100 000 rows")]
+    return []
+
+
+def DEC_5(ctx: GradeContext) -> list[Issue]:
+    rows, _ = _rows(ctx)
+    for index, row in enumerate(rows or []):
+        try:
+            observation = d.observation_from_row(row, f"observation {index}")
+        except d.DecisionError as err:
+            return [Issue("DEC-5", INVALID, str(err))]
+        if observation.evaluator_id is None:
+            return [Issue("DEC-5", INVALID, f"observation {index} has no evaluator_id")]
+    return []
+
+
+def _compared_arms(ctx: GradeContext) -> list[str]:
+    roles = _role_to_arm(ctx)
+    arms = sorted({roles.get(k, k) for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))})
+    if _rule(ctx).get("method") == "best_lr_threshold" and ctx.plan is not None:
+        return sorted(run.name for run in ctx.plan.training_runs if run.arm in arms)
+    return arms
+
+
+def _evaluator_items(ctx: GradeContext, evaluator: Any) -> list[str] | None:
+    evaluators = as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators"))
+    ids = as_dict(as_dict(evaluators.get(evaluator)).get("items")).get("ids")
+    return [str(i) for i in ids] if isinstance(ids, list) else None
+
+
+def DEC_6(ctx: GradeContext) -> list[Issue]:
+    observations = _observations(ctx)
+    if observations is None:
+        return []
+    issues = []
+    scheduled = [int(s) for s in _rule(ctx).get("seeds") or [0]]
+    added = sorted({o.seed for o in observations} - set(scheduled))
+    if added:
+        issues.append(Issue("DEC-6", INVALID, f"observations use unscheduled seed(s) {added} (scheduled {scheduled})"))
+    best_lr = _rule(ctx).get("method") == "best_lr_threshold"
+    for criterion in _rule(ctx).get("criteria") or []:
+        metric = criterion.get("metric")
+        rows = [o for o in observations if o.metric == metric]
+        items = None if best_lr else _evaluator_items(ctx, rows[0].evaluator_id if rows else None)
+        items = items if items is not None else sorted({o.item_id for o in rows})
+        have = {(o.arm, o.item_id, o.seed) for o in rows}
+        missing = [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled
+                   if (arm, item, seed) not in have]
+        if missing or not rows:
+            first = missing[0] if missing else ("any arm", "any item", "any seed")
+            issues.append(Issue("DEC-6", UNVERIFIED, f"criterion {criterion.get('id')}: {len(missing) or 'all'} "
+                                                     f"observations missing (first: {first[0]}, {first[1]}, seed {first[2]})"))
+    return issues
+
+
+def DEC_7(ctx: GradeContext) -> list[Issue]:
+    observations = _observations(ctx)
+    if observations is None:
+        return []
+    issues = []
+    evaluators = as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators"))
+    unknown = sorted({str(o.evaluator_id) for o in observations if o.evaluator_id not in evaluators})
+    if unknown:
+        issues.append(Issue("DEC-7", INVALID, f"observations name evaluator(s) the evaluation record lacks: "
+                                              f"{', '.join(i[:12] for i in unknown)}"))
+    if _rule(ctx).get("method") == "best_lr_threshold":
+        loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
+        for o in observations:
+            if "nll" in o.metric and o.arm in loss and not close(loss[o.arm].get("value"), o.value):
+                issues.append(Issue("DEC-7", INVALID, f"observation {o.arm}/{o.metric} {o.value!r} differs from "
+                                                      f"loss_eval {loss[o.arm].get('value')!r}"))
+        return issues + _loss_from_predictions(ctx)
+    # each observation equals the retained prediction row's value (failures scored 0)
+    predicted: dict[tuple[str, str, int, str], float] = {}
+    readable = True
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        rows = ctx.evidence.jsonl(as_dict(score).get("predictions_ref"))
+        if rows is None:
+            readable = False
+            continue
+        for row in rows:
+            value = row.get("value", 1.0 if row.get("correct") else 0.0 if "correct" in row else None)
+            if value is not None:
+                predicted[(str(row.get("arm")), str(row.get("item_id")), int(row.get("seed") or 0),
+                           str(row.get("metric", score.get("metric"))))] = value
+    if not predicted:
+        if not readable:
+            issues.append(Issue("DEC-7", UNVERIFIED, "the predictions behind the observations are not inline, so the "
+                                                     "observations cannot be checked against them"))
+        return issues
+    differing = [o for o in observations if (o.arm, o.item_id, o.seed, o.metric) in predicted
+                 and not close(predicted[(o.arm, o.item_id, o.seed, o.metric)], o.value)]
+    absent = [o for o in observations if (o.arm, o.item_id, o.seed, o.metric) not in predicted]
+    if differing:
+        o = differing[0]
+        issues.append(Issue("DEC-7", INVALID, f"{len(differing)} observation(s) differ from the retained predictions "
+                                              f"(first: {o.arm}/{o.item_id} {o.value!r})"))
+    if absent and readable:
+        issues.append(Issue("DEC-7", INVALID, f"{len(absent)} observation(s) have no retained prediction row"))
+    return issues
+
+
+def _loss_from_predictions(ctx: GradeContext) -> list[Issue]:
+    """Each run's held-out NLL totals recomputed from its retained per-item prediction rows."""
+    issues = []
+    loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        score = as_dict(score)
+        entry = as_dict(loss.get(score.get("arm")))
+        rows = ctx.evidence.jsonl(score.get("predictions_ref"))
+        if not entry or rows is None:
+            if entry and not ctx.evidence.usable(score.get("predictions_ref")):
+                issues.append(Issue("DEC-7", UNVERIFIED, f"{score.get('arm')}: the predictions behind its held-out "
+                                                         "NLL are not inline"))
+            continue
+        totals = [as_dict(row.get("prediction")) for row in rows]
+        nll_sum = sum(float(t.get("nll_sum", 0.0)) for t in totals)
+        n_tokens = sum(int(t.get("n_tokens", 0)) for t in totals)
+        if not (close(entry.get("nll_sum"), nll_sum, 1e-6) and entry.get("n_tokens") == n_tokens):
+            issues.append(Issue("DEC-7", INVALID, f"{score.get('arm')}: loss_eval totals do not recompute from the "
+                                                  "retained predictions"))
+    return issues
+
+
+def DEC_8(ctx: GradeContext) -> list[Issue]:
+    if _observations(ctx) is None or DEC_6(ctx):
+        return []
+    recomputed, why = _recompute(ctx)
+    if recomputed is None:
+        return [Issue("DEC-8", INVALID, f"the decision cannot be recomputed from the observations: {why}")]
+    issues = []
+    recorded = {c.get("id"): c for c in as_list(_record(ctx).get("criteria")) if isinstance(c, dict)}
+    keys = ("effect", "lower", "upper") if "method" not in recomputed or recomputed.get("method") != "best_lr_threshold" \
+        else ("effect",)
+    for criterion in recomputed["criteria"]:
+        criterion = criterion if isinstance(criterion, dict) else vars(criterion)
+        mine = recorded.get(criterion["id"])
+        if mine is None and not _record(ctx):
+            continue  # no decision object (rule from the recorded revision): RESULT's fields are checked below
+        if mine is None:
+            issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']} is not in the decision object"))
+            continue
+        for key in keys:
+            if key in mine and not close(mine[key], criterion[key]):
+                issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {key} {mine[key]!r} is not "
+                                                      f"the recomputed {criterion[key]!r}"))
+        for flag in ("status", "met"):
+            if flag in mine and flag in criterion and mine[flag] != criterion[flag]:
+                issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
+                                                      f"not the recomputed {criterion[flag]!r}"))
+    if ctx.plan is not None and ctx.plan.vocabulary == "direction_confidence" and recomputed["criteria"]:
+        primary = recomputed["criteria"][0]
+        if "effect" in ctx.result and not close(ctx.result.get("effect"), primary["effect"]):
+            issues.append(Issue("DEC-8", INVALID, f"RESULT.effect {ctx.result.get('effect')!r} is not the recomputed "
+                                                  f"{primary['effect']!r}"))
+        if "margin" in ctx.result and not close(ctx.result.get("margin"), primary["margin"]):
+            issues.append(Issue("DEC-8", INVALID, f"RESULT.margin {ctx.result.get('margin')!r} is not the spec's "
+                                                  f"{primary['margin']!r}"))
+        ci = ctx.result.get("ci")
+        if "lower" in primary and ci is not None and not (
+                isinstance(ci, list) and len(ci) == 2 and close(ci[0], primary["lower"]) and close(ci[1], primary["upper"])):
+            issues.append(Issue("DEC-8", INVALID, f"RESULT.ci {short(ci)} is not the recomputed interval"))
+    return issues
+
+
+def DEC_9(ctx: GradeContext) -> list[Issue]:
+    verdict = ctx.result.get("verdict")
+    if verdict is None or _observations(ctx) is None:
+        return []
+    recomputed, _ = _recompute(ctx)
+    if recomputed is None:
+        return []
+    if recomputed.get("method") == "best_lr_threshold":
+        expected, issues = recomputed["verdict"], []
+        if ctx.result.get("confidence") == "strong":
+            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval (one seed, point estimates)"))
+    else:
+        expected, issues = recomputed["verdict"], []
+        if ctx.plan.vocabulary == "direction_confidence" and recomputed.get("confidence") == "weak" \
+                and ctx.result.get("confidence") == "strong":
+            issues.append(Issue("DEC-9", INVALID, "confidence strong although a criterion's interval does not settle "
+                                                  "its margin"))
+        if ctx.plan.vocabulary == "three_way" and verdict == "inconclusive":
+            return issues  # a blocking limit may make any decided comparison inconclusive
+    if verdict != expected:
+        issues.append(Issue("DEC-9", INVALID, f"verdict {verdict} is not the recomputed {expected}"))
+    return issues
+
+
+def DEC_10(ctx: GradeContext) -> list[Issue]:
+    recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
+    if recomputed is None or recomputed.get("method") == "best_lr_threshold":
+        return []
+    issues = []
+    scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
+    for criterion in recomputed["criteria"]:
+        for arm, mean in criterion["per_arm_means"].items():
+            values = [s.get("value") for s in scores if s.get("arm") == arm and s.get("metric") == criterion["metric"]]
+            if values and not any(close(value, mean) for value in values):
+                issues.append(Issue("DEC-10", INVALID, f"arm {arm}: score {values[0]!r} does not reproduce from the "
+                                                       f"observations (mean {mean!r})"))
+    return issues
+
+
+def DEC_11(ctx: GradeContext) -> list[Issue]:
+    issues, record = [], _record(ctx)
+    roles = {k for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))} & {"treatment", "baseline"}
+    if roles and _rule(ctx).get("method", "paired_hoeffding") == "paired_hoeffding":
+        mapping = as_dict(record.get("role_to_arm"))
+        expected = {role: arm for role, arm in _role_to_arm(ctx).items() if role in roles}
+        if mapping != expected:
+            issues.append(Issue("DEC-11", INVALID, f"role_to_arm {short(mapping)} is not the spec's mapping {expected}"))
+    if ctx.plan is not None and (ctx.plan.decision or {}).get("adjustment") == "bonferroni" \
+            and record.get("adjustment") != "bonferroni":
+        issues.append(Issue("DEC-11", INVALID, "simultaneous criteria: the decision object does not record the "
+                                               "Bonferroni adjustment"))
+    return issues
+
+
+def DEC_12(ctx: GradeContext) -> list[Issue]:
+    recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
+    if recomputed is None or recomputed.get("method") != "best_lr_threshold":
+        return []
+    issues = []
+    if bool(ctx.result.get("grid_edge")) != recomputed["grid_edge"]:
+        issues.append(Issue("DEC-12", INVALID, f"grid_edge {ctx.result.get('grid_edge')!r} is not the recomputed "
+                                               f"{recomputed['grid_edge']!r}"))
+    recorded = as_dict(as_dict(_record(ctx).get("selection")).get("per_arm"))
+    for arm, entry in recomputed["per_arm"].items():
+        if arm in recorded and not close(as_dict(recorded[arm]).get("selected_lr"), entry["selected_lr"]):
+            issues.append(Issue("DEC-12", INVALID, f"arm {arm}: recorded selected LR {recorded[arm].get('selected_lr')!r} "
+                                                   f"is not the recomputed {entry['selected_lr']!r}"))
+    if recomputed["grid_edge"] and ctx.result.get("confidence") == "strong":
+        issues.append(Issue("DEC-12", INVALID, "a grid-edge LR was selected but confidence is strong"))
+    return issues
+
+
+def DEC_13(ctx: GradeContext) -> list[Issue]:
+    features = as_dict((ctx.spec or {}).get("experiment_features"))
+    if features.get("adaptive_selection") is True and \
+            as_dict(_record(ctx).get("selection")).get("frozen_before_confirmation") is not True:
+        return [Issue("DEC-13", INVALID, "adaptive selection needs decision.selection.frozen_before_confirmation true")]
+    return []
+
+
+def DEC_14(ctx: GradeContext) -> list[Issue]:
+    if ctx.run_dir is None or (not ctx.result.get("decision") and ctx.result.get("verdict") is None):
+        return []
+    events = ctx.events or []
+    passed = any(e.get("event") == "gate" and e.get("gate") == "decision" and e.get("status") == "passed" for e in events)
+    issues = []
+    if not passed:
+        issues.append(Issue("DEC-14", UNVERIFIED, "events.jsonl does not record the decision gate passing"))
+    ref = as_dict(_record(ctx).get("observations_file"))
+    if ref and not any(e.get("event") == "evidence_added" and e.get("name") == ref.get("name")
+                       and e.get("sha256") == ref.get("sha256") for e in events):
+        issues.append(Issue("DEC-14", UNVERIFIED, f"events.jsonl does not log {ref.get('name')} with the decision's sha256"))
+    return issues
+
+
+def ADAPT_1(ctx: GradeContext) -> list[Issue]:
+    issues, by_pair = [], {}
+    for entry in as_list(ctx.result.get("adaptation_manifests")):
+        entry = as_dict(entry)
+        ids = entry.get("adaptation_batch_ids")
+        if not isinstance(ids, list):
+            issues.append(Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: adaptation_batch_ids is not a list"))
+            continue
+        digest = hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+        if entry.get("adaptation_batch_hash") != digest:
+            issues.append(Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: adaptation_batch_hash is not "
+                                                    "sha256(json.dumps(adaptation_batch_ids))"))
+        by_pair.setdefault(entry.get("pair"), set()).add(digest)
+    if any(len(h) > 1 for h in by_pair.values()) and ctx.result.get("confidence") == "strong":
+        issues.append(Issue("ADAPT-1", INVALID, "arms of one pair consumed different batches but confidence is strong"))
+    return issues
+
+
+CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, ADAPT_1]
+
+
+REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the exchange's own spec has none, so the "
+                 "exchange grades decision not applicable; the revision's method is recomputed here from loss_eval "
+                 "and metrics")
+
+
+def grade(ctx: GradeContext) -> CategoryGrade:
+    if ctx.spec is None:
+        return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no spec to grade the decision against")])
+    if not _rule(ctx):
+        if ctx.result.get("decision") is not None:
+            return CategoryGrade(NAME, INVALID, [Issue("DEC-1", INVALID, "the spec has no decision_rule but RESULT "
+                                                                         "carries a decision object")])
+        grade_ = run_checks(NAME, [ADAPT_1], ctx)
+        if not grade_.issues:
+            grade_.status = NOT_APPLICABLE
+            grade_.notes.append("the spec has no decision_rule")
+        return grade_
+    if _from_revision(ctx):
+        if ctx.result.get("decision") is not None:
+            return CategoryGrade(NAME, INVALID, [Issue(
+                "DEC-1", INVALID, "the exchange's spec has no decision_rule (it comes from the recorded revision), so "
+                                  "RESULT carries no decision object; its verdict follows the contract's rule")])
+        if ctx.result.get("verdict") is None:
+            return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no verdict (the comparison was not decided)")])
+        grade_ = run_checks(NAME, [DEC_6, DEC_7, DEC_8, DEC_9, DEC_12, DEC_14, ADAPT_1], ctx)
+        grade_.notes.append(REVISION_NOTE)
+        return grade_
+    missing = DEC_1(ctx)
+    if missing:
+        return CategoryGrade(NAME, missing[0].status, missing)
+    return run_checks(NAME, CHECKS[1:], ctx)

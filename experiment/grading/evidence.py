@@ -1,0 +1,114 @@
+"""Evidence as the exchange receives it: the files RESULT carries inline (EVID-1, EVID-2).
+
+`EvidenceAccess(result)` reads only `RESULT.evidence.files[]`: an entry's `content` (text, or base64
+with `encoding: "base64"`), checked against its `sha256`. A bare result.json is graded from nothing
+else. In a run directory the grader still reads evidence only from RESULT (what the exchange gets)
+and separately checks that `evidence/` on disk holds the same bytes (EVID-8).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any
+
+USABLE, MISSING, PARTIAL, CORRUPT = "usable", "missing", "partial", "corrupt"
+
+
+class EvidenceAccess:
+    def __init__(self, result: dict[str, Any]):
+        evidence = result.get("evidence") if isinstance(result.get("evidence"), dict) else {}
+        files = evidence.get("files") if isinstance(evidence.get("files"), list) else []
+        self.entries: list[dict[str, Any]] = [entry for entry in files if isinstance(entry, dict)]
+        self.by_name: dict[str, dict[str, Any]] = {}
+        self.duplicates: list[str] = []
+        for entry in self.entries:
+            name = entry.get("name")
+            if not isinstance(name, str):
+                continue
+            if name in self.by_name and self.by_name[name] != entry:
+                self.duplicates.append(name)
+            self.by_name[name] = entry
+        self._cache: dict[str, tuple[str, bytes | None, str]] = {}
+
+    # ------------------------------------------------------------------ access
+
+    def state(self, ref: Any) -> tuple[str, bytes | None, str]:
+        """(state, bytes, why) for a reference `name` or `name#fragment`."""
+        if not isinstance(ref, str) or not ref:
+            return MISSING, None, f"no evidence reference ({ref!r})"
+        name = ref.split("#", 1)[0]
+        if name not in self._cache:
+            self._cache[name] = self._load(name)
+        return self._cache[name]
+
+    def _load(self, name: str) -> tuple[str, bytes | None, str]:
+        entry = self.by_name.get(name)
+        if entry is None:
+            return MISSING, None, f"{name} is not a retained evidence file"
+        content = entry.get("content")
+        if not isinstance(content, str):
+            where = " (only a source_url)" if entry.get("source_url") else ""
+            return PARTIAL, None, f"{name} is retained by name and hash only{where}, its content is not inline"
+        encoding = entry.get("encoding") or "utf-8"
+        if encoding == "base64":
+            try:
+                data = base64.b64decode(content, validate=True)
+            except (binascii.Error, ValueError):
+                return CORRUPT, None, f"{name} is not valid base64"
+        elif encoding in ("utf-8", "utf8", "text"):
+            data = content.encode("utf-8")
+        else:
+            return CORRUPT, None, f"{name} has unknown encoding {encoding!r}"
+        digest = entry.get("sha256")
+        if digest is not None and hashlib.sha256(data).hexdigest() != digest:
+            return CORRUPT, None, f"{name}: its content does not hash to its recorded sha256"
+        return USABLE, data, ""
+
+    def bytes(self, ref: Any) -> bytes | None:
+        return self.state(ref)[1]
+
+    def usable(self, ref: Any) -> bool:
+        return self.state(ref)[0] == USABLE
+
+    def why(self, ref: Any) -> str:
+        return self.state(ref)[2]
+
+    def json(self, ref: Any) -> Any:
+        data = self.bytes(ref)
+        if data is None:
+            return None
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+
+    def jsonl(self, ref: Any) -> list[dict[str, Any]] | None:
+        """Rows of a JSONL file (a JSON array, or an object with `observations`, is accepted too)."""
+        data = self.bytes(ref)
+        if data is None:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        stripped = text.lstrip()
+        try:
+            if stripped.startswith("["):
+                rows = json.loads(text)
+            elif stripped.startswith("{") and "\n" not in stripped.strip():
+                value = json.loads(text)
+                rows = value.get("observations") if isinstance(value, dict) and "observations" in value else [value]
+            else:
+                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            return None
+        return rows if isinstance(rows, list) and all(isinstance(row, dict) for row in rows) else None
+
+    def by_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [entry for entry in self.entries if entry.get("kind") == kind]
+
+    def sha256(self, name: str) -> str | None:
+        return (self.by_name.get(name) or {}).get("sha256")

@@ -1,0 +1,289 @@
+"""General rules (GEN-*), evidence (EVID-*) and secrets (SEC-1): findings go to `problems`.
+
+These rules belong to no single category of the exchange's grading; a broken one still makes the
+record untrustworthy, so the CLI fails on any problem. EVID-8 (run directory only) checks that
+`events.jsonl`, `tables/` and `evidence/` agree with the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from experiment.grading.common import (
+    INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
+)
+from experiment.grading.secrets import find_secrets
+from experiment.result import THREE_WAY_ABSENT_FIELDS
+from experiment.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
+from experiment.validation import (
+    DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
+)
+
+MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
+REQUIRED_KINDS = REQUIRED_EVIDENCE_KINDS
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+
+
+def vocabulary(ctx: GradeContext) -> str | None:
+    return ctx.plan.vocabulary if ctx.plan is not None else None
+
+
+def GEN_2(ctx: GradeContext) -> list[Issue]:
+    if ctx.result.get("status") not in ("running", "succeeded", "failed"):
+        return [Issue("GEN-2", INVALID, f"status {short(ctx.result.get('status'))} is not running, succeeded or failed")]
+    return []
+
+
+def GEN_3(ctx: GradeContext) -> list[Issue]:
+    if vocabulary(ctx) != "direction_confidence":
+        return []
+    result, issues = ctx.result, []
+    verdict, status = result.get("verdict"), result.get("status")
+    if verdict is not None and status == "running":
+        issues.append(Issue("GEN-3", INVALID, "a running result carries a verdict (left out until the final update)"))
+    if verdict is not None and verdict not in DIRECTION_VERDICTS:
+        issues.append(Issue("GEN-3", INVALID, f"verdict {short(verdict)} is not supported or refuted"))
+    if status == "failed" and (verdict is not None or result.get("outcome_reason") != "incomplete_execution"):
+        issues.append(Issue("GEN-3", INVALID, "a failed run has no verdict and outcome_reason incomplete_execution"))
+    if status == "succeeded" and verdict is None:
+        issues.append(Issue("GEN-3", INVALID, "a succeeded run (effect measured) has no verdict"))
+    if verdict is not None and result.get("confidence") not in ("strong", "weak"):
+        issues.append(Issue("GEN-3", INVALID, "a verdict needs confidence strong or weak"))
+    return issues
+
+
+def GEN_4(ctx: GradeContext) -> list[Issue]:
+    if vocabulary(ctx) != "three_way":
+        return []
+    result, issues = ctx.result, []
+    verdict, reason = result.get("verdict"), result.get("outcome_reason")
+    if ctx.finished and verdict not in THREE_WAY_VERDICTS:
+        issues.append(Issue("GEN-4", INVALID, f"a finished three-way result needs a verdict, got {short(verdict)}"))
+    if reason is not None:
+        if reason not in THREE_WAY_REASONS:
+            issues.append(Issue("GEN-4", INVALID, f"outcome_reason {short(reason)} is not a three-way reason"))
+        elif reason in ("supported", "refuted") and reason != verdict:
+            issues.append(Issue("GEN-4", INVALID, f"outcome_reason {reason} differs from verdict {short(verdict)}"))
+        elif reason not in ("supported", "refuted") and verdict != "inconclusive":
+            issues.append(Issue("GEN-4", INVALID, f"outcome_reason {reason} requires verdict inconclusive"))
+        if not ctx.finished:
+            issues.append(Issue("GEN-4", INVALID, "outcome_reason is reported only with a final result"))
+    present = [key for key in THREE_WAY_ABSENT_FIELDS if key in result]
+    if present:
+        issues.append(Issue("GEN-4", INVALID, f"the three-way shape has no {', '.join(present)}"))
+    return issues
+
+
+def GEN_5(ctx: GradeContext) -> list[Issue]:
+    metrics = as_dict(ctx.result.get("metrics"))
+    arms = set(as_dict(metrics.get("arms"))) | set(as_list(ctx.result.get("completed_arms")))
+    if ctx.plan is not None:
+        arms |= {arm.name for arm in ctx.plan.arms}
+    flat = [key for key in metrics if key != "arms" and any(key.startswith(f"{arm}_") for arm in arms)]
+    return [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+
+
+def GEN_6(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    deviations = ctx.result.get("deviations")
+    if not isinstance(deviations, list):
+        return [Issue("GEN-6", INVALID, "deviations must be a list ([] when the spec runs as written)")]
+    for deviation in deviations:
+        if not isinstance(deviation, dict) or deviation.get("field") not in DEVIATION_FIELDS:
+            issues.append(Issue("GEN-6", INVALID, f"deviation {short(deviation)} has no valid field"))
+        elif deviation["field"] in ("objective", "endpoint") and (
+                ctx.result.get("original_hypothesis_tested") is not False or not ctx.result.get("tested_instead")):
+            issues.append(Issue("GEN-6", INVALID, f"a {deviation['field']} change sets original_hypothesis_tested "
+                                                  "false and fills tested_instead"))
+    if ctx.events is not None:
+        posted = set()
+        for event in ctx.events:
+            if event.get("status") == "running" and isinstance(event.get("deviations"), list):
+                posted |= {json.dumps(d, sort_keys=True) for d in event["deviations"]}
+        late = [d for d in deviations if isinstance(d, dict) and json.dumps(d, sort_keys=True) not in posted]
+        if late:
+            issues.append(Issue("GEN-6", INVALID, f"{len(late)} deviation(s) were never posted in a running update "
+                                                  "before training (unrecorded)"))
+    return issues
+
+
+def GEN_7(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    block = ctx.result.get("capacity_block")
+    if block is not None and "capacity" not in json.dumps(block).lower() and not as_dict(block).get("error"):
+        issues.append(Issue("GEN-7", INVALID, "capacity_block appears although capacity did not stop the run"))
+    if block is not None and ctx.result.get("status") == "succeeded":
+        issues.append(Issue("GEN-7", INVALID, "capacity_block appears in a run that completed"))
+    return issues
+
+
+def GEN_8(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    summary = ctx.result.get("summary")
+    if isinstance(summary, str) and len(_SENTENCE_END.findall(summary.strip())) > 2:
+        issues.append(Issue("GEN-8", INVALID, "summary is longer than two sentences"))
+    reasoning = ctx.result.get("reasoning")
+    if isinstance(reasoning, str) and not 2 <= len(_SENTENCE_END.findall(reasoning.strip())) <= 4:
+        issues.append(Issue("GEN-8", INVALID, "reasoning is not two to four sentences"))
+    return issues
+
+
+# ---------------------------------------------------------------------------- evidence
+
+
+def EVID_1(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    evidence = ctx.result.get("evidence")
+    if not isinstance(evidence, dict) or evidence.get("version") != 1:
+        return [Issue("EVID-1", UNKNOWN, "evidence must be an object with version 1")]
+    partial = []
+    for entry in ctx.evidence.entries:
+        url = entry.get("source_url")
+        if isinstance(url, str) and not (url.startswith("https://") and "/attachments/" in url):
+            issues.append(Issue("EVID-1", INVALID, f"{entry.get('name')}: source_url is not an HTTPS /attachments/ URL"))
+        if not isinstance(entry.get("content"), str) and not url:
+            partial.append(str(entry.get("name")))
+    if partial:
+        issues.append(Issue("EVID-1", UNVERIFIED, f"{len(partial)} of {len(ctx.evidence.entries)} evidence files carry "
+                                                  f"no inline content (partial): {', '.join(partial[:6])}"
+                                                  + (" ..." if len(partial) > 6 else "")))
+    return issues
+
+
+def EVID_2(ctx: GradeContext) -> list[Issue]:
+    bad = [entry.get("name") for entry in ctx.evidence.entries
+           if isinstance(entry.get("content"), str) and ctx.evidence.state(entry.get("name"))[0] == "corrupt"]
+    return [Issue("EVID-2", UNVERIFIED, f"content does not match its sha256 or encoding: {', '.join(map(str, bad))}")] if bad else []
+
+
+def EVID_3(ctx: GradeContext) -> list[Issue]:
+    issues, total = [], 0
+    entries = ctx.evidence.entries
+    if len(entries) > MAX_FILES:
+        issues.append(Issue("EVID-3", INVALID, f"{len(entries)} evidence files exceed the cap of {MAX_FILES}"))
+    for entry in entries:
+        data = ctx.evidence.bytes(entry.get("name"))
+        size = len(data) if data is not None else 0
+        total += size
+        if size > MAX_FILE_BYTES:
+            issues.append(Issue("EVID-3", INVALID, f"{entry.get('name')} is {size} bytes, over the 10 MiB cap"))
+    if total > MAX_TOTAL_BYTES:
+        issues.append(Issue("EVID-3", INVALID, f"evidence totals {total} bytes, over the 40 MiB cap"))
+    return issues
+
+
+def EVID_4(ctx: GradeContext) -> list[Issue]:
+    if ctx.result.get("status") != "succeeded":
+        return []
+    kinds = {entry.get("kind") for entry in ctx.evidence.entries}
+    required = list(REQUIRED_KINDS)
+    if ctx.gate_applicable("generation_audit") is True:
+        required.append("generated_tasks")
+    missing = [kind for kind in required if kind not in kinds]
+    return [Issue("EVID-4", UNVERIFIED, f"a finished run retains no evidence of kind {', '.join(missing)}")] if missing else []
+
+
+def EVID_5(ctx: GradeContext) -> list[Issue]:
+    per_arm = as_dict(as_dict(ctx.result.get("evidence")).get("per_arm_metrics"))
+    missing = [arm for arm in as_list(ctx.result.get("completed_arms")) if arm not in per_arm]
+    return [Issue("EVID-5", UNVERIFIED, f"evidence.per_arm_metrics lacks {', '.join(map(str, missing))}")] if missing else []
+
+
+def EVID_6(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    for checkpoint in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints")):
+        uri = as_dict(checkpoint).get("uri")
+        if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
+            issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(uri)} is not a tinker:// reference without a query"))
+    return issues
+
+
+def EVID_7(ctx: GradeContext) -> list[Issue]:
+    dup = sorted(set(ctx.evidence.duplicates))
+    return [Issue("EVID-7", INVALID, f"evidence names reused for other content: {', '.join(dup)}")] if dup else []
+
+
+def EVID_8(ctx: GradeContext) -> list[Issue]:
+    """Run directory only: events, tables and evidence/ agree with RESULT."""
+    if ctx.run_dir is None:
+        return []
+    issues = []
+    events = ctx.events or []
+    if not events:
+        return [Issue("EVID-8", UNVERIFIED, "events.jsonl is missing or empty, so the record's history cannot be checked")]
+    if events[0].get("event") != "run_created":
+        issues.append(Issue("EVID-8", INVALID, "events.jsonl does not start with run_created"))
+    logged = {e.get("name"): e.get("sha256") for e in events if e.get("event") == "evidence_added"}
+    for entry in ctx.evidence.entries:
+        name = entry.get("name")
+        if name not in logged:
+            issues.append(Issue("EVID-8", INVALID, f"{name} is in RESULT.evidence but no evidence_added event logs it"))
+        elif logged[name] != entry.get("sha256"):
+            issues.append(Issue("EVID-8", INVALID, f"{name}: RESULT's sha256 differs from the one events.jsonl logged"))
+        path = ctx.run_dir / "evidence" / str(name)
+        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
+            issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk does not hash to RESULT's sha256"))
+        data = ctx.evidence.bytes(name)
+        if path.is_file() and data is not None and path.read_bytes() != data:
+            issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk differs from its inline content"))
+    gates = {}
+    for event in events:
+        if event.get("event") == "gate":
+            gates[event.get("gate")] = event.get("status")
+    table = ctx.run_dir / "tables" / "gates.parquet"
+    if table.is_file():
+        try:
+            import pandas as pd
+
+            rows = pd.read_parquet(table).to_dict("records")
+        except (OSError, ValueError, ImportError):
+            rows = None
+            issues.append(Issue("EVID-8", INVALID, "tables/gates.parquet cannot be read"))
+        table_gates = {row.get("gate"): row.get("status") for row in rows or []}
+        for gate, status in table_gates.items():
+            if gates.get(gate) != status:
+                issues.append(Issue("EVID-8", INVALID, f"tables/gates.parquet says gate {gate} {status}, events.jsonl "
+                                                       f"says {gates.get(gate)}"))
+    if ctx.finished and ctx.result.get("verdict") is not None and gates.get("decision") not in ("passed", None) \
+            and ctx.gate_applicable("decision") is True:
+        issues.append(Issue("EVID-8", INVALID, "RESULT has a verdict but the decision gate did not pass in events.jsonl"))
+    return issues
+
+
+def SEC_1(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    texts = {"result.json": json.dumps(ctx.result)}
+    for entry in ctx.evidence.entries:
+        data = ctx.evidence.bytes(entry.get("name"))
+        if data is not None:
+            texts[f"evidence {entry.get('name')}"] = data.decode("utf-8", errors="replace")
+    if ctx.run_dir is not None:
+        for path in sorted(ctx.run_dir.rglob("*")):
+            if path.is_file() and path.name != "result.json" and path.stat().st_size <= 64 * 1024 * 1024:
+                text = path.read_bytes().decode("utf-8", errors="replace")
+                if path.suffix == ".parquet":
+                    try:
+                        import pandas as pd
+
+                        text += pd.read_parquet(path).to_json(orient="records")
+                    except (OSError, ValueError, ImportError):
+                        pass
+                texts[str(path.relative_to(ctx.run_dir))] = text
+    for where, text in texts.items():
+        found = find_secrets(text)
+        if found:
+            issues.append(Issue("SEC-1", INVALID, f"{where} contains {', '.join(sorted(set(found)))}"))
+    return issues
+
+
+CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8,
+          EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, SEC_1]
+
+
+def general_issues(ctx: GradeContext) -> list[Issue]:
+    issues: list[Issue] = []
+    for check in CHECKS:
+        issues.extend(check(ctx))
+    return issues
+

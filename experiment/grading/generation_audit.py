@@ -1,0 +1,171 @@
+"""Generation-audit category (GA-*): applicability, then every number re-derived from the inline
+candidates and evaluation files with the project's audit helpers (experiment.generation_audit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiment.contract.result_models import GenerationAudit
+from experiment.grading.common import (
+    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    model_issues, run_checks, short,
+)
+
+NAME = "generation_audit"
+SUPPORTED = ("numeric_exact", "categorical_exact")
+
+
+def _audit():  # the helpers load the tinker SDK; imported only when an audit is graded
+    from experiment import generation_audit
+
+    return generation_audit
+
+
+def applicability(spec: dict[str, Any] | None) -> tuple[Any, str]:
+    """GA-1: True / False / None (unknown) and why."""
+    if spec is None:
+        return None, "no spec"
+    section = as_dict(spec.get("generation_audit"))
+    features = spec.get("experiment_features")
+    generated = as_dict(features).get("generated_training_data")
+    if generated is True or section.get("required") is True:
+        return True, ("experiment_features.generated_training_data is true" if generated is True
+                      else "generation_audit.required is true")
+    if generated is None:
+        return None, "experiment_features.generated_training_data is missing: applicability unknown"
+    return False, "generation_audit opts out and no feature it covers is true"
+
+
+def _record(ctx: GradeContext) -> dict[str, Any]:
+    return as_dict(ctx.result.get("generation_audit"))
+
+
+def _tasks(ctx: GradeContext) -> list[dict[str, Any]] | None:
+    return ctx.evidence.jsonl(_record(ctx).get("dataset_file"))
+
+
+def _evaluation(ctx: GradeContext) -> list[dict[str, Any]] | None:
+    return ctx.evidence.jsonl(_record(ctx).get("evaluation_file"))
+
+
+def GA_2(ctx: GradeContext) -> list[Issue]:
+    if not _record(ctx):
+        return [Issue("GA-2", UNKNOWN, "RESULT has no generation_audit record")]
+    return model_issues(GenerationAudit, _record(ctx), "GA-2", INVALID, "generation_audit")
+
+
+def GA_3(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    for key in ("dataset_file", "evaluation_file", "audit_file"):
+        ref = _record(ctx).get(key)
+        if not ctx.evidence.usable(ref):
+            issues.append(Issue("GA-3", UNVERIFIED, f"{key}: {ctx.evidence.why(ref)}"))
+        elif key != "audit_file" and as_dict(ctx.evidence.by_name.get(str(ref).split("#")[0])).get("kind") != "generated_tasks":
+            issues.append(Issue("GA-3", UNVERIFIED, f"{key} {ref} is not retained as kind generated_tasks"))
+    tasks = _tasks(ctx)
+    if tasks is not None:
+        ids = [str(t.get("item_id")) for t in tasks]
+        if len(set(ids)) != len(ids):
+            issues.append(Issue("GA-3", INVALID, "candidate item_ids are not unique"))
+    return issues
+
+
+def GA_4(ctx: GradeContext) -> list[Issue]:
+    tasks = _tasks(ctx)
+    if tasks is None:
+        return []
+    counts = _audit().counts_of(tasks)
+    if _record(ctx).get("counts") != counts:
+        return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
+    return []
+
+
+def GA_5(ctx: GradeContext) -> list[Issue]:
+    tasks, seed = _tasks(ctx), _record(ctx).get("sample_seed")
+    if tasks is None or isinstance(seed, bool) or not isinstance(seed, int):
+        return []
+    audit = _audit()
+    spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
+    size = audit.sample_size(audit.counts_of(tasks)["accepted"], spec_audit)
+    expected = [str(t["item_id"]) for t in audit.select_sample(tasks, size, seed)]
+    sampled = [str(as_dict(s).get("item_id")) for s in as_list(_record(ctx).get("samples"))]
+    if sampled != expected:
+        return [Issue("GA-5", INVALID, f"the {len(sampled)} sampled ids are not the {len(expected)} selected by "
+                                       "sha256(json.dumps([seed, item_id]))")]
+    return []
+
+
+def GA_6(ctx: GradeContext) -> list[Issue]:
+    for sample in as_list(_record(ctx).get("samples")):
+        sample = as_dict(sample)
+        if (sample.get("method") != "independent_resolve" or sample.get("blind_to_label") is not True
+                or not sample.get("resolver_id") or not isinstance(sample.get("reasoning"), str)
+                or "independent_answer" not in sample):
+            return [Issue("GA-6", UNVERIFIED, f"sample {short(sample.get('item_id'))} is not a blind independent "
+                                              "re-solve with resolver_id, reasoning and independent_answer")]
+    return []
+
+
+def GA_7(ctx: GradeContext) -> list[Issue]:
+    strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
+    if strategy not in SUPPORTED:
+        return [Issue("GA-7", UNVERIFIED, f"answer_comparison {short(strategy)} is missing or unsupported")]
+    return []
+
+
+def GA_8(ctx: GradeContext) -> list[Issue]:
+    tasks, evaluation = _tasks(ctx), _evaluation(ctx)
+    record, issues = _record(ctx), []
+    strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
+    audit = _audit()
+    if tasks is not None and strategy in SUPPORTED:
+        labels = {str(t.get("item_id")): t.get("answer") for t in tasks}
+        errors = sum(not audit.answer_agreement(labels.get(str(as_dict(s).get("item_id"))),
+                                                as_dict(s).get("independent_answer"), strategy)
+                     for s in as_list(record.get("samples")))
+        if record.get("label_error_count") != errors:
+            issues.append(Issue("GA-8", INVALID, f"label_error_count {short(record.get('label_error_count'))} but the "
+                                                 f"samples give {errors}"))
+    if tasks is not None and evaluation is not None:
+        try:
+            overlaps = len(audit.evaluation_overlap(tasks, evaluation))
+        except (KeyError, TypeError):
+            return issues + [Issue("GA-8", INVALID, "the evaluation file rows lack item_id or prompt")]
+        if record.get("overlap_count") != overlaps:
+            issues.append(Issue("GA-8", INVALID, f"overlap_count {short(record.get('overlap_count'))} but the evaluation "
+                                                 f"set gives {overlaps}"))
+    return issues
+
+
+def GA_9(ctx: GradeContext) -> list[Issue]:
+    record = _record(ctx)
+    spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
+    issues = []
+    for count_key, limit_key in (("label_error_count", "max_label_errors"), ("overlap_count", "max_eval_overlaps")):
+        count, limit = record.get(count_key), spec_audit.get(limit_key, 0)
+        if isinstance(count, int) and isinstance(limit, int) and count > limit:
+            issues.append(Issue("GA-9", INVALID, f"{count_key} {count} exceeds {limit_key} {limit}: the audit failed "
+                                                 "and blocks a definitive verdict"))
+    if ctx.events is not None:
+        order = [(e.get("event"), e.get("gate"), e.get("status")) for e in ctx.events]
+        passed = next((i for i, e in enumerate(order) if e == ("gate", "generation_audit", "passed")), None)
+        first_step = next((i for i, e in enumerate(ctx.events) if e.get("event") == "training_step"), None)
+        if first_step is not None and (passed is None or first_step < passed):
+            issues.append(Issue("GA-9", INVALID, "an optimizer update ran before the generation audit passed"))
+    return issues
+
+
+CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_7, GA_8, GA_9]
+
+
+def grade(ctx: GradeContext) -> CategoryGrade:
+    applicable, why = applicability(ctx.spec)
+    if applicable is False:
+        if _record(ctx):
+            return run_checks(NAME, CHECKS, ctx)  # an audit that was run anyway is still graded
+        return CategoryGrade(NAME, NOT_APPLICABLE, notes=[why])
+    if applicable is None:
+        return CategoryGrade(NAME, UNKNOWN, [Issue("GA-1", UNKNOWN, why)])
+    if not _record(ctx):
+        return CategoryGrade(NAME, UNKNOWN, GA_2(ctx))
+    return run_checks(NAME, CHECKS, ctx)

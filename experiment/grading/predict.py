@@ -1,0 +1,90 @@
+"""Predict each category's grade before spending (`python -m flows.run SPEC --plan`).
+
+`predict_grades(plan, exposure)` says, from the execution plan and what the service exposes, which
+status the exchange will give each category and why. Exposures:
+- `embedded`: the embedded backend reports the adapter hash and the optimizer family and config in
+  `get_info`, so restoration can be verified;
+- `production`: the production service reports only the optimizer family in `get_info`
+  (`{"type": family}`) and no adapter hash (`save_weights_external` is absent), so initialization
+  is proven with the immutable full-initialization checkpoint and the optimizer config stays
+  unverified (REST-6).
+Imports nothing heavy: it runs where `--plan` runs, without a service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXPOSURES = ("embedded", "production")
+
+
+def _entry(grade: str, reason: str) -> dict[str, str]:
+    return {"grade": grade, "reason": reason}
+
+
+def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str, str]]:
+    if exposure not in EXPOSURES:
+        raise ValueError(f"exposure must be one of {', '.join(EXPOSURES)}, got {exposure!r}")
+    supplied = set((plan.spec_revision or {}).get("supplied") or [])
+    grades: dict[str, dict[str, str]] = {}
+
+    grades["evaluator"] = _entry("verified", "the evaluator is frozen with explicit item ids before the first score "
+                                             "and its predictions are retained inline")
+    if plan.decision is None:
+        grades["decision"] = _entry("not_applicable", "the spec has no decision_rule")
+    elif "decision_rule" in supplied or "verdict_rule" in supplied:
+        grades["decision"] = _entry("not_applicable", "the exchange's spec has no decision_rule (only the recorded "
+                                                      f"revision does): no decision object; the project recomputes "
+                                                      f"{plan.decision['method']} from loss_eval and metrics")
+    elif plan.gate("correctness_preflight").details.get("revisions_unresolved") and "correctness_pins" not in supplied:
+        grades["decision"] = _entry("unknown", "the run stops before the full run while the correctness revisions are "
+                                               "UNRESOLVED, so no decision is measured")
+    else:
+        grades["decision"] = _entry("verified", f"{plan.decision['method']} is recomputed from the retained "
+                                                "observations")
+
+    restoration = plan.gate("restoration_preflight")
+    if restoration.applicable is False:
+        grades["restoration"] = _entry("not_applicable", restoration.reason)
+    elif restoration.applicable is not True:
+        grades["restoration"] = _entry("unknown", restoration.reason)
+    elif exposure == "production":
+        grades["restoration"] = _entry(
+            "unverified", "unverified on this service, which does not expose the optimizer config (get_info reports "
+                          "only the optimizer family) and returns no adapter hash; initialization is proven by the "
+                          "immutable full-initialization checkpoint")
+    else:
+        grades["restoration"] = _entry("verified", "the embedded backend reports the adapter hash and the optimizer "
+                                                   "family and config after creation and every restore")
+
+    correctness = plan.gate("correctness_preflight")
+    unresolved = bool(correctness.details.get("revisions_unresolved"))
+    if correctness.applicable is False:
+        grades["correctness"] = _entry("not_applicable", correctness.reason)
+    elif correctness.applicable is not True:
+        grades["correctness"] = _entry("unknown", correctness.reason)
+    elif "correctness_preflight" in supplied or ("correctness_pins" in supplied and unresolved):
+        grades["correctness"] = _entry(
+            "unverified", "the correctness plan (revisions, tolerances) comes from the recorded spec revision: the "
+                          "project grades it verified against the revision, but the exchange will grade correctness "
+                          "unverified until its own spec carries the pins")
+    elif unresolved:
+        grades["correctness"] = _entry("unverified", "the spec's correctness revisions are UNRESOLVED: the run stops "
+                                                     "before any full run and requests a spec revision")
+    elif not correctness.details.get("paths"):
+        grades["correctness"] = _entry("unverified", "a custom or forked path with no accepted correctness plan in the "
+                                                     "spec: reported required/unverified with a spec revision requested")
+    else:
+        grades["correctness"] = _entry("verified", "every check of the spec's plan is measured against its tolerances")
+
+    grades["feasibility"] = _entry("verified", "a measured pilot with config and effective_config recorded "
+                                               "identically and the pilot's size in measurements")
+    audit = plan.gate("generation_audit")
+    if audit.applicable is False:
+        grades["generation_audit"] = _entry("not_applicable", audit.reason)
+    elif audit.applicable is not True:
+        grades["generation_audit"] = _entry("unknown", audit.reason)
+    else:
+        grades["generation_audit"] = _entry("verified", "candidates and the evaluation set are retained inline and "
+                                                        "the audit passes before any optimizer update")
+    return grades

@@ -1,0 +1,251 @@
+"""Restoration category (REST-*): initialization provenance and optimizer checks.
+
+Graded from `RESULT.initialization_provenance` and the evidence files its `evidence_ref`s name.
+Requested optimizers come from the spec (`restoration_preflight.groups[].arms`, else the planned
+arms), normalised like the run normalises them (`adam` is `adamw`, `lr` is `learning_rate`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiment.contract.result_models import ArmProvenance
+from experiment.restoration import CONFIG_ALIASES, optimizer_family
+from experiment.grading.common import (
+    HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    model_issues, run_checks, short,
+)
+
+NAME = "restoration"
+# Keys of a group's optimizer_config that describe the model; the seed is proven by the shared
+# initialization (equal adapter hashes), never by an optimizer response (project reading).
+NOT_OPTIMIZER_KEYS = ("seed",)
+
+
+def _family(name: Any) -> str:
+    """The spec's optimizer name as a server reports it (`adam` is `adamw`; REST-5)."""
+    return optimizer_family(str(name)) if name else ""
+
+
+def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
+    """arm -> {family, config keys} the spec requests, for every arm of a restoration group."""
+    section = as_dict((ctx.spec or {}).get("restoration_preflight"))
+    wanted: dict[str, dict[str, Any]] = {}
+    for group in as_list(section.get("groups")):
+        for arm in as_list(as_dict(group).get("arms")):
+            arm = as_dict(arm)
+            config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(arm.get("optimizer_config")).items()}
+            wanted[str(arm.get("name"))] = {"family": _family(arm.get("optimizer")), **config}
+    if not wanted and ctx.plan is not None:
+        for arm in ctx.plan.trained_arms:
+            optimizer = as_dict(arm.optimizer)
+            config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(optimizer.get("config")).items()}
+            wanted[arm.name] = {"family": _family(optimizer.get("family")), **config}
+    return wanted
+
+
+def _groups(ctx: GradeContext) -> list[list[str]]:
+    section = as_dict((ctx.spec or {}).get("restoration_preflight"))
+    groups = [[str(as_dict(a).get("name")) for a in as_list(as_dict(g).get("arms"))] for g in as_list(section.get("groups"))]
+    if not groups and ctx.plan is not None:
+        groups = [[arm.name for arm in ctx.plan.trained_arms]]
+    return [group for group in groups if group]
+
+
+def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
+            if isinstance(v, dict)}
+
+
+def REST_1(ctx: GradeContext) -> list[Issue]:
+    record = ctx.result.get("initialization_provenance")
+    if not isinstance(record, dict) or record.get("version") != 1:
+        return [Issue("REST-1", UNVERIFIED, "initialization_provenance is missing or not version 1")]
+    issues = []
+    arms = _arms(ctx)
+    expected = sorted({arm for group in _groups(ctx) for arm in group})
+    missing = [arm for arm in expected if arm not in arms]
+    if missing:
+        issues.append(Issue("REST-1", UNVERIFIED, f"missing arm evidence for {', '.join(missing)}"))
+    untrained = [a.name for a in (ctx.plan.arms if ctx.plan else []) if not a.trained and a.name in arms]
+    if untrained:
+        issues.append(Issue("REST-1", INVALID, f"frozen untrained arm(s) {', '.join(untrained)} are in a restoration group"))
+    for arm, entry in arms.items():
+        issues += model_issues(ArmProvenance, entry, "REST-1", UNVERIFIED, f"arm {arm}")
+    return issues
+
+
+def REST_2(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        init = as_dict(entry.get("initialization"))
+        adapter = init.get("source") in ("server_response", "local_hash") and isinstance(init.get("adapter_sha256"), str) \
+            and bool(HEX64.match(init["adapter_sha256"]))
+        checkpoint = (init.get("source") == "server_response" and bool(init.get("checkpoint_uri"))
+                      and init.get("checkpoint_immutable") is True and init.get("checkpoint_scope") == "full_initialization"
+                      and init.get("loaded_checkpoint_uri") == init.get("checkpoint_uri") and init.get("load_succeeded") is True)
+        if not init.get("base_checkpoint"):
+            issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization has no base_checkpoint"))
+        if not (adapter or checkpoint):
+            issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization is proven neither by a measured "
+                                                      "adapter_sha256 nor by a loaded immutable full-initialization checkpoint"))
+        if not init.get("evidence_ref") or init.get("before_first_update") is not True:
+            issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization needs evidence_ref and "
+                                                      "before_first_update true"))
+    return issues
+
+
+def REST_3(ctx: GradeContext) -> list[Issue]:
+    issues, arms = [], _arms(ctx)
+    for group in _groups(ctx):
+        present = [arm for arm in group if arm in arms]
+        adapters = {arm: as_dict(arms[arm].get("initialization")).get("adapter_sha256") for arm in present}
+        uris = {arm: as_dict(arms[arm].get("initialization")).get("loaded_checkpoint_uri")
+                or as_dict(arms[arm].get("initialization")).get("checkpoint_uri") for arm in present}
+        for what, values in (("adapter_sha256", adapters), ("checkpoint", uris)):
+            known = {v for v in values.values() if v}
+            if len(known) > 1:
+                issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arms load different initial {what}s"))
+        for a in present:
+            for b in present:
+                if a < b and (adapters[a] or uris[a]) and (adapters[b] or uris[b]) and not ((adapters[a] and adapters[a] == adapters[b]) or (uris[a] and uris[a] == uris[b])):
+                    issues.append(Issue("REST-3", INVALID, f"arms {a} and {b} share no initialization identity"))
+    return issues
+
+
+def REST_4(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        count = entry.get("restore_count")
+        checks = [as_dict(c) for c in as_list(entry.get("optimizer_checks"))]
+        covered = sorted(c.get("after_restore") for c in checks if isinstance(c.get("after_restore"), int))
+        if not isinstance(count, int) or covered != list(range(count + 1)):
+            issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: optimizer_checks cover after_restore {covered}, not "
+                                                      f"creation and each of {count!r} restores"))
+        if any(c.get("before_next_update") is not True for c in checks):
+            issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: an optimizer check is not before_next_update"))
+    return issues
+
+
+def REST_5(ctx: GradeContext) -> list[Issue]:
+    issues, wanted = [], _requested(ctx)
+    for arm, entry in _arms(ctx).items():
+        spec_wants = wanted.get(arm)
+        if spec_wants is None:
+            continue
+        for check in as_list(entry.get("optimizer_checks")):
+            requested = as_dict(as_dict(check).get("requested"))
+            wrong = [k for k, v in spec_wants.items() if k != "learning_rate" and k in requested and requested[k] != v]
+            if _family(requested.get("family")) != spec_wants["family"]:
+                wrong.insert(0, "family")
+            if wrong:
+                issues.append(Issue("REST-5", INVALID, f"arm {arm}: requested {', '.join(wrong)} differ from the spec's"))
+                break
+    return issues
+
+
+def REST_6(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        for check in as_list(entry.get("optimizer_checks")):
+            check = as_dict(check)
+            where = f"arm {arm}, after_restore {check.get('after_restore')}"
+            requested = as_dict(check.get("requested"))
+            if check.get("source") != "server_response" or check.get("actual_family") is None:
+                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
+                                                          "response"))
+                continue
+            if not check.get("evidence_ref"):
+                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
+            if _family(check.get("actual_family")) != _family(requested.get("family")):
+                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
+                                                       f"requested {requested.get('family')!r}"))
+                continue
+            actual = as_dict(check.get("actual_config"))
+            keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
+            hidden = [k for k in keys if k not in actual]
+            differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
+            if differ:
+                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
+            if hidden:
+                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
+                                                          f"{', '.join(hidden)}, so the optimizer config stays unverified"))
+    return issues
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return a == b
+
+
+def REST_7(ctx: GradeContext) -> list[Issue]:
+    issues, arms = [], _arms(ctx)
+    fixed_batch = as_dict((ctx.spec or {}).get("restoration_preflight")).get("fixed_batch_required") is True
+    for arm, entry in arms.items():
+        output = as_dict(entry.get("initial_output"))
+        if output.get("available") is True:
+            ok = all(isinstance(output.get(k), str) and HEX64.match(output[k]) for k in ("batch_sha256", "output_sha256"))
+            if not ok or not output.get("evidence_ref") or output.get("before_first_update") is not True:
+                issues.append(Issue("REST-7", UNVERIFIED, f"arm {arm}: initial_output needs batch_sha256, output_sha256, "
+                                                          "evidence_ref and before_first_update true"))
+        elif fixed_batch or not output.get("reason"):
+            issues.append(Issue("REST-7", UNVERIFIED, f"arm {arm}: initial output not captured"
+                                                      + (" although the spec requires a fixed batch" if fixed_batch else "")))
+    for group in _groups(ctx):
+        for key in ("batch_sha256", "output_sha256"):
+            values = {as_dict(arms[a].get("initial_output")).get(key) for a in group if a in arms} - {None}
+            if len(values) > 1:
+                issues.append(Issue("REST-7", INVALID, f"group {'/'.join(group)}: initial outputs differ ({key})"))
+    return issues
+
+
+def REST_8(ctx: GradeContext) -> list[Issue]:
+    refs: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key == "evidence_ref" and isinstance(inner, str):
+                    refs.add(inner)
+                else:
+                    collect(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                collect(inner)
+
+    collect(_arms(ctx))
+    return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}")
+            for ref in sorted(refs) if not ctx.evidence.usable(ref)]
+
+
+def REST_9(ctx: GradeContext) -> list[Issue]:
+    groups = _groups(ctx)
+    lone = [g for g in groups if len(g) == 1]
+    if not lone:
+        return []
+    features = as_dict((ctx.spec or {}).get("experiment_features"))
+    arms = _arms(ctx)
+    issues = []
+    for (arm,) in lone:
+        restored = as_dict(arms.get(arm)).get("restore_count")
+        if not (features.get("checkpoint_restore") is True and features.get("paired_training_arms") is False
+                and isinstance(restored, int) and restored >= 1):
+            issues.append(Issue("REST-9", UNVERIFIED, f"arm {arm} forms a group alone without checkpoint_restore, "
+                                                      "unpaired arms and an actual restore"))
+    return issues
+
+
+CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_5, REST_6, REST_7, REST_8, REST_9]
+
+
+def grade(ctx: GradeContext) -> CategoryGrade:
+    applicable = ctx.gate_applicable("restoration_preflight")
+    if ctx.spec is None:
+        return CategoryGrade(NAME, UNKNOWN, [Issue("REST-1", UNKNOWN, "no spec to grade restoration against")])
+    if applicable is False:
+        return CategoryGrade(NAME, NOT_APPLICABLE, notes=[ctx.gate_reason("restoration_preflight")])
+    if ctx.result.get("initialization_provenance") is None and not ctx.trained:
+        return CategoryGrade(NAME, UNKNOWN, [Issue("REST-1", UNKNOWN, "no initialization provenance (the run stopped "
+                                                                     "before the restoration preflight)")])
+    return run_checks(NAME, CHECKS, ctx)

@@ -1,0 +1,1 @@
+"""Supervised fine-tuning (the TriMuon spec): pieces in the target layout."""

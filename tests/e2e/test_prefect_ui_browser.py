@@ -1,0 +1,150 @@
+"""The Prefect UI as a person sees it: the local GS1 spec runs against a real Prefect server, then its
+flow-run page is opened in headless Chromium.
+
+Checked over the REST API: every artifact of the run is attached to the flow run (progress for each
+arm's training and evaluation from their own task runs), keys are per run, nothing holds a file://
+address, the evidence index is one artifact; the gate tasks form one chain (each waits on the
+previous gate) and each arm's training and evaluation is its own task run under its gate.
+Checked in the browser: the pictures of the summary load (natural size > 0) and the progress
+artifacts are listed on the run's Artifacts tab. Prints the counts and load times it saw.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.artifacts import keyed
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a full local run on a loaded 2-core machine
+LOCAL_GS1 = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed
+ARMS = ("grpo_gs8", "gs1_kernel")
+
+
+def load_browser():
+    spec = importlib.util.spec_from_file_location("ui_browser", Path(__file__).with_name("browser.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ui_run(prefect_server, tmp_path_factory):
+    runs_dir = tmp_path_factory.mktemp("ui-runs")
+    env = {**prefect_server.env, "PYTHONPATH": str(REPO_ROOT)}
+    for name in ("TINKER_BASE_URL", "TINKER_API_KEY"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--rehearse", "--runs-dir", str(runs_dir)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (flow_run,) = [run for run in prefect_server.api("POST", "/flow_runs/filter", json={"limit": 200})
+                   if run["parameters"].get("runs_dir") == str(runs_dir)]
+    (run_dir,) = [path for path in runs_dir.iterdir() if path.is_dir() and not path.name.startswith(".")]
+    return {"flow_run": flow_run, "run_dir": run_dir, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def artifacts_of(server, flow_run_id: str) -> list[dict]:
+    return server.api("POST", "/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
+
+
+def test_the_console_ends_with_the_verdict(ui_run):
+    result = json.loads((ui_run["run_dir"] / "result.json").read_text())
+    lines = ui_run["stdout"].strip().splitlines()
+    assert lines[0] == f"verdict: {result['verdict']} ({result['confidence']} confidence)"
+    assert any(line.startswith("effect primary: gs1_kernel \u2212 grpo_gs8 = ") and "margin" in line for line in lines)
+    assert any(line == f"RESULT in {ui_run['run_dir'] / 'result.json'}" for line in lines)
+    for step in range(1, 13):  # a console line per arm step
+        assert f"training-gs1-kernel: {step}/12 " in ui_run["stderr"]
+    assert "evaluation-grpo-gs8: 500/500 (100%)" in ui_run["stderr"]
+
+
+def test_every_artifact_is_on_the_run_once_and_without_file_urls(prefect_server, ui_run):
+    flow_run_id = ui_run["flow_run"]["id"]
+    run_id = ui_run["run_dir"].name
+    artifacts = artifacts_of(prefect_server, flow_run_id)
+    keys = [artifact["key"] for artifact in artifacts]
+    print(f"{len(artifacts)} artifacts on the flow run: {sorted(keys)}")
+    assert len(keys) == len(set(keys))
+    assert all(key and key.endswith(keyed("", run_id)) for key in keys)
+    progress = {artifact["key"]: artifact for artifact in artifacts if artifact["type"] == "progress"}
+    expected = {keyed(f"training-{arm}", run_id) for arm in ARMS}
+    expected |= {keyed(f"evaluation-{label}", run_id) for label in ("base", *ARMS)}
+    assert set(progress) == expected
+    assert all(artifact["data"] == 100 and artifact["task_run_id"] for artifact in progress.values())
+    assert {keyed(what, run_id) for what in ("summary", "gates", "arms", "evidence")} <= set(keys)
+    assert not any("file://" in json.dumps(artifact["data"]) for artifact in artifacts)
+    summary = next(a for a in artifacts if a["key"] == keyed("summary", run_id))["data"]
+    assert summary.count("](data:image/png;base64,") == 3
+    everything = prefect_server.api("POST", "/artifacts/filter", json={"limit": 200})
+    stray = [a["key"] for a in everything if (a["key"] or "").endswith(keyed("", run_id)) and a["flow_run_id"] != flow_run_id]
+    assert not stray, f"artifacts of this run outside its flow run: {stray}"
+
+
+def test_the_graph_is_a_gate_chain_with_per_arm_task_runs(prefect_server, ui_run):
+    flow_run_id = ui_run["flow_run"]["id"]
+    task_runs = prefect_server.api("POST", "/task_runs/filter",
+                                   json={"flow_runs": {"id": {"any_": [flow_run_id]}}, "limit": 200})
+    by_id = {run["id"]: run for run in task_runs}
+    gates = sorted((run for run in task_runs if not run["task_key"].startswith(("arm_work", "publish_records"))),
+                   key=lambda run: run["start_time"])
+    arm_runs = {run["name"]: run for run in task_runs if run["task_key"].startswith("arm_work")}
+    print(f"{len(task_runs)} task runs: {len(gates)} gates, per-arm {sorted(arm_runs)}")
+    for earlier, later in zip(gates, gates[1:]):
+        waited = {entry["id"] for entry in later["task_inputs"].get("wait_for", [])}
+        assert earlier["id"] in waited, f"{later['name']} does not wait on {earlier['name']}"
+    assert set(arm_runs) == {f"train-{arm}" for arm in ARMS} | {f"evaluate-{label}" for label in ("base", *ARMS)}
+    for name, run in arm_runs.items():
+        (parent,) = [entry["id"] for entry in run["task_inputs"]["__parents__"]]
+        assert by_id[parent]["name"].startswith("arm-training" if name.startswith("train") else "evaluation")
+        assert run["state_type"] == "COMPLETED"
+    train = [arm_runs[f"train-{arm}"] for arm in ARMS]
+    assert max(r["start_time"] for r in train) < min(r["end_time"] for r in train)  # side by side
+
+
+CLICK_TAB = ("(() => { const tab = [...document.querySelectorAll('button, a, [role=tab], li')]"
+             ".find(e => e.innerText && e.innerText.trim() === 'Artifacts'); if (tab) tab.click(); return !!tab })()")
+PNG_IMAGES = "[...document.images].filter(i => i.src.startsWith('data:image/png'))"
+
+
+def test_the_flow_run_page_shows_pictures_and_progress(prefect_server, ui_run, tmp_path):
+    """The run's Artifacts tab lists the summary alone and first, then the records and the progress of every arm; the summary's
+    page shows its pictures (loaded from data URIs, natural size > 0)."""
+    browser_module = load_browser()
+    flow_run_id = ui_run["flow_run"]["id"]
+    run_id = ui_run["run_dir"].name
+    summary = next(a for a in artifacts_of(prefect_server, flow_run_id) if a["key"] == keyed("summary", run_id))
+    screenshot_dir = Path(os.environ.get("RX_UI_SCREENSHOT_DIR") or tmp_path)
+    with browser_module.Browser() as browser:
+        page_s = browser.open(f"{prefect_server.url}/runs/flow-run/{flow_run_id}")
+        browser.wait_for(CLICK_TAB, timeout=60)
+        cards_s = browser.wait_for(f"document.body.innerText.includes({json.dumps(keyed('evaluation-base', run_id))})",
+                                   timeout=60)
+        text = browser.evaluate("document.body.innerText")
+        browser.screenshot(screenshot_dir / "flow-run-artifacts.png")
+        summary_s = browser.open(f"{prefect_server.url}/artifacts/artifact/{summary['id']}")
+        pictures_s = browser.wait_for(
+            f"{PNG_IMAGES}.length >= 3 && {PNG_IMAGES}.every(i => i.complete && i.naturalWidth > 0)", timeout=90)
+        sizes = browser.evaluate(f"{PNG_IMAGES}.map(i => [i.naturalWidth, i.naturalHeight])")
+        summary_text = browser.evaluate("document.body.innerText")
+        browser.screenshot(screenshot_dir / "summary-artifact.png")
+    print(f"flow-run page {page_s:.1f} s + artifact cards {cards_s:.1f} s; summary page {summary_s:.1f} s + "
+          f"{len(sizes)} pictures loaded in {pictures_s:.1f} s {sizes}; screenshots in {screenshot_dir}")
+    assert all(width > 0 and height > 0 for width, height in sizes)
+    lines = [line.strip() for line in text.splitlines()]
+    flow_start = lines.index("Flow run")  # the tab's two sections; the header's "15 Task runs" is another line
+    task_start = lines.index("Task runs", flow_start)
+    flow_section, task_section = lines[flow_start:task_start], lines[task_start:]
+    assert [line for line in flow_section if line.endswith(keyed("", run_id))] == [keyed("summary", run_id)]
+    for key in [keyed(f"training-{arm}", run_id) for arm in ARMS] + [keyed(f"evaluation-{arm}", run_id) for arm in ARMS]:
+        assert key in task_section
+    assert {keyed(what, run_id) for what in ("gates", "arms", "evidence")} <= set(task_section)
+    assert "file://" not in text and "file://" not in summary_text
+    assert "Verdict:" in summary_text and "margin" in summary_text

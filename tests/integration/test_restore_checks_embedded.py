@@ -1,0 +1,94 @@
+"""Restoration checks against a real embedded server, through the stock SDK over HTTP.
+
+- The create-save-restore check takes an optimizer step before saving, so the optimizer's
+  moments are part of what is restored and compared: a restore that loses them (weights only)
+  is caught. The weakened restore is shown failing first, then the real one passing.
+- The checkpoint-load proof (what the pipeline uses when a service exposes no adapter hash):
+  a fresh client loads the initialization checkpoint and the service's load response names it;
+  its initial output equals the adapter-proven client's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tinker import types
+
+from embedded_tinker.launch import start_server
+from experiment import restoration as r
+from experiment.clients import ClientSession, session_weights_info
+from experiment.plan import build_plan
+from experiment.service import ServiceTarget
+from experiment.spec import load_spec
+from experiment.store import RunStore
+
+MODEL = "embedded/tiny-random"
+REQUESTED = {"family": "adamw", "learning_rate": 1e-2}
+ADAM = types.AdamParams(learning_rate=1e-2)
+SPEC = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as running:
+        target = ServiceTarget("embedded", running.base_url)
+        target._server = running  # started here; ServiceTarget must not start another
+        session = ClientSession(target, "test")
+        yield session
+        session.close()
+
+
+def _batch() -> list[types.Datum]:
+    rng = np.random.default_rng(0)
+    datums = []
+    for _ in range(2):
+        tokens = rng.integers(1, 200, size=12).tolist()
+        datums.append(types.Datum(
+            model_input=types.ModelInput.from_ints(tokens[:-1]),
+            loss_fn_inputs={"target_tokens": types.TensorData.from_numpy(np.array(tokens[1:], dtype=np.int64)),
+                            "weights": types.TensorData.from_numpy(np.ones(11, dtype=np.float32))},
+        ))
+    return datums
+
+
+@pytest.fixture(scope="module")
+def init_uri(session):
+    client = session.lora_client(MODEL, 4, 0, REQUESTED)
+    return client.save_state("init-full-test").result().path
+
+
+def test_restore_that_loses_the_optimizer_moments_is_caught(session, init_uri, monkeypatch):
+    original = session.client_from_state
+
+    def weights_only(path, requested, with_optimizer=False):  # the weakened restore: moments dropped
+        return original(path, requested, with_optimizer=False)
+
+    monkeypatch.setattr(session, "client_from_state", weights_only)
+    check = r.restore_update_check(session, init_uri, REQUESTED, _batch(), ADAM, "weakened", 1e-6)
+    assert not check["passed"] and check["max_abs_difference"] > 1e-6
+
+
+def test_restore_with_optimizer_state_matches_the_uninterrupted_client(session, init_uri):
+    check = r.restore_update_check(session, init_uri, REQUESTED, _batch(), ADAM, "real", 1e-6)
+    assert check["steps_before_save"] == 1
+    assert check["passed"], check
+    assert check["optimizer_check_after_restore"]["after_restore"] == 1
+    assert check["optimizer_check_after_restore"]["actual_family"] == "adamw"
+
+
+def test_checkpoint_load_proof_names_the_loaded_checkpoint(session, init_uri, tmp_path):
+    spec = load_spec(SPEC, rehearse=True)
+    store = RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+    info = session_weights_info(session, init_uri)
+    by_load, _ = r.restore_member(store, session, "a", MODEL, 4, 0, REQUESTED, init_uri, info, _batch(),
+                                  adapter_proof=False)
+    by_hash, _ = r.restore_member(store, session, "b", MODEL, 4, 0, REQUESTED, init_uri, info, _batch(),
+                                  adapter_proof=True)
+    init = by_load["initialization"]
+    assert init["loaded_checkpoint_uri"] == init_uri and init["load_succeeded"] is True
+    assert init["checkpoint_immutable"] is True and init["checkpoint_scope"] == "full_initialization"
+    assert by_hash["initialization"]["adapter_sha256"] == by_hash["initialization"]["checkpoint_adapter_sha256"]
+    assert by_load["initial_output"]["output_sha256"] == by_hash["initial_output"]["output_sha256"]
+    assert r.group_consistency({"a": by_load, "b": by_hash}) == []

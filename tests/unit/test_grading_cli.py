@@ -1,0 +1,89 @@
+"""python -m flows.validate (the grader CLI), the predicted grades of flows.run --plan, and the
+grade shown in the run summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiment.grading.predict import predict_grades
+from experiment.plan import build_plan
+from experiment.report import result_markdown
+from experiment.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CATEGORIES = ["evaluator", "decision", "restoration", "correctness", "feasibility", "generation_audit"]
+
+
+def cli(module: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
+    result, _ = graded_record("paired")
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    green = cli("flows.validate", str(path))
+    assert green.returncode == 0, green.stdout + green.stderr
+    lines = green.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if not line.startswith(" ")][:6] == CATEGORIES
+    as_json = json.loads(cli("flows.validate", str(path), "--json").stdout)
+    assert set(as_json) == {"categories", "problems"} and list(as_json["categories"]) == CATEGORIES
+    assert all(set(entry) >= {"status", "issues"} for entry in as_json["categories"].values())
+
+    result["feasibility"]["config"]["steps"] = 40
+    path.write_text(json.dumps(result))
+    red = cli("flows.validate", str(path))
+    assert red.returncode == 1
+    assert "feasibility: unknown" in red.stdout and "FEAS-2: re-projection required" in red.stdout
+
+
+def test_grading_against_a_given_spec(graded_record, tmp_path):
+    result, _ = graded_record("best_lr")
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    graded = cli("flows.validate", str(path), "--spec", "specs/trimuon_vs_dimuon_no_robots.json", "--json")
+    assert graded.returncode == 0, graded.stdout
+    notes = json.loads(graded.stdout)["categories"]["correctness"]["notes"]
+    assert any("unverified until that spec carries the pins" in note for note in notes)
+
+
+@pytest.mark.parametrize("content", [None, "{not json", "[1, 2]"])
+def test_unreadable_input_is_one_line_and_exit_2(tmp_path, content):
+    path = tmp_path / "result.json"
+    if content is not None:
+        path.write_text(content)
+    run = cli("flows.validate", str(path if content is not None else tmp_path / "nowhere"))
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+
+
+def test_plan_lists_predicted_grades_for_each_exposure():
+    plan = cli("flows.run", "specs/gs1_kernel_vs_grpo_gsm8k.json", "--plan", "--exposure", "production")
+    assert plan.returncode == 0, plan.stderr
+    predicted = json.loads(plan.stdout)["predicted_grades"]
+    assert list(predicted) == CATEGORIES
+    assert predicted["restoration"]["grade"] == "unverified"
+    assert "does not expose the optimizer config" in predicted["restoration"]["reason"]
+    assert predicted["correctness"]["grade"] == "unverified"  # the spec's revisions are UNRESOLVED
+    embedded = predict_grades(build_plan(load_spec(ROOT / "specs/selfgen_tasks_vs_gsm8k.json")), "embedded")
+    assert embedded["restoration"]["grade"] == "verified"
+    assert embedded["generation_audit"]["grade"] == "verified"
+    assert embedded["correctness"]["grade"] == "not_applicable"
+    trimuon = predict_grades(build_plan(load_spec(ROOT / "specs/trimuon_vs_dimuon_no_robots.json")), "embedded")
+    assert trimuon["decision"]["grade"] == "not_applicable"  # only the recorded revision has a decision_rule
+    assert "exchange will grade correctness unverified" in trimuon["correctness"]["reason"]
+
+
+def test_the_stored_grade_is_shown_in_the_run_summary(graded_record):
+    from experiment.grading import grade_record
+
+    result, _ = graded_record("paired")
+    result["grade"] = grade_record(result).record()
+    text = result_markdown(result, None)
+    assert "## Grade" in text and "| restoration | verified |" in text

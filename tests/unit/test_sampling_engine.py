@@ -1,0 +1,241 @@
+"""The sampling engine in-process (no server): same tokens as the plain decoder, per-request
+determinism whatever else runs, continuous batching, incremental stop strings."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model
+from embedded_tinker.sampling import (
+    BatchParams,
+    SampleJob,
+    SamplerWeights,
+    SamplingEngine,
+    SamplingError,
+    SamplingSpec,
+    _tokenizer,
+    choose_token,
+    choose_tokens,
+    generate,
+    tail_has_stop_string,
+)
+
+
+def spec(**overrides) -> SamplingSpec:
+    values = dict(
+        max_tokens=12, temperature=1.0, top_k=-1, top_p=1.0, seed=0, stop_token_ids=(), stop_strings=()
+    )
+    return SamplingSpec(**{**values, **overrides})
+
+
+MIXED_SPECS = [
+    dict(temperature=0.0),
+    dict(seed=5),
+    dict(seed=7, top_k=20),
+    dict(seed=9, top_p=0.8),
+    dict(seed=3, temperature=0.7, top_k=50, top_p=0.9),
+    dict(seed=11, stop_token_ids=(2,)),
+    dict(temperature=0.0, stop_token_ids=(2,), max_tokens=20),
+    dict(seed=2, max_tokens=3),
+    dict(seed=4, max_tokens=30, temperature=1.3),
+]
+
+
+def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int], list[float], str]]:
+    """The reference: each row decoded alone through the transformers forward with its KV cache,
+    one choose_token per step from torch.Generator(seed + i) (how the embedded sampler has always
+    drawn). Stop strings are not used here."""
+    from transformers import DynamicCache
+
+    base, spec_ = weights.base, job.spec
+    rows = []
+    for i in range(job.num_samples):
+        generator = torch.Generator().manual_seed(spec_.seed + i)
+        cache, tokens, logprobs, reason = DynamicCache(), [], [], "length"
+        with torch.inference_mode(), base.active(weights.adapter):
+            logits = base.hf_model(
+                input_ids=torch.tensor([job.prompt]), past_key_values=cache, use_cache=True
+            ).logits[0, -1]
+            for _ in range(spec_.max_tokens):
+                token = choose_token(logits, spec_, generator)
+                tokens.append(token)
+                logprobs.append(float(torch.log_softmax(logits, -1)[token]))
+                if token in spec_.stop_token_ids:
+                    reason = "stop"
+                    break
+                logits = base.hf_model(
+                    input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True
+                ).logits[0, -1]
+        rows.append((tokens, logprobs, reason))
+    return rows
+
+
+@pytest.fixture(scope="module", params=["base", "lora"])
+def weights(request):
+    base = load_base_model("embedded/tiny-arith")
+    if request.param == "base":
+        return SamplerWeights(base, None, "tiny-arith@base")
+    adapter = LoraAdapter(base, LoraConfig(rank=4, seed=1))
+    with torch.no_grad():
+        for index, tensor in enumerate(adapter.lora_B.values()):
+            tensor.copy_(torch.randn(tensor.shape, generator=torch.Generator().manual_seed(index)) * 0.05)
+    return SamplerWeights(base, adapter.frozen_copy(), "tiny-arith@lora")
+
+
+def prompts(count: int, seed: int = 0) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(3, 500, int(rng.integers(2, 30))).tolist() for _ in range(count)]
+
+
+def test_vectorised_choice_is_choose_token_row_by_row():
+    rng = torch.Generator().manual_seed(0)
+    logits = torch.randn(len(MIXED_SPECS) * 4, 64, generator=rng) * 3
+    specs = [spec(**MIXED_SPECS[r % len(MIXED_SPECS)]) for r in range(logits.shape[0])]
+    seeds = [100 + r for r in range(len(specs))]
+    expected = [
+        choose_token(row, s, torch.Generator().manual_seed(seed))
+        for row, s, seed in zip(logits, specs, seeds)
+    ]
+    noise = torch.stack(
+        [torch.empty(64).exponential_(generator=torch.Generator().manual_seed(s)) for s in seeds]
+    )
+    chosen = choose_tokens(logits, BatchParams.of(specs, 64), noise)
+    assert chosen.tolist() == expected
+
+
+def test_engine_tokens_are_the_plain_decoders(weights):
+    jobs = [SampleJob(weights, p, 2, spec(**s)) for p, s in zip(prompts(len(MIXED_SPECS)), MIXED_SPECS)]
+    results = generate(weights, jobs)
+    for job, result in zip(jobs, results, strict=True):
+        reference = plain_decode(weights, job)
+        for (tokens, logprobs, reason), (ref_tokens, ref_logprobs, ref_reason) in zip(
+            result.sequences, reference, strict=True
+        ):
+            assert (tokens, reason) == (ref_tokens, ref_reason)
+            assert logprobs == pytest.approx(ref_logprobs, abs=2e-5)
+
+
+def test_sampled_logprobs_are_the_models_forward(weights):
+    prompt = prompts(1, seed=3)[0]
+    tokens, logprobs, _ = generate(weights, [SampleJob(weights, prompt, 1, spec(seed=21, max_tokens=16))])[
+        0
+    ].sequences[0]
+    full = prompt + tokens
+    forward = weights.base.target_logprobs([full[:-1]], [full[1:]], weights.adapter)[0]
+    assert logprobs == pytest.approx(forward[len(prompt) - 1 :].tolist(), rel=1e-4, abs=1e-5)
+
+
+def test_a_seeded_request_gives_the_same_tokens_whatever_shares_its_batch(weights):
+    job_spec = spec(seed=1234, max_tokens=24, top_p=0.95)
+    prompt = prompts(1, seed=9)[0]
+    alone = generate(weights, [SampleJob(weights, prompt, 3, job_spec)])[0].sequences
+    others = [SampleJob(weights, p, 2, spec(**s)) for p, s in zip(prompts(6, seed=4), MIXED_SPECS)]
+    crowded = generate(weights, others[:3] + [SampleJob(weights, prompt, 3, job_spec)] + others[3:])[
+        3
+    ].sequences
+    assert [s[0] for s in crowded] == [s[0] for s in alone]
+    # the same request joining a batch that is already running (continuous batching)
+    engine = SamplingEngine()
+    try:
+        long_jobs = [
+            SampleJob(weights, p, 4, spec(seed=s, max_tokens=120, temperature=1.0))
+            for s, p in enumerate(prompts(2))
+        ]
+        for job in long_jobs:
+            engine.submit(job)
+        time.sleep(0.1)
+        joined = engine.submit(SampleJob(weights, prompt, 3, job_spec)).result(timeout=120).sequences
+        assert not all(job.future.done() for job in long_jobs)  # it joined while they ran
+        for job in long_jobs:
+            job.future.result(timeout=300)
+    finally:
+        engine.stop()
+    assert [s[0] for s in joined] == [s[0] for s in alone]
+
+
+def test_requests_join_and_leave_the_running_batch():
+    base = load_base_model("embedded/tiny-arith")
+    weights = SamplerWeights(base, None, "tiny-arith@base")
+    engine = SamplingEngine()
+    finished_order: list[str] = []
+    lock = threading.Lock()
+
+    def note(name):
+        def callback(_future):
+            with lock:
+                finished_order.append(name)
+
+        return callback
+
+    try:
+        long_job = SampleJob(weights, [5, 6, 7], 2, spec(max_tokens=200, seed=1))
+        engine.submit(long_job).add_done_callback(note("long"))
+        time.sleep(0.1)
+        short_job = SampleJob(weights, [9, 10], 1, spec(max_tokens=4, seed=2))
+        engine.submit(short_job).add_done_callback(note("short"))
+        assert len(short_job.future.result(timeout=120).sequences[0][0]) == 4
+        long_job.future.result(timeout=300)
+    finally:
+        engine.stop()
+    assert finished_order == ["short", "long"]
+
+
+def test_a_bad_request_fails_alone(weights):
+    too_long = SampleJob(weights, [5] * weights.base.max_context_length, 1, spec())
+    fine = SampleJob(weights, [5, 6, 7], 1, spec(max_tokens=3))
+    engine = SamplingEngine()
+    try:
+        engine.submit(too_long)
+        engine.submit(fine)
+        with pytest.raises(SamplingError, match="no room"):
+            too_long.future.result(timeout=60)
+        assert len(fine.future.result(timeout=60).sequences[0][0]) == 3
+    finally:
+        engine.stop()
+
+
+def test_stop_strings_found_in_the_tail_as_in_the_whole_text():
+    base = load_base_model("embedded/tiny-arith")
+    tokenizer = _tokenizer(base.tokenizer_dir)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(300):
+        tokens = rng.integers(0, base.config.vocab_size, 60).tolist()
+        text = tokenizer.decode(tokens)
+        start = int(rng.integers(0, max(1, len(text) - 6)))
+        stop = (text[start : start + int(rng.integers(1, 7))] or "x",)
+        if "\ufffd" in stop[0]:  # a piece of a split character: not a stop string anyone sends
+            continue
+        first_whole = next((n for n in range(1, 61) if stop[0] in tokenizer.decode(tokens[:n])), None)
+        first_tail = next(
+            (n for n in range(1, 61) if tail_has_stop_string(tokens[:n], stop, tokenizer)), None
+        )
+        assert first_tail == first_whole, (tokens, stop)
+        checked += first_whole is not None
+    assert checked > 100
+
+
+def test_stop_string_ends_the_row_with_the_completing_token():
+    base = load_base_model("embedded/tiny-arith")
+    weights = SamplerWeights(base, None, "tiny-arith@base")
+    prompt = [5, 6, 7, 8]
+    free = generate(weights, [SampleJob(weights, prompt, 1, spec(temperature=0.0, max_tokens=20))])[
+        0
+    ].sequences[0][0]
+    tokenizer = _tokenizer(base.tokenizer_dir)
+    stop_text = tokenizer.decode(free[5:7])
+    stopped = generate(
+        weights,
+        [SampleJob(weights, prompt, 1, spec(temperature=0.0, max_tokens=20, stop_strings=(stop_text,)))],
+    )[0].sequences[0]
+    whole = next(n for n in range(1, 21) if stop_text in tokenizer.decode(free[:n]))
+    assert stopped[0] == free[:whole] and stopped[2] == "stop"
