@@ -499,11 +499,12 @@ def parse_spec(raw: dict[str, Any]) -> Spec:
     return spec
 
 
-def load_spec(path: str | Path, rehearse: bool = False) -> Spec:
+def load_spec(path: str | Path, rehearse: bool = False, rehearsal_scale: str = "standard") -> Spec:
     """Read a spec file (+ companion plan file), validate it, and record where it came from.
 
     `rehearse=True` validates the spec as written first, then rewrites it to rehearsal scale
-    (experiment.contract.rehearsal) and validates the result; the source records every substitution."""
+    (experiment.contract.rehearsal, at `rehearsal_scale`) and validates the result; the source
+    records every substitution."""
     spec_path = Path(path)
     if spec_path.name.endswith(".plan.json"):
         spec = spec_path.with_name(spec_path.name.removesuffix(".plan.json") + ".json")
@@ -518,7 +519,7 @@ def load_spec(path: str | Path, rehearse: bool = False) -> Spec:
         from experiment.contract.rehearsal import rehearse_spec
 
         rehearsed, rehearsal = rehearse_spec(merged, stem=spec_path.name.removesuffix(".json"), spec_sha256=combined,
-                                              parsed=spec)
+                                              parsed=spec, scale=rehearsal_scale)
         spec = parse_spec(rehearsed)
         combined = canonical_sha256({"rehearsal_of": combined, "spec": rehearsed})
     spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision,

@@ -72,14 +72,14 @@ def _projected_seconds(store: RunStore) -> float | None:
 @flow(name="run-experiment")
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
-                   fresh: bool = False) -> State:
+                   fresh: bool = False, rehearsal_scale: str = "standard") -> State:
     """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run."""
     logger = get_run_logger()
     refusal = credentials_refusal(backend)  # e.g. a deployment run given --param backend=https://user:key@...
     if refusal:
         logger.error("%s", refusal)
         return Failed(name="CredentialsInParameter", message=refusal)
-    spec = load_spec(spec_path, rehearse=rehearse)
+    spec = load_spec(spec_path, rehearse=rehearse, rehearsal_scale=rehearsal_scale)
     plan = build_plan(spec)
     service = ServiceTarget.from_backend(with_credentials(backend), exposure=exposure)  # the parameter carries no credentials
     try:
@@ -203,7 +203,8 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy:
     started = chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
         spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started,
-                    "exposure": ctx.service.exposure, **({"rehearse": True} if ctx.spec.source.rehearsal else {})},
+                    "exposure": ctx.service.exposure, **({"rehearse": True, "rehearsal_scale": ctx.spec.source.rehearsal.get("scale", "standard")}
+                       if ctx.spec.source.rehearsal else {})},
                     requeue_count,
         policy.max_requeues, policy.requeue_delay_seconds(), float(plan.budget.get("max_wall_minutes") or 0), started)
     store.append_event("requeue", **decision.to_dict())

@@ -1,4 +1,4 @@
-"""CLI: python -m flows.run SPEC [--plan] [--rehearse] [--fresh] [--backend local|URL] [--runs-dir DIR]
+"""CLI: python -m flows.run SPEC [--plan] [--rehearse [--rehearsal-scale wiring]] [--fresh] [--backend local|URL] [--runs-dir DIR]
        [--exposure embedded|production]
 
 Exit codes: 0 the run reached a decision, 1 a gate failed (RESULT says which and why),
@@ -26,6 +26,7 @@ from experiment.plan import build_plan
 from experiment.report import RESULT_MARKER, closing_lines
 from experiment.service import EXPOSURES, ServiceConfigError, ServiceTarget
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
+from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.spec import SpecError, load_spec
 from experiment.store import RunInProgress, RunStore
 
@@ -45,6 +46,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default: embedded for the local backend, production for a service URL)")
     parser.add_argument("--rehearse", action="store_true",
                         help="run the spec and its revision file at rehearsal scale on the embedded backend (minutes)")
+    parser.add_argument("--rehearsal-scale", choices=REHEARSAL_SCALES, default="standard",
+                        help="with --rehearse: 'standard' (default) or 'wiring', the smallest run through every gate "
+                             "and record, whose verdict means nothing (end-to-end tests)")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new replicate even if a run of this spec already finished")
     return parser.parse_args(argv)
@@ -55,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.rehearse and args.backend != "local":
             raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
-        spec = load_spec(args.spec, rehearse=args.rehearse)
+        if args.rehearsal_scale != "standard" and not args.rehearse:
+            raise SpecError("rehearsal_scale", "--rehearsal-scale goes with --rehearse")
+        spec = load_spec(args.spec, rehearse=args.rehearse, rehearsal_scale=args.rehearsal_scale)
         plan = build_plan(spec)
         ServiceTarget.from_backend(args.backend, exposure=args.exposure or "embedded")
     except (SpecError, ServiceConfigError) as err:
@@ -99,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
     try:
         state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                               rehearsal_scale=args.rehearsal_scale,
                                exposure=args.exposure or "embedded",
                                return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)

@@ -385,3 +385,17 @@ def prefect_server(tmp_path_factory):
 def fake_tinker_service():
     """The FakeTinkerService class, for tests that must not `from conftest import` it."""
     return FakeTinkerService
+
+
+# ---- one embedded backend for the whole session ----
+
+
+@pytest.fixture(scope="session")
+def embedded_server(tmp_path_factory):
+    """The embedded Tinker-compatible backend with its default registry and no faults, started once
+    for the session and reached over HTTP like any service. Tests that need faults, another exposure
+    or a restart on the same port start their own (embedded_tinker.launch.start_server)."""
+    from embedded_tinker.launch import start_server
+
+    with start_server(checkpoint_dir=tmp_path_factory.mktemp("embedded-checkpoints")) as running:
+        yield running

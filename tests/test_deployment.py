@@ -157,7 +157,8 @@ def _flow_run(api_url: str, flow_run_id: str) -> dict:
 def test_deployment_run_reaches_a_final_state_with_result_on_disk(served_deployment):
     api_url, env, deployment_id, runs_dir, serve_log = served_deployment
     triggered = subprocess.run(
-        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}", "--param", "rehearse=true"],
+        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}", "--param", "rehearse=true",
+         "--param", "rehearsal_scale=wiring"],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     assert triggered.returncode == 0, triggered.stderr + triggered.stdout
@@ -255,7 +256,7 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
     with start_server(faults=FaultConfig(capacity_exhausted_seconds=25)) as server:
         triggered = subprocess.run(
             ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}",
-             "--param", "rehearse=true", "--param", "fresh=true",  # a new replicate: the spec already finished above
+             "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",  # a new replicate: the spec already finished above
              "--param", f"backend={server.base_url}"],
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )

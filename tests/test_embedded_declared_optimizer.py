@@ -12,15 +12,14 @@ import pytest
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 
-from embedded_tinker.launch import start_server
 
 
 @pytest.fixture(scope="module")
-def service():
-    with start_server() as server:
-        client = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
-        yield client
-        client.close("success").result()
+def service(embedded_server):
+    server = embedded_server  # one backend for the session (tests/conftest.py)
+    client = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
+    yield client
+    client.close("success").result()
 
 
 def one_token_batch(tokenizer):

@@ -30,7 +30,7 @@ import torch
 from safetensors.torch import load_file
 from tinker import types
 
-from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from embedded_tinker.launch import LOCAL_API_KEY
 from embedded_tinker.model import LORA_ALPHA, REGISTRY, load_hf_model
 
 MODEL = "embedded/tiny-random"
@@ -39,9 +39,9 @@ ADAM = dict(learning_rate=1e-2, beta1=0.9, beta2=0.95, eps=1.0, weight_decay=0.0
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as running:
-        yield running
+def server(embedded_server):
+    running = embedded_server  # one backend for the session (tests/conftest.py)
+    yield running
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,15 @@ import tinker
 from tinker import types
 from tinker.types.optimizer import OptimizerConfigBase, OptimParamsBase
 
-from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from embedded_tinker.launch import LOCAL_API_KEY
 
 MODEL = "embedded/tiny-random"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as running:
-        yield running
+def server(embedded_server):
+    running = embedded_server  # one backend for the session (tests/conftest.py)
+    yield running
 
 
 @pytest.fixture(scope="module")

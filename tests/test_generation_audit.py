@@ -159,19 +159,19 @@ def test_an_overlap_or_a_missing_strategy_fails():
 # ---- against the real embedded server ----
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
+def embedded(embedded_server):
     import tinker
 
-    from embedded_tinker.launch import LOCAL_API_KEY, start_server
+    from embedded_tinker.launch import LOCAL_API_KEY
     from experiment.rl_recipe import renderer_named
 
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as server:
-        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
-        training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
-        renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
-        sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
-        yield sampler, renderer
-        client.close("success")
+    server = embedded_server  # one backend for the session (tests/conftest.py)
+    client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+    renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
+    sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
+    yield sampler, renderer
+    client.close("success")
 
 
 def test_blind_resolve_answers_from_the_text_alone(embedded):

@@ -29,16 +29,15 @@ GS1 = RLArmSettings("gs1_kernel", "kernel_cross_prompt_baseline", group_size=1, 
 
 
 @pytest.fixture(scope="module")
-def training_client():
-    from embedded_tinker.launch import start_server
+def training_client(embedded_server):
 
-    with start_server() as server:
-        service = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            client = service.create_lora_training_client(base_model="embedded/tiny-arith", rank=4, seed=0).result()
-        yield client
-        service.close("success").result()
+    server = embedded_server  # one backend for the session (tests/conftest.py)
+    service = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        client = service.create_lora_training_client(base_model="embedded/tiny-arith", rank=4, seed=0).result()
+    yield client
+    service.close("success").result()
 
 
 def run_preflight(client):

@@ -42,7 +42,7 @@ def only_run_dir(runs_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:
     runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_cli("flows.run", str(GS1_SPEC), "--rehearse", "--runs-dir", str(runs_dir))
+    done = run_cli("flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return only_run_dir(runs_dir)
 

@@ -24,7 +24,7 @@ FAKE_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 def test_local_selfgen_spec_runs_end_to_end(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET}
     env.pop("TINKER_BASE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "flows.run", str(SELFGEN_SEED), "--rehearse", "--runs-dir", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "flows.run", str(SELFGEN_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(tmp_path)],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")]

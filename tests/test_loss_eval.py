@@ -77,15 +77,15 @@ def test_report_and_check():
 
 
 @pytest.fixture(scope="module")
-def training_client(tmp_path_factory):
+def training_client(embedded_server):
     import tinker
 
-    from embedded_tinker.launch import LOCAL_API_KEY, start_server
+    from embedded_tinker.launch import LOCAL_API_KEY
 
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("loss-eval")) as running:
-        service = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
-        yield service.create_lora_training_client(base_model="embedded/tiny-random", rank=2).result()
-        service.close("success")
+    running = embedded_server  # one backend for the session (tests/conftest.py)
+    service = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
+    yield service.create_lora_training_client(base_model="embedded/tiny-random", rank=2).result()
+    service.close("success")
 
 
 def test_real_cross_entropy_outputs_against_a_direct_computation(training_client):

@@ -201,15 +201,15 @@ def test_state_round_trip_continues_identically():
 
 
 @pytest.fixture(scope="module")
-def service_client(tmp_path_factory):
+def service_client(embedded_server):
     import tinker
 
-    from embedded_tinker.launch import LOCAL_API_KEY, start_server
+    from embedded_tinker.launch import LOCAL_API_KEY
 
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("muon-checkpoints")) as running:
-        client = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
-        yield client
-        client.close("success")
+    running = embedded_server  # one backend for the session (tests/conftest.py)
+    client = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
+    yield client
+    client.close("success")
 
 
 def test_the_stock_sdk_trains_with_dimuon_and_trimuon(service_client):

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
     runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_cli("flows.run", str(TRIMUON_SEED), "--rehearse", "--runs-dir", str(runs_dir))
+    done = run_cli("flows.run", str(TRIMUON_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return only_run_dir(runs_dir), done.stdout + done.stderr
 
@@ -127,7 +127,7 @@ def test_correctness_record_meets_the_plan_tolerances(result):
     (path,) = result["correctness_preflight"]["paths"]
     assert path["id"] == "trimuon_optimizer_update"
     # the rehearsal's tolerances: the written analysis at the rehearsed LRs and rank, fixed before the run
-    rehearsed = load_spec(TRIMUON_SEED, rehearse=True).to_dict()
+    rehearsed = load_spec(TRIMUON_SEED, rehearse=True, rehearsal_scale="wiring").to_dict()
     tolerances = rehearsed["correctness_preflight"]["paths"][0]["tolerances"]
     assert set(path["errors"]) == set(tolerances)  # every trained LR, both checks
     assert path["update_learning_rates"] == [0.02, 0.04, 0.08]

@@ -157,18 +157,18 @@ def test_a_secret_printed_by_generated_code_never_reaches_the_candidate(sandbox,
 # ---- the full loop against the real embedded server ----
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
+def embedded(embedded_server):
     import tinker
 
-    from embedded_tinker.launch import LOCAL_API_KEY, start_server
+    from embedded_tinker.launch import LOCAL_API_KEY
     from experiment.rl_recipe import renderer_named
 
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as server:
-        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
-        training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
-        renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
-        yield client, renderer
-        client.close("success")
+    server = embedded_server  # one backend for the session (tests/conftest.py)
+    client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+    renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
+    yield client, renderer
+    client.close("success")
 
 
 def test_base_model_solve_counts_through_the_math_env(embedded):

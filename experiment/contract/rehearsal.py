@@ -29,6 +29,11 @@ The rules (constants below):
   and arm ratios are kept (a sizing pilot: at production LRs the tiny model does not move);
 - budget: at most REHEARSAL_BUDGET (GPU-hours, wall minutes).
 
+Two scales (SCALES): `standard`, the rehearsal a user runs before spending (every gate and a verdict
+in minutes), and `wiring`, the smallest run that still passes through every gate and writes every
+record (2 steps per arm, a short eval), for the end-to-end tests that check how the
+pipeline is wired, not what it measures. A wiring rehearsal's verdict means nothing and says so.
+
 The result is a plain spec dict; `experiment.spec.load_spec(path, rehearse=True)` validates it like
 any spec and records the substitutions in the spec's source.
 """
@@ -71,6 +76,27 @@ REHEARSAL_GENERATION = {
     "max_audit_rounds": 12,
 }
 NOT_FOR_SUBMISSION = "REHEARSAL at embedded scale, not a result to submit"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How far a rehearsal shrinks the spec: step budgets, rollouts per arm-step, eval items."""
+
+    name: str
+    rl_arm_step_budget: int
+    sft_run_step_budget: int
+    rl_max_rollouts_per_step: int
+    max_eval: int | None  # None: the stand-in's own held-out size
+    purpose: str
+
+
+SCALES = {
+    "standard": Scale("standard", RL_ARM_STEP_BUDGET, SFT_RUN_STEP_BUDGET, RL_MAX_ROLLOUTS_PER_STEP, None,
+                      "every gate and a verdict in minutes, before any GPU money is spent"),
+    # rollouts per arm-step stay as in the standard scale: the GS1 kernel needs neighbours in its batch
+    "wiring": Scale("wiring", 2 * MIN_STEPS, 6 * MIN_STEPS, RL_MAX_ROLLOUTS_PER_STEP, 48,
+                    "the smallest run through every gate and record (tests of the wiring); its verdict means nothing"),
+}
 
 
 @dataclass(frozen=True)
@@ -168,11 +194,14 @@ class _Rewriter:
                  "reason": f"rehearsal: {s['setting']}: {s['reason']}"} for s in self.substitutions]
 
 
-def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file)."""
+def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None,
+                  scale: str = "standard") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) at one of SCALES."""
     from experiment.spec import parse_spec
 
+    if scale not in SCALES:
+        raise SpecError("rehearsal_scale", f"unknown rehearsal scale {scale!r}; choose one of {', '.join(SCALES)}")
+    size = SCALES[scale]
     spec = parsed or parse_spec(raw)
     r = _Rewriter(raw)
     s = r.spec
@@ -191,14 +220,14 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
 
     # ---- steps ----
     if training == "rl":
-        budget = RL_ARM_STEP_BUDGET // (2 if generated else 1)
+        budget = size.rl_arm_step_budget // (2 if generated else 1)
         cap = max(MIN_STEPS, budget // max(1, len(trained)))
         why = (f"RL arms share {budget} rehearsal steps"
                + (" (half the budget: generating and auditing tasks is the other half)" if generated else ""))
     else:
         runs = sum(len(arm.get("lr_grid") or [None]) for arm in trained)
-        cap = max(MIN_STEPS, SFT_RUN_STEP_BUDGET // max(1, runs))
-        why = f"{runs} SFT training runs share {SFT_RUN_STEP_BUDGET} rehearsal steps"
+        cap = max(MIN_STEPS, size.sft_run_step_budget // max(1, runs))
+        why = f"{runs} SFT training runs share {size.sft_run_step_budget} rehearsal steps"
     steps = min(int(s["steps"]), cap)
     r.set("steps", s, "steps", steps, why)
     for arm in s.get("arms", []):
@@ -209,8 +238,8 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     if training == "rl":
         rollouts = [int(arm.get("group_size") or 8) * int(arm.get("groups_per_batch") or s.get("batch_size") or 1)
                     for arm in trained]
-        factor = min(1.0, RL_MAX_ROLLOUTS_PER_STEP / max(rollouts or [1]))
-        why = f"at most {RL_MAX_ROLLOUTS_PER_STEP} rollouts per arm-step; group sizes kept"
+        factor = min(1.0, size.rl_max_rollouts_per_step / max(rollouts or [1]))
+        why = f"at most {size.rl_max_rollouts_per_step} rollouts per arm-step; group sizes kept"
         for arm in trained:
             if arm.get("groups_per_batch") is not None:
                 r.set(f"arms[{arm['name']}].groups_per_batch", arm, "groups_per_batch",
@@ -239,8 +268,10 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     evaluation = s["eval"]
     r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
     r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
-    r.set("eval.n_examples", evaluation, "n_examples", min(int(evaluation["n_examples"]), stand_in.max_eval),
-          f"at most the stand-in's {stand_in.max_eval} held-out items")
+    max_eval = min(stand_in.max_eval, size.max_eval or stand_in.max_eval)
+    r.set("eval.n_examples", evaluation, "n_examples", min(int(evaluation["n_examples"]), max_eval),
+          f"at most the stand-in's {stand_in.max_eval} held-out items" if max_eval == stand_in.max_eval
+          else f"at most {max_eval} held-out items at the {scale} scale")
 
     # ---- learning rates ----
     spec_lr = (s.get("optimizer") or {}).get("lr")
@@ -276,6 +307,8 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     record = {
         "rehearsal": True,
         "note": NOT_FOR_SUBMISSION,
+        "scale": scale,
+        "scale_purpose": size.purpose,
         "spec": stem,
         "spec_sha256": spec_sha256,
         "backend": "embedded",
@@ -396,6 +429,8 @@ def rehearsal_summary(summary: str, record: dict[str, Any]) -> str:
             if text not in model_settings:
                 model_settings.append(text)
     # a prefix, not a sentence of its own: the contract's summary stays two sentences
-    mark = (f"{NOT_FOR_SUBMISSION} ({record['spec']} on {record['model']} instead of {record['spec_model']}; "
+    scale = record.get("scale", "standard")
+    at_scale = "" if scale == "standard" else f" at the {scale} scale (its verdict means nothing)"
+    mark = (f"{NOT_FOR_SUBMISSION} ({record['spec']}{at_scale} on {record['model']} instead of {record['spec_model']}; "
             f"{'; '.join(model_settings)}; {record['substitution_count']} substitutions listed in deviations):")
     return summary if summary.startswith(NOT_FOR_SUBMISSION) else f"{mark} {summary}".strip()

@@ -51,7 +51,7 @@ def alive(pid: int) -> bool:
 
 
 def test_kill_9_of_the_cli_takes_its_servers_down(tmp_path):
-    cli = subprocess.Popen([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--rehearse", "--runs-dir", str(tmp_path / "runs")],
+    cli = subprocess.Popen([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(tmp_path / "runs")],
                            cwd=REPO_ROOT, env=cli_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     servers: dict[str, int] = {}
     try:

@@ -42,7 +42,7 @@ def ui_run(prefect_server, tmp_path_factory):
     env = {**prefect_server.env, "PYTHONPATH": str(REPO_ROOT)}
     for name in ("TINKER_BASE_URL", "TINKER_API_KEY"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--rehearse", "--runs-dir", str(runs_dir)],
+    done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir)],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (flow_run,) = [run for run in prefect_server.api("POST", "/flow_runs/filter", json={"limit": 200})

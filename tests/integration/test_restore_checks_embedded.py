@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from tinker import types
 
-from embedded_tinker.launch import start_server
 from experiment import restoration as r
 from experiment.clients import ClientSession, session_weights_info
 from experiment.plan import build_plan
@@ -31,13 +30,13 @@ SPEC = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints")) as running:
-        target = ServiceTarget("embedded", running.base_url)
-        target._server = running  # started here; ServiceTarget must not start another
-        session = ClientSession(target, "test")
-        yield session
-        session.close()
+def session(embedded_server):
+    running = embedded_server  # one backend for the session (tests/conftest.py)
+    target = ServiceTarget("embedded", running.base_url)
+    target._server = running  # started here; ServiceTarget must not start another
+    session = ClientSession(target, "test")
+    yield session
+    session.close()
 
 
 def _batch() -> list[types.Datum]:

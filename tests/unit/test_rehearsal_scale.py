@@ -206,3 +206,23 @@ def test_cli_rehearsal_refuses_a_service_url(capsys, tmp_path):
     code = run_cli.main([str(GS1_SPEC), "--rehearse", "--backend", "https://example.invalid", "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == run_cli.EXIT_BAD_INPUT and err == "--rehearse runs on the embedded backend; drop --backend"
+
+
+@pytest.mark.parametrize("path", SEED_SPECS, ids=lambda p: p.stem)
+def test_wiring_scale_is_smaller_and_says_so(path):
+    """The wiring scale (end-to-end tests of the wiring) trains at most MIN_STEPS per arm and run and
+    evaluates at most 48 items; the record names the scale and the summary says its verdict means nothing."""
+    standard = load_spec(path, rehearse=True)
+    wiring = load_spec(path, rehearse=True, rehearsal_scale="wiring")
+    assert wiring.source.rehearsal["scale"] == "wiring" and standard.source.rehearsal["scale"] == "standard"
+    assert wiring.steps == 2 < standard.steps
+    assert wiring.to_dict()["eval"]["n_examples"] == 48 < standard.to_dict()["eval"]["n_examples"]
+    assert wiring.source.sha256 != standard.source.sha256  # never resumed as one another
+    summary = rules.rehearsal_summary("Verdict.", wiring.source.rehearsal)
+    assert summary.startswith(rules.NOT_FOR_SUBMISSION) and "wiring scale (its verdict means nothing)" in summary
+    assert "wiring" not in rules.rehearsal_summary("Verdict.", standard.source.rehearsal)
+
+
+def test_an_unknown_rehearsal_scale_is_refused():
+    with pytest.raises(SpecError, match="unknown rehearsal scale 'huge'"):
+        load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="huge")
