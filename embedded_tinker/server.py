@@ -30,7 +30,6 @@ import asyncio
 import heapq
 import itertools
 import json
-import re
 import threading
 import time
 import uuid
@@ -214,6 +213,7 @@ class EmbeddedService:
         self.exposure = Exposure(exposure)  # exposure.py: what clients are shown
         self.runs = rest_api.RunRegistry(self.checkpoints.root)  # training-run records (rest_api.py)
         self.faults = FaultInjector(faults)
+        self.busy_clock = BusyClock()  # measured by the ExposureAndFaults middleware
         self.sampler = SamplingEngine()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-setup")
         self.sessions: dict[str, dict] = {}
@@ -660,6 +660,84 @@ def _forward_backward(model: TrainingModel, request: wire.ForwardBackwardRequest
 # ---------------------------------------------------------------------- HTTP
 
 
+class BusyClock:
+    """How long at least one API call was in flight, and how many calls there were (event loop only)."""
+
+    def __init__(self):
+        self.in_flight = 0
+        self.since = 0.0
+        self.seconds = 0.0
+        self.calls = 0
+
+    def begin(self) -> None:
+        self.calls += 1
+        if self.in_flight == 0:
+            self.since = time.monotonic()
+        self.in_flight += 1
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self.seconds += time.monotonic() - self.since
+
+    def report(self) -> dict:
+        """Busy seconds so far (an interval still open counts up to now) and API calls counted."""
+        open_interval = time.monotonic() - self.since if self.in_flight else 0.0
+        return {"busy_seconds": round(self.seconds + open_interval, 6), "api_calls": self.calls}
+
+
+class ExposureAndFaults:
+    """ASGI middleware in front of every route: a route the production service lacks answers 404
+    (exposure "production"), and the injected latency and 429/503 faults (faults.py) are applied.
+
+    A plain ASGI callable rather than ``@app.middleware("http")``: that wrapper runs each request
+    through extra tasks and memory streams, which costs more than the routes of a small request.
+
+    It also measures how long the service was busy for its clients: the time during which at least
+    one API call (background calls excepted: healthz, heartbeats, telemetry, client config) was in
+    flight, injected latency and long polls for pending work included. ``healthz`` reports it as
+    ``busy_seconds`` with ``api_calls``; a client's wall time minus it is time spent elsewhere."""
+
+    BACKGROUND = frozenset({"healthz", "session_heartbeat", "telemetry", "client"})
+
+    def __init__(self, app, service: EmbeddedService):
+        self.app = app
+        self.service = service
+        config = service.faults.config
+        self.injecting = bool(config.latency_ms or config.rate_429 or config.rate_503)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = scope["path"]
+        if self.service.exposure.hides(path):
+            return await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+        endpoint = path[len("/api/v1/"):].split("/", 1)[0] if path.startswith("/api/v1/") else ""
+        if endpoint in self.BACKGROUND:
+            return await self._serve(scope, receive, send, endpoint)
+        clock = self.service.busy_clock
+        clock.begin()
+        try:
+            await self._serve(scope, receive, send, endpoint)
+        finally:
+            clock.end()
+
+    async def _serve(self, scope, receive, send, endpoint: str) -> None:
+        if self.injecting:
+            faults = self.service.faults
+            if delay := faults.latency_seconds(endpoint):
+                await asyncio.sleep(delay)
+            if status := faults.draw_status(endpoint):
+                message = (
+                    "rate limited (injected fault)" if status == 429 else "service unavailable (injected fault)"
+                )
+                response = JSONResponse(
+                    {"error": message, "category": "server"}, status_code=status, headers=faults.fault_headers()
+                )
+                return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def create_app(
     checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE
 ) -> FastAPI:
@@ -673,24 +751,7 @@ def create_app(
     app = FastAPI(title="embedded tinker", lifespan=lifespan)
     app.state.service = service
 
-    @app.middleware("http")
-    async def inject_faults(request: Request, call_next):
-        if service.exposure.hides(request.url.path):  # a route the production service lacks
-            return JSONResponse({"detail": "Not Found"}, status_code=404)
-        match = re.match(r"^/api/v1/([^/]+)", request.url.path)
-        endpoint = match.group(1) if match else ""
-        if delay := service.faults.latency_seconds(endpoint):
-            await asyncio.sleep(delay)
-        if status := service.faults.draw_status(endpoint):
-            message = (
-                "rate limited (injected fault)" if status == 429 else "service unavailable (injected fault)"
-            )
-            return JSONResponse(
-                {"error": message, "category": "server"},
-                status_code=status,
-                headers=service.faults.fault_headers(),
-            )
-        return await call_next(request)
+    app.add_middleware(ExposureAndFaults, service=service)
 
     async def report_user_error(request: Request, error: Exception):
         return JSONResponse(error_payload(error), status_code=400)
@@ -718,6 +779,7 @@ def create_app(
             "status": "ok",
             "exposure": service.exposure.name,
             "faults_injected": {"429": injected[429], "503": injected[503]},
+            **service.busy_clock.report(),
         }
 
     @app.post(f"{api}/client/config")
@@ -819,7 +881,12 @@ def create_app(
 
     @app.post(f"{api}/asample")
     async def asample(request: Request):
-        return await in_thread(service.asample, await json_body(request))
+        # a request to a sampling session (how the SDK samples) is checked and queued on the event
+        # loop, which costs less than a hop to a thread; other forms may load weights: in a thread
+        body = await json_body(request)
+        if body.get("sampling_session_id"):
+            return service.asample(body)
+        return await in_thread(service.asample, body)
 
     @app.post(f"{api}/retrieve_future")
     async def retrieve_future(request: Request):
