@@ -1,0 +1,235 @@
+"""Pipeline overhead against the embedded backend with injected per-call latency (a benchmark).
+
+    python benchmarks/bench_pipeline.py [--json] [--latency-ms 100] [--scale wiring|standard]
+                                        [--eval-items 16] [--arm-steps 4] [--skip-rehearsal]
+
+Every API call to the embedded server waits --latency-ms first (the server's fault injection,
+embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
+shows up as the difference. Three measurements, each printed in one JSON object with --json:
+
+  * rehearsal: ``python -m flows.run SPEC --rehearse --rehearsal-scale SCALE --fresh`` in a
+    subprocess, pointed at the server through TINKER_BASE_URL. The server reports, in healthz,
+    ``busy_seconds``: the time during which at least one API call of a client was in flight
+    (latency, long polls for pending work and the work itself included; heartbeats excluded).
+    ``overhead = wall / busy`` (goal <= 1.10): 1.0 means the pipeline always waited on the
+    service. Also reported: the time before the first API call (interpreter and Prefect start-up,
+    spec loading) and after the last one (records, plots, shutdown), from polling healthz.
+  * arms: the same arm-shaped work for two arms (per step: sample a batch, forward_backward,
+    optim_step, through the SDK), once through the pipeline's ``experiment.gates.run_side_by_side``
+    and once one arm after the other. ``speedup = sequential / concurrent`` (goal >= 1.8).
+  * evaluation: the pipeline's greedy evaluation (``experiment.math_eval.greedy_predictions``) of
+    --eval-items items of the spec's evaluation set, requests pipelined (the pipeline's default
+    concurrency) against one request at a time.
+
+Only public entry points: embedded_tinker.launch.start_server, the tinker SDK, the pipeline CLI and
+the pipeline functions named above. The default run takes a few minutes on 2 cores; --scale
+standard and larger --eval-items/--arm-steps scale it up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TINKER_TELEMETRY", "0")
+
+import httpx
+import tinker
+from tinker import types
+
+from embedded_tinker.faults import FaultConfig
+from embedded_tinker.launch import LOCAL_API_KEY, start_server
+
+DEFAULT_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
+
+
+def busy(base_url: str) -> dict:
+    """The server's busy_seconds and api_calls so far (healthz)."""
+    report = httpx.get(f"{base_url}/api/v1/healthz", timeout=10).json()
+    return {"busy_seconds": report["busy_seconds"], "api_calls": report["api_calls"]}
+
+
+class CallWatcher:
+    """Polls healthz to find when the first and the last API call of a client happened."""
+
+    def __init__(self, base_url: str, interval_s: float = 0.1):
+        self.base_url, self.interval_s = base_url, interval_s
+        self.start_calls = busy(base_url)["api_calls"]
+        self.first_call_at: float | None = None
+        self.last_call_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        calls = self.start_calls
+        while not self._stop.wait(self.interval_s):
+            now_calls = busy(self.base_url)["api_calls"]
+            if now_calls != calls:
+                now = time.perf_counter()
+                self.first_call_at = self.first_call_at or now
+                self.last_call_at = now
+                calls = now_calls
+
+    def __enter__(self) -> CallWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# ---------------------------------------------------------------------- rehearsal
+
+
+def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
+    """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time."""
+    runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
+    env = {**os.environ, "TINKER_BASE_URL": base_url, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
+               "--fresh", "--runs-dir", runs_dir]
+    before = busy(base_url)
+    with CallWatcher(base_url) as watcher:
+        started = time.perf_counter()
+        completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        wall = time.perf_counter() - started
+    after = busy(base_url)
+    busy_s = after["busy_seconds"] - before["busy_seconds"]
+    report = {
+        "command": " ".join(command[1:]),
+        "exit_code": completed.returncode,
+        "wall_s": round(wall, 3),
+        "busy_s": round(busy_s, 3),
+        "overhead": round(wall / busy_s, 3) if busy_s > 0 else None,
+        "goal": 1.10,
+        "api_calls": after["api_calls"] - before["api_calls"],
+        "before_first_call_s": round(watcher.first_call_at - started, 3) if watcher.first_call_at else None,
+        "after_last_call_s": round(started + wall - watcher.last_call_at, 3) if watcher.last_call_at else None,
+        "gate_durations_s": gate_durations(Path(runs_dir)),
+    }
+    if completed.returncode != 0:
+        report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
+    return report
+
+
+def gate_durations(runs_dir: Path) -> dict:
+    """duration_s of each gate as the run recorded it (result.json of the run under runs_dir)."""
+    for result_file in runs_dir.rglob("result.json"):
+        try:
+            result = json.loads(result_file.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        gates = result.get("gates") or {}
+        items = gates.items() if isinstance(gates, dict) else ((g.get("gate"), g) for g in gates)
+        durations = {name: round(float(g["duration_s"]), 3) for name, g in items
+                     if isinstance(g, dict) and g.get("duration_s") is not None}
+        if durations:
+            return durations
+    return {}
+
+
+# ---------------------------------------------------------------------- arms
+
+
+def arm_work(client: tinker.ServiceClient, model: str, steps: int, seed: int):
+    """Arm-shaped work: a LoRA model; per step sample 8 rollouts, forward_backward, optim_step."""
+
+    def work() -> None:
+        training = client.create_lora_training_client(base_model=model, rank=8)
+        prompt = types.ModelInput.from_ints([5, 6, 7, 8, 9, 10, 11, 12])
+        datum = types.Datum(model_input=types.ModelInput.from_ints(list(range(3, 35))),
+                            loss_fn_inputs={"target_tokens": list(range(4, 36)), "weights": [1.0] * 32})
+        for step in range(steps):
+            sampler = training.save_weights_and_get_sampling_client(f"arm-{seed}-{step}")
+            sampler.sample(prompt, 8, types.SamplingParams(max_tokens=16, temperature=1.0, seed=seed + step)).result()
+            training.forward_backward([datum] * 4, "cross_entropy").result()
+            training.optim_step(types.AdamParams(learning_rate=1e-4)).result()
+
+    return work
+
+
+def arms(client: tinker.ServiceClient, model: str, steps: int) -> dict:
+    from experiment.gates import run_side_by_side
+
+    work = {"treatment": arm_work(client, model, steps, 100), "baseline": arm_work(client, model, steps, 200)}
+    started = time.perf_counter()
+    outcomes = run_side_by_side("train", work)
+    concurrent = time.perf_counter() - started
+    errors = [repr(o) for o in outcomes.values() if isinstance(o, BaseException)]
+    started = time.perf_counter()
+    for fn in work.values():
+        fn()
+    sequential = time.perf_counter() - started
+    return {"steps_per_arm": steps, "concurrent_s": round(concurrent, 3), "sequential_s": round(sequential, 3),
+            "speedup": round(sequential / concurrent, 3), "goal": 1.8, "errors": errors}
+
+
+# ---------------------------------------------------------------------- evaluation
+
+
+def evaluation(client: tinker.ServiceClient, model: str, spec_path: Path, n_items: int, tokenizer_id: str) -> dict:
+    from experiment.math_eval import greedy_predictions
+    from experiment.rl_recipe import eval_items, renderer_named, rollout_settings
+    from experiment.spec import load_spec
+
+    spec = load_spec(spec_path, rehearse=True)
+    items = eval_items(spec)[:n_items]
+    rollout = rollout_settings(spec)
+    renderer = renderer_named(tokenizer_id, rollout.renderer_name)
+    sampler = client.create_sampling_client(base_model=model)
+
+    def timed(concurrency: int | None) -> float:
+        options = {} if concurrency is None else {"concurrency": concurrency}
+        started = time.perf_counter()
+        asyncio.run(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot, **options))
+        return time.perf_counter() - started
+
+    timed(None)  # warm-up (tokenizer, grader)
+    pipelined, one_at_a_time = timed(None), timed(1)
+    return {"items": len(items), "max_tokens": rollout.max_tokens, "pipelined_s": round(pipelined, 3),
+            "one_at_a_time_s": round(one_at_a_time, 3), "speedup": round(one_at_a_time / pipelined, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC)
+    parser.add_argument("--scale", choices=("wiring", "standard"), default="wiring", help="rehearsal scale")
+    parser.add_argument("--latency-ms", type=float, default=100.0, help="injected per API call")
+    parser.add_argument("--model", default="embedded/tiny-arith", help="model of the arm and evaluation parts")
+    parser.add_argument("--arm-steps", type=int, default=3)
+    parser.add_argument("--eval-items", type=int, default=16)
+    parser.add_argument("--skip-rehearsal", action="store_true")
+    parser.add_argument("--rehearsal-timeout-s", type=float, default=1800)
+    args = parser.parse_args()
+
+    load = os.getloadavg()
+    report: dict = {"latency_ms": args.latency_ms, "spec": str(args.spec.relative_to(ROOT)), "scale": args.scale,
+                    "cpu_count": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load]}
+    with start_server(faults=FaultConfig(latency_ms=args.latency_ms)) as server:
+        if not args.skip_rehearsal:
+            report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s)
+        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+        try:
+            tokenizer_id = client.create_lora_training_client(base_model=args.model, rank=8).get_info().model_data.tokenizer_id
+            report["arms"] = arms(client, args.model, args.arm_steps)
+            report["evaluation"] = evaluation(client, args.model, args.spec, args.eval_items, tokenizer_id)
+        finally:
+            client.close("success")
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
