@@ -116,7 +116,7 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
         "api_calls": after["api_calls"] - before["api_calls"],
         "before_first_call_s": round(watcher.first_call_at - started, 3) if watcher.first_call_at else None,
         "after_last_call_s": round(started + wall - watcher.last_call_at, 3) if watcher.last_call_at else None,
-        "gate_durations_s": gate_durations(Path(runs_dir)),
+        "recorded": gate_durations(Path(runs_dir)),
     }
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
@@ -124,19 +124,26 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
 
 
 def gate_durations(runs_dir: Path) -> dict:
-    """duration_s of each gate as the run recorded it (result.json of the run under runs_dir)."""
-    for result_file in runs_dir.rglob("result.json"):
-        try:
-            result = json.loads(result_file.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        gates = result.get("gates") or {}
-        items = gates.items() if isinstance(gates, dict) else ((g.get("gate"), g) for g in gates)
-        durations = {name: round(float(g["duration_s"]), 3) for name, g in items
-                     if isinstance(g, dict) and g.get("duration_s") is not None}
-        if durations:
-            return durations
-    return {}
+    """What the run recorded (events.jsonl of the run under runs_dir): each gate's duration_s, and
+    the arm training steps' step_seconds summed per arm. Their total over arm_training's duration
+    is how much the arms overlapped in the pipeline itself (2.0: two arms fully side by side)."""
+    gates: dict[str, float] = {}
+    step_seconds: dict[str, float] = {}
+    for events in runs_dir.rglob("events.jsonl"):
+        for line in events.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "gate" and event.get("duration_s") is not None:
+                gates[event["gate"]] = round(float(event["duration_s"]), 3)
+            if event.get("event") == "training_step" and event.get("step_seconds") is not None:
+                arm = str(event.get("arm"))
+                step_seconds[arm] = step_seconds.get(arm, 0.0) + float(event["step_seconds"])
+    recorded: dict = {"gate_duration_s": gates, "arm_step_seconds": {a: round(v, 3) for a, v in step_seconds.items()}}
+    if gates.get("arm_training") and step_seconds:
+        recorded["arm_overlap"] = round(sum(step_seconds.values()) / gates["arm_training"], 3)
+    return recorded
 
 
 # ---------------------------------------------------------------------- arms

@@ -885,7 +885,7 @@ def create_app(
         # loop, which costs less than a hop to a thread; other forms may load weights: in a thread
         body = await json_body(request)
         if body.get("sampling_session_id"):
-            return service.asample(body)
+            return JSONResponse(service.asample(body))  # plain JSON: no response-model encoding
         return await in_thread(service.asample, body)
 
     @app.post(f"{api}/retrieve_future")
