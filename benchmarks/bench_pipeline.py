@@ -96,7 +96,7 @@ class CallWatcher:
 def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
     """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time."""
     runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
-    env = {**os.environ, "TINKER_BASE_URL": base_url, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "TINKER_BASE_URL": base_url, "TINKER_API_KEY": LOCAL_API_KEY, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
                "--fresh", "--runs-dir", runs_dir]
     before = busy(base_url)
@@ -153,12 +153,12 @@ def arm_work(client: tinker.ServiceClient, model: str, steps: int, seed: int):
     """Arm-shaped work: a LoRA model; per step sample 8 rollouts, forward_backward, optim_step."""
 
     def work() -> None:
-        training = client.create_lora_training_client(base_model=model, rank=8)
+        training = client.create_lora_training_client(base_model=model, rank=8).result()
         prompt = types.ModelInput.from_ints([5, 6, 7, 8, 9, 10, 11, 12])
         datum = types.Datum(model_input=types.ModelInput.from_ints(list(range(3, 35))),
                             loss_fn_inputs={"target_tokens": list(range(4, 36)), "weights": [1.0] * 32})
         for step in range(steps):
-            sampler = training.save_weights_and_get_sampling_client(f"arm-{seed}-{step}")
+            sampler = training.save_weights_and_get_sampling_client(f"arm-{seed}-{step}").result()
             sampler.sample(prompt, 8, types.SamplingParams(max_tokens=16, temperature=1.0, seed=seed + step)).result()
             training.forward_backward([datum] * 4, "cross_entropy").result()
             training.optim_step(types.AdamParams(learning_rate=1e-4)).result()
@@ -194,7 +194,7 @@ def evaluation(client: tinker.ServiceClient, model: str, spec_path: Path, n_item
     items = eval_items(spec)[:n_items]
     rollout = rollout_settings(spec)
     renderer = renderer_named(tokenizer_id, rollout.renderer_name)
-    sampler = client.create_sampling_client(base_model=model)
+    sampler = client.create_sampling_client(base_model=model).result()
 
     def timed(concurrency: int | None) -> float:
         options = {} if concurrency is None else {"concurrency": concurrency}
@@ -229,7 +229,7 @@ def main() -> None:
             report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s)
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
-            tokenizer_id = client.create_lora_training_client(base_model=args.model, rank=8).get_info().model_data.tokenizer_id
+            tokenizer_id = client.create_lora_training_client(base_model=args.model, rank=8).result().get_info().model_data.tokenizer_id
             report["arms"] = arms(client, args.model, args.arm_steps)
             report["evaluation"] = evaluation(client, args.model, args.spec, args.eval_items, tokenizer_id)
         finally:
