@@ -25,19 +25,19 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
-from experiment.clients import release_sessions
+from experiment.run.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
+from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
-from experiment.plan import build_plan
-from experiment.report import RESULT_MARKER, closing_lines, gate_line, plan_lines
-from experiment.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunInProgress, RunStore
+from experiment.contract.plan import build_plan
+from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunInProgress, RunStore
 from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks

@@ -29,7 +29,7 @@ The rules (constants below):
   and arm ratios are kept (a sizing pilot: at production LRs the tiny model does not move);
 - budget: at most REHEARSAL_BUDGET (GPU-hours, wall minutes).
 
-The result is a plain spec dict; `experiment.spec.load_spec(path, rehearse=True)` validates it like
+The result is a plain spec dict; `experiment.contract.spec.load_spec(path, rehearse=True)` validates it like
 any spec and records the substitutions in the spec's source.
 """
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiment.spec import Spec, SpecError
+from experiment.contract.spec import Spec, SpecError
 
 RULES_FILE = Path(__file__)
 EMBEDDED_MODEL = "embedded/tiny-arith"
@@ -171,7 +171,7 @@ class _Rewriter:
 def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file)."""
-    from experiment.spec import parse_spec
+    from experiment.contract.spec import parse_spec
 
     spec = parsed or parse_spec(raw)
     r = _Rewriter(raw)
@@ -292,7 +292,7 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:
-    from experiment.rl_recipe import DEFAULT_RENDERER, rollout_settings
+    from experiment.rl.recipe import DEFAULT_RENDERER, rollout_settings
 
     try:
         written = rollout_settings(spec)

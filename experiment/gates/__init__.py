@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:  # imported for type hints only; plan.py imports GATE_ORDER from here
-    from experiment.plan import ExecutionPlan
-    from experiment.service import ServiceTarget
-    from experiment.spec import Spec
-    from experiment.store import RunStore
+    from experiment.contract.plan import ExecutionPlan
+    from experiment.run.service import ServiceTarget
+    from experiment.contract.spec import Spec
+    from experiment.run.store import RunStore
 
 # contract section 1 / contract-details Part E, with the generation audit before any training pilot
 GATE_ORDER = (

@@ -23,13 +23,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from experiment import restoration as r
-from experiment import sft_gates
-from experiment.advantages import KernelBaselineState
-from experiment.clients import ClientSession, open_session
+from experiment.rl import restoration as r
+from experiment.sft import gates as sft_gates
+from experiment.rl.advantages import KernelBaselineState
+from experiment.run.clients import ClientSession, open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, train_one_step
-from experiment.rl_recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
+from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
+from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
 
 GATE = "arm_training"
 CHECKPOINTS_TABLE = "arm_checkpoints"

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import decision as d
-from experiment import sft_gates
-from experiment.evaluation import observations_from_predictions
+from experiment.stats import decision as d
+from experiment.sft import gates as sft_gates
+from experiment.stats.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext
 from experiment.gates.evaluation import read_prediction_rows
-from experiment.report import effect_in_words, effect_line, subtraction
-from experiment.result import THREE_WAY_ABSENT_FIELDS
-from experiment.validation import validate_run, validation_summary
+from experiment.report.summary import effect_in_words, effect_line, subtraction
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
+from experiment.report.validation import validate_run, validation_summary
 
 GATE = "decision"
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from experiment import evaluation as ev
-from experiment.clients import open_session
-from experiment import sft_gates
+from experiment.stats import evaluation as ev
+from experiment.run.clients import open_session
+from experiment.sft import gates as sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
-from experiment.rl_recipe import eval_items, renderer_named, rollout_settings, run_async
+from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
+from experiment.rl.recipe import eval_items, renderer_named, rollout_settings, run_async
 
 GATE = "evaluation"
 BASE_LABEL = "base"  # the untrained base model when the spec has no eval-only arm for it

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import time
 
-from experiment.clients import open_session
-from experiment.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
-from experiment import sft_gates
+from experiment.run.clients import open_session
+from experiment.stats.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
+from experiment.sft import gates as sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.math_eval import greedy_predictions
-from experiment.restoration import requested_optimizer
-from experiment.rl_loop import train_one_step
-from experiment.rl_recipe import (
+from experiment.rl.math_eval import greedy_predictions
+from experiment.rl.restoration import requested_optimizer
+from experiment.rl.loop import train_one_step
+from experiment.rl.recipe import (
     arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async,
 )
-from experiment.advantages import KernelBaselineState
+from experiment.rl.advantages import KernelBaselineState
 
 GATE = "feasibility_pilot"
 

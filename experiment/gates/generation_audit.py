@@ -21,19 +21,19 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from experiment.clients import open_session
-from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
+from experiment.run.clients import open_session
+from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.gates import GateVerdict, RunContext
-from experiment.generation_audit import AuditOutcome, Resolver, audit_with_repair
-from experiment.rl_recipe import (
+from experiment.selfgen.generation_audit import AuditOutcome, Resolver, audit_with_repair
+from experiment.rl.recipe import (
     PROJECT_ROOT,
     renderer_named,
     rollout_settings,
     run_async,
 )
-from experiment.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
-from experiment.spec import SpecError
-from experiment.task_generation import (
+from experiment.selfgen.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
+from experiment.contract.spec import SpecError
+from experiment.selfgen.task_generation import (
     GenerationSettings,
     TaskGenerator,
     evaluation_prompt_index,

@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 import time
 
-from experiment.capacity import CapacityBlocked, classify
-from experiment.clients import open_session
-from experiment import sft_gates
+from experiment.run.capacity import CapacityBlocked, classify
+from experiment.run.clients import open_session
+from experiment.sft import gates as sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.restoration import optimizer_check, requested_optimizer
-from experiment.rl_loop import train_one_step
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.rl.restoration import optimizer_check, requested_optimizer
+from experiment.rl.loop import train_one_step
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
 
 GATE = "preflight_probe"
 
@@ -80,7 +80,7 @@ async def _one_example_step(client, renderer, arm, order):
     """One sampled example carrying the arm's computed advantage, then one optim_step."""
     from dataclasses import replace
 
-    from experiment.advantages import KernelBaselineState
+    from experiment.rl.advantages import KernelBaselineState
 
     one_example = replace(arm, groups_per_batch=1)
     window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None

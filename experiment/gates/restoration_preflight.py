@@ -19,11 +19,11 @@
 from __future__ import annotations
 
 import json
-from experiment import restoration as r
-from experiment.clients import open_session, session_weights_info
-from experiment import sft_gates
+from experiment.rl import restoration as r
+from experiment.run.clients import open_session, session_weights_info
+from experiment.sft import gates as sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
 
 GATE = "restoration_preflight"
 FIXED_BATCH_SIZE = 8

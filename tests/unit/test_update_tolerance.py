@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiment import sft_gates
-from experiment.correctness import check_tolerances
+from experiment.sft import gates as sft_gates
+from experiment.stats.correctness import check_tolerances
 from experiment.sft import update_tolerance as ut
-from experiment.spec import load_spec
+from experiment.contract.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"

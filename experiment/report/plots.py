@@ -91,7 +91,7 @@ def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path, 
     Each entry: {"id", "effect", "lower", "upper", "margin"} plus "arm_weights" (a decision_summary
     criterion). The axis names the subtraction (e.g. gs1_kernel − grpo_gs8), each row says in words
     whether the claim is shown, and the title carries the verdict when given."""
-    from experiment.report import effect_in_words, signed, subtraction
+    from experiment.report.summary import effect_in_words, signed, subtraction
 
     if not criteria_results:
         raise PlotError("no criteria to plot")
@@ -202,7 +202,7 @@ def write_run_pictures(run_dir: str | Path) -> list[Path]:
 
     import pandas as pd
 
-    from experiment.report import arm_score_points
+    from experiment.report.summary import arm_score_points
 
     run_dir = Path(run_dir)
     out = run_dir / "plots"

@@ -14,7 +14,7 @@ Unknown fields are kept (`extra="allow"`), so `spec.model_dump(exclude_unset=Tru
 the merged spec. Every problem becomes one `SpecError` line naming the field, e.g.
 `spec error: steps: must be a positive integer (got -3)`. Hostile files are refused the same way:
 NaN/Infinity anywhere, nesting deeper than MAX_SPEC_DEPTH, numbers too large to run, files over
-MAX_SPEC_BYTES, data paths outside the project's data directories (experiment.data).
+MAX_SPEC_BYTES, data paths outside the project's data directories (experiment.run.data).
 """
 
 from __future__ import annotations
@@ -472,7 +472,7 @@ def _check_arm_data(spec: Spec) -> None:
 
 
 def _check_data_paths(raw: dict[str, Any]) -> None:
-    from experiment.data import DataError, resolve_data_path
+    from experiment.run.data import DataError, resolve_data_path
 
     for section in ("dataset", "eval"):
         block = raw.get(section)

@@ -35,9 +35,9 @@ from typing import Any
 
 import tinker
 
-from experiment.data import TaskItem
-from experiment.rl_loop import make_env, prompt_tokens
-from experiment.task_generation import (
+from experiment.run.data import TaskItem
+from experiment.rl.loop import make_env, prompt_tokens
+from experiment.selfgen.task_generation import (
     ACCEPTED,
     REJECTED,
     TaskGenerator,

@@ -7,7 +7,7 @@ one proven initial state and all on the same batches in the same order:
 - preflight_probe        one client per arm with its exact optimizer and config, one optim_step on
                          one example (finite loss), the family verified from get_info; fork routing
 - correctness_preflight  the optimizer path's update errors against the independent float64
-                         reference (experiment/optim_reference.py) under the plan's tolerances; the
+                         reference (experiment/sft/optim_reference.py) under the plan's tolerances; the
                          treatment-disabled path against the baseline; LR scaling from fresh state
 - restoration_preflight  one saved initialization state; every run's client created from it,
                          adapter hash, optimizer check and initial output compared; a
@@ -44,24 +44,24 @@ from typing import Any
 
 import numpy as np
 
-from experiment import loss_eval
-from experiment import restoration as r
-from experiment.adaptation import adaptation_manifest, pair_mismatches
-from experiment.clients import ClientSession, open_session, session_weights_info
-from experiment.correctness import check_tolerances, parity_errors
-from experiment.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
-from experiment.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
+from experiment.sft import loss_eval
+from experiment.rl import restoration as r
+from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
+from experiment.run.clients import ClientSession, open_session, session_weights_info
+from experiment.stats.correctness import check_tolerances, parity_errors
+from experiment.stats.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
+from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
 from experiment.gates import GateVerdict, RunContext
-from experiment.optim_reference import reference_step
+from experiment.sft.optim_reference import reference_step
 from experiment.sft.update_tolerance import FIXED_INPUT_SEED, check_key, fixed_optimizer_input
-from experiment.rl_recipe import renderer_for
-from experiment.validation import validate_run, validation_summary
-from experiment.sft_loop import (
+from experiment.rl.recipe import renderer_for
+from experiment.report.validation import validate_run, validation_summary
+from experiment.sft.loop import (
     ChatExample, SFTSettings, batch_id, heldout_examples, optim_params, score_heldout, sft_settings,
     step_batches, to_datum, train_step, training_examples,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from experiment import PROJECT_ROOT
 PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same batches
 FIXED_BATCH_SIZE = 4
 RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must reproduce the update
@@ -192,7 +192,7 @@ def preflight_probe(ctx: RunContext) -> GateVerdict:
 
 # ---------------------------------------------------------------- correctness preflight (optimizer path)
 
-REFERENCE_FILE = "experiment/optim_reference.py"
+REFERENCE_FILE = "experiment/sft/optim_reference.py"
 IMPLEMENTATION_FILE = "embedded_tinker/muon.py"
 TOLERANCE_FILE = "experiment/sft/update_tolerance.py"
 
@@ -264,7 +264,7 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
         return GateVerdict(
             gate="correctness_preflight", status="failed",
             reasons=["required/unverified: the fork's optimizer code is not reachable from this run; run the probe "
-                     "(experiment/sft_gates.py correctness functions) in the fork's checkout and record its commit"],
+                     "(experiment/sft/gates.py correctness functions) in the fork's checkout and record its commit"],
             next_diagnostic="run the optimizer update probe against the fork's code and attach its record",
         )
     runs = sft_runs(ctx)
@@ -330,7 +330,7 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
     }
     ctx.store.add_evidence("correctness-fixed-input.json", "metrics", json.dumps(_fixed_input_json(fixed)))
     ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(record_path, indent=2, sort_keys=True))
-    for relative in (REFERENCE_FILE, "experiment/sft_gates.py", TOLERANCE_FILE):
+    for relative in (REFERENCE_FILE, "experiment/sft/gates.py", TOLERANCE_FILE):
         ctx.store.add_evidence(f"script-{Path(relative).name}", "script", (PROJECT_ROOT / relative).read_bytes(),
                                source=relative)
     ctx.store.update_result(correctness_preflight={"required": True, "paths": [record_path]})
@@ -636,8 +636,8 @@ def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFT
 
 # ---------------------------------------------------------------- evaluation (held-out token-mean NLL)
 
-EVALUATOR_CODE = ("experiment/loss_eval.py", "experiment/sft_loop.py")
-PARSER = "NLL = -logprob summed over tokens with loss weight > 0, totals per example (experiment/loss_eval.py)"
+EVALUATOR_CODE = ("experiment/sft/loss_eval.py", "experiment/sft/loop.py")
+PARSER = "NLL = -logprob summed over tokens with loss weight > 0, totals per example (experiment/sft/loss_eval.py)"
 TEACHER_FORCED = {"temperature": 0.0, "max_tokens": 0, "stop": []}  # scored by forward(): nothing is sampled
 BASE_LABEL = "base"
 

@@ -6,8 +6,8 @@ On one fixed input (rollouts sampled once from the initial weights, saved with i
     ``rl_loop.arm_advantages`` + ``rl_loop.training_datums``) against the stock cookbook
     path (``compute_advantages`` + ``assemble_training_data``): advantages, per-datum
     importance-sampling loss and the full per-token gradient;
-(b) reference: the GS1 implementation (``experiment.advantages`` via the loop) against the
-    independent float64 reference (``experiment.gs1_reference``), same quantities.
+(b) reference: the GS1 implementation (``experiment.rl.advantages`` via the loop) against the
+    independent float64 reference (``experiment.rl.gs1_reference``), same quantities.
 
 Loss and gradient are computed in float64 from the logprobs the *server* returns for the
 exact datums each path would send (``forward(..., "importance_sampling")``); the server's
@@ -28,17 +28,17 @@ from tinker_cookbook.rl.data_processing import assemble_training_data, compute_a
 
 import experiment
 import tinker_cookbook
-from experiment import rl_loop
-from experiment.advantages import KernelBaselineState, append_batch_to_window, gs1_kernel_advantages
-from experiment.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
-from experiment.gs1_reference import reference_gs1_advantages
-from experiment.restoration import batch_json, canonical_sha256
-from experiment.data import TaskItem
-from experiment.rl_loop import RLArmSettings
+from experiment.rl import loop as rl_loop
+from experiment.rl.advantages import KernelBaselineState, append_batch_to_window, gs1_kernel_advantages
+from experiment.stats.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
+from experiment.rl.gs1_reference import reference_gs1_advantages
+from experiment.rl.restoration import batch_json, canonical_sha256
+from experiment.run.data import TaskItem
+from experiment.rl.loop import RLArmSettings
 
 PACKAGE_DIR = Path(experiment.__file__).parent
-IMPLEMENTATION_FILES = ("advantages.py", "rl_loop.py")
-REFERENCE_FILE = "gs1_reference.py"
+IMPLEMENTATION_FILES = ("rl/advantages.py", "rl/loop.py")
+REFERENCE_FILE = "rl/gs1_reference.py"
 
 
 def _cookbook_file(relative: str) -> Path:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from experiment import PROJECT_ROOT
 DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
 # The project's data directories: data/ (GSM8K), the embedded task families, test fixtures.
 DATA_DIRS = (PROJECT_ROOT / "data", PROJECT_ROOT / "embedded_tinker" / "tasks" / "data", PROJECT_ROOT / "tests" / "fixtures")

@@ -27,7 +27,7 @@ import json
 import math
 from pathlib import Path
 
-from experiment.decision import Observation
+from experiment.stats.decision import Observation
 
 
 class EvaluationError(ValueError):

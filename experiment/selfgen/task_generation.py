@@ -3,7 +3,7 @@
 Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
   - the generator is sampled through the sampling client at T=1.0 with one fixed instruction;
   - each completion is parsed into problem text and a `solve()` function; solve() runs in the
-    sandbox (experiment/sandbox.py) and its integer return value is the label;
+    sandbox (experiment/selfgen/sandbox.py) and its integer return value is the label;
   - filters, in the spec's order (the first that fails decides the disposition):
       1. parse and execution succeed          (parse failure: rejected; sandbox failure: execution_error)
       2. the problem text does not contain the answer
@@ -30,10 +30,10 @@ from typing import Any
 
 import tinker
 
-from experiment.data import TaskItem
-from experiment.rl_loop import RLArmSettings, collect_rollouts
-from experiment.sandbox import Sandbox
-from experiment.spec import Spec, SpecError
+from experiment.run.data import TaskItem
+from experiment.rl.loop import RLArmSettings, collect_rollouts
+from experiment.selfgen.sandbox import Sandbox
+from experiment.contract.spec import Spec, SpecError
 
 ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
 DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from experiment import PROJECT_ROOT
 PACKAGES = ("tinker", "tinker-cookbook", "prefect", "torch", "transformers")
 CODE_DIRS = ("experiment", "flows", "tasks", "embedded_tinker")
 PIPELINE_CODE_DIRS = ("experiment", "flows", "tasks")  # what runs in the pipeline process

@@ -9,7 +9,7 @@ Two estimators, both plain functions over rewards:
   ``gs1_kernel_vs_grpo_gsm8k``).
 
 The GS1 definition, with every choice the spec leaves open pinned down here (the
-independent reference ``experiment/gs1_reference.py`` implements the same text):
+independent reference ``experiment/rl/gs1_reference.py`` implements the same text):
 
 1. Window of rollout i.  The current batch minus i (all other rollouts of this
    step, in batch order), then rollouts of previous steps, newest first, until the

@@ -30,19 +30,19 @@ from typing import Any
 
 import pandas as pd
 
-from experiment.correctness import accepts
-from experiment.decision import (
+from experiment.stats.correctness import accepts
+from experiment.stats.decision import (
     DecisionError,
     decision_summary,
     observation_from_row,
     read_observations_jsonl,
 )
-from experiment.evaluation import evaluator_id
-from experiment.feasibility import PROJECTION_KEYS
+from experiment.stats.evaluation import evaluator_id
+from experiment.stats.feasibility import PROJECTION_KEYS
 from experiment.gates import GATE_ORDER
-from experiment.plan import build_plan
-from experiment.spec import SpecError, apply_revision, load_spec
-from experiment.store import (
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import SpecError, apply_revision, load_spec
+from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
     MAX_EVIDENCE_TOTAL_BYTES,
@@ -78,7 +78,7 @@ _SIGNED_URL = re.compile(
     r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
 )
 # The spec's optimizer names and config keys as a server reports them (same tables as
-# experiment/restoration.py, which is not imported here because it loads the tinker SDK).
+# experiment/rl/restoration.py, which is not imported here because it loads the tinker SDK).
 SPEC_FAMILY_ALIASES = {"adam": "adamw"}
 SPEC_CONFIG_ALIASES = {"lr": "learning_rate"}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

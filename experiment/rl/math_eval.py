@@ -5,7 +5,7 @@ evaluated behaviour is the trained behaviour; decoding is greedy (temperature 0)
 item yields one row, invalid outputs included (they score 0).
 
 The evaluator's code hash (``evaluator_code_files``) covers the grader, the prompt construction
-(``experiment/rl_loop.py`` make_env/prompt_tokens, the item loader) and the renderer (its module
+(``experiment/rl/loop.py`` make_env/prompt_tokens, the item loader) and the renderer (its module
 and the tokenizer files it encodes with). Grading runs under a timeout; a timeout (after one
 retry with a longer limit) or a grader error is recorded in the item's row (``grading``), never
 silently scored as a plain wrong answer.
@@ -25,8 +25,8 @@ import tinker_cookbook
 from tinker_cookbook import renderers
 from tinker_cookbook.recipes.math_rl import math_env, math_grading
 
-from experiment.data import TaskItem
-from experiment.rl_loop import make_env, prompt_tokens
+from experiment.run.data import TaskItem
+from experiment.rl.loop import make_env, prompt_tokens
 
 GRADING_TIMEOUT_SECONDS = 1.0  # the cookbook MathEnv's own limit
 GRADING_RETRY_TIMEOUT_SECONDS = 10.0  # one retry before a timeout is recorded
@@ -46,11 +46,11 @@ def evaluator_code_files(renderer: renderers.Renderer | None = None) -> dict[str
     The grader and parser, the prompt construction (env, prompt tokens, item loader) and, given the
     renderer, its module(s) and the local tokenizer files it encodes with."""
     cookbook = Path(tinker_cookbook.__file__).parent
-    project = Path(__file__).resolve().parent.parent
+    project = Path(__file__).resolve().parents[2]
     files = {
-        "experiment/math_eval.py": Path(__file__),
-        "experiment/rl_loop.py": project / "experiment" / "rl_loop.py",  # make_env, prompt_tokens
-        "experiment/data.py": project / "experiment" / "data.py",  # the evaluated items
+        "experiment/rl/math_eval.py": Path(__file__),
+        "experiment/rl/loop.py": project / "experiment" / "rl" / "loop.py",  # make_env, prompt_tokens
+        "experiment/run/data.py": project / "experiment" / "run" / "data.py",  # the evaluated items
         "tinker_cookbook/recipes/math_rl/math_env.py": Path(inspect.getfile(math_env)),
         "tinker_cookbook/recipes/math_rl/math_grading.py": Path(inspect.getfile(math_grading)),
         "tinker_cookbook/rl/problem_env.py": cookbook / "rl" / "problem_env.py",

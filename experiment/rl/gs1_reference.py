@@ -1,7 +1,7 @@
 """Independent float64 reference of the GS1 kernel baseline (plain Python loops).
 
 Pinned reference for the correctness preflight: written separately from
-``experiment/advantages.py`` and sharing no code with it (only the ``math`` module
+``experiment/rl/advantages.py`` and sharing no code with it (only the ``math`` module
 is used).  Its file sha256 is recorded at run time.
 
 Definition (the same text as the implementation's docstring, restated):

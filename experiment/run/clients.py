@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import tinker
 
-from experiment.restoration import creation_optimizer_config
-from experiment.service import ServiceTarget
+from experiment.rl.restoration import creation_optimizer_config
+from experiment.run.service import ServiceTarget
 
 if TYPE_CHECKING:
     from experiment.gates import RunContext

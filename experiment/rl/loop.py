@@ -33,8 +33,8 @@ from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
 from tinker_cookbook.rl.rollouts import do_group_rollout
 from tinker_cookbook.rl.types import TrajectoryGroup
 
-from experiment.data import TaskItem
-from experiment.advantages import (
+from experiment.run.data import TaskItem
+from experiment.rl.advantages import (
     KernelBaselineState,
     append_batch_to_window,
     grpo_group_mean_advantages,

@@ -26,11 +26,11 @@ import tinker
 from tinker import types
 from tinker.types.optimizer import OptimParamsBase
 
-from experiment.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
-from experiment.loss_eval import LossEval
-from experiment.spec import Spec
+from experiment.run.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
+from experiment.sft.loss_eval import LossEval
+from experiment.contract.spec import Spec
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from experiment import PROJECT_ROOT
 DEFAULT_RENDERER = "qwen3_5_disable_thinking"
 EVAL_BATCH_SIZE = 16  # forward requests during held-out scoring; batching cannot change the result
 

@@ -36,9 +36,9 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from experiment.plan import ExecutionPlan
-from experiment.result import initial_result
-from experiment.spec import Spec
+from experiment.contract.plan import ExecutionPlan
+from experiment.contract.result import initial_result
+from experiment.contract.spec import Spec
 
 # contract section 12
 MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024

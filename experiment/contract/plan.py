@@ -14,9 +14,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from experiment.correctness import pinned_revisions, unresolved_revisions
+from experiment.stats.correctness import pinned_revisions, unresolved_revisions
 from experiment.gates import GATE_ORDER
-from experiment.spec import ArmSpec, Spec, SpecError
+from experiment.contract.spec import ArmSpec, Spec, SpecError
 
 Applicability = Literal[True, False, "unknown"]
 
@@ -367,7 +367,7 @@ def _gate_correctness_preflight(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if forked:
         why.append(f"arms {', '.join(forked)} use a forked optimizer path")
     details = {"paths": section.get("paths", []), "status": section.get("status")}
-    # Pinned in the spec or in its recorded revision file (experiment.correctness.pinned_revisions);
+    # Pinned in the spec or in its recorded revision file (experiment.stats.correctness.pinned_revisions);
     # the run never pins them itself, and an unresolved one stops the run at this gate.
     supplied = spec.source.revision.supplied if spec.source.revision else ()
     pins = pinned_revisions(spec.to_dict(), supplied)

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from experiment.rl_loop import StepRecord, fraction_nonzero
+from experiment.rl.loop import StepRecord, fraction_nonzero
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
-from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
-from experiment.plan import ExecutionPlan
-from experiment.spec import Spec
+from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
+from experiment.contract.plan import ExecutionPlan
+from experiment.contract.spec import Spec
 
 if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
-    from experiment.rl_loop import RLArmSettings
+    from experiment.rl.loop import RLArmSettings
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from experiment import PROJECT_ROOT
 DEFAULT_RENDERER = "qwen3_5_disable_thinking"
 
 T = TypeVar("T")
@@ -78,7 +78,7 @@ def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, 
 
 def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None) -> dict[str, RLArmSettings]:
     """Loop settings of every trained arm (the same rollout regime for all of them)."""
-    from experiment.rl_loop import RLArmSettings
+    from experiment.rl.loop import RLArmSettings
 
     rollout = rollout_settings(spec)
     optimizers = requested_optimizers(plan)

@@ -26,8 +26,8 @@ from tinker_cookbook import renderers
 from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
-from experiment.data import TaskItem
-from experiment.rl_loop import make_env
+from experiment.run.data import TaskItem
+from experiment.rl.loop import make_env
 
 # Spec optimizer names -> the family a server reports (contract-details Part C: adam == adamw).
 FAMILY_ALIASES = {"adam": "adamw", "adamw": "adamw", "dimuon": "dimuon", "trimuon": "trimuon"}
