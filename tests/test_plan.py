@@ -73,7 +73,7 @@ def test_trimuon_plan_from_plan_file():
     correctness = plan.gate("correctness_preflight")
     assert correctness.applicable is True and "forked optimizer" in correctness.reason
     [path] = correctness.details["paths"]
-    assert path["reference_file"] == "experiment/sft/optim_reference.py"
+    assert path["reference_file"] == "experiment/stats/optim_reference.py"
     assert "update_learning_rate" not in path  # every trained LR has its own update check
     assert {f"{check}@lr={lr:g}" for check in ("reference_update", "baseline_update")
             for lr in (5e-05, 1e-04, 2e-04)} == set(path["tolerances"])

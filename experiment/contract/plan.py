@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
-from experiment.gates import GATE_ORDER
+from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
 
 Applicability = Literal[True, False, "unknown"]

@@ -41,9 +41,12 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from experiment.contract.spec import Spec, SpecError
+from experiment.contract.errors import SpecError
+
+if TYPE_CHECKING:  # type hints only: spec.load_spec calls rehearse_spec with the parsed spec
+    from experiment.contract.spec import Spec
 
 RULES_FILE = Path(__file__)
 EMBEDDED_MODEL = "embedded/tiny-arith"
@@ -168,12 +171,10 @@ class _Rewriter:
                  "reason": f"rehearsal: {s['setting']}: {s['reason']}"} for s in self.substitutions]
 
 
-def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None
+def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file)."""
-    from experiment.contract.spec import parse_spec
-
-    spec = parsed or parse_spec(raw)
+    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) and its parsed form."""
+    spec = parsed
     r = _Rewriter(raw)
     s = r.spec
     training = spec.training_type
@@ -292,7 +293,7 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:
-    from experiment.rl.recipe import DEFAULT_RENDERER, rollout_settings
+    from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 
     try:
         written = rollout_settings(spec)
@@ -334,9 +335,9 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
     """An optimizer path whose tolerances are keyed by learning rate (`<check>@lr=<lr>`) is checked at
     every LR the sweep trains. The rehearsal trains other LRs at another rank, so the update-check LRs
     become the rehearsed sweep's and every tolerance is recomputed by the same written a-priori float32
-    analysis the revision file's values came from (experiment.sft.update_tolerance): fixed before
+    analysis the revision file's values came from (experiment.stats.update_tolerance): fixed before
     anything is measured, never fitted to errors."""
-    from experiment.sft.update_tolerance import update_check_plan  # the analysis itself, one home
+    from experiment.stats.update_tolerance import update_check_plan  # the analysis itself, one home
 
     rank = int(s.get("lora_rank") or REHEARSAL_LORA_RANK)
     sweep = sorted({float(lr) for arm in s.get("arms", []) for lr in (arm.get("lr_grid") or [])})
@@ -346,7 +347,7 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
             continue
         where = f"correctness_preflight.paths[{path.get('id')}]"
         why = (f"the update checks run at every rehearsed LR ({', '.join(f'{lr:g}' for lr in sweep)}) at rank {rank}; "
-               "tolerances recomputed by the plan's written float32 error analysis (experiment.sft.update_tolerance)")
+               "tolerances recomputed by the plan's written float32 error analysis (experiment.stats.update_tolerance)")
         planned = update_check_plan(sweep, rank)
         r.set(f"{where}.update_learning_rates", path, "update_learning_rates", sweep, why)
         r.set(f"{where}.tolerances", path, "tolerances", planned["tolerances"], why)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.gates import GateVerdict
+from experiment.contract.verdict import GateVerdict
 from experiment.contract.plan import ExecutionPlan
 
 THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")

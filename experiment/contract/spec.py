@@ -28,6 +28,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
+from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
+
 DECISION_METHODS = {
     # per-item paired statistic with a one-sided Hoeffding bound (contract section 7)
     "paired_hoeffding",
@@ -47,15 +49,6 @@ MAX_BATCH = 1_000_000
 MAX_EXAMPLES = 100_000_000
 MAX_LORA_RANK = 65_536
 STRUCTURE_A_PLAN_FILE_SUPPLIES = ("arms", "decision_rule", "experiment_features")
-
-
-class SpecError(ValueError):
-    """A spec that cannot be run as written. str() is one line: `spec error: <field>: <problem>`."""
-
-    def __init__(self, field_name: str, problem: str):
-        self.field_name = field_name
-        self.problem = problem
-        super().__init__(f"spec error: {field_name}: {problem}" if field_name else f"spec error: {problem}")
 
 
 def _positive_int(value: Any) -> int:

@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 
 from experiment.stats.activation import evaluate_checks, gs1_activation_values, json_safe, selfgen_activation_values
-from experiment.gates.generation_audit import tasks_from_state
+from experiment.run.data import tasks_from_state
 from experiment.selfgen.generation_audit import evaluation_overlap
 from experiment.rl.advantages import KernelBaselineState
 from experiment.run.clients import open_session

@@ -146,13 +146,6 @@ def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def tasks_from_state(state: dict[str, Any]) -> list[TaskItem]:
-    """The audited training tasks: TaskItems set by this gate, or the JSON rows a resumed run restored."""
-    if state.get("generated_tasks"):
-        return list(state["generated_tasks"])
-    return [TaskItem(**row) for row in state.get("generated_task_rows", [])]
-
-
 def _model_reference(name: str) -> str:
     """A local model directory named relative to the project (the local spec's generator) is sent to
     the service as an absolute path; service model names pass through unchanged."""

@@ -39,7 +39,7 @@ from experiment.stats.decision import (
 )
 from experiment.stats.evaluation import evaluator_id
 from experiment.stats.feasibility import PROJECTION_KEYS
-from experiment.gates import GATE_ORDER
+from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, apply_revision, load_spec
 from experiment.run.store import (

@@ -34,6 +34,7 @@ from tinker_cookbook.rl.rollouts import do_group_rollout
 from tinker_cookbook.rl.types import TrajectoryGroup
 
 from experiment.run.data import TaskItem
+from experiment.stats.activation import fraction_nonzero
 from experiment.rl.advantages import (
     KernelBaselineState,
     append_batch_to_window,
@@ -121,10 +122,6 @@ class StepRecord:
             "step_seconds": self.step_seconds,
             "kernel_fallbacks": self.kernel_fallbacks,
         }
-
-
-def fraction_nonzero(values: Sequence[float], tol: float = 1e-6) -> float:
-    return sum(1 for v in values if abs(v) > tol) / len(values) if values else 0.0
 
 
 def step_problems(order: Sequence[TaskItem], arm: RLArmSettings, step: int) -> list[TaskItem]:

@@ -7,63 +7,21 @@ the probe, the pilots and the full arms must run "the exact full-run regime".
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
 from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.contract.plan import ExecutionPlan
+from experiment.contract.rollout import DEFAULT_RENDERER, RolloutSettings, rollout_settings  # noqa: F401  (re-exported)
 from experiment.contract.spec import Spec
 
 if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
     from experiment.rl.loop import RLArmSettings
 
 from experiment import PROJECT_ROOT
-DEFAULT_RENDERER = "qwen3_5_disable_thinking"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RolloutSettings:
-    max_tokens: int
-    temperature: float
-    renderer_name: str
-    few_shot: bool
-    source: str  # where the numbers came from (structured field or the spec's prose)
-
-
-def rollout_settings(spec: Spec) -> RolloutSettings:
-    """max_tokens / temperature / renderer: a structured `rollout` block, else the spec's prose.
-
-    The seed specs state them only in prose ("max_tokens=512 and temperature 1.0"); a spec
-    that states neither is an error rather than a silent default.
-    """
-    raw = spec.to_dict()
-    block = raw.get("rollout") or {}
-    uses_gsm8k = "gsm8k" in str(raw.get("dataset", {})).lower()
-    if block:
-        return RolloutSettings(
-            max_tokens=int(block["max_tokens"]),
-            temperature=float(block.get("temperature", 1.0)),
-            renderer_name=block.get("renderer", DEFAULT_RENDERER),
-            few_shot=bool(block.get("few_shot", uses_gsm8k)),
-            source="spec.rollout",
-        )
-    prose = " ".join(str(raw.get(k, "")) for k in ("method", "command", "eval"))
-    tokens = re.search(r"max_tokens\s*=\s*(\d+)", prose)
-    temperature = re.search(r"temperature[ =]+(\d+(?:\.\d+)?)", prose)
-    if not tokens:
-        raise ValueError("the spec states no max_tokens (no `rollout` block and none in its prose)")
-    return RolloutSettings(
-        max_tokens=int(tokens.group(1)),
-        temperature=float(temperature.group(1)) if temperature else 1.0,
-        renderer_name=DEFAULT_RENDERER,
-        few_shot=uses_gsm8k,  # the cookbook's GSM8K env uses its one-shot prefix
-        source="spec prose (method/command)",
-    )
 
 
 def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -180,7 +138,7 @@ def arm_training_order(spec: Spec, state: dict[str, Any], arm_name: str) -> list
     only after the generation audit passed, so no update on generated data can come before it.
     """
     if uses_generated_tasks(spec, arm_name):
-        from experiment.gates.generation_audit import tasks_from_state
+        from experiment.run.data import tasks_from_state
 
         tasks = tasks_from_state(state)
         if not tasks:

@@ -26,6 +26,7 @@ from tinker_cookbook import renderers
 from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
+from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env
 
@@ -34,7 +35,6 @@ FAMILY_ALIASES = {"adam": "adamw", "adamw": "adamw", "dimuon": "dimuon", "trimuo
 # Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
 CONFIG_ALIASES = {"lr": "learning_rate"}
 # Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
-MODEL_KEYS = ("lora_rank", "seed")
 # The LoRA init seed is no optimizer setting and no service reports it: equal adapter hashes of
 # the shared initialization checkpoint prove it instead.
 PROVEN_BY_INITIALIZATION = ("seed",)
@@ -56,17 +56,6 @@ def requested_optimizer(optimizer: str, optimizer_config: dict[str, Any]) -> dic
     """Normalize a spec's requested optimizer to {family, <optimizer fields>, <model fields>}."""
     config = {CONFIG_ALIASES.get(k, k): v for k, v in optimizer_config.items()}
     return {"family": optimizer_family(optimizer), **config}
-
-
-def creation_optimizer_config(requested: dict[str, Any]) -> OptimizerConfigBase:
-    """The optimizer config sent at model creation: family plus its hyperparameters.
-
-    Sending the hyperparameters lets a server that records them report them back, so the
-    optimizer check compares real values; a server that ignores them reports only the family
-    (then the check lists those keys as not exposed, never as verified).
-    """
-    fields = {k: v for k, v in requested.items() if k not in ("family", *MODEL_KEYS)}
-    return OptimizerConfigBase(type=requested["family"], **fields)
 
 
 def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,

@@ -13,12 +13,26 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 import tinker
+from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment.rl.restoration import creation_optimizer_config
 from experiment.run.service import ServiceTarget
 
 if TYPE_CHECKING:
-    from experiment.gates import RunContext
+    from experiment.run.context import RunContext
+
+
+MODEL_KEYS = ("lora_rank", "seed")  # requested at model creation, not optimizer hyperparameters
+
+
+def creation_optimizer_config(requested: dict[str, Any]) -> OptimizerConfigBase:
+    """The optimizer config sent at model creation: family plus its hyperparameters.
+
+    Sending the hyperparameters lets a server that records them report them back, so the
+    optimizer check compares real values; a server that ignores them reports only the family
+    (then the check lists those keys as not exposed, never as verified).
+    """
+    fields = {k: v for k, v in requested.items() if k not in ("family", *MODEL_KEYS)}
+    return OptimizerConfigBase(type=requested["family"], **fields)
 
 
 def open_session(ctx: RunContext, purpose: str, fork: bool = False) -> ClientSession:

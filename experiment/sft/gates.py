@@ -7,7 +7,7 @@ one proven initial state and all on the same batches in the same order:
 - preflight_probe        one client per arm with its exact optimizer and config, one optim_step on
                          one example (finite loss), the family verified from get_info; fork routing
 - correctness_preflight  the optimizer path's update errors against the independent float64
-                         reference (experiment/sft/optim_reference.py) under the plan's tolerances; the
+                         reference (experiment/stats/optim_reference.py) under the plan's tolerances; the
                          treatment-disabled path against the baseline; LR scaling from fresh state
 - restoration_preflight  one saved initialization state; every run's client created from it,
                          adapter hash, optimizer check and initial output compared; a
@@ -51,11 +51,13 @@ from experiment.run.clients import ClientSession, open_session, session_weights_
 from experiment.stats.correctness import check_tolerances, parity_errors
 from experiment.stats.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
 from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
-from experiment.gates import GateVerdict, RunContext
-from experiment.sft.optim_reference import reference_step
-from experiment.sft.update_tolerance import FIXED_INPUT_SEED, check_key, fixed_optimizer_input
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
+from experiment.stats.optim_reference import reference_step
+from experiment.stats.update_tolerance import FIXED_INPUT_SEED, check_key, fixed_optimizer_input
 from experiment.rl.recipe import renderer_for
 from experiment.report.validation import validate_run, validation_summary
+from experiment.sft.optimizer_probe import implementation_updates, probe_job
 from experiment.sft.loop import (
     ChatExample, SFTSettings, batch_id, heldout_examples, optim_params, score_heldout, sft_settings,
     step_batches, to_datum, train_step, training_examples,
@@ -192,38 +194,15 @@ def preflight_probe(ctx: RunContext) -> GateVerdict:
 
 # ---------------------------------------------------------------- correctness preflight (optimizer path)
 
-REFERENCE_FILE = "experiment/sft/optim_reference.py"
+REFERENCE_FILE = "experiment/stats/optim_reference.py"
 IMPLEMENTATION_FILE = "embedded_tinker/muon.py"
-TOLERANCE_FILE = "experiment/sft/update_tolerance.py"
+TOLERANCE_FILE = "experiment/stats/update_tolerance.py"
 
 
 def _implementation_updates(fixed: dict[str, Any], family: str, config: dict[str, Any], learning_rate: float,
                             hyper: dict[str, float], fresh: bool = False) -> list[np.ndarray]:
-    """One server-side optimizer step on the fixed input: the fork's own optimizer code.
-
-    The embedded backend is the fork here, so its optimizer module is run in-process on the fixed
-    tensors (the SDK exposes no weights download); on a remote fork the same probe runs in the
-    fork's checkout. Returns the updates (after - before) of every factor, float64.
-    """
-    import torch
-
-    from embedded_tinker.optimizers import create_optimizer  # the implementation under test
-
-    params, grads, state = [], [], {"steps_taken": torch.tensor(0 if fresh else fixed["steps_taken"])}
-    for pair in fixed["pairs"]:
-        for factor in ("A", "B"):
-            index = len(params)
-            params.append(torch.tensor(pair[factor]).requires_grad_())
-            grads.append(torch.tensor(pair[f"grad_{factor}"]))
-            momentum = np.zeros_like(pair[factor]) if fresh else pair[f"momentum_{factor}"]
-            state[f"momentum.{index}"] = torch.tensor(momentum)
-    optimizer = create_optimizer({"type": family, **config}, params)
-    optimizer.load_state_dict(state)
-    before = [p.detach().clone() for p in params]
-    for p, g in zip(params, grads):
-        p.grad = g
-    optimizer.step({"type": family, "learning_rate": learning_rate, **hyper})
-    return [(p.detach() - b).double().numpy() for p, b in zip(params, before)]
+    """One step of the backend's own optimizer on the fixed input (experiment.sft.optimizer_probe)."""
+    return implementation_updates(fixed, [probe_job(family, config, learning_rate, hyper, fresh)])[0]
 
 
 def _reference_updates(fixed: dict[str, Any], learning_rate: float, hyper: dict[str, float],
@@ -283,9 +262,10 @@ def correctness_preflight(ctx: RunContext) -> GateVerdict:
 
     errors, informative = {}, {}
     for lr in learning_rates:
-        enabled = _implementation_updates(fixed, treatment.family, {}, lr, hyper)
-        disabled = _implementation_updates(fixed, treatment.family, {"polar_step": "polar_express"}, lr, hyper)
-        stock = _implementation_updates(fixed, baseline.family, {}, lr, hyper)
+        enabled, disabled, stock = implementation_updates(fixed, [  # one backend command for the three steps
+            probe_job(treatment.family, {}, lr, hyper),
+            probe_job(treatment.family, {"polar_step": "polar_express"}, lr, hyper),
+            probe_job(baseline.family, {}, lr, hyper)])
         errors[check_key("reference_update", lr)] = update_errors(
             enabled, _reference_updates(fixed, lr, hyper, "polar_switch"))
         errors[check_key("baseline_update", lr)] = update_errors(disabled, stock)

@@ -31,7 +31,7 @@ from experiment.sft.loss_eval import LossEval
 from experiment.contract.spec import Spec
 
 from experiment import PROJECT_ROOT
-DEFAULT_RENDERER = "qwen3_5_disable_thinking"
+from experiment.contract.rollout import DEFAULT_RENDERER  # noqa: E402  (one home)
 EVAL_BATCH_SIZE = 16  # forward requests during held-out scoring; batching cannot change the result
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from experiment.rl.loop import StepRecord, fraction_nonzero
+if TYPE_CHECKING:  # type hints only: the RL loop imports this module
+    from experiment.rl.loop import StepRecord
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,11 @@ class CheckOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "value": self.value, "passed": self.passed, "reason": self.reason}
+
+
+def fraction_nonzero(values: Sequence[float], tol: float = 1e-6) -> float:
+    """The share of values farther than `tol` from zero (0.0 for none)."""
+    return sum(1 for v in values if abs(v) > tol) / len(values) if values else 0.0
 
 
 def as_one_of_string(value: float) -> str:

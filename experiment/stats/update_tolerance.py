@@ -2,7 +2,7 @@
 before anything is measured (derivation: docs/optimizers.md, "Error analysis of the update check").
 
 The correctness preflight compares the server's update (float32 factors, float32 Polar Express,
-TriMuon's float16 core) with the float64 reference (experiment/sft/optim_reference.py) on one fixed
+TriMuon's float16 core) with the float64 reference (experiment/stats/optim_reference.py) on one fixed
 input (`fixed_optimizer_input`), at EVERY learning rate the sweep trains. What the two may differ
 by follows from the algorithm, the precisions and the fixed input alone, never from an observed
 error:
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from experiment.sft import optim_reference as ref
+from experiment.stats import optim_reference as ref
 
 U32 = 2.0**-24  # float32 unit roundoff
 U16 = 2.0**-11  # float16 unit roundoff (TriMuon's core)
