@@ -34,7 +34,7 @@ from flows.concurrency import capacity_guarded_caller
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
+from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.run.service import ServiceTarget
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunInProgress, RunStore
@@ -189,17 +189,8 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy:
     store, plan = ctx.store, ctx.plan
     released = release_sessions(ctx)
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
-    update = {"status": "failed", "outcome_reason": "incomplete_execution",
-              "capacity_block": capacity_block_record(blocked, released),
-              "summary": f"The service refused capacity during {gate} for {blocked.waited_seconds:.0f} s after "
-                         f"{blocked.comparison_steps_completed} comparison steps; the run stopped without a verdict."}
-    if plan.vocabulary == "three_way":
-        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
-    else:
-        update.update(verdict=None, confidence=None,
-                      reasoning="Capacity stopped the run before the comparison was measured; completed gates and "
-                                "arm checkpoints stay in the store and a re-run of the same spec resumes from them.")
-    store.update_result(**update)
+    store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
+                                                blocked.waited_seconds, blocked.comparison_steps_completed))
     started = chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
         spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started,

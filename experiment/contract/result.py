@@ -12,10 +12,17 @@ the direction+confidence vocabulary).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from experiment.contract.verdict import GateVerdict
 from experiment.contract.plan import ExecutionPlan
+
+def adaptation_batch_hash(batch_ids: list[Any]) -> str:
+    """sha256(json.dumps(adaptation_batch_ids)) with default separators (contract section 9)."""
+    return hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest()
+
 
 THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")
 
@@ -82,3 +89,20 @@ def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict,
 def gate_failure_message(verdict: GateVerdict) -> str:
     """One line for logs and the Failed state's message."""
     return f"gate {verdict.gate} failed: {'; '.join(verdict.reasons) or 'no reason recorded'}"
+
+
+def capacity_block_update(plan: ExecutionPlan, gate: str, block: dict[str, Any], waited_seconds: float,
+                          steps_completed: int) -> dict[str, Any]:
+    """RESULT fields of a run that capacity stopped during `gate` (contract section 3): no verdict, why, and
+    the capacity_block record; the vocabulary decides how the absent verdict is spelled."""
+    update: dict[str, Any] = {
+        "status": "failed", "outcome_reason": "incomplete_execution", "capacity_block": block,
+        "summary": f"The service refused capacity during {gate} for {waited_seconds:.0f} s after "
+                   f"{steps_completed} comparison steps; the run stopped without a verdict."}
+    if plan.vocabulary == "three_way":
+        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
+    else:
+        update.update(verdict=None, confidence=None,
+                      reasoning="Capacity stopped the run before the comparison was measured; completed gates and "
+                                "arm checkpoints stay in the store and a re-run of the same spec resumes from them.")
+    return update

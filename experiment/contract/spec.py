@@ -228,6 +228,10 @@ class SpecSource:
         return data
 
 
+# optimizer names a spec may use for a family (the service's name on the right)
+OPTIMIZER_FAMILY_ALIASES = {"adam": "adamw"}
+
+
 def canonical_sha256(value: Any) -> str:
     """sha256 of canonical JSON (sorted keys, compact separators), the project's hash for specs."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)

@@ -26,6 +26,7 @@ from typing import Any
 from experiment.rl import restoration as r
 from experiment.sft import gates as sft_gates
 from experiment.rl.advantages import KernelBaselineState
+from experiment.run.capacity import CapacityBlocked
 from experiment.run.clients import ClientSession, open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
@@ -64,7 +65,7 @@ def run(ctx: RunContext) -> GateVerdict:
 
     failed = {name: err for name, err in outcomes.items() if isinstance(err, BaseException)}
     for err in failed.values():
-        if type(err).__name__ == "CapacityBlocked":
+        if isinstance(err, CapacityBlocked):
             raise err  # the flow turns it into a capacity block (section 3), arms' progress kept
     reasons = [f"{name}: {type(err).__name__}: {err}" for name, err in failed.items()]
     reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 
-from experiment.run.capacity import CapacityBlocked, classify
+from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import open_session
 from experiment.sft import gates as sft_gates
 from experiment.gates import GateVerdict, RunContext, not_implemented
@@ -42,7 +42,7 @@ def run(ctx: RunContext) -> GateVerdict:
             try:
                 client = session.lora_client(model, rank, arm.seed, requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
-                if classify(err) == "capacity" or isinstance(err, CapacityBlocked):
+                if is_capacity_refusal(err):
                     raise  # a busy service is no rejection: the flow stops or waits per section 3
                 failed = True
                 reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")

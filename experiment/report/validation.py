@@ -41,7 +41,8 @@ from experiment.stats.evaluation import evaluator_id
 from experiment.stats.feasibility import PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import build_plan
-from experiment.contract.spec import SpecError, apply_revision, load_spec
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, adaptation_batch_hash
+from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
@@ -52,7 +53,6 @@ RESULT_STATUSES = ("running", "succeeded", "failed")
 DIRECTION_VERDICTS = ("supported", "refuted")
 THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
 THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
-THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")
 DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
 FEASIBILITY_PHASE_KEYS = ("seconds", "units", "planned_units", "samples", "gpu_count", "allocation_source")
 GENERATION_KEYS = ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
@@ -79,7 +79,6 @@ _SIGNED_URL = re.compile(
 )
 # The spec's optimizer names and config keys as a server reports them (same tables as
 # experiment/rl/restoration.py, which is not imported here because it loads the tinker SDK).
-SPEC_FAMILY_ALIASES = {"adam": "adamw"}
 SPEC_CONFIG_ALIASES = {"lr": "learning_rate"}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Which gate produces which RESULT section (a missing section is a problem only once that gate passed).
@@ -378,11 +377,6 @@ def audit_sample_ids(accepted_ids: list[str], seed: int, size: int) -> list[str]
         return hashlib.sha256(json.dumps([seed, item_id]).encode()).hexdigest()
 
     return sorted(accepted_ids, key=key)[:size]
-
-
-def adaptation_batch_hash(batch_ids: list[Any]) -> str:
-    """sha256(json.dumps(adaptation_batch_ids)) with default separators (contract section 9)."""
-    return hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -981,7 +975,7 @@ class _Validator:
     def _check_requested_matches_spec(self, where: str, requested: dict[str, Any], spec_arm: dict[str, Any]) -> None:
         """`requested` is the spec group's optimizer and optimizer_config (adam == adamw, lr == learning_rate)."""
         family = str(spec_arm.get("optimizer") or "").split(" ")[0].lower()
-        expected = {"family": SPEC_FAMILY_ALIASES.get(family, family)}
+        expected = {"family": OPTIMIZER_FAMILY_ALIASES.get(family, family)}
         for key, value in (spec_arm.get("optimizer_config") or {}).items():
             expected[SPEC_CONFIG_ALIASES.get(key, key)] = value
         for key, value in expected.items():

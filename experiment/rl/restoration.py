@@ -27,11 +27,11 @@ from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
 from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
+from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES, canonical_sha256  # noqa: F401
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env
 
 # Spec optimizer names -> the family a server reports (contract-details Part C: adam == adamw).
-FAMILY_ALIASES = {"adam": "adamw", "adamw": "adamw", "dimuon": "dimuon", "trimuon": "trimuon"}
 # Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
 CONFIG_ALIASES = {"lr": "learning_rate"}
 # Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
@@ -40,11 +40,6 @@ CONFIG_ALIASES = {"lr": "learning_rate"}
 PROVEN_BY_INITIALIZATION = ("seed",)
 # Fields the embedded backend adds to optimizer_config that describe state, not configuration.
 SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
-
-
-def canonical_sha256(value: Any) -> str:
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hashlib.sha256(data.encode()).hexdigest()
 
 
 def optimizer_family(name: str) -> str:

@@ -279,3 +279,9 @@ def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> d
         "comparison_steps_completed": int(blocked.comparison_steps_completed),
         "released_clients": bool(released_clients),
     }
+
+
+def is_capacity_refusal(err: BaseException) -> bool:
+    """A busy service (classified "capacity", or the policy already gave up), never a rejection of the request:
+    the probes re-raise it so the flow stops or waits per contract section 3."""
+    return isinstance(err, CapacityBlocked) or classify(err) == "capacity"

@@ -7,13 +7,9 @@ one pair must report the same hash; the check runs before any verdict is set.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
-
-def adaptation_batch_hash(batch_ids: list[str]) -> str:
-    return hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest()
+from experiment.contract.result import adaptation_batch_hash  # noqa: F401  (one home; re-exported)
 
 
 def adaptation_manifest(arm: str, pair: str, consumed_batch_ids: list[str], warmup_batches: int = 0) -> dict[str, Any]:

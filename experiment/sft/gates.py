@@ -47,6 +47,7 @@ import numpy as np
 from experiment.sft import loss_eval
 from experiment.rl import restoration as r
 from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
+from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import ClientSession, open_session, session_weights_info
 from experiment.stats.correctness import check_tolerances, parity_errors
 from experiment.stats.evaluation import evaluation_record, evaluator_id, evaluator_provenance, score_entry
@@ -166,6 +167,8 @@ def preflight_probe(ctx: RunContext) -> GateVerdict:
             try:
                 client = session.lora_client(model, rank, run.seed, run.requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
+                if is_capacity_refusal(err):
+                    raise  # a busy service is no rejection: the flow stops or waits per section 3
                 failed = True
                 reasons.append(f"{arm}: create_model with {run.family} rejected ({type(err).__name__}: {err}); "
                                "this arm needs a fork, and then every arm runs on it (never a swapped optimizer)")
