@@ -10,11 +10,25 @@ from __future__ import annotations
 
 import importlib
 import time
+from typing import Callable
 
 from experiment.contract.verdict import GATE_ORDER, GateStatus, GateVerdict, not_implemented
 from experiment.run.context import RunContext, run_side_by_side
 
-__all__ = ["GATE_ORDER", "GateStatus", "GateVerdict", "RunContext", "not_implemented", "run_gate", "run_side_by_side"]
+__all__ = ["GATE_ORDER", "GateStatus", "GateVerdict", "RunContext", "dispatch", "not_implemented", "run_gate",
+           "run_side_by_side"]
+
+Step = Callable[[RunContext], GateVerdict]
+
+
+def dispatch(gate: str, steps: dict[str, Step], ctx: RunContext) -> GateVerdict:
+    """Run the step of the spec's training type from a gate's STEPS table ({"rl": fn, "sft": fn}).
+
+    One place decides by training type: a gate module lists its steps and never branches on the type."""
+    step = steps.get(ctx.plan.training_type)
+    if step is None:
+        return not_implemented(gate, f"{gate} for training_type {ctx.plan.training_type!r}")
+    return step(ctx)
 
 
 def run_gate(name: str, ctx: RunContext) -> GateVerdict:

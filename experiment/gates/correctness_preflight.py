@@ -24,7 +24,7 @@ from experiment.rl import gs1_preflight
 from experiment.run.clients import open_session
 from experiment.sft import gates as sft_gates
 from experiment.stats.correctness import REVISION_FILE_KEY, revision_status
-from experiment.gates import GateVerdict, RunContext, not_implemented
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
 from experiment.rl.restoration import requested_optimizer
 from experiment.rl.loop import GROUP_MEAN, KERNEL_BASELINE
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
@@ -44,8 +44,11 @@ REVISION_FILE_NOTE = (
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.correctness_preflight(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     details = ctx.plan.gate(GATE).details
     paths = details.get("paths") or []
     if ctx.plan.training_type != "rl" or not paths:
@@ -153,3 +156,7 @@ def _keep_evidence(ctx: RunContext, outcome) -> None:
     package = Path(gs1_preflight.__file__).parent
     for name in ("gs1_preflight.py", "advantages.py", "gs1_reference.py"):
         ctx.store.add_evidence(f"script-{name}", "script", (package / name).read_bytes(), source=f"experiment/rl/{name}")
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.correctness_preflight}
