@@ -17,7 +17,7 @@ shows up as the difference. Three measurements, each printed in one JSON object 
   * arms: the same arm-shaped work for two arms (per step: sample a batch, forward_backward,
     optim_step, through the SDK), once through the pipeline's ``experiment.gates.run_side_by_side``
     and once one arm after the other. ``speedup = sequential / concurrent`` (goal >= 1.8).
-  * evaluation: the pipeline's greedy evaluation (``experiment.math_eval.greedy_predictions``) of
+  * evaluation: the pipeline's greedy evaluation (``experiment.rl.math_eval.greedy_predictions``) of
     --eval-items items of the spec's evaluation set, requests pipelined (the pipeline's default
     concurrency) against one request at a time.
 
@@ -186,9 +186,9 @@ def arms(client: tinker.ServiceClient, model: str, steps: int) -> dict:
 
 
 def evaluation(client: tinker.ServiceClient, model: str, spec_path: Path, n_items: int, tokenizer_id: str) -> dict:
-    from experiment.math_eval import greedy_predictions
-    from experiment.rl_recipe import eval_items, renderer_named, rollout_settings
-    from experiment.spec import load_spec
+    from experiment.rl.math_eval import greedy_predictions
+    from experiment.rl.recipe import eval_items, renderer_named, rollout_settings
+    from experiment.contract.spec import load_spec
 
     spec = load_spec(spec_path, rehearse=True)
     items = eval_items(spec)[:n_items]

@@ -25,6 +25,8 @@ import math
 
 import torch
 
+from .optim_common import OptimizerError, _clip_factor, _global_grad_norm
+
 
 # Polar Express degree-5 coefficients (a, b, c) of p(x) = a x + b x^3 + c x^5, arXiv 2505.16932
 # Algorithm 1; every polynomial but the last is divided by the safety factor (a/s, b/s^3, c/s^5).
@@ -96,13 +98,6 @@ def _schedule(steps: int) -> list[tuple[float, float, float]]:
     return list(POLAR_EXPRESS[:steps]) + [POLAR_EXPRESS[-1]] * max(0, steps - len(POLAR_EXPRESS))
 
 
-def _registry():
-    """embedded_tinker.optimizers (its registry imports this module, so it is imported on use)."""
-    from . import optimizers
-
-    return optimizers
-
-
 def factor_preconditioner(gram: torch.Tensor) -> torch.Tensor:
     """(S / mean_eig(S) + DAMPING I)^(-1/2) of a symmetric PSD rank x rank Gram S (eigh in float64)."""
     S = gram.double()
@@ -133,11 +128,11 @@ class _LoraMuon:
 
     def __init__(self, params: list[torch.Tensor], config: dict):
         if len(params) % 2:
-            raise _registry().OptimizerError(f"{self.family} needs LoRA factor pairs (A, B); got {len(params)} tensors")
+            raise OptimizerError(f"{self.family} needs LoRA factor pairs (A, B); got {len(params)} tensors")
         self.pairs = list(zip(params[0::2], params[1::2]))
         for A, B in self.pairs:
             if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[1]:
-                raise _registry().OptimizerError(f"{self.family} expects A (rank x in), B (out x rank); "
+                raise OptimizerError(f"{self.family} expects A (rank x in), B (out x rank); "
                                      f"got {tuple(A.shape)} and {tuple(B.shape)}")
         self.params = params
         self.declared, self.choices = self._read_config(config)
@@ -149,13 +144,13 @@ class _LoraMuon:
         given = {k: v for k, v in config.items() if k != "type"}
         unknown = set(given) - set(self.PARAM_DEFAULTS) - set(self.CONFIG_CHOICES)
         if unknown:
-            raise _registry().OptimizerError(f"{self.family} config does not take {sorted(unknown)} "
+            raise OptimizerError(f"{self.family} config does not take {sorted(unknown)} "
                                  f"(declarable: {sorted(set(self.PARAM_DEFAULTS) | set(self.CONFIG_CHOICES))})")
         choices = {}
         for key, allowed in self.CONFIG_CHOICES.items():
             value = given.get(key, allowed[0])
             if value not in allowed:
-                raise _registry().OptimizerError(f"{self.family} config {key}={value!r} is not one of {list(allowed)}")
+                raise OptimizerError(f"{self.family} config {key}={value!r} is not one of {list(allowed)}")
             choices[key] = value
         declared = {k: float(v) for k, v in given.items() if k in self.PARAM_DEFAULTS}
         return declared, choices
@@ -167,22 +162,22 @@ class _LoraMuon:
         given = {k: v for k, v in params_request.items() if k != "type"}
         unknown = set(given) - set(self.PARAM_DEFAULTS)
         if unknown:
-            raise _registry().OptimizerError(f"{self.family} params do not take {sorted(unknown)} "
+            raise OptimizerError(f"{self.family} params do not take {sorted(unknown)} "
                                  f"(accepted: {sorted(self.PARAM_DEFAULTS)})")
         hp = {key: float(given.get(key, default)) for key, default in self.PARAM_DEFAULTS.items()}
         contradictions = [f"{k}={hp[k]!r} (declared {v!r})" for k, v in self.declared.items() if hp[k] != v]
         if contradictions:
-            raise _registry().OptimizerError(f"{self.family} optim_step params contradict the model's declared config: "
+            raise OptimizerError(f"{self.family} optim_step params contradict the model's declared config: "
                                  f"{', '.join(contradictions)}")
         if hp["learning_rate"] < 0 or not 0 <= hp["beta1"] < 1:
-            raise _registry().OptimizerError(f"{self.family} needs learning_rate >= 0 and 0 <= beta1 < 1 (got {hp})")
+            raise OptimizerError(f"{self.family} needs learning_rate >= 0 and 0 <= beta1 < 1 (got {hp})")
         return hp
 
     @torch.no_grad()
     def step(self, params_request: dict) -> dict[str, float]:
         hp = self._hyperparameters(params_request)
-        grad_norm = _registry()._global_grad_norm(self.params)
-        clip = _registry()._clip_factor(grad_norm, hp["grad_clip_norm"])
+        grad_norm = _global_grad_norm(self.params)
+        clip = _clip_factor(grad_norm, hp["grad_clip_norm"])
         self.steps_taken += 1
         for p, m in zip(self.params, self.momentum, strict=True):
             g = p.grad * clip if p.grad is not None else torch.zeros_like(p)

@@ -19,51 +19,15 @@ from __future__ import annotations
 import torch
 
 
-class OptimizerError(ValueError):
-    """Bad optimizer config or params (a user error)."""
-
-
-def _merge_params(family: str, defaults: dict[str, float], given: dict) -> dict[str, float]:
-    given = {k: v for k, v in given.items() if k != "type"}
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise OptimizerError(f"{family} params do not take {sorted(unknown)} (accepted: {sorted(defaults)})")
-    return {key: float(given.get(key, default)) for key, default in defaults.items()}
-
-
-def _declared_params(family: str, param_defaults: dict[str, float], config: dict) -> dict[str, float]:
-    """Hyperparameters declared at creation: a subset of the family's step params."""
-    declared = {k: v for k, v in config.items() if k != "type"}
-    unknown = set(declared) - set(param_defaults)
-    if unknown:
-        raise OptimizerError(
-            f"{family} config does not take {sorted(unknown)} (declarable: {sorted(param_defaults)})"
-        )
-    return {key: float(value) for key, value in declared.items()}
-
-
-def _check_against_declared(family: str, declared: dict[str, float], params: dict[str, float]) -> None:
-    contradictions = [
-        f"{key}={params[key]!r} (declared {value!r})"
-        for key, value in declared.items()
-        if params[key] != value
-    ]
-    if contradictions:
-        raise OptimizerError(
-            f"{family} optim_step params contradict the model's declared config: {', '.join(contradictions)}"
-        )
-
-
-def _global_grad_norm(params: list[torch.Tensor]) -> float:
-    squares = [p.grad.detach().double().pow(2).sum() for p in params if p.grad is not None]
-    return float(torch.stack(squares).sum().sqrt()) if squares else 0.0
-
-
-def _clip_factor(grad_norm: float, grad_clip_norm: float) -> float:
-    """Scale applied to every gradient: min(1, grad_clip_norm / grad_norm); 0 disables clipping."""
-    if grad_clip_norm > 0 and grad_norm > grad_clip_norm:
-        return grad_clip_norm / grad_norm
-    return 1.0
+from .optim_common import (  # noqa: F401  (OptimizerError and the helpers are re-exported)
+    OptimizerError,
+    _check_against_declared,
+    _clip_factor,
+    _declared_params,
+    _global_grad_norm,
+    _merge_params,
+)
+from .muon import DiMuonLite, TriMuon  # noqa: E402
 
 
 class AdamW:
@@ -158,8 +122,6 @@ class SGD:
         self.steps_taken = int(state["steps_taken"])
         self.momentum_buffer = [state[f"momentum_buffer.{i}"].clone() for i in range(len(self.params))]
 
-
-from .muon import DiMuonLite, TriMuon  # noqa: E402  (muon.py reuses the helpers above)
 
 OPTIMIZER_FAMILIES = {
     AdamW.family: AdamW,

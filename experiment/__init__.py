@@ -3,3 +3,6 @@
 Plain Python with no Prefect import (tests/test_no_prefect_in_domain.py enforces this), so every
 decision can be tested directly. Prefect wiring lives in flows/ and tasks/.
 """
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the repository root (data/, specs/, experiment/)

@@ -32,9 +32,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.utilities.annotations import quote
 
-from experiment.plots import write_run_pictures
-from experiment.report import arm_metric_rows, artifact_key, evidence_index_markdown, gate_table_rows, result_markdown
-from experiment.store import RunStore
+from experiment.report.plots import write_run_pictures
+from experiment.report.summary import arm_metric_rows, artifact_key, evidence_index_markdown, gate_table_rows, result_markdown
+from experiment.run.store import RunStore
 
 PROGRESS_MIN_INTERVAL_S = 2.0
 RUN_ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>" of a run id

@@ -7,7 +7,7 @@ temporary Prefect server that has no such limit, so there the slot is a no-op.
 
 `capacity_guarded_caller(store, comparison_steps_completed)` is what the flow hands to the gates
 (which import no Prefect): `call(fn)` runs `fn()` inside a slot, retries capacity refusals per
-`experiment.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
+`experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
 an events.jsonl line and a log line. The slot is held per attempt, never while sleeping.
 
     call = capacity_guarded_caller(store, lambda: ctx.state.get("comparison_steps", 0))
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from experiment.capacity import CapacityPolicy, WaitInfo, call_with_capacity_policy
+from experiment.run.capacity import CapacityPolicy, WaitInfo, call_with_capacity_policy
 
 TRAINING_SERVICE_LIMIT = "training-service"
 
@@ -78,7 +78,7 @@ def capacity_guarded_caller(
 ) -> Callable[[Callable[[], T]], T]:
     """call(fn) -> fn(), inside a service slot, with capacity refusals retried and reported.
 
-    Raises experiment.capacity.CapacityBlocked when refusals outlast the policy; user errors and
+    Raises experiment.run.capacity.CapacityBlocked when refusals outlast the policy; user errors and
     crashes propagate unchanged."""
     policy = policy or CapacityPolicy.from_env()
     report = capacity_wait_reporter(store)

@@ -1,12 +1,12 @@
 """python -m flows.decide SPEC OBSERVATIONS.jsonl
 
 Recomputes a run's decision from its observations file with the code the flow uses
-(``experiment.decision.decision_summary``) and prints it as JSON: per criterion the
+(``experiment.stats.decision.decision_summary``) and prints it as JSON: per criterion the
 effect, lower and upper bound, per-arm means and status, then the verdict with its
 confidence (direction+confidence) or outcome_reason (three-way).
 
 The decision rule comes from the spec; the role -> arm mapping and the vocabulary
-come from ``experiment.plan.build_plan``.  Bad input exits with status 2 and one
+come from ``experiment.contract.plan.build_plan``.  Bad input exits with status 2 and one
 line on stderr.
 """
 
@@ -31,9 +31,9 @@ def role_to_arm_names(role_to_arm: dict) -> dict[str, str]:
 
 def decide(spec_path, observations_path) -> dict:
     """The decision JSON for one spec and one observations file."""
-    from experiment.decision import bytes_sha256, decision_summary, read_observations_jsonl
-    from experiment.plan import build_plan
-    from experiment.spec import load_spec
+    from experiment.stats.decision import bytes_sha256, decision_summary, read_observations_jsonl
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
 
     spec = load_spec(spec_path)
     decision_rule = spec.section("decision_rule")

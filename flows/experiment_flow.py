@@ -25,19 +25,19 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
-from experiment.clients import release_sessions
+from experiment.run.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
+from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
-from experiment.plan import build_plan
-from experiment.report import RESULT_MARKER, closing_lines, gate_line, plan_lines
-from experiment.result import THREE_WAY_ABSENT_FIELDS, gate_failure_message, gate_failure_update
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunInProgress, RunStore
+from experiment.contract.plan import build_plan
+from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
+from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunInProgress, RunStore
 from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
@@ -189,17 +189,8 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy:
     store, plan = ctx.store, ctx.plan
     released = release_sessions(ctx)
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
-    update = {"status": "failed", "outcome_reason": "incomplete_execution",
-              "capacity_block": capacity_block_record(blocked, released),
-              "summary": f"The service refused capacity during {gate} for {blocked.waited_seconds:.0f} s after "
-                         f"{blocked.comparison_steps_completed} comparison steps; the run stopped without a verdict."}
-    if plan.vocabulary == "three_way":
-        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
-    else:
-        update.update(verdict=None, confidence=None,
-                      reasoning="Capacity stopped the run before the comparison was measured; completed gates and "
-                                "arm checkpoints stay in the store and a re-run of the same spec resumes from them.")
-    store.update_result(**update)
+    store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
+                                                blocked.waited_seconds, blocked.comparison_steps_completed))
     started = chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
         spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started,

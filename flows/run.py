@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from experiment.plan import build_plan
-from experiment.report import RESULT_MARKER, closing_lines
-from experiment.service import EXPOSURES, ServiceConfigError, ServiceTarget
+from experiment.contract.plan import build_plan
+from experiment.report.summary import RESULT_MARKER, closing_lines
+from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
-from experiment.spec import SpecError, load_spec
-from experiment.store import RunInProgress, RunStore
+from experiment.contract.spec import SpecError, load_spec
+from experiment.run.store import RunInProgress, RunStore
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from experiment.report import arm_metric_rows, gate_table_rows
-from experiment.store import RunIndex, default_runs_dir
+from experiment.report.summary import arm_metric_rows, gate_table_rows
+from experiment.run.store import RunIndex, default_runs_dir
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
 LIST_WIDTH = 100

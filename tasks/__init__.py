@@ -1,28 +1,24 @@
-"""One thin Prefect task per gate, in contract order (experiment.gates.GATE_ORDER)."""
+"""One thin Prefect task per gate, in contract order (experiment.gates.GATE_ORDER), built from one definition.
 
-from experiment.gates import GATE_ORDER
-from tasks.spec_intake import spec_intake
-from tasks.preflight_probe import preflight_probe
-from tasks.generation_audit import generation_audit
-from tasks.correctness_preflight import correctness_preflight
-from tasks.restoration_preflight import restoration_preflight
-from tasks.feasibility_pilot import feasibility_pilot
-from tasks.activation_gate import activation_gate
-from tasks.arm_training import arm_training
-from tasks.evaluation import evaluation
-from tasks.decision import decision
+`GATE_TASKS[name]` is a `@task(name=<gate with dashes>)` that calls `experiment.gates.run_gate(name, ctx)`;
+the logic is in experiment/gates/<name>.py. Per-arm task runs are in tasks/arms.py.
+"""
 
-GATE_TASKS = {
-    "spec_intake": spec_intake,
-    "preflight_probe": preflight_probe,
-    "generation_audit": generation_audit,
-    "correctness_preflight": correctness_preflight,
-    "restoration_preflight": restoration_preflight,
-    "feasibility_pilot": feasibility_pilot,
-    "activation_gate": activation_gate,
-    "arm_training": arm_training,
-    "evaluation": evaluation,
-    "decision": decision,
-}
-if tuple(GATE_TASKS) != GATE_ORDER:
-    raise RuntimeError("tasks/__init__.py must list every gate of experiment.gates.GATE_ORDER, in order")
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from experiment.gates import GATE_ORDER, GateVerdict, RunContext, run_gate
+
+
+def gate_task(name: str):
+    """The Prefect task of gate `name`: task name with dashes (spec-intake), one run of the gate."""
+
+    def run(ctx: RunContext) -> GateVerdict:
+        return run_gate(name, ctx)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Prefect task for the `{name}` gate; the logic is in experiment/gates/{name}.py."
+    return task(name=name.replace("_", "-"), cache_policy=NO_CACHE)(run)
+
+
+GATE_TASKS = {name: gate_task(name) for name in GATE_ORDER}

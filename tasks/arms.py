@@ -16,7 +16,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from experiment.capacity import classify
+from experiment.run.capacity import classify
 
 ARM_RETRIES = 1
 ARM_RETRY_DELAY_S = 5

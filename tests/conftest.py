@@ -102,7 +102,7 @@ def no_sandboxed_process_outlives_the_suite():
     import sys
     import time
 
-    sandbox = sys.modules.get("experiment.sandbox")
+    sandbox = sys.modules.get("experiment.selfgen.sandbox")
     if sandbox is None or not sandbox.uids_used():
         return
     deadline = time.monotonic() + 10
@@ -122,19 +122,19 @@ def graded_record():
     or `graded_record("best_lr")` (TriMuon local spec + recorded revision, best_lr_threshold, no
     decision object because the exchange's spec has no decision_rule)
     returns (RESULT, events) that grade green. Every number is computed by the project's own
-    record code (experiment.decision, experiment.evaluation, experiment.generation_audit)."""
+    record code (experiment.stats.decision, experiment.stats.evaluation, experiment.selfgen.generation_audit)."""
     return _build_graded_record
 
 
 def _build_graded_record(kind: str):
     import hashlib
 
-    from experiment import decision as d
+    from experiment.stats import decision as d
     from experiment.contract.result_models import evidence_file
-    from experiment.evaluation import evaluator_id
-    from experiment.feasibility import PROJECTION_KEYS
-    from experiment.plan import build_plan
-    from experiment.spec import load_spec
+    from experiment.stats.evaluation import evaluator_id
+    from experiment.stats.feasibility import PROJECTION_KEYS
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
 
     root = Path(__file__).resolve().parents[1]
     spec_path = root / ("specs/selfgen_tasks_vs_gsm8k.json" if kind == "paired"
@@ -275,7 +275,7 @@ def _build_graded_record(kind: str):
         "generation": None, "recovery": {"seconds": 3.0, "gpu_count": 0, "allocation_source": "embedded backend"}}
 
     if kind == "paired":
-        from experiment import generation_audit as ga
+        from experiment.selfgen import generation_audit as ga
 
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
                   "disposition": "accepted" if i < 4 else "rejected"} for i in range(5)]

@@ -1,4 +1,4 @@
-"""Offline float64 tests of the advantage estimators (experiment/advantages.py)."""
+"""Offline float64 tests of the advantage estimators (experiment/rl/advantages.py)."""
 
 import math
 
@@ -9,14 +9,14 @@ import torch
 from tinker_cookbook.rl.data_processing import compute_advantages
 from tinker_cookbook.rl.types import Trajectory, TrajectoryGroup
 
-from experiment.advantages import (
+from experiment.rl.advantages import (
     KernelBaselineState,
     append_batch_to_window,
     grpo_group_mean_advantages,
     gs1_kernel_advantages,
 )
-from experiment.correctness import accepts, parity_errors
-from experiment.gs1_reference import reference_gs1_advantages
+from experiment.stats.correctness import accepts, parity_errors
+from experiment.rl.gs1_reference import reference_gs1_advantages
 
 SPEC_REFERENCE_TOLERANCE = {"atol": 1e-06, "rtol": 1e-05}  # reference_loss in the GS1 spec
 

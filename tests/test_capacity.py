@@ -14,7 +14,7 @@ import tinker
 from tinker._client import AsyncTinker
 from tinker.types import RequestErrorCategory
 
-from experiment.capacity import (
+from experiment.run.capacity import (
     CapacityBlocked,
     CapacityPolicy,
     call_with_capacity_policy,
@@ -298,9 +298,9 @@ def test_guarded_caller_reports_waits_in_result_and_events(tmp_path, sdk_client,
     monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
     from conftest import REPO_ROOT
 
-    from experiment.plan import build_plan
-    from experiment.spec import load_spec
-    from experiment.store import RunStore
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    from experiment.run.store import RunStore
     from flows.concurrency import capacity_guarded_caller
 
     spec = load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True)

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def small_spec(tmp_path_factory) -> Path:
-    from experiment.spec import load_spec
+    from experiment.contract.spec import load_spec
 
     # the GS1 rehearsal (spec + revision file at rehearsal scale), cut further, as a standalone spec file
     spec = load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True).to_dict()

@@ -1,4 +1,4 @@
-"""Tests of the correctness-preflight measurements (experiment/correctness.py)."""
+"""Tests of the correctness-preflight measurements (experiment/stats/correctness.py)."""
 
 import hashlib
 import importlib.metadata
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from experiment.correctness import (
+from experiment.stats.correctness import (
     accepts,
     file_sha256,
     importance_sampling_loss_and_grad,

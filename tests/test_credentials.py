@@ -8,7 +8,7 @@ import warnings
 import pytest
 from conftest import FakeTinkerService, GS1_SPEC
 
-from experiment.service import ServiceConfigError, ServiceTarget
+from experiment.run.service import ServiceConfigError, ServiceTarget
 
 SECRETS = {
     "TINKER_API_KEY": "tml-FAKE-SECRET-123",

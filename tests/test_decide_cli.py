@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiment.decision import Observation, write_observations_jsonl
+from experiment.stats.decision import Observation, write_observations_jsonl
 
 try:
-    import experiment.plan  # noqa: F401
-    import experiment.spec  # noqa: F401
+    import experiment.contract.plan  # noqa: F401
+    import experiment.contract.spec  # noqa: F401
 except ImportError as error:  # written by another helper; the pure parts are tested in test_decision.py
-    pytest.skip(f"experiment.spec / experiment.plan not importable: {error}", allow_module_level=True)
+    pytest.skip(f"experiment.contract.spec / experiment.contract.plan not importable: {error}", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 GS1_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
@@ -103,6 +103,6 @@ def test_missing_files_and_arguments_exit_2(tmp_path):
 
 
 def test_decision_and_advantage_modules_do_not_mention_prefect():
-    for name in ("experiment/advantages.py", "experiment/gs1_reference.py", "experiment/correctness.py",
-                 "experiment/decision.py", "experiment/evaluation.py", "flows/decide.py"):
+    for name in ("experiment/rl/advantages.py", "experiment/rl/gs1_reference.py", "experiment/stats/correctness.py",
+                 "experiment/stats/decision.py", "experiment/stats/evaluation.py", "flows/decide.py"):
         assert "prefect" not in (ROOT / name).read_text().lower(), name

@@ -1,4 +1,4 @@
-"""Tests of the paired Hoeffding decision and the verdict vocabularies (experiment/decision.py)."""
+"""Tests of the paired Hoeffding decision and the verdict vocabularies (experiment/stats/decision.py)."""
 
 import hashlib
 import json
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from experiment.decision import (
+from experiment.stats.decision import (
     DecisionError,
     Observation,
     decision_record,

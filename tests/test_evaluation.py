@@ -1,12 +1,12 @@
-"""Tests of evaluator provenance, evaluator id and prediction rows (experiment/evaluation.py)."""
+"""Tests of evaluator provenance, evaluator id and prediction rows (experiment/stats/evaluation.py)."""
 
 import hashlib
 import json
 
 import pytest
 
-from experiment.decision import Observation
-from experiment.evaluation import (
+from experiment.stats.decision import Observation
+from experiment.stats.evaluation import (
     EvaluationError,
     code_files_sha256,
     evaluation_record,

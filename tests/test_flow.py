@@ -7,10 +7,10 @@ import pytest
 from conftest import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER, RunContext, not_implemented, run_gate
-from experiment.plan import build_plan
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.contract.plan import build_plan
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 
 def _context(tmp_path, spec_path, backend="http://127.0.0.1:9"):
@@ -21,7 +21,7 @@ def _context(tmp_path, spec_path, backend="http://127.0.0.1:9"):
 
 def test_a_gate_without_logic_fails_loudly(tmp_path, no_service_env):
     """An applicable gate whose logic is not built fails, never passes (SFT specs hand their gates to
-    experiment.sft_gates, built one function at a time)."""
+    experiment.sft.gates, built one function at a time)."""
     verdict = not_implemented("arm_training", "SFT loop over the LR grid")
     assert verdict.status == "failed" and verdict.failed
     assert verdict.reasons[0].startswith("not implemented: ")

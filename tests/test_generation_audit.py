@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from experiment import generation_audit as audit
-from experiment.data import TaskItem
-from experiment.validation import audit_sample_ids
+from experiment.selfgen import generation_audit as audit
+from experiment.run.data import TaskItem
+from experiment.report.validation import audit_sample_ids
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
               "max_label_errors": 0, "max_eval_overlaps": 0}
@@ -163,7 +163,7 @@ def embedded(embedded_server):
     import tinker
 
     from embedded_tinker.launch import LOCAL_API_KEY
-    from experiment.rl_recipe import renderer_named
+    from experiment.rl.recipe import renderer_named
 
     server = embedded_server  # one backend for the session (tests/conftest.py)
     client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
@@ -177,7 +177,7 @@ def embedded(embedded_server):
 def test_blind_resolve_answers_from_the_text_alone(embedded):
     from tinker_cookbook.recipes.math_rl.math_grading import extract_boxed
 
-    from experiment.rl_recipe import run_async
+    from experiment.rl.recipe import run_async
 
     sampler, renderer = embedded
     text = "Tom has 3 apples. He buys 4 more. How many apples does Tom have now?"
@@ -192,9 +192,9 @@ def test_blind_resolve_answers_from_the_text_alone(embedded):
 def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded):
     """Six accepted tasks whose labels the real solver agrees with, except one deliberately wrong label:
     round 1 fails on it, the task is rejected, round 2 (new files) passes without it."""
-    from experiment.rl_recipe import run_async
-    from experiment.sandbox import Sandbox
-    from experiment.task_generation import GenerationSettings, TaskGenerator
+    from experiment.rl.recipe import run_async
+    from experiment.selfgen.sandbox import Sandbox
+    from experiment.selfgen.task_generation import GenerationSettings, TaskGenerator
 
     sampler, renderer = embedded
     questions = [f"{name} has {a} marbles. {pron} buys {b} more. How many marbles does {name} have now?"
@@ -245,11 +245,11 @@ def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded)
 
 # ---- the gate, end to end on the embedded backend ----
 
-SELFGEN_SEED = audit.__file__.replace("experiment/generation_audit.py", "specs/selfgen_tasks_vs_gsm8k.json")
+SELFGEN_SEED = audit.__file__.replace("experiment/selfgen/generation_audit.py", "specs/selfgen_tasks_vs_gsm8k.json")
 
 
 def _local_spec(tmp_path, **generation_changes):
-    from experiment.spec import load_spec
+    from experiment.contract.spec import load_spec
 
     raw = load_spec(SELFGEN_SEED, rehearse=True).to_dict()  # the rehearsal, as a standalone spec file
     raw["generation"].update(generation_changes)
@@ -260,10 +260,10 @@ def _local_spec(tmp_path, **generation_changes):
 
 def _gate_context(tmp_path, spec_path):
     from experiment.gates import RunContext
-    from experiment.plan import build_plan
-    from experiment.service import ServiceTarget
-    from experiment.spec import load_spec
-    from experiment.store import RunStore
+    from experiment.contract.plan import build_plan
+    from experiment.run.service import ServiceTarget
+    from experiment.contract.spec import load_spec
+    from experiment.run.store import RunStore
 
     spec = load_spec(spec_path)
     plan = build_plan(spec)
@@ -272,7 +272,7 @@ def _gate_context(tmp_path, spec_path):
 
 
 def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
-    from experiment import sandbox as sandbox_module
+    from experiment.selfgen import sandbox as sandbox_module
     from experiment.gates import generation_audit as gate
 
     monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 1000)
@@ -296,7 +296,7 @@ def test_gate_refuses_without_namespaces_and_runs_no_model_code(tmp_path, monkey
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_stops_with_its_reason_when_the_sandbox_fails_mid_run(tmp_path, monkeypatch):
     from experiment.gates import generation_audit as gate
-    from experiment.sandbox import SandboxError
+    from experiment.selfgen.sandbox import SandboxError
 
     def failing(*args):  # a named fake: a call whose process survived SIGKILL cannot be produced for real
         raise SandboxError("1 process(es) of a sandboxed call (uid 1600000001) survived SIGKILL")
@@ -314,7 +314,7 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
     embedded/tiny-arith -> repair rounds -> the section-10 record. The record is consistent with the
     frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
     from experiment.gates import generation_audit as gate
-    from experiment.validation import run_validation
+    from experiment.report.validation import run_validation
 
     secret = "rx-fake-secret-gate-5d1e77"
     monkeypatch.setenv("TINKER_API_KEY", secret)

@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 import tinker
 
-from experiment import advantages, gs1_preflight, rl_loop
-from experiment.rl_loop import RLArmSettings
-from experiment.rl_recipe import renderer_for, run_async, training_items
-from experiment.spec import load_spec
+from experiment.rl import advantages, gs1_preflight, loop as rl_loop
+from experiment.rl.loop import RLArmSettings
+from experiment.rl.recipe import renderer_for, run_async, training_items
+from experiment.contract.spec import load_spec
 
 from conftest import REPO_ROOT
 

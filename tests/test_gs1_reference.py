@@ -1,4 +1,4 @@
-"""Tests of the independent GS1 reference (experiment/gs1_reference.py) on cases whose
+"""Tests of the independent GS1 reference (experiment/rl/gs1_reference.py) on cases whose
 answer is derived here by hand or by a direct numpy formula."""
 
 import ast
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiment.gs1_reference import reference_gs1_advantages
+from experiment.rl.gs1_reference import reference_gs1_advantages
 
-REFERENCE_FILE = Path(__file__).resolve().parents[1] / "experiment" / "gs1_reference.py"
+REFERENCE_FILE = Path(__file__).resolve().parents[1] / "experiment" / "rl" / "gs1_reference.py"
 
 
 def test_reference_imports_only_math():

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from experiment.evaluation import evaluator_id
-from experiment.plots import PIXEL_SIZE
+from experiment.stats.evaluation import evaluator_id
+from experiment.report.plots import PIXEL_SIZE
 
 from conftest import GS1_SPEC, REPO_ROOT
 

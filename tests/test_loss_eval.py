@@ -1,4 +1,4 @@
-"""experiment/loss_eval.py: the contract section 8 rules, on plain arrays and on real server outputs."""
+"""experiment/sft/loss_eval.py: the contract section 8 rules, on plain arrays and on real server outputs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from experiment.loss_eval import LossEval, LossEvalError, check, report
+from experiment.sft.loss_eval import LossEval, LossEvalError, check, report
 
 
 def fake_output(logprob_rows):

@@ -2,7 +2,7 @@
 
 - the polar steps: singular values near 1 on random and ill-conditioned inputs, and the matrix
   iteration equals the scalar polynomial composition applied to each singular value;
-- the server update against the independent float64 reference (experiment/optim_reference.py);
+- the server update against the independent float64 reference (experiment/stats/optim_reference.py);
 - TriMuon with its treatment disabled reproduces DiMuon-lite exactly;
 - LR scaling from fresh state; the stock SDK creating and stepping both families over HTTP.
 """
@@ -18,7 +18,7 @@ from embedded_tinker.muon import (
     polar_express, polar_switch,
 )
 from embedded_tinker.optimizers import OptimizerError, create_optimizer
-from experiment.optim_reference import polar_express_reference, polar_switch_reference, reference_step
+from experiment.stats.optim_reference import polar_express_reference, polar_switch_reference, reference_step
 
 torch.set_num_threads(1)
 

@@ -8,8 +8,8 @@ import pytest
 from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER
-from experiment.plan import build_plan
-from experiment.spec import SpecError, load_spec, parse_spec
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import SpecError, load_spec, parse_spec
 
 
 def _plan(path):
@@ -73,7 +73,7 @@ def test_trimuon_plan_from_plan_file():
     correctness = plan.gate("correctness_preflight")
     assert correctness.applicable is True and "forked optimizer" in correctness.reason
     [path] = correctness.details["paths"]
-    assert path["reference_file"] == "experiment/optim_reference.py"
+    assert path["reference_file"] == "experiment/stats/optim_reference.py"
     assert "update_learning_rate" not in path  # every trained LR has its own update check
     assert {f"{check}@lr={lr:g}" for check in ("reference_update", "baseline_update")
             for lr in (5e-05, 1e-04, 2e-04)} == set(path["tolerances"])

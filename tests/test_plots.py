@@ -6,7 +6,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from experiment.plots import (
+from experiment.report.plots import (
     PIXEL_SIZE,
     PlotError,
     arm_scores_png,

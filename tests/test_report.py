@@ -8,8 +8,8 @@ import pytest
 from test_validation import BASELINE, ITEM_IDS, TREATMENT, build_gs1_run
 
 from experiment.gates import GateVerdict
-from experiment.plots import arm_scores_png
-from experiment.report import (
+from experiment.report.plots import arm_scores_png
+from experiment.report.summary import (
     arm_metric_rows,
     arm_score_points,
     gate_table_rows,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GateVerdict
-from experiment.plan import build_plan
-from experiment.result import THREE_WAY_ABSENT_FIELDS, gate_failure_update, initial_result, intake_update, model_deviation
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.contract.plan import build_plan
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, gate_failure_update, initial_result, intake_update, model_deviation
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 FAILED = GateVerdict(
     gate="activation_gate",

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from experiment.adaptation import adaptation_batch_hash
-from experiment.evaluation import evaluator_id
-from experiment.loss_eval import check
-from experiment.spec import load_spec
+from experiment.sft.adaptation import adaptation_batch_hash
+from experiment.stats.evaluation import evaluator_id
+from experiment.sft.loss_eval import check
+from experiment.contract.spec import load_spec
 
 from conftest import REPO_ROOT
 from test_local_gs1_run import only_run_dir, run_cli

@@ -1,4 +1,4 @@
-"""experiment/sft_loop.py and experiment/adaptation.py: data in the no_robots schema, identical
+"""experiment/sft/loop.py and experiment/sft/adaptation.py: data in the no_robots schema, identical
 batches for every run, datums with 0/1 assistant weights, and real SFT steps with DiMuon and
 TriMuon on the stock SDK against the embedded server."""
 
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from experiment.adaptation import adaptation_batch_hash, adaptation_manifest, pair_mismatches
-from experiment.sft_loop import (
+from experiment.sft.adaptation import adaptation_batch_hash, adaptation_manifest, pair_mismatches
+from experiment.sft.loop import (
     ChatExample, batch_id, datum_weights, load_chat_file, optim_params, score_heldout, step_batches, to_datum,
     train_step,
 )
@@ -132,10 +132,10 @@ def test_sft_steps_lower_the_heldout_nll_and_time_the_optimizer(service_client, 
 def _context(tmp_path, drop_from_plan=(), backend="http://127.0.0.1:9"):
     """A run context for a copy of the production TriMuon spec, its plan file minus some fields."""
     from experiment.gates import RunContext
-    from experiment.plan import build_plan
-    from experiment.service import ServiceTarget
-    from experiment.spec import load_spec
-    from experiment.store import RunStore
+    from experiment.contract.plan import build_plan
+    from experiment.run.service import ServiceTarget
+    from experiment.contract.spec import load_spec
+    from experiment.run.store import RunStore
 
     specs = REPO_ROOT / "specs"
     spec_dir = tmp_path / "specs"
@@ -152,7 +152,7 @@ def _context(tmp_path, drop_from_plan=(), backend="http://127.0.0.1:9"):
 
 
 def test_fork_routing_puts_every_arm_on_the_fork_of_a_remote_service(tmp_path, no_service_env):
-    from experiment.sft_gates import service_routing, sft_runs
+    from experiment.sft.gates import service_routing, sft_runs
 
     ctx = _context(tmp_path)
     routing = service_routing(ctx)
@@ -164,7 +164,7 @@ def test_fork_routing_puts_every_arm_on_the_fork_of_a_remote_service(tmp_path, n
 
 
 def test_a_forked_optimizer_without_a_correctness_plan_is_required_unverified(tmp_path, no_service_env):
-    from experiment.sft_gates import correctness_preflight
+    from experiment.sft.gates import correctness_preflight
 
     ctx = _context(tmp_path, drop_from_plan=("correctness_preflight",))
     verdict = correctness_preflight(ctx)

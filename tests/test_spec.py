@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
-from experiment.spec import SpecError, load_spec, plan_file_path
+from experiment.contract.spec import SpecError, load_spec, plan_file_path
 
 
 def test_spec_round_trips_verbatim(tmp_path):

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from conftest import GS1_SPEC
 
-import experiment.store as store_module
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunIndex, RunStore, StoreError
+import experiment.run.store as store_module
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunIndex, RunStore, StoreError
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from experiment.data import TaskItem
-from experiment.spec import load_spec
-from experiment.task_generation import (
+from experiment.run.data import TaskItem
+from experiment.contract.spec import load_spec
+from experiment.selfgen.task_generation import (
     ACCEPTED,
     EXECUTION_ERROR,
     REJECTED,
@@ -103,7 +103,7 @@ def _settings(**changes) -> GenerationSettings:
 
 @pytest.fixture(scope="module")
 def sandbox():
-    from experiment.sandbox import Sandbox
+    from experiment.selfgen.sandbox import Sandbox
 
     if os.name != "posix" or os.geteuid() != 0:
         pytest.skip("the sandbox refuses to run without privilege drop (root)")
@@ -161,7 +161,7 @@ def embedded(embedded_server):
     import tinker
 
     from embedded_tinker.launch import LOCAL_API_KEY
-    from experiment.rl_recipe import renderer_named
+    from experiment.rl.recipe import renderer_named
 
     server = embedded_server  # one backend for the session (tests/conftest.py)
     client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
@@ -172,8 +172,8 @@ def embedded(embedded_server):
 
 
 def test_base_model_solve_counts_through_the_math_env(embedded):
-    from experiment.rl_recipe import run_async
-    from experiment.task_generation import base_solve_counts
+    from experiment.rl.recipe import run_async
+    from experiment.selfgen.task_generation import base_solve_counts
 
     client, renderer = embedded
     sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
@@ -190,7 +190,7 @@ def test_base_model_solve_counts_through_the_math_env(embedded):
 def test_generation_keeps_every_candidate_in_order(embedded, sandbox):
     """The pre-trained base model does not follow the instruction: every candidate is kept, rejected
     at parse, and generation stops at max_candidates without accepting anything."""
-    from experiment.rl_recipe import run_async
+    from experiment.rl.recipe import run_async
 
     client, renderer = embedded
     settings = _settings(max_candidates=6, batch_size=4)

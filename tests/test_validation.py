@@ -1,4 +1,4 @@
-"""Validation of run directories (experiment/validation.py, flows/validate.py).
+"""Validation of run directories (experiment/report/validation.py, flows/validate.py).
 
 The builder below (also used by test_report.py and test_runs_cli.py) makes small but real run
 directories with RunStore.
@@ -21,25 +21,25 @@ from typing import Any
 import pytest
 from conftest import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
 
-from experiment.correctness import parity_errors
-from experiment.decision import (
+from experiment.stats.correctness import parity_errors
+from experiment.stats.decision import (
     OBSERVATIONS_FILE_NAME,
     decision_record,
     decision_summary,
     observations_jsonl_bytes,
 )
-from experiment.evaluation import (
+from experiment.stats.evaluation import (
     evaluator_id,
     observations_from_predictions,
     prediction_row,
     score_entry,
 )
-from experiment.feasibility import PhaseTiming, feasibility_record, projection_config
+from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config
 from experiment.gates import GateVerdict
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunStore
-from experiment.validation import (
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
+from experiment.report.validation import (
     adaptation_batch_hash,
     audit_sample_ids,
     run_validation,
@@ -135,8 +135,8 @@ def correctness_record() -> dict[str, Any]:
                     "description": "8 rollouts, fixed rewards",
                 },
                 "baseline_revision": "tinker-cookbook==0.5.8",
-                "reference_revision": "experiment/gs1_reference.py sha256:" + sha256_text("reference"),
-                "implementation_revision": "experiment/advantages.py sha256:" + sha256_text("implementation"),
+                "reference_revision": "experiment/rl/gs1_reference.py sha256:" + sha256_text("reference"),
+                "implementation_revision": "experiment/rl/advantages.py sha256:" + sha256_text("implementation"),
                 "precision": "float64",
                 "normalization": "sum over tokens",
                 "errors": {

@@ -1,1 +1,1 @@
-"""The run contract in code: gate order, verdict type, spec, plan, RESULT models, rehearsal scale."""
+"""What a run is bound to: spec, plan, RESULT models, gate order and verdict type, rehearsal rules."""

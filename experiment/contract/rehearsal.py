@@ -34,7 +34,7 @@ in minutes), and `wiring`, the smallest run that still passes through every gate
 record (2 steps per arm, a short eval), for the end-to-end tests that check how the
 pipeline is wired, not what it measures. A wiring rehearsal's verdict means nothing and says so.
 
-The result is a plain spec dict; `experiment.spec.load_spec(path, rehearse=True)` validates it like
+The result is a plain spec dict; `experiment.contract.spec.load_spec(path, rehearse=True)` validates it like
 any spec and records the substitutions in the spec's source.
 """
 
@@ -46,9 +46,12 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from experiment.spec import Spec, SpecError
+from experiment.contract.errors import SpecError
+
+if TYPE_CHECKING:  # type hints only: spec.load_spec calls rehearse_spec with the parsed spec
+    from experiment.contract.spec import Spec
 
 RULES_FILE = Path(__file__)
 EMBEDDED_MODEL = "embedded/tiny-arith"
@@ -194,15 +197,14 @@ class _Rewriter:
                  "reason": f"rehearsal: {s['setting']}: {s['reason']}"} for s in self.substitutions]
 
 
-def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec | None = None,
-                  scale: str = "standard") -> tuple[dict[str, Any], dict[str, Any]]:
-    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) at one of SCALES."""
-    from experiment.spec import parse_spec
-
+def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec, scale: str = "standard"
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) and its parsed form,
+    at one of SCALES."""
     if scale not in SCALES:
         raise SpecError("rehearsal_scale", f"unknown rehearsal scale {scale!r}; choose one of {', '.join(SCALES)}")
     size = SCALES[scale]
-    spec = parsed or parse_spec(raw)
+    spec = parsed
     r = _Rewriter(raw)
     s = r.spec
     training = spec.training_type
@@ -325,7 +327,7 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:
-    from experiment.rl_recipe import DEFAULT_RENDERER, rollout_settings
+    from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 
     try:
         written = rollout_settings(spec)
@@ -367,9 +369,9 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
     """An optimizer path whose tolerances are keyed by learning rate (`<check>@lr=<lr>`) is checked at
     every LR the sweep trains. The rehearsal trains other LRs at another rank, so the update-check LRs
     become the rehearsed sweep's and every tolerance is recomputed by the same written a-priori float32
-    analysis the revision file's values came from (experiment.sft.update_tolerance): fixed before
+    analysis the revision file's values came from (experiment.stats.update_tolerance): fixed before
     anything is measured, never fitted to errors."""
-    from experiment.sft.update_tolerance import update_check_plan  # the analysis itself, one home
+    from experiment.stats.update_tolerance import update_check_plan  # the analysis itself, one home
 
     rank = int(s.get("lora_rank") or REHEARSAL_LORA_RANK)
     sweep = sorted({float(lr) for arm in s.get("arms", []) for lr in (arm.get("lr_grid") or [])})
@@ -379,7 +381,7 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
             continue
         where = f"correctness_preflight.paths[{path.get('id')}]"
         why = (f"the update checks run at every rehearsed LR ({', '.join(f'{lr:g}' for lr in sweep)}) at rank {rank}; "
-               "tolerances recomputed by the plan's written float32 error analysis (experiment.sft.update_tolerance)")
+               "tolerances recomputed by the plan's written float32 error analysis (experiment.stats.update_tolerance)")
         planned = update_check_plan(sweep, rank)
         r.set(f"{where}.update_learning_rates", path, "update_learning_rates", sweep, why)
         r.set(f"{where}.tolerances", path, "tolerances", planned["tolerances"], why)

@@ -15,15 +15,15 @@ import json
 import time
 from dataclasses import replace
 
-from experiment.activation import evaluate_checks, gs1_activation_values, json_safe, selfgen_activation_values
-from experiment.gates.generation_audit import tasks_from_state
-from experiment.generation_audit import evaluation_overlap
-from experiment.advantages import KernelBaselineState
-from experiment.clients import open_session
+from experiment.stats.activation import evaluate_checks, gs1_activation_values, json_safe, selfgen_activation_values
+from experiment.run.data import tasks_from_state
+from experiment.selfgen.generation_audit import evaluation_overlap
+from experiment.rl.advantages import KernelBaselineState
+from experiment.run.clients import open_session
 from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.restoration import requested_optimizer
-from experiment.rl_loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
-from experiment.rl_recipe import (
+from experiment.rl.restoration import requested_optimizer
+from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
+from experiment.rl.recipe import (
     arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items,
     uses_generated_tasks,
 )

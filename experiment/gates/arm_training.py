@@ -23,13 +23,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from experiment import restoration as r
-from experiment import sft_gates
-from experiment.advantages import KernelBaselineState
-from experiment.clients import ClientSession, open_session
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_loop import KERNEL_BASELINE, RLArmSettings, train_one_step
-from experiment.rl_recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
+from experiment.rl import restoration as r
+from experiment.sft import gates as sft_gates
+from experiment.rl.advantages import KernelBaselineState
+from experiment.run.capacity import CapacityBlocked
+from experiment.run.clients import ClientSession, open_session
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
+from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
 
 GATE = "arm_training"
 CHECKPOINTS_TABLE = "arm_checkpoints"
@@ -37,8 +38,11 @@ STEPS_TABLE = "training_steps"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.arm_training(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"arm training for training_type {ctx.plan.training_type!r}")
     arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.get("kernel_bandwidth"))
@@ -64,7 +68,7 @@ def run(ctx: RunContext) -> GateVerdict:
 
     failed = {name: err for name, err in outcomes.items() if isinstance(err, BaseException)}
     for err in failed.values():
-        if type(err).__name__ == "CapacityBlocked":
+        if isinstance(err, CapacityBlocked):
             raise err  # the flow turns it into a capacity block (section 3), arms' progress kept
     reasons = [f"{name}: {type(err).__name__}: {err}" for name, err in failed.items()]
     reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]
@@ -187,3 +191,7 @@ def _window_json(window: KernelBaselineState | None) -> str | None:
         return None
     return json.dumps({"rewards": list(window.rewards), "prompt_token_lengths": list(window.prompt_token_lengths),
                        "prompt_mean_logprobs": list(window.prompt_mean_logprobs), "capacity": window.capacity})
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.arm_training}

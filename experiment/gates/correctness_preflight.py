@@ -1,6 +1,6 @@
 """Gate `correctness_preflight` (contract section 4; contract-details A-1.3, A-1.4, A-4.x).
 
-Loss paths (spec GS1): `experiment.gs1_preflight` compares, on one fixed input, the new loop
+Loss paths (spec GS1): `experiment.rl.gs1_preflight` compares, on one fixed input, the new loop
 with the treatment disabled against the stock cookbook GRPO path and the GS1 implementation
 against the independent float64 reference (loss and full per-token gradient from server
 forward logprobs). Acceptance uses only the spec's tolerances, fixed before measuring. The
@@ -20,15 +20,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiment import gs1_preflight
-from experiment.clients import open_session
-from experiment import sft_gates
-from experiment.correctness import REVISION_FILE_KEY, revision_status
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.restoration import requested_optimizer
-from experiment.rl_loop import GROUP_MEAN, KERNEL_BASELINE
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
-from experiment.spec import plan_file_path
+from experiment.rl import gs1_preflight
+from experiment.run.clients import open_session
+from experiment.sft import gates as sft_gates
+from experiment.stats.correctness import REVISION_FILE_KEY, revision_status
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.restoration import requested_optimizer
+from experiment.rl.loop import GROUP_MEAN, KERNEL_BASELINE
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.contract.spec import plan_file_path
 
 GATE = "correctness_preflight"
 REQUEST_EVIDENCE = "spec-revision-request.json"
@@ -44,8 +44,11 @@ REVISION_FILE_NOTE = (
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.correctness_preflight(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     details = ctx.plan.gate(GATE).details
     paths = details.get("paths") or []
     if ctx.plan.training_type != "rl" or not paths:
@@ -152,4 +155,8 @@ def _keep_evidence(ctx: RunContext, outcome) -> None:
     ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(outcome.record, indent=2, sort_keys=True))
     package = Path(gs1_preflight.__file__).parent
     for name in ("gs1_preflight.py", "advantages.py", "gs1_reference.py"):
-        ctx.store.add_evidence(f"script-{name}", "script", (package / name).read_bytes(), source=f"experiment/{name}")
+        ctx.store.add_evidence(f"script-{name}", "script", (package / name).read_bytes(), source=f"experiment/rl/{name}")
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.correctness_preflight}

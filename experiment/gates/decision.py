@@ -11,23 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import decision as d
-from experiment import sft_gates
-from experiment.evaluation import observations_from_predictions
-from experiment.gates import GateVerdict, RunContext
+from experiment.stats import decision as d
+from experiment.sft import gates as sft_gates
+from experiment.stats.evaluation import observations_from_predictions
+from experiment.gates import GateVerdict, RunContext, dispatch
 from experiment.gates.evaluation import read_prediction_rows
-from experiment.report import effect_in_words, effect_line, subtraction
-from experiment.result import THREE_WAY_ABSENT_FIELDS
-from experiment.validation import validate_run, validation_summary
+from experiment.report.summary import effect_in_words, effect_line, subtraction
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
+from experiment.report.validation import validate_run, validation_summary
 
 GATE = "decision"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        verdict = sft_gates.decision(ctx)
-        ctx.store.update_result(grade=own_grade(ctx))  # the SFT gate posts its verdict itself: graded right after
-        return verdict
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_sft(ctx: RunContext) -> GateVerdict:
+    verdict = sft_gates.decision(ctx)
+    ctx.store.update_result(grade=own_grade(ctx))  # the SFT gate posts its verdict itself: graded right after
+    return verdict
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     rule = ctx.spec.to_dict()["decision_rule"]
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
@@ -136,3 +143,7 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         "reasoning": reasoning,
         "outcome_reason": None,
     }
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py (graded right after)
+STEPS = {"rl": run_rl, "sft": run_sft}

@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from experiment import evaluation as ev
-from experiment.clients import open_session
-from experiment import sft_gates
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
-from experiment.rl_recipe import eval_items, renderer_named, rollout_settings, run_async
+from experiment.stats import evaluation as ev
+from experiment.run.clients import open_session
+from experiment.sft import gates as sft_gates
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
+from experiment.rl.recipe import eval_items, renderer_named, rollout_settings, run_async
 
 GATE = "evaluation"
 BASE_LABEL = "base"  # the untrained base model when the spec has no eval-only arm for it
@@ -28,8 +28,11 @@ PROGRESS_EVERY = 100
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.evaluation(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"evaluation for training_type {ctx.plan.training_type!r}")
     checkpoints: dict[str, str] = ctx.state.get("final_checkpoints", {})
@@ -130,3 +133,7 @@ def _progress(ctx: RunContext, label: str):
         if done % PROGRESS_EVERY == 0 or done == total:
             ctx.store.append_event("evaluation_progress", arm=label, done=done, total=total)
     return report
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.evaluation}

@@ -16,24 +16,27 @@ from __future__ import annotations
 
 import time
 
-from experiment.clients import open_session
-from experiment.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
-from experiment import sft_gates
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.math_eval import greedy_predictions
-from experiment.restoration import requested_optimizer
-from experiment.rl_loop import train_one_step
-from experiment.rl_recipe import (
+from experiment.run.clients import open_session
+from experiment.stats.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
+from experiment.sft import gates as sft_gates
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.math_eval import greedy_predictions
+from experiment.rl.restoration import requested_optimizer
+from experiment.rl.loop import train_one_step
+from experiment.rl.recipe import (
     arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async,
 )
-from experiment.advantages import KernelBaselineState
+from experiment.rl.advantages import KernelBaselineState
 
 GATE = "feasibility_pilot"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.feasibility_pilot(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"timing pilot for training_type {ctx.plan.training_type!r}")
     spec = ctx.spec.to_dict()
@@ -132,3 +135,7 @@ def generation_phases(ctx: RunContext) -> dict[str, PhaseTiming]:
         for name, phase in measured.items()
         if isinstance(phase, dict) and phase.get("units")
     }
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.feasibility_pilot}

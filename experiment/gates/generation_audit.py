@@ -21,19 +21,19 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from experiment.clients import open_session
-from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
+from experiment.run.clients import open_session
+from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.gates import GateVerdict, RunContext
-from experiment.generation_audit import AuditOutcome, Resolver, audit_with_repair
-from experiment.rl_recipe import (
+from experiment.selfgen.generation_audit import AuditOutcome, Resolver, audit_with_repair
+from experiment.rl.recipe import (
     PROJECT_ROOT,
     renderer_named,
     rollout_settings,
     run_async,
 )
-from experiment.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
-from experiment.spec import SpecError
-from experiment.task_generation import (
+from experiment.selfgen.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
+from experiment.contract.spec import SpecError
+from experiment.selfgen.task_generation import (
     GenerationSettings,
     TaskGenerator,
     evaluation_prompt_index,
@@ -144,13 +144,6 @@ def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
                                                        "reasoning", "blind_to_label")}
                          for sample in report["samples"]]
     return record
-
-
-def tasks_from_state(state: dict[str, Any]) -> list[TaskItem]:
-    """The audited training tasks: TaskItems set by this gate, or the JSON rows a resumed run restored."""
-    if state.get("generated_tasks"):
-        return list(state["generated_tasks"])
-    return [TaskItem(**row) for row in state.get("generated_task_rows", [])]
 
 
 def _model_reference(name: str) -> str:

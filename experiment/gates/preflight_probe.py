@@ -13,20 +13,23 @@ from __future__ import annotations
 import math
 import time
 
-from experiment.capacity import CapacityBlocked, classify
-from experiment.clients import open_session
-from experiment import sft_gates
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.restoration import optimizer_check, requested_optimizer
-from experiment.rl_loop import train_one_step
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.run.capacity import is_capacity_refusal
+from experiment.run.clients import open_session
+from experiment.sft import gates as sft_gates
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.restoration import optimizer_check, requested_optimizer
+from experiment.rl.loop import train_one_step
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
 
 GATE = "preflight_probe"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.preflight_probe(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"probe for training_type {ctx.plan.training_type!r}")
     model = ctx.state["served_model"]
@@ -42,7 +45,7 @@ def run(ctx: RunContext) -> GateVerdict:
             try:
                 client = session.lora_client(model, rank, arm.seed, requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
-                if classify(err) == "capacity" or isinstance(err, CapacityBlocked):
+                if is_capacity_refusal(err):
                     raise  # a busy service is no rejection: the flow stops or waits per section 3
                 failed = True
                 reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")
@@ -80,8 +83,12 @@ async def _one_example_step(client, renderer, arm, order):
     """One sampled example carrying the arm's computed advantage, then one optim_step."""
     from dataclasses import replace
 
-    from experiment.advantages import KernelBaselineState
+    from experiment.rl.advantages import KernelBaselineState
 
     one_example = replace(arm, groups_per_batch=1)
     window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
     return await train_one_step(client, renderer, one_example, order, step=0, kernel_state=window)
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.preflight_probe}

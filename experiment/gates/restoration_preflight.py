@@ -19,11 +19,11 @@
 from __future__ import annotations
 
 import json
-from experiment import restoration as r
-from experiment.clients import open_session, session_weights_info
-from experiment import sft_gates
-from experiment.gates import GateVerdict, RunContext, not_implemented
-from experiment.rl_recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
+from experiment.rl import restoration as r
+from experiment.run.clients import open_session, session_weights_info
+from experiment.sft import gates as sft_gates
+from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
 
 GATE = "restoration_preflight"
 FIXED_BATCH_SIZE = 8
@@ -31,8 +31,11 @@ RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must rep
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type == "sft":
-        return sft_gates.restoration_preflight(ctx)
+    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def run_rl(ctx: RunContext) -> GateVerdict:
     if ctx.plan.training_type != "rl":
         return not_implemented(GATE, f"restoration for training_type {ctx.plan.training_type!r}")
     spec = ctx.spec.to_dict()
@@ -100,3 +103,7 @@ def run(ctx: RunContext) -> GateVerdict:
 
 def _failed(problems: list[str], next_diagnostic: str) -> GateVerdict:
     return GateVerdict(gate=GATE, status="failed", reasons=problems, next_diagnostic=next_diagnostic)
+
+
+# the step of each training type: RL here, SFT in experiment/sft/gates.py
+STEPS = {"rl": run_rl, "sft": sft_gates.restoration_preflight}

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiment.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
+from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.gates import GateVerdict, RunContext
-from experiment.result import intake_update, model_deviation
-from experiment.service import closest_served_model
+from experiment.contract.result import intake_update, model_deviation
+from experiment.run.service import closest_served_model
 
 
 def run(ctx: RunContext) -> GateVerdict:

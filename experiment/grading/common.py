@@ -90,7 +90,7 @@ class GradeContext:
     result: dict[str, Any]
     evidence: EvidenceAccess
     spec: dict[str, Any] | None = None  # the merged spec (file + revision) as a dict
-    plan: Any = None  # experiment.plan.ExecutionPlan built from that spec
+    plan: Any = None  # experiment.contract.plan.ExecutionPlan built from that spec
     spec_source: str | None = None
     revision_fields: tuple[str, ...] = ()  # fields the recorded revision supplied
     run_dir: Path | None = None

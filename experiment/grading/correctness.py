@@ -1,7 +1,7 @@
 """Correctness category (CORR-*): the correctness preflight record against the spec's plan.
 
 Tolerances are the spec's (`correctness_preflight.paths[].tolerances`), applied with
-`experiment.correctness.accepts`. Revisions must match pins in the spec or in its recorded
+`experiment.stats.correctness.accepts`. Revisions must match pins in the spec or in its recorded
 revision: a spec revision (plan file) may add `correctness_pins = {"<path id>":
 {"baseline_revision": "...", "reference_revision": "..."}}` for a spec whose own revisions are
 UNRESOLVED (a plan file may only add fields). Pins that come from a revision are noted: the
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiment.contract.result_models import CorrectnessPath
-from experiment.correctness import accepts, lr_scaling_errors
+from experiment.stats.correctness import accepts, lr_scaling_errors
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     is_number, model_issues, run_checks,

@@ -1,7 +1,7 @@
 """Decision category (DEC-*, ADAPT-1): every decision method recomputed from retained evidence.
 
 The observations are read from the record (inline `observations`, or the inline content of the
-retained `observations_file`); the spec's method is recomputed with `experiment.decision`
+retained `observations_file`); the spec's method is recomputed with `experiment.stats.decision`
 (`paired_hoeffding`, with Bonferroni for simultaneous criteria, and `best_lr_threshold`), and the
 recorded criteria, `effect`, `ci`, `grid_edge` and verdict must be what the recomputation gives.
 """
@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from experiment import decision as d
+from experiment.stats import decision as d
 from experiment.contract.result_models import Decision
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,

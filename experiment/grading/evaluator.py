@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import loss_eval as loss_rules
+from experiment.sft import loss_eval as loss_rules
 from experiment.contract.result_models import Evaluation, PredictionRow
-from experiment.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
+from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading.common import (
     HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number,
     model_issues, run_checks, short,

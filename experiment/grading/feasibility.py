@@ -8,8 +8,8 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 from __future__ import annotations
 
 from experiment.contract.result_models import Feasibility
-from experiment.feasibility import PROJECTION_KEYS
-from experiment.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
+from experiment.stats.feasibility import PROJECTION_KEYS
+from experiment.report.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
 from experiment.grading.common import (
     INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, is_number, model_issues, run_checks, short,
 )

@@ -14,9 +14,9 @@ from experiment.grading.common import (
     INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
 )
 from experiment.grading.secrets import find_secrets
-from experiment.result import THREE_WAY_ABSENT_FIELDS
-from experiment.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
-from experiment.validation import (
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
+from experiment.run.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
+from experiment.report.validation import (
     DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
 

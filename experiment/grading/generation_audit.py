@@ -1,5 +1,5 @@
 """Generation-audit category (GA-*): applicability, then every number re-derived from the inline
-candidates and evaluation files with the project's audit helpers (experiment.generation_audit)."""
+candidates and evaluation files with the project's audit helpers (experiment.selfgen.generation_audit)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ SUPPORTED = ("numeric_exact", "categorical_exact")
 
 
 def _audit():  # the helpers load the tinker SDK; imported only when an audit is graded
-    from experiment import generation_audit
+    from experiment.selfgen import generation_audit
 
     return generation_audit
 

@@ -19,8 +19,8 @@ from experiment.grading import correctness, decision, evaluator, feasibility, ge
 from experiment.grading.common import CATEGORIES, Grade, GradeContext
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
-from experiment.plan import build_plan
-from experiment.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
                              parse_spec)
 
 CATEGORY_MODULES = {"evaluator": evaluator, "decision": decision, "restoration": restoration,
@@ -130,7 +130,7 @@ def _given_spec(spec: Any) -> tuple[Spec, str, tuple[str, ...]]:
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
     """Grade one RESULT. `run_dir` adds the run directory's events/tables/evidence checks and the
-    self-consistency checks of experiment.validation (their findings go to `problems`)."""
+    self-consistency checks of experiment.report.validation (their findings go to `problems`)."""
     run_dir = Path(run_dir) if run_dir is not None else None
     evidence = EvidenceAccess(result)
     problems: list[str] = []
@@ -151,7 +151,7 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
     categories = {name: module.grade(ctx) for name, module in CATEGORY_MODULES.items()}
     problems += [issue.sentence() for issue in general_issues(ctx)]
     if run_dir is not None and self_consistency:
-        from experiment.validation import RunDirError, run_validation
+        from experiment.report.validation import RunDirError, run_validation
 
         try:
             problems += [f"{p.check}: {p.message}" for p in run_validation(run_dir).problems]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from experiment.validation import CREDENTIAL_ENV_VARS
+from experiment.report.validation import CREDENTIAL_ENV_VARS
 
 _PATTERNS = (
     ("a Tinker API key (tml-...)", re.compile(r"(?<![A-Za-z0-9_-])tml-[A-Za-z0-9_-]{16,}")),

@@ -11,12 +11,12 @@ import json
 import shutil
 from pathlib import Path
 
-from experiment.clients import release_sessions
+from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, RunContext, run_gate
-from experiment.plan import build_plan
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.contract.plan import build_plan
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 # the seed spec as written (its recorded revision file is not copied): both revisions UNRESOLVED
 GS1 = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from tinker import types
 
-from experiment import restoration as r
-from experiment.clients import ClientSession, session_weights_info
-from experiment.plan import build_plan
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.rl import restoration as r
+from experiment.run.clients import ClientSession, session_weights_info
+from experiment.contract.plan import build_plan
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 MODEL = "embedded/tiny-random"
 REQUESTED = {"family": "adamw", "learning_rate": 1e-2}

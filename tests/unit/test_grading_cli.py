@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from experiment.grading.predict import predict_grades
-from experiment.plan import build_plan
-from experiment.report import result_markdown
-from experiment.spec import load_spec
+from experiment.contract.plan import build_plan
+from experiment.report.summary import result_markdown
+from experiment.contract.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 CATEGORIES = ["evaluator", "decision", "restoration", "correctness", "feasibility", "generation_audit"]

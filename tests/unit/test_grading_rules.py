@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from experiment.evaluation import evaluator_id
-from experiment.spec import apply_revision
+from experiment.stats.evaluation import evaluator_id
+from experiment.contract.spec import apply_revision
 from experiment.grading import decision as decision_module
 from experiment.grading import grade_record
 

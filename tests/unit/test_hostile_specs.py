@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import GS1_SPEC, REPO_ROOT
-from experiment import data as data_module
-from experiment.data import DataError, read_capped_bytes, resolve_data_path
-from experiment.spec import MAX_SPEC_DEPTH, SpecError, load_spec
+from experiment.run import data as data_module
+from experiment.run.data import DataError, read_capped_bytes, resolve_data_path
+from experiment.contract.spec import MAX_SPEC_DEPTH, SpecError, load_spec
 from flows import run as run_cli
 
 ARITH_TRAIN = "embedded_tinker/tasks/data/train.jsonl"

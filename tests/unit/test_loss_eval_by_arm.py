@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiment.loss_eval import LossEval, check, report_by_arm
+from experiment.sft.loss_eval import LossEval, check, report_by_arm
 
 
 def _scored(scale: float) -> LossEval:

@@ -1,5 +1,5 @@
 """Correctness tolerances (contract section 4): expected values are literals or computed here
-independently with the formulas of the contract, never taken from experiment.correctness."""
+independently with the formulas of the contract, never taken from experiment.stats.correctness."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from experiment.correctness import (
+from experiment.stats.correctness import (
     accepts,
     check_tolerances,
     file_sha256,

@@ -1,5 +1,5 @@
 """Paired Hoeffding decision (contract section 7): expected numbers are literals or are computed
-here with the contract's formulas, never taken from experiment.decision."""
+here with the contract's formulas, never taken from experiment.stats.decision."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from experiment.decision import (
+from experiment.stats.decision import (
     DecisionError,
     Observation,
     bytes_sha256,

@@ -1,5 +1,5 @@
 """Evaluation records (contract section 6): ids and hashes recomputed here with hashlib/json
-from the contract's definitions, never taken from experiment.evaluation."""
+from the contract's definitions, never taken from experiment.stats.evaluation."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from experiment.decision import Observation
-from experiment.evaluation import (
+from experiment.stats.decision import Observation
+from experiment.stats.evaluation import (
     EvaluationError,
     code_files_sha256,
     evaluation_record,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiment.advantages import KernelBaselineState, append_batch_to_window
-from experiment.gs1_reference import reference_gs1_advantages
+from experiment.rl.advantages import KernelBaselineState, append_batch_to_window
+from experiment.rl.gs1_reference import reference_gs1_advantages
 
 
 @pytest.mark.parametrize("capacity", [0, -1])

@@ -1,5 +1,5 @@
 """Held-out loss evaluation (contract section 8): token_mean, example_mean and n_empty computed by
-hand from literal logprobs and weights, never taken from experiment.loss_eval."""
+hand from literal logprobs and weights, never taken from experiment.sft.loss_eval."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from experiment.loss_eval import LossEval, LossEvalError, check, report
+from experiment.sft.loss_eval import LossEval, LossEvalError, check, report
 
 
 def _out(*logprobs):

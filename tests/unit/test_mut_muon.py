@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from embedded_tinker.muon import polar_express, polar_switch
-from experiment.optim_reference import polar_express_reference, polar_switch_reference
+from experiment.stats.optim_reference import polar_express_reference, polar_switch_reference
 
 SPEC_PASSES = 2  # literal from the spec text
 SPEC_REFINEMENTS = 4  # literal from the spec text

@@ -13,7 +13,7 @@ import pytest
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment.restoration import (
+from experiment.rl.restoration import (
     adapter_sha256_from_info,
     canonical_sha256,
     creation_optimizer_config,

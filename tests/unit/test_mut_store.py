@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunStore, StoreError
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore, StoreError
 
 MIB = 1024 * 1024
 CONTRACT_FILE_CAP = 10 * MIB

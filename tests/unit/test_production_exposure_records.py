@@ -12,8 +12,8 @@ import pytest
 from tinker import types
 from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment import restoration as r
-from experiment.service import ServiceConfigError, ServiceTarget
+from experiment.rl import restoration as r
+from experiment.run.service import ServiceConfigError, ServiceTarget
 
 REQUESTED = {"family": "trimuon", "beta1": 0.9, "grad_clip_norm": 0.0, "learning_rate": 0.04}
 

@@ -13,17 +13,17 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-from experiment.correctness import pinned_revisions, revision_status, unresolved_revisions
+from experiment.stats.correctness import pinned_revisions, revision_status, unresolved_revisions
 from experiment.gates.correctness_preflight import spec_revision_request
-from experiment.plan import build_plan
-from experiment.spec import load_spec
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 GS1 = SPECS / "gs1_kernel_vs_grpo_gsm8k.json"
 GS1_PLAN_NAME = "gs1_kernel_vs_grpo_gsm8k.plan.json"
 PATH_ID = "gs1_kernel_advantage_loop"
 BASELINE_PIN = "tinker-cookbook==0.1.0 (rl/data_processing.py sha256:" + "a" * 64 + ")"
-REFERENCE_PIN = "experiment/gs1_reference.py sha256:" + "b" * 64
+REFERENCE_PIN = "experiment/rl/gs1_reference.py sha256:" + "b" * 64
 
 
 def _copy_spec(tmp_path: Path, source: Path = GS1, plan: dict | None = None) -> Path:
@@ -100,7 +100,7 @@ def test_the_spec_revision_request_names_what_to_pin_with_the_values_the_pipelin
     spec_path = _copy_spec(tmp_path)
     plan = build_plan(load_spec(spec_path))
     record = {"id": PATH_ID, "baseline_revision": BASELINE_PIN, "reference_revision": REFERENCE_PIN,
-              "implementation_revision": "experiment/advantages.py sha256:" + "d" * 64,
+              "implementation_revision": "experiment/rl/advantages.py sha256:" + "d" * 64,
               "errors": {"baseline_loss": {"max_abs_error": 0.0}}, "fixed_input": {"sha256": "e" * 64}}
     request = spec_revision_request(SimpleNamespace(plan=plan), record, ["baseline_revision", "reference_revision"], True)
     assert request["revision_file"] == str(spec_path.with_name(GS1_PLAN_NAME))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from tinker_cookbook.recipes.math_rl import math_env
 
-import experiment.math_eval as math_eval
-from experiment import evaluation as ev
-from experiment.rl_recipe import renderer_named
+import experiment.rl.math_eval as math_eval
+from experiment.stats import evaluation as ev
+from experiment.rl.recipe import renderer_named
 
 TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "embedded_tinker" / "assets" / "tokenizer"
 
@@ -73,7 +73,7 @@ def test_grader_errors_and_missing_boxes_are_named():
 
 def test_the_code_hash_covers_prompt_construction_and_the_renderer(renderer):
     files = math_eval.evaluator_code_files(renderer)
-    assert {"experiment/math_eval.py", "experiment/rl_loop.py", "experiment/data.py",
+    assert {"experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/run/data.py",
             "tinker_cookbook/recipes/math_rl/math_grading.py", "tinker_cookbook/renderers/base.py"} <= set(files)
     renderer_modules = [name for name in files if name.startswith("tinker_cookbook/renderers/qwen3")]
     assert renderer_modules, "the renderer's own module is hashed"
@@ -90,7 +90,7 @@ def test_a_change_to_prompt_construction_or_renderer_changes_the_evaluator_id(re
 
     frozen = evaluator_id(files)
     assert evaluator_id(dict(files)) == frozen  # the hash is of the bytes and stable names only
-    for name in ("experiment/rl_loop.py", renderer_modules_of(files)[0]):
+    for name in ("experiment/rl/loop.py", renderer_modules_of(files)[0]):
         edited = tmp_path / Path(name).name
         edited.write_bytes(files[name].read_bytes() + b"\n# edited\n")
         assert evaluator_id({**files, name: edited}) != frozen, name

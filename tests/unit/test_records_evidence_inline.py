@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import experiment.store as store_module
-from experiment.code_revision import PROJECT_ROOT, code_revision, pipeline_code_bundle
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunStore, evidence_file_bytes
+import experiment.run.store as store_module
+from experiment.report.code_revision import PROJECT_ROOT, code_revision, pipeline_code_bundle
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore, evidence_file_bytes
 
 GS1_SPEC = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment.feasibility import (
+from experiment.stats.feasibility import (
     DEFAULT_PILOT_EVAL_ITEMS,
     DEFAULT_PILOT_STEPS_PER_ARM,
     PROJECTION_KEYS,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from experiment.gates import RunContext
 from experiment.gates import generation_audit as gate
-from experiment.plan import build_plan
-from experiment.service import ServiceTarget
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.contract.plan import build_plan
+from experiment.run.service import ServiceTarget
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 SELFGEN = Path(__file__).resolve().parents[2] / "specs" / "selfgen_tasks_vs_gsm8k.json"
 

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
-from experiment.plan import build_plan
-from experiment.spec import SpecError, load_spec, plan_file_path
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import SpecError, load_spec, plan_file_path
 
 SEED_SPECS = [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC]
 

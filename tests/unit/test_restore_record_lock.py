@@ -17,10 +17,10 @@ import pytest
 from tinker import types
 from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment import restoration as r
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunStore
+from experiment.rl import restoration as r
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 REQUESTED = {"family": "adamw", "learning_rate": 4e-5}

@@ -21,17 +21,17 @@ import pandas as pd
 import pytest
 
 from conftest import GS1_SPEC, REPO_ROOT
-import experiment.store as store_module
-from experiment.plan import build_plan
-from experiment.spec import load_spec
-from experiment.store import RunInProgress, RunStore
+import experiment.run.store as store_module
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunInProgress, RunStore
 from flows import run as run_cli
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from experiment.plan import build_plan
-    from experiment.spec import load_spec
-    from experiment.store import RunStore
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    from experiment.run.store import RunStore
     spec = load_spec(sys.argv[1])
     store, how = RunStore.claim(sys.argv[2], spec, build_plan(spec))
     print(how, store.run_id, flush=True)

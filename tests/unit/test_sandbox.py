@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from experiment import sandbox as sandbox_module
-from experiment.sandbox import (
+from experiment.selfgen import sandbox as sandbox_module
+from experiment.selfgen.sandbox import (
     EXCEPTION_NAMES,
     SANDBOX_UID_BASE,
     SANDBOX_UID_SPAN,

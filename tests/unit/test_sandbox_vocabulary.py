@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiment import sandbox as sandbox_module
-from experiment.sandbox import SandboxError, SandboxLimits, interpret
+from experiment.selfgen import sandbox as sandbox_module
+from experiment.selfgen.sandbox import SandboxError, SandboxLimits, interpret
 
 LIMITS = SandboxLimits(timeout_s=2.0, max_output_bytes=4096)
 KINDS = {"timeout", "output_limit", "no_result", "compile_error", "no_solve", "memory_limit", "exception",

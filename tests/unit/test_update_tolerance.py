@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiment import sft_gates
-from experiment.correctness import check_tolerances
-from experiment.sft import update_tolerance as ut
-from experiment.spec import load_spec
+from experiment.sft import gates as sft_gates
+from experiment.stats.correctness import check_tolerances
+from experiment.stats import update_tolerance as ut
+from experiment.contract.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
@@ -84,10 +84,17 @@ def test_tolerance_is_linear_in_lr_above_a_storage_floor():
         assert large[check]["min_cosine"] == small[check]["min_cosine"]  # scale-free where lr dominates
 
 
-def _errors(fixed, lr, enabled_config=None):
-    enabled = sft_gates._implementation_updates(fixed, "trimuon", enabled_config or {}, lr, HYPER)
-    disabled = sft_gates._implementation_updates(fixed, "trimuon", {"polar_step": "polar_express"}, lr, HYPER)
-    stock = sft_gates._implementation_updates(fixed, "dimuon", {}, lr, HYPER)
+def _in_process_updates(fixed, family, config, lr, hyper):
+    """The backend's optimizer step run in this process (so a test can patch the backend's code)."""
+    from embedded_tinker.optimizer_probe import step_updates
+
+    return step_updates(fixed["pairs"], fixed["steps_taken"], family, config, lr, hyper)
+
+
+def _errors(fixed, lr, enabled_config=None, implementation=sft_gates._implementation_updates):
+    enabled = implementation(fixed, "trimuon", enabled_config or {}, lr, HYPER)
+    disabled = implementation(fixed, "trimuon", {"polar_step": "polar_express"}, lr, HYPER)
+    stock = implementation(fixed, "dimuon", {}, lr, HYPER)
     return {
         ut.check_key("reference_update", lr): sft_gates.update_errors(
             enabled, sft_gates._reference_updates(fixed, lr, HYPER, "polar_switch")),
@@ -114,7 +121,7 @@ def test_a_defective_polar_step_fails_at_every_trained_lr(monkeypatch):
     fixed = ut.fixed_optimizer_input(rank)
     for lr in path["update_learning_rates"]:
         key = ut.check_key("reference_update", lr)
-        errors = {key: _errors(fixed, lr)[key]}
+        errors = {key: _errors(fixed, lr, implementation=_in_process_updates)[key]}
         passed, _ = check_tolerances(errors, {key: path["tolerances"][key]})
         assert not passed, (lr, errors)
 
@@ -123,3 +130,20 @@ def test_fixed_input_is_the_gate_input():
     a, b = ut.fixed_optimizer_input(8), ut.fixed_optimizer_input(8)
     assert all(np.array_equal(x[k], y[k]) for x, y in zip(a["pairs"], b["pairs"]) for k in x)
     assert a["pairs"][0]["A"].dtype == np.float32
+
+
+def test_the_probe_command_returns_the_backend_step_bit_for_bit():
+    """The pipeline's probe (a command in the backend's checkout) equals the backend's step run here."""
+    from experiment.sft.optimizer_probe import implementation_updates, probe_job
+
+    fixed = ut.fixed_optimizer_input(4)
+    jobs = [probe_job("trimuon", {}, 0.02, HYPER), probe_job("dimuon", {}, 0.05, HYPER, fresh=True)]
+    by_command = implementation_updates(fixed, jobs)
+    assert len(by_command) == 2
+    for job, updates in zip(jobs, by_command):
+        from embedded_tinker.optimizer_probe import step_updates
+
+        here = step_updates(fixed["pairs"], fixed["steps_taken"], job["family"], job["config"], job["learning_rate"],
+                            job["hyper"], job["fresh"])
+        assert len(updates) == len(here) == 2 * len(fixed["pairs"])
+        assert all(np.array_equal(a, b) for a, b in zip(updates, here))

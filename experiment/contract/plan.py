@@ -1,0 +1,478 @@
+"""The execution plan: what the pipeline will do for a spec, derived before anything runs.
+
+`build_plan(spec)` returns an `ExecutionPlan` (plain data, `.to_dict()` is JSON) with
+- arms and their roles (treatment / baseline / untrained_base), each mapping with its reason,
+- the training runs (one per arm and LR grid point),
+- every gate of the contract, in order, marked applicable / not applicable / "unknown" with the reason
+  ("unknown" blocks like applicable: missing evidence is never "not applicable"),
+- decision criteria with role labels mapped to arms, the eval, the verdict vocabulary and the budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from experiment.stats.correctness import pinned_revisions, unresolved_revisions
+from experiment.contract.verdict import GATE_ORDER
+from experiment.contract.spec import ArmSpec, Spec, SpecError
+
+Applicability = Literal[True, False, "unknown"]
+
+# The verdict vocabulary is fixed by each spec's contract-source text (contract section 2): the GS1 and
+# TriMuon texts use direction+confidence, the self-generated text three-way. Keyed by spec file stem
+# prefix so copies (gs1_..._test_size.json) inherit it; a spec may also set `verdict_vocabulary` itself.
+VOCABULARY_BY_SPEC_PREFIX = {
+    "gs1_": "direction_confidence",
+    "trimuon_": "direction_confidence",
+    "selfgen_": "three_way",
+}
+DEFAULT_VOCABULARY = "direction_confidence"
+VOCABULARIES = ("direction_confidence", "three_way")
+
+# contract-details A-8.1: how the loss aggregation is read from the eval text
+_EXAMPLE_MEAN_WORDS = ("per example", "example mean", "example weighted", "mean of example", "per sequence")
+_TOKEN_MEAN_WORDS = ("per token", "token mean", "token weighted", "per assistant token", "nats/token")
+_LOSS_WORDS = ("nll", "loss", "perplexity", "cross entropy", "cross-entropy", "log likelihood")
+
+
+@dataclass
+class PlannedArm:
+    name: str
+    role: str
+    role_reason: str
+    trained: bool
+    data: str | None
+    optimizer: dict[str, Any] | None  # {"family": ..., "config": {...}}
+    lr: float | None
+    lr_grid: list[float] | None
+    group_size: int | None
+    groups_per_batch: int | None
+    steps: int | None
+    seed: int | None
+    service: str  # "shared" or "fork"
+
+
+@dataclass
+class TrainingRun:
+    name: str  # "<arm>" or "<arm>@lr=<lr>" when the arm has an LR grid
+    arm: str
+    lr: float | None
+    steps: int | None
+    seed: int | None
+
+
+@dataclass
+class GatePlan:
+    name: str
+    applicable: Applicability
+    reason: str
+    enforced: bool = True
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the run must pass this gate (applicable or unknown)."""
+        return self.applicable is not False
+
+
+@dataclass
+class PlannedCriterion:
+    id: str
+    metric: str
+    weights: dict[str, float]  # as written in the spec (arm names or role labels)
+    arm_weights: dict[str, float]  # role labels replaced by arm names
+    margin: float
+    bounds: list[float] | None
+    comparison: str = "exceeds"
+
+
+@dataclass
+class ExecutionPlan:
+    spec_title: str
+    spec_path: str
+    spec_sha256: str
+    spec_revision: dict[str, Any] | None
+    base_model: str
+    training_type: str
+    vocabulary: str
+    primary_endpoint: str
+    arms: list[PlannedArm]
+    training_runs: list[TrainingRun]
+    role_to_arm: dict[str, dict[str, str]]
+    gates: list[GatePlan]
+    decision: dict[str, Any] | None
+    criteria: list[PlannedCriterion]
+    eval: dict[str, Any]
+    budget: dict[str, Any]
+    # --rehearse: what the rehearsal substituted (experiment.contract.rehearsal); None for the spec as written
+    rehearsal: dict[str, Any] | None = None
+
+    def gate(self, name: str) -> GatePlan:
+        for gate in self.gates:
+            if gate.name == name:
+                return gate
+        raise KeyError(name)
+
+    def arm(self, name: str) -> PlannedArm:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise KeyError(name)
+
+    @property
+    def trained_arms(self) -> list[PlannedArm]:
+        return [arm for arm in self.arms if arm.trained]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for gate, gate_dict in zip(self.gates, data["gates"]):
+            gate_dict["blocks"] = gate.blocks
+        return data
+
+
+def build_plan(spec: Spec) -> ExecutionPlan:
+    source = spec.source
+    arms = _plan_arms(spec)
+    by_role = {arm.role: arm for arm in arms}
+    criteria = _plan_criteria(spec, by_role)
+    return ExecutionPlan(
+        spec_title=spec.title,
+        spec_path=source.path,
+        spec_sha256=source.sha256,
+        spec_revision=source.revision.to_dict() if source.revision else None,
+        base_model=spec.base_model,
+        training_type=spec.training_type,
+        vocabulary=_vocabulary(spec),
+        primary_endpoint=getattr(spec, "primary_endpoint", None) or spec.eval.metric,
+        arms=arms,
+        training_runs=_training_runs(arms),
+        role_to_arm={arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms},
+        gates=_plan_gates(spec, arms),
+        decision=_plan_decision(spec),
+        criteria=criteria,
+        eval=_plan_eval(spec),
+        budget=spec.budget.model_dump(),
+        rehearsal=source.rehearsal,
+    )
+
+
+def _vocabulary(spec: Spec) -> str:
+    explicit = getattr(spec, "verdict_vocabulary", None)
+    if explicit is not None:
+        if explicit not in VOCABULARIES:
+            raise SpecError("verdict_vocabulary", f"must be one of {', '.join(VOCABULARIES)} (got {explicit!r})")
+        return explicit
+    stem = spec.source.stem
+    for prefix, vocabulary in VOCABULARY_BY_SPEC_PREFIX.items():
+        if stem.startswith(prefix):
+            return vocabulary
+    return DEFAULT_VOCABULARY
+
+
+def _optimizer(spec: Spec, arm: ArmSpec) -> dict[str, Any] | None:
+    """Normalise to {"family", "config"}. The spec's `adam` is the server's `adamw` family."""
+    if not arm.trained:
+        return None
+    value = arm.optimizer if arm.optimizer is not None else spec.section("optimizer").get("name")
+    if isinstance(value, dict):
+        return {"family": value.get("family"), "config": dict(value.get("config") or {})}
+    name = str(value or "adam")
+    family = name.split(" ")[0].lower()
+    return {"family": "adamw" if family == "adam" else family, "config": {}}
+
+
+def _role(spec: Spec, arm: ArmSpec) -> tuple[str, str]:
+    if arm.role:
+        return arm.role, f"explicit role {arm.role!r} in the arm definition"
+    if not arm.trained:
+        return "untrained_base", "trained is false (evaluation-only arm)"
+    baseline_text = (spec.baseline or "").lower()
+    if re.search(rf"\b{re.escape(arm.name.lower())}\b", baseline_text):
+        return "baseline", f"the spec's baseline text names {arm.name!r}"
+    if arm.advantage == "group_mean" and re.search(r"group[- ]mean", baseline_text):
+        return "baseline", "advantage is group_mean and the spec's baseline text describes group-mean advantages"
+    return "treatment", "trained arm that the baseline text does not describe"
+
+
+def _arm_lr(spec: Spec, arm: ArmSpec) -> float | None:
+    """The arm's own lr; a trained arm without lr or grid uses the spec's optimizer.lr."""
+    if arm.lr is not None or not arm.trained or arm.lr_grid:
+        return arm.lr
+    return spec.section("optimizer").get("lr")
+
+
+def _plan_arms(spec: Spec) -> list[PlannedArm]:
+    arms = []
+    for arm in spec.arms or []:
+        role, reason = _role(spec, arm)
+        optimizer = _optimizer(spec, arm)
+        fork = getattr(arm, "service", None) == "fork" or "fork" in str(spec.section("optimizer").get("name", ""))
+        arms.append(
+            PlannedArm(
+                name=arm.name,
+                role=role,
+                role_reason=reason,
+                trained=arm.trained,
+                data=arm.data,
+                optimizer=optimizer,
+                lr=_arm_lr(spec, arm),
+                lr_grid=arm.lr_grid,
+                group_size=arm.group_size,
+                groups_per_batch=arm.groups_per_batch,
+                steps=(arm.steps or spec.steps) if arm.trained else None,
+                seed=arm.seed,
+                service="fork" if fork and arm.trained else "shared",
+            )
+        )
+    roles = [arm.role for arm in arms]
+    for role in set(roles):
+        if roles.count(role) > 1:
+            names = ", ".join(arm.name for arm in arms if arm.role == role)
+            raise SpecError("arms", f"role {role!r} is ambiguous: arms {names} all map to it; give each arm a 'role'")
+    return arms
+
+
+def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
+    runs = []
+    for arm in arms:
+        if not arm.trained:
+            continue
+        if arm.lr_grid:
+            runs += [TrainingRun(f"{arm.name}@lr={lr:g}", arm.name, lr, arm.steps, arm.seed) for lr in arm.lr_grid]
+        else:
+            runs.append(TrainingRun(arm.name, arm.name, arm.lr, arm.steps, arm.seed))
+    return runs
+
+
+def _plan_criteria(spec: Spec, by_role: dict[str, PlannedArm]) -> list[PlannedCriterion]:
+    if spec.decision_rule is None:
+        return []
+    arm_names = {arm.name for arm in by_role.values()}
+    criteria = []
+    for index, criterion in enumerate(spec.decision_rule.criteria):
+        arm_weights = {}
+        for key, weight in criterion.weights.items():
+            if key in arm_names:
+                arm_weights[key] = weight
+            elif key in by_role:
+                arm_weights[by_role[key].name] = weight
+            else:
+                raise SpecError(f"decision_rule.criteria[{index}].weights", f"role {key!r} maps to no arm")
+        criteria.append(
+            PlannedCriterion(
+                id=criterion.id,
+                metric=criterion.metric,
+                weights=dict(criterion.weights),
+                arm_weights=arm_weights,
+                margin=criterion.margin,
+                bounds=criterion.bounds,
+                comparison=getattr(criterion, "comparison", None) or "exceeds",
+            )
+        )
+    return criteria
+
+
+def _plan_decision(spec: Spec) -> dict[str, Any] | None:
+    rule = spec.decision_rule
+    if rule is None:
+        return None
+    n_criteria = len(rule.criteria)
+    return {
+        "method": rule.method,
+        "alpha": rule.alpha,
+        "unit": rule.unit,
+        "seeds": rule.seeds,
+        # contract section 7: simultaneous intervals over several criteria use Bonferroni (alpha split evenly)
+        "adjustment": "bonferroni" if n_criteria > 1 and rule.method == "paired_hoeffding" else "none",
+        "alpha_per_criterion": (rule.alpha / n_criteria) if rule.alpha is not None else None,
+    }
+
+
+def _plan_eval(spec: Spec) -> dict[str, Any]:
+    text = f"{spec.eval.metric} {spec.eval.benchmark or ''}".lower().replace("-", " ")
+    aggregation = spec.eval.aggregation
+    if aggregation is None:
+        if any(word in text for word in _EXAMPLE_MEAN_WORDS):
+            aggregation = "example_mean"
+        elif any(word in text for word in _TOKEN_MEAN_WORDS):
+            aggregation = "token_mean"
+    is_loss = any(word.replace("-", " ") in text for word in _LOSS_WORDS)
+    return {
+        "benchmark": spec.eval.benchmark,
+        "metric": spec.eval.metric,
+        "n_examples": spec.eval.n_examples,
+        "decoding": "greedy" if "greedy" in text else None,
+        "aggregation": aggregation,
+        "loss_eval": is_loss or aggregation is not None or spec.feature("heldout_loss") is True,
+    }
+
+
+# ---- gate applicability (contract section 1, contract-details A-1.x and Part D) ----
+
+
+def _feature_text(spec: Spec, name: str) -> str:
+    value = spec.feature(name)
+    return "missing" if value is None else str(value).lower()
+
+
+def _gate_spec_intake(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    return GatePlan("spec_intake", True, "always (project convention): parse, plan, resolve the served model")
+
+
+def _gate_preflight_probe(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    probe = spec.section("preflight").get("probe")
+    if probe:
+        return GatePlan("preflight_probe", True, "always before any arm trains; the spec's preflight.probe", details={"probe": probe})
+    return GatePlan(
+        "preflight_probe",
+        True,
+        "always before any arm trains; no preflight.probe in the spec, so one optim_step per arm with its exact "
+        "optimizer and config on one example, and a finite loss",
+    )
+
+
+def _gate_generation_audit(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    audit = spec.section("generation_audit")
+    required = audit.get("required") is True
+    generated = spec.feature("generated_training_data")
+    if required or generated:
+        why = [w for w, on in (("generation_audit.required is true", required),
+                               ("experiment_features.generated_training_data is true", generated)) if on]
+        return GatePlan("generation_audit", True, " and ".join(why), details=audit)
+    if generated is None:
+        return GatePlan(
+            "generation_audit",
+            "unknown",
+            "experiment_features.generated_training_data is missing: applicability unknown, which blocks like applicable",
+        )
+    return GatePlan(
+        "generation_audit",
+        False,
+        f"generation_audit.required is {str(audit.get('required', 'absent')).lower()} and no feature it covers "
+        "(experiment_features.generated_training_data) is true",
+    )
+
+
+def _gate_correctness_preflight(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    section = spec.section("correctness_preflight")
+    forked = [arm.name for arm in arms if arm.service == "fork"]
+    why = []
+    if section.get("required") is True:
+        why.append("correctness_preflight.required is true")
+    for feature in ("custom_loss", "custom_optimizer"):
+        if spec.feature(feature):
+            why.append(f"experiment_features.{feature} is true")
+    if forked:
+        why.append(f"arms {', '.join(forked)} use a forked optimizer path")
+    details = {"paths": section.get("paths", []), "status": section.get("status")}
+    # Pinned in the spec or in its recorded revision file (experiment.stats.correctness.pinned_revisions);
+    # the run never pins them itself, and an unresolved one stops the run at this gate.
+    supplied = spec.source.revision.supplied if spec.source.revision else ()
+    pins = pinned_revisions(spec.to_dict(), supplied)
+    details["revision_pins"] = pins
+    details["revisions_unresolved"] = bool(unresolved_revisions(pins))
+    if why:
+        return GatePlan("correctness_preflight", True, "; ".join(why), details=details)
+    if spec.feature("custom_loss") is None or spec.feature("custom_optimizer") is None:
+        return GatePlan(
+            "correctness_preflight",
+            "unknown",
+            f"experiment_features.custom_loss is {_feature_text(spec, 'custom_loss')} and custom_optimizer is "
+            f"{_feature_text(spec, 'custom_optimizer')}: applicability unknown, which blocks like applicable",
+        )
+    if section.get("required") is not False:
+        # the spec leaves its correctness preflight state out: unknown, never a silent skip
+        return GatePlan(
+            "correctness_preflight",
+            "unknown",
+            "correctness_preflight.required is missing and no feature decides it: applicability unknown, "
+            "which blocks like applicable",
+            details=details,
+        )
+    reason = section.get("reason") or "no custom or forked loss or optimizer path"
+    return GatePlan("correctness_preflight", False, f"correctness_preflight.required is false: {reason}")
+
+
+def _gate_restoration_preflight(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    section = spec.section("restoration_preflight")
+    paired = spec.feature("paired_training_arms")
+    details = {"groups": section.get("groups", []), "fixed_batch_required": section.get("fixed_batch_required")}
+    if section.get("applicable") is True:
+        reason = "restoration_preflight.applicable is true"
+        if section.get("reason"):
+            reason += f": {section['reason']}"
+        return GatePlan("restoration_preflight", True, reason, details=details)
+    if paired:
+        return GatePlan("restoration_preflight", True, "experiment_features.paired_training_arms is true", details=details)
+    if paired is None and section.get("applicable") is None:
+        return GatePlan(
+            "restoration_preflight",
+            "unknown",
+            "no restoration_preflight section and experiment_features.paired_training_arms is missing: unknown, blocks like applicable",
+        )
+    return GatePlan("restoration_preflight", False, section.get("reason") or "no paired training arms share an initialization")
+
+
+def _gate_feasibility_pilot(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    required = getattr(spec, "feasibility_required", None) is True
+    reason = "always, after the served model is resolved and before the full comparison"
+    reason += "; enforced because feasibility_required is true" if required else "; feasibility_required is not set (not enforced)"
+    return GatePlan("feasibility_pilot", True, reason, enforced=required, details={"budget": spec.budget.model_dump()})
+
+
+def _gate_activation_gate(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    section = spec.section("activation_gate")
+    checks = [
+        {key: check[key] for key in ("metric", "measures", "min", "max", "one_of") if key in check}
+        for check in section.get("checks", [])
+    ]
+    if section.get("applicable") is True:
+        return GatePlan("activation_gate", True, f"activation_gate.applicable is true: {section.get('reason', '')}", details={"checks": checks})
+    if section.get("applicable") is False:
+        return GatePlan("activation_gate", False, f"activation_gate.applicable is false: {section.get('reason', '')}")
+    return GatePlan("activation_gate", False, "the spec has no activation_gate section, so there are no prespecified checks to measure")
+
+
+def _gate_arm_training(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    trained = [arm for arm in arms if arm.trained]
+    grids = {arm.name: arm.lr_grid for arm in trained if arm.lr_grid}
+    n_runs = sum(len(arm.lr_grid or [None]) for arm in trained)
+    reason = f"{len(trained)} trained arms, {n_runs} training runs"
+    if grids:
+        reason += "; per-arm LR grids run under the same budget, the selected LR per arm is reported, an edge selection sets grid_edge"
+    return GatePlan("arm_training", True, reason, details={"lr_grids": grids})
+
+
+def _gate_evaluation(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    return GatePlan("evaluation", True, "always; the evaluator is frozen before the first score of any arm or the base model")
+
+
+def _gate_decision(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
+    if spec.decision_rule is None:
+        if (spec.to_dict().get("verdict_rule") or {}).get("method"):
+            return GatePlan("decision", True, "the spec has no decision_rule, so RESULT carries no decision object; the "
+                            "verdict follows the effect against the margin (contract section 2) as the plan file's "
+                            "verdict_rule measures it")
+        return GatePlan("decision", False, "the spec has no decision_rule")
+    source = "plan file" if spec.source.revision and "decision_rule" in spec.source.revision.supplied else "spec"
+    return GatePlan("decision", True, f"decision_rule ({spec.decision_rule.method}) given in the {source}")
+
+
+_GATE_PLANNERS = {
+    "spec_intake": _gate_spec_intake,
+    "preflight_probe": _gate_preflight_probe,
+    "generation_audit": _gate_generation_audit,
+    "correctness_preflight": _gate_correctness_preflight,
+    "restoration_preflight": _gate_restoration_preflight,
+    "feasibility_pilot": _gate_feasibility_pilot,
+    "activation_gate": _gate_activation_gate,
+    "arm_training": _gate_arm_training,
+    "evaluation": _gate_evaluation,
+    "decision": _gate_decision,
+}
+
+
+def _plan_gates(spec: Spec, arms: list[PlannedArm]) -> list[GatePlan]:
+    return [_GATE_PLANNERS[name](spec, arms) for name in GATE_ORDER]

@@ -1,0 +1,108 @@
+"""RESULT builders: the contract's result object (section 2) in both verdict vocabularies.
+
+These are pure functions that return fields; `RunStore.update_result(**fields)` writes them.
+A field whose value is None is removed from RESULT (e.g. no `verdict` before the final update in
+the direction+confidence vocabulary).
+
+- direction_confidence (GS1, TriMuon): `verdict` only in the final update; a run whose effect was
+  never measured ends `status: failed`, no verdict, `outcome_reason: incomplete_execution`.
+- three_way (self-generated): the final update carries `verdict` (inconclusive when the effect was
+  never measured) and has no confidence/effect/margin/ci/seeds/grid_edge/reasoning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from experiment.contract.verdict import GateVerdict
+from experiment.contract.plan import ExecutionPlan
+
+def adaptation_batch_hash(batch_ids: list[Any]) -> str:
+    """sha256(json.dumps(adaptation_batch_ids)) with default separators (contract section 9)."""
+    return hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest()
+
+
+THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")
+
+
+def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
+    """RESULT at run creation: running, nothing measured, no verdict."""
+    return {
+        "status": "running",
+        "summary": f"Run started for '{plan.spec_title}'; no comparison has been measured yet.",
+        "metrics": {"arms": {}},
+        "completed_arms": [],
+        "deviations": [],
+        "original_hypothesis_tested": True,
+        "evidence": {"version": 1, "status": "complete", "files": [], "checkpoints": [], "per_arm_metrics": {}},
+    }
+
+
+def model_deviation(original: str, effective: str, reason: str) -> dict[str, str]:
+    return {"field": "model", "original": original, "effective": effective, "reason": reason}
+
+
+def intake_update(plan: ExecutionPlan, served_model: str, deviations: list[dict[str, str]]) -> dict[str, Any]:
+    """The `status: running` update of spec intake: deviations recorded before any training."""
+    summary = f"Running '{plan.spec_title}' on {served_model}"
+    if any(d["field"] == "model" for d in deviations):
+        summary += f" instead of {plan.base_model}, which the service does not serve"
+    summary += "."
+    if plan.spec_revision:
+        summary += f" Spec revision {plan.spec_revision['path']} supplies {', '.join(plan.spec_revision['supplied'])}."
+    return {"status": "running", "summary": summary, "deviations": deviations}
+
+
+def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict,
+                        deviations: list[dict[str, str]] = ()) -> dict[str, Any]:
+    """Final fields for a run stopped by a failed gate (the effect was never measured).
+
+    A substituted model (a `model` deviation) stays named in `summary`, as the contract asks."""
+    why = "; ".join(verdict.reasons) or "no reason recorded"
+    next_step = verdict.next_diagnostic or "inspect the gate's events and evidence"
+    substitute = next((d for d in deviations if d.get("field") == "model"), None)
+    on_model = f" on {substitute['effective']} instead of {substitute['original']}" if substitute else ""
+    summary = f"The run{on_model} stopped at the {verdict.gate} gate before the comparison was measured ({why})."
+    if plan.vocabulary == "three_way":
+        return {
+            "status": "failed",
+            "summary": f"{summary} Cheapest next diagnostic: {next_step}.",
+            "verdict": "inconclusive",
+            "outcome_reason": "incomplete_execution",
+            **{field: None for field in THREE_WAY_ABSENT_FIELDS},
+        }
+    return {
+        "status": "failed",
+        "summary": summary + " No verdict is reported.",
+        "verdict": None,
+        "confidence": None,
+        "outcome_reason": "incomplete_execution",
+        "reasoning": (
+            f"Gate {verdict.gate} failed: {why}. The effect was never measured, so there is no verdict. "
+            f"Cheapest next diagnostic: {next_step}."
+        ),
+    }
+
+
+def gate_failure_message(verdict: GateVerdict) -> str:
+    """One line for logs and the Failed state's message."""
+    return f"gate {verdict.gate} failed: {'; '.join(verdict.reasons) or 'no reason recorded'}"
+
+
+def capacity_block_update(plan: ExecutionPlan, gate: str, block: dict[str, Any], waited_seconds: float,
+                          steps_completed: int) -> dict[str, Any]:
+    """RESULT fields of a run that capacity stopped during `gate` (contract section 3): no verdict, why, and
+    the capacity_block record; the vocabulary decides how the absent verdict is spelled."""
+    update: dict[str, Any] = {
+        "status": "failed", "outcome_reason": "incomplete_execution", "capacity_block": block,
+        "summary": f"The service refused capacity during {gate} for {waited_seconds:.0f} s after "
+                   f"{steps_completed} comparison steps; the run stopped without a verdict."}
+    if plan.vocabulary == "three_way":
+        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
+    else:
+        update.update(verdict=None, confidence=None,
+                      reasoning="Capacity stopped the run before the comparison was measured; completed gates and "
+                                "arm checkpoints stay in the store and a re-run of the same spec resumes from them.")
+    return update

@@ -1,0 +1,1 @@
+"""What people read and re-check: summary text, plots, code revision, validation of a finished run."""

@@ -1,0 +1,226 @@
+"""PNG pictures of a run, for the run directory and Prefect artifacts (matplotlib, Agg, no Prefect).
+
+Every figure has the same fixed size: FIGURE_SIZE_INCHES at DPI, i.e. PIXEL_SIZE = (800, 500)
+(width, height). Each function writes one PNG and returns its path.
+
+- `training_curves_png(rows, path, metric)`: per-step curves, one per arm (or arm and LR).
+- `paired_effect_png(criteria, path)`: each criterion's effect with its interval against its margin.
+- `arm_scores_png(scores, path)`: per-arm accuracy with 95% Wilson intervals (or NLL / recorded intervals).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+FIGURE_SIZE_INCHES = (8.0, 5.0)
+DPI = 100
+PIXEL_SIZE = (int(FIGURE_SIZE_INCHES[0] * DPI), int(FIGURE_SIZE_INCHES[1] * DPI))
+
+
+class PlotError(ValueError):
+    """Input a picture cannot be drawn from (one line)."""
+
+
+def _new_figure():
+    return plt.subplots(figsize=FIGURE_SIZE_INCHES, dpi=DPI)
+
+
+def _save(figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI, format="png")  # no bbox_inches="tight": the pixel size stays fixed
+    plt.close(figure)
+    return path
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PlotError(f"{what} must be a finite number (got {value!r})")
+    return float(value)
+
+
+def _series_label(row: dict[str, Any], arms_with_several_lrs: set[str]) -> str:
+    if row.get("run"):
+        return str(row["run"])
+    arm = str(row.get("arm", "?"))
+    if arm in arms_with_several_lrs and row.get("lr") is not None:
+        return f"{arm} lr={float(row['lr']):g}"
+    return arm
+
+
+def training_curves_png(rows: list[dict[str, Any]], path: str | Path, metric: str = "mean_reward") -> Path:
+    """Per-step `metric` (e.g. mean_reward for RL, loss for SFT), one line per arm or arm/LR.
+
+    Each row: {"arm", "step", <metric>} plus optional "lr" or "run" (a series name)."""
+    usable = [row for row in rows if row.get(metric) is not None and row.get("step") is not None]
+    if not usable:
+        raise PlotError(f"no rows with both 'step' and {metric!r} to plot")
+    lrs_by_arm: dict[str, set[float]] = {}
+    for row in usable:
+        if row.get("lr") is not None:
+            lrs_by_arm.setdefault(str(row.get("arm")), set()).add(float(row["lr"]))
+    several = {arm for arm, lrs in lrs_by_arm.items() if len(lrs) > 1}
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in usable:
+        point = (_number(row["step"], "step"), _number(row[metric], metric))
+        series.setdefault(_series_label(row, several), []).append(point)
+    figure, axes = _new_figure()
+    for label in sorted(series):
+        points = sorted(series[label])
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=label)
+    axes.set_xlabel("step")
+    axes.set_ylabel(metric)
+    axes.set_title(f"Training {metric} per step")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path, verdict: str | None = None) -> Path:
+    """Each criterion's paired effect with its [lower, upper] interval and its margin.
+
+    Each entry: {"id", "effect", "lower", "upper", "margin"} plus "arm_weights" (a decision_summary
+    criterion). The axis names the subtraction (e.g. gs1_kernel − grpo_gs8), each row says in words
+    whether the claim is shown, and the title carries the verdict when given."""
+    from experiment.report.summary import effect_in_words, signed, subtraction
+
+    if not criteria_results:
+        raise PlotError("no criteria to plot")
+    figure, axes = _new_figure()
+    for row, criterion in enumerate(criteria_results):
+        effect = _number(criterion.get("effect"), "effect")
+        lower = _number(criterion.get("lower"), "lower")
+        upper = _number(criterion.get("upper"), "upper")
+        margin = _number(criterion.get("margin"), "margin")
+        axes.errorbar(
+            [effect],
+            [row],
+            xerr=[[effect - lower], [upper - effect]],
+            fmt="o",
+            color="tab:blue",
+            capsize=6,
+            label="effect and interval" if row == 0 else None,
+        )
+        axes.plot(
+            [margin, margin], [row - 0.3, row + 0.3], color="tab:red", linewidth=2, label="margin" if row == 0 else None
+        )
+        axes.annotate(f"{signed(effect)} [{signed(lower)}, {signed(upper)}]", (effect, row), xytext=(0, 10),
+                      textcoords="offset points", ha="center", fontsize="small")
+        axes.annotate(effect_in_words(criterion).split(" (")[0], (0.5, row - 0.4), xycoords=("axes fraction", "data"),
+                      ha="center", va="center", fontsize="small", color="dimgray")
+    axes.set_yticks(range(len(criteria_results)))
+    axes.set_yticklabels([f"{c.get('id', index)}:\n{subtraction(c)}" for index, c in enumerate(criteria_results)],
+                         fontsize="small")
+    axes.set_ylim(-0.7, len(criteria_results) - 0.3)
+    axes.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
+    names = sorted({subtraction(c) for c in criteria_results})
+    axes.set_xlabel(f"paired effect ({names[0] if len(names) == 1 else 'per criterion'})")
+    title = "Paired effect, one-sided Hoeffding bounds, margin"
+    axes.set_title(f"Verdict: {verdict}\n{title}" if verdict else title)
+    axes.grid(axis="x", alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Wilson score interval for a proportion."""
+    if n <= 0:
+        raise PlotError("a Wilson interval needs n > 0")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def arm_scores_png(scores: list[dict[str, Any]], path: str | Path, metric: str = "accuracy") -> Path:
+    """Per-arm score with an interval.
+
+    Each entry: {"arm", "value"} plus either "lower"/"upper" (drawn as recorded) or "n" (items
+    scored; for accuracy a 95% Wilson interval is computed). The title says which."""
+    if not scores:
+        raise PlotError("no scores to plot")
+    arms, values, lows, highs, kinds = [], [], [], [], set()
+    for score in scores:
+        value = _number(score.get("value"), f"value of arm {score.get('arm')}")
+        if score.get("lower") is not None and score.get("upper") is not None:
+            low, high = _number(score["lower"], "lower"), _number(score["upper"], "upper")
+            kinds.add("recorded")
+        elif metric == "accuracy" and score.get("n"):
+            low, high = wilson_interval(value * int(score["n"]), int(score["n"]))
+            kinds.add("Wilson")
+        else:
+            low = high = value
+            kinds.add("none")
+        arms.append(str(score.get("arm", "?")))
+        values.append(value)
+        lows.append(value - low)
+        highs.append(high - value)
+    figure, axes = _new_figure()
+    positions = range(len(arms))
+    bars = axes.bar(positions, values, color="tab:blue", alpha=0.7)
+    axes.errorbar(positions, values, yerr=[lows, highs], fmt="none", ecolor="black", capsize=8)
+    axes.bar_label(bars, labels=[f"{value:.3f}" for value in values], label_type="center", color="white",
+                   fontweight="bold")
+    axes.set_xticks(list(positions))
+    axes.set_xticklabels(arms)
+    axes.set_ylabel(metric)
+    if kinds == {"Wilson"}:
+        intervals = "95% Wilson intervals"
+    elif kinds == {"recorded"}:
+        intervals = "intervals as recorded"
+    elif kinds == {"none"}:
+        intervals = "no interval"
+    else:
+        intervals = "mixed intervals (Wilson 95% where computed)"
+    axes.set_title(f"Per-arm {metric} ({intervals})")
+    if metric == "accuracy":
+        axes.set_ylim(0, 1)
+    axes.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def write_run_pictures(run_dir: str | Path) -> list[Path]:
+    """Every picture a run's files support, written to <run_dir>/plots/; returns their paths.
+
+    training curves from tables/training_steps.parquet (mean_reward for RL, loss for SFT), the
+    paired effect per criterion from RESULT.decision, per-arm scores from RESULT.evaluation.
+    A picture whose data does not exist yet (a run stopped early) is simply not drawn.
+    """
+    import json
+
+    import pandas as pd
+
+    from experiment.report.summary import arm_score_points
+
+    run_dir = Path(run_dir)
+    out = run_dir / "plots"
+    out.mkdir(exist_ok=True)
+    result = json.loads((run_dir / "result.json").read_text())
+    written = []
+    steps_table = run_dir / "tables" / "training_steps.parquet"
+    if steps_table.is_file():
+        rows = pd.read_parquet(steps_table).to_dict("records")
+        metric = "mean_reward" if rows and "mean_reward" in rows[0] else "loss"
+        written.append(training_curves_png(rows, out / f"training-{metric.replace('_', '-')}.png", metric))
+    criteria = (result.get("decision") or {}).get("criteria") or []
+    if criteria and all(c.get("effect") is not None for c in criteria):
+        verdict = result.get("verdict")
+        if verdict and result.get("confidence"):
+            verdict = f"{verdict} ({result['confidence']} confidence)"
+        written.append(paired_effect_png(criteria, out / "paired-effect.png", verdict))
+    scores = arm_score_points(result)
+    if scores:
+        written.append(arm_scores_png(scores, out / "arm-accuracy.png"))
+    return written

@@ -1,0 +1,373 @@
+"""Restoration preflight (contract section 5): every arm starts from one proven state.
+
+The proof, per arm, is built from server responses only:
+
+- a shared initialization checkpoint saved once (`save_state`), every arm's client created
+  from it, and the adapter sha256 the server reports for each client (get_info, fetched by
+  the SDK right after the load) equal to the checkpoint's own (weights_info);
+- an optimizer check after creation (``after_restore: 0``) and after every restore,
+  comparing the requested family/config with what the server reports;
+- ``initial_output``: sha256 of all full-precision logprobs the server returns for one
+  fixed tokenized batch, before the first update, compared across the group.
+
+A create-save-restore fixed-gradient update is checked against an uninterrupted client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Sequence
+
+import numpy as np
+import tinker
+from tinker.types.optimizer import OptimizerConfigBase
+from tinker_cookbook import renderers
+from tinker_cookbook.renderers import TrainOnWhat
+from tinker_cookbook.supervised.data import conversation_to_datum
+
+from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
+from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES, canonical_sha256  # noqa: F401
+from experiment.run.data import TaskItem
+from experiment.rl.loop import make_env
+
+# Spec optimizer names -> the family a server reports (contract-details Part C: adam == adamw).
+# Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
+CONFIG_ALIASES = {"lr": "learning_rate"}
+# Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
+# The LoRA init seed is no optimizer setting and no service reports it: equal adapter hashes of
+# the shared initialization checkpoint prove it instead.
+PROVEN_BY_INITIALIZATION = ("seed",)
+# Fields the embedded backend adds to optimizer_config that describe state, not configuration.
+SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
+
+
+def optimizer_family(name: str) -> str:
+    family = name.split()[0].lower()  # "trimuon (fork)" -> "trimuon"
+    return FAMILY_ALIASES.get(family, family)
+
+
+def requested_optimizer(optimizer: str, optimizer_config: dict[str, Any]) -> dict[str, Any]:
+    """Normalize a spec's requested optimizer to {family, <optimizer fields>, <model fields>}."""
+    config = {CONFIG_ALIASES.get(k, k): v for k, v in optimizer_config.items()}
+    return {"family": optimizer_family(optimizer), **config}
+
+
+def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
+                    evidence_ref: str) -> dict[str, Any]:
+    """One optimizer_checks entry from a get_info response (before the next update).
+
+    A service whose response exposes only the optimizer family (production: `{"type": family}`)
+    verifies the family, never the configuration: the entry then says `source: "declared"`,
+    `actual_config: null` and why, so it stays unverified (contract section 5) instead of
+    passing on values nobody reported."""
+    reported = info.optimizer_config.model_dump() if info.optimizer_config is not None else {}
+    actual_family = reported.get("type")
+    optimizer_keys = {k: v for k, v in reported.items() if k not in ("type", *SERVER_STATE_KEYS)}
+    actual_config = dict(optimizer_keys)
+    if getattr(info, "lora_rank", None) is not None:
+        actual_config["lora_rank"] = info.lora_rank
+    compared, mismatched, not_exposed = [], [], []
+    for key, want in requested.items():
+        if key in ("family", *PROVEN_BY_INITIALIZATION):
+            continue
+        if key not in actual_config:
+            not_exposed.append(key)
+        elif _same(actual_config[key], want):
+            compared.append(key)
+        else:
+            mismatched.append(f"{key}: requested {want!r}, server reports {actual_config[key]!r}")
+    if actual_family != requested["family"]:
+        mismatched.insert(0, f"family: requested {requested['family']!r}, server reports {actual_family!r}")
+    wanted = [k for k in requested if k not in ("family", *PROVEN_BY_INITIALIZATION, *MODEL_KEYS)]
+    config_exposed = bool(optimizer_keys) or not wanted
+    check = {
+        "after_restore": after_restore,
+        "before_next_update": True,
+        "requested": requested,
+        "actual_family": actual_family,
+        "actual_config": (actual_config or None) if config_exposed else None,
+        "source": "server_response" if config_exposed else "declared",
+        "evidence_ref": evidence_ref,
+        "verified_keys": compared,
+        "proven_by_initialization": [k for k in PROVEN_BY_INITIALIZATION if k in requested],
+        "not_exposed_keys": not_exposed,
+        "mismatches": mismatched,
+        "matches": not mismatched,
+    }
+    if not config_exposed:
+        check.update(
+            family_source="server_response" if actual_family else None,
+            declared_config={k: requested[k] for k in wanted},
+            unverified=True,
+            unverified_reason=(f"the service's get_info exposes only the optimizer family ({reported or None}), not "
+                               f"its configuration ({', '.join(wanted)}): the configuration stays unverified"),
+        )
+    return check
+
+
+def config_unverified(check: dict[str, Any]) -> bool:
+    """An optimizer check whose configuration no server response exposed (see optimizer_check)."""
+    return bool(check.get("unverified"))
+
+
+def service_exposure(info: Any) -> dict[str, Any]:
+    """What a service exposes, observed from one get_info response (never assumed from a flag):
+    an adapter hash (the embedded backend's provenance keys) and the optimizer configuration
+    beyond its family (the production service answers `{"type": family}` only)."""
+    reported = info.optimizer_config.model_dump() if info.optimizer_config is not None else {}
+    config_keys = sorted(k for k in reported if k not in ("type", *SERVER_STATE_KEYS))
+    return {
+        "adapter_sha256": adapter_sha256_from_info(info) is not None,
+        "optimizer_family": reported.get("type"),
+        "optimizer_config_keys": config_keys,
+        "optimizer_config": "full" if config_keys else ("family_only" if reported.get("type") else "none"),
+    }
+
+
+def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], restored_from: str,
+                   with_optimizer: bool, run: str | None = None) -> dict[str, Any]:
+    """Append one restore of `arm`'s client to initialization_provenance (restore_count and its
+    optimizer check, with a retained evidence file) as ONE read-modify-write under the store's
+    lock: two arm threads restoring at once each keep their record."""
+    done: dict[str, Any] = {}
+
+    def edit(provenance: Any) -> dict[str, Any]:
+        provenance = provenance or {"version": 1, "arms": {}}
+        entry = provenance.setdefault("arms", {}).setdefault(arm, {"restore_count": 0, "optimizer_checks": []})
+        count = int(entry.get("restore_count") or 0) + 1
+        evidence = f"restoration-{arm}-restore-{count}.json"
+        store.add_evidence(evidence, "metrics", json.dumps(
+            {"arm": arm, "run": run, "restored_from": restored_from, "with_optimizer_state": with_optimizer,
+             "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
+        check = optimizer_check(info, requested, after_restore=count, evidence_ref=evidence)
+        if run is not None:
+            check["run"] = run
+        entry["restore_count"] = count
+        entry["optimizer_checks"] = list(entry.get("optimizer_checks") or []) + [check]
+        done["check"] = check
+        return provenance
+
+    store.edit_result("initialization_provenance", edit)
+    return done["check"]
+
+
+def initialization_from_checkpoint(base_model: str, checkpoint_uri: str, load_response: Any,
+                                   evidence_ref: str, init_seed: int | None) -> dict[str, Any]:
+    """The immutable full-initialization checkpoint proof (contract section 5, A-5.1): the arm's
+    client loaded `checkpoint_uri` (saved once by this run with save_state, overwrite off, under a
+    run-unique name) and the service's load response names what it loaded."""
+    loaded = getattr(load_response, "path", None)
+    return {
+        "base_checkpoint": base_model,
+        "source": "server_response",
+        "checkpoint_uri": checkpoint_uri,
+        "checkpoint_immutable": True,
+        "checkpoint_scope": "full_initialization",
+        "immutability": "saved once by this run with save_state (overwrite off) under a run-unique name; "
+                        "never written again",
+        "loaded_checkpoint_uri": loaded,
+        "load_succeeded": loaded == checkpoint_uri,
+        "load_response": load_response.model_dump(mode="json") if load_response is not None else None,
+        "adapter_sha256": None,
+        "init_seed": init_seed,
+        "evidence_ref": evidence_ref,
+        "before_first_update": True,
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return a == b
+
+
+def fixed_batch(problems: Sequence[TaskItem], renderer: renderers.Renderer, few_shot: bool,
+                max_length: int | None = None) -> list[tinker.Datum]:
+    """One fixed tokenized batch: each problem's env prompt plus its reference answer.
+
+    0/1 weights on the assistant tokens (reduction "none"); the logprobs of every token are
+    what initial_output hashes, so the weights only document which tokens are the answer.
+    """
+    datums = []
+    for problem in problems:
+        env = make_env(problem, renderer, few_shot)
+        conversation = env.convo_prefix + [
+            {"role": "user", "content": env.get_question()},
+            {"role": "assistant", "content": f"\\boxed{{{problem.answer}}}"},
+        ]
+        datums.append(conversation_to_datum(conversation, renderer, max_length,
+                                            TrainOnWhat.LAST_ASSISTANT_MESSAGE, reduction="none"))
+    return datums
+
+
+def batch_json(datums: Sequence[tinker.Datum]) -> list[dict[str, Any]]:
+    """Token ids, targets and weights of a batch as plain JSON (what batch_sha256 covers)."""
+    rows = []
+    for datum in datums:
+        rows.append({
+            "tokens": datum.model_input.to_ints(),
+            "loss_fn_inputs": {
+                name: tensor.to_numpy().tolist() for name, tensor in sorted(datum.loss_fn_inputs.items())
+            },
+        })
+    return rows
+
+
+def batch_sha256(datums: Sequence[tinker.Datum]) -> str:
+    return canonical_sha256(batch_json(datums))
+
+
+def logprobs_arrays(output: Any) -> list[np.ndarray]:
+    """Per-datum logprobs exactly as the server returned them (float32, no rounding)."""
+    return [np.asarray(o["logprobs"].to_numpy(), dtype=np.float32) for o in output.loss_fn_outputs]
+
+
+def output_sha256(output: Any) -> str:
+    """sha256 over every datum's logprobs: per datum its length (int64 LE) then float32 LE bytes."""
+    digest = hashlib.sha256()
+    for array in logprobs_arrays(output):
+        digest.update(np.int64(array.size).astype("<i8").tobytes())
+        digest.update(array.astype("<f4").tobytes())
+    return digest.hexdigest()
+
+
+def adapter_sha256_from_info(info: Any) -> str | None:
+    """The adapter hash a server reports in get_info, if it reports one (embedded backend does)."""
+    for holder in (getattr(info, "optimizer_config", None), getattr(info, "model_data", None), info):
+        extra = getattr(holder, "model_extra", None) or {}
+        if isinstance(extra.get("adapter_sha256"), str):
+            return extra["adapter_sha256"]
+    return None
+
+
+def group_consistency(entries: dict[str, dict[str, Any]]) -> list[str]:
+    """Problems across one initialization group: every hash and URI identity must agree, and each
+    member carries one proof of its initialization (adapter hash, or the loaded checkpoint)."""
+    problems = []
+    for field_path in (("initialization", "checkpoint_uri"),
+                       ("initialization", "adapter_sha256"),
+                       ("initialization", "loaded_checkpoint_uri"),
+                       ("initial_output", "batch_sha256"),
+                       ("initial_output", "output_sha256")):
+        values = {arm: e[field_path[0]].get(field_path[1]) for arm, e in entries.items()}
+        present = {v for v in values.values() if v is not None}
+        if len(present) > 1:
+            problems.append(f"{'.'.join(field_path)} differs across arms: {values}")
+        if field_path[1] in ("checkpoint_uri", "output_sha256") and None in values.values():
+            problems.append(f"{'.'.join(field_path)} missing for {[a for a, v in values.items() if v is None]}")
+    for arm, entry in entries.items():
+        init = entry["initialization"]
+        by_adapter = init.get("adapter_sha256") is not None
+        by_checkpoint = init.get("load_succeeded") is True and init.get("loaded_checkpoint_uri") == init.get("checkpoint_uri")
+        if not (by_adapter or by_checkpoint):
+            problems.append(f"{arm}: neither an adapter sha256 nor a successful load of the initialization checkpoint "
+                            f"(loaded {init.get('loaded_checkpoint_uri')!r}) proves its initialization")
+        if by_adapter and init.get("checkpoint_adapter_sha256") is not None and \
+                init["adapter_sha256"] != init["checkpoint_adapter_sha256"]:
+            problems.append(f"{arm}: loaded adapter {init['adapter_sha256'][:12]} differs from the initialization "
+                            f"checkpoint's {str(init['checkpoint_adapter_sha256'])[:12]}")
+    return problems
+
+
+def provenance_findings(entries: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(problems that stop the run, unverified checks that limit confidence) of a group."""
+    problems = group_consistency(entries)
+    unverified = []
+    for name, entry in entries.items():
+        for check in entry["optimizer_checks"]:
+            problems += [f"{name} after_restore={check['after_restore']}: {m}" for m in check["mismatches"]]
+            if config_unverified(check):
+                unverified.append(f"{name} after_restore={check['after_restore']}: {check['unverified_reason']}")
+            elif check["not_exposed_keys"]:
+                unverified.append(f"{name} after_restore={check['after_restore']}: the service does not expose "
+                                  f"{check['not_exposed_keys']} (unverified)")
+    return problems, unverified
+
+
+def restore_member(store: Any, session: Any, name: str, base_model: str, rank: int, seed: int | None,
+                   requested: dict[str, Any], init_uri: str, checkpoint_info: Any, batch: Sequence[Any],
+                   adapter_proof: bool) -> tuple[dict[str, Any], Any]:
+    """One group member's training client, proven to start from the initialization checkpoint
+    before any update, and its section-5 entry.
+
+    adapter_proof (the service exposes adapter hashes): the client is created from the checkpoint
+    and the get_info the SDK fetches right after that load reports the adapter sha256, which must
+    equal the checkpoint's own (weights_info). Otherwise (production): a fresh client with the
+    requested optimizer loads the checkpoint and the service's load response names what it
+    loaded (the immutable full-initialization checkpoint proof)."""
+    load_response = None
+    if adapter_proof:
+        client = session.client_from_state(init_uri, requested)
+    else:
+        client, load_response = session.client_loaded_from(init_uri, base_model, rank, seed, requested)
+    if getattr(getattr(session, "service", None), "observed", {}).get("seed_rejected"):
+        seed = None  # the service refused per-model seeds: no seed shaped any initial state
+    info = client.get_info()
+    output = client.forward(list(batch), loss_fn="cross_entropy").result()
+    evidence_name = f"restoration-{name.replace('@lr=', '-lr')}.json"
+    store.add_evidence(evidence_name, "metrics", json.dumps({
+        "get_info_after_creation": info.model_dump(mode="json"),
+        "load_response": load_response.model_dump(mode="json") if load_response is not None else None,
+        "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),
+        "initial_output_logprobs": [a.tolist() for a in logprobs_arrays(output)],
+    }, sort_keys=True))
+    if adapter_proof:
+        initialization = {
+            "base_checkpoint": base_model, "source": "server_response",
+            "adapter_sha256": adapter_sha256_from_info(info), "checkpoint_uri": init_uri,
+            "checkpoint_adapter_sha256": adapter_sha256_from_info(checkpoint_info),
+            "init_seed": seed, "evidence_ref": evidence_name, "before_first_update": True,
+        }
+    else:
+        initialization = initialization_from_checkpoint(base_model, init_uri, load_response, evidence_name, seed)
+    entry = {
+        "initialization": initialization,
+        "restore_count": 0,
+        "optimizer_checks": [optimizer_check(info, requested, after_restore=0, evidence_ref=evidence_name)],
+        "initial_output": {"available": True, "batch_sha256": batch_sha256(batch),
+                           "output_sha256": output_sha256(output), "evidence_ref": evidence_name,
+                           "before_first_update": True},
+    }
+    return entry, client
+
+
+def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any], batch: Sequence[Any],
+                         params: Any, label: str, atol: float) -> dict[str, Any]:
+    """Create-save-restore fixed-gradient check (contract section 5), against the uninterrupted client.
+
+    Both clients start from the initialization checkpoint and take one fixed-batch step, so the
+    optimizer has moments (momentum, Adam's m and v) before anything is saved. One client then
+    saves its state and a new client is created from it WITH the optimizer state (its optimizer
+    verified from the service's response); the uninterrupted and the restored client take the
+    same second step, and their full-precision logprobs on the batch must agree within `atol`.
+    A restore that lost the moments takes a different second step and fails."""
+    uninterrupted = session.client_from_state(init_uri, requested)
+    interrupted = session.client_from_state(init_uri, requested)
+    for client in (uninterrupted, interrupted):
+        client.forward_backward(list(batch), "cross_entropy").result()
+        client.optim_step(params).result()
+    saved = interrupted.save_state(f"restore-probe-{label}").result().path
+    restored = session.client_from_state(saved, requested, with_optimizer=True)
+    check = optimizer_check(restored.get_info(), requested, after_restore=1, evidence_ref="restoration-update-check.json")
+    after = {}
+    for name, client in (("uninterrupted", uninterrupted), ("restored", restored)):
+        client.forward_backward(list(batch), "cross_entropy").result()
+        client.optim_step(params).result()
+        after[name] = logprobs_arrays(client.forward(list(batch), "cross_entropy").result())
+    difference = max_abs_difference(after["uninterrupted"], after["restored"])
+    problems = list(check["mismatches"])
+    return {"label": label, "checkpoint_uri": init_uri, "restored_from": saved,
+            "steps_before_save": 1, "optimizer_state_restored": True,
+            "update": params.model_dump() if hasattr(params, "model_dump") else str(params),
+            "optimizer_check_after_restore": check, "max_abs_difference": difference, "atol": atol,
+            "problems": problems, "config_unverified": config_unverified(check),
+            "output_sha256": {name: canonical_sha256([a.tolist() for a in arrays]) for name, arrays in after.items()},
+            "passed": difference <= atol and not problems}
+
+
+def max_abs_difference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
+        return float("inf")
+    return max((float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) for x, y in zip(a, b)),
+               default=0.0)

@@ -1,0 +1,287 @@
+"""Capacity errors and how long a run waits for a busy training service (contract section 3).
+
+Every error a service call raises falls in one of three classes (`classify`):
+
+    capacity  the service is busy; retrying later can succeed. HTTP 429 and 503, a message saying
+              "trainer capacity exhausted" (anywhere, any exception type), and HTTP 408 (the SDK's
+              "try again": the request sat in a paused queue). These surface only after the SDK
+              gave up its own retries (per HTTP call, then for minutes), as RateLimitError,
+              InternalServerError(503), APIStatusError(408/429/503) or RequestFailedError whose
+              message says capacity exhausted; wrappers are looked through (__cause__/__context__).
+    user      the request is wrong and will stay wrong: HTTP 4xx other than 408/409/429 (400, 401,
+              403, 404, 422, ...), and RequestFailedError with category "user" (e.g. optimizer
+              family mismatch at optim_step).
+    crash     everything else: 500/502/504 and 409 after the SDK's retries, RequestFailedError with
+              category server/unknown, connection errors and timeouts (the SDK already retried those
+              until its own progress timeout, so the service is unreachable rather than busy), bugs.
+
+Only capacity errors are retried here. `call_with_capacity_policy` waits 1, 2, 4 minutes, then 4
+minutes again and again, and gives up with `CapacityBlocked` once refusals have lasted ~10 minutes
+while no comparison training step has run, or ~30 minutes once some have (finished work is worth a
+longer wait). `RX_CAPACITY_TIME_SCALE` (e.g. 0.01) scales every wait and limit down for tests.
+
+Orchestrator-free: the flow passes `on_wait` to update RESULT and log a progress line
+(flows/concurrency.py: capacity_guarded_caller).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+ErrorClass = Literal["capacity", "user", "crash"]
+
+CAPACITY_MESSAGE = "trainer capacity exhausted"
+CAPACITY_STATUS_CODES = frozenset({408, 429, 503})
+RETRIED_BY_SDK_NOT_USER = frozenset({408, 409, 429})  # 4xx the SDK itself treats as transient
+TIME_SCALE_ENV = "RX_CAPACITY_TIME_SCALE"
+SECRET_ENV_NAMES = (
+    "TINKER_API_KEY",
+    "MODAL_PROXY_TOKEN_ID",
+    "MODAL_PROXY_TOKEN_SECRET",
+    "RUNS_PROXY_TOKEN_ID",
+    "RUNS_PROXY_TOKEN_SECRET",
+)
+MAX_ERROR_TEXT = 500
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------- classification
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """exc, then what it wraps (__cause__, else __context__), without looping."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _status_code(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _request_failed_category(exc: BaseException) -> str | None:
+    """The category of a tinker RequestFailedError ("user", "server", "unknown"), else None."""
+    from tinker import (
+        RequestFailedError,  # the SDK is a dependency; imported lazily to keep import cheap
+    )
+
+    if isinstance(exc, RequestFailedError):
+        return str(exc.category).lower()
+    return None
+
+
+def classify(exc: BaseException) -> ErrorClass:
+    """'capacity', 'user' or 'crash' for an exception raised by a service call (see module doc)."""
+    chain = _exception_chain(exc)
+    if any(CAPACITY_MESSAGE in str(link).lower() for link in chain):
+        return "capacity"
+    for link in chain:
+        status = _status_code(link)
+        if status in CAPACITY_STATUS_CODES:
+            return "capacity"
+        if status is not None and 400 <= status < 500 and status not in RETRIED_BY_SDK_NOT_USER:
+            return "user"
+        if _request_failed_category(link) == "user":
+            return "user"
+    return "crash"
+
+
+# ---------------------------------------------------------------- error text without secrets
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+_TINKER_KEY = re.compile(r"\btml-[A-Za-z0-9_-]{4,}")
+
+
+def _redact_url(match: re.Match[str]) -> str:
+    try:
+        parts = urlsplit(match.group(0))
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return "[url]"
+
+
+def safe_error_text(exc: BaseException) -> str:
+    """One line naming the error, fit for RESULT and logs: no credentials, no URL user/query parts."""
+    text = f"{type(exc).__name__}: {exc}"
+    status = _status_code(exc)
+    if status is not None and str(status) not in text:
+        text = f"{type(exc).__name__} (HTTP {status}): {exc}"
+    for name in SECRET_ENV_NAMES:
+        value = os.environ.get(name)
+        if value and len(value) >= 4:
+            text = text.replace(value, "[redacted]")
+    text = _URL.sub(_redact_url, text)
+    text = _TINKER_KEY.sub("[redacted]", text)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."
+
+
+# ---------------------------------------------------------------- policy
+
+
+@dataclass(frozen=True)
+class CapacityPolicy:
+    """Backoff between capacity refusals and how long refusals may last, in unscaled seconds.
+
+    The last backoff value repeats. Every duration is multiplied by `time_scale`."""
+
+    backoff_seconds: tuple[float, ...] = (60, 120, 240)
+    max_wait_before_comparison: float = 600
+    max_wait_after_comparison: float = 1800
+    time_scale: float = 1.0
+    requeue_delay: float = 600  # a deployment run blocked by capacity starts again this much later
+    max_requeues: int = 3
+
+    def __post_init__(self):
+        if not self.backoff_seconds or any(delay <= 0 for delay in self.backoff_seconds):
+            raise ValueError("backoff_seconds needs at least one positive delay")
+        if self.time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> CapacityPolicy:
+        """The contract's policy, scaled by $RX_CAPACITY_TIME_SCALE when set (tests use 0.01)."""
+        raw = os.environ.get(TIME_SCALE_ENV)
+        if raw and "time_scale" not in overrides:
+            try:
+                overrides["time_scale"] = float(raw)
+            except ValueError:
+                raise ValueError(f"{TIME_SCALE_ENV} must be a number (got {raw!r})") from None
+        return cls(**overrides)
+
+    def delay_before_retry(self, refusal_number: int) -> float:
+        """Seconds to wait after the n-th consecutive refusal (1-based): 60, 120, 240, 240, ..."""
+        index = min(refusal_number, len(self.backoff_seconds)) - 1
+        return self.backoff_seconds[index] * self.time_scale
+
+    def refusal_limit(self, comparison_steps_completed: int) -> float:
+        """How long refusals may last before the run stops: ~10 min before any comparison step, ~30 after."""
+        limit = self.max_wait_after_comparison if comparison_steps_completed > 0 else self.max_wait_before_comparison
+        return limit * self.time_scale
+
+    def requeue_delay_seconds(self) -> float:
+        return self.requeue_delay * self.time_scale
+
+
+@dataclass(frozen=True)
+class WaitInfo:
+    """Passed to `on_wait` before each wait: what was refused and how much waiting budget is left."""
+
+    refusal_number: int  # consecutive refusals of this call so far (1 = first)
+    error: str  # safe_error_text of the refusal
+    delay_seconds: float  # the wait about to start
+    waited_seconds: float  # how long refusals have lasted so far
+    limit_seconds: float  # refusal_limit for the current comparison step count
+    remaining_seconds: float  # limit_seconds - waited_seconds (before this wait)
+    comparison_steps_completed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def progress_line(self) -> str:
+        phase = (
+            f"{self.comparison_steps_completed} comparison steps done"
+            if self.comparison_steps_completed
+            else "no comparison step yet"
+        )
+        return (
+            f"service at capacity (refusal {self.refusal_number}: {self.error}); "
+            f"retrying in {_seconds(self.delay_seconds)}; refused for {_seconds(self.waited_seconds)} of "
+            f"{_seconds(self.limit_seconds)} allowed ({phase}), {_seconds(self.remaining_seconds)} left"
+        )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if abs(value) >= 10 else f"{value:.2g} s"
+
+
+class CapacityBlocked(Exception):
+    """Capacity refusals outlasted the policy's limit. Carries no secrets (error is safe_error_text)."""
+
+    def __init__(self, error_message: str, comparison_steps_completed: int, waited_seconds: float):
+        self.error_message = error_message
+        self.comparison_steps_completed = comparison_steps_completed
+        self.waited_seconds = waited_seconds
+        super().__init__(
+            f"capacity block after {waited_seconds:.0f} s of refusals "
+            f"({comparison_steps_completed} comparison steps completed): {error_message}"
+        )
+
+    def __reduce__(self):  # exceptions carried by flow states get pickled
+        return (type(self), (self.error_message, self.comparison_steps_completed, self.waited_seconds))
+
+
+def call_with_capacity_policy(
+    fn: Callable[[], T],
+    policy: CapacityPolicy,
+    comparison_steps_completed: Callable[[], int],
+    on_wait: Callable[[WaitInfo], None],
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """fn(), retried on capacity errors only; user errors and crashes propagate at once.
+
+    Refusal time counts from the start of the first refused attempt (so time the SDK already spent
+    retrying inside that attempt counts). The last wait is shortened so one final attempt happens
+    at the limit; if that is refused too, CapacityBlocked is raised from the last refusal."""
+    first_refused_attempt_started: float | None = None
+    refusal_number = 0
+    while True:
+        attempt_started = clock()
+        try:
+            return fn()
+        except Exception as exc:
+            if classify(exc) != "capacity":
+                raise
+            error = exc
+        if first_refused_attempt_started is None:
+            first_refused_attempt_started = attempt_started
+        refusal_number += 1
+        steps = comparison_steps_completed()
+        waited = clock() - first_refused_attempt_started
+        limit = policy.refusal_limit(steps)
+        remaining = limit - waited
+        if remaining <= 0:
+            raise CapacityBlocked(safe_error_text(error), steps, waited) from error
+        delay = min(policy.delay_before_retry(refusal_number), remaining)
+        on_wait(
+            WaitInfo(
+                refusal_number=refusal_number,
+                error=safe_error_text(error),
+                delay_seconds=delay,
+                waited_seconds=waited,
+                limit_seconds=limit,
+                remaining_seconds=remaining,
+                comparison_steps_completed=steps,
+            )
+        )
+        sleep(delay)
+
+
+def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> dict[str, Any]:
+    """RESULT's `capacity_block` object (contract section 3)."""
+    return {
+        "error": blocked.error_message,
+        "comparison_steps_completed": int(blocked.comparison_steps_completed),
+        "released_clients": bool(released_clients),
+    }
+
+
+def is_capacity_refusal(err: BaseException) -> bool:
+    """A busy service (classified "capacity", or the policy already gave up), never a rejection of the request:
+    the probes re-raise it so the flow stops or waits per contract section 3."""
+    return isinstance(err, CapacityBlocked) or classify(err) == "capacity"

@@ -1,0 +1,49 @@
+"""The context a gate runs in: typed spec and plan, the run's store, the service, and shared state."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # imported for type hints only
+    from experiment.contract.plan import ExecutionPlan
+    from experiment.contract.spec import Spec
+    from experiment.run.service import ServiceTarget
+    from experiment.run.store import RunStore
+
+
+def run_side_by_side(kind: str, work: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run independent per-arm work at once (one thread each); each name maps to its result or exception."""
+
+    def safely(fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except BaseException as err:  # reported per arm; the other arms keep going
+            return err
+
+    with ThreadPoolExecutor(max_workers=max(1, len(work)), thread_name_prefix=kind) as pool:
+        return dict(zip(work, pool.map(safely, work.values())))
+
+
+@dataclass(eq=False)
+class RunContext:
+    """Everything a gate needs. `state` carries values downstream (checkpoints, timings, ...)."""
+
+    spec: Spec
+    plan: ExecutionPlan
+    store: RunStore
+    service: ServiceTarget
+    requeue_count: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
+    on_progress: Callable[[str, int, int], None] = lambda key, done, total: None
+    # call_service(fn) -> fn(): the flow installs the capacity policy here (contract section 3):
+    # capacity refusals are retried with backoff and end in CapacityBlocked past the limit.
+    call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
+    # run_each(kind, {arm: fn}) -> {arm: result or exception}: per-arm work ("train", "evaluate") side by
+    # side. The flow runs each as its own Prefect task run (own progress, own retries).
+    run_each: Callable[[str, dict[str, Callable[[], Any]]], dict[str, Any]] = run_side_by_side
+
+    def __repr__(self) -> str:  # keeps Prefect logs short; the store is the record
+        return f"RunContext(run_id={self.store.run_id!r}, spec={self.plan.spec_title!r})"

@@ -1,0 +1,534 @@
+"""The result store: one directory per run, the single source of truth for what a run did.
+
+    <runs_dir>/index.parquet             one row per run (RunIndex), rewritten under a lock file
+    <runs_dir>/<run_id>/result.json      the contract's RESULT object, rewritten atomically
+    <runs_dir>/<run_id>/events.jsonl     append-only gate and progress events
+    <runs_dir>/<run_id>/tables/*.parquet tabular outputs (gate verdicts, predictions, ...)
+    <runs_dir>/<run_id>/evidence/        immutable evidence files + manifest.json
+
+Numbers posted to RESULT are never dropped: `update_result` deep-merges `metrics` and keeps
+`completed_arms` append-only.
+
+One live process per run: `RunStore.claim` picks the run for a spec (a finished one is returned
+as is; an unfinished one is resumed; otherwise a new one is created) and the claiming process holds
+an fcntl lock on `<run_id>/run.lock` until it ends. A second invocation against a live run gets
+`RunInProgress`; a crashed or killed process loses the lock with its file descriptors, so its run
+resumes. Every file is written to a uniquely named temporary file and then renamed into place.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+from functools import wraps
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from experiment.contract.plan import ExecutionPlan
+from experiment.contract.result import initial_result
+from experiment.contract.spec import Spec
+
+# contract section 12
+MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
+MAX_EVIDENCE_FILES = 64
+MAX_EVIDENCE_TOTAL_BYTES = 40 * 1024 * 1024
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class StoreError(RuntimeError):
+    """A write the store refuses (evidence cap, immutability, bad name)."""
+
+
+class RunInProgress(StoreError):
+    """Another live process holds the run's lock. str() is one line for the user."""
+
+
+RUN_LOCK_FILE = "run.lock"
+# Run locks this process holds: {run dir: [open lock file, holders]}. A process may claim its own run
+# again (the CLI claims before Prefect starts, then the flow claims the same run); others may not.
+_HELD: dict[Path, list[Any]] = {}
+_HELD_GUARD = threading.Lock()
+FINISHED_STATUSES = ("succeeded", "failed")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id(spec_stem: str) -> str:
+    """`<spec-slug>-<UTC yyyymmddTHHMMSS>-<6 hex>`."""
+    slug = re.sub(r"[^a-z0-9]+", "-", spec_stem.lower()).strip("-")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{slug}-{stamp}-{secrets.token_hex(3)}"
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get("RX_RUNS_DIR", "runs"))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write to a temp file in the same directory, then os.replace: readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
+    """A parquet file under a unique temporary name, renamed into place (two writers never share a temp)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_finished(result: dict[str, Any]) -> bool:
+    """A run that ended with a verdict or at a failed gate (a capacity block is unfinished work)."""
+    return result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
+
+
+def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge: new values win, but keys only present in `old` stay."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge_keep_numbers(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class RunIndex:
+    """runs/index.parquet: one row per run, safe when several runs update it at once."""
+
+    COLUMNS = ["run_id", "spec_title", "spec_sha256", "status", "verdict", "effect", "started", "finished"]
+
+    def __init__(self, runs_dir: Path):
+        self.path = Path(runs_dir) / "index.parquet"
+        self.lock_path = Path(runs_dir) / "index.lock"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def read(self) -> pd.DataFrame:
+        if not self.path.exists():
+            return pd.DataFrame(columns=self.COLUMNS)
+        return pd.read_parquet(self.path)
+
+    def upsert(self, row: dict[str, Any]) -> None:
+        with self._locked():
+            frame = self.read()
+            frame = frame[frame["run_id"] != row["run_id"]]
+            new = pd.DataFrame([{column: row.get(column) for column in self.COLUMNS}])
+            frame = new if frame.empty else pd.concat([frame, new], ignore_index=True)
+            for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id"):
+                frame[column] = frame[column].astype("string")
+            frame["effect"] = frame["effect"].astype("float64")
+            _write_parquet_atomic(frame, self.path)
+
+
+def _serialized(method):
+    """Store writes are read-modify-write; arms training in threads share one store."""
+
+    @wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+class RunStore:
+    """One run's directory. Create with `RunStore.create`, reopen with `RunStore.open`."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.run_id = self.run_dir.name
+        self.index = RunIndex(self.run_dir.parent)
+        self._lock = threading.RLock()
+        self._run_lock: Any = None  # the open run.lock while this process holds the run
+
+    # ---- one live process per run ----
+
+    def acquire(self) -> None:
+        """Hold this run's lock for the life of this process (or until release()); RunInProgress if
+        another process holds it. Re-entrant within this process."""
+        if self._run_lock is not None:
+            return
+        key = self.run_dir.resolve()
+        with _HELD_GUARD:
+            if key in _HELD:
+                _HELD[key][1] += 1
+                self._run_lock = _HELD[key][0]
+                return
+            handle = self._lock_file()
+            _HELD[key] = [handle, 1]
+            self._run_lock = handle
+
+    def _lock_file(self) -> Any:
+        handle = open(self.run_dir / RUN_LOCK_FILE, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise RunInProgress(
+                f"run {self.run_id} is in progress ({holder}); a second invocation never takes over a live run: "
+                f"wait for it to finish (re-running then returns its result), or stop it and re-run to resume"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {utc_now()}\n")
+        handle.flush()
+        return handle
+
+    def release(self) -> None:
+        if self._run_lock is None:
+            return
+        key = self.run_dir.resolve()
+        with _HELD_GUARD:
+            entry = _HELD.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del _HELD[key]
+                    fcntl.flock(entry[0], fcntl.LOCK_UN)
+                    entry[0].close()
+        self._run_lock = None
+
+    def is_live(self) -> bool:
+        """Whether some process holds this run's lock right now (this one included)."""
+        if self._run_lock is not None or self.run_dir.resolve() in _HELD:
+            return True
+        path = self.run_dir / RUN_LOCK_FILE
+        if not path.exists():
+            return False
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+
+    @classmethod
+    def latest(cls, runs_dir: str | Path | None, spec_sha256: str) -> RunStore | None:
+        """The newest run of the same spec content, finished or not."""
+        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        index = RunIndex(runs_dir).read()
+        if index.empty:
+            return None
+        candidates = index[index["spec_sha256"] == spec_sha256].sort_values("started", ascending=False)
+        for run_id in candidates["run_id"]:
+            if (runs_dir / run_id / "result.json").is_file():
+                return cls(runs_dir / run_id)
+        return None
+
+    @classmethod
+    def claim(cls, runs_dir: str | Path | None, spec: Spec, plan: ExecutionPlan, fresh: bool = False,
+              exposure: str | None = None) -> tuple[RunStore, str]:
+        """(store, how): `finished` (the newest run of this spec ended; returned untouched, unlocked),
+        `resumed` (an unfinished run, now locked by this process) or `new` (created and locked).
+
+        Decided under a per-spec lock file so two invocations cannot both create or both resume;
+        `fresh=True` always creates a new replicate. A run begun under another service exposure profile
+        (its `run_config` event) is never answered or resumed for `exposure`: a new run is created.
+        RunInProgress when a live process holds the run."""
+        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        locks = runs_dir / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{plan.spec_sha256}.lock", "a+") as spec_lock:
+            fcntl.flock(spec_lock, fcntl.LOCK_EX)
+            try:
+                latest = None if fresh else cls.latest(runs_dir, plan.spec_sha256)
+                if latest is not None and exposure is not None and latest.recorded_exposure() not in (None, exposure):
+                    latest = None
+                if latest is not None:
+                    if run_finished(latest.read_result()):
+                        return latest, "finished"
+                    latest.acquire()
+                    return latest, "resumed"
+                return cls.create(runs_dir, spec, plan), "new"
+            finally:
+                fcntl.flock(spec_lock, fcntl.LOCK_UN)
+
+    def recorded_exposure(self) -> str | None:
+        """The service exposure profile this run was started under (its first `run_config` event)."""
+        for event in self.read_events():
+            if event.get("event") == "run_config":
+                return event.get("exposure")
+        return None
+
+    # ---- creation ----
+
+    @classmethod
+    def create(cls, runs_dir: str | Path | None, spec: Spec, plan: ExecutionPlan) -> RunStore:
+        """A new run directory holding the initial RESULT (status running) and an index row."""
+        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        stem = spec.source.stem + ("-rehearsal" if spec.source.rehearsal else "")
+        run_dir = runs_dir / new_run_id(stem)
+        for sub in ("tables", "evidence"):
+            (run_dir / sub).mkdir(parents=True, exist_ok=False)
+        store = cls(run_dir)
+        store.acquire()  # before the index lists the run, so no other process can see it unlocked
+        run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256, "started": utc_now()}
+        _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
+        _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
+        (run_dir / "events.jsonl").touch()
+        store._write_result(initial_result(plan))
+        store.append_event("run_created", spec_path=plan.spec_path, spec_sha256=plan.spec_sha256,
+                           **({"rehearsal": True} if spec.source.rehearsal else {}))
+        return store
+
+    def passed_gates(self) -> dict[str, dict[str, Any]]:
+        """gate -> the state it handed downstream, for every gate that passed (or did not apply)."""
+        passed: dict[str, dict[str, Any]] = {}
+        for event in self.read_events():
+            if event.get("event") == "gate":
+                if event.get("status") in ("passed", "not_applicable"):
+                    passed[event["gate"]] = event.get("state") or {}
+                else:
+                    passed.pop(event["gate"], None)
+        return passed
+
+    @classmethod
+    def open(cls, run_dir: str | Path) -> RunStore:
+        run_dir = Path(run_dir)
+        if not (run_dir / "result.json").is_file():
+            raise StoreError(f"{run_dir} is not a run directory (no result.json)")
+        return cls(run_dir)
+
+    def run_meta(self) -> dict[str, Any]:
+        """run id, spec title and hash, start time (run.json)."""
+        return json.loads((self.run_dir / "run.json").read_text())
+
+    # ---- RESULT ----
+
+    def read_result(self) -> dict[str, Any]:
+        return json.loads((self.run_dir / "result.json").read_text())
+
+    @_serialized
+    def update_result(self, **fields: Any) -> dict[str, Any]:
+        """Merge fields into RESULT and rewrite it atomically; returns the new RESULT.
+
+        `metrics` is deep-merged (earlier numbers stay) and mirrored per arm into
+        `evidence.per_arm_metrics`, `completed_arms` only grows, and `evidence` is owned by
+        `add_evidence`. A field set to None is removed (e.g. a
+        `verdict` that must not appear)."""
+        result = self.read_result()
+        for key, value in fields.items():
+            if key == "evidence":
+                raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
+            if key == "metrics":
+                result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
+                _mirror_per_arm_metrics(result)
+            elif key == "completed_arms":
+                done = list(result.get("completed_arms", []))
+                result["completed_arms"] = done + [arm for arm in value if arm not in done]
+            elif value is None:
+                result.pop(key, None)
+            else:
+                result[key] = value
+        self._write_result(result)
+        # The order of updates is evidence too (e.g. a deviation posted while running, before use).
+        self.append_event("result_updated", fields=sorted(fields), status=result.get("status"),
+                          deviations=result.get("deviations", []))
+        return result
+
+    @_serialized
+    def edit_result(self, key: str, edit: Any) -> Any:
+        """Read-modify-write of one RESULT field under the store's lock: `edit(current copy) -> new`.
+
+        Threads that each add to the same field (the arms' restore records in
+        initialization_provenance) see each other's last write, so no update is lost."""
+        value = edit(copy.deepcopy(self.read_result().get(key)))
+        self.update_result(**{key: value})
+        return value
+
+    def _write_result(self, result: dict[str, Any]) -> None:
+        _write_atomic(self.run_dir / "result.json", json.dumps(result, indent=2, allow_nan=False) + "\n")
+        finished = utc_now() if result.get("status") in ("succeeded", "failed") else None
+        self.index.upsert(
+            {
+                **self.run_meta(),
+                "status": result.get("status"),
+                "verdict": result.get("verdict"),
+                "effect": result.get("effect"),
+                "finished": finished,
+            }
+        )
+
+    # ---- events and tables ----
+
+    @_serialized
+    def append_event(self, event: str, **data: Any) -> None:
+        line = json.dumps({"ts": utc_now(), "event": event, **data}, default=str)
+        with open(self.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+    def record_gate(self, verdict: Any) -> None:
+        """A gate's verdict as an event and a row of tables/gates (nested values as JSON text)."""
+        self.append_event("gate", **verdict.to_dict())
+        row = verdict.to_dict()
+        for key in ("reasons", "measured", "state"):
+            row[key] = json.dumps(row.get(key), default=str, sort_keys=True)
+        self.append_rows("gates", [row])
+
+    def read_events(self) -> list[dict[str, Any]]:
+        lines = (self.run_dir / "events.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    @_serialized
+    def write_table(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        """tables/<name>.parquet holding exactly `rows` (replaces an earlier version)."""
+        path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
+        _write_parquet_atomic(pd.DataFrame(rows), path)
+        return path
+
+    @_serialized
+    def append_rows(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        return self.write_table(name, self.read_table(name) + rows)
+
+    def read_table(self, name: str) -> list[dict[str, Any]]:
+        path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
+        return pd.read_parquet(path).to_dict("records") if path.exists() else []
+
+    # ---- evidence ----
+
+    @_serialized
+    def add_evidence(self, name: str, kind: str, data: bytes | str, source: str | None = None) -> dict[str, Any]:
+        """Store an immutable evidence file and list it, content inline, in the manifest and RESULT.evidence.
+
+        RESULT.evidence.files[] entries carry the file itself (contract section 12): `content` is the
+        text as is when the bytes are UTF-8, else base64 with `encoding: "base64"`; `sha256` is always
+        of the original bytes. A file that does not fit the caps (10 MiB a file, 64 files, 40 MiB a
+        run, counted on the original bytes of the files carried inline) is still kept on disk and in
+        the manifest, but RESULT lists it under `evidence.partial` (named, with the reason) and marks
+        `evidence.status: "partial"`: never reported as verified. Same name + same bytes is a no-op;
+        same name + different bytes is a StoreError (names are immutable)."""
+        name = _checked_name(name)
+        payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        digest = hashlib.sha256(payload).hexdigest()
+        manifest = self.read_manifest()
+        for entry in manifest["files"]:
+            if entry["name"] == name:
+                if entry["sha256"] == digest:
+                    return entry
+                raise StoreError(f"evidence {name!r} already exists with other content; evidence names are immutable")
+        unfit = evidence_cap_problem(name, len(payload), [e for e in manifest["files"] if e.get("inline", True)])
+        path = self.run_dir / "evidence" / name
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, path)
+        entry = {"name": name, "kind": kind, "sha256": digest, "bytes": len(payload), "inline": unfit is None}
+        if source:
+            entry["source"] = source
+        manifest["files"].append(entry)
+        _write_atomic(self.run_dir / "evidence" / "manifest.json", json.dumps(manifest, indent=2))
+        result = self.read_result()
+        evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
+        if unfit is None:
+            evidence.setdefault("files", []).append(evidence_file_entry(name, kind, payload))
+        else:
+            evidence.setdefault("partial", []).append(
+                {"name": name, "kind": kind, "sha256": digest, "bytes": len(payload), "reason": unfit})
+            evidence["status"] = "partial"
+        evidence.setdefault("status", "complete")
+        self._write_result(result)
+        self.append_event("evidence_added", name=name, kind=kind, sha256=digest, bytes=len(payload),
+                          inline=unfit is None, **({"partial_reason": unfit} if unfit else {}))
+        return entry
+
+    @_serialized
+    def add_checkpoint(self, arm: str, step: int, uri: str) -> None:
+        """List a checkpoint reference (a service URI, never weights) in RESULT.evidence.checkpoints."""
+        result = self.read_result()
+        evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
+        entry = {"arm": arm, "step": step, "uri": uri}
+        if entry not in evidence.setdefault("checkpoints", []):
+            evidence["checkpoints"].append(entry)
+            self._write_result(result)
+        self.append_event("checkpoint", **entry)
+
+    def read_manifest(self) -> dict[str, Any]:
+        return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
+
+
+def _checked_name(name: str) -> str:
+    if not _SAFE_NAME.match(name) or name == "manifest.json":
+        raise StoreError(f"bad file name {name!r}: use letters, digits, '.', '_' or '-' (not manifest.json)")
+    return name
+
+
+def evidence_file_entry(name: str, kind: str, payload: bytes) -> dict[str, Any]:
+    """One RESULT.evidence.files[] entry with the file inline (contract section 12).
+
+    Text (UTF-8) is carried as is; anything else as base64 with `encoding: "base64"`. `sha256` is
+    of the original bytes either way, so a reader can check the content it decodes."""
+    entry: dict[str, Any] = {"name": name, "kind": kind}
+    try:
+        entry["content"] = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        entry["content"] = base64.b64encode(payload).decode("ascii")
+        entry["encoding"] = "base64"
+    entry["sha256"] = hashlib.sha256(payload).hexdigest()
+    return entry
+
+
+def evidence_file_bytes(entry: dict[str, Any]) -> bytes:
+    """The original bytes of an inline evidence entry (the inverse of `evidence_file_entry`)."""
+    content = entry["content"]
+    if entry.get("encoding") == "base64":
+        return base64.b64decode(content, validate=True)
+    if entry.get("encoding") not in (None, "utf-8"):
+        raise ValueError(f"evidence {entry.get('name')!r}: unknown encoding {entry.get('encoding')!r}")
+    return content.encode("utf-8")
+
+
+def evidence_cap_problem(name: str, size: int, inline_entries: list[dict[str, Any]]) -> str | None:
+    """Why a file of `size` bytes cannot be carried inline next to `inline_entries`, or None if it fits."""
+    if size > MAX_EVIDENCE_FILE_BYTES:
+        return f"{name} is {size} bytes; the cap is {MAX_EVIDENCE_FILE_BYTES} bytes per file"
+    if len(inline_entries) + 1 > MAX_EVIDENCE_FILES:
+        return f"{name} would be file {len(inline_entries) + 1}; the cap is {MAX_EVIDENCE_FILES} files per run"
+    total = sum(int(entry.get("bytes", 0)) for entry in inline_entries) + size
+    if total > MAX_EVIDENCE_TOTAL_BYTES:
+        return f"{name} would bring the run to {total} bytes; the cap is {MAX_EVIDENCE_TOTAL_BYTES} bytes per run"
+    return None
+
+
+def _mirror_per_arm_metrics(result: dict[str, Any]) -> None:
+    """RESULT.evidence.per_arm_metrics = RESULT.metrics.arms (contract section 12), kept in step."""
+    arms = (result.get("metrics") or {}).get("arms") or {}
+    evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
+    evidence["per_arm_metrics"] = json.loads(json.dumps(arms))

@@ -1,0 +1,1 @@
+"""The self-generated-tasks family: sandbox, task generation, generation audit."""

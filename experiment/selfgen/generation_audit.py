@@ -1,0 +1,390 @@
+"""Generation audit (contract section 10; contract-details A-10.x; selfgen spec, "Generation audit").
+
+Before any optimizer update on generated data:
+  1. freeze the candidates file (every candidate, generation order, with its disposition) and the
+     full held-out evaluation set (item_id, prompt) as evidence of kind generated_tasks;
+  2. `select_sample(accepted, min(accepted, min_sample_size or 100), seed)`: accepted tasks sorted
+     by sha256(json.dumps([seed, item_id])) (the project's reading of "the JSON [seed, item_id]");
+  3. re-solve each sampled task from its TEXT ONLY with the independent solver through a sampling
+     client (greedy, the math-env prompt; the label and the generated code are never shown);
+     solver identity and worked solution are recorded;
+  4. compare with the spec's `answer_comparison` (`numeric_exact`: strict scalar integers, decimals
+     or fractions, zero tolerance; `categorical_exact`: exact, case-sensitive, no normalization);
+  5. count overlaps: NFKC + casefold + whitespace-normalised exact prompt match of every accepted
+     task against the full held-out set (this does not detect paraphrases or semantic leakage);
+  6. report the section-10 record, and `validate(...)` it: passed only when every rule holds and
+     label errors <= max_label_errors and overlaps <= max_eval_overlaps.
+Any label error or overlap, whatever the thresholds, rejects the affected tasks, tops the accepted
+set back up by generating more, freezes NEW file versions and re-audits (`audit_with_repair`) on a
+fresh sample (sample_seed = audit seed + round - 1, recorded), so a passing re-audit is evidence
+about the repaired set and not a re-check of tasks already seen.
+Agreement with an independent solver does not establish semantic truth; disagreements and the
+sample denominator are reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import tinker
+
+from experiment.run.data import TaskItem
+from experiment.rl.loop import make_env, prompt_tokens
+from experiment.selfgen.task_generation import (
+    ACCEPTED,
+    REJECTED,
+    TaskGenerator,
+    normalize_prompt,
+)
+
+SUPPORTED_STRATEGIES = ("numeric_exact", "categorical_exact")
+DEFAULT_SAMPLE_SIZE = 100
+CANDIDATE_FIELDS = ("item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion",
+                    "word_count", "base_solved", "execution_seconds")
+EVALUATION_FILE = "generation-evaluation-set.jsonl"
+
+
+def candidates_file_name(version: int) -> str:
+    return f"generated-tasks-v{version}.jsonl"
+
+
+def audit_file_name(version: int) -> str:
+    return f"generation-audit-v{version}.json"
+
+
+class UnsupportedComparison(ValueError):
+    """The spec's answer_comparison is missing or not one this audit implements."""
+
+
+# ---- frozen files ----
+
+def candidates_jsonl(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps({key: row.get(key) for key in CANDIDATE_FIELDS}, ensure_ascii=False) + "\n"
+                   for row in rows)
+
+
+def evaluation_jsonl(evaluation: Iterable[TaskItem]) -> str:
+    return "".join(json.dumps({"item_id": item.id, "prompt": item.question}, ensure_ascii=False) + "\n"
+                   for item in evaluation)
+
+
+def _evaluation_rows(evaluation: Iterable[Any]) -> list[tuple[str, str]]:
+    rows = []
+    for item in evaluation:
+        if isinstance(item, TaskItem):
+            rows.append((item.id, item.question))
+        else:
+            rows.append((str(item["item_id"]), str(item["prompt"])))
+    return rows
+
+
+# ---- the helpers the contract names ----
+
+def sample_key(seed: int, item_id: str) -> str:
+    return hashlib.sha256(json.dumps([seed, item_id]).encode()).hexdigest()
+
+
+def select_sample(tasks: Sequence[dict[str, Any]], size: int, seed: int) -> list[dict[str, Any]]:
+    """The first `size` accepted tasks sorted by sha256(json.dumps([seed, item_id]))."""
+    accepted = [task for task in tasks if task.get("disposition", ACCEPTED) == ACCEPTED]
+    return sorted(accepted, key=lambda task: sample_key(seed, str(task["item_id"])))[:size]
+
+
+def sample_size(accepted: int, spec_audit: dict[str, Any]) -> int:
+    return min(accepted, int(spec_audit.get("min_sample_size") or DEFAULT_SAMPLE_SIZE))
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?\d+\.\d+")
+_FRACTION = re.compile(r"([+-]?\d+)/(\d+)")
+
+
+def strict_number(text: Any) -> Fraction | None:
+    """A strict scalar: integer, decimal or fraction (surrounding whitespace only). Else None."""
+    if isinstance(text, bool) or text is None:
+        return None
+    if isinstance(text, int):
+        return Fraction(text)
+    value = str(text).strip()
+    if _INTEGER.fullmatch(value) or _DECIMAL.fullmatch(value):
+        return Fraction(value)
+    match = _FRACTION.fullmatch(value)
+    if match and int(match.group(2)) != 0:
+        return Fraction(int(match.group(1)), int(match.group(2)))
+    return None
+
+
+def answer_agreement(label: Any, independent_answer: Any, strategy: str) -> bool:
+    """Whether the independent answer equals the label under the declared strategy."""
+    if strategy == "numeric_exact":
+        expected, found = strict_number(label), strict_number(independent_answer)
+        return expected is not None and found is not None and expected == found
+    if strategy == "categorical_exact":
+        return isinstance(label, str) and label != "" and isinstance(independent_answer, str) and label == independent_answer
+    raise UnsupportedComparison(f"answer_comparison {strategy!r} is not supported (use one of {SUPPORTED_STRATEGIES})")
+
+
+def evaluation_overlap(tasks: Sequence[dict[str, Any]], evaluation: Iterable[Any]) -> list[dict[str, str]]:
+    """Accepted tasks whose normalized prompt equals a held-out prompt: [{item_id, evaluation_item_id}]."""
+    index: dict[str, str] = {}
+    for item_id, prompt in _evaluation_rows(evaluation):
+        index.setdefault(normalize_prompt(prompt), item_id)
+    overlaps = []
+    for task in tasks:
+        if task.get("disposition") != ACCEPTED or task.get("prompt") is None:
+            continue
+        match = index.get(normalize_prompt(task["prompt"]))
+        if match is not None:
+            overlaps.append({"item_id": str(task["item_id"]), "evaluation_item_id": match})
+    return overlaps
+
+
+def duplicate_count(tasks: Sequence[dict[str, Any]]) -> int:
+    """Accepted tasks whose normalized prompt repeats an earlier accepted task's."""
+    seen, duplicates = set(), 0
+    for task in tasks:
+        if task.get("disposition") == ACCEPTED:
+            key = normalize_prompt(task["prompt"])
+            duplicates += key in seen
+            seen.add(key)
+    return duplicates
+
+
+def counts_of(tasks: Sequence[dict[str, Any]]) -> dict[str, int]:
+    dispositions = [task.get("disposition") for task in tasks]
+    return {"generated": len(dispositions), "accepted": dispositions.count("accepted"),
+            "rejected": dispositions.count("rejected"), "execution_errors": dispositions.count("execution_error")}
+
+
+# ---- blind re-solve ----
+
+async def blind_resolve(sampler: tinker.SamplingClient, renderer: Any, item_id: str, problem_text: str,
+                        max_tokens: int, few_shot: bool) -> dict[str, Any]:
+    """Greedy math-env answer to the problem TEXT; the task built here carries no label."""
+    from tinker_cookbook import renderers
+    from tinker_cookbook.recipes.math_rl.math_grading import extract_boxed
+
+    blind = TaskItem(item_id, problem_text, answer="")
+    env = make_env(blind, renderer, few_shot)
+    result = await sampler.sample(
+        prompt=prompt_tokens(blind, renderer, few_shot), num_samples=1,
+        sampling_params=tinker.SamplingParams(stop=env.stop_condition, max_tokens=max_tokens, temperature=0.0),
+    )
+    message, _ = renderer.parse_response(result.sequences[0].tokens)
+    reasoning = renderers.get_text_content(message)
+    try:
+        answer = extract_boxed(reasoning)
+    except ValueError:
+        answer = None
+    return {"independent_answer": answer, "reasoning": reasoning}
+
+
+# ---- the record and its validation ----
+
+def build_report(*, tasks: Sequence[dict[str, Any]], evaluation: Sequence[Any], resolved: dict[str, dict[str, Any]],
+                 resolver_id: str, spec_audit: dict[str, Any], seed: int, dataset_file: str, evaluation_file: str,
+                 audit_file: str) -> dict[str, Any]:
+    """The section-10 record for the current candidates and the re-solves of its sample."""
+    strategy = spec_audit.get("answer_comparison")
+    counts = counts_of(tasks)
+    sample = select_sample(tasks, sample_size(counts["accepted"], spec_audit), seed)
+    samples, disagreements = [], []
+    for task in sample:
+        solved = resolved[str(task["item_id"])]
+        agrees = answer_agreement(task["answer"], solved["independent_answer"], strategy)
+        if not agrees:
+            disagreements.append({"item_id": str(task["item_id"]), "label": task["answer"],
+                                  "independent_answer": solved["independent_answer"]})
+        samples.append({
+            "item_id": str(task["item_id"]), "independent_answer": solved["independent_answer"],
+            "resolver_id": resolver_id, "method": "independent_resolve", "reasoning": solved["reasoning"],
+            "blind_to_label": True, "label": task["answer"], "agrees": agrees,
+        })
+    overlaps = evaluation_overlap(tasks, evaluation)
+    return {
+        "version": 1, "stage": "before_training",
+        "dataset_file": dataset_file, "evaluation_file": evaluation_file, "audit_file": audit_file,
+        "sample_seed": seed, "counts": counts, "samples": samples,
+        "label_error_count": len(disagreements), "overlap_count": len(overlaps),
+        "answer_comparison": strategy, "sample_size": len(samples),
+        "disagreements": disagreements, "overlaps": overlaps, "duplicate_count": duplicate_count(tasks),
+        "note": "agreement with an independent solver does not establish semantic truth; the overlap check "
+                "is exact after NFKC/casefold/whitespace normalization and does not detect paraphrases",
+    }
+
+
+@dataclass
+class AuditValidation:
+    status: str  # "passed" | "failed"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def validate(report: dict[str, Any], spec_audit: dict[str, Any], tasks: Sequence[dict[str, Any]],
+             evaluation: Sequence[Any], require_comparison: bool = True) -> AuditValidation:
+    """Re-derive every number of the record from the tasks and the evaluation set; passed or failed."""
+    reasons: list[str] = []
+    if not isinstance(report, dict) or report.get("version") != 1 or report.get("stage") != "before_training":
+        return AuditValidation("failed", ["the record is not a version-1 before_training generation_audit"])
+    for key in ("dataset_file", "evaluation_file", "audit_file"):
+        if not isinstance(report.get(key), str) or not report[key]:
+            reasons.append(f"{key} is not a file name")
+    seed = report.get("sample_seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        return AuditValidation("failed", reasons + ["sample_seed is not an integer"])
+    strategy = spec_audit.get("answer_comparison")
+    if strategy not in SUPPORTED_STRATEGIES:
+        if require_comparison:
+            return AuditValidation("failed", reasons + [f"answer_comparison {strategy!r} is missing or unsupported: unverified"])
+        strategy = None
+    counts = counts_of(tasks)
+    if report.get("counts") != counts:
+        reasons.append(f"counts {report.get('counts')} are not the candidates' {counts}")
+    if counts["accepted"] == 0:
+        reasons.append("no accepted task to audit")
+    expected_ids = [str(t["item_id"]) for t in select_sample(tasks, sample_size(counts["accepted"], spec_audit), seed)]
+    samples = report.get("samples") if isinstance(report.get("samples"), list) else []
+    sampled_ids = [str(s.get("item_id")) for s in samples if isinstance(s, dict)]
+    if sampled_ids != expected_ids:
+        reasons.append(f"the {len(sampled_ids)} sampled ids are not the {len(expected_ids)} selected by "
+                       "sha256(json.dumps([seed, item_id]))")
+    labels = {str(t["item_id"]): t.get("answer") for t in tasks}
+    errors = 0
+    for sample in samples:
+        if not isinstance(sample, dict):
+            reasons.append("a sample is not an object")
+            continue
+        if (sample.get("method") != "independent_resolve" or sample.get("blind_to_label") is not True
+                or not sample.get("resolver_id") or not isinstance(sample.get("reasoning"), str)):
+            reasons.append(f"sample {sample.get('item_id')}: needs method independent_resolve, blind_to_label "
+                           "true, a resolver_id and the worked solution")
+        if strategy is not None:
+            errors += not answer_agreement(labels.get(str(sample.get("item_id"))), sample.get("independent_answer"), strategy)
+    if strategy is not None and report.get("label_error_count") != errors:
+        reasons.append(f"label_error_count {report.get('label_error_count')} but the samples give {errors}")
+    overlaps = len(evaluation_overlap(tasks, evaluation))
+    if report.get("overlap_count") != overlaps:
+        reasons.append(f"overlap_count {report.get('overlap_count')} but the evaluation set gives {overlaps}")
+    max_errors = int(spec_audit.get("max_label_errors", 0))
+    max_overlaps = int(spec_audit.get("max_eval_overlaps", 0))
+    if errors > max_errors:
+        reasons.append(f"{errors} label errors in {len(samples)} re-solved samples (max {max_errors})")
+    if overlaps > max_overlaps:
+        reasons.append(f"{overlaps} accepted tasks overlap the evaluation set (max {max_overlaps})")
+    return AuditValidation("failed" if reasons else "passed", reasons)
+
+
+# ---- the audit with repair rounds ----
+
+@dataclass
+class AuditOutcome:
+    passed: bool
+    report: dict[str, Any] | None
+    validation: AuditValidation | None
+    rounds: int
+    resolve_seconds: float
+    resolves: int
+    reasons: list[str]
+
+
+@dataclass
+class Resolver:
+    """The independent solver: a sampling client, its identity, and its answers so far (by item id)."""
+
+    sampler: tinker.SamplingClient
+    renderer: Any
+    resolver_id: str
+    max_tokens: int
+    few_shot: bool
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    async def resolve(self, tasks: Sequence[dict[str, Any]]) -> None:
+        import asyncio
+
+        todo = [t for t in tasks if str(t["item_id"]) not in self.answers]
+        started = time.perf_counter()
+        solved = await asyncio.gather(*[
+            blind_resolve(self.sampler, self.renderer, str(t["item_id"]), t["prompt"], self.max_tokens, self.few_shot)
+            for t in todo
+        ])
+        self.seconds += time.perf_counter() - started
+        for task, answer in zip(todo, solved):
+            self.answers[str(task["item_id"])] = answer
+
+
+async def audit_with_repair(
+    generator: TaskGenerator,
+    resolver: Resolver,
+    evaluation: Sequence[TaskItem],
+    spec_audit: dict[str, Any],
+    seed: int,
+    max_rounds: int,
+    freeze: Callable[[str, str], None],
+    post: Callable[[dict[str, Any]], None],
+) -> AuditOutcome:
+    """Generate to n_accept, freeze, audit; on label errors or overlaps reject, top up, re-audit.
+
+    `freeze(name, text)` stores an immutable generated_tasks evidence file; `post(report)` puts the
+    record in RESULT. Each round freezes a new candidates file and a new audit file."""
+    freeze(EVALUATION_FILE, evaluation_jsonl(evaluation))
+    n_accept = generator.settings.n_accept
+    report, validation, reasons, history = None, None, [], []
+    for round_number in range(1, max_rounds + 1):
+        enough = await generator.generate_until(n_accept)
+        dataset_file, audit_file = candidates_file_name(round_number), audit_file_name(round_number)
+        tasks = generator.candidates
+        freeze(dataset_file, candidates_jsonl(tasks))
+        accepted = generator.accepted()
+        if not enough:
+            reasons = [(f"only {len(accepted)} of {n_accept} tasks accepted after {len(tasks)} candidates "
+                        f"(max_candidates {generator.settings.max_candidates})")]
+            if not accepted:
+                return AuditOutcome(False, None, None, round_number, resolver.seconds, len(resolver.answers), reasons)
+        # a fresh sample each round: a re-audit that re-drew the already verified tasks would say
+        # nothing about the unsampled ones (when the sample is every accepted task this changes nothing)
+        round_seed = seed + round_number - 1
+        sample = select_sample(tasks, sample_size(len(accepted), spec_audit), round_seed)
+        await resolver.resolve(sample)
+        report = build_report(tasks=tasks, evaluation=evaluation, resolved=resolver.answers,
+                              resolver_id=resolver.resolver_id, spec_audit=spec_audit, seed=round_seed,
+                              dataset_file=dataset_file, evaluation_file=EVALUATION_FILE, audit_file=audit_file)
+        validation = validate(report, spec_audit, tasks, evaluation, require_comparison=True)
+        history.append({"round": round_number, "dataset_file": dataset_file, "audit_file": audit_file,
+                        "counts": report["counts"], "sample_size": report["sample_size"],
+                        "label_error_count": report["label_error_count"], "overlap_count": report["overlap_count"],
+                        "status": validation.status})
+        report["round"] = round_number
+        report["status"] = validation.status
+        report["validation_reasons"] = validation.reasons
+        report["rounds"] = list(history)  # every audit so far, this one last (earlier files stay frozen)
+        freeze(audit_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        post(report)
+        if not enough:
+            return AuditOutcome(False, report, validation, round_number, resolver.seconds, len(resolver.answers), reasons)
+        if validation.passed:
+            return AuditOutcome(True, report, validation, round_number, resolver.seconds, len(resolver.answers), [])
+        bad = {d["item_id"]: f"audit round {round_number}: label {d['label']} disagrees with the independent "
+                             f"answer {d['independent_answer']!r}" for d in report["disagreements"]}
+        bad.update({o["item_id"]: f"audit round {round_number}: normalized exact match with evaluation item "
+                                  f"{o['evaluation_item_id']}" for o in report["overlaps"]})
+        if not bad:  # the record itself is wrong: nothing a repair of tasks can fix
+            return AuditOutcome(False, report, validation, round_number, resolver.seconds, len(resolver.answers),
+                                validation.reasons)
+        for row in tasks:
+            if row["item_id"] in bad:
+                row["disposition"] = REJECTED
+                row["error"] = bad[row["item_id"]]
+        reasons = validation.reasons
+    return AuditOutcome(False, report, validation, max_rounds, resolver.seconds, len(resolver.answers),
+                        [f"still failing after {max_rounds} audit rounds"] + reasons)

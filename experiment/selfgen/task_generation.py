@@ -1,0 +1,372 @@
+"""Self-generated math tasks: prompt the generator, parse, run solve() in the sandbox, filter.
+
+Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
+  - the generator is sampled through the sampling client at T=1.0 with one fixed instruction;
+  - each completion is parsed into problem text and a `solve()` function; solve() runs in the
+    sandbox (experiment/selfgen/sandbox.py) and its integer return value is the label;
+  - filters, in the spec's order (the first that fails decides the disposition):
+      1. parse and execution succeed          (parse failure: rejected; sandbox failure: execution_error)
+      2. the problem text does not contain the answer
+      3. the problem is min_words..max_words words long
+      4. no normalized exact match with any evaluation question
+      5. the base model solves it from text alone in keep_band of filter_samples samples at the
+         spec's max_tokens (the cookbook math env, the same env and reward as training);
+  - the first n_accept accepted candidates, in generation order, form the training set.
+
+Every candidate is kept, in generation order, as one row:
+    {"item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion" (the raw
+     text, kept only when parsing failed), "word_count", "base_solved", "execution_seconds"}
+with disposition accepted | rejected | execution_error (contract section 10).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tinker
+
+from experiment.run.data import TaskItem
+from experiment.rl.loop import RLArmSettings, collect_rollouts
+from experiment.selfgen.sandbox import Sandbox
+from experiment.contract.spec import Spec, SpecError
+
+ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
+DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)
+ITEM_ID_FORMAT = "selfgen-{index:06d}"
+MAX_KEPT_COMPLETION_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Everything generation, filtering and the audit's re-solve need, from the spec."""
+
+    instruction: str
+    generator_model: str  # base model name the generator runs on
+    generator_path: str | None  # a tinker:// sampler checkpoint (a trained generator), else None
+    solver_model: str
+    solver_path: str | None
+    n_accept: int
+    filter_samples: int
+    keep_band: tuple[int, int]
+    min_words: int
+    max_words: int
+    filter_max_tokens: int
+    generation_max_tokens: int
+    solver_max_tokens: int
+    temperature: float
+    sandbox_timeout_s: float
+    max_candidates: int
+    batch_size: int = 16
+    seed: int = 0
+    audit_seed: int = 0
+    max_audit_rounds: int = 3
+    source: str = ""
+
+    @property
+    def generator_id(self) -> str:
+        return self.generator_path or self.generator_model
+
+    @property
+    def solver_id(self) -> str:
+        return self.solver_path or self.solver_model
+
+
+def generation_settings(spec: Spec) -> GenerationSettings:
+    """A structured `generation` block when the spec has one, else the spec's prose (method).
+
+    A number the spec does not state is an error, never a silent default (except batching,
+    seeds and the audit round cap, which are this pipeline's own)."""
+    raw = spec.to_dict()
+    block = raw.get("generation")
+    if isinstance(block, dict):
+        return _settings_from_block(block)
+    return _settings_from_prose(raw)
+
+
+def _settings_from_block(block: dict[str, Any]) -> GenerationSettings:
+    required = ("instruction", "generator_model", "solver_model", "n_accept", "filter_samples", "keep_band",
+                "words", "filter_max_tokens", "sandbox_timeout_s", "max_candidates")
+    missing = [key for key in required if key not in block]
+    if missing:
+        raise SpecError("generation", f"lacks {', '.join(missing)}")
+    low, high = block["keep_band"]
+    min_words, max_words = block["words"]
+    return GenerationSettings(
+        instruction=str(block["instruction"]),
+        generator_model=str(block["generator_model"]),
+        generator_path=block.get("generator_path"),
+        solver_model=str(block["solver_model"]),
+        solver_path=block.get("solver_path"),
+        n_accept=int(block["n_accept"]),
+        filter_samples=int(block["filter_samples"]),
+        keep_band=(int(low), int(high)),
+        min_words=int(min_words),
+        max_words=int(max_words),
+        filter_max_tokens=int(block["filter_max_tokens"]),
+        generation_max_tokens=int(block.get("generation_max_tokens", block["filter_max_tokens"])),
+        solver_max_tokens=int(block.get("solver_max_tokens", block["filter_max_tokens"])),
+        temperature=float(block.get("temperature", 1.0)),
+        sandbox_timeout_s=float(block["sandbox_timeout_s"]),
+        max_candidates=int(block["max_candidates"]),
+        batch_size=int(block.get("batch_size", 16)),
+        seed=int(block.get("seed", 0)),
+        audit_seed=int(block.get("audit_seed", 0)),
+        max_audit_rounds=int(block.get("max_audit_rounds", 3)),
+        source="spec.generation",
+    )
+
+
+_PROSE_PATTERNS = {
+    "instruction": r"one fixed instruction:\s*'([^']+)'",
+    "generator": r"Frozen base ([\w./-]+?),? through the sampling client",
+    "temperature": r"sampling client at T=(\d+(?:\.\d+)?)",
+    "timeout": r"sandbox with a (\d+(?:\.\d+)?) ?s timeout",
+    "words": r"(\d+) to (\d+) words long",
+    "band": r"solves the problem from text alone in (\d+) to (\d+) of (\d+) samples at max_tokens=(\d+)",
+    "n_accept": r"first (\d+) accepted tasks",
+    "solver": r"re-solved blind from the problem text alone by ([\w./-]+?),",
+}
+
+
+def _settings_from_prose(raw: dict[str, Any]) -> GenerationSettings:
+    method = str(raw.get("method", ""))
+    found = {key: re.search(pattern, method) for key, pattern in _PROSE_PATTERNS.items()}
+    missing = [key for key, match in found.items() if match is None]
+    if missing:
+        raise SpecError("method", f"the generation design does not state: {', '.join(missing)}")
+    n_accept = int(found["n_accept"].group(1))
+    max_tokens = int(found["band"].group(4))
+    return GenerationSettings(
+        instruction=found["instruction"].group(1),
+        generator_model=found["generator"].group(1),
+        generator_path=None,
+        solver_model=found["solver"].group(1),
+        solver_path=None,
+        n_accept=n_accept,
+        filter_samples=int(found["band"].group(3)),
+        keep_band=(int(found["band"].group(1)), int(found["band"].group(2))),
+        min_words=int(found["words"].group(1)),
+        max_words=int(found["words"].group(2)),
+        filter_max_tokens=max_tokens,
+        generation_max_tokens=max_tokens,
+        solver_max_tokens=max_tokens,
+        temperature=float(found["temperature"].group(1)),
+        sandbox_timeout_s=float(found["timeout"].group(1)),
+        max_candidates=20 * n_accept,  # a hard stop of this pipeline, recorded with the counts
+        source="spec prose (method)",
+    )
+
+
+# ---- parsing ----
+
+@dataclass(frozen=True)
+class ParsedCompletion:
+    problem: str | None
+    code: str | None
+    error: str | None  # why it could not be parsed; None when both parts were found
+
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_DEF_SOLVE = re.compile(r"^def solve\(\s*\)", re.MULTILINE)
+_LEADING_LABEL = re.compile(r"^\s*(?:\*\*|#+\s*)?(?:word problem|math problem|problem|question)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
+                            re.IGNORECASE)
+_TRAILING_LABEL = re.compile(r"\n[^\n]*(?:solution|function|python|code|solve\(\))[^\n]*:\s*(?:\*\*)?\s*$", re.IGNORECASE)
+
+
+def parse_completion(text: str) -> ParsedCompletion:
+    """Problem text, then `def solve():` (fenced or not). Nothing after the code is problem text."""
+    fenced = next((m for m in _FENCE.finditer(text) if _DEF_SOLVE.search(m.group(1))), None)
+    if fenced is not None:
+        code, before = fenced.group(1), text[: fenced.start()]
+    else:
+        match = _DEF_SOLVE.search(text)
+        if match is None:
+            return ParsedCompletion(None, None, "parse: no 'def solve():' at the start of a line")
+        code, before = text[match.start():], text[: match.start()]
+    problem = _TRAILING_LABEL.sub("", before.strip()).strip()
+    problem = _LEADING_LABEL.sub("", problem).strip()
+    if not problem:
+        return ParsedCompletion(None, code.strip() or None, "parse: no problem text before the code")
+    return ParsedCompletion(problem, code.strip("\n") + "\n", None)
+
+
+# ---- filters ----
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def normalize_prompt(text: str) -> str:
+    """NFKC, casefold, whitespace runs collapsed to one space (contract section 10 overlap rule)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def contains_answer(problem: str, answer: int) -> bool:
+    """True when the answer appears in the text as a standalone number (1,234 counts as 1234)."""
+    digits = str(abs(answer))
+    flattened = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", problem))
+    return re.search(rf"(?<![\d.]){re.escape(digits)}(?!\d)(?!\.\d)", flattened) is not None
+
+
+def filter_settings(settings: GenerationSettings, renderer_name: str, few_shot: bool) -> RLArmSettings:
+    """The math-env rollout regime of the solvability filter (same env and reward as training)."""
+    return RLArmSettings(
+        name="generation_filter", advantage="group_mean", group_size=settings.filter_samples,
+        groups_per_batch=1, learning_rate=0.0, max_tokens=settings.filter_max_tokens,
+        temperature=1.0, seed=settings.seed, renderer_name=renderer_name, few_shot=few_shot,
+    )
+
+
+async def base_solve_counts(sampler: tinker.SamplingClient, renderer: Any, tasks: Sequence[TaskItem],
+                            arm: RLArmSettings, base_seed: int) -> list[int]:
+    """Per task: how many of arm.group_size math-env samples earn the correct-answer reward.
+
+    The env's reward is correct_answer + format_coef * (format_ok - 1): 0.9..1 when correct,
+    at most 0 when not, so "solved" is reward > 0.5."""
+    groups = await collect_rollouts(sampler, renderer, tasks, arm, base_seed)
+    return [sum(1 for reward in group.get_total_rewards() if reward > 0.5) for group in groups]
+
+
+# ---- the generation loop ----
+
+@dataclass
+class GenerationMeasurements:
+    candidates: int = 0
+    generation_seconds: float = 0.0  # sampling the generator
+    execution_seconds: float = 0.0  # sandbox calls
+    filter_seconds: float = 0.0  # base-model solvability rollouts
+    filter_rollouts: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: round(value, 4) if isinstance(value, float) else value for key, value in vars(self).items()}
+
+
+@dataclass
+class TaskGenerator:
+    """Generates candidates in order until n accepted; resumable (the audit's repair tops up)."""
+
+    settings: GenerationSettings
+    generator: tinker.SamplingClient
+    filter_sampler: tinker.SamplingClient
+    renderer: Any
+    evaluation_prompts: dict[str, str]  # normalized prompt -> evaluation item id
+    sandbox: Sandbox
+    filter_arm: RLArmSettings
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    generator_renderer: Any = None  # the generator's own renderer when its tokenizer differs
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    measurements: GenerationMeasurements = field(default_factory=GenerationMeasurements)
+    batches: int = 0
+
+    def accepted(self) -> list[dict[str, Any]]:
+        return [row for row in self.candidates if row["disposition"] == ACCEPTED]
+
+    def training_tasks(self) -> list[TaskItem]:
+        """The first n_accept accepted candidates, in generation order."""
+        rows = self.accepted()[: self.settings.n_accept]
+        return [TaskItem(row["item_id"], row["prompt"], row["answer"]) for row in rows]
+
+    def counts(self) -> dict[str, int]:
+        dispositions = [row["disposition"] for row in self.candidates]
+        return {"generated": len(dispositions), "accepted": dispositions.count(ACCEPTED),
+                "rejected": dispositions.count(REJECTED), "execution_errors": dispositions.count(EXECUTION_ERROR)}
+
+    async def generate_until(self, n_accept: int) -> bool:
+        """Generate batches until n_accept candidates are accepted or max_candidates is reached."""
+        while len(self.accepted()) < n_accept and len(self.candidates) < self.settings.max_candidates:
+            room = self.settings.max_candidates - len(self.candidates)
+            await self._one_batch(min(self.settings.batch_size, room), n_accept)
+        return len(self.accepted()) >= n_accept
+
+    async def _one_batch(self, size: int, n_accept: int) -> None:
+        started = time.perf_counter()
+        completions = await self._sample(size)
+        self.measurements.generation_seconds += time.perf_counter() - started
+        rows = [self._screen(len(self.candidates) + offset, text) for offset, text in enumerate(completions)]
+        survivors = [row for row in rows if row["disposition"] is None]
+        if survivors:
+            started = time.perf_counter()
+            tasks = [TaskItem(row["item_id"], row["prompt"], row["answer"]) for row in survivors]
+            seed = self.settings.seed * 1_000_003 + self.batches * 10_007
+            solved = await base_solve_counts(self.filter_sampler, self.renderer, tasks, self.filter_arm, seed)
+            self.measurements.filter_seconds += time.perf_counter() - started
+            self.measurements.filter_rollouts += len(tasks) * self.filter_arm.group_size
+            low, high = self.settings.keep_band
+            for row, count in zip(survivors, solved):
+                row["base_solved"] = count
+                if low <= count <= high:
+                    row["disposition"] = ACCEPTED
+                else:
+                    row["disposition"] = REJECTED
+                    row["error"] = (f"filter 5: the base model solved it in {count} of "
+                                    f"{self.settings.filter_samples} samples (kept: {low}-{high})")
+        for row in rows:  # candidates past the n_accept-th acceptance were generated too: keep them
+            self.candidates.append(row)
+        self.batches += 1
+        self.measurements.candidates = len(self.candidates)
+        if self.on_progress is not None:
+            self.on_progress({**self.counts(), "target_accepted": n_accept})
+
+    async def _sample(self, size: int) -> list[str]:
+        from tinker_cookbook import renderers
+
+        renderer = self.generator_renderer or self.renderer
+        prompt = renderer.build_generation_prompt([{"role": "user", "content": self.settings.instruction}])
+        result = await self.generator.sample(
+            prompt=prompt, num_samples=size,
+            sampling_params=tinker.SamplingParams(
+                stop=renderer.get_stop_sequences(), max_tokens=self.settings.generation_max_tokens,
+                # the service draws row i from seed + i: one distinct seed per candidate index
+                temperature=self.settings.temperature, seed=self.settings.seed * 1_000_003 + len(self.candidates),
+            ),
+        )
+        texts = []
+        for sequence in result.sequences:
+            message, _ = renderer.parse_response(sequence.tokens)
+            texts.append(renderers.get_text_content(message))
+        return texts
+
+    def _screen(self, index: int, completion: str) -> dict[str, Any]:
+        """Filters 1-4 (everything but the base-model solve rate); disposition None = survived."""
+        parsed = parse_completion(completion)
+        row: dict[str, Any] = {
+            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
+            "answer": None, "disposition": None, "code": parsed.code, "error": None,
+            # the raw text only where parsing failed (prompt + code carry it otherwise; keeps the file small)
+            "completion": completion[:MAX_KEPT_COMPLETION_CHARS] if parsed.error else None,
+            "word_count": word_count(parsed.problem) if parsed.problem else 0, "base_solved": None,
+            "execution_seconds": None,
+        }
+        if parsed.error:
+            row.update(disposition=REJECTED, error=f"filter 1: {parsed.error}")
+            return row
+        result = self.sandbox.run(parsed.code)
+        self.measurements.execution_seconds += result.seconds
+        row["execution_seconds"] = result.seconds
+        if not result.ok:
+            row.update(disposition=EXECUTION_ERROR, error=f"filter 1: {result.error_kind}: {result.error}")
+            return row
+        row["answer"] = str(result.value)
+        if contains_answer(parsed.problem, result.value):
+            row.update(disposition=REJECTED, error="filter 2: the problem text contains the answer")
+        elif not self.settings.min_words <= row["word_count"] <= self.settings.max_words:
+            row.update(disposition=REJECTED, error=f"filter 3: {row['word_count']} words "
+                                                  f"(kept: {self.settings.min_words}-{self.settings.max_words})")
+        elif normalize_prompt(parsed.problem) in self.evaluation_prompts:
+            match = self.evaluation_prompts[normalize_prompt(parsed.problem)]
+            row.update(disposition=REJECTED, error=f"filter 4: normalized exact match with evaluation item {match}")
+        return row
+
+
+def evaluation_prompt_index(evaluation: Sequence[TaskItem]) -> dict[str, str]:
+    """normalized question -> the first evaluation item id carrying it."""
+    index: dict[str, str] = {}
+    for item in evaluation:
+        index.setdefault(normalize_prompt(item.question), item.id)
+    return index
+

@@ -1,0 +1,1 @@
+"""Pure numbers and records: paired decision, correctness tolerances, feasibility, activation, evaluator records."""
