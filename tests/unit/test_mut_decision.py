@@ -406,3 +406,9 @@ def test_the_grid_edge_is_the_lowest_or_highest_learning_rate_only(best_lr, edge
     assert result["per_arm"]["a"]["selected_lr"] == best_lr
     assert result["per_arm"]["a"]["lr_grid"] == [1e-4, 3e-4, 1e-3]
     assert result["per_arm"]["a"]["grid_edge"] is edge and result["grid_edge"] is edge
+
+
+def test_extra_items_error_names_the_first_extra_item_in_sorted_order():
+    obs = _obs({"t": [1, 0, 1], "b": [0, 0, 1]})  # items i0, i1, i2; only i0 is evaluated
+    with pytest.raises(DecisionError, match=r"outside the evaluated list, e\.g\. 'i1'$"):
+        paired_hoeffding(obs, [_criterion()], alpha=0.05, item_ids=["i0"])
