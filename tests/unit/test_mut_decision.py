@@ -412,3 +412,10 @@ def test_extra_items_error_names_the_first_extra_item_in_sorted_order():
     obs = _obs({"t": [1, 0, 1], "b": [0, 0, 1]})  # items i0, i1, i2; only i0 is evaluated
     with pytest.raises(DecisionError, match=r"outside the evaluated list, e\.g\. 'i1'$"):
         paired_hoeffding(obs, [_criterion()], alpha=0.05, item_ids=["i0"])
+
+
+def test_duplicate_observation_error_names_arm_item_seed_and_metric():
+    good = _obs({"t": [1, 0], "b": [0, 0]})
+    with pytest.raises(DecisionError, match=r"duplicate observation for arm 't', item 'i0', seed 0, "
+                                            r"metric 'accuracy'$"):
+        paired_hoeffding(good + good[:1], [_criterion()], alpha=0.05)
