@@ -218,3 +218,12 @@ def test_a_loaded_adapter_equal_to_the_checkpoints_is_no_problem():
     for entry in entries.values():
         entry["initialization"]["checkpoint_adapter_sha256"] = entry["initialization"]["adapter_sha256"]
     assert group_consistency(entries) == []
+
+
+def test_a_successful_load_is_compared_by_uri_value_not_identity():
+    """Records come from JSON: the loaded URI and the initialization URI are equal strings, never the
+    same object."""
+    loaded = _entry(adapter=None)
+    loaded["initialization"].update(loaded_checkpoint_uri="".join(["tinker://", "in", "it"]), load_succeeded=True)
+    assert loaded["initialization"]["loaded_checkpoint_uri"] is not loaded["initialization"]["checkpoint_uri"]
+    assert group_consistency({"t": _entry(), "b": loaded}) == []
