@@ -33,3 +33,23 @@ def test_best_lr_with_confidence_strong_is_invalid(graded_record):
     status, messages = _decision_issues(result, "DEC-9")
     assert status == "invalid"
     assert messages == ["confidence strong without an interval (one seed, point estimates)"]
+
+
+
+@pytest.mark.parametrize("verdict, expected_issues", [("inconclusive", 0), ("refuted", 1)])
+def test_three_way_inconclusive_is_not_held_against_a_decided_recomputation(monkeypatch, verdict, expected_issues):
+    """Three-way vocabulary: a blocking limit may make any decided comparison inconclusive, so DEC-9
+    does not hold `inconclusive` against a recomputed `supported`; any other wrong verdict it does.
+    The verdict is read from JSON text, as the grader receives it (not the module's own literal)."""
+    import json
+    from types import SimpleNamespace
+
+    from experiment.grading import decision as rules
+
+    monkeypatch.setattr(rules, "_observations", lambda ctx: [])
+    monkeypatch.setattr(rules, "_recompute", lambda ctx: (
+        {"method": "paired_hoeffding", "verdict": "supported", "criteria": []}, ""))
+    ctx = SimpleNamespace(result=json.loads(json.dumps({"verdict": verdict})),
+                          plan=SimpleNamespace(vocabulary="three_way"))
+    issues = rules.DEC_9(ctx)
+    assert [issue.rule for issue in issues] == ["DEC-9"] * expected_issues
