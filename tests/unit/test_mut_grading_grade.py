@@ -36,3 +36,24 @@ def test_without_the_file_on_disk_the_spec_is_missing_and_said_so(tmp_path):
 def test_a_folder_without_result_json_is_a_run_problem_not_an_exception(tmp_path):
     graded = grade_record(_partial_spec_record(), run_dir=tmp_path)
     assert any(problem.startswith("run: ") and "no result.json" in problem for problem in graded.problems)
+
+
+def test_events_after_a_line_that_is_not_json_are_still_read(tmp_path):
+    from experiment.grading.grade import read_events
+
+    (tmp_path / "events.jsonl").write_text('{"event": "a"}\nnot json\n\n{"event": "b"}\n')
+    events, problems = read_events(tmp_path)
+    assert events == [{"event": "a"}, {"event": "b"}]
+    assert problems == ["EVID-8: events.jsonl line 2 is not JSON."]
+
+
+def test_a_given_spec_path_is_named_with_its_revision_only_when_it_has_one(tmp_path):
+    from experiment.spec import load_spec
+
+    alone = tmp_path / "spec.json"
+    shutil.copy(SPEC, alone)
+    assert load_spec(alone).source.revision is None
+    assert grade_record(_partial_spec_record(), spec=alone).spec_source == str(alone)
+    revision = load_spec(SPEC).source.revision  # the spec's .plan.json next to it
+    assert revision is not None
+    assert grade_record(_partial_spec_record(), spec=SPEC).spec_source == f"{SPEC} + revision {revision.path}"
