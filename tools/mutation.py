@@ -425,6 +425,11 @@ def write_report(rows: list[dict], command: str, path: Path = REPORT) -> str:
                    f"{_rate(stats['killed'], survived)} |")
     out.append(f"| **overall** | {total_killed} | {total_survived} | "
                f"{sum(len(s['equivalent']) for s in rows)} | | | | **{_rate(total_killed, total_survived)}** |")
+    ran = sum(s["killed"] + len(s["survived"]) + len(s["equivalent"]) + s["incompetent"] for s in rows)
+    left_out = sum(s["skipped"].get("not in the sample", 0) for s in rows)
+    if left_out:
+        out += ["", f"Sample: {ran} mutants run of the {ran + left_out} eligible (not excluded, in scope, not "
+                    "annotation-only), drawn with `--sample` (seeded); see docs/testing.md for the run's caveats."]
     commands_path = WORK / "commands.json"
     if commands_path.exists():
         import json
