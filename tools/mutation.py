@@ -106,6 +106,12 @@ def test_files(tree: Path, module: Module) -> list[str]:
     return found
 
 
+def tests_first_for(module_file: Path, tests: list[str]) -> list[str]:
+    """The same tests, those named after the mutated file (test_mut_grading_predict.py for
+    grading/predict.py) first: under -x a mutant they kill stops before the slower others run."""
+    return sorted(tests, key=lambda test: module_file.stem not in Path(test).stem)
+
+
 def test_command(defaults: dict, tests: list[str]) -> str:
     args = [sys.executable, "-m", "pytest", *defaults.get("pytest_args", []), *tests]
     return " ".join(shlex.quote(a) for a in args)
@@ -274,7 +280,8 @@ def run_module(module: Module, defaults: dict, args) -> str:
     for index, module_file in enumerate(files):
         stem = module.name if len(files) == 1 else f"{module.name}.{module_file.stem}.{index}"
         session, config = WORK / f"{stem}.sqlite", WORK / f"{stem}.toml"
-        write_session_config(config, module_file, command, module.timeout, exclude)
+        write_session_config(config, module_file, test_command(defaults, tests_first_for(module_file, tests)),
+                             module.timeout, exclude)
         if args.fresh and session.exists():
             session.unlink()
         if not session.exists():
@@ -418,6 +425,11 @@ def write_report(rows: list[dict], command: str, path: Path = REPORT) -> str:
                    f"{_rate(stats['killed'], survived)} |")
     out.append(f"| **overall** | {total_killed} | {total_survived} | "
                f"{sum(len(s['equivalent']) for s in rows)} | | | | **{_rate(total_killed, total_survived)}** |")
+    ran = sum(s["killed"] + len(s["survived"]) + len(s["equivalent"]) + s["incompetent"] for s in rows)
+    left_out = sum(s["skipped"].get("not in the sample", 0) for s in rows)
+    if left_out:
+        out += ["", f"Sample: {ran} mutants run of the {ran + left_out} eligible (not excluded, in scope, not "
+                    "annotation-only), drawn with `--sample` (seeded); see docs/testing.md for the run's caveats."]
     commands_path = WORK / "commands.json"
     if commands_path.exists():
         import json

@@ -210,3 +210,33 @@ def test_file_sha256_and_revision_pins(tmp_path):
                     "files": {path.as_posix(): hashlib.sha256(data).hexdigest()}}
     with pytest.raises(importlib.metadata.PackageNotFoundError):
         revision_pins(packages=("no-such-package-for-sure-xyz",))
+
+
+# ---- pinned_revisions: where a pin comes from (spec, recorded revision file)
+
+def _spec(baseline="UNRESOLVED", reference="UNRESOLVED", revisions=None):
+    spec = {"correctness_preflight": {"paths": [
+        {"id": "p1", "baseline_revision": baseline, "reference_revision": reference}]}}
+    if revisions is not None:
+        spec["correctness_revisions"] = revisions
+    return spec
+
+
+def test_a_pin_in_the_preflight_supplied_by_the_revision_file_is_attributed_to_it():
+    from experiment.stats.correctness import pinned_revisions
+
+    pins = pinned_revisions(_spec(baseline="abc123"), revision_supplied=["correctness_preflight"])
+    assert pins["p1"]["baseline_revision"] == {"pinned": "abc123", "source": "spec revision file",
+                                               "spec_text": "abc123"}
+    own = pinned_revisions(_spec(baseline="abc123"))
+    assert own["p1"]["baseline_revision"]["source"] == "spec"
+
+
+def test_an_unresolved_spec_pin_is_taken_from_the_revision_files_paths():
+    from experiment.stats.correctness import pinned_revisions
+
+    revisions = {"paths": [{"id": "p1", "reference_revision": "def456"}]}
+    pins = pinned_revisions(_spec(revisions=revisions), revision_supplied=["correctness_revisions"])
+    assert pins["p1"]["reference_revision"] == {
+        "pinned": "def456", "source": "spec revision file (correctness_revisions)", "spec_text": "UNRESOLVED"}
+    assert pins["p1"]["baseline_revision"] == {"pinned": None, "source": None, "spec_text": "UNRESOLVED"}

@@ -386,3 +386,36 @@ def test_per_arm_means_divide_by_items_times_seeds():
     assert c.per_arm_means["t"] == pytest.approx(4 / 6, abs=1e-15)
     assert c.per_arm_means["b"] == pytest.approx(1 / 6, abs=1e-15)
     assert c.per_arm_seed_means["t"] == {"1": 1.0, "2": pytest.approx(1 / 3)}
+
+
+# ---- best_lr_threshold: the grid edge (DEC-8)
+
+def _grid_run(best_lr):
+    """One arm with a three-point LR grid (1e-4, 3e-4, 1e-3); the run at `best_lr` has the lowest loss."""
+    lrs = {"r_low": 1e-4, "r_mid": 3e-4, "r_high": 1e-3}
+    values = {run: {"loss": 0.1 if lr == best_lr else 0.9, "acc": 0.5} for run, lr in lrs.items()}
+    from experiment.stats.decision import best_lr_threshold
+
+    criteria = [{"id": "c1", "metric": "acc", "weights": {"a": 1.0}, "margin": 0.0}]
+    return best_lr_threshold(values, {run: "a" for run in lrs}, lrs, criteria, "loss")
+
+
+@pytest.mark.parametrize("best_lr, edge", [(1e-4, True), (3e-4, False), (1e-3, True)])
+def test_the_grid_edge_is_the_lowest_or_highest_learning_rate_only(best_lr, edge):
+    result = _grid_run(best_lr)
+    assert result["per_arm"]["a"]["selected_lr"] == best_lr
+    assert result["per_arm"]["a"]["lr_grid"] == [1e-4, 3e-4, 1e-3]
+    assert result["per_arm"]["a"]["grid_edge"] is edge and result["grid_edge"] is edge
+
+
+def test_extra_items_error_names_the_first_extra_item_in_sorted_order():
+    obs = _obs({"t": [1, 0, 1], "b": [0, 0, 1]})  # items i0, i1, i2; only i0 is evaluated
+    with pytest.raises(DecisionError, match=r"outside the evaluated list, e\.g\. 'i1'$"):
+        paired_hoeffding(obs, [_criterion()], alpha=0.05, item_ids=["i0"])
+
+
+def test_duplicate_observation_error_names_arm_item_seed_and_metric():
+    good = _obs({"t": [1, 0], "b": [0, 0]})
+    with pytest.raises(DecisionError, match=r"duplicate observation for arm 't', item 'i0', seed 0, "
+                                            r"metric 'accuracy'$"):
+        paired_hoeffding(good + good[:1], [_criterion()], alpha=0.05)

@@ -150,3 +150,9 @@ def test_values_with_only_tolist_are_read_through_it():
     evaluator = LossEval("token_mean")
     evaluator.add_output([{"logprobs": ToListOnly([-1.0, -3.0])}], [ToListOnly([1.0, 1.0])])
     assert evaluator.summary()["nll_sum"] == 4.0 and evaluator.summary()["n_tokens"] == 2
+
+
+def test_check_accepts_a_single_token_the_boundary_of_n_tokens_greater_than_zero():
+    # n_tokens = 1 is the smallest count the rule (n_tokens > 0) allows: value = nll_sum / 1
+    one = _entry(value=0.75, nll_sum=0.75, n_tokens=1, n_examples=1)
+    assert check({"aggregation": "token_mean", "arms": {"t": one}}) == []

@@ -197,3 +197,33 @@ def test_max_abs_difference_with_the_shorter_list_first_and_long_lists():
     many = [np.array([float(j)], dtype=np.float32) for j in range(300)]  # beyond the small-int cache
     shifted = [x + np.float32(0.5) for x in many]
     assert max_abs_difference(many, shifted) == 0.5
+
+
+@pytest.mark.parametrize("checkpoint_hash", ["0" * 64, "f" * 64], ids=["sorts before", "sorts after"])
+def test_a_loaded_adapter_that_differs_from_the_checkpoints_is_a_problem_either_way(checkpoint_hash):
+    """Any difference between the loaded adapter's hash ("a" * 64) and the checkpoint's is a problem,
+    whichever way the two strings sort."""
+    entries = {arm: _entry() for arm in ("t", "b")}
+    adapter = entries["t"]["initialization"]["adapter_sha256"]
+    assert adapter not in ("0" * 64, "f" * 64)
+    for entry in entries.values():
+        entry["initialization"]["checkpoint_adapter_sha256"] = checkpoint_hash
+    problems = group_consistency(entries)
+    assert problems == [f"{arm}: loaded adapter {adapter[:12]} differs from the initialization checkpoint's "
+                        f"{checkpoint_hash[:12]}" for arm in ("t", "b")]
+
+
+def test_a_loaded_adapter_equal_to_the_checkpoints_is_no_problem():
+    entries = {arm: _entry() for arm in ("t", "b")}
+    for entry in entries.values():
+        entry["initialization"]["checkpoint_adapter_sha256"] = entry["initialization"]["adapter_sha256"]
+    assert group_consistency(entries) == []
+
+
+def test_a_successful_load_is_compared_by_uri_value_not_identity():
+    """Records come from JSON: the loaded URI and the initialization URI are equal strings, never the
+    same object."""
+    loaded = _entry(adapter=None)
+    loaded["initialization"].update(loaded_checkpoint_uri="".join(["tinker://", "in", "it"]), load_succeeded=True)
+    assert loaded["initialization"]["loaded_checkpoint_uri"] is not loaded["initialization"]["checkpoint_uri"]
+    assert group_consistency({"t": _entry(), "b": loaded}) == []

@@ -85,3 +85,12 @@ def test_configuration_and_equivalents_file_are_well_formed():
         assert {"file", "code", "why"} <= set(entry) and entry["why"].strip()
         assert (root / entry["file"]).exists()
         assert entry["code"].strip() in (root / entry["file"]).read_text()
+
+
+def test_tests_named_after_the_mutated_file_run_first_in_their_given_order():
+    tests = ["tests/unit/test_mut_grading_common.py", "tests/unit/test_grading_rules.py",
+             "tests/unit/test_mut_grading_predict.py", "tests/unit/test_grading_tamper.py"]
+    ordered = mutation.tests_first_for(Path("/tree/experiment/grading/predict.py"), tests)
+    assert ordered == ["tests/unit/test_mut_grading_predict.py", "tests/unit/test_mut_grading_common.py",
+                       "tests/unit/test_grading_rules.py", "tests/unit/test_grading_tamper.py"]
+    assert mutation.tests_first_for(Path("/tree/experiment/grading/__init__.py"), tests) == tests
