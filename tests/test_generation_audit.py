@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiment.selfgen import generation_audit as audit
-from experiment.run.data import TaskItem
+from experiment.run.data import TaskItem, tasks_from_state
 from experiment.report.validation import audit_sample_ids
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
@@ -351,7 +351,7 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
     assert verdict.status == "passed", verdict.reasons
     tasks = ctx.state["generated_tasks"]
     assert len(tasks) == 3 and all(isinstance(t, TaskItem) for t in tasks)
-    assert gate.tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
+    assert tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
     assert record["status"] == "passed" and record["label_error_count"] == 0 and record["overlap_count"] == 0
     assert [r["label_error_count"] for r in record["rounds"]][-1] == 0
     assert all(f"generated-tasks-v{r['round']}.jsonl" in files for r in record["rounds"])

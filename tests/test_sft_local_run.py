@@ -24,6 +24,9 @@ from conftest import REPO_ROOT
 from test_local_gs1_run import only_run_dir, run_cli
 
 TRIMUON_SEED = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
+REHEARSED = load_spec(TRIMUON_SEED, rehearse=True, rehearsal_scale="wiring")
+STEPS = REHEARSED.steps  # per training run, as rehearsed
+N_EVAL = REHEARSED.to_dict()["eval"]["n_examples"]  # held-out conversations, as rehearsed
 pytestmark = pytest.mark.slow
 
 
@@ -60,7 +63,7 @@ def test_run_succeeds_with_a_verdict_and_six_runs(result):
         per_run = result["metrics"]["arms"][arm]["runs"]
         assert set(per_run) == set(LRS)
         for metrics in per_run.values():
-            assert metrics["steps_completed"] == 20 and metrics["median_optim_step_seconds"] > 0
+            assert metrics["steps_completed"] == STEPS and metrics["median_optim_step_seconds"] > 0
         assert result["metrics"]["arms"][arm]["selected_lr"] in (0.02, 0.04, 0.08)
     assert result["validation"]["problem_count"] == 0
 
@@ -71,9 +74,9 @@ def test_every_run_trains_and_is_scored_in_its_own_task_run(cli_run):
     console = cli_run[1]
     for run in sorted(RUNS):
         slug = run.replace("@lr=", "-lr")
-        assert f"Task run 'train-{slug}'" in console and f"training-{slug}: 20/20 (100%)" in console
-        assert f"Task run 'evaluate-{slug}'" in console and f"evaluation-{slug}: 64/64 (100%)" in console
-    assert "Task run 'evaluate-base'" in console and "evaluation-base: 64/64 (100%)" in console
+        assert f"Task run 'train-{slug}'" in console and f"training-{slug}: {STEPS}/{STEPS} (100%)" in console
+        assert f"Task run 'evaluate-{slug}'" in console and f"evaluation-{slug}: {N_EVAL}/{N_EVAL} (100%)" in console
+    assert "Task run 'evaluate-base'" in console and f"evaluation-base: {N_EVAL}/{N_EVAL} (100%)" in console
 
 
 def test_loss_eval_recomputes_from_its_totals(result):
@@ -86,7 +89,7 @@ def test_loss_eval_recomputes_from_its_totals(result):
         assert entry["value"] == min(run["value"] for run in entry["runs"].values())
         for run in [entry, *entry["runs"].values()]:
             assert math.isclose(run["value"], run["nll_sum"] / run["n_tokens"], rel_tol=1e-6)
-            assert run["n_examples"] + run["n_empty"] == 64  # exactly eval.n_examples conversations
+            assert run["n_examples"] + run["n_empty"] == N_EVAL  # exactly eval.n_examples conversations
 
 
 def test_loss_eval_totals_recompute_from_the_retained_per_example_rows(finished_run, result):
@@ -94,7 +97,7 @@ def test_loss_eval_totals_recompute_from_the_retained_per_example_rows(finished_
         for label, entry in arm_entry["runs"].items():
             name = f"predictions-{arm}-lr{label}.jsonl"
             rows = [json.loads(line) for line in (finished_run / "evidence" / name).read_text().splitlines()]
-            assert len(rows) == 64 and {row["run"] for row in rows} == {f"{arm}@lr={label}"}
+            assert len(rows) == N_EVAL and {row["run"] for row in rows} == {f"{arm}@lr={label}"}
             assert {row["arm"] for row in rows} == {arm}
             assert sum(row["prediction"]["nll_sum"] for row in rows) == pytest.approx(entry["nll_sum"], rel=1e-12)
             assert sum(row["prediction"]["n_tokens"] for row in rows) == entry["n_tokens"]
@@ -106,7 +109,7 @@ def test_adaptation_hashes_are_identical_within_the_pair(result):
     assert {run for m in manifests for run in m["runs"]} == RUNS
     assert len({m["pair"] for m in manifests}) == 1
     assert len({adaptation_batch_hash(m["adaptation_batch_ids"]) for m in manifests}) == 1
-    assert all(len(m["adaptation_batch_ids"]) == 20 and m["warmup_batches"] == 0 for m in manifests)
+    assert all(len(m["adaptation_batch_ids"]) == STEPS and m["warmup_batches"] == 0 for m in manifests)
 
 
 def test_every_run_optimizer_is_verified_from_a_server_response(result):
@@ -143,7 +146,7 @@ def test_correctness_record_meets_the_plan_tolerances(result):
 def test_evaluator_is_frozen_with_explicit_items(result):
     for stored_id, provenance in result["evaluation"]["evaluators"].items():
         assert evaluator_id(provenance) == stored_id
-        assert len(provenance["items"]["ids"]) == 64
+        assert len(provenance["items"]["ids"]) == N_EVAL
 
 
 def test_validator_finds_no_problem(finished_run):

@@ -63,7 +63,7 @@ def test_the_console_ends_with_the_verdict(ui_run):
     assert any(line == f"RESULT in {ui_run['run_dir'] / 'result.json'}" for line in lines)
     for step in range(1, 13):  # a console line per arm step
         assert f"training-gs1-kernel: {step}/12 " in ui_run["stderr"]
-    assert "evaluation-grpo-gs8: 500/500 (100%)" in ui_run["stderr"]
+    assert "evaluation-grpo-gs8: 48/48 (100%)" in ui_run["stderr"]  # the wiring scale's eval size
 
 
 def test_every_artifact_is_on_the_run_once_and_without_file_urls(prefect_server, ui_run):
