@@ -75,7 +75,7 @@ def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import start_server
 
-    faults = FaultConfig(rate_429=0.1, rate_503=0.1, retry_after_ms=1, seed=1)
+    faults = FaultConfig(rate_429=0.03, rate_503=0.03, retry_after_ms=1, seed=1)  # ~6% of all calls refused
     with start_server(faults=faults) as server:
         done = subprocess.run(flow_command(small_spec, tmp_path, backend=server.base_url), cwd=REPO_ROOT,
                               env=flow_env(TINKER_API_KEY="tml-local"), capture_output=True, text=True, timeout=1500)
