@@ -1,6 +1,6 @@
 """Domain logic of the pipeline: spec, plan, gates, RESULT, store, service, data.
 
-Plain Python with no Prefect import (tests/test_no_prefect_in_domain.py enforces this), so every
+Plain Python with no Prefect import (tests/unit/test_no_prefect_in_domain.py enforces this), so every
 decision can be tested directly. Prefect wiring lives in flows/ and tasks/.
 """
 from pathlib import Path

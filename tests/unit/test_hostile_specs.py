@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GS1_SPEC, REPO_ROOT
+from suite import GS1_SPEC, REPO_ROOT
 from experiment.run import data as data_module
 from experiment.run.data import DataError, read_capped_bytes, resolve_data_path
 from experiment.contract.spec import MAX_SPEC_DEPTH, SpecError, load_spec

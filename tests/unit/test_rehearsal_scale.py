@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec, plan_file_path

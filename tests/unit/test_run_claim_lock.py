@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import GS1_SPEC, REPO_ROOT
+from suite import GS1_SPEC, REPO_ROOT
 import experiment.run.store as store_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec

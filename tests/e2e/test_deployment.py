@@ -3,7 +3,7 @@ port), deployments/setup.sh, deployments/serve.py in a subprocess, a run trigger
 `prefect deployment run` CLI, and the RESULT the run leaves on disk. Also the re-queue helper
 scheduling a real run of the served deployment.
 
-Slow (server start ~8 s, one flow run with the embedded backend): `pytest -m slow tests/test_deployment.py`.
+Slow (server start ~8 s, one flow run with the embedded backend): `pytest -m slow tests/e2e/test_deployment.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed (parameter rehearse=true)
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
 

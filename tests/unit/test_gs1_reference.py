@@ -10,7 +10,7 @@ import pytest
 
 from experiment.rl.gs1_reference import reference_gs1_advantages
 
-REFERENCE_FILE = Path(__file__).resolve().parents[1] / "experiment" / "rl" / "gs1_reference.py"
+REFERENCE_FILE = Path(__file__).resolve().parents[2] / "experiment" / "rl" / "gs1_reference.py"
 
 
 def test_reference_imports_only_math():

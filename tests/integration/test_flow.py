@@ -4,7 +4,7 @@ state and a RESULT that says which gate, why and the cheapest next diagnostic.""
 from __future__ import annotations
 
 import pytest
-from conftest import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER, RunContext, not_implemented, run_gate
 from experiment.contract.plan import build_plan

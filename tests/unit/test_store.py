@@ -7,7 +7,7 @@ import multiprocessing
 
 import pandas as pd
 import pytest
-from conftest import GS1_SPEC
+from suite import GS1_SPEC
 
 import experiment.run.store as store_module
 from experiment.contract.plan import build_plan

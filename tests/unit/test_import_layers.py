@@ -15,7 +15,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LINT = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
 
 

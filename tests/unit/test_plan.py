@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER
 from experiment.contract.plan import build_plan

@@ -6,7 +6,7 @@ import ast
 import subprocess
 import sys
 
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 
 DOMAIN = REPO_ROOT / "experiment"
 

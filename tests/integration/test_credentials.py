@@ -6,7 +6,7 @@ import logging
 import warnings
 
 import pytest
-from conftest import FakeTinkerService, GS1_SPEC
+from suite import FakeTinkerService, GS1_SPEC
 
 from experiment.run.service import ServiceConfigError, ServiceTarget
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GateVerdict
 from experiment.contract.plan import build_plan

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
 from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, exit_code_for
 

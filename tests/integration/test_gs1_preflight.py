@@ -18,7 +18,7 @@ from experiment.rl.loop import RLArmSettings
 from experiment.rl.recipe import renderer_for, run_async, training_items
 from experiment.contract.spec import load_spec
 
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 
 GS1_SEED = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 from test_validation import BASELINE, TREATMENT, build_gs1_run
 
 from flows.runs import main

@@ -20,23 +20,10 @@ import pytest
 from experiment.stats.evaluation import evaluator_id
 from experiment.report.plots import PIXEL_SIZE
 
-from conftest import GS1_SPEC, REPO_ROOT
+from suite import GS1_SPEC, REPO_ROOT, only_run_dir, run_cli
 
 
 pytestmark = pytest.mark.slow
-
-
-def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
-    for name in ("TINKER_BASE_URL", "TINKER_API_KEY"):
-        env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def only_run_dir(runs_dir: Path) -> Path:
-    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    return run_dir
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from experiment.sft.loop import (
     ChatExample, batch_id, datum_weights, load_chat_file, optim_params, score_heldout, step_batches, to_datum,
     train_step,
 )
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "no_robots_sample.jsonl"
 CHAT_TRAIN = REPO_ROOT / "embedded_tinker" / "tasks" / "data" / "chat_train.jsonl"

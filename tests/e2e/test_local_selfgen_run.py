@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 SELFGEN_SEED = REPO_ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
+from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
 
 from experiment.stats.correctness import parity_errors
 from experiment.stats.decision import (

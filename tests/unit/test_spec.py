@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
 

@@ -296,7 +296,7 @@ def test_ad_hoc_run_is_not_requeued(monkeypatch):
 
 def test_guarded_caller_reports_waits_in_result_and_events(tmp_path, sdk_client, monkeypatch):
     monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
-    from conftest import REPO_ROOT
+    from suite import REPO_ROOT
 
     from experiment.contract.plan import build_plan
     from experiment.contract.spec import load_spec

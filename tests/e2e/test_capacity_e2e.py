@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import REPO_ROOT
+from suite import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from experiment.selfgen.task_generation import (
     normalize_prompt,
     parse_completion,
 )
-from conftest import SELFGEN_SPEC
+from suite import SELFGEN_SPEC
 
 needs_sandbox = pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0,
                                    reason="the sandbox refuses to run without privilege drop (root)")

@@ -20,8 +20,8 @@ from experiment.stats.evaluation import evaluator_id
 from experiment.sft.loss_eval import check
 from experiment.contract.spec import load_spec
 
-from conftest import REPO_ROOT
-from test_local_gs1_run import only_run_dir, run_cli
+from suite import REPO_ROOT
+from suite import only_run_dir, run_cli
 
 TRIMUON_SEED = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
 REHEARSED = load_spec(TRIMUON_SEED, rehearse=True, rehearsal_scale="wiring")

@@ -1,0 +1,84 @@
+"""What tests share that is not a fixture: repository paths, the seed specs, the CLI runner of the
+end-to-end tests, and the HTTP stand-in for a remote service. Fixtures live in conftest.py; tests
+import these names from here (`from suite import ...`), never from conftest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SPECS_DIR = REPO_ROOT / "specs"
+GS1_SPEC = SPECS_DIR / "gs1_kernel_vs_grpo_gsm8k.json"
+SELFGEN_SPEC = SPECS_DIR / "selfgen_tasks_vs_gsm8k.json"
+TRIMUON_SPEC = SPECS_DIR / "trimuon_vs_dimuon_no_robots.json"
+
+
+def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    """`python -m <module> args...` from the repository root, without any ambient service URL or key."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
+    for name in ("TINKER_BASE_URL", "TINKER_API_KEY"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def only_run_dir(runs_dir: Path) -> Path:
+    """The one run directory a runs dir holds (hidden entries such as the index lock left out)."""
+    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return run_dir
+
+
+# A tiny HTTP stand-in for a remote Tinker service: answers get_server_capabilities and records every
+# request (headers included), so tests check what the pipeline SENDS without a real backend.
+
+
+class FakeTinkerService:
+    def __init__(self, served_models: list[str]):
+        self.served_models = served_models
+        self.requests: list[dict] = []
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                service.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+                if self.path.endswith("/get_server_capabilities"):
+                    payload = {"supported_models": [{"model_name": name} for name in service.served_models]}
+                else:
+                    payload = {}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:  # keep test output quiet
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeTinkerService:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
