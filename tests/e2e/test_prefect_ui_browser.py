@@ -21,11 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from experiment.contract.spec import load_spec
 from flows.artifacts import keyed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a full local run on a loaded 2-core machine
 LOCAL_GS1 = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed
+WIRING = load_spec(LOCAL_GS1, rehearse=True, rehearsal_scale="wiring")  # the sizes the run below has
+STEPS, N_EVAL = WIRING.steps, WIRING.to_dict()["eval"]["n_examples"]
 ARMS = ("grpo_gs8", "gs1_kernel")
 
 
@@ -61,9 +64,9 @@ def test_the_console_ends_with_the_verdict(ui_run):
     assert lines[0] == f"verdict: {result['verdict']} ({result['confidence']} confidence)"
     assert any(line.startswith("effect primary: gs1_kernel \u2212 grpo_gs8 = ") and "margin" in line for line in lines)
     assert any(line == f"RESULT in {ui_run['run_dir'] / 'result.json'}" for line in lines)
-    for step in range(1, 13):  # a console line per arm step
-        assert f"training-gs1-kernel: {step}/12 " in ui_run["stderr"]
-    assert "evaluation-grpo-gs8: 48/48 (100%)" in ui_run["stderr"]  # the wiring scale's eval size
+    for step in range(1, STEPS + 1):  # a console line per arm step
+        assert f"training-gs1-kernel: {step}/{STEPS} " in ui_run["stderr"]
+    assert f"evaluation-grpo-gs8: {N_EVAL}/{N_EVAL} (100%)" in ui_run["stderr"]
 
 
 def test_every_artifact_is_on_the_run_once_and_without_file_urls(prefect_server, ui_run):
