@@ -346,3 +346,15 @@ def embedded_server(tmp_path_factory):
 
     with start_server(checkpoint_dir=tmp_path_factory.mktemp("embedded-checkpoints")) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def service_client(embedded_server):
+    """A stock-SDK ServiceClient on the session's embedded backend, one per test module (closed after it)."""
+    import tinker
+
+    from embedded_tinker.launch import LOCAL_API_KEY
+
+    client = tinker.ServiceClient(base_url=embedded_server.base_url, api_key=LOCAL_API_KEY)
+    yield client
+    client.close("success")

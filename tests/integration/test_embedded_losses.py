@@ -39,27 +39,14 @@ ADAM = dict(learning_rate=1e-2, beta1=0.9, beta2=0.95, eps=1.0, weight_decay=0.0
 
 
 @pytest.fixture(scope="module")
-def server(embedded_server):
-    running = embedded_server  # one backend for the session (tests/conftest.py)
-    yield running
-
-
-@pytest.fixture(scope="module")
-def service_client(server):
-    client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
-    yield client
-    client.close("success")
-
-
-@pytest.fixture(scope="module")
 def reference_base():
     return load_hf_model(REGISTRY[MODEL]).double().eval().requires_grad_(False)
 
 
-def read_adapter(server, training, name: str) -> dict[str, torch.Tensor]:
+def read_adapter(embedded_server, training, name: str) -> dict[str, torch.Tensor]:
     path = training.save_state(name).result().path
     model_id = path.removeprefix("tinker://").split("/")[0]
-    return load_file(str(server.checkpoint_dir / model_id / "weights" / name / "adapter.safetensors"))
+    return load_file(str(embedded_server.checkpoint_dir / model_id / "weights" / name / "adapter.safetensors"))
 
 
 class ReferenceLora:
@@ -135,7 +122,7 @@ def make_data(loss_fn: str, reference: ReferenceLora, generator: torch.Generator
 
 
 def check_one_step(
-    server, training, reference_base, loss_fn, config, data_seed, clip_fraction, step_name, before
+    embedded_server, training, reference_base, loss_fn, config, data_seed, clip_fraction, step_name, before
 ):
     reference = ReferenceLora(reference_base, before)
     data, local_inputs = make_data(loss_fn, reference, torch.Generator().manual_seed(data_seed))
@@ -163,7 +150,7 @@ def check_one_step(
     metrics = training.optim_step(types.AdamParams(**ADAM, grad_clip_norm=clip_norm)).result().metrics
     assert metrics["grad_norm:mean"] == pytest.approx(grad_norm, rel=1e-4)
 
-    after = read_adapter(server, training, step_name)
+    after = read_adapter(embedded_server, training, step_name)
     expected = reference_adamw_first_step(
         {k: t.detach() for k, t in reference.tensors.items()}, grads, clip_norm
     )
@@ -184,18 +171,18 @@ def check_one_step(
         ("ppo", {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1}),
     ],
 )
-def test_loss_gradient_and_adamw_match_float64(server, service_client, reference_base, loss_fn, config):
+def test_loss_gradient_and_adamw_match_float64(embedded_server, service_client, reference_base, loss_fn, config):
     training = service_client.create_lora_training_client(base_model=MODEL, rank=RANK, seed=7).result()
-    initial = read_adapter(server, training, "initial")
+    initial = read_adapter(embedded_server, training, "initial")
     assert all(float(t.abs().max()) == 0 for name, t in initial.items() if name.endswith("lora_B"))
-    step1 = check_one_step(server, training, reference_base, loss_fn, config, 1, 0.0, "step-1", initial)
+    step1 = check_one_step(embedded_server, training, reference_base, loss_fn, config, 1, 0.0, "step-1", initial)
     a_changed = any(not torch.equal(step1[n], initial[n]) for n in initial if n.endswith("lora_A"))
     assert a_changed  # weight decay moves A; its gradient is zero while B = 0
     # Second step: B != 0, so A gets a gradient too; grad clipping to half the norm is on.
     resumed = service_client.create_training_client_from_state(
         training.save_state("step-1b").result().path
     ).result()
-    check_one_step(server, resumed, reference_base, loss_fn, config, 2, 0.5, "step-2", step1)
+    check_one_step(embedded_server, resumed, reference_base, loss_fn, config, 2, 0.5, "step-2", step1)
 
 
 def test_ppo_defaults_and_unknown_config_keys(service_client):

@@ -1,6 +1,6 @@
 """The stock tinker SDK against the embedded server over HTTP: every flow of sdk-call-trace.txt.
 
-One server subprocess for the module, model embedded/tiny-random (no trained weights needed).
+One embedded server for the session (tests/conftest.py), model embedded/tiny-random (no trained weights needed).
 """
 
 from __future__ import annotations
@@ -20,19 +20,6 @@ from tinker.types.optimizer import OptimizerConfigBase, OptimParamsBase
 from embedded_tinker.launch import LOCAL_API_KEY
 
 MODEL = "embedded/tiny-random"
-
-
-@pytest.fixture(scope="module")
-def server(embedded_server):
-    running = embedded_server  # one backend for the session (tests/conftest.py)
-    yield running
-
-
-@pytest.fixture(scope="module")
-def service_client(server):
-    client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
-    yield client
-    client.close("success")
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +45,8 @@ def forward_logprobs(training, datum) -> np.ndarray:
     return output.loss_fn_outputs[0]["logprobs"].to_numpy()
 
 
-def test_capabilities_list_the_registry(server):
-    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+def test_capabilities_list_the_registry(embedded_server):
+    rest = tinker.RestClient(base_url=embedded_server.base_url, api_key=LOCAL_API_KEY)
     names = {m.model_name for m in rest.get_server_capabilities().result().supported_models}
     assert names == {"embedded/tiny-arith", "embedded/tiny-random"}
 
@@ -129,7 +116,7 @@ def test_rl_flow_sample_then_policy_gradient_losses(service_client, tokens):
     )
 
 
-def test_save_load_round_trip_gives_bit_identical_logprobs(server, service_client, tokens):
+def test_save_load_round_trip_gives_bit_identical_logprobs(embedded_server, service_client, tokens):
     training = service_client.create_lora_training_client(base_model=MODEL, rank=4).result()
     datum = make_datum(tokens)
     training.forward_backward([datum], "cross_entropy")
@@ -149,7 +136,7 @@ def test_save_load_round_trip_gives_bit_identical_logprobs(server, service_clien
     with_optimizer = service_client.create_training_client_from_state_with_optimizer(path).result()
     for restored in (weights_only, with_optimizer):
         assert np.array_equal(forward_logprobs(restored, datum), saved_logprobs)
-    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    rest = tinker.RestClient(base_url=embedded_server.base_url, api_key=LOCAL_API_KEY)
     info = rest.get_weights_info_by_tinker_path(path).result()
     assert info.base_model == MODEL and info.lora_rank == 4
     assert info.optimizer_config.type == "adamw" and info.optimizer_config.optimizer_step == 1
@@ -285,7 +272,7 @@ def test_a_local_checkpoint_directory_loads_through_the_same_path(service_client
     assert np.array_equal(forward_logprobs(from_directory, datum), forward_logprobs(from_registry, datum))
 
 
-def test_get_info_fetched_again_reports_the_current_adapter(server, service_client, tokens):
+def test_get_info_fetched_again_reports_the_current_adapter(embedded_server, service_client, tokens):
     from tinker.lib.public_interfaces.training_client import fetch_training_info
 
     training = service_client.create_lora_training_client(base_model=MODEL, rank=2).result()
@@ -299,13 +286,13 @@ def test_get_info_fetched_again_reports_the_current_adapter(server, service_clie
     assert current.optimizer_config.optimizer_step == 1
     assert current.optimizer_config.last_optim_params["learning_rate"] == 1e-2
     saved = training.save_weights_for_sampler("current").result().path
-    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    rest = tinker.RestClient(base_url=embedded_server.base_url, api_key=LOCAL_API_KEY)
     assert rest.get_weights_info_by_tinker_path(saved).result().optimizer_config.adapter_sha256 == (
         current.optimizer_config.adapter_sha256
     )
 
 
-def test_adapter_sha256_follows_the_documented_byte_order(server, service_client, tokens):
+def test_adapter_sha256_follows_the_documented_byte_order(embedded_server, service_client, tokens):
     import hashlib
 
     from safetensors.torch import load_file
@@ -317,7 +304,7 @@ def test_adapter_sha256_follows_the_documented_byte_order(server, service_client
     training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
     path = training.save_state("sha").result().path
     model_id = training.get_info().model_id
-    tensors = load_file(str(server.checkpoint_dir / model_id / "weights" / "sha" / "adapter.safetensors"))
+    tensors = load_file(str(embedded_server.checkpoint_dir / model_id / "weights" / "sha" / "adapter.safetensors"))
     module_order = [name for name, _ in load_hf_model(REGISTRY[MODEL]).named_modules()]
     digest = hashlib.sha256()
     for module in module_order:
@@ -325,7 +312,7 @@ def test_adapter_sha256_follows_the_documented_byte_order(server, service_client
             if f"{module}.{part}" in tensors:
                 digest.update(tensors[f"{module}.{part}"].numpy().astype("<f4").tobytes())
     assert not any(".mlp." in name for name in tensors)
-    rest = tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+    rest = tinker.RestClient(base_url=embedded_server.base_url, api_key=LOCAL_API_KEY)
     assert (
         rest.get_weights_info_by_tinker_path(path).result().optimizer_config.adapter_sha256
         == digest.hexdigest()

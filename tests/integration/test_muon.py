@@ -200,18 +200,6 @@ def test_state_round_trip_continues_identically():
 # ---------------------------------------------------------------- the stock SDK over HTTP
 
 
-@pytest.fixture(scope="module")
-def service_client(embedded_server):
-    import tinker
-
-    from embedded_tinker.launch import LOCAL_API_KEY
-
-    running = embedded_server  # one backend for the session (tests/conftest.py)
-    client = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
-    yield client
-    client.close("success")
-
-
 def test_the_stock_sdk_trains_with_dimuon_and_trimuon(service_client):
     from tinker import types
     from tinker.types.optimizer import OptimizerConfigBase, OptimParamsBase

@@ -79,18 +79,6 @@ def test_optim_params_per_family():
 # ------------------------------------------------------------ real steps on the embedded server
 
 
-@pytest.fixture(scope="module")
-def service_client(embedded_server):
-    import tinker
-
-    from embedded_tinker.launch import LOCAL_API_KEY
-
-    running = embedded_server  # one backend for the session (tests/conftest.py)
-    client = tinker.ServiceClient(base_url=running.base_url, api_key=LOCAL_API_KEY)
-    yield client
-    client.close("success")
-
-
 def test_datums_weight_only_assistant_tokens(service_client):
     from tinker_cookbook import renderers
 
