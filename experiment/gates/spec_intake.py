@@ -39,7 +39,7 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.store.update_result(**update)
     if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (contract section 4)
         ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
-    ctx.state["served_model"] = model
+    ctx.state.served_model = model
     return GateVerdict(
         gate="spec_intake",
         status="passed",

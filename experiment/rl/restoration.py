@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import tinker
@@ -31,6 +31,9 @@ from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES,
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env
 
+if TYPE_CHECKING:  # imported for type hints only
+    from experiment.run.context import RunContext
+
 # Spec optimizer names -> the family a server reports (contract-details Part C: adam == adamw).
 # Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
 CONFIG_ALIASES = {"lr": "learning_rate"}
@@ -40,6 +43,8 @@ CONFIG_ALIASES = {"lr": "learning_rate"}
 PROVEN_BY_INITIALIZATION = ("seed",)
 # Fields the embedded backend adds to optimizer_config that describe state, not configuration.
 SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
+# Fixed before measuring: a restored client must reproduce the uninterrupted client's update this closely.
+RESTORE_UPDATE_ATOL = 1e-6
 
 
 def optimizer_family(name: str) -> str:
@@ -123,6 +128,26 @@ def service_exposure(info: Any) -> dict[str, Any]:
         "optimizer_config_keys": config_keys,
         "optimizer_config": "full" if config_keys else ("family_only" if reported.get("type") else "none"),
     }
+
+
+def record_exposure(ctx: RunContext, info: Any) -> dict[str, Any]:
+    """What the service exposes, from its get_info response (evidence service-exposure.json); both
+    families' restoration steps record it from their initialization client."""
+    exposure = service_exposure(info)
+    ctx.service.observed.update(exposure)
+    ctx.store.add_evidence("service-exposure.json", "metrics", json.dumps(
+        {"observed": ctx.service.describe(), "get_info": info.model_dump(mode="json")}, indent=2, sort_keys=True))
+    ctx.store.append_event("service_exposure", **ctx.service.describe())
+    return exposure
+
+
+def restoration_note(unverified: list[str]) -> str | None:
+    """The limit an unverifiable optimizer configuration puts on the verdict (said in reasoning)."""
+    if not unverified:
+        return None
+    return (f"restoration unverified: the service exposes no optimizer configuration in any response, so "
+            f"{len(unverified)} optimizer check(s) report the requested configuration as declared, not verified "
+            f"(initialization is proven; families match)")
 
 
 def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], restored_from: str,

@@ -17,7 +17,7 @@ import random
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from experiment import PROJECT_ROOT
 DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
@@ -161,9 +161,3 @@ def first_n_shuffled(items: list[T], n: int, seed: int = 0) -> list[T]:
         raise DataError(f"asked for {n} items but only {len(items)} exist")
     return seeded_shuffle(items, seed)[:n]
 
-
-def tasks_from_state(state: dict[str, Any]) -> list[TaskItem]:
-    """The audited training tasks: TaskItems set by this gate, or the JSON rows a resumed run restored."""
-    if state.get("generated_tasks"):
-        return list(state["generated_tasks"])
-    return [TaskItem(**row) for row in state.get("generated_task_rows", [])]

@@ -35,6 +35,7 @@ class EvaluationError(ValueError):
 
 
 FORBIDDEN_PROVENANCE_KEYS = ("arm", "checkpoint")
+BASE_LABEL = "base"  # the untrained base model, scored under this label when the spec has no eval-only arm for it
 
 
 def canonical_json(value) -> str:

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiment.rl import restoration as r
-from experiment.sft import gates as sft_gates
 from experiment.rl.advantages import KernelBaselineState
 from experiment.run.capacity import CapacityBlocked
 from experiment.run.clients import ClientSession, open_session
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
 
@@ -37,27 +37,21 @@ CHECKPOINTS_TABLE = "arm_checkpoints"
 STEPS_TABLE = "training_steps"
 
 
+
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type != "rl":
-        return not_implemented(GATE, f"arm training for training_type {ctx.plan.training_type!r}")
-    arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.get("kernel_bandwidth"))
-    steps = int(ctx.spec.to_dict()["steps"])
+    arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.kernel_bandwidth)
+    steps = ctx.spec.steps
     optimizers = requested_optimizers(ctx.plan)
-    session = ctx.state.get("arms_session") or open_session(ctx, "arms")
+    session = ctx.state.arms_session or open_session(ctx, "arms")
     saved = _saved_progress(ctx)
-    ctx.state["comparison_steps_completed"] = sum(entry["step"] for entry in saved.values())
+    ctx.state.comparison_steps_completed = sum(entry["step"] for entry in saved.values())
 
     def trainer(name: str, arm: RLArmSettings):
         attempts = []
 
         def train() -> str:  # a retry continues from the arm's last saved step, on a restored client
             if attempts:
-                ctx.state.get("arm_clients", {}).pop(name, None)
+                ctx.state.arm_clients.pop(name, None)
             attempts.append(1)
             latest = saved.get(name) if len(attempts) == 1 else _saved_progress(ctx).get(name)
             return ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[name]), steps, latest).train()
@@ -74,7 +68,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
     reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]
     return GateVerdict(
         gate=GATE, status="failed" if failed else "passed", reasons=reasons,
-        measured={"steps_per_arm": steps, "comparison_steps_completed": ctx.state["comparison_steps_completed"],
+        measured={"steps_per_arm": steps, "comparison_steps_completed": ctx.state.comparison_steps_completed,
                   "resumed_from": {name: entry["step"] for name, entry in saved.items()}},
         next_diagnostic="read the failing arm's last rows in tables/training_steps.parquet and events.jsonl"
         if failed else None,
@@ -104,9 +98,9 @@ class ArmTrainer:
         ctx, arm = self.ctx, self.arm
         start = self.saved["step"] if self.saved else 0
         window = self._window(self.saved)
-        client = ctx.state.get("arm_clients", {}).get(arm.name) if not self.saved else None
+        client = ctx.state.arm_clients.get(arm.name) if not self.saved else None
         if client is None:  # a resumed run: continue from the last saved state (or the initialization)
-            client = self._restore(self.saved["uri"] if self.saved else ctx.state["init_checkpoint"])
+            client = self._restore(self.saved["uri"] if self.saved else ctx.state.init_checkpoint)
         renderer = renderer_for(client, arm.renderer_name)
         order = arm_training_order(ctx.spec, ctx.state, arm.name)
         for step in range(start, self.steps):
@@ -118,15 +112,15 @@ class ArmTrainer:
 
     def _step_with_capacity(self, client, renderer, order, step, window):
         """One step; a capacity refusal restores the last saved state before the step is redone."""
-        state = {"client": client, "dirty": False}
+        current = {"client": client, "dirty": False}  # this step's client, and whether an attempt touched it
 
         def attempt():
-            if state["dirty"]:
-                state["client"] = self._restore(self._last_uri(step))
-            state["dirty"] = True  # any failure below leaves the server-side model unusable for a redo
-            record, new_window = run_async(train_one_step(state["client"], renderer, self.arm, order, step,
+            if current["dirty"]:
+                current["client"] = self._restore(self._last_uri(step))
+            current["dirty"] = True  # any failure below leaves the server-side model unusable for a redo
+            record, new_window = run_async(train_one_step(current["client"], renderer, self.arm, order, step,
                                                           kernel_state=window))
-            path = state["client"].save_state(f"{self.arm.name}-step-{step + 1:04d}").result().path
+            path = current["client"].save_state(f"{self.arm.name}-step-{step + 1:04d}").result().path
             return record, new_window, path
 
         record, window, path = self.ctx.call_service(attempt)
@@ -135,13 +129,13 @@ class ArmTrainer:
                                                    "kernel_window": _window_json(window)}])
         ctx.store.append_rows(STEPS_TABLE, [record.summary()])
         ctx.store.append_event("training_step", **record.summary(), checkpoint=path)
-        ctx.state["comparison_steps_completed"] = ctx.state.get("comparison_steps_completed", 0) + 1
+        ctx.state.comparison_steps_completed = ctx.state.comparison_steps_completed + 1
         ctx.on_progress(f"training-{self.arm.name.replace('_', '-')}", step + 1, self.steps)
-        return state["client"], window
+        return current["client"], window
 
     def _last_uri(self, step: int) -> str:
         if step == 0:
-            return self.ctx.state["init_checkpoint"]
+            return self.ctx.state.init_checkpoint
         rows = [row for row in self.ctx.store.read_table(CHECKPOINTS_TABLE)
                 if row["arm"] == self.arm.name and row["step"] == step]
         return rows[-1]["uri"]
@@ -150,7 +144,7 @@ class ArmTrainer:
         """A client from a saved state, its optimizer verified from the server's response and the
         restore appended to initialization_provenance under the store's lock (both arm threads
         restore at once on a resume; neither record may be lost)."""
-        with_optimizer = uri != self.ctx.state.get("init_checkpoint")
+        with_optimizer = uri != self.ctx.state.init_checkpoint
         client = self.session.client_from_state(uri, self.requested, with_optimizer=with_optimizer)
         check = r.record_restore(self.ctx.store, self.arm.name, client.get_info(), self.requested, uri, with_optimizer)
         if check["mismatches"]:
@@ -192,6 +186,3 @@ def _window_json(window: KernelBaselineState | None) -> str | None:
     return json.dumps({"rewards": list(window.rewards), "prompt_token_lengths": list(window.prompt_token_lengths),
                        "prompt_mean_logprobs": list(window.prompt_mean_logprobs), "capacity": window.capacity})
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.arm_training}

@@ -22,9 +22,9 @@ from typing import Any
 
 from experiment.rl import gs1_preflight
 from experiment.run.clients import open_session
-from experiment.sft import gates as sft_gates
 from experiment.stats.correctness import REVISION_FILE_KEY, revision_status
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict, not_implemented
+from experiment.run.context import RunContext
 from experiment.rl.restoration import requested_optimizer
 from experiment.rl.loop import GROUP_MEAN, KERNEL_BASELINE
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
@@ -43,15 +43,11 @@ REVISION_FILE_NOTE = (
 )
 
 
+
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
     details = ctx.plan.gate(GATE).details
     paths = details.get("paths") or []
-    if ctx.plan.training_type != "rl" or not paths:
+    if not paths:
         return not_implemented(GATE, "correctness check for this path (no plan in the spec or not an RL loss path)",
                                next_diagnostic="add an accepted correctness plan (pinned reference, tolerances) to the spec")
     arms = rl_arm_settings(ctx.spec, ctx.plan)
@@ -62,7 +58,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
     spec_path = paths[0]
     requested = requested_optimizer(*requested_optimizers(ctx.plan).get(gs1.name, ("adam", {"lr": gs1.learning_rate})))
     with open_session(ctx, "correctness") as session:
-        client = session.lora_client(ctx.state["served_model"], int(ctx.spec.to_dict()["lora_rank"]), gs1.seed, requested)
+        client = session.lora_client(ctx.state.served_model, int(ctx.spec.lora_rank), gs1.seed, requested)
         renderer = renderer_for(client, gs1.renderer_name)
         outcome = run_async(gs1_preflight.run_gs1_loss_path_preflight(
             client, renderer, training_items(ctx.spec), grpo, gs1, spec_path))
@@ -96,7 +92,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
         reasons += [f"{key} {entry['status']} the pin in the {entry['source']}" for key, entry in revisions.items()]
         if note:
             reasons.append(note)
-    ctx.state["correctness_note"] = note
+    ctx.state.correctness_note = note
     passed = outcome.passed and not unresolved and not differs
     return GateVerdict(
         gate=GATE,
@@ -157,6 +153,3 @@ def _keep_evidence(ctx: RunContext, outcome) -> None:
     for name in ("gs1_preflight.py", "advantages.py", "gs1_reference.py"):
         ctx.store.add_evidence(f"script-{name}", "script", (package / name).read_bytes(), source=f"experiment/rl/{name}")
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.correctness_preflight}

@@ -9,36 +9,28 @@ spec's vocabulary and is written only now, in the final RESULT update.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from experiment.stats import decision as d
-from experiment.sft import gates as sft_gates
 from experiment.stats.evaluation import observations_from_predictions
-from experiment.gates import GateVerdict, RunContext, dispatch
-from experiment.gates.evaluation import read_prediction_rows
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
+from experiment.rl.steps.evaluation import read_prediction_rows
 from experiment.report.summary import effect_in_words, effect_line, subtraction
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
 from experiment.report.validation import validate_run, validation_summary
 
 GATE = "decision"
+# (ctx, the final fields about to be posted) -> RESULT.grade: the grader, handed down by the gate
+Grader = Callable[[RunContext, dict[str, Any]], dict[str, Any]]
 
 
-def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_sft(ctx: RunContext) -> GateVerdict:
-    verdict = sft_gates.decision(ctx)
-    ctx.store.update_result(grade=own_grade(ctx))  # the SFT gate posts its verdict itself: graded right after
-    return verdict
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    rule = ctx.spec.to_dict()["decision_rule"]
+def run(ctx: RunContext, grade: Grader) -> GateVerdict:
+    """The paired decision of the spec's decision_rule, validated, graded by `grade` and posted with the verdict."""
+    rule = ctx.spec.section("decision_rule")  # the stats layer reads it as plain data
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
-    files = ctx.state.get("prediction_files", {})
+    files = ctx.state.prediction_files
     missing = [arm for arm in compared if arm not in files]
     if missing:
         return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
@@ -46,7 +38,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
     observations = observations_from_predictions(
         [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
-    limits = [note for note in (ctx.state.get("correctness_note"),) if note]
+    limits = [note for note in (ctx.state.correctness_note,) if note]
     if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (section 12)
         limits.append(f"the observations file {entry['name']} does not fit the evidence caps and is reported partial, "
                       "so the exchange cannot recompute the decision (unverified)")
@@ -66,7 +58,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
         summary = decide([f"validation failed: {', '.join(sorted({p.check for p in problems}))}"])
     # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
     final = {"validation": validation_summary(problems), **final_fields(ctx, summary)}
-    ctx.store.update_result(grade=own_grade(ctx, pending=final), **final)
+    ctx.store.update_result(grade=grade(ctx, final), **final)
     return GateVerdict(
         gate=GATE, status="passed",
         reasons=[f"verdict {summary['verdict']}"]
@@ -75,22 +67,6 @@ def run_rl(ctx: RunContext) -> GateVerdict:
         measured={"verdict": summary["verdict"], "validation_problems": len(problems),
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
     )
-
-
-def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:
-    """RESULT.grade: the exchange's categories for the record as it will be posted (RESULT now plus the
-    `pending` final fields; None removes a field, as in update_result), graded from what the record
-    carries alone, the way the exchange receives it (the run directory's events are checked after the
-    run by `python -m flows.validate RUN_DIR`)."""
-    from experiment.grading import grade_record
-
-    record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
-              if value is not None}
-    record.pop("grade", None)
-    try:
-        return grade_record(record, run_dir=None, self_consistency=False).record()
-    except Exception as err:  # a grader defect must not cost the run its verdict; it is recorded instead
-        return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
 
 
 def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +120,3 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         "outcome_reason": None,
     }
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py (graded right after)
-STEPS = {"rl": run_rl, "sft": run_sft}

@@ -16,26 +16,20 @@ import json
 from typing import Any
 
 from experiment.stats import evaluation as ev
+from experiment.stats.evaluation import BASE_LABEL
 from experiment.run.clients import open_session
-from experiment.sft import gates as sft_gates
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
 from experiment.rl.recipe import eval_items, renderer_named, rollout_settings, run_async
 
 GATE = "evaluation"
-BASE_LABEL = "base"  # the untrained base model when the spec has no eval-only arm for it
 PROGRESS_EVERY = 100
 
 
+
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type != "rl":
-        return not_implemented(GATE, f"evaluation for training_type {ctx.plan.training_type!r}")
-    checkpoints: dict[str, str] = ctx.state.get("final_checkpoints", {})
+    checkpoints: dict[str, str] = ctx.state.final_checkpoints
     trained = [arm.name for arm in ctx.plan.trained_arms]
     missing = [name for name in trained if name not in checkpoints]
     if missing:
@@ -43,11 +37,12 @@ def run_rl(ctx: RunContext) -> GateVerdict:
     base_arm = next((arm.name for arm in ctx.plan.arms if arm.role == "untrained_base"), None)
     items = eval_items(ctx.spec)
     rollout = rollout_settings(ctx.spec)
-    seed = int(ctx.spec.to_dict().get("decision_rule", {}).get("seeds", [0])[0])
+    rule = ctx.spec.decision_rule
+    seed = int((rule.seeds if rule is not None and rule.seeds is not None else [0])[0])
 
     with open_session(ctx, "evaluation") as session:
-        base_sampler = session.base_sampler(ctx.state["served_model"])
-        renderer = renderer_named(ctx.state["tokenizer_id"], rollout.renderer_name)
+        base_sampler = session.base_sampler(ctx.state.served_model)
+        renderer = renderer_named(ctx.state.tokenizer_id, rollout.renderer_name)
         stop_strings = _stop_strings(renderer)
         provenance = ev.evaluator_provenance(
             evaluator_code_files(renderer), prompt_template(rollout.few_shot),
@@ -76,7 +71,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
                 raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
                                                    on_progress=_progress(ctx, label)))
                 rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
-                                          evaluator_id, seed, checkpoint or ctx.state["served_model"],
+                                          evaluator_id, seed, checkpoint or ctx.state.served_model,
                                           grading=r.get("grading"), grading_error=r.get("grading_error"))
                         for r in raw]
                 ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
@@ -134,6 +129,3 @@ def _progress(ctx: RunContext, label: str):
             ctx.store.append_event("evaluation_progress", arm=label, done=done, total=total)
     return report
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.evaluation}

@@ -18,8 +18,8 @@ import time
 
 from experiment.run.clients import open_session
 from experiment.stats.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
-from experiment.sft import gates as sft_gates
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
 from experiment.rl.restoration import requested_optimizer
 from experiment.rl.loop import train_one_step
@@ -31,22 +31,15 @@ from experiment.rl.advantages import KernelBaselineState
 GATE = "feasibility_pilot"
 
 
+
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type != "rl":
-        return not_implemented(GATE, f"timing pilot for training_type {ctx.plan.training_type!r}")
-    spec = ctx.spec.to_dict()
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
     items = eval_items(ctx.spec)
     rollout = rollout_settings(ctx.spec)
-    init_uri = ctx.state["init_checkpoint"]
-    steps = int(spec["steps"])
-    size = pilot_size(spec)
+    init_uri = ctx.state.init_checkpoint
+    steps = ctx.spec.steps
+    size = pilot_size(ctx.spec.to_dict())  # the pilot size the spec states in its prose
     pilot_steps = min(size.steps_per_arm, steps)
     gpu_count, allocation = service_allocation(ctx.service.kind)
 
@@ -64,7 +57,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
             for step in range(pilot_steps):  # throwaway clients: the pilot never leaks into training
                 _, window = run_async(train_one_step(client, renderer, arm, order, step=step, kernel_state=window))
             step_seconds += time.perf_counter() - started
-        sampler = session.base_sampler(ctx.state["served_model"])
+        sampler = session.base_sampler(ctx.state.served_model)
         pilot_items = items[:size.eval_items]
         started = time.perf_counter()
         pilot_rows = run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot))
@@ -73,11 +66,12 @@ def run_rl(ctx: RunContext) -> GateVerdict:
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
     n_arms, n_eval = len(arms), len(items)
+    dataset = ctx.spec.section("dataset")
     eval_arms = n_arms + 1  # every trained arm plus the base model
     full_run = projection_config(
-        base_model=ctx.state["served_model"], lora_rank=spec["lora_rank"], dataset=spec["dataset"], steps=steps,
-        batch_size=spec["batch_size"], max_seq_len=spec["max_seq_len"], max_tokens=rollout.max_tokens,
-        arms=list(arms), n_examples=spec["dataset"].get("n_examples"), n_eval=n_eval,
+        base_model=ctx.state.served_model, lora_rank=ctx.spec.lora_rank, dataset=dataset, steps=steps,
+        batch_size=ctx.spec.batch_size, max_seq_len=ctx.spec.max_seq_len, max_tokens=rollout.max_tokens,
+        arms=list(arms), n_examples=dataset.get("n_examples"), n_eval=n_eval,
     )
     record = feasibility_record(
         config=full_run, effective_config=dict(full_run), primary_endpoint=ctx.plan.primary_endpoint,
@@ -104,7 +98,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
                  f"GPU-hours {projection['gpu_hours_status']}: {projection['gpu_hours_note']}",
                  f"pilot size: {pilot_steps} step(s) per arm and {len(pilot_items)} eval items ({size.source})"]
         + projection["problems"]
-        + [f"pilot measurement only: base model {ctx.state['served_model']} scored {pilot_accuracy:.2f} on the first "
+        + [f"pilot measurement only: base model {ctx.state.served_model} scored {pilot_accuracy:.2f} on the first "
            f"{len(pilot_items)} held-out items before the evaluator was frozen (a timing measurement, not an endpoint)"],
         measured={"setup_seconds": setup_seconds, "step_seconds_per_arm_step": step_seconds / (n_arms * pilot_steps),
                   "eval_seconds_per_item": eval_seconds / len(pilot_items),
@@ -116,7 +110,7 @@ def run_rl(ctx: RunContext) -> GateVerdict:
 
 def generation_block(ctx: RunContext) -> dict | None:
     """Section 11 `generation` when training data is generated (measured by the audit gate), else null."""
-    measured = ctx.state.get("generation_feasibility")
+    measured = ctx.state.generation_feasibility
     if not measured:
         return None
     return {key: measured[key] for key in ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
@@ -128,7 +122,7 @@ def generation_phases(ctx: RunContext) -> dict[str, PhaseTiming]:
 
     Already done before the pilot, so measured units are the planned units: the projection adds the
     time they actually took."""
-    measured = (ctx.state.get("generation_feasibility") or {}).get("measurements") or {}
+    measured = (ctx.state.generation_feasibility or {}).get("measurements") or {}
     gpu_count, allocation = service_allocation(ctx.service.kind)
     return {
         name: PhaseTiming(phase["seconds"], phase["units"], phase["units"], phase["units"], gpu_count, allocation)
@@ -136,6 +130,3 @@ def generation_phases(ctx: RunContext) -> dict[str, PhaseTiming]:
         if isinstance(phase, dict) and phase.get("units")
     }
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.feasibility_pilot}

@@ -15,8 +15,8 @@ import time
 
 from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import open_session
-from experiment.sft import gates as sft_gates
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.rl.restoration import optimizer_check, requested_optimizer
 from experiment.rl.loop import train_one_step
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
@@ -24,19 +24,13 @@ from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_sett
 GATE = "preflight_probe"
 
 
+
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type != "rl":
-        return not_implemented(GATE, f"probe for training_type {ctx.plan.training_type!r}")
-    model = ctx.state["served_model"]
+    model = ctx.state.served_model
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
     order = training_items(ctx.spec)
-    rank = int(ctx.spec.to_dict()["lora_rank"])
+    rank = int(ctx.spec.lora_rank)
     measured, reasons, failed, tokenizer_id = {}, [], False, None
     with open_session(ctx, "probe") as session:
         for name, arm in arms.items():
@@ -89,6 +83,3 @@ async def _one_example_step(client, renderer, arm, order):
     window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
     return await train_one_step(client, renderer, one_example, order, step=0, kernel_state=window)
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.preflight_probe}

@@ -13,7 +13,7 @@
    gate passes on a proven initialization and says so; the verdict's confidence names it). Its
    initial output is hashed on the fixed batch before any update.
 4. Hashes and URIs must agree across the group; every optimizer check must be verified from a
-   server response. The arms' clients are handed to arm training (`ctx.state["arm_clients"]`).
+   server response. The arms' clients are handed to arm training (`ctx.state.arm_clients`).
 """
 
 from __future__ import annotations
@@ -21,25 +21,17 @@ from __future__ import annotations
 import json
 from experiment.rl import restoration as r
 from experiment.run.clients import open_session, session_weights_info
-from experiment.sft import gates as sft_gates
-from experiment.gates import GateVerdict, RunContext, dispatch, not_implemented
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
 
 GATE = "restoration_preflight"
 FIXED_BATCH_SIZE = 8
-RESTORE_UPDATE_ATOL = 1e-6  # fixed before measuring: a restored client must reproduce the update
+
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    if ctx.plan.training_type != "rl":
-        return not_implemented(GATE, f"restoration for training_type {ctx.plan.training_type!r}")
-    spec = ctx.spec.to_dict()
-    model, rank = ctx.state["served_model"], int(spec["lora_rank"])
+    model, rank = ctx.state.served_model, int(ctx.spec.lora_rank)
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
     requested = {name: r.requested_optimizer(*optimizers[name]) for name in arms if name in optimizers}
@@ -51,14 +43,14 @@ def run_rl(ctx: RunContext) -> GateVerdict:
 
     with open_session(ctx, "restoration-setup") as setup:
         init_client = setup.lora_client(model, rank, first.seed, requested[first.name])
-        exposure = sft_gates.record_exposure(ctx, init_client.get_info())
+        exposure = r.record_exposure(ctx, init_client.get_info())
         renderer = renderer_for(init_client, first.renderer_name)
         batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
         init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
         checkpoint_info = session_weights_info(setup, init_uri)
         # one fixed-batch step before saving, so the restore carries optimizer moments to check
         restore_check = r.restore_update_check(setup, init_uri, requested[first.name], batch, first.adam_params(),
-                                               first.name, RESTORE_UPDATE_ATOL)
+                                               first.name, r.RESTORE_UPDATE_ATOL)
         setup_released = setup.close()
     ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
     ctx.store.add_evidence("restoration-update-check.json", "metrics", json.dumps(restore_check, indent=2))
@@ -77,16 +69,15 @@ def run_rl(ctx: RunContext) -> GateVerdict:
         unverified.append(f"create-save-restore: {restore_check['optimizer_check_after_restore']['unverified_reason']}")
     if not restore_check["passed"]:
         problems.append(f"create-save-restore update differs from the uninterrupted client "
-                        f"(max |diff| {restore_check['max_abs_difference']:.3g} > {RESTORE_UPDATE_ATOL}; "
+                        f"(max |diff| {restore_check['max_abs_difference']:.3g} > {r.RESTORE_UPDATE_ATOL}; "
                         f"{restore_check['problems']})")
     if problems:
         arms_session.close("errored")
         return _failed(problems, "compare the per-arm get_info evidence files and the initial-output hashes")
-    ctx.state["arm_clients"] = clients
-    ctx.state["arms_session"] = arms_session
-    ctx.state["init_checkpoint"] = init_uri
-    ctx.state["fixed_batch"] = batch
-    note = sft_gates.restoration_note(unverified)
+    ctx.state.arm_clients = clients
+    ctx.state.arms_session = arms_session
+    ctx.state.init_checkpoint = init_uri
+    note = r.restoration_note(unverified)
     proof = ("adapter hashes equal the checkpoint's" if exposure["adapter_sha256"]
              else "every client loaded the immutable initialization checkpoint (load responses name it)")
     return GateVerdict(
@@ -104,6 +95,3 @@ def run_rl(ctx: RunContext) -> GateVerdict:
 def _failed(problems: list[str], next_diagnostic: str) -> GateVerdict:
     return GateVerdict(gate=GATE, status="failed", reasons=problems, next_diagnostic=next_diagnostic)
 
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py
-STEPS = {"rl": run_rl, "sft": sft_gates.restoration_preflight}

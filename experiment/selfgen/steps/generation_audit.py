@@ -9,8 +9,8 @@ Runs before any optimizer update (the gate order puts it before every pilot):
      deterministic sample re-solved blind by the independent solver (sampling only), the
      section-10 record posted to RESULT.generation_audit and validated; label errors or overlaps
      reject tasks, top the set up, freeze new file versions and re-audit.
-Passes only when the validation says `passed`. Then ctx.state["generated_tasks"] holds the first
-n_accept accepted tasks (TaskItem rows) for training, and ctx.state["generation_feasibility"]
+Passes only when the validation says `passed`. Then RunState.generated_task_rows holds the first
+n_accept accepted tasks (TaskItem rows) for training, and ctx.state.generation_feasibility
 the measured generation, filter and audit work (units: candidates, filter rollouts, re-solves).
 """
 
@@ -23,7 +23,8 @@ from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
-from experiment.gates import GateVerdict, RunContext
+from experiment.contract.verdict import GateVerdict
+from experiment.run.context import RunContext
 from experiment.selfgen.generation_audit import AuditOutcome, Resolver, audit_with_repair
 from experiment.rl.recipe import (
     PROJECT_ROOT,
@@ -67,8 +68,8 @@ def run(ctx: RunContext) -> GateVerdict:
                        "run as root where `unshare --net --pid --ipc --fork` works (model-written code never runs "
                        "without those walls)")
     evaluation = full_evaluation_set(raw)
-    base_model = ctx.state.get("served_model") or raw["base_model"]
-    if settings.generator_model == raw["base_model"] and not settings.generator_path:
+    base_model = ctx.state.served_model or ctx.spec.base_model
+    if settings.generator_model == ctx.spec.base_model and not settings.generator_path:
         settings = replace(settings, generator_model=base_model)  # "frozen base": the served (resolved) model
     identities = {"generator": model_identity(settings.generator_id), "solver": model_identity(settings.solver_id),
                   "filter_base_model": model_identity(base_model)}
@@ -82,7 +83,7 @@ def run(ctx: RunContext) -> GateVerdict:
                        "look for processes of the sandbox's uids and at the host's namespace support before rerunning")
 
     feasibility = generation_feasibility(settings, generator, outcome)
-    ctx.state["generation_feasibility"] = feasibility
+    ctx.state.generation_feasibility = feasibility
     ctx.store.append_event("generation_measured", **feasibility)
     measured = {"counts": generator.counts(), "rounds": outcome.rounds, "feasibility": feasibility,
                 "identities": identities}
@@ -94,14 +95,15 @@ def run(ctx: RunContext) -> GateVerdict:
         return GateVerdict(gate=GATE, status="failed", reasons=outcome.reasons or ["the audit did not pass"],
                            measured=measured,
                            next_diagnostic="read the candidates file (dispositions and errors) and the audit file")
-    ctx.state["generated_tasks"] = generator.training_tasks()
+    tasks = generator.training_tasks()
+    ctx.state.generated_task_rows = [asdict(task) for task in tasks]
     report = outcome.report
     return GateVerdict(
         gate=GATE, status="passed", measured=measured,
-        # JSON rows for a resumed run (the flow merges this into ctx.state): tasks_from_state rebuilds them
-        state={"generated_task_rows": [asdict(task) for task in ctx.state["generated_tasks"]],
+        # JSON rows, for a resumed run too (the flow hands them to RunState.receive); generated_tasks() rebuilds them
+        state={"generated_task_rows": ctx.state.generated_task_rows,
                "generated_tasks_file": report["dataset_file"], "generation_feasibility": feasibility},
-        reasons=[(f"{len(ctx.state['generated_tasks'])} tasks from {report['counts']['generated']} candidates; "
+        reasons=[(f"{len(tasks)} tasks from {report['counts']['generated']} candidates; "
                   f"audit round {outcome.rounds}: {report['label_error_count']} label errors in "
                   f"{report['sample_size']} blind re-solves by {_resolver_id(settings)}, "
                   f"{report['overlap_count']} evaluation overlaps; validated passed")],
@@ -172,8 +174,8 @@ def _renderer(ctx: RunContext, sampler: Any, renderer_name: str) -> Any:
     reuses the tokenizer id the probe recorded (offline-safe); any other model asks the SDK."""
     from tinker_cookbook import renderers
 
-    if sampler.get_base_model() == ctx.state.get("served_model") and ctx.state.get("tokenizer_id"):
-        return renderer_named(ctx.state["tokenizer_id"], renderer_name)
+    if sampler.get_base_model() == ctx.state.served_model and ctx.state.tokenizer_id:
+        return renderer_named(ctx.state.tokenizer_id, renderer_name)
     return renderers.get_renderer(renderer_name, sampler.get_tokenizer())
 
 

@@ -1,0 +1,52 @@
+"""Gate `decision`: the verdict, from the retained evidence, in the spec's vocabulary, graded before it is posted.
+
+RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
+from the retained predictions, role labels mapped to arms, the decision object posted. SFT (no
+decision_rule): the best-LR comparison against the plan file's verdict_rule, no decision object.
+Either way the record is validated before the verdict, and RESULT.grade carries the exchange's
+categories for the record as posted; the grader (experiment.grading) sits above the families, so
+this gate hands it to the step.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from experiment.gates import GateVerdict, RunContext, dispatch
+from experiment.rl.steps import decision as rl_step
+from experiment.sft.steps import decision as sft_step
+
+GATE = "decision"
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    """This gate with the step of the run's family (experiment.gates.dispatch)."""
+    return dispatch(GATE, STEPS, ctx)
+
+
+def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:
+    """RESULT.grade: the exchange's categories for the record as it will be posted (RESULT now plus the
+    `pending` final fields; None removes a field, as in update_result), graded from what the record
+    carries alone, the way the exchange receives it (the run directory's events are checked after the
+    run by `python -m flows.validate RUN_DIR`)."""
+    from experiment.grading import grade_record
+
+    record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
+              if value is not None}
+    record.pop("grade", None)
+    try:
+        return grade_record(record, run_dir=None, self_consistency=False).record()
+    except Exception as err:  # a grader defect must not cost the run its verdict; it is recorded instead
+        return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
+
+
+def _sft_then_graded(ctx: RunContext) -> GateVerdict:
+    """The SFT step posts its verdict itself; the record is graded right after."""
+    verdict = sft_step.run(ctx)
+    ctx.store.update_result(grade=own_grade(ctx))
+    return verdict
+
+
+# RL posts the grade with its final update (the grader handed down); SFT is graded right after its step
+STEPS = {"rl": partial(rl_step.run, grade=own_grade), "sft": _sft_then_graded}
