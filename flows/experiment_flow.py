@@ -115,7 +115,7 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
     if rehearsal and not store.read_result().get("rehearsal"):
         _mark_rehearsal(store, spec, rehearsal)
     service = config.service
-    ctx = RunContext(spec=spec, plan=plan, store=store, service=service, requeue_count=config.requeue_count,
+    ctx = RunContext(spec=spec, plan=plan, store=store, service=service,
                      on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
     ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed, config.capacity)
     if reused:

@@ -37,7 +37,6 @@ class RunContext:
     plan: ExecutionPlan
     store: RunStore
     service: ServiceTarget
-    requeue_count: int = 0
     state: RunState = field(default_factory=RunState)
     # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
     on_progress: Callable[[str, int, int], None] = lambda key, done, total: None

@@ -45,6 +45,8 @@ from experiment.sft.loop import ChatExample, SFTSettings, optim_params, to_datum
 
 @dataclass(frozen=True)
 class SFTRun:
+    """One training run of the comparison: an arm at one learning rate of its grid."""
+
     name: str  # "<arm>@lr=<lr>"
     arm: str
     family: str
@@ -72,6 +74,7 @@ class SFTRun:
 
 
 def sft_runs(ctx: RunContext) -> list[SFTRun]:
+    """Every training run of the comparison in plan order (plan.training_runs: each arm x its LR grid)."""
     runs = []
     for planned in ctx.plan.training_runs:
         arm = ctx.plan.arm(planned.arm)
@@ -98,12 +101,15 @@ def service_routing(ctx: RunContext) -> dict[str, Any]:
 
 
 def open_sft_session(ctx: RunContext, purpose: str) -> ClientSession:
+    """A session for `purpose` on the target every arm runs on (the fork when `service_routing` says so)."""
     return open_session(ctx, purpose, fork=service_routing(ctx)["fork"])
 
 
 def served_model_and_rank(ctx: RunContext) -> tuple[str, int]:
+    """(the model spec intake resolved, the spec's LoRA rank)."""
     return ctx.state.served_model, int(ctx.spec.lora_rank)
 
 
-def datums(examples: list[ChatExample], renderer: Any, settings: SFTSettings) -> list[Any]:
+def to_datums(examples: list[ChatExample], renderer: Any, settings: SFTSettings) -> list[Any]:
+    """The examples as training datums under the run's renderer and max_seq_len."""
     return [to_datum(example, renderer, settings.max_seq_len) for example in examples]

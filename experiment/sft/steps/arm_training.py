@@ -19,7 +19,7 @@ from experiment.run.clients import ClientSession
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
 from experiment.sft.loop import ChatExample, batch_id, sft_settings, step_batches, train_step, training_examples
-from experiment.sft.runs import SFTRun, datums, open_sft_session, sft_runs
+from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 
 PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same batches
 STEPS_TABLE = "sft_steps"
@@ -98,7 +98,7 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
         client = (ctx.state.arm_clients or {}).get(run.name) or _client_from_initial_state(ctx, session, run)
         if not tokenized:
             renderer = renderer_for(client, settings.renderer_name)
-            tokenized[:] = [datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
+            tokenized[:] = [to_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
         records = []
         for step in range(settings.steps):
             record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step])

@@ -17,7 +17,7 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
 from experiment.sft import loss_eval
 from experiment.sft.loop import heldout_examples, score_heldout, sft_settings
-from experiment.sft.runs import SFTRun, datums, open_sft_session, sft_runs
+from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 from experiment.stats.evaluation import BASE_LABEL, evaluation_record, evaluator_id, evaluator_provenance, score_entry
 
 
@@ -38,7 +38,7 @@ def run(ctx: RunContext) -> GateVerdict:
     eval_session = open_sft_session(ctx, "evaluation")
     base_client = eval_session.client_from_state(ctx.state.init_checkpoint, runs[0].requested)
     renderer = renderer_for(base_client, settings.renderer_name)
-    datums, ids = datums(items, renderer, settings), [item.id for item in items]
+    datums, ids = to_datums(items, renderer, settings), [item.id for item in items]
     template = (f"renderer {settings.renderer_name}; conversation_to_datum(train_on_what=all_assistant_messages, "
                 f"reduction=none, max_length={settings.max_seq_len}); forward(..., cross_entropy)")
     provenance = evaluator_provenance([PROJECT_ROOT / f for f in EVALUATOR_CODE], template, TEACHER_FORCED,

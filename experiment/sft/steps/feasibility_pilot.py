@@ -14,7 +14,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
 from experiment.sft.loop import batch_id, heldout_examples, score_heldout, sft_settings, step_batches, train_step, training_examples
-from experiment.sft.runs import datums, open_sft_session, sft_runs
+from experiment.sft.runs import to_datums, open_sft_session, sft_runs
 from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
 
 FEASIBILITY_EVAL_EXAMPLES = 16
@@ -35,11 +35,11 @@ def run(ctx: RunContext) -> GateVerdict:
             renderer = renderer_for(client, settings.renderer_name)
             batch = step_batches(examples, settings.batch_size, 1)[0]
             started = time.perf_counter()
-            train_step(client, datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch))
+            train_step(client, to_datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch))
             step_seconds += time.perf_counter() - started
         pilot = heldout[:FEASIBILITY_EVAL_EXAMPLES]
         started = time.perf_counter()
-        score_heldout(client, datums(pilot, renderer, settings), [e.id for e in pilot])
+        score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot])
         eval_seconds = time.perf_counter() - started
     n_arms, n_runs = len(first_run_per_arm), len(runs)
     dataset = ctx.spec.section("dataset")

@@ -18,7 +18,7 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.clients import session_weights_info
 from experiment.run.context import RunContext
 from experiment.sft.loop import sft_settings, training_examples
-from experiment.sft.runs import SFTRun, datums, open_sft_session, served_model_and_rank, sft_runs
+from experiment.sft.runs import SFTRun, to_datums, open_sft_session, served_model_and_rank, sft_runs
 
 FIXED_BATCH_SIZE = 4  # examples in the fixed batch of the initial-output and create-save-restore checks
 
@@ -32,7 +32,7 @@ def run(ctx: RunContext) -> GateVerdict:
         init_client = setup.lora_client(model, rank, runs[0].seed, runs[0].requested)
         exposure = r.record_exposure(ctx, init_client.get_info())
         renderer = renderer_for(init_client, settings.renderer_name)
-        batch = datums(examples[:FIXED_BATCH_SIZE], renderer, settings)
+        batch = to_datums(examples[:FIXED_BATCH_SIZE], renderer, settings)
         init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
         checkpoint_info = session_weights_info(setup, init_uri)
         first_run_per_arm = {run.arm: run for run in reversed(runs)}
