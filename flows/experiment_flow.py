@@ -4,7 +4,7 @@ Each gate is a task returning a GateVerdict; the flow records it (event + `gates
 stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESULT says which gate,
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
 
-Capacity (contract section 3): service calls go through the run's capacity policy; refusals past
+Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
 its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
 run's clients released and, for a deployment run, a re-queued run scheduled. Resume: a run of the
 same spec content that is unfinished (killed, or capacity-blocked) is continued in place: passed
@@ -189,7 +189,7 @@ def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlock
 
 
 def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
-    """Contract section 3: release this run's clients, report capacity_block, re-queue when deployed."""
+    """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
     store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))

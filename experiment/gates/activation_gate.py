@@ -5,6 +5,8 @@ full-run regime, on throwaway clients restored from the initialization checkpoin
 the spec and never change, and only a calibration the spec pre-registers may be tried. RL (GS1):
 kernel-baseline activity and the pre-registered bandwidth calibration. Self-generated tasks: each
 arm on its intended data, live reward groups, no evaluation overlap. (Not applicable to SFT specs.)
+
+Rules: ACT-1, ACT-2 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

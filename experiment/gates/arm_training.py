@@ -4,6 +4,8 @@ Every arm (SFT: every run of every arm's LR grid) trains from the proven initial
 prompts or batches in the same order, each as its own task run (`ctx.run_each`); progress is saved
 so that a capacity stop, a crash or a re-run continues instead of starting over, with every restore
 verified like a creation. Each arm's metrics and final checkpoint are posted as it finishes.
+
+Rules: RUN-1, ADAPT-1, CAP-1, REST-4 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

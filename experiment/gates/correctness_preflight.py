@@ -5,6 +5,8 @@ tolerances, fixed before measuring, with the probe scripts and the fixed input k
 missing or failed check, or a revision that is not pinned, stops the run before full training.
 RL (GS1): the loss path against the stock cookbook GRPO path and a float64 reference. SFT
 (TriMuon): the forked optimizer's update against the independent float64 TriMuon reference.
+
+Rules: CORR-1..CORR-9 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ decision_rule): the best-LR comparison against the plan file's verdict_rule, no 
 Either way the record is validated before the verdict, and RESULT.grade carries the exchange's
 categories for the record as posted; the grader (experiment.grading) sits above the families, so
 this gate hands it to the step.
+
+Rules: DEC-1..DEC-14, GEN-3, GEN-4, GEN-9 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The evaluator (code hash, prompt template, decoding, parser, explicit item ids) 
 before any score; then the untrained base and every trained arm are scored, each as its own task
 run, with one retained prediction row per item. RL: greedy accuracy on the held-out items. SFT: the
 held-out token-mean NLL.
+
+Rules: EVAL-1..EVAL-11, LOSS-1, LOSS-2 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

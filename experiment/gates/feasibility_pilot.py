@@ -4,6 +4,8 @@ A representative timing pilot in the full run's regime (client setup from the in
 checkpoint, real training steps per arm on throwaway clients, evaluation of a held-out slice),
 never scaled, projects the full run (arms one after another) plus a recovery reserve against the
 budget; the record is published before continuing and the run stops when the comparison cannot fit.
+
+Rules: FEAS-1..FEAS-11 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

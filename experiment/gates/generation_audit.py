@@ -5,6 +5,8 @@ set, and a deterministic sample is re-solved blind by an independent solver; lab
 evaluation overlaps must stay within the spec's limits (repaired, re-frozen and re-audited
 otherwise). Runs before every pilot, for any spec the plan applies it to; the one step is the
 self-generated-tasks family's.
+
+Rules: GA-1..GA-9 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ For each arm: a training client with the arm's optimizer, rank and seed, one for
 the arm's loss on one example and one optim_step; both must succeed with a finite loss and the
 optimizer family the server reports must be the one requested. A rejected optimizer means the arm
 needs a fork: it is never swapped silently. Probe clients live in a setup session finished afterwards.
+
+Rules: RUN-2 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

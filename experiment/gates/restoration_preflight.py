@@ -4,6 +4,8 @@ One immutable initialization checkpoint is saved and every arm's (SFT: every tra
 is created from it; adapter hashes or the load responses, optimizer checks from server responses
 and initial outputs on a fixed batch must agree, and a create-save-restore update must reproduce the
 uninterrupted client's. The arms' clients go on to arm training.
+
+Rules: REST-1..REST-10 (docs/contract-rules.md).
 """
 
 from __future__ import annotations

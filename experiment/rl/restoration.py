@@ -1,4 +1,4 @@
-"""Restoration preflight (contract section 5): every arm starts from one proven state.
+"""Restoration preflight (REST-1..REST-10): every arm starts from one proven state.
 
 The proof, per arm, is built from server responses only:
 
@@ -34,7 +34,7 @@ from experiment.rl.loop import make_env
 if TYPE_CHECKING:  # imported for type hints only
     from experiment.run.context import RunContext
 
-# Spec optimizer names -> the family a server reports (contract-details Part C: adam == adamw).
+# Spec optimizer names -> the family a server reports (REST-5: adam == adamw).
 # Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
 CONFIG_ALIASES = {"lr": "learning_rate"}
 # Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
@@ -64,7 +64,7 @@ def optimizer_check(info: Any, requested: dict[str, Any], after_restore: int,
 
     A service whose response exposes only the optimizer family (production: `{"type": family}`)
     verifies the family, never the configuration: the entry then says `source: "declared"`,
-    `actual_config: null` and why, so it stays unverified (contract section 5) instead of
+    `actual_config: null` and why, so it stays unverified (REST-6) instead of
     passing on values nobody reported."""
     reported = info.optimizer_config.model_dump() if info.optimizer_config is not None else {}
     actual_family = reported.get("type")
@@ -179,7 +179,7 @@ def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], r
 
 def initialization_from_checkpoint(base_model: str, checkpoint_uri: str, load_response: Any,
                                    evidence_ref: str, init_seed: int | None) -> dict[str, Any]:
-    """The immutable full-initialization checkpoint proof (contract section 5, A-5.1): the arm's
+    """The immutable full-initialization checkpoint proof (REST-2): the arm's
     client loaded `checkpoint_uri` (saved once by this run with save_state, overwrite off, under a
     run-unique name) and the service's load response names what it loaded."""
     loaded = getattr(load_response, "path", None)
@@ -314,7 +314,7 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
                    requested: dict[str, Any], init_uri: str, checkpoint_info: Any, batch: Sequence[Any],
                    adapter_proof: bool) -> tuple[dict[str, Any], Any]:
     """One group member's training client, proven to start from the initialization checkpoint
-    before any update, and its section-5 entry.
+    before any update, and its initialization_provenance entry (REST-1..REST-8).
 
     adapter_proof (the service exposes adapter hashes): the client is created from the checkpoint
     and the get_info the SDK fetches right after that load reports the adapter sha256, which must
@@ -359,7 +359,7 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
 
 def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any], batch: Sequence[Any],
                          params: Any, label: str, atol: float) -> dict[str, Any]:
-    """Create-save-restore fixed-gradient check (contract section 5), against the uninterrupted client.
+    """Create-save-restore fixed-gradient check (REST-10), against the uninterrupted client.
 
     Both clients start from the initialization checkpoint and take one fixed-batch step, so the
     optimizer has moments (momentum, Adam's m and v) before anything is saved. One client then

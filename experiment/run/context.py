@@ -40,7 +40,7 @@ class RunContext:
     state: RunState = field(default_factory=RunState)
     # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
     on_progress: Callable[[str, int, int], None] = lambda key, done, total: None
-    # call_service(fn) -> fn(): the flow installs the capacity policy here (contract section 3):
+    # call_service(fn) -> fn(): the flow installs the capacity policy here (CAP-1):
     # capacity refusals are retried with backoff and end in CapacityBlocked past the limit.
     call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
     # run_each(kind, {arm: fn}) -> {arm: result or exception}: per-arm work ("train", "evaluate") side by

@@ -1,7 +1,7 @@
 """Datasets read from files: GSM8K JSONL and `{id, question, answer}` task files.
 
 Every item is a `TaskItem(id, question, answer)` with the final answer as a string. GSM8K ids are
-`gsm8k-<split>-<line index>`, so they are stable and explicit (contract section 6).
+`gsm8k-<split>-<line index>`, so they are stable and explicit (EVAL-4).
 
 A spec names data files by path; `resolve_data_path` is the one place such a path is turned into
 a file: relative paths are taken from the project root, and the resolved file (symlinks followed)

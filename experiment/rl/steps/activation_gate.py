@@ -1,4 +1,4 @@
-"""Gate `activation_gate` (contract section 1 step 7; contract-details A-1.9, A-1.11).
+"""RL (GS1) step of gate `activation_gate` (ACT-1, ACT-2).
 
 Every check of the spec's `activation_gate.checks`, measured on a short pilot in the exact
 full-run regime (model, loss path, batch, updates per batch, dtype) on throwaway clients

@@ -1,4 +1,4 @@
-"""Gate `arm_training` (contract section 1 step 9; section 3 capacity; resume).
+"""RL step of gate `arm_training` (RUN-1; capacity CAP-1; paired order ADAPT-1; resume).
 
 Both arms train side by side (`ctx.run_each`: one Prefect task run each under the flow) from the shared seed-0 prompt order with the
 spec's AdamW settings. After every optimizer step the arm's full training state is saved
@@ -63,7 +63,7 @@ def run(ctx: RunContext) -> GateVerdict:
     failed = {name: err for name, err in outcomes.items() if isinstance(err, BaseException)}
     for err in failed.values():
         if isinstance(err, CapacityBlocked):
-            raise err  # the flow turns it into a capacity block (section 3), arms' progress kept
+            raise err  # the flow turns it into a capacity block (CAP-1), arms' progress kept
     reasons = [f"{name}: {type(err).__name__}: {err}" for name, err in failed.items()]
     reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]
     return GateVerdict(

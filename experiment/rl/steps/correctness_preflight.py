@@ -1,4 +1,4 @@
-"""Gate `correctness_preflight` (contract section 4; contract-details A-1.3, A-1.4, A-4.x).
+"""RL step of gate `correctness_preflight` (CORR-1..CORR-9).
 
 Loss paths (spec GS1): `experiment.rl.gs1_preflight` compares, on one fixed input, the new loop
 with the treatment disabled against the stock cookbook GRPO path and the GS1 implementation
@@ -116,7 +116,7 @@ def spec_revision_request(ctx: RunContext, path_record: dict[str, Any], unresolv
     return {
         "version": 1,
         "reason": ("The spec's correctness revisions are UNRESOLVED; no full run happens until they are pinned "
-                   "(contract section 4). The run does not pin them itself."),
+                   "(CORR-6, CORR-8). The run does not pin them itself."),
         "spec": ctx.plan.spec_path,
         "spec_sha256": ctx.plan.spec_sha256,
         "revision_file": revision_file,

@@ -1,4 +1,4 @@
-"""Gate `decision` (contract section 7; contract-details A-7.x, A-2.4, A-2.5).
+"""RL step of gate `decision` (DEC-1..DEC-14; the verdict per GEN-3, GEN-4).
 
 Item-level observations of every compared arm (failures as 0) are retained as
 `scored-observations.jsonl` (kind metrics, referenced by name + sha256); the paired Hoeffding
@@ -39,7 +39,7 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
         [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.correctness_note,) if note]
-    if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (section 12)
+    if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (EVID-3, DEC-4)
         limits.append(f"the observations file {entry['name']} does not fit the evidence caps and is reported partial, "
                       "so the exchange cannot recompute the decision (unverified)")
     simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"

@@ -1,4 +1,4 @@
-"""Gate `evaluation` (contract section 6; contract-details A-1.13, A-6.x).
+"""RL step of gate `evaluation` (EVAL-1..EVAL-11).
 
 The evaluator is frozen first (provenance: real code hash, prompt template, decoding with its
 stop strings, parser, explicit item ids; evaluator id = sha256 of that provenance) and posted

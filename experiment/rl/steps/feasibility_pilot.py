@@ -1,4 +1,4 @@
-"""Gate `feasibility_pilot` (contract section 11; contract-details A-1.6, A-11.x).
+"""RL step of gate `feasibility_pilot` (FEAS-1..FEAS-10).
 
 A representative timing pilot in the full run's regime, measured, never scaled: client setup
 from the initialization checkpoint, real training steps per arm (on throwaway clients in a setup
@@ -104,12 +104,12 @@ def run(ctx: RunContext) -> GateVerdict:
                   "eval_seconds_per_item": eval_seconds / len(pilot_items),
                   "projected_wall_seconds": projection["wall_seconds"],
                   "pilot_measurement_base_accuracy": pilot_accuracy},
-        next_diagnostic=None if fits else "downsize per contract section 11: drop optional evals/seeds first, then shorten training with a recorded deviation",
+        next_diagnostic=None if fits else "downsize per FEAS-11: drop optional evals/seeds first, then shorten training with a recorded deviation",
     )
 
 
 def generation_block(ctx: RunContext) -> dict | None:
-    """Section 11 `generation` when training data is generated (measured by the audit gate), else null."""
+    """The record's `generation` block (FEAS-7) when training data is generated (measured by the audit gate), else null."""
     measured = ctx.state.generation_feasibility
     if not measured:
         return None

@@ -1,4 +1,4 @@
-"""Gate `preflight_probe` (contract section 1 step 2, contract-details A-1.1).
+"""RL step of gate `preflight_probe` (RUN-2).
 
 The spec's probe, exactly: for each arm, create the training client with the arm's optimizer,
 rank and seed; one forward_backward with the arm's loss on one sampled example carrying that
@@ -40,7 +40,7 @@ def run(ctx: RunContext) -> GateVerdict:
                 client = session.lora_client(model, rank, arm.seed, requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
                 if is_capacity_refusal(err):
-                    raise  # a busy service is no rejection: the flow stops or waits per section 3
+                    raise  # a busy service is no rejection: the flow stops or waits per CAP-1
                 failed = True
                 reasons.append(f"{name}: create_model rejected ({type(err).__name__}: {err}); this arm needs a fork")
                 continue
@@ -49,7 +49,7 @@ def run(ctx: RunContext) -> GateVerdict:
             check = optimizer_check(info, requested, after_restore=0, evidence_ref="events.jsonl")
             renderer = renderer_for(client, arm.renderer_name)
             # one example of the spec's dataset for every arm: never generated data, which is not
-            # audited yet at this point (contract A-1.8)
+            # audited yet at this point (RUN-2, GA-9)
             record, _ = run_async(_one_example_step(client, renderer, arm, order))
             loss = record.loss_sum
             ok = math.isfinite(loss) and check["actual_family"] == requested["family"]

@@ -1,4 +1,4 @@
-"""Gate `restoration_preflight` (contract section 5; contract-details A-5.x).
+"""RL step of gate `restoration_preflight` (REST-1..REST-10).
 
 1. A setup session creates the initialization client (seed, rank, each group's optimizer) and
    saves one immutable full initialization checkpoint.

@@ -1,4 +1,4 @@
-"""Gate `generation_audit` (contract section 10; contract-details A-1.7, A-1.8, A-10.x).
+"""Self-generated-tasks step of gate `generation_audit` (GA-1..GA-9).
 
 Runs before any optimizer update (the gate order puts it before every pilot):
   1. generation: the generator (the spec's, or a trained generator checkpoint the local spec
@@ -7,7 +7,7 @@ Runs before any optimizer update (the gate order puts it before every pilot):
      solvability filter on the frozen base model through the cookbook math env;
   2. audit: candidates and the full held-out set frozen as generated_tasks evidence, the
      deterministic sample re-solved blind by the independent solver (sampling only), the
-     section-10 record posted to RESULT.generation_audit and validated; label errors or overlaps
+     `generation_audit` record (GA-2) posted to RESULT.generation_audit and validated; label errors or overlaps
      reject tasks, top the set up, freeze new file versions and re-audit.
 Passes only when the validation says `passed`. Then RunState.generated_task_rows holds the first
 n_accept accepted tasks (TaskItem rows) for training, and ctx.state.generation_feasibility
@@ -57,7 +57,7 @@ def run(ctx: RunContext) -> GateVerdict:
     if spec_audit.get("answer_comparison") not in ("numeric_exact", "categorical_exact"):
         why = (f"generation_audit.answer_comparison {spec_audit.get('answer_comparison')!r} is missing or "
                "unsupported; the audit stays unverified")
-        # the record says so (missing evidence is unverified, never absent or passed; contract A-10.3)
+        # the record says so (missing evidence is unverified, never absent or passed; GA-7)
         ctx.store.update_result(generation_audit={"version": 1, "stage": "before_training", "status": "unverified",
                                                   "reason": why})
         return _failed([why], "set generation_audit.answer_comparison in the spec")
@@ -140,7 +140,7 @@ def _generate_and_audit(ctx: RunContext, settings: GenerationSettings, rollout: 
 
 
 def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
-    """RESULT.generation_audit: the section-10 record (each sample's label and agreement stay in the audit file)."""
+    """RESULT.generation_audit: the GA-2 record (each sample's label and agreement stay in the audit file)."""
     record = {key: value for key, value in report.items() if key != "samples"}
     record["samples"] = [{key: sample[key] for key in ("item_id", "independent_answer", "resolver_id", "method",
                                                        "reasoning", "blind_to_label")}
@@ -192,7 +192,7 @@ def full_evaluation_set(raw_spec: dict[str, Any]) -> list[TaskItem]:
 
 
 def generation_feasibility(settings: GenerationSettings, generator: TaskGenerator, outcome: AuditOutcome) -> dict[str, Any]:
-    """Measured generation/filter/audit work for the feasibility record (contract section 11, A-11.2)."""
+    """Measured generation/filter/audit work for the feasibility record (FEAS-7)."""
     counts = generator.counts()
     m = generator.measurements
     return {

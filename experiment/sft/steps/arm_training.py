@@ -119,7 +119,7 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
 
 
 def arm_manifests(runs: list[SFTRun], run_manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Section 9's adaptation manifests, one entry per arm: the batches its runs actually consumed
+    """The adaptation manifests (ADAPT-1), one entry per arm: the batches its runs actually consumed
     (every run of the arm's grid consumes the same ones; a run that did not is a pair mismatch,
     reported from the per-run manifests), with the runs it covers."""
     by_run = {manifest["arm"]: manifest for manifest in run_manifests}

@@ -54,14 +54,14 @@ def _reference_updates(fixed: dict[str, Any], learning_rate: float, hyper: dict[
 
 
 def update_errors(actual: list[np.ndarray], reference: list[np.ndarray]) -> dict[str, float]:
-    """Section-4 errors of a whole update (every factor concatenated)."""
+    """The CORR-3 errors of a whole update (every factor concatenated)."""
     return parity_errors(np.concatenate([x.ravel() for x in actual]), np.concatenate([x.ravel() for x in reference]))
 
 
 def run(ctx: RunContext) -> GateVerdict:
     details = ctx.plan.gate("correctness_preflight").details
     paths = details.get("paths") or []
-    if not paths:  # contract section 4: a custom path with no accepted plan is required/unverified
+    if not paths:  # CORR-7: a custom path with no accepted plan is required/unverified
         ctx.store.update_result(correctness_preflight={"required": True, "status": "unverified", "paths": []})
         return GateVerdict(
             gate="correctness_preflight", status="failed",

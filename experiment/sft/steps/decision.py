@@ -20,8 +20,8 @@ from experiment.sft.runs import service_routing, sft_runs
 
 def run(ctx: RunContext) -> GateVerdict:
     """The verdict of a spec WITHOUT a decision_rule (the TriMuon spec): no decision object
-    (contract section 7, contract-details A-7.1 and Part D); the verdict follows the effect
-    against the margin (section 2, direction+confidence): "supported" when every criterion of the
+    (DEC-1); the verdict follows the effect
+    against the margin (GEN-3, direction+confidence; DEC-8 best_lr_threshold): "supported" when every criterion of the
     success criterion is met, "refuted" otherwise; "strong" confidence only when an interval or at
     least two seeds settle the margin, so one seed and point estimates keep it "weak". How the
     prose criterion is measured (selection, metrics, margins) is the plan file's `verdict_rule`,

@@ -70,5 +70,5 @@ def run(ctx: RunContext) -> GateVerdict:
         measured={"setup_seconds": setup_seconds, "step_seconds_per_arm": step_seconds / n_arms,
                   "eval_seconds_per_example": eval_seconds / len(pilot),
                   "projected_wall_seconds": projection["wall_seconds"]},
-        next_diagnostic=None if fits else "downsize per contract section 11: drop LR points or the optional seed first",
+        next_diagnostic=None if fits else "downsize per FEAS-11: drop LR points or the optional seed first",
     )

@@ -41,7 +41,7 @@ def run(ctx: RunContext) -> GateVerdict:
                 client = session.lora_client(model, rank, run.seed, run.requested)
             except Exception as err:  # the service rejected the arm's optimizer or options
                 if is_capacity_refusal(err):
-                    raise  # a busy service is no rejection: the flow stops or waits per section 3
+                    raise  # a busy service is no rejection: the flow stops or waits per CAP-1
                 failed = True
                 reasons.append(f"{arm}: create_model with {run.family} rejected ({type(err).__name__}: {err}); "
                                "this arm needs a fork, and then every arm runs on it (never a swapped optimizer)")

@@ -81,7 +81,7 @@ def run(ctx: RunContext) -> GateVerdict:
 
 
 def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Section 5's record, one entry per named arm. An arm with an LR grid is several clients, each
+    """The initialization_provenance record (REST-1), one entry per named arm. An arm with an LR grid is several clients, each
     created from the same initialization state: the arm's entry is its first run's, and `runs` keeps
     every run's own entry (its creation check carries that run's learning rate)."""
     arms: dict[str, Any] = {}
