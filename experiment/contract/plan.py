@@ -453,7 +453,7 @@ def _gate_decision(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if spec.decision_rule is None:
         if (spec.to_dict().get("verdict_rule") or {}).get("method"):
             return GatePlan("decision", True, "the spec has no decision_rule, so RESULT carries no decision object; the "
-                            "verdict follows the effect against the margin (contract section 2) as the plan file's "
+                            "verdict follows the effect against the margin (GEN-3) as the plan file's "
                             "verdict_rule measures it")
         return GatePlan("decision", False, "the spec has no decision_rule")
     source = "plan file" if spec.source.revision and "decision_rule" in spec.source.revision.supplied else "spec"

@@ -83,7 +83,7 @@ def run(ctx: RunContext) -> GateVerdict:
                           "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"],
                           "grid_edge": v["grid_edge"]}
                     for arm, v in arms.items()}
-    verdict_record = {"rule": "contract section 2 (no decision_rule): effect against margin, per criterion",
+    verdict_record = {"rule": "GEN-3 (no decision_rule): effect against margin, per criterion",
                       "selection": rule.get("select"), "criteria": criteria, "per_arm": summary_arms}
     ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
     # everything but the verdict first (no decision object: the spec has no decision_rule)
