@@ -10,7 +10,7 @@ temporary Prefect server that has no such limit, so there the slot is a no-op.
 `experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
 an events.jsonl line and a log line. The slot is held per attempt, never while sleeping.
 
-    call = capacity_guarded_caller(store, lambda: ctx.state.get("comparison_steps", 0))
+    call = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed)
     result = call(lambda: training_client.forward_backward(datums, "importance_sampling").result())
 """
 

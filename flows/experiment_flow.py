@@ -4,7 +4,7 @@ Each gate is a task returning a GateVerdict; the flow records it (event + `gates
 stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESULT says which gate,
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
 
-Capacity (contract section 3): service calls go through the run's capacity policy; refusals past
+Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
 its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
 run's clients released and, for a deployment run, a re-queued run scheduled. Resume: a run of the
 same spec content that is unfinished (killed, or capacity-blocked) is continued in place: passed
@@ -15,6 +15,11 @@ a second invocation against a live run ends `Failed(name="RunInProgress")` and t
 `rehearse=True` runs the spec at rehearsal scale (experiment.contract.rehearsal), marked as such.
 A `backend` parameter carrying credentials is refused before anything runs
 (`Failed(name="CredentialsInParameter")`): they belong in the environment, never in a parameter.
+
+The entry parses the spec once (a deployment run gets its path; the CLI, which parsed it already to
+claim the run, hands the parsed `spec` down) and composes the run's configuration once
+(experiment.run.config.RunConfig: runs dir, service target and exposure profile, capacity policy,
+re-queue chain); everything below receives them.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.run.capacity import CapacityBlocked, CapacityPolicy, capacity_block_record, classify, safe_error_text
+from experiment.run.capacity import CapacityBlocked, capacity_block_record, classify, safe_error_text
+from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
@@ -35,8 +41,7 @@ from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
-from experiment.run.service import ServiceTarget
-from experiment.contract.spec import load_spec
+from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunInProgress, RunStore
 from flows.run import finished_message
 from tasks import GATE_TASKS
@@ -72,16 +77,21 @@ def _projected_seconds(store: RunStore) -> float | None:
 @flow(name="run-experiment")
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
-                   fresh: bool = False, rehearsal_scale: str = "standard") -> State:
-    """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run."""
+                   fresh: bool = False, rehearsal_scale: str = "standard", spec: Spec | None = None) -> State:
+    """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run.
+
+    `spec`: the spec at `spec_path` as the caller already parsed it (the CLI, with `rehearse` and
+    `rehearsal_scale` applied); None (a deployment run) parses `spec_path` here."""
     logger = get_run_logger()
     refusal = credentials_refusal(backend)  # e.g. a deployment run given --param backend=https://user:key@...
     if refusal:
         logger.error("%s", refusal)
         return Failed(name="CredentialsInParameter", message=refusal)
-    spec = load_spec(spec_path, rehearse=rehearse, rehearsal_scale=rehearsal_scale)
+    if spec is None:
+        spec = load_spec(spec_path, rehearse=rehearse, rehearsal_scale=rehearsal_scale)
     plan = build_plan(spec)
-    service = ServiceTarget.from_backend(with_credentials(backend), exposure=exposure)  # the parameter carries no credentials
+    config = RunConfig.compose(backend, with_credentials(backend), runs_dir, exposure,  # the parameter carries no credentials
+                               requeue_count=requeue_count, chain_started_at=chain_started_at)
     try:
         store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
     except RunInProgress as err:
@@ -92,30 +102,27 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         logger.info("%s", message)
         return Completed(name="AlreadyFinished", message=message)
     try:
+        config.keep_checkpoints_beside(store.run_dir.parent)
         reused = store.passed_gates() if how == "resumed" else {}
-        return _run_claimed(spec, plan, store, service, reused, requeue_count, spec_path, backend, runs_dir,
-                            chain_started_at, logger, exposure)
+        return _run_claimed(spec, plan, store, config, reused, logger)
     finally:
         store.release()
 
 
-def _run_claimed(spec, plan, store: RunStore, service: ServiceTarget, reused: dict, requeue_count: int,
-                 spec_path: str, backend: str, runs_dir: str | None, chain_started_at: str | None, logger,
-                 exposure: str = "embedded") -> State:
+def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: dict, logger) -> State:
     """The gates, in order, of a run this process holds (new, or resumed with `reused` gates)."""
     rehearsal = spec.source.rehearsal
     if rehearsal and not store.read_result().get("rehearsal"):
         _mark_rehearsal(store, spec, rehearsal)
-    service.checkpoint_dir = str(store.run_dir.parent / ".embedded-checkpoints")
-    ctx = RunContext(spec=spec, plan=plan, store=store, service=service, requeue_count=requeue_count,
+    service = config.service
+    ctx = RunContext(spec=spec, plan=plan, store=store, service=service,
                      on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
-    policy = CapacityPolicy.from_env()
-    ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.get("comparison_steps_completed", 0), policy)
+    ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed, config.capacity)
     if reused:
         store.update_result(status="running", capacity_block=None, outcome_reason=None)
-        store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=requeue_count)
+        store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=config.requeue_count)
         logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
-    store.append_event("run_config", backend=service.describe(), exposure=exposure)  # the service profile asked for
+    store.append_event("run_config", backend=service.describe(), exposure=config.exposure)  # the service profile asked for
     logger.info("run %s in %s (%s backend)", store.run_id, store.run_dir, service.kind)
     for line in plan_lines(plan.to_dict(), sorted(reused), _projected_seconds(store)):
         logger.info(line)
@@ -124,7 +131,7 @@ def _run_claimed(spec, plan, store: RunStore, service: ServiceTarget, reused: di
     try:
         for name in GATE_ORDER:
             if name in reused:
-                ctx.state.update(reused[name])
+                ctx.state.receive(reused[name])  # what the gate handed on when it passed
                 continue
             try:
                 gate_state = GATE_TASKS[name](quote(ctx), wait_for=[previous] if previous else None,
@@ -132,16 +139,15 @@ def _run_claimed(spec, plan, store: RunStore, service: ServiceTarget, reused: di
                 previous = gate_state
                 verdict = gate_state.result()
             except Exception as err:
-                blocked = as_capacity_block(err, ctx.state.get("comparison_steps_completed", 0))
+                blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
                                         next_diagnostic="read the traceback in the flow log and fix the gate")
                     store.record_gate(crash)
                     store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
                     raise
-                return _capacity_stop(ctx, name, blocked, policy, spec_path, backend, runs_dir, requeue_count,
-                                      chain_started_at, logger)
-            ctx.state.update(verdict.state)
+                return _capacity_stop(ctx, name, blocked, config, logger)
+            ctx.state.receive(verdict.state)
             store.record_gate(verdict)
             logger.info(gate_line(verdict))
             if name == "feasibility_pilot" and verdict.status == "passed":
@@ -182,21 +188,20 @@ def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlock
     return None
 
 
-def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, policy: CapacityPolicy, spec_path: str,
-                   backend: str, runs_dir: str | None, requeue_count: int, chain_started_at: str | None,
-                   logger) -> State:
-    """Contract section 3: release this run's clients, report capacity_block, re-queue when deployed."""
-    store, plan = ctx.store, ctx.plan
+def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
+    """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
+    store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
     store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
                                                 blocked.waited_seconds, blocked.comparison_steps_completed))
-    started = chain_started_at or store.run_meta()["started"]
+    started = config.chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
-        spec_path, {"backend": backend, "runs_dir": runs_dir, "chain_started_at": started,
-                    "exposure": ctx.service.exposure, **({"rehearse": True, "rehearsal_scale": ctx.spec.source.rehearsal.get("scale", "standard")}
-                       if ctx.spec.source.rehearsal else {})},
-                    requeue_count,
+        ctx.spec.source.path, {"backend": config.backend, "runs_dir": config.runs_dir, "chain_started_at": started,
+                               "exposure": config.exposure,
+                               **({"rehearse": True, "rehearsal_scale": ctx.spec.source.rehearsal.get("scale", "standard")}
+                                  if ctx.spec.source.rehearsal else {})},
+        config.requeue_count,
         policy.max_requeues, policy.requeue_delay_seconds(), float(plan.budget.get("max_wall_minutes") or 0), started)
     store.append_event("requeue", **decision.to_dict())
     logger.warning("%s; %s", blocked, decision.reason)

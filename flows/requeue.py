@@ -1,4 +1,4 @@
-"""Re-queue a deployment run that ended in a capacity block (contract section 3, A-3.2).
+"""Re-queue a deployment run that ended in a capacity block (CAP-1, CAP-2).
 
 A run started from a deployment schedules a new run of the same deployment `delay_seconds` later
 (`run_deployment(..., scheduled_time=..., timeout=0, as_subflow=False, idempotency_key=...)`) and

@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
                                rehearsal_scale=args.rehearsal_scale,
                                exposure=args.exposure or "embedded",
+                               spec=spec,  # parsed once, here: the flow does not read the file again
                                return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)

@@ -20,7 +20,7 @@ from experiment.contract.spec import ArmSpec, Spec, SpecError
 
 Applicability = Literal[True, False, "unknown"]
 
-# The verdict vocabulary is fixed by each spec's contract-source text (contract section 2): the GS1 and
+# The verdict vocabulary is fixed by each spec's own text (GEN-3, GEN-4): the GS1 and
 # TriMuon texts use direction+confidence, the self-generated text three-way. Keyed by spec file stem
 # prefix so copies (gs1_..._test_size.json) inherit it; a spec may also set `verdict_vocabulary` itself.
 VOCABULARY_BY_SPEC_PREFIX = {
@@ -31,7 +31,7 @@ VOCABULARY_BY_SPEC_PREFIX = {
 DEFAULT_VOCABULARY = "direction_confidence"
 VOCABULARIES = ("direction_confidence", "three_way")
 
-# contract-details: how the loss aggregation is read from the eval text
+# LOSS-1: how the loss aggregation is read from the eval text
 _EXAMPLE_MEAN_WORDS = ("per example", "example mean", "example weighted", "mean of example", "per sequence")
 _TOKEN_MEAN_WORDS = ("per token", "token mean", "token weighted", "per assistant token", "nats/token")
 _LOSS_WORDS = ("nll", "loss", "perplexity", "cross entropy", "cross-entropy", "log likelihood")
@@ -284,7 +284,7 @@ def _plan_decision(spec: Spec) -> dict[str, Any] | None:
         "alpha": rule.alpha,
         "unit": rule.unit,
         "seeds": rule.seeds,
-        # contract section 7: simultaneous intervals over several criteria use Bonferroni (alpha split evenly)
+        # DEC-8: simultaneous intervals over several criteria use Bonferroni (alpha split evenly)
         "adjustment": "bonferroni" if n_criteria > 1 and rule.method == "paired_hoeffding" else "none",
         "alpha_per_criterion": (rule.alpha / n_criteria) if rule.alpha is not None else None,
     }
@@ -309,7 +309,7 @@ def _plan_eval(spec: Spec) -> dict[str, Any]:
     }
 
 
-# ---- gate applicability (contract section 1, contract-details A-1.x and Part D) ----
+# ---- gate applicability (RUN-1; per gate: CORR-1, REST-1, FEAS-1, GA-1, ACT-1, DEC-1) ----
 
 
 def _feature_text(spec: Spec, name: str) -> str:
@@ -453,7 +453,7 @@ def _gate_decision(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if spec.decision_rule is None:
         if (spec.to_dict().get("verdict_rule") or {}).get("method"):
             return GatePlan("decision", True, "the spec has no decision_rule, so RESULT carries no decision object; the "
-                            "verdict follows the effect against the margin (contract section 2) as the plan file's "
+                            "verdict follows the effect against the margin (GEN-3) as the plan file's "
                             "verdict_rule measures it")
         return GatePlan("decision", False, "the spec has no decision_rule")
     source = "plan file" if spec.source.revision and "decision_rule" in spec.source.revision.supplied else "spec"

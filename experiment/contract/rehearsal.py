@@ -147,7 +147,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-# The contract's deviation fields (exchange-contract section 2) for each setting a rule changes; the
+# The deviation fields (GEN-6) for each setting a rule changes; the
 # LR and the rank follow the model (calibrated for it), the answer length and sequence length belong
 # to what one optimizer step processes, the budget follows the step count.
 _CATEGORIES = (

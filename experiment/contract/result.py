@@ -1,4 +1,4 @@
-"""RESULT builders: the contract's result object (section 2) in both verdict vocabularies.
+"""RESULT builders: the RESULT object (GEN-2..GEN-8) in both verdict vocabularies.
 
 These are pure functions that return fields; `RunStore.update_result(**fields)` writes them.
 A field whose value is None is removed from RESULT (e.g. no `verdict` before the final update in
@@ -20,7 +20,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.contract.plan import ExecutionPlan
 
 def adaptation_batch_hash(batch_ids: list[Any]) -> str:
-    """sha256(json.dumps(adaptation_batch_ids)) with default separators (contract section 9)."""
+    """sha256(json.dumps(adaptation_batch_ids)) with default separators (ADAPT-1)."""
     return hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest()
 
 
@@ -93,7 +93,7 @@ def gate_failure_message(verdict: GateVerdict) -> str:
 
 def capacity_block_update(plan: ExecutionPlan, gate: str, block: dict[str, Any], waited_seconds: float,
                           steps_completed: int) -> dict[str, Any]:
-    """RESULT fields of a run that capacity stopped during `gate` (contract section 3): no verdict, why, and
+    """RESULT fields of a run that capacity stopped during `gate` (CAP-1): no verdict, why, and
     the capacity_block record; the vocabulary decides how the absent verdict is spelled."""
     update: dict[str, Any] = {
         "status": "failed", "outcome_reason": "incomplete_execution", "capacity_block": block,

@@ -31,7 +31,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, Valida
 from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
 
 DECISION_METHODS = {
-    # per-item paired statistic with a one-sided Hoeffding bound (contract section 7)
+    # per-item paired statistic with a one-sided Hoeffding bound (DEC-8)
     "paired_hoeffding",
     # best grid point of each arm compared against a fixed margin, no interval (TriMuon plan file)
     "best_lr_threshold",

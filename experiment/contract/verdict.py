@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-# contract section 1 / contract-details Part E, with the generation audit before any training pilot
+# RUN-1, with the generation audit before any training pilot (GA-9)
 GATE_ORDER = (
     "spec_intake",
     "preflight_probe",

@@ -1,80 +1,30 @@
-"""Gate `decision` (contract section 7; contract-details A-7.x, A-2.4, A-2.5).
+"""Gate `decision`: the verdict, from the retained evidence, in the spec's vocabulary, graded before it is posted.
 
-Item-level observations of every compared arm (failures as 0) are retained as
-`scored-observations.jsonl` (kind metrics, referenced by name + sha256); the paired Hoeffding
-rule of the spec is applied to them with the same code as `python -m flows.decide`; role
-labels are mapped to arms from the plan and the mapping is recorded. The verdict follows the
-spec's vocabulary and is written only now, in the final RESULT update.
+RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
+from the retained predictions, role labels mapped to arms, the decision object posted. SFT (no
+decision_rule): the best-LR comparison against the plan file's verdict_rule, no decision object.
+Either way the record is validated before the verdict, and RESULT.grade carries the exchange's
+categories for the record as posted; the grader (experiment.grading) sits above the families, so
+this gate hands it to the step.
+
+Rules: DEC-1..DEC-14, GEN-3, GEN-4, GEN-9 (docs/contract-rules.md).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from experiment.stats import decision as d
-from experiment.sft import gates as sft_gates
-from experiment.stats.evaluation import observations_from_predictions
 from experiment.gates import GateVerdict, RunContext, dispatch
-from experiment.gates.evaluation import read_prediction_rows
-from experiment.report.summary import effect_in_words, effect_line, subtraction
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
-from experiment.report.validation import validate_run, validation_summary
+from experiment.rl.steps import decision as rl_step
+from experiment.sft.steps import decision as sft_step
 
 GATE = "decision"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    """This gate for the spec's training type: the step STEPS names (experiment.gates.dispatch)."""
+    """This gate with the step of the run's family (experiment.gates.dispatch)."""
     return dispatch(GATE, STEPS, ctx)
-
-
-def run_sft(ctx: RunContext) -> GateVerdict:
-    verdict = sft_gates.decision(ctx)
-    ctx.store.update_result(grade=own_grade(ctx))  # the SFT gate posts its verdict itself: graded right after
-    return verdict
-
-
-def run_rl(ctx: RunContext) -> GateVerdict:
-    rule = ctx.spec.to_dict()["decision_rule"]
-    role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
-    compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
-    files = ctx.state.get("prediction_files", {})
-    missing = [arm for arm in compared if arm not in files]
-    if missing:
-        return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
-    # the decision is computed from the retained prediction files, exactly as a reviewer would
-    observations = observations_from_predictions(
-        [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
-    entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
-    limits = [note for note in (ctx.state.get("correctness_note"),) if note]
-    if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (section 12)
-        limits.append(f"the observations file {entry['name']} does not fit the evidence caps and is reported partial, "
-                      "so the exchange cannot recompute the decision (unverified)")
-    simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"
-
-    def decide(extra_limits: list[str]) -> dict[str, Any]:
-        return d.decision_summary(rule, observations, ctx.plan.vocabulary, role_to_arm=role_to_arm,
-                                  simultaneous=simultaneous, limits=limits + extra_limits)
-
-    summary = decide([])
-    record = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, entry["sha256"])
-    # Everything but the verdict, then the same validation `python -m flows.validate` runs:
-    # a run whose records do not check out gets no definitive verdict.
-    ctx.store.update_result(decision=record, **measured_fields(ctx, summary))
-    problems = validate_run(ctx.store.run_dir)
-    if problems:
-        summary = decide([f"validation failed: {', '.join(sorted({p.check for p in problems}))}"])
-    # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
-    final = {"validation": validation_summary(problems), **final_fields(ctx, summary)}
-    ctx.store.update_result(grade=own_grade(ctx, pending=final), **final)
-    return GateVerdict(
-        gate=GATE, status="passed",
-        reasons=[f"verdict {summary['verdict']}"]
-        + [f"{c['id']}: {effect_line(c)}" for c in summary["criteria"]]
-        + [f"validation: {len(problems)} problem(s)" + (f": {problems[0].check}" if problems else "")],
-        measured={"verdict": summary["verdict"], "validation_problems": len(problems),
-                  **{c["id"]: c["effect"] for c in summary["criteria"]}},
-    )
 
 
 def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,57 +43,12 @@ def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[st
         return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
 
 
-def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-    """Effect, margin and interval of the primary criterion (direction vocabulary only), no verdict yet."""
-    if ctx.plan.vocabulary == "three_way":
-        return {}
-    primary = summary["criteria"][0]
-    return {"effect": primary["effect"], "margin": primary["margin"], "ci": [primary["lower"], primary["upper"]],
-            "seeds": len(summary["seeds"]), "grid_edge": False}
+def _sft_then_graded(ctx: RunContext) -> GateVerdict:
+    """The SFT step posts its verdict itself; the record is graded right after."""
+    verdict = sft_step.run(ctx)
+    ctx.store.update_result(grade=own_grade(ctx))
+    return verdict
 
 
-def _model_note(ctx: RunContext) -> str:
-    for deviation in ctx.store.read_result().get("deviations", []):
-        if deviation.get("field") == "model":
-            return f" on {deviation['effective']} (the service does not serve {deviation['original']})"
-    return ""
-
-
-def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-    """The final RESULT update in the spec's vocabulary (the effect was measured: succeeded)."""
-    criteria = summary["criteria"]
-    primary = criteria[0]
-    means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
-    ran = f"Trained every arm{_model_note(ctx)} and scored the final checkpoints on {primary['n']} held-out items"
-    if ctx.plan.vocabulary == "three_way":
-        bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs {c['margin']:g}"
-                           for c in criteria)
-        return {
-            "status": "succeeded",
-            "summary": f"{ran} ({means}). Verdict {summary['verdict']} ({summary['outcome_reason']}): {bounds}.",
-            "verdict": summary["verdict"],
-            "outcome_reason": summary["outcome_reason"],
-            **{field: None for field in THREE_WAY_ABSENT_FIELDS},
-        }
-    limits = [limit.rstrip(". ") for limit in summary["limits"]]
-    supported = "the claim is supported" if summary["verdict"] == "supported" else "the claim is not supported"
-    reasoning = (
-        f"The paired Hoeffding bound over {primary['n']} items gives an effect ({subtraction(primary)}) of "
-        f"{primary['effect']:+.4f} with interval [{primary['lower']:.4f}, {primary['upper']:.4f}]: "
-        f"{effect_in_words(primary)}. So {supported}: verdict {summary['verdict']} (accuracy {means}). "
-        + (f"Confidence is weak because of: {'; '.join(limits)}." if limits else "Nothing else limits the result.")
-    )
-    return {
-        "status": "succeeded",
-        "summary": f"{ran}. The {primary['id']} effect is {primary['effect']:+.4f} "
-                   f"(interval [{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
-        "verdict": summary["verdict"],
-        "confidence": summary["confidence"],
-        **measured_fields(ctx, summary),
-        "reasoning": reasoning,
-        "outcome_reason": None,
-    }
-
-
-# the step of each training type: RL here, SFT in experiment/sft/gates.py (graded right after)
-STEPS = {"rl": run_rl, "sft": run_sft}
+# RL posts the grade with its final update (the grader handed down); SFT is graded right after its step
+STEPS = {"rl": partial(rl_step.run, grade=own_grade), "sft": _sft_then_graded}

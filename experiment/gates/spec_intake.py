@@ -1,4 +1,4 @@
-"""Gate `spec_intake` (project convention, contract section 1 step 1).
+"""Gate `spec_intake`: what will this run execute, on which model (RUN-1, GEN-6)?
 
 The spec and plan were parsed before the run was created (a bad spec never gets a run). Here the
 run records what it will execute, before any training:
@@ -37,9 +37,9 @@ def run(ctx: RunContext) -> GateVerdict:
     if ctx.plan.rehearsal:  # the record says it is a rehearsal from its first summary on
         update["summary"] = rehearsal_summary(update["summary"], ctx.plan.rehearsal)
     ctx.store.update_result(**update)
-    if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (contract section 4)
+    if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (CORR-1)
         ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
-    ctx.state["served_model"] = model
+    ctx.state.served_model = model
     return GateVerdict(
         gate="spec_intake",
         status="passed",

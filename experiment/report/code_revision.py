@@ -3,7 +3,7 @@
 Retained as the run's `code_revision` evidence so a reviewer can tell exactly which pipeline
 code produced the numbers, also when the working tree had uncommitted changes. The code itself
 (every source file of the pipeline, as it was when the run started) is retained as the run's
-`script` evidence by `pipeline_code_bundle` (contract section 12: "the executed script").
+`script` evidence by `pipeline_code_bundle` (EVID-4: the executed script).
 """
 
 from __future__ import annotations

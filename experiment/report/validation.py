@@ -58,7 +58,7 @@ FEASIBILITY_PHASE_KEYS = ("seconds", "units", "planned_units", "samples", "gpu_c
 GENERATION_KEYS = ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
 LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
-# contract-details A-12.2: what a finished run retains (plus generated_tasks when training on generated data)
+# EVID-4: what a finished run retains (plus generated_tasks when training on generated data)
 REQUIRED_EVIDENCE_KINDS = ("script", "effective_config", "code_revision", "predictions", "metrics")
 CREDENTIAL_ENV_VARS = (
     "TINKER_API_KEY",
@@ -370,7 +370,7 @@ def _jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | Non
 
 
 def audit_sample_ids(accepted_ids: list[str], seed: int, size: int) -> list[str]:
-    """The deterministic audit sample (contract section 10): accepted ids sorted by
+    """The deterministic audit sample (GA-5): accepted ids sorted by
     sha256(json.dumps([seed, item_id])), the first `size` of them."""
 
     def key(item_id: str) -> str:
@@ -710,7 +710,7 @@ class _Validator:
                 f"{len(deviations)} deviations but only {counted} were posted in the running update of spec_intake",
             )
 
-    # ---- activation gate (section 1, step 7) ----
+    # ---- activation gate (ACT-1, ACT-2) ----
 
     def check_activation_calibration(self) -> None:
         """When the activation gate passed, every prespecified check has a measured value in range."""
@@ -741,7 +741,7 @@ class _Validator:
                     f"{metric} = {_short(value)} is outside its prespecified range but the gate passed",
                 )
 
-    # ---- correctness preflight (section 4) ----
+    # ---- correctness preflight (CORR-*) ----
 
     def check_correctness(self) -> None:
         record = self.result.get("correctness_preflight")
@@ -844,7 +844,7 @@ class _Validator:
                     f"path {path_id}: check {check} fails the spec's tolerance ({why}) but the run went on",
                 )
 
-    # ---- initialization provenance (section 5) ----
+    # ---- initialization provenance (REST-*) ----
 
     def check_initialization_provenance(self) -> None:
         record = self.result.get("initialization_provenance")
@@ -1045,7 +1045,7 @@ class _Validator:
                 listed = ", ".join(f"{name}={_short(value, 20)}" for name, value in values.items())
                 self.problem("provenance.group_mismatch", f"{part}.{key} differs across the group ({listed})")
 
-    # ---- evaluation (section 6) ----
+    # ---- evaluation (EVAL-*) ----
 
     def check_evaluation(self) -> None:
         record = self.result.get("evaluation")
@@ -1197,7 +1197,7 @@ class _Validator:
                     f"score of arm {score.get('arm')} seed {score.get('seed')} ({score['value']}) is not the mean of its prediction rows ({sum(values) / len(values)})",
                 )
 
-    # ---- decision (section 7) ----
+    # ---- decision (DEC-*) ----
 
     def check_decision(self) -> None:
         record = self.result.get("decision")
@@ -1386,7 +1386,7 @@ class _Validator:
                     )
                     break
 
-    # ---- loss evaluation (section 8) ----
+    # ---- loss evaluation (LOSS-1, LOSS-2) ----
 
     def check_loss_eval(self) -> None:
         record = self.result.get("loss_eval")
@@ -1450,7 +1450,7 @@ class _Validator:
             listed = ", ".join(f"{arm}={count}" for arm, count in counts.items())
             self.problem("loss_eval.same_tokens", f"arms are not scored on the same (n_tokens, n_examples): {listed}")
 
-    # ---- adaptation manifests (section 9) ----
+    # ---- adaptation manifests (ADAPT-1) ----
 
     def check_adaptation(self) -> None:
         manifests = self.result.get("adaptation_manifests")
@@ -1498,7 +1498,7 @@ class _Validator:
                         f"pair {pair}: arms {', '.join(sorted(hashes))} consumed different batches but the result is not limited (weak/inconclusive)",
                     )
 
-    # ---- generation audit (section 10) ----
+    # ---- generation audit (GA-*) ----
 
     def check_generation_audit(self) -> None:
         record = self.result.get("generation_audit")
@@ -1595,7 +1595,7 @@ class _Validator:
                 )
         return [str(row.get("item_id")) for row in rows if row.get("disposition") == "accepted"]
 
-    # ---- feasibility (section 11) ----
+    # ---- feasibility (FEAS-*) ----
 
     def check_feasibility(self) -> None:
         record = self.result.get("feasibility")
@@ -1641,7 +1641,7 @@ class _Validator:
             if missing:
                 self.problem("feasibility.generation", f"generation lacks {', '.join(missing)}")
 
-    # ---- evidence (section 12) ----
+    # ---- evidence (EVID-*) ----
 
     def check_evidence(self) -> None:
         if self.files.manifest is None:
@@ -1700,7 +1700,7 @@ class _Validator:
                         f"RESULT.evidence lists {_short(item.get('name'))} with a sha256 the manifest does not have",
                     )
 
-    # ---- credentials (section 13) ----
+    # ---- credentials (SEC-1) ----
 
     def check_no_credentials(self) -> None:
         secrets = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}

@@ -1,1 +1,1 @@
-"""The RL (GS1) family: loop, recipe, advantages and their reference, preflight, restoration, greedy eval."""
+"""The RL family (GS1, stock GRPO): gate steps in steps/; loop, recipe, advantages and their reference, preflight, restoration, activation pilots, greedy eval."""

@@ -1,4 +1,4 @@
-"""Correctness preflight for the GS1 advantage loop (contract section 4, loss path).
+"""Correctness preflight for the GS1 advantage loop (CORR-1..CORR-9, loss path).
 
 On one fixed input (rollouts sampled once from the initial weights, saved with its sha256):
 

@@ -18,6 +18,7 @@ from experiment.contract.spec import Spec
 
 if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
     from experiment.rl.loop import RLArmSettings
+    from experiment.run.state import RunState
 
 from experiment import PROJECT_ROOT
 
@@ -37,6 +38,7 @@ def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, 
 def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None) -> dict[str, RLArmSettings]:
     """Loop settings of every trained arm (the same rollout regime for all of them)."""
     from experiment.rl.loop import RLArmSettings
+    from experiment.run.state import RunState
 
     rollout = rollout_settings(spec)
     optimizers = requested_optimizers(plan)
@@ -46,13 +48,13 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
         raw = raw_arms.get(arm.name, {})
         config = optimizers.get(arm.name, ("adam", {}))[1]
         group_size = arm.group_size or int(raw.get("group_size") or 8)
-        groups_per_batch = arm.groups_per_batch or int(raw.get("groups_per_batch") or spec.to_dict()["batch_size"])
+        groups_per_batch = arm.groups_per_batch or int(raw.get("groups_per_batch") or spec.batch_size)
         settings[arm.name] = RLArmSettings(
             name=arm.name,
             advantage=raw.get("advantage", "group_mean"),
             group_size=group_size,
             groups_per_batch=groups_per_batch,
-            learning_rate=float(arm.lr if arm.lr is not None else spec.to_dict()["optimizer"]["lr"]),
+            learning_rate=float(arm.lr if arm.lr is not None else spec.section("optimizer")["lr"]),
             max_tokens=rollout.max_tokens,
             temperature=rollout.temperature,
             seed=int(arm.seed or 0),
@@ -129,7 +131,7 @@ def uses_generated_tasks(spec: Spec, arm_name: str) -> bool:
     return spec.data_source(arm_name) == "generated_tasks"
 
 
-def arm_training_order(spec: Spec, state: dict[str, Any], arm_name: str) -> list[TaskItem]:
+def arm_training_order(spec: Spec, state: RunState, arm_name: str) -> list[TaskItem]:
     """The prompt order one arm trains on.
 
     Arms on the spec's dataset take its seed-0 shuffle, first `dataset.n_examples` (GS1: the shared
@@ -138,9 +140,7 @@ def arm_training_order(spec: Spec, state: dict[str, Any], arm_name: str) -> list
     only after the generation audit passed, so no update on generated data can come before it.
     """
     if uses_generated_tasks(spec, arm_name):
-        from experiment.run.data import tasks_from_state
-
-        tasks = tasks_from_state(state)
+        tasks = state.generated_tasks()
         if not tasks:
             raise ValueError(f"arm {arm_name} trains on generated tasks but no audited task set exists")
         return seeded_shuffle(tasks, seed=0)

@@ -1,1 +1,1 @@
-"""One run's machinery: context and state, store, service target, clients, capacity policy, data files."""
+"""One run's machinery: context, typed state (RunState), configuration (RunConfig), store, service target, clients, capacity policy, data files."""

@@ -1,4 +1,4 @@
-"""Capacity errors and how long a run waits for a busy training service (contract section 3).
+"""Capacity errors and how long a run waits for a busy training service (CAP-1).
 
 Every error a service call raises falls in one of three classes (`classify`):
 
@@ -273,7 +273,7 @@ def call_with_capacity_policy(
 
 
 def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> dict[str, Any]:
-    """RESULT's `capacity_block` object (contract section 3)."""
+    """RESULT's `capacity_block` object (CAP-1)."""
     return {
         "error": blocked.error_message,
         "comparison_steps_completed": int(blocked.comparison_steps_completed),
@@ -283,5 +283,5 @@ def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> d
 
 def is_capacity_refusal(err: BaseException) -> bool:
     """A busy service (classified "capacity", or the policy already gave up), never a rejection of the request:
-    the probes re-raise it so the flow stops or waits per contract section 3."""
+    the probes re-raise it so the flow stops or waits per CAP-1."""
     return isinstance(err, CapacityBlocked) or classify(err) == "capacity"

@@ -38,13 +38,13 @@ def creation_optimizer_config(requested: dict[str, Any]) -> OptimizerConfigBase:
 def open_session(ctx: RunContext, purpose: str, fork: bool = False) -> ClientSession:
     """A session for one purpose of this run, under its capacity policy, released on a capacity stop."""
     session = ClientSession(ctx.service, purpose, fork=fork, call=ctx.call_service)
-    ctx.state.setdefault("sessions", []).append(session)
+    ctx.state.sessions.append(session)
     return session
 
 
 def release_sessions(ctx: RunContext) -> bool:
     """Finish every session this run opened (its clients go with it); True when all confirmed."""
-    return all([session.close("interrupted") for session in ctx.state.get("sessions", [])])
+    return all([session.close("interrupted") for session in ctx.state.sessions])
 
 
 class ClientSession:

@@ -1,10 +1,12 @@
-"""The context a gate runs in: typed spec and plan, the run's store, the service, and shared state."""
+"""The context a gate runs in: typed spec and plan, the run's store, the service, and the run's typed state."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
+
+from experiment.run.state import RunState
 
 if TYPE_CHECKING:  # imported for type hints only
     from experiment.contract.plan import ExecutionPlan
@@ -28,17 +30,17 @@ def run_side_by_side(kind: str, work: dict[str, Callable[[], Any]]) -> dict[str,
 
 @dataclass(eq=False)
 class RunContext:
-    """Everything a gate needs. `state` carries values downstream (checkpoints, timings, ...)."""
+    """Everything a gate needs. `state` (RunState) carries what gates hand downstream: the values a resumed
+    run restores (checkpoints, notes, ...) and this process's handles (clients, sessions)."""
 
     spec: Spec
     plan: ExecutionPlan
     store: RunStore
     service: ServiceTarget
-    requeue_count: int = 0
-    state: dict[str, Any] = field(default_factory=dict)
+    state: RunState = field(default_factory=RunState)
     # (key, done, total): long work reports progress here; the flow shows it in the Prefect UI.
     on_progress: Callable[[str, int, int], None] = lambda key, done, total: None
-    # call_service(fn) -> fn(): the flow installs the capacity policy here (contract section 3):
+    # call_service(fn) -> fn(): the flow installs the capacity policy here (CAP-1):
     # capacity refusals are retried with backoff and end in CapacityBlocked past the limit.
     call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
     # run_each(kind, {arm: fn}) -> {arm: result or exception}: per-arm work ("train", "evaluate") side by

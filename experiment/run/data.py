@@ -1,7 +1,7 @@
 """Datasets read from files: GSM8K JSONL and `{id, question, answer}` task files.
 
 Every item is a `TaskItem(id, question, answer)` with the final answer as a string. GSM8K ids are
-`gsm8k-<split>-<line index>`, so they are stable and explicit (contract section 6).
+`gsm8k-<split>-<line index>`, so they are stable and explicit (EVAL-4).
 
 A spec names data files by path; `resolve_data_path` is the one place such a path is turned into
 a file: relative paths are taken from the project root, and the resolved file (symlinks followed)
@@ -17,7 +17,7 @@ import random
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from experiment import PROJECT_ROOT
 DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
@@ -161,9 +161,3 @@ def first_n_shuffled(items: list[T], n: int, seed: int = 0) -> list[T]:
         raise DataError(f"asked for {n} items but only {len(items)} exist")
     return seeded_shuffle(items, seed)[:n]
 
-
-def tasks_from_state(state: dict[str, Any]) -> list[TaskItem]:
-    """The audited training tasks: TaskItems set by this gate, or the JSON rows a resumed run restored."""
-    if state.get("generated_tasks"):
-        return list(state["generated_tasks"])
-    return [TaskItem(**row) for row in state.get("generated_task_rows", [])]

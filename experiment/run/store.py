@@ -40,7 +40,7 @@ from experiment.contract.plan import ExecutionPlan
 from experiment.contract.result import initial_result
 from experiment.contract.spec import Spec
 
-# contract section 12
+# EVID-3
 MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
 MAX_EVIDENCE_FILES = 64
 MAX_EVIDENCE_TOTAL_BYTES = 40 * 1024 * 1024
@@ -428,7 +428,7 @@ class RunStore:
     def add_evidence(self, name: str, kind: str, data: bytes | str, source: str | None = None) -> dict[str, Any]:
         """Store an immutable evidence file and list it, content inline, in the manifest and RESULT.evidence.
 
-        RESULT.evidence.files[] entries carry the file itself (contract section 12): `content` is the
+        RESULT.evidence.files[] entries carry the file itself (EVID-1): `content` is the
         text as is when the bytes are UTF-8, else base64 with `encoding: "base64"`; `sha256` is always
         of the original bytes. A file that does not fit the caps (10 MiB a file, 64 files, 40 MiB a
         run, counted on the original bytes of the files carried inline) is still kept on disk and in
@@ -491,7 +491,7 @@ def _checked_name(name: str) -> str:
 
 
 def evidence_file_entry(name: str, kind: str, payload: bytes) -> dict[str, Any]:
-    """One RESULT.evidence.files[] entry with the file inline (contract section 12).
+    """One RESULT.evidence.files[] entry with the file inline (EVID-1, EVID-2).
 
     Text (UTF-8) is carried as is; anything else as base64 with `encoding: "base64"`. `sha256` is
     of the original bytes either way, so a reader can check the content it decodes."""
@@ -528,7 +528,7 @@ def evidence_cap_problem(name: str, size: int, inline_entries: list[dict[str, An
 
 
 def _mirror_per_arm_metrics(result: dict[str, Any]) -> None:
-    """RESULT.evidence.per_arm_metrics = RESULT.metrics.arms (contract section 12), kept in step."""
+    """RESULT.evidence.per_arm_metrics = RESULT.metrics.arms (EVID-5), kept in step."""
     arms = (result.get("metrics") or {}).get("arms") or {}
     evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
     evidence["per_arm_metrics"] = json.loads(json.dumps(arms))

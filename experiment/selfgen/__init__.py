@@ -1,1 +1,1 @@
-"""The self-generated-tasks family: sandbox, task generation, generation audit."""
+"""The self-generated-tasks family: its gate steps in steps/ (generation audit, activation); sandbox, task generation, generation audit."""

@@ -1,4 +1,4 @@
-"""Generation audit (contract section 10; contract-details A-10.x; selfgen spec, "Generation audit").
+"""Generation audit (GA-1..GA-9; selfgen spec, "Generation audit").
 
 Before any optimizer update on generated data:
   1. freeze the candidates file (every candidate, generation order, with its disposition) and the
@@ -12,7 +12,7 @@ Before any optimizer update on generated data:
      or fractions, zero tolerance; `categorical_exact`: exact, case-sensitive, no normalization);
   5. count overlaps: NFKC + casefold + whitespace-normalised exact prompt match of every accepted
      task against the full held-out set (this does not detect paraphrases or semantic leakage);
-  6. report the section-10 record, and `validate(...)` it: passed only when every rule holds and
+  6. report the `generation_audit` record (GA-2), and `validate(...)` it: passed only when every rule holds and
      label errors <= max_label_errors and overlaps <= max_eval_overlaps.
 Any label error or overlap, whatever the thresholds, rejects the affected tasks, tops the accepted
 set back up by generating more, freezes NEW file versions and re-audits (`audit_with_repair`) on a
@@ -191,7 +191,7 @@ async def blind_resolve(sampler: tinker.SamplingClient, renderer: Any, item_id: 
 def build_report(*, tasks: Sequence[dict[str, Any]], evaluation: Sequence[Any], resolved: dict[str, dict[str, Any]],
                  resolver_id: str, spec_audit: dict[str, Any], seed: int, dataset_file: str, evaluation_file: str,
                  audit_file: str) -> dict[str, Any]:
-    """The section-10 record for the current candidates and the re-solves of its sample."""
+    """The `generation_audit` record (GA-2) for the current candidates and the re-solves of its sample."""
     strategy = spec_audit.get("answer_comparison")
     counts = counts_of(tasks)
     sample = select_sample(tasks, sample_size(counts["accepted"], spec_audit), seed)

@@ -16,7 +16,7 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
 Every candidate is kept, in generation order, as one row:
     {"item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion" (the raw
      text, kept only when parsing failed), "word_count", "base_solved", "execution_seconds"}
-with disposition accepted | rejected | execution_error (contract section 10).
+with disposition accepted | rejected | execution_error (GA-3).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def word_count(text: str) -> int:
 
 
 def normalize_prompt(text: str) -> str:
-    """NFKC, casefold, whitespace runs collapsed to one space (contract section 10 overlap rule)."""
+    """NFKC, casefold, whitespace runs collapsed to one space (the GA-8 overlap rule)."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 

@@ -1,1 +1,1 @@
-"""Supervised fine-tuning (the TriMuon spec): pieces in the target layout."""
+"""The SFT family (the TriMuon spec): gate steps in steps/, the training runs and routing in runs.py, loop, loss eval, adaptation manifests, the optimizer probe."""

@@ -1,4 +1,4 @@
-"""Paired batch order (contract section 9; contract-details A-9.x): adaptation manifests.
+"""Paired batch order (ADAPT-1): adaptation manifests.
 
 Each training run reports the ids of the batches its loop actually consumed, in order, with
 `adaptation_batch_hash = sha256(json.dumps(adaptation_batch_ids))` (default separators). Runs of

@@ -216,7 +216,7 @@ def train_step(client: tinker.TrainingClient, datums: list[tinker.Datum], params
 def score_heldout(client: tinker.TrainingClient, datums: list[tinker.Datum], ids: list[str],
                   aggregation: str = "token_mean",
                   on_progress: Callable[[int, int], None] | None = None) -> LossEval:
-    """Held-out loss with forward(..., "cross_entropy"), per-example totals (contract section 8).
+    """Held-out loss with forward(..., "cross_entropy"), per-example totals (LOSS-1).
     `on_progress(done, total)` is called after every forward request (examples scored so far)."""
     evaluator = LossEval(aggregation)
     for start in range(0, len(datums), EVAL_BATCH_SIZE):

@@ -1,4 +1,4 @@
-"""Held-out loss evaluation (contract section 8; contract-details A-8.x).
+"""Held-out loss evaluation (LOSS-1, LOSS-2).
 
 Score every arm with forward(..., "cross_entropy") on the same examples and hand each output with
 each example's loss weights to `LossEval.add_output`:
@@ -29,7 +29,7 @@ ABS_TOL = 1e-12
 
 
 class LossEvalError(ValueError):
-    """Inputs that do not fit the section 8 rules."""
+    """Inputs that do not fit the LOSS-1 and LOSS-2 rules."""
 
 
 @dataclass
@@ -122,7 +122,7 @@ def report_by_arm(aggregation: str, runs: dict[str, dict[str, LossEval]], select
 
 
 def check(loss_eval: dict[str, Any]) -> list[str]:
-    """Problems with a loss_eval record under the section 8 rules (empty list: consistent).
+    """Problems with a loss_eval record under LOSS-1 and LOSS-2 (empty list: consistent).
 
     Per-run records beneath an arm (`arms.<arm>.runs.<label>`) obey the same rules and must be on
     the same tokens and examples as every arm."""

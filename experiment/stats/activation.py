@@ -1,8 +1,8 @@
 """Activation gate: the spec's checks measured on a short pilot, ranges never moved.
 
-Pure functions only: the pilot itself (training steps on throwaway clients) runs in
-``experiment.gates.activation_gate``; this module turns its measured StepRecords into
-the spec's metrics and compares them against the spec's fixed ranges.
+Pure functions only: the pilot itself (training steps on throwaway clients) runs in the
+activation steps (``experiment.rl.steps.activation_gate``, ``experiment.selfgen.steps.activation_gate``);
+this module turns its measured StepRecords into the spec's metrics and compares them against the spec's fixed ranges.
 """
 
 from __future__ import annotations

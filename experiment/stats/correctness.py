@@ -1,4 +1,4 @@
-"""Measurements for the correctness preflight record (contract section 4).
+"""Measurements for the correctness preflight record (CORR-1..CORR-9).
 
 Everything here is float64 numpy and measures; nothing decides on its own except
 ``accepts``, which applies the spec's tolerances to measured errors.
@@ -14,7 +14,7 @@ Everything here is float64 numpy and measures; nothing decides on its own except
 * ``pinned_revisions(spec)`` / ``revision_status``: the revisions the spec, or its recorded
   revision file, pins per path, and whether the reported ones match them. The run never
   pins them itself: while a revision is UNRESOLVED the check stays unverified and the run
-  requests a spec revision (contract section 4, contract-details A-1.4, A-4.4).
+  requests a spec revision (CORR-6).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def accepts(errors: dict, tolerance: dict) -> tuple[bool, str]:
 def check_tolerances(errors: dict, tolerances: dict) -> tuple[bool, list[str]]:
     """Every tolerance of a spec path against its measured errors: (all accepted, one reason each).
 
-    A tolerance with no measurement blocks like a failed check (contract section 4)."""
+    A tolerance with no measurement blocks like a failed check (CORR-2)."""
     passed, reasons = True, []
     for key, tolerance in tolerances.items():
         if key not in errors:
@@ -177,7 +177,7 @@ def revision_pins(files=(), packages=("tinker", "tinker-cookbook")) -> dict:
     }
 
 
-# ---- revision pins (contract section 4; contract-details A-1.4, A-4.4) ----
+# ---- revision pins (CORR-6) ----
 
 REVISION_KEYS = ("baseline_revision", "reference_revision")
 # A recorded spec revision (specs/<name>.plan.json) may pin the revisions a spec leaves UNRESOLVED

@@ -1,4 +1,4 @@
-"""Paired Hoeffding decision over item-level observations (contract section 7).
+"""Paired Hoeffding decision over item-level observations (DEC-5..DEC-10).
 
 Input: one ``Observation`` per (arm, item, scheduled seed, metric), failures scored 0
 (a missing row is an error, never a zero).  For each criterion of a spec's
@@ -21,7 +21,7 @@ Input: one ``Observation`` per (arm, item, scheduled seed, metric), failures sco
   ``unsettled``.
 
 Verdicts: ``direction_confidence_verdict`` and ``three_way_verdict`` implement the two
-vocabularies of contract section 2; ``decision_summary`` runs the whole computation
+vocabularies of GEN-3 and GEN-4; ``decision_summary`` runs the whole computation
 (flow and ``python -m flows.decide`` both call it) and ``decision_record`` shapes the
 RESULT ``decision`` object.  Observation files: ``write_observations_jsonl``,
 ``read_observations_jsonl``, ``bytes_sha256``.

@@ -1,5 +1,5 @@
 """Evaluator provenance, evaluator id, prediction rows and the evaluation record
-(contract section 6, the parts that need no model).
+(EVAL-1..EVAL-10, the parts that need no model).
 
 The evaluator is frozen before anything is scored: its provenance is
 
@@ -35,6 +35,7 @@ class EvaluationError(ValueError):
 
 
 FORBIDDEN_PROVENANCE_KEYS = ("arm", "checkpoint")
+BASE_LABEL = "base"  # the untrained base model, scored under this label when the spec has no eval-only arm for it
 
 
 def canonical_json(value) -> str:
@@ -111,7 +112,7 @@ def evaluator_provenance(code_files: list, prompt_template: str, decoding: dict,
 
 
 def evaluator_id(provenance: dict) -> str:
-    """sha256 hex of the provenance as canonical JSON (contract section 6, verbatim)."""
+    """sha256 hex of the provenance as canonical JSON, exactly as EVAL-2 states it."""
     return hashlib.sha256(canonical_json(provenance).encode()).hexdigest()
 
 
@@ -187,7 +188,7 @@ def score_entry(arm: str, value: float, evaluator_id: str, seed: int, prediction
 
 
 def evaluation_record(evaluators: dict, scores: list[dict], comparisons: list[dict]) -> dict:
-    """The section-6 object; checks that every id recomputes from its provenance,
+    """The `evaluation` object (EVAL-1); checks that every id recomputes from its provenance,
     that every score names a known evaluator and has a finite value, and that no
     provenance names an arm or checkpoint."""
     for identifier, provenance in evaluators.items():

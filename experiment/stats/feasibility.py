@@ -1,4 +1,4 @@
-"""Feasibility record (contract section 11): measured pilot timings projected against budget.
+"""Feasibility record (FEAS-1..FEAS-10): measured pilot timings projected against budget.
 
 Rules kept here: timings are measured, never scaled by parameter count; concurrency is never
 assumed free (arms are projected as if they ran one after another); GPU counts come only
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# The keys a re-projection watches (contract-details A-11.4): config and effective_config
+# The keys a re-projection watches (FEAS-2): config and effective_config
 # both record all of them.
 PROJECTION_KEYS = (
     "base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len",
@@ -56,7 +56,7 @@ def service_allocation(service_kind: str) -> tuple[int | None, str | None]:
     """(gpu_count, allocation_source) from explicit allocation evidence only, else (None, None).
 
     The embedded backend is a CPU process this run started itself. A remote service tells the SDK
-    nothing about its GPUs, so its allocation stays unknown (contract section 11: null for a shared
+    nothing about its GPUs, so its allocation stays unknown (FEAS-6: null for a shared
     service when the allocation is unknown)."""
     return EMBEDDED_ALLOCATION if service_kind == "embedded" else (None, None)
 
@@ -109,10 +109,10 @@ def feasibility_record(
     extra_phases: dict[str, PhaseTiming] | None = None,
     pilot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The section-11 record plus a `projection` block (wall seconds, GPU-hours, fits).
+    """The `feasibility` record (FEAS-1..FEAS-8) plus a `projection` block (wall seconds, GPU-hours, fits).
 
     `config` and `effective_config` are both the full run's configuration and must be identical
-    (contract-details A-11.4: any difference means a re-projection); the pilot's own size lives in
+    (FEAS-2: any difference means a re-projection); the pilot's own size lives in
     `measurements` (units measured vs planned_units of the full run) and in `pilot`."""
     if config != effective_config:
         changed = sorted(k for k in set(config) | set(effective_config) if config.get(k) != effective_config.get(k))

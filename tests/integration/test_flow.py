@@ -21,7 +21,7 @@ def _context(tmp_path, spec_path, backend="http://127.0.0.1:9"):
 
 def test_a_gate_without_logic_fails_loudly(tmp_path, no_service_env):
     """An applicable gate whose logic is not built fails, never passes (SFT specs hand their gates to
-    experiment.sft.gates, built one function at a time)."""
+    experiment/sft/steps/, built one gate at a time)."""
     verdict = not_implemented("arm_training", "SFT loop over the LR grid")
     assert verdict.status == "failed" and verdict.failed
     assert verdict.reasons[0].startswith("not implemented: ")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from experiment.selfgen import generation_audit as audit
-from experiment.run.data import TaskItem, tasks_from_state
+from experiment.run.data import TaskItem
+from experiment.run.state import RunState
 from experiment.report.validation import audit_sample_ids
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
@@ -273,7 +274,7 @@ def _gate_context(tmp_path, spec_path):
 
 def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
     from experiment.selfgen import sandbox as sandbox_module
-    from experiment.gates import generation_audit as gate
+    from experiment.selfgen.steps import generation_audit as gate
 
     monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 1000)
     verdict = gate.run(_gate_context(tmp_path, _local_spec(tmp_path)))
@@ -283,7 +284,7 @@ def test_gate_refuses_without_a_sandbox(tmp_path, monkeypatch):
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_refuses_without_namespaces_and_runs_no_model_code(tmp_path, monkeypatch):
     """No `unshare` on PATH: the gate stops with its reason before any session or sandbox call."""
-    from experiment.gates import generation_audit as gate
+    from experiment.selfgen.steps import generation_audit as gate
 
     monkeypatch.setattr(gate, "_generate_and_audit", lambda *args: pytest.fail("model code would run"))
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -295,7 +296,7 @@ def test_gate_refuses_without_namespaces_and_runs_no_model_code(tmp_path, monkey
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_stops_with_its_reason_when_the_sandbox_fails_mid_run(tmp_path, monkeypatch):
-    from experiment.gates import generation_audit as gate
+    from experiment.selfgen.steps import generation_audit as gate
     from experiment.selfgen.sandbox import SandboxError
 
     def failing(*args):  # a named fake: a call whose process survived SIGKILL cannot be produced for real
@@ -313,7 +314,7 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
     """The real gate: local generator model -> sandbox -> filters -> frozen files -> blind re-solves by
     embedded/tiny-arith -> repair rounds -> the section-10 record. The record is consistent with the
     frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
-    from experiment.gates import generation_audit as gate
+    from experiment.selfgen.steps import generation_audit as gate
     from experiment.report.validation import run_validation
 
     secret = "rx-fake-secret-gate-5d1e77"
@@ -323,7 +324,8 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
     try:
         client = ctx.service.service_client()
         training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
-        ctx.state.update(served_model="embedded/tiny-arith", tokenizer_id=training.get_info().model_data.tokenizer_id)
+        ctx.state.receive({"served_model": "embedded/tiny-arith",
+                           "tokenizer_id": training.get_info().model_data.tokenizer_id})
         client.close("success")
         verdict = gate.run(ctx)
     finally:
@@ -349,9 +351,11 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
         assert problems == []
     # seeded sampling on the committed generator weights: this small run passes (in round 3 when written)
     assert verdict.status == "passed", verdict.reasons
-    tasks = ctx.state["generated_tasks"]
+    tasks = ctx.state.generated_tasks()
     assert len(tasks) == 3 and all(isinstance(t, TaskItem) for t in tasks)
-    assert tasks_from_state({"generated_task_rows": verdict.state["generated_task_rows"]}) == tasks
+    resumed = RunState()  # what a resumed run rebuilds from the gate's persisted rows
+    resumed.receive({"generated_task_rows": verdict.state["generated_task_rows"]})
+    assert resumed.generated_tasks() == tasks
     assert record["status"] == "passed" and record["label_error_count"] == 0 and record["overlap_count"] == 0
     assert [r["label_error_count"] for r in record["rounds"]][-1] == 0
     assert all(f"generated-tasks-v{r['round']}.jsonl" in files for r in record["rounds"])

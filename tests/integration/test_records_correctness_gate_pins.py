@@ -31,7 +31,7 @@ def _run_until_correctness(spec_path: Path, runs_dir: Path) -> tuple[RunContext,
     try:
         for name in GATE_ORDER[: GATE_ORDER.index("correctness_preflight") + 1]:
             verdict = run_gate(name, ctx)
-            ctx.state.update(verdict.state)
+            ctx.state.receive(verdict.state)
             if verdict.failed:
                 break
     finally:
@@ -68,4 +68,4 @@ def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revisio
     assert "status" not in record
     assert {entry["status"] for entry in record["paths"][0]["revision_check"].values()} == {"matches"}
     assert "spec_revision_request" not in ctx.store.read_result()
-    assert "recorded spec revision" in ctx.state["correctness_note"]
+    assert "recorded spec revision" in ctx.state.correctness_note

@@ -140,7 +140,7 @@ def _context(tmp_path, drop_from_plan=(), backend="http://127.0.0.1:9"):
 
 
 def test_fork_routing_puts_every_arm_on_the_fork_of_a_remote_service(tmp_path, no_service_env):
-    from experiment.sft.gates import service_routing, sft_runs
+    from experiment.sft.runs import service_routing, sft_runs
 
     ctx = _context(tmp_path)
     routing = service_routing(ctx)
@@ -152,7 +152,7 @@ def test_fork_routing_puts_every_arm_on_the_fork_of_a_remote_service(tmp_path, n
 
 
 def test_a_forked_optimizer_without_a_correctness_plan_is_required_unverified(tmp_path, no_service_env):
-    from experiment.sft.gates import correctness_preflight
+    from experiment.sft.steps.correctness_preflight import run as correctness_preflight
 
     ctx = _context(tmp_path, drop_from_plan=("correctness_preflight",))
     verdict = correctness_preflight(ctx)

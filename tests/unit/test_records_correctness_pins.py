@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from experiment.stats.correctness import pinned_revisions, revision_status, unresolved_revisions
-from experiment.gates.correctness_preflight import spec_revision_request
+from experiment.rl.steps.correctness_preflight import spec_revision_request
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
 

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.run.capacity import CapacityBlocked, is_capacity_refusal
-from experiment.sft import gates as sft_gates
+from experiment.sft.runs import SFTRun
+from experiment.sft.steps import preflight_probe as probe_step
 
 
 class _Refusing:
@@ -26,22 +27,22 @@ class _Refusing:
 
 def _ctx_with_session(monkeypatch, err: BaseException):
     events = []
-    ctx = SimpleNamespace(spec=SimpleNamespace(to_dict=lambda: {"optimizer": {}}),
+    ctx = SimpleNamespace(spec=SimpleNamespace(section=lambda name: {}),
                           store=SimpleNamespace(append_event=lambda *a, **k: events.append(a),
                                                 add_evidence=lambda *a, **k: None))
-    run = sft_gates.SFTRun(name="trimuon@lr=0.02", arm="trimuon", family="trimuon", config={}, learning_rate=0.02,
-                           seed=0)
+    run = SFTRun(name="trimuon@lr=0.02", arm="trimuon", family="trimuon", config={}, learning_rate=0.02,
+                 seed=0)
 
     @contextmanager
     def session(ctx, purpose):
         yield _Refusing(err)
 
-    monkeypatch.setattr(sft_gates, "service_routing", lambda ctx: {"reason": "embedded"})
-    monkeypatch.setattr(sft_gates, "_served_model", lambda ctx: ("embedded/tiny-random", 4))
-    monkeypatch.setattr(sft_gates, "sft_settings", lambda spec: SimpleNamespace(renderer_name="r", max_seq_len=8))
-    monkeypatch.setattr(sft_gates, "training_examples", lambda spec: ["example"])
-    monkeypatch.setattr(sft_gates, "sft_runs", lambda ctx: [run])
-    monkeypatch.setattr(sft_gates, "_session", session)
+    monkeypatch.setattr(probe_step, "service_routing", lambda ctx: {"reason": "embedded"})
+    monkeypatch.setattr(probe_step, "served_model_and_rank", lambda ctx: ("embedded/tiny-random", 4))
+    monkeypatch.setattr(probe_step, "sft_settings", lambda spec: SimpleNamespace(renderer_name="r", max_seq_len=8))
+    monkeypatch.setattr(probe_step, "training_examples", lambda spec: ["example"])
+    monkeypatch.setattr(probe_step, "sft_runs", lambda ctx: [run])
+    monkeypatch.setattr(probe_step, "open_sft_session", session)
     return ctx
 
 
@@ -50,18 +51,18 @@ def test_a_capacity_refusal_at_create_model_is_raised_not_reported_as_needing_a_
     assert is_capacity_refusal(err)
     ctx = _ctx_with_session(monkeypatch, err)
     with pytest.raises(RuntimeError, match="capacity exhausted"):
-        sft_gates.preflight_probe(ctx)
+        probe_step.run(ctx)
 
 
 def test_a_capacity_block_is_raised_too(monkeypatch):
     ctx = _ctx_with_session(monkeypatch, CapacityBlocked("busy", 0, 30.0))
     with pytest.raises(CapacityBlocked):
-        sft_gates.preflight_probe(ctx)
+        probe_step.run(ctx)
 
 
 def test_a_rejected_optimizer_still_fails_the_gate_with_the_fork_diagnostic(monkeypatch):
     err = ValueError("unknown optimizer family 'trimuon'")
     assert not is_capacity_refusal(err)
-    verdict = sft_gates.preflight_probe(_ctx_with_session(monkeypatch, err))
+    verdict = probe_step.run(_ctx_with_session(monkeypatch, err))
     assert verdict.status == "failed"
     assert any("needs a fork" in reason for reason in verdict.reasons)

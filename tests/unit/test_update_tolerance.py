@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiment.sft import gates as sft_gates
+from experiment.sft.steps import correctness_preflight as sft_correctness
 from experiment.stats.correctness import check_tolerances
 from experiment.stats import update_tolerance as ut
 from experiment.contract.spec import load_spec
@@ -91,14 +91,14 @@ def _in_process_updates(fixed, family, config, lr, hyper):
     return step_updates(fixed["pairs"], fixed["steps_taken"], family, config, lr, hyper)
 
 
-def _errors(fixed, lr, enabled_config=None, implementation=sft_gates._implementation_updates):
+def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._implementation_updates):
     enabled = implementation(fixed, "trimuon", enabled_config or {}, lr, HYPER)
     disabled = implementation(fixed, "trimuon", {"polar_step": "polar_express"}, lr, HYPER)
     stock = implementation(fixed, "dimuon", {}, lr, HYPER)
     return {
-        ut.check_key("reference_update", lr): sft_gates.update_errors(
-            enabled, sft_gates._reference_updates(fixed, lr, HYPER, "polar_switch")),
-        ut.check_key("baseline_update", lr): sft_gates.update_errors(disabled, stock),
+        ut.check_key("reference_update", lr): sft_correctness.update_errors(
+            enabled, sft_correctness._reference_updates(fixed, lr, HYPER, "polar_switch")),
+        ut.check_key("baseline_update", lr): sft_correctness.update_errors(disabled, stock),
     }
 
 

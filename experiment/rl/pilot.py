@@ -1,0 +1,56 @@
+"""Activation pilots: short runs in the exact full-run regime on throwaway clients (gate activation_gate).
+
+Both activation steps use them (the GS1 kernel-baseline step in experiment/rl/steps/ and the
+self-generated-tasks step in experiment/selfgen/steps/): a client restored from the
+initialization checkpoint, a few training steps on the arm's own prompt order, optionally
+HELDOUT_SAMPLES extra samples per step-0 prompt from the same weights (never trained on), and the
+pilot's log kept as evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from experiment.rl.advantages import KernelBaselineState
+from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
+from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers
+from experiment.rl.restoration import requested_optimizer
+
+PILOT_STEPS = 2  # treatment steps of an activation pilot (one baseline step)
+HELDOUT_SAMPLES = 8
+
+
+def pilot_client(ctx, session, arm):
+    """A throwaway client restored from the initialization checkpoint (the full run's start)."""
+    requested = requested_optimizer(*requested_optimizers(ctx.plan).get(arm.name, ("adam", {"lr": arm.learning_rate})))
+    return session.client_from_state(ctx.state.init_checkpoint, requested)
+
+
+async def pilot(ctx, client, arm, steps: int, heldout: bool = False):
+    """`steps` training steps of `arm` on its own prompt order; with `heldout`, the mean reward of
+    HELDOUT_SAMPLES extra samples per step-0 prompt first. {"steps": records, "heldout": means}."""
+    renderer = renderer_for(client, arm.renderer_name)
+    order = arm_training_order(ctx.spec, ctx.state, arm.name)
+    heldout_means = {}
+    if heldout:  # extra samples of step 0's prompts from the same weights, never trained on
+        sampler = await client.save_weights_and_get_sampling_client()
+        problems = step_problems(order, arm, 0)
+        groups = await collect_rollouts(sampler, renderer, problems, replace(arm, group_size=HELDOUT_SAMPLES),
+                                        base_seed=7_000_000)
+        heldout_means = {p.id: sum(g.get_total_rewards()) / HELDOUT_SAMPLES for p, g in zip(problems, groups)}
+    window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage == KERNEL_BASELINE else None
+    records = []
+    for step in range(steps):
+        record, window = await train_one_step(client, renderer, arm, order, step, kernel_state=window)
+        records.append(record)
+    return {"steps": records, "heldout": heldout_means}
+
+
+def keep_pilot_log(ctx, bandwidth, records, heldout) -> None:
+    """The pilot's steps (rewards, advantages, baselines per item) and held-out means as evidence."""
+    lines = [json.dumps({**rec.summary(), "item_ids": rec.item_ids, "rewards": rec.rewards, "advantages": rec.advantages,
+                         "baseline_values": rec.baseline_values, "effective_neighbors": rec.effective_neighbors,
+                         "prompt_features": rec.prompt_features}) for rec in records]
+    lines.append(json.dumps({"heldout_mean_reward": heldout}))
+    ctx.store.add_evidence(f"activation-pilot-bw{bandwidth}.jsonl", "metrics", "\n".join(lines) + "\n")

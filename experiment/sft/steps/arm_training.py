@@ -1,0 +1,145 @@
+"""SFT step of gate `arm_training`: every run of every arm's LR grid, on the same batches in the same order.
+
+The runs train one after another (so optimizer step times are not shared CPU time), each its own
+task run (`ctx.run_each("train", ...)`), with per-step optimizer wall time and adaptation manifests.
+A resumed sweep keeps its finished runs (table sft_finished_runs) and restarts an unfinished one
+from the initialization state, its optimizer re-verified; a retried run does the same.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from experiment.contract.verdict import GateVerdict
+from experiment.rl import restoration as r
+from experiment.rl.recipe import renderer_for
+from experiment.run.clients import ClientSession
+from experiment.run.context import RunContext
+from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
+from experiment.sft.loop import ChatExample, batch_id, sft_settings, step_batches, train_step, training_examples
+from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
+
+PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same batches
+STEPS_TABLE = "sft_steps"
+RUNS_TABLE = "sft_finished_runs"  # one row per finished training run: what a resumed sweep reuses
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    runs = sft_runs(ctx)
+    settings = sft_settings(ctx.spec)
+    examples = training_examples(ctx.spec)
+    batches = step_batches(examples, settings.batch_size, settings.steps)
+    ids = [batch_id(step, batch) for step, batch in enumerate(batches)]
+    session = ctx.state.arms_session or open_sft_session(ctx, "arms")
+    finished = {row["run"]: row for row in ctx.store.read_table(RUNS_TABLE)}  # a resumed run keeps these
+    manifests, final_states, sampler_paths = [], {}, {}
+    tokenized: list[list[Any]] = []  # every step's datums, tokenized once: identical for every run
+    ctx.state.comparison_steps_completed = settings.steps * len(finished)
+    for run in runs:
+        if run.name in finished:
+            row = finished[run.name]
+            final_states[run.name], sampler_paths[run.name] = row["final_state"], row["sampler_path"]
+            manifests.append(adaptation_manifest(run.name, PAIR, json.loads(row["batch_ids"])))
+            continue
+        # one run after another (each run's optimizer time is measured on an otherwise idle server), each
+        # its own task run under the flow (ctx.run_each: own progress, own retry)
+        outcome = ctx.run_each("train", {run.slug: _run_trainer(ctx, session, run, batches, ids, tokenized)})[run.slug]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        records, final_states[run.name], sampler_paths[run.name] = outcome
+        manifests.append(adaptation_manifest(run.name, PAIR, [rec.batch_id for rec in records]))
+        optim = [rec.optim_seconds for rec in records]
+        arm_runs = [other for other in runs if other.arm == run.arm]
+        done = run is arm_runs[-1]  # the arm finished: its whole LR grid trained
+        ctx.store.update_result(
+            adaptation_manifests=arm_manifests(runs, manifests),
+            metrics={"arms": {run.arm: {
+                **({"runs_completed": len(arm_runs), "lr_grid": [other.learning_rate for other in arm_runs]}
+                   if done else {}),
+                "runs": {run.label: {
+                    "optimizer_family": run.family, "learning_rate": run.learning_rate,
+                    "steps_completed": len(records),
+                    "median_optim_step_seconds": statistics.median(optim),
+                    "mean_optim_step_seconds": statistics.fmean(optim),
+                    "first_step_train_nll_token_mean": records[0].train_nll_token_mean,
+                    "last_step_train_nll_token_mean": records[-1].train_nll_token_mean,
+                }}}}},
+            completed_arms=[run.arm] if done else [],
+        )
+    ctx.store.add_evidence("sft-steps.jsonl", "metrics",
+                           "".join(json.dumps(row, sort_keys=True) + "\n" for row in ctx.store.read_table(STEPS_TABLE)))
+    mismatches = pair_mismatches(manifests)
+    return GateVerdict(
+        gate="arm_training", status="failed" if mismatches else "passed",
+        reasons=[f"{len(runs)} runs x {settings.steps} steps on the same {len(ids)} batches "
+                 f"(adaptation hash {manifests[0]['adaptation_batch_hash'][:12]})"] + mismatches,
+        measured={"runs": len(runs), "steps_per_run": settings.steps,
+                  "comparison_steps_completed": ctx.state.comparison_steps_completed},
+        state={"final_checkpoints": sampler_paths, "final_states": final_states},
+    )
+
+
+def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: list[list[ChatExample]],
+                 ids: list[str], tokenized: list[list[Any]]):
+    """One training run's work for `ctx.run_each`: every step, then its final state and sampler weights
+    saved and the run recorded as finished. Returns (step records, final state, sampler path). A retry
+    (a crash of this run) starts the run over from the initialization state, never from a half-trained
+    client, like a resumed sweep."""
+    settings = sft_settings(ctx.spec)
+    attempts: list[int] = []  # steps counted by each attempt
+
+    def train() -> tuple[list[Any], str, str]:
+        if attempts:  # evaluation must not score the crashed attempt's client: it loads the final state
+            ctx.state.comparison_steps_completed -= attempts[-1]
+            ctx.state.arm_clients.pop(run.name, None)
+        attempts.append(0)
+        client = (ctx.state.arm_clients or {}).get(run.name) or _client_from_initial_state(ctx, session, run)
+        if not tokenized:
+            renderer = renderer_for(client, settings.renderer_name)
+            tokenized[:] = [to_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
+        records = []
+        for step in range(settings.steps):
+            record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step])
+            records.append(record)
+            ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
+            ctx.store.append_event("training_step", **record.summary())
+            ctx.state.comparison_steps_completed += 1
+            attempts[-1] += 1
+            ctx.on_progress(f"training-{run.slug}", step + 1, settings.steps)
+        final_state = client.save_state(f"{run.slug}-final-state").result().path
+        sampler_path = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
+        ctx.store.append_rows(RUNS_TABLE, [{"run": run.name, "final_state": final_state, "sampler_path": sampler_path,
+                                            "batch_ids": json.dumps([rec.batch_id for rec in records])}])
+        ctx.store.add_checkpoint(run.name, settings.steps, sampler_path)
+        return records, final_state, sampler_path
+
+    return train
+
+
+def arm_manifests(runs: list[SFTRun], run_manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The adaptation manifests (ADAPT-1), one entry per arm: the batches its runs actually consumed
+    (every run of the arm's grid consumes the same ones; a run that did not is a pair mismatch,
+    reported from the per-run manifests), with the runs it covers."""
+    by_run = {manifest["arm"]: manifest for manifest in run_manifests}
+    out = []
+    for arm in dict.fromkeys(run.arm for run in runs):
+        done = [run for run in runs if run.arm == arm and run.name in by_run]
+        if not done:
+            continue
+        first = by_run[done[0].name]
+        out.append({**first, "arm": arm, "runs": [run.name for run in done]})
+    return out
+
+
+def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFTRun) -> Any:
+    """A resumed sweep: the run starts over from the proven initialization state (never from a
+    half-trained one), recorded as a restore of its arm with the optimizer verified from the
+    server's response before the first update."""
+    client = session.client_from_state(ctx.state.init_checkpoint, run.requested)
+    check = r.record_restore(ctx.store, run.arm, client.get_info(), run.requested, ctx.state.init_checkpoint,
+                             with_optimizer=False, run=run.name)
+    if check["mismatches"]:
+        raise RuntimeError(f"{run.name}: the recreated client's optimizer does not match: {check['mismatches']}")
+    return client

@@ -1,0 +1,122 @@
+"""SFT step of gate `decision`: the best-LR comparison against the plan's thresholds, then the verdict.
+
+The spec has no decision_rule, so no decision object is posted; the plan file's `verdict_rule`
+(method best_lr_threshold, fixed before training) says how the prose success criterion is measured.
+The record is validated before the verdict is written; the gate grades it right after.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from experiment.contract.verdict import GateVerdict
+from experiment.report.validation import validate_run, validation_summary
+from experiment.run.context import RunContext
+from experiment.sft.adaptation import pair_mismatches
+from experiment.sft.runs import service_routing, sft_runs
+
+
+def run(ctx: RunContext) -> GateVerdict:
+    """The verdict of a spec WITHOUT a decision_rule (the TriMuon spec): no decision object
+    (DEC-1); the verdict follows the effect
+    against the margin (GEN-3, direction+confidence; DEC-8 best_lr_threshold): "supported" when every criterion of the
+    success criterion is met, "refuted" otherwise; "strong" confidence only when an interval or at
+    least two seeds settle the margin, so one seed and point estimates keep it "weak". How the
+    prose criterion is measured (selection, metrics, margins) is the plan file's `verdict_rule`,
+    fixed before training."""
+    if ctx.spec.decision_rule is not None:
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=["an SFT spec with a decision_rule needs its decision object; only the "
+                                    "no-decision_rule verdict (verdict_rule) is built for SFT specs"])
+    rule = ctx.spec.section("verdict_rule") or None  # the plan file's rule (no typed field)
+    if not rule or rule.get("method") != "best_lr_threshold":
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=[f"no verdict_rule with method best_lr_threshold in the plan file (got {rule!r})"])
+    runs = sft_runs(ctx)
+    result = ctx.store.read_result()
+    per_arm = result.get("metrics", {}).get("arms", {})
+    aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
+    nll_key = f"heldout_nll_{aggregation}"
+    missing = [run.name for run in runs if nll_key not in per_arm.get(run.arm, {}).get("runs", {}).get(run.label, {})]
+    if missing:
+        return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
+
+    arms: dict[str, dict[str, Any]] = {}
+    for arm in ctx.plan.trained_arms:
+        arm_runs = [run for run in runs if run.arm == arm.name]
+        grid = sorted(run.learning_rate for run in arm_runs)
+        measured = per_arm[arm.name]["runs"]
+        best = min(arm_runs, key=lambda run: measured[run.label][nll_key])
+        arms[arm.name] = {
+            "selected_lr": best.learning_rate, "selected_run": best.name,
+            nll_key: measured[best.label][nll_key],
+            "median_optim_step_seconds": measured[best.label]["median_optim_step_seconds"],
+            "median_optim_step_seconds_all_runs": statistics.median(
+                measured[run.label]["median_optim_step_seconds"] for run in arm_runs),
+            "lr_grid": grid, "grid_edge": best.learning_rate in (grid[0], grid[-1]),
+        }
+    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
+    criteria = []
+    for criterion in rule["criteria"]:
+        key = metric_values.get(criterion["metric"], criterion["metric"])
+        effect = sum(weight * arms[arm][key] for arm, weight in criterion["weights"].items())
+        met = effect >= criterion["margin"] if criterion.get("comparison", "at_least") == "at_least" else effect > criterion["margin"]
+        criteria.append({"id": criterion["id"], "metric": criterion["metric"], "effect": effect,
+                         "margin": criterion["margin"], "met": met})
+    mismatches = pair_mismatches(result.get("adaptation_manifests") or [])  # before any verdict
+    grid_edge = any(entry["grid_edge"] for entry in arms.values())
+    supported = all(c["met"] for c in criteria)
+    limits = ["one seed and no interval: the best-LR comparison is a point estimate"]
+    limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
+    limits += mismatches
+    for note in (ctx.state.correctness_note, ctx.state.restoration_note):
+        if note:
+            limits.append(note)
+    routing = ctx.state.service_routing or service_routing(ctx)
+    treatment = ctx.plan.role_to_arm["treatment"]["arm"]
+    baseline = ctx.plan.role_to_arm["baseline"]["arm"]
+    primary = criteria[0]
+    summary_arms = {arm: {nll_key: v[nll_key], "selected_lr": v["selected_lr"], "selected_run": v["selected_run"],
+                          "median_optim_step_seconds": v["median_optim_step_seconds"],
+                          "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"],
+                          "grid_edge": v["grid_edge"]}
+                    for arm, v in arms.items()}
+    verdict_record = {"rule": "GEN-3 (no decision_rule): effect against margin, per criterion",
+                      "selection": rule.get("select"), "criteria": criteria, "per_arm": summary_arms}
+    ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
+    # everything but the verdict first (no decision object: the spec has no decision_rule)
+    ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
+                            margin=primary["margin"], seeds=1, grid_edge=grid_edge)
+    problems = validate_run(ctx.store.run_dir)
+    if problems:
+        limits.append(f"validation found {len(problems)} problem(s): {', '.join(sorted({p.check for p in problems}))}")
+    reasoning = (
+        f"Best-LR {treatment} held-out NLL {arms[treatment][nll_key]:.4f} (LR {arms[treatment]['selected_lr']:g}) vs "
+        f"{baseline} {arms[baseline][nll_key]:.4f} (LR {arms[baseline]['selected_lr']:g}); median optimizer step "
+        f"{arms[treatment]['median_optim_step_seconds']:.4f}s vs {arms[baseline]['median_optim_step_seconds']:.4f}s. "
+        f"Verdict {'supported' if supported else 'refuted'}: "
+        + "; ".join(f"{c['id']} effect {c['effect']:+.4g} {'meets' if c['met'] else 'misses'} margin {c['margin']:g}"
+                    for c in criteria)
+        + f". Confidence is weak: {'; '.join(limits)}. Routing: {routing['reason']}."
+    )
+    ctx.store.update_result(
+        validation=validation_summary(problems),
+        status="succeeded",
+        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid) from one proven initial state on "
+                 f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
+                 f"Best-LR gap ({baseline} minus {treatment}) {primary['effect']:+.4f} nats; verdict "
+                 f"{'supported' if supported else 'refuted'}."),
+        verdict="supported" if supported else "refuted", confidence="weak",
+        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=1, grid_edge=grid_edge,
+        reasoning=reasoning, outcome_reason=None,
+    )
+    return GateVerdict(
+        gate="decision", status="passed",
+        reasons=[f"{c['id']}: effect {c['effect']:+.4g} vs margin {c['margin']:g} ({'met' if c['met'] else 'not met'})"
+                 for c in criteria] + mismatches,
+        measured={"verdict": "supported" if supported else "refuted", "grid_edge": grid_edge,
+                  "validation_problems": len(problems),
+                  **{c["id"]: c["effect"] for c in criteria}},
+    )
