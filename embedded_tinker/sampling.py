@@ -40,6 +40,7 @@ that rounding.)
 
 from __future__ import annotations
 
+import collections
 import queue
 import secrets
 import threading
@@ -59,6 +60,7 @@ DEFAULT_MAX_TOKENS = 256
 NOISE_CHUNK = 16  # steps of sampling noise drawn per row at a time
 POSITION_BLOCK = 64  # the cache's position dimension grows in multiples of this
 ATTENTION_BLOCK = 32  # decode steps attend over a multiple of this many positions
+RECENT_SUBMITS = 1024  # submit times kept for the engine's report
 
 
 class SamplingError(ValueError):
@@ -591,13 +593,14 @@ class _Lane:
             self.noise = noise
 
     # -------------------------------------------------------------- one step
-    def advance(self) -> None:
+    def advance(self) -> int:
         """Admit what is pending, choose every row's next token, retire finished rows and run the
-        decode step for the rest."""
+        decode step for the rest. Returns the number of rows that chose a token."""
         with torch.inference_mode():
             self._admit()
             if not self.rows:
-                return
+                return 0
+            chose = len(self.rows)
             self._choose()
             self._retire()
             if self.rows:
@@ -609,6 +612,7 @@ class _Lane:
                 )
             else:
                 self.next_logits = None
+        return chose
 
     def _choose(self) -> None:
         rows, logits = self.rows, self.next_logits
@@ -719,15 +723,35 @@ class SamplingEngine:
         self.max_collect_s = max_collect_s
         self._queue: queue.Queue[SampleJob | None] = queue.Queue()
         self._stopped = False
+        # what healthz reports (sampling_report): counters since start, and when recent requests
+        # were submitted (time.monotonic(), the last RECENT_SUBMITS)
+        self.requests = 0
+        self.steps = 0
+        self.row_steps = 0
+        self.step_seconds = 0.0
+        self.recent_submits: collections.deque[float] = collections.deque(maxlen=RECENT_SUBMITS)
         self._thread = threading.Thread(target=self._run, name="embedded-sampler", daemon=True)
         self._thread.start()
 
     def submit(self, job: SampleJob) -> Future:
+        self.recent_submits.append(time.monotonic())
+        self.requests += 1
         self._queue.put(job)
         return job.future
 
     def stop(self) -> None:
         self._queue.put(None)
+
+    def report(self) -> dict:
+        """Counters since start (steps: lane steps; row_steps: rows decoded over all steps;
+        step_seconds: time spent in steps) and the monotonic times of the last submits."""
+        return {
+            "requests": self.requests,
+            "steps": self.steps,
+            "row_steps": self.row_steps,
+            "step_seconds": round(self.step_seconds, 6),
+            "recent_submits": list(self.recent_submits),
+        }
 
     def _take(self, wait: bool) -> list[SampleJob] | None:
         """Jobs that arrived: when idle, wait for one and then for a burst (jobs arriving less
@@ -771,10 +795,13 @@ class SamplingEngine:
                             continue
                     lanes[identity].add(job)
                 for identity, lane in list(lanes.items()):
+                    started = time.monotonic()
                     try:
-                        lane.advance()
+                        self.row_steps += lane.advance()
+                        self.steps += 1
                     except Exception as error:  # noqa: BLE001 - reported through each job's future
                         lane.fail(error)
+                    self.step_seconds += time.monotonic() - started
                     if not lane.busy:
                         del lanes[identity]
         finally:
