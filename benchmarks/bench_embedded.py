@@ -327,12 +327,14 @@ def main() -> None:
     print(
         f"  (one request of {args.prompts} samples: {sampling['one_request']:.0f}, ratio {sampling['one_request_ratio']:.2f})"
     )
+    engine = report["sampling"]["engine"]
     print(
-        f"  engine: concurrent {sampling['concurrent_steps']:.0f} steps x {sampling['concurrent_rows_per_step']:.1f} rows,"
-        f" {sampling['concurrent_step_ms']:.2f} ms/step, last request in at {sampling['concurrent_last_arrival_s']:.3f} s,"
-        f" last step done at {sampling['concurrent_last_step_end_s']:.3f} s of {sampling['concurrent_wall_s']:.3f} s;"
-        f" one request {sampling['one_request_step_ms']:.2f} ms/step"
+        f"  engine, concurrent requests: {engine['concurrent_steps']:.0f} steps x"
+        f" {engine['concurrent_rows_per_step']:.1f} rows, {engine['concurrent_step_ms']:.2f} ms/step;"
+        f" last request in at {engine['concurrent_last_arrival_s']:.3f} s, last step done at"
+        f" {engine['concurrent_last_step_end_s']:.3f} s of {engine['concurrent_wall_s']:.3f} s"
     )
+    print(f"  engine, one request: {engine['one_request_step_ms']:.2f} ms/step")
     print(
         f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; goal >= 0.8)"
     )

@@ -655,7 +655,12 @@ class _Lane:
                 tokens = torch.tensor([row.tokens[-1] for row in rows])
                 positions = [row.last_position for row in rows]
                 self.next_logits = self.decoder.decode(
-                    tokens, torch.tensor(positions), max(positions), self.keys, self.values, self.weights.adapter
+                    tokens,
+                    torch.tensor(positions),
+                    max(positions),
+                    self.keys,
+                    self.values,
+                    self.weights.adapter,
                 )
             else:
                 self.next_logits = None
@@ -777,7 +782,7 @@ class SamplingEngine:
         self.max_collect_s = max_collect_s
         self._queue: queue.Queue[SampleJob | None] = queue.Queue()
         self._stopped = False
-        # what healthz reports (sampling_report): counters since start, and when recent requests
+        # what report() (healthz "sampler") answers: counters since start, and when recent requests
         # were submitted (time.monotonic(), the last RECENT_SUBMITS)
         self.requests = 0
         self.steps = 0
@@ -786,12 +791,14 @@ class SamplingEngine:
         self.step_cpu_seconds = 0.0
         self.last_step_end = 0.0
         self.recent_submits: collections.deque[float] = collections.deque(maxlen=RECENT_SUBMITS)
+        self._report_lock = threading.Lock()  # submit() may run on several threads
         self._thread = threading.Thread(target=self._run, name="embedded-sampler", daemon=True)
         self._thread.start()
 
     def submit(self, job: SampleJob) -> Future:
-        self.recent_submits.append(time.monotonic())
-        self.requests += 1
+        with self._report_lock:
+            self.recent_submits.append(time.monotonic())
+            self.requests += 1
         self._queue.put(job)
         return job.future
 
@@ -800,16 +807,18 @@ class SamplingEngine:
 
     def report(self) -> dict:
         """Counters since start (steps: lane steps; row_steps: rows decoded over all steps;
-        step_seconds: time spent in steps, step_cpu_seconds: the engine thread's CPU time in them), when the last step ended and when the last requests
-        were submitted (time.monotonic() of the server's clock)."""
+        step_seconds / step_cpu_seconds: wall and engine-thread CPU time in steps), when the last
+        step ended and when the last requests were submitted (time.monotonic() of the server)."""
+        with self._report_lock:
+            requests, recent_submits = self.requests, list(self.recent_submits)
         return {
-            "requests": self.requests,
+            "requests": requests,
             "steps": self.steps,
             "row_steps": self.row_steps,
             "step_seconds": round(self.step_seconds, 6),
             "step_cpu_seconds": round(self.step_cpu_seconds, 6),
             "last_step_end": self.last_step_end,
-            "recent_submits": list(self.recent_submits),
+            "recent_submits": recent_submits,
         }
 
     def _take(self, wait: bool) -> list[SampleJob] | None:

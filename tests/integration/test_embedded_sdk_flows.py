@@ -200,7 +200,9 @@ def test_healthz_reports_the_sampling_engine(embedded_server, service_client, to
     before = report()
     sampler = service_client.create_sampling_client(base_model=MODEL).result()
     prompt = types.ModelInput.from_ints(tokens[:6])
-    futures = [sampler.sample(prompt, 1, types.SamplingParams(max_tokens=5, stop=[], seed=i)) for i in range(3)]
+    futures = [
+        sampler.sample(prompt, 1, types.SamplingParams(max_tokens=5, stop=[], seed=i)) for i in range(3)
+    ]
     assert all(len(f.result().sequences[0].tokens) == 5 for f in futures)
     after = report()
     assert after["requests"] - before["requests"] == 3

@@ -227,7 +227,10 @@ def test_the_engine_reports_requests_and_steps():
     weights = SamplerWeights(base, None, "tiny-arith@base")
     engine = SamplingEngine()
     try:
-        jobs = [SampleJob(weights, [5, 6, 7], 2, spec(max_tokens=6, seed=1)), SampleJob(weights, [9], 1, spec(max_tokens=4))]
+        jobs = [
+            SampleJob(weights, [5, 6, 7], 2, spec(max_tokens=6, seed=1)),
+            SampleJob(weights, [9], 1, spec(max_tokens=4)),
+        ]
         for job in jobs:
             engine.submit(job)
         for job in jobs:
