@@ -138,10 +138,17 @@ def engine_figures(before: dict, after: dict, started: float) -> dict:
     The server's clock is this machine's monotonic clock."""
     steps = after["steps"] - before["steps"]
     submits = [t - started for t in after["recent_submits"] if t >= started]
+    last_arrival = submits[-1] if submits else 0.0
+    # steps that ended after the last request reached the engine: the whole batch decoding
+    settled = [step for step in after["recent_steps"] if step[0] - started > last_arrival]
     return {
         "steps": steps,
         "rows_per_step": (after["row_steps"] - before["row_steps"]) / max(steps, 1),
         "step_ms": 1e3 * (after["step_seconds"] - before["step_seconds"]) / max(steps, 1),
+        "step_cpu_ms": 1e3 * (after["step_cpu_seconds"] - before["step_cpu_seconds"]) / max(steps, 1),
+        "settled_steps": len(settled),
+        "settled_step_ms": 1e3 * sum(step[1] for step in settled) / max(len(settled), 1),
+        "settled_step_cpu_ms": 1e3 * sum(step[2] for step in settled) / max(len(settled), 1),
         "first_arrival_s": submits[0] if submits else None,
         "last_arrival_s": submits[-1] if submits else None,
         "last_step_end_s": after["last_step_end"] - started,
@@ -242,10 +249,15 @@ def main() -> None:
                         "concurrent_steps": concurrent["steps"],
                         "concurrent_rows_per_step": concurrent["rows_per_step"],
                         "concurrent_step_ms": concurrent["step_ms"],
+                        "concurrent_step_cpu_ms": concurrent["step_cpu_ms"],
+                        "concurrent_steps_after_last_arrival": concurrent["settled_steps"],
+                        "concurrent_step_ms_after_last_arrival": concurrent["settled_step_ms"],
+                        "concurrent_step_cpu_ms_after_last_arrival": concurrent["settled_step_cpu_ms"],
                         "concurrent_last_arrival_s": concurrent["last_arrival_s"],
                         "concurrent_last_step_end_s": concurrent["last_step_end_s"],
                         "concurrent_wall_s": len(prompts) * args.sample_tokens / served,
                         "one_request_step_ms": single["step_ms"],
+                        "one_request_step_cpu_ms": single["step_cpu_ms"],
                     }
                 )
                 local = in_process_forward_backward(adapter, sequences, args.repeats)
@@ -287,13 +299,14 @@ def main() -> None:
             "one_request_tokens_per_s": sampling["one_request"],
             "one_request_ratio": sampling["one_request_ratio"],
             # diagnostics from the server's engine counters (healthz "sampler"), medians over rounds:
-            # the concurrent requests: decode steps, rows per step, ms per step, when the last
+            # the concurrent requests: decode steps, rows per step, wall and engine-CPU ms per step
+            # (all steps, and the steps after the last request reached the engine), when the last
             # request reached the engine and when its last step ended (s after the first submit),
-            # and the wall time; the one request: ms per decode step of the full 64-row batch
+            # and the wall time; the one request: wall and CPU ms per step of its 64-row batch
             "engine": {
                 key: sampling[key]
                 for key in sampling
-                if key.startswith("concurrent_") or key == "one_request_step_ms"
+                if key.startswith(("concurrent_", "one_request_step"))
             },
             "per_round": sampling_rounds,
         },
@@ -334,7 +347,15 @@ def main() -> None:
         f" last request in at {engine['concurrent_last_arrival_s']:.3f} s, last step done at"
         f" {engine['concurrent_last_step_end_s']:.3f} s of {engine['concurrent_wall_s']:.3f} s"
     )
-    print(f"  engine, one request: {engine['one_request_step_ms']:.2f} ms/step")
+    print(
+        f"  engine, after the last request arrived: {engine['concurrent_steps_after_last_arrival']:.0f}"
+        f" steps, {engine['concurrent_step_ms_after_last_arrival']:.2f} ms/step"
+        f" ({engine['concurrent_step_cpu_ms_after_last_arrival']:.2f} ms CPU)"
+    )
+    print(
+        f"  engine, one request: {engine['one_request_step_ms']:.2f} ms/step"
+        f" ({engine['one_request_step_cpu_ms']:.2f} ms CPU)"
+    )
     print(
         f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; goal >= 0.8)"
     )

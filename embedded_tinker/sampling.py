@@ -80,6 +80,7 @@ NOISE_CHUNK = 16  # steps of sampling noise drawn per row at a time
 POSITION_BLOCK = 64  # the cache's position dimension grows in multiples of this
 ATTENTION_BLOCK = 32  # decode steps attend over a multiple of this many positions
 RECENT_SUBMITS = 1024  # submit times kept for the engine's report
+RECENT_STEPS = 256  # (end time, wall s, cpu s, rows) of the last steps, kept for the report
 # an idle engine, given a request, waits for more while they keep arriving less than
 # COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S; env EMBEDDED_TINKER_COLLECT_WINDOW_S /
 # EMBEDDED_TINKER_MAX_COLLECT_S override them. (Collecting a whole burst of 64 SDK requests,
@@ -793,6 +794,7 @@ class SamplingEngine:
         self.step_cpu_seconds = 0.0
         self.last_step_end = 0.0
         self.recent_submits: collections.deque[float] = collections.deque(maxlen=RECENT_SUBMITS)
+        self.recent_steps: collections.deque[tuple] = collections.deque(maxlen=RECENT_STEPS)
         self._report_lock = threading.Lock()  # submit() may run on several threads
         self._thread = threading.Thread(target=self._run, name="embedded-sampler", daemon=True)
         self._thread.start()
@@ -804,24 +806,28 @@ class SamplingEngine:
         self._queue.put(job)
         return job.future
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = False) -> None:
+        """Stop the engine thread (pending requests fail); ``wait``: until it has ended."""
         self._queue.put(None)
+        if wait:
+            self._thread.join()
 
     def report(self) -> dict:
         """Counters since start (steps: lane steps; row_steps: rows decoded over all steps;
         step_seconds / step_cpu_seconds: wall and engine-thread CPU time in steps), when the last
-        step ended and when the last requests were submitted (time.monotonic() of the server)."""
+        step ended, when the last requests were submitted (time.monotonic() of the server) and
+        the last steps as [end time, wall seconds, CPU seconds, rows]."""
         with self._report_lock:
-            requests, recent_submits = self.requests, list(self.recent_submits)
-        return {
-            "requests": requests,
-            "steps": self.steps,
-            "row_steps": self.row_steps,
-            "step_seconds": round(self.step_seconds, 6),
-            "step_cpu_seconds": round(self.step_cpu_seconds, 6),
-            "last_step_end": self.last_step_end,
-            "recent_submits": recent_submits,
-        }
+            return {
+                "requests": self.requests,
+                "steps": self.steps,
+                "row_steps": self.row_steps,
+                "step_seconds": round(self.step_seconds, 6),
+                "step_cpu_seconds": round(self.step_cpu_seconds, 6),
+                "last_step_end": self.last_step_end,
+                "recent_submits": list(self.recent_submits),
+                "recent_steps": [list(step) for step in self.recent_steps],
+            }
 
     def _take(self, wait: bool) -> list[SampleJob] | None:
         """Jobs that arrived: when idle, wait for one and then for a burst (jobs arriving less
@@ -866,14 +872,19 @@ class SamplingEngine:
                     lanes[identity].add(job)
                 for identity, lane in list(lanes.items()):
                     started, started_cpu = time.monotonic(), time.thread_time()
+                    rows = 0
                     try:
-                        self.row_steps += lane.advance()
-                        self.steps += 1
+                        rows = lane.advance()
                     except Exception as error:  # noqa: BLE001 - reported through each job's future
                         lane.fail(error)
-                    self.last_step_end = time.monotonic()
-                    self.step_seconds += self.last_step_end - started
-                    self.step_cpu_seconds += time.thread_time() - started_cpu
+                    ended, cpu = time.monotonic(), time.thread_time() - started_cpu
+                    with self._report_lock:
+                        self.steps += 1
+                        self.row_steps += rows
+                        self.step_seconds += ended - started
+                        self.step_cpu_seconds += cpu
+                        self.last_step_end = ended
+                        self.recent_steps.append((ended, round(ended - started, 6), round(cpu, 6), rows))
                     if not lane.busy:
                         del lanes[identity]
         finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TINKER_TELEMETRY", "0")
@@ -204,7 +205,12 @@ def test_healthz_reports_the_sampling_engine(embedded_server, service_client, to
         sampler.sample(prompt, 1, types.SamplingParams(max_tokens=5, stop=[], seed=i)) for i in range(3)
     ]
     assert all(len(f.result().sequences[0].tokens) == 5 for f in futures)
-    after = report()
+    # a step's counters are added just after its requests are answered: wait for the last one
+    for _ in range(200):
+        after = report()
+        if after["row_steps"] - before["row_steps"] >= 15:
+            break
+        time.sleep(0.05)
     assert after["requests"] - before["requests"] == 3
     assert after["row_steps"] - before["row_steps"] == 15
     assert after["steps"] - before["steps"] >= 5

@@ -235,13 +235,15 @@ def test_the_engine_reports_requests_and_steps():
             engine.submit(job)
         for job in jobs:
             job.future.result(timeout=120)
-        report = engine.report()
     finally:
-        engine.stop()
+        engine.stop(wait=True)  # a step's counters are added after its requests are answered
+    report = engine.report()
     assert report["requests"] == 2 and len(report["recent_submits"]) == 2
     assert report["row_steps"] == 2 * 6 + 4  # one token per row and step
     assert report["steps"] >= 6
     assert report["step_seconds"] > 0 and report["last_step_end"] >= report["recent_submits"][-1]
+    assert len(report["recent_steps"]) == report["steps"]
+    assert sum(rows for *_, rows in report["recent_steps"]) == report["row_steps"]
 
 
 def test_a_bad_request_fails_alone(weights):
