@@ -13,14 +13,16 @@ for --rounds rounds so that machine load hits them alike, and medians are report
     (no top-k/top-p), exactly --sample-tokens new tokens. Goal: ratio >= 2.0.
     Also reported, as a diagnostic: one request for --prompts samples of one prompt through the
     SDK (the same decode work in one HTTP round trip), to separate decode from per-request
-    HTTP/SDK cost.
+    HTTP/SDK cost; and, from the server's engine counters (healthz ``sampler``), how many decode
+    steps each took, their rows and milliseconds per step, and when the last concurrent request
+    reached the engine and when its last step ended.
   * forward_backward: cross-entropy forward + backward of a --batch x --length batch on a LoRA
     adapter of rank --rank, through the SDK (sequential: submit, wait; pipelined: submit all,
     then wait) against the same computation in this process (the public model API: LoraAdapter,
     BaseModel.target_logprobs, backward). Goal: ratio >= 0.8.
 
 Only public entry points are used: embedded_tinker.launch.start_server, the HTTP API through the
-tinker SDK and the model loading functions of embedded_tinker.model.
+tinker SDK (and GET healthz) and the model loading functions of embedded_tinker.model.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TINKER_TELEMETRY", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import httpx
 import numpy as np
 import tinker
 import torch
@@ -124,6 +127,34 @@ def generate_tokens_per_second(hf_model, prompts: list[list[int]], new_tokens: i
     return len(prompts) * generated / elapsed
 
 
+def engine_report(base_url: str) -> dict:
+    """The server's sampling-engine counters (healthz ``sampler``)."""
+    return httpx.get(f"{base_url}/api/v1/healthz", timeout=10).json()["sampler"]
+
+
+def engine_figures(before: dict, after: dict, started: float) -> dict:
+    """What the engine did between two reports: decode steps, rows per step, milliseconds per step,
+    and when (after ``started``, time.monotonic()) the requests reached it and the last step ended.
+    The server's clock is this machine's monotonic clock."""
+    steps = after["steps"] - before["steps"]
+    submits = [t - started for t in after["recent_submits"] if t >= started]
+    last_arrival = submits[-1] if submits else 0.0
+    # steps that ended after the last request reached the engine: the whole batch decoding
+    settled = [step for step in after["recent_steps"] if step[0] - started > last_arrival]
+    return {
+        "steps": steps,
+        "rows_per_step": (after["row_steps"] - before["row_steps"]) / max(steps, 1),
+        "step_ms": 1e3 * (after["step_seconds"] - before["step_seconds"]) / max(steps, 1),
+        "step_cpu_ms": 1e3 * (after["step_cpu_seconds"] - before["step_cpu_seconds"]) / max(steps, 1),
+        "settled_steps": len(settled),
+        "settled_step_ms": 1e3 * sum(step[1] for step in settled) / max(len(settled), 1),
+        "settled_step_cpu_ms": 1e3 * sum(step[2] for step in settled) / max(len(settled), 1),
+        "first_arrival_s": submits[0] if submits else None,
+        "last_arrival_s": submits[-1] if submits else None,
+        "last_step_end_s": after["last_step_end"] - started,
+    }
+
+
 def server_tokens_per_second(sampler, prompts: list[list[int]], new_tokens: int, seed: int) -> float:
     """All prompts as concurrent requests through the SDK; tokens/s from first submit to last answer."""
     started = time.perf_counter()
@@ -200,11 +231,14 @@ def main() -> None:
                 seed = round_index * len(prompts)
                 if round_index % 2 == 0:
                     plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
-                    served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
-                else:
-                    served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
+                before, started = engine_report(server.base_url), time.monotonic()
+                served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
+                concurrent = engine_figures(before, engine_report(server.base_url), started)
+                if round_index % 2 == 1:
                     plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                before, started = engine_report(server.base_url), time.monotonic()
                 one = one_request_tokens_per_second(sampler, prompts[0], len(prompts), args.sample_tokens, seed)
+                single = engine_figures(before, engine_report(server.base_url), started)
                 sampling_rounds.append(
                     {
                         "server_http": served,
@@ -212,6 +246,18 @@ def main() -> None:
                         "ratio": served / plain,
                         "one_request": one,
                         "one_request_ratio": one / plain,
+                        "concurrent_steps": concurrent["steps"],
+                        "concurrent_rows_per_step": concurrent["rows_per_step"],
+                        "concurrent_step_ms": concurrent["step_ms"],
+                        "concurrent_step_cpu_ms": concurrent["step_cpu_ms"],
+                        "concurrent_steps_after_last_arrival": concurrent["settled_steps"],
+                        "concurrent_step_ms_after_last_arrival": concurrent["settled_step_ms"],
+                        "concurrent_step_cpu_ms_after_last_arrival": concurrent["settled_step_cpu_ms"],
+                        "concurrent_last_arrival_s": concurrent["last_arrival_s"],
+                        "concurrent_last_step_end_s": concurrent["last_step_end_s"],
+                        "concurrent_wall_s": len(prompts) * args.sample_tokens / served,
+                        "one_request_step_ms": single["step_ms"],
+                        "one_request_step_cpu_ms": single["step_cpu_ms"],
                     }
                 )
                 local = in_process_forward_backward(adapter, sequences, args.repeats)
@@ -252,6 +298,16 @@ def main() -> None:
             # diagnostic: one request for all the samples (decode without per-request HTTP/SDK cost)
             "one_request_tokens_per_s": sampling["one_request"],
             "one_request_ratio": sampling["one_request_ratio"],
+            # diagnostics from the server's engine counters (healthz "sampler"), medians over rounds:
+            # the concurrent requests: decode steps, rows per step, wall and engine-CPU ms per step
+            # (all steps, and the steps after the last request reached the engine), when the last
+            # request reached the engine and when its last step ended (s after the first submit),
+            # and the wall time; the one request: wall and CPU ms per step of its 64-row batch
+            "engine": {
+                key: sampling[key]
+                for key in sampling
+                if key.startswith(("concurrent_", "one_request_step"))
+            },
             "per_round": sampling_rounds,
         },
         "forward_backward": {
@@ -283,6 +339,22 @@ def main() -> None:
     print(f"  ratio                                             {sampling['ratio']:>10.2f}")
     print(
         f"  (one request of {args.prompts} samples: {sampling['one_request']:.0f}, ratio {sampling['one_request_ratio']:.2f})"
+    )
+    engine = report["sampling"]["engine"]
+    print(
+        f"  engine, concurrent requests: {engine['concurrent_steps']:.0f} steps x"
+        f" {engine['concurrent_rows_per_step']:.1f} rows, {engine['concurrent_step_ms']:.2f} ms/step;"
+        f" last request in at {engine['concurrent_last_arrival_s']:.3f} s, last step done at"
+        f" {engine['concurrent_last_step_end_s']:.3f} s of {engine['concurrent_wall_s']:.3f} s"
+    )
+    print(
+        f"  engine, after the last request arrived: {engine['concurrent_steps_after_last_arrival']:.0f}"
+        f" steps, {engine['concurrent_step_ms_after_last_arrival']:.2f} ms/step"
+        f" ({engine['concurrent_step_cpu_ms_after_last_arrival']:.2f} ms CPU)"
+    )
+    print(
+        f"  engine, one request: {engine['one_request_step_ms']:.2f} ms/step"
+        f" ({engine['one_request_step_cpu_ms']:.2f} ms CPU)"
     )
     print(
         f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; goal >= 0.8)"

@@ -6,6 +6,9 @@ snapshot) into *lanes* and admits it into the lane's running batch: one prefill 
 prompts, after which the new rows decode together with the rows already running. A row leaves the
 batch as soon as it stops; a request is answered when its last row stops. Lanes take turns, one
 step each. A request with ``num_samples = n`` contributes n rows (its prompt is prefilled once).
+An idle engine that receives a request first waits briefly for more (requests arriving less than
+COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S); concurrent SDK requests, which arrive one by
+one about a millisecond apart, then join the running batch as they come.
 
 The decoder (``_Decoder``) runs the base model's own weights (and the adapter's LoRA tensors, added
 exactly as the model's forward hooks add them) with the same operations as the transformers Qwen3
@@ -14,15 +17,26 @@ once for the batch and grown only when a joining request needs more rows or posi
 tokens sit at positions 0.. of its slot (no padding in the cache); a finished row's slot is filled
 by moving the last row into it, so the running batch is always the first n slots.
 
+A decode step is a few hundred small tensor operations, so it is written to issue few of them:
+q, k, v (and gate, up) are one matrix product each; the rotary tables are precomputed per
+position with rotate_half's sign folded into the sine (one roll instead of slice/negate/concat);
+the new keys and values are written in place into the cache at precomputed slots; attention is
+one batched product over the live prefix (rounded up to ATTENTION_BLOCK positions) with an
+additive mask; there is no host synchronisation per row, only one list of tokens and logprobs
+per step. Where the work itself is measurable (64 rows of tiny-arith), the linears, the batched
+attention products and the sampling noise are most of a step.
+
 Per row, each step (vectorised over the batch):
     temperature 0      greedy argmax
     temperature > 0    softmax(logits / temperature), restricted to the top_k tokens (top_k > 0)
                        and to the smallest set with probability >= top_p (top_p < 1), drawn as
                        torch.multinomial draws it: argmax(probs / noise), noise ~ Exp(1) per token
     seed               row i of a request draws its noise from torch.Generator().manual_seed(seed + i)
-                       (vocab-size draws per token, in order; pre-drawn a few steps ahead); without
-                       a seed, from a fresh random seed. The noise of a row depends only on its own
-                       seed and step, never on the other rows in the batch.
+                       (vocab-size draws per token, in order; drawn NOISE_CHUNK steps ahead as
+                       float64 uniforms and turned into Exp(1) for the whole batch at once, bit for
+                       bit what exponential_ draws: see exponential_noise); without a seed, from a
+                       fresh random seed. The noise of a row depends only on its own seed and step,
+                       never on the other rows in the batch.
     stop               None: the model's EOS token(s); a list of token ids or strings replaces
                        that ([] = never stop early). The stop token / the token completing a
                        stop string is included in the output, stop_reason "stop"; otherwise
@@ -36,10 +50,16 @@ Repeating a request with the same seed gives the same tokens, whatever else is r
 float32 logits of a row can differ in the last bits with the batch it runs in, as matrix products
 of different shapes round differently; a token changes only where two candidates tie to within
 that rounding.)
+
+``SamplingEngine.report()`` (healthz ``sampler``) counts requests, decode steps, rows decoded,
+the wall and CPU seconds of the steps, and keeps the submit times of recent requests, so a
+benchmark can see how a batch formed and what a step cost.
 """
 
 from __future__ import annotations
 
+import collections
+import os
 import queue
 import secrets
 import threading
@@ -59,6 +79,15 @@ DEFAULT_MAX_TOKENS = 256
 NOISE_CHUNK = 16  # steps of sampling noise drawn per row at a time
 POSITION_BLOCK = 64  # the cache's position dimension grows in multiples of this
 ATTENTION_BLOCK = 32  # decode steps attend over a multiple of this many positions
+RECENT_SUBMITS = 1024  # submit times kept for the engine's report
+RECENT_STEPS = 256  # (end time, wall s, cpu s, rows) of the last steps, kept for the report
+# an idle engine, given a request, waits for more while they keep arriving less than
+# COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S; env EMBEDDED_TINKER_COLLECT_WINDOW_S /
+# EMBEDDED_TINKER_MAX_COLLECT_S override them. (Collecting a whole burst of 64 SDK requests,
+# 6 ms / 150 ms, measured no faster than starting on the first ones: the requests that arrive
+# later join the running batch, and the decode overlaps their arrival.)
+COLLECT_WINDOW_S = 0.004
+MAX_COLLECT_S = 0.02
 
 
 class SamplingError(ValueError):
@@ -162,6 +191,7 @@ class BatchParams:
     top_p: torch.Tensor  # float32 [n]; 1: off
     all_greedy: bool
     any_greedy: bool
+    any_temperature: bool  # a sampled row with temperature != 1 (else dividing by it is skipped)
     any_top_k: bool
     any_top_p: bool
 
@@ -176,6 +206,7 @@ class BatchParams:
             top_p=torch.tensor([s.top_p for s in specs], dtype=torch.float32),
             all_greedy=all(greedy),
             any_greedy=any(greedy),
+            any_temperature=any(s.temperature != 1 for g, s in zip(greedy, specs) if not g),
             any_top_k=any(k > 0 for g, k in zip(greedy, top_k) if not g),
             any_top_p=any(s.top_p < 1 for g, s in zip(greedy, specs) if not g),
         )
@@ -184,10 +215,9 @@ class BatchParams:
 def choose_tokens(logits: torch.Tensor, params: BatchParams, noise: torch.Tensor | None) -> torch.Tensor:
     """``choose_token`` for every row of ``logits`` [n, vocab] at once; ``noise`` [n, vocab] holds
     each sampled row's Exp(1) draws (what multinomial would draw from the row's generator)."""
-    greedy_tokens = torch.argmax(logits, dim=-1)
     if params.all_greedy:
-        return greedy_tokens
-    scaled = logits / params.temperature[:, None]
+        return torch.argmax(logits, dim=-1)
+    scaled = logits / params.temperature[:, None] if params.any_temperature else logits  # x / 1 == x
     if params.any_top_k:
         sorted_desc = torch.sort(scaled, dim=-1, descending=True).values
         kth_largest = sorted_desc.gather(1, (params.top_k - 1).clamp(min=0)[:, None])
@@ -201,7 +231,17 @@ def choose_tokens(logits: torch.Tensor, params: BatchParams, noise: torch.Tensor
         scaled = torch.full_like(scaled, float("-inf")).scatter(1, order, sorted_logits)
     probs = torch.softmax(scaled, dim=-1)
     sampled = torch.argmax(probs / noise, dim=-1)
-    return torch.where(params.greedy, greedy_tokens, sampled) if params.any_greedy else sampled
+    if not params.any_greedy:
+        return sampled
+    return torch.where(params.greedy, torch.argmax(logits, dim=-1), sampled)
+
+
+def exponential_noise(uniforms: torch.Tensor) -> torch.Tensor:
+    """Exp(1) noise from float64 uniform draws, bit for bit what ``exponential_`` on a float32
+    tensor gives from the same generator: torch's CPU kernel draws one float64 uniform per element
+    (as ``uniform_`` on a float64 tensor does) and returns float(-log1p(-u)). Drawing the uniforms
+    per row and transforming the whole batch at once does half the work of ``exponential_``."""
+    return torch.log1p(uniforms.neg()).neg_().float()
 
 
 def stop_string_window(stop_strings: tuple[str, ...]) -> int:
@@ -313,16 +353,31 @@ class _Decoder:
         with torch.inference_mode():
             positions = torch.arange(self.max_positions)[None, :]
             cos, sin = hf.model.rotary_emb(self.embed[:1][None], positions)
-        self.cos, self.sin = cos[0], sin[0]  # [positions, head_dim], exactly the model's tables
+        # the model's rotary tables [positions, 2, head_dim]: cos, and sin with the sign of
+        # rotate_half folded in (rotate_half(x) * sin == roll(x, half) * signed sin, exactly)
+        half = self.head_dim // 2
+        signed_sin = torch.cat([-sin[0, :, :half], sin[0, :, half:]], dim=-1)
+        self.rope = torch.stack([cos[0], signed_sin], dim=1)
+        self.position_ids = torch.arange(self.max_positions)
+        self._slot_starts = torch.zeros(0, dtype=torch.long)
+        self._slot_starts_key = (0, 0)
+
+    def slot_starts(self, n: int, allocated: int) -> torch.Tensor:
+        """[n * kv_heads]: where (row, head)'s position 0 is in a cache [rows, kv_heads, allocated,
+        head_dim] viewed as [rows * kv_heads * allocated, head_dim] (kept between steps)."""
+        if self._slot_starts_key[1] != allocated or self._slot_starts_key[0] < n:
+            rows = max(n, 2 * self._slot_starts_key[0]) if self._slot_starts_key[1] == allocated else n
+            self._slot_starts = torch.arange(rows * self.num_kv_heads) * allocated
+            self._slot_starts_key = (rows, allocated)
+        return self._slot_starts[: n * self.num_kv_heads]
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         variance = x.pow(2).mean(-1, keepdim=True)
-        return weight * (x * torch.rsqrt(variance + self.eps))
+        return weight * (x * variance.add_(self.eps).rsqrt_())
 
     @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        return (x * cos) + (torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin)
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        return (x * cos).add_(x.roll(x.shape[-1] // 2, -1).mul_(signed_sin))
 
     def _qkv(self, x, layer, adapter, cos, sin):
         """Normalised, rotated queries and keys [..., heads, head_dim] and values."""
@@ -336,7 +391,7 @@ class _Decoder:
         h = self._rms(x, layer["post_norm"])
         gate_up = layer["gate_up"](h, adapter)
         gate, up = gate_up[..., : self.intermediate], gate_up[..., self.intermediate :]
-        return x + layer["down"](F.silu(gate) * up, adapter)
+        return x.add_(layer["down"](F.silu(gate).mul_(up), adapter))
 
     def logits(self, hidden: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
         return self.lm_head(self._rms(hidden, self.final_norm), adapter)
@@ -354,7 +409,7 @@ class _Decoder:
             key_valid = torch.arange(width)[None, :] < lengths[:, None]
             causal = torch.ones(width, width, dtype=torch.bool).tril()
             mask = (causal[None] & key_valid[:, None, :])[:, None]  # [m, 1, P, P]
-        cos, sin = self.cos[None, :width, None, :], self.sin[None, :width, None, :]
+        cos, sin = self.rope[None, :width, 0:1, :], self.rope[None, :width, 1:2, :]
         x = self.embed[input_ids]
         caches = []
         for layer in self.layers:
@@ -380,29 +435,25 @@ class _Decoder:
         self,
         tokens: torch.Tensor,
         positions: torch.Tensor,
+        last_position: int,
         keys: list[torch.Tensor],
         values: list[torch.Tensor],
         adapter: LoraAdapter | None,
     ) -> torch.Tensor:
-        """One step for n rows: token i at positions[i] of cache slot i; returns logits [n, vocab]."""
+        """One step for n rows: token i at positions[i] (at most ``last_position``) of cache slot
+        i; returns logits [n, vocab]."""
         n, kv_heads, head_dim = tokens.shape[0], self.num_kv_heads, self.head_dim
-        allocated = keys[0].shape[2]
         # attend over a width that changes only every ATTENTION_BLOCK steps: the matrix-product
         # kernels are planned per shape, and re-planning at every step costs more than the
         # masked-out positions do
-        width = min(-(-(int(positions.max()) + 1) // ATTENTION_BLOCK) * ATTENTION_BLOCK, allocated)
+        allocated = keys[0].shape[2]
+        width = min(-(-(last_position + 1) // ATTENTION_BLOCK) * ATTENTION_BLOCK, allocated)
+        positions_kv = positions.repeat_interleave(kv_heads)  # [n * kv_heads], row-major
         # where each row's new key/value goes in a cache viewed as [rows * kv_heads * positions, head_dim]
-        slots = (
-            torch.arange(n)[:, None] * (kv_heads * allocated)
-            + torch.arange(kv_heads)[None, :] * allocated
-            + positions[:, None]
-        ).view(-1)
-        bias = (
-            torch.zeros(n, 1, width)
-            .masked_fill_((torch.arange(width)[None, :] > positions[:, None])[:, None, :], float("-inf"))
-            .repeat_interleave(kv_heads, dim=0)
-        )  # [n * kv_heads, 1, width]
-        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+        slots = self.slot_starts(n, allocated) + positions_kv
+        bias = torch.where(self.position_ids[:width] > positions_kv[:, None], float("-inf"), 0.0)[:, None, :]
+        rope = self.rope[positions]
+        cos, sin = rope[:, 0:1], rope[:, 1:2]  # [n, 1, head_dim]
         x = self.embed[tokens]
         for layer, key_cache, value_cache in zip(self.layers, keys, values, strict=True):
             q, k, v = self._qkv(x, layer, adapter, cos, sin)
@@ -418,7 +469,7 @@ class _Decoder:
                 torch.softmax(scores, dim=-1),
                 value_cache[:n, :, :width].reshape(n * kv_heads, width, head_dim),
             )
-            x = x + layer["o"](attended.view(n, -1), adapter)
+            x = x.add_(layer["o"](attended.view(n, -1), adapter))
             x = self._mlp(x, layer, adapter)
         return self.logits(x, adapter)
 
@@ -474,7 +525,8 @@ class _Lane:
         self.jobs: dict[int, _JobState] = {}
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
-        self.noise = torch.empty(0, NOISE_CHUNK, self.decoder.vocab_size)
+        # per slot, the uniform draws behind the next NOISE_CHUNK steps' noise (see exponential_noise)
+        self.uniforms = torch.zeros(0, NOISE_CHUNK, self.decoder.vocab_size, dtype=torch.float64)
         self.next_logits: torch.Tensor | None = None  # [len(rows), vocab]: the next token's logits
         self.params: BatchParams | None = None
         self._tokenizer = None
@@ -585,30 +637,37 @@ class _Lane:
                 if previous is not None and used:
                     cache[:used, :, :have_positions] = previous[:used]
                 caches.append(cache)
-        if new_rows > self.noise.shape[0]:
-            noise = torch.empty(new_rows, NOISE_CHUNK, decoder.vocab_size)
-            noise[:used] = self.noise[:used]
-            self.noise = noise
+        if new_rows > self.uniforms.shape[0]:
+            uniforms = self.uniforms.new_zeros(new_rows, NOISE_CHUNK, decoder.vocab_size)
+            uniforms[:used] = self.uniforms[:used]
+            self.uniforms = uniforms
 
     # -------------------------------------------------------------- one step
-    def advance(self) -> None:
+    def advance(self) -> int:
         """Admit what is pending, choose every row's next token, retire finished rows and run the
-        decode step for the rest."""
+        decode step for the rest. Returns the number of rows that chose a token."""
         with torch.inference_mode():
             self._admit()
             if not self.rows:
-                return
+                return 0
+            chose = len(self.rows)
             self._choose()
             self._retire()
             if self.rows:
                 rows = self.rows
                 tokens = torch.tensor([row.tokens[-1] for row in rows])
-                positions = torch.tensor([row.last_position for row in rows])
+                positions = [row.last_position for row in rows]
                 self.next_logits = self.decoder.decode(
-                    tokens, positions, self.keys, self.values, self.weights.adapter
+                    tokens,
+                    torch.tensor(positions),
+                    max(positions),
+                    self.keys,
+                    self.values,
+                    self.weights.adapter,
                 )
             else:
                 self.next_logits = None
+        return chose
 
     def _choose(self) -> None:
         rows, logits = self.rows, self.next_logits
@@ -623,12 +682,12 @@ class _Lane:
                     continue
                 if row.noise_left == 0:  # draw this row's next chunk, in generator order
                     chunk = min(NOISE_CHUNK, row.max_tokens - len(row.tokens))
-                    self.noise[slot, NOISE_CHUNK - chunk :].exponential_(generator=row.generator)
+                    self.uniforms[slot, NOISE_CHUNK - chunk :].uniform_(generator=row.generator)
                     row.noise_left = chunk
                 steps.append(NOISE_CHUNK - row.noise_left)
                 row.noise_left -= 1
             picks = torch.arange(len(rows)) * NOISE_CHUNK + torch.tensor(steps)
-            noise = self.noise.view(-1, self.decoder.vocab_size).index_select(0, picks)
+            noise = exponential_noise(self.uniforms.view(-1, self.decoder.vocab_size).index_select(0, picks))
         chosen = choose_tokens(logits, self.params, noise)
         chosen_logprobs = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]
         for row, token, logprob in zip(rows, chosen.tolist(), chosen_logprobs.tolist(), strict=True):
@@ -674,7 +733,7 @@ class _Lane:
             to, source = torch.tensor(holes), torch.tensor(movers)
             for cache in self.keys + self.values:
                 cache[to] = cache[source]
-            self.noise[to] = self.noise[source]
+            self.uniforms[to] = self.uniforms[source]
             for hole, mover in zip(holes, movers, strict=True):
                 rows[hole] = rows[mover]
         del rows[keep:]
@@ -712,22 +771,63 @@ class SamplingEngine:
     """The engine thread: continuous batching of queued SampleJobs, one lane per weights."""
 
     def __init__(
-        self, max_rows_per_lane: int = 128, collect_window_s: float = 0.004, max_collect_s: float = 0.02
+        self,
+        max_rows_per_lane: int = 128,
+        collect_window_s: float | None = None,
+        max_collect_s: float | None = None,
     ):
         self.max_rows_per_lane = max_rows_per_lane
+        if collect_window_s is None:
+            collect_window_s = float(os.environ.get("EMBEDDED_TINKER_COLLECT_WINDOW_S", COLLECT_WINDOW_S))
+        if max_collect_s is None:
+            max_collect_s = float(os.environ.get("EMBEDDED_TINKER_MAX_COLLECT_S", MAX_COLLECT_S))
         self.collect_window_s = collect_window_s
         self.max_collect_s = max_collect_s
         self._queue: queue.Queue[SampleJob | None] = queue.Queue()
         self._stopped = False
+        # what report() (healthz "sampler") answers: counters since start, and when recent requests
+        # were submitted (time.monotonic(), the last RECENT_SUBMITS)
+        self.requests = 0
+        self.steps = 0
+        self.row_steps = 0
+        self.step_seconds = 0.0
+        self.step_cpu_seconds = 0.0
+        self.last_step_end = 0.0
+        self.recent_submits: collections.deque[float] = collections.deque(maxlen=RECENT_SUBMITS)
+        self.recent_steps: collections.deque[tuple] = collections.deque(maxlen=RECENT_STEPS)
+        self._report_lock = threading.Lock()  # submit() may run on several threads
         self._thread = threading.Thread(target=self._run, name="embedded-sampler", daemon=True)
         self._thread.start()
 
     def submit(self, job: SampleJob) -> Future:
+        with self._report_lock:
+            self.recent_submits.append(time.monotonic())
+            self.requests += 1
         self._queue.put(job)
         return job.future
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = False) -> None:
+        """Stop the engine thread (pending requests fail); ``wait``: until it has ended."""
         self._queue.put(None)
+        if wait:
+            self._thread.join()
+
+    def report(self) -> dict:
+        """Counters since start (steps: lane steps; row_steps: rows decoded over all steps;
+        step_seconds / step_cpu_seconds: wall and engine-thread CPU time in steps), when the last
+        step ended, when the last requests were submitted (time.monotonic() of the server) and
+        the last steps as [end time, wall seconds, CPU seconds, rows]."""
+        with self._report_lock:
+            return {
+                "requests": self.requests,
+                "steps": self.steps,
+                "row_steps": self.row_steps,
+                "step_seconds": round(self.step_seconds, 6),
+                "step_cpu_seconds": round(self.step_cpu_seconds, 6),
+                "last_step_end": self.last_step_end,
+                "recent_submits": list(self.recent_submits),
+                "recent_steps": [list(step) for step in self.recent_steps],
+            }
 
     def _take(self, wait: bool) -> list[SampleJob] | None:
         """Jobs that arrived: when idle, wait for one and then for a burst (jobs arriving less
@@ -771,10 +871,20 @@ class SamplingEngine:
                             continue
                     lanes[identity].add(job)
                 for identity, lane in list(lanes.items()):
+                    started, started_cpu = time.monotonic(), time.thread_time()
+                    rows = 0
                     try:
-                        lane.advance()
+                        rows = lane.advance()
                     except Exception as error:  # noqa: BLE001 - reported through each job's future
                         lane.fail(error)
+                    ended, cpu = time.monotonic(), time.thread_time() - started_cpu
+                    with self._report_lock:
+                        self.steps += 1
+                        self.row_steps += rows
+                        self.step_seconds += ended - started
+                        self.step_cpu_seconds += cpu
+                        self.last_step_end = ended
+                        self.recent_steps.append((ended, round(ended - started, 6), round(cpu, 6), rows))
                     if not lane.busy:
                         del lanes[identity]
         finally:

@@ -780,6 +780,7 @@ def create_app(
             "exposure": service.exposure.name,
             "faults_injected": {"429": injected[429], "503": injected[503]},
             **service.busy_clock.report(),
+            "sampler": service.sampler.report(),
         }
 
     @app.post(f"{api}/client/config")
@@ -787,7 +788,7 @@ def create_app(
         return {
             "pjwt_auth_enabled": False,
             "credential_default_source": "api_key",
-            "use_pyqwest_transport": False,
+            "use_pyqwest_transport": True,  # the SDK's reqwest transport: less client CPU per request
             "parallel_fwdbwd_chunks": True,
             "proto_compress_fwdbwd": False,
             "sample_use_retrieve_futures": False,

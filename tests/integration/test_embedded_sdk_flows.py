@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TINKER_TELEMETRY", "0")
@@ -189,6 +190,30 @@ def test_greedy_is_deterministic_and_seeds_repeat(service_client, tokens):
     assert run(seed=5) != run(seed=6)
     assert run(seed=5, top_k=1) == greedy  # top_k = 1 is greedy
     assert all(len(t) == 8 for t in greedy)
+
+
+def test_healthz_reports_the_sampling_engine(embedded_server, service_client, tokens):
+    import httpx
+
+    def report() -> dict:
+        return httpx.get(f"{embedded_server.base_url}/api/v1/healthz").json()["sampler"]
+
+    before = report()
+    sampler = service_client.create_sampling_client(base_model=MODEL).result()
+    prompt = types.ModelInput.from_ints(tokens[:6])
+    futures = [
+        sampler.sample(prompt, 1, types.SamplingParams(max_tokens=5, stop=[], seed=i)) for i in range(3)
+    ]
+    assert all(len(f.result().sequences[0].tokens) == 5 for f in futures)
+    # a step's counters are added just after its requests are answered: wait for the last one
+    for _ in range(200):
+        after = report()
+        if after["row_steps"] - before["row_steps"] >= 15:
+            break
+        time.sleep(0.05)
+    assert after["requests"] - before["requests"] == 3
+    assert after["row_steps"] - before["row_steps"] == 15
+    assert after["steps"] - before["steps"] >= 5
 
 
 def test_stop_tokens_strings_and_max_tokens(service_client, tokenizer, tokens):

@@ -25,6 +25,7 @@ from embedded_tinker.sampling import (
     _tokenizer,
     choose_token,
     choose_tokens,
+    exponential_noise,
     generate,
     tail_has_stop_string,
 )
@@ -112,6 +113,38 @@ def test_vectorised_choice_is_choose_token_row_by_row():
     assert chosen.tolist() == expected
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7, 123456789, 2**62 - 1])
+def test_exponential_noise_is_what_exponential_draws(seed):
+    """The engine draws float64 uniforms and transforms them (exponential_noise); that must be
+    exponential_ on float32, bit for bit, in chunks of any size, and leave the generator where
+    exponential_ leaves it."""
+    drawn, reference = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for rows in (1, 16, 5, 64):
+        uniforms = torch.empty(rows, 512, dtype=torch.float64).uniform_(generator=drawn)
+        expected = torch.empty(rows, 512).exponential_(generator=reference)
+        assert torch.equal(exponential_noise(uniforms), expected)
+    assert torch.equal(torch.rand(8, generator=drawn), torch.rand(8, generator=reference))
+
+
+def test_vectorised_choice_at_unit_temperature_is_choose_token_row_by_row():
+    """Every sampled row at temperature 1 (the engine then skips dividing by it), greedy rows mixed in."""
+    rng = torch.Generator().manual_seed(1)
+    unit = [s for s in MIXED_SPECS if s.get("temperature", 1.0) in (0.0, 1.0)]
+    logits = torch.randn(len(unit) * 4, 64, generator=rng) * 3
+    specs = [spec(**unit[r % len(unit)]) for r in range(logits.shape[0])]
+    seeds = [200 + r for r in range(len(specs))]
+    expected = [
+        choose_token(row, s, torch.Generator().manual_seed(seed))
+        for row, s, seed in zip(logits, specs, seeds)
+    ]
+    noise = torch.stack(
+        [torch.empty(64).exponential_(generator=torch.Generator().manual_seed(s)) for s in seeds]
+    )
+    params = BatchParams.of(specs, 64)
+    assert not params.any_temperature and params.any_greedy
+    assert choose_tokens(logits, params, noise).tolist() == expected
+
+
 def test_engine_tokens_are_the_plain_decoders(weights):
     jobs = [SampleJob(weights, p, 2, spec(**s)) for p, s in zip(prompts(len(MIXED_SPECS)), MIXED_SPECS)]
     results = generate(weights, jobs)
@@ -187,6 +220,30 @@ def test_requests_join_and_leave_the_running_batch():
     finally:
         engine.stop()
     assert finished_order == ["short", "long"]
+
+
+def test_the_engine_reports_requests_and_steps():
+    base = load_base_model("embedded/tiny-arith")
+    weights = SamplerWeights(base, None, "tiny-arith@base")
+    engine = SamplingEngine()
+    try:
+        jobs = [
+            SampleJob(weights, [5, 6, 7], 2, spec(max_tokens=6, seed=1)),
+            SampleJob(weights, [9], 1, spec(max_tokens=4)),
+        ]
+        for job in jobs:
+            engine.submit(job)
+        for job in jobs:
+            job.future.result(timeout=120)
+    finally:
+        engine.stop(wait=True)  # a step's counters are added after its requests are answered
+    report = engine.report()
+    assert report["requests"] == 2 and len(report["recent_submits"]) == 2
+    assert report["row_steps"] == 2 * 6 + 4  # one token per row and step
+    assert report["steps"] >= 6
+    assert report["step_seconds"] > 0 and report["last_step_end"] >= report["recent_submits"][-1]
+    assert len(report["recent_steps"]) == report["steps"]
+    assert sum(rows for *_, rows in report["recent_steps"]) == report["row_steps"]
 
 
 def test_a_bad_request_fails_alone(weights):
