@@ -56,7 +56,7 @@ RUNS = {f"{arm}@lr={lr}" for arm in ARMS for lr in LRS}
 def test_run_succeeds_with_a_verdict_and_six_runs(result):
     assert result["status"] == "succeeded"
     assert result["verdict"] in ("supported", "refuted") and result["confidence"] == "weak"
-    assert "decision" not in result  # the spec has no decision_rule (contract section 7)
+    assert "decision" not in result  # the spec has no decision_rule (DEC-1, GEN-7)
     assert set(result["completed_arms"]) == set(ARMS)  # arms, never runs
     assert set(result["metrics"]["arms"]) == set(ARMS)
     for arm in ARMS:

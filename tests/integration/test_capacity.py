@@ -1,4 +1,4 @@
-"""Capacity errors and the wait policy (contract section 3).
+"""Capacity errors and the wait policy (CAP-1).
 
 Errors are the real tinker 0.38 exception classes, built the way the SDK builds them (status errors
 from an httpx.Response through the client's own `_make_status_error_from_response`, failed futures

@@ -1,4 +1,4 @@
-"""Generation audit (contract section 10): deterministic sample, numeric_exact comparison, overlap,
+"""Generation audit (GA-1..GA-9): deterministic sample, numeric_exact comparison, overlap,
 the record's validation, blind re-solves through the stock SDK against the real embedded server,
 and the repair loop (reject, new file versions, re-audit)."""
 

@@ -1,4 +1,4 @@
-"""experiment/sft/loss_eval.py: the contract section 8 rules, on plain arrays and on real server outputs."""
+"""experiment/sft/loss_eval.py: the LOSS-1/LOSS-2 rules (docs/contract-rules.md), on plain arrays and on real server outputs."""
 
 from __future__ import annotations
 

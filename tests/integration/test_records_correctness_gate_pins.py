@@ -1,4 +1,4 @@
-"""The correctness gate on the embedded backend (contract section 4; contract-details A-1.4, A-4.4).
+"""The correctness gate on the embedded backend (CORR-6, CORR-8).
 
 With the spec's revisions UNRESOLVED the gate measures the path, records it required and
 unverified, writes the spec-revision request (evidence + RESULT) and fails, so the run stops

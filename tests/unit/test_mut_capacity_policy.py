@@ -1,4 +1,4 @@
-"""Capacity policy bounds (contract section 3) and the one-line error text it records."""
+"""Capacity policy bounds (CAP-1) and the one-line error text it records."""
 
 from __future__ import annotations
 

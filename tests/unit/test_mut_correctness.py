@@ -1,4 +1,4 @@
-"""Correctness tolerances (contract section 4): expected values are literals or computed here
+"""Correctness tolerances (CORR-3..CORR-5): expected values are literals or computed here
 independently with the formulas of the contract, never taken from experiment.stats.correctness."""
 
 from __future__ import annotations

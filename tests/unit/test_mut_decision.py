@@ -1,4 +1,4 @@
-"""Paired Hoeffding decision (contract section 7): expected numbers are literals or are computed
+"""Paired Hoeffding decision (DEC-8, DEC-9): expected numbers are literals or are computed
 here with the contract's formulas, never taken from experiment.stats.decision."""
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def test_role_weights_map_to_arms_and_are_recorded():
     assert plain.role_to_arm == {}
 
 
-# ---- verdict vocabularies (contract section 2)
+# ---- verdict vocabularies (GEN-3, GEN-4)
 
 def _result_with(statuses):
     obs = _obs({"t": [1] * 40, "b": [0] * 40})

@@ -1,4 +1,4 @@
-"""Evaluation records (contract section 6): ids and hashes recomputed here with hashlib/json
+"""Evaluation records (EVAL-1..EVAL-10): ids and hashes recomputed here with hashlib/json
 from the contract's definitions, never taken from experiment.stats.evaluation."""
 
 from __future__ import annotations

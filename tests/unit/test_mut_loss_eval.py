@@ -1,4 +1,4 @@
-"""Held-out loss evaluation (contract section 8): token_mean, example_mean and n_empty computed by
+"""Held-out loss evaluation (LOSS-1, LOSS-2): token_mean, example_mean and n_empty computed by
 hand from literal logprobs and weights, never taken from experiment.sft.loss_eval."""
 
 from __future__ import annotations

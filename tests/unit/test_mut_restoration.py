@@ -1,4 +1,4 @@
-"""Restoration checks (contract section 5): the optimizer check must catch a requested != actual
+"""Restoration checks (REST-4..REST-6): the optimizer check must catch a requested != actual
 family or config; hashes are recomputed here with hashlib/struct, never taken from the module."""
 
 from __future__ import annotations

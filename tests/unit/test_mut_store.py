@@ -145,7 +145,7 @@ def test_good_evidence_names_are_kept(store, name):
 
 
 def test_evidence_section_is_recreated_in_the_contract_shape_when_missing(store):
-    # contract section 12: evidence = {"version": 1, "files": [...], "checkpoints": [...], "per_arm_metrics": {}}
+    # EVID-1, EVID-5: evidence = {"version": 1, "files": [...], "checkpoints": [...], "per_arm_metrics": {}}
     result = store.read_result()  # a RESULT written without the section (older or hand-edited run)
     del result["evidence"]
     (store.run_dir / "result.json").write_text(json.dumps(result))

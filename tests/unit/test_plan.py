@@ -82,7 +82,7 @@ def test_trimuon_plan_from_plan_file():
     assert plan.gate("feasibility_pilot").enforced is False
     assert plan.gate("activation_gate").applicable is False
     assert plan.vocabulary == "direction_confidence"
-    assert {arm.service for arm in plan.arms} == {"fork"}  # contract section 13: every arm on the fork
+    assert {arm.service for arm in plan.arms} == {"fork"}  # RUN-2: every arm of the comparison on the fork
 
 
 def _gs1_dict() -> dict:

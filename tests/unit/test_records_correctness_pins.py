@@ -1,5 +1,5 @@
 """Correctness revisions are pinned by the spec or its recorded revision file, never by the run
-(contract section 4; contract-details A-1.4, A-4.4).
+(CORR-6, CORR-8).
 
 While a revision is UNRESOLVED everywhere the plan marks the gate's revisions unresolved (the gate
 then stops the run with a spec-revision request); a recorded revision file that pins them resolves

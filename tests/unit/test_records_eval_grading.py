@@ -1,4 +1,4 @@
-"""The frozen evaluator (contract section 6; contract-details A-6.x).
+"""The frozen evaluator (EVAL-1..EVAL-11).
 
 Its code hash covers prompt construction and the renderer, not only the grader; a grading
 timeout or grader error is recorded in the item's row (and named in the score), never a silent 0.

@@ -1,4 +1,4 @@
-"""Evidence as the exchange receives it (contract section 12; contract-details A-12.x).
+"""Evidence as the exchange receives it (EVID-1..EVID-8).
 
 RESULT.evidence.files[] carries each file inline (text as is, binary as base64 with its encoding
 named) with the sha256 of the original bytes; a file past the caps is reported partial and named,

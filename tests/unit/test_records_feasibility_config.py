@@ -1,4 +1,4 @@
-"""The feasibility record (contract section 11; contract-details A-11.x).
+"""The feasibility record (FEAS-1..FEAS-11).
 
 `config` and `effective_config` both record the full run's ten projection keys, identically; the
 pilot's size lives in `measurements` (units vs planned_units); a spec's stated pilot size is

@@ -1,5 +1,5 @@
-"""A generation audit that cannot compare answers is recorded unverified (contract section 10,
-contract-details A-10.3: "missing or unsupported strategies remain unverified"), never left out."""
+"""A generation audit that cannot compare answers is recorded unverified (GA-7:
+"missing or unsupported strategies remain unverified"), never left out."""
 
 from __future__ import annotations
 

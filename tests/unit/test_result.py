@@ -1,4 +1,4 @@
-"""RESULT builders: the failure shape differs by verdict vocabulary (contract section 2)."""
+"""RESULT builders: the failure shape differs by verdict vocabulary (GEN-3, GEN-4)."""
 
 from __future__ import annotations
 
