@@ -90,8 +90,9 @@ class ServiceTarget:
         if self.kind == "embedded" and self._server is None:
             early = _EARLY.pop((self.checkpoint_dir, self.exposure), None)
             try:
-                self._server = early.result() if early is not None else _start_embedded(self.checkpoint_dir,
-                                                                                       self.exposure)
+                self._server = _taken_over(early) if early is not None else None
+                if self._server is None:
+                    self._server = _start_embedded(self.checkpoint_dir, self.exposure)
             except TypeError as err:  # a backend built before exposure profiles existed
                 if "exposure" not in str(err):
                     raise
@@ -171,6 +172,17 @@ def start_embedded_early(checkpoint_dir: str | None, exposure: str = "embedded")
 
     threading.Thread(target=boot, name="embedded-early-start", daemon=True).start()
     _EARLY[(checkpoint_dir, exposure)] = future
+
+
+def _taken_over(early: Future) -> Any:
+    """The early-started server, or None when its start failed (e.g. it outlasted its start-up timeout
+    while the machine was busiest): then the run starts one on demand, as it would have anyway."""
+    try:
+        return early.result()
+    except TypeError:
+        raise  # an exposure this backend does not have: the on-demand start would fail the same way
+    except Exception:  # noqa: BLE001 - retried on demand, where a lasting problem is raised
+        return None
 
 
 def stop_early_embedded() -> None:

@@ -85,7 +85,7 @@ def set_up(deployment_server):
     for _ in range(2):  # the setup is idempotent
         done = subprocess.run(
             ["bash", str(REPO_ROOT / "deployments" / "setup.sh")],
-            env={**env, "RX_SERVICE_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=120, check=False,
+            env={**env, "RX_SERVICE_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=300, check=False,
         )
         assert done.returncode == 0, done.stderr + done.stdout
     return deployment_server
