@@ -61,25 +61,41 @@ def busy(base_url: str) -> dict:
 
 
 class CallWatcher:
-    """Polls healthz to find when the first and the last API call of a client happened."""
+    """Polls healthz to find when the first and the last API call of a client happened, and keeps
+    (wall clock, busy_seconds) samples so that the service's idle time inside any window is known."""
 
     def __init__(self, base_url: str, interval_s: float = 0.1):
         self.base_url, self.interval_s = base_url, interval_s
         self.start_calls = busy(base_url)["api_calls"]
         self.first_call_at: float | None = None
         self.last_call_at: float | None = None
+        self.samples: list[tuple[float, float]] = []  # (time.time(), busy_seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         calls = self.start_calls
         while not self._stop.wait(self.interval_s):
-            now_calls = busy(self.base_url)["api_calls"]
+            report = busy(self.base_url)
+            self.samples.append((time.time(), report["busy_seconds"]))
+            now_calls = report["api_calls"]
             if now_calls != calls:
                 now = time.perf_counter()
                 self.first_call_at = self.first_call_at or now
                 self.last_call_at = now
                 calls = now_calls
+
+    def busy_at(self, when: float) -> float:
+        """busy_seconds at wall-clock time `when` (linear between samples)."""
+        samples = self.samples
+        if not samples:
+            return 0.0
+        if when <= samples[0][0]:
+            return samples[0][1]
+        for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
+            if t0 <= when <= t1:
+                return b0 + (b1 - b0) * ((when - t0) / (t1 - t0) if t1 > t0 else 0.0)
+        return samples[-1][1]
 
     def __enter__(self) -> CallWatcher:
         self._thread.start()
@@ -117,6 +133,7 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
         "before_first_call_s": round(watcher.first_call_at - started, 3) if watcher.first_call_at else None,
         "after_last_call_s": round(started + wall - watcher.last_call_at, 3) if watcher.last_call_at else None,
         "recorded": gate_durations(Path(runs_dir)),
+        "service_idle_s": idle_by_gate(Path(runs_dir), watcher),
     }
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
@@ -144,6 +161,27 @@ def gate_durations(runs_dir: Path) -> dict:
     if gates.get("arm_training") and step_seconds:
         recorded["arm_overlap"] = round(sum(step_seconds.values()) / gates["arm_training"], 3)
     return recorded
+
+
+def idle_by_gate(runs_dir: Path, watcher: CallWatcher) -> dict:
+    """Seconds of each gate (from events.jsonl: the gate event's time and duration_s, whole seconds)
+    during which no API call was in flight: where the pipeline's own work sits on the critical path."""
+    import datetime as dt
+
+    idle: dict[str, float] = {}
+    for events in runs_dir.rglob("events.jsonl"):
+        for line in events.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") != "gate" or not event.get("duration_s"):
+                continue
+            end = dt.datetime.fromisoformat(event["ts"]).timestamp() + 0.5  # the second the gate ended in
+            start = end - float(event["duration_s"])
+            served = watcher.busy_at(end) - watcher.busy_at(start)
+            idle[event["gate"]] = round(max(0.0, float(event["duration_s"]) - served), 1)
+    return idle
 
 
 # ---------------------------------------------------------------------- arms

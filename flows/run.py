@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines
-from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget
+from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
@@ -99,11 +99,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.experiment_flow import run_experiment  # imports Prefect; only needed for a real run
-    from flows.lifetime import tie_prefect_temporary_server
-
-    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
+    prefect_ready = start_servers_early(backend, args.exposure or "embedded", store)
     try:
+        from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
+        prefect_ready()
         state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
                                rehearsal_scale=args.rehearsal_scale,
                                exposure=args.exposure or "embedded",
@@ -113,8 +112,46 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_CRASHED
     finally:
+        stop_early_embedded()  # only one no run took over
         store.release()
     return exit_code_for(state)
+
+
+def start_servers_early(backend: str, exposure: str, store: RunStore):
+    """Start, side by side and in the background, the servers the flow would otherwise start one after
+    the other: Prefect's temporary server (when no PREFECT_API_URL is set) and the embedded backend (the
+    local backend without TINKER_BASE_URL), while this process imports the flow. Returns a function that
+    waits until the Prefect server is up (the flow's own start-up then finds it running); the flow's
+    ServiceTarget takes the embedded server over (same checkpoint dir and exposure as on demand)."""
+    import threading
+
+    if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
+        start_embedded_early(str(store.run_dir.parent / ".embedded-checkpoints"), exposure)
+    from flows.lifetime import tie_prefect_temporary_server
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return lambda: None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    box: dict = {}
+
+    def boot() -> None:
+        try:
+            SubprocessASGIServer().start()
+        except BaseException as err:  # raised again in the main thread
+            box["error"] = err
+
+    thread = threading.Thread(target=boot, name="prefect-early-start", daemon=True)
+    thread.start()
+
+    def ready() -> None:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+
+    return ready
 
 
 def finished_message(store: RunStore) -> str:

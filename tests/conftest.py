@@ -272,6 +272,8 @@ class PrefectServer:
         self.env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": self.api_url,
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
         self.env.pop("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED", None)  # a real server records task runs
+        # what a CLI subprocess needs to run its flow on this server instead of starting a temporary one
+        self.cli_env = {"PREFECT_HOME": str(home), "PREFECT_API_URL": self.api_url}
         self.log = open(home / "server.log", "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import warnings
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -83,13 +85,14 @@ class ServiceTarget:
     # ---- lifecycle ----
 
     def start(self) -> str:
-        """Make sure the service is reachable at base_url; starts the embedded server if needed."""
+        """Make sure the service is reachable at base_url; starts the embedded server if needed (or takes
+        over the one `start_embedded_early` started for the same checkpoint dir and exposure)."""
         if self.kind == "embedded" and self._server is None:
-            from embedded_tinker.launch import start_server  # lazy: --plan and remote runs never need it
-
-            options = {} if self.exposure == "embedded" else {"exposure": self.exposure}
+            early = _EARLY.pop((self.checkpoint_dir, self.exposure), None)
             try:
-                self._server = start_server(port=0, checkpoint_dir=self.checkpoint_dir, **options)
+                self._server = _taken_over(early) if early is not None else None
+                if self._server is None:
+                    self._server = _start_embedded(self.checkpoint_dir, self.exposure)
             except TypeError as err:  # a backend built before exposure profiles existed
                 if "exposure" not in str(err):
                     raise
@@ -139,6 +142,57 @@ class ServiceTarget:
         finally:
             _close_quietly(client)
         return [model.model_name for model in capabilities.supported_models if model.model_name]
+
+
+def _start_embedded(checkpoint_dir: str | None, exposure: str) -> Any:
+    from embedded_tinker.launch import start_server  # lazy: --plan and remote runs never need it
+
+    options = {} if exposure == "embedded" else {"exposure": exposure}
+    return start_server(port=0, checkpoint_dir=checkpoint_dir, **options)
+
+
+# Embedded servers started ahead of the flow (the CLI starts one while Prefect starts), keyed by
+# (checkpoint_dir, exposure); the first ServiceTarget.start() with that key takes it over.
+_EARLY: dict[tuple[str | None, str], Future] = {}
+
+
+def start_embedded_early(checkpoint_dir: str | None, exposure: str = "embedded") -> None:
+    """Start the embedded backend now, in the background, for a run that will use `checkpoint_dir`;
+    its ServiceTarget.start() then waits for it instead of starting one after the other. Nothing
+    about the server differs from one started on demand (port 0, same checkpoint dir and exposure)."""
+    if (checkpoint_dir, exposure) in _EARLY:
+        return
+    future: Future = Future()
+
+    def boot() -> None:
+        try:
+            future.set_result(_start_embedded(checkpoint_dir, exposure))
+        except BaseException as err:  # raised again where the run takes it over
+            future.set_exception(err)
+
+    threading.Thread(target=boot, name="embedded-early-start", daemon=True).start()
+    _EARLY[(checkpoint_dir, exposure)] = future
+
+
+def _taken_over(early: Future) -> Any:
+    """The early-started server, or None when its start failed (e.g. it outlasted its start-up timeout
+    while the machine was busiest): then the run starts one on demand, as it would have anyway."""
+    try:
+        return early.result()
+    except TypeError:
+        raise  # an exposure this backend does not have: the on-demand start would fail the same way
+    except Exception:  # noqa: BLE001 - retried on demand, where a lasting problem is raised
+        return None
+
+
+def stop_early_embedded() -> None:
+    """Stop every early-started server no run took over (e.g. the run stopped before its first call)."""
+    while _EARLY:
+        _, future = _EARLY.popitem()
+        try:
+            future.result().stop()
+        except BaseException:  # noqa: BLE001 - it never started; nothing to stop
+            pass
 
 
 def _close_quietly(client: Any) -> None:

@@ -1,6 +1,6 @@
 """Headless Chromium driven over the DevTools protocol (websocket), for checking the Prefect UI.
 
-Not a test module: tests/e2e/test_prefect_ui_browser.py loads it by path. Chromium comes from the
+Not a test module: tests/e2e/test_local_gs1_run.py loads it by path. Chromium comes from the
 Debian package `chromium` (.ci/run installs it when missing).
 """
 

@@ -48,8 +48,14 @@ def flow_command(spec: Path, runs_dir: Path, backend: str = "local") -> list[str
     return [sys.executable, "-m", "flows.run", str(spec), "--runs-dir", str(runs_dir), "--backend", backend]
 
 
-def flow_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RX_CAPACITY_TIME_SCALE": "0.01", **extra}
+@pytest.fixture(scope="module")
+def prefect_env(prefect_server) -> dict[str, str]:
+    """The runs of this module record their flow runs on the session's Prefect server (no temporary server each)."""
+    return prefect_server.cli_env
+
+
+def flow_env(prefect_env: dict[str, str], **extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RX_CAPACITY_TIME_SCALE": "0.01", **prefect_env, **extra}
     env.pop("TINKER_BASE_URL", None)
     return env
 
@@ -63,30 +69,30 @@ def decision_of(runs_dir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def clean_decision(small_spec, tmp_path_factory) -> dict:
+def clean_decision(small_spec, tmp_path_factory, prefect_env) -> dict:
     runs_dir = tmp_path_factory.mktemp("clean")
-    done = subprocess.run(flow_command(small_spec, runs_dir), cwd=REPO_ROOT, env=flow_env(), capture_output=True,
+    done = subprocess.run(flow_command(small_spec, runs_dir), cwd=REPO_ROOT, env=flow_env(prefect_env), capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return decision_of(runs_dir)
 
 
-def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision, tmp_path):
+def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision, tmp_path, prefect_env):
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import start_server
 
     faults = FaultConfig(rate_429=0.03, rate_503=0.03, retry_after_ms=1, seed=1)  # ~6% of all calls refused
     with start_server(faults=faults) as server:
         done = subprocess.run(flow_command(small_spec, tmp_path, backend=server.base_url), cwd=REPO_ROOT,
-                              env=flow_env(TINKER_API_KEY="tml-local"), capture_output=True, text=True, timeout=1500)
+                              env=flow_env(prefect_env, TINKER_API_KEY="tml-local"), capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     faulty = decision_of(tmp_path)
     assert (faulty["verdict"], faulty["confidence"]) == (clean_decision["verdict"], clean_decision["confidence"])
     print(f"clean {clean_decision} / with faults {faulty}")  # shown with -rP
 
 
-def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp_path):
-    process = subprocess.Popen(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(),
+def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp_path, prefect_env):
+    process = subprocess.Popen(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     table = None
     deadline = time.monotonic() + 600
@@ -106,7 +112,7 @@ def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp
     run_dir = table.parent.parent
     assert json.loads((run_dir / "result.json").read_text())["status"] == "running"
 
-    done = subprocess.run(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(), capture_output=True,
+    done = subprocess.run(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env), capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     resumed_decision = decision_of(tmp_path)

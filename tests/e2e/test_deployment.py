@@ -1,5 +1,5 @@
 """The deployment, end to end on real parts: a Prefect server on loopback (own PREFECT_HOME, random
-port), deployments/setup.sh, deployments/serve.py in a subprocess, a run triggered with the
+port; the session's `prefect_server` of tests/conftest.py, shared with the other tests that need one), deployments/setup.sh, deployments/serve.py in a subprocess, a run triggered with the
 `prefect deployment run` CLI, and the RESULT the run leaves on disk. Also the re-queue helper
 scheduling a real run of the served deployment.
 
@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,12 +34,6 @@ RESULT_STATUS_FOR_STATE = {"Completed": "succeeded", "GateFailed": "failed", "Ca
 FLOW_RUN_TIMEOUT_S = 540
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -68,54 +61,34 @@ def _wait_for(check, timeout_s: float, what: str, process: subprocess.Popen | No
 
 
 @pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory):
-    """A real Prefect server on loopback; yields (api_url, env for CLI subprocesses)."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    port = _free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
+def deployment_server(prefect_server):
+    """The session's real Prefect server on loopback (tests/conftest.py); yields (api_url, env for CLI
+    subprocesses: no ambient PREFECT_* setting, only this server's PREFECT_HOME and PREFECT_API_URL)."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith("PREFECT_") and key not in ("TINKER_BASE_URL", "RX_RUNS_DIR")
     }
     env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_API_URL=api_url,
+        **prefect_server.cli_env,
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_UI_ENABLED="false",
         HF_HUB_OFFLINE="1",
         TINKER_TELEMETRY="0",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
     )
-    log = home / "server.log"
-    with open(log, "w") as log_file:
-        server = subprocess.Popen(
-            ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        def healthy():
-            try:
-                return httpx.get(f"{api_url}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        _wait_for(healthy, 90, "Prefect server health", server, log)
-        yield api_url, env
-    finally:
-        _stop(server)
+    return prefect_server.api_url, env
 
 
 @pytest.fixture(scope="module")
-def set_up(prefect_server):
-    _, env = prefect_server
+def set_up(deployment_server):
+    _, env = deployment_server
     for _ in range(2):  # the setup is idempotent
         done = subprocess.run(
             ["bash", str(REPO_ROOT / "deployments" / "setup.sh")],
-            env={**env, "RX_SERVICE_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=120, check=False,
+            env={**env, "RX_SERVICE_CONCURRENCY": "2"}, capture_output=True, text=True, timeout=300, check=False,
         )
         assert done.returncode == 0, done.stderr + done.stdout
-    return prefect_server
+    return deployment_server
 
 
 @pytest.fixture(scope="module")

@@ -1,37 +1,67 @@
-"""End to end: the GS1 rehearsal (`--rehearse`) through every gate on the embedded backend (issue 4 done-when).
+"""End to end: the GS1 rehearsal (`--rehearse`, wiring scale) through every gate on the embedded backend
+(issue 4 done-when), run once against a real Prefect server, then checked record by record and as a
+person sees it in the Prefect UI.
 
-One uninterrupted run is checked record by record: status and verdict, the validator finds no
-problem, the decision recomputes from the retained observations with `flows.decide`, evaluator
-ids recompute from their provenance, adapter and initial-output hashes match across arms, and
-the pictures exist. The seed GS1 spec without its revision file stops before any arm trains.
+Records: status and verdict, the validator finds no problem, the decision recomputes from the retained
+observations with `flows.decide`, evaluator ids recompute from their provenance, adapter and
+initial-output hashes match across arms, and the pictures exist.
+
+Prefect, over the REST API: every artifact of the run is attached to the flow run (progress for each
+arm's training and evaluation from their own task runs), keys are per run, nothing holds a file://
+address, the evidence index is one artifact; the gate tasks form one chain (each waits on the
+previous gate) and each arm's training and evaluation is its own task run under its gate.
+In headless Chromium: the pictures of the summary load (natural size > 0) and the progress
+artifacts are listed on the run's Artifacts tab. Prints the counts and load times it saw.
+
+One run feeds every check (it used to be two identical runs, one per file). The seed spec without
+its revision file is tests/e2e/test_gs1_seed_spec_stops.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from experiment.stats.evaluation import evaluator_id
+from experiment.contract.spec import load_spec
 from experiment.report.plots import PIXEL_SIZE
+from experiment.stats.evaluation import evaluator_id
+from flows.artifacts import keyed
 
-from suite import GS1_SPEC, REPO_ROOT, only_run_dir, run_cli
+from suite import GS1_SPEC, only_run_dir, run_cli
 
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a full local run on a loaded 2-core machine
+WIRING = load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="wiring")  # the sizes the run below has
+STEPS, N_EVAL = WIRING.steps, WIRING.to_dict()["eval"]["n_examples"]
+ARMS = ("grpo_gs8", "gs1_kernel")
+
+
+def load_browser():
+    spec = importlib.util.spec_from_file_location("ui_browser", Path(__file__).with_name("browser.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_cli("flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir))
+def ui_run(prefect_server, tmp_path_factory):
+    """The one GS1 wiring rehearsal of this module, through the CLI, recorded on the real Prefect server."""
+    runs_dir = tmp_path_factory.mktemp("ui-runs")
+    done = run_cli("flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir),
+                   env_extra=prefect_server.cli_env, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return only_run_dir(runs_dir)
+    (flow_run,) = [run for run in prefect_server.api("POST", "/flow_runs/filter", json={"limit": 200})
+                   if run["parameters"].get("runs_dir") == str(runs_dir)]
+    return {"flow_run": flow_run, "run_dir": only_run_dir(runs_dir), "stdout": done.stdout, "stderr": done.stderr}
+
+
+@pytest.fixture(scope="module")
+def finished_run(ui_run) -> Path:
+    return ui_run["run_dir"]
 
 
 def test_run_succeeds_with_a_verdict_and_every_record(finished_run):
@@ -87,39 +117,100 @@ def test_pictures_are_written(finished_run):
         assert (width, height) == PIXEL_SIZE
 
 
-def test_seed_spec_without_its_revision_file_stops_before_any_arm_trains(tmp_path):
-    """The GS1 spec copied alone keeps its correctness revisions UNRESOLVED ("No full run happens while
-    correctness_preflight is unresolved"): it stops at a gate and no arm trains."""
-    alone = tmp_path / "spec" / GS1_SPEC.name
-    alone.parent.mkdir()
-    shutil.copy(GS1_SPEC, alone)
-    runs = tmp_path / "runs"
-    done = run_cli("flows.run", str(alone), "--rehearse", "--runs-dir", str(runs), timeout=1500)
-    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stdout + done.stderr
-    run_dir = only_run_dir(runs)
-    result = json.loads((run_dir / "result.json").read_text())
-    assert result["status"] == "failed" and "verdict" not in result and not result["completed_arms"]
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert not any(e["event"] == "gate" and e["gate"] == "arm_training" for e in events)
-    failed = [e["gate"] for e in events if e["event"] == "gate" and e.get("status") == "failed"]
-    assert failed == ["correctness_preflight"], failed
-    request = result["spec_revision_request"]  # what to pin, with the values the pipeline would pin
-    assert {pin["field"].rsplit(".", 1)[1] for pin in request["pins"]} == {"baseline_revision", "reference_revision"}
-    assert all(pin["proposed"] and "UNRESOLVED" not in pin["proposed"] for pin in request["pins"])
-    assert result["correctness_preflight"]["status"] == "unverified"
+def artifacts_of(server, flow_run_id: str) -> list[dict]:
+    return server.api("POST", "/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
 
 
-def test_seed_spec_on_the_embedded_backend_stops_at_a_gate(tmp_path):
-    alone = tmp_path / "spec" / GS1_SPEC.name
-    alone.parent.mkdir()
-    shutil.copy(GS1_SPEC, alone)
-    runs = tmp_path / "runs"
-    done = run_cli("flows.run", str(alone), "--runs-dir", str(runs), timeout=1500)
-    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stdout + done.stderr
-    result = json.loads((only_run_dir(runs) / "result.json").read_text())
-    assert result["status"] == "failed" and "verdict" not in result
-    assert result["outcome_reason"] == "incomplete_execution"
-    assert "embedded/tiny-arith instead of Qwen/Qwen3.5-2B" in result["summary"]
-    assert any(d["field"] == "model" for d in result["deviations"])
+def test_the_console_ends_with_the_verdict(ui_run):
+    result = json.loads((ui_run["run_dir"] / "result.json").read_text())
+    lines = ui_run["stdout"].strip().splitlines()
+    assert lines[0] == f"verdict: {result['verdict']} ({result['confidence']} confidence)"
+    assert any(line.startswith("effect primary: gs1_kernel \u2212 grpo_gs8 = ") and "margin" in line for line in lines)
+    assert any(line == f"RESULT in {ui_run['run_dir'] / 'result.json'}" for line in lines)
+    for step in range(1, STEPS + 1):  # a console line per arm step
+        assert f"training-gs1-kernel: {step}/{STEPS} " in ui_run["stderr"]
+    assert f"evaluation-grpo-gs8: {N_EVAL}/{N_EVAL} (100%)" in ui_run["stderr"]
+
+
+def test_every_artifact_is_on_the_run_once_and_without_file_urls(prefect_server, ui_run):
+    flow_run_id = ui_run["flow_run"]["id"]
+    run_id = ui_run["run_dir"].name
+    artifacts = artifacts_of(prefect_server, flow_run_id)
+    keys = [artifact["key"] for artifact in artifacts]
+    print(f"{len(artifacts)} artifacts on the flow run: {sorted(keys)}")
+    assert len(keys) == len(set(keys))
+    assert all(key and key.endswith(keyed("", run_id)) for key in keys)
+    progress = {artifact["key"]: artifact for artifact in artifacts if artifact["type"] == "progress"}
+    expected = {keyed(f"training-{arm}", run_id) for arm in ARMS}
+    expected |= {keyed(f"evaluation-{label}", run_id) for label in ("base", *ARMS)}
+    assert set(progress) == expected
+    assert all(artifact["data"] == 100 and artifact["task_run_id"] for artifact in progress.values())
+    assert {keyed(what, run_id) for what in ("summary", "gates", "arms", "evidence")} <= set(keys)
+    assert not any("file://" in json.dumps(artifact["data"]) for artifact in artifacts)
+    summary = next(a for a in artifacts if a["key"] == keyed("summary", run_id))["data"]
+    assert summary.count("](data:image/png;base64,") == 3
+    everything = prefect_server.api("POST", "/artifacts/filter", json={"limit": 200})
+    stray = [a["key"] for a in everything if (a["key"] or "").endswith(keyed("", run_id)) and a["flow_run_id"] != flow_run_id]
+    assert not stray, f"artifacts of this run outside its flow run: {stray}"
+
+
+def test_the_graph_is_a_gate_chain_with_per_arm_task_runs(prefect_server, ui_run):
+    flow_run_id = ui_run["flow_run"]["id"]
+    task_runs = prefect_server.api("POST", "/task_runs/filter",
+                                   json={"flow_runs": {"id": {"any_": [flow_run_id]}}, "limit": 200})
+    by_id = {run["id"]: run for run in task_runs}
+    gates = sorted((run for run in task_runs if not run["task_key"].startswith(("arm_work", "publish_records"))),
+                   key=lambda run: run["start_time"])
+    arm_runs = {run["name"]: run for run in task_runs if run["task_key"].startswith("arm_work")}
+    print(f"{len(task_runs)} task runs: {len(gates)} gates, per-arm {sorted(arm_runs)}")
+    for earlier, later in zip(gates, gates[1:]):
+        waited = {entry["id"] for entry in later["task_inputs"].get("wait_for", [])}
+        assert earlier["id"] in waited, f"{later['name']} does not wait on {earlier['name']}"
+    assert set(arm_runs) == {f"train-{arm}" for arm in ARMS} | {f"evaluate-{label}" for label in ("base", *ARMS)}
+    for name, run in arm_runs.items():
+        (parent,) = [entry["id"] for entry in run["task_inputs"]["__parents__"]]
+        assert by_id[parent]["name"].startswith("arm-training" if name.startswith("train") else "evaluation")
+        assert run["state_type"] == "COMPLETED"
+    train = [arm_runs[f"train-{arm}"] for arm in ARMS]
+    assert max(r["start_time"] for r in train) < min(r["end_time"] for r in train)  # side by side
+
+
+CLICK_TAB = ("(() => { const tab = [...document.querySelectorAll('button, a, [role=tab], li')]"
+             ".find(e => e.innerText && e.innerText.trim() === 'Artifacts'); if (tab) tab.click(); return !!tab })()")
+PNG_IMAGES = "[...document.images].filter(i => i.src.startsWith('data:image/png'))"
+
+
+def test_the_flow_run_page_shows_pictures_and_progress(prefect_server, ui_run, tmp_path):
+    """The run's Artifacts tab lists the summary alone and first, then the records and the progress of every arm; the summary's
+    page shows its pictures (loaded from data URIs, natural size > 0)."""
+    browser_module = load_browser()
+    flow_run_id = ui_run["flow_run"]["id"]
+    run_id = ui_run["run_dir"].name
+    summary = next(a for a in artifacts_of(prefect_server, flow_run_id) if a["key"] == keyed("summary", run_id))
+    screenshot_dir = Path(os.environ.get("RX_UI_SCREENSHOT_DIR") or tmp_path)
+    with browser_module.Browser() as browser:
+        page_s = browser.open(f"{prefect_server.url}/runs/flow-run/{flow_run_id}")
+        browser.wait_for(CLICK_TAB, timeout=60)
+        cards_s = browser.wait_for(f"document.body.innerText.includes({json.dumps(keyed('evaluation-base', run_id))})",
+                                   timeout=60)
+        text = browser.evaluate("document.body.innerText")
+        browser.screenshot(screenshot_dir / "flow-run-artifacts.png")
+        summary_s = browser.open(f"{prefect_server.url}/artifacts/artifact/{summary['id']}")
+        pictures_s = browser.wait_for(
+            f"{PNG_IMAGES}.length >= 3 && {PNG_IMAGES}.every(i => i.complete && i.naturalWidth > 0)", timeout=90)
+        sizes = browser.evaluate(f"{PNG_IMAGES}.map(i => [i.naturalWidth, i.naturalHeight])")
+        summary_text = browser.evaluate("document.body.innerText")
+        browser.screenshot(screenshot_dir / "summary-artifact.png")
+    print(f"flow-run page {page_s:.1f} s + artifact cards {cards_s:.1f} s; summary page {summary_s:.1f} s + "
+          f"{len(sizes)} pictures loaded in {pictures_s:.1f} s {sizes}; screenshots in {screenshot_dir}")
+    assert all(width > 0 and height > 0 for width, height in sizes)
+    lines = [line.strip() for line in text.splitlines()]
+    flow_start = lines.index("Flow run")  # the tab's two sections; the header's "15 Task runs" is another line
+    task_start = lines.index("Task runs", flow_start)
+    flow_section, task_section = lines[flow_start:task_start], lines[task_start:]
+    assert [line for line in flow_section if line.endswith(keyed("", run_id))] == [keyed("summary", run_id)]
+    for key in [keyed(f"training-{arm}", run_id) for arm in ARMS] + [keyed(f"evaluation-{arm}", run_id) for arm in ARMS]:
+        assert key in task_section
+    assert {keyed(what, run_id) for what in ("gates", "arms", "evidence")} <= set(task_section)
+    assert "file://" not in text and "file://" not in summary_text
+    assert "Verdict:" in summary_text and "margin" in summary_text

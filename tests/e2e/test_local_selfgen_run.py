@@ -21,8 +21,9 @@ SELFGEN_SEED = REPO_ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json"
 FAKE_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 
 
-def test_local_selfgen_spec_runs_end_to_end(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET}
+def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
+    # the session's Prefect server instead of a temporary one per run
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET, **prefect_server.cli_env}
     env.pop("TINKER_BASE_URL", None)
     done = subprocess.run([sys.executable, "-m", "flows.run", str(SELFGEN_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(tmp_path)],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)

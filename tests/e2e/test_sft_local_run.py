@@ -31,9 +31,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cli_run(tmp_path_factory):
+def cli_run(tmp_path_factory, prefect_server):
     runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_cli("flows.run", str(TRIMUON_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir))
+    done = run_cli("flows.run", str(TRIMUON_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir),
+                   env_extra=prefect_server.cli_env)  # the session's Prefect server, not a temporary one
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return only_run_dir(runs_dir), done.stdout + done.stderr
 

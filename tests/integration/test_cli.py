@@ -87,14 +87,15 @@ def test_bad_backend_exits_2():
     assert done.stderr.strip() == "backend must be 'local' or an http(s) URL (got 'ftp://example')"
 
 
-def test_completed_state_maps_to_exit_0(prefect_harness):
+def test_completed_state_maps_to_exit_0():  # a State object alone: no Prefect server needed
     from prefect.states import Completed
 
     assert exit_code_for(Completed(message="decision reached")) == EXIT_DECISION
 
 
-def test_gate_failure_exits_1(tmp_path):
-    env = {"PREFECT_HOME": str(tmp_path / "prefect"), "TINKER_API_KEY": "tml-test-key"}  # a fresh temporary server
+def test_gate_failure_exits_1(tmp_path, prefect_server):
+    # the flow run goes to the session's real Prefect server (a temporary server with a fresh database cost ~20 s)
+    env = {**prefect_server.cli_env, "TINKER_API_KEY": "tml-test-key"}
     with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
         done = _cli(str(GS1_SPEC), "--backend", fake.base_url, "--runs-dir", str(tmp_path / "runs"), env=env)
     assert done.returncode == 1, done.stderr[-2000:]

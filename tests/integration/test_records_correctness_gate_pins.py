@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from embedded_tinker.launch import LOCAL_API_KEY
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.contract.plan import build_plan
@@ -22,12 +23,12 @@ from experiment.run.store import RunStore
 GS1 = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
 
-def _run_until_correctness(spec_path: Path, runs_dir: Path) -> tuple[RunContext, object]:
+def _run_until_correctness(spec_path: Path, runs_dir: Path, base_url: str) -> tuple[RunContext, object]:
     spec = load_spec(spec_path, rehearse=True)  # the embedded backend runs the rehearsal scale
     plan = build_plan(spec)
+    # the session's embedded backend, reached by URL like any service (no server start per run)
     ctx = RunContext(spec=spec, plan=plan, store=RunStore.create(runs_dir, spec, plan),
-                     service=ServiceTarget("embedded", None))
-    ctx.service.checkpoint_dir = str(runs_dir / ".checkpoints")
+                     service=ServiceTarget("remote", base_url))
     try:
         for name in GATE_ORDER[: GATE_ORDER.index("correctness_preflight") + 1]:
             verdict = run_gate(name, ctx)
@@ -40,13 +41,15 @@ def _run_until_correctness(spec_path: Path, runs_dir: Path) -> tuple[RunContext,
     return ctx, verdict
 
 
-def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revision_passes(tmp_path, monkeypatch):
+def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revision_passes(tmp_path, monkeypatch,
+                                                                                          embedded_server):
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
+    monkeypatch.setenv("TINKER_API_KEY", LOCAL_API_KEY)
     spec_path = tmp_path / "spec" / GS1.name
     spec_path.parent.mkdir()
     shutil.copy(GS1, spec_path)
 
-    ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-unresolved")
+    ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-unresolved", embedded_server.base_url)
     assert verdict.gate == "correctness_preflight" and verdict.failed
     assert "UNRESOLVED" in verdict.reasons[0] and "unverified" in verdict.reasons[0]
     result = ctx.store.read_result()
@@ -62,7 +65,7 @@ def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revisio
 
     spec_path.with_name(spec_path.name.removesuffix(".json") + ".plan.json").write_text(
         json.dumps(request["revision_file_fragment"]))
-    ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-pinned")
+    ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-pinned", embedded_server.base_url)
     assert verdict.gate == "correctness_preflight" and verdict.status == "passed", verdict.reasons
     record = ctx.store.read_result()["correctness_preflight"]
     assert "status" not in record
