@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_CRASHED
     finally:
-        stop_early_embedded()  # only one no run took over
+        stop_early_embedded()  # an early-started backend that no run took over
         store.release()
     return exit_code_for(state)
 
