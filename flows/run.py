@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines
+from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
@@ -126,7 +127,7 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     import threading
 
     if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
-        start_embedded_early(str(store.run_dir.parent / ".embedded-checkpoints"), exposure)
+        start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
     from flows.lifetime import tie_prefect_temporary_server
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 

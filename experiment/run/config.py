@@ -17,6 +17,12 @@ from experiment.run.service import ServiceTarget
 CHECKPOINTS_SUBDIR = ".embedded-checkpoints"  # the embedded backend's checkpoints, beside the runs
 
 
+def embedded_checkpoint_dir(runs_dir: Path) -> str:
+    """Where the embedded backend of runs under `runs_dir` keeps its checkpoints (resumable across
+    processes); the CLI's early-started backend and the flow's service target both use it."""
+    return str(runs_dir / CHECKPOINTS_SUBDIR)
+
+
 @dataclass
 class RunConfig:
     backend: str  # the `backend` parameter as given, never with credentials: a re-queued run gets it again
@@ -38,4 +44,4 @@ class RunConfig:
 
     def keep_checkpoints_beside(self, runs_dir: Path) -> None:
         """The embedded backend keeps its checkpoints beside the run directories (resumable across processes)."""
-        self.service.checkpoint_dir = str(runs_dir / CHECKPOINTS_SUBDIR)
+        self.service.checkpoint_dir = embedded_checkpoint_dir(runs_dir)
