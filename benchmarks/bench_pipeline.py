@@ -140,23 +140,28 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
     return report
 
 
+def run_events(runs_dir: Path):
+    """Every parseable event of the runs under runs_dir (their events.jsonl), in file order."""
+    for events in runs_dir.rglob("events.jsonl"):
+        for line in events.read_text().splitlines():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
 def gate_durations(runs_dir: Path) -> dict:
     """What the run recorded (events.jsonl of the run under runs_dir): each gate's duration_s, and
     the arm training steps' step_seconds summed per arm. Their total over arm_training's duration
     is how much the arms overlapped in the pipeline itself (2.0: two arms fully side by side)."""
     gates: dict[str, float] = {}
     step_seconds: dict[str, float] = {}
-    for events in runs_dir.rglob("events.jsonl"):
-        for line in events.read_text().splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if event.get("event") == "gate" and event.get("duration_s") is not None:
-                gates[event["gate"]] = round(float(event["duration_s"]), 3)
-            if event.get("event") == "training_step" and event.get("step_seconds") is not None:
-                arm = str(event.get("arm"))
-                step_seconds[arm] = step_seconds.get(arm, 0.0) + float(event["step_seconds"])
+    for event in run_events(runs_dir):
+        if event.get("event") == "gate" and event.get("duration_s") is not None:
+            gates[event["gate"]] = round(float(event["duration_s"]), 3)
+        if event.get("event") == "training_step" and event.get("step_seconds") is not None:
+            arm = str(event.get("arm"))
+            step_seconds[arm] = step_seconds.get(arm, 0.0) + float(event["step_seconds"])
     recorded: dict = {"gate_duration_s": gates, "arm_step_seconds": {a: round(v, 3) for a, v in step_seconds.items()}}
     if gates.get("arm_training") and step_seconds:
         recorded["arm_overlap"] = round(sum(step_seconds.values()) / gates["arm_training"], 3)
@@ -169,18 +174,13 @@ def idle_by_gate(runs_dir: Path, watcher: CallWatcher) -> dict:
     import datetime as dt
 
     idle: dict[str, float] = {}
-    for events in runs_dir.rglob("events.jsonl"):
-        for line in events.read_text().splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if event.get("event") != "gate" or not event.get("duration_s"):
-                continue
-            end = dt.datetime.fromisoformat(event["ts"]).timestamp() + 0.5  # the second the gate ended in
-            start = end - float(event["duration_s"])
-            served = watcher.busy_at(end) - watcher.busy_at(start)
-            idle[event["gate"]] = round(max(0.0, float(event["duration_s"]) - served), 1)
+    for event in run_events(runs_dir):
+        if event.get("event") != "gate" or not event.get("duration_s"):
+            continue
+        end = dt.datetime.fromisoformat(event["ts"]).timestamp() + 0.5  # the second the gate ended in
+        start = end - float(event["duration_s"])
+        served = watcher.busy_at(end) - watcher.busy_at(start)
+        idle[event["gate"]] = round(max(0.0, float(event["duration_s"]) - served), 1)
     return idle
 
 
