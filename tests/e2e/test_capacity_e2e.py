@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from embedded_tinker.launch import LOCAL_API_KEY
 from suite import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -84,7 +85,7 @@ def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision
     faults = FaultConfig(rate_429=0.03, rate_503=0.03, retry_after_ms=1, seed=1)  # ~6% of all calls refused
     with start_server(faults=faults) as server:
         done = subprocess.run(flow_command(small_spec, tmp_path, backend=server.base_url), cwd=REPO_ROOT,
-                              env=flow_env(prefect_env, TINKER_API_KEY="tml-local"), capture_output=True, text=True, timeout=1500)
+                              env=flow_env(prefect_env, TINKER_API_KEY=LOCAL_API_KEY), capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     faulty = decision_of(tmp_path)
     assert (faulty["verdict"], faulty["confidence"]) == (clean_decision["verdict"], clean_decision["confidence"])

@@ -97,18 +97,26 @@ def prompts(count: int, seed: int = 0) -> list[list[int]]:
     return [rng.integers(3, 500, int(rng.integers(2, 30))).tolist() for _ in range(count)]
 
 
-def test_vectorised_choice_is_choose_token_row_by_row():
-    rng = torch.Generator().manual_seed(0)
-    logits = torch.randn(len(MIXED_SPECS) * 4, 64, generator=rng) * 3
-    specs = [spec(**MIXED_SPECS[r % len(MIXED_SPECS)]) for r in range(logits.shape[0])]
-    seeds = [100 + r for r in range(len(specs))]
+def row_by_row(logits: torch.Tensor, specs, first_seed: int) -> tuple[list[int], torch.Tensor]:
+    """choose_token's pick for each row (row r seeded first_seed + r) and the Exp(1) noise
+    [rows, vocab] those same generators draw, for choose_tokens."""
+    seeds = [first_seed + r for r in range(len(specs))]
     expected = [
         choose_token(row, s, torch.Generator().manual_seed(seed))
         for row, s, seed in zip(logits, specs, seeds)
     ]
+    vocab = logits.shape[1]
     noise = torch.stack(
-        [torch.empty(64).exponential_(generator=torch.Generator().manual_seed(s)) for s in seeds]
+        [torch.empty(vocab).exponential_(generator=torch.Generator().manual_seed(s)) for s in seeds]
     )
+    return expected, noise
+
+
+def test_vectorised_choice_is_choose_token_row_by_row():
+    rng = torch.Generator().manual_seed(0)
+    logits = torch.randn(len(MIXED_SPECS) * 4, 64, generator=rng) * 3
+    specs = [spec(**MIXED_SPECS[r % len(MIXED_SPECS)]) for r in range(logits.shape[0])]
+    expected, noise = row_by_row(logits, specs, first_seed=100)
     chosen = choose_tokens(logits, BatchParams.of(specs, 64), noise)
     assert chosen.tolist() == expected
 
@@ -132,14 +140,7 @@ def test_vectorised_choice_at_unit_temperature_is_choose_token_row_by_row():
     unit = [s for s in MIXED_SPECS if s.get("temperature", 1.0) in (0.0, 1.0)]
     logits = torch.randn(len(unit) * 4, 64, generator=rng) * 3
     specs = [spec(**unit[r % len(unit)]) for r in range(logits.shape[0])]
-    seeds = [200 + r for r in range(len(specs))]
-    expected = [
-        choose_token(row, s, torch.Generator().manual_seed(seed))
-        for row, s, seed in zip(logits, specs, seeds)
-    ]
-    noise = torch.stack(
-        [torch.empty(64).exponential_(generator=torch.Generator().manual_seed(s)) for s in seeds]
-    )
+    expected, noise = row_by_row(logits, specs, first_seed=200)
     params = BatchParams.of(specs, 64)
     assert not params.any_temperature and params.any_greedy
     assert choose_tokens(logits, params, noise).tolist() == expected
