@@ -4,8 +4,9 @@ rate_429 / rate_503      probability that an API call is answered 429 / 503 befo
                          handled (the request has no effect, so a retry is safe)
 latency_ms               added to every API call
 capacity_exhausted_seconds
-                         for this long after start, every create_model future fails with
-                         "trainer capacity exhausted" (category server)
+                         for this long after the first create_model call (not the server's
+                         start: a client that starts late still meets the refusals), every
+                         create_model future fails with "trainer capacity exhausted" (category server)
 endpoints                restrict 429/503/latency to these endpoint names (e.g.
                          "create_sampling_session"); empty = every endpoint but healthz
 retry_after_ms           when set, 429/503 answers carry ``Retry-After-Ms`` (the SDK's
@@ -54,10 +55,10 @@ class FaultConfig:
 class FaultInjector:
     def __init__(self, config: FaultConfig | None = None):
         self.config = config or FaultConfig()
-        self.started_at = time.monotonic()
         self._random = random.Random(self.config.seed)
         self._lock = threading.Lock()
         self.injected = {429: 0, 503: 0}
+        self._first_create_model_at: float | None = None
 
     def applies_to(self, endpoint: str) -> bool:
         if endpoint == "healthz":
@@ -85,7 +86,14 @@ class FaultInjector:
         return self.config.latency_ms / 1000 if self.applies_to(endpoint) else 0.0
 
     def capacity_exhausted(self) -> bool:
-        return time.monotonic() - self.started_at < self.config.capacity_exhausted_seconds
+        """Asked once per create_model call: the refusal window opens at the first one."""
+        if self.config.capacity_exhausted_seconds <= 0:
+            return False
+        with self._lock:
+            now = time.monotonic()
+            if self._first_create_model_at is None:
+                self._first_create_model_at = now
+            return now - self._first_create_model_at < self.config.capacity_exhausted_seconds
 
     def fault_headers(self) -> dict[str, str]:
         if self.config.retry_after_ms is None:

@@ -230,6 +230,14 @@ class SpecSource:
 
 # optimizer names a spec may use for a family (the service's name on the right)
 OPTIMIZER_FAMILY_ALIASES = {"adam": "adamw"}
+# Spec optimizer config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
+OPTIMIZER_CONFIG_ALIASES = {"lr": "learning_rate"}
+
+
+def optimizer_family(name: str) -> str:
+    """The family a server reports for a spec's optimizer name (REST-5: adam == adamw)."""
+    family = name.split()[0].lower()  # "trimuon (fork)" -> "trimuon"
+    return OPTIMIZER_FAMILY_ALIASES.get(family, family)
 
 
 def canonical_sha256(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiment.contract.result_models import ArmProvenance
-from experiment.rl.restoration import CONFIG_ALIASES, optimizer_family
+from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     model_issues, run_checks, short,

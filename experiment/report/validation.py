@@ -42,7 +42,7 @@ from experiment.stats.feasibility import PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import build_plan
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, adaptation_batch_hash
-from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
+from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
@@ -79,7 +79,6 @@ _SIGNED_URL = re.compile(
 )
 # The spec's optimizer names and config keys as a server reports them (same tables as
 # experiment/rl/restoration.py, which is not imported here because it loads the tinker SDK).
-SPEC_CONFIG_ALIASES = {"lr": "learning_rate"}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Which gate produces which RESULT section (a missing section is a problem only once that gate passed).
 SECTION_GATES = {
@@ -977,7 +976,7 @@ class _Validator:
         family = str(spec_arm.get("optimizer") or "").split(" ")[0].lower()
         expected = {"family": OPTIMIZER_FAMILY_ALIASES.get(family, family)}
         for key, value in (spec_arm.get("optimizer_config") or {}).items():
-            expected[SPEC_CONFIG_ALIASES.get(key, key)] = value
+            expected[OPTIMIZER_CONFIG_ALIASES.get(key, key)] = value
         for key, value in expected.items():
             got = requested.get(key)
             same = _close(got, value) if _is_number(got) and _is_number(value) else got == value

@@ -27,16 +27,18 @@ from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
 from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
-from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES, canonical_sha256  # noqa: F401
+from experiment.contract.spec import (  # noqa: F401  (one home each; re-exported)
+    OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES,
+    OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES,
+    canonical_sha256,
+    optimizer_family,
+)
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env
 
 if TYPE_CHECKING:  # imported for type hints only
     from experiment.run.context import RunContext
 
-# Spec optimizer names -> the family a server reports (REST-5: adam == adamw).
-# Spec config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
-CONFIG_ALIASES = {"lr": "learning_rate"}
 # Keys of a restoration group's optimizer_config that describe the model, not the optimizer.
 # The LoRA init seed is no optimizer setting and no service reports it: equal adapter hashes of
 # the shared initialization checkpoint prove it instead.
@@ -45,11 +47,6 @@ PROVEN_BY_INITIALIZATION = ("seed",)
 SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 # Fixed before measuring: a restored client must reproduce the uninterrupted client's update this closely.
 RESTORE_UPDATE_ATOL = 1e-6
-
-
-def optimizer_family(name: str) -> str:
-    family = name.split()[0].lower()  # "trimuon (fork)" -> "trimuon"
-    return FAMILY_ALIASES.get(family, family)
 
 
 def requested_optimizer(optimizer: str, optimizer_config: dict[str, Any]) -> dict[str, Any]:

@@ -26,14 +26,16 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import tinker
+from typing import TYPE_CHECKING, Any
 
 from experiment.run.data import TaskItem
-from experiment.rl.loop import RLArmSettings, collect_rollouts
-from experiment.selfgen.sandbox import Sandbox
 from experiment.contract.spec import Spec, SpecError
+
+if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) load no SDK and no torch
+    import tinker
+
+    from experiment.rl.loop import RLArmSettings
+    from experiment.selfgen.sandbox import Sandbox
 
 ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
 DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)
@@ -215,6 +217,8 @@ def contains_answer(problem: str, answer: int) -> bool:
 
 def filter_settings(settings: GenerationSettings, renderer_name: str, few_shot: bool) -> RLArmSettings:
     """The math-env rollout regime of the solvability filter (same env and reward as training)."""
+    from experiment.rl.loop import RLArmSettings
+
     return RLArmSettings(
         name="generation_filter", advantage="group_mean", group_size=settings.filter_samples,
         groups_per_batch=1, learning_rate=0.0, max_tokens=settings.filter_max_tokens,
@@ -228,6 +232,8 @@ async def base_solve_counts(sampler: tinker.SamplingClient, renderer: Any, tasks
 
     The env's reward is correct_answer + format_coef * (format_ok - 1): 0.9..1 when correct,
     at most 0 when not, so "solved" is reward > 0.5."""
+    from experiment.rl.loop import collect_rollouts
+
     groups = await collect_rollouts(sampler, renderer, tasks, arm, base_seed)
     return [sum(1 for reward in group.get_total_rewards() if reward > 0.5) for group in groups]
 
@@ -313,6 +319,7 @@ class TaskGenerator:
             self.on_progress({**self.counts(), "target_accepted": n_accept})
 
     async def _sample(self, size: int) -> list[str]:
+        import tinker
         from tinker_cookbook import renderers
 
         renderer = self.generator_renderer or self.renderer

@@ -221,12 +221,14 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
     """An embedded server that refuses model creation ("trainer capacity exhausted") for a while:
     the deployment run ends CapacityBlocked with a capacity_block record and schedules a re-queued
     run of the same deployment, which resumes the run once capacity is back and completes it.
-    (RX_CAPACITY_TIME_SCALE=0.01: the contract's 10 minutes of refusals become 6 s.)"""
+    (RX_CAPACITY_TIME_SCALE=0.01: the contract's 10 minutes of refusals become 6 s, its re-queue delay 6 s.
+    The server refuses for 12 s from the first create_model call: long enough to block the first run,
+    over before the re-queued run, which starts at least 6 s after the block, asks.)"""
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import start_server
 
     api_url, env, deployment_id, runs_dir, serve_log = served_deployment
-    with start_server(faults=FaultConfig(capacity_exhausted_seconds=25)) as server:
+    with start_server(faults=FaultConfig(capacity_exhausted_seconds=12)) as server:
         triggered = subprocess.run(
             ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}",
              "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",  # a new replicate: the spec already finished above

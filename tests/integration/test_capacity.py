@@ -337,7 +337,7 @@ def test_real_sdk_errors_from_the_embedded_backend_and_a_wait_until_capacity_ret
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import LOCAL_API_KEY, start_server
 
-    with start_server(faults=FaultConfig(capacity_exhausted_seconds=40)) as server:
+    with start_server(faults=FaultConfig(capacity_exhausted_seconds=6)) as server:  # from the first create_model call
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
             with pytest.raises(tinker.RequestFailedError) as refused:
@@ -349,7 +349,7 @@ def test_real_sdk_errors_from_the_embedded_backend_and_a_wait_until_capacity_ret
             assert classify(wrong_model.value) == "user"
 
             waits = []
-            policy = CapacityPolicy(time_scale=0.1)  # waits 6, 12, 24 s; gives up after 60 s
+            policy = CapacityPolicy(time_scale=0.02)  # waits 1.2, 2.4, 4.8 s (the third ends past the 6 s); gives up after 12 s
             training_client = call_with_capacity_policy(
                 lambda: client.create_lora_training_client(base_model="embedded/tiny-random", rank=4).result(),
                 policy, lambda: 0, waits.append,

@@ -39,15 +39,15 @@ def forward_logprobs(training) -> np.ndarray:
 
 
 def test_capacity_exhausted_fails_create_model_for_the_configured_time(tmp_path):
-    faults = FaultConfig(capacity_exhausted_seconds=12)  # long enough to hold on a loaded 2-core machine
+    faults = FaultConfig(capacity_exhausted_seconds=3)  # counted from the first create_model call
     with start_server(checkpoint_dir=tmp_path, faults=faults, in_process=True) as server:
-        started = time.monotonic()
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
             with pytest.raises(tinker.RequestFailedError, match="trainer capacity exhausted") as raised:
                 client.create_lora_training_client(base_model=MODEL, rank=2).result()
+            refused_at = time.monotonic()  # after the first create_model call: the window closes by refused_at + 3
             assert raised.value.category == "server"
-            time.sleep(max(0.0, 12.5 - (time.monotonic() - started)))
+            time.sleep(max(0.0, 3.5 - (time.monotonic() - refused_at)))
             training = client.create_lora_training_client(base_model=MODEL, rank=2).result()
             assert training.get_info().model_data.model_name == MODEL
         finally:
