@@ -5,7 +5,9 @@ two decode steps the engine takes whatever has arrived, groups it by weights (ba
 snapshot) into *lanes* and admits it into the lane's running batch: one prefill for the joining
 prompts, after which the new rows decode together with the rows already running. A row leaves the
 batch as soon as it stops; a request is answered when its last row stops. Lanes take turns, one
-step each. A request with ``num_samples = n`` contributes n rows (its prompt is prefilled once).
+step each. A request with ``num_samples = n`` contributes n rows (its prompt is prefilled once),
+and requests that join together with the same prompt share one prefill: an RL group sends its
+prompt once per sample, and at GS1's short answers the prefill is most of the sampling work.
 An idle engine that receives a request first waits briefly for more (requests arriving less than
 COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S); concurrent SDK requests, which arrive one by
 one about a millisecond apart, then join the running batch as they come.
@@ -530,6 +532,7 @@ class _Lane:
         self.next_logits: torch.Tensor | None = None  # [len(rows), vocab]: the next token's logits
         self.params: BatchParams | None = None
         self._tokenizer = None
+        self.prefilled = [0, 0]  # since the engine last read it: requests admitted, prompts prefilled
 
     @property
     def busy(self) -> bool:
@@ -573,14 +576,20 @@ class _Lane:
             raise
 
     def _start(self, joining: list[SampleJob]) -> None:
-        """Prefill the joining prompts (once per request) and append their rows to the batch."""
+        """Prefill the joining prompts (once per distinct prompt: the requests of one RL group all
+        send the same one) and append their rows to the batch."""
         decoder, adapter = self.decoder, self.weights.adapter
-        caches, hidden = decoder.prefill([job.prompt for job in joining], adapter)
-        last = torch.tensor([len(job.prompt) - 1 for job in joining])
-        job_logits = decoder.logits(hidden[torch.arange(len(joining)), last], adapter)
+        distinct: dict[tuple[int, ...], int] = {}
+        prefill_of_job = [distinct.setdefault(tuple(job.prompt), len(distinct)) for job in joining]
+        prompts = [list(prompt) for prompt in distinct]
+        caches, hidden = decoder.prefill(prompts, adapter)
+        self.prefilled[0] += len(joining)
+        self.prefilled[1] += len(prompts)
+        last = torch.tensor([len(prompt) - 1 for prompt in prompts])
+        prefill_logits = decoder.logits(hidden[torch.arange(len(prompts)), last], adapter)
         new_rows: list[_Row] = []
-        job_of_row: list[int] = []
-        for j, job in enumerate(joining):
+        job_of_row: list[int] = []  # row -> the prefill its request's prompt got
+        for job, j in zip(joining, prefill_of_job):
             spec = job.spec
             room = decoder.max_positions - len(job.prompt)
             state = _JobState(job.num_samples, [])
@@ -601,7 +610,7 @@ class _Lane:
                 new_rows.append(row)
                 job_of_row.append(j)
             self.jobs[id(job)] = state
-        source = torch.tensor(job_of_row) if len(joining) > 1 else None  # row -> its request's prefill
+        source = torch.tensor(job_of_row) if len(prompts) > 1 else None  # row -> its prompt's prefill
         first, count = len(self.rows), len(new_rows)
         needed_positions = max(len(row.job.prompt) + row.max_tokens for row in self.rows + new_rows)
         self._reserve(first + count, needed_positions)
@@ -611,7 +620,7 @@ class _Lane:
                 k, v = k[source], v[source]
             key_cache[first : first + count, :, :width] = k
             value_cache[first : first + count, :, :width] = v
-        logits = job_logits[source] if source is not None else job_logits.expand(count, -1)
+        logits = prefill_logits[source] if source is not None else prefill_logits.expand(count, -1)
         self.rows.extend(new_rows)
         self.next_logits = logits if self.next_logits is None else torch.cat([self.next_logits, logits])
         self.params = None
@@ -790,6 +799,8 @@ class SamplingEngine:
         self.requests = 0
         self.steps = 0
         self.row_steps = 0
+        self.prefill_requests = 0  # requests admitted into a running batch
+        self.prefill_prompts = 0  # prompts prefilled for them (requests that joined with the same prompt share one)
         self.step_seconds = 0.0
         self.step_cpu_seconds = 0.0
         self.last_step_end = 0.0
@@ -814,6 +825,7 @@ class SamplingEngine:
 
     def report(self) -> dict:
         """Counters since start (steps: lane steps; row_steps: rows decoded over all steps;
+        prefill_requests / prefill_prompts: requests admitted and the prompts prefilled for them;
         step_seconds / step_cpu_seconds: wall and engine-thread CPU time in steps), when the last
         step ended, when the last requests were submitted (time.monotonic() of the server) and
         the last steps as [end time, wall seconds, CPU seconds, rows]."""
@@ -822,6 +834,8 @@ class SamplingEngine:
                 "requests": self.requests,
                 "steps": self.steps,
                 "row_steps": self.row_steps,
+                "prefill_requests": self.prefill_requests,
+                "prefill_prompts": self.prefill_prompts,
                 "step_seconds": round(self.step_seconds, 6),
                 "step_cpu_seconds": round(self.step_cpu_seconds, 6),
                 "last_step_end": self.last_step_end,
@@ -881,6 +895,9 @@ class SamplingEngine:
                     with self._report_lock:
                         self.steps += 1
                         self.row_steps += rows
+                        self.prefill_requests += lane.prefilled[0]
+                        self.prefill_prompts += lane.prefilled[1]
+                        lane.prefilled = [0, 0]
                         self.step_seconds += ended - started
                         self.step_cpu_seconds += cpu
                         self.last_step_end = ended

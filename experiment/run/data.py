@@ -11,6 +11,7 @@ $RX_DATA_DIRS). Files are read with a size cap (MAX_DATA_FILE_BYTES), never to t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -133,8 +134,26 @@ def load_gsm8k(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[Tas
 
 
 def load_task_file(path: str | Path) -> list[TaskItem]:
-    """A JSONL file of `{"id", "question", "answer"}` rows (answer kept as a string)."""
+    """A JSONL file of `{"id", "question", "answer"}` rows (answer kept as a string).
+
+    Read once per file version (path, size, mtime) and size cap: a run's gates ask for the same
+    20,000-row training file a dozen times; a rewritten file is read again."""
     path = Path(path)
+    try:
+        version = path.stat()
+    except OSError:
+        version = None
+    if version is None:
+        return list(_parse_task_file(path))  # raises the reader's own error for a missing file
+    return list(_parse_task_file_version(str(path.resolve()), version.st_size, version.st_mtime_ns, MAX_DATA_FILE_BYTES))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_task_file_version(path: str, size: int, mtime_ns: int, cap: int) -> tuple[TaskItem, ...]:
+    return _parse_task_file(Path(path))
+
+
+def _parse_task_file(path: Path) -> tuple[TaskItem, ...]:
     items, seen = [], set()
     for index, row in enumerate(_read_jsonl(path)):
         missing = [key for key in ("id", "question", "answer") if key not in row]
@@ -145,7 +164,7 @@ def load_task_file(path: str | Path) -> list[TaskItem]:
             raise DataError(f"{path}: duplicate id {item_id!r}")
         seen.add(item_id)
         items.append(TaskItem(item_id, str(row["question"]), str(row["answer"])))
-    return items
+    return tuple(items)
 
 
 def seeded_shuffle(items: list[T], seed: int = 0) -> list[T]:

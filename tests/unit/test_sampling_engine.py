@@ -158,6 +158,36 @@ def test_engine_tokens_are_the_plain_decoders(weights):
             assert logprobs == pytest.approx(ref_logprobs, abs=2e-5)
 
 
+def test_an_rl_group_shares_one_prefill_and_each_request_gets_its_own_tokens(weights, monkeypatch):
+    """Eight requests of one sample each for the same prompt (how an RL group asks), beside other
+    prompts: the prompt is prefilled once, and each request gets what the plain decoder gives it."""
+    from embedded_tinker import sampling
+
+    prefilled: list[int] = []
+    real_prefill = sampling._Decoder.prefill
+
+    def counting_prefill(self, batch, adapter):
+        prefilled.append(len(batch))
+        return real_prefill(self, batch, adapter)
+
+    monkeypatch.setattr(sampling._Decoder, "prefill", counting_prefill)
+    group_prompt, others = prompts(1, seed=11)[0], prompts(3, seed=12)
+    group = [SampleJob(weights, group_prompt, 1, spec(seed=40 + i, max_tokens=10)) for i in range(8)]
+    group[3] = SampleJob(weights, group_prompt, 1, spec(seed=43, max_tokens=10), want_prompt_logprobs=True)
+    jobs = group[:4] + [SampleJob(weights, p, 2, spec(seed=60 + k)) for k, p in enumerate(others)] + group[4:]
+    results = generate(weights, jobs)
+    assert prefilled == [1 + len(others)]  # one prefill per distinct prompt, not one per request
+    for job, result in zip(jobs, results, strict=True):
+        for (tokens, logprobs, reason), (ref_tokens, ref_logprobs, ref_reason) in zip(
+            result.sequences, plain_decode(weights, job), strict=True
+        ):
+            assert (tokens, reason) == (ref_tokens, ref_reason)
+            assert logprobs == pytest.approx(ref_logprobs, abs=2e-5)
+    shared = results[3].prompt_logprobs
+    forward = weights.base.target_logprobs([group_prompt[:-1]], [group_prompt[1:]], weights.adapter)[0]
+    assert shared[1:] == pytest.approx(forward.tolist(), rel=1e-4, abs=1e-5)
+
+
 def test_sampled_logprobs_are_the_models_forward(weights):
     prompt = prompts(1, seed=3)[0]
     tokens, logprobs, _ = generate(weights, [SampleJob(weights, prompt, 1, spec(seed=21, max_tokens=16))])[
