@@ -32,7 +32,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.utilities.annotations import quote
 
-from experiment.report.plots import write_run_pictures
 from experiment.report.summary import arm_metric_rows, artifact_key, evidence_index_markdown, gate_table_rows, result_markdown
 from experiment.run.store import RunStore
 
@@ -101,6 +100,8 @@ def publish_records(store: RunStore) -> None:
 
 def publish_run_artifacts(store: RunStore, plan_dict: dict) -> list[Path]:
     """The summary on the flow run (first on its Artifacts tab), the records from a task; returns the PNGs."""
+    from experiment.report.plots import write_run_pictures  # matplotlib: imported when the run ends, not at start-up
+
     pictures = write_run_pictures(store.run_dir)
     publish_records(quote(store), return_state=True).result()
     create_markdown_artifact(result_markdown(store.read_result(), plan_dict, pictures), key=keyed("summary", store.run_id),

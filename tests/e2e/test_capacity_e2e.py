@@ -3,8 +3,8 @@
 The GS1 rehearsal at the wiring scale (2 steps per arm, 48 eval items), written out as a standalone
 spec file, is run:
 - cleanly, on the embedded backend;
-- against an embedded server answering 0.2% of all calls with 429 and 0.2% with 503 (seeded; about
-  ten of each in a run, on every endpoint, checked from the server's healthz): the SDK's own retries
+- against an embedded server answering 0.4% of all calls with 429 and 0.4% with 503 (seeded; about
+  a dozen of each in a run of about 3,200 calls, on every endpoint, checked from the server's healthz): the SDK's own retries
   and the run's capacity policy (time-scaled) carry it to the same decision. (The stock SDK pauses
   all sampling for 1 s after a 429 on a sample and throttles it for 10 s more, and waits at least
   1 s before retrying a 503, whatever Retry-After says: a higher rate only buys a slower run.);
@@ -84,7 +84,7 @@ def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import start_server
 
-    faults = FaultConfig(rate_429=0.002, rate_503=0.002, retry_after_ms=1, seed=1)
+    faults = FaultConfig(rate_429=0.004, rate_503=0.004, retry_after_ms=1, seed=1)
     with start_server(faults=faults) as server:
         done = subprocess.run(flow_command(small_spec, tmp_path, backend=server.base_url), cwd=REPO_ROOT,
                               env=flow_env(prefect_env, TINKER_API_KEY=LOCAL_API_KEY), capture_output=True, text=True, timeout=1500)
