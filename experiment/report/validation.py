@@ -77,8 +77,8 @@ _HEADER_WITH_VALUE = re.compile(
 _SIGNED_URL = re.compile(
     r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
 )
-# The spec's optimizer names and config keys as a server reports them (same tables as
-# experiment/rl/restoration.py, which is not imported here because it loads the tinker SDK).
+# The spec's optimizer names and config keys as a server reports them: the tables of
+# experiment/contract/spec.py (OPTIMIZER_FAMILY_ALIASES, OPTIMIZER_CONFIG_ALIASES).
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Which gate produces which RESULT section (a missing section is a problem only once that gate passed).
 SECTION_GATES = {

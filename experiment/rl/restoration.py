@@ -27,12 +27,8 @@ from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
 from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
-from experiment.contract.spec import (  # noqa: F401  (one home each; re-exported)
-    OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES,
-    OPTIMIZER_FAMILY_ALIASES as FAMILY_ALIASES,
-    canonical_sha256,
-    optimizer_family,
-)
+from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
+from experiment.contract.spec import canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env
 

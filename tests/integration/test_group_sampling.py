@@ -34,7 +34,7 @@ def sample_requests(embedded_server) -> int:
     return httpx.get(f"{embedded_server.base_url}/api/v1/healthz", timeout=10).json()["sampler"]["requests"]
 
 
-def rollouts(sampler, training, problems, group_size_per_request: int):
+def rollouts(sampler, training, problems, group_size_per_request: int, monkeypatch):
     """collect_rollouts with its completers sending group_size_per_request calls per request at most."""
     from experiment.rl import loop
 
@@ -44,21 +44,19 @@ def rollouts(sampler, training, problems, group_size_per_request: int):
         original(self, *args, **kwargs)
         self.group_size = min(self.group_size, group_size_per_request)
 
-    loop.SeededTokenCompleter.__init__ = limited
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(loop.SeededTokenCompleter, "__init__", limited)
         groups = run_async(collect_rollouts(sampler, renderer_for(training, ARM.renderer_name), problems, ARM, base_seed=91))
-    finally:
-        loop.SeededTokenCompleter.__init__ = original
     return [[(t.transitions[0].ac.tokens, t.transitions[0].ac.maybe_logprobs) for t in g.trajectories_G] for g in groups]
 
 
-def test_a_group_is_one_request_with_the_same_rollouts(sampler, embedded_server):
+def test_a_group_is_one_request_with_the_same_rollouts(sampler, embedded_server, monkeypatch):
     sampling_client, training = sampler
     problems = training_items(load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True))[:3]
     before = sample_requests(embedded_server)
-    one_per_rollout = rollouts(sampling_client, training, problems, group_size_per_request=1)
+    one_per_rollout = rollouts(sampling_client, training, problems, group_size_per_request=1, monkeypatch=monkeypatch)
     between = sample_requests(embedded_server)
-    grouped = rollouts(sampling_client, training, problems, group_size_per_request=ARM.group_size)
+    grouped = rollouts(sampling_client, training, problems, group_size_per_request=ARM.group_size, monkeypatch=monkeypatch)
     after = sample_requests(embedded_server)
     assert between - before == len(problems) * ARM.group_size  # the control: one request per rollout
     assert after - between == len(problems)  # one request per group
