@@ -1,4 +1,4 @@
-"""Shared test setup: offline, no Prefect server of our own, fast flow runs.
+"""Shared test setup: offline, one Prefect server per worker, fast flow runs.
 
 Prefect env vars must be set before prefect is imported (prefect-notes.md, "No-server default and
 fast tests"). Flow tests use the session-scoped `prefect_harness` fixture; pure-logic tests never
@@ -9,27 +9,70 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+# Bytecode caches are written: where PYTHONDONTWRITEBYTECODE is set (as on the workplace's machines),
+# every process the suite starts (flows, servers, CLIs) would compile every module it imports again,
+# and a venv installed with --no-compile (the README's command) would never get its caches.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TINKER_TELEMETRY", "0")
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"] = "false"
 
-from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
+from suite import FILE_GROUPS, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (pyproject.toml: a file stays on one worker, so its module fixtures run once),
+    with the files of each group of suite.FILE_GROUPS as one unit: they check one session fixture's run,
+    which then happens once."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return FILE_GROUPS.get(file, file)
+
+    return LoadFileGroups(config, log)
 
 
 @pytest.fixture(scope="session")
-def prefect_harness():
-    """One temporary Prefect backend for all flow tests, heartbeats off."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_harness(prefect_server):
+    """Flow tests run their flows in this process, on the session's real Prefect server (below; one
+    server per worker, not a second temporary one), heartbeats off."""
+    import inspect
 
-    with prefect_test_harness(server_startup_timeout=120), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    import prefect.context
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    with temporary_settings({PREFECT_API_URL: prefect_server.api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), \
+            prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
         yield
+
+        async def drain() -> None:  # as prefect_test_harness does: logs and events reach the server before it stops
+            try:
+                drained = APILogWorker.instance().drain()
+                if inspect.isawaitable(drained):
+                    await drained
+            except RuntimeError:  # the log worker never started
+                pass
+            drained = EventsWorker.drain_all()
+            if inspect.isawaitable(drained):
+                await drained
+
+        run_coro_as_sync(drain())
 
 
 @pytest.fixture

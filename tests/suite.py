@@ -18,6 +18,10 @@ SPECS_DIR = REPO_ROOT / "specs"
 GS1_SPEC = SPECS_DIR / "gs1_kernel_vs_grpo_gsm8k.json"
 SELFGEN_SPEC = SPECS_DIR / "selfgen_tasks_vs_gsm8k.json"
 TRIMUON_SPEC = SPECS_DIR / "trimuon_vs_dimuon_no_robots.json"
+# The GS1 rehearsal at the wiring scale: run once per session (tests/e2e/conftest.py, gs1_wiring_rehearsal)
+# for the files that check it, which pytest-xdist keeps on one worker (FILE_GROUPS, tests/conftest.py).
+GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
+FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
 
 
 def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:

@@ -1,9 +1,10 @@
 """Runs that survive a busy service and a killed process (issue 5), end to end on real parts.
 
-The GS1 rehearsal at the wiring scale (2 steps per arm, 48 eval items), written out as a standalone
-spec file, is run:
-- cleanly, on the embedded backend;
-- against an embedded server answering 0.4% of all calls with 429 and 0.4% with 503 (seeded; about
+The GS1 rehearsal at the wiring scale (2 steps per arm, 48 eval items; `flows.run SPEC --rehearse
+--rehearsal-scale wiring`) is run:
+- cleanly, on the embedded backend: the session's one run (tests/e2e/conftest.py,
+  gs1_wiring_rehearsal, shared with test_local_gs1_run.py on one xdist worker);
+- against an embedded server (TINKER_BASE_URL) answering 0.4% of all calls with 429 and 0.4% with 503 (seeded; about
   a dozen of each in a run of about 3,200 calls, on every endpoint, checked from the server's healthz): the SDK's own retries
   and the run's capacity policy (time-scaled) carry it to the same decision. (The stock SDK pauses
   all sampling for 1 s after a 429 on a sample and throttles it for 10 s more, and waits at least
@@ -28,27 +29,15 @@ import pandas as pd
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY
-from suite import REPO_ROOT
+from experiment.contract.spec import load_spec
+from suite import GS1_SPEC, GS1_WIRING_ARGS, REPO_ROOT, only_run_dir
 
 pytestmark = pytest.mark.slow
+WIRING = load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="wiring")  # the sizes of the runs below
 
 
-
-@pytest.fixture(scope="module")
-def small_spec(tmp_path_factory) -> Path:
-    from experiment.contract.spec import load_spec
-
-    # the GS1 rehearsal (spec + revision file) at the wiring scale, as a standalone spec file
-    spec = load_spec(REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json", rehearse=True,
-                     rehearsal_scale="wiring").to_dict()
-    spec["title"] += " (test size)"
-    path = tmp_path_factory.mktemp("spec") / "gs1_kernel_vs_grpo_test_size.json"
-    path.write_text(json.dumps(spec, indent=2))
-    return path
-
-
-def flow_command(spec: Path, runs_dir: Path, backend: str = "local") -> list[str]:
-    return [sys.executable, "-m", "flows.run", str(spec), "--runs-dir", str(runs_dir), "--backend", backend]
+def flow_command(runs_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "flows.run", str(GS1_SPEC), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir)]
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +48,12 @@ def prefect_env(prefect_server) -> dict[str, str]:
 
 def flow_env(prefect_env: dict[str, str], **extra: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RX_CAPACITY_TIME_SCALE": "0.01", **prefect_env, **extra}
-    env.pop("TINKER_BASE_URL", None)
+    if "TINKER_BASE_URL" not in extra:
+        env.pop("TINKER_BASE_URL", None)
     return env
 
 
-def decision_of(runs_dir: Path) -> dict:
-    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+def decision_of(run_dir: Path) -> dict:
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "succeeded", result.get("summary")
     return {key: result[key] for key in ("verdict", "confidence", "effect", "ci")} | {
@@ -72,32 +61,29 @@ def decision_of(runs_dir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def clean_decision(small_spec, tmp_path_factory, prefect_env) -> dict:
-    runs_dir = tmp_path_factory.mktemp("clean")
-    done = subprocess.run(flow_command(small_spec, runs_dir), cwd=REPO_ROOT, env=flow_env(prefect_env), capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return decision_of(runs_dir)
+def clean_decision(gs1_wiring_rehearsal) -> dict:
+    return decision_of(gs1_wiring_rehearsal["run_dir"])
 
 
-def test_injected_429_and_503_reach_the_same_decision(small_spec, clean_decision, tmp_path, prefect_env):
+def test_injected_429_and_503_reach_the_same_decision(clean_decision, tmp_path, prefect_env):
     from embedded_tinker.faults import FaultConfig
     from embedded_tinker.launch import start_server
 
     faults = FaultConfig(rate_429=0.004, rate_503=0.004, retry_after_ms=1, seed=1)
     with start_server(faults=faults) as server:
-        done = subprocess.run(flow_command(small_spec, tmp_path, backend=server.base_url), cwd=REPO_ROOT,
-                              env=flow_env(prefect_env, TINKER_API_KEY=LOCAL_API_KEY), capture_output=True, text=True, timeout=1500)
+        done = subprocess.run(flow_command(tmp_path), cwd=REPO_ROOT,
+                              env=flow_env(prefect_env, TINKER_BASE_URL=server.base_url, TINKER_API_KEY=LOCAL_API_KEY),
+                              capture_output=True, text=True, timeout=1500)
         injected = httpx.get(f"{server.base_url}/api/v1/healthz", timeout=10).json()["faults_injected"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert injected["429"] >= 3 and injected["503"] >= 3, injected  # the run met refusals of both kinds
-    faulty = decision_of(tmp_path)
+    faulty = decision_of(only_run_dir(tmp_path))
     assert (faulty["verdict"], faulty["confidence"]) == (clean_decision["verdict"], clean_decision["confidence"])
     print(f"clean {clean_decision} / with faults {faulty}, injected {injected}")  # shown with -rP
 
 
-def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp_path, prefect_env):
-    process = subprocess.Popen(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env),
+def test_killed_run_resumes_to_the_same_decision(clean_decision, tmp_path, prefect_env):
+    process = subprocess.Popen(flow_command(tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     table = None
     deadline = time.monotonic() + 600
@@ -117,10 +103,10 @@ def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp
     run_dir = table.parent.parent
     assert json.loads((run_dir / "result.json").read_text())["status"] == "running"
 
-    done = subprocess.run(flow_command(small_spec, tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env), capture_output=True,
+    done = subprocess.run(flow_command(tmp_path), cwd=REPO_ROOT, env=flow_env(prefect_env), capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    resumed_decision = decision_of(tmp_path)
+    resumed_decision = decision_of(run_dir)
     assert (resumed_decision["verdict"], resumed_decision["confidence"]) == (
         clean_decision["verdict"], clean_decision["confidence"])
     print(f"clean {clean_decision} / killed and resumed {resumed_decision}")  # shown with -rP
@@ -129,7 +115,7 @@ def test_killed_run_resumes_to_the_same_decision(small_spec, clean_decision, tmp
     assert {"spec_intake", "preflight_probe", "restoration_preflight", "activation_gate"} <= set(resumed["reused_gates"])
     # every saved step is there exactly once per arm: no optimizer step was applied twice
     final = pd.read_parquet(table)
-    steps_per_arm = json.loads(small_spec.read_text())["steps"]
+    steps_per_arm = WIRING.steps
     assert sorted(final.groupby("arm")["step"].apply(list).sum()) == sorted(list(range(1, steps_per_arm + 1)) * 2)
     assert len(final) == 2 * steps_per_arm and 2 <= len(killed_at) < len(final)  # the resumed run trained the rest
     steps = pd.read_parquet(run_dir / "tables" / "training_steps.parquet")

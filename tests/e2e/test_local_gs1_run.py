@@ -13,7 +13,7 @@ previous gate) and each arm's training and evaluation is its own task run under 
 In headless Chromium: the pictures of the summary load (natural size > 0) and the progress
 artifacts are listed on the run's Artifacts tab. Prints the counts and load times it saw.
 
-One run feeds every check (it used to be two identical runs, one per file). The seed spec without
+One run feeds every check, and the clean decision of test_capacity_e2e.py (tests/e2e/conftest.py). The seed spec without
 its revision file is tests/e2e/test_gs1_seed_spec_stops.py.
 """
 
@@ -31,7 +31,7 @@ from experiment.report.plots import PIXEL_SIZE
 from experiment.stats.evaluation import evaluator_id
 from flows.artifacts import keyed
 
-from suite import GS1_SPEC, only_run_dir, run_cli
+from suite import GS1_SPEC, run_cli
 
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a full local run on a loaded 2-core machine
@@ -48,15 +48,10 @@ def load_browser():
 
 
 @pytest.fixture(scope="module")
-def ui_run(prefect_server, tmp_path_factory):
-    """The one GS1 wiring rehearsal of this module, through the CLI, recorded on the real Prefect server."""
-    runs_dir = tmp_path_factory.mktemp("ui-runs")
-    done = run_cli("flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir),
-                   env_extra=prefect_server.cli_env, timeout=1500)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (flow_run,) = [run for run in prefect_server.api("POST", "/flow_runs/filter", json={"limit": 200})
-                   if run["parameters"].get("runs_dir") == str(runs_dir)]
-    return {"flow_run": flow_run, "run_dir": only_run_dir(runs_dir), "stdout": done.stdout, "stderr": done.stderr}
+def ui_run(gs1_wiring_rehearsal):
+    """The session's one GS1 wiring rehearsal through the CLI, recorded on the real Prefect server
+    (tests/e2e/conftest.py; test_capacity_e2e.py takes its decision as the clean one)."""
+    return gs1_wiring_rehearsal
 
 
 @pytest.fixture(scope="module")

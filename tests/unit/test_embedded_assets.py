@@ -1,4 +1,7 @@
-"""The committed tiny-arith assets: tokenizer, task data, pre-trained weights (fast, offline)."""
+"""The committed tiny-arith assets: tokenizer, task data, pre-trained weights (fast, offline).
+
+transformers is imported in the tests that use it, not when the file is collected (every worker
+collects every file; the import takes seconds)."""
 
 import os
 
@@ -11,7 +14,6 @@ import re
 import pytest
 import torch
 from tinker_cookbook import renderers
-from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3ForCausalLM
 
 from embedded_tinker import pretrain
 from embedded_tinker.tasks import arithmetic
@@ -22,6 +24,7 @@ GENERATION_SUFFIX = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
 
 @pytest.fixture(scope="module")
 def tokenizer():
+    from transformers import AutoTokenizer
     return AutoTokenizer.from_pretrained(pretrain.MODEL_DIR)
 
 
@@ -37,12 +40,14 @@ def metadata():
 
 @pytest.fixture(scope="module")
 def model():
+    from transformers import AutoModelForCausalLM
     torch.set_num_threads(1)
     return AutoModelForCausalLM.from_pretrained(pretrain.MODEL_DIR)
 
 
 # ---------------------------------------------------------------- tokenizer
 def test_tokenizer_dirs_hold_the_same_tokenizer():
+    from transformers import AutoTokenizer
     # tokenizer.json (vocab, merges, added tokens) is byte-identical; tokenizer_config.json in
     # tiny-arith is re-saved by the training stage (transformers adds "is_local")
     name = "tokenizer.json"
@@ -85,6 +90,7 @@ def test_digits_are_single_tokens(tokenizer):
 
 
 def test_tokenizer_build_is_reproducible():
+    from transformers import AutoTokenizer
     rebuilt = pretrain.build_tokenizer()
     committed = AutoTokenizer.from_pretrained(pretrain.TOKENIZER_DIR)
     assert rebuilt.get_vocab() == committed.get_vocab()
@@ -175,6 +181,7 @@ def test_rows_have_the_documented_shape_and_correct_answers():
 
 # ---------------------------------------------------------------- weights
 def test_weights_load_and_are_small(model, metadata):
+    from transformers import Qwen3ForCausalLM
     weights = pretrain.MODEL_DIR / "model.safetensors"
     assert isinstance(model, Qwen3ForCausalLM)
     assert weights.stat().st_size <= MAX_WEIGHTS_BYTES

@@ -91,10 +91,12 @@ def _in_process_updates(fixed, family, config, lr, hyper):
     return step_updates(fixed["pairs"], fixed["steps_taken"], family, config, lr, hyper)
 
 
-def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._implementation_updates):
-    enabled = implementation(fixed, "trimuon", enabled_config or {}, lr, HYPER)
-    disabled = implementation(fixed, "trimuon", {"polar_step": "polar_express"}, lr, HYPER)
-    stock = implementation(fixed, "dimuon", {}, lr, HYPER)
+# the three updates each check compares: TriMuon (config as given), TriMuon without its polar switch, DiMuon
+def _update_jobs(lr, enabled_config=None):
+    return [("trimuon", enabled_config or {}, lr), ("trimuon", {"polar_step": "polar_express"}, lr), ("dimuon", {}, lr)]
+
+
+def _errors_of(fixed, lr, enabled, disabled, stock):
     return {
         ut.check_key("reference_update", lr): sft_correctness.update_errors(
             enabled, sft_correctness._reference_updates(fixed, lr, HYPER, "polar_switch")),
@@ -102,11 +104,22 @@ def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._impl
     }
 
 
+def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._implementation_updates):
+    updates = [implementation(fixed, family, config, lr, HYPER) for family, config, lr in _update_jobs(lr, enabled_config)]
+    return _errors_of(fixed, lr, *updates)
+
+
 def test_correct_implementation_passes_at_every_trained_lr():
+    """The backend's optimizer (one probe process for every update at every LR; the gate starts one per LR)."""
+    from experiment.sft.optimizer_probe import implementation_updates, probe_job
+
     path, rank = _path("rehearsal")
     fixed = ut.fixed_optimizer_input(rank)
-    for lr in path["update_learning_rates"]:
-        errors = _errors(fixed, lr)
+    learning_rates = path["update_learning_rates"]
+    jobs = [probe_job(family, config, lr, HYPER) for lr in learning_rates for family, config, lr in _update_jobs(lr)]
+    updates = implementation_updates(fixed, jobs)
+    for i, lr in enumerate(learning_rates):
+        errors = _errors_of(fixed, lr, *updates[3 * i:3 * i + 3])
         passed, reasons = check_tolerances(errors, {k: path["tolerances"][k] for k in errors})
         assert passed, reasons
 
