@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("the embedded backend serves loopback only")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    import transformers.models.qwen3.modeling_qwen3  # noqa: F401 - import once, before serving
+    from . import qwen3  # noqa: F401 - the served decoder, imported before serving (transformers is not)
     import uvicorn
 
     from .server import create_app

@@ -5,7 +5,9 @@ Registry (``resolve_base_model``):
     embedded/tiny-random  the same config.json, weights drawn from a fixed seed (no files needed)
     /a/local/directory    any Hugging Face Qwen3 checkpoint directory, loaded the same way
 
-Every base model is a frozen transformers ``Qwen3ForCausalLM`` in float32. A LoRA adapter adds,
+Every base model is a frozen Qwen3 decoder in float32 (qwen3.py: transformers' ``Qwen3ForCausalLM``
+bit for bit, without importing transformers; ``load_hf_model`` gives transformers' own, for the
+tiny-random initialisation and as the tests' reference). A LoRA adapter adds,
 to the output of each targeted ``nn.Linear`` (y = W x), the low-rank term
 
     y += (LORA_ALPHA / rank) * B (A x)        A: (rank, in), B: (out, rank)
@@ -37,6 +39,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
+
+from .qwen3 import Qwen3Config, Qwen3ForCausalLM, UnsupportedConfig
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 TOKENIZER_DIR = ASSETS_DIR / "tokenizer"
@@ -88,15 +92,15 @@ _thread_state = threading.local()  # .adapter: the LoraAdapter the current threa
 
 
 class BaseModel:
-    """A frozen Qwen3ForCausalLM plus the hooks that add the current thread's LoRA adapter."""
+    """A frozen Qwen3 decoder (qwen3.py) plus the hooks that add the current thread's LoRA adapter."""
 
-    def __init__(self, spec: BaseModelSpec, hf_model: nn.Module):
+    def __init__(self, spec: BaseModelSpec, qwen3: Qwen3ForCausalLM):
         self.spec = spec
         self.name = spec.name
-        self.hf_model = hf_model.float().eval().requires_grad_(False)
-        self.config = hf_model.config
+        self.qwen3 = qwen3.float().eval().requires_grad_(False)
+        self.config = qwen3.config
         self.linears: dict[str, nn.Linear] = {
-            name: module for name, module in hf_model.named_modules() if isinstance(module, nn.Linear)
+            name: module for name, module in qwen3.named_modules() if isinstance(module, nn.Linear)
         }
         for name, linear in self.linears.items():
             linear.register_forward_hook(_make_lora_hook(name))
@@ -126,7 +130,7 @@ class BaseModel:
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, adapter) -> torch.Tensor:
         with self.active(adapter):
-            return self.hf_model(input_ids=input_ids, attention_mask=attention_mask).logits
+            return self.qwen3(input_ids=input_ids, attention_mask=attention_mask).logits
 
     def target_logprobs(
         self, inputs: list[list[int]], targets: list[list[int]], adapter: LoraAdapter | None
@@ -171,12 +175,27 @@ def load_base_model(name: str) -> BaseModel:
     spec = resolve_base_model(name)
     with _base_model_cache_lock:
         if spec.name not in _base_model_cache:
-            _base_model_cache[spec.name] = BaseModel(spec, load_hf_model(spec))
+            _base_model_cache[spec.name] = BaseModel(spec, load_qwen3(spec))
         return _base_model_cache[spec.name]
 
 
+def load_qwen3(spec: BaseModelSpec) -> Qwen3ForCausalLM:
+    """The served decoder: the checkpoint's weights, or (tiny-random) transformers' initialisation."""
+    if not (spec.checkpoint_dir / "config.json").is_file():
+        raise UnknownBaseModel(f"{spec.name}: no config.json in {spec.checkpoint_dir}")
+    try:
+        if not spec.random_init:
+            return Qwen3ForCausalLM.from_checkpoint(spec.checkpoint_dir)
+        drawn = load_hf_model(spec)
+        qwen3 = Qwen3ForCausalLM(Qwen3Config.from_dict(drawn.config.to_dict()))
+        qwen3.load_state_dict(drawn.state_dict())
+        return qwen3
+    except UnsupportedConfig as err:
+        raise UnknownBaseModel(f"{spec.name}: {err}") from None
+
+
 def load_hf_model(spec: BaseModelSpec) -> nn.Module:
-    """A fresh Qwen3ForCausalLM: random init from RANDOM_INIT_SEED, or the checkpoint's weights."""
+    """transformers' Qwen3ForCausalLM: random init from RANDOM_INIT_SEED, or the checkpoint's weights."""
     from transformers import AutoConfig, Qwen3ForCausalLM
     from transformers.utils import logging as transformers_logging
 

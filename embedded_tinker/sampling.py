@@ -311,7 +311,7 @@ class _Decoder:
         rope_type = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
         if rope_type.startswith("dynamic") or rope_type == "longrope":
             raise SamplingError(f"{base.name}: rope type {rope_type!r} is not supported by the sampler")
-        hf = base.hf_model
+        hf = base.qwen3
         self.vocab_size = int(config.vocab_size)
         self.num_heads = int(config.num_attention_heads)
         self.num_kv_heads = int(config.num_key_value_heads)

@@ -7,6 +7,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import functools
 import threading
 import time
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model
+from embedded_tinker.model import LoraAdapter, LoraConfig, _make_lora_hook, load_base_model, load_hf_model
 from embedded_tinker.sampling import (
     BatchParams,
     SampleJob,
@@ -51,6 +52,18 @@ MIXED_SPECS = [
 ]
 
 
+@functools.cache
+def transformers_model(name: str) -> torch.nn.Module:
+    """transformers' own Qwen3ForCausalLM on a base model's checkpoint, with model.py's adapter hooks
+    on its linears (so `base.active(adapter)` adds the adapter to it too): the reference forward."""
+    base = load_base_model(name)
+    model = load_hf_model(base.spec).float().eval().requires_grad_(False)
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear):
+            module.register_forward_hook(_make_lora_hook(module_name))
+    return model
+
+
 def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int], list[float], str]]:
     """The reference: each row decoded alone through the transformers forward with its KV cache,
     one choose_token per step from torch.Generator(seed + i) (how the embedded sampler has always
@@ -58,12 +71,13 @@ def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int
     from transformers import DynamicCache
 
     base, spec_ = weights.base, job.spec
+    reference = transformers_model(base.name)
     rows = []
     for i in range(job.num_samples):
         generator = torch.Generator().manual_seed(spec_.seed + i)
         cache, tokens, logprobs, reason = DynamicCache(), [], [], "length"
         with torch.inference_mode(), base.active(weights.adapter):
-            logits = base.hf_model(
+            logits = reference(
                 input_ids=torch.tensor([job.prompt]), past_key_values=cache, use_cache=True
             ).logits[0, -1]
             for _ in range(spec_.max_tokens):
@@ -73,7 +87,7 @@ def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int
                 if token in spec_.stop_token_ids:
                     reason = "stop"
                     break
-                logits = base.hf_model(
+                logits = reference(
                     input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True
                 ).logits[0, -1]
         rows.append((tokens, logprobs, reason))
