@@ -24,9 +24,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed (parameter rehearse=true)
+# the plain deployment run: the TriMuon SFT spec (its wiring rehearsal is the cheapest that reaches a
+# verdict); the capacity test below runs GS1, so both kinds of run go through the deployment
+PLAIN_RUN_SPEC = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
 
-# The local GS1 spec reaches a decision through every gate: a deployment run must end Completed.
+# Both rehearsed specs reach a decision through every gate: a deployment run must end Completed.
 REQUIRED_FINAL_STATE: str | None = "Completed"
 
 TERMINAL_STATE_TYPES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -132,7 +135,7 @@ def _flow_run(api_url: str, flow_run_id: str) -> dict:
 def test_deployment_run_reaches_a_final_state_with_result_on_disk(served_deployment):
     api_url, env, deployment_id, runs_dir, serve_log = served_deployment
     triggered = subprocess.run(
-        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}", "--param", "rehearse=true",
+        ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={PLAIN_RUN_SPEC}", "--param", "rehearse=true",
          "--param", "rehearsal_scale=wiring"],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )
@@ -147,7 +150,7 @@ def test_deployment_run_reaches_a_final_state_with_result_on_disk(served_deploym
     state_name = run["state"]["name"]
     print(f"deployment run ended {state_name}: {run['state'].get('message')}")  # shown with -s / -rP
     assert run["deployment_id"] == deployment_id
-    assert run["parameters"]["spec_path"] == str(LOCAL_SPEC) and run["parameters"]["backend"] == "local"
+    assert run["parameters"]["spec_path"] == str(PLAIN_RUN_SPEC) and run["parameters"]["backend"] == "local"
     assert run["parameters"]["rehearse"] is True
     assert state_name in RESULT_STATUS_FOR_STATE, f"{state_name}: {run['state'].get('message')}\n{serve_log.read_text()[-3000:]}"
     if REQUIRED_FINAL_STATE is not None:
@@ -233,7 +236,7 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
     with start_server(faults=FaultConfig(capacity_exhausted_seconds=12)) as server:
         triggered = subprocess.run(
             ["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={LOCAL_SPEC}",
-             "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",  # a new replicate: the spec already finished above
+             "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",  # a new replicate, whatever this runs dir already holds
              "--param", f"backend={server.base_url}"],
             env=env, capture_output=True, text=True, timeout=120, check=False,
         )
