@@ -220,13 +220,17 @@ class Qwen3ForCausalLM(nn.Module):
 
     @classmethod
     def from_checkpoint(cls, directory: str | Path) -> Qwen3ForCausalLM:
-        """A Hugging Face Qwen3 checkpoint directory: config.json and model.safetensors, float32."""
+        """A Hugging Face Qwen3 checkpoint directory: config.json and its safetensors (model.safetensors
+        or the shards of a larger one), in float32."""
         from safetensors.torch import load_file
 
         directory = Path(directory)
         model = cls(Qwen3Config.from_dict(json.loads((directory / "config.json").read_text())))
-        state = {name: tensor.to(torch.float32) for name, tensor in load_file(directory / "model.safetensors").items()}
-        if model.config.tie_word_embeddings:
+        files = sorted(directory.glob("*.safetensors"))
+        if not files:
+            raise UnsupportedConfig(f"{directory}: no *.safetensors weights (the embedded backend loads safetensors only)")
+        state = {name: tensor.to(torch.float32) for file in files for name, tensor in load_file(file).items()}
+        if model.config.tie_word_embeddings and "model.embed_tokens.weight" in state:
             state.setdefault("lm_head.weight", state["model.embed_tokens.weight"])
         missing, unexpected = model.load_state_dict(state, strict=False)
         if missing or unexpected:

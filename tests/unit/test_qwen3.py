@@ -111,3 +111,21 @@ def test_serving_tiny_arith_does_not_import_transformers():
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True)
     # tiny-random draws transformers' initialisation: the same probe sees that import
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_a_sharded_checkpoint_loads_as_the_single_file_one(pair, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    ours, _, _ = pair
+    tensors = load_file(SPEC.checkpoint_dir / "model.safetensors")
+    names = sorted(tensors)
+    shutil.copy(SPEC.checkpoint_dir / "config.json", tmp_path / "config.json")
+    for index, part in enumerate((names[: len(names) // 2], names[len(names) // 2:])):
+        save_file({name: tensors[name] for name in part}, tmp_path / f"model-0000{index + 1}-of-00002.safetensors")
+    sharded = Qwen3ForCausalLM.from_checkpoint(tmp_path)
+    assert all(torch.equal(sharded.state_dict()[name], tensor) for name, tensor in ours.qwen3.state_dict().items())
+    (tmp_path / "model-00001-of-00002.safetensors").unlink()
+    with pytest.raises(UnsupportedConfig, match="missing"):  # half the weights: refused, not served half-random
+        Qwen3ForCausalLM.from_checkpoint(tmp_path)
