@@ -301,30 +301,23 @@ class _Decoder:
     output exactly as the forward hooks in model.py add it."""
 
     def __init__(self, base: BaseModel):
+        # a qwen3.Qwen3Config: other model types, activations, RoPE kinds and sliding windows were
+        # refused when the base model loaded
         config = base.config
-        if getattr(config, "model_type", None) != "qwen3" or config.hidden_act != "silu":
-            raise SamplingError(f"{base.name}: the sampler serves Qwen3 models only")
-        if getattr(config, "use_sliding_window", False) or any(
-            kind != "full_attention" for kind in (getattr(config, "layer_types", None) or [])
-        ):
-            raise SamplingError(f"{base.name}: sliding-window attention is not supported by the sampler")
-        rope_type = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
-        if rope_type.startswith("dynamic") or rope_type == "longrope":
-            raise SamplingError(f"{base.name}: rope type {rope_type!r} is not supported by the sampler")
-        hf = base.qwen3
+        qwen3 = base.qwen3
         self.vocab_size = int(config.vocab_size)
         self.num_heads = int(config.num_attention_heads)
         self.num_kv_heads = int(config.num_key_value_heads)
-        self.head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // self.num_heads)
+        self.head_dim = int(config.head_dim)
         self.groups = self.num_heads // self.num_kv_heads
         self.scaling = self.head_dim**-0.5
         self.eps = float(config.rms_norm_eps)
         self.max_positions = base.max_context_length
-        self.embed = hf.model.embed_tokens.weight
-        self.final_norm = hf.model.norm.weight
+        self.embed = qwen3.model.embed_tokens.weight
+        self.final_norm = qwen3.model.norm.weight
         self.layers = []
         with torch.no_grad():
-            for index, layer in enumerate(hf.model.layers):
+            for index, layer in enumerate(qwen3.model.layers):
                 attention, mlp, prefix = layer.self_attn, layer.mlp, f"model.layers.{index}"
                 self.layers.append(
                     {
@@ -350,11 +343,11 @@ class _Decoder:
                         "down": _Fused([(f"{prefix}.mlp.down_proj", mlp.down_proj)]),
                     }
                 )
-            self.lm_head = _Fused([("lm_head", hf.lm_head)])
+            self.lm_head = _Fused([("lm_head", qwen3.lm_head)])
         self.intermediate = int(config.intermediate_size)
         with torch.inference_mode():
             positions = torch.arange(self.max_positions)[None, :]
-            cos, sin = hf.model.rotary_emb(self.embed[:1][None], positions)
+            cos, sin = qwen3.model.rotary_emb(self.embed[:1][None], positions)
         # the model's rotary tables [positions, 2, head_dim]: cos, and sin with the sign of
         # rotate_half folded in (rotate_half(x) * sin == roll(x, half) * signed sin, exactly)
         half = self.head_dim // 2

@@ -22,11 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from suite import TRIMUON_SPEC
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed (parameter rehearse=true)
 # the plain deployment run: the TriMuon SFT spec (its wiring rehearsal is the cheapest that reaches a
 # verdict); the capacity test below runs GS1, so both kinds of run go through the deployment
-PLAIN_RUN_SPEC = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
+PLAIN_RUN_SPEC = TRIMUON_SPEC
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
 
 # Both rehearsed specs reach a decision through every gate: a deployment run must end Completed.

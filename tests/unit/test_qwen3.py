@@ -16,9 +16,9 @@ import sys
 import pytest
 import torch
 
-from embedded_tinker.model import REGISTRY, LoraAdapter, LoraConfig, _make_lora_hook, load_base_model, load_hf_model
+from embedded_tinker.model import REGISTRY, LoraAdapter, LoraConfig, load_base_model, load_hf_model
 from embedded_tinker.qwen3 import Qwen3Config, Qwen3ForCausalLM, UnsupportedConfig
-from suite import REPO_ROOT
+from suite import REPO_ROOT, transformers_reference
 
 SPEC = REGISTRY["embedded/tiny-arith"]
 
@@ -28,10 +28,7 @@ def pair():
     """(ours, transformers'), both with model.py's adapter hooks, and a LoRA adapter with non-zero B."""
     torch.set_num_threads(1)
     ours = load_base_model(SPEC.name)
-    theirs = load_hf_model(SPEC).float().eval().requires_grad_(False)
-    for name, module in theirs.named_modules():
-        if isinstance(module, torch.nn.Linear):
-            module.register_forward_hook(_make_lora_hook(name))
+    theirs = transformers_reference(SPEC)
     adapter = LoraAdapter(ours, LoraConfig(rank=4, seed=3))
     with torch.no_grad():
         for index, tensor in enumerate(adapter.lora_B.values()):

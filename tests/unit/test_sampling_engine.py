@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedded_tinker.model import LoraAdapter, LoraConfig, _make_lora_hook, load_base_model, load_hf_model
+from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model
 from embedded_tinker.sampling import (
     BatchParams,
     SampleJob,
@@ -30,6 +30,7 @@ from embedded_tinker.sampling import (
     generate,
     tail_has_stop_string,
 )
+from suite import transformers_reference
 
 
 def spec(**overrides) -> SamplingSpec:
@@ -54,14 +55,8 @@ MIXED_SPECS = [
 
 @functools.cache
 def transformers_model(name: str) -> torch.nn.Module:
-    """transformers' own Qwen3ForCausalLM on a base model's checkpoint, with model.py's adapter hooks
-    on its linears (so `base.active(adapter)` adds the adapter to it too): the reference forward."""
-    base = load_base_model(name)
-    model = load_hf_model(base.spec).float().eval().requires_grad_(False)
-    for module_name, module in model.named_modules():
-        if isinstance(module, torch.nn.Linear):
-            module.register_forward_hook(_make_lora_hook(module_name))
-    return model
+    """transformers' own model of a base model, with the adapter hooks (suite.transformers_reference)."""
+    return transformers_reference(load_base_model(name).spec)
 
 
 def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int], list[float], str]]:

@@ -92,8 +92,8 @@ def _in_process_updates(fixed, family, config, lr, hyper):
 
 
 # the three updates each check compares: TriMuon (config as given), TriMuon without its polar switch, DiMuon
-def _update_jobs(lr, enabled_config=None):
-    return [("trimuon", enabled_config or {}, lr), ("trimuon", {"polar_step": "polar_express"}, lr), ("dimuon", {}, lr)]
+def _update_jobs(enabled_config=None):
+    return [("trimuon", enabled_config or {}), ("trimuon", {"polar_step": "polar_express"}), ("dimuon", {})]
 
 
 def _errors_of(fixed, lr, enabled, disabled, stock):
@@ -105,7 +105,7 @@ def _errors_of(fixed, lr, enabled, disabled, stock):
 
 
 def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._implementation_updates):
-    updates = [implementation(fixed, family, config, lr, HYPER) for family, config, lr in _update_jobs(lr, enabled_config)]
+    updates = [implementation(fixed, family, config, lr, HYPER) for family, config in _update_jobs(enabled_config)]
     return _errors_of(fixed, lr, *updates)
 
 
@@ -116,7 +116,7 @@ def test_correct_implementation_passes_at_every_trained_lr():
     path, rank = _path("rehearsal")
     fixed = ut.fixed_optimizer_input(rank)
     learning_rates = path["update_learning_rates"]
-    jobs = [probe_job(family, config, lr, HYPER) for lr in learning_rates for family, config, lr in _update_jobs(lr)]
+    jobs = [probe_job(family, config, lr, HYPER) for lr in learning_rates for family, config in _update_jobs()]
     updates = implementation_updates(fixed, jobs)
     for i, lr in enumerate(learning_rates):
         errors = _errors_of(fixed, lr, *updates[3 * i:3 * i + 3])
