@@ -5,7 +5,8 @@
 
 By default the server runs as ``python -m embedded_tinker serve`` in a subprocess (its own GIL and
 torch threads); ``in_process=True`` runs uvicorn in a thread of this process instead. Pass the
-same ``checkpoint_dir`` to a new server to find the checkpoints of a stopped one.
+same ``checkpoint_dir`` to a new server to find the checkpoints of a stopped one. Without one, the
+server gets a temporary directory of its own, which ``stop()`` removes (checkpoints, log and all).
 
 The subprocess dies with the process that started it, ``kill -9`` included: it gets SIGTERM
 through Linux's parent-death signal (PR_SET_PDEATHSIG). That signal follows the *thread* that
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -100,6 +102,7 @@ class RunningServer:
     _uvicorn_server: object | None = None
     _thread: threading.Thread | None = None
     _log_file: object | None = field(default=None, repr=False)
+    _owns_checkpoint_dir: bool = False  # a temporary directory start_server made: removed by stop()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -115,6 +118,8 @@ class RunningServer:
                 self._thread.join(timeout=15)
         if self._log_file is not None:
             self._log_file.close()
+        if self._owns_checkpoint_dir:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
     def __enter__(self) -> RunningServer:
         return self
@@ -154,6 +159,7 @@ def start_server(
         raise ValueError("the embedded backend serves loopback only")
     check_exposure(exposure)
     port = port or _free_port(host)
+    owns_checkpoint_dir = not checkpoint_dir
     checkpoint_dir = Path(checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")).resolve()
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     base_url = f"http://{host}:{port}"
@@ -175,7 +181,8 @@ def start_server(
         thread.start()
         _wait_until_healthy(base_url, thread.is_alive, None)
         return RunningServer(
-            base_url, checkpoint_dir, port, exposure=exposure, _uvicorn_server=server, _thread=thread
+            base_url, checkpoint_dir, port, exposure=exposure, _uvicorn_server=server, _thread=thread,
+            _owns_checkpoint_dir=owns_checkpoint_dir,
         )
 
     log_path = checkpoint_dir / f"server-{port}.log"
@@ -196,7 +203,7 @@ def start_server(
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))
     process = _popen_tied_to_process(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
     running = RunningServer(base_url, checkpoint_dir, port, process=process, exposure=exposure,
-                            _log_file=log_file)
+                            _log_file=log_file, _owns_checkpoint_dir=owns_checkpoint_dir)
     try:
         _wait_until_healthy(base_url, lambda: process.poll() is None, log_path)
     except BaseException:

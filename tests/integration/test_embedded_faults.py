@@ -142,3 +142,21 @@ def test_restart_keeps_checkpoints_and_the_same_client_continues(tmp_path):
     finally:
         client.close("success")
         server.stop()
+
+
+def test_a_server_removes_the_temporary_checkpoint_dir_it_made_and_keeps_a_given_one(tmp_path):
+    with start_server(in_process=True) as made:  # no directory given: a temporary one of its own
+        client = tinker.ServiceClient(base_url=made.base_url, api_key=LOCAL_API_KEY)
+        try:
+            training = client.create_lora_training_client(base_model=MODEL, rank=2).result()
+            training.save_state("kept-while-running").result()
+        finally:
+            client.close("success")
+        assert made.checkpoint_dir.name.startswith("embedded-tinker-ckpt-")
+        assert any(made.checkpoint_dir.iterdir())  # the saved state is there while the server runs
+    assert not made.checkpoint_dir.exists()
+
+    given = tmp_path / "checkpoints"
+    with start_server(checkpoint_dir=given, in_process=True) as server:
+        tinker.RestClient(base_url=server.base_url, api_key=LOCAL_API_KEY).get_server_capabilities().result()
+    assert given.is_dir()  # the caller's directory is the caller's: a later server finds its checkpoints
