@@ -12,10 +12,13 @@ An idle engine that receives a request first waits briefly for more (requests ar
 COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S); concurrent SDK requests, which arrive one by
 one about a millisecond apart, then join the running batch as they come.
 
-The decoder (``_Decoder``) runs the base model's own weights (and the adapter's LoRA tensors, added
-exactly as the model's forward hooks add them) with the same operations as the transformers Qwen3
-forward, on a per-lane cache ``[rows, kv_heads, positions, head_dim]`` per layer that is allocated
-once for the batch and grown only when a joining request needs more rows or positions. Row r's
+The decoder (``_Decoder``) runs the base model's own weights with the same operations as the
+transformers Qwen3 forward. A lane's frozen adapter is folded into its weights once, W + scale * (B @ A)
+per targeted linear (``_Decoder.merged``), so a trained checkpoint samples as fast as the base model
+(64 prompts x 32 tokens, rank 8: 1.6x faster than adding the LoRA term at every linear, the same tokens,
+logprobs within 2.4e-5 of it: float rounding). The decoder runs on a per-lane cache
+``[rows, kv_heads, positions, head_dim]`` per layer that is allocated once for the batch and grown
+only when a joining request needs more rows or positions. Row r's
 tokens sit at positions 0.. of its slot (no padding in the cache); a finished row's slot is filled
 by moving the last row into it, so the running batch is always the first n slots.
 
@@ -61,6 +64,7 @@ benchmark can see how a batch formed and what a step cost.
 from __future__ import annotations
 
 import collections
+import copy
 import os
 import queue
 import secrets
@@ -277,6 +281,21 @@ class _Fused:
                 [b if b is not None else torch.zeros(n) for b, n in zip(biases, self.sizes)]
             )
 
+    def merged(self, adapter: LoraAdapter) -> _Fused:
+        """The same linears with ``adapter``'s term folded into the weight: W + scale * (B @ A) per
+        targeted linear (one matrix product per call instead of three, whatever the rank)."""
+        if not any(name in adapter.lora_A for name in self.names):
+            return self
+        merged = copy.copy(self)
+        rows = self.weight.split(self.sizes)
+        merged.weight = torch.cat(
+            [
+                w + adapter.scale * (adapter.lora_B[name] @ adapter.lora_A[name]) if name in adapter.lora_A else w
+                for name, w in zip(self.names, rows, strict=True)
+            ]
+        )
+        return merged
+
     def __call__(self, x: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
         y = F.linear(x, self.weight, self.bias)
         if adapter is None or not any(name in adapter.lora_A for name in self.names):
@@ -356,6 +375,19 @@ class _Decoder:
         self.position_ids = torch.arange(self.max_positions)
         self._slot_starts = torch.zeros(0, dtype=torch.long)
         self._slot_starts_key = (0, 0)
+
+    def merged(self, adapter: LoraAdapter) -> _Decoder:
+        """This decoder with ``adapter`` folded into its weights (``_Fused.merged``): a frozen
+        adapter's lane then runs as fast as the base model. Called with adapter None afterwards."""
+        with torch.no_grad():
+            merged = copy.copy(self)
+            merged.layers = [
+                {key: value.merged(adapter) if isinstance(value, _Fused) else value for key, value in layer.items()}
+                for layer in self.layers
+            ]
+            merged.lm_head = self.lm_head.merged(adapter)
+        merged._slot_starts, merged._slot_starts_key = torch.zeros(0, dtype=torch.long), (0, 0)
+        return merged
 
     def slot_starts(self, n: int, allocated: int) -> torch.Tensor:
         """[n * kv_heads]: where (row, head)'s position 0 is in a cache [rows, kv_heads, allocated,
@@ -511,9 +543,14 @@ class _JobState:
 class _Lane:
     """The running batch of one set of weights: its rows, cache and pending requests."""
 
-    def __init__(self, weights: SamplerWeights, max_rows: int):
+    def __init__(self, weights: SamplerWeights, max_rows: int, merge_adapter: bool = True):
         self.weights = weights
         self.decoder = _decoder(weights.base)
+        # a frozen adapter is folded into the lane's weights once (merge_adapter=False: added at
+        # every linear, as the training forward adds it; the same tokens, logprobs to float rounding)
+        self.adapter = weights.adapter
+        if merge_adapter and self.adapter is not None:
+            self.decoder, self.adapter = self.decoder.merged(self.adapter), None
         self.max_rows = max_rows
         self.pending: list[SampleJob] = []
         self.rows: list[_Row] = []
@@ -571,7 +608,7 @@ class _Lane:
     def _start(self, joining: list[SampleJob]) -> None:
         """Prefill the joining prompts (once per distinct prompt: the requests of one RL group all
         send the same one) and append their rows to the batch."""
-        decoder, adapter = self.decoder, self.weights.adapter
+        decoder, adapter = self.decoder, self.adapter
         distinct: dict[tuple[int, ...], int] = {}
         prefill_of_job = [distinct.setdefault(tuple(job.prompt), len(distinct)) for job in joining]
         prompts = [list(prompt) for prompt in distinct]
@@ -665,7 +702,7 @@ class _Lane:
                     max(positions),
                     self.keys,
                     self.values,
-                    self.weights.adapter,
+                    self.adapter,
                 )
             else:
                 self.next_logits = None

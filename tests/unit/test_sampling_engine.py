@@ -89,16 +89,21 @@ def plain_decode(weights: SamplerWeights, job: SampleJob) -> list[tuple[list[int
     return rows
 
 
-@pytest.fixture(scope="module", params=["base", "lora"])
-def weights(request):
+def lora_weights() -> SamplerWeights:
+    """tiny-arith with a rank-4 adapter whose B is not zero (so the adapter changes the tokens)."""
     base = load_base_model("embedded/tiny-arith")
-    if request.param == "base":
-        return SamplerWeights(base, None, "tiny-arith@base")
     adapter = LoraAdapter(base, LoraConfig(rank=4, seed=1))
     with torch.no_grad():
         for index, tensor in enumerate(adapter.lora_B.values()):
             tensor.copy_(torch.randn(tensor.shape, generator=torch.Generator().manual_seed(index)) * 0.05)
     return SamplerWeights(base, adapter.frozen_copy(), "tiny-arith@lora")
+
+
+@pytest.fixture(scope="module", params=["base", "lora"])
+def weights(request):
+    if request.param == "base":
+        return SamplerWeights(load_base_model("embedded/tiny-arith"), None, "tiny-arith@base")
+    return lora_weights()
 
 
 def prompts(count: int, seed: int = 0) -> list[list[int]]:
@@ -165,6 +170,39 @@ def test_engine_tokens_are_the_plain_decoders(weights):
         ):
             assert (tokens, reason) == (ref_tokens, ref_reason)
             assert logprobs == pytest.approx(ref_logprobs, abs=2e-5)
+
+
+def test_a_folded_adapter_samples_what_the_adapter_added_at_every_linear_samples():
+    """A lane folds its frozen adapter into the weights (W + scale * B @ A): the same tokens as adding
+    the LoRA term at every linear (the training forward's way), logprobs to float rounding. Control: a
+    lane whose fold drops the adapter's term samples other tokens, so the comparison can see a bad fold."""
+    from embedded_tinker.sampling import _Lane
+
+    weights = lora_weights()
+
+    def run(lane_weights, merge_adapter):
+        lane = _Lane(lane_weights, max_rows=64, merge_adapter=merge_adapter)
+        jobs = [SampleJob(lane_weights, p, 2, spec(**{"max_tokens": 16, **s}))
+                for p, s in zip(prompts(len(MIXED_SPECS), seed=21), MIXED_SPECS)]
+        for job in jobs:
+            lane.add(job)
+        while lane.busy:
+            lane.advance()
+        return [row for job in jobs for row in job.future.result().sequences], lane
+
+    folded, folded_lane = run(weights, merge_adapter=True)
+    added, added_lane = run(weights, merge_adapter=False)
+    assert folded_lane.adapter is None and added_lane.adapter is weights.adapter
+    assert [(tokens, reason) for tokens, _, reason in folded] == [(tokens, reason) for tokens, _, reason in added]
+    for (_, logprobs, _), (_, reference, _) in zip(folded, added, strict=True):
+        assert logprobs == pytest.approx(reference, abs=2e-5)
+
+    zeroed = weights.adapter.frozen_copy()
+    with torch.no_grad():
+        for tensor in zeroed.lora_B.values():
+            tensor.zero_()  # what a fold that loses B @ A would serve
+    dropped, _ = run(SamplerWeights(weights.base, zeroed, "tiny-arith@zeroed"), merge_adapter=True)
+    assert [tokens for tokens, _, _ in dropped] != [tokens for tokens, _, _ in added]
 
 
 def test_an_rl_group_shares_one_prefill_and_each_request_gets_its_own_tokens(weights, monkeypatch):
