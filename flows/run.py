@@ -128,13 +128,14 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
 
     if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
         start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
-    from flows.lifetime import tie_prefect_temporary_server
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
-    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return lambda: None
+        return lambda: None  # no temporary server: nor its module (4.2 s of import) in this process
+    from flows.lifetime import tie_prefect_temporary_server
     from prefect.server.api.server import SubprocessASGIServer
+
+    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
 
     box: dict = {}
 
