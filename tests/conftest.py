@@ -1,4 +1,4 @@
-"""Shared test setup: offline, one Prefect server per worker, fast flow runs.
+"""Shared test setup: offline, one Prefect server for the session (all xdist workers), fast flow runs.
 
 Prefect env vars must be set before prefect is imported (prefect-notes.md, "No-server default and
 fast tests"). Flow tests use the session-scoped `prefect_harness` fixture; pure-logic tests never
@@ -47,8 +47,8 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(scope="session")
 def prefect_harness(prefect_server):
-    """Flow tests run their flows in this process, on the session's real Prefect server (below; one
-    server per worker, not a second temporary one), heartbeats off."""
+    """Flow tests run their flows in this process, on the session's real Prefect server (below; not a
+    second, temporary one), heartbeats off."""
     import inspect
 
     import prefect.context
@@ -297,18 +297,24 @@ def _build_graded_record(kind: str):
 
 
 # A real Prefect server (`prefect server start`, loopback, its own PREFECT_HOME and SQLite database),
-# for tests that check what Prefect stores and what its UI shows. Started once per session.
+# for tests that check what Prefect stores and what its UI shows. Started once per session: under
+# xdist the first worker that needs it starts it and the others attach to it (its address is in
+# the controller's basetemp, prefect-server/server.json); the controller stops it once every worker
+# is done (pytest_unconfigure). A server costs about 18 s of CPU to start and 3% of a core idle.
 
 
 class PrefectServer:
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, port: int | None = None, pid: int | None = None):
+        """Start a server in `home`, or (port and pid given) stand for the one already running there."""
         import socket
         import subprocess
         import sys
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        if port is None:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+        self.port = port
         self.home = home
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_url = f"{self.url}/api"
@@ -317,10 +323,29 @@ class PrefectServer:
         self.env.pop("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED", None)  # a real server records task runs
         # what a CLI subprocess needs to run its flow on this server instead of starting a temporary one
         self.cli_env = {"PREFECT_HOME": str(home), "PREFECT_API_URL": self.api_url}
-        self.log = open(home / "server.log", "w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
-            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.process, self.log, self.pid = None, None, pid
+        if pid is None:
+            self.log = open(home / "server.log", "w")
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+                env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.pid = self.process.pid
+
+    def record(self) -> dict:
+        return {"home": str(self.home), "port": self.port, "pid": self.pid}
+
+    @classmethod
+    def attach(cls, record: dict) -> PrefectServer:
+        return cls(Path(record["home"]), port=record["port"], pid=record["pid"])
+
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
 
     def wait_healthy(self, timeout: float = 180.0) -> None:
         import time
@@ -329,7 +354,7 @@ class PrefectServer:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if not self.running():
                 raise RuntimeError(f"prefect server exited: {(self.home / 'server.log').read_text()[-2000:]}")
             try:
                 if httpx.get(f"{self.api_url}/health", timeout=5).status_code == 200:
@@ -350,27 +375,69 @@ class PrefectServer:
         return b"".join(path.read_bytes() for path in self.home.rglob("*.db*") if path.is_file())
 
     def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after 20 s (works for an attached server too)."""
         import signal
-        import subprocess
+        import time
 
         try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while self.running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self.running():
+                os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.process is not None:
             self.process.wait()
-        self.log.close()
+        if self.log is not None:
+            self.log.close()
+
+
+def _shared_prefect_server_dir(config) -> Path:
+    """Where the workers of one xdist session keep their one server's address: the controller's basetemp."""
+    return config._tmp_path_factory.getbasetemp() / "prefect-server"
 
 
 @pytest.fixture(scope="session")
-def prefect_server(tmp_path_factory):
-    """A real Prefect server on loopback; its env (PREFECT_API_URL, PREFECT_HOME) is in `.env`."""
-    server = PrefectServer(tmp_path_factory.mktemp("prefect-home"))
+def prefect_server(request, tmp_path_factory):
+    """A real Prefect server on loopback; its env (PREFECT_API_URL, PREFECT_HOME) is in `.env`. One per
+    session: without xdist this process's own; under xdist one for every worker (see above)."""
+    if not hasattr(request.config, "workerinput"):
+        server = PrefectServer(tmp_path_factory.mktemp("prefect-home"))
+        try:
+            server.wait_healthy()
+            yield server
+        finally:
+            server.stop()
+        return
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "prefect-server"  # a worker's basetemp is the controller's/popen-gwN
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = shared / "server.json"
+        if record.exists():
+            server = PrefectServer.attach(json.loads(record.read_text()))
+        else:
+            (shared / "home").mkdir()
+            server = PrefectServer(shared / "home")
+            record.write_text(json.dumps(server.record()))
+    server.wait_healthy()
+    yield server  # stopped by the controller, after every worker (pytest_unconfigure)
+
+
+def pytest_unconfigure(config):
+    """The xdist controller stops the session's shared Prefect server, if a worker started one."""
+    if hasattr(config, "workerinput") or not hasattr(config, "_tmp_path_factory"):
+        return
     try:
-        server.wait_healthy()
-        yield server
-    finally:
-        server.stop()
+        record = _shared_prefect_server_dir(config) / "server.json"
+    except Exception:  # noqa: BLE001 - no basetemp: nothing was started
+        return
+    if record.exists():
+        PrefectServer.attach(json.loads(record.read_text())).stop()
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def run_cli(server, runs_dir, backend: str, weakened: bool = False) -> subproces
 
 
 def flow_run_parameters(server, runs_dir) -> list[dict]:
-    runs = server.api("POST", "/flow_runs/filter", json={"limit": 200})
+    runs = server.api("POST", "/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_DESC", "limit": 200})
     return [run["parameters"] for run in runs if run["parameters"].get("runs_dir") == str(runs_dir)]
 
 
