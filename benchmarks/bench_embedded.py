@@ -11,9 +11,11 @@ for --rounds rounds so that machine load hits them alike, and medians are report
     --sample-tokens tokens), against transformers ``generate()`` in this process on a plain
     Qwen3ForCausalLM with the same weights, batch --prompts, KV cache, do_sample at temperature 1
     (no top-k/top-p), exactly --sample-tokens new tokens. Goal: ratio >= 2.0.
-    Also reported, as a diagnostic: one request for --prompts samples of one prompt through the
-    SDK (the same decode work in one HTTP round trip), to separate decode from per-request
-    HTTP/SDK cost; and, from the server's engine counters (healthz ``sampler``), how many decode
+    Also reported, as diagnostics: the same concurrent requests sampled from a trained LoRA
+    checkpoint (rank --rank, after one optimizer step) against the base model (the engine folds a
+    frozen adapter into its lane's weights, so the ratio should be near 1); one request for
+    --prompts samples of one prompt through the SDK (the same decode work in one HTTP round trip),
+    to separate decode from per-request HTTP/SDK cost; and, from the server's engine counters (healthz ``sampler``), how many decode
     steps each took, their rows and milliseconds per step, and when the last concurrent request
     reached the engine and when its last step ended.
   * forward_backward: cross-entropy forward + backward of a --batch x --length batch on a LoRA
@@ -225,6 +227,20 @@ def main() -> None:
         try:
             sampler = client.create_sampling_client(base_model=args.model).result()
             training = client.create_lora_training_client(base_model=args.model, rank=args.rank).result()
+            # a trained adapter (B no longer zero), frozen for sampling
+            training.forward_backward(
+                [
+                    types.Datum(
+                        model_input=types.ModelInput.from_ints(s[:-1]),
+                        loss_fn_inputs={"target_tokens": s[1:], "weights": [1.0] * (len(s) - 1)},
+                    )
+                    for s in sequences
+                ],
+                "cross_entropy",
+            ).result()
+            training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+            adapter_sampler = training.save_weights_and_get_sampling_client("bench-adapter")
+            server_tokens_per_second(adapter_sampler, prompts, args.sample_tokens, seed=20_000)  # warm-up
             server_tokens_per_second(sampler, prompts, args.sample_tokens, seed=10_000)  # warm-up
             generate_tokens_per_second(plain_model, prompts, 4)  # warm-up
             for round_index in range(args.rounds):
@@ -236,6 +252,7 @@ def main() -> None:
                 concurrent = engine_figures(before, engine_report(server.base_url), started)
                 if round_index % 2 == 1:
                     plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                adapter_served = server_tokens_per_second(adapter_sampler, prompts, args.sample_tokens, seed)
                 before, started = engine_report(server.base_url), time.monotonic()
                 one = one_request_tokens_per_second(sampler, prompts[0], len(prompts), args.sample_tokens, seed)
                 single = engine_figures(before, engine_report(server.base_url), started)
@@ -246,6 +263,8 @@ def main() -> None:
                         "ratio": served / plain,
                         "one_request": one,
                         "one_request_ratio": one / plain,
+                        "adapter_http": adapter_served,
+                        "adapter_over_base": adapter_served / served,
                         "concurrent_steps": concurrent["steps"],
                         "concurrent_rows_per_step": concurrent["rows_per_step"],
                         "concurrent_step_ms": concurrent["step_ms"],
@@ -298,6 +317,9 @@ def main() -> None:
             # diagnostic: one request for all the samples (decode without per-request HTTP/SDK cost)
             "one_request_tokens_per_s": sampling["one_request"],
             "one_request_ratio": sampling["one_request_ratio"],
+            # diagnostic: the concurrent requests from a trained LoRA checkpoint, and that over the base model
+            "adapter_http_tokens_per_s": sampling["adapter_http"],
+            "adapter_over_base": sampling["adapter_over_base"],
             # diagnostics from the server's engine counters (healthz "sampler"), medians over rounds:
             # the concurrent requests: decode steps, rows per step, wall and engine-CPU ms per step
             # (all steps, and the steps after the last request reached the engine), when the last
@@ -339,6 +361,10 @@ def main() -> None:
     print(f"  ratio                                             {sampling['ratio']:>10.2f}")
     print(
         f"  (one request of {args.prompts} samples: {sampling['one_request']:.0f}, ratio {sampling['one_request_ratio']:.2f})"
+    )
+    print(
+        f"  (from a trained rank-{args.rank} LoRA checkpoint: {sampling['adapter_http']:.0f},"
+        f" {sampling['adapter_over_base']:.2f}x the base model)"
     )
     engine = report["sampling"]["engine"]
     print(
