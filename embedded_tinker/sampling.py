@@ -13,13 +13,13 @@ COLLECT_WINDOW_S apart, for at most MAX_COLLECT_S); concurrent SDK requests, whi
 one about a millisecond apart, then join the running batch as they come.
 
 The decoder (``_Decoder``) runs the base model's own weights with the same operations as the
-transformers Qwen3 forward. A lane's frozen adapter is folded into its weights once, W + scale * (B @ A)
-per targeted linear (``_Decoder.merged``), so a trained checkpoint samples as fast as the base model
-(64 prompts x 32 tokens, rank 8: 1.6x faster than adding the LoRA term at every linear, the same tokens,
-logprobs within 2.4e-5 of it: float rounding). The decoder runs on a per-lane cache
-``[rows, kv_heads, positions, head_dim]`` per layer that is allocated once for the batch and grown
-only when a joining request needs more rows or positions. Row r's
-tokens sit at positions 0.. of its slot (no padding in the cache); a finished row's slot is filled
+transformers Qwen3 forward. A frozen adapter is folded into the weights once (and kept while the
+adapter lives), W + scale * (B @ A) per targeted linear (``_Decoder.merged``), so a trained
+checkpoint samples as fast as the base model (64 prompts x 32 tokens, rank 8: 1.6x faster than
+adding the LoRA term at every linear, the same tokens, logprobs within 2.4e-5 of it: float
+rounding). The decoder runs on a per-lane cache ``[rows, kv_heads, positions, head_dim]`` per layer
+that is allocated once for the batch and grown only when a joining request needs more rows or
+positions. Row r's tokens sit at positions 0.. of its slot (no padding in the cache); a finished row's slot is filled
 by moving the last row into it, so the running batch is always the first n slots.
 
 A decode step is a few hundred small tensor operations, so it is written to issue few of them:
@@ -281,10 +281,14 @@ class _Fused:
                 [b if b is not None else torch.zeros(n) for b, n in zip(biases, self.sizes)]
             )
 
+    def adapted_by(self, adapter: LoraAdapter | None) -> bool:
+        """Whether ``adapter`` targets any of these linears."""
+        return adapter is not None and any(name in adapter.lora_A for name in self.names)
+
     def merged(self, adapter: LoraAdapter) -> _Fused:
         """The same linears with ``adapter``'s term folded into the weight: W + scale * (B @ A) per
         targeted linear (one matrix product per call instead of three, whatever the rank)."""
-        if not any(name in adapter.lora_A for name in self.names):
+        if not self.adapted_by(adapter):
             return self
         merged = copy.copy(self)
         rows = self.weight.split(self.sizes)
@@ -298,7 +302,7 @@ class _Fused:
 
     def __call__(self, x: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
         y = F.linear(x, self.weight, self.bias)
-        if adapter is None or not any(name in adapter.lora_A for name in self.names):
+        if not self.adapted_by(adapter):
             return y
         deltas = [
             (
@@ -386,7 +390,6 @@ class _Decoder:
                 for layer in self.layers
             ]
             merged.lm_head = self.lm_head.merged(adapter)
-        merged._slot_starts, merged._slot_starts_key = torch.zeros(0, dtype=torch.long), (0, 0)
         return merged
 
     def slot_starts(self, n: int, allocated: int) -> torch.Tensor:
@@ -512,6 +515,19 @@ def _decoder(base: BaseModel) -> _Decoder:
         return _decoders[base]
 
 
+# a frozen adapter's folded decoder, kept while the adapter lives (a sampling session keeps its
+# SamplerWeights, and the engine makes a new lane for each burst of its requests)
+_folded_decoders: weakref.WeakKeyDictionary[LoraAdapter, _Decoder] = weakref.WeakKeyDictionary()
+
+
+def _folded_decoder(base: BaseModel, adapter: LoraAdapter) -> _Decoder:
+    decoder = _decoder(base)
+    with _decoders_lock:
+        if adapter not in _folded_decoders:
+            _folded_decoders[adapter] = decoder.merged(adapter)
+        return _folded_decoders[adapter]
+
+
 # ---------------------------------------------------------------------- a running batch
 
 
@@ -545,12 +561,11 @@ class _Lane:
 
     def __init__(self, weights: SamplerWeights, max_rows: int, merge_adapter: bool = True):
         self.weights = weights
-        self.decoder = _decoder(weights.base)
-        # a frozen adapter is folded into the lane's weights once (merge_adapter=False: added at
-        # every linear, as the training forward adds it; the same tokens, logprobs to float rounding)
-        self.adapter = weights.adapter
+        # a frozen adapter is folded into the decoder's weights once per adapter (merge_adapter=False:
+        # added at every linear, as the training forward adds it; the same tokens, logprobs to float rounding)
+        self.decoder, self.adapter = _decoder(weights.base), weights.adapter
         if merge_adapter and self.adapter is not None:
-            self.decoder, self.adapter = self.decoder.merged(self.adapter), None
+            self.decoder, self.adapter = _folded_decoder(weights.base, self.adapter), None
         self.max_rows = max_rows
         self.pending: list[SampleJob] = []
         self.rows: list[_Row] = []
