@@ -394,9 +394,9 @@ class PrefectServer:
             self.log.close()
 
 
-def _shared_prefect_server_dir(config) -> Path:
-    """Where the workers of one xdist session keep their one server's address: the controller's basetemp."""
-    return config._tmp_path_factory.getbasetemp() / "prefect-server"
+def _shared_prefect_server_dir(controller_basetemp: Path) -> Path:
+    """Where the workers of one xdist session keep their one server's address (and its home)."""
+    return controller_basetemp / "prefect-server"
 
 
 @pytest.fixture(scope="session")
@@ -413,7 +413,7 @@ def prefect_server(request, tmp_path_factory):
         return
     import fcntl
 
-    shared = tmp_path_factory.getbasetemp().parent / "prefect-server"  # a worker's basetemp is the controller's/popen-gwN
+    shared = _shared_prefect_server_dir(tmp_path_factory.getbasetemp().parent)  # a worker's: <controller's>/popen-gwN
     shared.mkdir(exist_ok=True)
     with open(shared / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -430,12 +430,9 @@ def prefect_server(request, tmp_path_factory):
 
 def pytest_unconfigure(config):
     """The xdist controller stops the session's shared Prefect server, if a worker started one."""
-    if hasattr(config, "workerinput") or not hasattr(config, "_tmp_path_factory"):
-        return
-    try:
-        record = _shared_prefect_server_dir(config) / "server.json"
-    except Exception:  # noqa: BLE001 - no basetemp: nothing was started
-        return
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return  # a worker, or no xdist: a server of this process was stopped by its fixture
+    record = _shared_prefect_server_dir(config._tmp_path_factory.getbasetemp()) / "server.json"
     if record.exists():
         PrefectServer.attach(json.loads(record.read_text())).stop()
 
