@@ -79,14 +79,19 @@ def in_process_forward_backward(adapter: LoraAdapter, sequences, repeats: int) -
     return repeats * sum(len(s) for s in inputs) / (time.perf_counter() - started)
 
 
-def http_forward_backward(training, sequences, repeats: int, pipelined: bool) -> float:
-    data = [
+def cross_entropy_data(sequences) -> list[types.Datum]:
+    """Next-token cross-entropy Datums of ``sequences`` (every target weighted 1)."""
+    return [
         types.Datum(
             model_input=types.ModelInput.from_ints(s[:-1]),
             loss_fn_inputs={"target_tokens": s[1:], "weights": [1.0] * (len(s) - 1)},
         )
         for s in sequences
     ]
+
+
+def http_forward_backward(training, sequences, repeats: int, pipelined: bool) -> float:
+    data = cross_entropy_data(sequences)
     training.forward_backward(data, "cross_entropy").result()  # warm-up
     started = time.perf_counter()
     if pipelined:
@@ -228,16 +233,7 @@ def main() -> None:
             sampler = client.create_sampling_client(base_model=args.model).result()
             training = client.create_lora_training_client(base_model=args.model, rank=args.rank).result()
             # a trained adapter (B no longer zero), frozen for sampling
-            training.forward_backward(
-                [
-                    types.Datum(
-                        model_input=types.ModelInput.from_ints(s[:-1]),
-                        loss_fn_inputs={"target_tokens": s[1:], "weights": [1.0] * (len(s) - 1)},
-                    )
-                    for s in sequences
-                ],
-                "cross_entropy",
-            ).result()
+            training.forward_backward(cross_entropy_data(sequences), "cross_entropy").result()
             training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
             adapter_sampler = training.save_weights_and_get_sampling_client("bench-adapter")
             server_tokens_per_second(adapter_sampler, prompts, args.sample_tokens, seed=20_000)  # warm-up

@@ -24,7 +24,6 @@ GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
 FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
 
 
-
 def transformers_reference(spec):
     """transformers' own Qwen3ForCausalLM for a base-model spec (embedded_tinker.model.REGISTRY), frozen,
     with model.py's adapter hooks on its linears (so `BaseModel.active(adapter)` adds the adapter to it
@@ -38,6 +37,7 @@ def transformers_reference(spec):
         if isinstance(module, torch.nn.Linear):
             module.register_forward_hook(_make_lora_hook(name))
     return model
+
 
 def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
     """`python -m <module> args...` from the repository root, without any ambient service URL or key."""
