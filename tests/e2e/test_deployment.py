@@ -22,10 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from suite import TRIMUON_SPEC
+from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-LOCAL_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"  # rehearsed (parameter rehearse=true)
+LOCAL_SPEC = GS1_SPEC  # rehearsed (parameter rehearse=true)
 # the plain deployment run: the TriMuon SFT spec (its wiring rehearsal is the cheapest that reaches a
 # verdict); the capacity test below runs GS1, so both kinds of run go through the deployment
 PLAIN_RUN_SPEC = TRIMUON_SPEC
