@@ -79,12 +79,12 @@ def default_runs_dir() -> Path:
     return Path(os.environ.get("RX_RUNS_DIR", "runs"))
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str | bytes) -> None:
     """Write to a temp file in the same directory, then os.replace: readers never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -166,6 +166,12 @@ def _serialized(method):
     return locked
 
 
+# The (status, verdict, effect) this process last put in the index for each run (by resolved run dir):
+# a RESULT write that leaves them as they are does not rewrite index.parquet (read and written whole,
+# under the runs dir's lock). One live process per run, so no other process changes its row meanwhile.
+_INDEXED_ROW: dict[Path, tuple[Any, ...]] = {}
+
+
 class RunStore:
     """One run's directory. Create with `RunStore.create`, reopen with `RunStore.open`."""
 
@@ -175,6 +181,11 @@ class RunStore:
         self.index = RunIndex(self.run_dir.parent)
         self._lock = threading.RLock()
         self._run_lock: Any = None  # the open run.lock while this process holds the run
+        self._meta: dict[str, Any] | None = None  # run.json, written once when the run is created
+        # (the bytes of result.json this store last wrote, the RESULT they encode): read_result reuses the
+        # parsed RESULT while the file holds exactly those bytes (result.json carries the evidence inline,
+        # up to 40 MiB, and every write reads it first); any other writer's bytes are parsed as they are
+        self._written: tuple[bytes, dict[str, Any]] | None = None
 
     # ---- one live process per run ----
 
@@ -329,12 +340,17 @@ class RunStore:
 
     def run_meta(self) -> dict[str, Any]:
         """run id, spec title and hash, start time (run.json)."""
-        return json.loads((self.run_dir / "run.json").read_text())
+        if self._meta is None:
+            self._meta = json.loads((self.run_dir / "run.json").read_text())
+        return dict(self._meta)
 
     # ---- RESULT ----
 
     def read_result(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "result.json").read_text())
+        data = (self.run_dir / "result.json").read_bytes()
+        if self._written is not None and self._written[0] == data:
+            return _json_copy(self._written[1])
+        return json.loads(data)
 
     @_serialized
     def update_result(self, **fields: Any) -> dict[str, Any]:
@@ -375,17 +391,19 @@ class RunStore:
         return value
 
     def _write_result(self, result: dict[str, Any]) -> None:
-        _write_atomic(self.run_dir / "result.json", json.dumps(result, indent=2, allow_nan=False) + "\n")
+        data = (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8")
+        self._written = None
+        _write_atomic(self.run_dir / "result.json", data)
+        try:
+            self._written = (data, _json_copy(result))
+        except _NotPlainJson:
+            self._written = None
+        row, key = (result.get("status"), result.get("verdict"), result.get("effect")), self.run_dir.resolve()
+        if _INDEXED_ROW.get(key) == row:
+            return
         finished = utc_now() if result.get("status") in ("succeeded", "failed") else None
-        self.index.upsert(
-            {
-                **self.run_meta(),
-                "status": result.get("status"),
-                "verdict": result.get("verdict"),
-                "effect": result.get("effect"),
-                "finished": finished,
-            }
-        )
+        self.index.upsert({**self.run_meta(), "status": row[0], "verdict": row[1], "effect": row[2], "finished": finished})
+        _INDEXED_ROW[key] = row
 
     # ---- events and tables ----
 
@@ -482,6 +500,28 @@ class RunStore:
 
     def read_manifest(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
+
+
+class _NotPlainJson(Exception):
+    """A RESULT that JSON changes in a way `_json_copy` does not mirror (a key that is not a string)."""
+
+
+def _json_copy(value: Any) -> Any:
+    """A fresh copy of a JSON-encodable value as `json.loads(json.dumps(value))` gives it back (tuples as
+    lists, subclasses of str, int and float as the plain type), without going through the text.
+    Strings are shared, being immutable."""
+    if isinstance(value, dict):
+        if any(type(key) is not str for key in value):
+            raise _NotPlainJson
+        return {key: _json_copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(item) for item in value]
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    for plain in (int, float, str):  # e.g. an IntEnum, a numpy float64
+        if isinstance(value, plain):
+            return plain(value)
+    raise _NotPlainJson
 
 
 def _checked_name(name: str) -> str:

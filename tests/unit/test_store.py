@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
+import json
 import multiprocessing
 
 import pandas as pd
@@ -13,6 +15,10 @@ import experiment.run.store as store_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunIndex, RunStore, StoreError
+
+
+class Seeds(enum.IntEnum):
+    ONE = 1
 
 
 @pytest.fixture
@@ -127,6 +133,57 @@ def test_index_tracks_status_changes(store):
     [row] = RunIndex(store.run_dir.parent).read().to_dict("records")
     assert (row["status"], row["verdict"], row["effect"]) == ("succeeded", "supported", 0.012)
     assert row["finished"] is not None
+
+
+def _json_round_trip(store):
+    return json.loads((store.run_dir / "result.json").read_text())
+
+
+class SizeTrustingStore(RunStore):
+    """Weakened: trusts its parsed RESULT while result.json keeps the size it wrote (a stat check)."""
+
+    def read_result(self):
+        if self._written is not None and (self.run_dir / "result.json").stat().st_size == len(self._written[0]):
+            return self._written[1]
+        return super().read_result()
+
+
+def test_read_result_gives_what_the_file_holds_even_after_another_writer(store):
+    store.update_result(ci=(0.25, 0.5), seeds=Seeds.ONE, summary="first")
+    assert store.read_result() == _json_round_trip(store) and store.read_result()["ci"] == [0.25, 0.5]
+    assert type(store.read_result()["seeds"]) is int
+    store.read_result()["metrics"]["arms"] = {"x": 1}  # a caller changing its copy changes nothing stored
+    assert store.read_result() == _json_round_trip(store)
+
+    # another writer changes result.json in place, to the same size, at once
+    def rewrite_same_size(path):
+        path.write_text(path.read_text().replace('"summary": "first"', '"summary": "other"'))
+
+    weak = SizeTrustingStore(store.run_dir)
+    weak.update_result(summary="first")
+    rewrite_same_size(weak.run_dir / "result.json")
+    assert weak.read_result()["summary"] == "first"  # the weakened store misses the other writer
+    store.update_result(summary="first")
+    rewrite_same_size(store.run_dir / "result.json")
+    assert store.read_result()["summary"] == "other" == _json_round_trip(store)["summary"]
+    store.update_result(status="failed")  # and the next write starts from the other writer's RESULT
+    assert _json_round_trip(store)["summary"] == "other"
+
+
+def test_index_is_rewritten_when_its_row_changes_and_only_then(store, monkeypatch):
+    upserts = []
+    original = RunIndex.upsert
+    monkeypatch.setattr(RunIndex, "upsert", lambda self, row: (upserts.append(row["status"]), original(self, row)))
+    store.update_result(summary="still running")
+    store.add_evidence("a.txt", "metrics", "1")
+    assert upserts == []  # neither write changed the run's row
+    store.update_result(status="failed")
+    again = RunStore.open(store.run_dir)  # a second store of the same run in this process
+    again.update_result(status="running")
+    store.update_result(status="failed", summary="stopped")
+    assert upserts == ["failed", "running", "failed"]
+    [row] = RunIndex(store.run_dir.parent).read().to_dict("records")
+    assert row["status"] == "failed" == store.read_result()["status"]
 
 
 def _upsert_many(runs_dir, worker):
