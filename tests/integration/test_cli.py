@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -11,7 +12,8 @@ import sys
 import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
-from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, exit_code_for
+from experiment.contract.verdict import GATE_ORDER
+from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_what_the_gates_import
 
 
 def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -102,3 +104,19 @@ def test_gate_failure_exits_1(tmp_path, prefect_server):
     assert "GateFailed: gate preflight_probe failed: " in done.stderr, done.stderr
     [run_dir] = (tmp_path / "runs").glob("gs1-*")
     assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
+
+
+def test_imports_made_while_prefect_boots_stop_when_it_is_up():
+    """One module at a time while the temporary Prefect server boots, none once it is up (modules this
+    process has not imported stand in for the real list, IMPORTED_WHILE_PREFECT_BOOTS)."""
+    modules = ("wave", "xml.dom.pulldom", "email.mime.audio")
+    assert not any(module in sys.modules for module in modules)
+    answers = iter([True, True, False])
+    import_what_the_gates_import(booting=lambda: next(answers), modules=modules)
+    assert [module in sys.modules for module in modules] == [True, True, False]
+    # the real list: the module the stock SDK's tokenizer loader imports, then every gate module
+    from tinker.lib.public_interfaces.sampling_client import _load_tokenizer_from_model_info
+
+    tokenizer_module, *gates = IMPORTED_WHILE_PREFECT_BOOTS
+    assert f"from {tokenizer_module} import AutoTokenizer" in inspect.getsource(_load_tokenizer_from_model_info)
+    assert gates == [f"experiment.gates.{gate}" for gate in GATE_ORDER]
