@@ -164,7 +164,8 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     return ready
 
 
-def import_what_the_gates_import(booting: Callable[[], bool], modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> None:
+def import_what_the_gates_import(booting: Callable[[], bool],
+                                 modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> None:
     """While `booting()` (the temporary Prefect server is starting), import `modules`, which the first
     gates would import later with the training service idle. One module at a time, so the flow waits
     for at most one import past the server's start."""

@@ -30,7 +30,7 @@ import secrets
 import tempfile
 import threading
 from functools import wraps
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -392,17 +392,16 @@ class RunStore:
 
     def _write_result(self, result: dict[str, Any]) -> None:
         data = (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8")
-        self._written = None
+        self._written = None  # until the new bytes are in place
         _write_atomic(self.run_dir / "result.json", data)
-        try:
+        with suppress(_NotPlainJson):
             self._written = (data, _json_copy(result))
-        except _NotPlainJson:
-            self._written = None
         row, key = (result.get("status"), result.get("verdict"), result.get("effect")), self.run_dir.resolve()
         if _INDEXED_ROW.get(key) == row:
             return
-        finished = utc_now() if result.get("status") in ("succeeded", "failed") else None
-        self.index.upsert({**self.run_meta(), "status": row[0], "verdict": row[1], "effect": row[2], "finished": finished})
+        finished = utc_now() if row[0] in FINISHED_STATUSES else None
+        self.index.upsert({**self.run_meta(), "status": row[0], "verdict": row[1], "effect": row[2],
+                           "finished": finished})
         _INDEXED_ROW[key] = row
 
     # ---- events and tables ----
