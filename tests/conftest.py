@@ -371,6 +371,12 @@ class PrefectServer:
         response.raise_for_status()
         return response.json()
 
+    def flow_runs_of(self, runs_dir: Path) -> list[dict]:
+        """The flow runs whose `runs_dir` parameter is `runs_dir`, among the server's 200 newest (the
+        server is shared by the session's workers: an unsorted scan could miss a recent run)."""
+        newest = self.api("POST", "/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_DESC", "limit": 200})
+        return [run for run in newest if run["parameters"].get("runs_dir") == str(runs_dir)]
+
     def database_bytes(self) -> bytes:
         return b"".join(path.read_bytes() for path in self.home.rglob("*.db*") if path.is_file())
 

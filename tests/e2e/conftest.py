@@ -31,7 +31,5 @@ def gs1_wiring_rehearsal(prefect_server, tmp_path_factory) -> dict:
     done = run_cli("flows.run", str(GS1_SPEC), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),
                    env_extra=prefect_server.cli_env, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    newest = prefect_server.api("POST", "/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_DESC", "limit": 200})
-    (flow_run,) = [run for run in newest
-                   if run["parameters"].get("runs_dir") == str(runs_dir)]
+    (flow_run,) = prefect_server.flow_runs_of(runs_dir)
     return {"flow_run": flow_run, "run_dir": only_run_dir(runs_dir), "stdout": done.stdout, "stderr": done.stderr}

@@ -28,8 +28,7 @@ def run_cli(server, runs_dir, backend: str, weakened: bool = False) -> subproces
 
 
 def flow_run_parameters(server, runs_dir) -> list[dict]:
-    runs = server.api("POST", "/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_DESC", "limit": 200})
-    return [run["parameters"] for run in runs if run["parameters"].get("runs_dir") == str(runs_dir)]
+    return [run["parameters"] for run in server.flow_runs_of(runs_dir)]
 
 
 def test_backend_credentials_stay_out_of_prefect(prefect_server, fake_tinker_service, tmp_path):
