@@ -2,7 +2,8 @@
 
 Registry (``resolve_base_model``):
     embedded/tiny-arith   assets/tiny-arith: HF config.json + model.safetensors (pre-trained)
-    embedded/tiny-random  the same config.json, weights drawn from a fixed seed (no files needed)
+    embedded/tiny-random  assets/tiny-random: the same config.json, transformers' initialisation from a
+                          fixed seed (drawn once and shipped; load_hf_model draws it again)
     /a/local/directory    any Hugging Face Qwen3 checkpoint directory, loaded the same way
 
 Every base model is a frozen Qwen3 decoder in float32 (qwen3.py: transformers' ``Qwen3ForCausalLM``
@@ -40,7 +41,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .qwen3 import Qwen3Config, Qwen3ForCausalLM, UnsupportedConfig
+from .qwen3 import Qwen3ForCausalLM, UnsupportedConfig
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 TOKENIZER_DIR = ASSETS_DIR / "tokenizer"
@@ -56,15 +57,15 @@ class UnknownBaseModel(ValueError):
 @dataclass(frozen=True)
 class BaseModelSpec:
     name: str
-    checkpoint_dir: Path  # holds config.json (+ model.safetensors unless random_init)
+    checkpoint_dir: Path  # holds config.json and model.safetensors
     tokenizer_dir: Path
-    random_init: bool = False
+    random_init: bool = False  # the weights are transformers' initialisation (load_hf_model draws them)
 
 
 REGISTRY: dict[str, BaseModelSpec] = {
     "embedded/tiny-arith": BaseModelSpec("embedded/tiny-arith", ASSETS_DIR / "tiny-arith", TOKENIZER_DIR),
     "embedded/tiny-random": BaseModelSpec(
-        "embedded/tiny-random", ASSETS_DIR / "tiny-arith", TOKENIZER_DIR, random_init=True
+        "embedded/tiny-random", ASSETS_DIR / "tiny-random", TOKENIZER_DIR, random_init=True
     ),
 }
 DEFAULT_BASE_MODEL = "embedded/tiny-arith"
@@ -180,22 +181,20 @@ def load_base_model(name: str) -> BaseModel:
 
 
 def load_qwen3(spec: BaseModelSpec) -> Qwen3ForCausalLM:
-    """The served decoder: the checkpoint's weights, or (tiny-random) transformers' initialisation."""
+    """The served decoder, with the checkpoint's weights. tiny-random's are transformers'
+    initialisation, drawn once and shipped (assets/tiny-random/README.md): drawing them in each
+    server imported transformers, 4.5 s of a server's first request."""
     if not (spec.checkpoint_dir / "config.json").is_file():
         raise UnknownBaseModel(f"{spec.name}: no config.json in {spec.checkpoint_dir}")
     try:
-        if not spec.random_init:
-            return Qwen3ForCausalLM.from_checkpoint(spec.checkpoint_dir)
-        drawn = load_hf_model(spec)
-        qwen3 = Qwen3ForCausalLM(Qwen3Config.from_dict(drawn.config.to_dict()))
-        qwen3.load_state_dict(drawn.state_dict())
-        return qwen3
+        return Qwen3ForCausalLM.from_checkpoint(spec.checkpoint_dir)
     except UnsupportedConfig as err:
         raise UnknownBaseModel(f"{spec.name}: {err}") from None
 
 
 def load_hf_model(spec: BaseModelSpec) -> nn.Module:
-    """transformers' Qwen3ForCausalLM: random init from RANDOM_INIT_SEED, or the checkpoint's weights."""
+    """transformers' Qwen3ForCausalLM: its random init from RANDOM_INIT_SEED (random_init: what the
+    shipped tiny-random weights are, drawn again), or the checkpoint's weights."""
     from transformers import AutoConfig, Qwen3ForCausalLM
     from transformers.utils import logging as transformers_logging
 
