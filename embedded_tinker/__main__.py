@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import tempfile
 
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the embedded backend serves loopback only")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # No garbage collection while torch, the decoder and uvicorn import; then their objects are frozen
+    # (gc.freeze(): out of the collector's reach), so the server's own collections skip them.
+    gc.disable()
     import torch
     from . import qwen3  # noqa: F401 - the served decoder, imported before serving (transformers is not)
     import uvicorn
@@ -65,8 +69,11 @@ def main(argv: list[str] | None = None) -> None:
         f"(exposure: {args.exposure})",
         flush=True,
     )
+    app = create_app(checkpoint_dir, faults, args.exposure)
+    gc.freeze()
+    gc.enable()
     uvicorn.run(
-        create_app(checkpoint_dir, faults, args.exposure),
+        app,
         host=args.host,
         port=args.port,
         log_level="warning",

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import torch
 
+from embedded_tinker.launch import exit_process
 from embedded_tinker.optimizers import create_optimizer
 
 FIELDS = ("A", "B", "momentum_A", "momentum_B", "grad_A", "grad_B")
@@ -59,4 +60,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    exit_process(main(sys.argv[1:]))

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from flows.lifetime import exit_process
+
 
 class _OneLineArgumentParser(argparse.ArgumentParser):
     def error(self, message):
@@ -80,4 +82,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

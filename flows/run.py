@@ -29,6 +29,7 @@ from experiment.report.summary import RESULT_MARKER, closing_lines
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
+from flows.lifetime import exit_process, imports_frozen
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
 from experiment.run.store import RunInProgress, RunStore
@@ -107,10 +108,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    prefect_ready = start_servers_early(backend, args.exposure or "embedded", store)
     try:
-        from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
-        prefect_ready()
+        with imports_frozen():  # the run's garbage collections skip what is imported here
+            prefect_ready = start_servers_early(backend, args.exposure or "embedded", store)
+            from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
+            prefect_ready()
         state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
                                rehearsal_scale=args.rehearsal_scale,
                                exposure=args.exposure or "embedded",
@@ -263,4 +265,4 @@ def unreachable_backend(backend: str, budget_s: float = CONNECT_BUDGET_S) -> str
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

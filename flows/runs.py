@@ -22,6 +22,7 @@ from typing import Any
 
 from experiment.report.summary import arm_metric_rows, gate_table_rows
 from experiment.run.store import RunIndex, default_runs_dir
+from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
 LIST_WIDTH = 100
@@ -216,4 +217,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -22,6 +22,7 @@ import json
 import sys
 
 from experiment.grading import GradeInputError, grade_path
+from flows.lifetime import exit_process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,4 +55,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

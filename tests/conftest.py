@@ -7,6 +7,7 @@ import Prefect at all.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -26,6 +27,20 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"] = "false"
 
 from suite import FILE_GROUPS, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """No garbage collection while the test modules import, their objects frozen after, as the CLI
+    does (flows/lifetime.py, imports_frozen): the suite's collections then skip them. Unfrozen at
+    the end (pytest_unconfigure): a cycle through a frozen object is never collected, and SDK clients
+    left in one would be finalized in the interpreter's teardown, after the SDK's modules are gone."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -436,6 +451,7 @@ def prefect_server(request, tmp_path_factory):
 
 def pytest_unconfigure(config):
     """The xdist controller stops the session's shared Prefect server, if a worker started one."""
+    gc.unfreeze()  # see pytest_collection
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
         return  # a worker, or no xdist: a server of this process was stopped by its fixture
     record = _shared_prefect_server_dir(config._tmp_path_factory.getbasetemp()) / "server.json"
