@@ -98,7 +98,6 @@ def _free_port(host: str) -> int:
         return probe.getsockname()[1]
 
 
-
 def exit_process(code: int | None) -> NoReturn:
     """sys.exit(code) without the teardown's garbage collections of the whole heap (1.0-1.2 s of
     CPU with torch imported, 0.2 s frozen): collect once now, then freeze what survives."""

@@ -31,16 +31,14 @@ from suite import FILE_GROUPS, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRI
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session):
-    """No garbage collection while the test modules import, their objects frozen after, as the CLI
-    does (flows/lifetime.py, imports_frozen): the suite's collections then skip them. Unfrozen at
+    """No garbage collection while the test modules import, their objects frozen after, as in the CLI
+    (flows/lifetime.py, imports_frozen): the suite's collections then skip them. Unfrozen at
     the end (pytest_unconfigure): a cycle through a frozen object is never collected, and SDK clients
     left in one would be finalized in the interpreter's teardown, after the SDK's modules are gone."""
-    gc.disable()
-    try:
+    from flows.lifetime import imports_frozen
+
+    with imports_frozen():
         return (yield)
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 @pytest.hookimpl(optionalhook=True)
