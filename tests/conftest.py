@@ -41,6 +41,22 @@ def pytest_collection(session):
         return (yield)
 
 
+def pytest_collection_modifyitems(items):
+    """The longest files first (suite.FILE_SECONDS; a group of FILE_GROUPS counts as all its files), the
+    others after them in collection order. `--dist loadfile` hands files out in this order, the next
+    one to the first worker that runs low: with the long files first, the suite ends with short ones."""
+    from suite import FILE_SECONDS
+
+    def file_of(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    seconds: dict[str, float] = {}
+    for file, cost in FILE_SECONDS.items():
+        unit = FILE_GROUPS.get(file, file)
+        seconds[unit] = seconds.get(unit, 0) + cost
+    items.sort(key=lambda item: -seconds.get(FILE_GROUPS.get(file_of(item), file_of(item)), 0))  # stable
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile` (pyproject.toml: a file stays on one worker, so its module fixtures run once),
@@ -447,14 +463,34 @@ def prefect_server(request, tmp_path_factory):
     yield server  # stopped by the controller, after every worker (pytest_unconfigure)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """The xdist controller stops the session's shared Prefect server, if a worker started one."""
+    """The xdist controller stops the session's shared Prefect server, if a worker started one; a worker
+    ends its process here (end_worker_process)."""
+    if hasattr(config, "workerinput"):
+        end_worker_process()
     gc.unfreeze()  # see pytest_collection
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
-        return  # a worker, or no xdist: a server of this process was stopped by its fixture
+    if not config.getoption("numprocesses", default=None):
+        return  # no xdist: a server of this process was stopped by its fixture
     record = _shared_prefect_server_dir(config._tmp_path_factory.getbasetemp()) / "server.json"
     if record.exists():
         PrefectServer.attach(json.loads(record.read_text())).stop()
+
+
+def end_worker_process() -> None:
+    """An xdist worker has sent every report (its `workerfinished` went out at session finish) and stopped
+    its fixtures' servers: the atexit handlers run (temporary directories, Prefect's log and event
+    queues, logging), then the process exits without the interpreter's teardown, which finalizes the
+    million objects that torch, Prefect and the SDK left (measured: 3 to 5 s per worker, and every
+    worker's came at the end of the session, when the controller ends them together). Non-daemon
+    threads are not waited for: every test and fixture has ended, and what they left idle dies with
+    the process, as with kill."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @pytest.fixture

@@ -68,7 +68,7 @@ def test_a_file_of_exactly_10_mib_is_inline_one_byte_more_is_partial(store):
 
 def test_a_run_carries_exactly_40_mib_inline_and_not_one_byte_more(store):
     for index in range(3):
-        store.add_evidence(f"part{index}.bin", "metrics", bytes([index]) * CONTRACT_FILE_CAP)
+        store.add_evidence(f"part{index}.bin", "metrics", b"abc"[index : index + 1] * CONTRACT_FILE_CAP)
     store.add_evidence("tiny.bin", "metrics", b"t")  # 30 MiB + 1 byte so far
     too_much = b"z" * CONTRACT_FILE_CAP  # would make 40 MiB + 1 byte
     assert store.add_evidence("part3.bin", "metrics", too_much)["inline"] is False

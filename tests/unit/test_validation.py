@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -288,9 +289,20 @@ def rewrite_result(store: RunStore, **fields: Any) -> dict[str, Any]:
 # tests
 
 
+@pytest.fixture(scope="module")
+def built_gs1_runs_dir(tmp_path_factory) -> Path:
+    """One consistent GS1 run, built once for this module (build_gs1_run, about 0.25 s)."""
+    runs_dir = tmp_path_factory.mktemp("validation-template") / "runs"
+    build_gs1_run(runs_dir)
+    return runs_dir
+
+
 @pytest.fixture
-def run(tmp_path) -> RunStore:
-    return build_gs1_run(tmp_path / "runs")
+def run(built_gs1_runs_dir, tmp_path) -> RunStore:
+    """A test's own copy of the consistent run (the files hold no path of their own), to break."""
+    runs_dir = shutil.copytree(built_gs1_runs_dir, tmp_path / "runs")
+    (run_dir,) = [path for path in runs_dir.iterdir() if path.is_dir()]
+    return RunStore.open(run_dir)
 
 
 def checks(store: RunStore) -> set[str]:
