@@ -22,19 +22,12 @@ TRIMUON_SPEC = SPECS_DIR / "trimuon_vs_dimuon_no_robots.json"
 # for the files that check it, which pytest-xdist keeps on one worker (FILE_GROUPS, tests/conftest.py).
 GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
 FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
-# What the suite's longest files take, in seconds: the sum of their tests' setup, call and teardown under
-# `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026). The workers get the
-# files longest first (tests/conftest.py, pytest_collection_modifyitems), the rest after them in
-# collection order, so that no long file starts when the other workers are nearly done. A file missing
-# here only goes out later; a figure that drifts only changes the order.
+# What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and teardown under
+# `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026). After the end-to-end
+# files, the workers get the others longest first (tests/conftest.py, pytest_collection_modifyitems),
+# the rest after them in collection order, so that no long file starts when the other workers are
+# nearly done. A file missing here only goes out later; a figure that drifts only changes the order.
 FILE_SECONDS = {
-    "tests/e2e/test_capacity_e2e.py": 387,
-    "tests/e2e/test_deployment.py": 314,
-    "tests/e2e/test_gs1_seed_spec_stops.py": 128,
-    "tests/e2e/test_local_selfgen_run.py": 126,
-    "tests/e2e/test_sft_local_run.py": 108,
-    "tests/e2e/test_cookbook_math_rl_resume.py": 55,
-    "tests/e2e/test_cli_leaves_nothing_behind.py": 44,
     "tests/unit/test_validation.py": 33,
     "tests/integration/test_generation_audit.py": 29,
     "tests/integration/test_cli.py": 28,
@@ -50,7 +43,6 @@ FILE_SECONDS = {
     "tests/unit/test_no_prefect_in_domain.py": 16,
     "tests/unit/test_grader_loads_no_torch.py": 15,
     "tests/unit/test_grading_cli.py": 15,
-    "tests/e2e/test_local_gs1_run.py": 14,
     "tests/unit/test_sampling_engine.py": 12,
     "tests/integration/test_embedded_sdk_flows.py": 12,
     "tests/integration/test_embedded_exposure.py": 12,
