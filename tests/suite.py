@@ -22,13 +22,13 @@ TRIMUON_SPEC = SPECS_DIR / "trimuon_vs_dimuon_no_robots.json"
 # for the files that check it, which pytest-xdist keeps on one worker (FILE_GROUPS, tests/conftest.py).
 GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
 FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
-# What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and teardown under
-# `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026). After the end-to-end
-# files, the workers get the others longest first (tests/conftest.py, pytest_collection_modifyitems),
-# the rest after them in collection order, so that no long file starts when the other workers are
-# nearly done. A file missing here only goes out later; a figure that drifts only changes the order.
+# What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and
+# teardown under `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026;
+# test_validation and test_mut_store: one run, after they were made cheaper). After the end-to-end
+# files, the workers get these longest first (tests/conftest.py, pytest_collection_modifyitems), the
+# rest after them in collection order, so that no long file starts when the other workers are nearly
+# done. A file missing here only goes out later; a figure that drifts only changes the order.
 FILE_SECONDS = {
-    "tests/unit/test_validation.py": 33,
     "tests/integration/test_generation_audit.py": 29,
     "tests/integration/test_cli.py": 28,
     "tests/integration/test_backend_credentials_prefect_db.py": 27,
@@ -36,7 +36,7 @@ FILE_SECONDS = {
     "tests/unit/test_sandbox.py": 24,
     "tests/integration/test_tinker_cli_embedded.py": 22,
     "tests/integration/test_embedded_faults.py": 21,
-    "tests/unit/test_mut_store.py": 18,
+    "tests/unit/test_validation.py": 18,
     "tests/unit/test_update_tolerance.py": 17,
     "tests/integration/test_capacity.py": 17,
     "tests/unit/test_qwen3.py": 16,
@@ -59,6 +59,7 @@ FILE_SECONDS = {
     "tests/unit/test_decide_cli.py": 5,
     "tests/integration/test_sft_loop.py": 5,
     "tests/unit/test_embedded_assets.py": 5,
+    "tests/unit/test_mut_store.py": 5,
 }
 
 
