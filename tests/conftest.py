@@ -33,8 +33,9 @@ from suite import FILE_GROUPS, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRI
 def pytest_collection(session):
     """No garbage collection while the test modules import, their objects frozen after, as in the CLI
     (flows/lifetime.py, imports_frozen): the suite's collections then skip them. Unfrozen at
-    the end (pytest_unconfigure): a cycle through a frozen object is never collected, and SDK clients
-    left in one would be finalized in the interpreter's teardown, after the SDK's modules are gone."""
+    the end (pytest_unconfigure) where the interpreter's teardown runs (an xdist worker skips it,
+    end_worker_process): a cycle through a frozen object is never collected, and SDK clients left in
+    one would be finalized in that teardown, after the SDK's modules are gone."""
     from flows.lifetime import imports_frozen
 
     with imports_frozen():
@@ -50,11 +51,8 @@ def pytest_collection_modifyitems(items):
     1,150 CPU-s in their collection order)."""
     from suite import FILE_SECONDS
 
-    def file_of(item) -> str:
-        return item.nodeid.split("::", 1)[0]
-
     def key(item) -> tuple[bool, float]:
-        file = file_of(item)
+        file = item.nodeid.split("::", 1)[0]
         end_to_end = file.startswith("tests/e2e/")
         return (not end_to_end, 0 if end_to_end else -FILE_SECONDS.get(file, 0))
 

@@ -290,19 +290,16 @@ def rewrite_result(store: RunStore, **fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def built_gs1_runs_dir(tmp_path_factory) -> Path:
+def built_gs1_run(tmp_path_factory) -> RunStore:
     """One consistent GS1 run, built once for this module (build_gs1_run, about 0.25 s)."""
-    runs_dir = tmp_path_factory.mktemp("validation-template") / "runs"
-    build_gs1_run(runs_dir)
-    return runs_dir
+    return build_gs1_run(tmp_path_factory.mktemp("validation-template") / "runs")
 
 
 @pytest.fixture
-def run(built_gs1_runs_dir, tmp_path) -> RunStore:
+def run(built_gs1_run, tmp_path) -> RunStore:
     """A test's own copy of the consistent run (the files hold no path of their own), to break."""
-    runs_dir = shutil.copytree(built_gs1_runs_dir, tmp_path / "runs")
-    (run_dir,) = [path for path in runs_dir.iterdir() if path.is_dir()]
-    return RunStore.open(run_dir)
+    runs_dir = shutil.copytree(built_gs1_run.run_dir.parent, tmp_path / "runs")
+    return RunStore.open(runs_dir / built_gs1_run.run_dir.name)
 
 
 def checks(store: RunStore) -> set[str]:
