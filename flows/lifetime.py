@@ -1,7 +1,10 @@
 """Nothing the CLI starts outlives it: child servers get a parent-death signal; and its exit is quick.
 
-`tie_prefect_temporary_server()` makes the temporary Prefect server that a flow call starts (no
-PREFECT_API_URL) receive SIGTERM when this process dies, `kill -9` included (Linux
+`TemporaryPrefectServer` is the local Prefect server a CLI run needs when no PREFECT_API_URL is
+configured: the process Prefect's own temporary server runs (uvicorn on Prefect's `create_app`, UI
+off), started without importing Prefect's server module here (4 s of this process's CPU, under the
+GIL that the CLI's own imports need while the server boots), and handed to Prefect as its
+PREFECT_API_URL. It receives SIGTERM when this process dies, `kill -9` included (Linux
 PR_SET_PDEATHSIG). The signal follows the thread that forked the child, so children are forked
 from one long-lived spawner thread that ends only with the process. (embedded_tinker/launch.py
 does the same for the embedded server; the pipeline may not import its helpers.)
@@ -13,14 +16,17 @@ Prefect, transformers, the cookbook): the CLI imports inside `imports_frozen()`,
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, NoReturn
 
@@ -77,21 +83,84 @@ def popen_dying_with_parent(*args: Any, **kwargs: Any) -> subprocess.Popen:
     return on_spawner_thread(lambda: subprocess.Popen(*args, preexec_fn=preexec, **kwargs))
 
 
-class _SubprocessWithParentDeath:
-    """The `subprocess` module as Prefect's server module sees it, with Popen tied to this process."""
+class TemporaryPrefectServer:
+    """Prefect's temporary server for this process: `start()` launches it and returns at once,
+    `wait_until_healthy()` waits for its API, `use()` makes it this process's PREFECT_API_URL, and it
+    stops when this process exits (atexit; the parent-death signal if the exit is a kill).
 
-    Popen = staticmethod(popen_dying_with_parent)
+    The command and environment are those of Prefect's `SubprocessASGIServer` (prefect 3.9), with the
+    settings of the active profile passed down as environment variables, as Prefect passes them."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(subprocess, name)
+    STARTUP_FAILED = 3  # uvicorn's exit code when it cannot start (e.g. the port was taken meanwhile)
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def start(self) -> TemporaryPrefectServer:
+        import prefect
+        from prefect.settings import get_current_settings
+
+        self.port = _free_port()
+        environment = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+                       "PREFECT__SERVER_FINAL": "1",
+                       **get_current_settings().to_environment_variables(exclude_unset=True)}
+        command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+                   "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+                   "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
+        self.process = popen_dying_with_parent(command, env=environment)
+        atexit.register(self.stop)
+        return self
+
+    def wait_until_healthy(self) -> None:
+        """Until GET /api/health answers 200; a server that could not start is started again on
+        another port; RuntimeError when it exits otherwise or stays unhealthy past the timeout."""
+        import httpx
+
+        deadline = time.monotonic() + self.timeout_s
+        with httpx.Client(timeout=5) as client:
+            while time.monotonic() < deadline:
+                code = self.process.poll()
+                if code == self.STARTUP_FAILED:
+                    self.start()
+                elif code is not None:
+                    raise RuntimeError(f"the temporary Prefect server exited with code {code} while starting")
+                try:
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+        raise RuntimeError(f"the temporary Prefect server did not answer within {self.timeout_s:.0f} s")
+
+    def use(self) -> None:
+        """Make this server the API of every Prefect client of this process (and of its children).
+        It serves no UI (as Prefect's own temporary server), so Prefect prints no "View at" links."""
+        from prefect.context import refresh_global_settings_context
+
+        os.environ["PREFECT_API_URL"] = self.api_url
+        os.environ["PREFECT_UI_URL"] = ""
+        refresh_global_settings_context()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
-def tie_prefect_temporary_server() -> None:
-    """Children started by Prefect's temporary-server launcher die with this process."""
-    import prefect.server.api.server as server_module
-
-    if not isinstance(server_module.subprocess, _SubprocessWithParentDeath):
-        server_module.subprocess = _SubprocessWithParentDeath()
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @contextmanager

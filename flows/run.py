@@ -129,32 +129,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def start_servers_early(backend: str, exposure: str, store: RunStore):
     """Start, side by side and in the background, the servers the flow would otherwise start one after
-    the other: Prefect's temporary server (when no PREFECT_API_URL is set) and the embedded backend (the
-    local backend without TINKER_BASE_URL), while this process imports the flow. Returns a function that
-    waits until the Prefect server is up (the flow's own start-up then finds it running); the flow's
-    ServiceTarget takes the embedded server over (same checkpoint dir and exposure as on demand)."""
+    the other: a temporary Prefect server (when no PREFECT_API_URL is configured; flows.lifetime) and the
+    embedded backend (the local backend without TINKER_BASE_URL), while this process imports the flow.
+    Returns a function that waits until the Prefect server is up and makes it this process's
+    PREFECT_API_URL; the flow's ServiceTarget takes the embedded server over (same checkpoint dir and
+    exposure as on demand)."""
     import threading
 
     if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
         start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return lambda: None  # no temporary server: nor its module (4.2 s of import) in this process
-    from flows.lifetime import tie_prefect_temporary_server
-    from prefect.server.api.server import SubprocessASGIServer
+        return lambda: None  # a configured server (or none allowed): nothing to start
+    from flows.lifetime import TemporaryPrefectServer
 
-    tie_prefect_temporary_server()  # the temporary Prefect server dies with this process, kill -9 included
-
+    server = TemporaryPrefectServer(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()).start()
     box: dict = {}
 
-    def boot() -> None:
+    def wait() -> None:
         try:
-            SubprocessASGIServer().start()
+            server.wait_until_healthy()
         except BaseException as err:  # raised again in the main thread
             box["error"] = err
 
-    thread = threading.Thread(target=boot, name="prefect-early-start", daemon=True)
+    thread = threading.Thread(target=wait, name="prefect-early-start", daemon=True)
     thread.start()
 
     def ready() -> None:
@@ -162,6 +161,7 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
         thread.join()
         if "error" in box:
             raise box["error"]
+        server.use()
 
     return ready
 

@@ -24,7 +24,8 @@ GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
 FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
 # What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and
 # teardown under `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026;
-# test_validation and test_mut_store: one run, after they were made cheaper). After the end-to-end
+# test_validation and test_mut_store: one run, after they were made cheaper; test_temporary_prefect_server:
+# one run alone, -n 0). After the end-to-end
 # files, the workers get these longest first (tests/conftest.py, pytest_collection_modifyitems), the
 # rest after them in collection order, so that no long file starts when the other workers are nearly
 # done. A file missing here only goes out later; a figure that drifts only changes the order.
@@ -33,6 +34,7 @@ FILE_SECONDS = {
     "tests/integration/test_cli.py": 28,
     "tests/integration/test_backend_credentials_prefect_db.py": 27,
     "tests/integration/test_records_correctness_gate_pins.py": 25,
+    "tests/integration/test_temporary_prefect_server.py": 24,
     "tests/unit/test_sandbox.py": 24,
     "tests/integration/test_tinker_cli_embedded.py": 22,
     "tests/integration/test_embedded_faults.py": 21,

@@ -1,0 +1,84 @@
+"""The CLI's temporary Prefect server (flows.lifetime.TemporaryPrefectServer): a real server that records
+the process's flow runs, started without importing Prefect's server module in the starting process (4 s of
+its CPU while the CLI imports the flow), started again on another port when its port was taken, and gone
+when the process exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from suite import REPO_ROOT
+
+# Run in a fresh interpreter with no PREFECT_API_URL: the first port it is offered is already taken.
+SCRIPT = """
+import json, socket, sys
+import flows.lifetime as lifetime
+
+taken = socket.socket()
+taken.bind(("127.0.0.1", 0))
+taken.listen()
+offered = iter([taken.getsockname()[1], lifetime._free_port()])
+lifetime._free_port = lambda: next(offered)
+
+server = lifetime.TemporaryPrefectServer(timeout_s=120).start()
+first_port = server.port
+server.wait_until_healthy()
+server.use()
+
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.settings import PREFECT_API_URL
+from prefect.utilities.urls import url_for
+
+@flow(name="temporary-server-ping")
+def ping() -> int:
+    return 7
+
+answer = ping()
+with get_client(sync_client=True) as client:
+    runs = client.read_flow_runs()
+print(json.dumps({
+    "answer": answer, "first_port": first_port, "port": server.port, "api_url": PREFECT_API_URL.value(),
+    "flow_runs": [run.name for run in runs], "states": [run.state_type.value for run in runs],
+    "ui_link": url_for("flow-run", obj_id=str(runs[0].id)),
+    "server_module_imported": "prefect.server.api.server" in sys.modules,
+    "server_pid": server.process.pid,
+}))
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_temporary_server_records_the_flow_runs_and_ends_with_the_process(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert report["answer"] == 7
+    assert report["port"] != report["first_port"]  # the taken port: started again elsewhere
+    assert report["api_url"] == f"http://127.0.0.1:{report['port']}/api"
+    assert report["states"] == ["COMPLETED"]  # the flow run is on this server, finished
+    assert report["ui_link"] is None  # the server has no UI: no dead "View at" link
+    assert not report["server_module_imported"]
+    deadline = time.monotonic() + 10
+    while alive(report["server_pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(report["server_pid"]), "the temporary server outlived its process"
+    with socket.socket() as probe:  # nothing listens on its port any more (SO_REUSEADDR: closed connections do not count)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", report["port"]))
