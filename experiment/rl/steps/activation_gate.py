@@ -2,8 +2,9 @@
 
 Every check of the spec's `activation_gate.checks`, measured on a short pilot in the exact
 full-run regime (model, loss path, batch, updates per batch, dtype) on throwaway clients
-restored from the initialization checkpoint: two treatment steps, one baseline step, and a
-held-out 8-sample mean reward per pilot prompt (never trained on) for the b_i correlation.
+restored from the initialization checkpoint: two treatment steps, one baseline step (the baseline
+pilot runs beside the first treatment pilot), and a held-out 8-sample mean reward per pilot prompt
+(never trained on) for the b_i correlation.
 Ranges come from the spec and are never changed. The only calibration is the one the spec
 pre-registers in its `command` (GS1: bandwidth in {0.5, 1.0}, chosen on pilot training
 prompts only, at most 2 pilot steps and 10 wall minutes); every pilot's log is kept.
@@ -11,6 +12,7 @@ prompts only, at most 2 pilot steps and 10 wall minutes); every pilot's log is k
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import replace
 
@@ -41,12 +43,19 @@ def run(ctx: RunContext) -> GateVerdict:
 
     pilots, chosen, started = [], None, time.monotonic()
     with open_session(ctx, "activation-pilot") as session:
-        baseline_steps = run_async(pilot(ctx, pilot_client(ctx, session, baseline), baseline, steps=1))["steps"]
+        # the baseline pilot and the first treatment pilot are independent: they run side by side
+        first = replace(treatment, kernel_bandwidth=candidates[0])
+        baseline_client, first_client = pilot_client(ctx, session, baseline), pilot_client(ctx, session, first)
+        baseline_run, measured = run_async(_side_by_side(
+            pilot(ctx, baseline_client, baseline, steps=1),
+            pilot(ctx, first_client, first, steps=PILOT_STEPS, heldout=True)))
+        baseline_steps = baseline_run["steps"]
         for bandwidth in candidates:
-            if pilots and time.monotonic() - started > CALIBRATION_WALL_SECONDS:
-                break  # the calibration's wall cap
-            arm = replace(treatment, kernel_bandwidth=bandwidth)
-            measured = run_async(pilot(ctx, pilot_client(ctx, session, arm), arm, steps=PILOT_STEPS, heldout=True))
+            if pilots:  # a further calibration candidate, after the first failed
+                if time.monotonic() - started > CALIBRATION_WALL_SECONDS:
+                    break  # the calibration's wall cap
+                arm = replace(treatment, kernel_bandwidth=bandwidth)
+                measured = run_async(pilot(ctx, pilot_client(ctx, session, arm), arm, steps=PILOT_STEPS, heldout=True))
             values = gs1_activation_values(measured["steps"], baseline_steps, measured["heldout"], measured["steps"][0])
             outcomes = evaluate_checks(checks, values)
             pilots.append({"bandwidth": bandwidth, "values": json_safe(values), "outcomes": [o.to_dict() for o in outcomes]})
@@ -71,6 +80,10 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.state.kernel_bandwidth = chosen
     return GateVerdict(gate=GATE, status="passed", reasons=[note] + [o["reason"] for o in final["outcomes"]],
                        measured=final["values"], state={"kernel_bandwidth": chosen})
+
+
+async def _side_by_side(*pilots):
+    return await asyncio.gather(*pilots)
 
 
 def _only_calibratable_failure(outcomes) -> bool:
