@@ -9,6 +9,9 @@ PR_SET_PDEATHSIG). The signal follows the thread that forked the child, so child
 from one long-lived spawner thread that ends only with the process. (embedded_tinker/launch.py
 does the same for the embedded server; the pipeline may not import its helpers.)
 
+A run goes on when the reader of its console goes away (`survive_closed_console()`): its records are
+the result, the console only shows them.
+
 The garbage collector is kept off the imported heap (about 600,000 objects of torch, the tinker SDK,
 Prefect, transformers, the cookbook): the CLI imports inside `imports_frozen()`, and ends with
 `exit_process(code)`.
@@ -161,6 +164,51 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+class _ConsoleStream:
+    """sys.stdout or sys.stderr whose reader may go away (`... 2>&1 | head`, a closed terminal pipe): the
+    first write or flush that finds the pipe closed points the stream's file descriptor at /dev/null,
+    and that write and every later one succeed there. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+        self._stream.flush()  # what the failed write left in the buffer goes to /dev/null too
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def survive_closed_console() -> None:
+    """A run goes on when its console goes away: without this, the first Prefect log line after the
+    reader of stderr closed raised SystemExit(1) inside the flow (rich's console exits on a broken pipe,
+    and Prefect's handler catches only Exception), leaving RESULT at status "running" and the exit code
+    that means "a gate failed". Call before Prefect configures logging (its console handler keeps the
+    sys.stderr of that moment)."""
+    if not isinstance(sys.stdout, _ConsoleStream):
+        sys.stdout = _ConsoleStream(sys.stdout)
+    if not isinstance(sys.stderr, _ConsoleStream):
+        sys.stderr = _ConsoleStream(sys.stderr)
 
 
 @contextmanager

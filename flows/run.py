@@ -29,7 +29,7 @@ from experiment.report.summary import RESULT_MARKER, closing_lines
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
-from flows.lifetime import exit_process, imports_frozen
+from flows.lifetime import exit_process, imports_frozen, survive_closed_console
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
 from experiment.run.store import RunInProgress, RunStore
@@ -265,4 +265,5 @@ def unreachable_backend(backend: str, budget_s: float = CONNECT_BUDGET_S) -> str
 
 
 if __name__ == "__main__":
+    survive_closed_console()
     exit_process(main())

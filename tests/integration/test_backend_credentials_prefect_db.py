@@ -15,7 +15,7 @@ SECRET_PASSWORD = "tml-password-do-not-store-7f3a"
 SECRET_TOKEN = "token-do-not-store-91c2"
 
 WEAKENED = ("import sys, flows.run as cli; cli.hide_backend_credentials = lambda backend: backend; "
-            "cli.exit_process(cli.main(sys.argv[1:]))")
+            "cli.survive_closed_console(); cli.exit_process(cli.main(sys.argv[1:]))")
 
 
 def run_cli(server, runs_dir, backend: str, weakened: bool = False) -> subprocess.CompletedProcess:

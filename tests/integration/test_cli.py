@@ -106,6 +106,27 @@ def test_gate_failure_exits_1(tmp_path, prefect_server):
     assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
 
 
+def test_a_run_whose_console_closed_goes_on_to_its_record(tmp_path, prefect_server):
+    """stdout and stderr to a pipe nobody reads (`... 2>&1 | head` after head exits): the run still reaches
+    its gate failure and records it, with the exit code that says so (unguarded, the first log line
+    ended it with exit 1 and RESULT left at "running": tests/unit/test_closed_console.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TINKER_", "MODAL_", "RUNS_PROXY_"))}
+    env.update(prefect_server.cli_env, TINKER_API_KEY="tml-test-key", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+            done = subprocess.run([sys.executable, "-m", "flows.run", str(GS1_SPEC), "--backend", fake.base_url,
+                                   "--runs-dir", str(tmp_path / "runs")],
+                                  cwd=REPO_ROOT, env=env, stdout=write_end, stderr=write_end, timeout=300)
+    finally:
+        os.close(write_end)
+    [run_dir] = (tmp_path / "runs").glob("gs1-*")
+    result = json.loads((run_dir / "result.json").read_text())
+    assert (done.returncode, result["status"]) == (1, "failed")
+    assert "stopped at the preflight_probe gate" in result["summary"], result["summary"]
+
+
 def test_imports_made_while_prefect_boots_stop_when_it_is_up():
     """One module at a time while the temporary Prefect server boots, none once it is up (modules this
     process has not imported stand in for the real list, IMPORTED_WHILE_PREFECT_BOOTS)."""
