@@ -92,7 +92,9 @@ class TemporaryPrefectServer:
     stops when this process exits (atexit; the parent-death signal if the exit is a kill).
 
     The command and environment are those of Prefect's `SubprocessASGIServer` (prefect 3.9), with the
-    settings of the active profile passed down as environment variables, as Prefect passes them."""
+    settings of the active profile passed down as environment variables, as Prefect passes them. (The
+    embedded server is waited for the same way in embedded_tinker/launch.py; the import boundary keeps
+    the pipeline from using the backend's helpers.)"""
 
     STARTUP_FAILED = 3  # uvicorn's exit code when it cannot start (e.g. the port was taken meanwhile)
 
