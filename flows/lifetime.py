@@ -102,6 +102,7 @@ class TemporaryPrefectServer:
         self.timeout_s = timeout_s
         self.port = 0
         self.process: subprocess.Popen | None = None
+        atexit.register(self.stop)
 
     @property
     def api_url(self) -> str:
@@ -119,7 +120,6 @@ class TemporaryPrefectServer:
                    "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
         self.process = popen_dying_with_parent(command, env=environment)
-        atexit.register(self.stop)
         return self
 
     def wait_until_healthy(self) -> None:

@@ -65,6 +65,15 @@ FILE_SECONDS = {
 }
 
 
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie has exited; only its reaper is missing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
 def transformers_reference(spec):
     """transformers' own Qwen3ForCausalLM for a base-model spec (embedded_tinker.model.REGISTRY), frozen,
     with model.py's adapter hooks on its linears (so `BaseModel.active(adapter)` adds the adapter to it

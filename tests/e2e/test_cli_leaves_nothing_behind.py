@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from suite import alive
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,14 +41,6 @@ def children_of(pid: int) -> dict[int, str]:
         except (OSError, IndexError, ValueError):
             continue
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; only its reaper is missing
 
 
 def test_kill_9_of_the_cli_takes_its_servers_down(tmp_path):

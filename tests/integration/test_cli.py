@@ -16,13 +16,18 @@ from experiment.contract.verdict import GATE_ORDER
 from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_what_the_gates_import
 
 
-def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run the CLI in a fresh process whose Prefect settings do not come from this test session."""
+def _cli_env(env: dict | None = None) -> dict:
+    """The environment of a CLI process whose Prefect settings do not come from this test session."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TINKER_", "MODAL_", "RUNS_PROXY_"))}
     base["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    return {**base, **(env or {})}
+
+
+def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run the CLI in a fresh process whose Prefect settings do not come from this test session."""
     return subprocess.run(
         [sys.executable, "-m", "flows.run", *args],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env={**base, **(env or {})},
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=_cli_env(env),
     )
 
 
@@ -110,8 +115,7 @@ def test_a_run_whose_console_closed_goes_on_to_its_record(tmp_path, prefect_serv
     """stdout and stderr to a pipe nobody reads (`... 2>&1 | head` after head exits): the run still reaches
     its gate failure and records it, with the exit code that says so (unguarded, the first log line
     ended it with exit 1 and RESULT left at "running": tests/unit/test_closed_console.py)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TINKER_", "MODAL_", "RUNS_PROXY_"))}
-    env.update(prefect_server.cli_env, TINKER_API_KEY="tml-test-key", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env = _cli_env({**prefect_server.cli_env, "TINKER_API_KEY": "tml-test-key"})
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:

@@ -11,9 +11,8 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from suite import REPO_ROOT
+from suite import REPO_ROOT, alive
 
 # Run in a fresh interpreter with no PREFECT_API_URL: the first port it is offered is already taken.
 SCRIPT = """
@@ -51,13 +50,6 @@ print(json.dumps({
     "server_pid": server.process.pid,
 }))
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_the_temporary_server_records_the_flow_runs_and_ends_with_the_process(tmp_path):
