@@ -29,7 +29,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
-from experiment.contract.rehearsal import rehearsal_summary
+from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
 from experiment.run.capacity import CapacityBlocked, capacity_block_record, classify, safe_error_text
 from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
@@ -174,8 +174,7 @@ def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
 
     store.add_evidence("rehearsal-spec.json", "spec", json.dumps(spec.to_dict(), indent=2, sort_keys=True),
                        source=rehearsal["rules"])
-    record = {key: value for key, value in rehearsal.items() if key != "deviations"}  # deviations go to their field
-    store.update_result(rehearsal=record, deviations=list(rehearsal["deviations"]),
+    store.update_result(**rehearsal_result_fields(rehearsal),
                         summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
 
 

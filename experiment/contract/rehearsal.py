@@ -44,6 +44,7 @@ import copy
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,7 +154,7 @@ def _text(value: Any) -> str:
 _CATEGORIES = (
     (("base_model", "lora_rank", "optimizer.lr", "restoration_preflight", "correctness_preflight"), "model"),
     (("max_seq_len", "batch_size", "rollout"), "effective_batch"),
-    (("steps", "budget"), "steps"),
+    (("steps", "budget", "decision_rule", "verdict_rule"), "steps"),
     (("dataset", "generation"), "dataset"),
     (("eval",), "evaluator"),
 )
@@ -235,6 +236,7 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     for arm in s.get("arms", []):
         if arm.get("steps") is not None:
             r.set(f"arms[{arm['name']}].steps", arm, "steps", min(int(arm["steps"]), cap), why)
+    _restate_step_texts(r, s, int(raw["steps"]), steps)
 
     # ---- batch / rollouts ----
     if training == "rl":
@@ -306,6 +308,7 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
             r.set(f"budget.{name}", budget_block, name, min(float(budget_block[name]), limit),
                   f"a rehearsal is budgeted at most {limit} {name.replace('_', ' ')}")
 
+    tested_instead = _tested_instead(raw, s, scale, stand_in, key)
     record = {
         "rehearsal": True,
         "note": NOT_FOR_SUBMISSION,
@@ -322,8 +325,65 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
         "substitution_count": len(r.substitutions),
         "substitutions": r.substitutions,
         "deviations": r.deviations(),
+        # the model, data and eval set are replaced: the spec's hypothesis is not what a rehearsal tests (GEN-6)
+        "original_hypothesis_tested": False,
+        "tested_instead": tested_instead,
     }
     return s, record
+
+
+def _tested_instead(written: dict[str, Any], rehearsed: dict[str, Any], scale: str, stand_in: StandIn, key: str) -> str:
+    """RESULT.tested_instead of a rehearsal: what ran in place of the spec's hypothesis, from the
+    spec as written and its rehearsal (model, training data, the endpoint's eval set, steps)."""
+    def rank(spec: dict[str, Any]) -> str:
+        return f" (LoRA rank {spec['lora_rank']})" if spec.get("lora_rank") is not None else ""
+
+    before_data, before_eval = written.get("dataset") or {}, written.get("eval") or {}
+    after_eval = rehearsed.get("eval") or {}
+    data_name = before_data.get("name") or before_data.get("hf_path") or key
+    endpoint = written.get("primary_endpoint") or before_eval.get("metric") or "the spec's endpoint"
+    generation = rehearsed.get("generation") if isinstance(rehearsed.get("generation"), dict) else None
+    written_generation = written.get("generation") if isinstance(written.get("generation"), dict) else {}
+    generated = (f"; generated tasks written by {generation.get('generator_model')} instead of "
+                 f"{written_generation.get('generator_model')}" if generation else "")
+    return (f"A {scale}-scale rehearsal of the pipeline on the embedded backend, not the spec's hypothesis: "
+            f"{rehearsed.get('base_model')}{rank(rehearsed)} instead of {written.get('base_model')}{rank(written)}; "
+            f"training data {stand_in.name} ({stand_in.kind}, {stand_in.train}) instead of {data_name}{generated}; "
+            f"{rehearsed.get('steps')} steps instead of {written.get('steps')}; the endpoint {endpoint} measured on "
+            f"{after_eval.get('n_examples')} items of {stand_in.benchmark} instead of {before_eval.get('n_examples')} "
+            f"items of {before_eval.get('benchmark')}.")
+
+
+def rehearsal_result_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """The RESULT fields that mark a rehearsal before anything runs: the record (its deviations go to
+    their own field), every substitution as a deviation, and the hypothesis it does not test."""
+    return {"rehearsal": {k: v for k, v in record.items() if k != "deviations"},
+            "deviations": list(record["deviations"]),
+            "original_hypothesis_tested": False,
+            "tested_instead": record["tested_instead"]}
+
+
+_STEP_TEXT = r"\b(at step|after step|steps? of|after) {n}\b|\b{n}( training)? steps\b"
+
+
+def _restate_step_texts(r: _Rewriter, s: dict[str, Any], written: int, rehearsed: int) -> None:
+    """The decision's own words follow the steps that run: a rule text that names the spec's step count
+    ("the lowest held-out NLL at step 80") names the rehearsal's (a `steps` deviation like the count itself)."""
+    if written == rehearsed:
+        return
+    pattern = re.compile(_STEP_TEXT.format(n=written))
+
+    def restated(match: re.Match[str]) -> str:
+        return match.group(0).replace(str(written), str(rehearsed))
+
+    for rule_name in ("decision_rule", "verdict_rule"):
+        rule = s.get(rule_name)
+        if not isinstance(rule, dict):
+            continue
+        for key, value in list(rule.items()):
+            if isinstance(value, str) and pattern.search(value):
+                r.set(f"{rule_name}.{key}", rule, key, pattern.sub(restated, value),
+                      f"the rule's text names the steps that run ({rehearsed}, not {written})")
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:

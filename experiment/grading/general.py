@@ -108,6 +108,23 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
+    """GEN-6, the hypothesis a record tests: a rehearsal (RESULT.rehearsal: another model, data and eval
+    set) does not test the spec's hypothesis, so it says `original_hypothesis_tested: false` and what it
+    tested instead; a direction+confidence verdict on a changed experiment is never `strong` (C-4)."""
+    issues = []
+    tested, instead = ctx.result.get("original_hypothesis_tested"), ctx.result.get("tested_instead")
+    if isinstance(ctx.result.get("rehearsal"), dict) and tested is not False:
+        issues.append(Issue("GEN-6", INVALID, "a rehearsal replaces the spec's model, data and eval set but says "
+                                              f"original_hypothesis_tested {short(tested)}"))
+    if tested is False and not (isinstance(instead, str) and instead.strip()):
+        issues.append(Issue("GEN-6", INVALID, "original_hypothesis_tested is false but tested_instead is empty"))
+    if tested is False and vocabulary(ctx) == "direction_confidence" and ctx.result.get("confidence") == "strong":
+        issues.append(Issue("GEN-6", INVALID, "confidence strong although the run tested a changed experiment "
+                                              "(original_hypothesis_tested false)"))
+    return issues
+
+
 def GEN_7(ctx: GradeContext) -> list[Issue]:
     issues = []
     block = ctx.result.get("capacity_block")
@@ -277,7 +294,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8,
+CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8,
           EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, SEC_1]
 
 

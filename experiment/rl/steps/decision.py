@@ -39,6 +39,8 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
         [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.correctness_note,) if note]
+    if ctx.plan.vocabulary == "direction_confidence":  # three-way: the exchange keeps the verdict for the changed experiment
+        limits += changed_experiment_limit(ctx.store.read_result())
     if entry.get("inline") is False:  # past the evidence caps: the record cannot carry it (EVID-3, DEC-4)
         limits.append(f"the observations file {entry['name']} does not fit the evidence caps and is reported partial, "
                       "so the exchange cannot recompute the decision (unverified)")
@@ -79,10 +81,26 @@ def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model_note(ctx: RunContext) -> str:
+    """Which model the arms trained on, and why it is not the spec's: a rehearsal's rule or a service
+    that does not serve the spec's model (the deviation's own reason says which)."""
     for deviation in ctx.store.read_result().get("deviations", []):
-        if deviation.get("field") == "model":
-            return f" on {deviation['effective']} (the service does not serve {deviation['original']})"
+        if deviation.get("field") == "model" and deviation.get("original") == _spec_model(ctx):
+            why = ("a rehearsal substitute for" if str(deviation.get("reason", "")).startswith("rehearsal:")
+                   else "the service does not serve")
+            return f" on {deviation['effective']} ({why} {deviation['original']})"
     return ""
+
+
+def _spec_model(ctx: RunContext) -> str:
+    return (ctx.plan.rehearsal or {}).get("spec_model") or ctx.plan.base_model
+
+
+def changed_experiment_limit(result: dict[str, Any]) -> list[str]:
+    """A direction+confidence verdict on a changed experiment is weak (contract C-4): the limit named in reasoning."""
+    if result.get("original_hypothesis_tested") is False:
+        return ["the run tested a changed experiment, not the spec's hypothesis (original_hypothesis_tested false; "
+                "tested_instead says what ran)"]
+    return []
 
 
 def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
