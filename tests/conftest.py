@@ -304,14 +304,21 @@ def _build_graded_record(kind: str):
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
         evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
         sample = ga.select_sample(tasks, ga.sample_size(4, spec.section("generation_audit")), 7)
-        samples = [{"item_id": t["item_id"], "independent_answer": t["answer"], "resolver_id": "blind-solver",
+        generation = spec.to_dict()["generation"]
+        resolver = {"name": generation["solver_model"]}
+        samples = [{"item_id": t["item_id"], "independent_answer": t["answer"],
+                    "resolver_id": f"{resolver['name']} (sampling client)",
                     "method": "independent_resolve", "reasoning": "added the numbers", "blind_to_label": True}
                    for t in sample]
         audit_file = keep("generation-audit-v1.json", "metrics", json.dumps(samples))
         result["generation_audit"] = {"version": 1, "stage": "before_training", "dataset_file": dataset,
                                       "evaluation_file": evaluation_file, "audit_file": audit_file, "sample_seed": 7,
                                       "counts": ga.counts_of(tasks), "samples": samples, "label_error_count": 0,
-                                      "overlap_count": 0}
+                                      "overlap_count": 0,
+                                      **ga.independence_record(resolver, {
+                                          "generator": {"name": generation["generator_model"]},
+                                          "filter_base_model": {"name": plan.base_model},
+                                          "trained_base_model": {"name": plan.base_model}})}
         result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
                                                "filter_samples_per_candidate": 1}
         result["feasibility"]["measurements"].update(generation=phase, filter=phase)

@@ -57,6 +57,10 @@ if TYPE_CHECKING:  # type hints only: spec.load_spec calls rehearse_spec with th
 RULES_FILE = Path(__file__)
 EMBEDDED_MODEL = "embedded/tiny-arith"
 EMBEDDED_GENERATOR = "embedded_tinker/assets/selfgen-generator"
+# The generation audit's independent re-solver in a rehearsal: the embedded model is the trained base and
+# the filter model (and the generator is fine-tuned from it), so no served model is independent of them;
+# the arithmetic family is solved exactly by a program instead (experiment/selfgen/exact_solver.py).
+EMBEDDED_SOLVER = "exact-solver:embedded-arithmetic"
 REHEARSAL_LORA_RANK = 8
 REHEARSAL_MAX_SEQ_LEN = 256
 RL_MAX_ROLLOUTS_PER_STEP = 64
@@ -455,12 +459,14 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
 
 def _rewrite_generation(r: _Rewriter, block: dict[str, Any], pool: int) -> None:
     g = REHEARSAL_GENERATION
-    why = "the embedded generator and solver replace the spec's models"
+    why = "the embedded generator replaces the spec's generator model"
     r.set("generation.generator_model", block, "generator_model", EMBEDDED_GENERATOR, why)
-    r.set("generation.solver_model", block, "solver_model", EMBEDDED_MODEL, why)
-    for name in ("generator_path", "solver_path"):
+    solver_why = ("the audit's independent re-solver is an exact solver of the arithmetic stand-in (a program): "
+                  "every served embedded model is the trained base, the filter model or the generator's origin")
+    r.set("generation.solver_model", block, "solver_model", EMBEDDED_SOLVER, solver_why)
+    for name, reason in (("generator_path", why), ("solver_path", solver_why)):
         if block.get(name) is not None:
-            r.drop(f"generation.{name}", block, name, why)
+            r.drop(f"generation.{name}", block, name, reason)
     if block.get("n_accept") is not None:
         r.set("generation.n_accept", block, "n_accept", min(int(block["n_accept"]), pool),
               "accepted tasks = the rehearsal training pool")

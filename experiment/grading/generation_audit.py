@@ -106,6 +106,41 @@ def GA_6(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+def _spec_identities(ctx: GradeContext) -> dict[str, set[str]]:
+    """Who the spec says generates, filters, trains and re-solves (names; a trained base may be served
+    under the `model` deviation's effective name)."""
+    spec = ctx.spec or {}
+    block = as_dict(spec.get("generation"))
+    base = {str(spec.get("base_model"))} | {str(as_dict(d).get("effective")) for d in as_list(ctx.result.get("deviations"))
+                                           if as_dict(d).get("field") == "model" and as_dict(d).get("original") == spec.get("base_model")}
+    return {"generator": {str(block.get("generator_path") or block.get("generator_model"))}, "filter_base_model": base,
+            "trained_base_model": base, "solver": {str(block.get("solver_path") or block.get("solver_model"))}}
+
+
+def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
+    """GA-6, independence: the record names its re-solver and the generator, filter and trained base model
+    it is compared with, each the one the spec names, and the re-solver is none of them (name, weights or code)."""
+    record = _record(ctx)
+    resolver, compared = record.get("resolver"), record.get("compared_identities")
+    if not isinstance(resolver, dict) or not isinstance(compared, dict):
+        return [Issue("GA-6", UNVERIFIED, "the audit does not record the re-solver's identity and the generator, filter "
+                                          "and trained base model it must be independent of")]
+    issues = []
+    if "generation" in (ctx.spec or {}):
+        for role, names in _spec_identities(ctx).items():
+            identity = resolver if role == "solver" else as_dict(compared.get(role))
+            if str(identity.get("name")) not in names:
+                issues.append(Issue("GA-6", INVALID, f"the audit's {role.replace('_', ' ')} {short(identity.get('name'))} "
+                                                     f"is not the spec's {' or '.join(sorted(names))}"))
+    for problem in _audit().independence_problems(resolver, compared):
+        issues.append(Issue("GA-6", INVALID, f"{problem}: the re-solve is no independent check"))
+    named = [as_dict(s).get("item_id") for s in as_list(record.get("samples"))
+             if not str(as_dict(s).get("resolver_id", "")).startswith(str(resolver.get("name")))]
+    if named:
+        issues.append(Issue("GA-6", INVALID, f"{len(named)} sample(s) name another resolver than {short(resolver.get('name'))}"))
+    return issues
+
+
 def GA_7(ctx: GradeContext) -> list[Issue]:
     strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
     if strategy not in SUPPORTED:
@@ -155,7 +190,7 @@ def GA_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_7, GA_8, GA_9]
+CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -306,6 +306,7 @@ class Resolver:
     resolver_id: str
     max_tokens: int
     few_shot: bool
+    identity: dict[str, Any] = field(default_factory=dict)  # what the audit records about the solver
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -323,15 +324,74 @@ class Resolver:
             self.answers[str(task["item_id"])] = answer
 
 
+@dataclass
+class ProgramResolver:
+    """The independent solver as a deterministic program of the task family (experiment.selfgen.exact_solver):
+    the same answers and worked solutions as a model re-solve, from the problem text only."""
+
+    solve: Callable[[str], Any]  # text -> Solution(answer, reasoning)
+    resolver_id: str
+    identity: dict[str, Any]
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    async def resolve(self, tasks: Sequence[dict[str, Any]]) -> None:
+        started = time.perf_counter()
+        for task in tasks:
+            if str(task["item_id"]) not in self.answers:
+                solution = self.solve(task["prompt"])
+                self.answers[str(task["item_id"])] = {"independent_answer": solution.answer,
+                                                      "reasoning": solution.reasoning}
+        self.seconds += time.perf_counter() - started
+
+
+# The roles the re-solver must be independent of (issue 28): whoever wrote the tasks, whoever filtered
+# them, and the model the arms train: agreement with any of them is no independent check of a label.
+DEPENDENT_ROLES = ("generator", "filter_base_model", "trained_base_model")
+
+
+def _same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One model (or program) under both identities: the same name, or the same weights or code hash."""
+    def name(identity: dict[str, Any]) -> str:
+        return str(identity.get("name") or "").strip().lower().rstrip("/")
+
+    if name(a) and name(a) == name(b):
+        return True
+    return any(a.get(key) and a.get(key) == b.get(key) for key in ("weights_sha256", "code_sha256"))
+
+
+def independence_problems(resolver: dict[str, Any], identities: dict[str, dict[str, Any]]) -> list[str]:
+    """Why the re-solver is not independent of the generator, the filter model and the trained base
+    model (same name, same weights or same code); [] when it is. A missing identity is a problem."""
+    if not isinstance(resolver, dict) or not resolver.get("name"):
+        return ["the re-solver's identity is not recorded"]
+    problems = []
+    for role in DEPENDENT_ROLES:
+        other = identities.get(role) if isinstance(identities, dict) else None
+        if not isinstance(other, dict) or not other.get("name"):
+            problems.append(f"the {role.replace('_', ' ')}'s identity is not recorded")
+        elif _same_model(resolver, other):
+            problems.append(f"the re-solver {resolver['name']} is the {role.replace('_', ' ')} ({other['name']})")
+    return problems
+
+
+def independence_record(resolver: dict[str, Any], identities: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The audit record's statement of who re-solved and whom it is independent of (checked, GA-6)."""
+    problems = independence_problems(resolver, identities)
+    return {"resolver": resolver, "compared_identities": identities, "resolver_independent": not problems,
+            "resolver_independence_problems": problems}
+
+
 async def audit_with_repair(
     generator: TaskGenerator,
-    resolver: Resolver,
+    resolver: Resolver | ProgramResolver,
     evaluation: Sequence[TaskItem],
     spec_audit: dict[str, Any],
     seed: int,
     max_rounds: int,
     freeze: Callable[[str, str], None],
     post: Callable[[dict[str, Any]], None],
+    identities: dict[str, dict[str, Any]] | None = None,
 ) -> AuditOutcome:
     """Generate to n_accept, freeze, audit; on label errors or overlaps reject, top up, re-audit.
 
@@ -364,6 +424,7 @@ async def audit_with_repair(
                         "counts": report["counts"], "sample_size": report["sample_size"],
                         "label_error_count": report["label_error_count"], "overlap_count": report["overlap_count"],
                         "status": validation.status})
+        report.update(independence_record(resolver.identity, identities or {}))
         report["round"] = round_number
         report["status"] = validation.status
         report["validation_reasons"] = validation.reasons

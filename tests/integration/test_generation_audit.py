@@ -295,6 +295,22 @@ def test_gate_refuses_without_namespaces_and_runs_no_model_code(tmp_path, monkey
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
+def test_gate_refuses_a_re_solver_that_is_the_trained_model_before_generating(tmp_path, monkeypatch):
+    """The re-solver every rehearsal used before (embedded/tiny-arith: the trained base and the filter
+    model) is refused before any candidate is generated; the rehearsal's exact solver is not."""
+    from experiment.selfgen.steps import generation_audit as gate
+
+    monkeypatch.setattr(gate, "_generate_and_audit", lambda *args: pytest.fail("an audit by a dependent solver ran"))
+    ctx = _gate_context(tmp_path, _local_spec(tmp_path, solver_model="embedded/tiny-arith"))
+    ctx.state.receive({"served_model": "embedded/tiny-arith"})
+    verdict = gate.run(ctx)
+    assert verdict.status == "failed"
+    assert verdict.reasons == ["the generation audit's re-solver is not independent: the re-solver embedded/tiny-arith "
+                               "is the filter base model (embedded/tiny-arith); the re-solver embedded/tiny-arith is "
+                               "the trained base model (embedded/tiny-arith)"]
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_stops_with_its_reason_when_the_sandbox_fails_mid_run(tmp_path, monkeypatch):
     from experiment.selfgen.steps import generation_audit as gate
     from experiment.selfgen.sandbox import SandboxError
@@ -312,7 +328,7 @@ def test_gate_stops_with_its_reason_when_the_sandbox_fails_mid_run(tmp_path, mon
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the sandbox needs root")
 def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, monkeypatch):
     """The real gate: local generator model -> sandbox -> filters -> frozen files -> blind re-solves by
-    embedded/tiny-arith -> repair rounds -> the section-10 record. The record is consistent with the
+    the exact arithmetic solver -> repair rounds -> the section-10 record. The record is consistent with the
     frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
     from experiment.selfgen.steps import generation_audit as gate
     from experiment.report.validation import run_validation
@@ -346,7 +362,8 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
                       (ctx.store.run_dir / "evidence" / record["dataset_file"]).read_text().splitlines()]
         assert record["counts"] == audit.counts_of(candidates) == verdict.measured["counts"]
         assert [c["item_id"] for c in candidates] == [f"selfgen-{i:06d}" for i in range(len(candidates))]
-        assert all(s["resolver_id"].startswith("embedded/tiny-arith") for s in record["samples"])
+        assert all(s["resolver_id"].startswith("exact-solver:embedded-arithmetic") for s in record["samples"])
+        assert record["resolver_independent"] is True and record["resolver"]["code_sha256"]
         problems = [p for p in run_validation(ctx.store.run_dir).problems if p.check.startswith("generation_audit")]
         assert problems == []
     # seeded sampling on the committed generator weights: this small run passes (in round 3 when written)

@@ -25,7 +25,10 @@ from experiment.run.clients import open_session
 from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
-from experiment.selfgen.generation_audit import AuditOutcome, Resolver, audit_with_repair
+from experiment.selfgen.exact_solver import SOLVERS, is_exact_solver
+from experiment.selfgen.exact_solver import solver_identity as exact_solver_identity
+from experiment.selfgen.generation_audit import (AuditOutcome, ProgramResolver, Resolver, audit_with_repair,
+                                                 independence_problems)
 from experiment.rl.recipe import (
     PROJECT_ROOT,
     renderer_named,
@@ -71,13 +74,24 @@ def run(ctx: RunContext) -> GateVerdict:
     base_model = ctx.state.served_model or ctx.spec.base_model
     if settings.generator_model == ctx.spec.base_model and not settings.generator_path:
         settings = replace(settings, generator_model=base_model)  # "frozen base": the served (resolved) model
-    identities = {"generator": model_identity(settings.generator_id), "solver": model_identity(settings.solver_id),
-                  "filter_base_model": model_identity(base_model)}
+    compared = {"generator": model_identity(settings.generator_id), "filter_base_model": model_identity(base_model),
+                "trained_base_model": model_identity(base_model)}  # the arms train LoRA on the served base model
+    try:
+        resolver_identity = solver_identity(settings.solver_id)
+    except ValueError as err:
+        return _failed([str(err)], "name a served solver_model or a known exact solver in the generation block")
+    identities = {**compared, "solver": resolver_identity}
     ctx.store.append_event("generation_started", identities=identities, settings=asdict(settings),
                            sandbox=sandbox.containment())
+    dependent = independence_problems(resolver_identity, compared)
+    if dependent:  # before any candidate is generated: an audit by a dependent solver proves nothing
+        return _failed([f"the generation audit's re-solver is not independent: {'; '.join(dependent)}"],
+                       "name a solver_model (or an exact solver) that is neither the generator, the filter model "
+                       "nor the trained base model")
 
     try:
-        generator, outcome = _generate_and_audit(ctx, settings, rollout, sandbox, evaluation, base_model, spec_audit)
+        generator, outcome = _generate_and_audit(ctx, settings, rollout, sandbox, evaluation, base_model, spec_audit,
+                                                 compared, resolver_identity)
     except SandboxError as err:  # the sandbox could not confirm containment: nothing more runs
         return _failed([f"sandbox failure while running model-written code: {err}"],
                        "look for processes of the sandbox's uids and at the host's namespace support before rerunning")
@@ -105,20 +119,19 @@ def run(ctx: RunContext) -> GateVerdict:
                "generated_tasks_file": report["dataset_file"], "generation_feasibility": feasibility},
         reasons=[(f"{len(tasks)} tasks from {report['counts']['generated']} candidates; "
                   f"audit round {outcome.rounds}: {report['label_error_count']} label errors in "
-                  f"{report['sample_size']} blind re-solves by {_resolver_id(settings)}, "
+                  f"{report['sample_size']} blind re-solves by {_resolver_id(settings, resolver_identity)}, "
                   f"{report['overlap_count']} evaluation overlaps; validated passed")],
     )
 
 
 def _generate_and_audit(ctx: RunContext, settings: GenerationSettings, rollout: Any, sandbox: Sandbox,
-                        evaluation: list[TaskItem], base_model: str,
-                        spec_audit: dict[str, Any]) -> tuple[TaskGenerator, AuditOutcome]:
+                        evaluation: list[TaskItem], base_model: str, spec_audit: dict[str, Any],
+                        compared: dict[str, dict[str, Any]],
+                        resolver_identity: dict[str, Any]) -> tuple[TaskGenerator, AuditOutcome]:
     with open_session(ctx, "generation") as session:
         generator_sampler = (session.sampler_from_path(settings.generator_path) if settings.generator_path
                              else session.base_sampler(_model_reference(settings.generator_model)))
         filter_sampler = session.base_sampler(base_model)  # "the base model solves it from text alone"
-        solver_sampler = (session.sampler_from_path(settings.solver_path) if settings.solver_path
-                          else session.base_sampler(_model_reference(settings.solver_model)))
         generator = TaskGenerator(
             settings=settings, generator=generator_sampler, filter_sampler=filter_sampler,
             renderer=_renderer(ctx, filter_sampler, rollout.renderer_name),
@@ -127,16 +140,35 @@ def _generate_and_audit(ctx: RunContext, settings: GenerationSettings, rollout: 
             on_progress=lambda counts: ctx.store.append_event("generation_progress", **counts),
             generator_renderer=_renderer(ctx, generator_sampler, rollout.renderer_name),
         )
-        resolver = Resolver(solver_sampler, _renderer(ctx, solver_sampler, rollout.renderer_name),
-                            resolver_id=_resolver_id(settings), max_tokens=settings.solver_max_tokens,
-                            few_shot=rollout.few_shot)
+        resolver = _resolver(ctx, session, settings, rollout, resolver_identity)
         outcome = run_async(audit_with_repair(
             generator, resolver, evaluation, spec_audit, seed=settings.audit_seed,
             max_rounds=settings.max_audit_rounds,
             freeze=lambda name, text: ctx.store.add_evidence(name, EVIDENCE_KIND, text),
             post=lambda report: ctx.store.update_result(generation_audit=_contract_record(report)),
+            identities=compared,
         ))
     return generator, outcome
+
+
+def _resolver(ctx: RunContext, session: Any, settings: GenerationSettings, rollout: Any,
+              identity: dict[str, Any]) -> Resolver | ProgramResolver:
+    """The independent re-solver the spec names: an exact solver of the task family (a program), or a
+    model through a sampling client (sampling only)."""
+    if is_exact_solver(settings.solver_id):
+        return ProgramResolver(SOLVERS[settings.solver_id], resolver_id=_resolver_id(settings, identity),
+                               identity=identity)
+    sampler = (session.sampler_from_path(settings.solver_path) if settings.solver_path
+               else session.base_sampler(_model_reference(settings.solver_model)))
+    return Resolver(sampler, _renderer(ctx, sampler, rollout.renderer_name), resolver_id=_resolver_id(settings, identity),
+                    max_tokens=settings.solver_max_tokens, few_shot=rollout.few_shot, identity=identity)
+
+
+def solver_identity(name: str) -> dict[str, Any]:
+    """The re-solver's identity: an exact solver's code hash, or a model's name (and weights hash when local)."""
+    if is_exact_solver(name):
+        return exact_solver_identity(name)
+    return model_identity(name)
 
 
 def _contract_record(report: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +197,10 @@ def model_identity(name: str) -> dict[str, Any]:
     return identity
 
 
-def _resolver_id(settings: GenerationSettings) -> str:
+def _resolver_id(settings: GenerationSettings, identity: dict[str, Any]) -> str:
+    if is_exact_solver(settings.solver_id):
+        return (f"{settings.solver_id} ({identity['kind']} {identity['code']} sha256:{identity['code_sha256'][:12]}; "
+                "problem text only)")
     return f"{settings.solver_id} (sampling client, greedy, math-env prompt; sampling only)"
 
 

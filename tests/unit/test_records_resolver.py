@@ -1,0 +1,96 @@
+"""The generation audit's re-solver is independent of the generator, the filter model and the trained
+base model (issue 28 item 5), its identity is recorded, and the grader checks it (GA-6).
+
+Before, a rehearsal re-solved the generated tasks with embedded/tiny-arith: the trained base and the
+filter model themselves. A rehearsal now re-solves with an exact solver of the arithmetic family (a
+program), and a record whose re-solver is one of those models, or that does not say who re-solved,
+does not grade verified."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from experiment.contract import rehearsal as rules
+from experiment.contract.spec import load_spec
+from experiment.grading import generation_audit as grading
+from experiment.grading import grade_record
+from experiment.selfgen import exact_solver
+from experiment.selfgen import generation_audit as audit
+
+from suite import REPO_ROOT, SELFGEN_SPEC
+
+
+def _rows(name: str) -> list[dict]:
+    path = REPO_ROOT / "embedded_tinker" / "tasks" / "data" / name
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_the_exact_solver_solves_every_committed_problem_of_the_family():
+    rows = _rows("train.jsonl") + _rows("test.jsonl")
+    wrong = [row for row in rows if exact_solver.solve_arithmetic(row["question"]).answer != row["answer"]]
+    assert len(rows) == 20500 and wrong == []
+
+
+@pytest.mark.parametrize("text, answer", [
+    # a generated mix of names and objects in one of the family's patterns: the pattern fixes the arithmetic
+    ("There are 5 eggs in a jar and 3 balloons on the table. How many cookies are there altogether?", "8"),
+    ("Mia gives 4 shells to each of 7 friends. How many shells does Mia give away?", "28"),
+    # a garbled mix of two patterns, and a text outside the family: no answer (the audit counts a disagreement)
+    ("Kofi buys 7 bags with lost 5 of them. How many cookies does Kofi have now?", None),
+    ("What is 2 + 2?", None),
+])
+def test_the_exact_solver_answers_from_the_text_or_not_at_all(text, answer):
+    solution = exact_solver.solve_arithmetic(text)
+    assert solution.answer == answer and solution.reasoning
+
+
+def test_the_rehearsal_re_solver_is_independent_of_generator_filter_and_trained_model():
+    spec = load_spec(SELFGEN_SPEC, rehearse=True, rehearsal_scale="wiring").to_dict()
+    assert spec["generation"]["solver_model"] == rules.EMBEDDED_SOLVER == exact_solver.ARITHMETIC_SOLVER
+    resolver = exact_solver.solver_identity(spec["generation"]["solver_model"])
+    compared = {"generator": {"name": spec["generation"]["generator_model"]},
+                "filter_base_model": {"name": spec["base_model"]}, "trained_base_model": {"name": spec["base_model"]}}
+    assert audit.independence_problems(resolver, compared) == []
+    # the re-solver every rehearsal used before: the trained base and the filter model themselves
+    before = audit.independence_problems({"name": rules.EMBEDDED_MODEL}, compared)
+    assert [p.split(" (")[0] for p in before] == ["the re-solver embedded/tiny-arith is the filter base model",
+                                                  "the re-solver embedded/tiny-arith is the trained base model"]
+    # the same weights under another name are the same model
+    assert audit.independence_problems({"name": "copy", "weights_sha256": "ab" * 32},
+                                       {**compared, "generator": {"name": "g", "weights_sha256": "ab" * 32}})
+
+
+def _status(result) -> tuple[str, list[str]]:
+    graded = grade_record(result).categories["generation_audit"]
+    return graded.status, [issue.sentence() for issue in graded.issues]
+
+
+def test_the_grader_rejects_a_dependent_or_unnamed_re_solver(graded_record, monkeypatch):
+    result, _ = graded_record("paired")
+    assert _status(result) == ("verified", [])
+    base = load_spec(SELFGEN_SPEC).base_model
+    # the old record: re-solved by the trained base model, and no identity recorded
+    old = copy.deepcopy(result)
+    for key in ("resolver", "compared_identities", "resolver_independent", "resolver_independence_problems"):
+        old["generation_audit"].pop(key)
+    for sample in old["generation_audit"]["samples"]:
+        sample["resolver_id"] = f"{base} (sampling client, greedy, math-env prompt; sampling only)"
+    # weakened: without the independence check the old record grades verified
+    monkeypatch.setattr(grading, "CHECKS", [c for c in grading.CHECKS if c is not grading.GA_6_independent_resolver])
+    assert _status(old) == ("verified", [])
+    monkeypatch.undo()
+    status, issues = _status(old)
+    assert status == "unverified" and any("re-solver's identity" in issue for issue in issues)
+    # identity recorded, but the re-solver is the trained base model (the record says so, the spec does not)
+    dependent = copy.deepcopy(result)
+    record = dependent["generation_audit"]
+    record.update(audit.independence_record({"name": base}, record["compared_identities"]))
+    for sample in record["samples"]:
+        sample["resolver_id"] = f"{base} (sampling client)"
+    status, issues = _status(dependent)
+    assert status == "invalid"
+    assert any("is the trained base model" in issue for issue in issues)
+    assert any("solver" in issue and "is not the spec's" in issue for issue in issues)
