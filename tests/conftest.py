@@ -285,6 +285,22 @@ def _build_graded_record(kind: str):
             "initial_output": {"available": True, "batch_sha256": "cd" * 32, "output_sha256": "ef" * 32,
                                "evidence_ref": ref, "before_first_update": True}}
     result["initialization_provenance"] = {"version": 1, "arms": provenance_arms}
+    # REST-10: one create-save-restore check per optimizer family, both clients' outputs retained
+    after = [[-1.25, -0.5, -2.0], [-0.75, -3.5]]
+    update_checks = {}
+    for arm in trained:
+        family = requested[arm]["family"]
+        if any(c["optimizer_check_after_restore"]["requested"]["family"] == family for c in update_checks.values()):
+            continue
+        update_checks[arm] = {
+            "label": arm, "checkpoint_uri": "tinker://run/weights/init", "restored_from": "tinker://run/weights/probe",
+            "steps_before_save": 1, "optimizer_state_restored": True,
+            "clients": {"uninterrupted": "s:train:1", "interrupted": "s:train:2", "restored": "s:train:3"},
+            "optimizer_check_after_restore": {"after_restore": 1, "requested": requested[arm], "actual_family": family,
+                                              "source": "server_response", "mismatches": []},
+            "max_abs_difference": 0.0, "atol": 1e-6,
+            "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}
+    keep("restoration-update-check.json", "metrics", json.dumps(update_checks))
 
     config = {key: (trained if key == "arms" else 1 if key != "base_model" else plan.base_model)
               for key in PROJECTION_KEYS}

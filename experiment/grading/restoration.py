@@ -12,8 +12,8 @@ from typing import Any
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
 from experiment.grading.common import (
-    HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    model_issues, run_checks, short,
+    HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "restoration"
@@ -236,7 +236,125 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_5, REST_6, REST_7, REST_8, REST_9]
+# ---- restore counts from the load evidence (REST-4) and the create-save-restore update (REST-10) ----
+
+RESTORE_METHODS = ("create_training_client_from_state", "create_training_client_from_state_with_optimizer", "load_state")
+# Fixed before measuring (experiment.rl.restoration.RESTORE_UPDATE_ATOL): how closely a restored client must
+# reproduce the uninterrupted client's second update.
+REST10_ATOL = 1e-6
+REST10_EVIDENCE = "restoration-update-check.json"
+
+
+def _evidence_client(ctx: GradeContext, ref: Any) -> Any:
+    """The client (model_id) the service's get_info in a restoration evidence file names, if any."""
+    data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
+    info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation"))
+    return info.get("model_id")
+
+
+def REST_4_restores(ctx: GradeContext) -> list[Issue]:
+    """restore_count is the number of recorded loads of saved state into the arm's clients (`restores`:
+    which client, which checkpoint, how, when, evidence), and an arm whose initialization is a saved
+    checkpoint has a restore of it: a count of 0 there is false."""
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        count, restores = entry.get("restore_count"), entry.get("restores")
+        init = as_dict(entry.get("initialization"))
+        created_from = init.get("loaded_checkpoint_uri") or init.get("checkpoint_uri")
+        if not isinstance(restores, list):
+            if created_from:
+                issues.append(Issue("REST-4", INVALID, f"arm {arm}: created from saved state {short(created_from)} but "
+                                                       f"records no restore (restore_count {count!r}, no restores)"))
+            elif isinstance(count, int) and count > 0:
+                issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: restore_count {count} without load evidence "
+                                                          "(no restores)"))
+            continue
+        if count != len(restores):
+            issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
+                                                   "are recorded"))
+        for number, restore in enumerate(restores, 1):
+            restore = as_dict(restore)
+            where = f"arm {arm}, restore {number}"
+            if restore.get("restore") != number or restore.get("method") not in RESTORE_METHODS or not all(
+                    restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")):
+                issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
+                                                          "loaded, the load method, when, and an evidence_ref"))
+                continue
+            reported = _evidence_client(ctx, restore["evidence_ref"])
+            if reported is not None and reported != restore["client"]:
+                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(reported)}, "
+                                                       f"the restore says {short(restore['client'])}"))
+        if created_from and not any(as_dict(r).get("loaded_from") == created_from for r in restores):
+            issues.append(Issue("REST-4", INVALID, f"arm {arm}: created from saved state {short(created_from)} but no "
+                                                   "restore loads it"))
+    return issues
+
+
+def _update_checks(data: Any) -> dict[str, dict[str, Any]]:
+    """label -> check of the retained REST-10 evidence (one check, or one per arm)."""
+    data = as_dict(data)
+    if "max_abs_difference" in data:
+        return {str(data.get("label")): data}
+    return {str(label): as_dict(check) for label, check in data.items()}
+
+
+def _max_difference(a: Any, b: Any) -> float | None:
+    rows_a, rows_b = as_list(a), as_list(b)
+    if not rows_a or len(rows_a) != len(rows_b):
+        return None
+    worst = 0.0
+    for x, y in zip(rows_a, rows_b):
+        x, y = as_list(x), as_list(y)
+        if len(x) != len(y) or not all(is_number(v) for v in x + y):
+            return None
+        worst = max([worst] + [abs(float(u) - float(v)) for u, v in zip(x, y)])
+    return worst
+
+
+def REST_10(ctx: GradeContext) -> list[Issue]:
+    """A create-save-restore fixed-gradient update (one optimizer step before the save, so moments are
+    restored) against the uninterrupted client, recomputed from the retained logprobs of both clients
+    after the same second step; one check per optimizer family of the restoration groups."""
+    if not ctx.evidence.usable(REST10_EVIDENCE):
+        return [Issue("REST-10", UNVERIFIED, f"no create-save-restore check retained ({REST10_EVIDENCE}: "
+                                             f"{ctx.evidence.why(REST10_EVIDENCE)})")]
+    issues, families = [], set()
+    for label, check in _update_checks(ctx.evidence.json(REST10_EVIDENCE)).items():
+        where = f"create-save-restore check {label}"
+        optimizer = as_dict(check.get("optimizer_check_after_restore"))
+        families.add(_family(as_dict(optimizer.get("requested")).get("family")))
+        clients = as_dict(check.get("clients"))
+        if not (isinstance(check.get("steps_before_save"), int) and check["steps_before_save"] >= 1
+                and check.get("optimizer_state_restored") is True and check.get("restored_from")
+                and check.get("restored_from") != check.get("checkpoint_uri")):
+            issues.append(Issue("REST-10", INVALID, f"{where}: not a restore of state saved after an optimizer step "
+                                                    "with its optimizer state"))
+        if not clients.get("restored") or clients.get("restored") == clients.get("uninterrupted"):
+            issues.append(Issue("REST-10", UNVERIFIED, f"{where}: the restored and the uninterrupted client are not "
+                                                       "two named clients"))
+        if optimizer.get("source") != "server_response" or optimizer.get("mismatches"):
+            issues.append(Issue("REST-10", INVALID if optimizer.get("mismatches") else UNVERIFIED,
+                                f"{where}: the restored optimizer is not verified from a server response"))
+        outputs = as_dict(check.get("logprobs_after_second_step"))
+        difference = _max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
+        if difference is None:
+            issues.append(Issue("REST-10", UNVERIFIED, f"{where}: the two clients' outputs are not retained, so the "
+                                                       "difference cannot be recomputed"))
+            continue
+        if not close(check.get("max_abs_difference"), difference):
+            issues.append(Issue("REST-10", INVALID, f"{where}: recorded max_abs_difference "
+                                                    f"{short(check.get('max_abs_difference'))} is not the recomputed {difference!r}"))
+        if difference > REST10_ATOL:
+            issues.append(Issue("REST-10", INVALID, f"{where}: the restored client's update differs from the "
+                                                    f"uninterrupted one by {difference:.3g} > {REST10_ATOL:g}"))
+    missing = sorted({want["family"] for want in _requested(ctx).values()} - families)
+    if missing:
+        issues.append(Issue("REST-10", UNVERIFIED, f"no create-save-restore check for optimizer family "
+                                                   f"{', '.join(missing)}"))
+    return issues
+
+
+CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_8, REST_9, REST_10]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -10,7 +10,12 @@ The proof, per arm, is built from server responses only:
 - ``initial_output``: sha256 of all full-precision logprobs the server returns for one
   fixed tokenized batch, before the first update, compared across the group.
 
-A create-save-restore fixed-gradient update is checked against an uninterrupted client.
+A create-save-restore fixed-gradient update is checked against an uninterrupted client; both clients'
+full-precision outputs after the second step are retained so a reviewer recomputes the difference (REST-10).
+
+Every load of saved state into an arm's client is a restore (the arm's creation from the initialization
+checkpoint included): `restore_count` counts the arm's `restores`, each naming the client, the
+checkpoint loaded, the SDK method and the time, with an optimizer check after it (REST-4).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
 from experiment.contract.spec import canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
 from experiment.run.data import TaskItem
+from experiment.run.store import utc_now
 from experiment.rl.loop import make_env
 
 if TYPE_CHECKING:  # imported for type hints only
@@ -149,6 +155,7 @@ def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], r
     optimizer check, with a retained evidence file) as ONE read-modify-write under the store's
     lock: two arm threads restoring at once each keep their record."""
     done: dict[str, Any] = {}
+    at = utc_now()
 
     def edit(provenance: Any) -> dict[str, Any]:
         provenance = provenance or {"version": 1, "arms": {}}
@@ -161,13 +168,47 @@ def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], r
         check = optimizer_check(info, requested, after_restore=count, evidence_ref=evidence)
         if run is not None:
             check["run"] = run
+        restore = restore_record(count, getattr(info, "model_id", None), load_method(with_optimizer), restored_from,
+                                 with_optimizer, evidence, at, run=run)
         entry["restore_count"] = count
+        entry["restores"] = list(entry.get("restores") or []) + [restore]
         entry["optimizer_checks"] = list(entry.get("optimizer_checks") or []) + [check]
         done["check"] = check
         return provenance
 
     store.edit_result("initialization_provenance", edit)
     return done["check"]
+
+
+# How a client's state came from a saved checkpoint (each is one restore, REST-4): the SDK call that loaded it.
+CREATE_FROM_STATE = "create_training_client_from_state"
+CREATE_FROM_STATE_WITH_OPTIMIZER = "create_training_client_from_state_with_optimizer"
+LOAD_STATE = "load_state"
+
+
+def load_method(with_optimizer: bool) -> str:
+    return CREATE_FROM_STATE_WITH_OPTIMIZER if with_optimizer else CREATE_FROM_STATE
+
+
+def restore_record(number: int, client: str | None, method: str, loaded_from: str, with_optimizer: bool,
+                   evidence_ref: str, at: str, run: str | None = None, load_response: Any = None) -> dict[str, Any]:
+    """One restore of an arm (`restores[number - 1]`, restore_count counts them): which client loaded
+    which checkpoint, how, when, and the evidence file holding the service's responses."""
+    record = {"restore": number, "client": client, "method": method, "loaded_from": loaded_from,
+              "with_optimizer_state": with_optimizer, "at": at, "evidence_ref": evidence_ref}
+    if run is not None:
+        record["run"] = run
+    if load_response is not None:
+        record["loaded_path"] = getattr(load_response, "path", None)
+    return record
+
+
+def declared_check(requested: dict[str, Any], after_restore: int, evidence_ref: str, reason: str) -> dict[str, Any]:
+    """An optimizer check no server response can back (REST-6: declared, actual null, unverified)."""
+    return {"after_restore": after_restore, "before_next_update": True, "requested": requested,
+            "actual_family": None, "actual_config": None, "source": "declared", "evidence_ref": evidence_ref,
+            "verified_keys": [], "proven_by_initialization": [], "not_exposed_keys": [], "mismatches": [],
+            "matches": True, "unverified": True, "unverified_reason": reason}
 
 
 def initialization_from_checkpoint(base_model: str, checkpoint_uri: str, load_response: Any,
@@ -315,6 +356,7 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
     requested optimizer loads the checkpoint and the service's load response names what it
     loaded (the immutable full-initialization checkpoint proof)."""
     load_response = None
+    loaded_at = utc_now()
     if adapter_proof:
         client = session.client_from_state(init_uri, requested)
     else:
@@ -339,10 +381,23 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
         }
     else:
         initialization = initialization_from_checkpoint(base_model, init_uri, load_response, evidence_name, seed)
+    creation = optimizer_check(info, requested, after_restore=0, evidence_ref=evidence_name)
+    if adapter_proof:  # one LoadWeights request created the client from the checkpoint: creation and restore 1 at once
+        restore = restore_record(1, client.model_id, CREATE_FROM_STATE, init_uri, False, evidence_name, loaded_at)
+        after_load = {**optimizer_check(info, requested, after_restore=1, evidence_ref=evidence_name),
+                      "response": "get_info fetched by the SDK after the LoadWeights request that created the client "
+                                  "(the same response as the creation check)"}
+    else:  # created fresh (creation check), then load_state: the SDK fetches get_info once, before the load
+        restore = restore_record(1, client.model_id, LOAD_STATE, init_uri, False, evidence_name, loaded_at,
+                                 load_response=load_response)
+        after_load = declared_check(requested, 1, evidence_name, "load_state loads weights only and keeps the client's "
+                                    "optimizer, but no service response after the load exposes it (the SDK fetches "
+                                    "get_info once, at creation)")
     entry = {
         "initialization": initialization,
-        "restore_count": 0,
-        "optimizer_checks": [optimizer_check(info, requested, after_restore=0, evidence_ref=evidence_name)],
+        "restore_count": 1,
+        "restores": [restore],
+        "optimizer_checks": [creation, after_load],
         "initial_output": {"available": True, "batch_sha256": batch_sha256(batch),
                            "output_sha256": output_sha256(output), "evidence_ref": evidence_name,
                            "before_first_update": True},
@@ -366,6 +421,7 @@ def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any],
         client.forward_backward(list(batch), "cross_entropy").result()
         client.optim_step(params).result()
     saved = interrupted.save_state(f"restore-probe-{label}").result().path
+    restored_at = utc_now()
     restored = session.client_from_state(saved, requested, with_optimizer=True)
     check = optimizer_check(restored.get_info(), requested, after_restore=1, evidence_ref="restoration-update-check.json")
     after = {}
@@ -377,10 +433,17 @@ def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any],
     problems = list(check["mismatches"])
     return {"label": label, "checkpoint_uri": init_uri, "restored_from": saved,
             "steps_before_save": 1, "optimizer_state_restored": True,
+            "clients": {"uninterrupted": uninterrupted.model_id, "interrupted": interrupted.model_id,
+                        "restored": restored.model_id},
+            "restore": restore_record(1, restored.model_id, CREATE_FROM_STATE_WITH_OPTIMIZER, saved, True,
+                                      "restoration-update-check.json", restored_at),
+            "batch_sha256": batch_sha256(batch),
             "update": params.model_dump() if hasattr(params, "model_dump") else str(params),
             "optimizer_check_after_restore": check, "max_abs_difference": difference, "atol": atol,
             "problems": problems, "config_unverified": config_unverified(check),
             "output_sha256": {name: canonical_sha256([a.tolist() for a in arrays]) for name, arrays in after.items()},
+            # every full-precision logprob after the second step: the grader recomputes the difference (REST-10)
+            "logprobs_after_second_step": {name: [a.tolist() for a in arrays] for name, arrays in after.items()},
             "passed": difference <= atol and not problems}
 
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,54 @@ def test_checkpoint_load_proof_names_the_loaded_checkpoint(session, init_uri, tm
     assert by_hash["initialization"]["adapter_sha256"] == by_hash["initialization"]["checkpoint_adapter_sha256"]
     assert by_load["initial_output"]["output_sha256"] == by_hash["initial_output"]["output_sha256"]
     assert r.group_consistency({"a": by_load, "b": by_hash}) == []
+
+
+def test_every_arm_created_from_saved_state_records_its_restore(session, init_uri, tmp_path):
+    """Both ways an arm's client starts from the initialization checkpoint load saved state: restore 1,
+    with the client, checkpoint, method and time, and an optimizer check after it (issue 28)."""
+    spec = load_spec(SPEC, rehearse=True)
+    store = RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+    info = session_weights_info(session, init_uri)
+    by_load, loaded = r.restore_member(store, session, "a", MODEL, 4, 0, REQUESTED, init_uri, info, _batch(),
+                                       adapter_proof=False)
+    by_hash, created = r.restore_member(store, session, "b", MODEL, 4, 0, REQUESTED, init_uri, info, _batch(),
+                                        adapter_proof=True)
+    for entry, client, method in ((by_load, loaded, r.LOAD_STATE), (by_hash, created, r.CREATE_FROM_STATE)):
+        (restore,) = entry["restores"]
+        assert entry["restore_count"] == 1 and restore["restore"] == 1 and restore["method"] == method
+        assert restore["client"] == client.model_id and restore["loaded_from"] == init_uri and restore["at"]
+        assert [c["after_restore"] for c in entry["optimizer_checks"]] == [0, 1]
+    assert by_load["restores"][0]["loaded_path"] == init_uri
+    # no response after load_state exposes the optimizer: that check is declared, never verified
+    assert by_load["optimizer_checks"][1]["source"] == "declared" and r.config_unverified(by_load["optimizer_checks"][1])
+    assert by_hash["optimizer_checks"][1]["source"] == "server_response"
+    from experiment.grading.common import GradeContext
+    from experiment.grading.evidence import EvidenceAccess
+    from experiment.grading.restoration import REST_4_restores
+
+    result = store.read_result()
+    result["initialization_provenance"] = {"version": 1, "arms": {"a": by_load, "b": by_hash}}
+    assert REST_4_restores(GradeContext(result=result, evidence=EvidenceAccess(result))) == []
+
+
+def test_the_grader_recomputes_the_real_create_save_restore_update(session, init_uri, monkeypatch):
+    """REST-10 graded from what the check retains: the real restore passes, the weakened one (moments
+    lost) is invalid on the recomputed difference."""
+    from experiment.contract.result_models import evidence_file
+    from experiment.grading.common import GradeContext
+    from experiment.grading.evidence import EvidenceAccess
+    from experiment.grading.restoration import REST10_EVIDENCE, REST_10
+
+    def graded(check):
+        result = {"evidence": {"version": 1, "files": [
+            evidence_file(REST10_EVIDENCE, "metrics", json.dumps(check).encode())]}}
+        return REST_10(GradeContext(result=result, evidence=EvidenceAccess(result)))
+
+    real = r.restore_update_check(session, init_uri, REQUESTED, _batch(), ADAM, "real", r.RESTORE_UPDATE_ATOL)
+    assert graded(real) == []
+    original = session.client_from_state
+    monkeypatch.setattr(session, "client_from_state",
+                        lambda path, requested, with_optimizer=False: original(path, requested, with_optimizer=False))
+    weakened = r.restore_update_check(session, init_uri, REQUESTED, _batch(), ADAM, "weakened", r.RESTORE_UPDATE_ATOL)
+    issues = graded(weakened)
+    assert [i.status for i in issues] == ["invalid"] and "differs from the uninterrupted" in issues[0].message

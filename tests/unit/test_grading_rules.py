@@ -407,11 +407,18 @@ def test_production_exposure_grades_restoration_unverified_and_nothing_else(grad
                     checkpoint_scope="full_initialization", loaded_checkpoint_uri="tinker://run-1/weights/init-full",
                     load_succeeded=True)
         arm["optimizer_checks"][0]["actual_config"] = {"type": "adamw"}
+        # the load of the initialization checkpoint is restore 1; no response after load_state exposes the optimizer
+        from experiment.rl import restoration as r
+
+        ref = arm["optimizer_checks"][0]["evidence_ref"]
+        arm.update(restore_count=1, restores=[r.restore_record(1, "s:train:1", r.LOAD_STATE, init["checkpoint_uri"],
+                                                               False, ref, "2026-12-02T12:00:00Z")])
+        arm["optimizer_checks"].append(r.declared_check(arm["optimizer_checks"][0]["requested"], 1, ref, "not exposed"))
     graded = grade(result)
     restoration = graded.categories["restoration"]
     assert restoration.status == "unverified"
     assert {issue.rule for issue in restoration.issues} == {"REST-6"}
-    assert all("does not expose" in issue.message for issue in restoration.issues)
+    assert all("does not expose" in issue.message or "declared" in issue.message for issue in restoration.issues)
     others = {name: c.status for name, c in graded.categories.items() if name != "restoration"}
     assert set(others.values()) <= {"verified", "not_applicable"}, others
     assert graded.problems == []

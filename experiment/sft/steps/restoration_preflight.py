@@ -82,11 +82,19 @@ def run(ctx: RunContext) -> GateVerdict:
 
 def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The initialization_provenance record (REST-1), one entry per named arm. An arm with an LR grid is several clients, each
-    created from the same initialization state: the arm's entry is its first run's, and `runs` keeps
-    every run's own entry (its creation check carries that run's learning rate)."""
+    created from the same initialization state: the arm's entry is its first run's, `runs` keeps
+    every run's own entry (its creation check carries that run's learning rate), and every run's load of
+    the initialization state is one restore of the arm (restore_count, `restores`, one optimizer check each)."""
     arms: dict[str, Any] = {}
     for run in runs:
+        entry = entries[run.name]
         if run.arm not in arms:
-            arms[run.arm] = {**entries[run.name], "runs": {}}
-        arms[run.arm]["runs"][run.label] = entries[run.name]
+            arms[run.arm] = {**entry, "runs": {}, "restore_count": 0, "restores": [],
+                             "optimizer_checks": [entry["optimizer_checks"][0]]}
+        arm = arms[run.arm]
+        arm["runs"][run.label] = entry
+        for restore, check in zip(entry["restores"], entry["optimizer_checks"][1:]):
+            arm["restore_count"] += 1
+            arm["restores"].append({**restore, "restore": arm["restore_count"], "run": run.name})
+            arm["optimizer_checks"].append({**check, "after_restore": arm["restore_count"], "run": run.name})
     return {"version": 1, "arms": arms}
