@@ -160,7 +160,7 @@ _CATEGORIES = (
     (("max_seq_len", "batch_size", "rollout"), "effective_batch"),
     (("steps", "budget", "decision_rule", "verdict_rule"), "steps"),
     (("dataset", "generation"), "dataset"),
-    (("eval",), "evaluator"),
+    (("eval", "command"), "evaluator"),
 )
 _ARM_CATEGORIES = {"lr": "model", "lr_grid": "model", "groups_per_batch": "effective_batch", "steps": "steps"}
 
@@ -281,6 +281,8 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
           f"at most the stand-in's {stand_in.max_eval} held-out items" if max_eval == stand_in.max_eval
           else f"at most {max_eval} held-out items at the {scale} scale")
 
+    _restate_pilot_size(r, s, steps, int(evaluation["n_examples"]))
+
     # ---- learning rates ----
     spec_lr = (s.get("optimizer") or {}).get("lr")
     if spec_lr:
@@ -388,6 +390,27 @@ def _restate_step_texts(r: _Rewriter, s: dict[str, Any], written: int, rehearsed
             if isinstance(value, str) and pattern.search(value):
                 r.set(f"{rule_name}.{key}", rule, key, pattern.sub(restated, value),
                       f"the rule's text names the steps that run ({rehearsed}, not {written})")
+
+
+def _restate_pilot_size(r: _Rewriter, s: dict[str, Any], steps: int, eval_items: int) -> None:
+    """A timing pilot the spec states in its command ("2 steps per arm plus 100 eval items") is never larger
+    than the rehearsal: at most its steps per arm and its held-out items, so the pilot that runs is the one
+    the rehearsed spec states (and the feasibility record's size source says what ran)."""
+    from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
+
+    text = s.get("command")
+    match = STATED_PILOT.search(text) if isinstance(text, str) else None
+    if not match:
+        return
+    sizes = [(match.start(1), match.end(1), int(match.group(1)), steps)]
+    if match.group(2):
+        sizes.append((match.start(2), match.end(2), int(match.group(2)), eval_items))
+    restated = text
+    for start, end, stated, limit in reversed(sizes):
+        if stated > limit:
+            restated = restated[:start] + str(limit) + restated[end:]
+    r.set("command", s, "command", restated, f"the timing pilot the command states fits the rehearsal "
+                                             f"(at most {steps} steps per arm and {eval_items} eval items)")
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:

@@ -25,7 +25,7 @@ RECOVERY_FRACTION = 0.25  # reserve for one retry/restore of the longest phase, 
 DEFAULT_PILOT_STEPS_PER_ARM = 1
 DEFAULT_PILOT_EVAL_ITEMS = 32
 # "timing pilot: 2 steps per arm plus 100 eval items" (spec 001's command, step 2)
-_STATED_PILOT = re.compile(
+STATED_PILOT = re.compile(
     r"timing pilot\W+(\d+)\s+steps?\s+per\s+arm(?:\s+(?:plus|and|\+)\s+(\d+)\s+eval(?:uation)?\s+items?)?",
     re.IGNORECASE)
 
@@ -44,7 +44,7 @@ class PilotSize:
 def pilot_size(spec: dict[str, Any]) -> PilotSize:
     """The timing pilot's size: the one the spec states (its `command` prose), else the default."""
     for field in ("command", "method"):
-        match = _STATED_PILOT.search(str(spec.get(field) or ""))
+        match = STATED_PILOT.search(str(spec.get(field) or ""))
         if match:
             eval_items = int(match.group(2)) if match.group(2) else DEFAULT_PILOT_EVAL_ITEMS
             return PilotSize(int(match.group(1)), eval_items, f"spec {field}: {match.group(0)!r}")

@@ -85,3 +85,23 @@ def test_a_changed_experiment_is_never_strong_and_says_what_ran(graded_record):
     empty = copy.deepcopy(result)
     empty["tested_instead"] = " "
     assert any("tested_instead is empty" in p for p in _gen6(empty))
+
+
+@pytest.mark.parametrize("scale", ["wiring", "standard"])
+@pytest.mark.parametrize("spec_path", [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC], ids=lambda p: p.stem)
+def test_the_stated_timing_pilot_fits_the_rehearsal(spec_path, scale, monkeypatch):
+    """The self-generated spec's command states "2 steps per arm plus 100 eval items"; a wiring rehearsal
+    has 48 held-out items, so the pilot that ran (48) and the size the record names must be the rehearsal's."""
+    from experiment.stats.feasibility import pilot_size
+
+    def stated(spec):
+        size = pilot_size(spec.to_dict())
+        return size.eval_items, spec.to_dict()["eval"]["n_examples"], size.steps_per_arm, spec.steps
+
+    if spec_path == SELFGEN_SPEC and scale == "wiring":  # weakened: the command keeps the spec's pilot size
+        monkeypatch.setattr(rules, "_restate_pilot_size", lambda *args: None)
+        items, n_eval, _, _ = stated(load_spec(spec_path, rehearse=True, rehearsal_scale=scale))
+        assert items == 100 > n_eval == 48
+        monkeypatch.undo()
+    items, n_eval, steps_per_arm, steps = stated(load_spec(spec_path, rehearse=True, rehearsal_scale=scale))
+    assert items <= n_eval and steps_per_arm <= steps
