@@ -333,6 +333,15 @@ def _gate_preflight_probe(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     )
 
 
+def _resolver_dependence(spec: Spec) -> list[str]:
+    """Whom the generation block's re-solver is not independent of, by name (the generator, the trained
+    base model); the generation audit refuses such a re-solver before generating (issue 28)."""
+    block = spec.section("generation")
+    solver = str(block.get("solver_path") or block.get("solver_model") or "").strip().lower()
+    others = {"generator": block.get("generator_path") or block.get("generator_model"), "trained base model": spec.base_model}
+    return [role for role, name in others.items() if solver and str(name or "").strip().lower() == solver]
+
+
 def _gate_generation_audit(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     audit = spec.section("generation_audit")
     required = audit.get("required") is True
@@ -340,7 +349,8 @@ def _gate_generation_audit(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     if required or generated:
         why = [w for w, on in (("generation_audit.required is true", required),
                                ("experiment_features.generated_training_data is true", generated)) if on]
-        return GatePlan("generation_audit", True, " and ".join(why), details=audit)
+        return GatePlan("generation_audit", True, " and ".join(why),
+                        details={**audit, "resolver_not_independent_of": _resolver_dependence(spec)})
     if generated is None:
         return GatePlan(
             "generation_audit",

@@ -84,6 +84,10 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
         grades["generation_audit"] = _entry("not_applicable", audit.reason)
     elif audit.applicable is not True:
         grades["generation_audit"] = _entry("unknown", audit.reason)
+    elif audit.details.get("resolver_not_independent_of"):
+        grades["generation_audit"] = _entry(
+            "unknown", f"the re-solver is the {' and the '.join(audit.details['resolver_not_independent_of'])}: the "
+                       "audit refuses it before generating, so no audit record is written")
     else:
         grades["generation_audit"] = _entry("verified", "candidates and the evaluation set are retained inline and "
                                                         "the audit passes before any optimizer update")

@@ -94,3 +94,19 @@ def test_the_grader_rejects_a_dependent_or_unnamed_re_solver(graded_record, monk
     assert status == "invalid"
     assert any("is the trained base model" in issue for issue in issues)
     assert any("solver" in issue and "is not the spec's" in issue for issue in issues)
+
+
+def test_plan_predicts_the_refusal_of_a_dependent_re_solver(tmp_path):
+    """--plan's predicted grade comes true: the old rehearsal's re-solver (the trained base model) is
+    refused before generating, so no audit record is written (unknown); the exact solver is verified."""
+    from experiment.contract.plan import build_plan
+    from experiment.grading.predict import predict_grades
+
+    rehearsed = load_spec(SELFGEN_SPEC, rehearse=True, rehearsal_scale="wiring")
+    assert predict_grades(build_plan(rehearsed))["generation_audit"]["grade"] == "verified"
+    raw = rehearsed.to_dict()
+    raw["generation"]["solver_model"] = raw["base_model"]
+    path = tmp_path / "selfgen_dependent_solver.json"
+    path.write_text(json.dumps(raw))
+    predicted = predict_grades(build_plan(load_spec(path)))["generation_audit"]
+    assert predicted["grade"] == "unknown" and "trained base model" in predicted["reason"]
