@@ -71,6 +71,13 @@ def test_run_succeeds_with_a_verdict_and_every_record(finished_run):
     assert result["validation"]["status"] == "passed" and result["validation"]["problem_count"] == 0
     assert result["rehearsal"]["rehearsal"] is True and result["summary"].startswith("REHEARSAL")
     assert result["deviations"] and all(d["reason"].startswith("rehearsal: ") for d in result["deviations"])
+    # a rehearsal says it does not test the spec's hypothesis, and its verdict's confidence names that
+    assert result["original_hypothesis_tested"] is False and WIRING.base_model in result["tested_instead"]
+    assert result["confidence"] == "weak" and "changed experiment" in result["reasoning"]
+    # each arm was created from the saved initialization state: one restore, recorded (issue 28)
+    for arm in result["initialization_provenance"]["arms"].values():
+        assert arm["restore_count"] == len(arm["restores"]) == 1
+        assert arm["restores"][0]["loaded_from"] == arm["initialization"]["checkpoint_uri"]
 
 
 def test_validator_finds_no_problem(finished_run):

@@ -39,6 +39,9 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
 
     audit = result["generation_audit"]
     assert audit["stage"] == "before_training" and audit["label_error_count"] == 0 and audit["overlap_count"] == 0
+    # re-solved by the exact arithmetic solver, independent of generator, filter and trained model (issue 28)
+    assert audit["resolver"]["name"] == "exact-solver:embedded-arithmetic" and audit["resolver_independent"] is True
+    assert result["original_hypothesis_tested"] is False and result["tested_instead"]
     kinds = {f["name"]: f["kind"] for f in result["evidence"]["files"]}
     assert kinds[audit["dataset_file"]] == "generated_tasks" and kinds[audit["evaluation_file"]] == "generated_tasks"
 
