@@ -113,8 +113,10 @@ def _spec_identities(ctx: GradeContext) -> dict[str, set[str]]:
     block = as_dict(spec.get("generation"))
     base = {str(spec.get("base_model"))} | {str(as_dict(d).get("effective")) for d in as_list(ctx.result.get("deviations"))
                                            if as_dict(d).get("field") == "model" and as_dict(d).get("original") == spec.get("base_model")}
-    return {"generator": {str(block.get("generator_path") or block.get("generator_model"))}, "filter_base_model": base,
-            "trained_base_model": base, "solver": {str(block.get("solver_path") or block.get("solver_model"))}}
+    generator = str(block.get("generator_path") or block.get("generator_model"))
+    generators = {generator} | (base if generator == spec.get("base_model") else set())  # "the frozen base": as served
+    return {"generator": generators, "filter_base_model": base, "trained_base_model": base,
+            "solver": {str(block.get("solver_path") or block.get("solver_model"))}}
 
 
 def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:

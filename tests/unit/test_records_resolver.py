@@ -110,3 +110,18 @@ def test_plan_predicts_the_refusal_of_a_dependent_re_solver(tmp_path):
     path.write_text(json.dumps(raw))
     predicted = predict_grades(build_plan(load_spec(path)))["generation_audit"]
     assert predicted["grade"] == "unknown" and "trained base model" in predicted["reason"]
+
+
+def test_a_substituted_base_model_is_the_generator_and_filter_as_served(graded_record):
+    """The spec's generator is "the frozen base": with the base model substituted (a `model` deviation) the
+    generator, filter and trained model are the served one, and the independent re-solver still grades verified."""
+    result, _ = graded_record("paired")
+    base = load_spec(SELFGEN_SPEC).base_model
+    result["deviations"] = [{"field": "model", "original": base, "effective": "Qwen/Qwen3.5-0.8B", "reason": "not served"}]
+    record = result["generation_audit"]
+    record.update(audit.independence_record(record["resolver"], {role: {"name": "Qwen/Qwen3.5-0.8B"}
+                                                                 for role in audit.DEPENDENT_ROLES}))
+    assert _status(result) == ("verified", [])
+    record["compared_identities"]["trained_base_model"] = {"name": "some/other-model"}
+    status, issues = _status(result)
+    assert status == "invalid" and any("trained base model" in issue and "is not the spec's" in issue for issue in issues)
