@@ -40,6 +40,15 @@ def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
     }
 
 
+def changed_experiment_limit(result: dict[str, Any]) -> list[str]:
+    """A direction+confidence verdict on a changed experiment is weak, with the limit named in reasoning
+    (contract C-4: the verdict judges the changed experiment); [] when the run tests the spec's hypothesis."""
+    if result.get("original_hypothesis_tested") is False:
+        return ["the run tested a changed experiment, not the spec's hypothesis (original_hypothesis_tested false; "
+                "tested_instead says what ran)"]
+    return []
+
+
 def model_deviation(original: str, effective: str, reason: str) -> dict[str, str]:
     return {"field": "model", "original": original, "effective": effective, "reason": reason}
 

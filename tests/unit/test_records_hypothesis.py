@@ -105,3 +105,12 @@ def test_the_stated_timing_pilot_fits_the_rehearsal(spec_path, scale, monkeypatc
         monkeypatch.undo()
     items, n_eval, steps_per_arm, steps = stated(load_spec(spec_path, rehearse=True, rehearsal_scale=scale))
     assert items <= n_eval and steps_per_arm <= steps
+
+
+def test_a_changed_experiment_is_a_named_limit_of_a_direction_verdict():
+    """Both families' decisions (RL and SFT) add it to the limits their reasoning names (contract C-4)."""
+    from experiment.contract.result import changed_experiment_limit
+
+    (limit,) = changed_experiment_limit({"original_hypothesis_tested": False, "tested_instead": "x"})
+    assert "changed experiment" in limit and "tested_instead" in limit
+    assert changed_experiment_limit({"original_hypothesis_tested": True}) == []

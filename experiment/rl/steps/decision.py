@@ -17,7 +17,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.steps.evaluation import read_prediction_rows
 from experiment.report.summary import effect_in_words, effect_line, subtraction
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
 from experiment.report.validation import validate_run, validation_summary
 
 GATE = "decision"
@@ -95,12 +95,6 @@ def _spec_model(ctx: RunContext) -> str:
     return (ctx.plan.rehearsal or {}).get("spec_model") or ctx.plan.base_model
 
 
-def changed_experiment_limit(result: dict[str, Any]) -> list[str]:
-    """A direction+confidence verdict on a changed experiment is weak (contract C-4): the limit named in reasoning."""
-    if result.get("original_hypothesis_tested") is False:
-        return ["the run tested a changed experiment, not the spec's hypothesis (original_hypothesis_tested false; "
-                "tested_instead says what ran)"]
-    return []
 
 
 def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:

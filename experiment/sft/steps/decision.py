@@ -11,6 +11,7 @@ import json
 import statistics
 from typing import Any
 
+from experiment.contract.result import changed_experiment_limit
 from experiment.contract.verdict import GateVerdict
 from experiment.report.validation import validate_run, validation_summary
 from experiment.run.context import RunContext
@@ -71,6 +72,7 @@ def run(ctx: RunContext) -> GateVerdict:
     limits = ["one seed and no interval: the best-LR comparison is a point estimate"]
     limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
     limits += mismatches
+    limits += changed_experiment_limit(result)
     for note in (ctx.state.correctness_note, ctx.state.restoration_note):
         if note:
             limits.append(note)
