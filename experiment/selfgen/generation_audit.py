@@ -5,9 +5,11 @@ Before any optimizer update on generated data:
      full held-out evaluation set (item_id, prompt) as evidence of kind generated_tasks;
   2. `select_sample(accepted, min(accepted, min_sample_size or 100), seed)`: accepted tasks sorted
      by sha256(json.dumps([seed, item_id])) (the project's reading of "the JSON [seed, item_id]");
-  3. re-solve each sampled task from its TEXT ONLY with the independent solver through a sampling
-     client (greedy, the math-env prompt; the label and the generated code are never shown);
-     solver identity and worked solution are recorded;
+  3. re-solve each sampled task from its TEXT ONLY with the independent solver: a model through a
+     sampling client (greedy, the math-env prompt), or an exact solver of the task family (a program,
+     experiment/selfgen/exact_solver.py); the label and the generated code are never shown; solver
+     identity and worked solution are recorded, and the solver must be none of the generator, the
+     filter model and the trained base model (`independence_record`);
   4. compare with the spec's `answer_comparison` (`numeric_exact`: strict scalar integers, decimals
      or fractions, zero tolerance; `categorical_exact`: exact, case-sensitive, no normalization);
   5. count overlaps: NFKC + casefold + whitespace-normalised exact prompt match of every accepted
@@ -34,6 +36,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from experiment.run.data import TaskItem
+from experiment.selfgen.exact_solver import Solution
 from experiment.selfgen.task_generation import ACCEPTED, REJECTED, normalize_prompt
 
 if TYPE_CHECKING:  # the record functions (the grader's) load no SDK and no torch; the audit run does
@@ -329,7 +332,7 @@ class ProgramResolver:
     """The independent solver as a deterministic program of the task family (experiment.selfgen.exact_solver):
     the same answers and worked solutions as a model re-solve, from the problem text only."""
 
-    solve: Callable[[str], Any]  # text -> Solution(answer, reasoning)
+    solve: Callable[[str], Solution]
     resolver_id: str
     identity: dict[str, Any]
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)

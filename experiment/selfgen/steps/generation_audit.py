@@ -6,7 +6,9 @@ Runs before any optimizer update (the gate order puts it before every pilot):
      each completion parsed, solve() run in the sandbox, the spec's filters in its order, the
      solvability filter on the frozen base model through the cookbook math env;
   2. audit: candidates and the full held-out set frozen as generated_tasks evidence, the
-     deterministic sample re-solved blind by the independent solver (sampling only), the
+     deterministic sample re-solved blind by the independent solver (a model, sampling only, or an exact
+     solver of the task family; refused before generating when it is the generator, the filter model
+     or the trained base model), the
      `generation_audit` record (GA-2) posted to RESULT.generation_audit and validated; label errors or overlaps
      reject tasks, top the set up, freeze new file versions and re-audit.
 Passes only when the validation says `passed`. Then RunState.generated_task_rows holds the first
