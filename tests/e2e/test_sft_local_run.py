@@ -118,11 +118,15 @@ def test_every_run_optimizer_is_verified_from_a_server_response(result):
     runs = {f"{arm}@lr={label}": entry for arm, arm_entry in arms.items() for label, entry in arm_entry["runs"].items()}
     assert set(runs) == RUNS
     for name, entry in runs.items():
-        (check_entry,) = entry["optimizer_checks"]
+        # created from the saved initialization state: the creation check and the check after restore 1
+        assert [c["after_restore"] for c in entry["optimizer_checks"]] == [0, 1] and entry["restore_count"] == 1
         family = "trimuon" if name.startswith("trimuon") else "dimuon"
-        assert check_entry["source"] == "server_response" and check_entry["actual_family"] == family
-        assert check_entry["mismatches"] == [] and check_entry["not_exposed_keys"] == []
-        assert check_entry["actual_config"]["learning_rate"] == float(name.split("=")[1])
+        for check_entry in entry["optimizer_checks"]:
+            assert check_entry["source"] == "server_response" and check_entry["actual_family"] == family
+            assert check_entry["mismatches"] == [] and check_entry["not_exposed_keys"] == []
+            assert check_entry["actual_config"]["learning_rate"] == float(name.split("=")[1])
+    for arm, arm_entry in arms.items():  # every run's load of the initialization state is a restore of its arm
+        assert arm_entry["restore_count"] == len(arm_entry["restores"]) == len(arm_entry["runs"])
     assert len({entry["initialization"]["adapter_sha256"] for entry in runs.values()}) == 1
     assert len({entry["initial_output"]["output_sha256"] for entry in runs.values()}) == 1
 
