@@ -116,7 +116,7 @@ def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     tested, instead = ctx.result.get("original_hypothesis_tested"), ctx.result.get("tested_instead")
     if isinstance(ctx.result.get("rehearsal"), dict) and tested is not False:
         issues.append(Issue("GEN-6", INVALID, "a rehearsal replaces the spec's model, data and eval set but says "
-                                              f"original_hypothesis_tested {short(tested)}"))
+                                              f"original_hypothesis_tested {json.dumps(tested)}"))
     if tested is False and not (isinstance(instead, str) and instead.strip()):
         issues.append(Issue("GEN-6", INVALID, "original_hypothesis_tested is false but tested_instead is empty"))
     if tested is False and vocabulary(ctx) == "direction_confidence" and ctx.result.get("confidence") == "strong":
