@@ -119,6 +119,10 @@ def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
                                               f"original_hypothesis_tested {json.dumps(tested)}"))
     if tested is False and not (isinstance(instead, str) and instead.strip()):
         issues.append(Issue("GEN-6", INVALID, "original_hypothesis_tested is false but tested_instead is empty"))
+    elif isinstance(ctx.result.get("rehearsal"), dict) and isinstance(instead, str) and \
+            str(ctx.result["rehearsal"].get("model")) not in instead:
+        issues.append(Issue("GEN-6", INVALID, "a rehearsal's tested_instead does not name the model that ran "
+                                              f"({short(ctx.result['rehearsal'].get('model'))})"))
     if tested is False and vocabulary(ctx) == "direction_confidence" and ctx.result.get("confidence") == "strong":
         issues.append(Issue("GEN-6", INVALID, "confidence strong although the run tested a changed experiment "
                                               "(original_hypothesis_tested false)"))

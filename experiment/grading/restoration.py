@@ -280,6 +280,10 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
                                                           "loaded, the load method, when, and an evidence_ref"))
                 continue
+            if not ctx.evidence.usable(restore["evidence_ref"]):
+                issues.append(Issue("REST-4", UNVERIFIED, f"{where}: evidence_ref {short(restore['evidence_ref'])}: "
+                                                          f"{ctx.evidence.why(restore['evidence_ref'])}"))
+                continue
             reported = _evidence_client(ctx, restore["evidence_ref"])
             if reported is not None and reported != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(reported)}, "

@@ -73,6 +73,9 @@ def test_the_grader_rejects_a_rehearsal_that_claims_the_hypothesis(graded_record
     monkeypatch.undo()
     assert any("rehearsal" in p and "original_hypothesis_tested" in p for p in _gen6(old))
     assert _gen6(_rehearsal_record(graded_record, hypothesis_fields=True)) == []
+    vague = _rehearsal_record(graded_record, hypothesis_fields=True)
+    vague["tested_instead"] = "something smaller"
+    assert any("does not name the model that ran" in p for p in _gen6(vague))
 
 
 def test_a_changed_experiment_is_never_strong_and_says_what_ran(graded_record):

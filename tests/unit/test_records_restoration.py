@@ -65,6 +65,7 @@ def test_an_arm_created_from_saved_state_counts_its_restore(graded_record, monke
     (lambda e: e.update(restore_count=2), "restore_count 2 but 1 restores"),
     (lambda e: e["restores"][0].update(loaded_from="tinker://run/weights/other"), "no restore loads it"),
     (lambda e: e["restores"][0].pop("at"), "needs its number, the client"),
+    (lambda e: e["restores"][0].update(evidence_ref="restoration-missing.json"), "evidence_ref 'restoration-missing.json'"),
 ])
 def test_restore_records_are_checked(graded_record, tamper, message):
     result = _created_from_checkpoint(graded_record("paired")[0], with_restores=True)
