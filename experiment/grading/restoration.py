@@ -245,11 +245,13 @@ REST10_ATOL = 1e-6
 REST10_EVIDENCE = "restoration-update-check.json"
 
 
-def _evidence_client(ctx: GradeContext, ref: Any) -> Any:
-    """The client (model_id) the service's get_info in a restoration evidence file names, if any."""
+def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
+    """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
+    the path the service's load response names, else the path the run recorded loading (None when absent)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
     info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation"))
-    return info.get("model_id")
+    loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
+    return info.get("model_id"), loaded
 
 
 def REST_4_restores(ctx: GradeContext) -> list[Issue]:
@@ -284,10 +286,13 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: evidence_ref {short(restore['evidence_ref'])}: "
                                                           f"{ctx.evidence.why(restore['evidence_ref'])}"))
                 continue
-            reported = _evidence_client(ctx, restore["evidence_ref"])
-            if reported is not None and reported != restore["client"]:
-                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(reported)}, "
+            client, loaded = _evidence_load(ctx, restore["evidence_ref"])
+            if client is not None and client != restore["client"]:
+                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
                                                        f"the restore says {short(restore['client'])}"))
+            if loaded is not None and loaded != restore["loaded_from"]:
+                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded {short(loaded)}, the restore says "
+                                                       f"{short(restore['loaded_from'])}"))
         if created_from and not any(as_dict(r).get("loaded_from") == created_from for r in restores):
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: created from saved state {short(created_from)} but no "
                                                    "restore loads it"))

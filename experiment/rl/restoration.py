@@ -367,6 +367,7 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
     output = client.forward(list(batch), loss_fn="cross_entropy").result()
     evidence_name = f"restoration-{name.replace('@lr=', '-lr')}.json"
     store.add_evidence(evidence_name, "metrics", json.dumps({
+        "loaded_from": init_uri, "load_method": CREATE_FROM_STATE if adapter_proof else LOAD_STATE, "loaded_at": loaded_at,
         "get_info_after_creation": info.model_dump(mode="json"),
         "load_response": load_response.model_dump(mode="json") if load_response is not None else None,
         "checkpoint_weights_info": checkpoint_info.model_dump(mode="json"),

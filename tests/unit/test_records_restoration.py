@@ -74,13 +74,15 @@ def test_restore_records_are_checked(graded_record, tamper, message):
     assert status in ("invalid", "unverified") and any(message in issue for issue in issues), issues
 
 
-def test_a_restore_names_the_client_its_evidence_names(graded_record):
+def test_a_restore_names_the_client_and_checkpoint_its_evidence_names(graded_record):
     result = _created_from_checkpoint(graded_record("paired")[0], with_restores=True)
     entry = result["initialization_provenance"]["arms"]["rl_gsm8k"]
     _put_evidence(result, entry["restores"][0]["evidence_ref"],
-                  {"get_info_after_creation": {"model_id": "s:train:somebody-else"}})
+                  {"get_info_after_creation": {"model_id": "s:train:somebody-else"},
+                   "loaded_from": "tinker://run/weights/another-checkpoint"})
     status, issues = _restoration(result)
     assert status == "invalid" and any("the evidence's get_info names client" in i for i in issues)
+    assert any("the evidence loaded 'tinker://run/weights/another-checkpoint'" in i for i in issues)
 
 
 def _update_check(result) -> dict:
