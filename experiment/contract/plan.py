@@ -17,6 +17,7 @@ from typing import Any, Literal
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
+from experiment.contract.support import check_supported
 
 Applicability = Literal[True, False, "unknown"]
 
@@ -133,10 +134,18 @@ class ExecutionPlan:
 
 
 def build_plan(spec: Spec) -> ExecutionPlan:
+    """The execution plan of a spec the pipeline can carry out; SpecError (exit 2) for anything it cannot
+    (experiment.contract.support), so nothing knowable at intake fails after the first training call."""
+    plan = draft_plan(spec)
+    check_supported(spec, plan)
+    return plan
+
+
+def draft_plan(spec: Spec) -> ExecutionPlan:
+    """The plan as derived from the spec, before the support check (gate applicability, roles, criteria)."""
     source = spec.source
     arms = _plan_arms(spec)
-    by_role = {arm.role: arm for arm in arms}
-    criteria = _plan_criteria(spec, by_role)
+    criteria = _plan_criteria(spec, arms)
     return ExecutionPlan(
         spec_title=spec.title,
         spec_path=source.path,
@@ -148,7 +157,7 @@ def build_plan(spec: Spec) -> ExecutionPlan:
         primary_endpoint=getattr(spec, "primary_endpoint", None) or spec.eval.metric,
         arms=arms,
         training_runs=_training_runs(arms),
-        role_to_arm={arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms},
+        role_to_arm=_role_to_arm(arms),
         gates=_plan_gates(spec, arms),
         decision=_plan_decision(spec),
         criteria=criteria,
@@ -226,12 +235,21 @@ def _plan_arms(spec: Spec) -> list[PlannedArm]:
                 service="fork" if fork and arm.trained else "shared",
             )
         )
-    roles = [arm.role for arm in arms]
-    for role in set(roles):
-        if roles.count(role) > 1:
-            names = ", ".join(arm.name for arm in arms if arm.role == role)
-            raise SpecError("arms", f"role {role!r} is ambiguous: arms {names} all map to it; give each arm a 'role'")
     return arms
+
+
+def arms_by_role(arms: list[PlannedArm]) -> dict[str, list[str]]:
+    """role -> the arms that hold it, in spec order (several arms may share a role: two treatments)."""
+    holders: dict[str, list[str]] = {}
+    for arm in arms:
+        holders.setdefault(arm.role, []).append(arm.name)
+    return holders
+
+
+def _role_to_arm(arms: list[PlannedArm]) -> dict[str, dict[str, str]]:
+    """The roles held by exactly one arm; a shared role maps to no single arm (weights name the arms)."""
+    unique = {role for role, names in arms_by_role(arms).items() if len(names) == 1}
+    return {arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms if arm.role in unique}
 
 
 def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
@@ -246,20 +264,36 @@ def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
     return runs
 
 
-def _plan_criteria(spec: Spec, by_role: dict[str, PlannedArm]) -> list[PlannedCriterion]:
+def _weight_key_arm(key: str, index: int, arms: list[PlannedArm]) -> str:
+    """The arm a criterion weight key names: an arm name, or a role label held by exactly one arm."""
+    names = [arm.name for arm in arms]
+    if key in names:
+        return key
+    where = f"decision_rule.criteria[{index}].weights"
+    holders = arms_by_role(arms).get(key, [])
+    if len(holders) == 1:
+        return holders[0]
+    if holders:
+        raise SpecError(where, f"role {key!r} is ambiguous: arms {', '.join(holders)} all hold it; key the weights "
+                               f"by arm name instead (e.g. {{{', '.join(repr(n) + ': ...' for n in holders)}}}), "
+                               f"or give exactly one arm the role {key!r}")
+    raise SpecError(where, f"role {key!r} maps to no arm (roles: "
+                           f"{', '.join(f'{arm.name}={arm.role}' for arm in arms)}); key the weights by arm name "
+                           f"({', '.join(names)}) or give one arm \"role\": {key!r}")
+
+
+def _plan_criteria(spec: Spec, arms: list[PlannedArm]) -> list[PlannedCriterion]:
     if spec.decision_rule is None:
         return []
-    arm_names = {arm.name for arm in by_role.values()}
     criteria = []
     for index, criterion in enumerate(spec.decision_rule.criteria):
-        arm_weights = {}
+        arm_weights: dict[str, float] = {}
         for key, weight in criterion.weights.items():
-            if key in arm_names:
-                arm_weights[key] = weight
-            elif key in by_role:
-                arm_weights[by_role[key].name] = weight
-            else:
-                raise SpecError(f"decision_rule.criteria[{index}].weights", f"role {key!r} maps to no arm")
+            arm = _weight_key_arm(key, index, arms)
+            if arm in arm_weights:
+                raise SpecError(f"decision_rule.criteria[{index}].weights",
+                                f"arm {arm!r} is weighted twice (by name and by its role); keep one key per arm")
+            arm_weights[arm] = weight
         criteria.append(
             PlannedCriterion(
                 id=criterion.id,
