@@ -17,7 +17,7 @@ from typing import Any, Literal
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
-from experiment.contract.support import check_supported
+from experiment.contract.support import check_supported, scheduled_seeds
 
 Applicability = Literal[True, False, "unknown"]
 
@@ -65,6 +65,24 @@ class TrainingRun:
 
 
 @dataclass
+class Replica:
+    """One arm at one scheduled seed: what arm training trains (trained arms) and evaluation scores.
+
+    Every arm trains and is scored at every seed of `decision_rule.seeds`. `label` names the replica
+    in the run's own files, tables and clients: the arm's name at the first scheduled seed (a
+    one-seed run reads as before), `<arm>-seed<s>` at each further seed; records carry `arm` and `seed`."""
+
+    label: str
+    arm: str
+    seed: int
+    trained: bool
+
+
+def replica_label(arm: str, seed: int, seeds: list[int]) -> str:
+    return arm if seed == seeds[0] else f"{arm}-seed{seed}"
+
+
+@dataclass
 class GatePlan:
     name: str
     applicable: Applicability
@@ -109,6 +127,8 @@ class ExecutionPlan:
     budget: dict[str, Any]
     # --rehearse: what the rehearsal substituted (experiment.contract.rehearsal); None for the spec as written
     rehearsal: dict[str, Any] | None = None
+    seeds: list[int] = field(default_factory=lambda: [0])  # scheduled seeds: every arm trains at each
+    replicas: list[Replica] = field(default_factory=list)  # every arm x scheduled seed
 
     def gate(self, name: str) -> GatePlan:
         for gate in self.gates:
@@ -125,6 +145,9 @@ class ExecutionPlan:
     @property
     def trained_arms(self) -> list[PlannedArm]:
         return [arm for arm in self.arms if arm.trained]
+
+    def replicas_of(self, arm: str) -> list[Replica]:
+        return [replica for replica in self.replicas if replica.arm == arm]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -146,6 +169,7 @@ def draft_plan(spec: Spec) -> ExecutionPlan:
     source = spec.source
     arms = _plan_arms(spec)
     criteria = _plan_criteria(spec, arms)
+    seeds = scheduled_seeds(spec)
     return ExecutionPlan(
         spec_title=spec.title,
         spec_path=source.path,
@@ -164,6 +188,9 @@ def draft_plan(spec: Spec) -> ExecutionPlan:
         eval=_plan_eval(spec),
         budget=spec.budget.model_dump(),
         rehearsal=source.rehearsal,
+        seeds=seeds,
+        replicas=[Replica(replica_label(arm.name, seed, seeds), arm.name, seed, arm.trained)
+                  for seed in seeds for arm in arms],
     )
 
 

@@ -158,6 +158,20 @@ def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
             raise SpecError(f"{where}.bounds", f"must be [lo, hi] with lo < hi (accuracy: [0, 1]; got {bounds!r})")
         if bounds[0] > 0 or bounds[1] < 1:
             raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
+    _check_rl_data(spec)
+    for index, arm in enumerate(spec.arms or []):
+        if arm.lr_grid:
+            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
+                                                      "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
+                                                      "(per-arm LR grids: training_type sft)")
+    restoration = plan.gate("restoration_preflight")
+    if restoration.blocks:
+        grouped = {str(a.get("name")) for g in restoration.details.get("groups") or [] for a in g.get("arms") or []}
+        outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
+        if outside:
+            raise SpecError("restoration_preflight.groups", f"trained arms {', '.join(outside)} are in no "
+                                                            "restoration group; list every trained arm (name, "
+                                                            "optimizer, optimizer_config) in a group")
     generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
     treatment = _unique_role(plan, "treatment")
     if generated and generated != [treatment]:
@@ -199,3 +213,37 @@ def _check_sft(spec: Spec, plan: ExecutionPlan) -> None:
     if wrong:
         raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
                                                        "optimizer paths (kind optimizer) only")
+
+
+def _check_rl_data(spec: Spec) -> None:
+    """RL trains on GSM8K (openai/gsm8k) or a task file (dataset.path) and evaluates on GSM8K test or eval.path."""
+    raw = spec.to_dict()
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    if not dataset.get("path") and not _names_gsm8k(dataset.get("name"), dataset.get("hf_path")):
+        raise SpecError("dataset", f"{dataset.get('name') or dataset.get('hf_path')!r}: training_type rl reads GSM8K "
+                                   "(openai/gsm8k) or a task file of {id, question, answer} rows named by "
+                                   "dataset.path (in the project's data directories)")
+    evaluation = raw.get("eval") if isinstance(raw.get("eval"), dict) else {}
+    if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), dataset.get("hf_path")):
+        raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
+                                "named by eval.path")
+    available = _held_out_size(evaluation.get("path"))
+    if available is not None and spec.eval.n_examples > available:
+        raise SpecError("eval.n_examples", f"is {spec.eval.n_examples} but the held-out set has {available} items")
+
+
+def _names_gsm8k(*texts: object) -> bool:
+    return any("gsm8k" in str(text or "").lower() for text in texts)
+
+
+def _held_out_size(path: str | None) -> int | None:
+    """Items in the held-out set the evaluation reads (None when its file is not here to count)."""
+    from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
+
+    try:
+        if path:
+            return len(load_task_file(resolve_data_path(path)))
+        test = DEFAULT_GSM8K_DIR / "test.jsonl"
+        return sum(1 for line in test.read_text().splitlines() if line.strip()) if test.is_file() else None
+    except (DataError, OSError):
+        return None
