@@ -159,6 +159,9 @@ class ExecutionPlan:
 def build_plan(spec: Spec) -> ExecutionPlan:
     """The execution plan of a spec the pipeline can carry out; SpecError (exit 2) for anything it cannot
     (experiment.contract.support), so nothing knowable at intake fails after the first training call."""
+    written = spec.source.as_written
+    if written is not None:  # a rehearsal previews the run of the spec as written: that must be runnable too
+        check_supported(written, draft_plan(written))
     plan = draft_plan(spec)
     check_supported(spec, plan)
     return plan

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from experiment.contract.errors import SpecError
+from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
 if TYPE_CHECKING:
     from experiment.contract.plan import ExecutionPlan
@@ -224,7 +225,7 @@ def _check_rl_data(spec: Spec) -> None:
                                    "(openai/gsm8k) or a task file of {id, question, answer} rows named by "
                                    "dataset.path (in the project's data directories)")
     evaluation = raw.get("eval") if isinstance(raw.get("eval"), dict) else {}
-    if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), dataset.get("hf_path")):
+    if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), evaluation.get("metric")):
         raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
                                 "named by eval.path")
     available = _held_out_size(evaluation.get("path"))
@@ -238,8 +239,6 @@ def _names_gsm8k(*texts: object) -> bool:
 
 def _held_out_size(path: str | None) -> int | None:
     """Items in the held-out set the evaluation reads (None when its file is not here to count)."""
-    from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
-
     try:
         if path:
             return len(load_task_file(resolve_data_path(path)))
