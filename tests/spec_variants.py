@@ -216,6 +216,15 @@ CORPUS: list[Variant] = _feature_variants() + [
             "arm name"),
     Variant("kernel-arm-missing-name-weights", "gs1", both(lambda s, r: _arm(s, "gs1_kernel").update(
         advantage="group_mean"), weights({"gs1_kernel": 1, "grpo_gs8": -1})), "training_type rl checks one custom path"),
+    # activation checks
+    Variant("activation-check-unmeasured", "gs1", lambda s, r: s["activation_gate"]["checks"].append(
+        {"metric": "kl_to_base", "measures": "KL of the policy to the base", "max": 0.1}),
+            "'kl_to_base' is not measured by this spec's activation pilot"),
+    Variant("activation-check-no-range", "selfgen", lambda s, r: s["activation_gate"]["checks"][0].update(
+        min=None, max=None, one_of=None), "has no range"),
+    Variant("activation-check-number-one-of", "gs1", lambda s, r: s["activation_gate"]["checks"][0].update(
+        one_of=[1]), "must be a list of strings"),
+    Variant("activation-check-dropped", "gs1", lambda s, r: s["activation_gate"]["checks"].pop(), None),
     # LR grids
     Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
             "training_type rl trains one learning rate per arm"),

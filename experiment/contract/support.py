@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from experiment.contract.errors import SpecError
+from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
 if TYPE_CHECKING:
@@ -195,6 +196,25 @@ def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
             raise SpecError("activation_gate", f"the activation pilot measures a kernel_cross_prompt_baseline "
                                                f"treatment (GS1) or a generated-tasks treatment; treatment "
                                                f"{treatment} is neither; set activation_gate.applicable false")
+        _check_activation_checks(plan, SELFGEN_ACTIVATION_METRICS if generated else GS1_ACTIVATION_METRICS)
+
+
+def _check_activation_checks(plan: ExecutionPlan, measured: tuple[str, ...]) -> None:
+    """Every check names a metric the pilot measures and a range fixed now (min, max or one_of)."""
+    for index, check in enumerate(plan.gate("activation_gate").details.get("checks") or []):
+        where = f"activation_gate.checks[{index}]"
+        if check.get("metric") not in measured:
+            raise SpecError(f"{where}.metric", f"{check.get('metric')!r} is not measured by this spec's activation "
+                                               f"pilot (it measures {', '.join(measured)})")
+        if all(check.get(key) is None for key in ("min", "max", "one_of")):
+            raise SpecError(where, "has no range: give min, max or one_of before anything is measured")
+        for key in ("min", "max"):
+            if check.get(key) is not None and (isinstance(check[key], bool)
+                                               or not isinstance(check[key], (int, float))):
+                raise SpecError(f"{where}.{key}", f"must be a number (got {check[key]!r})")
+        if check.get("one_of") is not None and (not isinstance(check["one_of"], list)
+                                                or not all(isinstance(v, str) for v in check["one_of"])):
+            raise SpecError(f"{where}.one_of", f"must be a list of strings (got {check['one_of']!r})")
 
 
 def _check_sft(spec: Spec, plan: ExecutionPlan) -> None:

@@ -87,3 +87,13 @@ def test_a_two_seed_plan_schedules_every_arm_at_every_seed(tmp_path):
         ("grpo_gs8", "grpo_gs8", 0), ("gs1_kernel", "gs1_kernel", 0),
         ("grpo_gs8-seed1", "grpo_gs8", 1), ("gs1_kernel-seed1", "gs1_kernel", 1)]
     assert plan.decision["seeds"] == [0, 1]
+
+
+def test_intake_knows_exactly_the_metrics_the_activation_pilots_measure():
+    from types import SimpleNamespace
+
+    from experiment.stats import activation
+
+    no_step = SimpleNamespace(item_ids=[], baseline_values=[])
+    assert tuple(activation.gs1_activation_values([], [], {}, no_step)) == activation.GS1_ACTIVATION_METRICS
+    assert tuple(activation.selfgen_activation_values([], [], set(), set(), 0)) == activation.SELFGEN_ACTIVATION_METRICS
