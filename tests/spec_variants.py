@@ -199,6 +199,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("three-arms-ungrouped", "gs1", both(lambda s, r: gs1_third_arm(s, r, grouped=False),
                                                weights({"gs1_kernel": 1, "grpo_gs8": -1}), no_activation_gate),
             "trained arms grpo_gs4 are in no restoration group"),
+    Variant("no-restoration", "gs1", both(set_feature("paired_training_arms", False), lambda s, r: s[
+        "restoration_preflight"].update(applicable=False)), "training_type rl starts every arm from the initialization"),
     Variant("weights-role-and-name", "gs1", weights({"treatment": 1, "gs1_kernel": 1, "baseline": -1}),
             "is weighted twice"),
     Variant("weights-unknown-arm", "gs1", weights({"gs1_kernel": 1, "ppo": -1}), "names arm 'ppo' that does not exist"),

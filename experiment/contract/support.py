@@ -167,13 +167,17 @@ def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
                                                       "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
                                                       "(per-arm LR grids: training_type sft)")
     restoration = plan.gate("restoration_preflight")
-    if restoration.blocks:
-        grouped = {str(a.get("name")) for g in restoration.details.get("groups") or [] for a in g.get("arms") or []}
-        outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
-        if outside:
-            raise SpecError("restoration_preflight.groups", f"trained arms {', '.join(outside)} are in no "
-                                                            "restoration group; list every trained arm (name, "
-                                                            "optimizer, optimizer_config) in a group")
+    if not restoration.blocks:
+        raise SpecError("restoration_preflight", "training_type rl starts every arm from the initialization "
+                                                 "checkpoint the restoration preflight makes and proves; it is not "
+                                                 f"applicable here ({restoration.reason}); set "
+                                                 "restoration_preflight.applicable true with the arms' groups")
+    grouped = {str(a.get("name")) for g in restoration.details.get("groups") or [] for a in g.get("arms") or []}
+    outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
+    if outside:
+        raise SpecError("restoration_preflight.groups", f"trained arms {', '.join(outside)} are in no restoration "
+                                                        "group; list every trained arm (name, optimizer, "
+                                                        "optimizer_config) in a group")
     generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
     treatment = _unique_role(plan, "treatment")
     if generated and generated != [treatment]:
