@@ -2,10 +2,14 @@
 
 `build_plan(spec)` returns an `ExecutionPlan` (plain data, `.to_dict()` is JSON) with
 - arms and their roles (treatment / baseline / untrained_base), each mapping with its reason,
-- the training runs (one per arm and LR grid point),
+- the training runs (one per arm and LR grid point), the scheduled seeds and the replicas (every arm at
+  every seed of `decision_rule.seeds`),
 - every gate of the contract, in order, marked applicable / not applicable / "unknown" with the reason
   ("unknown" blocks like applicable: missing evidence is never "not applicable"),
 - decision criteria with role labels mapped to arms, the eval, the verdict vocabulary and the budget.
+
+`build_plan` then refuses what the pipeline cannot carry out (experiment.contract.support: exit 2 at
+intake); `draft_plan` is the same plan without that check (the graders grade a record against any spec).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RL step of gate `decision` (DEC-1..DEC-14; the verdict per GEN-3, GEN-4).
 
-Item-level observations of every compared arm (failures as 0) are retained as
+Item-level observations of every compared arm at every scheduled seed (failures as 0) are retained as
 `scored-observations.jsonl` (kind metrics, referenced by name + sha256); the paired Hoeffding
 rule of the spec is applied to them with the same code as `python -m flows.decide`; role
 labels are mapped to arms from the plan and the mapping is recorded. The verdict follows the

@@ -3,7 +3,8 @@
 The evaluator is frozen first (provenance: real code hash, prompt template, decoding with its
 stop strings, parser, explicit item ids; evaluator id = sha256 of that provenance) and posted
 before any score. Then the base model is scored and posted at once, then every trained arm's
-final checkpoint, side by side (`ctx.run_each`). Every item gives one prediction row (invalid outputs
+final checkpoint at every scheduled seed (plan.replicas; rows and scores carry arm and seed), side by side
+(`ctx.run_each`). Every item gives one prediction row (invalid outputs
 stay rows, scored 0; a grading timeout or grader error is named in its row and in the score's
 `grading_failures`), retained as evidence; scores go to RESULT as they are known. The code hash
 covers the grader, the prompt construction and the renderer. Anything scored earlier (the
