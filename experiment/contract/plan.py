@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
+from experiment.stats.feasibility import pilot_size
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
 from experiment.contract.support import check_supported, scheduled_seeds
@@ -487,7 +488,11 @@ def _gate_feasibility_pilot(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     required = getattr(spec, "feasibility_required", None) is True
     reason = "always, after the served model is resolved and before the full comparison"
     reason += "; enforced because feasibility_required is true" if required else "; feasibility_required is not set (not enforced)"
-    return GatePlan("feasibility_pilot", True, reason, enforced=required, details={"budget": spec.budget.model_dump()})
+    size = pilot_size(spec.to_dict())
+    stated = ({"steps_per_arm": size.steps_per_arm, "eval_items": size.eval_items, "source": size.source}
+              if size.source.startswith("spec") else None)  # a pilot size the spec's own words fix (FEAS-10)
+    return GatePlan("feasibility_pilot", True, reason, enforced=required,
+                    details={"budget": spec.budget.model_dump(), "stated_pilot": stated})
 
 
 def _gate_activation_gate(spec: Spec, arms: list[PlannedArm]) -> GatePlan:

@@ -97,3 +97,14 @@ def test_intake_knows_exactly_the_metrics_the_activation_pilots_measure():
     no_step = SimpleNamespace(item_ids=[], baseline_values=[])
     assert tuple(activation.gs1_activation_values([], [], {}, no_step)) == activation.GS1_ACTIVATION_METRICS
     assert tuple(activation.selfgen_activation_values([], [], set(), set(), 0)) == activation.SELFGEN_ACTIVATION_METRICS
+
+
+def test_a_rehearsal_too_small_for_the_pilot_the_spec_states_predicts_feasibility_unknown(tmp_path):
+    """The self-generated spec states "2 steps per arm plus 100 eval items" (FEAS-10); its wiring rehearsal
+    has 48 eval items, so the pilot measures 48 and the grader says unknown: --plan says so first
+    (measured: the two-seed selfgen wiring rehearsal graded feasibility unknown while --plan said verified)."""
+    path = write_variant(variant("seeds-0-1", "selfgen"), tmp_path)
+    as_written = predict_grades(build_plan(load_spec(path)))["feasibility"]
+    rehearsed = predict_grades(build_plan(load_spec(path, rehearse=True, rehearsal_scale="wiring")))["feasibility"]
+    assert as_written["grade"] == "verified"
+    assert rehearsed["grade"] == "unknown" and "100 eval items" in rehearsed["reason"]
