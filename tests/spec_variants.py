@@ -244,6 +244,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("dataset-task-file", "gs1", _set("dataset", path="embedded_tinker/tasks/data/train.jsonl"),
             None),
     Variant("dataset-outside-data-dirs", "gs1", _set("dataset", path="/etc/passwd"), "dataset.path"),
+    Variant("dataset-too-many-examples", "gs1", _set("dataset", n_examples=10000),
+            "dataset.n_examples: is 10000 but the training set has 7473 items"),
     Variant("eval-too-many-items", "gs1", _set("eval", n_examples=5000),
             "eval.n_examples: is 5000 but the held-out set has 1319 items"),
     Variant("eval-benchmark-unknown", "gs1", _set("eval", benchmark="MATH500 test", metric="exact match"),

@@ -252,21 +252,24 @@ def _check_rl_data(spec: Spec) -> None:
     if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), evaluation.get("metric")):
         raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
                                 "named by eval.path")
-    available = _held_out_size(evaluation.get("path"))
+    available = _items_in(evaluation.get("path"), "test")
     if available is not None and spec.eval.n_examples > available:
         raise SpecError("eval.n_examples", f"is {spec.eval.n_examples} but the held-out set has {available} items")
+    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
+    if isinstance(wanted, int) and pool is not None and wanted > pool:
+        raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
 
 
 def _names_gsm8k(*texts: object) -> bool:
     return any("gsm8k" in str(text or "").lower() for text in texts)
 
 
-def _held_out_size(path: str | None) -> int | None:
-    """Items in the held-out set the evaluation reads (None when its file is not here to count)."""
+def _items_in(path: str | None, gsm8k_split: str) -> int | None:
+    """Items in a task file, or in the GSM8K split read when there is none (None when it is not here to count)."""
     try:
         if path:
             return len(load_task_file(resolve_data_path(path)))
-        test = DEFAULT_GSM8K_DIR / "test.jsonl"
-        return sum(1 for line in test.read_text().splitlines() if line.strip()) if test.is_file() else None
+        split = DEFAULT_GSM8K_DIR / f"{gsm8k_split}.jsonl"
+        return sum(1 for line in split.read_text().splitlines() if line.strip()) if split.is_file() else None
     except (DataError, OSError):
         return None
