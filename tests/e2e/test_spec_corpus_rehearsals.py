@@ -18,15 +18,18 @@ from spec_variants import REHEARSED, variant, write_variant
 from suite import GS1_WIRING_ARGS, only_run_dir, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-# The one place the exchange's grade differs from the project's grade of the same record: correctness
-# graded against the pins of the recorded spec revision is verified here and unverified at the exchange
-# (the grader says so in a note; --plan predicts the exchange's grade).
-EXCHANGE_NOTE = "will grade correctness unverified until that spec carries the pins"
+# Where the exchange's grade differs from the project's grade of the same record, the grader says so in a
+# note, and --plan predicts the exchange's grade: correctness graded against the pins of the recorded spec
+# revision (verified here, unverified at the exchange), and a decision rule only the revision carries.
+EXCHANGE_NOTES = {"will grade correctness unverified until that spec carries the pins": "unverified",
+                  "so the exchange grades decision not applicable": "not_applicable"}
 
 
 def exchange_grade(category: dict) -> str:
-    if any(EXCHANGE_NOTE in note for note in category.get("notes") or []):
-        return "unverified"
+    for note in category.get("notes") or []:
+        for words, grade in EXCHANGE_NOTES.items():
+            if words in note:
+                return grade
     return category["status"]
 
 
