@@ -6,7 +6,7 @@ what is supported. Every rule here stands for a step that would otherwise fail, 
 something else, only after the first training call:
 
 - `experiment_features`: the ten features of the contract, each implemented end to end or refused
-  (FEATURES says which, and how);
+  (IMPLEMENTED_FEATURES and REFUSED_FEATURES say which, and how);
 - the decision and the seed schedule (`decision_rule.seeds`: every arm trains at every scheduled
   seed in the RL families; the SFT family trains one seed);
 - the gate steps each family has: the RL correctness preflight measures one loss path (group-mean
@@ -26,19 +26,19 @@ if TYPE_CHECKING:
     from experiment.contract.plan import ExecutionPlan
     from experiment.contract.spec import Spec
 
-# How each contract feature is carried (True means: implemented when the value is true).
-FEATURES: dict[str, str] = {
+# The contract's experiment_features, in its order.
+CONTRACT_FEATURES = ("custom_loss", "custom_optimizer", "paired_comparison", "paired_training_arms",
+                     "checkpoint_restore", "warmup_adaptation", "generated_training_data", "learned_generator",
+                     "heldout_loss", "adaptive_selection")
+# Features implemented end to end when true, and how.
+IMPLEMENTED_FEATURES: dict[str, str] = {
     "custom_loss": "the correctness preflight of the loss path (training_type rl: group-mean vs kernel-baseline "
                    "advantages)",
     "custom_optimizer": "the correctness preflight of the optimizer update (training_type sft)",
     "paired_comparison": "the decision_rule, required and applied",
     "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
-    "checkpoint_restore": "",
-    "warmup_adaptation": "",
     "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
-    "learned_generator": "",
     "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
-    "adaptive_selection": "",
 }
 # Features refused when true: why, and what is supported instead.
 REFUSED_FEATURES: dict[str, str] = {
@@ -78,8 +78,8 @@ def _check_features(spec: Spec) -> None:
         raise SpecError("experiment_features", f"must be an object of true/false flags (got {features!r})")
     for name, value in features.items():
         where = f"experiment_features.{name}"
-        if name not in FEATURES:
-            raise SpecError(where, f"unknown feature; the contract's features are {', '.join(FEATURES)}")
+        if name not in CONTRACT_FEATURES:
+            raise SpecError(where, f"unknown feature; the contract's features are {', '.join(CONTRACT_FEATURES)}")
         if value is not None and not isinstance(value, bool):
             raise SpecError(where, f"must be true or false (got {value!r})")
         if value is not True:
@@ -88,7 +88,7 @@ def _check_features(spec: Spec) -> None:
             raise SpecError(where, f"true is not supported: {REFUSED_FEATURES[name]}")
         needed = FEATURE_TRAINING_TYPES.get(name)
         if needed and spec.training_type != needed:
-            raise SpecError(where, f"true is supported for training_type {needed} only ({FEATURES[name]}); "
+            raise SpecError(where, f"true is supported for training_type {needed} only ({IMPLEMENTED_FEATURES[name]}); "
                                    f"this spec's training_type is {spec.training_type}")
 
 
