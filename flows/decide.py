@@ -6,7 +6,7 @@ effect, lower and upper bound, per-arm means and status, then the verdict with i
 confidence (direction+confidence) or outcome_reason (three-way).
 
 The decision rule comes from the spec; the role -> arm mapping and the vocabulary
-come from ``experiment.contract.plan.build_plan``.  Bad input exits with status 2 and one
+come from ``experiment.contract.plan.draft_plan`` (the plan as the spec gives it).  Bad input exits with status 2 and one
 line on stderr.
 """
 
@@ -34,14 +34,14 @@ def role_to_arm_names(role_to_arm: dict) -> dict[str, str]:
 def decide(spec_path, observations_path) -> dict:
     """The decision JSON for one spec and one observations file."""
     from experiment.stats.decision import bytes_sha256, decision_summary, read_observations_jsonl
-    from experiment.contract.plan import build_plan
+    from experiment.contract.plan import draft_plan
     from experiment.contract.spec import load_spec
 
     spec = load_spec(spec_path)
     decision_rule = spec.section("decision_rule")
     if not decision_rule:
         raise ValueError(f"{spec_path}: the spec has no decision_rule")
-    plan = build_plan(spec)
+    plan = draft_plan(spec)
     observations = read_observations_jsonl(observations_path)
     # The plan fixes the interval adjustment (Bonferroni over several criteria).
     simultaneous = (plan.decision or {}).get("adjustment") == "bonferroni"

@@ -39,6 +39,7 @@ FILE_SECONDS = {
     "tests/integration/test_tinker_cli_embedded.py": 22,
     "tests/integration/test_embedded_faults.py": 21,
     "tests/unit/test_validation.py": 18,
+    "tests/unit/test_spec_corpus.py": 14,
     "tests/unit/test_update_tolerance.py": 17,
     "tests/integration/test_capacity.py": 17,
     "tests/unit/test_qwen3.py": 16,

@@ -2,10 +2,14 @@
 
 `build_plan(spec)` returns an `ExecutionPlan` (plain data, `.to_dict()` is JSON) with
 - arms and their roles (treatment / baseline / untrained_base), each mapping with its reason,
-- the training runs (one per arm and LR grid point),
+- the training runs (one per arm and LR grid point), the scheduled seeds and the replicas (every arm at
+  every seed of `decision_rule.seeds`),
 - every gate of the contract, in order, marked applicable / not applicable / "unknown" with the reason
   ("unknown" blocks like applicable: missing evidence is never "not applicable"),
 - decision criteria with role labels mapped to arms, the eval, the verdict vocabulary and the budget.
+
+`build_plan` then refuses what the pipeline cannot carry out (experiment.contract.support: exit 2 at
+intake); `draft_plan` is the same plan without that check (the graders grade a record against any spec).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
+from experiment.stats.feasibility import pilot_size
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
+from experiment.contract.support import check_supported, scheduled_seeds
 
 Applicability = Literal[True, False, "unknown"]
 
@@ -64,6 +70,24 @@ class TrainingRun:
 
 
 @dataclass
+class Replica:
+    """One arm at one scheduled seed: what arm training trains (trained arms) and evaluation scores.
+
+    Every arm trains and is scored at every seed of `decision_rule.seeds`. `label` names the replica
+    in the run's own files, tables and clients: the arm's name at the first scheduled seed (a
+    one-seed run reads as before), `<arm>-seed<s>` at each further seed; records carry `arm` and `seed`."""
+
+    label: str
+    arm: str
+    seed: int
+    trained: bool
+
+
+def replica_label(arm: str, seed: int, seeds: list[int]) -> str:
+    return arm if seed == seeds[0] else f"{arm}-seed{seed}"
+
+
+@dataclass
 class GatePlan:
     name: str
     applicable: Applicability
@@ -108,6 +132,8 @@ class ExecutionPlan:
     budget: dict[str, Any]
     # --rehearse: what the rehearsal substituted (experiment.contract.rehearsal); None for the spec as written
     rehearsal: dict[str, Any] | None = None
+    seeds: list[int] = field(default_factory=lambda: [0])  # scheduled seeds: every arm trains at each
+    replicas: list[Replica] = field(default_factory=list)  # every arm x scheduled seed
 
     def gate(self, name: str) -> GatePlan:
         for gate in self.gates:
@@ -125,6 +151,9 @@ class ExecutionPlan:
     def trained_arms(self) -> list[PlannedArm]:
         return [arm for arm in self.arms if arm.trained]
 
+    def replicas_of(self, arm: str) -> list[Replica]:
+        return [replica for replica in self.replicas if replica.arm == arm]
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for gate, gate_dict in zip(self.gates, data["gates"]):
@@ -133,10 +162,22 @@ class ExecutionPlan:
 
 
 def build_plan(spec: Spec) -> ExecutionPlan:
+    """The execution plan of a spec the pipeline can carry out; SpecError (exit 2) for anything it cannot
+    (experiment.contract.support), so nothing knowable at intake fails after the first training call."""
+    written = spec.source.as_written
+    if written is not None:  # a rehearsal previews the run of the spec as written: that must be runnable too
+        check_supported(written, draft_plan(written))
+    plan = draft_plan(spec)
+    check_supported(spec, plan)
+    return plan
+
+
+def draft_plan(spec: Spec) -> ExecutionPlan:
+    """The plan as derived from the spec, before the support check (gate applicability, roles, criteria)."""
     source = spec.source
     arms = _plan_arms(spec)
-    by_role = {arm.role: arm for arm in arms}
-    criteria = _plan_criteria(spec, by_role)
+    criteria = _plan_criteria(spec, arms)
+    seeds = scheduled_seeds(spec)
     return ExecutionPlan(
         spec_title=spec.title,
         spec_path=source.path,
@@ -148,13 +189,16 @@ def build_plan(spec: Spec) -> ExecutionPlan:
         primary_endpoint=getattr(spec, "primary_endpoint", None) or spec.eval.metric,
         arms=arms,
         training_runs=_training_runs(arms),
-        role_to_arm={arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms},
+        role_to_arm=_role_to_arm(arms),
         gates=_plan_gates(spec, arms),
         decision=_plan_decision(spec),
         criteria=criteria,
         eval=_plan_eval(spec),
         budget=spec.budget.model_dump(),
         rehearsal=source.rehearsal,
+        seeds=seeds,
+        replicas=[Replica(replica_label(arm.name, seed, seeds), arm.name, seed, arm.trained)
+                  for seed in seeds for arm in arms],
     )
 
 
@@ -226,12 +270,21 @@ def _plan_arms(spec: Spec) -> list[PlannedArm]:
                 service="fork" if fork and arm.trained else "shared",
             )
         )
-    roles = [arm.role for arm in arms]
-    for role in set(roles):
-        if roles.count(role) > 1:
-            names = ", ".join(arm.name for arm in arms if arm.role == role)
-            raise SpecError("arms", f"role {role!r} is ambiguous: arms {names} all map to it; give each arm a 'role'")
     return arms
+
+
+def arms_by_role(arms: list[PlannedArm]) -> dict[str, list[str]]:
+    """role -> the arms that hold it, in spec order (several arms may share a role: two treatments)."""
+    holders: dict[str, list[str]] = {}
+    for arm in arms:
+        holders.setdefault(arm.role, []).append(arm.name)
+    return holders
+
+
+def _role_to_arm(arms: list[PlannedArm]) -> dict[str, dict[str, str]]:
+    """The roles held by exactly one arm; a shared role maps to no single arm (weights name the arms)."""
+    unique = {role for role, names in arms_by_role(arms).items() if len(names) == 1}
+    return {arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms if arm.role in unique}
 
 
 def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
@@ -246,20 +299,36 @@ def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
     return runs
 
 
-def _plan_criteria(spec: Spec, by_role: dict[str, PlannedArm]) -> list[PlannedCriterion]:
+def _weight_key_arm(key: str, index: int, arms: list[PlannedArm]) -> str:
+    """The arm a criterion weight key names: an arm name, or a role label held by exactly one arm."""
+    names = [arm.name for arm in arms]
+    if key in names:
+        return key
+    where = f"decision_rule.criteria[{index}].weights"
+    holders = arms_by_role(arms).get(key, [])
+    if len(holders) == 1:
+        return holders[0]
+    if holders:
+        raise SpecError(where, f"role {key!r} is ambiguous: arms {', '.join(holders)} all hold it; key the weights "
+                               f"by arm name instead (e.g. {{{', '.join(repr(n) + ': ...' for n in holders)}}}), "
+                               f"or give exactly one arm the role {key!r}")
+    raise SpecError(where, f"role {key!r} maps to no arm (roles: "
+                           f"{', '.join(f'{arm.name}={arm.role}' for arm in arms)}); key the weights by arm name "
+                           f"({', '.join(names)}) or give one arm \"role\": {key!r}")
+
+
+def _plan_criteria(spec: Spec, arms: list[PlannedArm]) -> list[PlannedCriterion]:
     if spec.decision_rule is None:
         return []
-    arm_names = {arm.name for arm in by_role.values()}
     criteria = []
     for index, criterion in enumerate(spec.decision_rule.criteria):
-        arm_weights = {}
+        arm_weights: dict[str, float] = {}
         for key, weight in criterion.weights.items():
-            if key in arm_names:
-                arm_weights[key] = weight
-            elif key in by_role:
-                arm_weights[by_role[key].name] = weight
-            else:
-                raise SpecError(f"decision_rule.criteria[{index}].weights", f"role {key!r} maps to no arm")
+            arm = _weight_key_arm(key, index, arms)
+            if arm in arm_weights:
+                raise SpecError(f"decision_rule.criteria[{index}].weights",
+                                f"arm {arm!r} is weighted twice (by name and by its role); keep one key per arm")
+            arm_weights[arm] = weight
         criteria.append(
             PlannedCriterion(
                 id=criterion.id,
@@ -429,7 +498,11 @@ def _gate_feasibility_pilot(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     required = getattr(spec, "feasibility_required", None) is True
     reason = "always, after the served model is resolved and before the full comparison"
     reason += "; enforced because feasibility_required is true" if required else "; feasibility_required is not set (not enforced)"
-    return GatePlan("feasibility_pilot", True, reason, enforced=required, details={"budget": spec.budget.model_dump()})
+    size = pilot_size(spec.to_dict())
+    stated = ({"steps_per_arm": size.steps_per_arm, "eval_items": size.eval_items, "source": size.source}
+              if size.source.startswith("spec") else None)  # a pilot size the spec's own words fix (FEAS-10)
+    return GatePlan("feasibility_pilot", True, reason, enforced=required,
+                    details={"budget": spec.budget.model_dump(), "stated_pilot": stated})
 
 
 def _gate_activation_gate(spec: Spec, arms: list[PlannedArm]) -> GatePlan:

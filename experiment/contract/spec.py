@@ -211,6 +211,8 @@ class SpecSource:
     revision: SpecRevision | None
     # --rehearse: what was substituted (experiment.contract.rehearsal); sha256 then covers the rehearsed spec
     rehearsal: dict[str, Any] | None = None
+    # --rehearse: the spec as written (before the rehearsal rewrote it), which intake must accept too
+    as_written: Spec | None = field(default=None, compare=False, repr=False)
 
     @property
     def stem(self) -> str:
@@ -519,14 +521,15 @@ def load_spec(path: str | Path, rehearse: bool = False, rehearsal_scale: str = "
     spec = parse_spec(merged)
     file_sha = canonical_sha256(raw)
     combined = canonical_sha256(merged) if revision else file_sha
-    rehearsal = None
+    spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision)
     if rehearse:
         from experiment.contract.rehearsal import rehearse_spec
 
+        written = spec
         rehearsed, rehearsal = rehearse_spec(merged, stem=spec_path.name.removesuffix(".json"), spec_sha256=combined,
                                               parsed=spec, scale=rehearsal_scale)
         spec = parse_spec(rehearsed)
         combined = canonical_sha256({"rehearsal_of": combined, "spec": rehearsed})
-    spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision,
-                              rehearsal=rehearsal)
+        spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision,
+                                  rehearsal=rehearsal, as_written=written)
     return spec

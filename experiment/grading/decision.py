@@ -353,10 +353,16 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
     scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
     for criterion in recomputed["criteria"]:
         for arm, mean in criterion["per_arm_means"].items():
-            values = [s.get("value") for s in scores if s.get("arm") == arm and s.get("metric") == criterion["metric"]]
-            if values and not any(close(value, mean) for value in values):
-                issues.append(Issue("DEC-10", INVALID, f"arm {arm}: score {values[0]!r} does not reproduce from the "
-                                                       f"observations (mean {mean!r})"))
+            seed_means = as_dict(as_dict(criterion.get("per_arm_seed_means")).get(arm))
+            by_seed: dict[str, list[Any]] = {}  # each seed's scores reproduce that seed's mean (per-arm and per-seed)
+            for s in scores:
+                if s.get("arm") == arm and s.get("metric") == criterion["metric"]:
+                    by_seed.setdefault(str(s.get("seed")), []).append(s.get("value"))
+            for seed, values in by_seed.items():
+                expected = seed_means.get(seed, mean)
+                if not any(close(value, expected) for value in values):
+                    issues.append(Issue("DEC-10", INVALID, f"arm {arm}: score {values[0]!r} does not reproduce from "
+                                                           f"the observations (mean {expected!r})"))
     return issues
 
 

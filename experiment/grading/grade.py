@@ -19,7 +19,7 @@ from experiment.grading import correctness, decision, evaluator, feasibility, ge
 from experiment.grading.common import CATEGORIES, Grade, GradeContext
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import draft_plan
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
                              parse_spec)
 
@@ -146,7 +146,7 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
     events, event_problems = read_events(run_dir) if run_dir is not None else (None, [])
     problems += event_problems
     ctx = GradeContext(result=result, evidence=evidence, spec=spec_obj.to_dict() if spec_obj else None,
-                       plan=build_plan(spec_obj) if spec_obj else None, spec_source=source,
+                       plan=draft_plan(spec_obj) if spec_obj else None, spec_source=source,
                        revision_fields=supplied, run_dir=run_dir, events=events)
     categories = {name: module.grade(ctx) for name, module in CATEGORY_MODULES.items()}
     problems += [issue.sentence() for issue in general_issues(ctx)]

@@ -77,8 +77,7 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     else:
         grades["correctness"] = _entry("verified", "every check of the spec's plan is measured against its tolerances")
 
-    grades["feasibility"] = _entry("verified", "a measured pilot with config and effective_config recorded "
-                                               "identically and the pilot's size in measurements")
+    grades["feasibility"] = _feasibility(plan)
     audit = plan.gate("generation_audit")
     if audit.applicable is False:
         grades["generation_audit"] = _entry("not_applicable", audit.reason)
@@ -92,3 +91,15 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
         grades["generation_audit"] = _entry("verified", "candidates and the evaluation set are retained inline and "
                                                         "the audit passes before any optimizer update")
     return grades
+
+
+def _feasibility(plan: Any) -> dict[str, str]:
+    """A pilot size the spec states is held to (FEAS-10): a spec (or rehearsal) too small for it measures less."""
+    stated = plan.gate("feasibility_pilot").details.get("stated_pilot")
+    steps = min((run.steps for run in plan.training_runs if run.steps), default=0) if stated else 0
+    if stated and (stated["eval_items"] > plan.eval["n_examples"] or stated["steps_per_arm"] > steps):
+        return _entry("unknown", f"the spec states its pilot ({stated['source']}), but this spec has "
+                                 f"{plan.eval['n_examples']} eval items and {steps} steps per arm, so the pilot "
+                                 "measures less than stated")
+    return _entry("verified", "a measured pilot with config and effective_config recorded identically and the "
+                              "pilot's size in measurements")

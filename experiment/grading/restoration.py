@@ -41,7 +41,16 @@ def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
             optimizer = as_dict(arm.optimizer)
             config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(optimizer.get("config")).items()}
             wanted[arm.name] = {"family": _family(optimizer.get("family")), **config}
+    for replica in _seed_replicas(ctx):  # an arm at a further scheduled seed asks for the arm's optimizer
+        if replica.arm in wanted:
+            wanted[replica.label] = wanted[replica.arm]
     return wanted
+
+
+def _seed_replicas(ctx: GradeContext) -> list[Any]:
+    """The arms' replicas at scheduled seeds after the first (the plan's labels, `<arm>-seed<s>`)."""
+    plan = ctx.plan
+    return [r for r in getattr(plan, "replicas", []) if r.trained and r.label != r.arm] if plan else []
 
 
 def _groups(ctx: GradeContext) -> list[list[str]]:
@@ -49,6 +58,9 @@ def _groups(ctx: GradeContext) -> list[list[str]]:
     groups = [[str(as_dict(a).get("name")) for a in as_list(as_dict(g).get("arms"))] for g in as_list(section.get("groups"))]
     if not groups and ctx.plan is not None:
         groups = [[arm.name for arm in ctx.plan.trained_arms]]
+    replicas = _seed_replicas(ctx)
+    groups += [[r.label for r in replicas if r.seed == seed and r.arm in group]  # each further seed's arms
+               for seed in sorted({r.seed for r in replicas}) for group in list(groups)]  # form the groups again
     return [group for group in groups if group]
 
 

@@ -40,7 +40,7 @@ from experiment.stats.decision import (
 from experiment.stats.evaluation import evaluator_id
 from experiment.stats.feasibility import PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import draft_plan
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, adaptation_batch_hash
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
 from experiment.run.store import (
@@ -301,7 +301,7 @@ class _RunFiles:
                     )
                 )
                 return None, None
-            return build_plan(spec).to_dict(), spec.to_dict()
+            return draft_plan(spec).to_dict(), spec.to_dict()
         except (SpecError, OSError) as err:
             self.setup_problems.append(Problem("run.plan", f"spec {spec_path} cannot be loaded: {err}"))
             return None, None

@@ -67,6 +67,12 @@ class RLArmSettings:
     adam_eps: float = 1e-8
     renderer_name: str = "qwen3_5_disable_thinking"
     few_shot: bool = False  # GSM8K uses the cookbook's one-shot "strawberry" prefix
+    arm_name: str | None = None  # the spec's arm when `name` labels one of its seed replicas (plan.Replica)
+
+    @property
+    def spec_arm(self) -> str:
+        """The spec's arm this loop trains (its name in records), also for a seed replica."""
+        return self.arm_name or self.name
 
     def __post_init__(self) -> None:
         if self.advantage not in ADVANTAGE_ESTIMATORS:

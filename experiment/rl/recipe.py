@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
@@ -57,7 +58,7 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
             learning_rate=float(arm.lr if arm.lr is not None else spec.section("optimizer")["lr"]),
             max_tokens=rollout.max_tokens,
             temperature=rollout.temperature,
-            seed=int(arm.seed or 0),
+            seed=int(arm.seed if arm.seed is not None else plan.seeds[0]),
             kernel_bandwidth=kernel_bandwidth if kernel_bandwidth is not None else 0.5,
             adam_beta1=float(config.get("beta1", 0.9)),
             adam_beta2=float(config.get("beta2", 0.95)),
@@ -66,6 +67,15 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
             few_shot=rollout.few_shot,
         )
     return settings
+
+
+def rl_replica_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None
+                        ) -> dict[str, RLArmSettings]:
+    """Loop settings of every trained arm at every scheduled seed, keyed by replica label (plan.Replica):
+    the arm's settings with the replica's seed (LoRA initialization and rollout seeds)."""
+    arms = rl_arm_settings(spec, plan, kernel_bandwidth=kernel_bandwidth)
+    return {replica.label: replace(arms[replica.arm], name=replica.label, seed=replica.seed, arm_name=replica.arm)
+            for replica in plan.replicas if replica.trained}
 
 
 def training_items(spec: Spec) -> list[TaskItem]:

@@ -59,6 +59,9 @@ class RunState:
         "correctness_preflight (RL)", "decision (a limit of the verdict)")
     init_checkpoint: str | None = persisted(
         "restoration_preflight", "feasibility_pilot, activation_gate, arm_training, evaluation (SFT)")
+    seed_init_checkpoints: dict[str, str] = persisted(
+        "restoration_preflight (RL: scheduled seed -> that seed's initialization checkpoint)", "arm_training (RL)",
+        factory=dict)
     restoration_note: str | None = persisted(
         "restoration_preflight (only when an optimizer check stays unverified)", "decision (SFT)")
     generated_task_rows: list[dict[str, Any]] = persisted(

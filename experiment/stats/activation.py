@@ -38,6 +38,16 @@ def as_one_of_string(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+# The metrics each activation pilot measures (the keys of gs1_activation_values / selfgen_activation_values):
+# a spec check on any other metric could only fail as "not measured" after the pilot, so intake refuses it.
+GS1_ACTIVATION_METRICS = ("executed_group_size_treatment", "executed_group_size_baseline", "pilot_mean_reward",
+                          "kernel_effective_neighbors_p10", "frac_nonzero_advantage_treatment", "baseline_reward_corr")
+SELFGEN_ACTIVATION_METRICS = ("treatment_fraction_batches_from_generated_set",
+                              "baseline_fraction_batches_from_gsm8k_train",
+                              "selfgen_frac_groups_nonzero_reward_variance_pilot", "selfgen_mean_train_reward_pilot",
+                              "generated_eval_exact_overlaps")
+
+
 def check_range(check: dict[str, Any], value: float | None) -> CheckOutcome:
     """Compare one measured value with the spec's fixed range (min, max, one_of)."""
     metric = check["metric"]

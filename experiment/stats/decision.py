@@ -77,6 +77,7 @@ class CriterionResult:
     per_arm_seed_means: dict  # arm -> {seed (as str): mean over items}
     evaluator_ids: list
     status: str  # passes | fails | unsettled
+    per_seed_effects: dict = field(default_factory=dict)  # seed (as str) -> the effect at that seed alone
 
 
 @dataclass
@@ -225,6 +226,10 @@ def paired_hoeffding(
         else:
             status = "unsettled"
 
+        per_seed_effects = {
+            str(seed): sum(weight * table[(arm, item, seed)] for item in items for arm, weight in arm_weights.items()) / n
+            for seed in seeds
+        }
         per_arm_means = {}
         per_arm_seed_means = {}
         for arm in arm_weights:
@@ -239,6 +244,7 @@ def paired_hoeffding(
             lower=lower, upper=upper, per_arm_means=per_arm_means,
             per_arm_seed_means=per_arm_seed_means,
             evaluator_ids=sorted(map(str, evaluator_ids - {None})), status=status,
+            per_seed_effects=per_seed_effects,
         ))
     return result
 
@@ -249,12 +255,16 @@ def direction_confidence_verdict(result: DecisionResult, limits: list[str] = ())
     verdict: ``supported`` iff every criterion passes, else ``refuted`` (ties, mixed
     criteria and straddling intervals included).  confidence: ``strong`` only when
     every criterion's interval settles its margin (passes or fails) and ``limits``
-    (other things that limit the result, e.g. "one seed", "grid-edge LR") is empty;
-    else ``weak``, with every limit listed.
+    (other things that limit the result, e.g. "grid-edge LR") is empty; else ``weak``,
+    with every limit listed.  Two or more seeds can settle a margin (GEN-3: "every
+    criterion's interval (or >= 2 seeds) settles its margin"): a criterion whose interval
+    straddles is settled when every scheduled seed's own effect is below the margin, which
+    agrees with its ``refuted`` verdict (seeds all above the margin cannot make a
+    straddling interval pass, so that stays a limit).
     """
     limits = list(limits)
     for criterion in result.criteria:
-        if criterion.status == "unsettled":
+        if criterion.status == "unsettled" and not settled_by_seeds(criterion):
             limits.append(f"criterion {criterion.id}: interval [{criterion.lower:.6g}, "
                           f"{criterion.upper:.6g}] straddles the margin {criterion.margin:g}")
     supported = bool(result.criteria) and all(c.status == "passes" for c in result.criteria)
@@ -263,6 +273,12 @@ def direction_confidence_verdict(result: DecisionResult, limits: list[str] = ())
         "confidence": "weak" if limits else "strong",
         "limits": limits,
     }
+
+
+def settled_by_seeds(criterion: CriterionResult) -> bool:
+    """Two or more scheduled seeds whose own effects all fall below the criterion's margin."""
+    effects = list(criterion.per_seed_effects.values())
+    return len(effects) >= 2 and all(effect < criterion.margin for effect in effects)
 
 
 def three_way_verdict(result: DecisionResult, every_arm_ran: bool = True,

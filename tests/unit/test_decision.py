@@ -247,3 +247,35 @@ def test_decision_record_references_the_retained_file(tmp_path):
     assert record["role_to_arm"] == GS1_ROLES and record["criteria"][0]["n"] == 50
     with pytest.raises(DecisionError, match="path"):
         decision_record(summary, str(path), digest)
+
+
+def _two_seed_observations(effects_by_seed: dict[int, float], n: int = 40) -> list[Observation]:
+    """Treatment and baseline at two seeds; at each seed the treatment loses `-effect * n` items the baseline gets."""
+    observations = []
+    for seed, effect in effects_by_seed.items():
+        losses = round(-effect * n)
+        treatment = [0.0 if k < losses else 1.0 for k in range(n)]
+        observations += _observations({"gs1_kernel": treatment, "grpo_gs8": [1.0] * n}, seed=seed)
+    return observations
+
+
+def test_two_seeds_below_the_margin_settle_a_straddling_interval_for_confidence():
+    """GEN-3: "every criterion's interval (or >= 2 seeds) settles its margin". 40 items: the interval is
+    +-0.39 wide, so it straddles the -0.03 margin; both seeds' own effects below it settle the refutation."""
+    below = paired_hoeffding(_two_seed_observations({0: -0.1, 1: -0.2}), GS1_CRITERIA, 0.05, role_to_arm=GS1_ROLES,
+                             seeds=[0, 1])
+    criterion = below.criteria[0]
+    assert criterion.status == "unsettled" and criterion.per_seed_effects == pytest.approx({"0": -0.1, "1": -0.2})
+    assert direction_confidence_verdict(below) == {"verdict": "refuted", "confidence": "strong", "limits": []}
+    # seeds that disagree, or a single seed, leave the straddling interval a limit
+    mixed = paired_hoeffding(_two_seed_observations({0: -0.1, 1: 0.0}), GS1_CRITERIA, 0.05, role_to_arm=GS1_ROLES,
+                             seeds=[0, 1])
+    one = paired_hoeffding(_two_seed_observations({0: -0.2}), GS1_CRITERIA, 0.05, role_to_arm=GS1_ROLES, seeds=[0])
+    for result in (mixed, one):
+        verdict = direction_confidence_verdict(result)
+        assert verdict["confidence"] == "weak" and "straddles the margin" in verdict["limits"][0]
+    # seeds above the margin cannot turn a straddling interval into support: still refuted, still weak
+    above = paired_hoeffding(_two_seed_observations({0: 0.0, 1: 0.0}), GS1_CRITERIA, 0.05, role_to_arm=GS1_ROLES,
+                             seeds=[0, 1])
+    assert direction_confidence_verdict(above)["verdict"] == "refuted"
+    assert direction_confidence_verdict(above)["confidence"] == "weak"

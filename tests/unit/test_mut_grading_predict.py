@@ -13,7 +13,7 @@ from experiment.grading.predict import predict_grades
 def _plan(gates=None, decision=None, supplied=()):
     """A plan whose every gate is applicable with a pinned plan unless `gates` says otherwise."""
     defaults = {"restoration_preflight": (True, {}), "correctness_preflight": (True, {"paths": ["p1"]}),
-                "generation_audit": (True, {})}
+                "generation_audit": (True, {}), "feasibility_pilot": (True, {})}
     defaults.update(gates or {})
 
     def gate(name):

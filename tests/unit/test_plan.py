@@ -8,7 +8,7 @@ import pytest
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import build_plan, draft_plan
 from experiment.contract.spec import SpecError, load_spec, parse_spec
 
 
@@ -107,10 +107,15 @@ def test_explicit_role_wins_and_ambiguity_is_an_error(tmp_path):
     raw = _gs1_dict()
     raw["arms"][0]["role"] = "treatment"
     raw["arms"][1]["role"] = "baseline"
-    plan = _plan_of(raw, tmp_path)
-    assert plan.role_to_arm["treatment"]["arm"] == "grpo_gs8"
+    path = tmp_path / "gs1_roles.json"
+    path.write_text(json.dumps(raw))
+    assert draft_plan(load_spec(path)).role_to_arm["treatment"]["arm"] == "grpo_gs8"
+    # the GS1 activation pilot measures a kernel-baseline treatment: this swap is refused at intake
+    with pytest.raises(SpecError, match="treatment grpo_gs8 is neither"):
+        _plan_of(raw, tmp_path)
     raw["arms"][1]["role"] = "treatment"
-    with pytest.raises(SpecError, match="role 'treatment' is ambiguous"):
+    with pytest.raises(SpecError, match="role 'treatment' is ambiguous: arms grpo_gs8, gs1_kernel all hold it; "
+                                        "key the weights by arm name instead"):
         _plan_of(raw, tmp_path)
 
 
@@ -138,9 +143,14 @@ def test_a_spec_that_leaves_its_correctness_preflight_state_out_is_unknown_and_b
         del raw["correctness_preflight"]
     else:
         del raw["correctness_preflight"]["required"]
-    gate = _plan_of(raw, tmp_path, name="selfgen_variant.json").gate("correctness_preflight")
+    path = tmp_path / "selfgen_variant.json"
+    path.write_text(json.dumps(raw))
+    gate = draft_plan(load_spec(path)).gate("correctness_preflight")
     assert gate.applicable == "unknown"
     assert gate.blocks
+    # a stock-only RL spec has no correctness path to measure: refused at intake, not failed after the probe
+    with pytest.raises(SpecError, match="correctness_preflight: training_type rl checks one custom path"):
+        build_plan(load_spec(path))
     # the control: stated as not required, it is not applicable
     explicit = load_spec(SELFGEN_SPEC).to_dict()
     explicit["correctness_preflight"] = {"required": False, "reason": "stock only"}

@@ -1,6 +1,7 @@
 """RL step of gate `arm_training` (RUN-1; capacity CAP-1; paired order ADAPT-1; resume).
 
-Both arms train side by side (`ctx.run_each`: one Prefect task run each under the flow) from the shared seed-0 prompt order with the
+Every arm trains at every scheduled seed (`decision_rule.seeds`; plan.replicas), all side by side
+(`ctx.run_each`: one Prefect task run each under the flow), from the shared seed-0 prompt order with the
 spec's AdamW settings. After every optimizer step the arm's full training state is saved
 (`save_state`, weights + optimizer) and recorded in the store with the client-side state the
 next step needs (the GS1 kernel window), so that:
@@ -30,7 +31,7 @@ from experiment.run.clients import ClientSession, open_session
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
-from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_arm_settings, run_async
+from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_replica_settings, run_async
 
 GATE = "arm_training"
 CHECKPOINTS_TABLE = "arm_checkpoints"
@@ -39,7 +40,8 @@ STEPS_TABLE = "training_steps"
 
 
 def run(ctx: RunContext) -> GateVerdict:
-    arms = rl_arm_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.kernel_bandwidth)
+    # every trained arm at every scheduled seed (plan.replicas), keyed by replica label
+    arms = rl_replica_settings(ctx.spec, ctx.plan, kernel_bandwidth=ctx.state.kernel_bandwidth)
     steps = ctx.spec.steps
     optimizers = requested_optimizers(ctx.plan)
     session = ctx.state.arms_session or open_session(ctx, "arms")
@@ -54,7 +56,8 @@ def run(ctx: RunContext) -> GateVerdict:
                 ctx.state.arm_clients.pop(name, None)
             attempts.append(1)
             latest = saved.get(name) if len(attempts) == 1 else _saved_progress(ctx).get(name)
-            return ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[name]), steps, latest).train()
+            return ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[arm.spec_arm]), steps,
+                              latest).train()
 
         return train
 
@@ -64,6 +67,10 @@ def run(ctx: RunContext) -> GateVerdict:
     for err in failed.values():
         if isinstance(err, CapacityBlocked):
             raise err  # the flow turns it into a capacity block (CAP-1), arms' progress kept
+    if len(ctx.plan.seeds) > 1:  # an arm is complete when it finished at every scheduled seed
+        done = [arm.name for arm in ctx.plan.trained_arms
+                if all(rep.label in outcomes and rep.label not in failed for rep in ctx.plan.replicas_of(arm.name))]
+        ctx.store.update_result(completed_arms=done)
     reasons = [f"{name}: {type(err).__name__}: {err}" for name, err in failed.items()]
     reasons += [f"{name}: {steps} steps, final checkpoint {uri}" for name, uri in outcomes.items() if name not in failed]
     return GateVerdict(
@@ -100,9 +107,9 @@ class ArmTrainer:
         window = self._window(self.saved)
         client = ctx.state.arm_clients.get(arm.name) if not self.saved else None
         if client is None:  # a resumed run: continue from the last saved state (or the initialization)
-            client = self._restore(self.saved["uri"] if self.saved else ctx.state.init_checkpoint)
+            client = self._restore(self.saved["uri"] if self.saved else self._init_checkpoint)
         renderer = renderer_for(client, arm.renderer_name)
-        order = arm_training_order(ctx.spec, ctx.state, arm.name)
+        order = arm_training_order(ctx.spec, ctx.state, arm.spec_arm)
         for step in range(start, self.steps):
             client, window = self._step_with_capacity(client, renderer, order, step, window)
         uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)
@@ -133,9 +140,14 @@ class ArmTrainer:
         ctx.on_progress(f"training-{self.arm.name.replace('_', '-')}", step + 1, self.steps)
         return current["client"], window
 
+    @property
+    def _init_checkpoint(self) -> str:
+        """The initialization checkpoint of this arm's seed (restoration_preflight makes one per scheduled seed)."""
+        return (self.ctx.state.seed_init_checkpoints or {}).get(str(self.arm.seed)) or self.ctx.state.init_checkpoint
+
     def _last_uri(self, step: int) -> str:
         if step == 0:
-            return self.ctx.state.init_checkpoint
+            return self._init_checkpoint
         rows = [row for row in self.ctx.store.read_table(CHECKPOINTS_TABLE)
                 if row["arm"] == self.arm.name and row["step"] == step]
         return rows[-1]["uri"]
@@ -144,7 +156,7 @@ class ArmTrainer:
         """A client from a saved state, its optimizer verified from the server's response and the
         restore appended to initialization_provenance under the store's lock (both arm threads
         restore at once on a resume; neither record may be lost)."""
-        with_optimizer = uri != self.ctx.state.init_checkpoint
+        with_optimizer = uri != self._init_checkpoint
         client = self.session.client_from_state(uri, self.requested, with_optimizer=with_optimizer)
         check = r.record_restore(self.ctx.store, self.arm.name, client.get_info(), self.requested, uri, with_optimizer)
         if check["mismatches"]:
@@ -166,18 +178,19 @@ class ArmTrainer:
         rows = [row for row in self.ctx.store.read_table(STEPS_TABLE) if row["arm"] == self.arm.name]
         optim = [row["optim_seconds"] for row in rows]
         rewards = [row["mean_reward"] for row in sorted(rows, key=lambda row: row["step"])]
-        self.ctx.store.update_result(
-            metrics={"arms": {self.arm.name: {
-                "steps_completed": self.steps,
-                "final_step_mean_reward": rewards[-1],
-                "first_step_mean_reward": rewards[0],
-                "mean_train_reward": statistics.fmean(rewards),
-                "median_optimizer_step_seconds": statistics.median(optim),
-                "learning_rate": self.arm.learning_rate,
-                **({"kernel_bandwidth": self.arm.kernel_bandwidth} if self.arm.advantage == KERNEL_BASELINE else {}),
-            }}},
-            completed_arms=[self.arm.name],
-        )
+        metrics = {
+            "steps_completed": self.steps,
+            "final_step_mean_reward": rewards[-1],
+            "first_step_mean_reward": rewards[0],
+            "mean_train_reward": statistics.fmean(rewards),
+            "median_optimizer_step_seconds": statistics.median(optim),
+            "learning_rate": self.arm.learning_rate,
+            **({"kernel_bandwidth": self.arm.kernel_bandwidth} if self.arm.advantage == KERNEL_BASELINE else {}),
+        }
+        if len(self.ctx.plan.seeds) == 1:
+            self.ctx.store.update_result(metrics={"arms": {self.arm.name: metrics}}, completed_arms=[self.arm.name])
+        else:  # several seeds: each seed's numbers under the arm; the arm completes when every seed has
+            self.ctx.store.update_result(metrics={"arms": {self.arm.spec_arm: {"seeds": {str(self.arm.seed): metrics}}}})
 
 
 def _window_json(window: KernelBaselineState | None) -> str | None:

@@ -1,6 +1,6 @@
 """RL step of gate `decision` (DEC-1..DEC-14; the verdict per GEN-3, GEN-4).
 
-Item-level observations of every compared arm (failures as 0) are retained as
+Item-level observations of every compared arm at every scheduled seed (failures as 0) are retained as
 `scored-observations.jsonl` (kind metrics, referenced by name + sha256); the paired Hoeffding
 rule of the spec is applied to them with the same code as `python -m flows.decide`; role
 labels are mapped to arms from the plan and the mapping is recorded. The verdict follows the
@@ -31,12 +31,14 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
     files = ctx.state.prediction_files
-    missing = [arm for arm in compared if arm not in files]
+    # every compared arm at every scheduled seed (plan.replicas: the arm's name at the first seed)
+    labels = [replica.label for arm in compared for replica in ctx.plan.replicas_of(arm)] or compared
+    missing = [label for label in labels if label not in files]
     if missing:
         return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
     # the decision is computed from the retained prediction files, exactly as a reviewer would
     observations = observations_from_predictions(
-        [row for arm in compared for row in read_prediction_rows(ctx, files[arm])])
+        [row for label in labels for row in read_prediction_rows(ctx, files[label])])
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.correctness_note,) if note]
     if ctx.plan.vocabulary == "direction_confidence":  # three-way: the exchange keeps the verdict for the changed experiment
@@ -102,7 +104,10 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
     criteria = summary["criteria"]
     primary = criteria[0]
     means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
-    ran = f"Trained every arm{_model_note(ctx)} and scored the final checkpoints on {primary['n']} held-out items"
+    seeds = summary["seeds"]
+    at_seeds = f" at seeds {', '.join(map(str, seeds))}" if len(seeds) > 1 else ""
+    ran = (f"Trained every arm{at_seeds}{_model_note(ctx)} and scored the final checkpoints on {primary['n']} "
+           "held-out items")
     if ctx.plan.vocabulary == "three_way":
         bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs {c['margin']:g}"
                            for c in criteria)

@@ -3,7 +3,8 @@
 The evaluator is frozen first (provenance: real code hash, prompt template, decoding with its
 stop strings, parser, explicit item ids; evaluator id = sha256 of that provenance) and posted
 before any score. Then the base model is scored and posted at once, then every trained arm's
-final checkpoint, side by side (`ctx.run_each`). Every item gives one prediction row (invalid outputs
+final checkpoint at every scheduled seed (plan.replicas; rows and scores carry arm and seed), side by side
+(`ctx.run_each`). Every item gives one prediction row (invalid outputs
 stay rows, scored 0; a grading timeout or grader error is named in its row and in the score's
 `grading_failures`), retained as evidence; scores go to RESULT as they are known. The code hash
 covers the grader, the prompt construction and the renderer. Anything scored earlier (the
@@ -13,6 +14,7 @@ feasibility pilot) is a pilot measurement only.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 from experiment.stats import evaluation as ev
@@ -30,15 +32,14 @@ PROGRESS_EVERY = 100
 
 def run(ctx: RunContext) -> GateVerdict:
     checkpoints: dict[str, str] = ctx.state.final_checkpoints
-    trained = [arm.name for arm in ctx.plan.trained_arms]
-    missing = [name for name in trained if name not in checkpoints]
+    # every arm at every scheduled seed (plan.replicas); a replica's label names its checkpoint and files
+    trained = [replica for replica in ctx.plan.replicas if replica.trained]
+    missing = [replica.label for replica in trained if replica.label not in checkpoints]
     if missing:
         return GateVerdict(gate=GATE, status="failed", reasons=[f"no final checkpoint for {missing}"])
     base_arm = next((arm.name for arm in ctx.plan.arms if arm.role == "untrained_base"), None)
     items = eval_items(ctx.spec)
     rollout = rollout_settings(ctx.spec)
-    rule = ctx.spec.decision_rule
-    seed = int((rule.seeds if rule is not None and rule.seeds is not None else [0])[0])
 
     with open_session(ctx, "evaluation") as session:
         base_sampler = session.base_sampler(ctx.state.served_model)
@@ -50,8 +51,7 @@ def run(ctx: RunContext) -> GateVerdict:
             PARSER_DESCRIPTION, [item.id for item in items],
         )
         evaluator_id = ev.evaluator_id(provenance)
-        comparisons = [{"metric": "accuracy", "arms": [ctx.plan.role_to_arm[r]["arm"] for r in ("treatment", "baseline")
-                                                      if r in ctx.plan.role_to_arm]}]
+        comparisons = _comparisons(ctx)
         evaluation = ev.evaluation_record({evaluator_id: provenance}, [], comparisons)
         ctx.store.update_result(evaluation=evaluation)  # frozen before the first score of anything
         ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator_id, n_items=len(items))
@@ -59,7 +59,7 @@ def run(ctx: RunContext) -> GateVerdict:
         scored, files, failures = {}, {}, {}
         retained = {entry["name"] for entry in ctx.store.read_manifest()["files"]}
 
-        def score(label: str, checkpoint: str | None):
+        def score(label: str, arm: str, seed: int, checkpoint: str | None):
             def rows_of_target() -> list[dict[str, Any]]:
                 name = f"predictions-{label}.jsonl"
                 if name in retained:  # a resumed run: this arm was scored by the same frozen evaluator
@@ -70,7 +70,7 @@ def run(ctx: RunContext) -> GateVerdict:
                 sampler = session.sampler_from_path(checkpoint) if checkpoint else base_sampler
                 raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
                                                    on_progress=_progress(ctx, label)))
-                rows = [ev.prediction_row(r["item_id"], label, r["prediction"], r["reference"], bool(r["correct"]),
+                rows = [ev.prediction_row(r["item_id"], arm, r["prediction"], r["reference"], bool(r["correct"]),
                                           evaluator_id, seed, checkpoint or ctx.state.served_model,
                                           grading=r.get("grading"), grading_error=r.get("grading_error"))
                         for r in raw]
@@ -78,20 +78,30 @@ def run(ctx: RunContext) -> GateVerdict:
                 return rows
             return rows_of_target
 
-        # the base model first (posted at once), then every trained arm side by side (ctx.run_each: one
-        # Prefect task run each); scores are posted in plan order as each batch finishes
-        batches = [[(base_arm or BASE_LABEL, None)], [(name, checkpoints[name]) for name in trained]]
+        # the base model first (posted at once; an untrained arm of the spec at every scheduled seed), then
+        # every trained arm at every seed side by side (ctx.run_each: one Prefect task run each); scores are
+        # posted in plan order as each batch finishes
+        bases = ([(r.label, r.arm, r.seed, None) for r in ctx.plan.replicas_of(base_arm)] if base_arm
+                 else [(BASE_LABEL, BASE_LABEL, ctx.plan.seeds[0], None)])
+        batches = [bases, [(r.label, r.arm, r.seed, checkpoints[r.label]) for r in trained]]
+        several_seeds = len(ctx.plan.seeds) > 1
         for batch in batches:
-            outcomes = ctx.run_each("evaluate", {label: score(label, checkpoint) for label, checkpoint in batch})
-            for label, _ in batch:
+            outcomes = ctx.run_each("evaluate", {label: score(label, arm, seed, checkpoint)
+                                                 for label, arm, seed, checkpoint in batch})
+            for label, arm, seed, _ in batch:
                 if isinstance(outcomes[label], BaseException):
                     raise outcomes[label]
                 accuracy = ev.score_rows(outcomes[label])
                 scored[label], files[label] = accuracy, f"predictions-{label}.jsonl"
                 failures[label] = ev.grading_failures(outcomes[label])
-                evaluation["scores"].append(ev.score_entry(label, accuracy, evaluator_id, seed, files[label],
+                evaluation["scores"].append(ev.score_entry(arm, accuracy, evaluator_id, seed, files[label],
                                                            grading_failures=failures[label]))
-                ctx.store.update_result(evaluation=evaluation, metrics=_metrics(label, accuracy, base_arm))
+                ctx.store.update_result(evaluation=evaluation,
+                                        metrics=_metrics(arm, accuracy, base_arm, seed if several_seeds else None))
+        if several_seeds:  # each arm's accuracy over its scheduled seeds (the decision's per-arm mean)
+            means = {arm.name: statistics.fmean(scored[r.label] for r in ctx.plan.replicas_of(arm.name))
+                     for arm in ctx.plan.arms}
+            ctx.store.update_result(metrics={"arms": {arm: {"accuracy": mean} for arm, mean in means.items()}})
     return GateVerdict(
         gate=GATE, status="passed",
         reasons=[f"evaluator {evaluator_id[:12]} frozen on {len(items)} items; "
@@ -110,10 +120,20 @@ def read_prediction_rows(ctx: RunContext, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _metrics(label: str, accuracy: float, base_arm: str | None) -> dict[str, Any]:
-    if label == BASE_LABEL and base_arm is None:  # the base model is a reference, not an arm of this spec
+def _metrics(arm: str, accuracy: float, base_arm: str | None, seed: int | None) -> dict[str, Any]:
+    """`seed` is None for a one-seed run (the arm's accuracy), else the seed whose score this is."""
+    if arm == BASE_LABEL and base_arm is None:  # the base model is a reference, not an arm of this spec
         return {"base_model_accuracy": accuracy}
-    return {"arms": {label: {"accuracy": accuracy}}}
+    if seed is not None:
+        return {"arms": {arm: {"seeds": {str(seed): {"accuracy": accuracy}}}}}
+    return {"arms": {arm: {"accuracy": accuracy}}}
+
+
+def _comparisons(ctx: RunContext) -> list[dict[str, Any]]:
+    """The arms the decision compares (weighted by a criterion), else the treatment and the baseline."""
+    weighted = sorted({arm for criterion in ctx.plan.criteria for arm in criterion.arm_weights})
+    arms = weighted or [ctx.plan.role_to_arm[r]["arm"] for r in ("treatment", "baseline") if r in ctx.plan.role_to_arm]
+    return [{"metric": "accuracy", "arms": arms}]
 
 
 def _stop_strings(renderer) -> list[str]:

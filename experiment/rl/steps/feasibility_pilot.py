@@ -66,8 +66,11 @@ def run(ctx: RunContext) -> GateVerdict:
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
     n_arms, n_eval = len(arms), len(items)
+    n_seeds = len(ctx.plan.seeds)  # every arm trains and is scored at every scheduled seed
+    n_runs = n_arms * n_seeds
     dataset = ctx.spec.section("dataset")
-    eval_arms = n_arms + 1  # every trained arm plus the base model
+    untrained = any(not arm.trained for arm in ctx.plan.arms)
+    eval_arms = n_runs + (n_seeds if untrained else 1)  # every trained arm at every seed plus the base model
     full_run = projection_config(
         base_model=ctx.state.served_model, lora_rank=ctx.spec.lora_rank, dataset=dataset, steps=steps,
         batch_size=ctx.spec.batch_size, max_seq_len=ctx.spec.max_seq_len, max_tokens=rollout.max_tokens,
@@ -76,8 +79,8 @@ def run(ctx: RunContext) -> GateVerdict:
     record = feasibility_record(
         config=full_run, effective_config=dict(full_run), primary_endpoint=ctx.plan.primary_endpoint,
         source=f"timing pilot of this run (events.jsonl, gate {GATE}) on {ctx.service.describe()['base_url']}",
-        setup=PhaseTiming(setup_seconds, n_arms, n_arms, 0, gpu_count, allocation),
-        training=PhaseTiming(step_seconds, n_arms * pilot_steps, n_arms * steps,
+        setup=PhaseTiming(setup_seconds, n_arms, n_runs, 0, gpu_count, allocation),
+        training=PhaseTiming(step_seconds, n_arms * pilot_steps, n_runs * steps,
                              n_arms * pilot_steps * next(iter(arms.values())).rollouts_per_step, gpu_count, allocation),
         evaluation=PhaseTiming(eval_seconds, len(pilot_items), n_eval * eval_arms, len(pilot_items), gpu_count, allocation),
         budget=ctx.plan.budget,

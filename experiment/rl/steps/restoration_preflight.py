@@ -5,7 +5,8 @@
 2. Before any sweep: a create-save-restore fixed-gradient update is checked against an
    uninterrupted client (same checkpoint, same fixed batch, one AdamW step BEFORE the save so the
    restored optimizer moments matter, then the same second step on both).
-3. Each arm's training client starts from the initialization checkpoint. Where the service exposes
+3. Each arm's training client starts from the initialization checkpoint (one per scheduled seed:
+   every arm trains at every seed of `decision_rule.seeds`, each seed's arms form one group). Where the service exposes
    adapter hashes (embedded), the get_info the SDK fetches right after the load gives the adapter
    sha256, which must equal the checkpoint's own (weights_info); where it does not (production),
    the client loads the immutable checkpoint and the load response names it. The optimizer check
@@ -23,7 +24,7 @@ from experiment.rl import restoration as r
 from experiment.run.clients import open_session, session_weights_info
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
-from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, training_items
+from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, rl_replica_settings, training_items
 
 GATE = "restoration_preflight"
 FIXED_BATCH_SIZE = 8
@@ -33,6 +34,7 @@ FIXED_BATCH_SIZE = 8
 def run(ctx: RunContext) -> GateVerdict:
     model, rank = ctx.state.served_model, int(ctx.spec.lora_rank)
     arms = rl_arm_settings(ctx.spec, ctx.plan)
+    replicas = rl_replica_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
     requested = {name: r.requested_optimizer(*optimizers[name]) for name in arms if name in optimizers}
     missing = [name for name in arms if name not in requested]
@@ -40,14 +42,21 @@ def run(ctx: RunContext) -> GateVerdict:
         return _failed([f"arms {missing} are in no restoration group of the spec"], "add them to restoration_preflight.groups")
     first = next(iter(arms.values()))
     order = training_items(ctx.spec)
+    seeds = ctx.plan.seeds
 
     with open_session(ctx, "restoration-setup") as setup:
-        init_client = setup.lora_client(model, rank, first.seed, requested[first.name])
-        exposure = r.record_exposure(ctx, init_client.get_info())
-        renderer = renderer_for(init_client, first.renderer_name)
-        batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
-        init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
-        checkpoint_info = session_weights_info(setup, init_uri)
+        # one initialization per scheduled seed: that seed's group of arms all start from it
+        init_uris, checkpoint_infos = {}, {}
+        for seed in seeds:
+            init_client = setup.lora_client(model, rank, seed, requested[first.name])
+            if seed == seeds[0]:
+                exposure = r.record_exposure(ctx, init_client.get_info())
+                renderer = renderer_for(init_client, first.renderer_name)
+                batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
+            suffix = "" if seed == seeds[0] else f"-seed{seed}"
+            init_uris[seed] = init_client.save_state(f"init-full-{ctx.store.run_id}{suffix}").result().path
+            checkpoint_infos[seed] = session_weights_info(setup, init_uris[seed])
+        init_uri = init_uris[seeds[0]]
         # one fixed-batch step before saving, so the restore carries optimizer moments to check
         restore_check = r.restore_update_check(setup, init_uri, requested[first.name], batch, first.adam_params(),
                                                first.name, r.RESTORE_UPDATE_ATOL)
@@ -57,14 +66,23 @@ def run(ctx: RunContext) -> GateVerdict:
 
     arms_session = open_session(ctx, "arms")
     entries, clients = {}, {}
-    for name, arm in arms.items():
-        entries[name], clients[name] = r.restore_member(ctx.store, arms_session, name, model, rank, arm.seed,
-                                                        requested[name], init_uri, checkpoint_info, batch,
-                                                        adapter_proof=exposure["adapter_sha256"])
+    for label, replica in replicas.items():  # entries keyed by replica label: the arm's name at the first seed
+        entries[label], clients[label] = r.restore_member(
+            ctx.store, arms_session, label, model, rank, replica.seed, requested[replica.spec_arm],
+            init_uris[replica.seed], checkpoint_infos[replica.seed], batch, adapter_proof=exposure["adapter_sha256"])
     provenance = {"version": 1, "arms": entries}
+    if len(seeds) > 1:
+        provenance["seed_groups"] = {str(seed): {"init_checkpoint": init_uris[seed],
+                                                 "arms": [lab for lab, rep in replicas.items() if rep.seed == seed]}
+                                     for seed in seeds}
     ctx.store.update_result(initialization_provenance=provenance)
 
-    problems, unverified = r.provenance_findings(entries)
+    problems, unverified = [], []
+    for seed in seeds:  # hashes and URIs must agree within each seed's group
+        group = {label: entry for label, entry in entries.items() if replicas[label].seed == seed}
+        found, open_checks = r.provenance_findings(group)
+        problems += [f"seed {seed}: {p}" if len(seeds) > 1 else p for p in found]
+        unverified += open_checks
     if restore_check["config_unverified"]:
         unverified.append(f"create-save-restore: {restore_check['optimizer_check_after_restore']['unverified_reason']}")
     if not restore_check["passed"]:
@@ -77,18 +95,23 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.state.arm_clients = clients
     ctx.state.arms_session = arms_session
     ctx.state.init_checkpoint = init_uri
+    seed_inits = {str(seed): uri for seed, uri in init_uris.items()}
+    ctx.state.seed_init_checkpoints = seed_inits
     note = r.restoration_note(unverified)
     proof = ("adapter hashes equal the checkpoint's" if exposure["adapter_sha256"]
              else "every client loaded the immutable initialization checkpoint (load responses name it)")
+    restored_from = init_uri if len(seeds) == 1 else f"one initialization per seed ({', '.join(seed_inits.values())})"
     return GateVerdict(
         gate=GATE, status="passed",
-        reasons=[f"{len(entries)} arms restored from {init_uri}: {proof}; initial-output hashes and optimizer "
+        reasons=[f"{len(entries)} arms restored from {restored_from}: {proof}; initial-output hashes and optimizer "
                  "families agree; the create-save-restore update (optimizer state saved after one step) matches "
                  "the uninterrupted client"] + ([note] if note else []),
         measured={"init_checkpoint": init_uri, "restore_update_max_abs_difference": restore_check["max_abs_difference"],
                   "setup_clients_released": setup_released, "exposure": exposure, "unverified": unverified,
+                  "seed_init_checkpoints": seed_inits,
                   "output_sha256": {n: e["initial_output"]["output_sha256"] for n, e in entries.items()}},
-        state={"init_checkpoint": init_uri, **({"restoration_note": note} if note else {})},
+        state={"init_checkpoint": init_uri, "seed_init_checkpoints": seed_inits,
+               **({"restoration_note": note} if note else {})},
     )
 
 

@@ -1,0 +1,275 @@
+"""What the pipeline can run: a spec asking for anything else is refused at intake (exit 2), before spending.
+
+`check_supported(spec, plan)` runs at the end of `build_plan`, so `--plan`, a run and a deployment
+run refuse the same specs, with one `SpecError` line that names the field, what was asked and
+what is supported. Every rule here stands for a step that would otherwise fail, or silently do
+something else, only after the first training call:
+
+- `experiment_features`: the ten features of the contract, each implemented end to end or refused
+  (IMPLEMENTED_FEATURES and REFUSED_FEATURES say which, and how);
+- the decision and the seed schedule (`decision_rule.seeds`: every arm trains at every scheduled
+  seed in the RL families; the SFT family trains one seed);
+- the gate steps each family has: the RL correctness preflight measures one loss path (group-mean
+  against the kernel baseline), the activation pilots need one treatment and one baseline arm, the
+  SFT family has no activation pilot and decides by the recorded revision's `verdict_rule`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from experiment.contract.errors import SpecError
+from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS
+from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
+
+if TYPE_CHECKING:
+    from experiment.contract.plan import ExecutionPlan
+    from experiment.contract.spec import Spec
+
+# The contract's experiment_features, in its order.
+CONTRACT_FEATURES = ("custom_loss", "custom_optimizer", "paired_comparison", "paired_training_arms",
+                     "checkpoint_restore", "warmup_adaptation", "generated_training_data", "learned_generator",
+                     "heldout_loss", "adaptive_selection")
+# Features implemented end to end when true, and how.
+IMPLEMENTED_FEATURES: dict[str, str] = {
+    "custom_loss": "the correctness preflight of the loss path (training_type rl: group-mean vs kernel-baseline "
+                   "advantages)",
+    "custom_optimizer": "the correctness preflight of the optimizer update (training_type sft)",
+    "paired_comparison": "the decision_rule, required and applied",
+    "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
+    "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
+    "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
+}
+# Features refused when true: why, and what is supported instead.
+REFUSED_FEATURES: dict[str, str] = {
+    "checkpoint_restore": "no arm of this pipeline trains resumed from a saved checkpoint as part of the design "
+                          "(a lone resumed arm, REST-3); supported: false (the pipeline's own save/restore for "
+                          "capacity waits and resumes is always on and recorded in initialization_provenance)",
+    "warmup_adaptation": "no arm phase before the steps arms share (treatment-only warmup, ADAPT-1) is built; "
+                         "supported: false (paired arms run identical batches in identical order)",
+    "learned_generator": "a generator trained during the run is not built; supported: false (generated_training_data "
+                         "uses the frozen generator of the self-generated-tasks family)",
+    "adaptive_selection": "selection items disjoint from confirmation items with decision.selection frozen before "
+                          "confirmation (DEC-13) is not built; supported: false (one fixed evaluation set, every item "
+                          "observed)",
+}
+# Features that only one training type carries.
+FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
+                          "heldout_loss": "sft"}
+RL_DECISION_METRICS = ("accuracy",)
+KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
+
+
+def check_supported(spec: Spec, plan: ExecutionPlan) -> None:
+    """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
+    _check_features(spec)
+    _check_seeds(spec, plan)
+    if plan.training_type == "rl":
+        _check_rl(spec, plan)
+    else:
+        _check_sft(spec, plan)
+
+
+def _check_features(spec: Spec) -> None:
+    features = getattr(spec, "experiment_features", None)
+    if features is None:
+        return
+    if not isinstance(features, dict):
+        raise SpecError("experiment_features", f"must be an object of true/false flags (got {features!r})")
+    for name, value in features.items():
+        where = f"experiment_features.{name}"
+        if name not in CONTRACT_FEATURES:
+            raise SpecError(where, f"unknown feature; the contract's features are {', '.join(CONTRACT_FEATURES)}")
+        if value is not None and not isinstance(value, bool):
+            raise SpecError(where, f"must be true or false (got {value!r})")
+        if value is not True:
+            continue
+        if name in REFUSED_FEATURES:
+            raise SpecError(where, f"true is not supported: {REFUSED_FEATURES[name]}")
+        needed = FEATURE_TRAINING_TYPES.get(name)
+        if needed and spec.training_type != needed:
+            raise SpecError(where, f"true is supported for training_type {needed} only ({IMPLEMENTED_FEATURES[name]}); "
+                                   f"this spec's training_type is {spec.training_type}")
+
+
+def scheduled_seeds(spec: Spec) -> list[int]:
+    """The seeds every arm trains and is scored at: decision_rule.seeds, else the arms' own seed (default 0)."""
+    rule = spec.decision_rule
+    if rule is not None and rule.seeds:
+        return list(rule.seeds)
+    arm_seeds = sorted({arm.seed for arm in spec.arms or [] if arm.trained and arm.seed is not None})
+    return arm_seeds or [0]
+
+
+def _check_seeds(spec: Spec, plan: ExecutionPlan) -> None:
+    rule = spec.decision_rule
+    if rule is not None and rule.seeds is not None:
+        if not rule.seeds:
+            raise SpecError("decision_rule.seeds", "is empty; schedule at least one seed (e.g. [0])")
+        if any(isinstance(s, bool) or s < 0 for s in rule.seeds) or len(set(rule.seeds)) != len(rule.seeds):
+            raise SpecError("decision_rule.seeds", f"must be distinct non-negative integers (got {rule.seeds!r})")
+    seeds = scheduled_seeds(spec)
+    for index, arm in enumerate(spec.arms or []):
+        if arm.trained and arm.seed is not None and arm.seed not in seeds:
+            raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed (decision_rule.seeds "
+                                                   f"{seeds}); every arm trains at every scheduled seed, so give "
+                                                   "the arm one of them or leave its seed out")
+    if len(seeds) > 1 and (rule is None or not rule.seeds):
+        raise SpecError("arms", f"arms state different seeds {seeds}; schedule them in decision_rule.seeds "
+                                "(every arm then trains at every seed)")
+    if len(seeds) > 1 and plan.training_type != "rl":
+        raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
+                                               "run; supported: a single seed (several seeds: training_type rl)")
+
+
+def _unique_role(plan: ExecutionPlan, role: str) -> str | None:
+    entry = plan.role_to_arm.get(role)
+    return entry["arm"] if entry else None
+
+
+def _two_roles_or_refuse(plan: ExecutionPlan, field: str, what: str) -> tuple[str, str]:
+    treatment, baseline = _unique_role(plan, "treatment"), _unique_role(plan, "baseline")
+    if treatment is None or baseline is None:
+        roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
+        raise SpecError(field, f"{what} needs exactly one arm with role treatment and one with role baseline "
+                               f"(arms: {roles}); give the arms those roles, or make the gate not applicable")
+    return treatment, baseline
+
+
+def _arm_advantage(spec: Spec, name: str) -> str:
+    arm = next(arm for arm in spec.arms or [] if arm.name == name)
+    return arm.advantage or GROUP_MEAN_ADVANTAGE
+
+
+def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
+    rule = spec.decision_rule
+    if rule is None:
+        raise SpecError("decision_rule", "training_type rl decides by a decision_rule (method paired_hoeffding); "
+                                         "the spec has none")
+    if rule.method != "paired_hoeffding":
+        raise SpecError("decision_rule.method", f"{rule.method!r}: training_type rl supports paired_hoeffding")
+    if rule.alpha is None:
+        raise SpecError("decision_rule.alpha", "paired_hoeffding needs alpha (e.g. 0.05)")
+    for index, criterion in enumerate(rule.criteria):
+        where = f"decision_rule.criteria[{index}]"
+        if criterion.metric not in RL_DECISION_METRICS:
+            raise SpecError(f"{where}.metric", f"{criterion.metric!r}: training_type rl scores "
+                                               f"{', '.join(RL_DECISION_METRICS)} per item")
+        bounds = criterion.bounds
+        if bounds is None or len(bounds) != 2 or not bounds[0] < bounds[1]:
+            raise SpecError(f"{where}.bounds", f"must be [lo, hi] with lo < hi (accuracy: [0, 1]; got {bounds!r})")
+        if bounds[0] > 0 or bounds[1] < 1:
+            raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
+    _check_rl_data(spec)
+    for index, arm in enumerate(spec.arms or []):
+        if arm.lr_grid:
+            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
+                                                      "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
+                                                      "(per-arm LR grids: training_type sft)")
+    restoration = plan.gate("restoration_preflight")
+    if not restoration.blocks:
+        raise SpecError("restoration_preflight", "training_type rl starts every arm from the initialization "
+                                                 "checkpoint the restoration preflight makes and proves; it is not "
+                                                 f"applicable here ({restoration.reason}); set "
+                                                 "restoration_preflight.applicable true with the arms' groups")
+    grouped = {str(a.get("name")) for g in restoration.details.get("groups") or [] for a in g.get("arms") or []}
+    outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
+    if outside:
+        raise SpecError("restoration_preflight.groups", f"trained arms {', '.join(outside)} are in no restoration "
+                                                        "group; list every trained arm (name, optimizer, "
+                                                        "optimizer_config) in a group")
+    generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
+    treatment = _unique_role(plan, "treatment")
+    if generated and generated != [treatment]:
+        raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
+                                "family trains exactly one such arm, the one arm with role treatment")
+    correctness = plan.gate("correctness_preflight")
+    if correctness.blocks:
+        advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
+        if not correctness.details.get("paths") or not {GROUP_MEAN_ADVANTAGE, KERNEL_ADVANTAGE} <= advantages:
+            raise SpecError("correctness_preflight", "training_type rl checks one custom path: group_mean against "
+                                                     "kernel_cross_prompt_baseline advantages, with a plan in "
+                                                     "correctness_preflight.paths; this spec's arms use "
+                                                     f"{', '.join(sorted(advantages))}"
+                                                     f"{'' if correctness.details.get('paths') else ' and it has no paths'}"
+                                                     "; supported otherwise: a stock-only spec (custom_loss false, "
+                                                     "correctness_preflight.required false)")
+    if plan.gate("activation_gate").blocks:
+        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot")
+        if not generated and _arm_advantage(spec, treatment) != KERNEL_ADVANTAGE:
+            raise SpecError("activation_gate", f"the activation pilot measures a kernel_cross_prompt_baseline "
+                                               f"treatment (GS1) or a generated-tasks treatment; treatment "
+                                               f"{treatment} is neither; set activation_gate.applicable false")
+        _check_activation_checks(plan, SELFGEN_ACTIVATION_METRICS if generated else GS1_ACTIVATION_METRICS)
+
+
+def _check_activation_checks(plan: ExecutionPlan, measured: tuple[str, ...]) -> None:
+    """Every check names a metric the pilot measures and a range fixed now (min, max or one_of)."""
+    for index, check in enumerate(plan.gate("activation_gate").details.get("checks") or []):
+        where = f"activation_gate.checks[{index}]"
+        if check.get("metric") not in measured:
+            raise SpecError(f"{where}.metric", f"{check.get('metric')!r} is not measured by this spec's activation "
+                                               f"pilot (it measures {', '.join(measured)})")
+        if all(check.get(key) is None for key in ("min", "max", "one_of")):
+            raise SpecError(where, "has no range: give min, max or one_of before anything is measured")
+        for key in ("min", "max"):
+            if check.get(key) is not None and (isinstance(check[key], bool)
+                                               or not isinstance(check[key], (int, float))):
+                raise SpecError(f"{where}.{key}", f"must be a number (got {check[key]!r})")
+        if check.get("one_of") is not None and (not isinstance(check["one_of"], list)
+                                                or not all(isinstance(v, str) for v in check["one_of"])):
+            raise SpecError(f"{where}.one_of", f"must be a list of strings (got {check['one_of']!r})")
+
+
+def _check_sft(spec: Spec, plan: ExecutionPlan) -> None:
+    if spec.decision_rule is not None:
+        raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
+                                         "(best_lr_threshold), not by a decision_rule")
+    rule = getattr(spec, "verdict_rule", None)
+    if not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
+        raise SpecError("verdict_rule", "training_type sft needs a verdict_rule with method best_lr_threshold "
+                                        "in its recorded revision")
+    _two_roles_or_refuse(plan, "arms", "training_type sft")
+    if plan.gate("activation_gate").blocks:
+        raise SpecError("activation_gate", "training_type sft has no activation pilot; set "
+                                           "activation_gate.applicable false")
+    paths = plan.gate("correctness_preflight").details.get("paths") or []
+    wrong = [p.get("id") for p in paths if isinstance(p, dict) and p.get("kind", "optimizer") != "optimizer"]
+    if wrong:
+        raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
+                                                       "optimizer paths (kind optimizer) only")
+
+
+def _check_rl_data(spec: Spec) -> None:
+    """RL trains on GSM8K (openai/gsm8k) or a task file (dataset.path) and evaluates on GSM8K test or eval.path."""
+    raw = spec.to_dict()
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    if not dataset.get("path") and not _names_gsm8k(dataset.get("name"), dataset.get("hf_path")):
+        raise SpecError("dataset", f"{dataset.get('name') or dataset.get('hf_path')!r}: training_type rl reads GSM8K "
+                                   "(openai/gsm8k) or a task file of {id, question, answer} rows named by "
+                                   "dataset.path (in the project's data directories)")
+    evaluation = raw.get("eval") if isinstance(raw.get("eval"), dict) else {}
+    if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), evaluation.get("metric")):
+        raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
+                                "named by eval.path")
+    available = _items_in(evaluation.get("path"), "test")
+    if available is not None and spec.eval.n_examples > available:
+        raise SpecError("eval.n_examples", f"is {spec.eval.n_examples} but the held-out set has {available} items")
+    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
+    if isinstance(wanted, int) and pool is not None and wanted > pool:
+        raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
+
+
+def _names_gsm8k(*texts: object) -> bool:
+    return any("gsm8k" in str(text or "").lower() for text in texts)
+
+
+def _items_in(path: str | None, gsm8k_split: str) -> int | None:
+    """Items in a task file, or in the GSM8K split read when there is none (None when it is not here to count)."""
+    try:
+        if path:
+            return len(load_task_file(resolve_data_path(path)))
+        split = DEFAULT_GSM8K_DIR / f"{gsm8k_split}.jsonl"
+        return sum(1 for line in split.read_text().splitlines() if line.strip()) if split.is_file() else None
+    except (DataError, OSError):
+        return None

@@ -1,0 +1,262 @@
+"""The corpus of spec variants: what a researcher brings next, written from the three seed specs.
+
+Each `Variant` edits one seed spec (its file and its recorded revision file, `specs/<name>.plan.json`)
+the way a researcher would (seeds, arms, features, LR grids, vocabularies, datasets) and says what
+intake must do with it: plan it (`refused=None`) or refuse it with exit 2 and one line that contains
+`refused`. `write_variant` writes the pair of files under a directory, named so that the spec family
+(`gs1_`, `selfgen_`, `trimuon_`) and with it the verdict vocabulary stay the seed's.
+
+tests/unit/test_spec_corpus.py takes every variant through intake (as written and under `--rehearse`);
+tests/e2e/test_spec_corpus_rehearsals.py rehearses REHEARSED at the wiring scale and compares the
+grades `--plan` predicted with the grades of the finished record.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+
+SEEDS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
+FEATURES = ("custom_loss", "custom_optimizer", "paired_comparison", "paired_training_arms", "checkpoint_restore",
+            "warmup_adaptation", "generated_training_data", "learned_generator", "heldout_loss", "adaptive_selection")
+Edit = Callable[[dict[str, Any], dict[str, Any]], None]  # (spec file, revision file), edited in place
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    seed: str  # gs1 | selfgen | trimuon
+    edit: Edit
+    refused: str | None  # None: planned; else a fragment of the one-line refusal
+    why: str = ""
+
+
+def seed_files(seed: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec = SEEDS[seed]
+    return json.loads(spec.read_text()), json.loads(spec.with_name(spec.name.replace(".json", ".plan.json")).read_text())
+
+
+def write_variant(variant: Variant, directory: Path) -> Path:
+    """`<seed prefix>_<variant>.json` + its `.plan.json` under directory; returns the spec path."""
+    spec, revision = (copy.deepcopy(part) for part in seed_files(variant.seed))
+    variant.edit(spec, revision)
+    path = directory / f"{SEEDS[variant.seed].name.split('_')[0]}_{variant.name.replace('-', '_')}.json"
+    path.write_text(json.dumps(spec, indent=1))
+    path.with_name(path.name.replace(".json", ".plan.json")).write_text(json.dumps(revision, indent=1))
+    return path
+
+
+# ---------------------------------------------------------------- edits
+
+def _features(spec: dict[str, Any], revision: dict[str, Any]) -> dict[str, Any]:
+    """The experiment_features a seed states (the TriMuon spec's come from its revision file)."""
+    return spec["experiment_features"] if "experiment_features" in spec else revision["experiment_features"]
+
+
+def set_feature(name: str, value: Any) -> Edit:
+    return lambda spec, revision: _features(spec, revision).update({name: value})
+
+
+def seeds(values: list[Any]) -> Edit:
+    return lambda spec, revision: spec["decision_rule"].update(seeds=values)
+
+
+def _arm(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(arm for arm in spec["arms"] if arm["name"] == name)
+
+
+def gs1_third_arm(spec: dict[str, Any], revision: dict[str, Any], *, grouped: bool = True) -> None:
+    """A third GS1 arm: GRPO at group size 4 (16 prompts x 4), trained from the same initialization."""
+    spec["arms"].append({"name": "grpo_gs4", "advantage": "group_mean", "group_size": 4, "groups_per_batch": 16,
+                         "lr": 4e-05, "seed": 0})
+    if grouped:
+        group = spec["restoration_preflight"]["groups"][0]["arms"]
+        group.append({**copy.deepcopy(group[0]), "name": "grpo_gs4"})
+
+
+def gs1_roles(roles: dict[str, str]) -> Edit:
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        for name, role in roles.items():
+            _arm(spec, name)["role"] = role
+    return edit
+
+
+def weights(criterion_weights: dict[str, float]) -> Edit:
+    return lambda spec, revision: spec["decision_rule"]["criteria"][0].update(weights=criterion_weights)
+
+
+def no_activation_gate(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["activation_gate"] = {"applicable": False, "reason": "the arms share no kernel baseline to activate"}
+
+
+def both(*edits: Edit) -> Edit:
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        for one in edits:
+            one(spec, revision)
+    return edit
+
+
+def gs1_three_arms_two_seeds(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """Three GS1 arms (one treatment, two baselines) at seeds 0 and 1, weights by arm name, no activation pilot."""
+    gs1_third_arm(spec, revision)
+    gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "baseline"})(spec, revision)
+    weights({"gs1_kernel": 1, "grpo_gs8": -1})(spec, revision)
+    no_activation_gate(spec, revision)
+    seeds([0, 1])(spec, revision)
+
+
+def _set(section: str, **values: Any) -> Edit:
+    return lambda spec, revision: spec.setdefault(section, {}).update(values)
+
+
+def _trimuon_grid(grid: list[float]) -> Edit:
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        for arm in revision["arms"]:
+            arm["lr_grid"] = list(grid)
+    return edit
+
+
+# ---------------------------------------------------------------- the corpus
+
+# What intake does with each contract feature set to true, per seed family (rl: gs1, selfgen; sft: trimuon).
+# None: planned. The feature values the seeds state are planned as they are (the seeds themselves).
+FEATURE_TRUE = {
+    "custom_loss": {"gs1": None, "selfgen": "correctness_preflight: training_type rl checks one custom path",
+                    "trimuon": "custom_loss: true is supported for training_type rl only"},
+    "custom_optimizer": {"gs1": "custom_optimizer: true is supported for training_type sft only",
+                         "selfgen": "custom_optimizer: true is supported for training_type sft only",
+                         "trimuon": None},
+    "paired_comparison": {"gs1": None, "selfgen": None,
+                          "trimuon": "decision_rule: required because experiment_features.paired_comparison is true"},
+    "paired_training_arms": {"gs1": None, "selfgen": None, "trimuon": None},
+    "checkpoint_restore": dict.fromkeys(SEEDS, "checkpoint_restore: true is not supported"),
+    "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported"),
+    "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,
+                                    trimuon="no trained arm's data maps to generated_tasks"),
+    "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported"),
+    "heldout_loss": {"gs1": "heldout_loss: true is supported for training_type sft only",
+                     "selfgen": "heldout_loss: true is supported for training_type sft only", "trimuon": None},
+    "adaptive_selection": dict.fromkeys(SEEDS, "adaptive_selection: true is not supported"),
+}
+# Set to false: a feature that only adds a requirement is planned without it; none of these is refused.
+FEATURE_FALSE = {feature: dict.fromkeys(SEEDS, None) for feature in FEATURES}
+
+
+def _feature_variants() -> list[Variant]:
+    variants = []
+    for feature in FEATURES:
+        for seed in SEEDS:
+            for value, expected in ((True, FEATURE_TRUE), (False, FEATURE_FALSE)):
+                variants.append(Variant(f"{feature}-{str(value).lower()}", seed, set_feature(feature, value),
+                                        expected[feature][seed]))
+        variants.append(Variant(f"{feature}-not-a-flag", "gs1", set_feature(feature, "yes"), "must be true or false"))
+    variants.append(Variant("unknown-feature", "gs1", set_feature("curriculum", True), "unknown feature"))
+    return variants
+
+
+CORPUS: list[Variant] = _feature_variants() + [
+    # seeds
+    Variant("seeds-0-1", "gs1", seeds([0, 1]), None, "issue 29: trained seed 0 only, then DecisionError exit 3"),
+    Variant("seeds-0-1-2", "gs1", seeds([0, 1, 2]), None),
+    Variant("seeds-0-1", "selfgen", seeds([0, 1]), None),
+    Variant("seeds-unscheduled-arm-seed", "gs1", seeds([1]), "arms[0].seed: 0 is not a scheduled seed"),
+    Variant("seeds-empty", "gs1", seeds([]), "decision_rule.seeds: is empty"),
+    Variant("seeds-repeated", "gs1", seeds([0, 0]), "must be distinct non-negative integers"),
+    Variant("seeds-negative", "gs1", seeds([-1]), "must be distinct non-negative integers"),
+    Variant("seeds-arms-unseeded", "gs1", both(lambda s, r: [a.pop("seed") for a in s["arms"]], seeds([3, 4])), None),
+    Variant("seeds-arms-differ", "gs1", both(lambda s, r: s["decision_rule"].pop("seeds"),
+                                             lambda s, r: _arm(s, "gs1_kernel").update(seed=1)),
+            "arms state different seeds [0, 1]"),
+    Variant("seeds-sft", "trimuon", lambda s, r: s.update(decision_rule={
+        "version": 1, "method": "best_lr_threshold", "seeds": [0, 1],
+        "criteria": [{"id": "primary", "metric": "nll", "weights": {"trimuon": 1, "dimuon_lite": -1}, "margin": 0}]}),
+            "training_type sft trains one seed per run"),
+    # arms and roles
+    Variant("roles-explicit", "gs1", gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline"}), None),
+    Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
+            "treatment grpo_gs8 is neither"),
+    Variant("roles-unknown", "gs1", gs1_roles({"gs1_kernel": "candidate"}), "must be one of treatment"),
+    Variant("three-arms-role-weights", "gs1", both(gs1_third_arm, gs1_roles(
+        {"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "treatment"})),
+            "role 'treatment' is ambiguous: arms gs1_kernel, grpo_gs4 all hold it; key the weights by arm name"),
+    Variant("three-arms-name-weights-activation", "gs1", both(gs1_third_arm, weights({"gs1_kernel": 1, "grpo_gs8": -1})),
+            "the activation pilot needs exactly one arm with role treatment and one with role baseline"),
+    Variant("three-arms-name-weights", "gs1", both(gs1_third_arm, weights({"gs1_kernel": 1, "grpo_gs8": -1}),
+                                                  no_activation_gate), None),
+    Variant("three-arms-two-criteria", "gs1", both(gs1_third_arm, no_activation_gate, lambda s, r: s["decision_rule"]
+                                                   .update(criteria=[
+                                                       {"id": "vs_gs8", "metric": "accuracy", "margin": -0.03,
+                                                        "weights": {"gs1_kernel": 1, "grpo_gs8": -1}, "bounds": [0, 1]},
+                                                       {"id": "vs_gs4", "metric": "accuracy", "margin": -0.03,
+                                                        "weights": {"gs1_kernel": 1, "grpo_gs4": -1}, "bounds": [0, 1]}])),
+            None),
+    Variant("three-arms-two-seeds", "gs1", gs1_three_arms_two_seeds, None),
+    Variant("three-arms-ungrouped", "gs1", both(lambda s, r: gs1_third_arm(s, r, grouped=False),
+                                               weights({"gs1_kernel": 1, "grpo_gs8": -1}), no_activation_gate),
+            "trained arms grpo_gs4 are in no restoration group"),
+    Variant("no-restoration", "gs1", both(set_feature("paired_training_arms", False), lambda s, r: s[
+        "restoration_preflight"].update(applicable=False)), "training_type rl starts every arm from the initialization"),
+    Variant("weights-role-and-name", "gs1", weights({"treatment": 1, "gs1_kernel": 1, "baseline": -1}),
+            "is weighted twice"),
+    Variant("weights-unknown-arm", "gs1", weights({"gs1_kernel": 1, "ppo": -1}), "names arm 'ppo' that does not exist"),
+    Variant("weights-role-without-arm", "selfgen", lambda s, r: s["decision_rule"]["criteria"][0].update(
+        weights={"rl_selfgen": 1, "untrained_base": -1, "baseline": 0}), None),
+    Variant("criterion-metric-unscored", "gs1", lambda s, r: s["decision_rule"]["criteria"][0].update(metric="pass@8"),
+            "training_type rl scores accuracy"),
+    Variant("criterion-bounds-narrow", "gs1", lambda s, r: s["decision_rule"]["criteria"][0].update(bounds=[0, 0.5]),
+            "does not contain the accuracy values 0 and 1"),
+    Variant("no-alpha", "gs1", lambda s, r: s["decision_rule"].pop("alpha"), "paired_hoeffding needs alpha"),
+    Variant("method-best-lr-rl", "gs1", lambda s, r: s["decision_rule"].update(method="best_lr_threshold"),
+            "training_type rl supports paired_hoeffding"),
+    Variant("kernel-arm-missing", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(advantage="group_mean"),
+            "role 'treatment' maps to no arm (roles: grpo_gs8=baseline, gs1_kernel=baseline); key the weights by "
+            "arm name"),
+    Variant("kernel-arm-missing-name-weights", "gs1", both(lambda s, r: _arm(s, "gs1_kernel").update(
+        advantage="group_mean"), weights({"gs1_kernel": 1, "grpo_gs8": -1})), "training_type rl checks one custom path"),
+    # activation checks
+    Variant("activation-check-unmeasured", "gs1", lambda s, r: s["activation_gate"]["checks"].append(
+        {"metric": "kl_to_base", "measures": "KL of the policy to the base", "max": 0.1}),
+            "'kl_to_base' is not measured by this spec's activation pilot"),
+    Variant("activation-check-no-range", "selfgen", lambda s, r: s["activation_gate"]["checks"][0].update(
+        min=None, max=None, one_of=None), "has no range"),
+    Variant("activation-check-number-one-of", "gs1", lambda s, r: s["activation_gate"]["checks"][0].update(
+        one_of=[1]), "must be a list of strings"),
+    Variant("activation-check-dropped", "gs1", lambda s, r: s["activation_gate"]["checks"].pop(), None),
+    # LR grids
+    Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
+            "training_type rl trains one learning rate per arm"),
+    Variant("lr-grid-wider", "trimuon", _trimuon_grid([1e-4, 3e-4, 1e-3, 3e-3]), None),
+    Variant("lr-grid-one-point", "trimuon", _trimuon_grid([3e-4]), None),
+    Variant("lr-grid-empty", "trimuon", _trimuon_grid([]), "is empty; list at least one learning rate"),
+    # vocabularies
+    Variant("vocabulary-three-way", "gs1", lambda s, r: s.update(verdict_vocabulary="three_way"), None),
+    Variant("vocabulary-direction", "selfgen", lambda s, r: r.update(verdict_vocabulary="direction_confidence"), None),
+    Variant("vocabulary-unknown", "gs1", lambda s, r: s.update(verdict_vocabulary="bayesian"),
+            "verdict_vocabulary: must be one of direction_confidence, three_way"),
+    # datasets
+    Variant("dataset-math", "gs1", _set("dataset", name="MATH", hf_path="hendrycks/competition_math"),
+            "training_type rl reads GSM8K"),
+    Variant("dataset-task-file", "gs1", _set("dataset", path="embedded_tinker/tasks/data/train.jsonl"),
+            None),
+    Variant("dataset-outside-data-dirs", "gs1", _set("dataset", path="/etc/passwd"), "dataset.path"),
+    Variant("dataset-too-many-examples", "gs1", _set("dataset", n_examples=10000),
+            "dataset.n_examples: is 10000 but the training set has 7473 items"),
+    Variant("eval-too-many-items", "gs1", _set("eval", n_examples=5000),
+            "eval.n_examples: is 5000 but the held-out set has 1319 items"),
+    Variant("eval-benchmark-unknown", "gs1", _set("eval", benchmark="MATH500 test", metric="exact match"),
+            "training_type rl scores GSM8K test"),
+    Variant("steps-negative", "gs1", lambda s, r: s.update(steps=-3), "steps: must be a positive integer"),
+]
+
+# Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
+# weights by arm name, two criteria in one run (CI time is limited: one wiring rehearsal of about two minutes).
+REHEARSED = ("three-arms-two-seeds",)
+
+
+def variant(name: str, seed: str = "gs1") -> Variant:
+    return next(v for v in CORPUS if v.name == name and v.seed == seed)
