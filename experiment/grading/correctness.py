@@ -93,6 +93,24 @@ def CORR_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
+    """A parity check whose two sides are the same code measures nothing: reported so, or recognised
+    from bitwise-identical updates (errors exactly 0), it stays unverified."""
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        sides = as_dict(record.get("parity_sides"))
+        for key, entry in as_dict(record.get("errors")).items():
+            entry = as_dict(entry)
+            reported = as_dict(sides.get(key)).get("same_code") is True
+            identical = entry.get("max_abs_error") == 0.0 and entry.get("relative_l2_error") == 0.0 \
+                and not str(key).startswith("reference_update")
+            if reported or identical:
+                why = as_dict(sides.get(key)).get("reason") or "bitwise-identical updates"
+                issues.append(Issue("CORR-3", UNVERIFIED, f"path {path_id}, check {key}: both sides are the same code "
+                                                          f"({why}): no parity was measured"))
+    return issues
+
+
 def CORR_4(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -151,7 +169,7 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
-    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_4, CORR_6)):
+    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_6)):
         return [Issue("CORR-8", UNVERIFIED, "the full run went ahead while the correctness preflight was unresolved "
                                             "or not passed")]
     return []
@@ -170,7 +188,7 @@ def CORR_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9]
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
