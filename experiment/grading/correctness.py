@@ -10,6 +10,7 @@ exchange grades against its own spec and will say unverified until that spec car
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from experiment.contract.result_models import CorrectnessPath
@@ -127,6 +128,63 @@ def CORR_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+START_STATE_EVIDENCE = "correctness-start-state.json"
+
+
+def _input_pairs(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+    """The read-back start state and recovered gradient as the tolerance analysis takes them."""
+    import numpy as np
+
+    start = [np.asarray(x, dtype=np.float32) for x in document["start_factors"]]
+    grads = [np.asarray(x, dtype=np.float64) for x in document["gradients"]]
+    bounds = [float(x) for x in document["gradient_error_bounds"]]
+    if not (len(start) == len(grads) == len(bounds)) or len(start) % 2:
+        raise ValueError("start factors, gradients and error bounds do not pair up")
+    pairs = [{"A": start[i], "B": start[i + 1], "momentum_A": np.zeros(start[i].shape),
+              "momentum_B": np.zeros(start[i + 1].shape), "grad_A": grads[i], "grad_B": grads[i + 1]}
+             for i in range(0, len(start), 2)]
+    return pairs, list(zip(bounds[0::2], bounds[1::2]))
+
+
+def _treatment_beta1(ctx: GradeContext) -> float:
+    for arm in as_list((ctx.spec or {}).get("arms")):
+        if isinstance(arm, dict) and arm.get("role") == "treatment":
+            return float(as_dict(as_dict(arm.get("optimizer")).get("config")).get("beta1", 0.9))
+    return 0.9
+
+
+def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
+    """A path measured through the service is also held to the a-priori bound on its read-back input,
+    recomputed here from the retained input (never the record's own numbers)."""
+    from experiment.stats.update_tolerance import input_tolerances
+
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        if not (record.get("measured_through") or record.get("input_tolerances")):
+            continue
+        raw = ctx.evidence.bytes(START_STATE_EVIDENCE) if ctx.evidence.usable(START_STATE_EVIDENCE) else None
+        if raw is None:
+            issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input ({START_STATE_EVIDENCE}) "
+                                                      "is not retained inline: its tolerances cannot be recomputed"))
+            continue
+        errors = as_dict(record.get("errors"))
+        try:
+            pairs, bounds = _input_pairs(json.loads(raw))
+            learning_rates = sorted({float(str(key).rsplit("@lr=", 1)[1]) for key in errors if "@lr=" in str(key)})
+            recomputed = input_tolerances(pairs, learning_rates, _treatment_beta1(ctx), bounds)
+        except (ValueError, KeyError, TypeError, IndexError) as err:
+            issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input is unusable ({err})"))
+            continue
+        for key, entry in errors.items():
+            entry = as_dict(entry)
+            if key not in recomputed or not all(is_number(entry.get(k)) for k in ERROR_KEYS):
+                continue
+            ok, why = accepts(entry, recomputed[key])
+            if not ok:
+                issues.append(Issue("CORR-4", INVALID, f"path {path_id}, check {key}, on the read-back input: {why}"))
+    return issues
+
+
 def CORR_5(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -169,7 +227,7 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
-    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_6)):
+    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_6)):
         return [Issue("CORR-8", UNVERIFIED, "the full run went ahead while the correctness preflight was unresolved "
                                             "or not passed")]
     return []
@@ -188,7 +246,7 @@ def CORR_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9]
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_8, CORR_9]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
