@@ -36,6 +36,7 @@ from safetensors.numpy import load as load_safetensors
 from tinker import types
 
 from experiment.run.clients import ClientSession
+from experiment.sft.readback import HOW_TO_EXPOSE
 from experiment.sft.loop import optim_params
 
 WARMUP_STEPS = 2
@@ -44,12 +45,7 @@ GRADIENT_PROBE_LR = 1.0
 U32 = 2.0**-24
 ADAPTER_FILE = "adapter_model.safetensors"
 DOWNLOAD_TIMEOUT_S = 600
-HOW_TO_EXPOSE = (
-    "expose the adapter weights through the stock SDK's export routes, the ones `tinker checkpoint download` uses: "
-    "POST /api/v1/save_weights_external (TrainingClient.save_weights_external, PEFT adapter_model.safetensors) and "
-    "GET /api/v1/training_runs/{run}/checkpoints/external_weights/{name}/external_weights_urls "
-    "(RestClient.get_external_weights_urls, signed URLs a client can GET); embedded_tinker/rest_api.py is a "
-    "reference implementation to port into the fork, then rerun")
+
 
 
 class WeightsNotExposed(RuntimeError):

@@ -111,6 +111,11 @@ def test_a_fork_whose_trimuon_drops_its_preconditioner_fails_the_reference_check
 
 
 def test_a_service_without_weight_export_is_unverified_with_the_way_to_expose_them(trimuon_spec, tmp_path):
+    from experiment.grading.predict import predict_grades
+
+    predicted = predict_grades(build_plan(load_spec(trimuon_spec, rehearse=True, rehearsal_scale="wiring")),
+                               exposure="production")["correctness"]
+    assert predicted["grade"] == "unverified" and "save_weights_external" in predicted["reason"]
     with start_server(checkpoint_dir=tmp_path / "ckpt", exposure="production") as production:
         ctx, verdict = _run_gates(trimuon_spec, tmp_path / "runs", production.base_url,
                                   ("spec_intake", "correctness_preflight"))
@@ -120,3 +125,5 @@ def test_a_service_without_weight_export_is_unverified_with_the_way_to_expose_th
     record = ctx.store.read_result()["correctness_preflight"]
     assert record["status"] == "unverified" and "adapter weights" in record["unverified_reason"]
     assert not ctx.store.read_table("training_steps")
+    graded = grade_record(ctx.store.read_result(), run_dir=ctx.store.run_dir).categories["correctness"]
+    assert graded.status == predicted["grade"]

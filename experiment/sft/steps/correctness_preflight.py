@@ -37,8 +37,9 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
 from experiment.sft.loop import sft_settings, training_examples
 from experiment.sft.runs import open_sft_session, served_model_and_rank, sft_runs, to_datums
+from experiment.sft.readback import HOW_TO_EXPOSE
 from experiment.sft.service_probe import (
-    HOW_TO_EXPOSE, WARMUP_STEPS, ServiceObservation, UpdateJob, WeightsNotExposed, factors, observe_updates,
+    WARMUP_STEPS, ServiceObservation, UpdateJob, WeightsNotExposed, factors, observe_updates,
 )
 from experiment.stats.correctness import accepts, file_sha256, parity_errors
 from experiment.stats.optim_reference import reference_step
