@@ -410,6 +410,9 @@ def _merge_plan_file(spec_path: Path, raw: dict[str, Any]) -> tuple[dict[str, An
             )
         return raw, None
     plan = _read_json_object(plan_path)
+    if "draft_items" in plan:  # written by --draft-revision (experiment/contract/draft.py), not yet finished
+        raise SpecError("draft_items", f"{plan_path} is an unfinished draft: fill its UNRESOLVED values, confirm the "
+                                       "proposed ones, then delete draft_items (docs/new-spec.md)")
     merged, resolved = apply_revision(raw, plan, plan_path)
     revision = SpecRevision(path=str(plan_path), sha256=canonical_sha256(plan), supplied=sorted(plan),
                             resolved=resolved)
