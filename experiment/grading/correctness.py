@@ -227,7 +227,7 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
-    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_6)):
+    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_4, CORR_4_on_input, CORR_6)):
         return [Issue("CORR-8", UNVERIFIED, "the full run went ahead while the correctness preflight was unresolved "
                                             "or not passed")]
     return []
