@@ -94,6 +94,10 @@ def CORR_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _same_code(record: dict[str, Any]) -> bool:
+    return any(as_dict(entry).get("same_code") is True for entry in as_dict(record.get("parity_sides")).values())
+
+
 def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
     """A parity check whose two sides are the same code measures nothing: reported so, or recognised
     from bitwise-identical updates (errors exactly 0), it stays unverified."""
@@ -219,6 +223,8 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
             if _unresolved(pinned):
                 issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: the spec's {key} is UNRESOLVED, so the check "
                                                           "stays unverified until a spec revision pins it"))
+            elif key == "baseline_revision" and _same_code(record):
+                continue  # the record names what ran, the same code on both sides: CORR-3 keeps it unverified
             elif record and record.get(key) != pinned and str(pinned) not in str(record.get(key)):
                 issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: reported {key} does not match the pinned one"))
     return issues
