@@ -104,17 +104,19 @@ def _draft_arms(spec: dict[str, Any], draft: _Draft) -> list[dict[str, Any]]:
     """The arms the rest is drafted for: the spec's own, or two placeholders when it names none."""
     arms = [a for a in spec.get("arms") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
     if not arms:
+        dataset = spec.get("dataset") if isinstance(spec.get("dataset"), dict) else {}
+        data = f"{dataset.get('name') or 'the spec dataset'} train, seed-0 order"
+        spec_optimizer = (spec.get("optimizer") or {}).get("name") if isinstance(spec.get("optimizer"), dict) else None
         placeholders = [
-            {"name": "treatment", "role": "treatment", "trained": True,
-             "data": unresolved("the treatment's training data, as the spec's method describes it"),
-             "optimizer": unresolved(f"the treatment's optimizer (spec optimizer: {_text(spec.get('optimizer'))})")},
-            {"name": "baseline", "role": "baseline", "trained": True,
-             "data": unresolved("the baseline's training data"),
-             "optimizer": unresolved(f"the baseline's optimizer (spec baseline: {_text(spec.get('baseline'))})")},
+            {"name": "treatment", "role": "treatment", "trained": True, "data": data,
+             "optimizer": spec_optimizer or unresolved("the treatment's optimizer family")},
+            {"name": "baseline", "role": "baseline", "trained": True, "data": data,
+             "optimizer": unresolved(f"the baseline's optimizer family (spec baseline: {_text(spec.get('baseline'))})")},
         ]
         draft.revision["arms"] = placeholders
         draft.note("arms", "add", "the spec names no arms; the pipeline trains and compares named arms: one per arm the "
-                                  "method and baseline texts describe (rename them), each with one role and its optimizer")
+                                  "method and baseline texts describe (rename them), each with one role, its data and "
+                                  "its optimizer (the treatment's proposed from the spec's optimizer.name)")
         return placeholders
     taken = {a.get("role") for a in arms if a.get("role") in ROLE_LABELS}
     for arm in arms:
@@ -206,6 +208,13 @@ def _draft_correctness(spec: dict[str, Any], arms: list[dict[str, Any]], feature
         _draft_revision_pins(spec, paths, draft)
         return
     if not _correctness_required(spec, arms, features):
+        if "required" not in section:
+            draft.revision["correctness_preflight"] = {
+                "required": False, "paths": [], "reason": "no custom or forked loss or optimizer path: every arm uses "
+                                                          "the service's stock loss and optimizers"}
+            draft.note("correctness_preflight.required", "add", "proposed false (no feature or arm declares a custom or "
+                                                                "forked path); confirm: a missing value blocks like a "
+                                                                "required preflight")
         return
     families = sorted({_optimizer_name(spec, a) for a in arms if a.get("trained", True) is not False})
     if features.get("custom_optimizer") is True and set(families) <= set(REFERENCED_FAMILIES):
