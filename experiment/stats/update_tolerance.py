@@ -88,18 +88,17 @@ class _Chain:
 
     def step(self, p, dp, injected: float) -> None:
         s = self.sigmas
-        r = len(s)
-        symmetric, skew = [], []
-        for i in range(r):
-            for j in range(i + 1, r):
-                close = abs(s[i] - s[j]) <= 1e-12
-                symmetric.append(abs(dp(s[i])) if close else abs((p(s[i]) - p(s[j])) / (s[i] - s[j])))
-                skew.append(abs((p(s[i]) + p(s[j])) / (s[i] + s[j])))
-        diag = [abs(dp(x)) for x in s]
-        outside = [abs(p(x) / x) for x in s]
-        self.factors.append(np.array(diag + symmetric + skew + outside))
+        values = np.array([p(x) for x in s])
+        slopes = np.array([abs(dp(x)) for x in s])
+        i, j = np.triu_indices(len(s), 1)  # every pair (i < j), row by row
+        gap = s[i] - s[j]
+        close = np.abs(gap) <= 1e-12
+        symmetric = np.where(close, slopes[i], np.abs((values[i] - values[j]) / np.where(close, 1.0, gap)))
+        skew = np.abs((values[i] + values[j]) / (s[i] + s[j]))
+        outside = np.abs(values / s)
+        self.factors.append(np.concatenate([slopes, symmetric, skew, outside]))
         self.injected.append(injected)
-        self.sigmas = np.array([p(x) for x in s])
+        self.sigmas = values
 
     def bound(self) -> float:
         """Absolute Frobenius error bound at the end of the chain."""
@@ -301,9 +300,11 @@ def lr_scaling_tolerance(learning_rates: list[float], rank: int) -> float:
 
 def update_check_plan(learning_rates: list[float], rank: int, beta1: float = 0.9) -> dict[str, Any]:
     """What the plan file records: one tolerance entry per check and learning rate."""
+    fixed = fixed_optimizer_input(rank)["pairs"]
+    rho = relative_direction_bounds_for(fixed, beta1)  # independent of the learning rate: once
     keyed = {}
     for lr in learning_rates:
-        for check, tol in tolerances(lr, rank, beta1).items():
+        for check, tol in tolerances_for(fixed, lr, rank, rho).items():
             keyed[check_key(check, lr)] = tol
     return {"tolerances": keyed,
             "lr_scaling": {"learning_rates": list(learning_rates),
