@@ -7,9 +7,10 @@ SFT gate steps share; the steps themselves are `experiment/sft/steps/<gate>.py`,
 
 - preflight_probe        one client per arm with its exact optimizer and config, one optim_step on
                          one example (finite loss), the family verified from get_info; fork routing
-- correctness_preflight  the optimizer path's update errors against the independent float64
-                         reference (experiment/stats/optim_reference.py) under the plan's tolerances; the
-                         treatment-disabled path against the baseline; LR scaling from fresh state
+- correctness_preflight  the optimizer path's update, measured through the service (weights read
+                         back), against the independent float64 reference (experiment/stats/optim_reference.py)
+                         under the plan's tolerances; the treatment-disabled path against the baseline
+                         (same code: unverified); LR scaling from fresh state
 - restoration_preflight  one saved initialization state; every run's client created from it,
                          adapter hash, optimizer check and initial output compared; a
                          create-save-restore update checked against the uninterrupted client
