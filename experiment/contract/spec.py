@@ -398,10 +398,16 @@ def apply_revision(raw: dict[str, Any], plan: dict[str, Any], plan_path: Path | 
     return merged, resolved
 
 
+# An open correctness revision is handled where it is read: it pins nothing, the run stops at
+# correctness_preflight before any training and requests the pin (CORR-6), so a revision may leave it open.
+OPEN_REVISION_KEYS = ("baseline_revision", "reference_revision")
+
+
 def _unresolved_paths(value: Any, where: str = "") -> list[str]:
-    """Where a revision file's values still say UNRESOLVED."""
+    """Where a revision file's values still say UNRESOLVED (open correctness revisions aside)."""
     if isinstance(value, dict):
-        return [p for key, inner in value.items() for p in _unresolved_paths(inner, f"{where}.{key}" if where else key)]
+        return [p for key, inner in value.items() if key not in OPEN_REVISION_KEYS
+                for p in _unresolved_paths(inner, f"{where}.{key}" if where else key)]
     if isinstance(value, list):
         return [p for index, inner in enumerate(value) for p in _unresolved_paths(inner, f"{where}[{index}]")]
     return [where] if is_unresolved(value) else []
