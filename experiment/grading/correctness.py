@@ -10,7 +10,6 @@ exchange grades against its own spec and will say unverified until that spec car
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from experiment.contract.result_models import CorrectnessPath
@@ -132,18 +131,22 @@ def CORR_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-START_STATE_EVIDENCE = "correctness-start-state.json"
+START_STATE_EVIDENCE = "correctness-start-state.npz"
 
 
-def _input_pairs(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
-    """The read-back start state and recovered gradient as the tolerance analysis takes them."""
+def _input_pairs(raw: bytes) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+    """The read-back start state and recovered gradient (evidence npz, no pickles) as the tolerance
+    analysis takes them."""
+    import io
+
     import numpy as np
 
-    start = [np.asarray(x, dtype=np.float32) for x in document["start_factors"]]
-    grads = [np.asarray(x, dtype=np.float64) for x in document["gradients"]]
-    bounds = [float(x) for x in document["gradient_error_bounds"]]
-    if not (len(start) == len(grads) == len(bounds)) or len(start) % 2:
-        raise ValueError("start factors, gradients and error bounds do not pair up")
+    with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+        bounds = [float(x) for x in data["gradient_error_bounds"]]
+        start = [np.asarray(data[f"start_{k}"], dtype=np.float32) for k in range(len(bounds))]
+        grads = [np.asarray(data[f"gradient_{k}"], dtype=np.float64) for k in range(len(bounds))]
+    if not bounds or len(bounds) % 2:
+        raise ValueError("the start factors do not pair up")
     pairs = [{"A": start[i], "B": start[i + 1], "momentum_A": np.zeros(start[i].shape),
               "momentum_B": np.zeros(start[i + 1].shape), "grad_A": grads[i], "grad_B": grads[i + 1]}
              for i in range(0, len(start), 2)]
@@ -173,10 +176,10 @@ def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
             continue
         errors = as_dict(record.get("errors"))
         try:
-            pairs, bounds = _input_pairs(json.loads(raw))
+            pairs, bounds = _input_pairs(raw)
             learning_rates = sorted({float(str(key).rsplit("@lr=", 1)[1]) for key in errors if "@lr=" in str(key)})
             recomputed = input_tolerances(pairs, learning_rates, _treatment_beta1(ctx), bounds)
-        except (ValueError, KeyError, TypeError, IndexError) as err:
+        except (ValueError, KeyError, TypeError, IndexError, OSError, EOFError) as err:
             issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input is unusable ({err})"))
             continue
         for key, entry in errors.items():

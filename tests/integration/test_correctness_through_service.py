@@ -80,7 +80,7 @@ def test_the_update_is_measured_through_a_served_backend_and_same_code_parity_gr
     assert "same code" in path["baseline_revision"]
     assert "baseline parity check is unverified" in ctx.state.correctness_note
     evidence = {entry["name"] for entry in result["evidence"]["files"]}
-    assert {"correctness-fixed-batch.json", "correctness-start-state.json", "script-service_probe.py"} <= evidence
+    assert {"correctness-fixed-batch.json", "correctness-start-state.npz", "script-service_probe.py"} <= evidence
 
     graded = grade_record(result, run_dir=ctx.store.run_dir).categories["correctness"]
     assert graded.status == "unverified"
@@ -108,6 +108,8 @@ def test_a_fork_whose_trimuon_drops_its_preconditioner_fails_the_reference_check
     assert any("plan max_abs_error" in reason and "<=" in reason.split(";")[0] for reason in failing)
     graded = grade_record(ctx.store.read_result(), run_dir=ctx.store.run_dir).categories["correctness"]
     assert graded.status == "invalid"
+    # the grader recomputes the bound on the retained read-back input, whatever the record says it was
+    assert any(issue.rule == "CORR-4" and "on the read-back input" in issue.message for issue in graded.issues)
 
 
 def test_a_service_without_weight_export_is_unverified_with_the_way_to_expose_them(trimuon_spec, tmp_path):

@@ -24,6 +24,8 @@ leaves the path required/unverified with the way to expose them.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ TOLERANCE_FILE = "experiment/stats/update_tolerance.py"
 PROBE_FILES = ("experiment/sft/steps/correctness_preflight.py", "experiment/sft/service_probe.py")
 EMBEDDED_IMPLEMENTATION = "embedded_tinker/muon.py"
 FIXED_BATCH_SIZE = 4
+START_STATE_EVIDENCE = "correctness-start-state.npz"  # read by the grader (experiment/grading/correctness.py)
 DISABLED = {"polar_step": "polar_express"}  # TriMuon with its polar step switched back to DiMuon-lite's
 
 
@@ -125,7 +128,7 @@ def run(ctx: RunContext) -> GateVerdict:
         entry["relative_change"] = change
 
     batch_json = json.dumps(r.batch_json(batch), sort_keys=True)
-    input_json = json.dumps(_input_json(observation), sort_keys=True)
+    input_npz = _input_npz(observation)
     baseline_ran = (f"{baseline.family} ({baseline.arm}) on {target['kind']} service {target.get('base_url')}: the same "
                     f"service as the treatment")
     record_path = {
@@ -134,7 +137,7 @@ def run(ctx: RunContext) -> GateVerdict:
             "sha256": r.canonical_sha256(json.loads(batch_json)),
             "description": f"the first {FIXED_BATCH_SIZE} training examples in seed-0 order (correctness-fixed-batch.json); "
                            f"start state after {WARMUP_STEPS} {treatment.family} steps on it, read back through the "
-                           f"service (correctness-start-state.json, sha256 {r.canonical_sha256(json.loads(input_json))}), "
+                           f"service ({START_STATE_EVIDENCE}, sha256 {hashlib.sha256(input_npz).hexdigest()}), "
                            f"with the batch's gradient there recovered through the service's AdamW",
             "start_checkpoint": observation.start_path,
         },
@@ -171,7 +174,7 @@ def run(ctx: RunContext) -> GateVerdict:
         "lr_scaling": scaling,
     }
     ctx.store.add_evidence("correctness-fixed-batch.json", "metrics", batch_json)
-    ctx.store.add_evidence("correctness-start-state.json", "metrics", input_json)
+    ctx.store.add_evidence(START_STATE_EVIDENCE, "metrics", input_npz)
     ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(record_path, indent=2, sort_keys=True))
     for relative in (REFERENCE_FILE, TOLERANCE_FILE, *PROBE_FILES):
         ctx.store.add_evidence(f"script-{Path(relative).name}", "script", (PROJECT_ROOT / relative).read_bytes(),
@@ -261,11 +264,16 @@ def _implementation_revision(ctx: RunContext) -> str:
     return f"the service at {ctx.service.describe().get('base_url')} (its code is not visible through the API)"
 
 
-def _input_json(observation: ServiceObservation) -> dict[str, Any]:
-    return {"modules": [p.module for p in observation.start],
-            "start_factors": [x.tolist() for x in factors(observation.start)],
-            "gradients": [g.tolist() for pair in observation.gradients for g in pair],
-            "gradient_error_bounds": [e for pair in observation.gradient_errors for e in pair]}
+def _input_npz(observation: ServiceObservation) -> bytes:
+    """The read-back input, exact and compact, without pickled objects: per factor k (A0, B0, A1, ...)
+    `start_<k>` (float32 as stored) and `gradient_<k>` (recovered, float64), and `gradient_error_bounds`
+    (what the grader recomputes the bound from; experiment/grading/correctness.py)."""
+    arrays = {f"start_{k}": x.astype(np.float32) for k, x in enumerate(factors(observation.start))}
+    arrays.update({f"gradient_{k}": g for k, g in enumerate(g for pair in observation.gradients for g in pair)})
+    buffer = io.BytesIO()
+    np.savez(buffer, gradient_error_bounds=np.array([e for pair in observation.gradient_errors for e in pair]),
+             **arrays)
+    return buffer.getvalue()
 
 
 # ---------------------------------------------------------------- verdicts
