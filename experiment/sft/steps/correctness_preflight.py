@@ -52,6 +52,7 @@ TOLERANCE_FILE = "experiment/stats/update_tolerance.py"
 PROBE_FILES = ("experiment/sft/steps/correctness_preflight.py", "experiment/sft/service_probe.py")
 EMBEDDED_IMPLEMENTATION = "embedded_tinker/muon.py"
 FIXED_BATCH_SIZE = 4
+FIXED_BATCH_EVIDENCE = "correctness-fixed-batch.json"
 START_STATE_EVIDENCE = "correctness-start-state.npz"  # read by the grader (experiment/grading/correctness.py)
 DISABLED = {"polar_step": "polar_express"}  # TriMuon with its polar step switched back to DiMuon-lite's
 
@@ -106,74 +107,53 @@ def run(ctx: RunContext) -> GateVerdict:
                                           f"correctness-{ctx.store.run_id}", on_input=fix_tolerances, jobs=jobs)
         except WeightsNotExposed as err:
             return _not_exposed(ctx, str(err))
-    batch = observation.batch
 
-    target = ctx.service.describe()
-    families = {label: family for label, family in observation.families_reported.items()}
-    wrong_family = [f"{job.label}: service reports {families.get(job.label)!r}" for job in jobs
-                    if families.get(job.label) not in (None, job.family)]
-    errors, informative = {}, {}
-    for lr in update_lrs:
-        errors[check_key("reference_update", lr)] = update_errors(
-            observation.updates[_label("treatment", lr)], _reference(observation, lr, hyper, "polar_switch"))
-        errors[check_key("baseline_update", lr)] = update_errors(
-            observation.updates[_label("treatment_disabled", lr)], observation.updates[_label("baseline", lr)])
-        informative[check_key("baseline_vs_reference_update", lr)] = update_errors(
-            observation.updates[_label("baseline", lr)], _reference(observation, lr, hyper, "polar_express"))
+    errors, informative = _errors_by_check(observation, update_lrs, hyper)
     same_code = _same_code(ctx, errors)
     scaling = [_scaling_entry(lr, observation.updates[_label("treatment", lr)]) for lr in scaling_lrs]
     changes = [abs(s["update_norm"] / s["learning_rate"] / (scaling[0]["update_norm"] / scaling[0]["learning_rate"]) - 1)
                for s in scaling]
     for entry, change in zip(scaling, changes):
         entry["relative_change"] = change
-
-    batch_json = json.dumps(r.batch_json(batch), sort_keys=True)
+    batch_json = json.dumps(r.batch_json(observation.batch), sort_keys=True)
     input_npz = _input_npz(observation)
-    baseline_ran = (f"{baseline.family} ({baseline.arm}) on {target['kind']} service {target.get('base_url')}: the same "
-                    f"service as the treatment")
     record_path = {
         "id": path["id"],
         "fixed_input": {
-            "sha256": r.canonical_sha256(json.loads(batch_json)),
-            "description": f"the first {FIXED_BATCH_SIZE} training examples in seed-0 order (correctness-fixed-batch.json); "
+            "sha256": hashlib.sha256(batch_json.encode()).hexdigest(),  # of the evidence file's bytes
+            "description": f"the first {FIXED_BATCH_SIZE} training examples in seed-0 order ({FIXED_BATCH_EVIDENCE}); "
                            f"start state after {WARMUP_STEPS} {treatment.family} steps on it, read back through the "
                            f"service ({START_STATE_EVIDENCE}, sha256 {hashlib.sha256(input_npz).hexdigest()}), "
                            f"with the batch's gradient there recovered through the service's AdamW",
             "start_checkpoint": observation.start_path,
         },
-        "measured_through": {"service": target, "api": "stock tinker SDK: forward_backward, optim_step, "
-                                                       "save_weights_external + external_weights_urls (weights read back)",
-                             "families_reported": families},
+        "measured_through": {"service": ctx.service.describe(),
+                             "api": "stock tinker SDK: forward_backward, optim_step, save_weights_external + "
+                                    "external_weights_urls (weights read back)",
+                             "families_reported": dict(observation.families_reported)},
         # the pins the record is held to; the plan's texts say what they should be (CORR-6)
         "reference_revision": path.get("reference_revision", ""),
         "reference_file_sha256": pins["reference_file_sha256"],
-        "baseline_revision": (path.get("baseline_revision", "") if not same_code["same"] else
-                              f"not the planned baseline revision: {baseline_ran}, the same code as the "
-                              f"treatment-disabled side"),
+        **_baseline_fields(ctx, path, baseline, errors, same_code),
         "implementation_revision": _implementation_revision(ctx),
         "precision": path.get("precision", ""),
         "normalization": "update = factor after minus before one optim_step, both read back from the service "
                          "(float32); reference float64 from the same start state and gradient, rounded through float32 "
                          "factors the same way",
         "errors": errors,
-        "parity_sides": {key: {"same_code": same_code["same"], "reason": same_code["reason"],
-                               "treatment_side": f"{treatment.family} with polar_step polar_express on the same service",
-                               "baseline_side": baseline_ran, "status": "unverified" if same_code["same"] else "measured"}
-                         for key in errors if key.startswith("baseline_update")},
         "update_learning_rates": update_lrs,
         "input_tolerances": fixed_tolerances,
         "tolerance_source": f"the plan's tolerances ({path.get('error_analysis', {}).get('derivation', 'the plan file')}, "
                             f"fixed before measuring) and the same analysis on the read-back input "
                             f"(sha256:{pins['tolerance_file_sha256']} {TOLERANCE_FILE}, input_tolerances), computed "
                             "before the first update was read; a check passes under both",
-        "gradient_recovery": {"reported_grad_norm": observation.gradient_norm_reported,
-                              "recovered_grad_norm": float(np.sqrt(sum(np.sum(g**2) for pair in observation.gradients
-                                                                       for g in pair))),
-                              "max_error_bound_frobenius": max(max(e) for e in observation.gradient_errors)},
+        "gradient_recovery": _gradient_recovery(observation),
         "informative_errors": informative,
         "lr_scaling": scaling,
     }
-    ctx.store.add_evidence("correctness-fixed-batch.json", "metrics", batch_json)
+    wrong_family = [f"{job.label}: service reports {observation.families_reported.get(job.label)!r}" for job in jobs
+                    if observation.families_reported.get(job.label) not in (None, job.family)]
+    ctx.store.add_evidence(FIXED_BATCH_EVIDENCE, "metrics", batch_json)
     ctx.store.add_evidence(START_STATE_EVIDENCE, "metrics", input_npz)
     ctx.store.add_evidence("correctness-preflight.json", "metrics", json.dumps(record_path, indent=2, sort_keys=True))
     for relative in (REFERENCE_FILE, TOLERANCE_FILE, *PROBE_FILES):
@@ -203,6 +183,42 @@ def _jobs(treatment_family: str, baseline_family: str, treatment_config: dict[st
                  UpdateJob(_label("treatment_disabled", lr), treatment_family, {**treatment_config, **DISABLED}, lr, hyper),
                  UpdateJob(_label("baseline", lr), baseline_family, dict(baseline_config), lr, hyper)]
     return jobs
+
+
+def _errors_by_check(observation: ServiceObservation, lrs: list[float], hyper: dict[str, float]
+                     ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """(the gated checks' errors, the informative stock-vs-reference errors), keyed `<check>@lr=<lr>`."""
+    errors, informative = {}, {}
+    for lr in lrs:
+        errors[check_key("reference_update", lr)] = update_errors(
+            observation.updates[_label("treatment", lr)], _reference(observation, lr, hyper, "polar_switch"))
+        errors[check_key("baseline_update", lr)] = update_errors(
+            observation.updates[_label("treatment_disabled", lr)], observation.updates[_label("baseline", lr)])
+        informative[check_key("baseline_vs_reference_update", lr)] = update_errors(
+            observation.updates[_label("baseline", lr)], _reference(observation, lr, hyper, "polar_express"))
+    return errors, informative
+
+
+def _baseline_fields(ctx: RunContext, path: dict[str, Any], baseline: Any, errors: dict[str, Any],
+                     same_code: dict[str, Any]) -> dict[str, Any]:
+    """The baseline revision as it ran and, per baseline check, its two sides: a same-code check is said
+    to be one, with what ran as its baseline, never the plan's revision (it stays unverified, CORR-3)."""
+    target = ctx.service.describe()
+    ran = f"{baseline.family} ({baseline.arm}) on {target['kind']} service {target.get('base_url')}: the same service " \
+          "as the treatment"
+    revision = (f"not the planned baseline revision: {ran}, the same code as the treatment-disabled side"
+                if same_code["same"] else path.get("baseline_revision", ""))
+    sides = {key: {"same_code": same_code["same"], "reason": same_code["reason"],
+                   "treatment_side": "the treatment's family with polar_step polar_express on the same service",
+                   "baseline_side": ran, "status": "unverified" if same_code["same"] else "measured"}
+             for key in errors if key.startswith("baseline_update")}
+    return {"baseline_revision": revision, "parity_sides": sides}
+
+
+def _gradient_recovery(observation: ServiceObservation) -> dict[str, Any]:
+    recovered = float(np.sqrt(sum(np.sum(g**2) for pair in observation.gradients for g in pair)))
+    return {"reported_grad_norm": observation.gradient_norm_reported, "recovered_grad_norm": recovered,
+            "max_error_bound_frobenius": max(max(e) for e in observation.gradient_errors)}
 
 
 def _pairs(observation: ServiceObservation) -> list[dict[str, np.ndarray]]:
