@@ -10,10 +10,14 @@ exchange grades against its own spec and will say unverified until that spec car
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+import numpy as np
 
 from experiment.contract.result_models import CorrectnessPath
 from experiment.stats.correctness import accepts, lr_scaling_errors
+from experiment.stats.update_tolerance import input_tolerances
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     is_number, model_issues, run_checks,
@@ -137,10 +141,6 @@ START_STATE_EVIDENCE = "correctness-start-state.npz"
 def _input_pairs(raw: bytes) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
     """The read-back start state and recovered gradient (evidence npz, no pickles) as the tolerance
     analysis takes them."""
-    import io
-
-    import numpy as np
-
     with np.load(io.BytesIO(raw), allow_pickle=False) as data:
         bounds = [float(x) for x in data["gradient_error_bounds"]]
         start = [np.asarray(data[f"start_{k}"], dtype=np.float32) for k in range(len(bounds))]
@@ -163,8 +163,6 @@ def _treatment_beta1(ctx: GradeContext) -> float:
 def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
     """A path measured through the service is also held to the a-priori bound on its read-back input,
     recomputed here from the retained input (never the record's own numbers)."""
-    from experiment.stats.update_tolerance import input_tolerances
-
     issues = []
     for path_id, record in _record_paths(ctx).items():
         if not (record.get("measured_through") or record.get("input_tolerances")):
