@@ -58,3 +58,24 @@ def test_update_between_refuses_adapters_of_other_modules():
     a, b = np.zeros((2, 3), np.float32), np.zeros((4, 2), np.float32)
     with pytest.raises(ValueError, match="different modules"):
         update_between([LoraPair("x", a, b)], [LoraPair("y", a, b)])
+
+
+def test_a_failure_on_an_input_whose_bound_says_nothing_is_not_read_as_a_defect():
+    """On an ill-conditioned read-back input the a-priori bound admits any direction (min_cosine <= 0):
+    the gate still stops, but says the check could not discriminate instead of pointing at the code.
+    (Measured: the TriMuon spec's rank 32 at its own LRs on the tiny model, plan cosine 0.738.)"""
+    from experiment.sft.steps.correctness_preflight import _verdict
+
+    errors = {"reference_update@lr=0.0001": {"max_abs_error": 5e-5, "reference_max_abs": 7e-5,
+                                             "relative_l2_error": 0.7, "cosine_similarity": 0.738}}
+    path = {"tolerances": {"reference_update@lr=0.0001": {"atol": 1.6e-4, "rtol": 0.0, "min_cosine": 0.97}}}
+    scaling = [{"learning_rate": 1e-4, "update_norm": 1.0}]
+    same_code = {"same": False, "reason": ""}
+    conditioned = {"reference_update@lr=0.0001": {"atol": 1e-3, "rtol": 0.0, "min_cosine": 0.99}}
+    ill_conditioned = {"reference_update@lr=0.0001": {"atol": 0.82, "rtol": 0.0, "min_cosine": -7300.0}}
+    defect = _verdict(path, errors, conditioned, same_code, scaling, [0.0], 0.01, {}, [])
+    ill_posed = _verdict(path, errors, ill_conditioned, same_code, scaling, [0.0], 0.01, {}, [])
+    assert defect.failed and ill_posed.failed  # either way the run stops before training
+    assert "polar step" in defect.next_diagnostic and not any("cannot tell" in r for r in defect.reasons)
+    assert "ill-conditioned" in ill_posed.next_diagnostic
+    assert any("cannot tell a correct implementation from a wrong one" in r for r in ill_posed.reasons)
