@@ -1,9 +1,11 @@
-"""One optimizer step on given tensors, as a command: the backend half of the pipeline's update check.
+"""One optimizer step on given tensors, as a command: the backend half of the a-priori analysis' tests.
 
     python -m embedded_tinker.optimizer_probe IN.npz OUT.npz
 
-The pipeline never imports this package's optimizers (docs/ARCHITECTURE.md, the boundary); it runs
-this command in the backend's checkout instead, as it would on a remote fork. IN.npz holds `jobs`
+tests/unit/test_update_tolerance.py runs this backend's optimizer on the synthetic fixed input
+(experiment/stats/update_tolerance.fixed_optimizer_input) to hold the written error analysis against
+it. The pipeline itself never runs it: its correctness preflight measures the service's optimizer
+through the SDK (docs/optimizers.md, "Measured through the service"). IN.npz holds `jobs`
 (JSON text: a list of {family, config, learning_rate, hyper, fresh}), `steps_taken`, and per LoRA
 pair i the float32 arrays `pair{i}_{A,B,momentum_A,momentum_B,grad_A,grad_B}`. OUT.npz holds
 `job{j}_{k}`: the float64 update (after - before) of factor k (A0, B0, A1, ...) for job j.

@@ -1,4 +1,4 @@
-"""CLI: python -m flows.run SPEC [--plan] [--rehearse [--rehearsal-scale wiring]] [--fresh] [--backend local|URL] [--runs-dir DIR]
+"""CLI: python -m flows.run SPEC [--plan | --draft-revision] [--rehearse [--rehearsal-scale wiring]] [--fresh] [--backend local|URL] [--runs-dir DIR]
        [--exposure embedded|production]
 
 Exit codes: 0 the run reached a decision, 1 a gate failed (RESULT says which and why),
@@ -58,6 +58,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rehearsal-scale", choices=REHEARSAL_SCALES, default="standard",
                         help="with --rehearse: 'standard' (default) or 'wiring', the smallest run through every gate "
                              "and record, whose verdict means nothing (end-to-end tests)")
+    parser.add_argument("--draft-revision", action="store_true",
+                        help="write the skeleton of the spec's revision file (<name>.plan.json, or <name>.plan.draft.json "
+                             "beside an existing one): every entry the spec leaves to add or pin, with its reason "
+                             "(docs/new-spec.md); contacts no service")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new replicate even if a run of this spec already finished")
     return parser.parse_args(argv)
@@ -65,6 +69,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.draft_revision:
+        return draft_revision(args.spec)
     try:
         if args.rehearse and args.backend != "local":
             raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
@@ -125,6 +131,24 @@ def main(argv: list[str] | None = None) -> int:
         stop_early_embedded()  # an early-started backend that no run took over
         store.release()
     return exit_code_for(state)
+
+
+def draft_revision(spec_path: str) -> int:
+    """--draft-revision: write the revision-file skeleton (experiment.contract.draft) and list its items."""
+    from experiment.contract.draft import write_draft
+
+    try:
+        target, items = write_draft(Path(spec_path))
+    except (SpecError, OSError) as err:
+        print(str(err).splitlines()[0] if str(err) else type(err).__name__, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if target is None:
+        print(f"{spec_path}: nothing to add or pin; its revision file covers what the pipeline needs")
+        return EXIT_DECISION
+    print(f"wrote {target} ({len(items)} entries to add or pin):")
+    for item in items:
+        print(f"  {item['action']} {item['field']}: {item['why']}")
+    return EXIT_DECISION
 
 
 def start_servers_early(backend: str, exposure: str, store: RunStore):

@@ -53,10 +53,25 @@ def model_deviation(original: str, effective: str, reason: str) -> dict[str, str
     return {"field": "model", "original": original, "effective": effective, "reason": reason}
 
 
+def fork_deviation(plan: ExecutionPlan, service_kind: str) -> dict[str, str] | None:
+    """The `model` deviation of a run whose plan routes arms to a forked service while no fork is deployed
+    (the embedded backend, started by the run or served on its own for a rehearsal, implements every
+    optimizer family itself); None when nothing is forked or a service URL (the fork) is the target."""
+    forked = [arm.name for arm in plan.trained_arms if arm.service == "fork"]
+    if not forked or (service_kind != "embedded" and not plan.rehearsal):
+        return None
+    return {"field": "model",
+            "original": f"arms {', '.join(forked)} on a deployed fork of the service (the spec's forked optimizer path)",
+            "effective": "no fork deployed: the embedded backend's own implementation of every arm's optimizer family, "
+                         "one server",
+            "reason": "the fork named in the hypothesis is not deployed for this run, so the run measures the embedded "
+                      "backend's implementation of the method, not the fork's"}
+
+
 def intake_update(plan: ExecutionPlan, served_model: str, deviations: list[dict[str, str]]) -> dict[str, Any]:
     """The `status: running` update of spec intake: deviations recorded before any training."""
     summary = f"Running '{plan.spec_title}' on {served_model}"
-    if any(d["field"] == "model" for d in deviations):
+    if any(d["field"] == "model" and d["effective"] == served_model for d in deviations):
         summary += f" instead of {plan.base_model}, which the service does not serve"
     summary += "."
     if plan.spec_revision:

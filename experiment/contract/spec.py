@@ -400,6 +400,21 @@ def apply_revision(raw: dict[str, Any], plan: dict[str, Any], plan_path: Path | 
     return merged, resolved
 
 
+# An open correctness revision is handled where it is read: it pins nothing, the run stops at
+# correctness_preflight before any training and requests the pin (CORR-6), so a revision may leave it open.
+OPEN_REVISION_KEYS = ("baseline_revision", "reference_revision")
+
+
+def _unresolved_paths(value: Any, where: str = "") -> list[str]:
+    """Where a revision file's values still say UNRESOLVED (open correctness revisions aside)."""
+    if isinstance(value, dict):
+        return [p for key, inner in value.items() if key not in OPEN_REVISION_KEYS
+                for p in _unresolved_paths(inner, f"{where}.{key}" if where else key)]
+    if isinstance(value, list):
+        return [p for index, inner in enumerate(value) for p in _unresolved_paths(inner, f"{where}[{index}]")]
+    return [where] if is_unresolved(value) else []
+
+
 def _merge_plan_file(spec_path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], SpecRevision | None]:
     plan_path = plan_file_path(spec_path)
     if not plan_path.exists():
@@ -412,6 +427,13 @@ def _merge_plan_file(spec_path: Path, raw: dict[str, Any]) -> tuple[dict[str, An
             )
         return raw, None
     plan = _read_json_object(plan_path)
+    if "draft_items" in plan:  # written by --draft-revision (experiment/contract/draft.py), not yet finished
+        raise SpecError("draft_items", f"{plan_path} is an unfinished draft: fill its UNRESOLVED values, confirm the "
+                                       "proposed ones, then delete draft_items (docs/new-spec.md)")
+    left_open = _unresolved_paths(plan)
+    if left_open:  # a revision pins open values; one it leaves open would only fail after training
+        raise SpecError(left_open[0], f"{plan_path} leaves this value UNRESOLVED: a revision file pins values, "
+                                      "it never adds open ones")
     merged, resolved = apply_revision(raw, plan, plan_path)
     revision = SpecRevision(path=str(plan_path), sha256=canonical_sha256(plan), supplied=sorted(plan),
                             resolved=resolved)

@@ -4,7 +4,8 @@ The spec and plan were parsed before the run was created (a bad spec never gets 
 run records what it will execute, before any training:
 - the spec file, the companion plan file (a spec revision) and the execution plan, as evidence;
 - the served model, resolved against the service (a substitute is a `model` deviation and is said
-  in `summary`; a missing model is never a reason to stop);
+  in `summary`; a missing model is never a reason to stop); arms planned on a fork while no fork is
+  deployed (the embedded backend) are a `model` deviation too;
 - a `status: running` RESULT update carrying every deviation.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.gates import GateVerdict, RunContext
-from experiment.contract.result import intake_update, model_deviation
+from experiment.contract.result import fork_deviation, intake_update, model_deviation
 from experiment.run.service import closest_served_model
 
 
@@ -31,6 +32,8 @@ def run(ctx: RunContext) -> GateVerdict:
         return _service_failure(ctx, "the service lists no served models")
     model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
     deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
+    fork = fork_deviation(ctx.plan, ctx.service.kind)
+    deviations += [fork] if fork else []
     earlier = ctx.store.read_result().get("deviations", [])  # e.g. a rehearsal's substitutions, posted at creation
     merged = earlier + [d for d in deviations if d not in earlier]
     update = intake_update(ctx.plan, model, merged)

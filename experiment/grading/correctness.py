@@ -10,10 +10,14 @@ exchange grades against its own spec and will say unverified until that spec car
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+import numpy as np
 
 from experiment.contract.result_models import CorrectnessPath
 from experiment.stats.correctness import accepts, lr_scaling_errors
+from experiment.stats.update_tolerance import input_tolerances
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     is_number, model_issues, run_checks,
@@ -93,6 +97,28 @@ def CORR_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _same_code(record: dict[str, Any]) -> bool:
+    return any(as_dict(entry).get("same_code") is True for entry in as_dict(record.get("parity_sides")).values())
+
+
+def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
+    """A parity check whose two sides are the same code measures nothing: reported so, or recognised
+    from bitwise-identical updates (errors exactly 0), it stays unverified."""
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        sides = as_dict(record.get("parity_sides"))
+        for key, entry in as_dict(record.get("errors")).items():
+            entry = as_dict(entry)
+            reported = as_dict(sides.get(key)).get("same_code") is True
+            identical = entry.get("max_abs_error") == 0.0 and entry.get("relative_l2_error") == 0.0 \
+                and not str(key).startswith("reference_update")
+            if reported or identical:
+                why = as_dict(sides.get(key)).get("reason") or "bitwise-identical updates"
+                issues.append(Issue("CORR-3", UNVERIFIED, f"path {path_id}, check {key}: both sides are the same code "
+                                                          f"({why}): no parity was measured"))
+    return issues
+
+
 def CORR_4(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -106,6 +132,61 @@ def CORR_4(ctx: GradeContext) -> list[Issue]:
             ok, why = accepts(entry, tolerance)
             if not ok:
                 issues.append(Issue("CORR-4", INVALID, f"path {path_id}, check {key}: {why}"))
+    return issues
+
+
+START_STATE_EVIDENCE = "correctness-start-state.npz"
+
+
+def _input_pairs(raw: bytes) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+    """The read-back start state and recovered gradient (evidence npz, no pickles) as the tolerance
+    analysis takes them."""
+    with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+        bounds = [float(x) for x in data["gradient_error_bounds"]]
+        start = [np.asarray(data[f"start_{k}"], dtype=np.float32) for k in range(len(bounds))]
+        grads = [np.asarray(data[f"gradient_{k}"], dtype=np.float64) for k in range(len(bounds))]
+    if not bounds or len(bounds) % 2:
+        raise ValueError("the start factors do not pair up")
+    pairs = [{"A": start[i], "B": start[i + 1], "momentum_A": np.zeros(start[i].shape),
+              "momentum_B": np.zeros(start[i + 1].shape), "grad_A": grads[i], "grad_B": grads[i + 1]}
+             for i in range(0, len(start), 2)]
+    return pairs, list(zip(bounds[0::2], bounds[1::2]))
+
+
+def _treatment_beta1(ctx: GradeContext) -> float:
+    for arm in as_list((ctx.spec or {}).get("arms")):
+        if isinstance(arm, dict) and arm.get("role") == "treatment":
+            return float(as_dict(as_dict(arm.get("optimizer")).get("config")).get("beta1", 0.9))
+    return 0.9
+
+
+def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
+    """A path measured through the service is also held to the a-priori bound on its read-back input,
+    recomputed here from the retained input (never the record's own numbers)."""
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        if not (record.get("measured_through") or record.get("input_tolerances")):
+            continue
+        raw = ctx.evidence.bytes(START_STATE_EVIDENCE) if ctx.evidence.usable(START_STATE_EVIDENCE) else None
+        if raw is None:
+            issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input ({START_STATE_EVIDENCE}) "
+                                                      "is not retained inline: its tolerances cannot be recomputed"))
+            continue
+        errors = as_dict(record.get("errors"))
+        try:
+            pairs, bounds = _input_pairs(raw)
+            learning_rates = sorted({float(str(key).rsplit("@lr=", 1)[1]) for key in errors if "@lr=" in str(key)})
+            recomputed = input_tolerances(pairs, learning_rates, _treatment_beta1(ctx), bounds)
+        except (ValueError, KeyError, TypeError, IndexError, OSError, EOFError) as err:
+            issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input is unusable ({err})"))
+            continue
+        for key, entry in errors.items():
+            entry = as_dict(entry)
+            if key not in recomputed or not all(is_number(entry.get(k)) for k in ERROR_KEYS):
+                continue
+            ok, why = accepts(entry, recomputed[key])
+            if not ok:
+                issues.append(Issue("CORR-4", INVALID, f"path {path_id}, check {key}, on the read-back input: {why}"))
     return issues
 
 
@@ -143,6 +224,8 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
             if _unresolved(pinned):
                 issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: the spec's {key} is UNRESOLVED, so the check "
                                                           "stays unverified until a spec revision pins it"))
+            elif key == "baseline_revision" and _same_code(record):
+                continue  # the record names what ran, the same code on both sides: CORR-3 keeps it unverified
             elif record and record.get(key) != pinned and str(pinned) not in str(record.get(key)):
                 issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: reported {key} does not match the pinned one"))
     return issues
@@ -151,7 +234,7 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
-    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_4, CORR_6)):
+    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_4, CORR_4_on_input, CORR_6)):
         return [Issue("CORR-8", UNVERIFIED, "the full run went ahead while the correctness preflight was unresolved "
                                             "or not passed")]
     return []
@@ -170,7 +253,7 @@ def CORR_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9]
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_8, CORR_9]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

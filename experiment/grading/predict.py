@@ -77,6 +77,8 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     else:
         grades["correctness"] = _entry("verified", "every check of the spec's plan is measured against its tolerances")
 
+    grades["correctness"] = _weight_readback(grades["correctness"], correctness, exposure)
+
     grades["feasibility"] = _feasibility(plan)
     audit = plan.gate("generation_audit")
     if audit.applicable is False:
@@ -103,3 +105,19 @@ def _feasibility(plan: Any) -> dict[str, str]:
                                  "measures less than stated")
     return _entry("verified", "a measured pilot with config and effective_config recorded identically and the "
                               "pilot's size in measurements")
+
+
+def _weight_readback(entry: dict[str, str], correctness: Any, exposure: str) -> dict[str, str]:
+    """An optimizer path is measured through the service: its weights must be readable, and its baseline
+    check measures a parity only where the two sides are distinct code (experiment/sft/readback.py)."""
+    from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
+
+    paths = [p for p in correctness.details.get("paths") or [] if isinstance(p, dict) and p.get("kind") == "optimizer"]
+    if correctness.applicable is not True or not paths:
+        return entry
+    if exposure == "production":
+        return _entry("unverified", NOT_EXPOSED_IN_PRODUCTION)
+    if any(str(key).startswith("baseline_update") for p in paths for key in (p.get("tolerances") or {})):
+        reason = SAME_CODE_ON_EMBEDDED if entry["grade"] != "unverified" else f"{entry['reason']}; {SAME_CODE_ON_EMBEDDED}"
+        return _entry("unverified", reason)
+    return entry

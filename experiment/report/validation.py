@@ -795,7 +795,8 @@ class _Validator:
                 pinned = (spec_path or {}).get(key)
                 if isinstance(pinned, str) and "UNRESOLVED" in pinned:
                     spec_unresolved = True
-                elif isinstance(pinned, str) and pinned and value != pinned:
+                elif isinstance(pinned, str) and pinned and value != pinned and not (
+                        key == "baseline_revision" and _same_code_parity(path)):  # reported as ran: CORR-3 unverified
                     self.problem(
                         "correctness.revisions",
                         f"path {path_id}: {key} {_short(value)} differs from the spec's {_short(pinned)}",
@@ -1722,6 +1723,13 @@ class _Validator:
                 self.problem(
                     "secrets.header", f"{relative} contains a credential header with a value ({match.group(1)}: ...)"
                 )
+
+
+def _same_code_parity(path: dict[str, Any]) -> bool:
+    """The path reports its baseline check's two sides as the same code (its baseline_revision then names
+    what ran, not the pin; the grader keeps the check unverified, CORR-3)."""
+    return any(isinstance(entry, dict) and entry.get("same_code") is True
+               for entry in _as_dict(path.get("parity_sides")).values())
 
 
 def _activation_in_range(value: Any, check: dict[str, Any]) -> bool:

@@ -59,6 +59,7 @@ class ClientSession:
         self.purpose = purpose
         self.call = call
         self.service = service
+        self.fork = fork
         self.service_client = service.service_client(fork=fork)
         self.created_models: list[str] = []
         self.closed = False

@@ -120,14 +120,20 @@ class ServiceTarget:
         api_key = os.environ.get("TINKER_API_KEY")
         if not api_key:
             raise ServiceConfigError("TINKER_API_KEY is not set; the remote service needs it")
+        return tinker.ServiceClient(base_url=base_url, api_key=api_key,
+                                    default_headers_overrides=self.proxy_headers(fork))
+
+    def proxy_headers(self, fork: bool = False) -> dict[str, str]:
+        """The Modal proxy headers for this target (the fork's with fork=True), from the environment; {} if none."""
+        if self.kind == "embedded":
+            return {}
         prefix = "RUNS_PROXY_TOKEN" if fork else "MODAL_PROXY_TOKEN"
         token_id, token_secret = os.environ.get(f"{prefix}_ID"), os.environ.get(f"{prefix}_SECRET")
-        headers = {}
         if token_id and token_secret:
-            headers = {"Modal-Key": token_id, "Modal-Secret": token_secret}
-        elif token_id or token_secret:
+            return {"Modal-Key": token_id, "Modal-Secret": token_secret}
+        if token_id or token_secret:
             raise ServiceConfigError(f"set both {prefix}_ID and {prefix}_SECRET, or neither")
-        return tinker.ServiceClient(base_url=base_url, api_key=api_key, default_headers_overrides=headers)
+        return {}
 
     def served_models(self) -> list[str]:
         """Model names the service lists in get_server_capabilities."""

@@ -1,1 +1,1 @@
-"""The SFT family (the TriMuon spec): gate steps in steps/, the training runs and routing in runs.py, loop, loss eval, adaptation manifests, the optimizer probe."""
+"""The SFT family (the TriMuon spec): gate steps in steps/, the training runs and routing in runs.py, loop, loss eval, adaptation manifests, the optimizer update check through the service (service_probe.py, readback.py)."""

@@ -7,9 +7,10 @@ SFT gate steps share; the steps themselves are `experiment/sft/steps/<gate>.py`,
 
 - preflight_probe        one client per arm with its exact optimizer and config, one optim_step on
                          one example (finite loss), the family verified from get_info; fork routing
-- correctness_preflight  the optimizer path's update errors against the independent float64
-                         reference (experiment/stats/optim_reference.py) under the plan's tolerances; the
-                         treatment-disabled path against the baseline; LR scaling from fresh state
+- correctness_preflight  the optimizer path's update, measured through the service (weights read
+                         back), against the independent float64 reference (experiment/stats/optim_reference.py)
+                         under the plan's tolerances; the treatment-disabled path against the baseline
+                         (same code: unverified); LR scaling from fresh state
 - restoration_preflight  one saved initialization state; every run's client created from it,
                          adapter hash, optimizer check and initial output compared; a
                          create-save-restore update checked against the uninterrupted client
@@ -88,10 +89,10 @@ def service_routing(ctx: RunContext) -> dict[str, Any]:
     """Where every arm runs: all on one target, the fork as soon as one arm needs it."""
     planned = {arm.name: arm.service for arm in ctx.plan.trained_arms}
     needs_fork = sorted(name for name, service in planned.items() if service == "fork")
-    if ctx.service.kind == "embedded":
+    if ctx.service.kind == "embedded" or ctx.plan.rehearsal:  # a rehearsal's backend is the embedded one, any URL
         return {"fork": False, "planned_services": planned, "target": ctx.service.describe(),
                 "reason": "the embedded backend implements every arm's optimizer family (dimuon and trimuon) "
-                          "in one server, so no fork is needed: every arm runs on that server"}
+                          "in one server, so no fork is deployed (a deviation): every arm runs on that server"}
     if needs_fork:
         return {"fork": True, "planned_services": planned, "target": ctx.service.describe(),
                 "reason": f"arms {needs_fork} need a forked optimizer, so every arm of the comparison runs on the "

@@ -88,18 +88,17 @@ class _Chain:
 
     def step(self, p, dp, injected: float) -> None:
         s = self.sigmas
-        r = len(s)
-        symmetric, skew = [], []
-        for i in range(r):
-            for j in range(i + 1, r):
-                close = abs(s[i] - s[j]) <= 1e-12
-                symmetric.append(abs(dp(s[i])) if close else abs((p(s[i]) - p(s[j])) / (s[i] - s[j])))
-                skew.append(abs((p(s[i]) + p(s[j])) / (s[i] + s[j])))
-        diag = [abs(dp(x)) for x in s]
-        outside = [abs(p(x) / x) for x in s]
-        self.factors.append(np.array(diag + symmetric + skew + outside))
+        values = np.array([p(x) for x in s])
+        slopes = np.array([abs(dp(x)) for x in s])
+        i, j = np.triu_indices(len(s), 1)  # every pair (i < j), row by row
+        gap = s[i] - s[j]
+        close = np.abs(gap) <= 1e-12
+        symmetric = np.where(close, slopes[i], np.abs((values[i] - values[j]) / np.where(close, 1.0, gap)))
+        skew = np.abs((values[i] + values[j]) / (s[i] + s[j]))
+        outside = np.abs(values / s)
+        self.factors.append(np.concatenate([slopes, symmetric, skew, outside]))
         self.injected.append(injected)
-        self.sigmas = np.array([p(x) for x in s])
+        self.sigmas = values
 
     def bound(self) -> float:
         """Absolute Frobenius error bound at the end of the chain."""
@@ -180,8 +179,11 @@ def _preconditioner(S: np.ndarray, n: int, dS_scale: float) -> tuple[np.ndarray,
     return P, 2 * L * dS + U32 * np.linalg.norm(P)
 
 
-def _direction_bounds(pair: dict[str, np.ndarray], beta1: float, treatment: bool) -> dict[str, float]:
-    """Normwise relative error bounds (after the rescale to sqrt(rank)) of D_A and D_B."""
+def _direction_bounds(pair: dict[str, np.ndarray], beta1: float, treatment: bool,
+                      gradient_error: tuple[float, float] = (0.0, 0.0)) -> dict[str, float]:
+    """Normwise relative error bounds (after the rescale to sqrt(rank)) of D_A and D_B. `gradient_error`
+    is a Frobenius bound of how far the given gradients of A and B may be from the ones the
+    implementation used (0 for the fixed input; the recovery error when they were read back)."""
     A, B = pair["A"].astype(np.float64), pair["B"].astype(np.float64)
     mA = beta1 * pair["momentum_A"].astype(np.float64) + (1 - beta1) * pair["grad_A"].astype(np.float64)
     mB = beta1 * pair["momentum_B"].astype(np.float64) + (1 - beta1) * pair["grad_B"].astype(np.float64)
@@ -189,10 +191,10 @@ def _direction_bounds(pair: dict[str, np.ndarray], beta1: float, treatment: bool
     P_A, dP_A = _preconditioner(A @ A.T, A.shape[1], np.linalg.norm(A) ** 2)
     P_B, dP_B = _preconditioner(B.T @ B, B.shape[0], np.linalg.norm(B) ** 2)
     bounds = {}
-    for name, momentum, P_left, dP_left, P_right, dP_right in (
-        ("A", mA, P_B, dP_B, None, 0.0), ("B", mB, None, 0.0, P_A, dP_A),
+    for name, momentum, P_left, dP_left, P_right, dP_right, dg in (
+        ("A", mA, P_B, dP_B, None, 0.0, gradient_error[0]), ("B", mB, None, 0.0, P_A, dP_A, gradient_error[1]),
     ):
-        dm = 3 * U32 * np.linalg.norm(momentum)  # beta1 * m, (1 - beta1) * g, the add
+        dm = 3 * U32 * np.linalg.norm(momentum) + (1 - beta1) * dg  # beta1 * m, (1 - beta1) * g, the add
         P = P_left if P_left is not None else P_right
         dP = dP_left if P_left is not None else dP_right
         X = P @ momentum if name == "A" else momentum @ P
@@ -215,12 +217,19 @@ def _direction_bounds(pair: dict[str, np.ndarray], beta1: float, treatment: bool
 
 
 def relative_direction_bounds(rank: int, beta1: float = 0.9) -> dict[str, list[float]]:
-    """Per check, the normwise relative bound rho of every factor's direction (pairs x A, B)."""
-    fixed = fixed_optimizer_input(rank)
+    """Per check, the normwise relative bound rho of every factor's direction (pairs x A, B) on the fixed input."""
+    return relative_direction_bounds_for(fixed_optimizer_input(rank)["pairs"], beta1)
+
+
+def relative_direction_bounds_for(pairs: list[dict[str, np.ndarray]], beta1: float = 0.9,
+                                  gradient_errors: list[tuple[float, float]] | None = None) -> dict[str, list[float]]:
+    """Per check, rho of every factor's direction on given pairs ({A, B, momentum_A, momentum_B, grad_A,
+    grad_B}), the gradients known to within `gradient_errors` (Frobenius, per pair (A, B))."""
+    errors = gradient_errors or [(0.0, 0.0)] * len(pairs)
     enabled, disabled = [], []
-    for pair in fixed["pairs"]:
-        t = _direction_bounds(pair, beta1, treatment=True)
-        d = _direction_bounds(pair, beta1, treatment=False)
+    for pair, error in zip(pairs, errors, strict=True):
+        t = _direction_bounds(pair, beta1, treatment=True, gradient_error=error)
+        d = _direction_bounds(pair, beta1, treatment=False, gradient_error=error)
         enabled += [t["A"], t["B"]]
         disabled += [d["A"], d["B"]]
     return {
@@ -232,17 +241,36 @@ def relative_direction_bounds(rank: int, beta1: float = 0.9) -> dict[str, list[f
 
 
 def _factor_norms(rank: int) -> tuple[float, float, int, int]:
-    fixed = fixed_optimizer_input(rank)
-    factors = [pair[f] for pair in fixed["pairs"] for f in ("A", "B")]
+    return _factor_norms_for(fixed_optimizer_input(rank)["pairs"])
+
+
+def _factor_norms_for(pairs: list[dict[str, np.ndarray]]) -> tuple[float, float, int, int]:
+    factors = [pair[f] for pair in pairs for f in ("A", "B")]
     max_abs = max(float(np.max(np.abs(x))) for x in factors)
     frobenius = math.sqrt(sum(float(np.sum(x.astype(np.float64) ** 2)) for x in factors))
     return max_abs, frobenius, len(factors), max(x.size for x in factors)
 
 
 def tolerances(learning_rate: float, rank: int, beta1: float = 0.9) -> dict[str, dict[str, float]]:
-    """The contract's {atol, rtol, min_cosine} for each update check at one learning rate."""
-    rho = relative_direction_bounds(rank, beta1)
-    max_abs, frobenius, n_factors, _ = _factor_norms(rank)
+    """The contract's {atol, rtol, min_cosine} for each update check at one learning rate, on the fixed input."""
+    fixed = fixed_optimizer_input(rank)["pairs"]
+    return tolerances_for(fixed, learning_rate, rank, relative_direction_bounds_for(fixed, beta1))
+
+
+def input_tolerances(pairs: list[dict[str, np.ndarray]], learning_rates: list[float], beta1: float = 0.9,
+                     gradient_errors: list[tuple[float, float]] | None = None) -> dict[str, dict[str, float]]:
+    """`<check>@lr=<lr>` -> {atol, rtol, min_cosine} of the same analysis on a measured input (the
+    service-read start state and recovered gradient), computed before any update is measured."""
+    rank = int(pairs[0]["A"].shape[0])
+    rho = relative_direction_bounds_for(pairs, beta1, gradient_errors)
+    return {check_key(check, lr): tol for lr in learning_rates
+            for check, tol in tolerances_for(pairs, lr, rank, rho).items()}
+
+
+def tolerances_for(pairs: list[dict[str, np.ndarray]], learning_rate: float, rank: int,
+                   rho: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """{atol, rtol, min_cosine} per check at one learning rate, from per-factor bounds rho on `pairs`."""
+    max_abs, frobenius, n_factors, _ = _factor_norms_for(pairs)
     step = learning_rate * math.sqrt(rank)  # every factor moves by exactly lr * sqrt(rank)
     # float32 storage: X - lr D rounded (implementation), X + dX rounded (reference)
     storage_max = 3 * U32 * (max_abs + step) + U32 * step
@@ -272,9 +300,11 @@ def lr_scaling_tolerance(learning_rates: list[float], rank: int) -> float:
 
 def update_check_plan(learning_rates: list[float], rank: int, beta1: float = 0.9) -> dict[str, Any]:
     """What the plan file records: one tolerance entry per check and learning rate."""
+    fixed = fixed_optimizer_input(rank)["pairs"]
+    rho = relative_direction_bounds_for(fixed, beta1)  # independent of the learning rate: once
     keyed = {}
     for lr in learning_rates:
-        for check, tol in tolerances(lr, rank, beta1).items():
+        for check, tol in tolerances_for(fixed, lr, rank, rho).items():
             keyed[check_key(check, lr)] = tol
     return {"tolerances": keyed,
             "lr_scaling": {"learning_rates": list(learning_rates),

@@ -97,29 +97,27 @@ def _update_jobs(enabled_config=None):
 
 
 def _errors_of(fixed, lr, enabled, disabled, stock):
+    start = [(p["A"], p["B"]) for p in fixed["pairs"]]
+    grads = [(p["grad_A"], p["grad_B"]) for p in fixed["pairs"]]
+    momenta = [(p["momentum_A"], p["momentum_B"]) for p in fixed["pairs"]]
     return {
         ut.check_key("reference_update", lr): sft_correctness.update_errors(
-            enabled, sft_correctness._reference_updates(fixed, lr, HYPER, "polar_switch")),
+            enabled, sft_correctness.reference_updates(start, grads, momenta, lr, HYPER, "polar_switch")),
         ut.check_key("baseline_update", lr): sft_correctness.update_errors(disabled, stock),
     }
 
 
-def _errors(fixed, lr, enabled_config=None, implementation=sft_correctness._implementation_updates):
+def _errors(fixed, lr, enabled_config=None, implementation=_in_process_updates):
     updates = [implementation(fixed, family, config, lr, HYPER) for family, config in _update_jobs(enabled_config)]
     return _errors_of(fixed, lr, *updates)
 
 
 def test_correct_implementation_passes_at_every_trained_lr():
-    """The backend's optimizer (one probe process for every update at every LR; the gate starts one per LR)."""
-    from experiment.sft.optimizer_probe import implementation_updates, probe_job
-
+    """The backend's optimizer on the fixed input, under the plan's tolerances at every LR of the sweep."""
     path, rank = _path("rehearsal")
     fixed = ut.fixed_optimizer_input(rank)
-    learning_rates = path["update_learning_rates"]
-    jobs = [probe_job(family, config, lr, HYPER) for lr in learning_rates for family, config in _update_jobs()]
-    updates = implementation_updates(fixed, jobs)
-    for i, lr in enumerate(learning_rates):
-        errors = _errors_of(fixed, lr, *updates[3 * i:3 * i + 3])
+    for lr in path["update_learning_rates"]:
+        errors = _errors(fixed, lr)
         passed, reasons = check_tolerances(errors, {k: path["tolerances"][k] for k in errors})
         assert passed, reasons
 
@@ -143,20 +141,3 @@ def test_fixed_input_is_the_gate_input():
     a, b = ut.fixed_optimizer_input(8), ut.fixed_optimizer_input(8)
     assert all(np.array_equal(x[k], y[k]) for x, y in zip(a["pairs"], b["pairs"]) for k in x)
     assert a["pairs"][0]["A"].dtype == np.float32
-
-
-def test_the_probe_command_returns_the_backend_step_bit_for_bit():
-    """The pipeline's probe (a command in the backend's checkout) equals the backend's step run here."""
-    from experiment.sft.optimizer_probe import implementation_updates, probe_job
-
-    fixed = ut.fixed_optimizer_input(4)
-    jobs = [probe_job("trimuon", {}, 0.02, HYPER), probe_job("dimuon", {}, 0.05, HYPER, fresh=True)]
-    by_command = implementation_updates(fixed, jobs)
-    assert len(by_command) == 2
-    for job, updates in zip(jobs, by_command):
-        from embedded_tinker.optimizer_probe import step_updates
-
-        here = step_updates(fixed["pairs"], fixed["steps_taken"], job["family"], job["config"], job["learning_rate"],
-                            job["hyper"], job["fresh"])
-        assert len(updates) == len(here) == 2 * len(fixed["pairs"])
-        assert all(np.array_equal(a, b) for a, b in zip(updates, here))

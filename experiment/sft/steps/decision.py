@@ -86,7 +86,8 @@ def run(ctx: RunContext) -> GateVerdict:
                           "grid_edge": v["grid_edge"]}
                     for arm, v in arms.items()}
     verdict_record = {"rule": "GEN-3 (no decision_rule): effect against margin, per criterion",
-                      "selection": rule.get("select"), "criteria": criteria, "per_arm": summary_arms}
+                      "selection": selection_ran(per_arm, aggregation),
+                      "selection_as_planned": rule.get("select"), "criteria": criteria, "per_arm": summary_arms}
     ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
     # everything but the verdict first (no decision object: the spec has no decision_rule)
     ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
@@ -122,3 +123,13 @@ def run(ctx: RunContext) -> GateVerdict:
                   "validation_problems": len(problems),
                   **{c["id"]: c["effect"] for c in criteria}},
     )
+
+
+def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
+    """How the best LR was selected, with the step counts the runs completed (the plan's text names the
+    spec's steps, which a rehearsal or a stopped run does not train)."""
+    steps = sorted({int(run.get("steps_completed", 0)) for arm in per_arm.values() for run in arm.get("runs", {}).values()})
+    trained = " or ".join(str(n) for n in steps) or "no"
+    return (f"per arm, the LR grid point with the lowest held-out {aggregation.replace('_', '-')} NLL after the "
+            f"{trained} steps each run completed")
+
