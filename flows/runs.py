@@ -4,7 +4,10 @@
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
 
 A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
-`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail).
+`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail), also one
+that starts with '-' (an id older runs of a non-ASCII spec name may have).
+Text from the store is printed with control characters, lone surrogates and bidirectional overrides
+shown as escapes (experiment.contract.text): a record cannot clear or rewrite the terminal.
 
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
@@ -20,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
 from experiment.run.store import RunIndex, default_runs_dir
 from flows.lifetime import exit_process
@@ -196,6 +200,28 @@ def _metric_text(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def run_ids_as_positionals(argv: list[str]) -> list[str]:
+    """`show -2026...` -> `show -- -2026...`: after `show`, a word starting with '-' that is not an option
+    of the CLI is a run id (argparse would otherwise take it for an unknown option)."""
+    if "show" not in argv or "--" in argv:
+        return argv
+    at = argv.index("show") + 1
+    options = {"--runs-dir", "-h", "--help"}
+    rest, ids, skip = [], [], False
+    for word in argv[at:]:
+        if skip:
+            rest.append(word)
+            skip = False
+        elif word in options or word.startswith("--runs-dir="):
+            rest.append(word)
+            skip = word == "--runs-dir"
+        elif word.startswith("-"):
+            ids.append(word)
+        else:
+            rest.append(word)
+    return argv[:at] + rest + (["--", *ids] if ids else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     runs_dir_help = "runs directory (default: $RX_RUNS_DIR or ./runs)"
     parser = argparse.ArgumentParser(prog="python -m flows.runs", description="List runs or show one run.")
@@ -205,14 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("run_id")
     # accepted after `show` too; SUPPRESS keeps a value given before `show`
     show.add_argument("--runs-dir", type=Path, default=argparse.SUPPRESS, help=runs_dir_help)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(run_ids_as_positionals(list(sys.argv[1:] if argv is None else argv)))
     runs_dir = args.runs_dir if args.runs_dir is not None else default_runs_dir()
     try:
         lines = show_run(runs_dir, args.run_id) if args.command == "show" else list_runs(runs_dir)
     except RunsCliError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {printable(str(err))}", file=sys.stderr)
         return 2
-    print("\n".join(lines))
+    print("\n".join(printable(line) for line in lines))
     return 0
 
 

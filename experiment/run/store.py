@@ -69,8 +69,9 @@ def utc_now() -> str:
 
 
 def new_run_id(spec_stem: str) -> str:
-    """`<spec-slug>-<UTC yyyymmddTHHMMSS>-<6 hex>`."""
-    slug = re.sub(r"[^a-z0-9]+", "-", spec_stem.lower()).strip("-")
+    """`<spec-slug>-<UTC yyyymmddTHHMMSS>-<6 hex>`; the slug is `run` when the stem has no ASCII letter or
+    digit (a run id never starts with '-', which a command line would take for an option)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", spec_stem.lower()).strip("-") or "run"
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{slug}-{stamp}-{secrets.token_hex(3)}"
 
