@@ -43,7 +43,7 @@ from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore
+from experiment.run.store import RunInProgress, RunStore, storage_failure
 from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
@@ -144,6 +144,8 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                 previous = gate_state
                 verdict = gate_state.result()
             except Exception as err:
+                if storage_failure(err):  # a full disk is no verdict on the gate: the run stops resumable
+                    raise
                 blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],

@@ -4,7 +4,7 @@
 BaseException like KeyboardInterrupt; SIGTERM's default would end the process at once and leave
 the record "running". Inside a flow run Prefect puts its own SIGTERM handler first (it raises
 `TerminationSignal`, then sends the signal again to the handler before it); `stop_reason` names
-the signal whichever of them arrives.
+the signal whichever of them arrives, and a write the machine refused (a full disk) as such.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import signal
 from contextlib import contextmanager
 from typing import Any, Iterator
+
+from experiment.run.store import storage_failure
 
 INTERRUPTING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -40,6 +42,8 @@ def stop_reason(err: BaseException) -> str:
     number = interrupting_signal(err)
     if number is not None:
         return f"interrupted by {signal.Signals(number).name}"
+    if storage_failure(err):
+        return f"stopped: a write failed ({err.strerror}{f': {err.filename}' if err.filename else ''}); free space and re-run"
     return f"crashed: {type(err).__name__}: {err}"
 
 

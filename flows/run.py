@@ -35,7 +35,7 @@ from flows.lifetime import exit_process, imports_frozen, survive_closed_console
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
 from experiment.contract.text import printable
-from experiment.run.store import RunStore, StoreError, writable_runs_dir
+from experiment.run.store import RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 # What the CLI imports while the temporary Prefect server boots (import_what_the_gates_import): the
@@ -232,6 +232,9 @@ def exit_code_for(state) -> int:
         result_path = Path(run_dir) / "result.json"
     if result_path:
         print("\n".join(closing_lines_for(result_path)))
+    if isinstance(outcome, BaseException) and storage_failure(outcome):
+        print(f"the run {stop_reason(outcome)} the same command to resume it", file=sys.stderr)
+        return EXIT_CRASHED
     print(f"{state.name}: {outcome}", file=sys.stderr)
     if state.name == "GateFailed":
         return EXIT_GATE_FAILED

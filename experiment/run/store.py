@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
+import errno
 import fcntl
 import hashlib
 import json
@@ -159,6 +160,15 @@ def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def storage_failure(error: BaseException) -> bool:
+    """A write the machine refused (disk full, quota, read-only filesystem): not a bug in the run, and
+    the run resumes once there is room again."""
+    return isinstance(error, OSError) and error.errno in STORAGE_ERRNOS
 
 
 def run_finished(result: dict[str, Any]) -> bool:

@@ -265,3 +265,27 @@ def test_a_truncated_result_names_the_file_and_the_recovery(tmp_path, spec_and_p
     assert "\n" not in message
     cli = _one_line_exit_2(run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)]), capsys.readouterr().err)
     assert cli == message
+
+
+def test_a_full_disk_stops_the_run_resumable_with_a_clear_reason(tmp_path, capsys, monkeypatch, spec_and_plan):
+    import flows.interrupts as interrupts
+
+    def disk_full(*args, **kwargs):  # FAKE: a write refused for space (a small tmpfs does it for real)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "runs" / "x" / "tables"))
+
+    monkeypatch.setattr(run_cli, "start_servers_early", disk_full)
+    with monkeypatch.context() as weak:  # attack first: read as any crash, the reason blames a bug
+        weak.setattr(interrupts, "storage_failure", lambda error: False)
+        run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")])
+        (weak_run,) = _run_dirs(tmp_path / "weak")
+        assert json.loads((weak_run / "result.json").read_text())["interruption"]["reason"].startswith("crashed: ")
+    capsys.readouterr()
+    runs = tmp_path / "runs"
+    assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)]) == run_cli.EXIT_CRASHED
+    (run_dir,) = _run_dirs(runs)
+    reason = json.loads((run_dir / "result.json").read_text())["interruption"]["reason"]
+    assert reason == f"stopped: a write failed (No space left on device: {tmp_path / 'runs' / 'x' / 'tables'}); free space and re-run"
+    spec, plan = spec_and_plan
+    store, how = RunStore.claim(runs, spec, plan)
+    assert how == "resumed"
+    store.release()
