@@ -44,6 +44,7 @@ EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
                                 *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
 CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)
+ANSWER_BUDGET_S = 30.0  # a remote backend must answer get_server_capabilities within this (a hang: exit 2)
 PREFECT_CONNECT_BUDGET_S = 10.0  # a configured Prefect server not answering this long: exit 2, before any claim
 
 
@@ -99,15 +100,17 @@ def main(argv: list[str] | None = None) -> int:
             return answer_finished(finished)
         # Every precondition before the claim: a refused run leaves no run directory and no index row.
         writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
-        problem = unreachable_backend(args.backend, CONNECT_BUDGET_S) or unreachable_prefect_server()
+        problem = (unreachable_backend(args.backend, CONNECT_BUDGET_S)
+                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
+                   or unreachable_prefect_server())
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
         # Claim the run before Prefect starts: a live run is refused at once; this process then holds the
         # run's lock and the flow's own claim finds it (re-entrant).
         store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
-    except StoreError as err:  # RunInProgress, a runs dir that is a URL or not writable, a damaged record
-        print(printable(str(err)), file=sys.stderr)
+    except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
+        print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
     if how == "finished":  # it finished between the look and the claim
         return answer_finished(store)

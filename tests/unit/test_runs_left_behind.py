@@ -289,3 +289,55 @@ def test_a_full_disk_stops_the_run_resumable_with_a_clear_reason(tmp_path, capsy
     store, how = RunStore.claim(runs, spec, plan)
     assert how == "resumed"
     store.release()
+
+
+# ---- a backend that hangs, answers garbage or drops the connection: refused before the claim ----
+
+BAD_BACKEND = textwrap.dedent("""
+    import socket, sys, threading, time
+    mode = sys.argv[1]
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    print(server.getsockname()[1], flush=True)
+    def answer(connection):
+        connection.recv(65536)
+        if mode == "garbage":
+            body = b"\\x00\\xffnot json{{"
+            connection.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body) + body)
+        elif mode == "drop":  # promises 1000 bytes, sends 5, closes
+            connection.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 1000\\r\\n\\r\\n{\\"sup")
+        else:  # hang
+            time.sleep(600)
+        connection.close()
+    while True:
+        connection, _ = server.accept()
+        threading.Thread(target=answer, args=(connection,), daemon=True).start()
+""")
+
+
+@pytest.mark.parametrize("mode, said", [("hang", "did not answer get_server_capabilities within 1 s (it hangs)"),
+                                        ("garbage", "answered get_server_capabilities with something that is not a "
+                                                    "capability list (HTTP 200, 12 bytes)"),
+                                        ("drop", "dropped get_server_capabilities (RemoteProtocolError)")])
+def test_a_backend_that_hangs_or_answers_garbage_is_refused_before_the_claim(tmp_path, capsys, monkeypatch, mode, said):
+    backend_process = subprocess.Popen([sys.executable, "-c", BAD_BACKEND, mode], stdout=subprocess.PIPE, text=True)
+    try:  # a FAKE backend: a socket that misbehaves as a broken service does
+        backend = f"http://127.0.0.1:{backend_process.stdout.readline().strip()}"
+        monkeypatch.setenv("TINKER_API_KEY", "tml-test-key")
+        monkeypatch.setattr(run_cli, "ANSWER_BUDGET_S", 1.0)
+        # attack first: a TCP connection is all the old precondition asked for, so the run was claimed and its
+        # first gate met the broken service (measured: garbage, a failed record in 0.6 s; a dropped connection,
+        # 358 s of the SDK's retries; a hang, the SDK's 60 s timeout per try)
+        assert run_cli.unreachable_backend(backend, budget_s=1) is None
+        runs = tmp_path / "runs"
+        message = _one_line_exit_2(run_cli.main([str(GS1_SPEC), "--backend", backend, "--runs-dir", str(runs)]),
+                                   capsys.readouterr().err)
+        assert message == f"backend {backend} {said}" + (
+            ": check the service" if mode == "hang" else ": check the service; this is not a capacity refusal"
+            if mode == "drop" else ": is it a Tinker service?")
+        assert _run_dirs(runs) == []
+    finally:
+        backend_process.kill()
+        backend_process.wait()
+
