@@ -2,6 +2,7 @@
 
     python -m flows.runs [--runs-dir DIR]                 one aligned row per run (fits 100 columns)
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
+    python -m flows.runs recover RUN_ID [--runs-dir DIR]  rebuild a damaged result.json from events.jsonl
 
 A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
 `show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail), also one
@@ -25,7 +26,7 @@ from typing import Any
 
 from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
-from experiment.run.store import RunIndex, default_runs_dir
+from experiment.run.store import CorruptRecord, RunIndex, default_runs_dir, recover_result
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
@@ -200,12 +201,27 @@ def _metric_text(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def recover_run(runs_dir: Path, run_id: str) -> list[str]:
+    """Rebuild `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it."""
+    run_id = resolve_run_id(runs_dir, run_id)
+    run_dir = runs_dir / run_id
+    if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "events.jsonl").is_file():
+        raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
+    try:
+        result = recover_result(run_dir)
+    except (CorruptRecord, OSError, ValueError, KeyError) as err:
+        raise RunsCliError(f"cannot rebuild {run_dir / 'result.json'}: {err}") from None
+    return [f"rebuilt {run_dir / 'result.json'} from {run_dir / 'events.jsonl'} (status {result.get('status')}); "
+            f"the damaged file is {run_dir / 'result.json.damaged'}"]
+
+
 def run_ids_as_positionals(argv: list[str]) -> list[str]:
     """`show -2026...` -> `show -- -2026...`: after `show`, a word starting with '-' that is not an option
     of the CLI is a run id (argparse would otherwise take it for an unknown option)."""
-    if "show" not in argv or "--" in argv:
+    command = next((word for word in argv if word in ("show", "recover")), None)
+    if command is None or "--" in argv:
         return argv
-    at = argv.index("show") + 1
+    at = argv.index(command) + 1
     options = {"--runs-dir", "-h", "--help"}
     rest, ids, skip = [], [], False
     for word in argv[at:]:
@@ -231,10 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("run_id")
     # accepted after `show` too; SUPPRESS keeps a value given before `show`
     show.add_argument("--runs-dir", type=Path, default=argparse.SUPPRESS, help=runs_dir_help)
+    recover = commands.add_parser("recover", help="rebuild a damaged result.json from the run's events.jsonl")
+    recover.add_argument("run_id")
+    recover.add_argument("--runs-dir", type=Path, default=argparse.SUPPRESS, help=runs_dir_help)
     args = parser.parse_args(run_ids_as_positionals(list(sys.argv[1:] if argv is None else argv)))
     runs_dir = args.runs_dir if args.runs_dir is not None else default_runs_dir()
     try:
-        lines = show_run(runs_dir, args.run_id) if args.command == "show" else list_runs(runs_dir)
+        if args.command == "show":
+            lines = show_run(runs_dir, args.run_id)
+        elif args.command == "recover":
+            lines = recover_run(runs_dir, args.run_id)
+        else:
+            lines = list_runs(runs_dir)
     except RunsCliError as err:
         print(f"error: {printable(str(err))}", file=sys.stderr)
         return 2

@@ -133,9 +133,8 @@ def parse_json_record(path: Path, data: bytes, recovery: str) -> Any:
 
 def result_recovery(run_dir: Path) -> str:
     """How to recover a run whose result.json is damaged."""
-    return (f"the run's history is still in {run_dir / 'events.jsonl'} (every gate verdict with the state it handed on, "
-            f"and which fields each update set) and its evidence in {run_dir / 'evidence'}; restore result.json from a copy, or move the run "
-            "directory aside and re-run the spec (with --fresh) for a new record")
+    return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
+            f"--runs-dir {run_dir.parent}` rebuilds it (the damaged file is kept as result.json.damaged)")
 
 
 def _write_atomic(path: Path, text: str | bytes) -> None:
@@ -479,9 +478,10 @@ class RunStore:
             _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
             _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
             (run_dir / "events.jsonl").touch()
-            store._write_result(initial_result(plan))
+            initial = initial_result(plan)
+            store._write_result(initial)
             store.append_event("run_created", spec_path=plan.spec_path, spec_sha256=plan.spec_sha256,
-                               **({"rehearsal": True} if spec.source.rehearsal else {}))
+                               **({"rehearsal": True} if spec.source.rehearsal else {}), result=initial)
         except BaseException:  # nothing ran yet: leave no half-made run behind ("running", perhaps indexed)
             store._discard_new_run()
             raise
@@ -540,24 +540,13 @@ class RunStore:
         `evidence.per_arm_metrics`, `completed_arms` only grows, and `evidence` is owned by
         `add_evidence`. A field set to None is removed (e.g. a
         `verdict` that must not appear)."""
-        result = self.read_result()
-        for key, value in fields.items():
-            if key == "evidence":
-                raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
-            if key == "metrics":
-                result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
-                _mirror_per_arm_metrics(result)
-            elif key == "completed_arms":
-                done = list(result.get("completed_arms", []))
-                result["completed_arms"] = done + [arm for arm in value if arm not in done]
-            elif value is None:
-                result.pop(key, None)
-            else:
-                result[key] = value
+        if "evidence" in fields:
+            raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
+        result = _apply_update(self.read_result(), fields)
         self._write_result(result)
         # The order of updates is evidence too (e.g. a deviation posted while running, before use).
         self.append_event("result_updated", fields=sorted(fields), status=result.get("status"),
-                          deviations=result.get("deviations", []))
+                          deviations=result.get("deviations", []), values=fields)  # values: recovered_result()
         return result
 
     @_serialized
@@ -679,6 +668,69 @@ class RunStore:
 
     def read_manifest(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
+
+
+def _apply_update(result: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """RESULT after one update_result(**fields): metrics deep-merged (mirrored per arm), completed_arms only
+    grows, None removes a field, anything else replaces it."""
+    for key, value in fields.items():
+        if key == "metrics":
+            result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
+            _mirror_per_arm_metrics(result)
+        elif key == "completed_arms":
+            done = list(result.get("completed_arms", []))
+            result["completed_arms"] = done + [arm for arm in value if arm not in done]
+        elif value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def recovered_result(run_dir: Path) -> dict[str, Any]:
+    """RESULT rebuilt from the run's events.jsonl (the initial RESULT in `run_created`, every update's values,
+    each evidence file added and checkpoint listed) and its evidence/ files, for a result.json that was
+    damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    if not events or "result" not in events[0]:
+        raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
+                            "they were recorded); restore result.json from a copy")
+    result: dict[str, Any] = json.loads(json.dumps(events[0]["result"]))
+    inline: list[dict[str, Any]] = []
+    for event in events[1:]:
+        kind = event.get("event")
+        if kind == "result_updated":
+            result = _apply_update(result, json.loads(json.dumps(event["values"])))
+        elif kind == "evidence_added":
+            evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
+            payload = (run_dir / "evidence" / event["name"]).read_bytes()
+            if event.get("inline", True):
+                evidence.setdefault("files", []).append(evidence_file_entry(event["name"], event["kind"], payload))
+                inline.append(event)
+            else:
+                evidence.setdefault("partial", []).append(
+                    {"name": event["name"], "kind": event["kind"], "sha256": event["sha256"], "bytes": event["bytes"],
+                     "reason": event.get("partial_reason")})
+                evidence["status"] = "partial"
+            evidence.setdefault("status", "complete")
+        elif kind == "checkpoint":
+            entry = {"arm": event["arm"], "step": event["step"], "uri": event["uri"]}
+            checkpoints = result.setdefault("evidence", {}).setdefault("checkpoints", [])
+            if entry not in checkpoints:
+                checkpoints.append(entry)
+    return result
+
+
+def recover_result(run_dir: Path) -> dict[str, Any]:
+    """Rebuild a damaged result.json from the run's events (recovered_result); the damaged file is kept as
+    result.json.damaged and the index row follows the rebuilt RESULT. Returns the rebuilt RESULT."""
+    run_dir = Path(run_dir)
+    result = recovered_result(run_dir)
+    path = run_dir / "result.json"
+    if path.is_file():
+        os.replace(path, run_dir / "result.json.damaged")
+    RunStore(run_dir)._write_result(result)
+    return result
 
 
 class _NotPlainJson(Exception):

@@ -341,3 +341,28 @@ def test_a_backend_that_hangs_or_answers_garbage_is_refused_before_the_claim(tmp
         backend_process.kill()
         backend_process.wait()
 
+
+
+def test_a_damaged_result_is_rebuilt_from_the_events(tmp_path, spec_and_plan, capsys, monkeypatch):
+    spec, plan = spec_and_plan
+    runs = tmp_path / "runs"
+    store = RunStore.create(runs, spec, plan)
+    store.add_evidence("spec.json", "spec", GS1_SPEC.read_bytes())
+    store.add_evidence("blob.bin", "metrics", bytes(range(256)))
+    store.update_result(status="running", deviations=[{"field": "model", "original": "a", "effective": "b",
+                                                        "reason": "not served"}])
+    store.update_result(metrics={"arms": {"grpo_gs8": {"accuracy": 0.5}}}, completed_arms=["grpo_gs8"])
+    store.add_checkpoint("grpo_gs8", 3, "tinker://run/grpo_gs8/3")
+    store.update_result(metrics={"arms": {"gs1_kernel": {"accuracy": 0.52}}}, completed_arms=["gs1_kernel"],
+                        summary="two arms done", verdict=None)
+    store.release()
+    path = store.run_dir / "result.json"
+    original = json.loads(path.read_text())
+    path.write_bytes(path.read_bytes()[:300])  # cut short
+    with monkeypatch.context() as weak:  # attack first: events that name the fields but not their values
+        weak.setattr(store_module, "_apply_update", lambda result, fields: result)
+        assert store_module.recovered_result(store.run_dir) != original
+    assert runs_cli.main(["recover", store.run_id, "--runs-dir", str(runs)]) == 0
+    assert capsys.readouterr().out.startswith(f"rebuilt {path} from ")
+    assert json.loads(path.read_text()) == original
+    assert (store.run_dir / "result.json.damaged").stat().st_size == 300
