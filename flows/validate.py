@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from experiment.contract.text import printable_line
+from experiment.contract.text import printable, printable_line
 from experiment.grading import GradeInputError, grade_path
 from flows.lifetime import exit_process
 
@@ -44,18 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(grade.to_dict(), indent=2))
     else:
+        lines = []  # record text quoted in issues is printed escaped (experiment.contract.text)
         for name, category in grade.categories.items():
-            print(f"{name}: {category.status}")
-            for issue in category.issues:
-                print(f"  {issue.sentence()}")
-            for note in category.notes:
-                if category.status != "not_applicable" or note:
-                    print(f"  note: {note}")
+            lines.append(f"{name}: {category.status}")
+            lines += [f"  {issue.sentence()}" for issue in category.issues]
+            lines += [f"  note: {note}" for note in category.notes if category.status != "not_applicable" or note]
         if grade.problems:
-            print(f"problems: {len(grade.problems)}")
-            for problem in grade.problems:
-                print(f"  {problem}")
-        print(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+            lines.append(f"problems: {len(grade.problems)}")
+            lines += [f"  {problem}" for problem in grade.problems]
+        lines.append(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+        print("\n".join(printable(line) for line in lines))
     return 0 if grade.ok else 1
 
 
