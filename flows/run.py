@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                                    exposure=exposure,
                                    spec=spec,  # parsed once, here: the flow does not read the file again
                                    return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+        # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
+        store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
         store.settle_unfinished(plan, stop_reason(err))
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
@@ -144,8 +146,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop_early_embedded()  # an early-started backend that no run took over
         store.release()
-    # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
-    store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     return exit_code_for(state)
 
 
