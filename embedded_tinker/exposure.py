@@ -70,7 +70,7 @@ class Exposure:
 
     # ---------------------------------------------------------------- requests
     def check_lora_config(self, lora_config: dict | None) -> None:
-        if self.production and (lora_config or {}).get("seed") is not None:
+        if self.production and isinstance(lora_config, dict) and lora_config.get("seed") is not None:
             raise SeedRejected(
                 "per-model seed is not supported by this service: omit lora_config.seed "
                 f"(got seed={lora_config['seed']!r})"

@@ -47,6 +47,8 @@ ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 TOKENIZER_DIR = ASSETS_DIR / "tokenizer"
 LORA_ALPHA = 32.0
 DEFAULT_LORA_SEED = 0
+DEFAULT_LORA_RANK = 32
+MAX_LORA_RANK = 1024  # far past any rank the served models' widths use
 RANDOM_INIT_SEED = 0  # weights of embedded/tiny-random
 
 
@@ -219,18 +221,24 @@ class LoraConfig:
 
     @classmethod
     def from_request(cls, lora_config: dict | None) -> LoraConfig:
+        """ValueError (one sentence) for a field of the wrong type or out of range: rank a whole number in
+        [1, MAX_LORA_RANK] (not a string, not true), seed an integer, train_* booleans."""
+        if lora_config is not None and not isinstance(lora_config, dict):
+            raise ValueError(f"lora_config must be an object, got {type(lora_config).__name__}")
         lora_config = dict(lora_config or {})
-        rank = int(lora_config.get("rank") or 32)
+        rank = lora_config.get("rank")
+        rank = DEFAULT_LORA_RANK if rank is None else rank
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_LORA_RANK:
+            raise ValueError(f"LoRA rank must be an integer from 1 to {MAX_LORA_RANK}, got {rank!r}")
         seed = lora_config.get("seed")
-        config = cls(
-            rank=rank,
-            seed=DEFAULT_LORA_SEED if seed is None else int(seed),
-            train_attn=bool(lora_config.get("train_attn", True)),
-            train_mlp=bool(lora_config.get("train_mlp", True)),
-            train_unembed=bool(lora_config.get("train_unembed", True)),
-        )
-        if config.rank < 1:
-            raise ValueError(f"LoRA rank must be >= 1, got {config.rank}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"LoRA seed must be an integer, got {seed!r}")
+        flags = {name: True if lora_config.get(name) is None else lora_config[name]
+                 for name in ("train_attn", "train_mlp", "train_unembed")}
+        for name, flag in flags.items():
+            if not isinstance(flag, bool):
+                raise ValueError(f"lora_config.{name} must be true or false, got {flag!r}")
+        config = cls(rank=rank, seed=DEFAULT_LORA_SEED if seed is None else seed, **flags)
         if not (config.train_attn or config.train_mlp or config.train_unembed):
             raise ValueError("at least one of train_attn, train_mlp, train_unembed must be true")
         return config

@@ -62,6 +62,12 @@ from .optimizers import OptimizerError, create_optimizer
 from .sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingError, SamplingSpec
 
 LONG_POLL_SECONDS = 25.0
+# Request size caps: a JSON request of the SDK is a few KiB (a sampling prompt of the longest context
+# ~200 KiB); a forward_backward protobuf of a 64 x 2048-token batch is a few MiB.
+MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
+MAX_PROTOBUF_BODY_BYTES = 64 * 1024 * 1024
+MAX_DECOMPRESSED_BODY_BYTES = 256 * 1024 * 1024  # a zstd body never expands past this
+PROTOBUF_ENDPOINTS = frozenset({"forward_backward"})
 RETRIEVED_RESULT_RETENTION_SECONDS = 120.0  # a retrieved result stays fetchable this long (retries)
 PROVENANCE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 PROTOBUF = "application/x-protobuf"
@@ -69,6 +75,63 @@ PROTOBUF = "application/x-protobuf"
 
 class UserError(ValueError):
     """The request cannot be served as sent (reported with category "user")."""
+
+
+class RequestTooLarge(UserError):
+    """A request body (or its decompressed form) past the caps; answered 413."""
+
+
+class UnsupportedEncoding(UserError):
+    """A content-encoding this server cannot decode; answered 415."""
+
+
+class RequestBody(dict):
+    """A JSON request object whose missing or mistyped fields are the client's error (HTTP 400), not a
+    server crash: `body["x"]` of a missing field raises UserError naming it."""
+
+    def __missing__(self, key: str) -> Any:
+        raise UserError(f"request field {key!r} is missing")
+
+    def integer(self, key: str, default: int | None = None) -> int:
+        value = self[key] if default is None or key in self else default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"request field {key!r} must be an integer (got {_preview(value)})")
+        return value
+
+    def text(self, key: str) -> str:
+        value = self[key]
+        if not isinstance(value, str):
+            raise UserError(f"request field {key!r} must be a string (got {_preview(value)})")
+        return value
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def decompress_zstd(body: bytes, limit: int | None = None) -> bytes:
+    """A zstd body decompressed as a stream, never past `limit` bytes (default MAX_DECOMPRESSED_BODY_BYTES;
+    RequestTooLarge: a decompression bomb)."""
+    limit = MAX_DECOMPRESSED_BODY_BYTES if limit is None else limit
+    try:
+        import zstandard
+    except ImportError:
+        raise UnsupportedEncoding("content-encoding zstd is not supported by this server (no zstandard module); "
+                                  "send the body uncompressed") from None
+    import io
+
+    chunks, size = [], 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)) as reader:
+            while chunk := reader.read(1024 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise RequestTooLarge(f"the zstd body expands past {limit} bytes; the cap is {limit}")
+                chunks.append(chunk)
+    except zstandard.ZstdError as error:
+        raise UserError(f"the zstd body is not valid zstd: {error}") from None
+    return b"".join(chunks)
 
 
 class CapacityExhausted(RuntimeError):
@@ -85,6 +148,11 @@ USER_ERRORS = (
     wire.WireError,
     SeedRejected,
 )
+
+
+def error_status(error: BaseException) -> int:
+    """The HTTP status of a request that failed with `error` (USER_ERRORS only)."""
+    return 413 if isinstance(error, RequestTooLarge) else 415 if isinstance(error, UnsupportedEncoding) else 400
 
 
 def error_payload(error: BaseException) -> dict:
@@ -278,10 +346,11 @@ class EmbeddedService:
         return TrainingModel(model_id=model_id, base=base, lora=lora, adapter=adapter, optimizer=optimizer)
 
     def create_model(self, body: dict) -> dict:
-        session_id, model_seq_id = body["session_id"], int(body["model_seq_id"])
+        body = RequestBody(body)
+        session_id, model_seq_id = body.text("session_id"), body.integer("model_seq_id")
         self.touch_session(session_id)
         model_id = f"{session_id}:train:{model_seq_id}"
-        resolve_base_model(body["base_model"])  # unknown names: HTTP 400 naming the served models
+        resolve_base_model(body.text("base_model"))  # unknown names: HTTP 400 naming the served models
         self.exposure.check_lora_config(body.get("lora_config"))
         try:
             lora = LoraConfig.from_request(body.get("lora_config"))
@@ -303,6 +372,8 @@ class EmbeddedService:
         return self._register(f"{model_id}:create", lambda: self.executor.submit(create))
 
     def model(self, model_id: str) -> TrainingModel:
+        if not isinstance(model_id, str):
+            raise UserError(f"request field 'model_id' must be a string (got {_preview(model_id)})")
         model = self.models.get(model_id)
         if model is None:
             raise UserError(
@@ -334,6 +405,8 @@ class EmbeddedService:
         self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any]
     ) -> dict:
         model = self.model(model_id)
+        if seq_id is not None and (isinstance(seq_id, bool) or not isinstance(seq_id, int)):
+            raise UserError(f"request field 'seq_id' must be an integer (got {_preview(seq_id)})")
         self.runs.touch(model_id)
         request_id = f"{model_id}:{kind}:{seq_id}"
         return self._register(request_id, lambda: model.worker.submit(seq_id, lambda: work(model)))
@@ -460,7 +533,8 @@ class EmbeddedService:
             return self._submit_to_model(body["model_id"], body.get("seq_id"), "load_weights", run)
 
         # create-from-checkpoint form: a new model "{session_id}:train:{model_seq_id}"
-        session_id, model_seq_id = body["session_id"], int(body["model_seq_id"])
+        body = RequestBody(body)
+        session_id, model_seq_id = body.text("session_id"), body.integer("model_seq_id")
         self.touch_session(session_id)
         model_id = f"{session_id}:train:{model_seq_id}"
         base_model = body.get("base_model") or metadata["base_model"]
@@ -585,7 +659,7 @@ class EmbeddedService:
                 f"prompt of {len(prompt)} tokens does not fit the "
                 f"{weights.base.max_context_length}-token context"
             )
-        num_samples = int(body.get("num_samples", 1))
+        num_samples = RequestBody(body).integer("num_samples", default=1)
         if num_samples < 1:
             raise UserError("num_samples must be >= 1")
         job = SampleJob(
@@ -686,6 +760,22 @@ class BusyClock:
         return {"busy_seconds": round(self.seconds + open_interval, 6), "api_calls": self.calls}
 
 
+def capped_receive(receive, limit: int, endpoint: str):
+    """`receive` that raises RequestTooLarge once a body (chunked, or longer than it declared) passes `limit`."""
+    seen = 0
+
+    async def counted():
+        nonlocal seen
+        message = await receive()
+        if message.get("type") == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise RequestTooLarge(f"request body past {limit} bytes; the cap for {endpoint} is {limit}")
+        return message
+
+    return counted
+
+
 class ExposureAndFaults:
     """ASGI middleware in front of every route: a route the production service lacks answers 404
     (exposure "production"), and the injected latency and 429/503 faults (faults.py) are applied.
@@ -713,6 +803,12 @@ class ExposureAndFaults:
         if self.service.exposure.hides(path):
             return await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
         endpoint = path[len("/api/v1/"):].split("/", 1)[0] if path.startswith("/api/v1/") else ""
+        limit = MAX_PROTOBUF_BODY_BYTES if endpoint in PROTOBUF_ENDPOINTS else MAX_JSON_BODY_BYTES
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:  # refused unread
+            error = RequestTooLarge(f"request body of {int(declared)} bytes; the cap for {endpoint or path} is {limit}")
+            return await JSONResponse(error_payload(error), status_code=413)(scope, receive, send)
+        receive = capped_receive(receive, limit, endpoint or path)
         if endpoint in self.BACKGROUND:
             return await self._serve(scope, receive, send, endpoint)
         clock = self.service.busy_clock
@@ -754,7 +850,7 @@ def create_app(
     app.add_middleware(ExposureAndFaults, service=service)
 
     async def report_user_error(request: Request, error: Exception):
-        return JSONResponse(error_payload(error), status_code=400)
+        return JSONResponse(error_payload(error), status_code=error_status(error))
 
     async def report_server_error(request: Request, error: Exception):
         return JSONResponse(error_payload(error), status_code=500)
@@ -763,11 +859,16 @@ def create_app(
         app.add_exception_handler(error_class, report_user_error)
     app.add_exception_handler(Exception, report_server_error)
 
-    async def json_body(request: Request) -> dict:
+    async def json_body(request: Request) -> RequestBody:
         try:
-            return await request.json()
-        except ValueError as error:
-            raise UserError(f"request body is not JSON: {error}") from error
+            body = await request.json()
+        except RequestTooLarge:
+            raise
+        except (ValueError, RecursionError) as error:
+            raise UserError(f"request body is not JSON: {type(error).__name__}") from None
+        if not isinstance(body, dict):
+            raise UserError(f"request body must be a JSON object (got {type(body).__name__})")
+        return RequestBody(body)
 
     in_thread = asyncio.to_thread
     api = "/api/v1"
@@ -849,10 +950,11 @@ def create_app(
     @app.post(f"{api}/forward_backward")
     async def forward_backward(request: Request):
         body = await request.body()
-        if request.headers.get("content-encoding") == "zstd":
-            import zstandard
-
-            body = zstandard.ZstdDecompressor().decompress(body)
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding == "zstd":
+            body = await in_thread(decompress_zstd, body)
+        elif encoding != "identity":
+            raise UnsupportedEncoding(f"content-encoding {encoding!r} is not supported (zstd or none)")
         return service.forward_backward(wire.decode_forward_backward(body))
 
     @app.post(f"{api}/optim_step")

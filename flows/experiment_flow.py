@@ -34,6 +34,7 @@ from experiment.run.capacity import CapacityBlocked, capacity_block_record, clas
 from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
+from flows.interrupts import stop_reason
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
@@ -42,7 +43,7 @@ from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore
+from experiment.run.store import RunInProgress, RunStore, storage_failure
 from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
@@ -104,7 +105,12 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
     try:
         config.keep_checkpoints_beside(store.run_dir.parent)
         reused = store.passed_gates() if how == "resumed" else {}
+        if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
+            store.update_result(status="running", capacity_block=None, interruption=None, outcome_reason=None)
         return _run_claimed(spec, plan, store, config, reused, logger)
+    except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"
+        store.settle_unfinished(plan, stop_reason(err))
+        raise
     finally:
         store.release()
 
@@ -119,7 +125,6 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                      on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
     ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed, config.capacity)
     if reused:
-        store.update_result(status="running", capacity_block=None, outcome_reason=None)
         store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=config.requeue_count)
         logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
     store.append_event("run_config", backend=service.describe(), exposure=config.exposure)  # the service profile asked for
@@ -139,6 +144,8 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                 previous = gate_state
                 verdict = gate_state.result()
             except Exception as err:
+                if storage_failure(err):  # a full disk is no verdict on the gate: the run stops resumable
+                    raise
                 blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],

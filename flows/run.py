@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
@@ -29,10 +30,12 @@ from experiment.report.summary import RESULT_MARKER, closing_lines
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
+from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
 from flows.lifetime import exit_process, imports_frozen, survive_closed_console
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
-from experiment.run.store import RunInProgress, RunStore
+from experiment.contract.text import printable
+from experiment.run.store import RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 # What the CLI imports while the temporary Prefect server boots (import_what_the_gates_import): the
@@ -41,6 +44,8 @@ EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
                                 *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
 CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)
+ANSWER_BUDGET_S = 30.0  # a remote backend must answer get_server_capabilities within this (a hang: exit 2)
+PREFECT_CONNECT_BUDGET_S = 10.0  # a configured Prefect server not answering this long: exit 2, before any claim
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -90,47 +95,73 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
                           "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
-    # Claim the run before Prefect starts: a finished run is answered at once, a live one refused at
-    # once; this process then holds the run's lock and the flow's own claim finds it (re-entrant).
+    exposure = args.exposure or "embedded"
+    # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server
+    # (set before the first read of Prefect's settings, in unreachable_prefect_server).
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     try:
-        store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=args.exposure or "embedded")
-    except RunInProgress as err:
-        print(err, file=sys.stderr)
+        # A finished run is answered at once, before any precondition: no service, no Prefect, no write.
+        finished = None if args.fresh else RunStore.finished_run(args.runs_dir, plan.spec_sha256, exposure)
+        if finished is not None:
+            return answer_finished(finished)
+        # Every precondition before the claim: a refused run leaves no run directory and no index row.
+        writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
+        problem = (unreachable_backend(args.backend, CONNECT_BUDGET_S)
+                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
+                   or unreachable_prefect_server())
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_BAD_INPUT
+        # Claim the run before Prefect starts: a live run is refused at once; this process then holds the
+        # run's lock and the flow's own claim finds it (re-entrant).
+        store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
+    except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
+        print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
-    if how == "finished":
-        result = store.read_result()
-        print(finished_message(store))
-        if result.get("summary"):
-            print(result["summary"])
-        return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
-
-    problem = unreachable_backend(args.backend)
-    if problem:
-        print(problem, file=sys.stderr)
-        return EXIT_BAD_INPUT
+    if how == "finished":  # it finished between the look and the claim
+        return answer_finished(store)
     # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
     # without them and finds the full one in this process's environment.
     backend = hide_backend_credentials(args.backend)
 
-    # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     try:
-        with imports_frozen():  # the run's garbage collections skip what is imported here
-            prefect_ready = start_servers_early(backend, args.exposure or "embedded", store)
-            from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
-            prefect_ready()
-        state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
-                               rehearsal_scale=args.rehearsal_scale,
-                               exposure=args.exposure or "embedded",
-                               spec=spec,  # parsed once, here: the flow does not read the file again
-                               return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+        with interrupts_raised():  # SIGTERM as well as SIGINT unwinds the run, so its record says so
+            with imports_frozen():  # the run's garbage collections skip what is imported here
+                prefect_ready = start_servers_early(backend, exposure, store)
+                from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
+                prefect_ready()
+            state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                                   rehearsal_scale=args.rehearsal_scale,
+                                   exposure=exposure,
+                                   spec=spec,  # parsed once, here: the flow does not read the file again
+                                   return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+        # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
+        store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
+        store.settle_unfinished(plan, stop_reason(err))
         print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_CRASHED
+    except BaseException as err:  # SIGINT or SIGTERM as RunInterrupted (or as Prefect's TerminationSignal)
+        number = interrupting_signal(err)
+        if number is None:
+            raise
+        store.settle_unfinished(plan, stop_reason(err))
+        print(f"run {store.run_id} {stop_reason(err)}; its record says so, and running the same command again "
+              "resumes it", file=sys.stderr)
+        return 128 + number
     finally:
         stop_early_embedded()  # an early-started backend that no run took over
         store.release()
     return exit_code_for(state)
+
+
+def answer_finished(store: RunStore) -> int:
+    """Print a finished run's outcome and return its exit code; nothing is run again."""
+    result = store.read_result()
+    print(finished_message(store))
+    if result.get("summary"):
+        print(printable(str(result["summary"])))
+    return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
 
 
 def draft_revision(spec_path: str) -> int:
@@ -228,6 +259,9 @@ def exit_code_for(state) -> int:
         result_path = Path(run_dir) / "result.json"
     if result_path:
         print("\n".join(closing_lines_for(result_path)))
+    if isinstance(outcome, BaseException) and storage_failure(outcome):
+        print(f"the run {stop_reason(outcome)} the same command to resume it", file=sys.stderr)
+        return EXIT_CRASHED
     print(f"{state.name}: {outcome}", file=sys.stderr)
     if state.name == "GateFailed":
         return EXIT_GATE_FAILED
@@ -261,6 +295,32 @@ def hide_backend_credentials(backend: str) -> str:
     if public != backend:
         os.environ[BACKEND_URL_ENV] = backend
     return public
+
+
+def unreachable_prefect_server(budget_s: float | None = None) -> str | None:
+    """One line when PREFECT_API_URL names a Prefect server that does not answer its health check, else None
+    (no PREFECT_API_URL: the run starts its own temporary server). Checked before a run is claimed."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        return None
+    budget_s = PREFECT_CONNECT_BUDGET_S if budget_s is None else budget_s
+    health = url.rstrip("/") + "/health"
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            with urllib.request.urlopen(health, timeout=5) as answer:
+                if answer.status == 200:
+                    return None
+                last = f"HTTP {answer.status}"
+        except (OSError, ValueError) as err:
+            last = getattr(getattr(err, "reason", None), "strerror", None) or str(getattr(err, "reason", "")) or type(err).__name__
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(1.0)
+    return (f"the Prefect server at PREFECT_API_URL={public_backend_url(url)} does not answer ({last}, for "
+            f"{budget_s:.0f} s): start it (prefect server start), or unset PREFECT_API_URL so the run starts its own")
 
 
 def unreachable_backend(backend: str, budget_s: float = CONNECT_BUDGET_S) -> str | None:

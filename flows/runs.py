@@ -2,9 +2,13 @@
 
     python -m flows.runs [--runs-dir DIR]                 one aligned row per run (fits 100 columns)
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
+    python -m flows.runs recover RUN_ID [--runs-dir DIR]  rebuild a damaged result.json from events.jsonl
 
 A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
-`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail).
+`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail), also one
+that starts with '-' (an id older runs of a non-ASCII spec name may have).
+Text from the store is printed with control characters, lone surrogates and bidirectional overrides
+shown as escapes (experiment.contract.text): a record cannot clear or rewrite the terminal.
 
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
@@ -20,8 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
-from experiment.run.store import RunIndex, default_runs_dir
+from experiment.run.store import CorruptRecord, RunIndex, default_runs_dir, recover_result
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
@@ -196,6 +201,43 @@ def _metric_text(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def recover_run(runs_dir: Path, run_id: str) -> list[str]:
+    """Rebuild `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it."""
+    run_id = resolve_run_id(runs_dir, run_id)
+    run_dir = runs_dir / run_id
+    if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "events.jsonl").is_file():
+        raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
+    try:
+        result = recover_result(run_dir)
+    except (CorruptRecord, OSError, ValueError, KeyError) as err:
+        raise RunsCliError(f"cannot rebuild {run_dir / 'result.json'}: {err}") from None
+    return [f"rebuilt {run_dir / 'result.json'} from {run_dir / 'events.jsonl'} (status {result.get('status')}); "
+            f"the damaged file is {run_dir / 'result.json.damaged'}"]
+
+
+def run_ids_as_positionals(argv: list[str]) -> list[str]:
+    """`show -2026...` -> `show -- -2026...`: after `show`, a word starting with '-' that is not an option
+    of the CLI is a run id (argparse would otherwise take it for an unknown option)."""
+    command = next((word for word in argv if word in ("show", "recover")), None)
+    if command is None or "--" in argv:
+        return argv
+    at = argv.index(command) + 1
+    options = {"--runs-dir", "-h", "--help"}
+    rest, ids, skip = [], [], False
+    for word in argv[at:]:
+        if skip:
+            rest.append(word)
+            skip = False
+        elif word in options or word.startswith("--runs-dir="):
+            rest.append(word)
+            skip = word == "--runs-dir"
+        elif word.startswith("-"):
+            ids.append(word)
+        else:
+            rest.append(word)
+    return argv[:at] + rest + (["--", *ids] if ids else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     runs_dir_help = "runs directory (default: $RX_RUNS_DIR or ./runs)"
     parser = argparse.ArgumentParser(prog="python -m flows.runs", description="List runs or show one run.")
@@ -205,14 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("run_id")
     # accepted after `show` too; SUPPRESS keeps a value given before `show`
     show.add_argument("--runs-dir", type=Path, default=argparse.SUPPRESS, help=runs_dir_help)
-    args = parser.parse_args(argv)
+    recover = commands.add_parser("recover", help="rebuild a damaged result.json from the run's events.jsonl")
+    recover.add_argument("run_id")
+    recover.add_argument("--runs-dir", type=Path, default=argparse.SUPPRESS, help=runs_dir_help)
+    args = parser.parse_args(run_ids_as_positionals(list(sys.argv[1:] if argv is None else argv)))
     runs_dir = args.runs_dir if args.runs_dir is not None else default_runs_dir()
     try:
-        lines = show_run(runs_dir, args.run_id) if args.command == "show" else list_runs(runs_dir)
+        if args.command == "show":
+            lines = show_run(runs_dir, args.run_id)
+        elif args.command == "recover":
+            lines = recover_run(runs_dir, args.run_id)
+        else:
+            lines = list_runs(runs_dir)
     except RunsCliError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {printable(str(err))}", file=sys.stderr)
         return 2
-    print("\n".join(lines))
+    print("\n".join(printable(line) for line in lines))
     return 0
 
 

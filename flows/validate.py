@@ -12,7 +12,7 @@ generation_audit) with its status (verified, not_applicable, invalid, unverified
 issue as one sentence beneath it, then record-level problems. `--json` prints
 {"categories": {"<name>": {"status", "issues"}}, "problems": [...]}.
 Exit status: 0 when no category is invalid, unverified or unknown and no problem was found;
-1 otherwise; 2 on unreadable input (one line on stderr).
+1 otherwise; 2 on unreadable input, a record nested too deeply included (one line on stderr).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 
+from experiment.contract.text import printable, printable_line
 from experiment.grading import GradeInputError, grade_path
 from flows.lifetime import exit_process
 
@@ -34,23 +35,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         grade = grade_path(args.path, spec=args.spec)
     except GradeInputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {printable_line(str(err))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # JSON nested deeper than Python can walk, in RESULT, events or inline evidence
+        print(f"error: {printable_line(args.path)}: a record nests too deeply to read (a RESULT is a few levels "
+              "deep); it was not written by this pipeline", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(grade.to_dict(), indent=2))
     else:
+        lines = []  # record text quoted in issues is printed escaped (experiment.contract.text)
         for name, category in grade.categories.items():
-            print(f"{name}: {category.status}")
-            for issue in category.issues:
-                print(f"  {issue.sentence()}")
-            for note in category.notes:
-                if category.status != "not_applicable" or note:
-                    print(f"  note: {note}")
+            lines.append(f"{name}: {category.status}")
+            lines += [f"  {issue.sentence()}" for issue in category.issues]
+            lines += [f"  note: {note}" for note in category.notes if category.status != "not_applicable" or note]
         if grade.problems:
-            print(f"problems: {len(grade.problems)}")
-            for problem in grade.problems:
-                print(f"  {problem}")
-        print(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+            lines.append(f"problems: {len(grade.problems)}")
+            lines += [f"  {problem}" for problem in grade.problems]
+        lines.append(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+        print("\n".join(printable(line) for line in lines))
     return 0 if grade.ok else 1
 
 

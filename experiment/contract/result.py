@@ -110,6 +110,24 @@ def gate_failure_update(plan: ExecutionPlan, verdict: GateVerdict,
     }
 
 
+def interruption_update(plan: ExecutionPlan, reason: str, at: str) -> dict[str, Any]:
+    """RESULT fields of a run stopped outside any gate's verdict (a signal, a crash of the machinery):
+    failed, no verdict, and an `interruption` record that says why; like a capacity block, it is
+    unfinished work that a re-run of the same spec resumes (RunStore.claim)."""
+    update: dict[str, Any] = {
+        "status": "failed", "outcome_reason": "incomplete_execution",
+        "interruption": {"reason": reason, "at": at, "resumable": True},
+        "summary": f"The run stopped before its verdict ({reason}); re-running the same command resumes it from "
+                   "its passed gates and saved arm steps."}
+    if plan.vocabulary == "three_way":
+        update.update(verdict="inconclusive", **{field: None for field in THREE_WAY_ABSENT_FIELDS})
+    else:
+        update.update(verdict=None, confidence=None,
+                      reasoning="The run was stopped before the comparison was measured; completed gates and arm "
+                                "checkpoints stay in the store and a re-run of the same spec resumes from them.")
+    return update
+
+
 def gate_failure_message(verdict: GateVerdict) -> str:
     """One line for logs and the Failed state's message."""
     return f"gate {verdict.gate} failed: {'; '.join(verdict.reasons) or 'no reason recorded'}"

@@ -13,8 +13,12 @@ states. `--rehearse` (experiment.contract.rehearsal) rewrites the merged spec to
 Unknown fields are kept (`extra="allow"`), so `spec.model_dump(exclude_unset=True)` round-trips
 the merged spec. Every problem becomes one `SpecError` line naming the field, e.g.
 `spec error: steps: must be a positive integer (got -3)`. Hostile files are refused the same way:
-NaN/Infinity anywhere, nesting deeper than MAX_SPEC_DEPTH, numbers too large to run, files over
-MAX_SPEC_BYTES, data paths outside the project's data directories (experiment.run.data).
+NaN/Infinity anywhere, nesting deeper than MAX_SPEC_DEPTH, numbers too large to run or so small
+they parse as 0.0, a key repeated in one object (JSON would keep only the last), control characters,
+lone surrogates and bidirectional overrides in any string (experiment.contract.text), learning rates
+outside (0, MAX_LEARNING_RATE], a revision file whose learning rates leave out the spec's
+`optimizer.lr`, files over MAX_SPEC_BYTES, data paths outside the project's data directories
+(experiment.run.data).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
 from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
+from experiment.contract.text import printable_line, unsafe_character
 
 DECISION_METHODS = {
     # per-item paired statistic with a one-sided Hoeffding bound (DEC-8)
@@ -48,6 +53,10 @@ MAX_STEPS = 1_000_000
 MAX_BATCH = 1_000_000
 MAX_EXAMPLES = 100_000_000
 MAX_LORA_RANK = 65_536
+# Learning rates a run can use: above the maximum no optimizer this pipeline targets trains (Adam at
+# lr 10 diverges at once); below the minimum an update cannot change a float32 weight at all.
+MIN_LEARNING_RATE = 1e-12
+MAX_LEARNING_RATE = 10.0
 STRUCTURE_A_PLAN_FILE_SUPPLIES = ("arms", "decision_rule", "experiment_features")
 
 
@@ -267,8 +276,40 @@ class _HugeInteger:
         self.text = text
 
 
+class _Underflow:
+    """A non-zero number literal that a float rounds to 0.0 (1e-400); refused with its field by _check_values."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _DuplicateKey(Exception):
+    """A key written twice in one JSON object (json.loads would keep the last one silently)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
 def _parse_int(text: str) -> int | _HugeInteger:
     return _HugeInteger(text) if len(text.lstrip("-")) > 20 else int(text)
+
+
+def _parse_float(text: str) -> float | _Underflow:
+    value = float(text)
+    mantissa = text.lower().split("e")[0]
+    if value == 0.0 and any(digit in mantissa for digit in "123456789"):
+        return _Underflow(text)
+    return value
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise _DuplicateKey(key)
+        value[key] = item
+    return value
 
 
 def _describe_number(text: str) -> str:
@@ -281,12 +322,18 @@ def _check_values(value: Any, where: str = "", depth: int = 1) -> None:
         raise SpecError(where, f"nesting deeper than {MAX_SPEC_DEPTH} levels")
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_values(item, f"{where}.{key}" if where else str(key), depth + 1)
+            inner = f"{where}.{printable_line(str(key))}" if where else printable_line(str(key))
+            _check_text(str(key), inner, "its key")
+            _check_values(item, inner, depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_values(item, f"{where}[{index}]", depth + 1)
+    elif isinstance(value, str):
+        _check_text(value, where, "its text")
     elif isinstance(value, _NonFinite):
         raise SpecError(where, f"{value.text} is not a number a spec may hold (numbers must be finite)")
+    elif isinstance(value, _Underflow):
+        raise SpecError(where, f"{_describe_number(value.text)} is too small for a float: it would be read as 0.0")
     elif isinstance(value, _HugeInteger) or (isinstance(value, int) and not isinstance(value, bool)
                                              and abs(value) > MAX_SPEC_INTEGER):
         text = value.text if isinstance(value, _HugeInteger) else str(value)
@@ -295,12 +342,24 @@ def _check_values(value: Any, where: str = "", depth: int = 1) -> None:
         raise SpecError(where, f"{value!r} is not a finite number (a literal too large for a float?)")
 
 
+def _check_text(text: str, where: str, what: str) -> None:
+    problem = unsafe_character(text)
+    if problem:
+        raise SpecError(where, f"{what} holds {problem}; spec text may hold printable characters, newlines and "
+                               "tabs only")
+
+
 def parse_json_text(text: str, label: str) -> Any:
-    """Strict JSON for specs and plan files: finite numbers only, bounded nesting and size."""
+    """Strict JSON for specs and plan files: finite numbers only, each key once per object, plain text,
+    bounded nesting and size."""
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError("", f"{label}: {len(text)} characters; a spec file is at most {MAX_SPEC_BYTES}")
     try:
-        value = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int)
+        value = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int, parse_float=_parse_float,
+                           object_pairs_hook=_object_without_duplicate_keys)
+    except _DuplicateKey as err:
+        raise SpecError("", f"{label}: key '{printable_line(err.key)}' appears twice in one object; JSON keeps only "
+                            "the last, so a spec may not repeat a key") from None
     except RecursionError:
         raise SpecError("", f"{label}: nesting deeper than {MAX_SPEC_DEPTH} levels") from None
     except json.JSONDecodeError as err:
@@ -500,6 +559,53 @@ def _check_arm_data(spec: Spec) -> None:
         )
 
 
+def _learning_rate_problem(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number (got {value!r})"
+    if not MIN_LEARNING_RATE <= value <= MAX_LEARNING_RATE:
+        return f"learning rate {value!r} is outside [{MIN_LEARNING_RATE:g}, {MAX_LEARNING_RATE:g}], the rates a run can train at"
+    return None
+
+
+def _check_learning_rates(spec: Spec) -> None:
+    """optimizer.lr, every arm's lr and lr_grid: numbers a run can train at (0 < MIN <= lr <= MAX)."""
+    stated: list[tuple[str, Any]] = []
+    if "lr" in spec.section("optimizer"):
+        stated.append(("optimizer.lr", spec.section("optimizer")["lr"]))
+    for index, arm in enumerate(spec.arms or []):
+        if arm.lr is not None:
+            stated.append((f"arms[{index}].lr", arm.lr))
+        stated += [(f"arms[{index}].lr_grid[{i}]", lr) for i, lr in enumerate(arm.lr_grid or [])]
+    for where, value in stated:
+        problem = _learning_rate_problem(value)
+        if problem:
+            raise SpecError(where, problem)
+
+
+def _check_revision_keeps_spec_lr(raw: dict[str, Any], merged: dict[str, Any], revision: SpecRevision) -> None:
+    """A revision file that gives an arm its learning rates (lr or lr_grid the spec's arm does not state)
+    must include the spec's own `optimizer.lr` among them: otherwise the two files disagree on the rate."""
+    spec_lr = (raw.get("optimizer") or {}).get("lr") if isinstance(raw.get("optimizer"), dict) else None
+    if isinstance(spec_lr, bool) or not isinstance(spec_lr, (int, float)):
+        return
+    written = {arm.get("name"): arm for arm in raw.get("arms") or [] if isinstance(arm, dict)}
+    for arm in merged.get("arms") or []:
+        if not isinstance(arm, dict) or arm.get("trained") is False:
+            continue
+        own = written.get(arm.get("name"), {})
+        if "lr" in own or "lr_grid" in own:
+            continue  # the spec states this arm's rate itself
+        field_name = "lr_grid" if arm.get("lr_grid") else "lr" if "lr" in arm else None
+        rates = arm.get("lr_grid") or ([arm["lr"]] if field_name == "lr" else [])
+        if field_name and not any(isinstance(rate, (int, float)) and math.isclose(rate, spec_lr, rel_tol=1e-9)
+                                  for rate in rates):
+            raise SpecError(
+                f"arms[{arm.get('name')}].{field_name}",
+                f"revision file {revision.path} gives {rates}, which leaves out the spec's optimizer.lr {spec_lr!r}; "
+                "the spec and its revision file contradict each other",
+            )
+
+
 def _check_data_paths(raw: dict[str, Any]) -> None:
     from experiment.run.data import DataError, resolve_data_path
 
@@ -524,6 +630,7 @@ def parse_spec(raw: dict[str, Any]) -> Spec:
     _check_arms(spec)
     _check_arm_data(spec)
     _check_decision_rule(spec)
+    _check_learning_rates(spec)
     _check_data_paths(raw)
     return spec
 
@@ -541,6 +648,8 @@ def load_spec(path: str | Path, rehearse: bool = False, rehearsal_scale: str = "
     raw = _read_json_object(spec_path)
     merged, revision = _merge_plan_file(spec_path, raw)
     spec = parse_spec(merged)
+    if revision is not None:
+        _check_revision_keeps_spec_lr(raw, merged, revision)
     file_sha = canonical_sha256(raw)
     combined = canonical_sha256(merged) if revision else file_sha
     spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision)

@@ -117,23 +117,45 @@ class ServiceTarget:
         base_url = self.start()
         if self.kind == "embedded":
             return tinker.ServiceClient(base_url=base_url, api_key=EMBEDDED_API_KEY)
-        api_key = os.environ.get("TINKER_API_KEY")
-        if not api_key:
-            raise ServiceConfigError("TINKER_API_KEY is not set; the remote service needs it")
-        return tinker.ServiceClient(base_url=base_url, api_key=api_key,
-                                    default_headers_overrides=self.proxy_headers(fork))
+        api_key, headers = _remote_credentials(fork)
+        return tinker.ServiceClient(base_url=base_url, api_key=api_key, default_headers_overrides=headers)
 
     def proxy_headers(self, fork: bool = False) -> dict[str, str]:
         """The Modal proxy headers for this target (the fork's with fork=True), from the environment; {} if none."""
-        if self.kind == "embedded":
-            return {}
-        prefix = "RUNS_PROXY_TOKEN" if fork else "MODAL_PROXY_TOKEN"
-        token_id, token_secret = os.environ.get(f"{prefix}_ID"), os.environ.get(f"{prefix}_SECRET")
-        if token_id and token_secret:
-            return {"Modal-Key": token_id, "Modal-Secret": token_secret}
-        if token_id or token_secret:
-            raise ServiceConfigError(f"set both {prefix}_ID and {prefix}_SECRET, or neither")
-        return {}
+        return {} if self.kind == "embedded" else _proxy_headers(fork)
+
+    def answer_problem(self, budget_s: float) -> str | None:
+        """One line when a remote service does not answer `get_server_capabilities` usably within `budget_s`
+        (it hangs, answers something that is not a capability list, or drops the connection), else None.
+        One plain request, no retries: checked before a run is claimed, so such a service leaves no run
+        behind (the SDK itself would retry for minutes). A busy (429/503) or refusing (4xx/5xx) answer is
+        left to the run, whose capacity policy and gates report those."""
+        if self.kind == "embedded" or self.base_url is None:
+            return None
+        import httpx
+
+        api_key, headers = _remote_credentials(fork=False)
+        url = _redact_url(self.base_url).rstrip("/") + CAPABILITIES_PATH
+        where = f"backend {_redact_url(self.base_url)}"
+        try:
+            response = httpx.get(url, headers={"X-API-Key": api_key, **headers},
+                                 timeout=httpx.Timeout(budget_s, connect=min(5.0, budget_s)))
+        except httpx.TimeoutException:
+            return f"{where} did not answer get_server_capabilities within {budget_s:.0f} s (it hangs): check the service"
+        except httpx.HTTPError as err:
+            return (f"{where} dropped get_server_capabilities ({type(err).__name__}): check the service; "
+                    "this is not a capacity refusal")
+        if response.status_code >= 300:
+            return None
+        try:
+            models = response.json().get("supported_models")
+        except (ValueError, AttributeError):
+            models = None
+        if not isinstance(models, list):
+            return (f"{where} answered get_server_capabilities with something that is not a capability list "
+                    f"(HTTP {response.status_code}, {len(response.content)} bytes): is it a Tinker service?")
+        return None
+
 
     def served_models(self) -> list[str]:
         """Model names the service lists in get_server_capabilities."""
@@ -148,6 +170,28 @@ class ServiceTarget:
         finally:
             _close_quietly(client)
         return [model.model_name for model in capabilities.supported_models if model.model_name]
+
+
+CAPABILITIES_PATH = "/api/v1/get_server_capabilities"  # the stock SDK's path under the base URL
+
+
+def _remote_credentials(fork: bool) -> tuple[str, dict[str, str]]:
+    """(api key, Modal proxy headers) from the environment; ServiceConfigError when incomplete."""
+    api_key = os.environ.get("TINKER_API_KEY")
+    if not api_key:
+        raise ServiceConfigError("TINKER_API_KEY is not set; the remote service needs it")
+    return api_key, _proxy_headers(fork)
+
+
+def _proxy_headers(fork: bool) -> dict[str, str]:
+    """The Modal proxy headers (the fork's with fork=True) from the environment; {} if none."""
+    prefix = "RUNS_PROXY_TOKEN" if fork else "MODAL_PROXY_TOKEN"
+    token_id, token_secret = os.environ.get(f"{prefix}_ID"), os.environ.get(f"{prefix}_SECRET")
+    if token_id and token_secret:
+        return {"Modal-Key": token_id, "Modal-Secret": token_secret}
+    if token_id or token_secret:
+        raise ServiceConfigError(f"set both {prefix}_ID and {prefix}_SECRET, or neither")
+    return {}
 
 
 def _start_embedded(checkpoint_dir: str | None, exposure: str) -> Any:

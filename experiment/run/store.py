@@ -21,12 +21,15 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
+import errno
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import threading
 from functools import wraps
@@ -37,7 +40,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from experiment.contract.plan import ExecutionPlan
-from experiment.contract.result import initial_result
+from experiment.contract.rehearsal import rehearsal_summary
+from experiment.contract.result import initial_result, interruption_update
 from experiment.contract.spec import Spec
 
 # EVID-3
@@ -45,6 +49,7 @@ MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
 MAX_EVIDENCE_FILES = 64
 MAX_EVIDENCE_TOTAL_BYTES = 40 * 1024 * 1024
 
+logger = logging.getLogger(__name__)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -54,6 +59,14 @@ class StoreError(RuntimeError):
 
 class RunInProgress(StoreError):
     """Another live process holds the run's lock. str() is one line for the user."""
+
+
+class RunsDirError(StoreError):
+    """A runs dir this store cannot use (a URL, a directory it may not write). str() is one line."""
+
+
+class CorruptRecord(StoreError):
+    """A run file that is not valid JSON. str() is one line naming the file and how to recover."""
 
 
 RUN_LOCK_FILE = "run.lock"
@@ -69,14 +82,59 @@ def utc_now() -> str:
 
 
 def new_run_id(spec_stem: str) -> str:
-    """`<spec-slug>-<UTC yyyymmddTHHMMSS>-<6 hex>`."""
-    slug = re.sub(r"[^a-z0-9]+", "-", spec_stem.lower()).strip("-")
+    """`<spec-slug>-<UTC yyyymmddTHHMMSS>-<6 hex>`; the slug is `run` when the stem has no ASCII letter or
+    digit (a run id never starts with '-', which a command line would take for an option)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", spec_stem.lower()).strip("-") or "run"
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{slug}-{stamp}-{secrets.token_hex(3)}"
 
 
 def default_runs_dir() -> Path:
     return Path(os.environ.get("RX_RUNS_DIR", "runs"))
+
+
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def runs_dir_path(runs_dir: str | Path | None) -> Path:
+    """The runs dir as a local path (default $RX_RUNS_DIR or ./runs); RunsDirError for a URL such as
+    s3://bucket/runs, which would otherwise become a local directory named `s3:` (no shared store yet)."""
+    path = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    if _URL_SCHEME.match(str(runs_dir if runs_dir is not None else os.environ.get("RX_RUNS_DIR", ""))):
+        raise RunsDirError(f"runs dir {runs_dir if runs_dir is not None else os.environ['RX_RUNS_DIR']!s} is a URL; "
+                           "runs are stored in a local directory (no shared store exists yet): pass a path")
+    return path
+
+
+def writable_runs_dir(runs_dir: str | Path | None) -> Path:
+    """The runs dir, created if needed, after checking this process can create files in it (RunsDirError if not)."""
+    path = runs_dir_path(runs_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".write-check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise RunsDirError(f"runs dir {path} is not writable ({err.strerror or type(err).__name__}): "
+                           "pass --runs-dir DIR (or set RX_RUNS_DIR) to a directory this user may write") from None
+    return path
+
+
+def parse_json_record(path: Path, data: bytes, recovery: str) -> Any:
+    """A run's JSON file (its bytes `data`); CorruptRecord naming the file, what is wrong and `recovery`
+    when it does not parse."""
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        what = f"{err.msg} at byte {err.pos} of {len(data)}" if isinstance(err, json.JSONDecodeError) else type(err).__name__
+        raise CorruptRecord(f"{path} is not valid JSON ({what}): cut short or damaged outside the store, which "
+                            f"writes it atomically; {recovery}") from None
+
+
+def result_recovery(run_dir: Path) -> str:
+    """How to recover a run whose result.json is damaged."""
+    return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
+            f"--runs-dir {run_dir.parent}` rebuilds it (the damaged file is kept as result.json.damaged)")
 
 
 def _write_atomic(path: Path, text: str | bytes) -> None:
@@ -103,9 +161,19 @@ def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
         raise
 
 
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def storage_failure(error: BaseException) -> bool:
+    """A write the machine refused (disk full, quota, read-only filesystem): not a bug in the run, and
+    the run resumes once there is room again."""
+    return isinstance(error, OSError) and error.errno in STORAGE_ERRNOS
+
+
 def run_finished(result: dict[str, Any]) -> bool:
-    """A run that ended with a verdict or at a failed gate (a capacity block is unfinished work)."""
-    return result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
+    """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work)."""
+    return (result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
+            and "interruption" not in result)
 
 
 def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -139,20 +207,88 @@ class RunIndex:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def read(self) -> pd.DataFrame:
+        """The index; an unreadable index file (truncated, garbage) is rebuilt from the run directories,
+        which it is derived from, with a warning that says so."""
+        try:
+            return self._read_file()
+        except _UnreadableIndex as err:
+            try:
+                with self._locked():
+                    try:
+                        return self._read_file()  # another process rebuilt it meanwhile
+                    except _UnreadableIndex:
+                        return self._rebuild(str(err), save=True)
+            except OSError:  # a read-only runs dir: rebuilt for this reader only
+                return self._rebuild(str(err), save=False)
+
+    def _read_file(self) -> pd.DataFrame:
         if not self.path.exists():
             return pd.DataFrame(columns=self.COLUMNS)
-        return pd.read_parquet(self.path)
+        try:
+            frame = pd.read_parquet(self.path)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            raise _UnreadableIndex(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
+        missing = [column for column in self.COLUMNS if column not in frame.columns]
+        if missing:
+            raise _UnreadableIndex(f"no column {missing[0]}")
+        return frame
+
+    def _rebuild(self, why: str, save: bool) -> pd.DataFrame:
+        rows = [row for row in (_index_row_from(run_dir) for run_dir in sorted(self.path.parent.iterdir())
+                                if run_dir.is_dir()) if row is not None]
+        frame = _typed(pd.DataFrame(rows, columns=self.COLUMNS))
+        saved = False
+        if save:
+            with suppress(OSError):
+                _write_parquet_atomic(frame, self.path)
+                saved = True
+        logger.warning("%s was unreadable (%s); %s it from %d run directories (it is derived from them)",
+                       self.path, why, "rebuilt" if saved else "read", len(rows))
+        return frame
 
     def upsert(self, row: dict[str, Any]) -> None:
         with self._locked():
-            frame = self.read()
+            try:
+                frame = self._read_file()
+            except _UnreadableIndex as err:
+                frame = self._rebuild(str(err), save=False)
             frame = frame[frame["run_id"] != row["run_id"]]
             new = pd.DataFrame([{column: row.get(column) for column in self.COLUMNS}])
-            frame = new if frame.empty else pd.concat([frame, new], ignore_index=True)
-            for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id"):
-                frame[column] = frame[column].astype("string")
-            frame["effect"] = frame["effect"].astype("float64")
+            frame = _typed(new if frame.empty else pd.concat([frame, new], ignore_index=True))
             _write_parquet_atomic(frame, self.path)
+
+
+class _UnreadableIndex(Exception):
+    """index.parquet cannot be read as the index (str: why)."""
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id"):
+        frame[column] = frame[column].astype("string")
+    frame["effect"] = frame["effect"].astype("float64")
+    return frame
+
+
+def _index_row_from(run_dir: Path) -> dict[str, Any] | None:
+    """A run directory's index row from its run.json and result.json (None when it is not a run)."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        result = json.loads((run_dir / "result.json").read_text())
+    except (OSError, ValueError):
+        result = {"status": "unreadable"}
+    status = result.get("status")
+    finished = None
+    if status in FINISHED_STATUSES:
+        stamp = (run_dir / "result.json").stat().st_mtime
+        finished = dt.datetime.fromtimestamp(stamp, dt.timezone.utc).isoformat(timespec="seconds")
+    effect = result.get("effect")
+    return {"run_id": meta.get("run_id", run_dir.name), "spec_title": meta.get("spec_title"),
+            "spec_sha256": meta.get("spec_sha256"), "started": meta.get("started"), "status": status,
+            "verdict": result.get("verdict"), "finished": finished,
+            "effect": float(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else None}
 
 
 def _serialized(method):
@@ -254,7 +390,7 @@ class RunStore:
     @classmethod
     def latest(cls, runs_dir: str | Path | None, spec_sha256: str) -> RunStore | None:
         """The newest run of the same spec content, finished or not."""
-        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        runs_dir = runs_dir_path(runs_dir)
         index = RunIndex(runs_dir).read()
         if index.empty:
             return None
@@ -274,7 +410,7 @@ class RunStore:
         `fresh=True` always creates a new replicate. A run begun under another service exposure profile
         (its `run_config` event) is never answered or resumed for `exposure`: a new run is created.
         RunInProgress when a live process holds the run."""
-        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        runs_dir = writable_runs_dir(runs_dir)
         locks = runs_dir / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
         with open(locks / f"{plan.spec_sha256}.lock", "a+") as spec_lock:
@@ -292,6 +428,31 @@ class RunStore:
             finally:
                 fcntl.flock(spec_lock, fcntl.LOCK_UN)
 
+    @classmethod
+    def finished_run(cls, runs_dir: str | Path | None, spec_sha256: str, exposure: str | None = None) -> RunStore | None:
+        """The newest run of this spec when it finished (under `exposure`), read without taking any lock or
+        writing anything: a finished run is answered before any precondition of a new run is checked."""
+        latest = cls.latest(runs_dir, spec_sha256)
+        if latest is None or (exposure is not None and latest.recorded_exposure() not in (None, exposure)):
+            return None
+        return latest if run_finished(latest.read_result()) else None
+
+    def settle_unfinished(self, plan: ExecutionPlan, reason: str) -> bool:
+        """Mark a run still `running` as stopped (`reason`: a signal, a crash) so that no record is left
+        running; a re-run resumes it. False when the run already ended or the record cannot be written."""
+        try:
+            result = self.read_result()
+            if result.get("status") != "running":
+                return False
+            update = interruption_update(plan, reason, utc_now())
+            if isinstance(result.get("rehearsal"), dict):  # a rehearsal's summary keeps its mark
+                update["summary"] = rehearsal_summary(update["summary"], result["rehearsal"])
+            self.update_result(**update)
+            self.append_event("interrupted", reason=reason)
+        except Exception:  # noqa: BLE001 - e.g. a full disk: the caller reports the original problem
+            return False
+        return True
+
     def recorded_exposure(self) -> str | None:
         """The service exposure profile this run was started under (its first `run_config` event)."""
         for event in self.read_events():
@@ -304,21 +465,38 @@ class RunStore:
     @classmethod
     def create(cls, runs_dir: str | Path | None, spec: Spec, plan: ExecutionPlan) -> RunStore:
         """A new run directory holding the initial RESULT (status running) and an index row."""
-        runs_dir = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+        runs_dir = runs_dir_path(runs_dir)
         stem = spec.source.stem + ("-rehearsal" if spec.source.rehearsal else "")
         run_dir = runs_dir / new_run_id(stem)
         for sub in ("tables", "evidence"):
             (run_dir / sub).mkdir(parents=True, exist_ok=False)
         store = cls(run_dir)
         store.acquire()  # before the index lists the run, so no other process can see it unlocked
-        run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256, "started": utc_now()}
-        _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
-        _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
-        (run_dir / "events.jsonl").touch()
-        store._write_result(initial_result(plan))
-        store.append_event("run_created", spec_path=plan.spec_path, spec_sha256=plan.spec_sha256,
-                           **({"rehearsal": True} if spec.source.rehearsal else {}))
+        try:
+            run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256,
+                        "started": utc_now()}
+            _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
+            _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
+            (run_dir / "events.jsonl").touch()
+            initial = initial_result(plan)
+            store._write_result(initial)
+            store.append_event("run_created", spec_path=plan.spec_path, spec_sha256=plan.spec_sha256,
+                               **({"rehearsal": True} if spec.source.rehearsal else {}), result=initial)
+        except BaseException:  # nothing ran yet: leave no half-made run behind ("running", perhaps indexed)
+            store._discard_new_run()
+            raise
         return store
+
+    def _discard_new_run(self) -> None:
+        """Remove a run that `create` could not finish making: its index row, its directory, its lock."""
+        with suppress(Exception):
+            with self.index._locked():
+                frame = self.index._read_file()
+                if self.run_id in set(frame["run_id"]):
+                    _write_parquet_atomic(_typed(frame[frame["run_id"] != self.run_id]), self.index.path)
+        _INDEXED_ROW.pop(self.run_dir.resolve(), None)
+        self.release()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def passed_gates(self) -> dict[str, dict[str, Any]]:
         """gate -> the state it handed downstream, for every gate that passed (or did not apply)."""
@@ -347,10 +525,12 @@ class RunStore:
     # ---- RESULT ----
 
     def read_result(self) -> dict[str, Any]:
-        data = (self.run_dir / "result.json").read_bytes()
+        """RESULT as result.json holds it; CorruptRecord (one line: the file, how to recover) if it does not parse."""
+        path = self.run_dir / "result.json"
+        data = path.read_bytes()
         if self._written is not None and self._written[0] == data:
             return _json_copy(self._written[1])
-        return json.loads(data)
+        return parse_json_record(path, data, result_recovery(self.run_dir))
 
     @_serialized
     def update_result(self, **fields: Any) -> dict[str, Any]:
@@ -360,24 +540,13 @@ class RunStore:
         `evidence.per_arm_metrics`, `completed_arms` only grows, and `evidence` is owned by
         `add_evidence`. A field set to None is removed (e.g. a
         `verdict` that must not appear)."""
-        result = self.read_result()
-        for key, value in fields.items():
-            if key == "evidence":
-                raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
-            if key == "metrics":
-                result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
-                _mirror_per_arm_metrics(result)
-            elif key == "completed_arms":
-                done = list(result.get("completed_arms", []))
-                result["completed_arms"] = done + [arm for arm in value if arm not in done]
-            elif value is None:
-                result.pop(key, None)
-            else:
-                result[key] = value
+        if "evidence" in fields:
+            raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
+        result = _apply_update(self.read_result(), fields)
         self._write_result(result)
         # The order of updates is evidence too (e.g. a deviation posted while running, before use).
         self.append_event("result_updated", fields=sorted(fields), status=result.get("status"),
-                          deviations=result.get("deviations", []))
+                          deviations=result.get("deviations", []), values=fields)  # values: recovered_result()
         return result
 
     @_serialized
@@ -499,6 +668,69 @@ class RunStore:
 
     def read_manifest(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
+
+
+def _apply_update(result: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """RESULT after one update_result(**fields): metrics deep-merged (mirrored per arm), completed_arms only
+    grows, None removes a field, anything else replaces it."""
+    for key, value in fields.items():
+        if key == "metrics":
+            result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
+            _mirror_per_arm_metrics(result)
+        elif key == "completed_arms":
+            done = list(result.get("completed_arms", []))
+            result["completed_arms"] = done + [arm for arm in value if arm not in done]
+        elif value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def recovered_result(run_dir: Path) -> dict[str, Any]:
+    """RESULT rebuilt from the run's events.jsonl (the initial RESULT in `run_created`, every update's values,
+    each evidence file added and checkpoint listed) and its evidence/ files, for a result.json that was
+    damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    if not events or "result" not in events[0]:
+        raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
+                            "they were recorded); restore result.json from a copy")
+    result: dict[str, Any] = json.loads(json.dumps(events[0]["result"]))
+    inline: list[dict[str, Any]] = []
+    for event in events[1:]:
+        kind = event.get("event")
+        if kind == "result_updated":
+            result = _apply_update(result, json.loads(json.dumps(event["values"])))
+        elif kind == "evidence_added":
+            evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
+            payload = (run_dir / "evidence" / event["name"]).read_bytes()
+            if event.get("inline", True):
+                evidence.setdefault("files", []).append(evidence_file_entry(event["name"], event["kind"], payload))
+                inline.append(event)
+            else:
+                evidence.setdefault("partial", []).append(
+                    {"name": event["name"], "kind": event["kind"], "sha256": event["sha256"], "bytes": event["bytes"],
+                     "reason": event.get("partial_reason")})
+                evidence["status"] = "partial"
+            evidence.setdefault("status", "complete")
+        elif kind == "checkpoint":
+            entry = {"arm": event["arm"], "step": event["step"], "uri": event["uri"]}
+            checkpoints = result.setdefault("evidence", {}).setdefault("checkpoints", [])
+            if entry not in checkpoints:
+                checkpoints.append(entry)
+    return result
+
+
+def recover_result(run_dir: Path) -> dict[str, Any]:
+    """Rebuild a damaged result.json from the run's events (recovered_result); the damaged file is kept as
+    result.json.damaged and the index row follows the rebuilt RESULT. Returns the rebuilt RESULT."""
+    run_dir = Path(run_dir)
+    result = recovered_result(run_dir)
+    path = run_dir / "result.json"
+    if path.is_file():
+        os.replace(path, run_dir / "result.json.damaged")
+    RunStore(run_dir)._write_result(result)
+    return result
 
 
 class _NotPlainJson(Exception):

@@ -41,8 +41,10 @@ def metadata():
 @pytest.fixture(scope="module")
 def model():
     from transformers import AutoModelForCausalLM
-    torch.set_num_threads(1)
-    return AutoModelForCausalLM.from_pretrained(pretrain.MODEL_DIR)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # for this module only: later modules (the sampling engine's) keep the default
+    yield AutoModelForCausalLM.from_pretrained(pretrain.MODEL_DIR)
+    torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------- tokenizer

@@ -87,3 +87,45 @@ def test_the_stored_grade_is_shown_in_the_run_summary(graded_record):
     result["grade"] = grade_record(result).record()
     text = result_markdown(result, None)
     assert "## Grade" in text and "| restoration | verified |" in text
+
+
+@pytest.mark.parametrize("where", ["result.json", "events.jsonl"])
+def test_a_deeply_nested_record_is_one_line_and_exit_2(graded_record, tmp_path, where):
+    from experiment.grading import grade_path
+
+    deep = '{"a":' * 200_000 + "1" + "}" * 200_000
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result, _ = graded_record("paired")
+    (run_dir / "result.json").write_text(deep if where == "result.json" else json.dumps(result))
+    (run_dir / "events.jsonl").write_text(deep + "\n" if where == "events.jsonl" else "")
+    with pytest.raises(RecursionError):  # attack first: what the CLI called gave a RecursionError traceback
+        grade_path(run_dir)
+    run = cli("flows.validate", str(run_dir))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [f"error: {run_dir}: a record nests too deeply to read (a RESULT is a "
+                                               "few levels deep); it was not written by this pipeline"]
+
+
+def test_record_text_in_the_grade_reaches_the_terminal_escaped(graded_record, tmp_path, monkeypatch, capsys):
+    import flows.validate as validate_cli
+    from experiment.grading import grade_path
+
+    result, _ = graded_record("paired")
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+
+    def grade_quoting_record_text(path, spec=None):  # FAKE: a problem line quoting hostile record text raw
+        grade = grade_path(path, spec=spec)
+        grade.problems.append("summary says \x1b[2J\u202eall clear")
+        return grade
+
+    monkeypatch.setattr(validate_cli, "grade_path", grade_quoting_record_text)
+    with monkeypatch.context() as weak:  # attack first: printed raw, the escape sequence reaches the terminal
+        weak.setattr(validate_cli, "printable", lambda text: text)
+        validate_cli.main([str(path)])
+        assert "\x1b[2J" in capsys.readouterr().out
+    validate_cli.main([str(path)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "  summary says \\x1b[2J\\u202eall clear" in out

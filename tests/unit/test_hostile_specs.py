@@ -173,3 +173,91 @@ def test_the_project_data_files_still_resolve():
 def test_a_device_as_the_spec_file(capsys):
     code = run_cli.main(["/dev/zero", "--plan"])
     assert code == run_cli.EXIT_BAD_INPUT and capsys.readouterr().err.strip() == "spec error: /dev/zero: not a regular file"
+
+
+# ---- issue 32: duplicate keys, unsafe text, learning rates, spec-vs-revision contradictions ----
+
+from experiment.contract import spec as spec_module  # noqa: E402
+
+TRIMUON_SPEC = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
+
+
+def test_a_repeated_key_is_refused_not_silently_the_last(tmp_path, capsys, monkeypatch):
+    path = _with_text(tmp_path, '"steps": 40,', '"steps": 40, "steps": 1,')
+    with monkeypatch.context() as weak:  # attack first: plain JSON objects keep the last key; 1 step runs
+        weak.setattr(spec_module, "_object_without_duplicate_keys", dict)
+        assert load_spec(path).steps == 1
+    message = _refused(path, capsys)
+    assert message == (f"spec error: {path}: key 'steps' appears twice in one object; JSON keeps only the last, "
+                       "so a spec may not repeat a key")
+
+
+@pytest.mark.parametrize("escape, shown", [
+    ("\\ud800", "U+D800 (a lone surrogate)"),
+    ("\\u001b[2J", "U+001B (a control character)"),
+    ("\\u0000", "U+0000 (a control character)"),
+    ("\\r", "U+000D (a control character)"),
+    ("\\u202e", "U+202E (a bidirectional override)"),
+])
+def test_unsafe_characters_in_spec_text_are_refused(tmp_path, capsys, monkeypatch, escape, shown):
+    path = _with_text(tmp_path, '"title": "', f'"title": "{escape}')
+    with monkeypatch.context() as weak:  # attack first: without the check the raw character is the run's title
+        weak.setattr(spec_module, "unsafe_character", lambda text: None)
+        title = load_spec(path).title
+        assert title != _gs1()["title"] and title.endswith(_gs1()["title"])
+    message = _refused(path, capsys)
+    assert message.startswith(f"spec error: title: its text holds {shown}")
+    assert message.isprintable()
+
+
+def test_an_unsafe_character_in_a_key_is_refused_and_shown_escaped(tmp_path, capsys):
+    message = _refused(_with_text(tmp_path, '"title":', '"x\\u001b[2J": 1, "title":'), capsys)
+    assert message.startswith("spec error: x\\x1b[2J: its key holds U+001B") and message.isprintable()
+
+
+def test_newlines_and_tabs_stay_allowed():
+    spec = load_spec(GS1_SPEC)
+    assert "\n" in spec.to_dict()["method"]
+
+
+@pytest.mark.parametrize("literal, problem", [
+    ("-1e-4", "learning rate -0.0001 is outside [1e-12, 10]"),
+    ("0", "learning rate 0 is outside [1e-12, 10]"),
+    ("1e308", "learning rate 1e+308 is outside [1e-12, 10]"),
+    ('"4e-5"', "must be a number (got '4e-5')"),
+])
+def test_optimizer_lr_out_of_range_is_refused(tmp_path, capsys, monkeypatch, literal, problem):
+    path = _with_text(tmp_path, '"lr": 4e-05\n  }', f'"lr": {literal}\n  }}')
+    with monkeypatch.context() as weak:  # attack first: unchecked, --plan accepts the rate
+        weak.setattr(spec_module, "_check_learning_rates", lambda spec: None)
+        assert run_cli.main([str(path), "--plan"]) == run_cli.EXIT_DECISION
+        capsys.readouterr()
+    assert _refused(path, capsys).startswith(f"spec error: optimizer.lr: {problem}")
+
+
+def test_an_arm_lr_too_large_is_refused(tmp_path, capsys):
+    spec = _gs1()
+    spec["arms"][1]["lr"] = 1e308
+    assert _refused(_write(tmp_path, spec), capsys).startswith("spec error: arms[1].lr: learning rate 1e+308")
+
+
+def test_a_learning_rate_that_underflows_to_zero_is_refused(tmp_path, capsys, monkeypatch):
+    path = _with_text(tmp_path, '"lr": 4e-05\n  }', '"lr": 1e-400\n  }')
+    with monkeypatch.context() as weak:  # attack first: the float parser reads 1e-400 as 0.0
+        weak.setattr(spec_module, "_parse_float", float)
+        weak.setattr(spec_module, "_check_learning_rates", lambda spec: None)
+        assert load_spec(path).section("optimizer")["lr"] == 0.0
+    message = _refused(path, capsys)
+    assert message.startswith("spec error: optimizer.lr: 1e-400 is too small for a float: it would be read as 0.0")
+
+
+def test_a_revision_file_whose_lr_grid_leaves_out_the_spec_lr(tmp_path, capsys, monkeypatch):
+    spec_path = tmp_path / "trimuon.json"
+    spec_path.write_text(TRIMUON_SPEC.read_text().replace('"lr": 0.0001', '"lr": 0.0003'))
+    (tmp_path / "trimuon.plan.json").write_text(spec_module.plan_file_path(TRIMUON_SPEC).read_text())
+    with monkeypatch.context() as weak:  # attack first: the grid from the revision file runs, 3e-4 never
+        weak.setattr(spec_module, "_check_revision_keeps_spec_lr", lambda *args: None)
+        assert 0.0003 not in {run["lr"] for run in run_cli.build_plan(load_spec(spec_path)).to_dict()["training_runs"]}
+    message = _refused(spec_path, capsys)
+    assert message.startswith("spec error: arms[trimuon].lr_grid: revision file ")
+    assert "leaves out the spec's optimizer.lr 0.0003; the spec and its revision file contradict each other" in message

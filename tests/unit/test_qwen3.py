@@ -26,14 +26,16 @@ SPEC = REGISTRY["embedded/tiny-arith"]
 @pytest.fixture(scope="module")
 def pair():
     """(ours, transformers'), both with model.py's adapter hooks, and a LoRA adapter with non-zero B."""
-    torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # for this module only: later modules (the sampling engine's) keep the default
     ours = load_base_model(SPEC.name)
     theirs = transformers_reference(SPEC)
     adapter = LoraAdapter(ours, LoraConfig(rank=4, seed=3))
     with torch.no_grad():
         for index, tensor in enumerate(adapter.lora_B.values()):
             tensor.copy_(torch.randn(tensor.shape, generator=torch.Generator().manual_seed(index)) * 0.05)
-    return ours, theirs, adapter
+    yield ours, theirs, adapter
+    torch.set_num_threads(threads)
 
 
 def batch(rows: int, length: int, padded: bool, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -92,3 +92,48 @@ def test_show_accepts_the_unique_tail_the_list_keeps(runs_dir, capsys):
     run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
     assert main(["--runs-dir", str(runs_dir), "show", run_id[-22:]]) == 0
     assert f"run:       {run_id}" in capsys.readouterr().out
+
+
+# ---- issue 32: record text printed escaped; run ids that start with '-' ----
+
+import json  # noqa: E402
+
+import flows.runs as runs_module  # noqa: E402
+from experiment.run.store import new_run_id  # noqa: E402
+
+
+def test_record_text_reaches_the_terminal_escaped(runs_dir, capsys, monkeypatch):
+    run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
+    result_path = runs_dir / run_id / "result.json"
+    result = json.loads(result_path.read_text())
+    result["summary"] = "\x1b[2J\x1b[Hall clear \u202eevil\ud800"
+    result_path.write_text(json.dumps(result))  # a record another process wrote (json escapes the surrogate)
+    with monkeypatch.context() as weak:  # attack first: printed raw, the escape sequence clears the screen
+        weak.setattr(runs_module, "printable", lambda text: text)
+        lines = runs_module.show_run(runs_dir, run_id)
+        assert any("\x1b[2J" in line for line in lines)
+    assert main(["--runs-dir", str(runs_dir), "show", run_id]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "summary:   \\x1b[2J\\x1b[Hall clear \\u202eevil\\ud800" in out
+
+
+def test_a_spec_name_without_ascii_letters_gives_a_run_id_that_starts_with_a_letter():
+    assert new_run_id("\u00fc\u00e4\u00f6").startswith("run-")
+    assert new_run_id("gs1_kernel").startswith("gs1-kernel-")
+
+
+def test_show_takes_a_run_id_that_starts_with_a_dash(runs_dir, capsys, monkeypatch):
+    run_id = next(path.name for path in runs_dir.iterdir() if path.is_dir())
+    dashed = "-" + run_id.split("-", 3)[-1]  # the id an older run of a non-ASCII spec name has
+    (runs_dir / run_id).rename(runs_dir / dashed)
+    with monkeypatch.context() as weak:  # attack first: argparse takes the id for an unknown option
+        weak.setattr(runs_module, "run_ids_as_positionals", lambda argv: argv)
+        with pytest.raises(SystemExit) as exited:
+            main(["--runs-dir", str(runs_dir), "show", dashed])
+        assert exited.value.code == 2
+    capsys.readouterr()
+    assert main(["--runs-dir", str(runs_dir), "show", dashed]) == 0
+    assert f"run:       {dashed}" in capsys.readouterr().out
+    assert main(["show", dashed, "--runs-dir", str(runs_dir)]) == 0
+    assert main(["show", "--runs-dir", str(runs_dir), dashed]) == 0

@@ -9,12 +9,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import functools
 import threading
-import time
 
 import numpy as np
 import pytest
 import torch
 
+import embedded_tinker.sampling as sampling_module
 from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model
 from embedded_tinker.sampling import (
     BatchParams,
@@ -245,7 +245,46 @@ def test_sampled_logprobs_are_the_models_forward(weights):
     assert logprobs == pytest.approx(forward[len(prompt) - 1 :].tolist(), rel=1e-4, abs=1e-5)
 
 
-def test_a_seeded_request_gives_the_same_tokens_whatever_shares_its_batch(weights):
+class JoinWhileRunning:
+    """A request that joins a batch already running, made deterministic (no sleep, no thread timing): the
+    engine thread waits after the running jobs' first step until the joining request is queued, so it
+    enters the lane at the next step boundary; when it does, whether each running job was still
+    unfinished is recorded (`unfinished_at_join`). A sleep before submitting (the old way) let a loaded
+    machine's scheduler decide: a main thread woken late found the running jobs finished."""
+
+    def __init__(self, monkeypatch, running: list[SampleJob]):
+        self.running = running
+        self.stepped, self.queued = threading.Event(), threading.Event()
+        self.joining: SampleJob | None = None
+        self.unfinished_at_join: list[bool] | None = None
+        real_advance, real_add = sampling_module._Lane.advance, sampling_module._Lane.add
+
+        def advance(lane) -> int:
+            rows = real_advance(lane)
+            if not self.queued.is_set():
+                self.stepped.set()
+                self.queued.wait(timeout=300)
+            return rows
+
+        def add(lane, job: SampleJob) -> None:
+            if job is self.joining:
+                self.unfinished_at_join = [not each.future.done() for each in self.running]
+            real_add(lane, job)
+
+        monkeypatch.setattr(sampling_module._Lane, "advance", advance)
+        monkeypatch.setattr(sampling_module._Lane, "add", add)
+
+    def join(self, engine: SamplingEngine, job: SampleJob):
+        """Submit `job` once the running jobs have taken their first step; its future (`unfinished_at_join` is
+        set when the engine takes the job in, before the future can be done)."""
+        assert self.stepped.wait(timeout=300), "the running jobs never took a step"
+        self.joining = job
+        future = engine.submit(job)
+        self.queued.set()
+        return future
+
+
+def test_a_seeded_request_gives_the_same_tokens_whatever_shares_its_batch(weights, monkeypatch):
     job_spec = spec(seed=1234, max_tokens=24, top_p=0.95)
     prompt = prompts(1, seed=9)[0]
     alone = generate(weights, [SampleJob(weights, prompt, 3, job_spec)])[0].sequences
@@ -261,11 +300,12 @@ def test_a_seeded_request_gives_the_same_tokens_whatever_shares_its_batch(weight
             SampleJob(weights, p, 4, spec(seed=s, max_tokens=120, temperature=1.0))
             for s, p in enumerate(prompts(2))
         ]
+        running = JoinWhileRunning(monkeypatch, long_jobs)
         for job in long_jobs:
             engine.submit(job)
-        time.sleep(0.1)
-        joined = engine.submit(SampleJob(weights, prompt, 3, job_spec)).result(timeout=120).sequences
-        assert not all(job.future.done() for job in long_jobs)  # it joined while they ran
+        joined = running.join(engine, SampleJob(weights, prompt, 3, job_spec)).result(timeout=120).sequences
+        assert running.unfinished_at_join == [True, True]  # it joined while they ran
+        assert not all(job.future.done() for job in long_jobs)  # 24 steps after joining; they needed 120
         for job in long_jobs:
             job.future.result(timeout=300)
     finally:
@@ -273,7 +313,7 @@ def test_a_seeded_request_gives_the_same_tokens_whatever_shares_its_batch(weight
     assert [s[0] for s in joined] == [s[0] for s in alone]
 
 
-def test_requests_join_and_leave_the_running_batch():
+def test_requests_join_and_leave_the_running_batch(monkeypatch):
     base = load_base_model("embedded/tiny-arith")
     weights = SamplerWeights(base, None, "tiny-arith@base")
     engine = SamplingEngine()
@@ -289,11 +329,12 @@ def test_requests_join_and_leave_the_running_batch():
 
     try:
         long_job = SampleJob(weights, [5, 6, 7], 2, spec(max_tokens=200, seed=1))
+        running = JoinWhileRunning(monkeypatch, [long_job])
         engine.submit(long_job).add_done_callback(note("long"))
-        time.sleep(0.1)
         short_job = SampleJob(weights, [9, 10], 1, spec(max_tokens=4, seed=2))
-        engine.submit(short_job).add_done_callback(note("short"))
+        running.join(engine, short_job).add_done_callback(note("short"))
         assert len(short_job.future.result(timeout=120).sequences[0][0]) == 4
+        assert running.unfinished_at_join == [True]  # it joined while the long job ran
         long_job.future.result(timeout=300)
     finally:
         engine.stop()
