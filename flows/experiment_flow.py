@@ -37,6 +37,7 @@ from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
+from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
@@ -68,13 +69,21 @@ def _publish(store: RunStore, plan, logger) -> list:
         return []
 
 
+def _label(name: str | None, tags: list[str], logger) -> None:
+    """Name and tags in the UI; never the reason a run fails."""
+    try:
+        label_flow_run(name, tags)
+    except Exception as err:  # noqa: BLE001 - UI metadata only; the run goes on
+        logger.warning("could not name or tag the flow run: %s: %s", type(err).__name__, err)
+
+
 def _projected_seconds(store: RunStore) -> float | None:
     projection = (store.read_result().get("feasibility") or {}).get("projection") or {}
     seconds = projection.get("wall_seconds")
     return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
-@flow(name="run-experiment")
+@flow(name="run-experiment", flow_run_name=initial_flow_run_name)
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
                    fresh: bool = False, rehearsal_scale: str = "standard", spec: Spec | None = None) -> State:
@@ -92,11 +101,14 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
     plan = build_plan(spec)
     config = RunConfig.compose(backend, with_credentials(backend), runs_dir, exposure,  # the parameter carries no credentials
                                requeue_count=requeue_count, chain_started_at=chain_started_at)
+    tags = run_tags(spec.source.stem, spec.source.rehearsal, exposure)
     try:
         store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
     except RunInProgress as err:
+        _label(None, tags, logger)
         logger.error("%s", err)
         return Failed(name="RunInProgress", message=str(err), data=err)
+    _label(store.run_id, tags, logger)
     if how == "finished":
         message = finished_message(store)
         logger.info("%s", message)

@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             prefect_ready = start_servers_early(backend, args.exposure or "embedded", store)
             from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
             prefect_ready()
-        state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+        state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
+            args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
                                rehearsal_scale=args.rehearsal_scale,
                                exposure=args.exposure or "embedded",
                                spec=spec,  # parsed once, here: the flow does not read the file again

@@ -1,10 +1,10 @@
 """CLI: list runs from the cross-run index, or show one run's summary.
 
-    python -m flows.runs [--runs-dir DIR]                 one aligned row per run (fits 100 columns)
+    python -m flows.runs [--runs-dir DIR]                 one aligned row per run, newest first
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
 
-A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
-`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail).
+The list shows every run id whole (a rehearsal's id says "rehearsal"), so any id it shows can be given
+to `show`; `show` also accepts a unique prefix or suffix of a run id (e.g. the time stamp and hex tail).
 
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
@@ -25,8 +25,6 @@ from experiment.run.store import RunIndex, default_runs_dir
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
-LIST_WIDTH = 100
-ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>": always kept whole
 
 
 class RunsCliError(Exception):
@@ -96,11 +94,7 @@ def list_runs(runs_dir: Path) -> list[str]:
         }
         for record in records
     ]
-    others = sum(max(len(column), *(len(row[column]) for row in rows)) + 2 for column in LIST_COLUMNS[1:])
-    room = max(ID_TAIL + 8, LIST_WIDTH - others)
-    for row in rows:
-        row["run_id"] = _elide(row["run_id"], room)
-    return aligned_table(rows, LIST_COLUMNS)
+    return aligned_table(rows, LIST_COLUMNS)  # ids whole: what is shown is what `show` accepts
 
 
 def _started(value: Any) -> str:
@@ -108,14 +102,8 @@ def _started(value: Any) -> str:
     return start.strftime("%m-%d %H:%M") if start else _text(value)
 
 
-def _elide(run_id: str, width: int) -> str:
-    if len(run_id) <= width:
-        return run_id
-    return run_id[: width - ID_TAIL - 1] + "\u2026" + run_id[-ID_TAIL:]
-
-
 def resolve_run_id(runs_dir: Path, given: str) -> str:
-    """A run id from a unique prefix or suffix (the list elides the middle of long ids)."""
+    """A run id, also from a unique prefix or suffix of one."""
     if (runs_dir / given / "result.json").is_file() or "/" in given or not given.strip("."):
         return given
     matches = [path.name for path in runs_dir.iterdir() if path.is_dir() and (path / "result.json").is_file()

@@ -145,7 +145,7 @@ def _duration_text(seconds: float) -> str:
 
 
 def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Path] | None = None) -> list[str]:
-    """The console's last lines: verdict and confidence, the effect against the margin in plain words,
+    """The console's last lines: verdict and confidence (a rehearsal's first line starts with REHEARSAL), the effect against the margin in plain words,
     grades per category when present, and where RESULT and the plots are."""
     run_dir = Path(run_dir)
     lines = []
@@ -161,6 +161,9 @@ def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Pa
                      + (f" ({result['outcome_reason']})" if result.get("outcome_reason") else ""))
     for criterion in (result.get("decision") or {}).get("criteria") or []:
         lines.append(f"effect {criterion.get('id')}: {effect_line(criterion)}")
+    rehearsal = result.get("rehearsal")
+    if isinstance(rehearsal, dict):  # the first line a reader sees says it is no result to submit
+        lines[0] = f"REHEARSAL ({rehearsal.get('scale', 'standard')} scale, not a result to submit): {lines[0]}"
     grades = grade_lines(result)
     if grades:
         lines.append("grade: " + "; ".join(grades))
