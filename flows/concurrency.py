@@ -8,7 +8,8 @@ temporary Prefect server that has no such limit, so there the slot is a no-op.
 `capacity_guarded_caller(store, comparison_steps_completed)` is what the flow hands to the gates
 (which import no Prefect): `call(fn)` runs `fn()` inside a slot, retries capacity refusals per
 `experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
-an events.jsonl line and a log line. The slot is held per attempt, never while sleeping.
+an events.jsonl line and an INFO log line (a wait is expected; the capacity block that may end it
+logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. The slot is held per attempt, never while sleeping.
 
     call = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed)
     result = call(lambda: training_client.forward_backward(datums, "importance_sampling").result())
@@ -66,7 +67,7 @@ def capacity_wait_reporter(store: Any) -> Callable[[WaitInfo], None]:
     def report(wait: WaitInfo) -> None:
         store.update_result(capacity_wait=wait.to_dict())
         store.append_event("capacity_wait", **wait.to_dict())
-        _run_logger().warning(wait.progress_line())
+        _run_logger().info(wait.progress_line())  # expected while a service is busy; a block itself warns
 
     return report
 
@@ -96,9 +97,10 @@ def capacity_guarded_caller(
             with service_call_slot(under_deployment=under_deployment):
                 return fn()
 
-        result = call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)
-        if waited:
-            store.update_result(capacity_wait=None)  # the wait is over; the events keep its history
-        return result
+        try:
+            return call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)
+        finally:
+            if waited:  # the wait is over, however it ended; the events keep its history
+                store.update_result(capacity_wait=None)
 
     return call

@@ -30,7 +30,7 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.run.capacity import CapacityBlocked, capacity_block_record, classify, safe_error_text
+from experiment.run.capacity import CapacityBlocked, as_capacity_block, capacity_block_record
 from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
@@ -131,7 +131,7 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                      on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
     ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed, config.capacity)
     if reused:
-        store.update_result(status="running", capacity_block=None, outcome_reason=None)
+        store.update_result(status="running", capacity_block=None, capacity_wait=None, outcome_reason=None)
         store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=config.requeue_count)
         logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
     store.append_event("run_config", backend=service.describe(), exposure=config.exposure)  # the service profile asked for
@@ -159,6 +159,9 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                     store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
                     raise
                 return _capacity_stop(ctx, name, blocked, config, logger)
+            if not isinstance(verdict, GateVerdict):  # a capacity refusal, handed back as the gate task's value
+                return _capacity_stop(ctx, name, as_capacity_block(verdict, ctx.state.comparison_steps_completed),
+                                      config, logger)
             ctx.state.receive(verdict.state)
             store.record_gate(verdict)
             logger.info(gate_line(verdict))
@@ -191,19 +194,11 @@ def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
                         summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
 
 
-def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
-    """A capacity stop, also when the SDK itself gave up on a busy service outside any policy."""
-    if isinstance(err, CapacityBlocked):
-        return err
-    if classify(err) == "capacity":
-        return CapacityBlocked(safe_error_text(err), steps_completed, 0.0)
-    return None
-
-
 def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
     """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
     store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
+    store.update_result(capacity_wait=None)  # the wait ended in the block; the events keep its history
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
     store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
                                                 blocked.waited_seconds, blocked.comparison_steps_completed))
