@@ -37,6 +37,7 @@ from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
+from flows.expected_outcomes import quiet_expected_outcomes
 from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
@@ -58,6 +59,11 @@ class GateFailedError(Exception):
         self.next_diagnostic = verdict.next_diagnostic
         self.run_dir = run_dir
         super().__init__(f"{gate_failure_message(verdict)} (run {run_dir})")
+
+
+# a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
+# line and RESULT says why; the engine's traceback of the state's exception is left out
+quiet_expected_outcomes(RunInProgress, GateFailedError)
 
 
 def _publish(store: RunStore, plan, logger) -> list:

@@ -122,3 +122,60 @@ def test_progress_of_a_short_loop_prints_every_step(prefect_harness, steps):
         train()
     assert [r.getMessage() for r in records if r.getMessage().startswith("training-arm:")] == [
         f"training-arm: {done}/{steps} ({100 * done / steps:.0f}%)" for done in range(1, steps + 1)]
+
+
+HOLDER = """
+import sys, time
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+from experiment.run.store import RunStore
+spec = load_spec(sys.argv[1])
+store, how = RunStore.claim(sys.argv[2], spec, build_plan(spec), exposure="embedded")
+print(how, store.run_id, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_run_in_progress_refusal_logs_no_traceback(tmp_path, prefect_harness, no_service_env, monkeypatch):
+    """A deployment run of a spec another process is running: the engine raises the Failed state's
+    RunInProgress and logs it with a traceback ("Engine execution exited with unexpected exception")
+    unless the expected-outcome filter leaves it out; the flow's own one-line refusal stays."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect.flow_engine import run_flow
+    from suite import REPO_ROOT
+
+    from experiment.run.store import RunInProgress
+    from flows.experiment_flow import run_experiment
+    from flows.expected_outcomes import ENGINE_LOGGER, ExpectedOutcomeFilter
+
+    runs = tmp_path / "runs"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(GS1_SPEC), str(runs)], cwd=REPO_ROOT,
+                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.PIPE, text=True)
+    try:
+        how, run_id = holder.stdout.readline().split()
+        assert how == "new"
+
+        def deployment_like_run() -> list[logging.LogRecord]:
+            """The engine as a worker's flow-run process runs it: raising, with an error logger."""
+            with collected() as records, pytest.raises(RunInProgress):
+                run_flow(run_experiment, parameters={"spec_path": str(GS1_SPEC), "runs_dir": str(runs)},
+                         error_logger=logging.getLogger(ENGINE_LOGGER))
+            return records
+
+        engine_logger = logging.getLogger(ENGINE_LOGGER)
+        with monkeypatch.context() as weakened:  # without the filter: the refusal's traceback
+            weakened.setattr(engine_logger, "filters",
+                             [f for f in engine_logger.filters if not isinstance(f, ExpectedOutcomeFilter)])
+            records = deployment_like_run()
+        assert any(record.exc_info and isinstance(record.exc_info[1], RunInProgress) for record in records)
+
+        records = deployment_like_run()
+        assert not any(record.exc_info for record in records)
+        errors = [record.getMessage() for record in records if record.levelno >= logging.ERROR]
+        assert len(errors) == 1 and errors[0].startswith(f"run {run_id} is in progress")  # the flow's one line
+    finally:
+        holder.kill()
+        holder.wait()
