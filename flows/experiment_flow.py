@@ -41,11 +41,10 @@ from flows.expected_outcomes import quiet_expected_outcomes
 from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
-from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
+from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunInProgress, RunStore
-from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
 
@@ -116,7 +115,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         return Failed(name="RunInProgress", message=str(err), data=err)
     _label(store.run_id, tags, logger)
     if how == "finished":
-        message = finished_message(store)
+        message = finished_message(store.run_id, store.run_dir / "result.json", store.read_result())
         logger.info("%s", message)
         return Completed(name="AlreadyFinished", message=message)
     try:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from experiment.contract.plan import build_plan
 from experiment.contract.verdict import GATE_ORDER
-from experiment.report.summary import RESULT_MARKER, closing_lines
+from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if how == "finished":
         result = store.read_result()
-        print(finished_message(store))
+        print(finished_message(store.run_id, store.run_dir / "result.json", result))
         if result.get("summary"):
             print(result["summary"])
         return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
@@ -178,15 +178,6 @@ def import_what_the_gates_import(booting: Callable[[], bool],
         if not booting():
             return
         importlib.import_module(module)
-
-
-def finished_message(store: RunStore) -> str:
-    """One line naming a finished run's outcome; nothing is run again."""
-    result = store.read_result()
-    verdict = result.get("verdict") or "no verdict"
-    return (f"run {store.run_id} of this spec already finished ({result.get('status')}, {verdict}); "
-            f"returning its result {store.run_dir / 'result.json'} without contacting any service "
-            "(--fresh starts a new replicate)")
 
 
 def exit_code_for(state) -> int:

@@ -144,6 +144,14 @@ def _duration_text(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+def finished_message(run_id: str, result_path: Path, result: dict[str, Any]) -> str:
+    """One line naming a finished run's outcome (the CLI and the flow answer a re-run with it)."""
+    verdict = result.get("verdict") or "no verdict"
+    return (f"run {run_id} of this spec already finished ({result.get('status')}, {verdict}); "
+            f"returning its result {result_path} without contacting any service "
+            "(--fresh starts a new replicate)")
+
+
 def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Path] | None = None) -> list[str]:
     """The console's last lines: verdict and confidence (a rehearsal's first line starts with REHEARSAL), the effect against the margin in plain words,
     grades per category when present, and where RESULT and the plots are."""

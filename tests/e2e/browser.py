@@ -119,8 +119,9 @@ def summary_pictures(server, flow_run_id: str, summary_key: str, screenshot: Pat
     summary = next(artifact for artifact in artifacts if artifact["key"] == summary_key)
     with Browser() as browser:
         browser.open(f"{server.url}/artifacts/artifact/{summary['id']}")
-        browser.wait_for(f"{PNG_IMAGES}.length >= {expected} && {PNG_IMAGES}.every(i => i.complete && i.naturalWidth > 0)",
-                         timeout=90)
+        # loaded (natural size) and laid out on the page (a rendered box), as a person sees them
+        browser.wait_for(f"{PNG_IMAGES}.length >= {expected} && {PNG_IMAGES}.every(i => i.complete && i.naturalWidth > 0"
+                         " && i.getBoundingClientRect().width > 0 && i.getBoundingClientRect().height > 0)", timeout=90)
         sizes = browser.evaluate(f"{PNG_IMAGES}.map(i => [i.naturalWidth, i.naturalHeight])")
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         browser.screenshot(screenshot)
