@@ -234,3 +234,4 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
     assert any(e["event"] == "run_resumed" for e in events)
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "succeeded" and result["verdict"] in ("supported", "refuted")
+    assert any(e["event"] == "capacity_wait" for e in events) and "capacity_wait" not in result  # no stale wait
