@@ -114,6 +114,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         logger.error("%s", err)
         return Failed(name="RunInProgress", message=str(err), data=err)
     _label(store.run_id, tags, logger)
+    logger = get_run_logger()  # its lines now carry the run id as the flow run's name
     if how == "finished":
         message = finished_message(store.run_id, store.run_dir / "result.json", store.read_result())
         logger.info("%s", message)
