@@ -41,7 +41,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -50,8 +50,27 @@ from safetensors.torch import save_file
 from .checkpoints import CheckpointError, TinkerPath
 from .model import LORA_ALPHA, adapter_sha256
 
-if TYPE_CHECKING:
-    from .server import EmbeddedService, TrainingModel
+
+
+class TrainingModel(Protocol):
+    """A training model the server holds (embedded_tinker.server.TrainingModel: server.py imports this
+    module, so these routes name what they read of it instead of importing it)."""
+
+    model_id: str
+    adapter: Any  # its LoRA adapter module (state_dict)
+    base: Any  # its base model (name)
+    lora: Any  # its LoRA config (rank, to_json)
+
+
+class EmbeddedService(Protocol):
+    """What these routes use of the server's state (embedded_tinker.server.EmbeddedService)."""
+
+    runs: RunRegistry
+    models: dict[str, Any]
+
+    def _checkpoint_metadata(self, model: Any) -> dict: ...
+
+    def _submit_to_model(self, model_id: str, seq_id: Any, kind: str, work: Any) -> Any: ...
 
 RUN_RECORD = "run.json"
 EXPORT_KIND = "external_weights"

@@ -739,6 +739,7 @@ class BusyClock:
 
     def __init__(self):
         self.in_flight = 0
+        self.max_in_flight = 0  # the most API calls in flight at once so far
         self.since = 0.0
         self.seconds = 0.0
         self.calls = 0
@@ -748,6 +749,7 @@ class BusyClock:
         if self.in_flight == 0:
             self.since = time.monotonic()
         self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def end(self) -> None:
         self.in_flight -= 1
@@ -757,7 +759,8 @@ class BusyClock:
     def report(self) -> dict:
         """Busy seconds so far (an interval still open counts up to now) and API calls counted."""
         open_interval = time.monotonic() - self.since if self.in_flight else 0.0
-        return {"busy_seconds": round(self.seconds + open_interval, 6), "api_calls": self.calls}
+        return {"busy_seconds": round(self.seconds + open_interval, 6), "api_calls": self.calls,
+                "max_in_flight": self.max_in_flight}
 
 
 def capped_receive(receive, limit: int, endpoint: str):
@@ -786,7 +789,8 @@ class ExposureAndFaults:
     It also measures how long the service was busy for its clients: the time during which at least
     one API call (background calls excepted: healthz, heartbeats, telemetry, client config) was in
     flight, injected latency and long polls for pending work included. ``healthz`` reports it as
-    ``busy_seconds`` with ``api_calls``; a client's wall time minus it is time spent elsewhere."""
+    ``busy_seconds`` with ``api_calls`` and ``max_in_flight`` (the most calls in flight at once); a
+    client's wall time minus busy_seconds is time spent elsewhere."""
 
     BACKGROUND = frozenset({"healthz", "session_heartbeat", "telemetry", "client"})
 

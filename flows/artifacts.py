@@ -55,9 +55,13 @@ def _logger():
         return logging.getLogger("flows.progress")
 
 
+CONSOLE_LINES = 10  # progress lines per loop on the console, whatever its length
+
+
 def console_chunk(total: int) -> int:
-    """A console line per step for short loops (training steps), per fifth for long ones (eval items)."""
-    return 1 if total <= 50 else math.ceil(total / 5)
+    """Every how many steps or items a console line is printed: at most about CONSOLE_LINES per loop
+    (a 10-step loop prints each step; a 48-item evaluation every 5th item and its last)."""
+    return max(1, math.ceil(total / CONSOLE_LINES))
 
 
 def progress_reporter(run_id: str) -> Callable[[str, int, int], None]:

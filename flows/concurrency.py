@@ -1,14 +1,19 @@
-"""Service calls from the flow: one concurrency slot per call, capacity waits reported as they happen.
+"""Service calls from the flow: one slot of the service-wide limit per call, capacity waits reported.
 
-`service_call_slot()` holds one slot of the global concurrency limit `training-service` (created by
-deployments/setup.sh) around a call when the run comes from a deployment; `strict=True` makes a
-missing limit an error instead of a warning. Ad-hoc runs (`python -m flows.run`, tests) run on a
-temporary Prefect server that has no such limit, so there the slot is a no-op.
+The training service's capacity is shared by every run, so one Prefect global concurrency limit,
+`training-service` (created by deployments/setup.sh), caps the service calls in flight across all
+runs on a Prefect server: deployment runs and CLI runs alike. `uses_service_limit()` decides once per
+run: a deployment run always takes slots (`strict=True`: without the limit its calls fail loudly);
+any other run (`python -m flows.run` against the shared server named by PREFECT_API_URL) takes them
+when that server holds the limit. A CLI run on its own temporary Prefect server has no such limit
+and runs without one (it shares nothing).
 
 `capacity_guarded_caller(store, comparison_steps_completed)` is what the flow hands to the gates
 (which import no Prefect): `call(fn)` runs `fn()` inside a slot, retries capacity refusals per
 `experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
-an events.jsonl line and a log line. The slot is held per attempt, never while sleeping.
+an events.jsonl line and an INFO log line (a wait is expected; the capacity block that may end it
+logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. The
+slot is held per attempt, never while sleeping.
 
     call = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed)
     result = call(lambda: training_client.forward_backward(datums, "importance_sampling").result())
@@ -34,14 +39,33 @@ def running_under_deployment() -> bool:
     return bool(deployment.id)
 
 
-@contextmanager
-def service_call_slot(limit_name: str = TRAINING_SERVICE_LIMIT, under_deployment: bool | None = None) -> Iterator[None]:
-    """One slot of the global concurrency limit around a service call (deployment runs only).
+def service_limit_exists(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
+    """Whether the Prefect server this process talks to holds the global concurrency limit."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
 
-    `under_deployment` saves the runtime lookup (it may cost an API call) when the caller knows."""
-    if under_deployment is None:
-        under_deployment = running_under_deployment()
-    if not under_deployment:
+    try:
+        with get_client(sync_client=True) as client:
+            client.read_global_concurrency_limit_by_name(limit_name)
+    except ObjectNotFound:
+        return False
+    return True
+
+
+def uses_service_limit(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
+    """A deployment run: always (a missing limit is then an error at the first call). Any other run:
+    when its Prefect server holds the limit (the shared server of PREFECT_API_URL), else not."""
+    return running_under_deployment() or service_limit_exists(limit_name)
+
+
+@contextmanager
+def service_call_slot(limit_name: str = TRAINING_SERVICE_LIMIT, under_limit: bool | None = None) -> Iterator[None]:
+    """One slot of the global concurrency limit around a service call, for a run that uses the limit.
+
+    `under_limit` saves the lookup (API calls) when the caller decided it once for the run."""
+    if under_limit is None:
+        under_limit = uses_service_limit(limit_name)
+    if not under_limit:
         yield
         return
     from prefect.concurrency.sync import concurrency
@@ -66,7 +90,7 @@ def capacity_wait_reporter(store: Any) -> Callable[[WaitInfo], None]:
     def report(wait: WaitInfo) -> None:
         store.update_result(capacity_wait=wait.to_dict())
         store.append_event("capacity_wait", **wait.to_dict())
-        _run_logger().warning(wait.progress_line())
+        _run_logger().info(wait.progress_line())  # expected while a service is busy; a block itself warns
 
     return report
 
@@ -82,7 +106,10 @@ def capacity_guarded_caller(
     crashes propagate unchanged."""
     policy = policy or CapacityPolicy.from_env()
     report = capacity_wait_reporter(store)
-    under_deployment = running_under_deployment()  # looked up once, not per call
+    under_limit = uses_service_limit()  # decided once per run, not per call
+    _run_logger().info("service calls %s" % (
+        f"take a slot of the service-wide limit {TRAINING_SERVICE_LIMIT!r}" if under_limit else
+        f"run without a service-wide limit (this Prefect server has no {TRAINING_SERVICE_LIMIT!r} limit)"))
 
     def call(fn: Callable[[], T]) -> T:
         waited = False
@@ -93,12 +120,13 @@ def capacity_guarded_caller(
             report(wait)
 
         def attempt() -> T:
-            with service_call_slot(under_deployment=under_deployment):
+            with service_call_slot(under_limit=under_limit):
                 return fn()
 
-        result = call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)
-        if waited:
-            store.update_result(capacity_wait=None)  # the wait is over; the events keep its history
-        return result
+        try:
+            return call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)
+        finally:
+            if waited:  # the wait is over, however it ended; the events keep its history
+                store.update_result(capacity_wait=None)
 
     return call

@@ -30,7 +30,7 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
-from experiment.run.capacity import CapacityBlocked, capacity_block_record, classify, safe_error_text
+from experiment.run.capacity import CapacityBlocked, as_capacity_block, capacity_block_record
 from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
@@ -38,13 +38,14 @@ from flows.interrupts import stop_reason
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
 from flows.concurrency import capacity_guarded_caller
+from flows.expected_outcomes import quiet_expected_outcomes
+from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
-from experiment.report.summary import RESULT_MARKER, closing_lines, gate_line, plan_lines
+from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunInProgress, RunStore, storage_failure
-from flows.run import finished_message
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
 
@@ -60,6 +61,11 @@ class GateFailedError(Exception):
         super().__init__(f"{gate_failure_message(verdict)} (run {run_dir})")
 
 
+# a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
+# line and RESULT says why; the engine's traceback of the state's exception is left out
+quiet_expected_outcomes(RunInProgress, GateFailedError)
+
+
 def _publish(store: RunStore, plan, logger) -> list:
     """UI artifacts and pictures; never the reason a run fails (the store is the record)."""
     try:
@@ -69,13 +75,21 @@ def _publish(store: RunStore, plan, logger) -> list:
         return []
 
 
+def _label(name: str | None, tags: list[str], logger) -> None:
+    """Name and tags in the UI; never the reason a run fails."""
+    try:
+        label_flow_run(name, tags)
+    except Exception as err:  # noqa: BLE001 - UI metadata only; the run goes on
+        logger.warning("could not name or tag the flow run: %s: %s", type(err).__name__, err)
+
+
 def _projected_seconds(store: RunStore) -> float | None:
     projection = (store.read_result().get("feasibility") or {}).get("projection") or {}
     seconds = projection.get("wall_seconds")
     return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
-@flow(name="run-experiment")
+@flow(name="run-experiment", flow_run_name=initial_flow_run_name)
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
                    fresh: bool = False, rehearsal_scale: str = "standard", spec: Spec | None = None) -> State:
@@ -93,20 +107,25 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
     plan = build_plan(spec)
     config = RunConfig.compose(backend, with_credentials(backend), runs_dir, exposure,  # the parameter carries no credentials
                                requeue_count=requeue_count, chain_started_at=chain_started_at)
+    tags = run_tags(spec.source.stem, spec.source.rehearsal, exposure)
     try:
         store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
     except RunInProgress as err:
+        _label(None, tags, logger)
         logger.error("%s", err)
         return Failed(name="RunInProgress", message=str(err), data=err)
+    _label(store.run_id, tags, logger)
+    logger = get_run_logger()  # its lines now carry the run id as the flow run's name
     if how == "finished":
-        message = finished_message(store)
+        message = finished_message(store.run_id, store.run_dir / "result.json", store.read_result())
         logger.info("%s", message)
         return Completed(name="AlreadyFinished", message=message)
     try:
         config.keep_checkpoints_beside(store.run_dir.parent)
         reused = store.passed_gates() if how == "resumed" else {}
         if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
-            store.update_result(status="running", capacity_block=None, interruption=None, outcome_reason=None)
+            store.update_result(status="running", capacity_block=None, capacity_wait=None, interruption=None,
+                                outcome_reason=None)
         return _run_claimed(spec, plan, store, config, reused, logger)
     except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"
         store.settle_unfinished(plan, stop_reason(err))
@@ -154,6 +173,9 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                     store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
                     raise
                 return _capacity_stop(ctx, name, blocked, config, logger)
+            if not isinstance(verdict, GateVerdict):  # a capacity refusal, handed back as the gate task's value
+                return _capacity_stop(ctx, name, as_capacity_block(verdict, ctx.state.comparison_steps_completed),
+                                      config, logger)
             ctx.state.receive(verdict.state)
             store.record_gate(verdict)
             logger.info(gate_line(verdict))
@@ -185,19 +207,11 @@ def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
                         summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
 
 
-def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
-    """A capacity stop, also when the SDK itself gave up on a busy service outside any policy."""
-    if isinstance(err, CapacityBlocked):
-        return err
-    if classify(err) == "capacity":
-        return CapacityBlocked(safe_error_text(err), steps_completed, 0.0)
-    return None
-
-
 def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
     """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
     store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
+    store.update_result(capacity_wait=None)  # the wait ended in the block; the events keep its history
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
     store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
                                                 blocked.waited_seconds, blocked.comparison_steps_completed))

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from experiment.contract.plan import build_plan
 from experiment.contract.verdict import GATE_ORDER
-from experiment.report.summary import RESULT_MARKER, closing_lines
+from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
@@ -130,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
                 prefect_ready = start_servers_early(backend, exposure, store)
                 from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
                 prefect_ready()
-            state = run_experiment(args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
-                                   rehearsal_scale=args.rehearsal_scale,
-                                   exposure=exposure,
-                                   spec=spec,  # parsed once, here: the flow does not read the file again
-                                   return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+            state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
+                args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                rehearsal_scale=args.rehearsal_scale,
+                exposure=exposure,
+                spec=spec,  # parsed once, here: the flow does not read the file again
+                return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
         # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 def answer_finished(store: RunStore) -> int:
     """Print a finished run's outcome and return its exit code; nothing is run again."""
     result = store.read_result()
-    print(finished_message(store))
+    print(printable(finished_message(store.run_id, store.run_dir / "result.json", result)))
     if result.get("summary"):
         print(printable(str(result["summary"])))
     return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
@@ -232,15 +233,6 @@ def import_what_the_gates_import(booting: Callable[[], bool],
         if not booting():
             return
         importlib.import_module(module)
-
-
-def finished_message(store: RunStore) -> str:
-    """One line naming a finished run's outcome; nothing is run again."""
-    result = store.read_result()
-    verdict = result.get("verdict") or "no verdict"
-    return (f"run {store.run_id} of this spec already finished ({result.get('status')}, {verdict}); "
-            f"returning its result {store.run_dir / 'result.json'} without contacting any service "
-            "(--fresh starts a new replicate)")
 
 
 def exit_code_for(state) -> int:

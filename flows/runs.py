@@ -1,12 +1,12 @@
 """CLI: list runs from the cross-run index, or show one run's summary.
 
-    python -m flows.runs [--runs-dir DIR]                 one aligned row per run (fits 100 columns)
+    python -m flows.runs [--runs-dir DIR]                 one aligned row per run, newest first
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
     python -m flows.runs recover RUN_ID [--runs-dir DIR]  rebuild a damaged result.json from events.jsonl
 
-A run id too long for the list is shown with its middle elided ("gs1-kernel…20261201T005923-80ec41");
-`show` accepts any unique prefix or suffix of a run id (e.g. the time stamp and hex tail), also one
-that starts with '-' (an id older runs of a non-ASCII spec name may have).
+The list shows every run id whole (a rehearsal's id says "rehearsal"), so any id it shows can be given
+to `show`; `show` also accepts a unique prefix or suffix of a run id (e.g. the time stamp and hex tail),
+also one that starts with '-' (an id older runs of a non-ASCII spec name may have).
 Text from the store is printed with control characters, lone surrogates and bidirectional overrides
 shown as escapes (experiment.contract.text): a record cannot clear or rewrite the terminal.
 
@@ -30,8 +30,6 @@ from experiment.run.store import CorruptRecord, RunIndex, default_runs_dir, reco
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
-LIST_WIDTH = 100
-ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>": always kept whole
 
 
 class RunsCliError(Exception):
@@ -101,11 +99,7 @@ def list_runs(runs_dir: Path) -> list[str]:
         }
         for record in records
     ]
-    others = sum(max(len(column), *(len(row[column]) for row in rows)) + 2 for column in LIST_COLUMNS[1:])
-    room = max(ID_TAIL + 8, LIST_WIDTH - others)
-    for row in rows:
-        row["run_id"] = _elide(row["run_id"], room)
-    return aligned_table(rows, LIST_COLUMNS)
+    return aligned_table(rows, LIST_COLUMNS)  # ids whole: what is shown is what `show` accepts
 
 
 def _started(value: Any) -> str:
@@ -113,14 +107,8 @@ def _started(value: Any) -> str:
     return start.strftime("%m-%d %H:%M") if start else _text(value)
 
 
-def _elide(run_id: str, width: int) -> str:
-    if len(run_id) <= width:
-        return run_id
-    return run_id[: width - ID_TAIL - 1] + "\u2026" + run_id[-ID_TAIL:]
-
-
 def resolve_run_id(runs_dir: Path, given: str) -> str:
-    """A run id from a unique prefix or suffix (the list elides the middle of long ids)."""
+    """A run id, also from a unique prefix or suffix of one."""
     if (runs_dir / given / "result.json").is_file() or "/" in given or not given.strip("."):
         return given
     matches = [path.name for path in runs_dir.iterdir() if path.is_dir() and (path / "result.json").is_file()

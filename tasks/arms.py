@@ -4,7 +4,8 @@ The gates hand their per-arm work to `RunContext.run_each(kind, {arm: fn})`; the
 `run_arm_tasks`, which submits one `train-<arm>` / `evaluate-<arm>` task run per arm, side by side
 under the gate's task run, each with its own progress artifact and its own retry. A retry is only
 for a crash of the arm's own work; a capacity refusal past the policy (the flow stops the run) and a
-refused request (4xx: retrying cannot help) are never retried. The work itself resumes from the
+refused request (4xx: retrying cannot help) are never retried; a capacity refusal ends the arm's task run
+`Completed(name="CapacityBlocked")` with the refusal as its value (tasks/capacity.py). The work itself resumes from the
 store, so a retried arm continues from its last saved step.
 """
 
@@ -17,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from experiment.run.capacity import classify
+from tasks.capacity import capacity_refusal_state
 
 ARM_RETRIES = 1
 ARM_RETRY_DELAY_S = 5
@@ -33,7 +35,10 @@ def _retry_crashes_only(task, task_run, state) -> bool:
 @task(name="arm", cache_policy=NO_CACHE, retries=ARM_RETRIES, retry_delay_seconds=ARM_RETRY_DELAY_S,
       retry_condition_fn=_retry_crashes_only)
 def arm_work(work: Callable[[], Any]) -> Any:
-    return work()
+    try:
+        return work()
+    except Exception as err:  # a capacity refusal is the arm's outcome (no ERROR, no traceback); the rest raises
+        return capacity_refusal_state(err)
 
 
 def run_arm_tasks(kind: str, work: dict[str, Callable[[], Any]]) -> dict[str, Any]:

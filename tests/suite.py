@@ -31,6 +31,7 @@ FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_g
 # done. A file missing here only goes out later; a figure that drifts only changes the order.
 FILE_SECONDS = {
     "tests/integration/test_correctness_through_service.py": 70,  # -n 0 alone on the shared machine (fork, Dec 2026)
+    "tests/integration/test_quiet_logs.py": 60,  # two blocked GS1 rehearsals, a refused run, progress flows (-n 0 alone: 130 s)
     "tests/integration/test_generation_audit.py": 29,
     "tests/integration/test_cli.py": 28,
     "tests/integration/test_backend_credentials_prefect_db.py": 27,

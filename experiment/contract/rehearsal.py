@@ -47,12 +47,22 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 
-if TYPE_CHECKING:  # type hints only: spec.load_spec calls rehearse_spec with the parsed spec
-    from experiment.contract.spec import Spec
+
+class Spec(Protocol):
+    """What the rules read of the parsed spec that experiment.contract.spec.load_spec hands to
+    rehearse_spec (that module imports this one, so the rules name the fields, not the class)."""
+
+    base_model: str
+    training_type: str
+
+    def data_source(self, arm_name: str) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 RULES_FILE = Path(__file__)
 EMBEDDED_MODEL = "embedded/tiny-arith"
@@ -414,8 +424,6 @@ def _restate_pilot_size(r: _Rewriter, s: dict[str, Any], steps: int, eval_items:
 
 
 def _rewrite_rollout(r: _Rewriter, spec: Spec, stand_in: StandIn) -> None:
-    from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
-
     try:
         written = rollout_settings(spec)
         temperature, renderer = written.temperature, written.renderer_name

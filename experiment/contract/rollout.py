@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # type hints only
-    from experiment.contract.spec import Spec
+
+class StatedSpec(Protocol):
+    """A parsed spec (experiment.contract.spec.Spec, which imports the rehearsal rules that read this
+    module): what the rollout settings are read from."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 DEFAULT_RENDERER = "qwen3_5_disable_thinking"
 
@@ -25,7 +29,7 @@ class RolloutSettings:
     source: str  # where the numbers came from (structured field or the spec's prose)
 
 
-def rollout_settings(spec: Spec) -> RolloutSettings:
+def rollout_settings(spec: StatedSpec) -> RolloutSettings:
     """max_tokens / temperature / renderer: a structured `rollout` block, else the spec's prose.
 
     The seed specs state them only in prose ("max_tokens=512 and temperature 1.0"); a spec

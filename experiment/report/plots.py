@@ -6,13 +6,16 @@ Every figure has the same fixed size: FIGURE_SIZE_INCHES at DPI, i.e. PIXEL_SIZE
 - `training_curves_png(rows, path, metric)`: per-step curves, one per arm (or arm and LR).
 - `paired_effect_png(criteria, path)`: each criterion's effect with its interval against its margin.
 - `arm_scores_png(scores, path)`: per-arm accuracy with 95% Wilson intervals (or NLL / recorded intervals).
+- `heldout_nll_by_lr_png(points, path)`: SFT: held-out NLL per token of each arm at each LR of its grid.
+- `step_time_png(rows, path)`: SFT: optimizer step time per training run (arm and LR).
+- `generation_audit_png(rounds, path)`: self-generated tasks: the audit's counts per generation round.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from statistics import NormalDist
+from statistics import NormalDist, median
 from typing import Any
 
 import matplotlib
@@ -77,6 +80,7 @@ def training_curves_png(rows: list[dict[str, Any]], path: str | Path, metric: st
         points = sorted(series[label])
         axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=label)
     axes.set_xlabel("step")
+    axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_ylabel(metric)
     axes.set_title(f"Training {metric} per step")
     axes.grid(alpha=0.3)
@@ -191,11 +195,120 @@ def arm_scores_png(scores: list[dict[str, Any]], path: str | Path, metric: str =
     return _save(figure, path)
 
 
+def heldout_nll_by_lr_png(points: list[dict[str, Any]], path: str | Path) -> Path:
+    """Held-out NLL (per token) against LR, one line per arm; each arm's selected LR is ringed.
+
+    Each point: {"arm", "lr", "nll"} plus optional "selected" (True for the arm's selected run)."""
+    usable = [p for p in points if p.get("nll") is not None and p.get("lr") is not None]
+    if not usable:
+        raise PlotError("no held-out NLL per arm and LR to plot")
+    figure, axes = _new_figure()
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]  # arms with equal values stay visible
+    for index, arm in enumerate(sorted({str(p["arm"]) for p in usable})):
+        mine = sorted((_number(p["lr"], "lr"), _number(p["nll"], "nll"), bool(p.get("selected")))
+                      for p in usable if str(p["arm"]) == arm)
+        marker, style = styles[index % len(styles)]
+        line, = axes.plot([m[0] for m in mine], [m[1] for m in mine], marker=marker, linestyle=style, label=arm)
+        for lr, nll, selected in mine:
+            if selected:
+                axes.scatter([lr], [nll], s=180, facecolors="none", edgecolors=line.get_color(), linewidths=2)
+                axes.annotate(f"{arm}: {nll:.4g}", (lr, nll), xytext=(-10, 12 + 14 * index), textcoords="offset points",
+                              ha="right", fontsize="small", color=line.get_color())
+    rates = sorted({float(p["lr"]) for p in usable})
+    if len(rates) > 1:
+        axes.set_xscale("log")
+        axes.set_xticks(rates, labels=[f"{rate:g}" for rate in rates])
+        axes.minorticks_off()
+    axes.set_xlabel("learning rate")
+    axes.set_ylabel("held-out NLL per token (lower is better)")
+    axes.set_title("Held-out NLL per arm and LR (ringed: each arm's selected LR)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def step_time_png(rows: list[dict[str, Any]], path: str | Path, metric: str = "optim_seconds") -> Path:
+    """Per training run (arm and LR): the median `metric` per step as a bar, its range as a whisker.
+
+    Each row: {"run", metric} (one row per step)."""
+    per_run: dict[str, list[float]] = {}
+    for row in rows:
+        if row.get(metric) is not None and row.get("run") is not None:
+            per_run.setdefault(str(row["run"]), []).append(_number(row[metric], metric))
+    if not per_run:
+        raise PlotError(f"no rows with 'run' and {metric!r} to plot")
+    runs = sorted(per_run)
+    medians = [median(per_run[run]) for run in runs]
+    lows = [m - min(per_run[r]) for m, r in zip(medians, runs)]
+    highs = [max(per_run[r]) - m for m, r in zip(medians, runs)]
+    figure, axes = _new_figure()
+    positions = range(len(runs))
+    arms = sorted({run.split("@")[0] for run in runs})
+    colors = [f"C{arms.index(run.split('@')[0]) % 10}" for run in runs]  # one colour per arm
+    axes.bar(positions, medians, color=colors, alpha=0.8)
+    axes.errorbar(positions, medians, yerr=[lows, highs], fmt="none", ecolor="black", capsize=6)
+    axes.set_xticks(list(positions))
+    axes.set_xticklabels(runs, rotation=30, ha="right", fontsize="small")
+    axes.set_ylabel(f"{metric.replace('_', ' ')} per step")
+    axes.set_title(f"Step time: median {metric.replace('_', ' ')} per training run (whiskers: min to max)")
+    axes.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+AUDIT_COUNTS = ("generated", "accepted", "rejected", "execution_errors")
+
+
+def generation_audit_png(rounds: list[dict[str, Any]], path: str | Path) -> Path:
+    """The generation audit's counts per round: generated, accepted, rejected, execution errors, and
+    in the audited sample the label errors and overlaps; the title of each group says passed/failed.
+
+    Each round: {"round", "counts": {...}, "sample_size", "label_error_count", "overlap_count", "status"}."""
+    if not rounds:
+        raise PlotError("no generation audit rounds to plot")
+    kinds = [*AUDIT_COUNTS, "sample_size", "label_error_count", "overlap_count"]
+    labels = ["generated", "accepted", "rejected", "execution errors", "audited sample", "label errors", "overlaps"]
+    figure, axes = _new_figure()
+    width = 0.8 / len(kinds)
+    for index, kind in enumerate(kinds):
+        values = [_number((r.get("counts") or {}).get(kind, r.get(kind, 0)) or 0, kind) for r in rounds]
+        bars = axes.bar([i + (index - len(kinds) / 2 + 0.5) * width for i in range(len(rounds))], values, width,
+                        label=labels[index])
+        axes.bar_label(bars, labels=[f"{v:g}" for v in values], fontsize="x-small")
+    axes.set_xticks(list(range(len(rounds))))
+    axes.set_xticklabels([f"round {r.get('round', i + 1)}\n{r.get('status', '?')}" for i, r in enumerate(rounds)])
+    axes.set_ylabel("tasks")
+    axes.set_title("Generation audit per round (label errors, overlaps: in the audited sample)")
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend(loc="upper left", fontsize="x-small", ncol=2)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def sft_nll_points(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """RESULT.metrics.arms[arm].runs[lr].heldout_nll_token_mean as plot points (selected LR marked)."""
+    points = []
+    for arm, metrics in ((result.get("metrics") or {}).get("arms") or {}).items():
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("runs"), dict):
+            continue
+        for lr, run in metrics["runs"].items():
+            if isinstance(run, dict) and run.get("heldout_nll_token_mean") is not None:
+                rate = run.get("learning_rate", lr)
+                points.append({"arm": arm, "lr": float(rate), "nll": run["heldout_nll_token_mean"],
+                               "selected": metrics.get("selected_lr") is not None
+                               and float(metrics["selected_lr"]) == float(rate)})
+    return points
+
+
 def write_run_pictures(run_dir: str | Path) -> list[Path]:
     """Every picture a run's files support, written to <run_dir>/plots/; returns their paths.
 
-    training curves from tables/training_steps.parquet (mean_reward for RL, loss for SFT), the
-    paired effect per criterion from RESULT.decision, per-arm scores from RESULT.evaluation.
+    RL: training curves from tables/training_steps.parquet (mean_reward). SFT (TriMuon): the training
+    curves (train NLL per token per step, one line per arm and LR) and the optimizer step time per
+    training run from tables/sft_steps.parquet, and the held-out NLL per arm and LR from RESULT.metrics.
+    Self-generated tasks: the generation audit's counts per round from RESULT.generation_audit. Every
+    family: the paired effect per criterion from RESULT.decision, per-arm scores from RESULT.evaluation.
     A picture whose data does not exist yet (a run stopped early) is simply not drawn.
     """
     import json
@@ -214,6 +327,20 @@ def write_run_pictures(run_dir: str | Path) -> list[Path]:
         rows = pd.read_parquet(steps_table).to_dict("records")
         metric = "mean_reward" if rows and "mean_reward" in rows[0] else "loss"
         written.append(training_curves_png(rows, out / f"training-{metric.replace('_', '-')}.png", metric))
+    sft_steps = run_dir / "tables" / "sft_steps.parquet"
+    if sft_steps.is_file():
+        rows = pd.read_parquet(sft_steps).to_dict("records")
+        if any(row.get("train_nll_token_mean") is not None for row in rows):
+            written.append(training_curves_png(rows, out / "training-train-nll.png", "train_nll_token_mean"))
+        if any(row.get("optim_seconds") is not None for row in rows):
+            written.append(step_time_png(rows, out / "step-time.png"))
+    nll_points = sft_nll_points(result)
+    if nll_points:
+        written.append(heldout_nll_by_lr_png(nll_points, out / "heldout-nll-by-lr.png"))
+    audit = result.get("generation_audit") or {}
+    rounds = audit.get("rounds") or ([audit] if isinstance(audit.get("counts"), dict) else [])
+    if rounds:
+        written.append(generation_audit_png(rounds, out / "generation-audit.png"))
     criteria = (result.get("decision") or {}).get("criteria") or []
     if criteria and all(c.get("effect") is not None for c in criteria):
         verdict = result.get("verdict")

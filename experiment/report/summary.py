@@ -144,8 +144,16 @@ def _duration_text(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+def finished_message(run_id: str, result_path: Path, result: dict[str, Any]) -> str:
+    """One line naming a finished run's outcome (the CLI and the flow answer a re-run with it)."""
+    verdict = result.get("verdict") or "no verdict"
+    return (f"run {run_id} of this spec already finished ({result.get('status')}, {verdict}); "
+            f"returning its result {result_path} without contacting any service "
+            "(--fresh starts a new replicate)")
+
+
 def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Path] | None = None) -> list[str]:
-    """The console's last lines: verdict and confidence, the effect against the margin in plain words,
+    """The console's last lines: verdict and confidence (a rehearsal's first line starts with REHEARSAL), the effect against the margin in plain words,
     grades per category when present, and where RESULT and the plots are."""
     run_dir = Path(run_dir)
     lines = []
@@ -161,6 +169,9 @@ def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Pa
                      + (f" ({result['outcome_reason']})" if result.get("outcome_reason") else ""))
     for criterion in (result.get("decision") or {}).get("criteria") or []:
         lines.append(f"effect {criterion.get('id')}: {effect_line(criterion)}")
+    rehearsal = result.get("rehearsal")
+    if isinstance(rehearsal, dict):  # the first line a reader sees says it is no result to submit
+        lines[0] = f"REHEARSAL ({rehearsal.get('scale', 'standard')} scale, not a result to submit): {lines[0]}"
     grades = grade_lines(result)
     if grades:
         lines.append("grade: " + "; ".join(grades))

@@ -100,6 +100,9 @@ def classify(exc: BaseException) -> ErrorClass:
 # ---------------------------------------------------------------- error text without secrets
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+# the SDK's f"{self.request_id=}" / f"{self.model_cls=}" debugging text in its error messages
+# ("... for self.request_id='abc' and expected type self.model_cls=<class 'tinker.types.X'>")
+_SDK_INTERNALS = re.compile(r"\s*(?:for|of|and expected type|\()?\s*self\.[A-Za-z_]+=(?:<[^>]*>|'[^']*'|\"[^\"]*\"|[^\s,)]*)\)?")
 _TINKER_KEY = re.compile(r"\btml-[A-Za-z0-9_-]{4,}")
 
 
@@ -115,7 +118,8 @@ def _redact_url(match: re.Match[str]) -> str:
 
 
 def safe_error_text(exc: BaseException) -> str:
-    """One line naming the error, fit for RESULT and logs: no credentials, no URL user/query parts."""
+    """One line naming the error, fit for RESULT and logs: no credentials, no URL user/query parts, no
+    SDK internals (its `self.request_id=...` / `self.model_cls=<class ...>` debugging text)."""
     text = f"{type(exc).__name__}: {exc}"
     status = _status_code(exc)
     if status is not None and str(status) not in text:
@@ -124,6 +128,7 @@ def safe_error_text(exc: BaseException) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 4:
             text = text.replace(value, "[redacted]")
+    text = _SDK_INTERNALS.sub("", text)
     text = _URL.sub(_redact_url, text)
     text = _TINKER_KEY.sub("[redacted]", text)
     text = " ".join(text.split())
@@ -285,3 +290,13 @@ def is_capacity_refusal(err: BaseException) -> bool:
     """A busy service (classified "capacity", or the policy already gave up), never a rejection of the request:
     the probes re-raise it so the flow stops or waits per CAP-1."""
     return isinstance(err, CapacityBlocked) or classify(err) == "capacity"
+
+
+def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
+    """`err` as a capacity stop (also when the SDK itself gave up on a busy service outside any
+    policy), or None when it is something else (a user error or a crash)."""
+    if isinstance(err, CapacityBlocked):
+        return err
+    if classify(err) == "capacity":
+        return CapacityBlocked(safe_error_text(err), steps_completed, 0.0)
+    return None

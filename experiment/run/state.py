@@ -17,12 +17,18 @@ run needs is always in the verdict's `state` too.
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from experiment.run.data import TaskItem
 
-if TYPE_CHECKING:  # imported for type hints only
-    from experiment.run.clients import ClientSession
+
+class ServiceSession(Protocol):
+    """A training-service session this run opened (experiment.run.clients.ClientSession, a layer above,
+    which imports this module): the state holds it for the steps and it is closed at the run's end."""
+
+    purpose: str
+
+    def close(self, status: str = "success") -> bool: ...
 
 PERSISTED, LIVE = "persisted", "live"
 
@@ -91,9 +97,9 @@ class RunState:
     arm_clients: dict[str, Any] = live(
         "restoration_preflight (arm or run -> its proven training client)",
         "arm_training, evaluation (SFT: the trained clients)", factory=dict)
-    arms_session: ClientSession | None = live(
+    arms_session: ServiceSession | None = live(
         "restoration_preflight (the session of the arms' clients)", "arm_training")
-    sessions: list[ClientSession] = live(
+    sessions: list[ServiceSession] = live(
         "experiment.run.clients.open_session (every session this run opened)",
         "experiment.run.clients.release_sessions (run end, capacity stop)", factory=list)
 

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:  # type hints only: the RL loop imports this module
-    from experiment.rl.loop import StepRecord
+
+class StepRecord(Protocol):
+    """What the checks read of a measured training step (experiment.rl.loop.StepRecord has it): this
+    module sits below the RL loop, which imports it, so it names the fields instead of the class."""
+
+    item_ids: list[str]
+    rewards: list[float]
+    advantages: list[float]
+    executed_group_size: float
+    baseline_values: list[float]
+    effective_neighbors: list[float]
 
 
 @dataclass(frozen=True)

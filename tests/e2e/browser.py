@@ -107,3 +107,22 @@ class Browser:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+PNG_IMAGES = "[...document.images].filter(i => i.src.startsWith('data:image/png'))"
+
+
+def summary_pictures(server, flow_run_id: str, summary_key: str, screenshot: Path, expected: int) -> list[list[int]]:
+    """Open the run's summary artifact in the Prefect UI; wait until its `expected` PNG pictures (data
+    URIs) have loaded; save a screenshot; return their natural [width, height]."""
+    artifacts = server.api("POST", "/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
+    summary = next(artifact for artifact in artifacts if artifact["key"] == summary_key)
+    with Browser() as browser:
+        browser.open(f"{server.url}/artifacts/artifact/{summary['id']}")
+        # loaded (natural size) and laid out on the page (a rendered box), as a person sees them
+        browser.wait_for(f"{PNG_IMAGES}.length >= {expected} && {PNG_IMAGES}.every(i => i.complete && i.naturalWidth > 0"
+                         " && i.getBoundingClientRect().width > 0 && i.getBoundingClientRect().height > 0)", timeout=90)
+        sizes = browser.evaluate(f"{PNG_IMAGES}.map(i => [i.naturalWidth, i.naturalHeight])")
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(screenshot)
+    return sizes

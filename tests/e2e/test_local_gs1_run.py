@@ -126,7 +126,8 @@ def artifacts_of(server, flow_run_id: str) -> list[dict]:
 def test_the_console_ends_with_the_verdict(ui_run):
     result = json.loads((ui_run["run_dir"] / "result.json").read_text())
     lines = ui_run["stdout"].strip().splitlines()
-    assert lines[0] == f"verdict: {result['verdict']} ({result['confidence']} confidence)"
+    assert lines[0] == (f"REHEARSAL (wiring scale, not a result to submit): verdict: {result['verdict']} "
+                        f"({result['confidence']} confidence)")
     assert any(line.startswith("effect primary: gs1_kernel \u2212 grpo_gs8 = ") and "margin" in line for line in lines)
     assert any(line == f"RESULT in {ui_run['run_dir'] / 'result.json'}" for line in lines)
     for step in range(1, STEPS + 1):  # a console line per arm step

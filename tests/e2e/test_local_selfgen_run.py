@@ -2,15 +2,18 @@
 
 Generation through the sampling client, sandboxed labels, the audit validated before any update on
 generated data, three arms (untrained base, arithmetic RL, self-generated RL) evaluated on the same
-items, and both criteria of the three-way decision computed.
+items, and both criteria of the three-way decision computed. Its pictures include the generation audit's counts,
+and the summary's images load in headless Chromium.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +61,18 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert FAKE_SECRET.encode() not in path.read_bytes(), path
+
+    # pictures: the RL ones and the audit's counts, in plots/ and in the summary, loaded in the browser
+    from flows.artifacts import keyed
+
+    pictures = sorted(p.name for p in (run_dir / "plots").glob("*.png"))
+    assert pictures == ["arm-accuracy.png", "generation-audit.png", "paired-effect.png", "training-mean-reward.png"]
+    spec = importlib.util.spec_from_file_location("ui_browser", Path(__file__).with_name("browser.py"))
+    browser = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(browser)
+    (flow_run,) = prefect_server.flow_runs_of(tmp_path)
+    screenshot = Path(os.environ.get("RX_UI_SCREENSHOT_DIR") or tmp_path) / "summary-selfgen.png"
+    sizes = browser.summary_pictures(prefect_server, flow_run["id"], keyed("summary", run_dir.name), screenshot,
+                                     expected=len(pictures))
+    print(f"self-generated summary: {len(sizes)} pictures loaded {sizes}; screenshot {screenshot}")
+    assert len(sizes) == len(pictures) and all(width > 0 and height > 0 for width, height in sizes)

@@ -4,13 +4,16 @@ One uninterrupted run is checked record by record: status succeeded with a verdi
 runs, a loss_eval whose values recompute from its totals (every run on the same tokens and
 examples), identical adaptation hashes within the pair, the optimizer family of every run
 verified from a server response, the correctness record under the plan's tolerances, and the
-validator finding no problem.
+validator finding no problem. Its pictures (held-out NLL per arm and LR, training curves, step time)
+are in plots/ and load in the summary artifact in headless Chromium.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -172,3 +175,28 @@ def test_the_undeployed_fork_is_a_deviation_and_the_selection_names_the_steps_th
     evidence = {entry["name"]: entry for entry in result["evidence"]["files"]}
     verdict = json.loads(evidence["verdict-criteria.json"]["content"])
     assert f"after the {STEPS} steps" in verdict["selection"] and "step 80" not in verdict["selection"]
+
+
+SFT_PICTURES = ["heldout-nll-by-lr.png", "step-time.png", "training-train-nll.png"]
+
+
+def test_sft_pictures_are_in_plots_and_load_in_the_summary(prefect_server, finished_run, tmp_path):
+    """A TriMuon run once left plots/ empty and a summary without images (the pictures read only the RL
+    table and the paired decision): now its own three, and the summary's images load in the browser."""
+    import matplotlib.image as mpimg
+
+    from experiment.report.plots import PIXEL_SIZE
+    from flows.artifacts import keyed
+
+    assert sorted(p.name for p in (finished_run / "plots").glob("*.png")) == SFT_PICTURES
+    for name in SFT_PICTURES:
+        assert mpimg.imread(finished_run / "plots" / name).shape[:2] == (PIXEL_SIZE[1], PIXEL_SIZE[0])
+    spec = importlib.util.spec_from_file_location("ui_browser", Path(__file__).with_name("browser.py"))
+    browser = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(browser)
+    (flow_run,) = prefect_server.flow_runs_of(finished_run.parent)
+    screenshot = Path(os.environ.get("RX_UI_SCREENSHOT_DIR") or tmp_path) / "summary-sft.png"
+    sizes = browser.summary_pictures(prefect_server, flow_run["id"], keyed("summary", finished_run.name), screenshot,
+                                     expected=len(SFT_PICTURES))
+    print(f"SFT summary: {len(sizes)} pictures loaded {sizes}; screenshot {screenshot}")
+    assert len(sizes) == len(SFT_PICTURES) and all(width > 0 and height > 0 for width, height in sizes)

@@ -127,6 +127,26 @@ def test_flow_publishes_ui_artifacts(tmp_path, prefect_harness, no_service_env):
     assert all("file://" not in str(artifact.data) for artifact in found)
 
 
+@pytest.mark.parametrize("rehearse", [False, True], ids=["as-written", "rehearsal"])
+def test_flow_run_is_named_after_its_run_and_tagged(tmp_path, prefect_harness, no_service_env, rehearse):
+    """Operators find a run in the UI by its run id (the flow run's name, not a random pair of words)
+    and filter by tags: the spec, rehearsal or production, the exposure profile and the scale."""
+    from prefect.client.orchestration import get_client
+
+    from flows.experiment_flow import run_experiment
+
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        state = run_experiment(str(GS1_SPEC), backend=fake.base_url, runs_dir=str(tmp_path), rehearse=rehearse,
+                               rehearsal_scale="wiring" if rehearse else "standard", return_state=True)
+    run_id = RunStore.open(state.result(raise_on_failure=False).run_dir).run_id
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(state.state_details.flow_run_id)
+    assert flow_run.name == run_id and ("-rehearsal-" in run_id) == rehearse
+    expected = ({"spec:gs1_kernel_vs_grpo_gsm8k", "rehearsal", "exposure:embedded", "scale:wiring"} if rehearse
+                else {"spec:gs1_kernel_vs_grpo_gsm8k", "production", "exposure:embedded", "scale:as-written"})
+    assert set(flow_run.tags) == expected
+
+
 def test_flow_refuses_a_backend_parameter_with_credentials(tmp_path, prefect_harness, no_service_env, monkeypatch,
                                                            caplog, capfd):
     """A deployment run given `--param backend=https://user:key@...` never runs with it: the flow ends

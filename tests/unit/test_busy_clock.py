@@ -1,4 +1,5 @@
-"""The server's busy clock: time with at least one API call in flight, overlapping calls counted once."""
+"""The server's busy clock: time with at least one API call in flight, overlapping calls counted once, and
+the most calls in flight at once."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_overlapping_calls_count_once_and_idle_time_not_at_all(monkeypatch):
     clock.begin()  # call C from 110, still open
     now[0] = 110.5
 
-    assert clock.report() == {"busy_seconds": 4.5, "api_calls": 3}
+    assert clock.report() == {"busy_seconds": 4.5, "api_calls": 3, "max_in_flight": 2}  # A and B at once
     clock.end()
     now[0] = 200.0
-    assert clock.report() == {"busy_seconds": 4.5, "api_calls": 3}
+    assert clock.report() == {"busy_seconds": 4.5, "api_calls": 3, "max_in_flight": 2}

@@ -43,9 +43,10 @@ def test_a_contract_with_the_layers_reversed_is_reported_broken(tmp_path):
     assert "BROKEN" in done.stdout
 
 
-def _cycles(package: str) -> list[list[str]]:
-    """Every circle of module imports inside `package` (type-only imports left out), one per start."""
-    graph = grimp.build_graph(package, exclude_type_checking_imports=True)
+def _cycles(package: str, exclude_type_checking_imports: bool = False) -> list[list[str]]:
+    """Every circle of module imports inside `package`, one per start: imports inside functions and
+    type-only ones (under TYPE_CHECKING) count like any other."""
+    graph = grimp.build_graph(package, exclude_type_checking_imports=exclude_type_checking_imports)
     modules = sorted(graph.modules)
     found, state = [], {}
 
@@ -64,7 +65,20 @@ def _cycles(package: str) -> list[list[str]]:
     return found
 
 
-@pytest.mark.parametrize("package", ["experiment", "embedded_tinker"])
+@pytest.mark.parametrize("package", ["experiment", "embedded_tinker", "flows", "tasks"])
 def test_no_import_circles(package, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO_ROOT))
     assert _cycles(package) == []
+
+
+def test_a_circle_hidden_under_type_checking_is_found(tmp_path, monkeypatch):
+    """The circles once hidden behind TYPE_CHECKING (e.g. rl/loop <-> stats/activation) were invisible when
+    type-only imports were left out; the check now counts them."""
+    package = tmp_path / "circled"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circled.high import High\n")
+    (package / "high.py").write_text("def build():\n    from circled.low import something\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _cycles("circled", exclude_type_checking_imports=True) == []  # the old check: no circle seen
+    assert _cycles("circled") == [["circled.high", "circled.low", "circled.high"]]

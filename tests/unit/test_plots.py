@@ -10,9 +10,14 @@ from experiment.report.plots import (
     PIXEL_SIZE,
     PlotError,
     arm_scores_png,
+    generation_audit_png,
+    heldout_nll_by_lr_png,
     paired_effect_png,
+    sft_nll_points,
+    step_time_png,
     training_curves_png,
     wilson_interval,
+    write_run_pictures,
 )
 
 
@@ -80,9 +85,55 @@ def test_wilson_interval_contains_the_proportion_and_narrows_with_n():
         lambda p: training_curves_png([], p),
         lambda p: paired_effect_png([], p),
         lambda p: arm_scores_png([{"arm": "a", "value": float("nan")}], p),
+        lambda p: heldout_nll_by_lr_png([{"arm": "a", "lr": 0.1}], p),
+        lambda p: step_time_png([{"run": "a@lr=0.1"}], p),
+        lambda p: generation_audit_png([], p),
     ],
 )
 def test_bad_input_is_a_plot_error(tmp_path, call):
     with pytest.raises(PlotError):
         call(tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+SFT_METRICS = {"arms": {arm: {"selected_lr": 0.04, "runs": {
+    str(lr): {"learning_rate": lr, "heldout_nll_token_mean": 2.0 - lr + (0.01 if arm == "trimuon" else 0)}
+    for lr in (0.02, 0.04, 0.08)}} for arm in ("trimuon", "dimuon_lite")}}
+
+
+def test_sft_nll_points_mark_each_arms_selected_lr():
+    points = sft_nll_points({"metrics": SFT_METRICS})
+    assert len(points) == 6
+    assert {(p["arm"], p["lr"]) for p in points if p["selected"]} == {("trimuon", 0.04), ("dimuon_lite", 0.04)}
+    assert sft_nll_points({"metrics": {"arms": {"base": {"accuracy": 0.5}}}}) == []  # an RL record has none
+
+
+def test_sft_and_selfgen_pictures(tmp_path):
+    assert_picture(heldout_nll_by_lr_png(sft_nll_points({"metrics": SFT_METRICS}), tmp_path / "nll.png"))
+    rows = [{"run": f"{arm}@lr={lr}", "optim_seconds": 0.02 + 0.001 * step} for arm in ("trimuon", "dimuon_lite")
+            for lr in (0.02, 0.04) for step in range(3)]
+    assert_picture(step_time_png(rows, tmp_path / "step-time.png"))
+    rounds = [{"round": 1, "counts": {"generated": 64, "accepted": 19, "rejected": 44, "execution_errors": 1},
+               "sample_size": 19, "label_error_count": 10, "overlap_count": 0, "status": "failed"},
+              {"round": 2, "counts": {"generated": 96, "accepted": 21, "rejected": 74, "execution_errors": 1},
+               "sample_size": 21, "label_error_count": 0, "overlap_count": 0, "status": "passed"}]
+    assert_picture(generation_audit_png(rounds, tmp_path / "audit.png"))
+
+
+def test_an_sft_run_directory_gets_its_own_pictures(tmp_path):
+    """A TriMuon run's files (tables/sft_steps.parquet, RESULT.metrics per arm and LR) once gave an empty
+    plots/: the pictures read only the RL table and the paired decision."""
+    import json
+
+    import pandas as pd
+
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame([{"run": f"{arm}@lr={lr}", "step": step, "train_nll_token_mean": 3.0 - step * lr,
+                   "optim_seconds": 0.03, "forward_backward_seconds": 0.2}
+                  for arm in ("trimuon", "dimuon_lite") for lr in (0.02, 0.04, 0.08) for step in range(2)]
+                 ).to_parquet(tmp_path / "tables" / "sft_steps.parquet")
+    (tmp_path / "result.json").write_text(json.dumps({"status": "succeeded", "metrics": SFT_METRICS}))
+    pictures = write_run_pictures(tmp_path)
+    assert sorted(p.name for p in pictures) == ["heldout-nll-by-lr.png", "step-time.png", "training-train-nll.png"]
+    for picture in pictures:
+        assert_picture(picture)

@@ -138,6 +138,20 @@ def test_closing_lines_state_verdict_effect_grades_and_paths(run):
     assert f"RESULT in {run.run_dir / 'result.json'}" in lines and lines[-1].startswith("plots: ")
 
 
+def test_a_rehearsals_first_closing_line_says_rehearsal(run):
+    """The first closing line is the one a console reader (and the flow's final state message) shows:
+    a rehearsal's says so before its verdict, a run of the spec as written does not."""
+    result = run.read_result()
+    assert not closing_lines(result, run.run_dir)[0].startswith("REHEARSAL")
+    rehearsed = {**result, "rehearsal": {"rehearsal": True, "scale": "wiring"}}
+    first = closing_lines(rehearsed, run.run_dir)[0]
+    assert first == (f"REHEARSAL (wiring scale, not a result to submit): verdict: {result['verdict']} "
+                     f"({result['confidence']} confidence)")
+    stopped = {**rehearsed, "status": "failed", "outcome_reason": "incomplete_execution"}
+    stopped.pop("verdict")
+    assert closing_lines(stopped, run.run_dir)[0].startswith("REHEARSAL (wiring scale, not a result to submit): no verdict")
+
+
 def test_gate_lines_are_short_and_plan_lines_name_the_gates(run):
     long = GateVerdict(gate="feasibility_pilot", status="passed", reasons=["x" * 500], duration_s=3.2)
     line = gate_line(long)

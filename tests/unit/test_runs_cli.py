@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from suite import REPO_ROOT
 from test_validation import BASELINE, TREATMENT, build_gs1_run
@@ -42,13 +43,32 @@ def test_list_shows_one_aligned_row_per_run(runs_dir, capsys):
     lines = capsys.readouterr().out.splitlines()
     header, rows = lines[0], lines[1:]
     assert header.split() == ["run_id", "status", "verdict", "effect", "started", "duration"]
-    assert all(len(line) <= 100 for line in lines)
     assert len(rows) == 2
+    assert {row.split()[0] for row in rows} == {path.name for path in runs_dir.iterdir() if path.is_dir()
+                                                and not path.name.startswith(".")}  # whole ids, never cut
     result = second.read_result()
-    row = next(line for line in rows if line.split()[0].endswith(second.run_id[-22:]))
+    row = next(line for line in rows if line.split()[0] == second.run_id)
     assert result["status"] in row and result["verdict"] in row and f"{result['effect']:+.4f}" in row
     status_column = header.index("status")
     assert all(line[status_column:].startswith(result["status"]) for line in rows)  # columns line up
+
+
+def test_every_listed_id_is_accepted_by_show(tmp_path, capsys):
+    """A rehearsal's id is longer than the list once had room for: it was cut in the middle (losing
+    "rehearsal") and `show` refused what the list displayed. Now each listed id opens its run."""
+    runs = tmp_path / "runs"
+    store = build_gs1_run(runs)
+    long_id = store.run_id.replace("-", "-kernel-vs-grpo-gsm8k-rehearsal-", 1)
+    (runs / store.run_id).rename(runs / long_id)
+    index = pd.read_parquet(runs / "index.parquet")
+    index["run_id"] = index["run_id"].replace(store.run_id, long_id)
+    index.to_parquet(runs / "index.parquet")
+    assert main(["--runs-dir", str(runs)]) == 0
+    (row,) = capsys.readouterr().out.splitlines()[1:]
+    shown = row.split()[0]
+    assert shown == long_id and "rehearsal" in shown
+    assert main(["--runs-dir", str(runs), "show", shown]) == 0
+    assert f"run:       {long_id}" in capsys.readouterr().out
 
 
 def test_empty_index_is_a_friendly_line(tmp_path):

@@ -1,0 +1,133 @@
+"""One capacity for the whole service (issue 30.1), end to end on real parts: the session's Prefect server,
+deployments/setup.sh (service limit `training-service` of 2), `prefect deploy` of deployments/prefect.yaml
+(`run-experiment/worker`, a name of its own), three runs queued with `prefect deployment run` against one
+embedded backend (by URL), then two process workers (`--limit 1` each) started to execute them.
+
+Checked: each queued run executes exactly once (one flow run each, run_count 1, one run directory each,
+one index row each, every index row a directory), both workers took runs (the deployment's own limit no
+longer serialises them), every run took its service calls' slots from the shared limit (its log says so,
+and no slot is left held), each flow run is named after its run id. Printed: runs per worker, and the
+backend's own count of the most HTTP requests it had in flight at once.
+
+The limit's unit is one pipeline service call (ctx.call_service: a client's creation, an RL step with its
+sampling, a checkpoint save), not one HTTP request: the stock SDK fans one RL step out into dozens of
+concurrent requests (a single GS1 wiring rehearsal: 96 at once, 3,194 requests), which no per-request
+Prefect slot could follow at two API round trips each. The figure is printed, not asserted.
+
+The runs: the TriMuon spec's wiring rehearsal against the backend by URL; a run that names its service by
+URL stops at correctness_preflight (the fork's optimizer code is not reachable from it), so each run is
+short (under a minute alone) and ends GateFailed, or Completed should that gate pass one day.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+
+from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from suite import REPO_ROOT, TRIMUON_SPEC
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+DEPLOYMENT = "run-experiment/worker"
+SERVICE_LIMIT = 2
+RUNS = 3
+WORKERS = ("worker-a", "worker-b")
+FINAL_STATES = {"Completed", "GateFailed"}
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def cli_env(prefect_server) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("PREFECT_") and key not in ("TINKER_BASE_URL", "RX_RUNS_DIR")}
+    env.update(**prefect_server.cli_env, PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1",
+               TINKER_TELEMETRY="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    return env
+
+
+def _cli(args: list[str], env: dict[str, str], **extra) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, env={**env, **extra}, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env, tmp_path):
+    _cli(["bash", "deployments/setup.sh"], cli_env, RX_SERVICE_CONCURRENCY=str(SERVICE_LIMIT))
+    _cli(["prefect", "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"], cli_env)
+    runs_dir = tmp_path / "runs"
+    workers: list[subprocess.Popen] = []
+    with start_server() as backend:
+        flow_run_ids = []
+        for _ in range(RUNS):  # queued before any worker runs: three runs waiting
+            done = _cli(["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={TRIMUON_SPEC}",
+                         "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",
+                         "--param", f"backend={backend.base_url}", "--param", f"runs_dir={runs_dir}"], cli_env)
+            flow_run_ids.append(re.search(r"UUID: ([0-9a-f-]{36})", done.stdout).group(1))
+        worker_env = {**cli_env, "TINKER_API_KEY": LOCAL_API_KEY, "PREFECT_WORKER_QUERY_SECONDS": "1"}
+        try:
+            for name in WORKERS:
+                with open(tmp_path / f"{name}.log", "w") as log:
+                    workers.append(subprocess.Popen(
+                        ["prefect", "worker", "start", "--pool", "local-process", "--limit", "1", "--name", name],
+                        env=worker_env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            deadline = time.monotonic() + 720
+            while True:
+                runs = [prefect_server.api("GET", f"/flow_runs/{run_id}") for run_id in flow_run_ids]
+                if all(run["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") for run in runs):
+                    break
+                assert time.monotonic() < deadline, [run["state"]["name"] for run in runs]
+                time.sleep(2)
+        finally:
+            for worker in workers:
+                _stop(worker)
+        backend_health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
+
+    logs = {name: (tmp_path / f"{name}.log").read_text() for name in WORKERS}
+    per_worker = {name: sorted(run_id for run_id in flow_run_ids if f"submitting flow run '{run_id}'" in log)
+                  for name, log in logs.items()}
+    print(f"runs per worker: { {name: len(ids) for name, ids in per_worker.items()} }; backend: "
+          f"{backend_health['api_calls']} API calls, at most {backend_health['max_in_flight']} in flight at once")
+    # each queued run executed exactly once, by one worker; both workers took runs
+    assert sorted(run_id for ids in per_worker.values() for run_id in ids) == sorted(flow_run_ids), logs
+    assert all(per_worker.values()), per_worker
+    for run in runs:
+        assert run["state"]["name"] in FINAL_STATES, (run["state"]["name"], run["state"].get("message"))
+        assert run["run_count"] == 1
+    # one run directory per flow run, named as the flow run; the index lists exactly those
+    run_dirs = sorted(path.name for path in runs_dir.iterdir() if path.is_dir() and not path.name.startswith("."))
+    assert sorted(run["name"] for run in runs) == run_dirs and len(run_dirs) == RUNS
+    index = pd.read_parquet(runs_dir / "index.parquet")
+    assert sorted(index["run_id"]) == run_dirs
+    for run_id in run_dirs:
+        result = json.loads((runs_dir / run_id / "result.json").read_text())
+        status = index.loc[index["run_id"] == run_id, "status"].item()
+        assert result["status"] in ("succeeded", "failed") and status == result["status"]
+        events = [json.loads(line) for line in (runs_dir / run_id / "events.jsonl").read_text().splitlines()]
+        assert [event["event"] for event in events].count("run_created") == 1
+    # every run's service calls took slots of the shared limit, and none is left held
+    for run in runs:
+        lines = prefect_server.api("POST", "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run["id"]]}}})
+        assert any("take a slot of the service-wide limit 'training-service'" in line["message"] for line in lines)
+    limit = prefect_server.api("GET", "/v2/concurrency_limits/training-service")
+    assert limit["limit"] == SERVICE_LIMIT and limit["active_slots"] == 0
