@@ -231,7 +231,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
             "training_type rl trains one learning rate per arm"),
     Variant("lr-grid-wider", "trimuon", _trimuon_grid([1e-4, 3e-4, 1e-3, 3e-3]), None),
-    Variant("lr-grid-one-point", "trimuon", _trimuon_grid([3e-4]), None),
+    Variant("lr-grid-one-point", "trimuon", _trimuon_grid([1e-4]), None),
+    Variant("lr-grid-without-the-spec-lr", "trimuon", _trimuon_grid([3e-4]), "leaves out the spec's optimizer.lr"),
     Variant("lr-grid-empty", "trimuon", _trimuon_grid([]), "is empty; list at least one learning rate"),
     # vocabularies
     Variant("vocabulary-three-way", "gs1", lambda s, r: s.update(verdict_vocabulary="three_way"), None),

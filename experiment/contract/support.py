@@ -16,15 +16,28 @@ something else, only after the first training call:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.errors import SpecError
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
 if TYPE_CHECKING:
-    from experiment.contract.plan import ExecutionPlan
     from experiment.contract.spec import Spec
+
+
+class PlanView(Protocol):
+    """What the support check reads of an ExecutionPlan (experiment.contract.plan builds the plan and calls
+    check_supported, so this module names the plan's shape instead of importing it)."""
+
+    training_type: str
+    arms: list[Any]
+    role_to_arm: dict[str, dict[str, str]]
+
+    @property
+    def trained_arms(self) -> list[Any]: ...
+
+    def gate(self, name: str) -> Any: ...
 
 # The contract's experiment_features, in its order.
 CONTRACT_FEATURES = ("custom_loss", "custom_optimizer", "paired_comparison", "paired_training_arms",
@@ -60,7 +73,7 @@ RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
 
-def check_supported(spec: Spec, plan: ExecutionPlan) -> None:
+def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
     _check_seeds(spec, plan)
@@ -101,7 +114,7 @@ def scheduled_seeds(spec: Spec) -> list[int]:
     return arm_seeds or [0]
 
 
-def _check_seeds(spec: Spec, plan: ExecutionPlan) -> None:
+def _check_seeds(spec: Spec, plan: PlanView) -> None:
     rule = spec.decision_rule
     if rule is not None and rule.seeds is not None:
         if not rule.seeds:
@@ -122,12 +135,12 @@ def _check_seeds(spec: Spec, plan: ExecutionPlan) -> None:
                                                "run; supported: a single seed (several seeds: training_type rl)")
 
 
-def _unique_role(plan: ExecutionPlan, role: str) -> str | None:
+def _unique_role(plan: PlanView, role: str) -> str | None:
     entry = plan.role_to_arm.get(role)
     return entry["arm"] if entry else None
 
 
-def _two_roles_or_refuse(plan: ExecutionPlan, field: str, what: str) -> tuple[str, str]:
+def _two_roles_or_refuse(plan: PlanView, field: str, what: str) -> tuple[str, str]:
     treatment, baseline = _unique_role(plan, "treatment"), _unique_role(plan, "baseline")
     if treatment is None or baseline is None:
         roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
@@ -141,7 +154,7 @@ def _arm_advantage(spec: Spec, name: str) -> str:
     return arm.advantage or GROUP_MEAN_ADVANTAGE
 
 
-def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
+def _check_rl(spec: Spec, plan: PlanView) -> None:
     rule = spec.decision_rule
     if rule is None:
         raise SpecError("decision_rule", "training_type rl decides by a decision_rule (method paired_hoeffding); "
@@ -203,7 +216,7 @@ def _check_rl(spec: Spec, plan: ExecutionPlan) -> None:
         _check_activation_checks(plan, SELFGEN_ACTIVATION_METRICS if generated else GS1_ACTIVATION_METRICS)
 
 
-def _check_activation_checks(plan: ExecutionPlan, measured: tuple[str, ...]) -> None:
+def _check_activation_checks(plan: PlanView, measured: tuple[str, ...]) -> None:
     """Every check names a metric the pilot measures and a range fixed now (min, max or one_of)."""
     for index, check in enumerate(plan.gate("activation_gate").details.get("checks") or []):
         where = f"activation_gate.checks[{index}]"
@@ -221,7 +234,7 @@ def _check_activation_checks(plan: ExecutionPlan, measured: tuple[str, ...]) -> 
             raise SpecError(f"{where}.one_of", f"must be a list of strings (got {check['one_of']!r})")
 
 
-def _check_sft(spec: Spec, plan: ExecutionPlan) -> None:
+def _check_sft(spec: Spec, plan: PlanView) -> None:
     if spec.decision_rule is not None:
         raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
                                          "(best_lr_threshold), not by a decision_rule")
