@@ -103,7 +103,9 @@ def _same_code(record: dict[str, Any]) -> bool:
 
 def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
     """A parity check whose two sides are the same code measures nothing: reported so, or recognised
-    from bitwise-identical updates (errors exactly 0), it stays unverified."""
+    from bitwise-identical optimizer updates (a baseline_update check with errors exactly 0), it stays
+    unverified. A loss or gradient check may match exactly: two independent estimators of simple
+    arithmetic (GS1's advantages) give the same inputs to the same service computation."""
     issues = []
     for path_id, record in _record_paths(ctx).items():
         sides = as_dict(record.get("parity_sides"))
@@ -111,7 +113,7 @@ def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
             entry = as_dict(entry)
             reported = as_dict(sides.get(key)).get("same_code") is True
             identical = entry.get("max_abs_error") == 0.0 and entry.get("relative_l2_error") == 0.0 \
-                and not str(key).startswith("reference_update")
+                and str(key).startswith("baseline_update")
             if reported or identical:
                 why = as_dict(sides.get(key)).get("reason") or "bitwise-identical updates"
                 issues.append(Issue("CORR-3", UNVERIFIED, f"path {path_id}, check {key}: both sides are the same code "

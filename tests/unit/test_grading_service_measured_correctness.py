@@ -41,6 +41,16 @@ def test_a_reference_check_at_zero_error_is_not_taken_for_same_code(graded_recor
     assert _correctness(result)[0] == "verified"
 
 
+def test_a_loss_or_gradient_check_at_zero_error_is_not_taken_for_same_code(graded_record):
+    """GS1's loss and gradient checks match exactly (two independent advantage estimators give the same
+    inputs to the same service computation): the wiring rehearsal once graded them CORR-3 "same code"."""
+    result, _ = graded_record("best_lr")
+    for key in ("baseline_loss", "reference_gradient"):
+        _path(result)["errors"][key] = {"max_abs_error": 0.0, "relative_l2_error": 0.0, "reference_max_abs": 1.0}
+    status, issues = _correctness(result)
+    assert status == "verified", [i.message for i in issues]
+
+
 def test_a_reported_same_code_check_is_unverified_and_its_honest_baseline_is_not_a_pin_mismatch(graded_record):
     result, _ = graded_record("best_lr")
     path = _path(result)
