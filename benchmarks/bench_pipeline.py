@@ -2,6 +2,17 @@
 
     python benchmarks/bench_pipeline.py [--json] [--latency-ms 100] [--scale wiring|standard]
                                         [--eval-items 16] [--arm-steps 4] [--skip-rehearsal]
+    python benchmarks/bench_pipeline.py --profile spindle-qwen3.5-2b --time-factor 0.1 --scale standard
+                                        [--spec specs/X.json] [--capacity-exhausted-seconds S] --json
+
+With --profile the server holds every call for its service time (embedded_tinker/service_profile.py,
+docs/service-profile.md; latency defaults to 0) and a Prefect server is started first and handed to
+the CLI (PREFECT_API_URL), as deployments have one. The rehearsal then also reports
+``time_to_verdict``: the wall time from the run's claim (its run directory appears) to its verdict
+(result.json leaves "running"), divided by the service's critical path (the profile's busy_seconds:
+the time at least one call was in service on some lane; arms' lanes side by side count once),
+goal <= 1.05; where the service sat idle (per gate, between gates, before the first call, after the
+last); and the feasibility pilot's projection against the measured run, per phase (``projection``).
 
 Every API call to the embedded server waits --latency-ms first (the server's fault injection,
 embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
@@ -50,6 +61,7 @@ from tinker import types
 
 from embedded_tinker.faults import FaultConfig
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from embedded_tinker.service_profile import profile_named
 
 DEFAULT_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
@@ -62,28 +74,51 @@ def busy(base_url: str) -> dict:
 
 class CallWatcher:
     """Polls healthz to find when the first and the last API call of a client happened, and keeps
-    (wall clock, busy_seconds) samples so that the service's idle time inside any window is known."""
+    (wall clock, busy_seconds) samples so that the service's idle time inside any window is known.
+    With a service profile, busy_seconds is the profile's (calls in service); else the HTTP one.
+    Given a runs dir, it also notes when the run was claimed (its result.json appears), when each
+    gate event was written and when result.json left "running" (the verdict), to 0.1 s."""
 
-    def __init__(self, base_url: str, interval_s: float = 0.1):
-        self.base_url, self.interval_s = base_url, interval_s
+    def __init__(self, base_url: str, interval_s: float = 0.1, runs_dir: Path | None = None):
+        self.base_url, self.interval_s, self.runs_dir = base_url, interval_s, runs_dir
         self.start_calls = busy(base_url)["api_calls"]
         self.first_call_at: float | None = None
         self.last_call_at: float | None = None
         self.samples: list[tuple[float, float]] = []  # (time.time(), busy_seconds)
+        self.claimed_at: float | None = None  # time.time()
+        self.verdict_at: float | None = None
+        self.gate_seen_at: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         calls = self.start_calls
         while not self._stop.wait(self.interval_s):
-            report = busy(self.base_url)
-            self.samples.append((time.time(), report["busy_seconds"]))
+            report = httpx.get(f"{self.base_url}/api/v1/healthz", timeout=10).json()
+            profiled = report.get("service_profile")
+            self.samples.append((time.time(), profiled["busy_seconds"] if profiled else report["busy_seconds"]))
             now_calls = report["api_calls"]
             if now_calls != calls:
                 now = time.perf_counter()
                 self.first_call_at = self.first_call_at or now
                 self.last_call_at = now
                 calls = now_calls
+            if self.runs_dir is not None:
+                self._watch_run()
+
+    def _watch_run(self) -> None:
+        now = time.time()
+        for result in self.runs_dir.glob("*/result.json"):
+            self.claimed_at = self.claimed_at or now
+            if self.verdict_at is None:
+                try:
+                    if json.loads(result.read_text()).get("status") not in (None, "running"):
+                        self.verdict_at = now
+                except (OSError, json.JSONDecodeError):
+                    pass
+        for event in run_events(self.runs_dir):
+            if event.get("event") == "gate":
+                self.gate_seen_at.setdefault(event["gate"], now)
 
     def busy_at(self, when: float) -> float:
         """busy_seconds at wall-clock time `when` (linear between samples)."""
@@ -97,6 +132,12 @@ class CallWatcher:
                 return b0 + (b1 - b0) * ((when - t0) / (t1 - t0) if t1 > t0 else 0.0)
         return samples[-1][1]
 
+    def idle_between(self, start: float | None, end: float | None) -> float:
+        """Seconds of [start, end] (time.time()) during which the service was not busy."""
+        if start is None or end is None or end <= start:
+            return 0.0
+        return max(0.0, (end - start) - (self.busy_at(end) - self.busy_at(start)))
+
     def __enter__(self) -> CallWatcher:
         self._thread.start()
         return self
@@ -109,15 +150,19 @@ class CallWatcher:
 # ---------------------------------------------------------------------- rehearsal
 
 
-def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
-    """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time."""
+def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None = None) -> dict:
+    """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time.
+    With a service profile on the server: time to verdict against the critical path (profiled_report)."""
     runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
     env = {**os.environ, "TINKER_BASE_URL": base_url, "TINKER_API_KEY": LOCAL_API_KEY, "PYTHONPATH": str(ROOT)}
+    if prefect_api_url:
+        env.update(PREFECT_API_URL=prefect_api_url, PREFECT_UI_URL="")
     command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
                "--fresh", "--runs-dir", runs_dir]
     before = busy(base_url)
-    with CallWatcher(base_url) as watcher:
-        started = time.perf_counter()
+    profile_before = service_profile_report(base_url)
+    with CallWatcher(base_url, runs_dir=Path(runs_dir)) as watcher:
+        started, started_wall = time.perf_counter(), time.time()
         completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
         wall = time.perf_counter() - started
     after = busy(base_url)
@@ -137,7 +182,106 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
     }
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
+    if profile_before is not None:
+        report["profiled"] = profiled_report(Path(runs_dir), watcher, profile_before,
+                                             service_profile_report(base_url), started_wall)
     return report
+
+
+def service_profile_report(base_url: str) -> dict | None:
+    return httpx.get(f"{base_url}/api/v1/healthz", timeout=10).json().get("service_profile")
+
+
+GOAL_TIME_TO_VERDICT = 1.05
+
+
+def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: dict, cli_started: float) -> dict:
+    """Time to verdict over the critical path, where the service sat idle, and the feasibility
+    pilot's projection against the measured run, per phase."""
+    critical = after["busy_seconds"] - before["busy_seconds"]
+    claimed, verdict = watcher.claimed_at, watcher.verdict_at
+    to_verdict = verdict - claimed if claimed and verdict else None
+    windows = gate_windows(runs_dir, watcher)
+    idle = {gate: round(watcher.idle_between(start, end), 2) for gate, (start, end) in windows.items()}
+    first_start = min((start for start, _ in windows.values()), default=None)
+    last_end = max((end for _, end in windows.values()), default=None)
+    within = watcher.idle_between(claimed, verdict) if to_verdict else None
+    report = {
+        "profile": after["name"], "time_factor": after["time_factor"],
+        "claim_to_verdict_s": round(to_verdict, 2) if to_verdict else None,
+        "critical_path_s": round(critical, 2),
+        "service_seconds": round(after["service_seconds"] - before["service_seconds"], 2),
+        "time_to_verdict_over_critical_path": round(to_verdict / critical, 3) if to_verdict and critical else None,
+        "goal": GOAL_TIME_TO_VERDICT,
+        "calls": after["calls"] - before["calls"],
+        "overran": after["overran"] - before["overran"],
+        "cli_start_to_claim_s": round(claimed - cli_started, 2) if claimed else None,
+        "service_idle_s": {
+            "claim_to_verdict": round(within, 2) if within is not None else None,
+            "claim_to_first_gate": round(watcher.idle_between(claimed, first_start), 2) if claimed and first_start else None,
+            "between_gates": round(within - sum(idle.values()) - watcher.idle_between(claimed, first_start)
+                                   - watcher.idle_between(last_end, verdict), 2) if within is not None and first_start else None,
+            "last_gate_to_verdict": round(watcher.idle_between(last_end, verdict), 2) if verdict and last_end else None,
+            "by_gate": idle,
+        },
+        "gate_wall_s": {gate: round(end - start, 2) for gate, (start, end) in windows.items()},
+        "gate_service_busy_s": {gate: round(watcher.busy_at(end) - watcher.busy_at(start), 2)
+                                for gate, (start, end) in windows.items()},
+        "projection": projection_against_run(runs_dir, windows, watcher),
+    }
+    if report["time_to_verdict_over_critical_path"] and after["time_factor"] != 1:
+        # the pipeline's own time does not scale with the service; the critical path does (when no call overran)
+        overhead = to_verdict - critical
+        report["extrapolated_ratio_at_time_factor_1"] = round(1 + overhead / (critical / after["time_factor"]), 3)
+    return report
+
+
+def gate_windows(runs_dir: Path, watcher: CallWatcher) -> dict[str, tuple[float, float]]:
+    """(start, end) in time.time() of each gate: its end when the watcher saw its event (to 0.1 s),
+    its start that minus the duration_s it recorded."""
+    windows = {}
+    for event in run_events(runs_dir):
+        if event.get("event") == "gate" and event.get("duration_s") is not None and event["gate"] in watcher.gate_seen_at:
+            end = watcher.gate_seen_at[event["gate"]]
+            windows[event["gate"]] = (end - float(event["duration_s"]), end)
+    return windows
+
+
+def projection_against_run(runs_dir: Path, windows: dict[str, tuple[float, float]], watcher: CallWatcher) -> dict:
+    """The feasibility record's projection (result.json) against what the run measured, per phase:
+    wall seconds of the gates each phase stands for, and the service's busy seconds in them."""
+    results = list(runs_dir.glob("*/result.json"))
+    feasibility = json.loads(results[0].read_text()).get("feasibility") if results else None
+    if not feasibility:
+        return {"note": "no feasibility record"}
+    projected = feasibility.get("projection", {})
+    phases = projected.get("phases") or {}
+    measured = {}
+    for phase, gates in PHASE_GATES.items():
+        spans = [windows[g] for g in gates if g in windows]
+        measured[phase] = {"wall_s": round(sum(end - start for start, end in spans), 2),
+                           "critical_path_s": round(sum(watcher.busy_at(end) - watcher.busy_at(start)
+                                                        for start, end in spans), 2)}
+    comparison = {}
+    for phase, values in phases.items():
+        wall = measured.get(phase, {}).get("wall_s")
+        comparison[phase] = {"projected_wall_s": values.get("wall_seconds"), "measured_wall_s": wall,
+                             "projected_service_s": values.get("service_seconds"),
+                             "ratio": round(values["wall_seconds"] / wall, 3) if wall and values.get("wall_seconds") else None}
+    after_pilot = [g for g in PHASE_GATES_AFTER_PILOT if g in windows]
+    measured_after = sum(windows[g][1] - windows[g][0] for g in after_pilot)
+    planned = projected.get("planned_seconds")
+    return {"phases": comparison, "measured": measured,
+            "projected_planned_s": planned, "measured_after_pilot_s": round(measured_after, 2),
+            "planned_over_measured": round(planned / measured_after, 3) if planned and measured_after else None,
+            "recovery_s": (feasibility.get("recovery") or {}).get("seconds"),
+            "projected_wall_s": projected.get("wall_seconds")}
+
+
+# The gates whose wall time each projected phase stands for (the full run after the pilot).
+PHASE_GATES = {"activation": ("activation_gate",), "training": ("arm_training",), "evaluation": ("evaluation",),
+               "decision": ("decision",)}
+PHASE_GATES_AFTER_PILOT = ("activation_gate", "arm_training", "evaluation", "decision")
 
 
 def run_events(runs_dir: Path):
@@ -246,11 +390,23 @@ def evaluation(client: tinker.ServiceClient, model: str, spec_path: Path, n_item
             "one_at_a_time_s": round(one_at_a_time, 3), "speedup": round(one_at_a_time / pipelined, 3)}
 
 
-def started_server(faults: FaultConfig, attempts: int = 3):
+def running_prefect_server():
+    """A Prefect server started before the run, as a deployment has one (the CLI's own temporary
+    server, started here instead; it stops when this process exits)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return None  # one is configured already: the run uses it
+    from flows.lifetime import TemporaryPrefectServer
+
+    server = TemporaryPrefectServer(timeout_s=180).start()
+    server.wait_until_healthy()
+    return server
+
+
+def started_server(faults: FaultConfig, profile=None, attempts: int = 3):
     """start_server, tried again when a loaded machine makes start-up outlast its timeout."""
     for attempt in range(attempts):
         try:
-            return start_server(faults=faults)
+            return start_server(faults=faults, profile=profile)
         except TimeoutError:
             if attempt == attempts - 1:
                 raise
@@ -261,20 +417,41 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC)
     parser.add_argument("--scale", choices=("wiring", "standard"), default="wiring", help="rehearsal scale")
-    parser.add_argument("--latency-ms", type=float, default=100.0, help="injected per API call")
+    parser.add_argument("--latency-ms", type=float, default=None,
+                        help="injected per API call (default 100; 0 with --profile)")
     parser.add_argument("--model", default="embedded/tiny-arith", help="model of the arm and evaluation parts")
     parser.add_argument("--arm-steps", type=int, default=3)
     parser.add_argument("--eval-items", type=int, default=16)
     parser.add_argument("--skip-rehearsal", action="store_true")
     parser.add_argument("--rehearsal-timeout-s", type=float, default=1800)
+    parser.add_argument("--profile", default=None, help="service profile of the server (docs/service-profile.md)")
+    parser.add_argument("--time-factor", type=float, default=0.1, help="with --profile: scales its service times")
+    parser.add_argument("--capacity-exhausted-seconds", type=float, default=0.0,
+                        help="create_model refused for this long after the first one (a run with capacity refusals)")
+    parser.add_argument("--skip-arms-and-evaluation", action="store_true",
+                        help="only the rehearsal (the arms and evaluation parts take minutes under a profile)")
     args = parser.parse_args()
+    if args.latency_ms is None:
+        args.latency_ms = 0.0 if args.profile else 100.0
 
     load = os.getloadavg()
-    report: dict = {"latency_ms": args.latency_ms, "spec": str(args.spec.relative_to(ROOT)), "scale": args.scale,
-                    "cpu_count": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load]}
-    with started_server(FaultConfig(latency_ms=args.latency_ms)) as server:
+    report: dict = {"latency_ms": args.latency_ms, "spec": str(args.spec.resolve().relative_to(ROOT)),
+                    "scale": args.scale, "cpu_count": os.cpu_count(),
+                    "load_average_at_start": [round(x, 2) for x in load],
+                    "note": "shared machine: other engineers' work runs beside this benchmark"}
+    profile = profile_named(args.profile, args.time_factor) if args.profile else None
+    faults = FaultConfig(latency_ms=args.latency_ms, capacity_exhausted_seconds=args.capacity_exhausted_seconds)
+    prefect = running_prefect_server() if profile and not args.skip_rehearsal else None
+    with started_server(faults, profile) as server:
         if not args.skip_rehearsal:
-            report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s)
+            report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s,
+                                            prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"))
+            if prefect:
+                report["rehearsal"]["prefect_server"] = "started before the run and handed to it (PREFECT_API_URL)"
+        if args.skip_arms_and_evaluation:
+            report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+            print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+            return
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
             tokenizer_id = client.create_lora_training_client(base_model=args.model, rank=8).result().get_info().model_data.tokenizer_id

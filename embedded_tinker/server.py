@@ -628,7 +628,10 @@ class EmbeddedService:
             self.sampler.submit(job).add_done_callback(encode)
             return done
 
-        kind = "sample_greedy" if job.spec.temperature == 0 else "sample"
+        # greedy answers and prompt scoring (compute_logprobs: prompt logprobs, one token) cost a greedy
+        # item each; a sampled rollout costs a rollout (docs/service-profile.md)
+        scoring = job.want_prompt_logprobs and job.spec.max_tokens <= 1
+        kind = "sample_greedy" if job.spec.temperature == 0 or scoring else "sample"
         response = self._register(request_id, start, lane, kind, num_samples)
         response["sample_sequence_ids"] = [f"{request_id}:{i}" for i in range(num_samples)]
         return response
