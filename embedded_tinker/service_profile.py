@@ -20,8 +20,9 @@ The profile composes with faults.py: injected latency and 429/503 answers come f
 middleware, before a call is handled); a create refused for capacity is answered at once and costs
 no service time.
 
-Accounting (healthz ``service_profile``): ``service_seconds``, the sum over calls of the time each
-was in service (what a GPU service bills); ``busy_seconds``, the time during which at least one call
+Accounting (healthz ``service_profile``): ``service_seconds``, the sum over lanes of the time each
+lane was serving a call (what a GPU service bills; calls whose real work overran their slots and
+overlap on their lane count once); ``busy_seconds``, the time during which at least one call
 was in service or queued on its lane (the service's critical path as the client scheduled it: side
 by side lanes count once); ``calls``; ``overran``.
 """
@@ -135,7 +136,8 @@ class ServiceSchedule:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._lane_free_at: dict[str, float] = {}
-        self._releases: list[tuple[float, int, Future, Future, float, float]] = []
+        self._lane_released_at: dict[str, float] = {}  # when the lane's latest call was answered
+        self._releases: list[tuple[float, int, Future, Future, str, float]] = []
         self._order = itertools.count()
         self._in_flight = 0
         self._busy_since = 0.0
@@ -143,6 +145,7 @@ class ServiceSchedule:
         self.service_seconds = 0.0
         self.calls = 0
         self.overran = 0
+        self.overran_by_kind: dict[str, int] = {}
         self._thread: threading.Thread | None = None
 
     @property
@@ -161,8 +164,12 @@ class ServiceSchedule:
         self._in_flight += 1
         return start, end
 
-    def _leave(self, started: float, now: float) -> None:
-        self.service_seconds += now - started
+    def _leave(self, lane: str, started: float, now: float) -> None:
+        """The call answered now: its service time is the part of [started, now] its lane did not
+        already spend on an earlier call (calls that overran their slots overlap on the lane)."""
+        since = max(started, self._lane_released_at.get(lane, 0.0))
+        self.service_seconds += max(0.0, now - since)
+        self._lane_released_at[lane] = max(now, self._lane_released_at.get(lane, 0.0))
         self._in_flight -= 1
         if self._in_flight == 0:
             self.busy_seconds += now - self._busy_since
@@ -184,8 +191,9 @@ class ServiceSchedule:
                     self._lane_free_at[lane] = now  # the lane is free again: the refused call was not served
                 if not failed and now > end:
                     self.overran += 1
+                    self.overran_by_kind[kind] = self.overran_by_kind.get(kind, 0) + 1
                 release_at = now if failed else max(end, now)  # a refusal costs no service time
-                heapq.heappush(self._releases, (release_at, next(self._order), finished, held, start, end))
+                heapq.heappush(self._releases, (release_at, next(self._order), finished, held, lane, start))
                 self._cond.notify()
 
         work.add_done_callback(done)
@@ -199,7 +207,8 @@ class ServiceSchedule:
             start, end = self._enter(lane, self.profile.seconds(kind, units))
         time.sleep(max(0.0, end - time.monotonic()))
         with self._lock:
-            self._leave(min(start, time.monotonic()), time.monotonic())
+            now = time.monotonic()
+            self._leave(lane, min(start, now), now)
 
     def _ensure_thread(self) -> None:
         if self._thread is None:
@@ -212,8 +221,9 @@ class ServiceSchedule:
                 while not self._releases or self._releases[0][0] > time.monotonic():
                     timeout = self._releases[0][0] - time.monotonic() if self._releases else None
                     self._cond.wait(timeout)
-                _, _, finished, held, start, _ = heapq.heappop(self._releases)
-                self._leave(min(start, time.monotonic()), time.monotonic())
+                _, _, finished, held, lane, start = heapq.heappop(self._releases)
+                now = time.monotonic()
+                self._leave(lane, min(start, now), now)
             _copy_outcome(finished, held)
 
     def report(self) -> dict | None:
@@ -223,6 +233,7 @@ class ServiceSchedule:
             now = time.monotonic()
             open_interval = now - self._busy_since if self._in_flight else 0.0
             return {**self.profile.describe(), "calls": self.calls, "overran": self.overran,
+                    "overran_by_kind": dict(self.overran_by_kind),
                     "service_seconds": round(self.service_seconds, 6),
                     "busy_seconds": round(self.busy_seconds + open_interval, 6)}
 
