@@ -89,6 +89,7 @@ class CallWatcher:
         self.claimed_at: float | None = None  # time.time()
         self.verdict_at: float | None = None
         self.gate_seen_at: dict[str, float] = {}
+        self.flow_started_at: float | None = None  # the flow's run_config event: the CLI's imports are done
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -122,6 +123,8 @@ class CallWatcher:
         for event in run_events(self.runs_dir):
             if event.get("event") == "gate":
                 self.gate_seen_at.setdefault(event["gate"], now)
+            elif event.get("event") == "run_config" and self.flow_started_at is None:
+                self.flow_started_at = now
 
     def busy_at(self, when: float, samples: list[tuple[float, float]] | None = None) -> float:
         """busy_seconds (or another of the sampled counters) at wall-clock time `when` (linear between samples)."""
@@ -213,12 +216,19 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
     first_start = min((start for start, _ in windows.values()), default=None)
     last_end = max((end for _, end in windows.values()), default=None)
     within = watcher.idle_between(claimed, verdict) if to_verdict else None
+    flow_started = watcher.flow_started_at
+    flow_to_verdict = verdict - flow_started if flow_started and verdict else None
     report = {
         "profile": after["name"], "time_factor": after["time_factor"],
         "claim_to_verdict_s": round(to_verdict, 2) if to_verdict else None,
+        # a deployment's flow process has imported everything before its flow starts; the CLI claims first
+        "flow_start_to_verdict_s": round(flow_to_verdict, 2) if flow_to_verdict else None,
+        "claim_to_flow_start_s": round(flow_started - claimed, 2) if flow_started and claimed else None,
         "critical_path_s": round(critical, 2),
         "service_seconds": round(after["service_seconds"] - before["service_seconds"], 2),
         "time_to_verdict_over_critical_path": round(to_verdict / critical, 3) if to_verdict and critical else None,
+        "flow_start_to_verdict_over_critical_path":
+            round(flow_to_verdict / critical, 3) if flow_to_verdict and critical else None,
         "goal": GOAL_TIME_TO_VERDICT,
         "calls": after["calls"] - before["calls"],
         "overran": after["overran"] - before["overran"],
@@ -228,6 +238,7 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
         "service_idle_s": {
             "claim_to_verdict": round(within, 2) if within is not None else None,
             "claim_to_first_gate": round(watcher.idle_between(claimed, first_start), 2) if claimed and first_start else None,
+            "claim_to_flow_start": round(watcher.idle_between(claimed, flow_started), 2) if claimed and flow_started else None,
             "between_gates": round(within - sum(idle.values()) - watcher.idle_between(claimed, first_start)
                                    - watcher.idle_between(last_end, verdict), 2) if within is not None and first_start else None,
             "last_gate_to_verdict": round(watcher.idle_between(last_end, verdict), 2) if verdict and last_end else None,
