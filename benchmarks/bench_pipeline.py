@@ -79,9 +79,12 @@ class CallWatcher:
     Given a runs dir, it also notes when the run was claimed (its result.json appears), when each
     gate event was written and when result.json left "running" (the verdict), to 0.1 s."""
 
-    def __init__(self, base_url: str, interval_s: float = 0.1, runs_dir: Path | None = None):
+    def __init__(self, base_url: str | None, interval_s: float = 0.1, runs_dir: Path | None = None):
+        """base_url None: the CLI starts the backend itself; its URL is read from the run's first
+        event that names it (the spec_intake gate's, after the service's first call)."""
         self.base_url, self.interval_s, self.runs_dir = base_url, interval_s, runs_dir
-        self.start_calls = busy(base_url)["api_calls"]
+        self.start_calls = busy(base_url)["api_calls"] if base_url else 0
+        self.last_profile: dict | None = None  # the latest healthz service_profile
         self.first_call_at: float | None = None
         self.last_call_at: float | None = None
         self.samples: list[tuple[float, float]] = []  # (time.time(), busy_seconds)
@@ -96,8 +99,15 @@ class CallWatcher:
     def _run(self) -> None:
         calls = self.start_calls
         while not self._stop.wait(self.interval_s):
-            report = httpx.get(f"{self.base_url}/api/v1/healthz", timeout=10).json()
-            profiled = report.get("service_profile")
+            if self.runs_dir is not None:
+                self._watch_run()
+            if self.base_url is None:
+                continue
+            try:
+                report = httpx.get(f"{self.base_url}/api/v1/healthz", timeout=10).json()
+            except httpx.HTTPError:
+                continue  # a backend the CLI started ends with it
+            profiled = self.last_profile = report.get("service_profile")
             self.samples.append((time.time(), profiled["busy_seconds"] if profiled else report["busy_seconds"]))
             if profiled:
                 self.service_samples.append((time.time(), profiled["service_seconds"]))
@@ -107,8 +117,6 @@ class CallWatcher:
                 self.first_call_at = self.first_call_at or now
                 self.last_call_at = now
                 calls = now_calls
-            if self.runs_dir is not None:
-                self._watch_run()
 
     def _watch_run(self) -> None:
         now = time.time()
@@ -123,6 +131,8 @@ class CallWatcher:
         for event in run_events(self.runs_dir):
             if event.get("event") == "gate":
                 self.gate_seen_at.setdefault(event["gate"], now)
+                if self.base_url is None:
+                    self.base_url = ((event.get("measured") or {}).get("service") or {}).get("base_url")
             elif event.get("event") == "run_config" and self.flow_started_at is None:
                 self.flow_started_at = now
 
@@ -160,9 +170,13 @@ class CallWatcher:
 # ---------------------------------------------------------------------- rehearsal
 
 
-def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None = None) -> dict:
+def rehearsal(base_url: str | None, spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None = None,
+              profile=None) -> dict:
     """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time.
-    With a service profile on the server: time to verdict against the critical path (profiled_report)."""
+    With a service profile on the server: time to verdict against the critical path (profiled_report).
+    base_url None: the CLI starts the embedded backend itself, with `profile` from the environment."""
+    if base_url is None:
+        return cli_started_rehearsal(spec, scale, timeout_s, prefect_api_url, profile)
     runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
     env = {**os.environ, "TINKER_BASE_URL": base_url, "TINKER_API_KEY": LOCAL_API_KEY, "PYTHONPATH": str(ROOT)}
     if prefect_api_url:
@@ -195,6 +209,35 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float, prefect_a
     if profile_before is not None:
         report["profiled"] = profiled_report(Path(runs_dir), watcher, profile_before,
                                              service_profile_report(base_url), started_wall)
+    return report
+
+
+def cli_started_rehearsal(spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None, profile) -> dict:
+    """The rehearsal with the embedded backend the CLI starts on demand (as a user's run has it: the
+    SFT spec's correctness preflight runs the backend's optimizer in its checkout, which needs it),
+    the service profile passed through the environment."""
+    runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
+    env = {k: v for k, v in os.environ.items() if k != "TINKER_BASE_URL"}
+    env.update(PYTHONPATH=str(ROOT), EMBEDDED_TINKER_SERVICE_PROFILE=profile.name,
+               EMBEDDED_TINKER_TIME_FACTOR=str(profile.time_factor))
+    if prefect_api_url:
+        env.update(PREFECT_API_URL=prefect_api_url, PREFECT_UI_URL="")
+    command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
+               "--fresh", "--runs-dir", runs_dir]
+    with CallWatcher(None, runs_dir=Path(runs_dir)) as watcher:
+        started, started_wall = time.perf_counter(), time.time()
+        completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        wall = time.perf_counter() - started
+    report = {"command": " ".join(command[1:]), "backend": "started by the CLI (profile from the environment)",
+              "exit_code": completed.returncode, "wall_s": round(wall, 3),
+              "recorded": gate_durations(Path(runs_dir))}
+    if completed.returncode != 0:
+        report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
+    if watcher.last_profile is not None:  # counted from the server's start: the run is its only client
+        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "calls": 0, "overran": 0}
+        report["profiled"] = profiled_report(Path(runs_dir), watcher, before, watcher.last_profile, started_wall)
+        report["profiled"]["note"] = ("healthz is polled from the spec_intake gate's end (where the run names the "
+                                      "backend's URL) to the verdict; the service's first call comes before it")
     return report
 
 
@@ -239,8 +282,8 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
             "claim_to_verdict": round(within, 2) if within is not None else None,
             "claim_to_first_gate": round(watcher.idle_between(claimed, first_start), 2) if claimed and first_start else None,
             "claim_to_flow_start": round(watcher.idle_between(claimed, flow_started), 2) if claimed and flow_started else None,
-            "between_gates": round(within - sum(idle.values()) - watcher.idle_between(claimed, first_start)
-                                   - watcher.idle_between(last_end, verdict), 2) if within is not None and first_start else None,
+            "between_gates": round(max(0.0, within - sum(idle.values()) - watcher.idle_between(claimed, first_start)
+                                   - watcher.idle_between(last_end, verdict)), 2) if within is not None and first_start else None,
             "last_gate_to_verdict": round(watcher.idle_between(last_end, verdict), 2) if verdict and last_end else None,
             "by_gate": idle,
         },
@@ -456,6 +499,8 @@ def main() -> None:
     parser.add_argument("--time-factor", type=float, default=0.1, help="with --profile: scales its service times")
     parser.add_argument("--capacity-exhausted-seconds", type=float, default=0.0,
                         help="create_model refused for this long after the first one (a run with capacity refusals)")
+    parser.add_argument("--backend-by-cli", action="store_true",
+                        help="with --profile: the CLI starts the embedded backend itself (profile via the environment)")
     parser.add_argument("--skip-arms-and-evaluation", action="store_true",
                         help="only the rehearsal (the arms and evaluation parts take minutes under a profile)")
     args = parser.parse_args()
@@ -470,6 +515,14 @@ def main() -> None:
     profile = profile_named(args.profile, args.time_factor) if args.profile else None
     faults = FaultConfig(latency_ms=args.latency_ms, capacity_exhausted_seconds=args.capacity_exhausted_seconds)
     prefect = running_prefect_server() if profile and not args.skip_rehearsal else None
+    if args.backend_by_cli:
+        if not profile:
+            parser.error("--backend-by-cli goes with --profile")
+        report["rehearsal"] = rehearsal(None, args.spec, args.scale, args.rehearsal_timeout_s,
+                                        prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"), profile)
+        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+        return
     with started_server(faults, profile) as server:
         if not args.skip_rehearsal:
             report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s,
