@@ -2,7 +2,8 @@
 
 Per arm, a throwaway client from the initialization state, one real training step, and the two
 saves arm training makes at the end of each run (final state and sampler weights); then the
-held-out NLL of a FEASIBILITY_EVAL_EXAMPLES slice. The full sweep (every run of every grid, one
+held-out NLL of a FEASIBILITY_EVAL_EXAMPLES slice (and, projected from the setups, the client the
+evaluation gate makes for the initialization state). The full sweep (every run of every grid, one
 after another, as arm training and evaluation run them, plus every held-out scoring) is projected
 from those measurements against the spec's budget; the record is posted before anything else runs.
 """
@@ -63,7 +64,9 @@ def run(ctx: RunContext) -> GateVerdict:
         evaluation=PhaseTiming(eval_seconds, len(pilot), settings.n_eval * (n_runs + 1), len(pilot),
                                gpu_count, allocation),
         budget=ctx.plan.budget,
-        extra_phases={"final_checkpoints": PhaseTiming(save_seconds, n_arms, n_runs, 0, gpu_count, allocation)},
+        extra_phases={"final_checkpoints": PhaseTiming(save_seconds, n_arms, n_runs, 0, gpu_count, allocation),
+                      # the evaluation gate scores the initialization state on a client of its own
+                      "evaluation_setup": PhaseTiming(setup_seconds, n_arms, 1, 0, gpu_count, allocation)},
     )
     ctx.store.update_result(feasibility=record)
     projection = record["projection"]
