@@ -513,7 +513,10 @@ def main() -> None:
                     "scale": args.scale, "cpu_count": os.cpu_count(),
                     "load_average_at_start": [round(x, 2) for x in load],
                     "note": "shared machine: other engineers' work runs beside this benchmark"}
-    profile = profile_named(args.profile, args.time_factor) if args.profile else None
+    try:
+        profile = profile_named(args.profile, args.time_factor) if args.profile else None
+    except ValueError as error:
+        parser.error(str(error))
     faults = FaultConfig(latency_ms=args.latency_ms, capacity_exhausted_seconds=args.capacity_exhausted_seconds)
     prefect = running_prefect_server() if profile and not args.skip_rehearsal else None
     if args.backend_by_cli:
