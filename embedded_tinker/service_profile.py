@@ -148,10 +148,6 @@ class ServiceSchedule:
         self.overran_by_kind: dict[str, int] = {}
         self._thread: threading.Thread | None = None
 
-    @property
-    def active(self) -> bool:
-        return self.profile is not None
-
     def _enter(self, lane: str, seconds: float) -> tuple[float, float]:
         """(service start, service end) of a call arriving now on `lane`; counts it in flight."""
         now = time.monotonic()
