@@ -10,7 +10,7 @@ for --rounds rounds so that machine load hits them alike, and medians are report
     requests (one sample each, seeded, temperature 1, stop=[] so every request generates
     --sample-tokens tokens), against transformers ``generate()`` in this process on a plain
     Qwen3ForCausalLM with the same weights, batch --prompts, KV cache, do_sample at temperature 1
-    (no top-k/top-p), exactly --sample-tokens new tokens. Goal: ratio >= 2.0.
+    (no top-k/top-p), exactly --sample-tokens new tokens. Guard: ratio >= 0.9 (below).
     Also reported, as diagnostics: the same concurrent requests sampled from a trained LoRA
     checkpoint (rank --rank, after one optimizer step) against the base model (the engine folds a
     frozen adapter into its lane's weights, so the ratio should be near 1); one request for
@@ -21,7 +21,15 @@ for --rounds rounds so that machine load hits them alike, and medians are report
   * forward_backward: cross-entropy forward + backward of a --batch x --length batch on a LoRA
     adapter of rank --rank, through the SDK (sequential: submit, wait; pipelined: submit all,
     then wait) against the same computation in this process (the public model API: LoraAdapter,
-    BaseModel.target_logprobs, backward). Goal: ratio >= 0.8.
+    BaseModel.target_logprobs, backward). Guard: sequential ratio >= 0.85 (below).
+  * the sampling engine in this process (embedded_tinker.sampling.SamplingEngine, no HTTP, no SDK):
+    the same --prompts requests submitted at once, against the same generate() of the round.
+
+Guards (``guards`` in the JSON, each with its per-round ratios and pass/fail; ``guards_passed``):
+the engine in-process >= 1.4x generate(); --prompts concurrent SDK requests over HTTP >= 0.9x
+generate(); forward_backward over HTTP (sequential calls) >= 0.85x in-process. Each ratio is the
+median of the rounds' ratios, both sides of a ratio measured in the same round. These are figures of
+a shared machine, not test assertions.
 
 Only public entry points are used: embedded_tinker.launch.start_server, the HTTP API through the
 tinker SDK (and GET healthz) and the model loading functions of embedded_tinker.model.
@@ -50,6 +58,14 @@ from tinker import types
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
 from embedded_tinker.model import LoraAdapter, LoraConfig, load_base_model, load_hf_model, resolve_base_model
+from embedded_tinker.sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingSpec
+
+# (name, numerator, denominator, minimum): the ratios kept side by side in one run (issue 31.4)
+GUARDS = (
+    ("engine_in_process_over_generate", "engine_in_process", "generate", 1.4),
+    ("sdk_http_concurrent_over_generate", "server_http", "generate", 0.9),
+    ("forward_backward_http_over_in_process", "http_sequential", "in_process", 0.85),
+)
 
 
 def make_batch(batch_size: int, length: int, vocab: int, seed: int = 0) -> list[list[int]]:
@@ -179,6 +195,23 @@ def server_tokens_per_second(sampler, prompts: list[list[int]], new_tokens: int,
     return generated / elapsed
 
 
+def engine_tokens_per_second(engine: SamplingEngine, weights: SamplerWeights, prompts: list[list[int]],
+                             new_tokens: int, seed: int) -> float:
+    """All prompts submitted at once to a sampling engine in this process (the server's engine without
+    HTTP or SDK), the same sampling settings as the SDK requests; tokens/s from submit to last result."""
+    started = time.perf_counter()
+    jobs = [
+        engine.submit(SampleJob(weights=weights, prompt=prompt, num_samples=1,
+                                spec=SamplingSpec.from_request({"max_tokens": new_tokens, "temperature": 1.0,
+                                                                "stop": [], "seed": seed + i}, weights.base)))
+        for i, prompt in enumerate(prompts)
+    ]
+    generated = sum(len(job.result().sequences[0][0]) for job in jobs)
+    elapsed = time.perf_counter() - started
+    assert generated == len(prompts) * new_tokens, f"the engine made {generated} tokens"
+    return generated / elapsed
+
+
 def one_request_tokens_per_second(sampler, prompt: list[int], samples: int, new_tokens: int, seed: int) -> float:
     """One request for ``samples`` samples of one prompt: the same decode work as ``samples``
     concurrent requests in one HTTP round trip (a diagnostic: decode without per-request cost)."""
@@ -194,6 +227,17 @@ def one_request_tokens_per_second(sampler, prompt: list[int], samples: int, new_
 
 def median(values: list[float]) -> float:
     return float(statistics.median(values))
+
+
+def guards(sampling_rounds: list[dict], fb_rounds: list[dict]) -> dict:
+    """Each guard's per-round ratios (both sides from the same round), their median, and pass/fail."""
+    rounds = [{**sampling, **fb} for sampling, fb in zip(sampling_rounds, fb_rounds)]
+    report = {}
+    for name, numerator, denominator, minimum in GUARDS:
+        ratios = [r[numerator] / r[denominator] for r in rounds]
+        report[name] = {"ratio": round(median(ratios), 3), "minimum": minimum, "passed": median(ratios) >= minimum,
+                        "per_round": [round(x, 3) for x in ratios], "spread": [round(min(ratios), 3), round(max(ratios), 3)]}
+    return report
 
 
 def main() -> None:
@@ -226,6 +270,9 @@ def main() -> None:
     sequences = make_batch(args.batch, args.length, vocab)
     adapter = LoraAdapter(base, LoraConfig(rank=args.rank))
 
+    engine = SamplingEngine()
+    engine_weights = SamplerWeights(base, None, f"{base.name}@base")
+    engine_tokens_per_second(engine, engine_weights, prompts, args.sample_tokens, seed=30_000)  # warm-up
     sampling_rounds, fb_rounds = [], []
     with start_server() as server:
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
@@ -248,6 +295,7 @@ def main() -> None:
                 concurrent = engine_figures(before, engine_report(server.base_url), started)
                 if round_index % 2 == 1:
                     plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                in_process = engine_tokens_per_second(engine, engine_weights, prompts, args.sample_tokens, seed)
                 adapter_served = server_tokens_per_second(adapter_sampler, prompts, args.sample_tokens, seed)
                 before, started = engine_report(server.base_url), time.monotonic()
                 one = one_request_tokens_per_second(sampler, prompts[0], len(prompts), args.sample_tokens, seed)
@@ -257,6 +305,8 @@ def main() -> None:
                         "server_http": served,
                         "generate": plain,
                         "ratio": served / plain,
+                        "engine_in_process": in_process,
+                        "engine_in_process_ratio": in_process / plain,
                         "one_request": one,
                         "one_request_ratio": one / plain,
                         "adapter_http": adapter_served,
@@ -289,6 +339,7 @@ def main() -> None:
                 )
         finally:
             client.close("success")
+            engine.stop()
 
     def medians(rounds: list[dict]) -> dict:
         return {key: round(median([r[key] for r in rounds]), 3) for key in rounds[0]}
@@ -309,7 +360,8 @@ def main() -> None:
             "server_http_tokens_per_s": sampling["server_http"],
             "generate_tokens_per_s": sampling["generate"],
             "ratio": sampling["ratio"],  # median of the per-round ratios
-            "goal": 2.0,
+            "engine_in_process_tokens_per_s": sampling["engine_in_process"],
+            "engine_in_process_ratio": sampling["engine_in_process_ratio"],
             # diagnostic: one request for all the samples (decode without per-request HTTP/SDK cost)
             "one_request_tokens_per_s": sampling["one_request"],
             "one_request_ratio": sampling["one_request_ratio"],
@@ -337,20 +389,26 @@ def main() -> None:
             "http_pipelined_tokens_per_s": fb["http_pipelined"],
             "ratio_sequential": fb["ratio_sequential"],
             "ratio_pipelined": fb["ratio_pipelined"],
-            "goal": 0.8,
             "per_round": fb_rounds,
         },
+        "note": "a shared machine (other engineers' work runs beside this benchmark): ratios of sides measured "
+                "in the same round, medians over rounds; per-round figures show the spread",
     }
+    report["guards"] = guards(sampling_rounds, fb_rounds)
+    report["guards_passed"] = all(guard["passed"] for guard in report["guards"].values())
     if args.json:
         print(json.dumps(report))
         return
+    for name, guard in report["guards"].items():
+        print(f"guard {name}: {guard['ratio']:.3f} (>= {guard['minimum']}) {'pass' if guard['passed'] else 'FAIL'}"
+              f"; rounds {', '.join(f'{r:.2f}' for r in guard['per_round'])}")
     print(
         f"model {args.model}, torch threads {args.threads}, {os.cpu_count()} CPUs, "
         f"medians of {args.rounds} alternating rounds"
     )
     print(
         f"sampling, {args.prompts} prompts x {args.sample_tokens} new tokens, temperature 1 "
-        f"(tokens/s; goal: ratio >= 2.0)"
+        f"(tokens/s; guard: ratio >= 0.9)"
     )
     print(f"  server, SDK over HTTP, {args.prompts} concurrent requests {sampling['server_http']:>10.0f}")
     print(f"  transformers generate(), batch {args.prompts}, KV cache   {sampling['generate']:>10.0f}")
@@ -379,7 +437,7 @@ def main() -> None:
         f" ({engine['one_request_step_cpu_ms']:.2f} ms CPU)"
     )
     print(
-        f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; goal >= 0.8)"
+        f"forward_backward, {args.batch} x {args.length} tokens, LoRA rank {args.rank} (tokens/s; guard: sequential >= 0.85)"
     )
     print(f"  in-process                                        {fb['in_process']:>10.0f}")
     print(

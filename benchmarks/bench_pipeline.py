@@ -2,6 +2,17 @@
 
     python benchmarks/bench_pipeline.py [--json] [--latency-ms 100] [--scale wiring|standard]
                                         [--eval-items 16] [--arm-steps 4] [--skip-rehearsal]
+    python benchmarks/bench_pipeline.py --profile spindle-qwen3.5-2b --time-factor 0.1 --scale standard
+                                        [--spec specs/X.json] [--capacity-exhausted-seconds S] --json
+
+With --profile the server holds every call for its service time (embedded_tinker/service_profile.py,
+docs/service-profile.md; latency defaults to 0) and a Prefect server is started first and handed to
+the CLI (PREFECT_API_URL), as deployments have one. The rehearsal then also reports
+``time_to_verdict``: the wall time from the run's claim (its run directory appears) to its verdict
+(result.json leaves "running"), divided by the service's critical path (the profile's busy_seconds:
+the time at least one call was in service on some lane; arms' lanes side by side count once),
+goal <= 1.05; where the service sat idle (per gate, between gates, before the first call, after the
+last); and the feasibility pilot's projection against the measured run, per phase (``projection``).
 
 Every API call to the embedded server waits --latency-ms first (the server's fault injection,
 embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
@@ -50,6 +61,7 @@ from tinker import types
 
 from embedded_tinker.faults import FaultConfig
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from embedded_tinker.service_profile import profile_named
 
 DEFAULT_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
@@ -62,22 +74,43 @@ def busy(base_url: str) -> dict:
 
 class CallWatcher:
     """Polls healthz to find when the first and the last API call of a client happened, and keeps
-    (wall clock, busy_seconds) samples so that the service's idle time inside any window is known."""
+    (wall clock, busy_seconds) samples so that the service's idle time inside any window is known.
+    With a service profile, busy_seconds is the profile's (calls in service); else the HTTP one.
+    Given a runs dir, it also notes when the run was claimed (its result.json appears), when each
+    gate event was written and when result.json left "running" (the verdict), to 0.1 s."""
 
-    def __init__(self, base_url: str, interval_s: float = 0.1):
-        self.base_url, self.interval_s = base_url, interval_s
-        self.start_calls = busy(base_url)["api_calls"]
+    def __init__(self, base_url: str | None, interval_s: float = 0.1, runs_dir: Path | None = None):
+        """base_url None: the CLI starts the backend itself; its URL is read from the run's first
+        event that names it (the spec_intake gate's, after the service's first call)."""
+        self.base_url, self.interval_s, self.runs_dir = base_url, interval_s, runs_dir
+        self.start_calls = busy(base_url)["api_calls"] if base_url else 0
+        self.last_profile: dict | None = None  # the latest healthz service_profile
         self.first_call_at: float | None = None
         self.last_call_at: float | None = None
         self.samples: list[tuple[float, float]] = []  # (time.time(), busy_seconds)
+        self.service_samples: list[tuple[float, float]] = []  # (time.time(), service_seconds) with a profile
+        self.claimed_at: float | None = None  # time.time()
+        self.verdict_at: float | None = None
+        self.gate_seen_at: dict[str, float] = {}
+        self.flow_started_at: float | None = None  # the flow's run_config event: the CLI's imports are done
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         calls = self.start_calls
         while not self._stop.wait(self.interval_s):
-            report = busy(self.base_url)
-            self.samples.append((time.time(), report["busy_seconds"]))
+            if self.runs_dir is not None:
+                self._watch_run()
+            if self.base_url is None:
+                continue
+            try:
+                report = httpx.get(f"{self.base_url}/api/v1/healthz", timeout=10).json()
+            except httpx.HTTPError:
+                continue  # a backend the CLI started ends with it
+            profiled = self.last_profile = report.get("service_profile")
+            self.samples.append((time.time(), profiled["busy_seconds"] if profiled else report["busy_seconds"]))
+            if profiled:
+                self.service_samples.append((time.time(), profiled["service_seconds"]))
             now_calls = report["api_calls"]
             if now_calls != calls:
                 now = time.perf_counter()
@@ -85,9 +118,27 @@ class CallWatcher:
                 self.last_call_at = now
                 calls = now_calls
 
-    def busy_at(self, when: float) -> float:
-        """busy_seconds at wall-clock time `when` (linear between samples)."""
-        samples = self.samples
+    def _watch_run(self) -> None:
+        now = time.time()
+        for result in self.runs_dir.glob("*/result.json"):
+            self.claimed_at = self.claimed_at or now
+            if self.verdict_at is None:
+                try:
+                    if json.loads(result.read_text()).get("status") not in (None, "running"):
+                        self.verdict_at = now
+                except (OSError, json.JSONDecodeError):
+                    pass
+        for event in run_events(self.runs_dir):
+            if event.get("event") == "gate":
+                self.gate_seen_at.setdefault(event["gate"], now)
+                if self.base_url is None:
+                    self.base_url = ((event.get("measured") or {}).get("service") or {}).get("base_url")
+            elif event.get("event") == "run_config" and self.flow_started_at is None:
+                self.flow_started_at = now
+
+    def busy_at(self, when: float, samples: list[tuple[float, float]] | None = None) -> float:
+        """busy_seconds (or another of the sampled counters) at wall-clock time `when` (linear between samples)."""
+        samples = self.samples if samples is None else samples
         if not samples:
             return 0.0
         if when <= samples[0][0]:
@@ -96,6 +147,16 @@ class CallWatcher:
             if t0 <= when <= t1:
                 return b0 + (b1 - b0) * ((when - t0) / (t1 - t0) if t1 > t0 else 0.0)
         return samples[-1][1]
+
+    def service_between(self, start: float, end: float) -> float:
+        """The profile's service_seconds spent in [start, end] (every lane counted)."""
+        return self.busy_at(end, self.service_samples) - self.busy_at(start, self.service_samples)
+
+    def idle_between(self, start: float | None, end: float | None) -> float:
+        """Seconds of [start, end] (time.time()) during which the service was not busy."""
+        if start is None or end is None or end <= start:
+            return 0.0
+        return max(0.0, (end - start) - (self.busy_at(end) - self.busy_at(start)))
 
     def __enter__(self) -> CallWatcher:
         self._thread.start()
@@ -109,15 +170,23 @@ class CallWatcher:
 # ---------------------------------------------------------------------- rehearsal
 
 
-def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
-    """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time."""
+def rehearsal(base_url: str | None, spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None = None,
+              profile=None) -> dict:
+    """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time.
+    With a service profile on the server: time to verdict against the critical path (profiled_report).
+    base_url None: the CLI starts the embedded backend itself, with `profile` from the environment."""
+    if base_url is None:
+        return cli_started_rehearsal(spec, scale, timeout_s, prefect_api_url, profile)
     runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
     env = {**os.environ, "TINKER_BASE_URL": base_url, "TINKER_API_KEY": LOCAL_API_KEY, "PYTHONPATH": str(ROOT)}
+    if prefect_api_url:
+        env.update(PREFECT_API_URL=prefect_api_url, PREFECT_UI_URL="")
     command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
                "--fresh", "--runs-dir", runs_dir]
     before = busy(base_url)
-    with CallWatcher(base_url) as watcher:
-        started = time.perf_counter()
+    profile_before = service_profile_report(base_url)
+    with CallWatcher(base_url, runs_dir=Path(runs_dir)) as watcher:
+        started, started_wall = time.perf_counter(), time.time()
         completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
         wall = time.perf_counter() - started
     after = busy(base_url)
@@ -137,7 +206,154 @@ def rehearsal(base_url: str, spec: Path, scale: str, timeout_s: float) -> dict:
     }
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
+    if profile_before is not None:
+        report["profiled"] = profiled_report(Path(runs_dir), watcher, profile_before,
+                                             service_profile_report(base_url), started_wall)
     return report
+
+
+def cli_started_rehearsal(spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None, profile) -> dict:
+    """The rehearsal with the embedded backend the CLI starts on demand (as a user's run has it: the
+    SFT spec's correctness preflight runs the backend's optimizer in its checkout, which needs it),
+    the service profile passed through the environment."""
+    runs_dir = tempfile.mkdtemp(prefix="bench-pipeline-runs-")
+    env = {k: v for k, v in os.environ.items() if k != "TINKER_BASE_URL"}
+    env.update(PYTHONPATH=str(ROOT), EMBEDDED_TINKER_SERVICE_PROFILE=profile.name,
+               EMBEDDED_TINKER_TIME_FACTOR=str(profile.time_factor))
+    if prefect_api_url:
+        env.update(PREFECT_API_URL=prefect_api_url, PREFECT_UI_URL="")
+    command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
+               "--fresh", "--runs-dir", runs_dir]
+    with CallWatcher(None, runs_dir=Path(runs_dir)) as watcher:
+        started, started_wall = time.perf_counter(), time.time()
+        completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        wall = time.perf_counter() - started
+    report = {"command": " ".join(command[1:]), "backend": "started by the CLI (profile from the environment)",
+              "exit_code": completed.returncode, "wall_s": round(wall, 3),
+              "recorded": gate_durations(Path(runs_dir))}
+    if completed.returncode != 0:
+        report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
+    if watcher.last_profile is not None:  # counted from the server's start: the run is its only client
+        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "calls": 0, "overran": 0}
+        report["profiled"] = profiled_report(Path(runs_dir), watcher, before, watcher.last_profile, started_wall)
+        report["profiled"]["note"] = ("healthz is polled from the spec_intake gate's end (where the run names the "
+                                      "backend's URL) to the verdict; the service's first call comes before it")
+    return report
+
+
+def service_profile_report(base_url: str) -> dict | None:
+    return httpx.get(f"{base_url}/api/v1/healthz", timeout=10).json().get("service_profile")
+
+
+GOAL_TIME_TO_VERDICT = 1.05
+
+
+def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: dict, cli_started: float) -> dict:
+    """Time to verdict over the critical path, where the service sat idle, and the feasibility
+    pilot's projection against the measured run, per phase."""
+    critical = after["busy_seconds"] - before["busy_seconds"]
+    claimed, verdict = watcher.claimed_at, watcher.verdict_at
+    to_verdict = verdict - claimed if claimed and verdict else None
+    windows = gate_windows(runs_dir, watcher)
+    idle = {gate: round(watcher.idle_between(start, end), 2) for gate, (start, end) in windows.items()}
+    first_start = min((start for start, _ in windows.values()), default=None)
+    last_end = max((end for _, end in windows.values()), default=None)
+    within = watcher.idle_between(claimed, verdict) if to_verdict else None
+    flow_started = watcher.flow_started_at
+    flow_to_verdict = verdict - flow_started if flow_started and verdict else None
+    report = {
+        "profile": after["name"], "time_factor": after["time_factor"],
+        "claim_to_verdict_s": round(to_verdict, 2) if to_verdict else None,
+        # a deployment's flow process has imported everything before its flow starts; the CLI claims first
+        "flow_start_to_verdict_s": round(flow_to_verdict, 2) if flow_to_verdict else None,
+        "claim_to_flow_start_s": round(flow_started - claimed, 2) if flow_started and claimed else None,
+        "critical_path_s": round(critical, 2),
+        "service_seconds": round(after["service_seconds"] - before["service_seconds"], 2),
+        "time_to_verdict_over_critical_path": round(to_verdict / critical, 3) if to_verdict and critical else None,
+        "flow_start_to_verdict_over_critical_path":
+            round(flow_to_verdict / critical, 3) if flow_to_verdict and critical else None,
+        "goal": GOAL_TIME_TO_VERDICT,
+        "calls": after["calls"] - before["calls"],
+        "overran": after["overran"] - before["overran"],
+        "overran_by_kind": {kind: n - before.get("overran_by_kind", {}).get(kind, 0)
+                            for kind, n in after.get("overran_by_kind", {}).items()},
+        "cli_start_to_claim_s": round(claimed - cli_started, 2) if claimed else None,
+        "service_idle_s": {
+            "claim_to_verdict": round(within, 2) if within is not None else None,
+            "claim_to_first_gate": round(watcher.idle_between(claimed, first_start), 2) if claimed and first_start else None,
+            "claim_to_flow_start": round(watcher.idle_between(claimed, flow_started), 2) if claimed and flow_started else None,
+            "between_gates": round(max(0.0, within - sum(idle.values()) - watcher.idle_between(claimed, first_start)
+                                   - watcher.idle_between(last_end, verdict)), 2) if within is not None and first_start else None,
+            "last_gate_to_verdict": round(watcher.idle_between(last_end, verdict), 2) if verdict and last_end else None,
+            "by_gate": idle,
+        },
+        "gate_wall_s": {gate: round(end - start, 2) for gate, (start, end) in windows.items()},
+        "gate_service_busy_s": {gate: round(watcher.busy_at(end) - watcher.busy_at(start), 2)
+                                for gate, (start, end) in windows.items()},
+        "projection": projection_against_run(runs_dir, windows, watcher),
+    }
+    if report["time_to_verdict_over_critical_path"] and after["time_factor"] != 1:
+        # the pipeline's own time does not scale with the service; the critical path does (when no call overran)
+        overhead = to_verdict - critical
+        report["extrapolated_ratio_at_time_factor_1"] = round(1 + overhead / (critical / after["time_factor"]), 3)
+    return report
+
+
+def gate_windows(runs_dir: Path, watcher: CallWatcher) -> dict[str, tuple[float, float]]:
+    """(start, end) in time.time() of each gate: its end when the watcher saw its event (to 0.1 s),
+    its start that minus the duration_s it recorded."""
+    windows = {}
+    for event in run_events(runs_dir):
+        if event.get("event") == "gate" and event.get("duration_s") is not None and event["gate"] in watcher.gate_seen_at:
+            end = watcher.gate_seen_at[event["gate"]]
+            windows[event["gate"]] = (end - float(event["duration_s"]), end)
+    return windows
+
+
+def projection_against_run(runs_dir: Path, windows: dict[str, tuple[float, float]], watcher: CallWatcher) -> dict:
+    """The feasibility record's projection (result.json) against what the run measured, per phase:
+    wall seconds of the gates each phase stands for, and the service's busy seconds in them."""
+    results = list(runs_dir.glob("*/result.json"))
+    feasibility = json.loads(results[0].read_text()).get("feasibility") if results else None
+    if not feasibility:
+        return {"note": "no feasibility record"}
+    projected = feasibility.get("projection", {})
+    phases = projected.get("phases") or {}
+    comparison, totals = {}, {"projected_wall_s": 0.0, "measured_wall_s": 0.0,
+                              "projected_service_s": 0.0, "measured_service_s": 0.0}
+    for gate, names in GATE_PHASES.items():
+        names = tuple(name for name in names if name in phases)  # the SFT pilot has no checkpoint/load phases
+        if gate not in windows or not names:
+            continue
+        start, end = windows[gate]
+        row = {"phases": list(names),
+               "projected_wall_s": sum(phases[n]["wall_seconds"] for n in names),
+               "measured_wall_s": end - start,
+               "projected_service_s": sum(phases[n]["service_seconds"] for n in names),
+               "measured_service_s": watcher.service_between(start, end)}
+        for key in totals:
+            totals[key] += row[key]
+        comparison[gate] = _with_ratios(row)
+    return {"by_gate": comparison, "total": _with_ratios(dict(totals)),
+            "setup": {**phases.get("setup", {}), "note": "the arms' clients of the full run are created in "
+                      "restoration_preflight, among its checks: not measured apart"},
+            "recovery_s": (feasibility.get("recovery") or {}).get("seconds"),
+            "measured_capacity_waits_s": sum(float(e.get("delay_seconds") or 0) for e in run_events(runs_dir)
+                                             if e.get("event") == "capacity_wait"),
+            "projected_wall_s": projected.get("wall_seconds"), "goal": "projected within ±10% of measured"}
+
+
+def _with_ratios(row: dict) -> dict:
+    row = {k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}
+    for kind in ("wall", "service"):
+        measured = row[f"measured_{kind}_s"]
+        row[f"{kind}_projected_over_measured"] = round(row[f"projected_{kind}_s"] / measured, 3) if measured else None
+    return row
+
+
+# The gates of the full run and the projected phases that stand for them.
+GATE_PHASES = {"arm_training": ("training", "final_checkpoints"),
+               "evaluation": ("evaluation", "sampler_loads", "evaluation_setup")}
 
 
 def run_events(runs_dir: Path):
@@ -246,11 +462,23 @@ def evaluation(client: tinker.ServiceClient, model: str, spec_path: Path, n_item
             "one_at_a_time_s": round(one_at_a_time, 3), "speedup": round(one_at_a_time / pipelined, 3)}
 
 
-def started_server(faults: FaultConfig, attempts: int = 3):
+def running_prefect_server():
+    """A Prefect server started before the run, as a deployment has one (the CLI's own temporary
+    server, started here instead; it stops when this process exits)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return None  # one is configured already: the run uses it
+    from flows.lifetime import TemporaryPrefectServer
+
+    server = TemporaryPrefectServer(timeout_s=180).start()
+    server.wait_until_healthy()
+    return server
+
+
+def started_server(faults: FaultConfig, profile=None, attempts: int = 3):
     """start_server, tried again when a loaded machine makes start-up outlast its timeout."""
     for attempt in range(attempts):
         try:
-            return start_server(faults=faults)
+            return start_server(faults=faults, profile=profile)
         except TimeoutError:
             if attempt == attempts - 1:
                 raise
@@ -261,20 +489,54 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC)
     parser.add_argument("--scale", choices=("wiring", "standard"), default="wiring", help="rehearsal scale")
-    parser.add_argument("--latency-ms", type=float, default=100.0, help="injected per API call")
+    parser.add_argument("--latency-ms", type=float, default=None,
+                        help="injected per API call (default 100; 0 with --profile)")
     parser.add_argument("--model", default="embedded/tiny-arith", help="model of the arm and evaluation parts")
     parser.add_argument("--arm-steps", type=int, default=3)
     parser.add_argument("--eval-items", type=int, default=16)
     parser.add_argument("--skip-rehearsal", action="store_true")
     parser.add_argument("--rehearsal-timeout-s", type=float, default=1800)
+    parser.add_argument("--profile", default=None, help="service profile of the server (docs/service-profile.md)")
+    parser.add_argument("--time-factor", type=float, default=0.1, help="with --profile: scales its service times")
+    parser.add_argument("--capacity-exhausted-seconds", type=float, default=0.0,
+                        help="create_model refused for this long after the first one (a run with capacity refusals)")
+    parser.add_argument("--backend-by-cli", action="store_true",
+                        help="with --profile: the CLI starts the embedded backend itself (profile via the environment)")
+    parser.add_argument("--skip-arms-and-evaluation", action="store_true",
+                        help="only the rehearsal (the arms and evaluation parts take minutes under a profile)")
     args = parser.parse_args()
+    if args.latency_ms is None:
+        args.latency_ms = 0.0 if args.profile else 100.0
 
     load = os.getloadavg()
-    report: dict = {"latency_ms": args.latency_ms, "spec": str(args.spec.relative_to(ROOT)), "scale": args.scale,
-                    "cpu_count": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load]}
-    with started_server(FaultConfig(latency_ms=args.latency_ms)) as server:
+    report: dict = {"latency_ms": args.latency_ms, "spec": str(args.spec.resolve().relative_to(ROOT)),
+                    "scale": args.scale, "cpu_count": os.cpu_count(),
+                    "load_average_at_start": [round(x, 2) for x in load],
+                    "note": "shared machine: other engineers' work runs beside this benchmark"}
+    try:
+        profile = profile_named(args.profile, args.time_factor) if args.profile else None
+    except ValueError as error:
+        parser.error(str(error))
+    faults = FaultConfig(latency_ms=args.latency_ms, capacity_exhausted_seconds=args.capacity_exhausted_seconds)
+    prefect = running_prefect_server() if profile and not args.skip_rehearsal else None
+    if args.backend_by_cli:
+        if not profile:
+            parser.error("--backend-by-cli goes with --profile")
+        report["rehearsal"] = rehearsal(None, args.spec, args.scale, args.rehearsal_timeout_s,
+                                        prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"), profile)
+        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+        return
+    with started_server(faults, profile) as server:
         if not args.skip_rehearsal:
-            report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s)
+            report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s,
+                                            prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"))
+            if prefect:
+                report["rehearsal"]["prefect_server"] = "started before the run and handed to it (PREFECT_API_URL)"
+        if args.skip_arms_and_evaluation:
+            report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+            print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+            return
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         try:
             tokenizer_id = client.create_lora_training_client(base_model=args.model, rank=8).result().get_info().model_data.tokenizer_id

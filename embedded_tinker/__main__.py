@@ -1,4 +1,5 @@
-"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [--exposure embedded|production] [fault options]"""
+"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [--exposure embedded|production] [fault options]
+                                 [--service-profile NAME --time-factor F]"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import tempfile
 
 from .exposure import DEFAULT_EXPOSURE, EXPOSURES
 from .faults import FaultConfig
+from .service_profile import PROFILES, profile_named
 from .launch import GRACEFUL_SHUTDOWN_SECONDS
 
 
@@ -39,10 +41,27 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--fault-endpoints", default="", help="comma-separated endpoint names; default all")
     serve.add_argument("--fault-retry-after-ms", type=int, default=None)
     serve.add_argument("--fault-seed", type=int, default=0)
+    serve.add_argument(
+        "--service-profile",
+        choices=("none", *PROFILES),
+        default=os.environ.get("EMBEDDED_TINKER_SERVICE_PROFILE") or "none",
+        help="per-call service time shaped like a production service (docs/service-profile.md; "
+        "env EMBEDDED_TINKER_SERVICE_PROFILE)",
+    )
+    serve.add_argument(
+        "--time-factor",
+        type=float,
+        default=float(os.environ.get("EMBEDDED_TINKER_TIME_FACTOR") or 1.0),
+        help="scales every service time of the profile (env EMBEDDED_TINKER_TIME_FACTOR)",
+    )
     args = parser.parse_args(argv)
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the embedded backend serves loopback only")
+    try:
+        profile = profile_named(args.service_profile, args.time_factor)
+    except ValueError as error:
+        parser.error(str(error))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # No garbage collection while torch, the decoder and uvicorn import; then their objects are frozen
     # (gc.freeze(): out of the collector's reach), so the server's own collections skip them.
@@ -66,10 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")
     print(
         f"embedded tinker: http://{args.host}:{args.port} checkpoints in {checkpoint_dir} "
-        f"(exposure: {args.exposure})",
+        f"(exposure: {args.exposure}; service profile: {args.service_profile}"
+        f"{f' x {args.time_factor}' if profile else ''})",
         flush=True,
     )
-    app = create_app(checkpoint_dir, faults, args.exposure)
+    app = create_app(checkpoint_dir, faults, args.exposure, profile)
     gc.freeze()
     gc.enable()
     uvicorn.run(

@@ -39,6 +39,7 @@ import httpx
 
 from .exposure import DEFAULT_EXPOSURE, check_exposure
 from .faults import FaultConfig
+from .service_profile import ServiceProfile
 
 STARTUP_TIMEOUT_SECONDS = 120.0
 GRACEFUL_SHUTDOWN_SECONDS = 3  # on stop, do not wait out the clients' 25 s long polls
@@ -167,8 +168,12 @@ def start_server(
     faults: FaultConfig | None = None,
     in_process: bool = False,
     exposure: str = DEFAULT_EXPOSURE,
+    profile: ServiceProfile | None = None,
 ) -> RunningServer:
-    """``exposure="production"`` answers as the production service does (see exposure.py)."""
+    """``exposure="production"`` answers as the production service does (see exposure.py);
+    ``profile`` gives each call a service time (service_profile.py; the subprocess is started with
+    its name and time factor). Without one, a subprocess server still takes the profile from the
+    environment (EMBEDDED_TINKER_SERVICE_PROFILE, EMBEDDED_TINKER_TIME_FACTOR)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("the embedded backend serves loopback only")
     check_exposure(exposure)
@@ -184,7 +189,7 @@ def start_server(
         from .server import create_app
 
         config = uvicorn.Config(
-            create_app(checkpoint_dir, faults, exposure),
+            create_app(checkpoint_dir, faults, exposure, profile),
             host=host,
             port=port,
             log_level="warning",
@@ -212,6 +217,8 @@ def start_server(
         f"--exposure={exposure}",
     ]
     command += (faults or FaultConfig()).to_cli_args()
+    if profile is not None:
+        command += [f"--service-profile={profile.name}", f"--time-factor={profile.time_factor}"]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TINKER_TELEMETRY": "0"}
     repo_root = str(Path(__file__).resolve().parent.parent)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))

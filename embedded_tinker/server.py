@@ -60,6 +60,7 @@ from .model import (
 )
 from .optimizers import OptimizerError, create_optimizer
 from .sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingError, SamplingSpec
+from .service_profile import ServiceProfile, ServiceSchedule
 
 LONG_POLL_SECONDS = 25.0
 # Request size caps: a JSON request of the SDK is a few KiB (a sampling prompt of the longest context
@@ -275,13 +276,15 @@ class EmbeddedService:
     """All server state and operations; the FastAPI routes below are thin wrappers."""
 
     def __init__(
-        self, checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE
+        self, checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE,
+        profile: ServiceProfile | None = None,
     ):
         self.checkpoints = CheckpointStore(checkpoint_dir)
         self.exposure = Exposure(exposure)  # exposure.py: what clients are shown
         self.runs = rest_api.RunRegistry(self.checkpoints.root)  # training-run records (rest_api.py)
         self.faults = FaultInjector(faults)
         self.busy_clock = BusyClock()  # measured by the ExposureAndFaults middleware
+        self.schedule = ServiceSchedule(profile)  # service_profile.py: per-call service time (None: none)
         self.sampler = SamplingEngine()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-setup")
         self.sessions: dict[str, dict] = {}
@@ -292,11 +295,15 @@ class EmbeddedService:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ futures
-    def _register(self, request_id: str, start: Callable[[], Future]) -> dict:
-        """Start work once per request_id (a retried submission gets the same future)."""
+    def _register(
+        self, request_id: str, start: Callable[[], Future], lane: str | None = None, kind: str = "", units: int = 1
+    ) -> dict:
+        """Start work once per request_id (a retried submission gets the same future). With a service
+        profile, the future is held until the call's service time of `kind` on `lane` has passed."""
         with self._lock:
             if request_id not in self.futures:
-                self.futures[request_id] = start()
+                work = start()
+                self.futures[request_id] = self.schedule.hold(lane, kind, units, work) if lane else work
         return {"request_id": request_id}
 
     async def retrieve(self, request_id: str) -> Response:
@@ -369,7 +376,7 @@ class EmbeddedService:
                 self.models[model_id] = model
             return {"model_id": model_id, "type": "create_model"}
 
-        return self._register(f"{model_id}:create", lambda: self.executor.submit(create))
+        return self._register(f"{model_id}:create", lambda: self.executor.submit(create), model_id, "create_model")
 
     def model(self, model_id: str) -> TrainingModel:
         if not isinstance(model_id, str):
@@ -402,14 +409,16 @@ class EmbeddedService:
         }, PROVENANCE_KEYS)
 
     def _submit_to_model(
-        self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any]
+        self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any],
+        cost: tuple[str, int] = ("", 1),
     ) -> dict:
+        """`cost`: the call's kind and sequences for the service profile (service_profile.CALL_KINDS)."""
         model = self.model(model_id)
         if seq_id is not None and (isinstance(seq_id, bool) or not isinstance(seq_id, int)):
             raise UserError(f"request field 'seq_id' must be an integer (got {_preview(seq_id)})")
         self.runs.touch(model_id)
         request_id = f"{model_id}:{kind}:{seq_id}"
-        return self._register(request_id, lambda: model.worker.submit(seq_id, lambda: work(model)))
+        return self._register(request_id, lambda: model.worker.submit(seq_id, lambda: work(model)), model_id, *cost)
 
     # ------------------------------------------------------------------ training
     def forward_backward(self, request: wire.ForwardBackwardRequest) -> dict:
@@ -439,7 +448,7 @@ class EmbeddedService:
             return _forward_backward(model, request, config)
 
         kind = "forward" if request.forward_only else "forward_backward"
-        return self._submit_to_model(request.model_id, request.seq_id, kind, run)
+        return self._submit_to_model(request.model_id, request.seq_id, kind, run, (kind, len(request.data)))
 
     def optim_step(self, body: dict) -> dict:
         family, params = self.exposure.optim_params(body)
@@ -454,7 +463,7 @@ class EmbeddedService:
             model.last_optim_params = {"type": family, **{k: v for k, v in params.items() if k != "type"}}
             return {"type": "optim_step", "metrics": metrics}
 
-        return self._submit_to_model(body["model_id"], body.get("seq_id"), "optim_step", run)
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "optim_step", run, ("optim_step", 1))
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint_metadata(self, model: TrainingModel) -> dict:
@@ -480,7 +489,7 @@ class EmbeddedService:
             )
             return {"path": str(path), "type": "save_weights"}
 
-        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights", run)
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights", run, ("save_checkpoint", 1))
 
     def save_weights_for_sampler(self, body: dict) -> dict:
         name, sampling_seq_id = body.get("path"), body.get("sampling_session_seq_id")
@@ -504,7 +513,8 @@ class EmbeddedService:
                 )
             return {"sampling_session_id": sampling_session_id, "type": "save_weights_for_sampler"}
 
-        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_for_sampler", run)
+        cost = ("save_checkpoint" if name is not None else "sampler_weights", 1)
+        return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_for_sampler", run, cost)
 
     def load_weights(self, body: dict) -> dict:
         path = TinkerPath.parse(body["path"])
@@ -530,7 +540,9 @@ class EmbeddedService:
                     model.last_optim_params = checkpoint.metadata.get("last_optim_params")
                 return {"type": "load_weights", "path": str(path), "model_id": model.model_id}
 
-            return self._submit_to_model(body["model_id"], body.get("seq_id"), "load_weights", run)
+            return self._submit_to_model(
+                body["model_id"], body.get("seq_id"), "load_weights", run, ("load_checkpoint", 1)
+            )
 
         # create-from-checkpoint form: a new model "{session_id}:train:{model_seq_id}"
         body = RequestBody(body)
@@ -562,7 +574,9 @@ class EmbeddedService:
                 self.models[model_id] = model
             return {"type": "load_weights", "path": str(path), "model_id": model_id}
 
-        return self._register(f"{model_id}:load", lambda: self.executor.submit(create))
+        return self._register(
+            f"{model_id}:load", lambda: self.executor.submit(create), model_id, "create_from_checkpoint"
+        )
 
     def weights_info(self, tinker_path: str) -> dict:
         metadata = self.checkpoints.metadata(tinker_path)
@@ -615,8 +629,9 @@ class EmbeddedService:
         sampling_session_id = f"sample-{body['session_id']}-{body['sampling_session_seq_id']}"
         if body.get("model_path"):
             weights = self.sampler_weights_for_path(body["model_path"])
+            self.schedule.hold_here(sampling_session_id, "sampler_load")  # in a worker thread (the route)
         elif body.get("base_model"):
-            weights = self.base_sampler_weights(body["base_model"])
+            weights = self.base_sampler_weights(body["base_model"])  # the base model is always served
         else:
             raise UserError("create_sampling_session needs model_path or base_model")
         with self._lock:
@@ -635,12 +650,15 @@ class EmbeddedService:
         if body.get("sampling_session_id"):
             weights = self.sampling_session(body["sampling_session_id"]).weights
             request_id = f"{body['sampling_session_id']}:{body.get('seq_id')}"
+            lane = body["sampling_session_id"]
         elif body.get("model_path"):
             weights = self.sampler_weights_for_path(body["model_path"])
             request_id = f"sample-{uuid.uuid4().hex[:12]}"
+            lane = f"path:{body['model_path']}"
         elif body.get("base_model"):
             weights = self.base_sampler_weights(body["base_model"])
             request_id = f"sample-{uuid.uuid4().hex[:12]}"
+            lane = f"base:{body['base_model']}"
         else:
             raise UserError("asample needs sampling_session_id, model_path or base_model")
         for unsupported in ("topk_prompt_logprobs", "topk_sample_logprobs", "prompt_alt_tokens_k"):
@@ -684,7 +702,11 @@ class EmbeddedService:
             self.sampler.submit(job).add_done_callback(encode)
             return done
 
-        response = self._register(request_id, start)
+        # greedy answers and prompt scoring (compute_logprobs: prompt logprobs, one token) cost a greedy
+        # item each; a sampled rollout costs a rollout (docs/service-profile.md)
+        scoring = job.want_prompt_logprobs and job.spec.max_tokens <= 1
+        kind = "sample_greedy" if job.spec.temperature == 0 or scoring else "sample"
+        response = self._register(request_id, start, lane, kind, num_samples)
         response["sample_sequence_ids"] = [f"{request_id}:{i}" for i in range(num_samples)]
         return response
 
@@ -839,9 +861,11 @@ class ExposureAndFaults:
 
 
 def create_app(
-    checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE
+    checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE,
+    profile: ServiceProfile | None = None,
 ) -> FastAPI:
-    service = EmbeddedService(checkpoint_dir, faults, exposure)
+    """`profile`: a service profile (service_profile.py) giving each call a service time; None: none."""
+    service = EmbeddedService(checkpoint_dir, faults, exposure, profile)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -886,6 +910,7 @@ def create_app(
             "faults_injected": {"429": injected[429], "503": injected[503]},
             **service.busy_clock.report(),
             "sampler": service.sampler.report(),
+            **({"service_profile": report} if (report := service.schedule.report()) else {}),
         }
 
     @app.post(f"{api}/client/config")

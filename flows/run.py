@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -197,7 +198,10 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return lambda: None  # a configured server (or none allowed): nothing to start
+        # a configured server (or none allowed): nothing to start. What the first gates import is
+        # imported in the background instead, once the flow's own imports are done, while the flow
+        # starts and the first gates wait on the training service (it sat idle through those imports)
+        return import_in_background
     from flows.lifetime import TemporaryPrefectServer
 
     server = TemporaryPrefectServer(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()).start()
@@ -220,6 +224,22 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
         server.use()
 
     return ready
+
+
+def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> threading.Thread:
+    """import_what_the_gates_import in a daemon thread (no module of ours imports itself in a circle,
+    so the main thread can only wait on a module the thread is importing, never deadlock). A module
+    that fails here is imported again, and fails visibly, where the gate imports it."""
+
+    def run() -> None:
+        try:
+            import_what_the_gates_import(booting=lambda: True, modules=modules)
+        except Exception:  # noqa: BLE001 - see above
+            pass
+
+    thread = threading.Thread(target=run, name="gate-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def import_what_the_gates_import(booting: Callable[[], bool],

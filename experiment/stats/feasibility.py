@@ -1,9 +1,13 @@
 """Feasibility record (FEAS-1..FEAS-10): measured pilot timings projected against budget.
 
 Rules kept here: timings are measured, never scaled by parameter count; concurrency is never
-assumed free (arms are projected as if they ran one after another); GPU counts come only
-from explicit allocation evidence (the embedded backend is CPU-only: 0; a shared service
-whose allocation is unknown: null); the recovery reserve is positive.
+assumed free: the pilot measures the full run's actual schedule (arms side by side where the run
+runs them side by side) and a phase's projected wall time comes from that measured wall time, its
+service time from the sum of what each unit took (arms one after another); without a measured
+wall time a phase is projected as if its units ran one after another. GPU counts come only from
+explicit allocation evidence (the embedded backend is CPU-only: 0; a shared service whose
+allocation is unknown: null). The recovery reserve is positive and covers at least the capacity
+waits the run has already met (a service that refused once may refuse again).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ PROJECTION_KEYS = (
 )
 
 RECOVERY_FRACTION = 0.25  # reserve for one retry/restore of the longest phase, as a share of the plan
+PROJECTION_NOTE = ("projected, not observed usage; wall time in the full run's schedule as the pilot measured it "
+                   "(arms side by side where the run runs them so; concurrency measured, never assumed); service "
+                   "time: every unit one after another")
 
 # The pilot's size when the spec states none (the project's choice): one step per arm, 32 eval items.
 DEFAULT_PILOT_STEPS_PER_ARM = 1
@@ -63,7 +70,10 @@ def service_allocation(service_kind: str) -> tuple[int | None, str | None]:
 
 @dataclass(frozen=True)
 class PhaseTiming:
-    """One measured phase: `seconds` for `units` pilot units, `planned_units` in the full run."""
+    """One measured phase: `seconds` for `units` pilot units (each unit's own time, summed: service
+    time), `planned_units` in the full run; `wall_seconds`: the wall time those units took in the
+    full run's schedule (units side by side where the run runs them side by side), None when the
+    units ran one after another (then it equals `seconds`)."""
 
     seconds: float
     units: int
@@ -71,6 +81,7 @@ class PhaseTiming:
     samples: int
     gpu_count: int | None
     allocation_source: str | None
+    wall_seconds: float | None = None
 
     @property
     def seconds_per_unit(self) -> float:
@@ -78,13 +89,21 @@ class PhaseTiming:
 
     @property
     def projected_seconds(self) -> float:
+        """Service time of the full run's units: every unit one after another."""
         return self.seconds_per_unit * self.planned_units
+
+    @property
+    def projected_wall_seconds(self) -> float:
+        """Wall time of the full run's units in the schedule the pilot measured."""
+        wall = self.seconds if self.wall_seconds is None else self.wall_seconds
+        return wall / self.units * self.planned_units if self.units else float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "seconds": self.seconds, "units": self.units, "planned_units": self.planned_units,
             "samples": self.samples, "gpu_count": self.gpu_count,
             "allocation_source": self.allocation_source,
+            **({"wall_seconds": self.wall_seconds} if self.wall_seconds is not None else {}),
         }
 
 
@@ -108,18 +127,22 @@ def feasibility_record(
     generation: dict[str, Any] | None = None,
     extra_phases: dict[str, PhaseTiming] | None = None,
     pilot: dict[str, Any] | None = None,
+    capacity_waits_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """The `feasibility` record (FEAS-1..FEAS-8) plus a `projection` block (wall seconds, GPU-hours, fits).
 
     `config` and `effective_config` are both the full run's configuration and must be identical
     (FEAS-2: any difference means a re-projection); the pilot's own size lives in
-    `measurements` (units measured vs planned_units of the full run) and in `pilot`."""
+    `measurements` (units measured vs planned_units of the full run) and in `pilot`.
+    `capacity_waits_seconds`: how long the run has waited for capacity so far; the recovery reserve
+    is at least that."""
     if config != effective_config:
         changed = sorted(k for k in set(config) | set(effective_config) if config.get(k) != effective_config.get(k))
         raise ValueError(f"feasibility config and effective_config differ in {changed}: re-project the full run")
     phases = {"setup": setup, "training": training, "evaluation": evaluation, **(extra_phases or {})}
-    planned = sum(p.projected_seconds for p in phases.values())
-    recovery_seconds = max(RECOVERY_FRACTION * planned, 1.0)
+    planned = sum(p.projected_wall_seconds for p in phases.values())
+    service_seconds = sum(p.projected_seconds for p in phases.values())
+    recovery_seconds = max(RECOVERY_FRACTION * planned, capacity_waits_seconds, 1.0)
     wall_seconds = planned + recovery_seconds
     gpu_counts = [p.gpu_count for p in phases.values()]
     if any(c is None for c in gpu_counts):
@@ -151,6 +174,12 @@ def feasibility_record(
         },
         "projection": {
             "wall_seconds": wall_seconds,
+            "planned_seconds": planned,
+            "service_seconds": service_seconds,
+            "phases": {name: {"wall_seconds": p.projected_wall_seconds, "service_seconds": p.projected_seconds}
+                       for name, p in phases.items()},
+            "recovery_basis": (f"{RECOVERY_FRACTION:.0%} of the planned wall time, at least the "
+                               f"{capacity_waits_seconds:.0f} s of capacity waits met so far"),
             "gpu_hours": gpu_hours,
             "gpu_hours_status": "unknown" if gpu_hours is None else "projected",
             "gpu_hours_note": gpu_hours_note,
@@ -158,6 +187,6 @@ def feasibility_record(
             "budget_gpu_hours": budget_gpu,
             "fits": not problems,
             "problems": problems,
-            "note": "projected, not observed usage; arms projected sequentially (concurrency not assumed free)",
+            "note": PROJECTION_NOTE,
         },
     }

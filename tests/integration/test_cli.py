@@ -13,7 +13,8 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.contract.verdict import GATE_ORDER
-from flows.run import EXIT_BAD_INPUT, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_what_the_gates_import
+from flows.run import (EXIT_BAD_INPUT, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_in_background,
+                       import_what_the_gates_import, start_servers_early)
 
 
 def _cli_env(env: dict | None = None) -> dict:
@@ -145,3 +146,18 @@ def test_imports_made_while_prefect_boots_stop_when_it_is_up():
     tokenizer_module, *gates = IMPORTED_WHILE_PREFECT_BOOTS
     assert f"from {tokenizer_module} import AutoTokenizer" in inspect.getsource(_load_tokenizer_from_model_info)
     assert gates == [f"experiment.gates.{gate}" for gate in GATE_ORDER]
+
+
+def test_with_a_prefect_server_up_the_gates_modules_are_imported_in_the_background(monkeypatch):
+    """A deployment's Prefect server is up before the run: nothing boots, and what the first gates import is
+    imported beside the flow instead of inside the first gate with the training service idle (stand-in
+    modules this process has not imported)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    monkeypatch.setenv("TINKER_BASE_URL", "http://127.0.0.1:9")  # no embedded backend to start early
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        assert start_servers_early("local", "embedded", store=None) is import_in_background
+    modules = ("email.mime.image", "xml.dom.expatbuilder")
+    assert not any(module in sys.modules for module in modules)
+    import_in_background(modules).join(timeout=60)
+    assert all(module in sys.modules for module in modules)

@@ -1,22 +1,34 @@
 """RL step of gate `feasibility_pilot` (FEAS-1..FEAS-10).
 
-A representative timing pilot in the full run's regime, measured, never scaled: client setup
-from the initialization checkpoint, real training steps per arm (on throwaway clients in a setup
-session) and greedy evaluation of a slice of the held-out items, sized as the spec states (spec
-001: "2 steps per arm plus 100 eval items"), else one step per arm and 32 items. `config` and
-`effective_config` are both the full run's configuration; the pilot's size is in `measurements`
-(units vs planned_units) and `pilot`. Pilot scores precede the frozen evaluator: pilot measurements
-only. GPU-hours are projected only from allocation evidence, else said to be unknown. The record projects
-the full run (arms sequentially: concurrency is never assumed free) plus a recovery reserve
-against the spec's budget, is published before continuing, and stops the run when the
+A representative timing pilot in the full run's regime and schedule, measured, never scaled, on
+throwaway clients in a setup session, sized as the spec states (spec 001: "2 steps per arm plus 100
+eval items"), else one step per arm and 32 items. Each part runs as the full run runs it:
+
+- setup: every arm's client from the initialization checkpoint, arms side by side;
+- training: the pilot steps of every arm side by side, each step a full RL step plus the
+  `save_state` arm training makes after it; then each arm's final sampler checkpoint, side by side;
+- evaluation: greedy answers to the pilot items from the base model first, then from each arm's
+  checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does.
+
+Each phase records the units' own times summed (service time) and the wall time of the schedule;
+the projection takes wall time from the measured schedule (concurrency measured, never assumed).
+`config` and `effective_config` are both the full run's configuration; the pilot's size is in
+`measurements` (units vs planned_units) and `pilot`. Pilot scores precede the frozen evaluator:
+pilot measurements only. GPU-hours are projected only from allocation evidence, else said to be
+unknown. The record projects the full run plus a recovery reserve (at least the capacity waits met
+so far) against the spec's budget, is published before continuing, and stops the run when the
 primary comparison cannot fit.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from experiment.run.clients import open_session
+from experiment.run.context import run_side_by_side
 from experiment.stats.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
@@ -32,6 +44,48 @@ GATE = "feasibility_pilot"
 
 
 
+@dataclass(frozen=True)
+class Timed:
+    """Work run side by side: each name's result, each one's own seconds, and the wall time of all."""
+
+    results: dict[str, Any]
+    seconds: dict[str, float]
+    wall_seconds: float
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.seconds.values())
+
+
+def timed_side_by_side(kind: str, work: dict[str, Callable[[], Any]]) -> Timed:
+    """Run `work` side by side (as the full run runs its arms), timing each part and the whole; the
+    first failure is raised."""
+    seconds: dict[str, float] = {}
+
+    def timing(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run_timed() -> Any:
+            started = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                seconds[name] = time.perf_counter() - started
+        return run_timed
+
+    started = time.perf_counter()
+    outcomes = run_side_by_side(kind, {name: timing(name, fn) for name, fn in work.items()})
+    wall = time.perf_counter() - started
+    for outcome in outcomes.values():
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return Timed(outcomes, seconds, wall)
+
+
+def capacity_waits_so_far(ctx: RunContext) -> float:
+    """Seconds this run has waited for capacity so far (its capacity_wait events)."""
+    return sum(float(event.get("delay_seconds") or 0.0) for event in ctx.store.read_events()
+               if event.get("event") == "capacity_wait")
+
+
 def run(ctx: RunContext) -> GateVerdict:
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
@@ -42,26 +96,44 @@ def run(ctx: RunContext) -> GateVerdict:
     size = pilot_size(ctx.spec.to_dict())  # the pilot size the spec states in its prose
     pilot_steps = min(size.steps_per_arm, steps)
     gpu_count, allocation = service_allocation(ctx.service.kind)
+    pilot_items = items[:size.eval_items]
 
-    setup_seconds, step_seconds = 0.0, 0.0
     with open_session(ctx, "feasibility") as session:
-        for name, arm in arms.items():
-            requested = requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
-            started = time.perf_counter()
-            client = session.client_from_state(init_uri, requested)
-            setup_seconds += time.perf_counter() - started
-            renderer = renderer_for(client, arm.renderer_name)
-            window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
+        requested = {name: requested_optimizer(*optimizers.get(name, ("adam", {"lr": arm.learning_rate})))
+                     for name, arm in arms.items()}
+        setup = timed_side_by_side("pilot-setup", {
+            name: (lambda name=name: session.client_from_state(init_uri, requested[name])) for name in arms})
+        clients = setup.results
+        renderer = renderer_for(next(iter(clients.values())), next(iter(arms.values())).renderer_name)
+
+        def pilot_steps_of(name: str) -> Callable[[], None]:
+            arm, client = arms[name], clients[name]
+            arm_renderer = renderer_for(client, arm.renderer_name)
             order = arm_training_order(ctx.spec, ctx.state, name)
-            started = time.perf_counter()
-            for step in range(pilot_steps):  # throwaway clients: the pilot never leaks into training
-                _, window = run_async(train_one_step(client, renderer, arm, order, step=step, kernel_state=window))
-            step_seconds += time.perf_counter() - started
-        sampler = session.base_sampler(ctx.state.served_model)
-        pilot_items = items[:size.eval_items]
-        started = time.perf_counter()
-        pilot_rows = run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot))
-        eval_seconds = time.perf_counter() - started
+
+            def train() -> None:  # throwaway clients: the pilot never leaks into training
+                window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
+                for step in range(pilot_steps):
+                    _, window = run_async(train_one_step(client, arm_renderer, arm, order, step=step,
+                                                         kernel_state=window))
+                    client.save_state(f"pilot-{name}-step-{step + 1:04d}").result()  # as arm training saves
+            return train
+
+        training = timed_side_by_side("pilot-train", {name: pilot_steps_of(name) for name in arms})
+        final = timed_side_by_side("pilot-final", {
+            name: (lambda name=name: clients[name].save_weights_for_sampler(name=f"pilot-{name}-final").result().path)
+            for name in arms})
+
+        def answers(sampler) -> Callable[[], list[dict]]:
+            return lambda: run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens,
+                                                        rollout.few_shot))
+
+        base_sampler = session.base_sampler(ctx.state.served_model)
+        base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})
+        loads = timed_side_by_side("pilot-sampler-load", {
+            name: (lambda name=name: session.sampler_from_path(final.results[name])) for name in arms})
+        arms_eval = timed_side_by_side("pilot-evaluate", {name: answers(loads.results[name]) for name in arms})
+    pilot_rows = base_eval.results["base"]
     # Scored before the evaluator is frozen: a pilot measurement only, never a score or metric.
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
@@ -71,6 +143,7 @@ def run(ctx: RunContext) -> GateVerdict:
     dataset = ctx.spec.section("dataset")
     untrained = any(not arm.trained for arm in ctx.plan.arms)
     eval_arms = n_runs + (n_seeds if untrained else 1)  # every trained arm at every seed plus the base model
+    pilot_eval_arms = n_arms + 1  # the pilot scores the base model and each arm once
     full_run = projection_config(
         base_model=ctx.state.served_model, lora_rank=ctx.spec.lora_rank, dataset=dataset, steps=steps,
         batch_size=ctx.spec.batch_size, max_seq_len=ctx.spec.max_seq_len, max_tokens=rollout.max_tokens,
@@ -79,13 +152,24 @@ def run(ctx: RunContext) -> GateVerdict:
     record = feasibility_record(
         config=full_run, effective_config=dict(full_run), primary_endpoint=ctx.plan.primary_endpoint,
         source=f"timing pilot of this run (events.jsonl, gate {GATE}) on {ctx.service.describe()['base_url']}",
-        setup=PhaseTiming(setup_seconds, n_arms, n_runs, 0, gpu_count, allocation),
-        training=PhaseTiming(step_seconds, n_arms * pilot_steps, n_runs * steps,
-                             n_arms * pilot_steps * next(iter(arms.values())).rollouts_per_step, gpu_count, allocation),
-        evaluation=PhaseTiming(eval_seconds, len(pilot_items), n_eval * eval_arms, len(pilot_items), gpu_count, allocation),
+        setup=PhaseTiming(setup.total_seconds, n_arms, n_runs, 0, gpu_count, allocation, setup.wall_seconds),
+        training=PhaseTiming(training.total_seconds, n_arms * pilot_steps, n_runs * steps,
+                             n_arms * pilot_steps * next(iter(arms.values())).rollouts_per_step, gpu_count, allocation,
+                             training.wall_seconds),
+        evaluation=PhaseTiming(base_eval.total_seconds + arms_eval.total_seconds, len(pilot_items) * pilot_eval_arms,
+                               n_eval * eval_arms, len(pilot_items) * pilot_eval_arms, gpu_count, allocation,
+                               base_eval.wall_seconds + arms_eval.wall_seconds),
         budget=ctx.plan.budget,
         generation=generation_block(ctx),
-        extra_phases=generation_phases(ctx),
+        extra_phases={
+            # fixed per arm, whatever the steps and items: each arm's final checkpoint and its sampler
+            "final_checkpoints": PhaseTiming(final.total_seconds, n_arms, n_runs, 0, gpu_count, allocation,
+                                             final.wall_seconds),
+            "sampler_loads": PhaseTiming(loads.total_seconds, n_arms, n_runs, 0, gpu_count, allocation,
+                                         loads.wall_seconds),
+            **generation_phases(ctx),
+        },
+        capacity_waits_seconds=capacity_waits_so_far(ctx),
         pilot={"steps_per_arm": pilot_steps, "eval_items": len(pilot_items), "size_source": size.source,
                "pilot_measurements": {
                    "base_model_accuracy_on_pilot_items": pilot_accuracy,
@@ -103,8 +187,11 @@ def run(ctx: RunContext) -> GateVerdict:
         + projection["problems"]
         + [f"pilot measurement only: base model {ctx.state.served_model} scored {pilot_accuracy:.2f} on the first "
            f"{len(pilot_items)} held-out items before the evaluator was frozen (a timing measurement, not an endpoint)"],
-        measured={"setup_seconds": setup_seconds, "step_seconds_per_arm_step": step_seconds / (n_arms * pilot_steps),
-                  "eval_seconds_per_item": eval_seconds / len(pilot_items),
+        measured={"setup_seconds": setup.wall_seconds,
+                  "step_seconds_per_arm_step": training.total_seconds / (n_arms * pilot_steps),
+                  "step_wall_seconds_arms_side_by_side": training.wall_seconds / pilot_steps,
+                  "eval_seconds_per_item": (base_eval.total_seconds + arms_eval.total_seconds)
+                  / (len(pilot_items) * pilot_eval_arms),
                   "projected_wall_seconds": projection["wall_seconds"],
                   "pilot_measurement_base_accuracy": pilot_accuracy},
         next_diagnostic=None if fits else "downsize per FEAS-11: drop optional evals/seeds first, then shorten training with a recorded deviation",

@@ -1,9 +1,11 @@
 """SFT step of gate `feasibility_pilot`: one measured step per arm and a held-out slice, projected.
 
-Per arm, a throwaway client from the initialization state and one real training step; then the
-held-out NLL of a FEASIBILITY_EVAL_EXAMPLES slice. The full sweep (every run of every grid, one
-after another, plus every held-out scoring) is projected from those measurements against the
-spec's budget; the record is posted before anything else runs.
+Per arm, a throwaway client from the initialization state, one real training step, and the two
+saves arm training makes at the end of each run (final state and sampler weights); then the
+held-out NLL of a FEASIBILITY_EVAL_EXAMPLES slice (and, projected from the setups, the client the
+evaluation gate makes for the initialization state). The full sweep (every run of every grid, one
+after another, as arm training and evaluation run them, plus every held-out scoring) is projected
+from those measurements against the spec's budget; the record is posted before anything else runs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def run(ctx: RunContext) -> GateVerdict:
     examples, heldout = training_examples(ctx.spec), heldout_examples(ctx.spec)
     gpu_count, allocation = service_allocation(ctx.service.kind)
     first_run_per_arm = {run.arm: run for run in reversed(runs)}
-    setup_seconds = step_seconds = eval_seconds = 0.0
+    setup_seconds = step_seconds = eval_seconds = save_seconds = 0.0
     with open_sft_session(ctx, "feasibility") as session:
         for run in first_run_per_arm.values():
             started = time.perf_counter()
@@ -37,6 +39,10 @@ def run(ctx: RunContext) -> GateVerdict:
             started = time.perf_counter()
             train_step(client, to_datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch))
             step_seconds += time.perf_counter() - started
+            started = time.perf_counter()  # each run of arm training ends with these two saves
+            client.save_state(f"pilot-{run.slug}-final-state").result()
+            client.save_weights_for_sampler(name=f"pilot-{run.slug}-final").result()
+            save_seconds += time.perf_counter() - started
         pilot = heldout[:FEASIBILITY_EVAL_EXAMPLES]
         started = time.perf_counter()
         score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot])
@@ -58,6 +64,9 @@ def run(ctx: RunContext) -> GateVerdict:
         evaluation=PhaseTiming(eval_seconds, len(pilot), settings.n_eval * (n_runs + 1), len(pilot),
                                gpu_count, allocation),
         budget=ctx.plan.budget,
+        extra_phases={"final_checkpoints": PhaseTiming(save_seconds, n_arms, n_runs, 0, gpu_count, allocation),
+                      # the evaluation gate scores the initialization state on a client of its own
+                      "evaluation_setup": PhaseTiming(setup_seconds, n_arms, 1, 0, gpu_count, allocation)},
     )
     ctx.store.update_result(feasibility=record)
     projection = record["projection"]
