@@ -1,0 +1,114 @@
+"""A backend that stops answering mid-run (issue 32): the run stops within the policy's answer deadline.
+
+The embedded backend's fault injection `stop_answering_after` (embedded_tinker/faults.py) makes a
+healthy server stop answering after N calls: requests held open ("hang") or connections closed
+mid-response ("close", which the SDK retries). Without a deadline the stock SDK waits for its own
+progress timeout (120 minutes): shown first with the deadline weakened to a day, the call stopped by
+the test while still waiting. With the real deadline (RX_SERVICE_ANSWER_DEADLINE, short here) the
+call raises ServiceStoppedAnswering, and a whole run stops as a capacity block that names the call:
+status failed, never "running", and the same command against a healthy backend resumes it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import tinker
+from suite import GS1_SPEC
+
+from embedded_tinker.faults import FaultConfig
+from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from experiment.run.capacity import CapacityBlocked, CapacityPolicy, ServiceStoppedAnswering
+from experiment.run.store import RunStore
+
+DEADLINE_SECONDS = 3.0
+DAY = 86_400.0
+
+
+class Outcome:
+    """What a guarded call ended with, when it ended (filled by the thread that made it)."""
+
+    def __init__(self):
+        self.ended = threading.Event()
+        self.error: BaseException | None = None
+        self.value = None
+
+
+def guarded_get_info(tmp_path, training_client, deadline_seconds: float) -> tuple[threading.Thread, Outcome]:
+    """training_client.get_info() through the flow's service caller (flows/concurrency.py), in a thread."""
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    from flows.concurrency import capacity_guarded_caller
+
+    spec = load_spec(GS1_SPEC, rehearse=True)
+    store = RunStore.create(tmp_path / f"runs-{deadline_seconds:.0f}", spec, build_plan(spec))
+    call = capacity_guarded_caller(store, lambda: 0, CapacityPolicy(answer_deadline_seconds=deadline_seconds))
+    outcome = Outcome()
+
+    def make_call():
+        try:
+            outcome.value = call(lambda: training_client.get_info())
+        except BaseException as exc:  # noqa: BLE001 - inspected by the test
+            outcome.error = exc
+        finally:
+            outcome.ended.set()
+
+    thread = threading.Thread(target=make_call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+@pytest.mark.parametrize("mode", ["hang", "close"])
+def test_a_call_the_service_never_answers_stops_at_the_deadline(tmp_path, prefect_harness, mode):
+    # the first get_info (the client's creation asks it) is answered, none after it
+    faults = FaultConfig(stop_answering_after=1, endpoints=("get_info",), stop_answering_mode=mode)
+    with start_server(faults=faults) as server:
+        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+        training_client = client.create_lora_training_client(base_model="embedded/tiny-random", rank=4).result()
+
+        # weakened: a deadline of a day, as good as none; stopped by the test at three deadlines, still waiting
+        _, stalled = guarded_get_info(tmp_path, training_client, DAY)
+        assert not stalled.ended.wait(3 * DEADLINE_SECONDS), "the unbounded call ended by itself"
+
+        _, bounded = guarded_get_info(tmp_path, training_client, DEADLINE_SECONDS)
+        bounded.ended.wait()  # the deadline ends it; no timeout here
+        assert isinstance(bounded.error, ServiceStoppedAnswering), bounded.error
+        assert isinstance(bounded.error, CapacityBlocked)  # the flow stops it as a capacity block
+        assert str(bounded.error).startswith("the service stopped answering: ")
+        assert str(bounded.error).endswith(f"had no answer for {DEADLINE_SECONDS:.0f} s")
+        assert "test_service_stops_answering.py" in str(bounded.error)  # names the call
+        assert not stalled.ended.is_set()  # the weakened one is still waiting
+
+
+def _run_gs1(server, runs_dir):
+    from flows.experiment_flow import run_experiment
+
+    return run_experiment(str(GS1_SPEC), backend=server.base_url, runs_dir=str(runs_dir), rehearse=True,
+                          rehearsal_scale="wiring", return_state=True)
+
+
+def test_a_run_whose_service_stops_answering_mid_run_stops_resumable(tmp_path, prefect_harness, no_service_env,
+                                                                     monkeypatch):
+    monkeypatch.setenv("TINKER_API_KEY", LOCAL_API_KEY)
+    monkeypatch.setenv("RX_SERVICE_ANSWER_DEADLINE", "20")
+    checkpoints, runs = tmp_path / "checkpoints", tmp_path / "runs"
+    # training runs; the first sampler save (an arm's training, after every preflight gate) is never answered
+    hung = FaultConfig(stop_answering_after=0, endpoints=("save_weights_for_sampler",))
+    with start_server(checkpoint_dir=checkpoints, faults=hung) as server:
+        state = _run_gs1(server, runs)
+    assert state.name == "CapacityBlocked", state.message
+    (run_dir,) = [path for path in runs.iterdir() if path.is_dir() and not path.name.startswith(".")]
+    result = RunStore.open(run_dir).read_result()
+    assert result["status"] == "failed"
+    reason = result["capacity_block"]["error"]
+    assert reason.startswith("the service stopped answering: ") and reason.endswith("had no answer for 20 s"), reason
+    assert "training_step" in {event["event"] for event in RunStore.open(run_dir).read_events()}  # mid-run
+
+    with start_server(checkpoint_dir=checkpoints) as server:  # healthy again
+        state = _run_gs1(server, runs)
+    assert state.is_completed(), state.message
+    assert [path for path in runs.iterdir() if path.is_dir() and not path.name.startswith(".")] == [run_dir]
+    store = RunStore.open(run_dir)
+    assert any(event["event"] == "run_resumed" for event in store.read_events())
+    assert store.read_result()["status"] != "running"
