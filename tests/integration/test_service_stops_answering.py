@@ -78,3 +78,17 @@ def test_a_call_the_service_never_answers_stops_at_the_deadline(tmp_path, prefec
         assert str(bounded.error).endswith(f"had no answer for {DEADLINE_SECONDS:.0f} s")
         assert "test_service_stops_answering.py" in str(bounded.error)  # names the call
         assert not stalled.ended.is_set()  # the weakened one is still waiting
+
+
+def test_the_stop_survives_pickling_as_a_capacity_block_with_its_reason():
+    import pickle
+
+    from experiment.run.capacity import as_capacity_block, capacity_block_record, is_capacity_refusal
+
+    stop = ServiceStoppedAnswering("ArmTrainer._step_with_capacity.attempt", 600.4, 3)
+    copy = pickle.loads(pickle.dumps(stop))  # flow states carry it pickled
+    assert str(copy) == str(stop) == ("the service stopped answering: ArmTrainer._step_with_capacity.attempt "
+                                      "had no answer for 600 s")
+    assert is_capacity_refusal(copy) and as_capacity_block(copy, 0) is copy
+    assert capacity_block_record(copy, released_clients=True) == {
+        "error": str(stop), "comparison_steps_completed": 3, "released_clients": True}
