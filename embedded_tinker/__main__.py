@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> None:
         default=float(os.environ.get("EMBEDDED_TINKER_TIME_FACTOR") or 1.0),
         help="scales every service time of the profile (env EMBEDDED_TINKER_TIME_FACTOR)",
     )
+    serve.add_argument("--fault-stop-answering-after", type=int, default=None,
+                       help="after N API calls (of --fault-endpoints), later calls get no proper answer")
+    serve.add_argument("--fault-stop-answering-mode", choices=("hang", "close", "garbage"), default="hang",
+                       help="hang: never answered; close: connection closed mid-response; garbage: 200, not JSON")
     args = parser.parse_args(argv)
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -81,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         endpoints=tuple(e for e in args.fault_endpoints.split(",") if e),
         retry_after_ms=args.fault_retry_after_ms,
         seed=args.fault_seed,
+        stop_answering_after=args.fault_stop_answering_after,
+        stop_answering_mode=args.fault_stop_answering_mode,
     )
     checkpoint_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")
     print(

@@ -820,7 +820,8 @@ class ExposureAndFaults:
         self.app = app
         self.service = service
         config = service.faults.config
-        self.injecting = bool(config.latency_ms or config.rate_429 or config.rate_503)
+        self.injecting = bool(config.latency_ms or config.rate_429 or config.rate_503
+                              or config.stop_answering_after is not None)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -849,6 +850,8 @@ class ExposureAndFaults:
             faults = self.service.faults
             if delay := faults.latency_seconds(endpoint):
                 await asyncio.sleep(delay)
+            if faults.stops_answering(endpoint):
+                return await no_proper_answer(faults.config.stop_answering_mode, send)
             if status := faults.draw_status(endpoint):
                 message = (
                     "rate limited (injected fault)" if status == 429 else "service unavailable (injected fault)"
@@ -858,6 +861,22 @@ class ExposureAndFaults:
                 )
                 return await response(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+async def no_proper_answer(mode: str, send) -> None:
+    """Injected fault (faults.py, stop_answering_after): a backend that broke mid-run."""
+    if mode == "hang":  # held open until the server stops
+        await asyncio.Event().wait()
+    if mode == "garbage":
+        body = b"\x00not json at all"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        return
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"4096")]})
+    await send({"type": "http.response.body", "body": b'{"type": "', "more_body": True})
+    raise ConnectionAbortedError("injected fault: connection closed mid-response")
 
 
 def create_app(

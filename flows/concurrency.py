@@ -13,7 +13,9 @@ and runs without one (it shares nothing).
 `experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
 an events.jsonl line and an INFO log line (a wait is expected; the capacity block that may end it
 logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. The
-slot is held per attempt, never while sleeping.
+slot is held per attempt, never while sleeping. An attempt gets no more than the policy's answer
+deadline without any answer from the service (`call_with_answer_deadline`): a service that stopped
+answering mid-run ends the run as a capacity block whose reason says which call had no answer.
 
     call = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed)
     result = call(lambda: training_client.forward_backward(datums, "importance_sampling").result())
@@ -26,7 +28,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from experiment.run.capacity import CapacityPolicy, WaitInfo, call_with_capacity_policy
+from experiment.run.capacity import (
+    AnswerWatch,
+    CapacityPolicy,
+    WaitInfo,
+    call_with_answer_deadline,
+    call_with_capacity_policy,
+)
 
 TRAINING_SERVICE_LIMIT = "training-service"
 
@@ -106,6 +114,7 @@ def capacity_guarded_caller(
     crashes propagate unchanged."""
     policy = policy or CapacityPolicy.from_env()
     report = capacity_wait_reporter(store)
+    watch = AnswerWatch()  # one per run: an answer to any of its calls (nested ones included) counts
     under_limit = uses_service_limit()  # decided once per run, not per call
     _run_logger().info("service calls %s" % (
         f"take a slot of the service-wide limit {TRAINING_SERVICE_LIMIT!r}" if under_limit else
@@ -117,11 +126,13 @@ def capacity_guarded_caller(
         def on_wait(wait: WaitInfo) -> None:
             nonlocal waited
             waited = True
+            watch.answered(quiet_for=wait.delay_seconds)  # a refusal answers "come back later"
             report(wait)
 
         def attempt() -> T:
             with service_call_slot(under_limit=under_limit):
-                return fn()
+                return call_with_answer_deadline(fn, policy.answer_deadline_seconds, watch,
+                                                 comparison_steps_completed)
 
         try:
             return call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)

@@ -20,14 +20,24 @@ minutes again and again, and gives up with `CapacityBlocked` once refusals have 
 while no comparison training step has run, or ~30 minutes once some have (finished work is worth a
 longer wait). `RX_CAPACITY_TIME_SCALE` (e.g. 0.01) scales every wait and limit down for tests.
 
+A service that stops answering (a call held open, a connection closed mid-response that the SDK
+retries, an answer it cannot read) would otherwise stall a run for the SDK's own progress timeout
+(120 minutes). `call_with_answer_deadline` bounds it: when no service call of the run has been answered
+for `CapacityPolicy.answer_deadline_seconds` (the contract's ~10 minutes of refusals; not scaled by
+`time_scale`, so a scaled-down test policy never cuts off a slow but answering call;
+$RX_SERVICE_ANSWER_DEADLINE sets it), the call raises `ServiceStoppedAnswering`, a `CapacityBlocked`:
+the run stops the way a capacity block stops it (clients released, `capacity_block`, resumable).
+
 Orchestrator-free: the flow passes `on_wait` to update RESULT and log a progress line
 (flows/concurrency.py: capacity_guarded_caller).
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -40,6 +50,7 @@ CAPACITY_MESSAGE = "trainer capacity exhausted"
 CAPACITY_STATUS_CODES = frozenset({408, 429, 503})
 RETRIED_BY_SDK_NOT_USER = frozenset({408, 409, 429})  # 4xx the SDK itself treats as transient
 TIME_SCALE_ENV = "RX_CAPACITY_TIME_SCALE"
+ANSWER_DEADLINE_ENV = "RX_SERVICE_ANSWER_DEADLINE"
 SECRET_ENV_NAMES = (
     "TINKER_API_KEY",
     "MODAL_PROXY_TOKEN_ID",
@@ -150,12 +161,15 @@ class CapacityPolicy:
     time_scale: float = 1.0
     requeue_delay: float = 600  # a deployment run blocked by capacity starts again this much later
     max_requeues: int = 3
+    answer_deadline_seconds: float = 600  # no answer to any call for this long ends the run; never scaled
 
     def __post_init__(self):
         if not self.backoff_seconds or any(delay <= 0 for delay in self.backoff_seconds):
             raise ValueError("backoff_seconds needs at least one positive delay")
         if self.time_scale <= 0:
             raise ValueError("time_scale must be positive")
+        if not self.answer_deadline_seconds > 0:
+            raise ValueError("answer_deadline_seconds must be positive")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> CapacityPolicy:
@@ -166,6 +180,12 @@ class CapacityPolicy:
                 overrides["time_scale"] = float(raw)
             except ValueError:
                 raise ValueError(f"{TIME_SCALE_ENV} must be a number (got {raw!r})") from None
+        raw = os.environ.get(ANSWER_DEADLINE_ENV)
+        if raw and "answer_deadline_seconds" not in overrides:
+            try:
+                overrides["answer_deadline_seconds"] = float(raw)
+            except ValueError:
+                raise ValueError(f"{ANSWER_DEADLINE_ENV} must be a number of seconds (got {raw!r})") from None
         return cls(**overrides)
 
     def delay_before_retry(self, refusal_number: int) -> float:
@@ -275,6 +295,87 @@ def call_with_capacity_policy(
             )
         )
         sleep(delay)
+
+
+class ServiceStoppedAnswering(CapacityBlocked):
+    """No service call of the run was answered for the policy's answer deadline: the run stops as on a
+    capacity block (resumable), with this reason as `capacity_block.error`."""
+
+    def __init__(self, call_name: str, silent_seconds: float, comparison_steps_completed: int):
+        self.call_name = call_name
+        reason = f"the service stopped answering: {call_name} had no answer for {silent_seconds:.0f} s"
+        super().__init__(reason, comparison_steps_completed, silent_seconds)
+        self.args = (reason,)
+
+    def __str__(self) -> str:
+        return self.error_message
+
+    def __reduce__(self):
+        return (type(self), (self.call_name, self.waited_seconds, self.comparison_steps_completed))
+
+
+class AnswerWatch:
+    """When the service last answered one of this run's calls. A capacity refusal is an answer that
+    says "come back in `delay`": until then the service counts as answering."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answered_at = clock()
+
+    def answered(self, quiet_for: float = 0.0) -> None:
+        with self._lock:
+            self._answered_at = max(self._answered_at, self._clock() + quiet_for)
+
+    def now(self) -> float:
+        return self._clock()
+
+    def silent_for(self, since: float) -> float:
+        """Seconds without an answer, counted from `since` (the call's start) at the earliest."""
+        with self._lock:
+            return self._clock() - max(since, self._answered_at)
+
+
+def describe_call(fn: Callable[..., Any]) -> str:
+    """A service call's name for a reason line: where it is made (`ClientSession.close`, or
+    `ArmTrainer._step_with_capacity.attempt` for a local function; a lambda by its file and line)."""
+    name = getattr(fn, "__qualname__", type(fn).__name__).replace("<locals>.", "")
+    code = getattr(fn, "__code__", None)
+    if name.endswith("<lambda>") and code is not None:
+        module = getattr(fn, "__module__", "") or ""
+        owner = name.removesuffix("<lambda>").removesuffix(".") or "a call"
+        return f"{owner} (the call at {module.replace('.', '/')}.py:{code.co_firstlineno})"
+    return name
+
+
+def call_with_answer_deadline(fn: Callable[[], T], deadline_seconds: float, watch: AnswerWatch,
+                              comparison_steps_completed: Callable[[], int]) -> T:
+    """fn() (made in a daemon thread, in this thread's context), or ServiceStoppedAnswering once no call
+    of the run has been answered for `deadline_seconds` while fn waits. A call that never returns is
+    left behind in its thread: the run stops, and its session's close is bounded too."""
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    context = contextvars.copy_context()
+
+    def make_call() -> None:
+        try:
+            outcome["value"] = context.run(fn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, raised there
+            outcome["error"] = exc
+        finally:
+            watch.answered()
+            finished.set()
+
+    started = watch.now()
+    threading.Thread(target=make_call, name=f"service call {describe_call(fn)}", daemon=True).start()
+    while not finished.is_set():
+        remaining = deadline_seconds - watch.silent_for(started)
+        if remaining <= 0:
+            raise ServiceStoppedAnswering(describe_call(fn), watch.silent_for(started), comparison_steps_completed())
+        finished.wait(remaining)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> dict[str, Any]:

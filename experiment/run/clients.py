@@ -42,6 +42,9 @@ def open_session(ctx: RunContext, purpose: str, fork: bool = False) -> ClientSes
     return session
 
 
+CLOSE_ANSWER_SECONDS = 60.0  # a service that stopped answering must not hold the run's end
+
+
 def release_sessions(ctx: RunContext) -> bool:
     """Finish every session this run opened (its clients go with it); True when all confirmed."""
     return all([session.close("interrupted") for session in ctx.state.sessions])
@@ -132,9 +135,9 @@ class ClientSession:
             return True
         self.closed = True
         try:
-            self.service_client.close(status).result()
+            self.service_client.close(status).result(timeout=CLOSE_ANSWER_SECONDS)
             return True
-        except Exception:  # the session may already be gone (server restarted, capacity stop)
+        except Exception:  # gone (server restarted, capacity stop) or not answering (TimeoutError)
             return False
 
     def __enter__(self) -> ClientSession:
