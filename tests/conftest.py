@@ -210,7 +210,7 @@ def _build_graded_record(kind: str):
         comparison_arms = list(correct)
     else:
         runs = plan.training_runs
-        rows_obs = []
+        rows_obs, step_rows = [], []
         for index, run in enumerate(runs):
             n_tokens = [10, 12, 8, 9, 11, 10]
             nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
@@ -226,11 +226,13 @@ def _build_graded_record(kind: str):
             scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
                            "predictions_ref": ref})
             step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
+            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(3)]
             rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
                           "evaluator_id": eid},
                          {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
                           "value": step_time, "evaluator_id": eid}]
             result["metrics"]["arms"][run.name] = {metric: value, "median_optim_step_seconds": step_time}
+        keep("sft-steps.jsonl", "metrics", jsonl(step_rows))
         rule = spec.to_dict().get("decision_rule") or spec.to_dict()["verdict_rule"]
         values = {}
         for row in rows_obs:
@@ -270,7 +272,8 @@ def _build_graded_record(kind: str):
             requested[arm["name"]] = {"family": "adamw" if arm["optimizer"] == "adam" else arm["optimizer"], **config}
     for arm in plan.trained_arms:
         if arm.name not in requested:
-            requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"]}
+            lr = next(run.lr for run in plan.training_runs if run.arm == arm.name)
+            requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"], "learning_rate": lr}
     provenance_arms = {}
     for arm in trained:
         ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"optimizer": requested[arm]}}))
@@ -295,6 +298,15 @@ def _build_graded_record(kind: str):
         "source": "timing pilot of this run", "measurements": {"setup": phase, "training": phase, "evaluation": phase},
         "generation": None, "recovery": {"seconds": 3.0, "gpu_count": 0, "allocation_source": "embedded backend"}}
 
+    def project(feasibility: dict) -> None:  # the projection the pilot makes (FEAS-12 recomputes it)
+        from experiment.stats.feasibility import PhaseTiming, feasibility_record
+
+        phases = {name: PhaseTiming(**entry) for name, entry in feasibility["measurements"].items()}
+        made = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="", budget=plan.budget,
+                                  setup=phases.pop("setup"), training=phases.pop("training"),
+                                  evaluation=phases.pop("evaluation"), extra_phases=phases)
+        feasibility.update(projection=made["projection"], recovery=made["recovery"])
+
     if kind == "paired":
         from experiment.selfgen import generation_audit as ga
 
@@ -312,6 +324,17 @@ def _build_graded_record(kind: str):
                                       "evaluation_file": evaluation_file, "audit_file": audit_file, "sample_seed": 7,
                                       "counts": ga.counts_of(tasks), "samples": samples, "label_error_count": 0,
                                       "overlap_count": 0}
+        # the activation pilot: two rl_selfgen steps of 2 groups x 4 rollouts, one rl_gsm8k step (ACT-1, ACT-2)
+        pilot = [{"arm": "rl_selfgen", "step": step, "item_ids": ["gen-0", "gen-1"],
+                  "rewards": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0], "advantages": [0.5, -0.5] * 4,
+                  "executed_group_size": 4.0} for step in range(2)]
+        pilot.append({"arm": "rl_gsm8k", "step": 0, "item_ids": ["gsm-0"], "rewards": [0.0, 1.0, 0.0, 0.0],
+                      "advantages": [-0.25, 0.75, -0.25, -0.25], "executed_group_size": 4.0})
+        keep("activation-pilot-bwselfgen.jsonl", "metrics", jsonl([*pilot, {"heldout_mean_reward": {}}]))
+        result["activation_calibration"] = {"values": {
+            "treatment_fraction_batches_from_generated_set": 1.0, "baseline_fraction_batches_from_gsm8k_train": 1.0,
+            "selfgen_frac_groups_nonzero_reward_variance_pilot": 1.0, "selfgen_mean_train_reward_pilot": 0.5,
+            "generated_eval_exact_overlaps": 0.0}, "note": "all checks passed on the pilot"}
         result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
                                                "filter_samples_per_candidate": 1}
         result["feasibility"]["measurements"].update(generation=phase, filter=phase)
@@ -319,6 +342,7 @@ def _build_graded_record(kind: str):
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
+    project(result["feasibility"])
     result["evidence"] = {"version": 1, "files": files, "checkpoints": [],
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]

@@ -311,10 +311,13 @@ def is_ungraded(pattern: str, kind: str, entries: list[Ungraded]) -> Ungraded | 
 # ---------------------------------------------------------------------------- grading
 
 
-def findings(result: dict[str, Any]) -> frozenset[tuple[str, str, str]]:
-    """What the bare RESULT's grade finds: (category, rule, status) per issue, ("problems", rule, "")
-    per record-level problem, ("status", category, status) per failing category. SEC-1 is left out:
-    it only adds failures, perturbations add no secret, and it costs 90% of the grading time."""
+def findings(result: dict[str, Any]) -> frozenset[tuple[str, str, str, int]]:
+    """What the bare RESULT's grade finds: (category, rule, status, n) for the n-th issue of a rule,
+    ("problems", rule, "", n) for record-level problems, ("status", category, status, 1) per failing
+    category. SEC-1 is left out: it only adds failures, perturbations add no secret, and it costs
+    90% of the grading time."""
+    from collections import Counter
+
     from experiment.grading import general, grade_record
 
     checks = general.CHECKS
@@ -323,10 +326,15 @@ def findings(result: dict[str, Any]) -> frozenset[tuple[str, str, str]]:
         grade = grade_record(result)
     finally:
         general.CHECKS = checks
-    found = {("status", name, c.status) for name, c in grade.categories.items() if c.failing}
-    found |= {(name, issue.rule, issue.status) for name, c in grade.categories.items() for issue in c.issues}
-    found |= {("problems", problem.split(":", 1)[0], "") for problem in grade.problems}
-    return frozenset(found)
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for name, category in grade.categories.items():
+        if category.failing:
+            counts[("status", name, category.status)] += 1
+        for issue in category.issues:
+            counts[(name, issue.rule, issue.status)] += 1
+    for problem in grade.problems:
+        counts[("problems", problem.split(":", 1)[0], "")] += 1
+    return frozenset((*key, n) for key, total in counts.items() for n in range(1, total + 1))
 
 
 def green(result: dict[str, Any]) -> bool:
@@ -343,7 +351,7 @@ class Outcome:
     crash: str | None = None  # the grader raised instead of grading (itself a grader bug)
 
 
-def caught(result: dict[str, Any], baseline: frozenset[tuple[str, str, str]]) -> tuple[bool, str | None]:
+def caught(result: dict[str, Any], baseline: frozenset[tuple[str, str, str, int]]) -> tuple[bool, str | None]:
     """Whether the grade finds something the untouched record's grade did not (a category that
     was green fails, or a rule fires that did not): "the grade leaves green", also for a record
     whose baseline grade is not all green (a revision's pins grade correctness unverified)."""
@@ -387,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline = sorted(findings(result))
         missed = [o for o in outcomes if not o.caught and o.crash is None and o.ungraded is None]
         crashes = [o for o in outcomes if o.crash is not None]
-        report[path] = {"baseline_findings": [" ".join(f) for f in baseline], "patterns": len({o.leaf.pattern for o in outcomes}), "perturbations": len(outcomes),
+        report[path] = {"baseline_findings": [" ".join(map(str, f)) for f in baseline], "patterns": len({o.leaf.pattern for o in outcomes}), "perturbations": len(outcomes),
                         "caught": sum(o.caught for o in outcomes),
                         "ungraded": sum(not o.caught and o.crash is None and o.ungraded is not None for o in outcomes),
                         "crashed": len(crashes), "missed": len(missed),

@@ -509,8 +509,8 @@ CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10,
 
 
 REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the exchange's own spec has none, so the "
-                 "exchange grades decision not applicable; the revision's method is recomputed here from loss_eval "
-                 "and metrics")
+                 "exchange grades decision not applicable; the revision's method is recomputed here from the retained "
+                 "predictions and per-step log, and any disagreement with RESULT grades invalid")
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
@@ -533,6 +533,8 @@ def grade(ctx: GradeContext) -> CategoryGrade:
         if ctx.result.get("verdict") is None:
             return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no verdict (the comparison was not decided)")])
         grade_ = run_checks(NAME, [DEC_3, DEC_6, DEC_7, DEC_8, DEC_9, DEC_12, DEC_14, ADAPT_1], ctx)
+        if not grade_.issues:  # what the exchange grades (and --plan predicts): no decision_rule of its own
+            grade_.status = NOT_APPLICABLE
         grade_.notes.append(REVISION_NOTE)
         return grade_
     missing = DEC_1(ctx)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from experiment.grading import activation
 from experiment.grading.common import (
     INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
 )
@@ -277,7 +278,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8,
+CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8, *activation.CHECKS,
           EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, SEC_1]
 
 

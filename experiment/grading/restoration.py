@@ -127,49 +127,85 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def REST_5(ctx: GradeContext) -> list[Issue]:
-    issues, wanted = [], _requested(ctx)
+def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
+    """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
+    lrs: dict[str, list[float]] = {}
+    for run in (ctx.plan.training_runs if ctx.plan is not None else []):
+        if run.lr is not None:
+            lrs.setdefault(run.arm, []).append(float(run.lr))
+    return lrs
+
+
+def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = None
+                   ) -> list[tuple[str, str, dict[str, Any], list[float] | None]]:
+    """(where, arm, optimizer check, the learning rates it may request) for every optimizer check:
+    the arm's own and, for an arm of several runs (an LR grid), each run's under `runs.<label>`
+    (a run's label is its learning rate)."""
+    planned = planned or {}
+    found = []
     for arm, entry in _arms(ctx).items():
-        spec_wants = wanted.get(arm)
-        if spec_wants is None:
-            continue
         for check in as_list(entry.get("optimizer_checks")):
-            requested = as_dict(as_dict(check).get("requested"))
-            wrong = [k for k, v in spec_wants.items() if k != "learning_rate" and k in requested and requested[k] != v]
-            if _family(requested.get("family")) != spec_wants["family"]:
-                wrong.insert(0, "family")
-            if wrong:
-                issues.append(Issue("REST-5", INVALID, f"arm {arm}: requested {', '.join(wrong)} differ from the spec's"))
-                break
+            found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
+        for label, run in as_dict(entry.get("runs")).items():
+            try:
+                lr = [float(label)]
+            except ValueError:
+                lr = planned.get(arm)
+            for check in as_list(as_dict(run).get("optimizer_checks")):
+                found.append((f"arm {arm} run {label}", arm, as_dict(check), lr))
+    return found
+
+
+def REST_5(ctx: GradeContext) -> list[Issue]:
+    """Requested optimizer settings are the spec's: family and config, and the learning rate is one
+    the plan trains the arm (or the run) at."""
+    issues, wanted, reported = [], _requested(ctx), set()
+    for where, arm, check, lrs in _check_entries(ctx, _planned_lrs(ctx)):
+        spec_wants = wanted.get(arm)
+        if spec_wants is None or where in reported:
+            continue
+        requested = as_dict(check.get("requested"))
+        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and k in requested
+                 and not _same(requested[k], v)]
+        if _family(requested.get("family")) != spec_wants["family"]:
+            wrong.insert(0, "family")
+        allowed = lrs or ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else None)
+        if allowed and "learning_rate" not in requested:
+            issues.append(Issue("REST-5", UNVERIFIED, f"{where}: the requested optimizer names no learning rate"))
+            reported.add(where)
+            continue
+        if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
+            wrong.append(f"learning_rate {short(requested.get('learning_rate'))} (planned {', '.join(map(str, allowed))})")
+        if wrong:
+            issues.append(Issue("REST-5", INVALID, f"{where}: requested {', '.join(wrong)} differ from the spec's"))
+            reported.add(where)
     return issues
 
 
 def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for arm, entry in _arms(ctx).items():
-        for check in as_list(entry.get("optimizer_checks")):
-            check = as_dict(check)
-            where = f"arm {arm}, after_restore {check.get('after_restore')}"
-            requested = as_dict(check.get("requested"))
-            if check.get("source") != "server_response" or check.get("actual_family") is None:
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
-                                                          "response"))
-                continue
-            if not check.get("evidence_ref"):
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
-            if _family(check.get("actual_family")) != _family(requested.get("family")):
-                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
-                                                       f"requested {requested.get('family')!r}"))
-                continue
-            actual = as_dict(check.get("actual_config"))
-            keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
-            hidden = [k for k in keys if k not in actual]
-            differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
-            if differ:
-                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
-            if hidden:
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
-                                                          f"{', '.join(hidden)}, so the optimizer config stays unverified"))
+    for where_, _, check, _ in _check_entries(ctx):
+        where = f"{where_}, after_restore {check.get('after_restore')}"
+        requested = as_dict(check.get("requested"))
+        if check.get("source") != "server_response" or check.get("actual_family") is None:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
+                                                      "response"))
+            continue
+        if not check.get("evidence_ref"):
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
+        if _family(check.get("actual_family")) != _family(requested.get("family")):
+            issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
+                                                   f"requested {requested.get('family')!r}"))
+            continue
+        actual = as_dict(check.get("actual_config"))
+        keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
+        hidden = [k for k in keys if k not in actual]
+        differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
+        if differ:
+            issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
+        if hidden:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
+                                                      f"{', '.join(hidden)}, so the optimizer config stays unverified"))
     return issues
 
 

@@ -28,6 +28,20 @@ PROGRESS_EVERY = 100
 
 
 
+def _compared_arms(ctx: RunContext) -> list[str]:
+    """Treatment, baseline, then every other arm a criterion of the decision rule weights (the base
+    model when a criterion weights it: EVAL-12)."""
+    roles = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
+    arms = [roles[r] for r in ("treatment", "baseline") if r in roles]
+    rule = ctx.spec.decision_rule
+    for criterion in (rule.criteria if rule is not None else []):
+        for key in criterion.weights:
+            arm = roles.get(key, key)
+            if arm not in arms:
+                arms.append(arm)
+    return arms
+
+
 def run(ctx: RunContext) -> GateVerdict:
     checkpoints: dict[str, str] = ctx.state.final_checkpoints
     trained = [arm.name for arm in ctx.plan.trained_arms]
@@ -50,8 +64,7 @@ def run(ctx: RunContext) -> GateVerdict:
             PARSER_DESCRIPTION, [item.id for item in items],
         )
         evaluator_id = ev.evaluator_id(provenance)
-        comparisons = [{"metric": "accuracy", "arms": [ctx.plan.role_to_arm[r]["arm"] for r in ("treatment", "baseline")
-                                                      if r in ctx.plan.role_to_arm]}]
+        comparisons = [{"metric": "accuracy", "arms": _compared_arms(ctx)}]
         evaluation = ev.evaluation_record({evaluator_id: provenance}, [], comparisons)
         ctx.store.update_result(evaluation=evaluation)  # frozen before the first score of anything
         ctx.store.append_event("evaluator_frozen", evaluator_id=evaluator_id, n_items=len(items))
