@@ -147,8 +147,10 @@ class Attestation:
     problems: list[str] = field(default_factory=list)  # SPEC-1 (not attested), SPEC-2 (rehearsal differs)
 
 
-def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[Path | None, str]:
-    """The path in SPECS_DIR whose file and revision file are the record's spec.json and revision."""
+def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[Path | None, bool, str]:
+    """(the path in SPECS_DIR whose file and revision file are the record's spec.json and revision,
+    whether the record carries that revision, why not). A record that carries no revision is attested
+    by its spec.json alone: it ran the exchange's spec as written (as a run of another pipeline does)."""
     def carried(kind: str, default: str) -> Any:
         entry = next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") == default), None) or \
             next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") != REHEARSAL_SPEC_NAME), None)
@@ -156,7 +158,7 @@ def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[
 
     raw, revision = carried("spec", "spec.json"), carried("spec_revision", "spec-revision.plan.json")
     if not isinstance(raw, dict):
-        return None, "the record carries no readable spec.json"
+        return None, False, "the record carries no readable spec.json"
     wanted = (canonical_sha256(raw), canonical_sha256(revision) if isinstance(revision, dict) else None)
     for path in sorted(SPECS_DIR.glob("*.json")):
         if path.name.endswith(".plan.json"):
@@ -168,20 +170,28 @@ def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue
         if (canonical_sha256(mine), plan_sha) == wanted:
-            return path, ""
-    return None, (f"its spec.json (sha256 {wanted[0][:12]}...) with its revision is not a spec of {SPECS_DIR.name}/ as "
+            return path, plan_sha is not None, ""
+        if canonical_sha256(mine) == wanted[0] and wanted[1] is None:
+            return path, False, ""
+    return None, False, (f"its spec.json (sha256 {wanted[0][:12]}...) with its revision is not a spec of {SPECS_DIR.name}/ as "
                   "written with its revision file")
 
 
 def _attested(result: dict[str, Any], evidence: EvidenceAccess, run_dir: Path | None) -> Attestation:
-    path, why = _spec_as_written(result, evidence)
+    path, with_revision, why = _spec_as_written(result, evidence)
     rehearsal = result.get("rehearsal") if isinstance(result.get("rehearsal"), dict) else None
     if path is None:
         spec, source, supplied, problem = _recorded_spec(result, evidence, run_dir)
         problems = [f"SPEC-1: the record's spec cannot be attested: {why}; every category is graded unverified."]
         return Attestation(spec, source, supplied, problems + ([f"SPEC: {problem}."] if problem else []))
     try:
-        spec = load_spec(path, rehearse=rehearsal is not None, rehearsal_scale=str((rehearsal or {}).get("scale")))
+        if with_revision:
+            spec = load_spec(path, rehearse=rehearsal is not None, rehearsal_scale=str((rehearsal or {}).get("scale")))
+        else:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            spec = parse_spec(raw)
+            spec._source = SpecSource(path=str(path), file_sha256=canonical_sha256(raw), sha256=canonical_sha256(raw),
+                                      revision=None)
     except SpecError as err:
         return Attestation(None, None, (), [f"SPEC-1: {path.name} does not load ({err}); every category is graded "
                                             "unverified."])
@@ -189,7 +199,9 @@ def _attested(result: dict[str, Any], evidence: EvidenceAccess, run_dir: Path | 
     supplied = tuple(revision.supplied) if revision else ()
     text = f"{SPECS_DIR.name}/{path.name}" + (f" + revision {Path(revision.path).name}" if revision else "")
     problems = []
-    if rehearsal is not None:
+    if rehearsal is not None and not with_revision:
+        problems.append("SPEC-2: a rehearsal record without its revision file cannot be re-derived.")
+    elif rehearsal is not None:
         text += f", rehearsed at the {rehearsal.get('scale')} scale by the rules"
         problems += _rehearsal_problems(result, evidence, spec)
     return Attestation(spec, text, supplied, problems)
