@@ -209,6 +209,38 @@ def swapped(value: Any, candidates: dict[type, list[Any]]) -> Any:
     return changed(value)
 
 
+def perturbations(everything: list[Leaf], candidates: dict[type, list[Any]]) -> Any:
+    """A hypothesis strategy of (leaf, kind, new value): any leaf, and for a changed value one of the
+    same type that differs by more than the grader's float tolerances (hypothesis is a test
+    dependency, imported here only)."""
+    from hypothesis import strategies as st
+
+    def new_value(leaf: Leaf, kind: str) -> Any:
+        value = leaf.value
+        if kind == "remove":
+            return st.just(_MISSING)
+        if kind == "swap":
+            same = [v for v in candidates.get(type(value), []) if v != value]
+            return st.sampled_from(same) if same else st.just(changed(value))
+        if isinstance(value, bool):
+            return st.just(not value)
+        if isinstance(value, (int, float)):
+            numbers = st.sampled_from([0, -1, 0.5, 1.001, 2, 10]).flatmap(
+                lambda factor: st.sampled_from([0, 1, -1, 0.25]).map(lambda shift: type(value)(value * factor + shift)))
+            return numbers.filter(lambda v: v != value and abs(v - value) > 1e-6 * max(1.0, abs(value)))
+        if isinstance(value, str):
+            texts = [changed(value), "", value.upper(), value[:-1], "x" + value]
+            return st.sampled_from([t for t in texts if t != value] or ["x"])
+        return st.just(changed(value))
+
+    def draw(leaf: Leaf) -> Any:
+        kinds = [k for k in KINDS if not (k == "remove" and not leaf.path)
+                 and not (k == "swap" and not isinstance(leaf.value, (bool, int, float, str)))]
+        return st.sampled_from(kinds).flatmap(lambda kind: new_value(leaf, kind).map(lambda new: (leaf, kind, new)))
+
+    return st.sampled_from(everything).flatmap(draw)
+
+
 def _get(root: Any, path: tuple[Any, ...]) -> Any:
     for key in path:
         root = root[key]

@@ -12,7 +12,7 @@ import json
 import re
 from experiment.grading import activation
 from experiment.grading.common import (
-    INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
+    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
 )
 from experiment.grading.secrets import find_secrets
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
@@ -285,6 +285,6 @@ CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8, *activation.CHECKS,
 def general_issues(ctx: GradeContext) -> list[Issue]:
     issues: list[Issue] = []
     for check in CHECKS:
-        issues.extend(check(ctx))
+        issues.extend(applied(check, ctx))
     return issues
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from experiment.grading import correctness, decision, evaluator, feasibility, generation_audit, restoration
-from experiment.grading.common import (CATEGORIES, NOT_APPLICABLE, PASS, UNVERIFIED, CategoryGrade, Grade, GradeContext,
+from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS, UNVERIFIED, CategoryGrade, Grade, GradeContext,
                                       Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
@@ -104,7 +104,7 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
             if not isinstance(result.get("rehearsal"), dict):  # a rehearsal's recorded spec has it merged already
                 merged, _ = apply_revision(raw, revision, revision_name)
         spec = parse_spec(merged)
-    except SpecError as err:
+    except (SpecError, TypeError, ValueError, KeyError) as err:
         return None, None, (), f"the recorded spec does not parse ({err})"
     rev = SpecRevision(path=revision_name, sha256=canonical_sha256(revision), supplied=list(supplied)) \
         if isinstance(revision, dict) else None
@@ -239,6 +239,15 @@ def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
             grade_.issues.append(Issue("SPEC-1", UNVERIFIED, why))
 
 
+def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
+    """One category's grade; a record too malformed for the category's own guards is invalid there."""
+    try:
+        return module.grade(ctx)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+        return CategoryGrade(name, INVALID, [Issue(name.upper(), INVALID, f"the record has an unexpected shape "
+                                                                          f"({type(err).__name__}: {err})")])
+
+
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
     """Grade one RESULT. `run_dir` adds the run directory's events/tables/evidence checks and the
@@ -258,10 +267,16 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
             raise GradeInputError(f"spec: {err}") from None
     events, event_problems = read_events(run_dir) if run_dir is not None else (None, [])
     problems += event_problems
+    plan = None
+    if spec_obj is not None:
+        try:
+            plan = build_plan(spec_obj)
+        except (SpecError, KeyError, TypeError, ValueError) as err:
+            problems.append(f"SPEC: no execution plan can be built from the spec graded against ({err}).")
+            spec_obj = None
     ctx = GradeContext(result=result, evidence=evidence, spec=spec_obj.to_dict() if spec_obj else None,
-                       plan=build_plan(spec_obj) if spec_obj else None, spec_source=source,
-                       revision_fields=supplied, run_dir=run_dir, events=events)
-    categories = {name: module.grade(ctx) for name, module in CATEGORY_MODULES.items()}
+                       plan=plan, spec_source=source, revision_fields=supplied, run_dir=run_dir, events=events)
+    categories = {name: _graded(name, module, ctx) for name, module in CATEGORY_MODULES.items()}
     if attestation is not None and any(p.startswith("SPEC-1") for p in attestation.problems):
         _unattested(categories, "the record's spec cannot be attested (SPEC-1), so the spec it is graded against may "
                                 "not be the one it ran")

@@ -1,16 +1,15 @@
-"""The real earlier run's record (record "002" of the shared contract-details.md, a finished run of the
-GS1 spec as written, by another pipeline): the record itself is not in the shared docs, so it is
-rebuilt here from what they quote of it, defect by defect, and graded as the exchange graded it
-(issue 28 item 4):
+"""The real earlier run's record (a finished run of the GS1 spec as written, by another pipeline, whose
+grading the shared specification quotes): the record itself is not in the shared docs, so it is rebuilt
+here from what they quote of it, defect by defect, and graded as the exchange graded it (issue 28 item 4):
 
 evaluator invalid (a prose `items.ids` range, a prose `code_sha256`, an id that is not the hash of
-its provenance: exchange-contract.md §6, A-6.5); decision unverified ("Observation file name/hash is
-not retained for this run": A-7.2); restoration unverified, per arm ("missing or duplicate arm
-evidence": A-5.8: only an `after_restore: 1` check, evidence_refs that are not retained files,
-`actual_config: {"type": "adamw"}`); correctness unverified although all four checks passed, for the
-spec's UNRESOLVED revisions (A-4.4); feasibility unknown with one "Re-projection required: <key>
-changed or was not recorded" problem per key, ten keys, because `config` was `{"pilot": "<prose>"}`
-(A-11.4); generation_audit not_applicable (the spec opts out).
+its provenance: EVAL-2/3/4); decision unverified ("Observation file name/hash is not retained for
+this run": DEC-3); restoration unverified, per arm ("missing or duplicate arm evidence": only an
+`after_restore: 1` check, evidence_refs that are not retained files, `actual_config: {"type":
+"adamw"}`); correctness unverified although all four checks passed, for the spec's UNRESOLVED
+revisions (CORR-6); feasibility unknown with one "Re-projection required: <key> changed or was not
+recorded" problem per key, ten keys, because `config` was `{"pilot": "<prose>"}` (FEAS-2);
+generation_audit not_applicable (the spec opts out).
 """
 
 from __future__ import annotations
