@@ -3,7 +3,7 @@
 Each takes a green record of its spec family and returns the tampered copy; every one of them must
 leave green (tests/unit/test_grading_tamper_corpus.py on records built in-process,
 tests/e2e/test_grader_trust.py on wiring rehearsals). A tamperer who edits an evidence file
-re-hashes it and every mention of its old hash (`tools.leaves.rewrite_evidence`).
+re-hashes it and every mention of its old hash (`leaves.rewrite_evidence`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import copy
 import json
 from typing import Any, Callable
 
-from tools.leaves import rewrite_evidence
+from leaves import rewrite_evidence
 
 
 def _files(result: dict[str, Any]) -> dict[str, dict[str, Any]]:

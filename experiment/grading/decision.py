@@ -323,6 +323,8 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
             if flag in mine and flag in criterion and mine[flag] != criterion[flag]:
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
                                                       f"not the recomputed {criterion[flag]!r}"))
+    if _record(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:
+        issues += _whole_record(ctx, recomputed)
     if ctx.plan is not None and ctx.plan.vocabulary == "direction_confidence" and recomputed["criteria"]:
         primary = recomputed["criteria"][0]
         issues += _direction_fields(ctx, recomputed)
@@ -337,6 +339,37 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
                 isinstance(ci, list) and len(ci) == 2 and close(ci[0], primary["lower"]) and close(ci[1], primary["upper"])):
             issues.append(Issue("DEC-8", INVALID, f"RESULT.ci {short(ci)} is not the recomputed interval"))
     return issues
+
+
+def _first_difference(recorded: Any, expected: Any, where: str) -> str | None:
+    """The first path where two JSON values differ (numbers within FLOAT_TOL), else None."""
+    if isinstance(expected, dict):
+        if not isinstance(recorded, dict) or set(recorded) != set(expected):
+            return where
+        return next((d for key in sorted(expected) if (d := _first_difference(recorded[key], expected[key],
+                                                                               f"{where}.{key}"))), None)
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(recorded, list) or len(recorded) != len(expected):
+            return where
+        return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
+                    None)
+    if is_number(expected) and not isinstance(expected, bool):
+        return None if close(recorded, expected) and not isinstance(recorded, bool) else where
+    return None if recorded == expected and type(recorded) is type(expected) else where
+
+
+def _whole_record(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
+    """Every field of the decision object is the recomputed one (experiment.stats.decision.decision_record
+    of the recomputed summary): method, alpha, adjustment, role mapping, seeds, and per criterion its
+    weights, bounds, n, range, half-width, interval, means and status."""
+    ref = as_dict(_record(ctx).get("observations_file"))
+    try:
+        expected = d.decision_record(recomputed, str(ref.get("name")), str(ref.get("sha256")))
+    except d.DecisionError:
+        return []  # DEC-2 says what is wrong with the reference
+    expected = json.loads(json.dumps(expected))
+    where = _first_difference(_record(ctx), expected, "decision")
+    return [Issue("DEC-8", INVALID, f"{where} is not what the recomputation gives")] if where else []
 
 
 def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:

@@ -128,13 +128,11 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     return []
 
 
-PROJECTED = ("wall_seconds", "gpu_hours", "budget_wall_seconds", "budget_gpu_hours", "fits")
-
-
 def FEAS_12(ctx: GradeContext) -> list[Issue]:
     """The projection is recomputed from the measurements and the spec's budget
-    (experiment.stats.feasibility.feasibility_record, the function the pilot used): wall seconds,
-    GPU-hours, the budget, whether it fits, and the recovery reserve."""
+    (experiment.stats.feasibility.feasibility_record, the function the pilot used): every field of it
+    (wall seconds, GPU-hours and their status, the budget, whether it fits, its problems) and the
+    recovery reserve."""
     record, budget = _record(ctx), (ctx.plan.budget if ctx.plan is not None else None)
     projection = record.get("projection")
     if not isinstance(projection, dict):
@@ -151,9 +149,10 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         return [Issue("FEAS-12", UNKNOWN, f"the projection cannot be recomputed from the measurements ({err})")]
     mine = expected["projection"]
-    wrong = [key for key in PROJECTED if not _same(projection.get(key), mine[key])]
-    if not FEAS_5(ctx) and not _same(as_dict(record.get("recovery")).get("seconds"), expected["recovery"]["seconds"]):
-        wrong.append("recovery.seconds")
+    wrong = [key for key in sorted(set(mine) | set(projection)) if not _same(projection.get(key), mine.get(key))]
+    recovery = as_dict(record.get("recovery"))
+    wrong += [f"recovery.{key}" for key in ("seconds", "gpu_count", "allocation_source")
+              if not (key == "seconds" and FEAS_5(ctx)) and not _same(recovery.get(key), expected["recovery"][key])]
     if wrong:  # the exchange's word for a projection it cannot trust: re-projection required (unknown)
         return [Issue("FEAS-12", UNKNOWN, f"projection {', '.join(wrong)} do not recompute from the measurements and "
                                           f"the budget (recomputed: {mine['wall_seconds']!r} s, fits {mine['fits']})")]
@@ -161,7 +160,7 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
 
 
 def _same(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(b, (str, list, dict)):
         return a == b
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 

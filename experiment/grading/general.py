@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import PurePath
+from typing import Any
 from experiment.grading import activation
 from experiment.grading.common import (
     applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
@@ -21,6 +23,7 @@ from experiment.report.validation import (
     DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
 
+EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
 MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
 REQUIRED_KINDS = REQUIRED_EVIDENCE_KINDS
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
@@ -188,7 +191,61 @@ def EVID_4(ctx: GradeContext) -> list[Issue]:
 def EVID_5(ctx: GradeContext) -> list[Issue]:
     per_arm = as_dict(as_dict(ctx.result.get("evidence")).get("per_arm_metrics"))
     missing = [arm for arm in as_list(ctx.result.get("completed_arms")) if arm not in per_arm]
-    return [Issue("EVID-5", UNVERIFIED, f"evidence.per_arm_metrics lacks {', '.join(map(str, missing))}")] if missing else []
+    issues = [Issue("EVID-5", UNVERIFIED, f"evidence.per_arm_metrics lacks {', '.join(map(str, missing))}")] if missing else []
+    metrics = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    differ = sorted(str(arm) for arm in per_arm if arm in metrics and per_arm[arm] != metrics[arm])
+    extra = sorted(str(arm) for arm in per_arm if arm not in metrics)
+    if differ or extra:
+        issues.append(Issue("EVID-5", INVALID, f"evidence.per_arm_metrics is not metrics.arms for "
+                                               f"{', '.join(differ + extra)}"))
+    return issues
+
+
+def EVID_9(ctx: GradeContext) -> list[Issue]:
+    """The retained execution plan (kind effective_config, execution-plan.json) is the plan of the
+    spec graded against (experiment.contract.plan.build_plan, serialised as the run keeps it)."""
+    if ctx.plan is None or EXECUTION_PLAN not in ctx.evidence.by_name:
+        return [Issue("EVID-9", UNVERIFIED, f"no {EXECUTION_PLAN} is retained")] if ctx.plan is not None and \
+            ctx.result.get("status") == "succeeded" else []
+    recorded = ctx.evidence.json(EXECUTION_PLAN)
+    if recorded is None:
+        return [Issue("EVID-9", UNVERIFIED, f"{EXECUTION_PLAN}: {ctx.evidence.why(EXECUTION_PLAN) or 'not JSON'}")]
+    if ctx.spec_source == "the given spec":
+        return []  # a spec object or dict has no file and no revision of its own: nothing to compare the plan with
+    if _located(recorded) != _located(json.loads(json.dumps(ctx.plan.to_dict(), default=str))):
+        return [Issue("EVID-9", INVALID, f"{EXECUTION_PLAN} is not the plan of the spec graded against")]
+    return []
+
+
+def _located(plan: Any) -> Any:
+    """The plan with its spec and revision paths cut to their file names (where a checkout lies is no
+    part of the plan)."""
+    if not isinstance(plan, dict):
+        return plan
+    plan = dict(plan)
+    if isinstance(plan.get("spec_path"), str):
+        plan["spec_path"] = PurePath(plan["spec_path"]).name
+    if isinstance(plan.get("spec_revision"), dict) and isinstance(plan["spec_revision"].get("path"), str):
+        plan["spec_revision"] = {**plan["spec_revision"], "path": PurePath(plan["spec_revision"]["path"]).name}
+    return plan
+
+
+def EVID_10(ctx: GradeContext) -> list[Issue]:
+    """The retained pipeline code (kind script, pipeline-code.json) is the code the code revision
+    names: every file's content hashes to its sha256, and the files and commit are code-revision.json's."""
+    code, revision = ctx.evidence.json(PIPELINE_CODE), ctx.evidence.json(CODE_REVISION)
+    if not isinstance(code, dict) or not isinstance(revision, dict):
+        return []
+    files = as_dict(code.get("files"))
+    listed = as_dict(revision.get("files_sha256"))
+    wrong = sorted(path for path, entry in files.items() if not isinstance(as_dict(entry).get("content"), str)
+                   or hashlib.sha256(entry["content"].encode("utf-8")).hexdigest() != entry.get("sha256")
+                   or listed.get(path) != entry.get("sha256"))
+    wrong += sorted(set(listed) - set(files))
+    if code.get("git_commit") != revision.get("git_commit"):
+        wrong.insert(0, "git_commit")
+    return [Issue("EVID-10", INVALID, f"{PIPELINE_CODE} is not the code {CODE_REVISION} names "
+                                      f"({', '.join(wrong[:4])}{' ...' if len(wrong) > 4 else ''})")] if wrong else []
 
 
 def EVID_6(ctx: GradeContext) -> list[Issue]:
@@ -279,7 +336,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
 
 
 CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_7, GEN_8, *activation.CHECKS,
-          EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, SEC_1]
+          EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, EVID_9, EVID_10, SEC_1]
 
 
 def general_issues(ctx: GradeContext) -> list[Issue]:

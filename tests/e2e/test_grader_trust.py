@@ -3,7 +3,7 @@
 
 - every tampering of tests/tampering.py leaves the grade green (a new finding: a category that
   passed fails, or a rule fires that did not);
-- hypothesis perturbs leaves of each record (tools/leaves.py): the grade leaves green unless the
+- hypothesis perturbs leaves of each record (tests/leaves.py): the grade leaves green unless the
   leaf is on docs/ungraded-fields.md;
 - every entry of that list still names a leaf of some record (no stale entries).
 
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from suite import GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli
 from tampering import CORPUS, tampered
-from tools import leaves as L
+import leaves as L
 
 SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
 

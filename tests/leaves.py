@@ -1,6 +1,6 @@
 """Every leaf of a RESULT, perturbed: does the grade leave green? (issue 28 item 6)
 
-    python -m tools.leaves RESULT.json [RESULT.json ...] [--json] [--show-missed]
+    python tests/leaves.py RESULT.json [RESULT.json ...] [--json] [--show-missed]
 
 A *leaf* is a value of the record (a number, a string, a bool, null), a key of an object or an item
 of a list, anywhere in RESULT, including inside the evidence files it carries inline (JSON and JSONL
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the repository
 UNGRADED_DOC = ROOT / "docs" / "ungraded-fields.md"
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 KINDS = ("change", "swap", "remove")
@@ -183,9 +183,7 @@ def changed(value: Any) -> Any:
         return 0
     if isinstance(value, list):
         return value + value[-1:] if value else [0]
-    if isinstance(value, dict):
-        return {**value, "tampered": True}
-    return value
+    return value  # an object: only removed (RESULT's objects are open: an added key is not a change)
 
 
 def pool(result: dict[str, Any]) -> dict[type, list[Any]]:
@@ -235,7 +233,8 @@ def perturbations(everything: list[Leaf], candidates: dict[type, list[Any]]) -> 
 
     def draw(leaf: Leaf) -> Any:
         kinds = [k for k in KINDS if not (k == "remove" and not leaf.path)
-                 and not (k == "swap" and not isinstance(leaf.value, (bool, int, float, str)))]
+                 and not (k == "swap" and not isinstance(leaf.value, (bool, int, float, str)))
+                 and not (k == "change" and isinstance(leaf.value, dict))]
         return st.sampled_from(kinds).flatmap(lambda kind: new_value(leaf, kind).map(lambda new: (leaf, kind, new)))
 
     return st.sampled_from(everything).flatmap(draw)
@@ -402,7 +401,8 @@ def scan(result: dict[str, Any], entries: list[Ungraded] | None = None,
     candidates = pool(result)
     for leaf in representatives(result):
         for kind in kinds:
-            if kind == "swap" and not isinstance(leaf.value, (bool, int, float, str)):
+            if (kind == "swap" and not isinstance(leaf.value, (bool, int, float, str))) or \
+                    (kind == "change" and isinstance(leaf.value, dict)):
                 continue
             new = swapped(leaf.value, candidates) if kind == "swap" else _MISSING
             tampered = perturb(result, leaf, kind, new)
@@ -414,7 +414,7 @@ def scan(result: dict[str, Any], entries: list[Ungraded] | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.leaves", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python tests/leaves.py", description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="result.json files that grade green")
     parser.add_argument("--show-missed", action="store_true", help="list every missed perturbation")
     parser.add_argument("--json", action="store_true")
