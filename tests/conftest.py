@@ -226,7 +226,7 @@ def _build_graded_record(kind: str):
             scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
                            "predictions_ref": ref})
             step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
-            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(3)]
+            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(run.steps or 3)]
             rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
                           "evaluator_id": eid},
                          {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
@@ -248,7 +248,7 @@ def _build_graded_record(kind: str):
                       reasoning="The best-LR gap misses its margin. Confidence is weak: one seed and no interval.")
         comparison_arms = [run.name for run in runs]
         path = spec.to_dict()["correctness_preflight"]["paths"][0]
-        fixed = keep("correctness-fixed-input.json", "script", json.dumps({"gradients": [[0.1, 0.2]]}))
+        fixed = keep("correctness-fixed-input.json", "metrics", json.dumps({"gradients": [[0.1, 0.2]]}))
         probes = [{"learning_rate": lr, "update_norm": 2.0 * lr} for lr in path["lr_scaling"]["learning_rates"]]
         errors = {key: {"max_abs_error": 1e-9, "reference_max_abs": 1e-4, "relative_l2_error": 1e-6,
                         "cosine_similarity": 0.999999999} for key in path["tolerances"]}
@@ -257,6 +257,8 @@ def _build_graded_record(kind: str):
             "baseline_revision": path["baseline_revision"], "reference_revision": path["reference_revision"],
             "implementation_revision": "sha256:" + "1" * 64, "precision": path["precision"],
             "normalization": "update = after - before", "errors": errors, "lr_scaling": probes}]}
+        # the probe's own record, as the correctness step retains it (CORR-11)
+        keep("correctness-preflight.json", "metrics", json.dumps(result["correctness_preflight"]["paths"][0]))
     result["completed_arms"] = list(result["metrics"]["arms"])
     result["evaluation"] = {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
                             "comparisons": [{"metric": metric, "arms": comparison_arms}]}

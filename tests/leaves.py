@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import fnmatch
 import hashlib
 import json
 import re
@@ -318,7 +317,15 @@ class Ungraded:
     reason: str
 
     def covers(self, pattern: str, kind: str) -> bool:
-        return kind in self.kinds and fnmatch.fnmatchcase(pattern, self.pattern)
+        return kind in self.kinds and matches(pattern, self.pattern)
+
+
+def matches(pattern: str, entry: str) -> bool:
+    """Whether a leaf's pattern is covered by a list entry: `[*]` is literal (a list index), any other
+    `*` matches any run of characters."""
+    regex = "".join(r"\[\*\]" if part == "[*]" else ".*" if part == "*" else re.escape(part)
+                    for part in re.split(r"(\[\*\]|\*)", entry))
+    return re.fullmatch(regex, pattern) is not None
 
 
 _ENTRY = re.compile(r"^- `(?P<pattern>[^`]+)`(?: \((?P<kinds>[a-z, ]+)\))?: (?P<reason>\S.*)$")

@@ -10,6 +10,9 @@ UNRESOLVED (a plan file may only add fields). Pins that come from a revision gra
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Any
 
 from experiment.contract.result_models import CorrectnessPath
@@ -191,7 +194,65 @@ def _is_fixed_input(ctx: GradeContext, name: Any, digest: str) -> bool:
         return False
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9]
+_FILE_HASH = re.compile(r"([\w./-]+\.py)\s+sha256:([0-9a-f]{64})|sha256:([0-9a-f]{64})\s+\(([\w./-]+\.py)\)")
+
+
+def CORR_10(ctx: GradeContext) -> list[Issue]:
+    """Every path names the implementation it tested, its precision and normalization, and a revision that names a pipeline file with
+    its sha256 (`path sha256:<hex>` or `sha256:<hex> (path)`) is that file of the code revision."""
+    issues = []
+    listed = as_dict(as_dict(ctx.evidence.json("code-revision.json")).get("files_sha256"))
+    for path_id, record in _record_paths(ctx).items():
+        for key in ("implementation_revision", "precision", "normalization"):  # the contract's record names all three
+            if not str(record.get(key) or "").strip():
+                issues.append(Issue("CORR-10", UNVERIFIED, f"path {path_id}: no {key} says what was compared"))
+        for key in ("implementation_revision", "baseline_revision", "reference_revision"):
+            for match in _FILE_HASH.finditer(str(record.get(key) or "")):
+                file, digest = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+                if file in listed and listed[file] != digest:
+                    issues.append(Issue("CORR-10", INVALID, f"path {path_id}: {key} names {file} with another sha256 "
+                                                            "than the code revision"))
+    return issues
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    if isinstance(b, dict):
+        return isinstance(a, dict) and set(a) == set(b) and all(_same_json(a[k], b[k]) for k in b)
+    if isinstance(b, list):  # probes are a set: their order is not measured
+        if not isinstance(a, list) or len(a) != len(b):
+            return False
+        a, b = (sorted(v, key=lambda x: json.dumps(x, sort_keys=True)) if all(isinstance(x, dict) for x in v) else v
+                for v in (a, b))
+        return all(_same_json(x, y) for x, y in zip(a, b))
+    if is_number(b) and not isinstance(b, bool):
+        return is_number(a) and not isinstance(a, bool) and math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
+    return a == b and type(a) is type(b)
+
+
+def CORR_11(ctx: GradeContext) -> list[Issue]:
+    """The path record is the probe's retained record (a JSON evidence file with the path's `id` and
+    `errors`): the grader cannot re-run the probe, so RESULT's measured errors, revisions and probes
+    must be the ones the probe wrote when it ran."""
+    retained = {}
+    for entry in ctx.evidence.entries:
+        value = ctx.evidence.json(entry.get("name")) if str(entry.get("name", "")).endswith(".json") else None
+        if isinstance(value, dict) and isinstance(value.get("errors"), dict) and value.get("id") is not None:
+            retained[str(value["id"])] = (str(entry["name"]), value)
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        if path_id not in retained:
+            issues.append(Issue("CORR-11", UNVERIFIED, f"path {path_id}: the probe's own record is not retained, so its "
+                                                       "measured errors cannot be checked"))
+            continue
+        name, value = retained[path_id]
+        differ = sorted(key for key in value if key != "id" and not _same_json(record.get(key), value[key]))
+        if differ:
+            issues.append(Issue("CORR-11", UNVERIFIED, f"path {path_id}: {', '.join(differ)} differ from the retained "
+                                                       f"{name}, so which the probe measured cannot be told"))
+    return issues
+
+
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_4, CORR_5, CORR_6, CORR_8, CORR_9, CORR_10, CORR_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -96,7 +96,8 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
             elif metric == "median_optim_step_seconds":
                 steps = _step_rows(ctx) if steps is None else steps
                 optim = [row["optim_seconds"] for row in steps if row.get("run") == run.name and is_number(row.get("optim_seconds"))]
-                value = statistics.median(optim) if optim else None
+                complete = run.steps is None or len(optim) == int(run.steps)  # every planned step logged, once
+                value = statistics.median(optim) if optim and complete else None
                 evaluator = evaluators[0] if evaluators else None
             else:
                 return None, f"metric {metric} is not recomputable from the retained evidence"
@@ -465,10 +466,35 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _run_metrics(ctx: GradeContext) -> list[Issue]:
+    """Each training run's recomputed value of each criterion metric is what RESULT.metrics.arms reports
+    for it (`arms[<run>]`, or `arms[<arm>].runs[<lr>]` for an arm of an LR grid)."""
+    rows, _ = _derived_rows(ctx)
+    arms = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    runs = {run.name: run for run in (ctx.plan.training_runs if ctx.plan is not None else [])}
+    wrong = []
+    for row in rows or []:
+        run = runs[row["arm"]]
+        reported = as_dict(arms.get(run.name))
+        if not reported:
+            by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
+            reported = as_dict(next((v for k, v in by_label.items() if close(_as_float(k), run.lr)), None))
+        if not close(reported.get(row["metric"]), row["value"]):
+            wrong.append(f"{run.name} {row['metric']}")
+    return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []
+
+
+def _as_float(text: Any) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
     """What RESULT.metrics.arms and a retained verdict record (an evidence file with `criteria` and
     `per_arm`) say about each arm's selected run, and the criteria's effects, are the recomputed ones."""
-    issues = []
+    issues = _run_metrics(ctx)
     sources = {"metrics.arms": as_dict(as_dict(ctx.result.get("metrics")).get("arms"))}
     criteria_sources = {}
     for entry in ctx.evidence.entries:

@@ -6,6 +6,7 @@ loss endpoints, `RESULT.loss_eval`.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -118,6 +119,16 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVAL-7", INVALID, f"{where} needs arm, metric and a finite value"))
         if isinstance(score.get("seed"), bool) or not isinstance(score.get("seed"), int):
             issues.append(Issue("EVAL-7", INVALID, f"{where} has no integer seed"))
+    if ctx.plan is not None:
+        names = {arm.name for arm in ctx.plan.arms} | {run.name for run in ctx.plan.training_runs} | {"base"}
+        strangers = sorted({str(s.get("arm")) for s in _scores(ctx) if s.get("arm") not in names})
+        if strangers:
+            issues.append(Issue("EVAL-7", INVALID, f"scores name arms the plan does not have (nor the base model): "
+                                                   f"{', '.join(strangers)}"))
+    keys = [(s.get("arm"), s.get("run"), s.get("metric"), s.get("seed"), s.get("evaluator_id")) for s in _scores(ctx)]
+    twice = sorted({str(key[1] or key[0]) for key in keys if keys.count(key) > 1})
+    if twice:
+        issues.append(Issue("EVAL-7", INVALID, f"scores listed twice: {', '.join(twice)}"))
     if ctx.result.get("evaluation") and not _scores(ctx) and ctx.trained:
         issues.append(Issue("EVAL-7", UNKNOWN, "arms were trained but the evaluation record has no scores"))
     return issues
@@ -149,6 +160,8 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
                                                    "metric or evaluator_id"))
         if any(row.get("evaluator_id") != score.get("evaluator_id") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another evaluator id than the score"))
+        if any("seed" in row and row["seed"] != score.get("seed") for row in rows):
+            issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another seed than the score"))
         ids = as_dict(as_dict(evaluators.get(score.get("evaluator_id"))).get("items")).get("ids")
         if isinstance(ids, list):
             seen = sorted(str(row.get("item_id")) for row in rows if row.get("metric", score.get("metric")) == score.get("metric"))
@@ -202,12 +215,18 @@ def EVAL_12(ctx: GradeContext) -> list[Issue]:
     if not (ctx.finished and ctx.result.get("verdict") is not None and _scores(ctx)):
         return []
     comparisons = [as_dict(c) for c in as_list(as_dict(ctx.result.get("evaluation")).get("comparisons"))]
-    issues = []
+    issues = [Issue("EVAL-12", INVALID, f"the comparison of {c.get('metric')} names an arm twice") for c in comparisons
+              if len(as_list(c.get("arms"))) != len({json.dumps(a) for a in as_list(c.get("arms"))})]
     for metric, arms in _weighted_arms(ctx).items():
         if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
             continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
         compared = {arm for c in comparisons if c.get("metric") == metric for arm in as_list(c.get("arms"))}
-        compared |= {run.arm for run in (ctx.plan.training_runs if ctx.plan is not None else []) if run.name in compared}
+        runs = ctx.plan.training_runs if ctx.plan is not None else []
+        whole = {run.arm for run in runs if run.name in compared} - {run.arm for run in runs if run.name not in compared}
+        if {run.arm for run in runs if run.name in compared} - whole:
+            issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} names some runs of an arm's LR grid, "
+                                                    "not all of them"))
+        compared |= whole
         left_out = [arm for arm in arms if arm not in compared]
         if left_out:
             issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} leaves out {', '.join(left_out)}, which "
@@ -256,8 +275,10 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
                 continue
             entry = as_dict(as_dict(entry.get("runs")).get(label))
         if not entry:
-            if ctx.plan is not None and arm in {a.name for a in ctx.plan.trained_arms}:
-                issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for {arm}"))
+            trained = ({a.name for a in ctx.plan.trained_arms} | {r.name for r in ctx.plan.training_runs}
+                       if ctx.plan is not None else set())
+            if arm in trained or run in trained:  # an untrained base may be scored without a loss_eval entry
+                issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for {run or arm}"))
             continue
         rows = ctx.evidence.jsonl(score.get("predictions_ref"))
         if rows is None:
@@ -272,6 +293,13 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
         if wrong:
             issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: loss_eval {', '.join(wrong)} do not recompute from "
                                                    "the retained predictions"))
+    aggregation = (ctx.plan.eval.get("aggregation") if ctx.plan is not None else None) or record.get("aggregation")
+    for score in _scores(ctx):  # a held-out NLL score (the base's too) is what its prediction rows give
+        rows = ctx.evidence.jsonl(score.get("predictions_ref"))
+        expected = _loss_summary(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
+        if expected is not None and not _same_number(score.get("value"), expected["value"]):
+            issues.append(Issue("LOSS-3", INVALID, f"score {score.get('run') or score.get('arm')}: {score.get('value')!r} is "
+                                                   f"not the {aggregation} of its predictions ({expected['value']!r})"))
     for arm, entry in arms.items():
         entry = as_dict(entry)
         selected = as_dict(as_dict(entry.get("runs")).get(entry.get("selected_run")))

@@ -158,7 +158,11 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
 def EVID_2(ctx: GradeContext) -> list[Issue]:
     bad = [entry.get("name") for entry in ctx.evidence.entries
            if isinstance(entry.get("content"), str) and ctx.evidence.state(entry.get("name"))[0] == "corrupt"]
-    return [Issue("EVID-2", UNVERIFIED, f"content does not match its sha256 or encoding: {', '.join(map(str, bad))}")] if bad else []
+    issues = [Issue("EVID-2", UNVERIFIED, f"content does not match its sha256 or encoding: {', '.join(map(str, bad))}")] if bad else []
+    unhashed = [str(entry.get("name")) for entry in ctx.evidence.entries if not entry.get("sha256")]
+    if unhashed:  # optional for the exchange; a reviewer cannot tell these bytes from edited ones
+        issues.append(Issue("EVID-2", UNVERIFIED, f"no sha256 for {', '.join(unhashed[:6])}: their bytes cannot be checked"))
+    return issues
 
 
 def EVID_3(ctx: GradeContext) -> list[Issue]:

@@ -152,8 +152,7 @@ def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[
     whether the record carries that revision, why not). A record that carries no revision is attested
     by its spec.json alone: it ran the exchange's spec as written (as a run of another pipeline does)."""
     def carried(kind: str, default: str) -> Any:
-        entry = next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") == default), None) or \
-            next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") != REHEARSAL_SPEC_NAME), None)
+        entry = next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") == default), None)
         return evidence.json(entry.get("name")) if entry else None
 
     raw, revision = carried("spec", "spec.json"), carried("spec_revision", "spec-revision.plan.json")

@@ -165,8 +165,8 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         if spec_wants is None or where in reported:
             continue
         requested = as_dict(check.get("requested"))
-        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and k in requested
-                 and not _same(requested[k], v)]
+        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate")
+                 and (k not in requested or not _same(requested[k], v))]
         if _family(requested.get("family")) != spec_wants["family"]:
             wrong.insert(0, "family")
         allowed = lrs or ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else None)

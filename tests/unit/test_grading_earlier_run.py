@@ -93,6 +93,7 @@ def earlier_run_record() -> dict:
                                               "description": "rollouts sampled once from the initial weights"},
             "baseline_revision": "tinker-cookbook main (the rl loop's group-mean advantage)",
             "reference_revision": "a float64 numpy reference written for this run",
+            "implementation_revision": "the run's GS1 advantage loop",
             "precision": "float64", "normalization": "advantages per rollout", "errors": errors}]},
         "feasibility": {"config": {"pilot": "2 steps per arm on the shared service, then the full run"},
                         "effective_config": effective, "primary_endpoint": spec["primary_endpoint"],
@@ -132,7 +133,8 @@ def test_its_restoration_is_unverified_for_each_arm():
 
 def test_its_correctness_is_unverified_although_every_check_passed():
     correctness = grade_record(earlier_run_record()).categories["correctness"]
-    assert {issue.rule for issue in correctness.issues} <= {"CORR-6", "CORR-8"}
+    assert {issue.status for issue in correctness.issues} == {"unverified"}
+    assert {issue.rule for issue in correctness.issues} <= {"CORR-6", "CORR-8", "CORR-11"}
     assert sum("UNRESOLVED" in issue.message for issue in correctness.issues) == 2  # baseline and reference
 
 
