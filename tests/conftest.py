@@ -191,8 +191,9 @@ def _build_graded_record(kind: str):
     if kind == "paired":
         correct = {"base": [0, 0, 1, 0, 0, 0], "rl_gsm8k": [1, 0, 1, 1, 0, 1], "rl_selfgen": [1, 1, 1, 1, 0, 1]}
         for arm, values in correct.items():
+            checkpoint = plan.base_model if arm == "base" else f"tinker://run/{arm}"
             rows = [{"item_id": item, "arm": arm, "prediction": str(v), "reference": "1", "metric": metric,
-                     "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": f"tinker://run/{arm}"}
+                     "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": checkpoint}
                     for item, v in zip(items, values)]
             ref = keep(f"predictions-{arm}.jsonl", "predictions", jsonl(rows))
             scores.append({"arm": arm, "metric": metric, "value": sum(values) / len(values), "evaluator_id": eid,
@@ -345,7 +346,8 @@ def _build_graded_record(kind: str):
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
     project(result["feasibility"])
-    result["evidence"] = {"version": 1, "files": files, "checkpoints": [],
+    checkpoints = [{"arm": arm, "step": 2, "uri": f"tinker://run/{arm}"} for arm in trained] if kind == "paired" else []
+    result["evidence"] = {"version": 1, "files": files, "checkpoints": checkpoints,
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]
     events += [{"event": "evidence_added", "name": f["name"], "kind": f["kind"], "sha256": f["sha256"]} for f in files]

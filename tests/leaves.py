@@ -21,7 +21,6 @@ functions.
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 import json
 import re
@@ -286,7 +285,7 @@ def perturb(result: dict[str, Any], leaf: Leaf, kind: str, new: Any = _MISSING) 
     """A perturbed deep copy of RESULT (None when the perturbation does not apply to this leaf)."""
     if kind == "remove" and not leaf.path:
         return None
-    tampered = copy.deepcopy(result)
+    tampered = json.loads(json.dumps(result))  # a JSON record: no value is shared between two places
     if leaf.file is None:
         target, path = tampered, leaf.path
     else:

@@ -90,6 +90,11 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
         absent = [k for k in ("generation", "filter") if not isinstance(measurements.get(k), dict)]
         if absent:
             return [Issue("FEAS-7", UNKNOWN, f"no {' and '.join(absent)} measurement for the generated tasks")]
+        counts = as_dict(as_dict(ctx.result.get("generation_audit")).get("counts"))
+        if counts and (generation.get("attempted"), generation.get("accepted")) != (counts.get("generated"),
+                                                                                    counts.get("accepted")):
+            return [Issue("FEAS-7", INVALID, "the measured yield (attempted, accepted) is not the generation audit's "
+                                             "counts (generated, accepted)")]
     return []
 
 

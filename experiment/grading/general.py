@@ -85,7 +85,17 @@ def GEN_5(ctx: GradeContext) -> list[Issue]:
     if ctx.plan is not None:
         arms |= {arm.name for arm in ctx.plan.arms}
     flat = [key for key in metrics if key != "arms" and any(key.startswith(f"{arm}_") for arm in arms)]
-    return [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+    issues = [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+    completed = as_list(ctx.result.get("completed_arms"))
+    if len({json.dumps(a) for a in completed}) != len(completed):
+        issues.append(Issue("GEN-5", INVALID, "completed_arms names an arm twice"))
+    if ctx.plan is not None and ctx.result.get("status") == "succeeded":
+        runs = ctx.plan.training_runs
+        missing = [arm.name for arm in ctx.plan.trained_arms if arm.name not in completed and not (
+            [r for r in runs if r.arm == arm.name] and all(r.name in completed for r in runs if r.arm == arm.name))]
+        if missing:
+            issues.append(Issue("GEN-5", INVALID, f"a succeeded run did not complete {', '.join(missing)}"))
+    return issues
 
 
 def GEN_6(ctx: GradeContext) -> list[Issue]:
@@ -125,6 +135,8 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
 def GEN_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     summary = ctx.result.get("summary")
+    if ctx.finished and not (isinstance(summary, str) and summary.strip()):
+        issues.append(Issue("GEN-8", INVALID, "a finished run has no summary"))
     if isinstance(summary, str) and len(_SENTENCE_END.findall(summary.strip())) > 2:
         issues.append(Issue("GEN-8", INVALID, "summary is longer than two sentences"))
     reasoning = ctx.result.get("reasoning")
@@ -148,6 +160,10 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVID-1", INVALID, f"{entry.get('name')}: source_url is not an HTTPS /attachments/ URL"))
         if not isinstance(entry.get("content"), str) and not url:
             partial.append(str(entry.get("name")))
+    status = evidence.get("status")
+    if status is not None and status != ("partial" if partial or evidence.get("partial") else "complete"):
+        issues.append(Issue("EVID-1", INVALID, f"evidence.status {short(status)} is not what its files are "
+                                               f"({'partial' if partial or evidence.get('partial') else 'complete'})"))
     if partial:
         issues.append(Issue("EVID-1", UNVERIFIED, f"{len(partial)} of {len(ctx.evidence.entries)} evidence files carry "
                                                   f"no inline content (partial): {', '.join(partial[:6])}"
@@ -254,10 +270,35 @@ def EVID_10(ctx: GradeContext) -> list[Issue]:
 
 def EVID_6(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for checkpoint in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints")):
+    checkpoints = as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))
+    for checkpoint in checkpoints:
         uri = as_dict(checkpoint).get("uri")
         if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
             issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(uri)} is not a tinker:// reference without a query"))
+    listed = [json.dumps(c, sort_keys=True) for c in checkpoints]
+    if len(set(listed)) != len(listed):
+        issues.append(Issue("EVID-6", INVALID, "evidence.checkpoints lists a checkpoint twice"))
+    uris = {as_dict(c).get("uri") for c in checkpoints}
+    for arm in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).values():
+        init = as_dict(as_dict(arm).get("initialization"))  # the shared initial state (the base scored from it)
+        uris |= {init.get("checkpoint_uri"), init.get("loaded_checkpoint_uri")}
+    arm_of = {as_dict(c).get("uri"): as_dict(c).get("arm") for c in checkpoints}
+    scored = set()  # every tinker:// checkpoint a prediction row was scored on is a listed checkpoint
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        for row in ctx.evidence.jsonl(as_dict(score).get("predictions_ref")) or []:
+            if isinstance(row.get("checkpoint"), str) and row["checkpoint"].startswith("tinker://"):
+                scored.add(row["checkpoint"])
+    missing = sorted(scored - uris)
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        score = as_dict(score)
+        owner = score.get("run") or score.get("arm")
+        for row in ctx.evidence.jsonl(score.get("predictions_ref")) or []:
+            if row.get("checkpoint") in arm_of and arm_of[row["checkpoint"]] != owner:
+                issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for "
+                                                       f"{short(arm_of[row['checkpoint']])}, but {owner} was scored on it"))
+                break
+    if missing:
+        issues.append(Issue("EVID-6", INVALID, f"scored checkpoint(s) not in evidence.checkpoints: {short(missing[0])}"))
     return issues
 
 

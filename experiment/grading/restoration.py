@@ -7,7 +7,10 @@ arms), normalised like the run normalises them (`adam` is `adamw`, `lr` is `lear
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
+
+import numpy as np
 
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
@@ -53,8 +56,24 @@ def _groups(ctx: GradeContext) -> list[list[str]]:
 
 
 def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
+    """arm -> its provenance entry, and for an arm of an LR grid each run's own entry as "<arm> run <lr>"
+    (each run is created and checked like an arm)."""
+    arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
             if isinstance(v, dict)}
+    runs = {f"{arm} run {label}": run for arm, entry in arms.items()
+            for label, run in as_dict(entry.get("runs")).items() if isinstance(run, dict)}
+    return {**arms, **runs}
+
+
+def _output_sha256(logprobs: list[Any]) -> str:
+    """experiment.rl.restoration.output_sha256 of retained logprobs: per datum its length (int64 LE),
+    then its values as float32 LE (rewritten here: the grader loads no training code)."""
+    digest = hashlib.sha256()
+    for values in logprobs:
+        array = np.asarray(values, dtype=np.float64).reshape(-1)
+        digest.update(np.int64(array.size).astype("<i8").tobytes())
+        digest.update(array.astype("<f4").tobytes())
+    return digest.hexdigest()
 
 
 def REST_1(ctx: GradeContext) -> list[Issue]:
@@ -86,6 +105,9 @@ def REST_2(ctx: GradeContext) -> list[Issue]:
                       and init.get("loaded_checkpoint_uri") == init.get("checkpoint_uri") and init.get("load_succeeded") is True)
         if not init.get("base_checkpoint"):
             issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization has no base_checkpoint"))
+        elif ctx.plan is not None and init.get("base_checkpoint") != ctx.plan.base_model:
+            issues.append(Issue("REST-2", INVALID, f"arm {arm}: base_checkpoint {short(init.get('base_checkpoint'))} is not "
+                                                   f"the spec's model {ctx.plan.base_model!r}"))
         if not (adapter or checkpoint):
             issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization is proven neither by a measured "
                                                       "adapter_sha256 nor by a loaded immutable full-initialization checkpoint"))
@@ -198,6 +220,15 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
                                                    f"requested {requested.get('family')!r}"))
             continue
         actual = as_dict(check.get("actual_config"))
+        response = _server_optimizer(ctx.evidence.json(check.get("evidence_ref")))
+        if response is None:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: {check.get('evidence_ref')} holds no server response "
+                                                      "with the optimizer"))
+        else:
+            differ = [k for k, v in actual.items() if k in response and not _same(response[k], v)]
+            if differ:
+                issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained "
+                                                       "server response says"))
         keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
         hidden = [k for k in keys if k not in actual]
         differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
@@ -207,6 +238,29 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
                                                       f"{', '.join(hidden)}, so the optimizer config stays unverified"))
     return issues
+
+
+def _server_optimizer(value: Any) -> dict[str, Any] | None:
+    """The optimizer config of the retained server response after creation (`get_info_after_creation`,
+    else `get_info`), else the first `optimizer_config` / `optimizer` the file holds."""
+    if isinstance(value, dict):
+        for key in ("get_info_after_creation", "get_info"):
+            found = _server_optimizer(value.get(key)) if isinstance(value.get(key), dict) else None
+            if found is not None:
+                return found
+        for key in ("optimizer_config", "optimizer"):
+            if isinstance(value.get(key), dict):
+                return value[key]
+        for inner in value.values():
+            found = _server_optimizer(inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for inner in value:
+            found = _server_optimizer(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -228,6 +282,16 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
         elif fixed_batch or not output.get("reason"):
             issues.append(Issue("REST-7", UNVERIFIED, f"arm {arm}: initial output not captured"
                                                       + (" although the spec requires a fixed batch" if fixed_batch else "")))
+        retained = as_dict(ctx.evidence.json(output.get("evidence_ref"))) if output.get("available") is True else {}
+        logprobs = retained.get("initial_output_logprobs")
+        if isinstance(logprobs, list):
+            try:
+                recomputed = _output_sha256(logprobs)
+            except (TypeError, ValueError):
+                recomputed = None
+            if recomputed != output.get("output_sha256"):
+                issues.append(Issue("REST-7", INVALID, f"arm {arm}: output_sha256 is not the hash of the logprobs "
+                                                       f"retained in {output.get('evidence_ref')}"))
     for group in _groups(ctx):
         for key in ("batch_sha256", "output_sha256"):
             values = {as_dict(arms[a].get("initial_output")).get(key) for a in group if a in arms} - {None}
