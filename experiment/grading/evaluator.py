@@ -160,6 +160,8 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
                                                    "metric or evaluator_id"))
         if any(row.get("evaluator_id") != score.get("evaluator_id") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another evaluator id than the score"))
+        if any("learning_rate" in row and row["learning_rate"] != score.get("learning_rate") for row in rows):
+            issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another learning rate than the score"))
         if any("run" in row and row["run"] != score.get("run") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another training run than the score"))
         if any("seed" in row and row["seed"] != score.get("seed") for row in rows):

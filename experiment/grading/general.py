@@ -103,6 +103,9 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     deviations = ctx.result.get("deviations")
     if not isinstance(deviations, list):
         return [Issue("GEN-6", INVALID, "deviations must be a list ([] when the spec runs as written)")]
+    listed = [json.dumps(d, sort_keys=True) for d in deviations]
+    if len(set(listed)) != len(listed):
+        issues.append(Issue("GEN-6", INVALID, "a deviation is listed twice"))
     for deviation in deviations:
         if not isinstance(deviation, dict) or deviation.get("field") not in DEVIATION_FIELDS:
             issues.append(Issue("GEN-6", INVALID, f"deviation {short(deviation)} has no valid field"))
@@ -303,8 +306,9 @@ def EVID_6(ctx: GradeContext) -> list[Issue]:
 
 
 def EVID_7(ctx: GradeContext) -> list[Issue]:
-    dup = sorted(set(ctx.evidence.duplicates))
-    return [Issue("EVID-7", INVALID, f"evidence names reused for other content: {', '.join(dup)}")] if dup else []
+    names = [entry.get("name") for entry in ctx.evidence.entries]
+    dup = sorted({str(name) for name in names if names.count(name) > 1})  # listed twice, same content or not
+    return [Issue("EVID-7", INVALID, f"evidence names listed more than once: {', '.join(dup)}")] if dup else []
 
 
 def EVID_8(ctx: GradeContext) -> list[Issue]:

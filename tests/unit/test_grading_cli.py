@@ -40,7 +40,7 @@ def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
     path.write_text(json.dumps(result))
     red = cli("flows.validate", str(path))
     assert red.returncode == 1
-    assert "feasibility: unknown" in red.stdout and "FEAS-2: re-projection required" in red.stdout
+    assert "feasibility: unknown" in red.stdout and "FEAS-2: Re-projection required: steps changed" in red.stdout
 
 
 def test_grading_against_a_given_spec(graded_record, tmp_path):
