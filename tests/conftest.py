@@ -191,8 +191,9 @@ def _build_graded_record(kind: str):
     if kind == "paired":
         correct = {"base": [0, 0, 1, 0, 0, 0], "rl_gsm8k": [1, 0, 1, 1, 0, 1], "rl_selfgen": [1, 1, 1, 1, 0, 1]}
         for arm, values in correct.items():
+            checkpoint = plan.base_model if arm == "base" else f"tinker://run/{arm}"
             rows = [{"item_id": item, "arm": arm, "prediction": str(v), "reference": "1", "metric": metric,
-                     "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": f"tinker://run/{arm}"}
+                     "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": checkpoint}
                     for item, v in zip(items, values)]
             ref = keep(f"predictions-{arm}.jsonl", "predictions", jsonl(rows))
             scores.append({"arm": arm, "metric": metric, "value": sum(values) / len(values), "evaluator_id": eid,
@@ -210,7 +211,7 @@ def _build_graded_record(kind: str):
         comparison_arms = list(correct)
     else:
         runs = plan.training_runs
-        rows_obs = []
+        rows_obs, step_rows = [], []
         for index, run in enumerate(runs):
             n_tokens = [10, 12, 8, 9, 11, 10]
             nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
@@ -226,11 +227,13 @@ def _build_graded_record(kind: str):
             scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
                            "predictions_ref": ref})
             step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
+            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(run.steps or 3)]
             rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
                           "evaluator_id": eid},
                          {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
                           "value": step_time, "evaluator_id": eid}]
             result["metrics"]["arms"][run.name] = {metric: value, "median_optim_step_seconds": step_time}
+        keep("sft-steps.jsonl", "metrics", jsonl(step_rows))
         rule = spec.to_dict().get("decision_rule") or spec.to_dict()["verdict_rule"]
         values = {}
         for row in rows_obs:
@@ -246,7 +249,7 @@ def _build_graded_record(kind: str):
                       reasoning="The best-LR gap misses its margin. Confidence is weak: one seed and no interval.")
         comparison_arms = [run.name for run in runs]
         path = spec.to_dict()["correctness_preflight"]["paths"][0]
-        fixed = keep("correctness-fixed-input.json", "script", json.dumps({"gradients": [[0.1, 0.2]]}))
+        fixed = keep("correctness-fixed-input.json", "metrics", json.dumps({"gradients": [[0.1, 0.2]]}))
         probes = [{"learning_rate": lr, "update_norm": 2.0 * lr} for lr in path["lr_scaling"]["learning_rates"]]
         errors = {key: {"max_abs_error": 1e-9, "reference_max_abs": 1e-4, "relative_l2_error": 1e-6,
                         "cosine_similarity": 0.999999999} for key in path["tolerances"]}
@@ -255,6 +258,8 @@ def _build_graded_record(kind: str):
             "baseline_revision": path["baseline_revision"], "reference_revision": path["reference_revision"],
             "implementation_revision": "sha256:" + "1" * 64, "precision": path["precision"],
             "normalization": "update = after - before", "errors": errors, "lr_scaling": probes}]}
+        # the probe's own record, as the correctness step retains it (CORR-11)
+        keep("correctness-preflight.json", "metrics", json.dumps(result["correctness_preflight"]["paths"][0]))
     result["completed_arms"] = list(result["metrics"]["arms"])
     result["evaluation"] = {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
                             "comparisons": [{"metric": metric, "arms": comparison_arms}]}
@@ -270,7 +275,8 @@ def _build_graded_record(kind: str):
             requested[arm["name"]] = {"family": "adamw" if arm["optimizer"] == "adam" else arm["optimizer"], **config}
     for arm in plan.trained_arms:
         if arm.name not in requested:
-            requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"]}
+            lr = next(run.lr for run in plan.training_runs if run.arm == arm.name)
+            requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"], "learning_rate": lr}
     provenance_arms = {}
     for arm in trained:
         ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"optimizer": requested[arm]}}))
@@ -311,6 +317,15 @@ def _build_graded_record(kind: str):
         "source": "timing pilot of this run", "measurements": {"setup": phase, "training": phase, "evaluation": phase},
         "generation": None, "recovery": {"seconds": 3.0, "gpu_count": 0, "allocation_source": "embedded backend"}}
 
+    def project(feasibility: dict) -> None:  # the projection the pilot makes (FEAS-12 recomputes it)
+        from experiment.stats.feasibility import PhaseTiming, feasibility_record
+
+        phases = {name: PhaseTiming(**entry) for name, entry in feasibility["measurements"].items()}
+        made = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="", budget=plan.budget,
+                                  setup=phases.pop("setup"), training=phases.pop("training"),
+                                  evaluation=phases.pop("evaluation"), extra_phases=phases)
+        feasibility.update(projection=made["projection"], recovery=made["recovery"])
+
     if kind == "paired":
         from experiment.selfgen import generation_audit as ga
 
@@ -335,6 +350,17 @@ def _build_graded_record(kind: str):
                                           "generator": {"name": generation["generator_model"]},
                                           "filter_base_model": {"name": plan.base_model},
                                           "trained_base_model": {"name": plan.base_model}})}
+        # the activation pilot: two rl_selfgen steps of 2 groups x 4 rollouts, one rl_gsm8k step (ACT-1, ACT-2)
+        pilot = [{"arm": "rl_selfgen", "step": step, "item_ids": ["gen-0", "gen-1"],
+                  "rewards": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0], "advantages": [0.5, -0.5] * 4,
+                  "executed_group_size": 4.0} for step in range(2)]
+        pilot.append({"arm": "rl_gsm8k", "step": 0, "item_ids": ["gsm-0"], "rewards": [0.0, 1.0, 0.0, 0.0],
+                      "advantages": [-0.25, 0.75, -0.25, -0.25], "executed_group_size": 4.0})
+        keep("activation-pilot-bwselfgen.jsonl", "metrics", jsonl([*pilot, {"heldout_mean_reward": {}}]))
+        result["activation_calibration"] = {"values": {
+            "treatment_fraction_batches_from_generated_set": 1.0, "baseline_fraction_batches_from_gsm8k_train": 1.0,
+            "selfgen_frac_groups_nonzero_reward_variance_pilot": 1.0, "selfgen_mean_train_reward_pilot": 0.5,
+            "generated_eval_exact_overlaps": 0.0}, "note": "all checks passed on the pilot"}
         result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
                                                "filter_samples_per_candidate": 1}
         result["feasibility"]["measurements"].update(generation=phase, filter=phase)
@@ -342,7 +368,9 @@ def _build_graded_record(kind: str):
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
-    result["evidence"] = {"version": 1, "files": files, "checkpoints": [],
+    project(result["feasibility"])
+    checkpoints = [{"arm": arm, "step": 2, "uri": f"tinker://run/{arm}"} for arm in trained] if kind == "paired" else []
+    result["evidence"] = {"version": 1, "files": files, "checkpoints": checkpoints,
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]
     events += [{"event": "evidence_added", "name": f["name"], "kind": f["kind"], "sha256": f["sha256"]} for f in files]

@@ -133,10 +133,21 @@ class GradeContext:
 Check = Callable[[GradeContext], list[Issue]]
 
 
+def applied(check: Check, ctx: GradeContext) -> list[Issue]:
+    """The check's issues; a record so malformed that the check cannot be applied (a list where an
+    object belongs, a missing key) is itself invalid, under the check's rule, never a traceback."""
+    try:
+        return check(ctx)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+        rule = check.__name__.replace("_", "-")
+        return [Issue(rule, INVALID, f"the record has an unexpected shape, so {rule} cannot be applied "
+                                     f"({type(err).__name__}: {short(str(err), 80)})")]
+
+
 def run_checks(name: str, checks: list[Check], ctx: GradeContext) -> CategoryGrade:
     issues: list[Issue] = []
     for check in checks:
-        issues.extend(check(ctx))
+        issues.extend(applied(check, ctx))
     return CategoryGrade(name, category_status(issues), issues)
 
 

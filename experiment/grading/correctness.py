@@ -4,30 +4,34 @@ Tolerances are the spec's (`correctness_preflight.paths[].tolerances`), applied 
 `experiment.stats.correctness.accepts`. Revisions must match pins in the spec or in its recorded
 revision: a spec revision (plan file) may add `correctness_pins = {"<path id>":
 {"baseline_revision": "...", "reference_revision": "..."}}` for a spec whose own revisions are
-UNRESOLVED (a plan file may only add fields). Pins that come from a revision are noted: the
-exchange grades against its own spec and will say unverified until that spec carries them.
+UNRESOLVED (a plan file may only add fields). Pins that come from a revision grade `unverified`
+(CORR-6): the exchange grades against its own spec and says unverified until that spec carries them.
 """
 
 from __future__ import annotations
 
 import io
+import json
+import math
+import re
 from typing import Any
 
 import numpy as np
 
 from experiment.contract.result_models import CorrectnessPath
+from experiment.contract.spec import canonical_sha256
 from experiment.stats.correctness import accepts, lr_scaling_errors
 from experiment.stats.update_tolerance import input_tolerances
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    is_number, model_issues, run_checks,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "correctness"
 PIN_FIELDS = ("correctness_pins", "correctness_revisions")
 ERROR_KEYS = ("max_abs_error", "reference_max_abs", "relative_l2_error", "cosine_similarity")
-EXCHANGE_NOTE = ("graded against the recorded spec revision's pins: the exchange grades against its own spec and will "
-                 "grade correctness unverified until that spec carries the pins")
+EXCHANGE_NOTE = ("its pins come from the recorded spec revision, not the exchange's spec: the exchange grades "
+                 "correctness unverified until its own spec carries them, and so does this grader")
 
 
 def _section(ctx: GradeContext) -> dict[str, Any]:
@@ -218,9 +222,12 @@ def CORR_5(ctx: GradeContext) -> list[Issue]:
 
 
 def CORR_6(ctx: GradeContext) -> list[Issue]:
+    """Reported revisions equal the pinned ones exactly (a pin inside other text is not the pin), and
+    pins the exchange's own spec does not carry (they come from the recorded revision) stay
+    unverified: the exchange grades against its own spec."""
     issues, recorded = [], _record_paths(ctx)
     for path_id in _spec_paths(ctx):
-        pins, _ = _pins(ctx, path_id)
+        pins, from_revision = _pins(ctx, path_id)
         record = as_dict(recorded.get(path_id))
         for key, pinned in pins.items():
             if _unresolved(pinned):
@@ -228,34 +235,110 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
                                                           "stays unverified until a spec revision pins it"))
             elif key == "baseline_revision" and _same_code(record):
                 continue  # the record names what ran, the same code on both sides: CORR-3 keeps it unverified
-            elif record and record.get(key) != pinned and str(pinned) not in str(record.get(key)):
-                issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: reported {key} does not match the pinned one"))
+            elif record and record.get(key) != pinned:
+                issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: reported {key} {short(record.get(key))} is "
+                                                          f"not the pinned {short(pinned)}"))
+        if from_revision:
+            issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: {EXCHANGE_NOTE}"))
     return issues
 
 
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
-    if any(check(ctx) for check in (CORR_2, CORR_3, CORR_4, CORR_4_on_input, CORR_6)):
+    blocking = [issue for check in (CORR_2, CORR_3, CORR_4, CORR_4_on_input, CORR_6) for issue in check(ctx)
+                if not issue.message.endswith(EXCHANGE_NOTE)]  # revision pins are pinned: the run may go ahead
+    if blocking:
         return [Issue("CORR-8", UNVERIFIED, "the full run went ahead while the correctness preflight was unresolved "
                                             "or not passed")]
     return []
 
 
 def CORR_9(ctx: GradeContext) -> list[Issue]:
+    """The fixed input is retained as its own evidence file: one whose bytes hash to the digest, or
+    whose JSON content's canonical hash is the digest (a digest merely mentioned in a file is not it)."""
     issues = []
     for path_id, record in _record_paths(ctx).items():
         digest = as_dict(record.get("fixed_input")).get("sha256")
         if not (isinstance(digest, str) and HEX64.match(digest)):
             issues.append(Issue("CORR-9", UNVERIFIED, f"path {path_id}: fixed_input.sha256 is not a 64-hex hash"))
-        elif not any(ctx.evidence.usable(entry.get("name")) and (
-                entry.get("sha256") == digest or digest.encode() in (ctx.evidence.bytes(entry.get("name")) or b""))
-                for entry in ctx.evidence.entries):
+        elif not any(_is_fixed_input(ctx, entry.get("name"), digest) for entry in ctx.evidence.entries):
             issues.append(Issue("CORR-9", UNVERIFIED, f"path {path_id}: the fixed input is not retained inline as evidence"))
     return issues
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_8, CORR_9]
+def _is_fixed_input(ctx: GradeContext, name: Any, digest: str) -> bool:
+    if not ctx.evidence.usable(name):
+        return False
+    if ctx.evidence.sha256(name) == digest:
+        return True
+    value = ctx.evidence.json(name)
+    try:
+        return value is not None and canonical_sha256(value) == digest
+    except (TypeError, ValueError):
+        return False
+
+
+_FILE_HASH = re.compile(r"([\w./-]+\.py)\s+sha256:([0-9a-f]{64})|sha256:([0-9a-f]{64})\s+\(([\w./-]+\.py)\)")
+
+
+def CORR_10(ctx: GradeContext) -> list[Issue]:
+    """Every path names the implementation it tested, its precision and normalization, and a revision that names a pipeline file with
+    its sha256 (`path sha256:<hex>` or `sha256:<hex> (path)`) is that file of the code revision."""
+    issues = []
+    listed = as_dict(as_dict(ctx.evidence.json("code-revision.json")).get("files_sha256"))
+    for path_id, record in _record_paths(ctx).items():
+        for key in ("implementation_revision", "precision", "normalization"):  # the contract's record names all three
+            if not str(record.get(key) or "").strip():
+                issues.append(Issue("CORR-10", UNVERIFIED, f"path {path_id}: no {key} says what was compared"))
+        for key in ("implementation_revision", "baseline_revision", "reference_revision"):
+            for match in _FILE_HASH.finditer(str(record.get(key) or "")):
+                file, digest = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+                if file in listed and listed[file] != digest:
+                    issues.append(Issue("CORR-10", INVALID, f"path {path_id}: {key} names {file} with another sha256 "
+                                                            "than the code revision"))
+    return issues
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    if isinstance(b, dict):
+        return isinstance(a, dict) and set(a) == set(b) and all(_same_json(a[k], b[k]) for k in b)
+    if isinstance(b, list):  # probes are a set: their order is not measured
+        if not isinstance(a, list) or len(a) != len(b):
+            return False
+        a, b = (sorted(v, key=lambda x: json.dumps(x, sort_keys=True)) if all(isinstance(x, dict) for x in v) else v
+                for v in (a, b))
+        return all(_same_json(x, y) for x, y in zip(a, b))
+    if is_number(b) and not isinstance(b, bool):
+        return is_number(a) and not isinstance(a, bool) and math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
+    return a == b and type(a) is type(b)
+
+
+def CORR_11(ctx: GradeContext) -> list[Issue]:
+    """The path record is the probe's retained record (a JSON evidence file with the path's `id` and
+    `errors`): the grader cannot re-run the probe, so RESULT's measured errors, revisions and probes
+    must be the ones the probe wrote when it ran."""
+    retained = {}
+    for entry in ctx.evidence.entries:
+        value = ctx.evidence.json(entry.get("name")) if str(entry.get("name", "")).endswith(".json") else None
+        if isinstance(value, dict) and isinstance(value.get("errors"), dict) and value.get("id") is not None:
+            retained[str(value["id"])] = (str(entry["name"]), value)
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        if path_id not in retained:
+            issues.append(Issue("CORR-11", UNVERIFIED, f"path {path_id}: the probe's own record is not retained, so its "
+                                                       "measured errors cannot be checked"))
+            continue
+        name, value = retained[path_id]
+        differ = sorted(key for key in value if key != "id" and not _same_json(record.get(key), value[key]))
+        if differ:
+            issues.append(Issue("CORR-11", UNVERIFIED, f"path {path_id}: {', '.join(differ)} differ from the retained "
+                                                       f"{name}, so which the probe measured cannot be told"))
+    return issues
+
+
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_8, CORR_9, CORR_10,
+          CORR_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
@@ -272,7 +355,4 @@ def grade(ctx: GradeContext) -> CategoryGrade:
         return CategoryGrade(NAME, UNKNOWN, [Issue("CORR-1", UNKNOWN, ctx.gate_reason("correctness_preflight"))])
     if not record and not ctx.trained and ctx.result.get("status") == "running":
         return CategoryGrade(NAME, UNKNOWN, [Issue("CORR-1", UNKNOWN, "no correctness record yet")])
-    grade_ = run_checks(NAME, CHECKS, ctx)
-    if any(_pins(ctx, path_id)[1] for path_id in _spec_paths(ctx)):
-        grade_.notes.append(EXCHANGE_NOTE)
-    return grade_
+    return run_checks(NAME, CHECKS, ctx)

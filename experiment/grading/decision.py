@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import statistics
 from typing import Any
 
 from experiment.stats import decision as d
 from experiment.contract.result_models import Decision
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    model_issues, run_checks, short,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "decision"
@@ -44,31 +46,74 @@ def _from_revision(ctx: GradeContext) -> bool:
     return "decision_rule" in ctx.revision_fields or (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
 
 
-def _derived_rows(ctx: GradeContext) -> list[dict[str, Any]] | None:
-    """best_lr_threshold without a decision object: one value per training run and criterion
-    metric, read from the retained records (loss_eval for NLL metrics, metrics.arms otherwise)."""
-    if ctx.plan is None:
+def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
+    """Held-out NLL of one run from its per-example prediction rows (experiment.sft.loss_eval's
+    definitions: token_mean = sum NLL / tokens; example_mean = mean of per-example means)."""
+    totals = [as_dict(row.get("prediction")) for row in rows]
+    if not totals or not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals):
         return None
-    loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
-    per_run = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    counted = [t for t in totals if t["n_tokens"] > 0]
+    if not counted:
+        return None
+    if aggregation == "example_mean":
+        return math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted)
+    return math.fsum(t["nll_sum"] for t in counted) / sum(t["n_tokens"] for t in counted)
+
+
+def _step_rows(ctx: GradeContext) -> list[dict[str, Any]]:
+    """Per-step training log rows retained inline (rows naming a `run` and its `optim_seconds`)."""
+    rows: list[dict[str, Any]] = []
+    for entry in ctx.evidence.by_kind("metrics"):
+        name = entry.get("name")
+        if isinstance(name, str) and name.endswith(".jsonl"):
+            rows += [row for row in ctx.evidence.jsonl(name) or [] if "optim_seconds" in row and "run" in row]
+    return rows
+
+
+def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
+    """best_lr_threshold without a decision object: one value per training run and criterion metric,
+    recomputed from the retained evidence, never read from RESULT's summaries: held-out NLL from the
+    run's per-example prediction rows (in the spec's aggregation), the median optimizer step from
+    the retained per-step log. (None, why) when a value cannot be recomputed."""
+    if ctx.plan is None:
+        return None, "no plan"
+    aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
+    scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
     evaluators = list(as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators")))
+    steps = None
     rows = []
     for run in ctx.plan.training_runs:
-        for metric in {c.get("metric") for c in _rule(ctx).get("criteria") or []}:
-            value = as_dict(loss.get(run.name)).get("value") if "nll" in str(metric) else None
-            value = value if value is not None else as_dict(per_run.get(run.name)).get(metric)
-            if value is not None:
-                rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": 0, "metric": metric,
-                             "value": value, "evaluator_id": evaluators[0] if evaluators else None})
-    return rows
+        for metric in sorted({str(c.get("metric")) for c in _rule(ctx).get("criteria") or []}):
+            if "nll" in metric:
+                score = next((s for s in scores if s.get("run") == run.name or s.get("arm") == run.name), None)
+                if score is None:
+                    return None, f"no score of run {run.name}"
+                predictions = ctx.evidence.jsonl(score.get("predictions_ref"))
+                if predictions is None:
+                    return None, f"run {run.name}: {ctx.evidence.why(score.get('predictions_ref')) or 'no JSONL predictions'}"
+                value = _nll_from_predictions(predictions, aggregation)
+                evaluator = score.get("evaluator_id")
+            elif metric == "median_optim_step_seconds":
+                steps = _step_rows(ctx) if steps is None else steps
+                optim = [row["optim_seconds"] for row in steps if row.get("run") == run.name and is_number(row.get("optim_seconds"))]
+                complete = run.steps is None or len(optim) == int(run.steps)  # every planned step logged, once
+                value = statistics.median(optim) if optim and complete else None
+                evaluator = evaluators[0] if evaluators else None
+            else:
+                return None, f"metric {metric} is not recomputable from the retained evidence"
+            if value is None:
+                return None, f"run {run.name}: {metric} does not recompute from the retained evidence"
+            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": 0, "metric": metric,
+                         "value": value, "evaluator_id": evaluator})
+    return rows, ""
 
 
 def _rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
     """The observation rows the record carries, or None with the reason they cannot be read."""
     record = _record(ctx)
     if not record and _rule(ctx).get("method") == "best_lr_threshold":
-        derived = _derived_rows(ctx)
-        return (derived, "") if derived else (None, "no per-run values in loss_eval or metrics.arms")
+        derived, why = _derived_rows(ctx)
+        return (derived, "") if derived else (None, why or "no training runs to recompute")
     if isinstance(record.get("observations"), list):
         return record["observations"], ""
     ref = as_dict(record.get("observations_file"))
@@ -222,12 +267,7 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("DEC-7", INVALID, f"observations name evaluator(s) the evaluation record lacks: "
                                               f"{', '.join(i[:12] for i in unknown)}"))
     if _rule(ctx).get("method") == "best_lr_threshold":
-        loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
-        for o in observations:
-            if "nll" in o.metric and o.arm in loss and not close(loss[o.arm].get("value"), o.value):
-                issues.append(Issue("DEC-7", INVALID, f"observation {o.arm}/{o.metric} {o.value!r} differs from "
-                                                      f"loss_eval {loss[o.arm].get('value')!r}"))
-        return issues + _loss_from_predictions(ctx)
+        return issues  # its values are recomputed from the predictions themselves (_derived_rows; LOSS-3)
     # each observation equals the retained prediction row's value (failures scored 0)
     predicted: dict[tuple[str, str, int, str], float] = {}
     readable = True
@@ -258,28 +298,6 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def _loss_from_predictions(ctx: GradeContext) -> list[Issue]:
-    """Each run's held-out NLL totals recomputed from its retained per-item prediction rows."""
-    issues = []
-    loss = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
-    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
-        score = as_dict(score)
-        entry = as_dict(loss.get(score.get("arm")))
-        rows = ctx.evidence.jsonl(score.get("predictions_ref"))
-        if not entry or rows is None:
-            if entry and not ctx.evidence.usable(score.get("predictions_ref")):
-                issues.append(Issue("DEC-7", UNVERIFIED, f"{score.get('arm')}: the predictions behind its held-out "
-                                                         "NLL are not inline"))
-            continue
-        totals = [as_dict(row.get("prediction")) for row in rows]
-        nll_sum = sum(float(t.get("nll_sum", 0.0)) for t in totals)
-        n_tokens = sum(int(t.get("n_tokens", 0)) for t in totals)
-        if not (close(entry.get("nll_sum"), nll_sum, 1e-6) and entry.get("n_tokens") == n_tokens):
-            issues.append(Issue("DEC-7", INVALID, f"{score.get('arm')}: loss_eval totals do not recompute from the "
-                                                  "retained predictions"))
-    return issues
-
-
 def DEC_8(ctx: GradeContext) -> list[Issue]:
     if _observations(ctx) is None or DEC_6(ctx):
         return []
@@ -306,8 +324,11 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
             if flag in mine and flag in criterion and mine[flag] != criterion[flag]:
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
                                                       f"not the recomputed {criterion[flag]!r}"))
+    if _record(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:
+        issues += _whole_record(ctx, recomputed)
     if ctx.plan is not None and ctx.plan.vocabulary == "direction_confidence" and recomputed["criteria"]:
         primary = recomputed["criteria"][0]
+        issues += _direction_fields(ctx, recomputed)
         if "effect" in ctx.result and not close(ctx.result.get("effect"), primary["effect"]):
             issues.append(Issue("DEC-8", INVALID, f"RESULT.effect {ctx.result.get('effect')!r} is not the recomputed "
                                                   f"{primary['effect']!r}"))
@@ -318,6 +339,57 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
         if "lower" in primary and ci is not None and not (
                 isinstance(ci, list) and len(ci) == 2 and close(ci[0], primary["lower"]) and close(ci[1], primary["upper"])):
             issues.append(Issue("DEC-8", INVALID, f"RESULT.ci {short(ci)} is not the recomputed interval"))
+    return issues
+
+
+def _first_difference(recorded: Any, expected: Any, where: str) -> str | None:
+    """The first path where two JSON values differ (numbers within FLOAT_TOL), else None."""
+    if isinstance(expected, dict):
+        if not isinstance(recorded, dict) or set(recorded) != set(expected):
+            return where
+        return next((d for key in sorted(expected) if (d := _first_difference(recorded[key], expected[key],
+                                                                               f"{where}.{key}"))), None)
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(recorded, list) or len(recorded) != len(expected):
+            return where
+        return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
+                    None)
+    if is_number(expected) and not isinstance(expected, bool):
+        return None if close(recorded, expected) and not isinstance(recorded, bool) else where
+    return None if recorded == expected and type(recorded) is type(expected) else where
+
+
+def _whole_record(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
+    """Every field of the decision object is the recomputed one (experiment.stats.decision.decision_record
+    of the recomputed summary): method, alpha, adjustment, role mapping, seeds, and per criterion its
+    weights, bounds, n, range, half-width, interval, means and status."""
+    ref = as_dict(_record(ctx).get("observations_file"))
+    try:
+        expected = d.decision_record(recomputed, str(ref.get("name")), str(ref.get("sha256")))
+    except d.DecisionError:
+        return []  # DEC-2 says what is wrong with the reference
+    expected = json.loads(json.dumps(expected))
+    where = _first_difference(_record(ctx), expected, "decision")
+    return [Issue("DEC-8", INVALID, f"{where} is not what the recomputation gives")] if where else []
+
+
+def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
+    """A direction verdict carries effect, margin and seeds, each what the recomputation and the
+    spec give; the best-LR rule has no interval, so it reports none."""
+    if ctx.result.get("verdict") is None:
+        return []
+    issues = [Issue("DEC-8", INVALID, f"a {ctx.result.get('verdict')} verdict without RESULT.{key}")
+              for key in ("effect", "margin", "seeds") if ctx.result.get(key) is None]
+    seeds = ctx.result.get("seeds")
+    scheduled = len(_rule(ctx).get("seeds") or [0])
+    if seeds is not None and (isinstance(seeds, bool) or seeds != scheduled):
+        issues.append(Issue("DEC-8", INVALID, f"RESULT.seeds {short(seeds)} is not the {scheduled} seed(s) the rule "
+                                              "schedules and the observations hold"))
+    best_lr = recomputed.get("method") == "best_lr_threshold"
+    if best_lr and ctx.result.get("ci") is not None:
+        issues.append(Issue("DEC-8", INVALID, "RESULT.ci is reported although the best-LR rule computes no interval"))
+    if not best_lr and "lower" in recomputed["criteria"][0] and ctx.result.get("ci") is None:
+        issues.append(Issue("DEC-8", INVALID, "RESULT.ci is missing although the recomputed decision has an interval"))
     return issues
 
 
@@ -389,6 +461,7 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
     if bool(ctx.result.get("grid_edge")) != recomputed["grid_edge"]:
         issues.append(Issue("DEC-12", INVALID, f"grid_edge {ctx.result.get('grid_edge')!r} is not the recomputed "
                                                f"{recomputed['grid_edge']!r}"))
+    issues += _selection_summaries(ctx, recomputed)
     recorded = as_dict(as_dict(_record(ctx).get("selection")).get("per_arm"))
     for arm, entry in recomputed["per_arm"].items():
         if arm in recorded and not close(as_dict(recorded[arm]).get("selected_lr"), entry["selected_lr"]):
@@ -396,6 +469,63 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
                                                    f"is not the recomputed {entry['selected_lr']!r}"))
     if recomputed["grid_edge"] and ctx.result.get("confidence") == "strong":
         issues.append(Issue("DEC-12", INVALID, "a grid-edge LR was selected but confidence is strong"))
+    return issues
+
+
+def _run_metrics(ctx: GradeContext) -> list[Issue]:
+    """Each training run's recomputed value of each criterion metric is what RESULT.metrics.arms reports
+    for it (`arms[<run>]`, or `arms[<arm>].runs[<lr>]` for an arm of an LR grid)."""
+    rows, _ = _derived_rows(ctx)
+    arms = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    runs = {run.name: run for run in (ctx.plan.training_runs if ctx.plan is not None else [])}
+    wrong = []
+    for row in rows or []:
+        run = runs[row["arm"]]
+        reported = as_dict(arms.get(run.name))
+        if not reported:
+            by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
+            reported = as_dict(next((v for k, v in by_label.items() if close(_as_float(k), run.lr)), None))
+        if not close(reported.get(row["metric"]), row["value"]):
+            wrong.append(f"{run.name} {row['metric']}")
+    return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []
+
+
+def _as_float(text: Any) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
+    """What RESULT.metrics.arms and a retained verdict record (an evidence file with `criteria` and
+    `per_arm`) say about each arm's selected run, and the criteria's effects, are the recomputed ones."""
+    issues = _run_metrics(ctx)
+    sources = {"metrics.arms": as_dict(as_dict(ctx.result.get("metrics")).get("arms"))}
+    criteria_sources = {}
+    for entry in ctx.evidence.entries:
+        value = ctx.evidence.json(entry.get("name")) if str(entry.get("name", "")).endswith(".json") else None
+        if isinstance(value, dict) and isinstance(value.get("per_arm"), dict) and isinstance(value.get("criteria"), list):
+            sources[str(entry["name"])] = value["per_arm"]
+            criteria_sources[str(entry["name"])] = value["criteria"]
+    for where, per_arm in sources.items():
+        for arm, mine in recomputed["per_arm"].items():
+            recorded = as_dict(per_arm.get(arm))
+            expected = {"selected_run": mine["selected_run"], "selected_lr": mine["selected_lr"],
+                        "grid_edge": mine["grid_edge"], **mine["values"]}
+            wrong = [key for key, value in expected.items() if key in recorded and not (
+                close(recorded[key], value) if is_number(value) and not isinstance(value, bool) else recorded[key] == value)]
+            if where != "metrics.arms" and not recorded:
+                wrong = ["the arm"]
+            if wrong:
+                issues.append(Issue("DEC-12", INVALID, f"{where} {arm}: {', '.join(wrong)} not the recomputed selection"))
+    for where, criteria in criteria_sources.items():
+        recorded = {as_dict(c).get("id"): as_dict(c) for c in criteria}
+        for criterion in recomputed["criteria"]:
+            mine = recorded.get(criterion["id"], {})
+            if not (close(mine.get("effect"), criterion["effect"]) and close(mine.get("margin"), criterion["margin"])
+                    and mine.get("met") == criterion["met"] and mine.get("metric") == criterion["metric"]):
+                issues.append(Issue("DEC-12", INVALID, f"{where}: criterion {criterion['id']} is not the recomputed one"))
     return issues
 
 
@@ -444,8 +574,8 @@ CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10,
 
 
 REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the exchange's own spec has none, so the "
-                 "exchange grades decision not applicable; the revision's method is recomputed here from loss_eval "
-                 "and metrics")
+                 "exchange grades decision not applicable; the revision's method is recomputed here from the retained "
+                 "predictions and per-step log, and any disagreement with RESULT grades invalid")
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
@@ -467,7 +597,9 @@ def grade(ctx: GradeContext) -> CategoryGrade:
                                   "RESULT carries no decision object; its verdict follows the contract's rule")])
         if ctx.result.get("verdict") is None:
             return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no verdict (the comparison was not decided)")])
-        grade_ = run_checks(NAME, [DEC_6, DEC_7, DEC_8, DEC_9, DEC_12, DEC_14, ADAPT_1], ctx)
+        grade_ = run_checks(NAME, [DEC_3, DEC_6, DEC_7, DEC_8, DEC_9, DEC_12, DEC_14, ADAPT_1], ctx)
+        if not grade_.issues:  # what the exchange grades (and --plan predicts): no decision_rule of its own
+            grade_.status = NOT_APPLICABLE
         grade_.notes.append(REVISION_NOTE)
         return grade_
     missing = DEC_1(ctx)

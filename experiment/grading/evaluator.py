@@ -6,6 +6,8 @@ loss endpoints, `RESULT.loss_eval`.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from experiment.sft import loss_eval as loss_rules
@@ -117,6 +119,16 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVAL-7", INVALID, f"{where} needs arm, metric and a finite value"))
         if isinstance(score.get("seed"), bool) or not isinstance(score.get("seed"), int):
             issues.append(Issue("EVAL-7", INVALID, f"{where} has no integer seed"))
+    if ctx.plan is not None:
+        names = {arm.name for arm in ctx.plan.arms} | {run.name for run in ctx.plan.training_runs} | {"base"}
+        strangers = sorted({str(s.get("arm")) for s in _scores(ctx) if s.get("arm") not in names})
+        if strangers:
+            issues.append(Issue("EVAL-7", INVALID, f"scores name arms the plan does not have (nor the base model): "
+                                                   f"{', '.join(strangers)}"))
+    keys = [(s.get("arm"), s.get("run"), s.get("metric"), s.get("seed"), s.get("evaluator_id")) for s in _scores(ctx)]
+    twice = sorted({str(key[1] or key[0]) for key in keys if keys.count(key) > 1})
+    if twice:
+        issues.append(Issue("EVAL-7", INVALID, f"scores listed twice: {', '.join(twice)}"))
     if ctx.result.get("evaluation") and not _scores(ctx) and ctx.trained:
         issues.append(Issue("EVAL-7", UNKNOWN, "arms were trained but the evaluation record has no scores"))
     return issues
@@ -148,6 +160,12 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
                                                    "metric or evaluator_id"))
         if any(row.get("evaluator_id") != score.get("evaluator_id") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another evaluator id than the score"))
+        if any("learning_rate" in row and row["learning_rate"] != score.get("learning_rate") for row in rows):
+            issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another learning rate than the score"))
+        if any("run" in row and row["run"] != score.get("run") for row in rows):
+            issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another training run than the score"))
+        if any("seed" in row and row["seed"] != score.get("seed") for row in rows):
+            issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another seed than the score"))
         ids = as_dict(as_dict(evaluators.get(score.get("evaluator_id"))).get("items")).get("ids")
         if isinstance(ids, list):
             seen = sorted(str(row.get("item_id")) for row in rows if row.get("metric", score.get("metric")) == score.get("metric"))
@@ -179,6 +197,47 @@ def EVAL_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _weighted_arms(ctx: GradeContext) -> dict[str, list[str]]:
+    """metric -> every arm some criterion of the spec's rule weights (roles mapped to arms; the base too)."""
+    spec = ctx.spec or {}
+    rule = as_dict(spec.get("decision_rule") or spec.get("verdict_rule"))
+    roles = {role: entry["arm"] for role, entry in (ctx.plan.role_to_arm if ctx.plan is not None else {}).items()}
+    arms: dict[str, list[str]] = {}
+    for criterion in as_list(rule.get("criteria")):
+        criterion = as_dict(criterion)
+        for key in as_dict(criterion.get("weights")):
+            arm = roles.get(key, key)
+            arms.setdefault(str(criterion.get("metric")), [])
+            if arm not in arms[str(criterion.get("metric"))]:
+                arms[str(criterion.get("metric"))].append(arm)
+    return arms
+
+
+def EVAL_12(ctx: GradeContext) -> list[Issue]:
+    """Each criterion's metric has a comparison naming every arm the criterion weights (the base
+    model too), and each of them is scored under the comparison's evaluator."""
+    if not (ctx.finished and ctx.result.get("verdict") is not None and _scores(ctx)):
+        return []
+    comparisons = [as_dict(c) for c in as_list(as_dict(ctx.result.get("evaluation")).get("comparisons"))]
+    issues = [Issue("EVAL-12", INVALID, f"the comparison of {c.get('metric')} names an arm twice") for c in comparisons
+              if len(as_list(c.get("arms"))) != len({json.dumps(a) for a in as_list(c.get("arms"))})]
+    for metric, arms in _weighted_arms(ctx).items():
+        if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
+            continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
+        compared = {arm for c in comparisons if c.get("metric") == metric for arm in as_list(c.get("arms"))}
+        runs = ctx.plan.training_runs if ctx.plan is not None else []
+        whole = {run.arm for run in runs if run.name in compared} - {run.arm for run in runs if run.name not in compared}
+        if {run.arm for run in runs if run.name in compared} - whole:
+            issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} names some runs of an arm's LR grid, "
+                                                    "not all of them"))
+        compared |= whole
+        left_out = [arm for arm in arms if arm not in compared]
+        if left_out:
+            issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} leaves out {', '.join(left_out)}, which "
+                                                    "a criterion weights"))
+    return issues
+
+
 def _loss_applies(ctx: GradeContext) -> bool:
     if ctx.plan is None:
         return ctx.result.get("loss_eval") is not None
@@ -200,7 +259,96 @@ def LOSS_2(ctx: GradeContext) -> list[Issue]:
     return [Issue("LOSS-2", INVALID, problem) for problem in loss_rules.check(record)]
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_10, LOSS_1, LOSS_2]
+def LOSS_3(ctx: GradeContext) -> list[Issue]:
+    """loss_eval is what the retained per-example prediction rows give: every run's entry (an arm
+    of an LR grid keeps its runs under `runs`, its own entry is its selected run's) recomputed."""
+    record = ctx.result.get("loss_eval")
+    if not isinstance(record, dict) or not record:
+        return []
+    arms = as_dict(record.get("arms"))
+    issues = []
+    for score in _scores(ctx):
+        arm, run = score.get("arm"), score.get("run")
+        entry = as_dict(arms.get(arm))
+        if run is not None and entry:
+            label = next((key for key, value in as_dict(entry.get("runs")).items()
+                          if f"{arm}@lr={key}" == run or (is_number(score.get("learning_rate"))
+                                                           and _same_number(key, score["learning_rate"]))), None)
+            if label is None:
+                issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for run {run}"))
+                continue
+            entry = as_dict(as_dict(entry.get("runs")).get(label))
+        if not entry:
+            trained = ({a.name for a in ctx.plan.trained_arms} | {r.name for r in ctx.plan.training_runs}
+                       if ctx.plan is not None else set())
+            if arm in trained or run in trained:  # an untrained base may be scored without a loss_eval entry
+                issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for {run or arm}"))
+            continue
+        rows = ctx.evidence.jsonl(score.get("predictions_ref"))
+        if rows is None:
+            issues.append(Issue("LOSS-3", UNVERIFIED, f"{run or arm}: the predictions behind its held-out NLL cannot be "
+                                                      f"read ({ctx.evidence.why(score.get('predictions_ref')) or 'not JSONL'})"))
+            continue
+        expected = _loss_summary(rows, str(entry.get("aggregation")))
+        if expected is None:
+            issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: prediction rows carry no per-example nll_sum and n_tokens"))
+            continue
+        wrong = [key for key, value in expected.items() if not _same_number(entry.get(key), value)]
+        if wrong:
+            issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: loss_eval {', '.join(wrong)} do not recompute from "
+                                                   "the retained predictions"))
+    aggregation = (ctx.plan.eval.get("aggregation") if ctx.plan is not None else None) or record.get("aggregation")
+    for score in _scores(ctx):  # a held-out NLL score (the base's too) is what its prediction rows give
+        rows = ctx.evidence.jsonl(score.get("predictions_ref"))
+        expected = _loss_summary(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
+        if expected is not None and not _same_number(score.get("value"), expected["value"]):
+            issues.append(Issue("LOSS-3", INVALID, f"score {score.get('run') or score.get('arm')}: {score.get('value')!r} is "
+                                                   f"not the {aggregation} of its predictions ({expected['value']!r})"))
+    for arm, entry in arms.items():
+        entry = as_dict(entry)
+        selected = as_dict(as_dict(entry.get("runs")).get(entry.get("selected_run")))
+        if entry.get("runs") is not None and not (selected and all(
+                _same_number(entry.get(k), v) or entry.get(k) == v for k, v in selected.items())):
+            issues.append(Issue("LOSS-3", INVALID, f"loss_eval {arm} is not its selected run's entry"))
+    return issues
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    except (TypeError, ValueError):
+        return False
+
+
+def _loss_summary(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
+    totals = [as_dict(row.get("prediction")) for row in rows]
+    if not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals) or not totals:
+        return None
+    counted = [t for t in totals if t["n_tokens"] > 0]
+    nll_sum, n_tokens = math.fsum(t["nll_sum"] for t in counted), sum(t["n_tokens"] for t in counted)
+    token_mean = nll_sum / n_tokens if n_tokens else math.nan
+    example_mean = math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted) if counted else math.nan
+    return {"value": example_mean if aggregation == "example_mean" else token_mean, "token_mean": token_mean,
+            "example_mean": example_mean, "nll_sum": nll_sum, "n_tokens": n_tokens, "n_examples": len(counted),
+            "n_empty": len(totals) - len(counted)}
+
+
+def LOSS_4(ctx: GradeContext) -> list[Issue]:
+    """loss_eval's aggregation (top level and every arm and run) is the one the spec's eval states."""
+    record = ctx.result.get("loss_eval")
+    wanted = ctx.plan.eval.get("aggregation") if ctx.plan is not None else None
+    if not isinstance(record, dict) or not record or not wanted:
+        return []
+    found = {record.get("aggregation")}
+    for entry in as_dict(record.get("arms")).values():
+        found.add(as_dict(entry).get("aggregation"))
+        found |= {as_dict(run).get("aggregation") for run in as_dict(as_dict(entry).get("runs")).values()}
+    other = sorted(str(f) for f in found - {wanted})
+    return [Issue("LOSS-4", INVALID, f"loss_eval aggregation {', '.join(other)} is not the spec's {wanted}")] if other else []
+
+
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_10, EVAL_12,
+          LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

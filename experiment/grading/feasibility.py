@@ -8,7 +8,9 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 from __future__ import annotations
 
 from experiment.contract.result_models import Feasibility
-from experiment.stats.feasibility import PROJECTION_KEYS
+import math
+
+from experiment.stats.feasibility import PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size
 from experiment.report.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
 from experiment.grading.common import (
     INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, is_number, model_issues, run_checks, short,
@@ -32,8 +34,8 @@ def FEAS_1(ctx: GradeContext) -> list[Issue]:
 def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
     keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or config[k] != effective[k]]
-    return [Issue("FEAS-2", UNKNOWN, f"re-projection required: {', '.join(keys)} changed or was not recorded "
-                                     "(config and effective_config must agree)")] if keys else []
+    # one problem per key, in the exchange's words for the earlier run (FEAS-2)
+    return [Issue("FEAS-2", UNKNOWN, f"Re-projection required: {key} changed or was not recorded") for key in keys]
 
 
 def FEAS_3(ctx: GradeContext) -> list[Issue]:
@@ -88,6 +90,11 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
         absent = [k for k in ("generation", "filter") if not isinstance(measurements.get(k), dict)]
         if absent:
             return [Issue("FEAS-7", UNKNOWN, f"no {' and '.join(absent)} measurement for the generated tasks")]
+        counts = as_dict(as_dict(ctx.result.get("generation_audit")).get("counts"))
+        if counts and (generation.get("attempted"), generation.get("accepted")) != (counts.get("generated"),
+                                                                                    counts.get("accepted")):
+            return [Issue("FEAS-7", INVALID, "the measured yield (attempted, accepted) is not the generation audit's "
+                                             "counts (generated, accepted)")]
     return []
 
 
@@ -107,20 +114,63 @@ def FEAS_9(ctx: GradeContext) -> list[Issue]:
 
 
 def FEAS_10(ctx: GradeContext) -> list[Issue]:
-    """The self-generated spec's stated pilot: 2 steps per arm plus 100 eval items (others: no stated size)."""
-    command = str((ctx.spec or {}).get("command") or "")
-    if "2 steps per arm plus 100 eval items" not in command:
+    """The pilot size the spec states (its command: "timing pilot: N steps per arm plus M eval items")
+    was measured; a spec whose eval set is smaller than M (a rehearsal's) pilots all of it."""
+    if ctx.spec is None or ctx.plan is None:
+        return []
+    size = pilot_size(ctx.spec)
+    if not size.source.startswith("spec"):
         return []
     measurements = as_dict(_record(ctx).get("measurements"))
-    arms = len(ctx.plan.trained_arms) if ctx.plan is not None else 0
+    arms = len(ctx.plan.trained_arms)
+    n_eval = ctx.plan.eval.get("n_examples")
+    items = min(size.eval_items, int(n_eval)) if is_number(n_eval) else size.eval_items
     training, evaluation = as_dict(measurements.get("training")), as_dict(measurements.get("evaluation"))
-    if training.get("units") != 2 * arms or evaluation.get("units") != 100:
-        return [Issue("FEAS-10", UNKNOWN, f"the spec's pilot is 2 steps per arm plus 100 eval items; measured "
-                                          f"{training.get('units')!r} steps and {evaluation.get('units')!r} items")]
+    if training.get("units") != size.steps_per_arm * arms or evaluation.get("units") != items:
+        return [Issue("FEAS-10", UNKNOWN, f"the spec's pilot is {size.steps_per_arm} steps per arm plus {items} eval "
+                                          f"items; measured {training.get('units')!r} steps and "
+                                          f"{evaluation.get('units')!r} items")]
     return []
 
 
-CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10]
+def FEAS_12(ctx: GradeContext) -> list[Issue]:
+    """The projection is recomputed from the measurements and the spec's budget
+    (experiment.stats.feasibility.feasibility_record, the function the pilot used): every field of it
+    (wall seconds, GPU-hours and their status, the budget, whether it fits, its problems) and the
+    recovery reserve."""
+    record, budget = _record(ctx), (ctx.plan.budget if ctx.plan is not None else None)
+    projection = record.get("projection")
+    if not isinstance(projection, dict):
+        return [Issue("FEAS-12", UNKNOWN, "no projection against the budget is recorded")]
+    if budget is None:
+        return []
+    measurements = as_dict(record.get("measurements"))
+    try:
+        phases = {name: PhaseTiming(**{k: as_dict(entry)[k] for k in PHASE_KEYS}) for name, entry in measurements.items()}
+        expected = feasibility_record(
+            config={}, effective_config={}, primary_endpoint="", source="", budget=budget,
+            setup=phases.pop("setup"), training=phases.pop("training"), evaluation=phases.pop("evaluation"),
+            extra_phases=phases)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        return [Issue("FEAS-12", UNKNOWN, f"the projection cannot be recomputed from the measurements ({err})")]
+    mine = expected["projection"]
+    wrong = [key for key in sorted(set(mine) | set(projection)) if not _same(projection.get(key), mine.get(key))]
+    recovery = as_dict(record.get("recovery"))
+    wrong += [f"recovery.{key}" for key in ("seconds", "gpu_count", "allocation_source")
+              if not (key == "seconds" and FEAS_5(ctx)) and not _same(recovery.get(key), expected["recovery"][key])]
+    if wrong:  # the exchange's word for a projection it cannot trust: re-projection required (unknown)
+        return [Issue("FEAS-12", UNKNOWN, f"projection {', '.join(wrong)} do not recompute from the measurements and "
+                                          f"the budget (recomputed: {mine['wall_seconds']!r} s, fits {mine['fits']})")]
+    return []
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(b, (str, list, dict)):
+        return a == b
+    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+
+
+CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import PurePath
+from typing import Any
+from experiment.grading import activation
 from experiment.grading.common import (
-    INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
+    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
 )
 from experiment.grading.secrets import find_secrets
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
@@ -20,6 +23,7 @@ from experiment.report.validation import (
     DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
 
+EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
 MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
 REQUIRED_KINDS = REQUIRED_EVIDENCE_KINDS
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
@@ -81,7 +85,17 @@ def GEN_5(ctx: GradeContext) -> list[Issue]:
     if ctx.plan is not None:
         arms |= {arm.name for arm in ctx.plan.arms}
     flat = [key for key in metrics if key != "arms" and any(key.startswith(f"{arm}_") for arm in arms)]
-    return [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+    issues = [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+    completed = as_list(ctx.result.get("completed_arms"))
+    if len({json.dumps(a) for a in completed}) != len(completed):
+        issues.append(Issue("GEN-5", INVALID, "completed_arms names an arm twice"))
+    if ctx.plan is not None and ctx.result.get("status") == "succeeded":
+        runs = ctx.plan.training_runs
+        missing = [arm.name for arm in ctx.plan.trained_arms if arm.name not in completed and not (
+            [r for r in runs if r.arm == arm.name] and all(r.name in completed for r in runs if r.arm == arm.name))]
+        if missing:
+            issues.append(Issue("GEN-5", INVALID, f"a succeeded run did not complete {', '.join(missing)}"))
+    return issues
 
 
 def GEN_6(ctx: GradeContext) -> list[Issue]:
@@ -89,6 +103,9 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     deviations = ctx.result.get("deviations")
     if not isinstance(deviations, list):
         return [Issue("GEN-6", INVALID, "deviations must be a list ([] when the spec runs as written)")]
+    listed = [json.dumps(d, sort_keys=True) for d in deviations]
+    if len(set(listed)) != len(listed):
+        issues.append(Issue("GEN-6", INVALID, "a deviation is listed twice"))
     for deviation in deviations:
         if not isinstance(deviation, dict) or deviation.get("field") not in DEVIATION_FIELDS:
             issues.append(Issue("GEN-6", INVALID, f"deviation {short(deviation)} has no valid field"))
@@ -142,6 +159,8 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
 def GEN_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     summary = ctx.result.get("summary")
+    if ctx.finished and not (isinstance(summary, str) and summary.strip()):
+        issues.append(Issue("GEN-8", INVALID, "a finished run has no summary"))
     if isinstance(summary, str) and len(_SENTENCE_END.findall(summary.strip())) > 2:
         issues.append(Issue("GEN-8", INVALID, "summary is longer than two sentences"))
     reasoning = ctx.result.get("reasoning")
@@ -165,6 +184,10 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVID-1", INVALID, f"{entry.get('name')}: source_url is not an HTTPS /attachments/ URL"))
         if not isinstance(entry.get("content"), str) and not url:
             partial.append(str(entry.get("name")))
+    status = evidence.get("status")
+    if status is not None and status != ("partial" if partial or evidence.get("partial") else "complete"):
+        issues.append(Issue("EVID-1", INVALID, f"evidence.status {short(status)} is not what its files are "
+                                               f"({'partial' if partial or evidence.get('partial') else 'complete'})"))
     if partial:
         issues.append(Issue("EVID-1", UNVERIFIED, f"{len(partial)} of {len(ctx.evidence.entries)} evidence files carry "
                                                   f"no inline content (partial): {', '.join(partial[:6])}"
@@ -175,7 +198,11 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
 def EVID_2(ctx: GradeContext) -> list[Issue]:
     bad = [entry.get("name") for entry in ctx.evidence.entries
            if isinstance(entry.get("content"), str) and ctx.evidence.state(entry.get("name"))[0] == "corrupt"]
-    return [Issue("EVID-2", UNVERIFIED, f"content does not match its sha256 or encoding: {', '.join(map(str, bad))}")] if bad else []
+    issues = [Issue("EVID-2", UNVERIFIED, f"content does not match its sha256 or encoding: {', '.join(map(str, bad))}")] if bad else []
+    unhashed = [str(entry.get("name")) for entry in ctx.evidence.entries if not entry.get("sha256")]
+    if unhashed:  # optional for the exchange; a reviewer cannot tell these bytes from edited ones
+        issues.append(Issue("EVID-2", UNVERIFIED, f"no sha256 for {', '.join(unhashed[:6])}: their bytes cannot be checked"))
+    return issues
 
 
 def EVID_3(ctx: GradeContext) -> list[Issue]:
@@ -208,21 +235,101 @@ def EVID_4(ctx: GradeContext) -> list[Issue]:
 def EVID_5(ctx: GradeContext) -> list[Issue]:
     per_arm = as_dict(as_dict(ctx.result.get("evidence")).get("per_arm_metrics"))
     missing = [arm for arm in as_list(ctx.result.get("completed_arms")) if arm not in per_arm]
-    return [Issue("EVID-5", UNVERIFIED, f"evidence.per_arm_metrics lacks {', '.join(map(str, missing))}")] if missing else []
+    issues = [Issue("EVID-5", UNVERIFIED, f"evidence.per_arm_metrics lacks {', '.join(map(str, missing))}")] if missing else []
+    metrics = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    differ = sorted(str(arm) for arm in per_arm if arm in metrics and per_arm[arm] != metrics[arm])
+    extra = sorted(str(arm) for arm in per_arm if arm not in metrics)
+    if differ or extra:
+        issues.append(Issue("EVID-5", INVALID, f"evidence.per_arm_metrics is not metrics.arms for "
+                                               f"{', '.join(differ + extra)}"))
+    return issues
+
+
+def EVID_9(ctx: GradeContext) -> list[Issue]:
+    """The retained execution plan (kind effective_config, execution-plan.json) is the plan of the
+    spec graded against (experiment.contract.plan.build_plan, serialised as the run keeps it)."""
+    if ctx.plan is None or EXECUTION_PLAN not in ctx.evidence.by_name:
+        return [Issue("EVID-9", UNVERIFIED, f"no {EXECUTION_PLAN} is retained")] if ctx.plan is not None and \
+            ctx.result.get("status") == "succeeded" else []
+    recorded = ctx.evidence.json(EXECUTION_PLAN)
+    if recorded is None:
+        return [Issue("EVID-9", UNVERIFIED, f"{EXECUTION_PLAN}: {ctx.evidence.why(EXECUTION_PLAN) or 'not JSON'}")]
+    if ctx.spec_source == "the given spec":
+        return []  # a spec object or dict has no file and no revision of its own: nothing to compare the plan with
+    if _located(recorded) != _located(json.loads(json.dumps(ctx.plan.to_dict(), default=str))):
+        return [Issue("EVID-9", INVALID, f"{EXECUTION_PLAN} is not the plan of the spec graded against")]
+    return []
+
+
+def _located(plan: Any) -> Any:
+    """The plan with its spec and revision paths cut to their file names (where a checkout lies is no
+    part of the plan)."""
+    if not isinstance(plan, dict):
+        return plan
+    plan = dict(plan)
+    if isinstance(plan.get("spec_path"), str):
+        plan["spec_path"] = PurePath(plan["spec_path"]).name
+    if isinstance(plan.get("spec_revision"), dict) and isinstance(plan["spec_revision"].get("path"), str):
+        plan["spec_revision"] = {**plan["spec_revision"], "path": PurePath(plan["spec_revision"]["path"]).name}
+    return plan
+
+
+def EVID_10(ctx: GradeContext) -> list[Issue]:
+    """The retained pipeline code (kind script, pipeline-code.json) is the code the code revision
+    names: every file's content hashes to its sha256, and the files and commit are code-revision.json's."""
+    code, revision = ctx.evidence.json(PIPELINE_CODE), ctx.evidence.json(CODE_REVISION)
+    if not isinstance(code, dict) or not isinstance(revision, dict):
+        return []
+    files = as_dict(code.get("files"))
+    listed = as_dict(revision.get("files_sha256"))
+    wrong = sorted(path for path, entry in files.items() if not isinstance(as_dict(entry).get("content"), str)
+                   or hashlib.sha256(entry["content"].encode("utf-8")).hexdigest() != entry.get("sha256")
+                   or listed.get(path) != entry.get("sha256"))
+    wrong += sorted(set(listed) - set(files))
+    if code.get("git_commit") != revision.get("git_commit"):
+        wrong.insert(0, "git_commit")
+    return [Issue("EVID-10", INVALID, f"{PIPELINE_CODE} is not the code {CODE_REVISION} names "
+                                      f"({', '.join(wrong[:4])}{' ...' if len(wrong) > 4 else ''})")] if wrong else []
 
 
 def EVID_6(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for checkpoint in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints")):
+    checkpoints = as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))
+    for checkpoint in checkpoints:
         uri = as_dict(checkpoint).get("uri")
         if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
             issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(uri)} is not a tinker:// reference without a query"))
+    listed = [json.dumps(c, sort_keys=True) for c in checkpoints]
+    if len(set(listed)) != len(listed):
+        issues.append(Issue("EVID-6", INVALID, "evidence.checkpoints lists a checkpoint twice"))
+    uris = {as_dict(c).get("uri") for c in checkpoints}
+    for arm in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).values():
+        init = as_dict(as_dict(arm).get("initialization"))  # the shared initial state (the base scored from it)
+        uris |= {init.get("checkpoint_uri"), init.get("loaded_checkpoint_uri")}
+    arm_of = {as_dict(c).get("uri"): as_dict(c).get("arm") for c in checkpoints}
+    scored = set()  # every tinker:// checkpoint a prediction row was scored on is a listed checkpoint
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        for row in ctx.evidence.jsonl(as_dict(score).get("predictions_ref")) or []:
+            if isinstance(row.get("checkpoint"), str) and row["checkpoint"].startswith("tinker://"):
+                scored.add(row["checkpoint"])
+    missing = sorted(scored - uris)
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        score = as_dict(score)
+        owner = score.get("run") or score.get("arm")
+        for row in ctx.evidence.jsonl(score.get("predictions_ref")) or []:
+            if row.get("checkpoint") in arm_of and arm_of[row["checkpoint"]] != owner:
+                issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for "
+                                                       f"{short(arm_of[row['checkpoint']])}, but {owner} was scored on it"))
+                break
+    if missing:
+        issues.append(Issue("EVID-6", INVALID, f"scored checkpoint(s) not in evidence.checkpoints: {short(missing[0])}"))
     return issues
 
 
 def EVID_7(ctx: GradeContext) -> list[Issue]:
-    dup = sorted(set(ctx.evidence.duplicates))
-    return [Issue("EVID-7", INVALID, f"evidence names reused for other content: {', '.join(dup)}")] if dup else []
+    names = [entry.get("name") for entry in ctx.evidence.entries]
+    dup = sorted({str(name) for name in names if names.count(name) > 1})  # listed twice, same content or not
+    return [Issue("EVID-7", INVALID, f"evidence names listed more than once: {', '.join(dup)}")] if dup else []
 
 
 def EVID_8(ctx: GradeContext) -> list[Issue]:
@@ -298,13 +405,13 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8,
-          EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, SEC_1]
+CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8, *activation.CHECKS,
+          EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, EVID_9, EVID_10, SEC_1]
 
 
 def general_issues(ctx: GradeContext) -> list[Issue]:
     issues: list[Issue] = []
     for check in CHECKS:
-        issues.extend(check(ctx))
+        issues.extend(applied(check, ctx))
     return issues
 

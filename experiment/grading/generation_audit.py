@@ -192,7 +192,24 @@ def GA_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9]
+def GA_10(ctx: GradeContext) -> list[Issue]:
+    """*(project reading)* The record's audit samples are the retained audit file's: the same items,
+    in the same order, each with the same fields the record reports (the file may add fields)."""
+    record = _record(ctx)
+    retained = ctx.evidence.json(record.get("audit_file"))
+    samples = retained.get("samples") if isinstance(retained, dict) else retained
+    if not isinstance(samples, list):
+        return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
+                                           "with its samples")]
+    mine = as_list(record.get("samples"))
+    if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
+                                        for r, f in zip(mine, samples)):
+        return [Issue("GA-10", UNVERIFIED, "generation_audit.samples are not the retained audit file's samples, so which the "
+                                           "audit found cannot be told")]
+    return []
+
+
+CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

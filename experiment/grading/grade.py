@@ -12,16 +12,21 @@ path (`specs/x.json`, with `specs/x.plan.json` beside it), a loaded `Spec` or a 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from experiment.grading import correctness, decision, evaluator, feasibility, generation_audit, restoration
-from experiment.grading.common import CATEGORIES, Grade, GradeContext
+from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS, UNVERIFIED, CategoryGrade, Grade, GradeContext,
+                                      Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
 from experiment.contract.plan import draft_plan
+from experiment.contract.rehearsal import rules_sha256
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
-                             parse_spec)
+                             parse_spec, plan_file_path)
+
+REHEARSAL_SPEC_NAME = "rehearsal-spec.json"
 
 CATEGORY_MODULES = {"evaluator": evaluator, "decision": decision, "restoration": restoration,
                     "correctness": correctness, "feasibility": feasibility, "generation_audit": generation_audit}
@@ -99,7 +104,7 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
             if not isinstance(result.get("rehearsal"), dict):  # a rehearsal's recorded spec has it merged already
                 merged, _ = apply_revision(raw, revision, revision_name)
         spec = parse_spec(merged)
-    except SpecError as err:
+    except (SpecError, TypeError, ValueError, KeyError) as err:
         return None, None, (), f"the recorded spec does not parse ({err})"
     rev = SpecRevision(path=revision_name, sha256=canonical_sha256(revision), supplied=list(supplied)) \
         if isinstance(revision, dict) else None
@@ -127,6 +132,121 @@ def _given_spec(spec: Any) -> tuple[Spec, str, tuple[str, ...]]:
     return parsed, "the given spec", ()
 
 
+SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"  # the exchange's specs as written (+ revision files)
+
+
+@dataclass
+class Attestation:
+    """The spec a record is graded against when none is given, and whether it is attested: the
+    record's spec.json and revision are a spec of SPECS_DIR as written with its revision file, and a
+    rehearsal's spec is the one the rehearsal rules derive from it at the record's scale."""
+
+    spec: Spec | None = None
+    source: str | None = None
+    supplied: tuple[str, ...] = ()
+    problems: list[str] = field(default_factory=list)  # SPEC-1 (not attested), SPEC-2 (rehearsal differs)
+
+
+def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[Path | None, bool, str]:
+    """(the path in SPECS_DIR whose file and revision file are the record's spec.json and revision,
+    whether the record carries that revision, why not). A record that carries no revision is attested
+    by its spec.json alone: it ran the exchange's spec as written (as a run of another pipeline does)."""
+    def carried(kind: str, default: str) -> Any:
+        entry = next((e for e in evidence.entries if e.get("kind") == kind and e.get("name") == default), None)
+        return evidence.json(entry.get("name")) if entry else None
+
+    raw, revision = carried("spec", "spec.json"), carried("spec_revision", "spec-revision.plan.json")
+    if not isinstance(raw, dict):
+        return None, False, "the record carries no readable spec.json"
+    wanted = (canonical_sha256(raw), canonical_sha256(revision) if isinstance(revision, dict) else None)
+    for path in sorted(SPECS_DIR.glob("*.json")):
+        if path.name.endswith(".plan.json"):
+            continue
+        try:
+            mine = json.loads(path.read_text(encoding="utf-8"))
+            plan = plan_file_path(path)
+            plan_sha = canonical_sha256(json.loads(plan.read_text(encoding="utf-8"))) if plan.is_file() else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if (canonical_sha256(mine), plan_sha) == wanted:
+            return path, plan_sha is not None, ""
+        if canonical_sha256(mine) == wanted[0] and wanted[1] is None:
+            return path, False, ""
+    return None, False, (f"its spec.json (sha256 {wanted[0][:12]}...) with its revision is not a spec of {SPECS_DIR.name}/ as "
+                  "written with its revision file")
+
+
+def _attested(result: dict[str, Any], evidence: EvidenceAccess, run_dir: Path | None) -> Attestation:
+    path, with_revision, why = _spec_as_written(result, evidence)
+    rehearsal = result.get("rehearsal") if isinstance(result.get("rehearsal"), dict) else None
+    if path is None:
+        spec, source, supplied, problem = _recorded_spec(result, evidence, run_dir)
+        problems = [f"SPEC-1: the record's spec cannot be attested: {why}; every category is graded unverified."]
+        return Attestation(spec, source, supplied, problems + ([f"SPEC: {problem}."] if problem else []))
+    try:
+        if with_revision:
+            spec = load_spec(path, rehearse=rehearsal is not None, rehearsal_scale=str((rehearsal or {}).get("scale")))
+        else:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            spec = parse_spec(raw)
+            spec._source = SpecSource(path=str(path), file_sha256=canonical_sha256(raw), sha256=canonical_sha256(raw),
+                                      revision=None)
+    except SpecError as err:
+        return Attestation(None, None, (), [f"SPEC-1: {path.name} does not load ({err}); every category is graded "
+                                            "unverified."])
+    revision = spec.source.revision
+    supplied = tuple(revision.supplied) if revision else ()
+    text = f"{SPECS_DIR.name}/{path.name}" + (f" + revision {Path(revision.path).name}" if revision else "")
+    problems = []
+    if rehearsal is not None and not with_revision:
+        problems.append("SPEC-2: a rehearsal record without its revision file cannot be re-derived.")
+    elif rehearsal is not None:
+        text += f", rehearsed at the {rehearsal.get('scale')} scale by the rules"
+        problems += _rehearsal_problems(result, evidence, spec)
+    return Attestation(spec, text, supplied, problems)
+
+
+def _rehearsal_problems(result: dict[str, Any], evidence: EvidenceAccess, spec: Spec) -> list[str]:
+    """SPEC-2: the record's rehearsal spec and rehearsal record are the ones the rules derive."""
+    derived = dict(spec.source.rehearsal or {})
+    recorded = result["rehearsal"]
+    problems = []
+    if recorded.get("rules_sha256") != rules_sha256():
+        problems.append("SPEC-2: the rehearsal rules changed since this run (rules_sha256 differs), so its rehearsal "
+                        "cannot be re-derived; re-run it.")
+    carried = evidence.json(REHEARSAL_SPEC_NAME) if REHEARSAL_SPEC_NAME in evidence.by_name else None
+    if carried is not None and canonical_sha256(carried) != canonical_sha256(spec.to_dict()):
+        problems.append(f"SPEC-2: {REHEARSAL_SPEC_NAME} is not the rehearsal the rules derive from the spec as written; "
+                        "graded against the derived one.")
+    differ = sorted(k for k, v in derived.items() if k != "deviations" and recorded.get(k) != v)
+    if differ:
+        problems.append(f"SPEC-2: RESULT.rehearsal {', '.join(differ)} differ from the re-derived rehearsal record.")
+    posted = {json.dumps(d, sort_keys=True) for d in result.get("deviations") or [] if isinstance(d, dict)}
+    missing = [d for d in derived.get("deviations") or [] if json.dumps(d, sort_keys=True) not in posted]
+    if missing:
+        problems.append(f"SPEC-2: {len(missing)} substitution(s) of the rehearsal are not in RESULT.deviations "
+                        f"(first: {missing[0].get('reason')}).")
+    return problems
+
+
+def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
+    """Without an attested spec nothing spec-dependent is verified: a category that would pass (or
+    opt out, which the spec decides too) is unverified, with the reason."""
+    for grade_ in categories.values():
+        if grade_.status in (PASS, NOT_APPLICABLE):
+            grade_.status = UNVERIFIED
+            grade_.issues.append(Issue("SPEC-1", UNVERIFIED, why))
+
+
+def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
+    """One category's grade; a record too malformed for the category's own guards is invalid there."""
+    try:
+        return module.grade(ctx)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+        return CategoryGrade(name, INVALID, [Issue(name.upper(), INVALID, f"the record has an unexpected shape "
+                                                                          f"({type(err).__name__}: {err})")])
+
+
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
     """Grade one RESULT. `run_dir` adds the run directory's events/tables/evidence checks and the
@@ -134,10 +254,11 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
     run_dir = Path(run_dir) if run_dir is not None else None
     evidence = EvidenceAccess(result)
     problems: list[str] = []
+    attestation = None
     if spec is None:
-        spec_obj, source, supplied, problem = _recorded_spec(result, evidence, run_dir)
-        if problem:
-            problems.append(f"SPEC: {problem}.")
+        attestation = _attested(result, evidence, run_dir)
+        spec_obj, source, supplied = attestation.spec, attestation.source, attestation.supplied
+        problems += attestation.problems
     else:
         try:
             spec_obj, source, supplied = _given_spec(spec)
@@ -145,10 +266,19 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
             raise GradeInputError(f"spec: {err}") from None
     events, event_problems = read_events(run_dir) if run_dir is not None else (None, [])
     problems += event_problems
+    plan = None
+    if spec_obj is not None:
+        try:
+            plan = draft_plan(spec_obj)
+        except (SpecError, KeyError, TypeError, ValueError) as err:
+            problems.append(f"SPEC: no execution plan can be built from the spec graded against ({err}).")
+            spec_obj = None
     ctx = GradeContext(result=result, evidence=evidence, spec=spec_obj.to_dict() if spec_obj else None,
-                       plan=draft_plan(spec_obj) if spec_obj else None, spec_source=source,
-                       revision_fields=supplied, run_dir=run_dir, events=events)
-    categories = {name: module.grade(ctx) for name, module in CATEGORY_MODULES.items()}
+                       plan=plan, spec_source=source, revision_fields=supplied, run_dir=run_dir, events=events)
+    categories = {name: _graded(name, module, ctx) for name, module in CATEGORY_MODULES.items()}
+    if attestation is not None and any(p.startswith("SPEC-1") for p in attestation.problems):
+        _unattested(categories, "the record's spec cannot be attested (SPEC-1), so the spec it is graded against may "
+                                "not be the one it ran")
     problems += [issue.sentence() for issue in general_issues(ctx)]
     if run_dir is not None and self_consistency:
         from experiment.report.validation import RunDirError, run_validation

@@ -66,8 +66,8 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     elif "correctness_preflight" in supplied or ("correctness_pins" in supplied and unresolved):
         grades["correctness"] = _entry(
             "unverified", "the correctness plan (revisions, tolerances) comes from the recorded spec revision: the "
-                          "project grades it verified against the revision, but the exchange will grade correctness "
-                          "unverified until its own spec carries the pins")
+                          "exchange grades correctness unverified until its own spec carries the pins, and so does "
+                          "this project's grader (CORR-6), however the checks come out")
     elif unresolved:
         grades["correctness"] = _entry("unverified", "the spec's correctness revisions are UNRESOLVED: the run stops "
                                                      "before any full run and requests a spec revision")

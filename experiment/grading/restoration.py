@@ -7,7 +7,10 @@ arms), normalised like the run normalises them (`adam` is `adamw`, `lr` is `lear
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
+
+import numpy as np
 
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
@@ -65,8 +68,24 @@ def _groups(ctx: GradeContext) -> list[list[str]]:
 
 
 def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
+    """arm -> its provenance entry, and for an arm of an LR grid each run's own entry as "<arm> run <lr>"
+    (each run is created and checked like an arm)."""
+    arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
             if isinstance(v, dict)}
+    runs = {f"{arm} run {label}": run for arm, entry in arms.items()
+            for label, run in as_dict(entry.get("runs")).items() if isinstance(run, dict)}
+    return {**arms, **runs}
+
+
+def _output_sha256(logprobs: list[Any]) -> str:
+    """experiment.rl.restoration.output_sha256 of retained logprobs: per datum its length (int64 LE),
+    then its values as float32 LE (rewritten here: the grader loads no training code)."""
+    digest = hashlib.sha256()
+    for values in logprobs:
+        array = np.asarray(values, dtype=np.float64).reshape(-1)
+        digest.update(np.int64(array.size).astype("<i8").tobytes())
+        digest.update(array.astype("<f4").tobytes())
+    return digest.hexdigest()
 
 
 def REST_1(ctx: GradeContext) -> list[Issue]:
@@ -98,6 +117,9 @@ def REST_2(ctx: GradeContext) -> list[Issue]:
                       and init.get("loaded_checkpoint_uri") == init.get("checkpoint_uri") and init.get("load_succeeded") is True)
         if not init.get("base_checkpoint"):
             issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization has no base_checkpoint"))
+        elif ctx.plan is not None and init.get("base_checkpoint") != ctx.plan.base_model:
+            issues.append(Issue("REST-2", INVALID, f"arm {arm}: base_checkpoint {short(init.get('base_checkpoint'))} is not "
+                                                   f"the spec's model {ctx.plan.base_model!r}"))
         if not (adapter or checkpoint):
             issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: initialization is proven neither by a measured "
                                                       "adapter_sha256 nor by a loaded immutable full-initialization checkpoint"))
@@ -139,50 +161,118 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def REST_5(ctx: GradeContext) -> list[Issue]:
-    issues, wanted = [], _requested(ctx)
+def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
+    """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
+    lrs: dict[str, list[float]] = {}
+    for run in (ctx.plan.training_runs if ctx.plan is not None else []):
+        if run.lr is not None:
+            lrs.setdefault(run.arm, []).append(float(run.lr))
+    return lrs
+
+
+def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = None
+                   ) -> list[tuple[str, str, dict[str, Any], list[float] | None]]:
+    """(where, arm, optimizer check, the learning rates it may request) for every optimizer check:
+    the arm's own and, for an arm of several runs (an LR grid), each run's under `runs.<label>`
+    (a run's label is its learning rate)."""
+    planned = planned or {}
+    found = []
     for arm, entry in _arms(ctx).items():
-        spec_wants = wanted.get(arm)
-        if spec_wants is None:
-            continue
         for check in as_list(entry.get("optimizer_checks")):
-            requested = as_dict(as_dict(check).get("requested"))
-            wrong = [k for k, v in spec_wants.items() if k != "learning_rate" and k in requested and requested[k] != v]
-            if _family(requested.get("family")) != spec_wants["family"]:
-                wrong.insert(0, "family")
-            if wrong:
-                issues.append(Issue("REST-5", INVALID, f"arm {arm}: requested {', '.join(wrong)} differ from the spec's"))
-                break
+            found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
+        for label, run in as_dict(entry.get("runs")).items():
+            try:
+                lr = [float(label)]
+            except ValueError:
+                lr = planned.get(arm)
+            for check in as_list(as_dict(run).get("optimizer_checks")):
+                found.append((f"arm {arm} run {label}", arm, as_dict(check), lr))
+    return found
+
+
+def REST_5(ctx: GradeContext) -> list[Issue]:
+    """Requested optimizer settings are the spec's: family and config, and the learning rate is one
+    the plan trains the arm (or the run) at."""
+    issues, wanted, reported = [], _requested(ctx), set()
+    for where, arm, check, lrs in _check_entries(ctx, _planned_lrs(ctx)):
+        spec_wants = wanted.get(arm)
+        if spec_wants is None or where in reported:
+            continue
+        requested = as_dict(check.get("requested"))
+        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate")
+                 and (k not in requested or not _same(requested[k], v))]
+        if _family(requested.get("family")) != spec_wants["family"]:
+            wrong.insert(0, "family")
+        allowed = lrs or ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else None)
+        if allowed and "learning_rate" not in requested:
+            issues.append(Issue("REST-5", UNVERIFIED, f"{where}: the requested optimizer names no learning rate"))
+            reported.add(where)
+            continue
+        if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
+            wrong.append(f"learning_rate {short(requested.get('learning_rate'))} (planned {', '.join(map(str, allowed))})")
+        if wrong:
+            issues.append(Issue("REST-5", INVALID, f"{where}: requested {', '.join(wrong)} differ from the spec's"))
+            reported.add(where)
     return issues
 
 
 def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for arm, entry in _arms(ctx).items():
-        for check in as_list(entry.get("optimizer_checks")):
-            check = as_dict(check)
-            where = f"arm {arm}, after_restore {check.get('after_restore')}"
-            requested = as_dict(check.get("requested"))
-            if check.get("source") != "server_response" or check.get("actual_family") is None:
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
-                                                          "response"))
-                continue
-            if not check.get("evidence_ref"):
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
-            if _family(check.get("actual_family")) != _family(requested.get("family")):
-                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
-                                                       f"requested {requested.get('family')!r}"))
-                continue
-            actual = as_dict(check.get("actual_config"))
-            keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
-            hidden = [k for k in keys if k not in actual]
-            differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
+    for where_, _, check, _ in _check_entries(ctx):
+        where = f"{where_}, after_restore {check.get('after_restore')}"
+        requested = as_dict(check.get("requested"))
+        if check.get("source") != "server_response" or check.get("actual_family") is None:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
+                                                      "response"))
+            continue
+        if not check.get("evidence_ref"):
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
+        if _family(check.get("actual_family")) != _family(requested.get("family")):
+            issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
+                                                   f"requested {requested.get('family')!r}"))
+            continue
+        actual = as_dict(check.get("actual_config"))
+        response = _server_optimizer(ctx.evidence.json(check.get("evidence_ref")))
+        if response is None:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: {check.get('evidence_ref')} holds no server response "
+                                                      "with the optimizer"))
+        else:
+            differ = [k for k, v in actual.items() if k in response and not _same(response[k], v)]
             if differ:
-                issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
-            if hidden:
-                issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
-                                                          f"{', '.join(hidden)}, so the optimizer config stays unverified"))
+                issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained "
+                                                       "server response says"))
+        keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
+        hidden = [k for k in keys if k not in actual]
+        differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
+        if differ:
+            issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
+        if hidden:
+            issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the server response does not expose "
+                                                      f"{', '.join(hidden)}, so the optimizer config stays unverified"))
     return issues
+
+
+def _server_optimizer(value: Any) -> dict[str, Any] | None:
+    """The optimizer config of the retained server response after creation (`get_info_after_creation`,
+    else `get_info`), else the first `optimizer_config` / `optimizer` the file holds."""
+    if isinstance(value, dict):
+        for key in ("get_info_after_creation", "get_info"):
+            found = _server_optimizer(value.get(key)) if isinstance(value.get(key), dict) else None
+            if found is not None:
+                return found
+        for key in ("optimizer_config", "optimizer"):
+            if isinstance(value.get(key), dict):
+                return value[key]
+        for inner in value.values():
+            found = _server_optimizer(inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for inner in value:
+            found = _server_optimizer(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -204,6 +294,16 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
         elif fixed_batch or not output.get("reason"):
             issues.append(Issue("REST-7", UNVERIFIED, f"arm {arm}: initial output not captured"
                                                       + (" although the spec requires a fixed batch" if fixed_batch else "")))
+        retained = as_dict(ctx.evidence.json(output.get("evidence_ref"))) if output.get("available") is True else {}
+        logprobs = retained.get("initial_output_logprobs")
+        if isinstance(logprobs, list):
+            try:
+                recomputed = _output_sha256(logprobs)
+            except (TypeError, ValueError):
+                recomputed = None
+            if recomputed != output.get("output_sha256"):
+                issues.append(Issue("REST-7", INVALID, f"arm {arm}: output_sha256 is not the hash of the logprobs "
+                                                       f"retained in {output.get('evidence_ref')}"))
     for group in _groups(ctx):
         for key in ("batch_sha256", "output_sha256"):
             values = {as_dict(arms[a].get("initial_output")).get(key) for a in group if a in arms} - {None}

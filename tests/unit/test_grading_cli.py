@@ -40,7 +40,7 @@ def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
     path.write_text(json.dumps(result))
     red = cli("flows.validate", str(path))
     assert red.returncode == 1
-    assert "feasibility: unknown" in red.stdout and "FEAS-2: re-projection required" in red.stdout
+    assert "feasibility: unknown" in red.stdout and "FEAS-2: Re-projection required: steps changed" in red.stdout
 
 
 def test_grading_against_a_given_spec(graded_record, tmp_path):
@@ -48,9 +48,11 @@ def test_grading_against_a_given_spec(graded_record, tmp_path):
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
     graded = cli("flows.validate", str(path), "--spec", "specs/trimuon_vs_dimuon_no_robots.json", "--json")
-    assert graded.returncode == 0, graded.stdout
-    notes = json.loads(graded.stdout)["categories"]["correctness"]["notes"]
-    assert any("unverified until that spec carries the pins" in note for note in notes)
+    assert graded.returncode == 1, graded.stdout  # red: its correctness pins come from the recorded revision
+    categories = json.loads(graded.stdout)["categories"]
+    assert [name for name, c in categories.items() if c["status"] not in ("verified", "not_applicable")] == ["correctness"]
+    assert categories["correctness"]["status"] == "unverified"
+    assert any("unverified until its own spec carries them" in issue for issue in categories["correctness"]["issues"])
 
 
 @pytest.mark.parametrize("content", [None, "{not json", "[1, 2]"])
@@ -77,7 +79,8 @@ def test_plan_lists_predicted_grades_for_each_exposure():
     assert embedded["correctness"]["grade"] == "not_applicable"
     trimuon = predict_grades(build_plan(load_spec(ROOT / "specs/trimuon_vs_dimuon_no_robots.json")), "embedded")
     assert trimuon["decision"]["grade"] == "not_applicable"  # only the recorded revision has a decision_rule
-    assert "exchange will grade correctness unverified" in trimuon["correctness"]["reason"]
+    assert trimuon["correctness"]["grade"] == "unverified"  # its pins come from the recorded revision (CORR-6)
+    assert "exchange grades correctness unverified" in trimuon["correctness"]["reason"]
 
 
 def test_the_stored_grade_is_shown_in_the_run_summary(graded_record):

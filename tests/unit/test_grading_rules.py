@@ -78,10 +78,21 @@ def assert_rule(graded, category, status, rule):
 
 @pytest.mark.parametrize("kind", ["paired", "best_lr"])
 def test_good_records_grade_green(graded_record, kind):
+    """Green against the spec with every pin in the spec itself; the TriMuon record's correctness pins
+    come from its recorded revision, so against its recorded spec correctness is unverified (CORR-6),
+    as the exchange grades it, and nothing else fails."""
     result, _ = graded_record(kind)
-    graded = grade(result)
+    graded = grade(result, spec=spec_dict(kind))
     assert graded.ok, graded.to_dict()
     assert {c.status for c in graded.categories.values()} <= {"verified", "not_applicable"}
+    recorded = grade(result)
+    failing = {name: c for name, c in recorded.categories.items() if c.failing}
+    if kind == "paired":
+        assert recorded.ok, recorded.to_dict()
+    else:
+        assert list(failing) == ["correctness"] and not recorded.problems, recorded.to_dict()
+        assert {(i.rule, i.status) for i in failing["correctness"].issues} == {("CORR-6", "unverified")}
+        assert all("recorded spec revision" in i.message for i in failing["correctness"].issues)
 
 
 def _del(path):
@@ -266,9 +277,10 @@ CASES = [
                          ids=[f"{c[4]}-{c[3]}-{i}" for i, c in enumerate(CASES)])
 def test_breaking_one_rule_gets_the_contracts_status(graded_record, kind, edit, category, status, rule):
     result, _ = graded_record(kind)
-    assert grade(result).categories[category].status in ("verified", "not_applicable")
+    spec = spec_dict(kind) if category == "correctness" else None  # pins in the spec itself, not a revision (CORR-6)
+    assert grade(result, spec).categories[category].status in ("verified", "not_applicable")
     edit(result)
-    assert_rule(grade(result), category, status, rule)
+    assert_rule(grade(result, spec), category, status, rule)
 
 
 SPEC_CASES = [
@@ -314,7 +326,9 @@ def test_the_pilot_size_the_spec_states_is_held_to_and_only_when_stated(graded_r
     assert "FEAS-10" not in {issue.rule for issue in grade(result, spec=unstated).categories["feasibility"].issues}
 
 
-def test_unresolved_revisions_pinned_by_a_revision_are_verified_with_a_note(graded_record):
+def test_unresolved_revisions_pinned_by_a_revision_are_unverified_as_the_exchange_grades_them(graded_record):
+    """Item 4 of issue 28: pins that only a recorded revision supplies grade correctness unverified (the
+    exchange grades against its own spec), however well the checks come out; --plan predicts the same."""
     result, _ = graded_record("best_lr")
     path = result["correctness_preflight"]["paths"][0]
 
@@ -326,18 +340,19 @@ def test_unresolved_revisions_pinned_by_a_revision_are_verified_with_a_note(grad
         spec["correctness_preflight"]["status"] = "unresolved"
 
     graded = grade(result, spec=spec_dict("best_lr", unresolved_with_pins))
-    assert graded.categories["correctness"].status == "verified", graded.to_dict()
-    assert any("exchange" in note for note in graded.categories["correctness"].notes)
-    # without the pins the same record is unverified (CORR-6)
+    assert_rule(graded, "correctness", "unverified", "CORR-6")
+    assert all("recorded spec revision" in issue.message for issue in graded.categories["correctness"].issues)
+    # without the pins the same record is unverified too, for the UNRESOLVED revisions themselves
     graded = grade(result, spec=spec_dict("best_lr", lambda s: (unresolved_with_pins(s), s.pop("correctness_pins"))))
     assert_rule(graded, "correctness", "unverified", "CORR-6")
+    assert any("UNRESOLVED" in issue.message for issue in graded.categories["correctness"].issues)
 
 
 def test_generation_audit_not_applicable_when_the_spec_opts_out(graded_record):
     result, _ = graded_record("best_lr")
     graded = grade(result)
     assert graded.categories["generation_audit"].status == "not_applicable"
-    assert graded.categories["correctness"].notes  # graded against the recorded revision: said so
+    assert_rule(graded, "correctness", "unverified", "CORR-6")  # its pins come from the recorded revision
 
 
 def test_observation_cap(graded_record, monkeypatch):

@@ -29,7 +29,6 @@ GATE = "evaluation"
 PROGRESS_EVERY = 100
 
 
-
 def run(ctx: RunContext) -> GateVerdict:
     checkpoints: dict[str, str] = ctx.state.final_checkpoints
     # every arm at every scheduled seed (plan.replicas); a replica's label names its checkpoint and files
@@ -130,9 +129,11 @@ def _metrics(arm: str, accuracy: float, base_arm: str | None, seed: int | None) 
 
 
 def _comparisons(ctx: RunContext) -> list[dict[str, Any]]:
-    """The arms the decision compares (weighted by a criterion), else the treatment and the baseline."""
-    weighted = sorted({arm for criterion in ctx.plan.criteria for arm in criterion.arm_weights})
-    arms = weighted or [ctx.plan.role_to_arm[r]["arm"] for r in ("treatment", "baseline") if r in ctx.plan.role_to_arm]
+    """The treatment and the baseline, then every other arm a criterion weights (the base model included: EVAL-12)."""
+    roles = ctx.plan.role_to_arm
+    arms = [roles[role]["arm"] for role in ("treatment", "baseline") if role in roles]
+    for criterion in ctx.plan.criteria:
+        arms += [arm for arm in criterion.arm_weights if arm not in arms]
     return [{"metric": "accuracy", "arms": arms}]
 
 

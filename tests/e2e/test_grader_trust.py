@@ -1,0 +1,106 @@
+"""A grader no tampering fools (issue 28), on real records: a wiring rehearsal of each spec family
+(GS1 RL, self-generated tasks, TriMuon SFT), built once per session through the CLI.
+
+- every tampering of tests/tampering.py leaves the grade green (a new finding: a category that
+  passed fails, or a rule fires that did not);
+- hypothesis perturbs leaves of each record (tests/leaves.py): the grade leaves green unless the
+  leaf is on docs/ungraded-fields.md;
+- every entry of that list still names a leaf of some record (no stale entries).
+
+`RX_WIRING_RECORDS=<dir>` with `<family>.json` records in it (built by the same command) reuses them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from suite import GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli
+from tampering import CORPUS, tampered
+import leaves as L
+
+SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
+
+
+@pytest.fixture(scope="session")
+def wiring_records(tmp_path_factory, request) -> dict[str, dict]:
+    cached = os.environ.get("RX_WIRING_RECORDS")
+    records = {}
+    for family, spec in SPECS.items():
+        if cached and (Path(cached) / f"{family}.json").is_file():
+            records[family] = json.loads((Path(cached) / f"{family}.json").read_text())
+            continue
+        runs_dir = tmp_path_factory.mktemp(f"{family}-wiring")
+        prefect_server = request.getfixturevalue("prefect_server")
+        done = run_cli("flows.run", str(spec), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),
+                       env_extra=prefect_server.cli_env, timeout=1500)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        records[family] = json.loads((only_run_dir(runs_dir) / "result.json").read_text())
+    return records
+
+
+CASES = [(family, name) for family, tampers in CORPUS.items() for name in tampers]
+
+
+@pytest.mark.parametrize("family,name", CASES, ids=[f"{f}: {n}" for f, n in CASES])
+def test_every_tampering_leaves_green(wiring_records, family, name):
+    record = wiring_records[family]
+    baseline = L.findings(record)
+    new = L.findings(tampered(record, CORPUS[family][name])) - baseline
+    assert new, f"{family}: '{name}' still grades as the untouched record"
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_a_wiring_record_grades_as_predicted(wiring_records, family):
+    """Green except what --plan predicts for it (revision pins: correctness unverified)."""
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    from experiment.grading import grade_record
+    from experiment.grading.predict import predict_grades
+
+    graded = grade_record(wiring_records[family])
+    predicted = predict_grades(build_plan(load_spec(SPECS[family], rehearse=True, rehearsal_scale="wiring")))
+    assert {name: c.status for name, c in graded.categories.items()} == {
+        name: entry["grade"] for name, entry in predicted.items()}, graded.to_dict()
+    assert not graded.problems, graded.problems
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
+    record = wiring_records[family]
+    baseline = L.findings(record)
+    entries = L.ungraded_fields()
+    everything = L.leaves(record)
+    candidates = L.pool(record)
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def perturbed(data):
+        leaf, kind, new = data.draw(L.perturbations(everything, candidates))
+        if L.is_ungraded(leaf.pattern, kind, entries):
+            return
+        tampered_ = L.perturb(record, leaf, kind, new)
+        if tampered_ is None:
+            return
+        found, crash = L.caught(tampered_, baseline)
+        assert crash is None, f"{kind} {leaf}: the grader crashed ({crash})"
+        assert found, f"{kind} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
+
+    perturbed()
+
+
+def test_every_ungraded_entry_names_a_leaf(wiring_records):
+    """Against the wiring records and the grading tests' in-process records (conftest.graded_record)."""
+    from conftest import _build_graded_record
+
+    records = [*wiring_records.values(), *(_build_graded_record(kind)[0] for kind in ("paired", "best_lr"))]
+    patterns = {leaf.pattern for record in records for leaf in L.leaves(record)}
+    stale = [entry.pattern for entry in L.ungraded_fields()
+             if not any(L.matches(pattern, entry.pattern) for pattern in patterns)]
+    assert not stale, stale

@@ -1,0 +1,206 @@
+"""The tamperings of issue 28 ("Trust: a grader no tampering fools"), as functions on a RESULT.
+
+Each takes a green record of its spec family and returns the tampered copy; every one of them must
+leave green (tests/unit/test_grading_tamper_corpus.py on records built in-process,
+tests/e2e/test_grader_trust.py on wiring rehearsals). A tamperer who edits an evidence file
+re-hashes it and every mention of its old hash (`leaves.rewrite_evidence`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Callable
+
+from leaves import rewrite_evidence
+
+
+def _files(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["name"]: entry for entry in result["evidence"]["files"]}
+
+
+def _edit_json_file(result: dict[str, Any], name: str, edit: Callable[[Any], None]) -> None:
+    value = json.loads(_files(result)[name]["content"])
+    edit(value)
+    rewrite_evidence(result, name, json.dumps(value, sort_keys=True))
+
+
+def _edit_jsonl_file(result: dict[str, Any], name: str, edit: Callable[[list[dict[str, Any]]], None]) -> None:
+    rows = [json.loads(line) for line in _files(result)[name]["content"].splitlines() if line.strip()]
+    edit(rows)
+    rewrite_evidence(result, name, "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
+
+
+def _spec_files(result: dict[str, Any]) -> list[str]:
+    return [entry["name"] for entry in result["evidence"]["files"] if entry.get("kind") in ("spec", "spec_revision")]
+
+
+# ---------------------------------------------------------------------------- the decision
+
+
+def flipped_verdict_moved_effect(result: dict[str, Any]) -> None:
+    """The direction verdict flipped and RESULT.effect moved past the margin to match it."""
+    result["verdict"] = "supported" if result.get("verdict") == "refuted" else "refuted"
+    margin = float(result.get("margin") or 0.0)
+    result["effect"] = margin + 0.05 if result["verdict"] == "supported" else margin - 0.05
+
+
+def flipped_three_way_verdict(result: dict[str, Any]) -> None:
+    result["verdict"] = result["outcome_reason"] = "supported" if result.get("verdict") != "supported" else "refuted"
+
+
+def edited_spec_margin_stronger_verdict(result: dict[str, Any]) -> None:
+    """Every carried copy of the spec gets a margin its effect clears; the verdict follows."""
+    def lower_margins(spec: Any) -> None:
+        for key in ("decision_rule", "verdict_rule"):
+            for criterion in (spec.get(key) or {}).get("criteria") or []:
+                criterion["margin"] = -10.0
+
+    for name in _spec_files(result):
+        _edit_json_file(result, name, lower_margins)
+    if "outcome_reason" in result and "confidence" not in result:
+        flipped_three_way_verdict(result)
+        result["verdict"] = result["outcome_reason"] = "supported"
+    else:
+        result["verdict"] = "supported"
+        result["margin"] = -10.0
+
+
+def dropped_seeds_claim(result: dict[str, Any]) -> None:
+    result["seeds"] = int(result.get("seeds") or 1) + 2
+
+
+def strong_confidence(result: dict[str, Any]) -> None:
+    result["confidence"] = "strong"
+
+
+# ---------------------------------------------------------------------------- activation
+
+
+def removed_activation_calibration(result: dict[str, Any]) -> None:
+    del result["activation_calibration"]
+
+
+def activation_value_out_of_range(result: dict[str, Any]) -> None:
+    values = result["activation_calibration"]["values"]
+    key = "pilot_mean_reward" if "pilot_mean_reward" in values else next(iter(values))
+    values[key] = 7.5  # outside every range the specs state ([0.1, 0.9] for GS1's pilot reward)
+
+
+# ---------------------------------------------------------------------------- feasibility
+
+
+def absurd_feasibility_measurements(result: dict[str, Any]) -> None:
+    """Training takes 10^7 seconds while the projection still says it fits."""
+    result["feasibility"]["measurements"]["training"]["seconds"] = 1.0e7
+
+
+# ---------------------------------------------------------------------------- loss evaluation
+
+
+def rehashed_predictions(result: dict[str, Any]) -> None:
+    """Per-example held-out NLL rows changed, every hash recomputed."""
+    score = next(s for s in result["evaluation"]["scores"] if s["arm"] != "base")
+
+    def halve(rows: list[dict[str, Any]]) -> None:
+        for row in rows[: max(1, len(rows) // 2)]:
+            prediction = row["prediction"]
+            if isinstance(prediction, dict) and "nll_sum" in prediction:
+                prediction["nll_sum"] *= 0.5
+            else:
+                row["value"] = 1.0 - float(row.get("value") or 0.0)
+                row["prediction"] = str(prediction) + "0"
+
+    _edit_jsonl_file(result, score["predictions_ref"], halve)
+
+
+def relabelled_loss_aggregation(result: dict[str, Any]) -> None:
+    """loss_eval says example_mean (value = example_mean) although the spec asks for token_mean."""
+    loss = result["loss_eval"]
+    loss["aggregation"] = "example_mean"
+
+    def relabel(entry: dict[str, Any]) -> None:
+        entry["aggregation"] = "example_mean"
+        entry["value"] = entry["example_mean"]
+        for run in (entry.get("runs") or {}).values():
+            relabel(run)
+
+    for entry in loss["arms"].values():
+        relabel(entry)
+
+
+# ---------------------------------------------------------------------------- correctness
+
+
+def buried_correctness_pin(result: dict[str, Any]) -> None:
+    path = result["correctness_preflight"]["paths"][0]
+    path["baseline_revision"] = f"an unpinned local patch (not {path['baseline_revision']})"
+
+
+def removed_fixed_input(result: dict[str, Any]) -> None:
+    result["evidence"]["files"] = [e for e in result["evidence"]["files"] if e["name"] != "correctness-fixed-input.json"]
+
+
+# ---------------------------------------------------------------------------- restoration
+
+
+def changed_learning_rate_both_sides(result: dict[str, Any]) -> None:
+    """Requested and server-reported learning rates both x10 (they agree with each other, not with the spec)."""
+    for arm in result["initialization_provenance"]["arms"].values():
+        for entry in [arm, *(arm.get("runs") or {}).values()]:
+            for check in entry.get("optimizer_checks") or []:
+                check["requested"]["learning_rate"] *= 10
+                check["actual_config"]["learning_rate"] *= 10
+
+
+# ---------------------------------------------------------------------------- evaluator
+
+
+def base_left_out_of_comparisons(result: dict[str, Any]) -> None:
+    for comparison in result["evaluation"]["comparisons"]:
+        comparison["arms"] = [arm for arm in comparison["arms"] if arm != "base"]
+
+
+# family -> tampering name -> function. GS1 and TriMuon speak direction+confidence, the self-generated
+# spec three-way; every tampering runs on each family whose records carry what it edits.
+CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
+    "gs1": {
+        "flipped verdict, moved effect": flipped_verdict_moved_effect,
+        "edited spec margin, stronger verdict": edited_spec_margin_stronger_verdict,
+        "activation_calibration removed": removed_activation_calibration,
+        "activation value out of range": activation_value_out_of_range,
+        "absurd feasibility measurements, fits true": absurd_feasibility_measurements,
+        "predictions changed and re-hashed": rehashed_predictions,
+        "correctness pin buried in other text": buried_correctness_pin,
+        "fixed input removed": removed_fixed_input,
+        "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+    },
+    "trimuon": {
+        "flipped verdict, moved effect": flipped_verdict_moved_effect,
+        "edited spec margin, stronger verdict": edited_spec_margin_stronger_verdict,
+        "seeds claimed": dropped_seeds_claim,
+        "confidence strong": strong_confidence,
+        "absurd feasibility measurements, fits true": absurd_feasibility_measurements,
+        "predictions changed and re-hashed": rehashed_predictions,
+        "loss aggregation relabelled": relabelled_loss_aggregation,
+        "correctness pin buried in other text": buried_correctness_pin,
+        "fixed input removed": removed_fixed_input,
+        "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+    },
+    "selfgen": {
+        "flipped verdict": flipped_three_way_verdict,
+        "edited spec margin, stronger verdict": edited_spec_margin_stronger_verdict,
+        "activation_calibration removed": removed_activation_calibration,
+        "activation value out of range": activation_value_out_of_range,
+        "absurd feasibility measurements, fits true": absurd_feasibility_measurements,
+        "predictions changed and re-hashed": rehashed_predictions,
+        "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+        "base left out of the comparisons": base_left_out_of_comparisons,
+    },
+}
+
+
+def tampered(result: dict[str, Any], tamper: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    copy_ = copy.deepcopy(result)
+    tamper(copy_)
+    return copy_
