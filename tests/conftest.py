@@ -137,7 +137,7 @@ def no_sandboxed_process_outlives_the_suite():
 # ---- grader: realistic good records built from the local specs (tests/unit/test_grading_*.py) ----
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def graded_record():
     """A builder: `graded_record("paired")` (self-generated local spec, paired_hoeffding, three-way)
     or `graded_record("best_lr")` (TriMuon local spec + recorded revision, best_lr_threshold, no

@@ -178,6 +178,9 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
     if not isinstance(evidence, dict) or evidence.get("version") != 1:
         return [Issue("EVID-1", UNKNOWN, "evidence must be an object with version 1")]
     partial = []
+    unnamed = sum(1 for entry in ctx.evidence.entries if not isinstance(entry.get("name"), str) or not entry["name"])
+    if unnamed:  # nothing can reference it, and what it held cannot be told from what was left out
+        issues.append(Issue("EVID-1", UNVERIFIED, f"{unnamed} evidence file(s) without a name"))
     for entry in ctx.evidence.entries:
         url = entry.get("source_url")
         if isinstance(url, str) and not (url.startswith("https://") and "/attachments/" in url):

@@ -78,8 +78,10 @@ def test_the_grader_rejects_a_dependent_or_unnamed_re_solver(graded_record, monk
         old["generation_audit"].pop(key)
     for sample in old["generation_audit"]["samples"]:
         sample["resolver_id"] = f"{base} (sampling client, greedy, math-env prompt; sampling only)"
-    # weakened: without the independence check the old record grades verified
-    monkeypatch.setattr(grading, "CHECKS", [c for c in grading.CHECKS if c is not grading.GA_6_independent_resolver])
+    # weakened: without the independence check the old record grades verified (GA-10 left out too: the
+    # hand-edited samples no longer match the retained audit file, which is not what this test is about)
+    monkeypatch.setattr(grading, "CHECKS", [c for c in grading.CHECKS
+                                            if c not in (grading.GA_6_independent_resolver, grading.GA_10)])
     assert _status(old) == ("verified", [])
     monkeypatch.undo()
     status, issues = _status(old)
