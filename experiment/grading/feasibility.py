@@ -126,7 +126,8 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     n_eval = ctx.plan.eval.get("n_examples")
     items = min(size.eval_items, int(n_eval)) if is_number(n_eval) else size.eval_items
     training, evaluation = as_dict(measurements.get("training")), as_dict(measurements.get("evaluation"))
-    if training.get("units") != size.steps_per_arm * arms or evaluation.get("units") != items:
+    # the pilot scores its items once, or once for the base model and once for each trained arm (the run's schedule)
+    if training.get("units") != size.steps_per_arm * arms or evaluation.get("units") not in (items, items * (arms + 1)):
         return [Issue("FEAS-10", UNKNOWN, f"the spec's pilot is {size.steps_per_arm} steps per arm plus {items} eval "
                                           f"items; measured {training.get('units')!r} steps and "
                                           f"{evaluation.get('units')!r} items")]
@@ -146,11 +147,14 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
         return []
     measurements = as_dict(record.get("measurements"))
     try:
-        phases = {name: PhaseTiming(**{k: as_dict(entry)[k] for k in PHASE_KEYS}) for name, entry in measurements.items()}
+        phases = {name: PhaseTiming(**{k: as_dict(entry)[k] for k in PHASE_KEYS},
+                                    wall_seconds=as_dict(entry).get("wall_seconds"))
+                  for name, entry in measurements.items()}
+        waits = projection.get("capacity_waits_seconds", 0.0)  # a floor of the recovery reserve, recomputed below
         expected = feasibility_record(
             config={}, effective_config={}, primary_endpoint="", source="", budget=budget,
             setup=phases.pop("setup"), training=phases.pop("training"), evaluation=phases.pop("evaluation"),
-            extra_phases=phases)
+            extra_phases=phases, capacity_waits_seconds=float(waits) if is_number(waits) else 0.0)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         return [Issue("FEAS-12", UNKNOWN, f"the projection cannot be recomputed from the measurements ({err})")]
     mine = expected["projection"]

@@ -180,6 +180,7 @@ def feasibility_record(
                        for name, p in phases.items()},
             "recovery_basis": (f"{RECOVERY_FRACTION:.0%} of the planned wall time, at least the "
                                f"{capacity_waits_seconds:.0f} s of capacity waits met so far"),
+            "capacity_waits_seconds": capacity_waits_seconds,
             "gpu_hours": gpu_hours,
             "gpu_hours_status": "unknown" if gpu_hours is None else "projected",
             "gpu_hours_note": gpu_hours_note,
