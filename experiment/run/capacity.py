@@ -174,18 +174,14 @@ class CapacityPolicy:
     @classmethod
     def from_env(cls, **overrides: Any) -> CapacityPolicy:
         """The contract's policy, scaled by $RX_CAPACITY_TIME_SCALE when set (tests use 0.01)."""
-        raw = os.environ.get(TIME_SCALE_ENV)
-        if raw and "time_scale" not in overrides:
-            try:
-                overrides["time_scale"] = float(raw)
-            except ValueError:
-                raise ValueError(f"{TIME_SCALE_ENV} must be a number (got {raw!r})") from None
-        raw = os.environ.get(ANSWER_DEADLINE_ENV)
-        if raw and "answer_deadline_seconds" not in overrides:
-            try:
-                overrides["answer_deadline_seconds"] = float(raw)
-            except ValueError:
-                raise ValueError(f"{ANSWER_DEADLINE_ENV} must be a number of seconds (got {raw!r})") from None
+        for field, env, what in (("time_scale", TIME_SCALE_ENV, "a number"),
+                                 ("answer_deadline_seconds", ANSWER_DEADLINE_ENV, "a number of seconds")):
+            raw = os.environ.get(env)
+            if raw and field not in overrides:
+                try:
+                    overrides[field] = float(raw)
+                except ValueError:
+                    raise ValueError(f"{env} must be {what} (got {raw!r})") from None
         return cls(**overrides)
 
     def delay_before_retry(self, refusal_number: int) -> float:
