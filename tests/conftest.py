@@ -26,7 +26,7 @@ os.environ.setdefault("TINKER_TELEMETRY", "0")
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"] = "false"
 
-from suite import FILE_GROUPS, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
+from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
 
 
 @pytest.hookimpl(wrapper=True)
@@ -57,23 +57,6 @@ def pytest_collection_modifyitems(items):
         return (not end_to_end, 0 if end_to_end else -FILE_SECONDS.get(file, 0))
 
     items.sort(key=key)  # stable: within a file, and among equals, collection order
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` (pyproject.toml: a file stays on one worker, so its module fixtures run once),
-    with the files of each group of suite.FILE_GROUPS as one unit: they check one session fixture's run,
-    which then happens once."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class LoadFileGroups(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            file = super()._split_scope(nodeid)
-            return FILE_GROUPS.get(file, file)
-
-    return LoadFileGroups(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -18,10 +18,10 @@ SPECS_DIR = REPO_ROOT / "specs"
 GS1_SPEC = SPECS_DIR / "gs1_kernel_vs_grpo_gsm8k.json"
 SELFGEN_SPEC = SPECS_DIR / "selfgen_tasks_vs_gsm8k.json"
 TRIMUON_SPEC = SPECS_DIR / "trimuon_vs_dimuon_no_robots.json"
-# The GS1 rehearsal at the wiring scale: run once per session (tests/e2e/conftest.py, gs1_wiring_rehearsal)
-# for the files that check it, which pytest-xdist keeps on one worker (FILE_GROUPS, tests/conftest.py).
+# The rehearsal scale of the end-to-end runs (tests/e2e/conftest.py: wiring_rehearsal, one run per seed spec and session)
 GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
-FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_gs1_run.py", "tests/e2e/test_capacity_e2e.py")}
+# In the environment of the seed specs' shared wiring rehearsals (tests/e2e/conftest.py): never stored anywhere
+FAKE_PROXY_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 # What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and
 # teardown under `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026;
 # test_validation and test_mut_store: one run, after they were made cheaper; test_temporary_prefect_server:

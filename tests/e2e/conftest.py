@@ -1,18 +1,20 @@
 """End-to-end tests: whole runs through the CLI, a Prefect server, a browser. Every test here is
 `slow` (minutes); CI runs them too, `pytest -m "not slow"` leaves them out.
 
-`gs1_wiring_rehearsal` is the one clean GS1 rehearsal at the wiring scale that several files check
-(what it records, what the UI shows, the decision a faulted or killed run must reach again): its
-files are one unit of `suite.FILE_GROUPS`, so they run on one xdist worker and the run happens once.
+`wiring_rehearsal(family)` is the one clean rehearsal of each seed spec at the wiring scale that several
+files check (what it records, what the grader makes of it, what the UI shows, the decision a faulted or
+killed run must reach again): it runs once per session, shared by the xdist workers.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
 
-from suite import GS1_SPEC, GS1_WIRING_ARGS, only_run_dir, run_cli
+from suite import FAKE_PROXY_SECRET, GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli
 
 HERE = Path(__file__).resolve().parent
 
@@ -23,13 +25,52 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+# The clean wiring rehearsals of the three seed specs, each run once per session whichever xdist worker asks
+# first (a file lock in the directory the workers share) and read by the others: the grader-trust file, the
+# GS1 files, the TriMuon file and the self-generated file check the same runs (a clean clone ran each spec
+# twice before, about a fifth of the suite's CPU). The self-generated run's environment holds a fake proxy
+# secret, which test_local_selfgen_run.py checks is never stored; the other runs ignore it.
+WIRING_SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
+
+
+def _session_dir(tmp_path_factory) -> Path:
+    """A directory of this session that every xdist worker sees (each worker's basetemp sits in it);
+    without xdist, the session's own basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
-def gs1_wiring_rehearsal(prefect_server, tmp_path_factory) -> dict:
-    """`python -m flows.run GS1_SPEC --rehearse --rehearsal-scale wiring`, clean, on the embedded
-    backend, recorded on the session's Prefect server: its flow run, run directory and output."""
-    runs_dir = tmp_path_factory.mktemp("gs1-wiring-runs")
-    done = run_cli("flows.run", str(GS1_SPEC), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),
-                   env_extra=prefect_server.cli_env, timeout=1500)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (flow_run,) = prefect_server.flow_runs_of(runs_dir)
-    return {"flow_run": flow_run, "run_dir": only_run_dir(runs_dir), "stdout": done.stdout, "stderr": done.stderr}
+def wiring_rehearsal(prefect_server, tmp_path_factory):
+    """family -> {"run_dir", "stdout", "stderr"} of `python -m flows.run <seed spec> --rehearse
+    --rehearsal-scale wiring`, clean, on the embedded backend and the session's Prefect server. Tests
+    only read the run directory."""
+    shared = _session_dir(tmp_path_factory) / "wiring-rehearsals"
+    shared.mkdir(exist_ok=True)
+
+    def rehearsal(family: str) -> dict:
+        home = shared / family
+        with open(shared / f"{family}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a second worker waits here while the first one runs it
+            if not (home / "returncode").is_file():
+                runs_dir = home / "runs"
+                runs_dir.mkdir(parents=True, exist_ok=True)
+                done = run_cli("flows.run", str(WIRING_SPECS[family]), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),
+                               env_extra={**prefect_server.cli_env, "MODAL_PROXY_TOKEN_SECRET": FAKE_PROXY_SECRET},
+                               timeout=1500)
+                (home / "stdout").write_text(done.stdout)
+                (home / "stderr").write_text(done.stderr)
+                (home / "returncode").write_text(str(done.returncode))
+        stdout, stderr = (home / "stdout").read_text(), (home / "stderr").read_text()
+        assert (home / "returncode").read_text() == "0", stdout[-3000:] + stderr[-3000:]
+        return {"run_dir": only_run_dir(home / "runs"), "stdout": stdout, "stderr": stderr}
+
+    return rehearsal
+
+
+@pytest.fixture(scope="session")
+def gs1_wiring_rehearsal(wiring_rehearsal, prefect_server) -> dict:
+    """The GS1 wiring rehearsal with its flow run on the session's Prefect server."""
+    run = wiring_rehearsal("gs1")
+    (flow_run,) = prefect_server.flow_runs_of(run["run_dir"].parent)
+    return {**run, "flow_run": flow_run}

@@ -3,7 +3,7 @@
 The GS1 rehearsal at the wiring scale (2 steps per arm, 48 eval items; `flows.run SPEC --rehearse
 --rehearsal-scale wiring`) is run:
 - cleanly, on the embedded backend: the session's one run (tests/e2e/conftest.py,
-  gs1_wiring_rehearsal, shared with test_local_gs1_run.py on one xdist worker);
+  gs1_wiring_rehearsal, shared by the files and xdist workers that check it);
 - against an embedded server (TINKER_BASE_URL) answering 0.4% of all calls with 429 and 0.4% with 503 (seeded; about
   a dozen of each in a run of about 3,200 calls, on every endpoint, checked from the server's healthz): the SDK's own retries
   and the run's capacity policy (time-scaled) carry it to the same decision. (The stock SDK pauses

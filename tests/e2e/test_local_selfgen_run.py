@@ -11,27 +11,19 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from suite import REPO_ROOT
+from suite import FAKE_PROXY_SECRET
 
 pytestmark = pytest.mark.slow
-SELFGEN_SEED = REPO_ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json"
-FAKE_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 
 
-def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
-    # the session's Prefect server instead of a temporary one per run
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MODAL_PROXY_TOKEN_SECRET": FAKE_SECRET, **prefect_server.cli_env}
-    env.pop("TINKER_BASE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "flows.run", str(SELFGEN_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(tmp_path)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server, wiring_rehearsal):
+    # the session's self-generated wiring rehearsal (tests/e2e/conftest.py), run with a fake proxy secret in its
+    # environment, on the session's Prefect server
+    run_dir = wiring_rehearsal("selfgen")["run_dir"]
     result = json.loads((run_dir / "result.json").read_text())
 
     assert result["status"] == "succeeded"
@@ -60,7 +52,7 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
 
     for path in run_dir.rglob("*"):
         if path.is_file():
-            assert FAKE_SECRET.encode() not in path.read_bytes(), path
+            assert FAKE_PROXY_SECRET.encode() not in path.read_bytes(), path
 
     # pictures: the RL ones and the audit's counts, in plots/ and in the summary, loaded in the browser
     from flows.artifacts import keyed
@@ -70,7 +62,7 @@ def test_local_selfgen_spec_runs_end_to_end(tmp_path, prefect_server):
     spec = importlib.util.spec_from_file_location("ui_browser", Path(__file__).with_name("browser.py"))
     browser = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(browser)
-    (flow_run,) = prefect_server.flow_runs_of(tmp_path)
+    (flow_run,) = prefect_server.flow_runs_of(run_dir.parent)
     screenshot = Path(os.environ.get("RX_UI_SCREENSHOT_DIR") or tmp_path) / "summary-selfgen.png"
     sizes = browser.summary_pictures(prefect_server, flow_run["id"], keyed("summary", run_dir.name), screenshot,
                                      expected=len(pictures))

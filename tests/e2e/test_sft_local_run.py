@@ -24,7 +24,7 @@ from experiment.sft.loss_eval import check
 from experiment.contract.spec import load_spec
 
 from suite import REPO_ROOT
-from suite import only_run_dir, run_cli
+from suite import run_cli
 
 TRIMUON_SEED = REPO_ROOT / "specs" / "trimuon_vs_dimuon_no_robots.json"
 REHEARSED = load_spec(TRIMUON_SEED, rehearse=True, rehearsal_scale="wiring")
@@ -34,12 +34,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cli_run(tmp_path_factory, prefect_server):
-    runs_dir = tmp_path_factory.mktemp("runs")
-    done = run_cli("flows.run", str(TRIMUON_SEED), "--rehearse", "--rehearsal-scale", "wiring", "--runs-dir", str(runs_dir),
-                   env_extra=prefect_server.cli_env)  # the session's Prefect server, not a temporary one
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return only_run_dir(runs_dir), done.stdout + done.stderr
+def cli_run(wiring_rehearsal):
+    """The session's TriMuon wiring rehearsal (tests/e2e/conftest.py), on the session's Prefect server."""
+    run = wiring_rehearsal("trimuon")
+    return run["run_dir"], run["stdout"] + run["stderr"]
 
 
 @pytest.fixture(scope="module")
