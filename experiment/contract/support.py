@@ -127,12 +127,29 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
             raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed (decision_rule.seeds "
                                                    f"{seeds}); every arm trains at every scheduled seed, so give "
                                                    "the arm one of them or leave its seed out")
+    _check_group_seeds(spec, seeds)
     if len(seeds) > 1 and (rule is None or not rule.seeds):
         raise SpecError("arms", f"arms state different seeds {seeds}; schedule them in decision_rule.seeds "
                                 "(every arm then trains at every seed)")
     if len(seeds) > 1 and plan.training_type != "rl":
         raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
                                                "run; supported: a single seed (several seeds: training_type rl)")
+
+
+def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
+    """A restoration group's `optimizer_config.seed` is the arm's seed: a scheduled one (each replica then
+    requests its own seed, experiment.contract.plan.at_replica_seed)."""
+    groups = (spec.section("restoration_preflight") or {}).get("groups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        members = group.get("arms") if isinstance(group, dict) else None
+        for a, member in enumerate(members if isinstance(members, list) else []):
+            config = member.get("optimizer_config") if isinstance(member, dict) else None
+            seed = config.get("seed") if isinstance(config, dict) else None
+            if seed is not None and seed not in seeds:
+                raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
+                                f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
+                                "at every scheduled seed and its replica at each seed requests that seed, so state "
+                                "one of them or leave the seed out")
 
 
 def _unique_role(plan: PlanView, role: str) -> str | None:
