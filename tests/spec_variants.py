@@ -191,6 +191,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
             "treatment grpo_gs8 is neither"),
     Variant("roles-unknown", "gs1", gs1_roles({"gs1_kernel": "candidate"}), "must be one of treatment"),
+    Variant("roles-two-treatments", "trimuon", lambda s, r: [arm.update(role="treatment") for arm in r["arms"]],
+            "role treatment is held by several arms: give exactly one arm each of the two roles"),
     Variant("three-arms-role-weights", "gs1", both(gs1_third_arm, gs1_roles(
         {"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "treatment"})),
             "role 'treatment' is ambiguous: arms gs1_kernel, grpo_gs4 all hold it; key the weights by arm name"),

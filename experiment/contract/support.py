@@ -157,12 +157,16 @@ def _unique_role(plan: PlanView, role: str) -> str | None:
     return entry["arm"] if entry else None
 
 
-def _two_roles_or_refuse(plan: PlanView, field: str, what: str) -> tuple[str, str]:
+def _two_roles_or_refuse(plan: PlanView, field: str, what: str, otherwise: str = "") -> tuple[str, str]:
+    """The one treatment and the one baseline `what` compares; refused with the roles held and the fix."""
     treatment, baseline = _unique_role(plan, "treatment"), _unique_role(plan, "baseline")
     if treatment is None or baseline is None:
         roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
+        shared = [role for role in ("treatment", "baseline") if sum(arm.role == role for arm in plan.arms) > 1]
+        fix = (f"role {' and '.join(shared)} is held by several arms: give exactly one arm each of the two roles"
+               if shared else "give one arm \"role\": \"treatment\" and one \"role\": \"baseline\"")
         raise SpecError(field, f"{what} needs exactly one arm with role treatment and one with role baseline "
-                               f"(arms: {roles}); give the arms those roles, or make the gate not applicable")
+                               f"(arms: {roles}); {fix}{otherwise}")
     return treatment, baseline
 
 
@@ -211,8 +215,10 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
     treatment = _unique_role(plan, "treatment")
     if generated and generated != [treatment]:
+        roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
         raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
-                                "family trains exactly one such arm, the one arm with role treatment")
+                                f"family trains exactly one such arm, the one arm with role treatment (roles: {roles}); "
+                                "train one arm on generated tasks and give it, and no other arm, \"role\": \"treatment\"")
     correctness = plan.gate("correctness_preflight")
     if correctness.blocks:
         advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
@@ -225,7 +231,8 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                      "; supported otherwise: a stock-only spec (custom_loss false, "
                                                      "correctness_preflight.required false)")
     if plan.gate("activation_gate").blocks:
-        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot")
+        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot",
+                                            ", or set activation_gate.applicable false")
         if not generated and _arm_advantage(spec, treatment) != KERNEL_ADVANTAGE:
             raise SpecError("activation_gate", f"the activation pilot measures a kernel_cross_prompt_baseline "
                                                f"treatment (GS1) or a generated-tasks treatment; treatment "
