@@ -110,6 +110,13 @@ def gs1_three_arms_two_seeds(spec: dict[str, Any], revision: dict[str, Any]) -> 
     seeds([0, 1])(spec, revision)
 
 
+def _unseed_groups(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """The restoration groups' arms without a stated seed (each replica requests its own)."""
+    for group in spec["restoration_preflight"]["groups"]:
+        for arm in group["arms"]:
+            arm["optimizer_config"].pop("seed", None)
+
+
 def _set(section: str, **values: Any) -> Edit:
     return lambda spec, revision: spec.setdefault(section, {}).update(values)
 
@@ -168,7 +175,10 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("seeds-empty", "gs1", seeds([]), "decision_rule.seeds: is empty"),
     Variant("seeds-repeated", "gs1", seeds([0, 0]), "must be distinct non-negative integers"),
     Variant("seeds-negative", "gs1", seeds([-1]), "must be distinct non-negative integers"),
-    Variant("seeds-arms-unseeded", "gs1", both(lambda s, r: [a.pop("seed") for a in s["arms"]], seeds([3, 4])), None),
+    Variant("seeds-arms-unseeded", "gs1", both(lambda s, r: [a.pop("seed") for a in s["arms"]], _unseed_groups,
+                                                seeds([3, 4])), None),
+    Variant("seeds-group-seed-unscheduled", "gs1", both(lambda s, r: [a.pop("seed") for a in s["arms"]], seeds([3, 4])),
+            "optimizer_config.seed: 0 is not a scheduled seed", "the restoration group still states seed 0"),
     Variant("seeds-arms-differ", "gs1", both(lambda s, r: s["decision_rule"].pop("seeds"),
                                              lambda s, r: _arm(s, "gs1_kernel").update(seed=1)),
             "arms state different seeds [0, 1]"),
@@ -181,6 +191,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
             "treatment grpo_gs8 is neither"),
     Variant("roles-unknown", "gs1", gs1_roles({"gs1_kernel": "candidate"}), "must be one of treatment"),
+    Variant("roles-two-treatments", "trimuon", lambda s, r: [arm.update(role="treatment") for arm in r["arms"]],
+            "role treatment is held by several arms: give exactly one arm each of the two roles"),
     Variant("three-arms-role-weights", "gs1", both(gs1_third_arm, gs1_roles(
         {"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "treatment"})),
             "role 'treatment' is ambiguous: arms gs1_kernel, grpo_gs4 all hold it; key the weights by arm name"),

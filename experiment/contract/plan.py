@@ -87,6 +87,13 @@ def replica_label(arm: str, seed: int, seeds: list[int]) -> str:
     return arm if seed == seeds[0] else f"{arm}-seed{seed}"
 
 
+def at_replica_seed(requested: dict[str, Any], seed: int) -> dict[str, Any]:
+    """An arm's requested model and optimizer config (a restoration group's `optimizer_config`) for its
+    replica at one scheduled seed: a `seed` the config states is the replica's own, since every arm trains
+    at every scheduled seed (the run requests it, the grader expects it: REST-5)."""
+    return {**requested, "seed": seed} if "seed" in requested else dict(requested)
+
+
 @dataclass
 class GatePlan:
     name: str

@@ -127,6 +127,7 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
             raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed (decision_rule.seeds "
                                                    f"{seeds}); every arm trains at every scheduled seed, so give "
                                                    "the arm one of them or leave its seed out")
+    _check_group_seeds(spec, seeds)
     if len(seeds) > 1 and (rule is None or not rule.seeds):
         raise SpecError("arms", f"arms state different seeds {seeds}; schedule them in decision_rule.seeds "
                                 "(every arm then trains at every seed)")
@@ -135,17 +136,37 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
                                                "run; supported: a single seed (several seeds: training_type rl)")
 
 
+def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
+    """A restoration group's `optimizer_config.seed` is the arm's seed: a scheduled one (each replica then
+    requests its own seed, experiment.contract.plan.at_replica_seed)."""
+    groups = (spec.section("restoration_preflight") or {}).get("groups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        members = group.get("arms") if isinstance(group, dict) else None
+        for a, member in enumerate(members if isinstance(members, list) else []):
+            config = member.get("optimizer_config") if isinstance(member, dict) else None
+            seed = config.get("seed") if isinstance(config, dict) else None
+            if seed is not None and seed not in seeds:
+                raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
+                                f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
+                                "at every scheduled seed and its replica at each seed requests that seed, so state "
+                                "one of them or leave the seed out")
+
+
 def _unique_role(plan: PlanView, role: str) -> str | None:
     entry = plan.role_to_arm.get(role)
     return entry["arm"] if entry else None
 
 
-def _two_roles_or_refuse(plan: PlanView, field: str, what: str) -> tuple[str, str]:
+def _two_roles_or_refuse(plan: PlanView, field: str, what: str, otherwise: str = "") -> tuple[str, str]:
+    """The one treatment and the one baseline `what` compares; refused with the roles held and the fix."""
     treatment, baseline = _unique_role(plan, "treatment"), _unique_role(plan, "baseline")
     if treatment is None or baseline is None:
         roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
+        shared = [role for role in ("treatment", "baseline") if sum(arm.role == role for arm in plan.arms) > 1]
+        fix = (f"role {' and '.join(shared)} is held by several arms: give exactly one arm each of the two roles"
+               if shared else "give one arm \"role\": \"treatment\" and one \"role\": \"baseline\"")
         raise SpecError(field, f"{what} needs exactly one arm with role treatment and one with role baseline "
-                               f"(arms: {roles}); give the arms those roles, or make the gate not applicable")
+                               f"(arms: {roles}); {fix}{otherwise}")
     return treatment, baseline
 
 
@@ -194,8 +215,10 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
     treatment = _unique_role(plan, "treatment")
     if generated and generated != [treatment]:
+        roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
         raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
-                                "family trains exactly one such arm, the one arm with role treatment")
+                                f"family trains exactly one such arm, the one arm with role treatment (roles: {roles}); "
+                                "train one arm on generated tasks and give it, and no other arm, \"role\": \"treatment\"")
     correctness = plan.gate("correctness_preflight")
     if correctness.blocks:
         advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
@@ -208,7 +231,8 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                      "; supported otherwise: a stock-only spec (custom_loss false, "
                                                      "correctness_preflight.required false)")
     if plan.gate("activation_gate").blocks:
-        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot")
+        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot",
+                                            ", or set activation_gate.applicable false")
         if not generated and _arm_advantage(spec, treatment) != KERNEL_ADVANTAGE:
             raise SpecError("activation_gate", f"the activation pilot measures a kernel_cross_prompt_baseline "
                                                f"treatment (GS1) or a generated-tasks treatment; treatment "

@@ -310,6 +310,7 @@ def EVID_6(ctx: GradeContext) -> list[Issue]:
         init = as_dict(as_dict(arm).get("initialization"))  # the shared initial state (the base scored from it)
         uris |= {init.get("checkpoint_uri"), init.get("loaded_checkpoint_uri")}
     arm_of = {as_dict(c).get("uri"): as_dict(c).get("arm") for c in checkpoints}
+    seed_of = {as_dict(c).get("uri"): as_dict(c).get("seed") for c in checkpoints if "seed" in as_dict(c)}
     scored = set()  # every tinker:// checkpoint a prediction row was scored on is a listed checkpoint
     for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
         for row in ctx.evidence.jsonl(as_dict(score).get("predictions_ref")) or []:
@@ -323,6 +324,11 @@ def EVID_6(ctx: GradeContext) -> list[Issue]:
             if row.get("checkpoint") in arm_of and arm_of[row["checkpoint"]] != owner:
                 issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for "
                                                        f"{short(arm_of[row['checkpoint']])}, but {owner} was scored on it"))
+                break
+            if row.get("checkpoint") in seed_of and seed_of[row["checkpoint"]] != score.get("seed"):  # a listed seed
+                issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for seed "
+                                                       f"{short(seed_of[row['checkpoint']])}, but {owner} was scored on "
+                                                       f"it at seed {short(score.get('seed'))}"))
                 break
     if missing:
         issues.append(Issue("EVID-6", INVALID, f"scored checkpoint(s) not in evidence.checkpoints: {short(missing[0])}"))

@@ -6,7 +6,8 @@
 Spec: by default the spec recorded in the run's evidence (`spec.json`, kind `spec`, plus its
 recorded revision `spec-revision.plan.json`, kind `spec_revision`) read from the record's inline
 content; in a run directory, from `evidence/` when the record does not carry it inline. Or a spec
-path (`specs/x.json`, with `specs/x.plan.json` beside it), a loaded `Spec` or a spec dict.
+path (`specs/x.json`, with `specs/x.plan.json` beside it; for a rehearsal record, rehearsed by the rules at
+the record's scale, with the SPEC-2 checks), a loaded `Spec` or a spec dict.
 """
 
 from __future__ import annotations
@@ -114,11 +115,17 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
     return spec, text, supplied, None
 
 
-def _given_spec(spec: Any) -> tuple[Spec, str, tuple[str, ...]]:
+def _given_spec(spec: Any, rehearsal: dict[str, Any] | None) -> tuple[Spec, str, tuple[str, ...]]:
+    """A spec path is read with its revision file; a rehearsal record's spec path is rehearsed by the
+    rules at the record's scale, exactly as a spec of SPECS_DIR is (_attested): the record ran that."""
     if isinstance(spec, (str, Path)):
-        loaded = load_spec(spec)
+        if rehearsal is not None:
+            loaded = load_spec(spec, rehearse=True, rehearsal_scale=str(rehearsal.get("scale")))
+        else:
+            loaded = load_spec(spec)
         revision = loaded.source.revision
         text = f"{spec}" + (f" + revision {revision.path}" if revision else "")
+        text += f", rehearsed at the {rehearsal.get('scale')} scale by the rules" if rehearsal is not None else ""
         return loaded, text, tuple(revision.supplied) if revision else ()
     if isinstance(spec, Spec):
         try:
@@ -260,10 +267,13 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
         spec_obj, source, supplied = attestation.spec, attestation.source, attestation.supplied
         problems += attestation.problems
     else:
+        rehearsal = result.get("rehearsal") if isinstance(result.get("rehearsal"), dict) else None
         try:
-            spec_obj, source, supplied = _given_spec(spec)
+            spec_obj, source, supplied = _given_spec(spec, rehearsal)
         except SpecError as err:
             raise GradeInputError(f"spec: {err}") from None
+        if rehearsal is not None and isinstance(spec, (str, Path)):
+            problems += _rehearsal_problems(result, evidence, spec_obj)
     events, event_problems = read_events(run_dir) if run_dir is not None else (None, [])
     problems += event_problems
     plan = None

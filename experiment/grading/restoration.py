@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from experiment.contract.plan import at_replica_seed
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
 from experiment.grading.common import (
@@ -44,9 +45,10 @@ def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
             optimizer = as_dict(arm.optimizer)
             config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(optimizer.get("config")).items()}
             wanted[arm.name] = {"family": _family(optimizer.get("family")), **config}
-    for replica in _seed_replicas(ctx):  # an arm at a further scheduled seed asks for the arm's optimizer
-        if replica.arm in wanted:
-            wanted[replica.label] = wanted[replica.arm]
+    stated = dict(wanted)
+    for replica in (r for r in getattr(ctx.plan, "replicas", []) if r.trained):
+        if replica.arm in stated:  # the arm at each scheduled seed asks for the arm's config at that seed
+            wanted[replica.label] = at_replica_seed(stated[replica.arm], replica.seed)
     return wanted
 
 
@@ -199,7 +201,8 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         if spec_wants is None or where in reported:
             continue
         requested = as_dict(check.get("requested"))
-        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate")
+        wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
+                 for k, v in spec_wants.items() if k not in ("family", "learning_rate")
                  and (k not in requested or not _same(requested[k], v))]
         if _family(requested.get("family")) != spec_wants["family"]:
             wrong.insert(0, "family")

@@ -656,11 +656,12 @@ class RunStore:
         return entry
 
     @_serialized
-    def add_checkpoint(self, arm: str, step: int, uri: str) -> None:
-        """List a checkpoint reference (a service URI, never weights) in RESULT.evidence.checkpoints."""
+    def add_checkpoint(self, arm: str, step: int, uri: str, seed: int | None = None) -> None:
+        """List a checkpoint reference (a service URI, never weights) in RESULT.evidence.checkpoints:
+        `arm` is the spec's arm name (never a replica label) and `seed` the seed it trained at, when known."""
         result = self.read_result()
         evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
-        entry = {"arm": arm, "step": step, "uri": uri}
+        entry = {"arm": arm, "step": step, "uri": uri, **({"seed": seed} if seed is not None else {})}
         if entry not in evidence.setdefault("checkpoints", []):
             evidence["checkpoints"].append(entry)
             self._write_result(result)
@@ -714,7 +715,7 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
                 evidence["status"] = "partial"
             evidence.setdefault("status", "complete")
         elif kind == "checkpoint":
-            entry = {"arm": event["arm"], "step": event["step"], "uri": event["uri"]}
+            entry = {key: event[key] for key in ("arm", "step", "uri", "seed") if key in event}
             checkpoints = result.setdefault("evidence", {}).setdefault("checkpoints", [])
             if entry not in checkpoints:
                 checkpoints.append(entry)

@@ -59,6 +59,32 @@ def pilot_size(spec: dict[str, Any]) -> PilotSize:
                      "project default (the spec states no pilot size)")
 
 
+@dataclass(frozen=True)
+class PhaseUnits:
+    """One pilot phase's size: units the pilot measures, units the full run plans, samples drawn."""
+
+    units: int
+    planned_units: int
+    samples: int = 0
+
+
+def rl_pilot_units(*, trained_arms: int, seeds: int, base_per_seed: bool, pilot_steps: int, steps: int,
+                   pilot_items: int, eval_items: int, rollouts_per_step: int) -> dict[str, PhaseUnits]:
+    """The RL timing pilot's phases: the pilot runs each trained arm once (side by side) and scores
+    the base model and each arm on its items; the full run trains every arm at every scheduled seed
+    and scores each of those replicas, plus the base model once, or at every seed when an untrained
+    arm is compared (`base_per_seed`). FEAS-10 holds the measured units to the size the spec states."""
+    replicas = trained_arms * seeds
+    scored = replicas + (seeds if base_per_seed else 1)
+    pilot_scored = pilot_items * (trained_arms + 1)
+    per_replica = PhaseUnits(trained_arms, replicas)  # fixed per arm: a client, a final checkpoint, its sampler
+    return {"setup": per_replica,
+            "training": PhaseUnits(trained_arms * pilot_steps, replicas * steps,
+                                   trained_arms * pilot_steps * rollouts_per_step),
+            "evaluation": PhaseUnits(pilot_scored, eval_items * scored, pilot_scored),
+            "final_checkpoints": per_replica, "sampler_loads": per_replica}
+
+
 def service_allocation(service_kind: str) -> tuple[int | None, str | None]:
     """(gpu_count, allocation_source) from explicit allocation evidence only, else (None, None).
 

@@ -34,8 +34,6 @@ def exchange_grade(category: dict) -> str:
 
 
 @pytest.mark.parametrize("name", REHEARSED)
-@pytest.mark.xfail(reason="issue 29: after merging the grader's recomputations, the three-arm two-seed rehearsal grades "
-                          "restoration invalid and feasibility unknown where --plan predicts verified; open", strict=False)
 def test_predicted_grades_come_true(name, tmp_path, prefect_server):
     spec = write_variant(variant(name), tmp_path)
     planned = run_cli("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)

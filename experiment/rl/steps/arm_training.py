@@ -28,6 +28,7 @@ from experiment.rl import restoration as r
 from experiment.rl.advantages import KernelBaselineState
 from experiment.run.capacity import CapacityBlocked
 from experiment.run.clients import ClientSession, open_session
+from experiment.contract.plan import at_replica_seed
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
@@ -56,8 +57,8 @@ def run(ctx: RunContext) -> GateVerdict:
                 ctx.state.arm_clients.pop(name, None)
             attempts.append(1)
             latest = saved.get(name) if len(attempts) == 1 else _saved_progress(ctx).get(name)
-            return ArmTrainer(ctx, arm, session, r.requested_optimizer(*optimizers[arm.spec_arm]), steps,
-                              latest).train()
+            requested = at_replica_seed(r.requested_optimizer(*optimizers[arm.spec_arm]), arm.seed)
+            return ArmTrainer(ctx, arm, session, requested, steps, latest).train()
 
         return train
 
@@ -113,7 +114,7 @@ class ArmTrainer:
         for step in range(start, self.steps):
             client, window = self._step_with_capacity(client, renderer, order, step, window)
         uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)
-        ctx.store.add_checkpoint(arm.name, self.steps, uri)
+        ctx.store.add_checkpoint(arm.spec_arm, self.steps, uri, seed=arm.seed)  # the arm's name, not its replica label
         self._post_metrics()
         return uri
 

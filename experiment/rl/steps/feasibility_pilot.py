@@ -29,7 +29,8 @@ from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
-from experiment.stats.feasibility import PhaseTiming, feasibility_record, pilot_size, projection_config, service_allocation
+from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot_size, projection_config, rl_pilot_units,
+                                          service_allocation)
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
@@ -138,12 +139,16 @@ def run(ctx: RunContext) -> GateVerdict:
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
     n_arms, n_eval = len(arms), len(items)
-    n_seeds = len(ctx.plan.seeds)  # every arm trains and is scored at every scheduled seed
-    n_runs = n_arms * n_seeds
     dataset = ctx.spec.section("dataset")
-    untrained = any(not arm.trained for arm in ctx.plan.arms)
-    eval_arms = n_runs + (n_seeds if untrained else 1)  # every trained arm at every seed plus the base model
-    pilot_eval_arms = n_arms + 1  # the pilot scores the base model and each arm once
+    # every arm trains and is scored at every scheduled seed; the pilot runs and scores each arm once
+    units = rl_pilot_units(trained_arms=n_arms, seeds=len(ctx.plan.seeds),
+                           base_per_seed=any(not arm.trained for arm in ctx.plan.arms), pilot_steps=pilot_steps,
+                           steps=steps, pilot_items=len(pilot_items), eval_items=n_eval,
+                           rollouts_per_step=next(iter(arms.values())).rollouts_per_step)
+
+    def timing(phase: str, seconds: float, wall_seconds: float) -> PhaseTiming:
+        size = units[phase]
+        return PhaseTiming(seconds, size.units, size.planned_units, size.samples, gpu_count, allocation, wall_seconds)
     full_run = projection_config(
         base_model=ctx.state.served_model, lora_rank=ctx.spec.lora_rank, dataset=dataset, steps=steps,
         batch_size=ctx.spec.batch_size, max_seq_len=ctx.spec.max_seq_len, max_tokens=rollout.max_tokens,
@@ -152,21 +157,16 @@ def run(ctx: RunContext) -> GateVerdict:
     record = feasibility_record(
         config=full_run, effective_config=dict(full_run), primary_endpoint=ctx.plan.primary_endpoint,
         source=f"timing pilot of this run (events.jsonl, gate {GATE}) on {ctx.service.describe()['base_url']}",
-        setup=PhaseTiming(setup.total_seconds, n_arms, n_runs, 0, gpu_count, allocation, setup.wall_seconds),
-        training=PhaseTiming(training.total_seconds, n_arms * pilot_steps, n_runs * steps,
-                             n_arms * pilot_steps * next(iter(arms.values())).rollouts_per_step, gpu_count, allocation,
-                             training.wall_seconds),
-        evaluation=PhaseTiming(base_eval.total_seconds + arms_eval.total_seconds, len(pilot_items) * pilot_eval_arms,
-                               n_eval * eval_arms, len(pilot_items) * pilot_eval_arms, gpu_count, allocation,
-                               base_eval.wall_seconds + arms_eval.wall_seconds),
+        setup=timing("setup", setup.total_seconds, setup.wall_seconds),
+        training=timing("training", training.total_seconds, training.wall_seconds),
+        evaluation=timing("evaluation", base_eval.total_seconds + arms_eval.total_seconds,
+                          base_eval.wall_seconds + arms_eval.wall_seconds),
         budget=ctx.plan.budget,
         generation=generation_block(ctx),
         extra_phases={
             # fixed per arm, whatever the steps and items: each arm's final checkpoint and its sampler
-            "final_checkpoints": PhaseTiming(final.total_seconds, n_arms, n_runs, 0, gpu_count, allocation,
-                                             final.wall_seconds),
-            "sampler_loads": PhaseTiming(loads.total_seconds, n_arms, n_runs, 0, gpu_count, allocation,
-                                         loads.wall_seconds),
+            "final_checkpoints": timing("final_checkpoints", final.total_seconds, final.wall_seconds),
+            "sampler_loads": timing("sampler_loads", loads.total_seconds, loads.wall_seconds),
             **generation_phases(ctx),
         },
         capacity_waits_seconds=capacity_waits_so_far(ctx),
@@ -191,7 +191,7 @@ def run(ctx: RunContext) -> GateVerdict:
                   "step_seconds_per_arm_step": training.total_seconds / (n_arms * pilot_steps),
                   "step_wall_seconds_arms_side_by_side": training.wall_seconds / pilot_steps,
                   "eval_seconds_per_item": (base_eval.total_seconds + arms_eval.total_seconds)
-                  / (len(pilot_items) * pilot_eval_arms),
+                  / units["evaluation"].units,
                   "projected_wall_seconds": projection["wall_seconds"],
                   "pilot_measurement_base_accuracy": pilot_accuracy},
         next_diagnostic=None if fits else "downsize per FEAS-11: drop optional evals/seeds first, then shorten training with a recorded deviation",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from experiment.rl import restoration as r
 from experiment.run.clients import open_session, session_weights_info
+from experiment.contract.plan import at_replica_seed
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, rl_replica_settings, training_items
@@ -48,7 +49,7 @@ def run(ctx: RunContext) -> GateVerdict:
         # one initialization per scheduled seed: that seed's group of arms all start from it
         init_uris, checkpoint_infos = {}, {}
         for seed in seeds:
-            init_client = setup.lora_client(model, rank, seed, requested[first.name])
+            init_client = setup.lora_client(model, rank, seed, at_replica_seed(requested[first.name], seed))
             if seed == seeds[0]:
                 exposure = r.record_exposure(ctx, init_client.get_info())
                 renderer = renderer_for(init_client, first.renderer_name)
@@ -58,7 +59,8 @@ def run(ctx: RunContext) -> GateVerdict:
             checkpoint_infos[seed] = session_weights_info(setup, init_uris[seed])
         init_uri = init_uris[seeds[0]]
         # one fixed-batch step before saving, so the restore carries optimizer moments to check
-        restore_check = r.restore_update_check(setup, init_uri, requested[first.name], batch, first.adam_params(),
+        restore_check = r.restore_update_check(setup, init_uri, at_replica_seed(requested[first.name], seeds[0]),
+                                               batch, first.adam_params(),
                                                first.name, r.RESTORE_UPDATE_ATOL)
         setup_released = setup.close()
     ctx.store.add_evidence("restoration-fixed-batch.json", "metrics", json.dumps(r.batch_json(batch), sort_keys=True))
@@ -68,7 +70,8 @@ def run(ctx: RunContext) -> GateVerdict:
     entries, clients = {}, {}
     for label, replica in replicas.items():  # entries keyed by replica label: the arm's name at the first seed
         entries[label], clients[label] = r.restore_member(
-            ctx.store, arms_session, label, model, rank, replica.seed, requested[replica.spec_arm],
+            ctx.store, arms_session, label, model, rank, replica.seed,
+            at_replica_seed(requested[replica.spec_arm], replica.seed),
             init_uris[replica.seed], checkpoint_infos[replica.seed], batch, adapter_proof=exposure["adapter_sha256"])
     provenance = {"version": 1, "arms": entries}
     if len(seeds) > 1:
