@@ -283,8 +283,9 @@ CORPUS: list[Variant] = _feature_variants() + [
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
-# weights by arm name, two criteria in one run (CI time is limited: one wiring rehearsal of about two minutes).
-REHEARSED = ("three-arms-two-seeds",)
+# weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
+# limited: each a wiring rehearsal of about two minutes).
+REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments")
 
 
 def variant(name: str, seed: str = "gs1") -> Variant:

@@ -293,3 +293,18 @@ def test_a_selection_the_spec_does_not_ask_for_is_invalid(adaptive, tmp_path):
     (tmp_path / "plain").mkdir()
     status, issues = _decision(result, write_variant(plain, tmp_path / "plain"))
     assert status == "invalid" and any("asks for no adaptive selection" in i for i in issues), issues
+
+
+def test_flows_decide_maps_the_role_to_the_one_candidate_the_confirmation_observations_hold(adaptive, tmp_path):
+    from flows.decide import decide
+
+    path, rule, result = adaptive
+    observations = tmp_path / "observations.jsonl"
+    observations.write_text(_file(result, d.OBSERVATIONS_FILE_NAME))
+    decided = decide(path, observations)
+    assert decided["role_to_arm"]["treatment"] == result["decision"]["selection"]["selected"]
+    assert decided["criteria"] == result["decision"]["criteria"]
+    both_candidates = _observations(_values(sel.split_items(ITEMS)), result["decision"]["selection"]["evaluator_id"])
+    observations.write_bytes(d.observations_jsonl_bytes(both_candidates))
+    with pytest.raises(ValueError, match="exactly one of the candidates"):
+        decide(path, observations)
