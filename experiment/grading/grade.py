@@ -114,11 +114,14 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
     return spec, text, supplied, None
 
 
-def _given_spec(spec: Any) -> tuple[Spec, str, tuple[str, ...]]:
+def _given_spec(spec: Any, rehearsal: dict[str, Any] | None = None) -> tuple[Spec, str, tuple[str, ...]]:
+    """The spec given to grade against; a spec file given for a rehearsal record is rehearsed by the rules at
+    the record's scale, as an attested spec is (otherwise the rehearsal is graded against the spec as written)."""
     if isinstance(spec, (str, Path)):
-        loaded = load_spec(spec)
+        loaded = load_spec(spec, rehearse=rehearsal is not None, rehearsal_scale=str((rehearsal or {}).get("scale")))
         revision = loaded.source.revision
         text = f"{spec}" + (f" + revision {revision.path}" if revision else "")
+        text += f", rehearsed at the {rehearsal.get('scale')} scale by the rules" if rehearsal is not None else ""
         return loaded, text, tuple(revision.supplied) if revision else ()
     if isinstance(spec, Spec):
         try:
@@ -260,10 +263,13 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
         spec_obj, source, supplied = attestation.spec, attestation.source, attestation.supplied
         problems += attestation.problems
     else:
+        rehearsal = result.get("rehearsal") if isinstance(result.get("rehearsal"), dict) else None
         try:
-            spec_obj, source, supplied = _given_spec(spec)
+            spec_obj, source, supplied = _given_spec(spec, rehearsal)
         except SpecError as err:
             raise GradeInputError(f"spec: {err}") from None
+        if rehearsal is not None and isinstance(spec, (str, Path)):
+            problems += _rehearsal_problems(result, evidence, spec_obj)
     events, event_problems = read_events(run_dir) if run_dir is not None else (None, [])
     problems += event_problems
     plan = None

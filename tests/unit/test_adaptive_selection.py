@@ -308,3 +308,22 @@ def test_flows_decide_maps_the_role_to_the_one_candidate_the_confirmation_observ
     observations.write_bytes(d.observations_jsonl_bytes(both_candidates))
     with pytest.raises(ValueError, match="exactly one of the candidates"):
         decide(path, observations)
+
+
+def test_a_spec_given_for_a_rehearsal_record_is_graded_as_rehearsed(adaptive, monkeypatch):
+    """`flows.validate RUN --spec VARIANT`: a rehearsal record is graded against the variant rehearsed at the record's
+    scale, as an attested spec is; graded against the variant as written, the wiring rehearsal of this variant
+    was red (REST-2: base_checkpoint embedded/tiny-arith is not the spec's Qwen model; REST-5; FEAS-12; EVID-9)."""
+    from experiment.grading import grade as grade_module
+
+    path, _, result = adaptive
+    rehearsal = {**result, "rehearsal": {"scale": "wiring"}}
+    built = []
+    real_draft_plan = grade_module.draft_plan
+    monkeypatch.setattr(grade_module, "draft_plan", lambda spec: built.append(real_draft_plan(spec)) or built[-1])
+    graded = grade_record(rehearsal, spec=path, self_consistency=False)
+    assert graded.spec_source.endswith("rehearsed at the wiring scale by the rules")
+    assert built[-1].base_model == "embedded/tiny-arith" and built[-1].eval["n_examples"] == 48
+    assert any(p.startswith("SPEC-2") for p in graded.problems)  # the record's rehearsal is re-derived and compared
+    grade_record(result, spec=path, self_consistency=False)  # not a rehearsal: the spec as written
+    assert built[-1].base_model == "Qwen/Qwen3.5-2B"
