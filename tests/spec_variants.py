@@ -247,6 +247,9 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("adaptive-name-weights", "gs1", both(gs1_adaptive_two_treatments,
                                                  weights({"gs1_kernel": 1, "grpo_gs8": -1})),
             "adaptive_selection: true chooses between candidate arms on selection items"),
+    Variant("adaptive-two-baselines", "gs1", both(gs1_third_arm, gs1_roles(
+        {"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "baseline"}), no_activation_gate,
+        set_feature("adaptive_selection", True)), "role 'baseline' is ambiguous"),
     Variant("adaptive-activation-pilot", "gs1", both(gs1_adaptive_two_treatments, lambda s, r: s.update(
         activation_gate=json.loads(SEEDS["gs1"].read_text())["activation_gate"])),
             "the activation pilot needs exactly one arm with role treatment"),

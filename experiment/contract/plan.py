@@ -324,13 +324,14 @@ def _weight_key_arm(key: str, index: int, arms: list[PlannedArm]) -> str:
 
 
 def _selection_role(spec: Spec, arms: list[PlannedArm]) -> str | None:
-    """Adaptive selection: the role label the primary criterion weights that several arms hold (the candidates)."""
+    """Adaptive selection: the role label the primary criterion weights positively that several arms hold (the
+    candidates; the largest effect then picks the strongest of them, never the weakest comparator)."""
     if spec.feature("adaptive_selection") is not True or spec.decision_rule is None or not spec.decision_rule.criteria:
         return None
     holders = arms_by_role(arms)
     names = {arm.name for arm in arms}
-    shared = [key for key in spec.decision_rule.criteria[0].weights
-              if key not in names and len(holders.get(key, [])) >= 2]
+    shared = [key for key, weight in spec.decision_rule.criteria[0].weights.items()
+              if key not in names and weight > 0 and len(holders.get(key, [])) >= 2]
     return shared[0] if shared else None
 
 

@@ -147,9 +147,9 @@ def _check_adaptive_selection(spec: Spec, plan: PlanView) -> None:
     if plan.selection is None:
         roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
         raise SpecError(where, "true chooses between candidate arms on selection items: give two or more arms the "
-                               "role the primary criterion weights (e.g. two arms with role treatment, weights "
-                               f"keyed by 'treatment'); this spec's arms are {roles} and its primary criterion "
-                               "weights no role they share; supported otherwise: false")
+                               "role the primary criterion weights positively (e.g. two arms with role treatment, "
+                               f"weights keyed by 'treatment'); this spec's arms are {roles} and its primary "
+                               "criterion weights positively no role they share; supported otherwise: false")
     n_selection, n_confirmation = plan.selection["split"]["selection_items"], plan.selection["split"]["confirmation_items"]
     if n_selection < 1 or n_confirmation < 1:
         raise SpecError("eval.n_examples", f"is {plan.eval['n_examples']}: adaptive selection splits the evaluated "

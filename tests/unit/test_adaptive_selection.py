@@ -327,3 +327,30 @@ def test_a_spec_given_for_a_rehearsal_record_is_graded_as_rehearsed(adaptive, mo
     assert any(p.startswith("SPEC-2") for p in graded.problems)  # the record's rehearsal is re-derived and compared
     grade_record(result, spec=path, self_consistency=False)  # not a rehearsal: the spec as written
     assert built[-1].base_model == "Qwen/Qwen3.5-2B"
+
+
+@pytest.mark.parametrize("frozen_first", [True, False], ids=["frozen-first", "frozen-after"])
+def test_in_a_run_directory_the_event_log_holds_the_freeze_before_the_observations(adaptive, tmp_path, monkeypatch,
+                                                                                   frozen_first):
+    path, _, result = adaptive
+    by_name = {f["name"]: f for f in result["evidence"]["files"]}
+    added = [{"event": "evidence_added", "name": name, "kind": "metrics", "sha256": by_name[name]["sha256"]}
+             for name in ([sel.SELECTION_FILE_NAME, d.OBSERVATIONS_FILE_NAME] if frozen_first
+                          else [d.OBSERVATIONS_FILE_NAME, sel.SELECTION_FILE_NAME])]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    events = added + [{"event": "gate", "gate": "decision", "status": "passed"}]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    def decision_in_run_dir():
+        graded = grade_record(copy.deepcopy(result), run_dir=run_dir, spec=path, self_consistency=False)
+        return graded.categories["decision"].status, [i.sentence() for i in graded.categories["decision"].issues]
+
+    if frozen_first:
+        assert decision_in_run_dir() == ("verified", [])
+        return
+    with monkeypatch.context() as weakened:
+        _without_dec13(weakened)
+        assert decision_in_run_dir() == ("verified", [])
+    status, issues = decision_in_run_dir()
+    assert status == "invalid" and any("events.jsonl does not log" in issue for issue in issues), issues
