@@ -354,3 +354,12 @@ def test_in_a_run_directory_the_event_log_holds_the_freeze_before_the_observatio
         assert decision_in_run_dir() == ("verified", [])
     status, issues = decision_in_run_dir()
     assert status == "invalid" and any("events.jsonl does not log" in issue for issue in issues), issues
+
+
+def test_the_run_summary_says_what_was_chosen_on_how_many_items(adaptive):
+    from experiment.report.summary import result_markdown
+
+    _, _, result = adaptive
+    line = next(line for line in result_markdown(result, None).splitlines() if line.startswith("**Adaptive selection"))
+    assert "gs1_kernel chosen as treatment on 6 selection items" in line and "6 confirmation items only" in line
+    assert "frozen before confirmation (yes)" in line
