@@ -317,7 +317,8 @@ def _weight_key_arm(key: str, index: int, arms: list[PlannedArm]) -> str:
     if holders:
         raise SpecError(where, f"role {key!r} is ambiguous: arms {', '.join(holders)} all hold it; key the weights "
                                f"by arm name instead (e.g. {{{', '.join(repr(n) + ': ...' for n in holders)}}}), "
-                               f"or give exactly one arm the role {key!r}")
+                               f"or give exactly one arm the role {key!r} (or, for a positive weight, set "
+                               "experiment_features.adaptive_selection true to choose between them on selection items)")
     raise SpecError(where, f"role {key!r} maps to no arm (roles: "
                            f"{', '.join(f'{arm.name}={arm.role}' for arm in arms)}); key the weights by arm name "
                            f"({', '.join(names)}) or give one arm \"role\": {key!r}")
