@@ -38,7 +38,6 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     files = ctx.state.prediction_files
     selection = None
     if ctx.plan.selection is not None:  # the choice, frozen before any confirmation observation is written
-        candidates = ctx.plan.selection["candidates"]
         weighted = {arm for c in ctx.plan.criteria for arm in c.arm_weights}
         missing = [r.label for arm in sorted(weighted) for r in ctx.plan.replicas_of(arm) if r.label not in files]
         if missing:
