@@ -45,9 +45,16 @@ def decide(spec_path, observations_path) -> dict:
     observations = read_observations_jsonl(observations_path)
     # The plan fixes the interval adjustment (Bonferroni over several criteria).
     simultaneous = (plan.decision or {}).get("adjustment") == "bonferroni"
+    role_to_arm = role_to_arm_names(plan.role_to_arm)
+    if plan.selection is not None:  # adaptive selection: the one candidate the confirmation observations hold
+        observed = sorted({o.arm for o in observations} & set(plan.selection["candidates"]))
+        if len(observed) != 1:
+            raise ValueError(f"adaptive selection: the observations must hold exactly one of the candidates "
+                             f"{', '.join(plan.selection['candidates'])} (the one selected); they hold {observed}")
+        role_to_arm[plan.selection["role"]] = observed[0]
     summary = decision_summary(
         decision_rule, observations, vocabulary=plan.vocabulary,
-        role_to_arm=role_to_arm_names(plan.role_to_arm), simultaneous=simultaneous,
+        role_to_arm=role_to_arm, simultaneous=simultaneous,
     )
     return {
         "spec": str(spec_path),

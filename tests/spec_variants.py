@@ -117,6 +117,15 @@ def _unseed_groups(spec: dict[str, Any], revision: dict[str, Any]) -> None:
             arm["optimizer_config"].pop("seed", None)
 
 
+def gs1_adaptive_two_treatments(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """Adaptive selection: two treatment candidates (the GS1 kernel, GRPO at group size 4) against the GRPO
+    group-size-8 baseline, weights keyed by role; which treatment goes forward is chosen on selection items."""
+    gs1_third_arm(spec, revision)
+    gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "treatment"})(spec, revision)
+    no_activation_gate(spec, revision)
+    set_feature("adaptive_selection", True)(spec, revision)
+
+
 def _set(section: str, **values: Any) -> Edit:
     return lambda spec, revision: spec.setdefault(section, {}).update(values)
 
@@ -148,7 +157,10 @@ FEATURE_TRUE = {
     "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported"),
     "heldout_loss": {"gs1": "heldout_loss: true is supported for training_type sft only",
                      "selfgen": "heldout_loss: true is supported for training_type sft only", "trimuon": None},
-    "adaptive_selection": dict.fromkeys(SEEDS, "adaptive_selection: true is not supported"),
+    # one treatment arm: nothing to choose between (the planned form: ADAPTIVE, two treatment candidates)
+    "adaptive_selection": {"gs1": "adaptive_selection: true chooses between candidate arms on selection items",
+                           "selfgen": "adaptive_selection: true chooses between candidate arms on selection items",
+                           "trimuon": "adaptive_selection: true is supported for training_type rl only"},
 }
 # Set to false: a feature that only adds a requirement is planned without it; none of these is refused.
 FEATURE_FALSE = {feature: dict.fromkeys(SEEDS, None) for feature in FEATURES}
@@ -239,6 +251,25 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("activation-check-number-one-of", "gs1", lambda s, r: s["activation_gate"]["checks"][0].update(
         one_of=[1]), "must be a list of strings"),
     Variant("activation-check-dropped", "gs1", lambda s, r: s["activation_gate"]["checks"].pop(), None),
+    # adaptive selection (DEC-13): candidates chosen on selection items, the decision on confirmation items
+    Variant("adaptive-two-treatments", "gs1", gs1_adaptive_two_treatments, None),
+    Variant("adaptive-two-treatments-two-seeds", "gs1", both(gs1_adaptive_two_treatments, seeds([0, 1])), None),
+    Variant("adaptive-two-treatments-three-way", "gs1", both(gs1_adaptive_two_treatments,
+                                                            lambda s, r: s.update(verdict_vocabulary="three_way")), None),
+    Variant("adaptive-name-weights", "gs1", both(gs1_adaptive_two_treatments,
+                                                 weights({"gs1_kernel": 1, "grpo_gs8": -1})),
+            "adaptive_selection: true chooses between candidate arms on selection items"),
+    Variant("adaptive-two-baselines", "gs1", both(gs1_third_arm, gs1_roles(
+        {"gs1_kernel": "treatment", "grpo_gs8": "baseline", "grpo_gs4": "baseline"}), no_activation_gate,
+        set_feature("adaptive_selection", True)), "role 'baseline' is ambiguous"),
+    Variant("adaptive-activation-pilot", "gs1", both(gs1_adaptive_two_treatments, lambda s, r: s.update(
+        activation_gate=json.loads(SEEDS["gs1"].read_text())["activation_gate"])),
+            "the activation pilot needs exactly one arm with role treatment"),
+    Variant("adaptive-one-eval-item", "gs1", both(gs1_adaptive_two_treatments, _set("eval", n_examples=1)),
+            "adaptive selection splits the evaluated items"),
+    Variant("adaptive-sft-grid", "trimuon", both(set_feature("adaptive_selection", True),
+                                                 _trimuon_grid([1e-4, 3e-4, 1e-3])),
+            "adaptive_selection: true is supported for training_type rl only"),
     # LR grids
     Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
             "training_type rl trains one learning rate per arm"),
@@ -267,8 +298,9 @@ CORPUS: list[Variant] = _feature_variants() + [
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
-# weights by arm name, two criteria in one run (CI time is limited: one wiring rehearsal of about two minutes).
-REHEARSED = ("three-arms-two-seeds",)
+# weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
+# limited: each a wiring rehearsal of about two minutes).
+REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments")
 
 
 def variant(name: str, seed: str = "gs1") -> Variant:

@@ -175,6 +175,11 @@ def _draft_features(spec: dict[str, Any], draft: _Draft) -> dict[str, Any]:
         elif name == "heldout_loss" and "nll" in _text(spec.get("eval")).lower():
             missing[name] = True
             why = "proposed true: the eval metric is a held-out NLL"
+        elif name == "adaptive_selection":
+            missing[name] = unresolved("true or false")
+            why = ("not stated (true, training_type rl: two or more arms hold the role the primary criterion weights, "
+                   "one of them is chosen on half the eval items and the decision uses the other half; false: every "
+                   "eval item is observed)")
         else:
             missing[name] = unresolved("true or false")
             why = "not stated"

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from experiment.stats.correctness import pinned_revisions, unresolved_revisions
 from experiment.stats.feasibility import pilot_size
+from experiment.stats.selection import CHOICE_RULE, SPLIT_RULE, split_sizes
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.spec import ArmSpec, Spec, SpecError
 from experiment.contract.support import check_supported, scheduled_seeds
@@ -141,6 +142,9 @@ class ExecutionPlan:
     rehearsal: dict[str, Any] | None = None
     seeds: list[int] = field(default_factory=lambda: [0])  # scheduled seeds: every arm trains at each
     replicas: list[Replica] = field(default_factory=list)  # every arm x scheduled seed
+    # experiment_features.adaptive_selection: the role whose candidates are chosen between on selection items,
+    # the split's rule and sizes (experiment.stats.selection); None without adaptive selection
+    selection: dict[str, Any] | None = None
 
     def gate(self, name: str) -> GatePlan:
         for gate in self.gates:
@@ -185,6 +189,7 @@ def draft_plan(spec: Spec) -> ExecutionPlan:
     arms = _plan_arms(spec)
     criteria = _plan_criteria(spec, arms)
     seeds = scheduled_seeds(spec)
+    selection = _plan_selection(spec, arms)
     return ExecutionPlan(
         spec_title=spec.title,
         spec_path=source.path,
@@ -206,6 +211,7 @@ def draft_plan(spec: Spec) -> ExecutionPlan:
         seeds=seeds,
         replicas=[Replica(replica_label(arm.name, seed, seeds), arm.name, seed, arm.trained)
                   for seed in seeds for arm in arms],
+        selection=selection,
     )
 
 
@@ -318,24 +324,53 @@ def _weight_key_arm(key: str, index: int, arms: list[PlannedArm]) -> str:
     if holders:
         raise SpecError(where, f"role {key!r} is ambiguous: arms {', '.join(holders)} all hold it; key the weights "
                                f"by arm name instead (e.g. {{{', '.join(repr(n) + ': ...' for n in holders)}}}), "
-                               f"or give exactly one arm the role {key!r}")
+                               f"or give exactly one arm the role {key!r} (or, for a positive weight, set "
+                               "experiment_features.adaptive_selection true to choose between them on selection items)")
     raise SpecError(where, f"role {key!r} maps to no arm (roles: "
                            f"{', '.join(f'{arm.name}={arm.role}' for arm in arms)}); key the weights by arm name "
                            f"({', '.join(names)}) or give one arm \"role\": {key!r}")
+
+
+def _selection_role(spec: Spec, arms: list[PlannedArm]) -> str | None:
+    """Adaptive selection: the role label the primary criterion weights positively that several arms hold (the
+    candidates; the largest effect then picks the strongest of them, never the weakest comparator)."""
+    if spec.feature("adaptive_selection") is not True or spec.decision_rule is None or not spec.decision_rule.criteria:
+        return None
+    holders = arms_by_role(arms)
+    names = {arm.name for arm in arms}
+    shared = [key for key, weight in spec.decision_rule.criteria[0].weights.items()
+              if key not in names and weight > 0 and len(holders.get(key, [])) >= 2]
+    return shared[0] if shared else None
+
+
+def _plan_selection(spec: Spec, arms: list[PlannedArm]) -> dict[str, Any] | None:
+    role = _selection_role(spec, arms)
+    if role is None:
+        return None
+    n_selection, n_confirmation = split_sizes(spec.eval.n_examples)
+    return {"role": role, "candidates": sorted(arms_by_role(arms)[role]),
+            "criterion": spec.decision_rule.criteria[0].id, "rule": CHOICE_RULE,
+            "split": {"rule": SPLIT_RULE, "selection_items": n_selection, "confirmation_items": n_confirmation},
+            "frozen_before_confirmation": "the choice is retained (evidence adaptive-selection.json, event "
+                                          "selection_frozen) before any confirmation observation is written; "
+                                          "the decision uses confirmation items only"}
 
 
 def _plan_criteria(spec: Spec, arms: list[PlannedArm]) -> list[PlannedCriterion]:
     if spec.decision_rule is None:
         return []
     criteria = []
+    selection_role = _selection_role(spec, arms)
     for index, criterion in enumerate(spec.decision_rule.criteria):
         arm_weights: dict[str, float] = {}
         for key, weight in criterion.weights.items():
-            arm = _weight_key_arm(key, index, arms)
-            if arm in arm_weights:
-                raise SpecError(f"decision_rule.criteria[{index}].weights",
-                                f"arm {arm!r} is weighted twice (by name and by its role); keep one key per arm")
-            arm_weights[arm] = weight
+            # adaptive selection: the candidates' role stands for whichever of them the selection items choose
+            chosen_among = arms_by_role(arms)[key] if key == selection_role else [_weight_key_arm(key, index, arms)]
+            for arm in chosen_among:
+                if arm in arm_weights:
+                    raise SpecError(f"decision_rule.criteria[{index}].weights",
+                                    f"arm {arm!r} is weighted twice (by name and by its role); keep one key per arm")
+                arm_weights[arm] = weight
         criteria.append(
             PlannedCriterion(
                 id=criterion.id,

@@ -33,6 +33,8 @@ class PlanView(Protocol):
     training_type: str
     arms: list[Any]
     role_to_arm: dict[str, dict[str, str]]
+    selection: dict[str, Any] | None
+    eval: dict[str, Any]
 
     @property
     def trained_arms(self) -> list[Any]: ...
@@ -52,6 +54,9 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
     "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
     "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
     "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
+    "adaptive_selection": "the candidates (two or more arms holding the role the primary criterion weights) are "
+                          "chosen between on selection items, frozen as decision.selection before confirmation, and "
+                          "the decision uses the disjoint confirmation items only (training_type rl, DEC-13)",
 }
 # Features refused when true: why, and what is supported instead.
 REFUSED_FEATURES: dict[str, str] = {
@@ -62,13 +67,10 @@ REFUSED_FEATURES: dict[str, str] = {
                          "supported: false (paired arms run identical batches in identical order)",
     "learned_generator": "a generator trained during the run is not built; supported: false (generated_training_data "
                          "uses the frozen generator of the self-generated-tasks family)",
-    "adaptive_selection": "selection items disjoint from confirmation items with decision.selection frozen before "
-                          "confirmation (DEC-13) is not built; supported: false (one fixed evaluation set, every item "
-                          "observed)",
 }
 # Features that only one training type carries.
 FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
-                          "heldout_loss": "sft"}
+                          "heldout_loss": "sft", "adaptive_selection": "rl"}
 RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
@@ -78,6 +80,7 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
     _check_features(spec)
     _check_seeds(spec, plan)
     if plan.training_type == "rl":
+        _check_adaptive_selection(spec, plan)
         _check_rl(spec, plan)
     else:
         _check_sft(spec, plan)
@@ -150,6 +153,24 @@ def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
                                 f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
                                 "at every scheduled seed and its replica at each seed requests that seed, so state "
                                 "one of them or leave the seed out")
+
+
+def _check_adaptive_selection(spec: Spec, plan: PlanView) -> None:
+    """adaptive_selection true: the primary criterion weights a role two or more arms hold (the candidates), and
+    the evaluation has items for both halves of the split."""
+    if spec.feature("adaptive_selection") is not True:
+        return
+    where = "experiment_features.adaptive_selection"
+    if plan.selection is None:
+        roles = ", ".join(f"{arm.name}={arm.role}" for arm in plan.arms)
+        raise SpecError(where, "true chooses between candidate arms on selection items: give two or more arms the "
+                               "role the primary criterion weights positively (e.g. two arms with role treatment, "
+                               f"weights keyed by 'treatment'); this spec's arms are {roles} and its primary "
+                               "criterion weights positively no role they share; supported otherwise: false")
+    n_selection, n_confirmation = plan.selection["split"]["selection_items"], plan.selection["split"]["confirmation_items"]
+    if n_selection < 1 or n_confirmation < 1:
+        raise SpecError("eval.n_examples", f"is {plan.eval['n_examples']}: adaptive selection splits the evaluated "
+                                           "items into selection and confirmation items; give at least 2")
 
 
 def _unique_role(plan: PlanView, role: str) -> str | None:

@@ -15,6 +15,7 @@ import statistics
 from typing import Any
 
 from experiment.stats import decision as d
+from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
@@ -32,7 +33,78 @@ def _rule(ctx: GradeContext) -> dict[str, Any]:
 
 
 def _role_to_arm(ctx: GradeContext) -> dict[str, str]:
-    return {role: entry["arm"] for role, entry in (ctx.plan.role_to_arm if ctx.plan else {}).items()}
+    """The plan's roles; with adaptive selection, the candidates' role maps to the candidate the selection
+    items choose (recomputed; the recorded choice only while it cannot be, and DEC-13 then says why)."""
+    roles = {role: entry["arm"] for role, entry in (ctx.plan.role_to_arm if ctx.plan else {}).items()}
+    planned = _planned_selection(ctx)
+    if planned is not None:
+        expected, _ = _recomputed_selection(ctx)
+        recorded = as_dict(_record(ctx).get("selection")).get("selected")
+        chosen = expected["selected"] if expected else recorded if recorded in planned["candidates"] else None
+        if chosen is not None:
+            roles[planned["role"]] = chosen
+    return roles
+
+
+def _planned_selection(ctx: GradeContext) -> dict[str, Any] | None:
+    return getattr(ctx.plan, "selection", None) if ctx.plan is not None else None
+
+
+def _prediction_observations(ctx: GradeContext, arms: set[str]) -> list[d.Observation] | None:
+    """Every retained prediction row of these arms, as observations (failures scored 0); None when unreadable."""
+    rows: list[d.Observation] = []
+    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
+        score = as_dict(score)
+        if score.get("arm") not in arms:
+            continue
+        found = ctx.evidence.jsonl(score.get("predictions_ref"))
+        if found is None:
+            return None
+        for row in found:
+            value = row.get("value", 1.0 if row.get("correct") else 0.0 if "correct" in row else None)
+            try:
+                rows.append(d.observation_from_row({**row, "value": value, "metric": row.get("metric", score.get("metric"))}))
+            except d.DecisionError:
+                return None
+    return rows
+
+
+def _recomputed_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
+    """decision.selection as the grader recomputes it: the split from the evaluator's item ids, the choice from
+    the retained predictions of the selection items alone (None, why when it cannot be recomputed); once per
+    graded record."""
+    cache = ctx.__dict__.setdefault("_decision_selection", {})
+    if "value" not in cache:
+        cache["value"] = _recompute_selection(ctx)
+    return cache["value"]
+
+
+def _recompute_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
+    planned = _planned_selection(ctx)
+    recorded = as_dict(_record(ctx).get("selection"))
+    evaluators = as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators"))
+    evaluator = recorded.get("evaluator_id") if recorded.get("evaluator_id") in evaluators else \
+        next(iter(evaluators), None) if len(evaluators) == 1 else None
+    items = _evaluator_items(ctx, evaluator)
+    if planned is None or items is None:
+        return None, "no evaluator with explicit item ids to split"
+    rule = _rule(ctx)
+    criterion = next((as_dict(c) for c in rule.get("criteria") or [] if as_dict(c).get("id") == planned["criterion"]), None)
+    if criterion is None:
+        return None, f"the decision_rule has no criterion {planned['criterion']}"
+    plan_roles = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
+    weighted = {arm for c in ctx.plan.criteria for arm in c.arm_weights}
+    rows = _prediction_observations(ctx, weighted)
+    if rows is None:
+        return None, "the candidates' predictions are not retained inline"
+    try:
+        split = sel.split_items(items)
+        selected, effects = sel.choose(rows, criterion, planned["role"], planned["candidates"], plan_roles,
+                                       [int(s) for s in rule.get("seeds") or ctx.plan.seeds], split.selection_ids)
+    except (d.DecisionError, KeyError, TypeError, ValueError) as err:
+        return None, f"the selection cannot be recomputed: {err}"
+    return sel.selection_record(split, str(evaluator), planned["role"], planned["candidates"], planned["criterion"],
+                                selected, effects), ""
 
 
 def _record(ctx: GradeContext) -> dict[str, Any]:
@@ -246,6 +318,11 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
         rows = [o for o in observations if o.metric == metric]
         items = None if best_lr else _evaluator_items(ctx, rows[0].evaluator_id if rows else None)
         items = items if items is not None else sorted({o.item_id for o in rows})
+        if _planned_selection(ctx) is not None and not best_lr:  # adaptive selection: confirmation items only
+            try:
+                items = sel.split_items(items).confirmation_ids
+            except d.DecisionError:
+                pass  # DEC-13 says why
         have = {(o.arm, o.item_id, o.seed) for o in rows}
         missing = [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled
                    if (arm, item, seed) not in have]
@@ -364,8 +441,9 @@ def _whole_record(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
     of the recomputed summary): method, alpha, adjustment, role mapping, seeds, and per criterion its
     weights, bounds, n, range, half-width, interval, means and status."""
     ref = as_dict(_record(ctx).get("observations_file"))
+    selection = _record(ctx).get("selection") if _planned_selection(ctx) is not None else None
     try:
-        expected = d.decision_record(recomputed, str(ref.get("name")), str(ref.get("sha256")))
+        expected = d.decision_record(recomputed, str(ref.get("name")), str(ref.get("sha256")), selection=selection)
     except d.DecisionError:
         return []  # DEC-2 says what is wrong with the reference
     expected = json.loads(json.dumps(expected))
@@ -421,6 +499,8 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
     recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
     if recomputed is None or recomputed.get("method") == "best_lr_threshold":
         return []
+    if _planned_selection(ctx) is not None:
+        return []  # the scores cover every evaluated item, the decision's means the confirmation items (DEC-7, DEC-8)
     issues = []
     scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
     for criterion in recomputed["criteria"]:
@@ -530,10 +610,55 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
 
 
 def DEC_13(ctx: GradeContext) -> list[Issue]:
+    """Adaptive selection: the choice recomputed from the selection items, the split from the evaluator's items,
+    observations from confirmation items only, the frozen flag, and the freeze in the evidence (the selection
+    file retained, with the recorded sha256, before the observations file)."""
     features = as_dict((ctx.spec or {}).get("experiment_features"))
-    if features.get("adaptive_selection") is True and \
-            as_dict(_record(ctx).get("selection")).get("frozen_before_confirmation") is not True:
+    recorded = _record(ctx).get("selection")
+    if features.get("adaptive_selection") is not True:
+        return [Issue("DEC-13", INVALID, "decision.selection is recorded but the spec asks for no adaptive selection")] \
+            if recorded is not None else []
+    if not isinstance(recorded, dict) or recorded.get("frozen_before_confirmation") is not True:
         return [Issue("DEC-13", INVALID, "adaptive selection needs decision.selection.frozen_before_confirmation true")]
+    if _planned_selection(ctx) is None:
+        return [Issue("DEC-13", INVALID, "the spec's arms give adaptive selection no candidates to choose between")]
+    expected, why = _recomputed_selection(ctx)
+    evaluator = recorded.get("evaluator_id")
+    items = _evaluator_items(ctx, evaluator)
+    issues = [Issue("DEC-13", INVALID, problem) for problem in sel.selection_problems(recorded, items, expected)]
+    if items is None:
+        issues.append(Issue("DEC-13", INVALID, f"decision.selection names evaluator {short(evaluator)}, which lists no "
+                                               "explicit items"))
+    observations = _observations(ctx)
+    if observations is not None:
+        issues += [Issue("DEC-13", INVALID, p) for p in sel.confirmation_only_problems(observations, recorded)]
+    issues += _frozen_in_evidence(ctx, recorded)
+    if expected is None and not issues:
+        issues.append(Issue("DEC-13", UNVERIFIED, f"the selection cannot be recomputed: {why}"))
+    return issues
+
+
+def _frozen_in_evidence(ctx: GradeContext, recorded: dict[str, Any]) -> list[Issue]:
+    """The frozen selection is retained (its bytes are the record), and retained before the observations file:
+    in RESULT.evidence.files (added in order) and, in a run directory, in events.jsonl."""
+    ref = as_dict(recorded.get("file"))
+    name = ref.get("name")
+    if not name or ctx.evidence.sha256(str(name)) != ref.get("sha256"):
+        return [Issue("DEC-13", UNVERIFIED, f"the frozen selection file {short(name)} is not retained under the "
+                                            "sha256 decision.selection names")]
+    frozen = ctx.evidence.json(name)
+    if not isinstance(frozen, dict) or sel.record_sha256(frozen) != recorded.get("record_sha256") or \
+            {k: v for k, v in recorded.items() if k != "file"} != frozen:
+        return [Issue("DEC-13", INVALID, f"the retained {name} is not the selection decision.selection records")]
+    observations = as_dict(_record(ctx).get("observations_file")).get("name")
+    order = [entry.get("name") for entry in ctx.evidence.entries]
+    if observations in order and order.index(name) > order.index(observations):
+        return [Issue("DEC-13", INVALID, f"{name} was retained after {observations}: the selection was not frozen "
+                                         "before the confirmation observations")]
+    if ctx.run_dir is not None:
+        added = [e.get("name") for e in ctx.events or [] if e.get("event") == "evidence_added"]
+        if name not in added or (observations in added and added.index(name) > added.index(observations)):
+            return [Issue("DEC-13", INVALID, f"events.jsonl does not log {name} before {observations}")]
     return []
 
 

@@ -205,11 +205,12 @@ def _weighted_arms(ctx: GradeContext) -> dict[str, list[str]]:
     arms: dict[str, list[str]] = {}
     for criterion in as_list(rule.get("criteria")):
         criterion = as_dict(criterion)
+        selection = getattr(ctx.plan, "selection", None) or {}  # adaptive selection: every candidate is compared
         for key in as_dict(criterion.get("weights")):
-            arm = roles.get(key, key)
             arms.setdefault(str(criterion.get("metric")), [])
-            if arm not in arms[str(criterion.get("metric"))]:
-                arms[str(criterion.get("metric"))].append(arm)
+            for arm in selection["candidates"] if key == selection.get("role") else [roles.get(key, key)]:
+                if arm not in arms[str(criterion.get("metric"))]:
+                    arms[str(criterion.get("metric"))].append(arm)
     return arms
 
 

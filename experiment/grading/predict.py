@@ -39,6 +39,14 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     elif plan.gate("correctness_preflight").details.get("revisions_unresolved") and "correctness_pins" not in supplied:
         grades["decision"] = _entry("unknown", "the run stops before the full run while the correctness revisions are "
                                                "UNRESOLVED, so no decision is measured")
+    elif getattr(plan, "selection", None):
+        split = plan.selection["split"]
+        grades["decision"] = _entry(
+            "verified", f"adaptive selection: {plan.selection['role']} chosen among "
+                        f"{', '.join(plan.selection['candidates'])} on {split['selection_items']} selection items, "
+                        f"frozen before confirmation; {plan.decision['method']} on the {split['confirmation_items']} "
+                        "disjoint confirmation items; the grader recomputes the split, the choice and the decision "
+                        "from the retained predictions")
     else:
         grades["decision"] = _entry("verified", f"{plan.decision['method']} is recomputed from the retained "
                                                 "observations")

@@ -198,6 +198,19 @@ def _md_cell(value: Any) -> str:
     return _fmt(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _selection_lines(selection: Any) -> list[str]:
+    """Adaptive selection: what was chosen, between which candidates, on how many items (DEC-13)."""
+    if not isinstance(selection, dict) or not isinstance(selection.get("split"), dict):
+        return []
+    split = selection["split"]
+    effects = ", ".join(f"{_md_cell(arm)} {_fmt(effect)}" for arm, effect in (selection.get("effects") or {}).items())
+    return ["", f"**Adaptive selection:** {_md_cell(selection.get('selected'))} chosen as "
+                f"{_md_cell(selection.get('role'))} on {len(split.get('selection_ids') or [])} selection items "
+                f"(effects {effects}), frozen before confirmation "
+                f"({'yes' if selection.get('frozen_before_confirmation') is True else 'NO'}); the decision uses the "
+                f"{len(split.get('confirmation_ids') or [])} confirmation items only."]
+
+
 def _criterion_outcome(criterion: dict[str, Any]) -> str:
     status = criterion.get("status")
     if status in OUTCOME_BY_STATUS:
@@ -260,6 +273,7 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, picture
         adjustment = result["decision"].get("adjustment")
         if adjustment and adjustment != "none":
             lines += ["", f"Intervals use the {adjustment} adjustment over {len(criteria)} criteria."]
+        lines += _selection_lines(result["decision"].get("selection"))
     deviations = result.get("deviations") or []
     if deviations:
         lines += ["", "## Deviations", ""]

@@ -38,6 +38,7 @@ from experiment.stats.decision import (
     read_observations_jsonl,
 )
 from experiment.stats.evaluation import evaluator_id
+from experiment.stats.selection import confirmation_only_problems, selection_problems, split_items
 from experiment.stats.feasibility import PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import draft_plan
@@ -1229,6 +1230,16 @@ class _Validator:
             for role, entry in (self.plan.get("role_to_arm") or {}).items()
             if isinstance(entry, dict)
         }
+        selection = self.plan.get("selection")
+        if selection:  # adaptive selection: the candidates' role maps to the frozen choice (DEC-13)
+            recorded = record.get("selection")
+            for problem in selection_problems(recorded, self._selection_items(recorded), None):
+                self.problem("decision.selection", problem)
+            for problem in confirmation_only_problems(observations, recorded):
+                self.problem("decision.selection", problem)
+            chosen = recorded.get("selected") if isinstance(recorded, dict) else None
+            if chosen in selection["candidates"]:
+                role_to_arm[selection["role"]] = chosen
         simultaneous = (self.plan.get("decision") or {}).get("adjustment") == "bonferroni"
         try:
             summary = decision_summary(
@@ -1245,6 +1256,15 @@ class _Validator:
             return
         self._check_observation_evaluators(observations)
         self._compare_decision(record, summary)
+
+    def _selection_items(self, recorded: Any) -> list[str] | None:
+        """The explicit item ids of the evaluator a recorded selection names (None when there are none)."""
+        evaluation = self.result.get("evaluation")
+        evaluators = evaluation.get("evaluators") if isinstance(evaluation, dict) else None
+        identifier = recorded.get("evaluator_id") if isinstance(recorded, dict) else None
+        if not isinstance(evaluators, dict) or identifier not in evaluators:
+            return None
+        return _explicit_item_ids(evaluators[identifier])
 
     def _observations_from_file(self, reference: Any) -> list[Any] | None:
         if not isinstance(reference, dict) or not isinstance(reference.get("name"), str):
@@ -1310,6 +1330,11 @@ class _Validator:
             if ids is None:
                 continue
             observed = {o.item_id for o in observations if o.evaluator_id == identifier}
+            if self.plan.get("selection"):  # adaptive selection: the confirmation items only
+                try:
+                    ids = split_items([str(item) for item in ids]).confirmation_ids
+                except DecisionError:
+                    continue  # decision.selection reports the split
             if observed and observed != set(ids):
                 self.problem(
                     "decision.observations_cover",
@@ -1370,7 +1395,10 @@ class _Validator:
             )
 
     def _compare_arm_means(self, criteria: list[dict[str, Any]]) -> None:
-        """Unrounded per-arm, per-seed means from the observations reproduce the evaluation scores."""
+        """Unrounded per-arm, per-seed means from the observations reproduce the evaluation scores (not with
+        adaptive selection: the scores cover every evaluated item, the observations the confirmation items)."""
+        if self.plan.get("selection"):
+            return
         evaluation = self.result.get("evaluation")
         scores = evaluation.get("scores") if isinstance(evaluation, dict) else None
         for score in scores if isinstance(scores, list) else []:

@@ -335,20 +335,25 @@ def decision_summary(decision_rule: dict, observations: list[Observation], vocab
     return summary
 
 
-def decision_record(summary: dict, observations_file_name: str, observations_sha256: str) -> dict:
+def decision_record(summary: dict, observations_file_name: str, observations_sha256: str,
+                    selection: dict | None = None) -> dict:
     """The RESULT ``decision`` object: the retained observations file by name and sha256
     (never a path or URL) plus the recorded computation (adjustment, role mapping,
-    per-criterion bounds and per-arm means), from a ``decision_summary``."""
+    per-criterion bounds and per-arm means), from a ``decision_summary``; with adaptive
+    selection, its frozen ``selection`` record (experiment.stats.selection)."""
     if "/" in observations_file_name or "\\" in observations_file_name:
         raise DecisionError("observations_file name must be a retained file name, not a path")
     if len(observations_sha256) != 64:
         raise DecisionError("observations sha256 must be 64 hex characters")
     keep = ("method", "alpha", "simultaneous", "adjustment", "role_to_arm", "seeds", "criteria")
-    return {
+    record = {
         "version": 1,
         "observations_file": {"name": observations_file_name, "sha256": observations_sha256},
         **{key: summary[key] for key in keep},
     }
+    if selection is not None:
+        record["selection"] = selection
+    return record
 
 
 def observation_from_row(row: dict, where: str = "row") -> Observation:

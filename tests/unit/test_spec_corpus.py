@@ -59,14 +59,15 @@ def test_the_corpus_covers_every_feature_both_ways_on_every_seed_and_refuses_som
 
 
 def test_refusals_are_the_check_of_intake_not_luck(tmp_path, monkeypatch):
-    """The issue's adaptive-selection variant: without the intake check it is planned and predicted
-    `verified` (the run then trained everything and graded decision invalid); with it, refused."""
+    """The issue's adaptive-selection variant (one treatment arm: nothing to choose between): without the intake
+    check it is planned and predicted `verified` (the run then trained everything and graded decision invalid,
+    DEC-13); with it, refused with what would work (two or more candidate arms)."""
     path = write_variant(variant("adaptive_selection-true"), tmp_path)
     monkeypatch.setattr(plan_module, "check_supported", lambda spec, plan: None)
     weakened = build_plan(load_spec(path))
     assert predict_grades(weakened)["decision"]["grade"] == "verified"
     monkeypatch.undo()
-    with pytest.raises(SpecError, match="adaptive_selection: true is not supported"):
+    with pytest.raises(SpecError, match="adaptive_selection: true chooses between candidate arms"):
         build_plan(load_spec(path))
 
 

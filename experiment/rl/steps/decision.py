@@ -5,6 +5,11 @@ Item-level observations of every compared arm at every scheduled seed (failures 
 rule of the spec is applied to them with the same code as `python -m flows.decide`; role
 labels are mapped to arms from the plan and the mapping is recorded. The verdict follows the
 spec's vocabulary and is written only now, in the final RESULT update.
+
+Adaptive selection (plan.selection, DEC-13): the evaluator's items are split (experiment.stats.selection);
+the candidate that goes forward is chosen from the retained predictions of the selection items only, and
+the choice is frozen (evidence `adaptive-selection.json`, event `selection_frozen`) before the observations
+file exists; the observations, and so the decision, hold the confirmation items only.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from experiment.stats import decision as d
+from experiment.stats import selection as sel
 from experiment.stats.evaluation import observations_from_predictions
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
@@ -29,8 +35,16 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     """The paired decision of the spec's decision_rule, validated, graded by `grade` and posted with the verdict."""
     rule = ctx.spec.section("decision_rule")  # the stats layer reads it as plain data
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
-    compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
     files = ctx.state.prediction_files
+    selection = None
+    if ctx.plan.selection is not None:  # the choice, frozen before any confirmation observation is written
+        weighted = {arm for c in ctx.plan.criteria for arm in c.arm_weights}
+        missing = [r.label for arm in sorted(weighted) for r in ctx.plan.replicas_of(arm) if r.label not in files]
+        if missing:
+            return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
+        selection = freeze_selection(ctx, rule, role_to_arm, _rows_of(ctx, sorted(weighted)))
+        role_to_arm[selection["role"]] = selection["selected"]
+    compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
     # every compared arm at every scheduled seed (plan.replicas: the arm's name at the first seed)
     labels = [replica.label for arm in compared for replica in ctx.plan.replicas_of(arm)] or compared
     missing = [label for label in labels if label not in files]
@@ -39,6 +53,9 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     # the decision is computed from the retained prediction files, exactly as a reviewer would
     observations = observations_from_predictions(
         [row for label in labels for row in read_prediction_rows(ctx, files[label])])
+    if selection is not None:  # confirmation items only
+        confirmation = set(selection["split"]["confirmation_ids"])
+        observations = [o for o in observations if o.item_id in confirmation]
     entry = ctx.store.add_evidence(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations))
     limits = [note for note in (ctx.state.correctness_note,) if note]
     if ctx.plan.vocabulary == "direction_confidence":  # three-way: the exchange keeps the verdict for the changed experiment
@@ -53,7 +70,7 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
                                   simultaneous=simultaneous, limits=limits + extra_limits)
 
     summary = decide([])
-    record = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, entry["sha256"])
+    record = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, entry["sha256"], selection=selection)
     # Everything but the verdict, then the same validation `python -m flows.validate` runs:
     # a run whose records do not check out gets no definitive verdict.
     ctx.store.update_result(decision=record, **measured_fields(ctx, summary))
@@ -63,14 +80,44 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
     final = {"validation": validation_summary(problems), **final_fields(ctx, summary)}
     ctx.store.update_result(grade=grade(ctx, final), **final)
+    chosen = ([f"adaptive selection: {selection['selected']} chosen of {', '.join(selection['candidates'])} on "
+               f"{len(selection['split']['selection_ids'])} selection items, frozen before confirmation"]
+              if selection else [])
     return GateVerdict(
         gate=GATE, status="passed",
-        reasons=[f"verdict {summary['verdict']}"]
+        reasons=[f"verdict {summary['verdict']}"] + chosen
         + [f"{c['id']}: {effect_line(c)}" for c in summary["criteria"]]
         + [f"validation: {len(problems)} problem(s)" + (f": {problems[0].check}" if problems else "")],
         measured={"verdict": summary["verdict"], "validation_problems": len(problems),
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
     )
+
+
+def _rows_of(ctx: RunContext, arms: list[str]) -> list[d.Observation]:
+    """Every retained prediction row of these arms at every scheduled seed, as observations."""
+    files = ctx.state.prediction_files
+    return observations_from_predictions([row for arm in arms for replica in ctx.plan.replicas_of(arm)
+                                          for row in read_prediction_rows(ctx, files[replica.label])])
+
+
+def freeze_selection(ctx: RunContext, rule: dict[str, Any], role_to_arm: dict[str, str],
+                     rows: list[d.Observation]) -> dict[str, Any]:
+    """Split the frozen evaluator's items, choose the candidate on the selection items alone, and retain the
+    choice (evidence file, then event) before any confirmation observation exists: decision.selection."""
+    planned = ctx.plan.selection
+    evaluator = ctx.state.evaluator_id
+    item_ids = ctx.store.read_result()["evaluation"]["evaluators"][evaluator]["items"]["ids"]
+    split = sel.split_items([str(item) for item in item_ids])
+    criterion = next(c for c in rule["criteria"] if c.get("id") == planned["criterion"])
+    selected, effects = sel.choose(rows, criterion, planned["role"], planned["candidates"], role_to_arm,
+                                   rule.get("seeds") or ctx.plan.seeds, split.selection_ids)
+    record = sel.selection_record(split, evaluator, planned["role"], planned["candidates"], planned["criterion"],
+                                  selected, effects)
+    entry = ctx.store.add_evidence(sel.SELECTION_FILE_NAME, "metrics", sel.selection_file_bytes(record))
+    ctx.store.append_event("selection_frozen", selected=selected, record_sha256=record["record_sha256"],
+                           file_sha256=entry["sha256"], selection_items=len(split.selection_ids),
+                           confirmation_items=len(split.confirmation_ids))
+    return {**record, "file": {"name": sel.SELECTION_FILE_NAME, "sha256": entry["sha256"]}}
 
 
 def measured_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +153,12 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
     means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
     seeds = summary["seeds"]
     at_seeds = f" at seeds {', '.join(map(str, seeds))}" if len(seeds) > 1 else ""
+    chosen = (ctx.store.read_result().get("decision") or {}).get("selection")
     ran = (f"Trained every arm{at_seeds}{_model_note(ctx)} and scored the final checkpoints on {primary['n']} "
-           "held-out items")
+           "held-out items" if not chosen else
+           f"Trained every arm{at_seeds}{_model_note(ctx)}, chose {chosen['selected']} on "
+           f"{len(chosen['split']['selection_ids'])} selection items (frozen before confirmation) and decided on "
+           f"{primary['n']} disjoint confirmation items")
     if ctx.plan.vocabulary == "three_way":
         bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs {c['margin']:g}"
                            for c in criteria)
