@@ -13,6 +13,7 @@ Rules: DEC-1..DEC-14, GEN-3, GEN-4, GEN-9 (docs/contract-rules.md).
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from experiment.gates import GateVerdict, RunContext, dispatch
@@ -33,12 +34,18 @@ def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[st
     carries alone, the way the exchange receives it (the run directory's events are checked after the
     run by `python -m flows.validate RUN_DIR`)."""
     from experiment.grading import grade_record
+    from experiment.grading.grade import SPECS_DIR
 
     record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
               if value is not None}
     record.pop("grade", None)
+    # A spec of specs/ is attested from there, as the exchange's grader does; any other spec (the exchange's
+    # next one) is graded against the file this run was given, as `flows.validate RUN --spec SPEC` does:
+    # attested from specs/ alone, every category of a new spec's record graded unverified (SPEC-1).
+    spec_file = Path(ctx.spec.source.path).resolve()
+    given = None if spec_file.parent == SPECS_DIR else spec_file
     try:
-        return grade_record(record, run_dir=None, self_consistency=False).record()
+        return grade_record(record, run_dir=None, spec=given, self_consistency=False).record()
     except Exception as err:  # a grader defect must not cost the run its verdict; it is recorded instead
         return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
 

@@ -51,6 +51,9 @@ def test_predicted_grades_come_true(name, tmp_path, prefect_server):
     assert {category: exchange_grade(entry) for category, entry in graded.items()} == predicted
 
     result = json.loads((run_dir / "result.json").read_text())
+    # the grade the run stored in its own record (RESULT.grade): graded against the spec file the run was given,
+    # as the exchange grades against its own spec (attested from specs/ alone, every category was unverified)
+    assert {category: exchange_grade(entry) for category, entry in result["grade"]["categories"].items()} == predicted
     assert result["status"] == "succeeded" and result["decision"]["seeds"] == plan["seeds"]
     scored = sorted((score["arm"], score["seed"]) for score in result["evaluation"]["scores"]
                     if score["arm"] in {arm["name"] for arm in plan["arms"]})
