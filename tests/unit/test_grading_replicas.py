@@ -300,3 +300,19 @@ def test_a_weight_keyed_by_the_untrained_base_role_is_a_mapped_role(tmp_path, mo
     monkeypatch.undo()
     assert decision_rules.DEC_11(_ctx(record, spec, plan)) == []
     assert predict_grades(plan)["decision"]["grade"] == "verified"
+
+
+def test_a_checkpoints_seed_survives_the_rebuild_from_the_events(tmp_path):
+    from suite import GS1_SPEC
+
+    import experiment.run.store as store_module
+
+    spec = load_spec(GS1_SPEC)
+    store = store_module.RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+    store.add_checkpoint("gs1_kernel", 2, "tinker://s:train:0/final", seed=0)
+    store.add_checkpoint("gs1_kernel", 2, "tinker://s:train:1/final", seed=1)
+    store.add_checkpoint("trimuon@lr=0.001", 2, "tinker://s:train:2/final")  # a run of one seed names none
+    listed = store.read_result()["evidence"]["checkpoints"]
+    store.release()
+    assert [c.get("seed") for c in listed] == [0, 1, None]
+    assert store_module.recovered_result(store.run_dir)["evidence"]["checkpoints"] == listed
