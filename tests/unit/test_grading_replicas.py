@@ -56,7 +56,11 @@ def _server_info(requested: dict) -> tuple[dict, SimpleNamespace]:
     return config, info
 
 
-def run_shaped_records(spec, plan) -> dict:
+def _hashed(label: str, item: str) -> bool:
+    return hashlib.sha256(f"{label}/{item}".encode()).digest()[0] % 3 == 0
+
+
+def run_shaped_records(spec, plan, correct=_hashed) -> dict:
     """initialization_provenance, feasibility and evidence as the RL run writes them for `plan` (every trained
     arm at every scheduled seed, one initialization per seed; the pilot sized by rl_pilot_units), built with
     the run's own record functions; the service's answers are literals."""
@@ -102,14 +106,14 @@ def run_shaped_records(spec, plan) -> dict:
     record = {"status": "succeeded", "initialization_provenance": provenance, "feasibility": _feasibility(spec, plan),
               "completed_arms": [arm.name for arm in plan.trained_arms],
               "evidence": {"version": 1, "files": files, "checkpoints": []}}
-    _evaluate_and_decide(record, spec, plan, keep)
+    _evaluate_and_decide(record, spec, plan, correct)
     return record
 
 
-def _evaluate_and_decide(record: dict, spec, plan, keep) -> None:
+def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
     """evaluation, decision and the final fields as the RL evaluation and decision steps write them: the base
     model (or an untrained arm at every seed) and every trained arm at every seed scored on the plan's items
-    (correct or not by a fixed hash), observations from the prediction rows, the spec's rule applied."""
+    (`correct(label, item)`), observations from the prediction rows, the spec's rule applied."""
     from experiment.rl.steps.decision import final_fields
     from experiment.rl.steps.evaluation import _comparisons
     from experiment.stats import decision as d
@@ -125,8 +129,8 @@ def _evaluate_and_decide(record: dict, spec, plan, keep) -> None:
     targets += [(r.label, r.arm, r.seed, f"tinker://arms:train:{r.label}/final") for r in plan.replicas if r.trained]
     scores, rows_of = [], {}
     for label, arm, seed, checkpoint in targets:
-        rows = [ev.prediction_row(item, arm, "1", "1", hashlib.sha256(f"{label}/{item}".encode()).digest()[0] % 3 == 0,
-                                  eid, seed, checkpoint or plan.base_model) for item in items]
+        rows = [ev.prediction_row(item, arm, "1", "1", correct(label, item), eid, seed, checkpoint or plan.base_model)
+                for item in items]
         name = f"predictions-{label}.jsonl"
         files_entry = evidence_file(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows).encode())
         record["evidence"]["files"].append(files_entry)
@@ -316,3 +320,23 @@ def test_a_checkpoints_seed_survives_the_rebuild_from_the_events(tmp_path):
     store.release()
     assert [c.get("seed") for c in listed] == [0, 1, None]
     assert store_module.recovered_result(store.run_dir)["evidence"]["checkpoints"] == listed
+
+
+def test_two_seeds_below_the_margin_settle_it_and_the_grader_agrees(tmp_path):
+    """GEN-3's "(or >= 2 seeds) settles its margin": at both seeds the kernel arm misses four items the GRPO arm
+    gets right and agrees on the rest, so the interval straddles the margin and each seed's effect is below it:
+    refuted with strong confidence, graded as --plan predicts (recomputed from the observations of both seeds)."""
+    _, spec = _rehearsed(variant("seeds-0-1"), tmp_path)
+    plan = build_plan(spec)
+
+    def correct(label: str, item: str) -> bool:
+        first = int(item.split("-")[1]) < 4
+        return (first or _hashed("", item)) if label.startswith("grpo_gs8") else not first and _hashed("", item)
+
+    record = run_shaped_records(spec, plan, correct=correct)
+    criterion = record["decision"]["criteria"][0]
+    assert criterion["status"] == "unsettled" and criterion["lower"] < criterion["margin"] < criterion["upper"]
+    assert all(effect < criterion["margin"] for effect in criterion["per_seed_effects"].values())
+    assert (record["verdict"], record["confidence"], record["seeds"]) == ("refuted", "strong", 2)
+    graded = grade_record(record, spec=spec).categories["decision"]
+    assert graded.status == predict_grades(plan)["decision"]["grade"] == "verified", graded.issues
