@@ -59,9 +59,10 @@ def evidence_file(name: str, kind: str, data: bytes) -> dict[str, Any]:
 
 
 class CheckpointRef(_Open):
-    arm: str
+    arm: str  # the spec's arm name (a seed replica's checkpoint names its arm and its seed)
     step: int
     uri: str
+    seed: int | None = None
 
 
 class Evidence(_Open):

@@ -221,6 +221,10 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
             raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
                                                       "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
                                                       "(per-arm LR grids: training_type sft)")
+        if arm.trained and arm.steps is not None and arm.steps != spec.steps:
+            raise SpecError(f"arms[{index}].steps", f"arm {arm.name}: {arm.steps} steps, but training_type rl trains "
+                                                    f"every arm the spec's {spec.steps} steps on the same batches; "
+                                                    "leave the arm's steps out or state the spec's")
     restoration = plan.gate("restoration_preflight")
     if not restoration.blocks:
         raise SpecError("restoration_preflight", "training_type rl starts every arm from the initialization "

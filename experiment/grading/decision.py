@@ -17,6 +17,7 @@ from typing import Any
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
+from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     is_number, model_issues, run_checks, short,
@@ -520,7 +521,9 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
 
 def DEC_11(ctx: GradeContext) -> list[Issue]:
     issues, record = [], _record(ctx)
-    roles = {k for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))} & {"treatment", "baseline"}
+    arm_names = {arm.name for arm in ctx.plan.arms} if ctx.plan is not None else set()
+    roles = {k for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))} & set(ROLE_LABELS) \
+        - arm_names  # every role label a weight is keyed by (untrained_base too), not an arm's own name
     if roles and _rule(ctx).get("method", "paired_hoeffding") == "paired_hoeffding":
         mapping = as_dict(record.get("role_to_arm"))
         expected = {role: arm for role, arm in _role_to_arm(ctx).items() if role in roles}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -55,7 +56,11 @@ def _server_info(requested: dict) -> tuple[dict, SimpleNamespace]:
     return config, info
 
 
-def run_shaped_records(spec, plan) -> dict:
+def _hashed(label: str, item: str) -> bool:
+    return hashlib.sha256(f"{label}/{item}".encode()).digest()[0] % 3 == 0
+
+
+def run_shaped_records(spec, plan, correct=_hashed) -> dict:
     """initialization_provenance, feasibility and evidence as the RL run writes them for `plan` (every trained
     arm at every scheduled seed, one initialization per seed; the pilot sized by rl_pilot_units), built with
     the run's own record functions; the service's answers are literals."""
@@ -98,8 +103,55 @@ def run_shaped_records(spec, plan) -> dict:
         "optimizer_check_after_restore": r.optimizer_check(_server_info(requested)[1], requested, 1, "probe"),
         "max_abs_difference": 0.0, "atol": r.RESTORE_UPDATE_ATOL,
         "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}})
-    return {"status": "succeeded", "initialization_provenance": provenance, "feasibility": _feasibility(spec, plan),
-            "evidence": {"version": 1, "files": files, "checkpoints": []}}
+    record = {"status": "succeeded", "initialization_provenance": provenance, "feasibility": _feasibility(spec, plan),
+              "completed_arms": [arm.name for arm in plan.trained_arms],
+              "evidence": {"version": 1, "files": files, "checkpoints": []}}
+    _evaluate_and_decide(record, spec, plan, correct)
+    return record
+
+
+def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
+    """evaluation, decision and the final fields as the RL evaluation and decision steps write them: the base
+    model (or an untrained arm at every seed) and every trained arm at every seed scored on the plan's items
+    (`correct(label, item)`), observations from the prediction rows, the spec's rule applied."""
+    from experiment.rl.steps.decision import final_fields
+    from experiment.rl.steps.evaluation import _comparisons
+    from experiment.stats import decision as d
+    from experiment.stats import evaluation as ev
+
+    items = [f"item-{i}" for i in range(int(plan.eval["n_examples"]))]
+    provenance = ev.evaluator_provenance([Path(ev.__file__)], "{question}", {"temperature": 0.0, "max_tokens": 16, "stop": ["<|im_end|>"]},
+                                         "boxed integer", items)
+    eid = ev.evaluator_id(provenance)
+    base_arm = next((arm.name for arm in plan.arms if arm.role == "untrained_base"), None)
+    targets = ([(r.label, r.arm, r.seed, None) for r in plan.replicas_of(base_arm)] if base_arm
+               else [(ev.BASE_LABEL, ev.BASE_LABEL, plan.seeds[0], None)])
+    targets += [(r.label, r.arm, r.seed, f"tinker://arms:train:{r.label}/final") for r in plan.replicas if r.trained]
+    scores, rows_of = [], {}
+    for label, arm, seed, checkpoint in targets:
+        rows = [ev.prediction_row(item, arm, "1", "1", correct(label, item), eid, seed, checkpoint or plan.base_model)
+                for item in items]
+        name = f"predictions-{label}.jsonl"
+        files_entry = evidence_file(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows).encode())
+        record["evidence"]["files"].append(files_entry)
+        rows_of[label] = rows
+        scores.append(ev.score_entry(arm, ev.score_rows(rows), eid, seed, name))
+        if checkpoint:
+            record["evidence"]["checkpoints"].append({"arm": arm, "step": spec.steps, "uri": checkpoint, "seed": seed})
+    record["evaluation"] = ev.evaluation_record({eid: provenance}, scores, _comparisons(SimpleNamespace(plan=plan)))
+    rule = spec.section("decision_rule")
+    role_to_arm = {role: entry["arm"] for role, entry in plan.role_to_arm.items()}
+    compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
+    observations = ev.observations_from_predictions(
+        [row for arm in compared for r in plan.replicas_of(arm) for row in rows_of[r.label]])
+    data = d.observations_jsonl_bytes(observations)
+    keep_bytes = evidence_file(d.OBSERVATIONS_FILE_NAME, "metrics", data)
+    record["evidence"]["files"].append(keep_bytes)
+    summary = d.decision_summary(rule, observations, plan.vocabulary, role_to_arm=role_to_arm,
+                                 simultaneous=(plan.decision or {}).get("adjustment") == "bonferroni")
+    record["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, keep_bytes["sha256"])
+    run = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: {"deviations": []}))
+    record.update({k: v for k, v in final_fields(run, summary).items() if v is not None})
 
 
 def _feasibility(spec, plan) -> dict:
@@ -128,14 +180,16 @@ def _feasibility(spec, plan) -> dict:
 
 
 @pytest.mark.parametrize("case", PLANNED_RL, ids=[f"{v.seed}-{v.name}" for v in PLANNED_RL])
-def test_restoration_and_feasibility_grade_as_predicted_for_every_planned_rl_variant(case, tmp_path):
-    """Restoration groups per seed, each replica's requested seed, the pilot's units with more arms and seeds:
-    a record shaped as the run shapes it grades exactly what --plan predicts (the rehearsal's plan)."""
+def test_every_planned_rl_variant_grades_as_predicted_on_run_shaped_records(case, tmp_path):
+    """Scores and observations per arm and seed, the decision's seeds and confidence, restoration groups per
+    seed, each replica's requested seed, the pilot's units with more arms and seeds: a record shaped as the run
+    shapes it grades exactly what --plan predicts (the rehearsal's plan). Correctness and the generation audit
+    do not depend on the arms' count or seeds and are left to the rehearsals."""
     _, spec = _rehearsed(case, tmp_path)
     plan = build_plan(spec)
     predicted = predict_grades(plan)
     graded = grade_record(run_shaped_records(spec, plan), spec=spec).categories
-    for category in ("restoration", "feasibility"):
+    for category in ("evaluator", "decision", "restoration", "feasibility"):
         assert graded[category].status == predicted[category]["grade"], (
             category, [issue.sentence() for issue in graded[category].issues])
 
@@ -233,3 +287,56 @@ def test_a_checkpoint_names_the_arm_and_the_seed_it_was_scored_at():
     swapped = [{**c, "seed": 1 - c["seed"]} for c in listed]
     assert "is listed for seed 1, but gs1_kernel was scored on it at seed 0" in evid_6(swapped)[0]
     assert evid_6([{k: v for k, v in c.items() if k != "seed"} for c in listed]) == []  # the contract's shape
+
+
+def test_a_weight_keyed_by_the_untrained_base_role_is_a_mapped_role(tmp_path, monkeypatch):
+    """Found by the run-shaped records above: the self-generated variant weighting `untrained_base` by its role
+    (planned, decision predicted verified) graded decision invalid, because DEC-11 took only treatment and
+    baseline for role labels while the decision records every role a weight is keyed by."""
+    from experiment.grading import decision as decision_rules
+
+    _, spec = _rehearsed(variant("weights-role-without-arm", "selfgen"), tmp_path)
+    plan = build_plan(spec)
+    record = run_shaped_records(spec, plan)
+    assert record["decision"]["role_to_arm"] == {"untrained_base": "base", "baseline": "rl_gsm8k"}
+    monkeypatch.setattr(decision_rules, "ROLE_LABELS", ("treatment", "baseline"))  # the grader as it was
+    assert [i.rule for i in decision_rules.DEC_11(_ctx(record, spec, plan))] == ["DEC-11"]
+    monkeypatch.undo()
+    assert decision_rules.DEC_11(_ctx(record, spec, plan)) == []
+    assert predict_grades(plan)["decision"]["grade"] == "verified"
+
+
+def test_a_checkpoints_seed_survives_the_rebuild_from_the_events(tmp_path):
+    from suite import GS1_SPEC
+
+    import experiment.run.store as store_module
+
+    spec = load_spec(GS1_SPEC)
+    store = store_module.RunStore.create(tmp_path / "runs", spec, build_plan(spec))
+    store.add_checkpoint("gs1_kernel", 2, "tinker://s:train:0/final", seed=0)
+    store.add_checkpoint("gs1_kernel", 2, "tinker://s:train:1/final", seed=1)
+    store.add_checkpoint("trimuon@lr=0.001", 2, "tinker://s:train:2/final")  # a run of one seed names none
+    listed = store.read_result()["evidence"]["checkpoints"]
+    store.release()
+    assert [c.get("seed") for c in listed] == [0, 1, None]
+    assert store_module.recovered_result(store.run_dir)["evidence"]["checkpoints"] == listed
+
+
+def test_two_seeds_below_the_margin_settle_it_and_the_grader_agrees(tmp_path):
+    """GEN-3's "(or >= 2 seeds) settles its margin": at both seeds the kernel arm misses four items the GRPO arm
+    gets right and agrees on the rest, so the interval straddles the margin and each seed's effect is below it:
+    refuted with strong confidence, graded as --plan predicts (recomputed from the observations of both seeds)."""
+    _, spec = _rehearsed(variant("seeds-0-1"), tmp_path)
+    plan = build_plan(spec)
+
+    def correct(label: str, item: str) -> bool:
+        first = int(item.split("-")[1]) < 4
+        return (first or _hashed("", item)) if label.startswith("grpo_gs8") else not first and _hashed("", item)
+
+    record = run_shaped_records(spec, plan, correct=correct)
+    criterion = record["decision"]["criteria"][0]
+    assert criterion["status"] == "unsettled" and criterion["lower"] < criterion["margin"] < criterion["upper"]
+    assert all(effect < criterion["margin"] for effect in criterion["per_seed_effects"].values())
+    assert (record["verdict"], record["confidence"], record["seeds"]) == ("refuted", "strong", 2)
+    graded = grade_record(record, spec=spec).categories["decision"]
+    assert graded.status == predict_grades(plan)["decision"]["grade"] == "verified", graded.issues
