@@ -118,6 +118,7 @@ def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
     from experiment.rl.steps.evaluation import _comparisons
     from experiment.stats import decision as d
     from experiment.stats import evaluation as ev
+    from experiment.stats import selection as sel
 
     items = [f"item-{i}" for i in range(int(plan.eval["n_examples"]))]
     provenance = ev.evaluator_provenance([Path(ev.__file__)], "{question}", {"temperature": 0.0, "max_tokens": 16, "stop": ["<|im_end|>"]},
@@ -141,15 +142,33 @@ def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
     record["evaluation"] = ev.evaluation_record({eid: provenance}, scores, _comparisons(SimpleNamespace(plan=plan)))
     rule = spec.section("decision_rule")
     role_to_arm = {role: entry["arm"] for role, entry in plan.role_to_arm.items()}
+    selection = None
+    if plan.selection is not None:  # adaptive: chosen on the selection items, frozen, then confirmation items only
+        weighted = sorted({arm for c in plan.criteria for arm in c.arm_weights})
+        rows = ev.observations_from_predictions(
+            [row for arm in weighted for r in plan.replicas_of(arm) for row in rows_of[r.label]])
+        split = sel.split_items(items)
+        chosen = plan.selection
+        criterion = next(c for c in rule["criteria"] if c.get("id") == chosen["criterion"])
+        selected, effects = sel.choose(rows, criterion, chosen["role"], chosen["candidates"], role_to_arm,
+                                       rule.get("seeds") or plan.seeds, split.selection_ids)
+        selection = sel.selection_record(split, eid, chosen["role"], chosen["candidates"], chosen["criterion"],
+                                         selected, effects)
+        frozen = evidence_file(sel.SELECTION_FILE_NAME, "metrics", sel.selection_file_bytes(selection))
+        record["evidence"]["files"].append(frozen)
+        selection = {**selection, "file": {"name": sel.SELECTION_FILE_NAME, "sha256": frozen["sha256"]}}
+        role_to_arm[selection["role"]] = selected
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
     observations = ev.observations_from_predictions(
         [row for arm in compared for r in plan.replicas_of(arm) for row in rows_of[r.label]])
+    if selection is not None:
+        observations = [o for o in observations if o.item_id in set(selection["split"]["confirmation_ids"])]
     data = d.observations_jsonl_bytes(observations)
     keep_bytes = evidence_file(d.OBSERVATIONS_FILE_NAME, "metrics", data)
     record["evidence"]["files"].append(keep_bytes)
     summary = d.decision_summary(rule, observations, plan.vocabulary, role_to_arm=role_to_arm,
                                  simultaneous=(plan.decision or {}).get("adjustment") == "bonferroni")
-    record["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, keep_bytes["sha256"])
+    record["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, keep_bytes["sha256"], selection=selection)
     run = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: {"deviations": []}))
     record.update({k: v for k, v in final_fields(run, summary).items() if v is not None})
 
