@@ -12,9 +12,10 @@ is sent only with a slot of `slots` in hand, and gives it back when its answer a
 `RequestSlots` holds slots of the shared limit only while this process has requests that want them: a
 request that finds no free slot waits for one (first come, first served) and, when the process holds
 fewer than `capacity`, one more is taken from the limit (`take_slot`, blocking, in a thread of its own);
-a request that ends hands its slot to the next waiting request, or gives it back to the limit when none
-waits. So a fan-out of 48 requests takes at most `capacity` slots once and passes them along; a process
-with nothing to send holds none. The slot source is the flow's (flows/concurrency.py: a Prefect global
+a request that ends hands its slot to the next waiting request, or, when none waits, keeps it idle for a
+moment (`linger_seconds`, for the next request of a chain) and then gives it back to the limit. So a fan-out
+of 48 requests takes at most `capacity` slots once and passes them along, a training step's chain of
+requests takes one, and a process with nothing to send holds none after a second. The slot source is the flow's (flows/concurrency.py: a Prefect global
 concurrency limit); this module imports no Prefect.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,18 +48,23 @@ class RequestSlots:
 
     `take_slot()` blocks until the shared limit grants one slot and returns the function that gives it
     back; it may raise (no such limit), and then every request waiting for a slot fails with that error.
-    Slots are taken and given back in threads of their own (both are API calls to the limit's keeper).
-    Used from the SDK's event loop (`async with slots.request()`), thread-safe."""
+    A slot whose request ended and that no request waits for is kept `linger_seconds` for the process's
+    next request (a chain of requests one after another, as a training step makes, then takes the limit
+    once), then given back. Slots are taken and given back in threads of their own (both are API calls
+    to the limit's keeper). Used from the SDK's event loop (`async with slots.request()`), thread-safe."""
 
-    def __init__(self, take_slot: Callable[[], Release], capacity: int):
+    def __init__(self, take_slot: Callable[[], Release], capacity: int, linger_seconds: float = 1.0):
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1 (got {capacity})")
         self.take_slot = take_slot
         self.capacity = capacity
+        self.linger_seconds = linger_seconds
         self._lock = threading.Lock()
-        self._held: list[Release] = []  # slots of the shared limit this process holds, each carrying a request
+        self._busy: list[Release] = []  # slots this process holds that carry a request now
+        self._idle: list[tuple[Release, float]] = []  # slots it holds that carry none, each with since when
         self._waiting: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
         self._taking = False  # a take_slot() is under way
+        self._closed = False
         self._giving_back: list[threading.Thread] = []
         self.slots_taken = 0  # from the shared limit, so far (a figure for the run's log)
         self.most_in_flight = 0  # the most requests this process had in flight at once
@@ -66,10 +73,16 @@ class RequestSlots:
         return _Slot(self)
 
     def give_back_all(self) -> None:
-        """Wait for the slots being given back; give back those still held (requests left behind by a
-        run that stopped: their answers no longer matter)."""
+        """At the run's end: give back every slot (those of requests left behind by a run that stopped too:
+        their answers no longer matter) and wait until the limit has them."""
         with self._lock:
-            held, self._held = self._held, []
+            self._closed = True
+            held = self._busy + [give_back for give_back, _ in self._idle]
+            self._busy, self._idle = [], []
+            left_waiting, self._waiting = list(self._waiting), deque()
+        for loop, waiter in left_waiting:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, waiter, RuntimeError("the run's service slots were given back"))
         for give_back in held:
             self._give_back(give_back)
         for thread in list(self._giving_back):
@@ -77,8 +90,13 @@ class RequestSlots:
 
     async def _enter(self) -> None:
         loop = asyncio.get_running_loop()
-        waiter = loop.create_future()
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the run's service slots were given back")
+            if self._idle:
+                self._use(self._idle.pop()[0])
+                return
+            waiter = loop.create_future()
             self._waiting.append((loop, waiter))
             self._take_more_if_wanted()
         try:
@@ -93,13 +111,17 @@ class RequestSlots:
 
     def _exit(self) -> None:
         with self._lock:
-            if self._wake_next():  # the slot goes to the next waiting request as it is
+            if self._closed or self._wake_next():  # the slot goes to the next waiting request as it is
                 return
-            give_back = self._held.pop()
-        self._give_back(give_back)
+            self._idle.append((self._busy.pop(), time.monotonic()))
+        self._give_back_idle_later()
+
+    def _use(self, give_back: Release) -> None:
+        self._busy.append(give_back)
+        self.most_in_flight = max(self.most_in_flight, len(self._busy))
 
     def _wake_next(self) -> bool:
-        """Hand a held slot to the first request still waiting (lock held)."""
+        """Hand a busy slot to the first request still waiting (lock held)."""
         while self._waiting:
             loop, waiter = self._waiting.popleft()
             if not loop.is_closed():
@@ -107,10 +129,20 @@ class RequestSlots:
                 return True
         return False
 
+    def _give_back_idle(self) -> None:
+        """Give back the slots no request has used for `linger_seconds`."""
+        with self._lock:
+            cutoff = time.monotonic() - self.linger_seconds
+            expired = [give_back for give_back, since in self._idle if since <= cutoff]
+            self._idle = [(give_back, since) for give_back, since in self._idle if since > cutoff]
+        for give_back in expired:
+            self._give_back(give_back)
+
     def _take_more_if_wanted(self) -> None:
         """One more slot from the shared limit for the waiting requests, if the process may hold one more
         (lock held): taken in a thread of its own, since the limit may keep it waiting."""
-        if self._waiting and not self._taking and len(self._held) < self.capacity:
+        held = len(self._busy) + len(self._idle)
+        if self._waiting and not self._taking and held < self.capacity:
             self._taking = True
             threading.Thread(target=self._take_one, name="service slot", daemon=True).start()
 
@@ -128,12 +160,23 @@ class RequestSlots:
         with self._lock:
             self._taking = False
             self.slots_taken += 1
-            if self._wake_next():
-                self._held.append(give_back)
-                self.most_in_flight = max(self.most_in_flight, len(self._held))
-                self._take_more_if_wanted()
-                return
-        self._give_back(give_back)  # nobody waits any more (cancelled): not kept
+            kept = not self._closed
+            if kept:
+                self._use(give_back)
+                if self._wake_next():
+                    self._take_more_if_wanted()
+                    return
+                self._busy.pop()  # nobody waits any more (cancelled): idle, as after a request
+                self._idle.append((give_back, time.monotonic()))
+        if kept:
+            self._give_back_idle_later()
+        else:
+            self._give_back(give_back)
+
+    def _give_back_idle_later(self) -> None:
+        timer = threading.Timer(self.linger_seconds, self._give_back_idle)
+        timer.daemon = True
+        timer.start()
 
     def _give_back(self, give_back: Release) -> None:
         thread = threading.Thread(target=give_back, name="service slot back", daemon=True)
