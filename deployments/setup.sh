@@ -3,8 +3,8 @@
 #
 #   - work pool "local-process" (type process) for the prefect.yaml + worker route
 #   - global concurrency limit "training-service" with $RX_SERVICE_CONCURRENCY slots (default 2):
-#     at most that many service calls run at once across all runs (flows/concurrency.py holds one
-#     slot per call with strict=True, so a run under a deployment fails loudly without this limit)
+#     at most that many requests in flight at the training service across all runs (each request
+#     holds one slot: experiment/run/request_slots.py; a deployment run is refused without this limit)
 #
 # Usage: PREFECT_API_URL=http://127.0.0.1:4200/api deployments/setup.sh
 set -euo pipefail

@@ -840,10 +840,22 @@ class ExposureAndFaults:
             return await self._serve(scope, receive, send, endpoint)
         clock = self.service.busy_clock
         clock.begin()
+        answered = False
+
+        async def send_then_count_the_end(message) -> None:
+            # a call ends as its answer's last bytes go out: the client may hold the answer (and send its next
+            # call) before this coroutine runs again, so counting the end after the send would overlap the two
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body") and not answered:
+                answered = True
+                clock.end()
+            await send(message)
+
         try:
-            await self._serve(scope, receive, send, endpoint)
+            await self._serve(scope, receive, send_then_count_the_end, endpoint)
         finally:
-            clock.end()
+            if not answered:
+                clock.end()
 
     async def _serve(self, scope, receive, send, endpoint: str) -> None:
         if self.injecting:

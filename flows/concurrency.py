@@ -1,21 +1,25 @@
-"""Service calls from the flow: one slot of the service-wide limit per call, capacity waits reported.
+"""Service calls from the flow: the service-wide limit per request in flight, capacity waits reported.
 
 The training service's capacity is shared by every run, so one Prefect global concurrency limit,
-`training-service` (created by deployments/setup.sh), caps the service calls in flight across all
-runs on a Prefect server: deployment runs and CLI runs alike. `uses_service_limit()` decides once per
-run: a deployment run always takes slots (`strict=True`: without the limit its calls fail loudly);
+`training-service` (created by deployments/setup.sh), caps the requests in flight at the service across
+all runs on a Prefect server: deployment runs and CLI runs alike. `uses_service_limit()` decides once per
+run: a deployment run always takes slots (a missing limit refuses the run before its first service call);
 any other run (`python -m flows.run` against the shared server named by PREFECT_API_URL) takes them
 when that server holds the limit. A CLI run on its own temporary Prefect server has no such limit
 and runs without one (it shares nothing).
 
+`service_requests_limited()` is entered once around a run: every SDK request of the run's process holds
+one slot while it is in flight (experiment/run/request_slots.py: a fan-out of 48 samples takes at most the
+limit's slots and passes them from request to request; slots are given back when no request waits).
+
 `capacity_guarded_caller(store, comparison_steps_completed)` is what the flow hands to the gates
-(which import no Prefect): `call(fn)` runs `fn()` inside a slot, retries capacity refusals per
+(which import no Prefect): `call(fn)` runs `fn()`, retries capacity refusals per
 `experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
 an events.jsonl line and an INFO log line (a wait is expected; the capacity block that may end it
-logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. The
-slot is held per attempt, never while sleeping. An attempt gets no more than the policy's answer
-deadline without any answer from the service (`call_with_answer_deadline`): a service that stopped
-answering mid-run ends the run as a capacity block whose reason says which call had no answer.
+logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. An attempt
+gets no more than the policy's answer deadline without any answer from the service
+(`call_with_answer_deadline`): a service that stopped answering mid-run ends the run as a capacity
+block whose reason says which call had no answer.
 
     call = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed)
     result = call(lambda: training_client.forward_backward(datums, "importance_sampling").result())
@@ -24,6 +28,7 @@ answering mid-run ends the run as a capacity block whose reason says which call 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -35,6 +40,7 @@ from experiment.run.capacity import (
     call_with_answer_deadline,
     call_with_capacity_policy,
 )
+from experiment.run.request_slots import Release, RequestSlots, requests_limited_by
 
 TRAINING_SERVICE_LIMIT = "training-service"
 
@@ -66,20 +72,80 @@ def uses_service_limit(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
     return running_under_deployment() or service_limit_exists(limit_name)
 
 
-@contextmanager
-def service_call_slot(limit_name: str = TRAINING_SERVICE_LIMIT, under_limit: bool | None = None) -> Iterator[None]:
-    """One slot of the global concurrency limit around a service call, for a run that uses the limit.
+def service_limit_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> int:
+    """The number of slots of the global concurrency limit; a missing limit is an error that says what to run."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
 
-    `under_limit` saves the lookup (API calls) when the caller decided it once for the run."""
-    if under_limit is None:
-        under_limit = uses_service_limit(limit_name)
-    if not under_limit:
-        yield
-        return
+    try:
+        with get_client(sync_client=True) as client:
+            return int(client.read_global_concurrency_limit_by_name(limit_name).limit)
+    except ObjectNotFound:
+        raise ServiceLimitMissing(f"this Prefect server has no global concurrency limit {limit_name!r}; "
+                                  "create it with deployments/setup.sh") from None
+
+
+class ServiceLimitMissing(RuntimeError):
+    """A deployment run whose Prefect server holds no service-wide limit."""
+
+
+def take_prefect_slot(limit_name: str = TRAINING_SERVICE_LIMIT) -> Release:
+    """One slot of the global concurrency limit, held (its lease renewed) by a thread of its own until the
+    returned function gives it back. Blocks until the limit grants it; strict: no such limit is an error."""
     from prefect.concurrency.sync import concurrency
 
-    with concurrency(limit_name, occupy=1, strict=True):
+    granted, done = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    def hold() -> None:
+        try:
+            with concurrency(limit_name, occupy=1, strict=True):
+                granted.set()
+                done.wait()
+        except BaseException as err:  # noqa: BLE001 - raised in the taking thread
+            failure.append(err)
+            granted.set()
+
+    holder = threading.Thread(target=hold, name=f"slot of {limit_name}", daemon=True)
+    holder.start()
+    granted.wait()
+    if failure:
+        raise failure[0]
+
+    def give_back() -> None:
+        done.set()
+        holder.join()
+
+    return give_back
+
+
+def service_request_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> RequestSlots | None:
+    """The slots a run's requests take, sized by the service-wide limit; None for a run that does not use
+    it (`uses_service_limit`, decided once). ServiceLimitMissing for a deployment run without the limit."""
+    if not uses_service_limit(limit_name):
+        return None
+    return RequestSlots(lambda: take_prefect_slot(limit_name), capacity=service_limit_slots(limit_name))
+
+
+@contextmanager
+def service_requests_limited(slots: RequestSlots | None, limit_name: str = TRAINING_SERVICE_LIMIT) -> Iterator[None]:
+    """Around one run: each of its requests to the training service holds one of `slots` while it is in
+    flight (experiment/run/request_slots.py); every slot is given back at the end, however the run ends."""
+    logger = _run_logger()
+    if slots is None:
+        logger.info("service requests run without a service-wide limit (this Prefect server has no %r limit)",
+                    limit_name)
         yield
+        return
+    logger.info("service requests take a slot of the service-wide limit %r each (%d slots, shared by every run)",
+                limit_name, slots.capacity)
+    try:
+        with requests_limited_by(slots):
+            yield
+    finally:
+        slots.give_back_all()
+        logger.info("service requests: at most %d in flight at once; %d slots taken from %r",
+                    slots.most_in_flight, slots.slots_taken, limit_name)
 
 
 def _run_logger() -> logging.Logger | logging.LoggerAdapter:
@@ -115,10 +181,6 @@ def capacity_guarded_caller(
     policy = policy or CapacityPolicy.from_env()
     report = capacity_wait_reporter(store)
     watch = AnswerWatch()  # one per run: an answer to any of its calls (nested ones included) counts
-    under_limit = uses_service_limit()  # decided once per run, not per call
-    _run_logger().info("service calls %s" % (
-        f"take a slot of the service-wide limit {TRAINING_SERVICE_LIMIT!r}" if under_limit else
-        f"run without a service-wide limit (this Prefect server has no {TRAINING_SERVICE_LIMIT!r} limit)"))
 
     def call(fn: Callable[[], T]) -> T:
         waited = False
@@ -130,9 +192,7 @@ def capacity_guarded_caller(
             report(wait)
 
         def attempt() -> T:
-            with service_call_slot(under_limit=under_limit):
-                return call_with_answer_deadline(fn, policy.answer_deadline_seconds, watch,
-                                                 comparison_steps_completed)
+            return call_with_answer_deadline(fn, policy.answer_deadline_seconds, watch, comparison_steps_completed)
 
         try:
             return call_with_capacity_policy(attempt, policy, comparison_steps_completed, on_wait)

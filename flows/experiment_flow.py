@@ -37,7 +37,12 @@ from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.interrupts import stop_reason
 from flows.artifacts import progress_reporter, publish_run_artifacts
 from flows.backend_url import credentials_refusal, with_credentials
-from flows.concurrency import capacity_guarded_caller
+from flows.concurrency import (
+    ServiceLimitMissing,
+    capacity_guarded_caller,
+    service_request_slots,
+    service_requests_limited,
+)
 from flows.expected_outcomes import quiet_expected_outcomes
 from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
@@ -109,6 +114,11 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
                                requeue_count=requeue_count, chain_started_at=chain_started_at)
     tags = run_tags(spec.source.stem, spec.source.rehearsal, exposure)
     try:
+        request_slots = service_request_slots()  # before the run is claimed: a refusal leaves nothing behind
+    except ServiceLimitMissing as err:
+        logger.error("%s", err)
+        return Failed(name="ServiceLimitMissing", message=str(err))
+    try:
         store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
     except RunInProgress as err:
         _label(None, tags, logger)
@@ -126,7 +136,8 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
             store.update_result(status="running", capacity_block=None, capacity_wait=None, interruption=None,
                                 outcome_reason=None)
-        return _run_claimed(spec, plan, store, config, reused, logger)
+        with service_requests_limited(request_slots):
+            return _run_claimed(spec, plan, store, config, reused, logger)
     except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"
         store.settle_unfinished(plan, stop_reason(err))
         raise

@@ -163,13 +163,13 @@ def test_requeue_schedules_a_new_run_of_the_same_deployment(served_deployment, m
             httpx.delete(f"{api_url}/flow_runs/{decision.flow_run_id}", timeout=5)
 
 
-def test_service_call_slot_holds_one_training_service_slot(set_up, monkeypatch):
-    """Under a deployment a service call occupies one slot of the limit setup.sh created; strict:
-    a limit that does not exist is an error, not a warning."""
+def test_a_service_slot_holds_one_training_service_slot(set_up, monkeypatch):
+    """Under a deployment a run's requests take slots of the limit setup.sh created, sized by it; one slot
+    taken is one active slot until given back; strict: a limit that does not exist is an error."""
     api_url, _ = set_up
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.concurrency import service_call_slot
+    from flows.concurrency import service_request_slots, take_prefect_slot
 
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(uuid.uuid4()))
 
@@ -177,11 +177,14 @@ def test_service_call_slot_holds_one_training_service_slot(set_up, monkeypatch):
         return httpx.get(f"{api_url}/v2/concurrency_limits/training-service", timeout=5).json()["active_slots"]
 
     with temporary_settings({PREFECT_API_URL: api_url}):
-        with service_call_slot():
-            assert active_slots() == 1
+        assert service_request_slots().capacity == httpx.get(
+            f"{api_url}/v2/concurrency_limits/training-service", timeout=5).json()["limit"]
+        give_back = take_prefect_slot()
+        assert active_slots() == 1
+        give_back()
         assert active_slots() == 0
-        with pytest.raises(Exception, match="no-such-limit"), service_call_slot("no-such-limit"):
-            pass
+        with pytest.raises(Exception, match="no-such-limit"):
+            take_prefect_slot("no-such-limit")
 
 
 def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deployment):

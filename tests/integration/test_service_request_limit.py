@@ -1,0 +1,87 @@
+"""The service-wide limit holds per request in flight (issue 30.1), at the pipeline's widest fan-out: an
+evaluation samples all its items at once (experiment/rl/math_eval.py: greedy_predictions, 48 items here).
+
+Real parts: the session's Prefect server with a global concurrency limit of 2, the embedded backend over
+HTTP (a fresh one per run of the evaluation: its healthz `max_in_flight` counts the most requests it had in
+flight at once), the stock SDK. First the fan-out without the limit: the backend sees more than 2 requests
+at once. Then the same evaluation inside `service_requests_limited` (as every run is, flows/experiment_flow.py):
+the backend never sees more than 2, the predictions are the same, and every slot is given back.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+
+from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from experiment.run.data import TaskItem
+
+SERVICE_LIMIT = 2
+ITEMS = [TaskItem(id=f"item-{n}", question=f"What is {n} plus {n + 3}?", answer=str(2 * n + 3)) for n in range(48)]
+
+
+def _evaluate_items() -> tuple[list[dict], int]:
+    """The 48 items' greedy predictions on a fresh embedded backend, and its most requests in flight at once."""
+    import tinker
+
+    from experiment.rl.math_eval import greedy_predictions
+    from experiment.rl.recipe import renderer_named, run_async
+
+    with start_server() as backend:
+        client = tinker.ServiceClient(base_url=backend.base_url, api_key=LOCAL_API_KEY)
+        try:
+            training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+            renderer = renderer_named(training.get_info().model_data.tokenizer_id, "qwen3_5_disable_thinking")
+            sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
+            rows = run_async(greedy_predictions(sampler, renderer, ITEMS, max_tokens=8, few_shot=False))
+        finally:
+            client.close("success")
+        health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
+    return rows, health["max_in_flight"]
+
+
+@pytest.fixture
+def service_limit(prefect_harness, prefect_server):
+    """A global concurrency limit of 2 of its own on the session's Prefect server (other tests use
+    `training-service`), deleted afterwards."""
+    name = f"test-service-{uuid.uuid4().hex[:8]}"
+    prefect_server.api("POST", "/v2/concurrency_limits/", json={"name": name, "limit": SERVICE_LIMIT})
+    yield name
+    httpx.delete(f"{prefect_server.api_url}/v2/concurrency_limits/{name}", timeout=10)
+
+
+def test_an_evaluation_fan_out_keeps_the_service_limit_per_request(service_limit, prefect_server):
+    from flows.concurrency import service_request_slots, service_requests_limited, take_prefect_slot
+
+    unlimited_rows, unlimited_in_flight = _evaluate_items()
+    assert unlimited_in_flight > SERVICE_LIMIT  # the fan-out the limit has to hold back
+
+    slots = service_request_slots(service_limit)
+    assert slots is not None and slots.capacity == SERVICE_LIMIT
+    started = time.monotonic()
+    with service_requests_limited(slots, service_limit):
+        rows, in_flight = _evaluate_items()
+    limited_seconds = time.monotonic() - started
+
+    assert in_flight <= SERVICE_LIMIT and slots.most_in_flight <= SERVICE_LIMIT
+    assert rows == unlimited_rows  # greedy: the limit changes when requests go, not what they answer
+    assert 1 <= slots.slots_taken
+    assert prefect_server.api("GET", f"/v2/concurrency_limits/{service_limit}")["active_slots"] == 0
+
+    cycles = 20
+    cycle_started = time.monotonic()
+    for _ in range(cycles):
+        take_prefect_slot(service_limit)()
+    print(f"backend max in flight: {unlimited_in_flight} without the limit, {in_flight} with a limit of "
+          f"{SERVICE_LIMIT} ({slots.slots_taken} slots taken, {limited_seconds:.1f} s); one slot taken and given "
+          f"back: {(time.monotonic() - cycle_started) / cycles * 1000:.0f} ms")
+
+
+def test_a_missing_limit_is_refused_before_any_request(prefect_harness):
+    from flows.concurrency import ServiceLimitMissing, service_limit_slots
+
+    with pytest.raises(ServiceLimitMissing, match="deployments/setup.sh"):
+        service_limit_slots(f"no-such-limit-{uuid.uuid4().hex[:8]}")
