@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from experiment.contract.plan import build_plan
 from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
+from experiment.run.capacity import ServiceFailedMidRun
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
@@ -271,6 +272,10 @@ def exit_code_for(state) -> int:
         result_path = Path(run_dir) / "result.json"
     if result_path:
         print("\n".join(closing_lines_for(result_path)))
+    if isinstance(outcome, ServiceFailedMidRun):  # the backend broke mid-run: as a backend refused at the start
+        print(f"the run stopped: {outcome}; its record says so (failed, resumable): run the same command again "
+              "once the service answers", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if isinstance(outcome, BaseException) and storage_failure(outcome):
         print(f"the run {stop_reason(outcome)} the same command to resume it", file=sys.stderr)
         return EXIT_CRASHED
