@@ -26,7 +26,8 @@ from typing import Any
 
 from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
-from experiment.run.store import CorruptRecord, RunIndex, default_runs_dir, recover_result
+from experiment.run.store import (STALE, STALE_MEANING, CorruptRecord, RunIndex, default_runs_dir, recover_result,
+                                  shown_status)
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
@@ -91,7 +92,7 @@ def list_runs(runs_dir: Path) -> list[str]:
     rows = [
         {
             "run_id": _text(record.get("run_id")),
-            "status": _text(record.get("status")),
+            "status": _text(shown_status(runs_dir / str(record.get("run_id")), record.get("status"))),
             "verdict": _text(record.get("verdict")),
             "effect": _text(record.get("effect")),
             "started": _started(record.get("started")),
@@ -133,7 +134,9 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
-    lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}", f"  status:    {result.get('status', '-')}"]
+    status = shown_status(run_dir, result.get("status", "-"))
+    lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}",
+             f"  status:    {status}" + (f" ({STALE_MEANING})" if status == STALE else "")]
     if "verdict" in result:
         verdict = str(result["verdict"])
         if result.get("confidence"):
