@@ -10,6 +10,8 @@ also one that starts with '-' (an id older runs of a non-ASCII spec name may hav
 Text from the store is printed with control characters, lone surrogates and bidirectional overrides
 shown as escapes (experiment.contract.text): a record cannot clear or rewrite the terminal.
 
+A run whose record says "running" while no process holds its lock is shown as "stale": it stopped without
+recording why (killed, or a full disk refused its failure marker); running its command again resumes it.
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
 """
