@@ -30,7 +30,7 @@ FILE_GROUPS = {file: "gs1_wiring_rehearsal" for file in ("tests/e2e/test_local_g
 # rest after them in collection order, so that no long file starts when the other workers are nearly
 # done. A file missing here only goes out later; a figure that drifts only changes the order.
 FILE_SECONDS = {
-    "tests/integration/test_service_stops_answering.py": 47,  # a hang and a close held to their deadline (-n 0: 47 s)
+    "tests/integration/test_service_stops_answering.py": 104,  # hangs, garbage, an evaluation held to their deadline (-n 0: 104 s)
     "tests/integration/test_correctness_through_service.py": 70,  # -n 0 alone on the shared machine (fork, Dec 2026)
     "tests/integration/test_quiet_logs.py": 60,  # two blocked GS1 rehearsals, a refused run, progress flows (-n 0 alone: 130 s)
     "tests/integration/test_generation_audit.py": 29,
