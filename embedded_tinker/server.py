@@ -938,7 +938,7 @@ def create_app(
         return {
             "status": "ok",
             "exposure": service.exposure.name,
-            "faults_injected": {"429": injected[429], "503": injected[503]},
+            "faults_injected": {"429": injected[429], "503": injected[503], "unanswered": service.faults.unanswered},
             **service.busy_clock.report(),
             "sampler": service.sampler.report(),
             **({"service_profile": report} if (report := service.schedule.report()) else {}),

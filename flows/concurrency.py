@@ -173,14 +173,16 @@ def capacity_guarded_caller(
     store: Any,
     comparison_steps_completed: Callable[[], int],
     policy: CapacityPolicy | None = None,
+    watch: AnswerWatch | None = None,
 ) -> Callable[[Callable[[], T]], T]:
     """call(fn) -> fn(), inside a service slot, with capacity refusals retried and reported.
 
-    Raises experiment.run.capacity.CapacityBlocked when refusals outlast the policy; user errors and
-    crashes propagate unchanged."""
+    Raises experiment.run.capacity.CapacityBlocked when refusals outlast the policy (ServiceFailedMidRun when
+    the service stopped answering or answered unreadably); user errors and crashes propagate unchanged.
+    `watch`: the run's AnswerWatch, shared with its `wait_for_service` (a new one when None)."""
     policy = policy or CapacityPolicy.from_env()
     report = capacity_wait_reporter(store)
-    watch = AnswerWatch()  # one per run: an answer to any of its calls (nested ones included) counts
+    watch = watch or AnswerWatch()  # one per run: an answer to any of its calls (nested ones included) counts
 
     def call(fn: Callable[[], T]) -> T:
         waited = False

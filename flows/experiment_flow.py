@@ -6,7 +6,9 @@ why, and the cheapest next diagnostic. A run that passes every gate ends `Comple
 
 Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
 its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
-run's clients released and, for a deployment run, a re-queued run scheduled. Resume: a run of the
+run's clients released and, for a deployment run, a re-queued run scheduled. A service that broke while
+the run waited on it (no answer within the answer deadline, or one the SDK cannot read: ServiceFailedMidRun)
+stops it the same way but ends `Failed(name="ServiceFailed")`, one line and no traceback. Resume: a run of the
 same spec content that is unfinished (killed, or capacity-blocked) is continued in place: passed
 gates are reused with the state they handed on, and arms continue from their last saved step.
 A run whose newest run of the same spec content finished is returned as is (no service call);
@@ -30,7 +32,8 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
-from experiment.run.capacity import CapacityBlocked, as_capacity_block, capacity_block_record
+from experiment.run.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
+                                     capacity_block_record)
 from experiment.run.config import RunConfig
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
@@ -68,7 +71,7 @@ class GateFailedError(Exception):
 
 # a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
 # line and RESULT says why; the engine's traceback of the state's exception is left out
-quiet_expected_outcomes(RunInProgress, GateFailedError)
+quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun)
 
 
 def _publish(store: RunStore, plan, logger) -> list:
@@ -153,7 +156,10 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
     service = config.service
     ctx = RunContext(spec=spec, plan=plan, store=store, service=service,
                      on_progress=progress_reporter(store.run_id), run_each=run_arm_tasks)
-    ctx.call_service = capacity_guarded_caller(store, lambda: ctx.state.comparison_steps_completed, config.capacity)
+    watch = AnswerWatch()  # when the service last answered any call of this run: one answer deadline for all
+    steps_completed = lambda: ctx.state.comparison_steps_completed  # noqa: E731
+    ctx.call_service = capacity_guarded_caller(store, steps_completed, config.capacity, watch=watch)
+    ctx.wait_for_service = answer_bounded(config.capacity, watch, steps_completed)
     if reused:
         store.append_event("run_resumed", reused_gates=sorted(reused), requeue_count=config.requeue_count)
         logger.info("resuming run %s: reusing passed gates %s", store.run_id, ", ".join(sorted(reused)))
@@ -224,8 +230,12 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config:
     released = release_sessions(ctx)
     store.update_result(capacity_wait=None)  # the wait ended in the block; the events keep its history
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
-    store.update_result(**capacity_block_update(plan, gate, capacity_block_record(blocked, released),
-                                                blocked.waited_seconds, blocked.comparison_steps_completed))
+    update = capacity_block_update(plan, gate, capacity_block_record(blocked, released),
+                                   blocked.waited_seconds, blocked.comparison_steps_completed)
+    if isinstance(blocked, ServiceFailedMidRun):  # no capacity refusal: the service broke while the run waited
+        update["summary"] = (f"The service failed during {gate}: {blocked}. The run stopped without a verdict; "
+                             "running the same command again resumes it.")
+    store.update_result(**update)
     started = config.chain_started_at or store.run_meta()["started"]
     decision = requeue_after_capacity_block(
         ctx.spec.source.path, {"backend": config.backend, "runs_dir": config.runs_dir, "chain_started_at": started,
@@ -236,4 +246,6 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config:
         policy.max_requeues, policy.requeue_delay_seconds(), float(plan.budget.get("max_wall_minutes") or 0), started)
     store.append_event("requeue", **decision.to_dict())
     logger.warning("%s; %s", blocked, decision.reason)
+    if isinstance(blocked, ServiceFailedMidRun):  # Failed, named: the CLI exits 2 (the backend), one line
+        return Failed(name="ServiceFailed", message=f"{blocked}; {decision.reason}", data=blocked)
     return capacity_blocked_state(blocked, decision)

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from experiment.contract.plan import build_plan
 from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
+from experiment.run.capacity import ServiceFailedMidRun
 from experiment.run.config import embedded_checkpoint_dir
 from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
@@ -36,7 +37,7 @@ from flows.lifetime import exit_process, imports_frozen, survive_closed_console
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
 from experiment.contract.text import printable
-from experiment.run.store import RunStore, StoreError, storage_failure, writable_runs_dir
+from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
 # What the CLI imports while the temporary Prefect server boots (import_what_the_gates_import): the
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
         store.settle_unfinished(plan, stop_reason(err))
-        print(f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"run {store.run_id} {stop_reason(err)}" if storage_failure(err) else
+              f"run crashed before finishing: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_CRASHED
     except BaseException as err:  # SIGINT or SIGTERM as RunInterrupted (or as Prefect's TerminationSignal)
         number = interrupting_signal(err)
@@ -154,7 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop_early_embedded()  # an early-started backend that no run took over
         store.release()
+        say_if_left_running(store)
     return exit_code_for(state)
+
+
+def say_if_left_running(store: RunStore) -> None:
+    """After the run's process let go of it: one line when its record still says "running" (a full disk refused
+    even the failure marker). `python -m flows.runs` shows such a run as stale; running the command again resumes it."""
+    try:
+        left_running = store.read_result().get("status") == "running"
+    except Exception:  # noqa: BLE001 - an unreadable record is reported where it is read next
+        return
+    if left_running:
+        print(f"run {store.run_id}: its record could not be updated and still says running; `python -m flows.runs` "
+              f"shows it as {STALE}, and running the same command again resumes it", file=sys.stderr)
 
 
 def answer_finished(store: RunStore) -> int:
@@ -271,6 +286,10 @@ def exit_code_for(state) -> int:
         result_path = Path(run_dir) / "result.json"
     if result_path:
         print("\n".join(closing_lines_for(result_path)))
+    if isinstance(outcome, ServiceFailedMidRun):  # the backend broke mid-run: as a backend refused at the start
+        print(f"the run stopped: {outcome}; its record says so (failed, resumable): run the same command again "
+              "once the service answers", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if isinstance(outcome, BaseException) and storage_failure(outcome):
         print(f"the run {stop_reason(outcome)} the same command to resume it", file=sys.stderr)
         return EXIT_CRASHED

@@ -10,6 +10,8 @@ also one that starts with '-' (an id older runs of a non-ASCII spec name may hav
 Text from the store is printed with control characters, lone surrogates and bidirectional overrides
 shown as escapes (experiment.contract.text): a record cannot clear or rewrite the terminal.
 
+A run whose record says "running" while no process holds its lock is shown as "stale": it stopped without
+recording why (killed, or a full disk refused its failure marker); running its command again resumes it.
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
 """
@@ -26,7 +28,8 @@ from typing import Any
 
 from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
-from experiment.run.store import CorruptRecord, RunIndex, default_runs_dir, recover_result
+from experiment.run.store import (STALE, STALE_MEANING, CorruptRecord, RunIndex, default_runs_dir, recover_result,
+                                  shown_status)
 from flows.lifetime import exit_process
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
@@ -91,7 +94,7 @@ def list_runs(runs_dir: Path) -> list[str]:
     rows = [
         {
             "run_id": _text(record.get("run_id")),
-            "status": _text(record.get("status")),
+            "status": _text(shown_status(runs_dir / str(record.get("run_id")), record.get("status"))),
             "verdict": _text(record.get("verdict")),
             "effect": _text(record.get("effect")),
             "started": _started(record.get("started")),
@@ -133,7 +136,9 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
-    lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}", f"  status:    {result.get('status', '-')}"]
+    status = shown_status(run_dir, result.get("status", "-"))
+    lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}",
+             f"  status:    {status}" + (f" ({STALE_MEANING})" if status == STALE else "")]
     if "verdict" in result:
         verdict = str(result["verdict"])
         if result.get("confidence"):

@@ -30,7 +30,7 @@ FAKE_PROXY_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 # rest after them in collection order, so that no long file starts when the other workers are nearly
 # done. A file missing here only goes out later; a figure that drifts only changes the order.
 FILE_SECONDS = {
-    "tests/integration/test_service_stops_answering.py": 47,  # a hang and a close held to their deadline (-n 0: 47 s)
+    "tests/integration/test_service_stops_answering.py": 104,  # hangs, garbage, an evaluation held to their deadline (-n 0: 104 s)
     "tests/integration/test_correctness_through_service.py": 70,  # -n 0 alone on the shared machine (fork, Dec 2026)
     "tests/integration/test_quiet_logs.py": 60,  # two blocked GS1 rehearsals, a refused run, progress flows (-n 0 alone: 130 s)
     "tests/integration/test_generation_audit.py": 29,
@@ -108,8 +108,9 @@ def only_run_dir(runs_dir: Path) -> Path:
     return run_dir
 
 
-# A tiny HTTP stand-in for a remote Tinker service: answers get_server_capabilities and records every
-# request (headers included), so tests check what the pipeline SENDS without a real backend.
+# A tiny HTTP stand-in for a remote Tinker service: answers get_server_capabilities, refuses the session and
+# model that the first create_model needs (HTTP 400, a user error: the preflight probe fails its gate) and records every request (headers
+# included), so tests check what the pipeline SENDS without a real backend.
 
 
 class FakeTinkerService:
@@ -123,12 +124,15 @@ class FakeTinkerService:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 service.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+                status = 200
                 if self.path.endswith("/get_server_capabilities"):
                     payload = {"supported_models": [{"model_name": name} for name in service.served_models]}
+                elif self.path.endswith(("/create_session", "/create_model")):  # refused: a user error (HTTP 400)
+                    status, payload = 400, {"error": "the stand-in service creates no models", "category": "user"}
                 else:
                     payload = {}
                 data = json.dumps(payload).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -18,14 +18,17 @@ from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE,
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.gates import GateVerdict, RunContext
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
+from experiment.run.capacity import is_capacity_refusal
 from experiment.run.service import closest_served_model
 
 
 def run(ctx: RunContext) -> GateVerdict:
     _record_spec_evidence(ctx)
     try:
-        served = ctx.service.served_models()
+        served = ctx.call_service(ctx.service.served_models)
     except Exception as err:  # any failure to reach the service stops here, named, with no secrets
+        if is_capacity_refusal(err):
+            raise  # busy, or stopped answering: the flow stops the run resumable (CAP-1), no verdict on the spec
         return _service_failure(ctx, f"could not list served models at {ctx.service.describe()['base_url']}: "
                                      f"{type(err).__name__}: {err}")
     if not served:

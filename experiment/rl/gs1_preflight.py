@@ -28,6 +28,7 @@ from tinker_cookbook.rl.data_processing import assemble_training_data, compute_a
 
 import experiment
 import tinker_cookbook
+from experiment.run.capacity import answered
 from experiment.rl import loop as rl_loop
 from experiment.rl.advantages import KernelBaselineState, append_batch_to_window, gs1_kernel_advantages
 from experiment.stats.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
@@ -87,7 +88,7 @@ def _per_datum_loss_and_gradient(datums: Sequence[tinker.Datum], server_logprobs
 
 
 async def _server_forward(training_client: tinker.TrainingClient, datums: Sequence[tinker.Datum]):
-    output = await training_client.forward(list(datums), loss_fn="importance_sampling")
+    output = await answered(training_client.forward(list(datums), loss_fn="importance_sampling"))
     logprobs = [np.asarray(o["logprobs"].to_numpy(), dtype=np.float64) for o in output.loss_fn_outputs]
     return logprobs, float(output.metrics.get("loss:sum", float("nan")))
 
@@ -173,7 +174,7 @@ async def run_gs1_loss_path_preflight(
     spec_path: dict[str, Any],
 ) -> PreflightOutcome:
     """Sample the fixed input once, compare both path pairs, accept only within tolerances."""
-    sampler = await training_client.save_weights_and_get_sampling_client()
+    sampler = await answered(training_client.save_weights_and_get_sampling_client())
 
     # Fixed input: one GRPO batch and two consecutive GS1 batches (window, then current).
     grpo_problems = rl_loop.step_problems(order, grpo_arm, 0)

@@ -33,6 +33,7 @@ from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
 from tinker_cookbook.rl.rollouts import do_group_rollout
 from tinker_cookbook.rl.types import TrajectoryGroup
 
+from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.stats.activation import fraction_nonzero
 from experiment.rl.advantages import (
@@ -197,13 +198,13 @@ class SeededTokenCompleter(TokenCompleter):
     async def _sample(self, calls: list[_WaitingCall]) -> None:
         first = calls[0]
         try:
-            result = await self.sampling_client.sample(
+            result = await answered(self.sampling_client.sample(
                 prompt=first.model_input,
                 num_samples=len(calls),
                 sampling_params=tinker.SamplingParams(
                     stop=first.stop, max_tokens=first.max_tokens, temperature=self.temperature, seed=first.seed,
                 ),
-            )
+            ))
         except BaseException as error:  # noqa: BLE001 - each waiting call raises it
             for call in calls:
                 if not call.result.done():
@@ -259,7 +260,7 @@ async def prompt_features(
     """
     prompts = [prompt_tokens(p, renderer, few_shot) for p in problems]
     logprobs_per_prompt = await asyncio.gather(
-        *[sampling_client.compute_logprobs(prompt) for prompt in prompts]
+        *[answered(sampling_client.compute_logprobs(prompt)) for prompt in prompts]
     )
     features = []
     for prompt, logprobs in zip(prompts, logprobs_per_prompt):
@@ -358,7 +359,7 @@ async def train_one_step(
     """
     started = time.perf_counter()
     problems = step_problems(order, arm, step)
-    sampler = await training_client.save_weights_and_get_sampling_client()
+    sampler = await answered(training_client.save_weights_and_get_sampling_client())
 
     features: list[tuple[float, float]] = []
     if arm.advantage == KERNEL_BASELINE:
@@ -368,12 +369,12 @@ async def train_one_step(
     advantages, diagnostics = arm_advantages(arm, groups, features, kernel_state)
     datums = training_datums(groups, advantages)
 
-    fwd_bwd_result = await training_client.forward_backward(datums, loss_fn="importance_sampling")
+    fwd_bwd_result = await answered(training_client.forward_backward(datums, loss_fn="importance_sampling"))
 
     optim_seconds = 0.0
     if apply_update:
         optim_started = time.perf_counter()
-        await training_client.optim_step(arm.adam_params())
+        await answered(training_client.optim_step(arm.adam_params()))
         optim_seconds = time.perf_counter() - optim_started
         if kernel_state is not None and arm.advantage == KERNEL_BASELINE:
             kernel_state = append_batch_to_window(

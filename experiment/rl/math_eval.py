@@ -25,6 +25,7 @@ import tinker_cookbook
 from tinker_cookbook import renderers
 from tinker_cookbook.recipes.math_rl import math_env, math_grading
 
+from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env, prompt_tokens
 
@@ -126,13 +127,13 @@ async def greedy_predictions(
         nonlocal done
         env = make_env(problem, renderer, few_shot)
         async with semaphore:
-            result = await sampling_client.sample(
+            result = await answered(sampling_client.sample(
                 prompt=prompt_tokens(problem, renderer, few_shot),
                 num_samples=1,
                 sampling_params=tinker.SamplingParams(
                     stop=env.stop_condition, max_tokens=max_tokens, temperature=0.0
                 ),
-            )
+            ))
         sequence = result.sequences[0]
         message, _ = renderer.parse_response(sequence.tokens)
         content = renderers.get_text_content(message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from experiment.run.capacity import answered
 from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers
@@ -34,7 +35,7 @@ async def pilot(ctx, client, arm, steps: int, heldout: bool = False):
     order = arm_training_order(ctx.spec, ctx.state, arm.name)
     heldout_means = {}
     if heldout:  # extra samples of step 0's prompts from the same weights, never trained on
-        sampler = await client.save_weights_and_get_sampling_client()
+        sampler = await answered(client.save_weights_and_get_sampling_client())
         problems = step_problems(order, arm, 0)
         groups = await collect_rollouts(sampler, renderer, problems, replace(arm, group_size=HELDOUT_SAMPLES),
                                         base_seed=7_000_000)

@@ -7,6 +7,7 @@ the probe, the pilots and the full arms must run "the exact full-run regime".
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -102,10 +103,11 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         return asyncio.run(coro)
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()  # the caller's context (the run's answer watch) goes with the coroutine
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            box["value"] = context.run(asyncio.run, coro)
         except BaseException as err:  # re-raised in the caller's thread
             box["error"] = err
 

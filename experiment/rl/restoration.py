@@ -363,8 +363,8 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
         client, load_response = session.client_loaded_from(init_uri, base_model, rank, seed, requested)
     if getattr(getattr(session, "service", None), "observed", {}).get("seed_rejected"):
         seed = None  # the service refused per-model seeds: no seed shaped any initial state
-    info = client.get_info()
-    output = client.forward(list(batch), loss_fn="cross_entropy").result()
+    info = client.get_info()  # answered from the client: no wait on the service
+    output = session.call(lambda: client.forward(list(batch), loss_fn="cross_entropy").result())
     evidence_name = f"restoration-{name.replace('@lr=', '-lr')}.json"
     store.add_evidence(evidence_name, "metrics", json.dumps({
         "loaded_from": init_uri, "load_method": CREATE_FROM_STATE if adapter_proof else LOAD_STATE, "loaded_at": loaded_at,
@@ -406,6 +406,12 @@ def restore_member(store: Any, session: Any, name: str, base_model: str, rank: i
     return entry, client
 
 
+def one_fixed_step(session: Any, client: Any, batch: Sequence[Any], params: Any) -> None:
+    """forward_backward(cross_entropy) then optim_step on `batch`, each through the session's service caller."""
+    session.call(lambda: client.forward_backward(list(batch), "cross_entropy").result())
+    session.call(lambda: client.optim_step(params).result())
+
+
 def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any], batch: Sequence[Any],
                          params: Any, label: str, atol: float) -> dict[str, Any]:
     """Create-save-restore fixed-gradient check (REST-10), against the uninterrupted client.
@@ -419,17 +425,16 @@ def restore_update_check(session: Any, init_uri: str, requested: dict[str, Any],
     uninterrupted = session.client_from_state(init_uri, requested)
     interrupted = session.client_from_state(init_uri, requested)
     for client in (uninterrupted, interrupted):
-        client.forward_backward(list(batch), "cross_entropy").result()
-        client.optim_step(params).result()
-    saved = interrupted.save_state(f"restore-probe-{label}").result().path
+        one_fixed_step(session, client, batch, params)
+    saved = session.call(lambda: interrupted.save_state(f"restore-probe-{label}").result().path)
     restored_at = utc_now()
     restored = session.client_from_state(saved, requested, with_optimizer=True)
-    check = optimizer_check(restored.get_info(), requested, after_restore=1, evidence_ref="restoration-update-check.json")
+    check = optimizer_check(restored.get_info(), requested, after_restore=1,
+                            evidence_ref="restoration-update-check.json")
     after = {}
     for name, client in (("uninterrupted", uninterrupted), ("restored", restored)):
-        client.forward_backward(list(batch), "cross_entropy").result()
-        client.optim_step(params).result()
-        after[name] = logprobs_arrays(client.forward(list(batch), "cross_entropy").result())
+        one_fixed_step(session, client, batch, params)
+        after[name] = logprobs_arrays(session.call(lambda: client.forward(list(batch), "cross_entropy").result()))
     difference = max_abs_difference(after["uninterrupted"], after["restored"])
     problems = list(check["mismatches"])
     return {"label": label, "checkpoint_uri": init_uri, "restored_from": saved,

@@ -27,6 +27,12 @@ for `CapacityPolicy.answer_deadline_seconds` (the contract's ~10 minutes of refu
 `time_scale`, so a scaled-down test policy never cuts off a slow but answering call;
 $RX_SERVICE_ANSWER_DEADLINE sets it), the call raises `ServiceStoppedAnswering`, a `CapacityBlocked`:
 the run stops the way a capacity block stops it (clients released, `capacity_block`, resumable).
+A call the service answered with something the SDK cannot read (not JSON, not the expected shape) or whose
+connection it closed until the SDK gave up raises `ServiceAnswerUnreadable` the same way: both are a
+`ServiceFailedMidRun`, never a crash of the run. Every wait on the service goes through
+`call_with_answer_deadline` (the flow's `RunContext.call_service` and `RunContext.wait_for_service`); work
+that makes many calls inside one wait (an async rollout batch, an evaluation) reports each answer with
+`service_answered()`, so only silence, never length, ends it.
 
 Orchestrator-free: the flow passes `on_wait` to update RESULT and log a progress line
 (flows/concurrency.py: capacity_guarded_caller).
@@ -35,11 +41,12 @@ Orchestrator-free: the flow passes `on_wait` to update RESULT and log a progress
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -293,9 +300,14 @@ def call_with_capacity_policy(
         sleep(delay)
 
 
-class ServiceStoppedAnswering(CapacityBlocked):
-    """No service call of the run was answered for the policy's answer deadline: the run stops as on a
-    capacity block (resumable), with this reason as `capacity_block.error`."""
+class ServiceFailedMidRun(CapacityBlocked):
+    """The service broke while the run waited on it (no answer, or one that cannot be read): the run stops
+    as on a capacity block (clients released, record failed, resumable), with this reason as
+    `capacity_block.error`; never a crash of the run (the CLI exits 2: the backend, as at its preconditions)."""
+
+
+class ServiceStoppedAnswering(ServiceFailedMidRun):
+    """No service call of the run was answered for the policy's answer deadline."""
 
     def __init__(self, call_name: str, silent_seconds: float, comparison_steps_completed: int):
         self.call_name = call_name
@@ -308,6 +320,66 @@ class ServiceStoppedAnswering(CapacityBlocked):
 
     def __reduce__(self):
         return (type(self), (self.call_name, self.waited_seconds, self.comparison_steps_completed))
+
+
+class ServiceAnswerUnreadable(ServiceFailedMidRun):
+    """The service answered a call with something the SDK cannot read (not JSON, not the expected shape), or
+    closed its connection mid-answer until the SDK gave up retrying."""
+
+    def __init__(self, call_name: str, error: str, comparison_steps_completed: int):
+        self.call_name, self.error = call_name, error
+        reason = f"the service's answer to {call_name} could not be read ({error})"
+        super().__init__(reason, comparison_steps_completed, 0.0)
+        self.args = (reason,)
+
+    def __str__(self) -> str:
+        return self.error_message
+
+    def __reduce__(self):
+        return (type(self), (self.call_name, self.error, self.comparison_steps_completed))
+
+
+def _raised_in_sdk(exc: BaseException) -> bool:
+    """Whether `exc` was raised inside the tinker SDK (its response handling), not by the caller's own code."""
+    traceback = exc.__traceback__
+    while traceback is not None:
+        if "/tinker/" in traceback.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def unreadable_answer(exc: BaseException) -> bool:
+    """A service answer the SDK could not read: a connection closed or timed out after the SDK's own retries
+    (APIConnectionError), a body that is not the expected shape (APIResponseValidationError), or one that
+    does not parse (a JSON, text or pydantic validation error raised inside the SDK)."""
+    import pydantic
+    from tinker import APIConnectionError, APIResponseValidationError
+
+    for link in _exception_chain(exc):
+        if isinstance(link, (APIConnectionError, APIResponseValidationError)):
+            return True
+        if isinstance(link, (json.JSONDecodeError, UnicodeDecodeError, pydantic.ValidationError)) and _raised_in_sdk(link):
+            return True
+    return False
+
+
+_RUN_WATCH: contextvars.ContextVar[AnswerWatch | None] = contextvars.ContextVar("service_answer_watch", default=None)
+
+
+def service_answered() -> None:
+    """Tell the run's answer watch that the service just answered (a sample, a step inside a longer wait);
+    a no-op outside `call_with_answer_deadline`."""
+    watch = _RUN_WATCH.get()
+    if watch is not None:
+        watch.answered()
+
+
+async def answered(awaitable: Awaitable[T]) -> T:
+    """`await awaitable` (one service request inside a longer wait), its answer counted by `service_answered()`."""
+    result = await awaitable
+    service_answered()
+    return result
 
 
 class AnswerWatch:
@@ -347,11 +419,13 @@ def describe_call(fn: Callable[..., Any]) -> str:
 def call_with_answer_deadline(fn: Callable[[], T], deadline_seconds: float, watch: AnswerWatch,
                               comparison_steps_completed: Callable[[], int]) -> T:
     """fn() (made in a daemon thread, in this thread's context), or ServiceStoppedAnswering once no call
-    of the run has been answered for `deadline_seconds` while fn waits. A call that never returns is
-    left behind in its thread: the run stops, and its session's close is bounded too."""
+    of the run has been answered for `deadline_seconds` while fn waits (`service_answered()` inside fn
+    counts), or ServiceAnswerUnreadable when fn raised on an answer the SDK could not read. A call that
+    never returns is left behind in its thread: the run stops, and its session's close is bounded too."""
     outcome: dict[str, Any] = {}
     finished = threading.Event()
     context = contextvars.copy_context()
+    context.run(_RUN_WATCH.set, watch)
 
     def make_call() -> None:
         try:
@@ -370,8 +444,18 @@ def call_with_answer_deadline(fn: Callable[[], T], deadline_seconds: float, watc
             raise ServiceStoppedAnswering(describe_call(fn), watch.silent_for(started), comparison_steps_completed())
         finished.wait(remaining)
     if "error" in outcome:
-        raise outcome["error"]
+        error = outcome["error"]
+        if not isinstance(error, CapacityBlocked) and unreadable_answer(error):
+            raise ServiceAnswerUnreadable(describe_call(fn), safe_error_text(error), comparison_steps_completed()) from error
+        raise error
     return outcome["value"]
+
+
+def answer_bounded(policy: CapacityPolicy, watch: AnswerWatch,
+                   comparison_steps_completed: Callable[[], int]) -> Callable[[Callable[[], T]], T]:
+    """wait(fn) -> fn() under the run's answer deadline only (no capacity retries): for work that waits on
+    the service through many calls at once (`RunContext.wait_for_service`)."""
+    return lambda fn: call_with_answer_deadline(fn, policy.answer_deadline_seconds, watch, comparison_steps_completed)
 
 
 def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> dict[str, Any]:
@@ -384,16 +468,18 @@ def capacity_block_record(blocked: CapacityBlocked, released_clients: bool) -> d
 
 
 def is_capacity_refusal(err: BaseException) -> bool:
-    """A busy service (classified "capacity", or the policy already gave up), never a rejection of the request:
-    the probes re-raise it so the flow stops or waits per CAP-1."""
-    return isinstance(err, CapacityBlocked) or classify(err) == "capacity"
+    """A busy service (classified "capacity", or the policy already gave up) or a broken one (an answer the SDK
+    could not read), never a rejection of the request: the probes re-raise it so the flow stops or waits per CAP-1."""
+    return isinstance(err, CapacityBlocked) or classify(err) == "capacity" or unreadable_answer(err)
 
 
 def as_capacity_block(err: BaseException, steps_completed: int) -> CapacityBlocked | None:
     """`err` as a capacity stop (also when the SDK itself gave up on a busy service outside any
-    policy), or None when it is something else (a user error or a crash)."""
+    policy, or could not read its answer), or None when it is something else (a user error or a crash)."""
     if isinstance(err, CapacityBlocked):
         return err
+    if unreadable_answer(err):  # a wait that did not go through call_with_answer_deadline
+        return ServiceAnswerUnreadable("a service call", safe_error_text(err), steps_completed)
     if classify(err) == "capacity":
         return CapacityBlocked(safe_error_text(err), steps_completed, 0.0)
     return None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment.run.service import ServiceTarget
+from experiment.run.service import CLOSE_ANSWER_SECONDS, ServiceTarget
 
 if TYPE_CHECKING:
     from experiment.run.context import RunContext
@@ -42,7 +42,6 @@ def open_session(ctx: RunContext, purpose: str, fork: bool = False) -> ClientSes
     return session
 
 
-CLOSE_ANSWER_SECONDS = 60.0  # a service that stopped answering must not hold the run's end
 
 
 def release_sessions(ctx: RunContext) -> bool:
@@ -63,7 +62,7 @@ class ClientSession:
         self.call = call
         self.service = service
         self.fork = fork
-        self.service_client = service.service_client(fork=fork)
+        self.service_client = call(lambda: service.service_client(fork=fork))  # the SDK fetches its config here
         self.created_models: list[str] = []
         self.closed = False
 
@@ -154,4 +153,4 @@ def session_weights_info(session: ClientSession, path: str) -> Any:
         # ServiceClient keeps the Modal headers (see ServiceTarget.served_models).
         warnings.filterwarnings("ignore", message=".*create_rest_client.*", category=FutureWarning)
         rest = session.service_client.create_rest_client()
-    return rest.get_weights_info_by_tinker_path(path).result()
+    return session.call(lambda: rest.get_weights_info_by_tinker_path(path).result())

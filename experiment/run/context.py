@@ -43,6 +43,10 @@ class RunContext:
     # call_service(fn) -> fn(): the flow installs the capacity policy here (CAP-1):
     # capacity refusals are retried with backoff and end in CapacityBlocked past the limit.
     call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
+    # wait_for_service(fn) -> fn(): work that waits on the service through many calls at once (an async
+    # rollout batch, a pilot, an evaluation), bounded by the run's answer deadline without capacity retries
+    # (experiment.run.capacity.answer_bounded; the flow installs it). Every service wait goes through one of the two.
+    wait_for_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
     # run_each(kind, {arm: fn}) -> {arm: result or exception}: per-arm work ("train", "evaluate") side by
     # side. The flow runs each as its own Prefect task run (own progress, own retries).
     run_each: Callable[[str, dict[str, Callable[[], Any]]], dict[str, Any]] = run_side_by_side

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 EMBEDDED_API_KEY = "tml-local"
 EXPOSURES = ("embedded", "production")
+CLOSE_ANSWER_SECONDS = 60.0  # closing a session: a service that stopped answering must not hold the run's end
 
 
 class ServiceConfigError(ValueError):
@@ -247,7 +248,7 @@ def stop_early_embedded() -> None:
 
 def _close_quietly(client: Any) -> None:
     try:
-        client.close("success").result()
+        client.close("success").result(timeout=CLOSE_ANSWER_SECONDS)
     except Exception:  # closing is best effort; the capabilities call already succeeded or raised
         pass
 

@@ -164,6 +164,36 @@ def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
+def run_lock_held(run_dir: Path) -> bool:
+    """Whether a live process holds the run's lock (`run.lock`, flock: a process loses it when it ends, however
+    it ends). Opening the existing file writes nothing, so this works on a full or read-only disk."""
+    path = Path(run_dir) / RUN_LOCK_FILE
+    try:
+        handle = open(path, "rb")
+    except OSError:  # no lock file: no process ever held it, or the run directory is unreadable
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+STALE = "stale"  # a record that says "running" while no process holds the run: it stopped without saying so
+
+
+def shown_status(run_dir: Path, status: Any) -> Any:
+    """A run's status as people are shown it: STALE for a record still "running" whose process is gone (killed,
+    or a full disk refused even the failure marker); running the same command again resumes it."""
+    return STALE if status == "running" and not run_lock_held(run_dir) else status
+
+
+STALE_MEANING = ("its record says running, but no process holds the run: it stopped without recording why "
+                 "(killed, or a full disk refused the failure marker); running the same command again resumes it")
+
+
 def storage_failure(error: BaseException) -> bool:
     """A write the machine refused (disk full, quota, read-only filesystem): not a bug in the run, and
     the run resumes once there is room again."""
@@ -376,16 +406,7 @@ class RunStore:
         """Whether some process holds this run's lock right now (this one included)."""
         if self._run_lock is not None or self.run_dir.resolve() in _HELD:
             return True
-        path = self.run_dir / RUN_LOCK_FILE
-        if not path.exists():
-            return False
-        with open(path, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
+        return run_lock_held(self.run_dir)
 
     @classmethod
     def latest(cls, runs_dir: str | Path | None, spec_sha256: str) -> RunStore | None:

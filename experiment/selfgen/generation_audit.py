@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.selfgen.exact_solver import Solution
 from experiment.selfgen.task_generation import ACCEPTED, REJECTED, normalize_prompt
@@ -176,10 +177,10 @@ async def blind_resolve(sampler: tinker.SamplingClient, renderer: Any, item_id: 
 
     blind = TaskItem(item_id, problem_text, answer="")
     env = make_env(blind, renderer, few_shot)
-    result = await sampler.sample(
+    result = await answered(sampler.sample(
         prompt=prompt_tokens(blind, renderer, few_shot), num_samples=1,
         sampling_params=tinker.SamplingParams(stop=env.stop_condition, max_tokens=max_tokens, temperature=0.0),
-    )
+    ))
     message, _ = renderer.parse_response(result.sequences[0].tokens)
     reasoning = renderers.get_text_content(message)
     try:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.contract.spec import Spec, SpecError
 
@@ -324,14 +325,14 @@ class TaskGenerator:
 
         renderer = self.generator_renderer or self.renderer
         prompt = renderer.build_generation_prompt([{"role": "user", "content": self.settings.instruction}])
-        result = await self.generator.sample(
+        result = await answered(self.generator.sample(
             prompt=prompt, num_samples=size,
             sampling_params=tinker.SamplingParams(
                 stop=renderer.get_stop_sequences(), max_tokens=self.settings.generation_max_tokens,
                 # the service draws row i from seed + i: one distinct seed per candidate index
                 temperature=self.settings.temperature, seed=self.settings.seed * 1_000_003 + len(self.candidates),
             ),
-        )
+        ))
         texts = []
         for sequence in result.sequences:
             message, _ = renderer.parse_response(sequence.tokens)

@@ -195,13 +195,18 @@ class StepRecord:
         return asdict(self)
 
 
+ServiceCall = Callable[[Callable[[], Any]], Any]  # the run's service caller (RunContext.call_service)
+
+
 def train_step(client: tinker.TrainingClient, datums: list[tinker.Datum], params: Any, run: str, step: int,
-               batch: str) -> StepRecord:
+               batch: str, *, call: ServiceCall) -> StepRecord:
+    """One SFT step (forward_backward, then optim_step), each request through `call`: the run's capacity
+    policy and answer deadline."""
     started = time.perf_counter()
-    output = client.forward_backward(datums, "cross_entropy").result()
+    output = call(lambda: client.forward_backward(datums, "cross_entropy").result())
     forward_backward_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    optim = client.optim_step(params).result()
+    optim = call(lambda: client.optim_step(params).result())
     optim_seconds = time.perf_counter() - started
     n_tokens = int(sum((datum_weights(d) > 0).sum() for d in datums))
     loss_sum = float(output.metrics["loss:sum"])
@@ -215,13 +220,13 @@ def train_step(client: tinker.TrainingClient, datums: list[tinker.Datum], params
 
 def score_heldout(client: tinker.TrainingClient, datums: list[tinker.Datum], ids: list[str],
                   aggregation: str = "token_mean",
-                  on_progress: Callable[[int, int], None] | None = None) -> LossEval:
-    """Held-out loss with forward(..., "cross_entropy"), per-example totals (LOSS-1).
-    `on_progress(done, total)` is called after every forward request (examples scored so far)."""
+                  on_progress: Callable[[int, int], None] | None = None, *, call: ServiceCall) -> LossEval:
+    """Held-out loss with forward(..., "cross_entropy"), per-example totals (LOSS-1), each request through
+    `call` (the run's service caller). `on_progress(done, total)` is called after every forward request."""
     evaluator = LossEval(aggregation)
     for start in range(0, len(datums), EVAL_BATCH_SIZE):
         chunk = datums[start:start + EVAL_BATCH_SIZE]
-        output = client.forward(chunk, "cross_entropy").result()
+        output = call(lambda: client.forward(chunk, "cross_entropy").result())
         evaluator.add_output(output, [datum_weights(d) for d in chunk], example_ids=ids[start:start + EVAL_BATCH_SIZE])
         if on_progress is not None:
             on_progress(start + len(chunk), len(datums))

@@ -35,6 +35,7 @@ import numpy as np
 from safetensors.numpy import load as load_safetensors
 from tinker import types
 
+from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import ClientSession
 from experiment.sft.readback import HOW_TO_EXPOSE
 from experiment.sft.loop import optim_params
@@ -105,14 +106,18 @@ def read_adapter(session: ClientSession, client: Any, name: str) -> list[LoraPai
     try:
         path = session.call(lambda: client.save_weights_external(name).result().path)
     except Exception as err:  # a service without the route answers 404 (NotFoundError) or refuses it
+        if is_capacity_refusal(err):
+            raise  # busy or broken (no answer, an unreadable one): the run stops resumable, no "not exposed"
         raise WeightsNotExposed(f"save_weights_external failed ({type(err).__name__}: {str(err)[:160]}); "
                                 f"{HOW_TO_EXPOSE}") from None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*create_rest_client.*", category=FutureWarning)
         rest = session.service_client.create_rest_client()
     try:
-        urls = rest.get_external_weights_urls(path).result().urls
+        urls = session.call(lambda: rest.get_external_weights_urls(path).result().urls)
     except Exception as err:
+        if is_capacity_refusal(err):
+            raise
         raise WeightsNotExposed(f"external_weights_urls failed for {path} ({type(err).__name__}: {str(err)[:160]}); "
                                 f"{HOW_TO_EXPOSE}") from None
     url = urls.get(ADAPTER_FILE)
@@ -124,9 +129,10 @@ def read_adapter(session: ClientSession, client: Any, name: str) -> list[LoraPai
     tensors = load_safetensors(response.content)
     try:  # exports are throwaway copies; a service that keeps them is not wrong, only untidy
         parsed = types.ParsedCheckpointTinkerPath.from_tinker_path(path)
-        rest.delete_checkpoint(parsed.training_run_id, parsed.checkpoint_id).result()
-    except Exception:
-        pass
+        session.call(lambda: rest.delete_checkpoint(parsed.training_run_id, parsed.checkpoint_id).result())
+    except Exception as err:
+        if is_capacity_refusal(err):
+            raise
     return lora_pairs(tensors)
 
 

@@ -291,6 +291,116 @@ def test_a_full_disk_stops_the_run_resumable_with_a_clear_reason(tmp_path, capsy
     store.release()
 
 
+# A process that claims a run, meets a full disk (a real small tmpfs, or FAKE: the store's two writers refuse
+# for space) before its failure marker, tries to write the marker as the CLI does, and dies with its lock.
+FULL_DISK_RUN = textwrap.dedent("""
+    import errno, os, sys
+    from pathlib import Path
+    import experiment.run.store as store_module
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    runs, how_full, spec_path = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    spec = load_spec(spec_path)
+    plan = build_plan(spec)
+    store, _ = store_module.RunStore.claim(runs, spec, plan)
+    if how_full == "tmpfs":  # fill the disk for real
+        with open(runs / "filler", "wb", buffering=0) as filler:
+            try:
+                while True:
+                    filler.write(bytes(65536))
+            except OSError as err:
+                assert err.errno == errno.ENOSPC, err
+    else:
+        def no_space(*args, **kwargs):  # FAKE: a write refused for space
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        store_module._write_atomic = store_module._write_parquet_atomic = no_space
+    print(store.settle_unfinished(plan, "stopped: a write failed (No space left on device); free space and re-run"))
+    sys.stdout.flush()
+    os._exit(3)  # the process ends; its run lock goes with it
+""")
+
+
+def small_tmpfs(path: Path) -> bool:
+    """Mount a 4 MiB tmpfs at `path` (needs root, or CAP_SYS_ADMIN); False where that is not allowed."""
+    path.mkdir(parents=True)
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("how_full", ["tmpfs", "fake"])
+def test_a_run_whose_failure_marker_a_full_disk_refused_is_shown_stale_and_resumes(
+        tmp_path, spec_and_plan, capsys, monkeypatch, how_full):
+    runs = tmp_path / "runs"
+    if how_full == "tmpfs" and not small_tmpfs(runs):
+        pytest.skip("mounting a tmpfs needs root here; the 'fake' case refuses the writes instead")
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        died = subprocess.run([sys.executable, "-c", FULL_DISK_RUN, str(runs), how_full, str(GS1_SPEC)], cwd=REPO_ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert died.returncode == 3 and died.stdout.strip() == "False", died.stdout + died.stderr  # no marker written
+        (run_dir,) = _run_dirs(runs)
+        assert json.loads((run_dir / "result.json").read_text())["status"] == "running"  # the record cannot say so
+
+        with monkeypatch.context() as weak:  # attack first: the listing trusts the record: a dead run "running"
+            weak.setattr(runs_cli, "shown_status", lambda run_dir, status: status)
+            assert runs_cli.main(["--runs-dir", str(runs)]) == 0
+            assert f"{run_dir.name}  running" in capsys.readouterr().out
+        assert runs_cli.main(["--runs-dir", str(runs)]) == 0
+        assert f"{run_dir.name}  stale" in capsys.readouterr().out
+        assert runs_cli.main(["show", run_dir.name, "--runs-dir", str(runs)]) == 0
+        assert "status:    stale (its record says running, but no process holds the run" in capsys.readouterr().out
+
+        (runs / "filler").unlink(missing_ok=True)  # space again
+        spec, plan = spec_and_plan
+        store, how = RunStore.claim(runs, spec, plan)  # what running the same command again does first
+        try:
+            assert (how, store.run_dir) == ("resumed", run_dir)
+            assert runs_cli.main(["--runs-dir", str(runs)]) == 0
+            assert f"{run_dir.name}  running" in capsys.readouterr().out  # live again: its process holds it
+        finally:
+            store.release()
+    finally:
+        if how_full == "tmpfs":
+            subprocess.run(["umount", str(runs)], capture_output=True)
+
+
+def run_meeting_a_full_disk_after_its_claim(runs: Path, monkeypatch, say_left_running: bool = True) -> tuple[int, str]:
+    """(exit code, stderr) of `flows.run` whose store writes are all refused for space once the run is claimed
+    (FAKE: the store's two writers raise ENOSPC), so the failure marker cannot be written either."""
+    with monkeypatch.context() as full:
+        def disk_full_from_now_on(*args, **kwargs):
+            def no_space(*args, **kwargs):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            full.setattr(store_module, "_write_atomic", no_space)
+            full.setattr(store_module, "_write_parquet_atomic", no_space)
+            no_space()
+
+        full.setattr(run_cli, "start_servers_early", disk_full_from_now_on)
+        if not say_left_running:
+            full.setattr(run_cli, "say_if_left_running", lambda store: None)
+        code = run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)])
+    return code, runs
+
+
+def test_the_cli_says_so_when_a_full_disk_refused_the_failure_marker(tmp_path, capsys, monkeypatch):
+    said = "its record could not be updated and still says running"
+    code, runs = run_meeting_a_full_disk_after_its_claim(tmp_path / "weak", monkeypatch, say_left_running=False)
+    weak_err = capsys.readouterr().err  # attack first: the line blames the write, but the record's state goes unsaid
+    assert code == run_cli.EXIT_CRASHED and "a write failed (No space left on device)" in weak_err and said not in weak_err
+
+    code, runs = run_meeting_a_full_disk_after_its_claim(tmp_path / "runs", monkeypatch)
+    assert code == run_cli.EXIT_CRASHED
+    (run_dir,) = _run_dirs(runs)
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "running"
+    err = capsys.readouterr().err
+    assert (f"run {run_dir.name}: {said}; `python -m flows.runs` shows it as stale, and running the same command "
+            "again resumes it") in err
+    assert "Traceback" not in err
+    assert runs_cli.main(["--runs-dir", str(runs)]) == 0
+    assert f"{run_dir.name}  stale" in capsys.readouterr().out
+
+
 # ---- a backend that hangs, answers garbage or drops the connection: refused before the claim ----
 
 BAD_BACKEND = textwrap.dedent("""

@@ -46,16 +46,17 @@ def run(ctx: RunContext) -> GateVerdict:
         # the baseline pilot and the first treatment pilot are independent: they run side by side
         first = replace(treatment, kernel_bandwidth=candidates[0])
         baseline_client, first_client = pilot_client(ctx, session, baseline), pilot_client(ctx, session, first)
-        baseline_run, measured = run_async(_side_by_side(
+        baseline_run, measured = ctx.wait_for_service(lambda: run_async(_side_by_side(
             pilot(ctx, baseline_client, baseline, steps=1),
-            pilot(ctx, first_client, first, steps=PILOT_STEPS, heldout=True)))
+            pilot(ctx, first_client, first, steps=PILOT_STEPS, heldout=True))))
         baseline_steps = baseline_run["steps"]
         for bandwidth in candidates:
             if pilots:  # a further calibration candidate, after the first failed
                 if time.monotonic() - started > CALIBRATION_WALL_SECONDS:
                     break  # the calibration's wall cap
                 arm = replace(treatment, kernel_bandwidth=bandwidth)
-                measured = run_async(pilot(ctx, pilot_client(ctx, session, arm), arm, steps=PILOT_STEPS, heldout=True))
+                client = pilot_client(ctx, session, arm)
+                measured = ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=PILOT_STEPS, heldout=True)))
             values = gs1_activation_values(measured["steps"], baseline_steps, measured["heldout"], measured["steps"][0])
             outcomes = evaluate_checks(checks, values)
             pilots.append({"bandwidth": bandwidth, "values": json_safe(values), "outcomes": [o.to_dict() for o in outcomes]})

@@ -60,8 +60,8 @@ def run(ctx: RunContext) -> GateVerdict:
     with open_session(ctx, "correctness") as session:
         client = session.lora_client(ctx.state.served_model, int(ctx.spec.lora_rank), gs1.seed, requested)
         renderer = renderer_for(client, gs1.renderer_name)
-        outcome = run_async(gs1_preflight.run_gs1_loss_path_preflight(
-            client, renderer, training_items(ctx.spec), grpo, gs1, spec_path))
+        outcome = ctx.wait_for_service(lambda: run_async(gs1_preflight.run_gs1_loss_path_preflight(
+            client, renderer, training_items(ctx.spec), grpo, gs1, spec_path)))
     _keep_evidence(ctx, outcome)
     pins = (details.get("revision_pins") or {}).get(str(outcome.record["id"]), {})
     revisions = revision_status(pins, outcome.record)

@@ -67,8 +67,8 @@ def run(ctx: RunContext) -> GateVerdict:
                         raise RuntimeError(f"{name} was scored by another evaluator; re-evaluate every arm")
                     return rows
                 sampler = session.sampler_from_path(checkpoint) if checkpoint else base_sampler
-                raw = run_async(greedy_predictions(sampler, renderer, items, rollout.max_tokens, rollout.few_shot,
-                                                   on_progress=_progress(ctx, label)))
+                raw = ctx.wait_for_service(lambda: run_async(greedy_predictions(
+                    sampler, renderer, items, rollout.max_tokens, rollout.few_shot, on_progress=_progress(ctx, label))))
                 rows = [ev.prediction_row(r["item_id"], arm, r["prediction"], r["reference"], bool(r["correct"]),
                                           evaluator_id, seed, checkpoint or ctx.state.served_model,
                                           grading=r.get("grading"), grading_error=r.get("grading_error"))

@@ -115,19 +115,20 @@ def run(ctx: RunContext) -> GateVerdict:
             def train() -> None:  # throwaway clients: the pilot never leaks into training
                 window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
                 for step in range(pilot_steps):
-                    _, window = run_async(train_one_step(client, arm_renderer, arm, order, step=step,
-                                                         kernel_state=window))
-                    client.save_state(f"pilot-{name}-step-{step + 1:04d}").result()  # as arm training saves
+                    _, window = ctx.wait_for_service(lambda: run_async(train_one_step(
+                        client, arm_renderer, arm, order, step=step, kernel_state=window)))
+                    ctx.call_service(lambda: client.save_state(f"pilot-{name}-step-{step + 1:04d}").result())  # as arm training saves
             return train
 
         training = timed_side_by_side("pilot-train", {name: pilot_steps_of(name) for name in arms})
         final = timed_side_by_side("pilot-final", {
-            name: (lambda name=name: clients[name].save_weights_for_sampler(name=f"pilot-{name}-final").result().path)
+            name: (lambda name=name: ctx.call_service(
+                lambda: clients[name].save_weights_for_sampler(name=f"pilot-{name}-final").result().path))
             for name in arms})
 
         def answers(sampler) -> Callable[[], list[dict]]:
-            return lambda: run_async(greedy_predictions(sampler, renderer, pilot_items, rollout.max_tokens,
-                                                        rollout.few_shot))
+            return lambda: ctx.wait_for_service(lambda: run_async(greedy_predictions(
+                sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot)))
 
         base_sampler = session.base_sampler(ctx.state.served_model)
         base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})

@@ -50,7 +50,7 @@ def run(ctx: RunContext) -> GateVerdict:
             renderer = renderer_for(client, arm.renderer_name)
             # one example of the spec's dataset for every arm: never generated data, which is not
             # audited yet at this point (RUN-2, GA-9)
-            record, _ = run_async(_one_example_step(client, renderer, arm, order))
+            record, _ = ctx.wait_for_service(lambda: run_async(_one_example_step(client, renderer, arm, order)))
             loss = record.loss_sum
             ok = math.isfinite(loss) and check["actual_family"] == requested["family"]
             failed |= not ok

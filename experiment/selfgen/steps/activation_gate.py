@@ -28,8 +28,10 @@ def run(ctx: RunContext) -> GateVerdict:
         return not_implemented(GATE, "activation pilot for this spec's arms (GS1 kernel baseline, self-generated data)")
     checks = ctx.plan.gate(GATE).details.get("checks", [])
     with open_session(ctx, "activation-pilot") as session:
-        trained = run_async(pilot(ctx, pilot_client(ctx, session, treatment), treatment, steps=PILOT_STEPS))["steps"]
-        base = run_async(pilot(ctx, pilot_client(ctx, session, baseline), baseline, steps=1))["steps"]
+        treatment_client = pilot_client(ctx, session, treatment)
+        trained = ctx.wait_for_service(lambda: run_async(pilot(ctx, treatment_client, treatment, steps=PILOT_STEPS)))["steps"]
+        baseline_client = pilot_client(ctx, session, baseline)
+        base = ctx.wait_for_service(lambda: run_async(pilot(ctx, baseline_client, baseline, steps=1)))["steps"]
     generated = ctx.state.generated_tasks()
     overlaps = evaluation_overlap(
         [{"item_id": t.id, "prompt": t.question, "disposition": "accepted"} for t in generated],

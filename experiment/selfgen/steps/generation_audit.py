@@ -143,13 +143,13 @@ def _generate_and_audit(ctx: RunContext, settings: GenerationSettings, rollout: 
             generator_renderer=_renderer(ctx, generator_sampler, rollout.renderer_name),
         )
         resolver = _resolver(ctx, session, settings, rollout, resolver_identity)
-        outcome = run_async(audit_with_repair(
+        outcome = ctx.wait_for_service(lambda: run_async(audit_with_repair(
             generator, resolver, evaluation, spec_audit, seed=settings.audit_seed,
             max_rounds=settings.max_audit_rounds,
             freeze=lambda name, text: ctx.store.add_evidence(name, EVIDENCE_KIND, text),
             post=lambda report: ctx.store.update_result(generation_audit=_contract_record(report)),
             identities=compared,
-        ))
+        )))
     return generator, outcome
 
 

@@ -101,15 +101,15 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
             tokenized[:] = [to_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
         records = []
         for step in range(settings.steps):
-            record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step])
+            record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step], call=ctx.call_service)
             records.append(record)
             ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
             ctx.store.append_event("training_step", **record.summary())
             ctx.state.comparison_steps_completed += 1
             attempts[-1] += 1
             ctx.on_progress(f"training-{run.slug}", step + 1, settings.steps)
-        final_state = client.save_state(f"{run.slug}-final-state").result().path
-        sampler_path = client.save_weights_for_sampler(name=f"{run.slug}-final").result().path
+        final_state = ctx.call_service(lambda: client.save_state(f"{run.slug}-final-state").result().path)
+        sampler_path = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{run.slug}-final").result().path)
         ctx.store.append_rows(RUNS_TABLE, [{"run": run.name, "final_state": final_state, "sampler_path": sampler_path,
                                             "batch_ids": json.dumps([rec.batch_id for rec in records])}])
         ctx.store.add_checkpoint(run.name, settings.steps, sampler_path)

@@ -62,7 +62,7 @@ def run(ctx: RunContext) -> GateVerdict:
             client = base_client if run is None else (
                 clients.get(run.name) or eval_session.client_from_state(final_states[run.name], run.requested))
             return score_heldout(client, datums, ids, aggregation,
-                                 on_progress=lambda done, total: ctx.on_progress(key, done, total))
+                                 on_progress=lambda done, total: ctx.on_progress(key, done, total), call=ctx.call_service)
 
         scored = ctx.run_each("evaluate", {label: score})[label]
         if isinstance(scored, BaseException):

@@ -37,15 +37,16 @@ def run(ctx: RunContext) -> GateVerdict:
             renderer = renderer_for(client, settings.renderer_name)
             batch = step_batches(examples, settings.batch_size, 1)[0]
             started = time.perf_counter()
-            train_step(client, to_datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch))
+            train_step(client, to_datums(batch, renderer, settings), run.params(), run.name, 0, batch_id(0, batch),
+                       call=ctx.call_service)
             step_seconds += time.perf_counter() - started
             started = time.perf_counter()  # each run of arm training ends with these two saves
-            client.save_state(f"pilot-{run.slug}-final-state").result()
-            client.save_weights_for_sampler(name=f"pilot-{run.slug}-final").result()
+            ctx.call_service(lambda: client.save_state(f"pilot-{run.slug}-final-state").result())
+            ctx.call_service(lambda: client.save_weights_for_sampler(name=f"pilot-{run.slug}-final").result())
             save_seconds += time.perf_counter() - started
         pilot = heldout[:FEASIBILITY_EVAL_EXAMPLES]
         started = time.perf_counter()
-        score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot])
+        score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot], call=ctx.call_service)
         eval_seconds = time.perf_counter() - started
     n_arms, n_runs = len(first_run_per_arm), len(runs)
     dataset = ctx.spec.section("dataset")

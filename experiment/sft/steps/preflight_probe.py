@@ -49,7 +49,7 @@ def run(ctx: RunContext) -> GateVerdict:
             check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
             renderer = renderer_for(client, settings.renderer_name)
             datum = to_datum(example, renderer, settings.max_seq_len)
-            record = train_step(client, [datum], run.params(), run.name, 0, batch_id(0, [example]))
+            record = train_step(client, [datum], run.params(), run.name, 0, batch_id(0, [example]), call=ctx.call_service)
             ok = math.isfinite(record.loss_sum) and check["matches"]
             failed |= not ok
             measured[arm] = {"run": run.name, "loss_sum": record.loss_sum, "finite_loss": math.isfinite(record.loss_sum),

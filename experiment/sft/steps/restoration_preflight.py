@@ -33,7 +33,7 @@ def run(ctx: RunContext) -> GateVerdict:
         exposure = r.record_exposure(ctx, init_client.get_info())
         renderer = renderer_for(init_client, settings.renderer_name)
         batch = to_datums(examples[:FIXED_BATCH_SIZE], renderer, settings)
-        init_uri = init_client.save_state(f"init-full-{ctx.store.run_id}").result().path
+        init_uri = setup.call(lambda: init_client.save_state(f"init-full-{ctx.store.run_id}").result().path)
         checkpoint_info = session_weights_info(setup, init_uri)
         first_run_per_arm = {run.arm: run for run in reversed(runs)}
         restore_checks = {arm: r.restore_update_check(setup, init_uri, run.requested, batch, run.params(),
