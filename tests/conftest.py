@@ -329,12 +329,13 @@ def _build_graded_record(kind: str):
     if kind == "paired":
         from experiment.selfgen import generation_audit as ga
 
+        # 32 accepted of 36 candidates: the pilot's two treatment steps of 16 prompts each
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
-                  "disposition": "accepted" if i < 4 else "rejected"} for i in range(5)]
+                  "disposition": "rejected" if i % 9 == 8 else "accepted"} for i in range(36)]
         evaluation = [{"item_id": item, "prompt": f"Held-out question {item}"} for item in items]
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
         evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
-        sample = ga.select_sample(tasks, ga.sample_size(4, spec.section("generation_audit")), 7)
+        sample = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec.section("generation_audit")), 7)
         generation = spec.to_dict()["generation"]
         resolver = {"name": generation["solver_model"]}
         samples = [{"item_id": t["item_id"], "independent_answer": t["answer"],
@@ -350,19 +351,34 @@ def _build_graded_record(kind: str):
                                           "generator": {"name": generation["generator_model"]},
                                           "filter_base_model": {"name": plan.base_model},
                                           "trained_base_model": {"name": plan.base_model}})}
-        # the activation pilot: two rl_selfgen steps of 2 groups x 4 rollouts, one rl_gsm8k step (ACT-1, ACT-2)
-        pilot = [{"arm": "rl_selfgen", "step": step, "item_ids": ["gen-0", "gen-1"],
-                  "rewards": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0], "advantages": [0.5, -0.5] * 4,
-                  "executed_group_size": 4.0} for step in range(2)]
-        pilot.append({"arm": "rl_gsm8k", "step": 0, "item_ids": ["gsm-0"], "rewards": [0.0, 1.0, 0.0, 0.0],
-                      "advantages": [-0.25, 0.75, -0.25, -0.25], "executed_group_size": 4.0})
+        # the activation pilot as the gate runs it (ACT-1..3): two rl_selfgen steps on the generated tasks' seed-0
+        # order, one rl_gsm8k step on the GSM8K train order, 16 prompts x 8 rollouts each, group-mean advantages
+        from types import SimpleNamespace
+
+        from experiment.rl.advantages import grpo_group_mean_advantages
+        from experiment.run.data import gsm8k_item_ids, seeded_shuffle
+        from experiment.stats.activation import fraction_nonzero, selfgen_activation_values
+
+        generated_order = seeded_shuffle([t["item_id"] for t in tasks if t["disposition"] == "accepted"], seed=0)
+        train_order = seeded_shuffle(gsm8k_item_ids("train"), seed=0)[:640]
+
+        def pilot_step(arm: str, step: int, ids: list[str]) -> dict:
+            groups = [[float((k + j + step) % 3 == 0) for j in range(8)] for k in range(len(ids))]
+            rewards = [r for g in groups for r in g]
+            advantages = [a for g in grpo_group_mean_advantages(groups) for a in g]
+            return {"arm": arm, "step": step, "item_ids": ids, "rewards": rewards, "advantages": advantages,
+                    "executed_group_size": 8.0, "n_rollouts": len(rewards), "mean_reward": sum(rewards) / len(rewards),
+                    "frac_nonzero_advantage": fraction_nonzero(advantages), "baseline_values": [],
+                    "effective_neighbors": [], "prompt_features": [], "kernel_fallbacks": 0}
+
+        pilot = [pilot_step("rl_selfgen", step, generated_order[16 * step:16 * (step + 1)]) for step in range(2)]
+        pilot.append(pilot_step("rl_gsm8k", 0, train_order[:16]))
         keep("activation-pilot-bwselfgen.jsonl", "metrics", jsonl([*pilot, {"heldout_mean_reward": {}}]))
-        result["activation_calibration"] = {"values": {
-            "treatment_fraction_batches_from_generated_set": 1.0, "baseline_fraction_batches_from_gsm8k_train": 1.0,
-            "selfgen_frac_groups_nonzero_reward_variance_pilot": 1.0, "selfgen_mean_train_reward_pilot": 0.5,
-            "generated_eval_exact_overlaps": 0.0}, "note": "all checks passed on the pilot"}
-        result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
-                                               "filter_samples_per_candidate": 1}
+        values = selfgen_activation_values([SimpleNamespace(**row) for row in pilot[:2]], [SimpleNamespace(**pilot[2])],
+                                           set(generated_order), set(train_order), 0)
+        result["activation_calibration"] = {"values": values, "note": "all checks passed on the pilot"}
+        result["feasibility"]["generation"] = {"attempted": len(tasks), "accepted": len(generated_order),
+                                               "target_accepted": 640, "filter_samples_per_candidate": 1}
         result["feasibility"]["measurements"].update(generation=phase, filter=phase)
         # the spec's stated pilot: 2 steps per trained arm plus 100 eval items
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},

@@ -129,8 +129,19 @@ def load_gsm8k(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[Tas
     for index, row in enumerate(_read_jsonl(path)):
         if "question" not in row or "answer" not in row:
             raise DataError(f"{path}: row {index} lacks 'question' or 'answer'")
-        items.append(TaskItem(f"gsm8k-{split}-{index}", row["question"], extract_gsm8k_final_answer(row["answer"])))
+        items.append(TaskItem(gsm8k_item_id(split, index), row["question"], extract_gsm8k_final_answer(row["answer"])))
     return items
+
+
+def gsm8k_item_id(split: str, index: int) -> str:
+    return f"gsm8k-{split}-{index}"
+
+
+def gsm8k_item_ids(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[str]:
+    """The ids `load_gsm8k` gives, in file order, without parsing answers (the grader loads no cookbook)."""
+    if split not in GSM8K_SPLITS:
+        raise DataError(f"GSM8K split must be one of {', '.join(GSM8K_SPLITS)} (got {split!r})")
+    return [gsm8k_item_id(split, index) for index, _ in enumerate(_read_jsonl(Path(data_dir) / f"{split}.jsonl"))]
 
 
 def load_task_file(path: str | Path) -> list[TaskItem]:

@@ -17,8 +17,6 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from suite import GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli
 from tampering import CORPUS, tampered
@@ -85,27 +83,7 @@ KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of this famil
 
 @pytest.mark.parametrize("family", [pytest.param(f, marks=KNOWN_HOLES) for f in SPECS])
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
-    record = wiring_records[family]
-    baseline = L.findings(record)
-    entries = L.ungraded_fields()
-    everything = L.leaves(record)
-    candidates = L.pool(record)
-
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def perturbed(data):
-        leaf, kind, new = data.draw(L.perturbations(everything, candidates))
-        if L.is_ungraded(leaf.pattern, kind, entries):
-            return
-        tampered_ = L.perturb(record, leaf, kind, new)
-        if tampered_ is None:
-            return
-        found, crash = L.caught(tampered_, baseline)
-        assert crash is None, f"{kind} {leaf}: the grader crashed ({crash})"
-        assert found, f"{kind} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
-
-    perturbed()
+    L.assert_drawn_perturbations_caught(wiring_records[family], 60)
 
 
 def test_every_ungraded_entry_names_a_leaf(wiring_records, graded_record):

@@ -12,8 +12,6 @@ The tamper corpus of tests/tampering.py that fits these records runs here too.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tampering import (
     absurd_feasibility_measurements, activation_value_out_of_range, buried_correctness_pin,
@@ -39,26 +37,10 @@ KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of the self-g
                                        "or listed", strict=False)
 
 
-@pytest.mark.parametrize("kind", [pytest.param("paired", marks=KNOWN_HOLES), "best_lr"])
+@pytest.mark.parametrize("kind", FAMILIES)
 def test_perturbed_leaves_leave_green_unless_listed(records, kind):
     record, baseline, everything, candidates = records[kind]
-    entries = L.ungraded_fields()
-
-    @settings(max_examples=120, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def perturbed(data):
-        leaf, how, new = data.draw(L.perturbations(everything, candidates))
-        if L.is_ungraded(leaf.pattern, how, entries):
-            return
-        changed = L.perturb(record, leaf, how, new)
-        if changed is None:
-            return
-        found, crash = L.caught(changed, baseline)
-        assert crash is None, f"{how} {leaf}: the grader crashed ({crash})"
-        assert found, f"{how} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
-
-    perturbed()
+    L.assert_drawn_perturbations_caught(record, 120, baseline=baseline, everything=everything, candidates=candidates)
 
 
 def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, monkeypatch):
