@@ -299,11 +299,16 @@ def _build_graded_record(kind: str):
         if any(c["optimizer_check_after_restore"]["requested"]["family"] == family for c in update_checks.values()):
             continue
         update_checks[arm] = {
-            "label": arm, "checkpoint_uri": "tinker://run/weights/init", "restored_from": "tinker://run/weights/probe",
+            "label": arm, "checkpoint_uri": "tinker://run/weights/init-full", "restored_from": "tinker://run/weights/probe",
             "steps_before_save": 1, "optimizer_state_restored": True,
             "clients": {"uninterrupted": "s:train:1", "interrupted": "s:train:2", "restored": "s:train:3"},
-            "optimizer_check_after_restore": {"after_restore": 1, "requested": requested[arm], "actual_family": family,
-                                              "source": "server_response", "mismatches": []},
+            "restore": {"restore": 1, "client": "s:train:3", "method": "create_training_client_from_state_with_optimizer",
+                        "loaded_from": "tinker://run/weights/probe", "with_optimizer_state": True,
+                        "at": "2026-01-01T00:00:00+00:00", "evidence_ref": "restoration-update-check.json"},
+            "optimizer_check_after_restore": {
+                "after_restore": 1, "before_next_update": True, "requested": requested[arm], "actual_family": family,
+                "actual_config": {k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
+                "source": "server_response", "evidence_ref": "restoration-update-check.json", "mismatches": []},
             "max_abs_difference": 0.0, "atol": 1e-6,
             "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}
     keep("restoration-update-check.json", "metrics", json.dumps(update_checks))
