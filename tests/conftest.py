@@ -216,7 +216,8 @@ def _build_graded_record(kind: str):
             n_tokens = [10, 12, 8, 9, 11, 10]
             nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
             rows = [{"item_id": item, "arm": run.name, "prediction": {"nll_sum": s * t, "n_tokens": t},
-                     "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0}
+                     "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0,
+                     "checkpoint": f"tinker://run/{run.name.replace('@lr=', '-lr')}"}
                     for item, s, t in zip(items, nll, n_tokens)]
             ref = keep(f"predictions-{run.name.replace('@lr=', '-lr')}.jsonl", "predictions", jsonl(rows))
             nll_sum = sum(s * t for s, t in zip(nll, n_tokens))
@@ -260,7 +261,7 @@ def _build_graded_record(kind: str):
             "normalization": "update = after - before", "errors": errors, "lr_scaling": probes}]}
         # the probe's own record, as the correctness step retains it (CORR-11)
         keep("correctness-preflight.json", "metrics", json.dumps(result["correctness_preflight"]["paths"][0]))
-    result["completed_arms"] = list(result["metrics"]["arms"])
+    result["completed_arms"] = [arm for arm in result["metrics"]["arms"] if arm != "base"]  # trained arms (runs)
     result["evaluation"] = {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
                             "comparisons": [{"metric": metric, "arms": comparison_arms}]}
     if kind == "paired":
@@ -390,7 +391,9 @@ def _build_graded_record(kind: str):
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
     project(result["feasibility"])
-    checkpoints = [{"arm": arm, "step": 2, "uri": f"tinker://run/{arm}"} for arm in trained] if kind == "paired" else []
+    checkpoints = ([{"arm": arm.name, "step": arm.steps, "uri": f"tinker://run/{arm.name}"} for arm in plan.trained_arms]
+                   if kind == "paired" else [{"arm": run.name, "step": run.steps or 3,
+                                              "uri": f"tinker://run/{run.name.replace('@lr=', '-lr')}"} for run in runs])
     result["evidence"] = {"version": 1, "files": files, "checkpoints": checkpoints,
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]

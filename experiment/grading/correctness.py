@@ -347,7 +347,10 @@ def grade(ctx: GradeContext) -> CategoryGrade:
     applicable = ctx.gate_applicable("correctness_preflight")
     record = as_dict(ctx.result.get("correctness_preflight"))
     if applicable is False:
-        if record and (record.get("required") is not False or record.get("paths")):
+        if ctx.finished and ctx.trained and "correctness_preflight" not in ctx.result:
+            return CategoryGrade(NAME, UNVERIFIED, [Issue("CORR-1", UNVERIFIED, 'a stock-only run reports {"required": false, '
+                                                                              '"paths": []}, and this record has none')])
+        if record and (record.get("required") is not False or record.get("paths") != []):
             return CategoryGrade(NAME, INVALID, [Issue("CORR-1", INVALID, 'a stock-only run reports {"required": false, '
                                                                           '"paths": []}')])
         return CategoryGrade(NAME, NOT_APPLICABLE, notes=[ctx.gate_reason("correctness_preflight")])

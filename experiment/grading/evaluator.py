@@ -221,6 +221,9 @@ def EVAL_12(ctx: GradeContext) -> list[Issue]:
     comparisons = [as_dict(c) for c in as_list(as_dict(ctx.result.get("evaluation")).get("comparisons"))]
     issues = [Issue("EVAL-12", INVALID, f"the comparison of {c.get('metric')} names an arm twice") for c in comparisons
               if len(as_list(c.get("arms"))) != len({json.dumps(a) for a in as_list(c.get("arms"))})]
+    metrics = [json.dumps(c.get("metric")) for c in comparisons]
+    if len(set(metrics)) != len(metrics):
+        issues.append(Issue("EVAL-12", INVALID, "a metric is compared twice"))
     for metric, arms in _weighted_arms(ctx).items():
         if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
             continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
@@ -347,7 +350,41 @@ def LOSS_4(ctx: GradeContext) -> list[Issue]:
     return [Issue("LOSS-4", INVALID, f"loss_eval aggregation {', '.join(other)} is not the spec's {wanted}")] if other else []
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_10, EVAL_12,
+def _base_names(ctx: GradeContext) -> set[str]:
+    """What the base model's rows may name as their checkpoint: the spec's base model, the model it was
+    served as (a `model` deviation), or the run's shared initialization checkpoint."""
+    base = ctx.plan.base_model if ctx.plan is not None else None
+    names = {base} | {as_dict(d).get("effective") for d in as_list(ctx.result.get("deviations"))
+                      if as_dict(d).get("field") == "model" and as_dict(d).get("original") == base}
+    for arm in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).values():
+        names.add(as_dict(as_dict(arm).get("initialization")).get("checkpoint_uri"))
+    return {name for name in names if isinstance(name, str) and name}
+
+
+def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
+    """EVAL-9, the scored model *(project reading)*: every row of a score names one checkpoint: the base
+    model (as served, or the shared initialization) for the base, else the checkpoint evidence.checkpoints
+    lists for that arm or run, its last."""
+    listed: dict[Any, tuple[int, Any]] = {}
+    for checkpoint in map(as_dict, as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))):
+        step = checkpoint.get("step") if isinstance(checkpoint.get("step"), int) else -1
+        if checkpoint.get("arm") not in listed or step >= listed[checkpoint.get("arm")][0]:
+            listed[checkpoint.get("arm")] = (step, checkpoint.get("uri"))
+    issues = []
+    for score in _scores(ctx):
+        rows = ctx.evidence.jsonl(score.get("predictions_ref")) if ctx.evidence.usable(score.get("predictions_ref")) else None
+        owner = score.get("run") or score.get("arm")
+        if not rows:
+            continue
+        names = {json.dumps(row.get("checkpoint")) for row in rows}
+        wanted = _base_names(ctx) if score.get("arm") == "base" else {listed.get(owner, (0, None))[1]} - {None}
+        if len(names) != 1 or json.loads(names.pop()) not in wanted:
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: its rows are not all scored on "
+                                                   f"{owner}'s {'base model' if score.get('arm') == 'base' else 'final checkpoint'}"))
+    return issues
+
+
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_10, EVAL_12,
           LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 

@@ -134,8 +134,12 @@ def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
             if str(identity.get("name")) not in names:
                 issues.append(Issue("GA-6", INVALID, f"the audit's {role.replace('_', ' ')} {short(identity.get('name'))} "
                                                      f"is not the spec's {' or '.join(sorted(names))}"))
-    for problem in _audit().independence_problems(resolver, compared):
+    problems = _audit().independence_problems(resolver, compared)
+    for problem in problems:
         issues.append(Issue("GA-6", INVALID, f"{problem}: the re-solve is no independent check"))
+    if (record.get("resolver_independent"), record.get("resolver_independence_problems")) != (not problems, problems):
+        issues.append(Issue("GA-6", INVALID, "resolver_independent and resolver_independence_problems are not what the "
+                                             "recorded identities give"))
     named = [as_dict(s).get("item_id") for s in as_list(record.get("samples"))
              if not str(as_dict(s).get("resolver_id", "")).startswith(str(resolver.get("name")))]
     if named:
