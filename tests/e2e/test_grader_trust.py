@@ -45,14 +45,7 @@ def wiring_records(tmp_path_factory, request) -> dict[str, dict]:
 CASES = [(family, name) for family, tampers in CORPUS.items() for name in tampers]
 
 
-# Open in issue 28: TriMuon's correctness is measured through the service now, and removing its fixed input is not
-# yet a new finding on the wiring record (the in-process corpus catches it).
-UNCAUGHT = {("trimuon", "fixed input removed")}
-TAMPER_CASES = [pytest.param(f, n, marks=pytest.mark.xfail(reason="issue 28: not yet caught on this record", strict=False))
-                if (f, n) in UNCAUGHT else pytest.param(f, n) for f, n in CASES]
-
-
-@pytest.mark.parametrize("family,name", TAMPER_CASES, ids=[f"{f}: {n}" for f, n in CASES])
+@pytest.mark.parametrize("family,name", CASES, ids=[f"{f}: {n}" for f, n in CASES])
 def test_every_tampering_leaves_green(wiring_records, family, name):
     record = wiring_records[family]
     baseline = L.findings(record)
