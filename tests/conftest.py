@@ -338,7 +338,9 @@ def _build_graded_record(kind: str):
         # 32 accepted of 36 candidates: the pilot's two treatment steps of 16 prompts each
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
                   "disposition": "rejected" if i % 9 == 8 else "accepted"} for i in range(36)]
-        evaluation = [{"item_id": item, "prompt": f"Held-out question {item}"} for item in items]
+        from experiment.run.data import gsm8k_questions
+
+        evaluation = [{"item_id": item, "prompt": question} for item, question in gsm8k_questions("test")]  # GA-3
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
         evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
         sample = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec.section("generation_audit")), 7)

@@ -134,6 +134,39 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
+    """Where the run posts a scored number: `metrics.arms[<arm>][<metric>]`, a run of an LR grid under its
+    arm's `runs[<lr>]`, the base model's also as `base_model_<metric>` / `base_<metric>` (None when not posted)."""
+    metrics = as_dict(ctx.result.get("metrics"))
+    arms = as_dict(metrics.get("arms"))
+    if isinstance(arms.get(owner), dict):
+        return arms[owner].get(metric)
+    run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
+    if run is not None and run.lr is not None:
+        runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
+        entry = next((v for k, v in runs.items() if _same_number(k, run.lr)), None)
+        return as_dict(entry).get(metric)
+    if owner == "base":
+        return metrics.get(f"base_model_{metric}", metrics.get(f"base_{metric}"))
+    return None
+
+
+def EVAL_7_metrics(ctx: GradeContext) -> list[Issue]:
+    """EVAL-7, the posted numbers *(project reading)*: where the run posts a scored arm's (or run's) metric
+    (`_posted`), it is the score's value."""
+    scores = [s for s in _scores(ctx) if is_number(s.get("value"))]
+    issues = []
+    for score in scores:
+        owner, metric = score.get("run") or score.get("arm"), score.get("metric")
+        if sum((s.get("run") or s.get("arm"), s.get("metric")) == (owner, metric) for s in scores) != 1:
+            continue  # one value per seed: the posted number is their summary (DEC-* recompute it)
+        posted = _posted(ctx, owner, metric)
+        if posted is not None and not (is_number(posted) and _same_number(posted, score["value"])):
+            issues.append(Issue("EVAL-7", INVALID, f"metrics for {owner} post {metric} {short(posted)}, its score is "
+                                                   f"{score['value']!r}"))
+    return issues
+
+
 def EVAL_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     for ref in sorted({s.get("predictions_ref") for s in _scores(ctx)}, key=str):
@@ -384,7 +417,7 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_10, EVAL_12,
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_10, EVAL_12,
           LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 

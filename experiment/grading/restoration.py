@@ -532,7 +532,9 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         problems.append((INVALID, f"checkpoint_uri {short(check.get('checkpoint_uri'))} is not the arm's initialization "
                                   f"checkpoint ({short(init.get('checkpoint_uri'))})"))
     restore = check.get("restore")
-    if restore is not None and clients.get("restored"):
+    if restore is None:
+        problems.append((UNVERIFIED, "it records no restore (which client loaded which saved state, how and when)"))
+    elif clients.get("restored"):
         restore = as_dict(restore)
         if (restore.get("restore"), restore.get("client"), restore.get("loaded_from"), restore.get("method"),
                 restore.get("with_optimizer_state"), restore.get("evidence_ref")) != (
