@@ -30,13 +30,6 @@ def records(graded_record):
     return {kind: (record, L.findings(record), L.leaves(record), L.pool(record)) for kind, record in built.items()}
 
 
-# Known holes, open in issue 28: after the records' new evidence (restores, re-solver identity, REST-10) the
-# self-generated record's draws reach leaves no rule grades yet, e.g. a repeated item id inside the activation
-# pilot file; the TriMuon record's pass.
-KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of the self-generated record not yet all graded "
-                                       "or listed", strict=False)
-
-
 @pytest.mark.parametrize("kind", FAMILIES)
 def test_perturbed_leaves_leave_green_unless_listed(records, kind):
     record, baseline, everything, candidates = records[kind]
@@ -58,6 +51,25 @@ def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, mon
     monkeypatch.setattr(decision, "DEC_3", lambda ctx: [])
     weakened_baseline = L.findings(record)
     assert L.caught(changed, weakened_baseline) == (False, None)
+
+
+def test_a_grader_that_trusts_the_pilot_log_misses_a_repeated_item(records, monkeypatch):
+    """The property finds what a weakened grader misses: without ACT-3, a pilot step that trained one
+    prompt twice (an item id repeated inside the activation pilot's evidence file, re-hashed) passes unseen;
+    the values ACT-2 recomputes do not change."""
+    from experiment.grading import activation, general
+
+    record, baseline, _, _ = records["paired"]
+    second = next(leaf for leaf in L.leaves(record) if leaf.file and leaf.file.startswith("activation-pilot")
+                  and leaf.path[1:] == ("item_ids", 1))
+    first = next(leaf for leaf in L.leaves(record) if leaf.file == second.file and leaf.path == (*second.path[:2], 0))
+    assert first.value != second.value
+    repeated = L.perturb(record, second, "swap", first.value)
+    found, crash = L.caught(repeated, baseline)
+    assert (found, crash) == (True, None)
+    assert any(f[1] == "ACT-3" for f in L.findings(repeated) - baseline)
+    monkeypatch.setattr(general, "CHECKS", [c for c in general.CHECKS if c is not activation.ACT_3])
+    assert L.caught(repeated, L.findings(record)) == (False, None)
 
 
 TAMPERS = {
