@@ -208,6 +208,35 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+GRADINGS = ("graded", "no_boxed", "timeout", "grader_error")  # experiment.rl.math_eval.grade_answer's outcomes
+
+
+def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
+    """EVAL-9, the score *(project reading)*: a score of per-item values (accuracy) is the mean of its rows'
+    values (of its metric and seed), and a row not graded (`grading` other than `graded`) scores 0."""
+    issues = []
+    for score in _scores(ctx):
+        rows = ctx.evidence.jsonl(score.get("predictions_ref")) if ctx.evidence.usable(score.get("predictions_ref")) else None
+        if not rows or "nll" in str(score.get("metric")) or not is_number(score.get("value")):
+            continue
+        mine = [r for r in rows if r.get("metric", score.get("metric")) == score.get("metric")
+                and r.get("seed", score.get("seed")) == score.get("seed")
+                and (r.get("arm") in (score.get("arm"), score.get("run")) or r.get("run") == score.get("arm"))]
+        values = [r.get("value") for r in mine]
+        if not mine or not all(is_number(v) for v in values):
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: rows without a numeric value"))
+            continue
+        if not math.isclose(math.fsum(values) / len(values), float(score["value"]), rel_tol=1e-9, abs_tol=1e-12):
+            issues.append(Issue("EVAL-9", INVALID, f"score {score.get('run') or score.get('arm')}: {score['value']!r} is "
+                                                   f"not the mean of its {len(values)} rows' values"))
+        ungraded = [r for r in mine if "grading" in r and (r["grading"] not in GRADINGS
+                                                           or (r["grading"] != "graded" and r.get("value") != 0))]
+        if ungraded:
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: {len(ungraded)} row(s) with an "
+                                                   "unknown grading outcome or a score although not graded"))
+    return issues
+
+
 def EVAL_10(ctx: GradeContext) -> list[Issue]:
     """Compared arms (and the base) scored under one evaluator before a definitive verdict."""
     issues = []
@@ -417,7 +446,7 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_10, EVAL_12,
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_9_values, EVAL_10, EVAL_12,
           LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 

@@ -352,6 +352,25 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+FIXED_BATCH_EVIDENCE = "restoration-fixed-batch.json"
+
+
+def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
+    """REST-7, the batch *(project reading)*: where the run retains its fixed batch, every arm's initial output
+    (and the create-save-restore check) was taken on it: their batch_sha256 is the batch's canonical hash."""
+    if not ctx.evidence.usable(FIXED_BATCH_EVIDENCE):
+        return []
+    try:
+        digest = canonical_sha256(ctx.evidence.json(FIXED_BATCH_EVIDENCE))
+    except (TypeError, ValueError):
+        return [Issue("REST-7", INVALID, f"{FIXED_BATCH_EVIDENCE} is not a JSON batch")]
+    named = {arm: as_dict(entry.get("initial_output")).get("batch_sha256") for arm, entry in _arms(ctx).items()
+             if as_dict(entry.get("initial_output")).get("available") is True}
+    wrong = sorted(arm for arm, value in named.items() if value != digest)
+    return [Issue("REST-7", INVALID, f"arm {', '.join(wrong)}: batch_sha256 is not the hash of the retained "
+                                     f"{FIXED_BATCH_EVIDENCE}")] if wrong else []
+
+
 def REST_8(ctx: GradeContext) -> list[Issue]:
     refs: set[str] = set()
 
@@ -600,7 +619,7 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
-CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
