@@ -199,7 +199,8 @@ def _build_graded_record(kind: str):
             n_tokens = [10, 12, 8, 9, 11, 10]
             nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
             rows = [{"item_id": item, "arm": run.name, "prediction": {"nll_sum": s * t, "n_tokens": t},
-                     "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0}
+                     "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0,
+                     "checkpoint": f"tinker://run/{run.name.replace('@lr=', '-lr')}"}
                     for item, s, t in zip(items, nll, n_tokens)]
             ref = keep(f"predictions-{run.name.replace('@lr=', '-lr')}.jsonl", "predictions", jsonl(rows))
             nll_sum = sum(s * t for s, t in zip(nll, n_tokens))
@@ -243,7 +244,7 @@ def _build_graded_record(kind: str):
             "normalization": "update = after - before", "errors": errors, "lr_scaling": probes}]}
         # the probe's own record, as the correctness step retains it (CORR-11)
         keep("correctness-preflight.json", "metrics", json.dumps(result["correctness_preflight"]["paths"][0]))
-    result["completed_arms"] = list(result["metrics"]["arms"])
+    result["completed_arms"] = [arm for arm in result["metrics"]["arms"] if arm != "base"]  # trained arms (runs)
     result["evaluation"] = {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
                             "comparisons": [{"metric": metric, "arms": comparison_arms}]}
     if kind == "paired":
@@ -282,11 +283,16 @@ def _build_graded_record(kind: str):
         if any(c["optimizer_check_after_restore"]["requested"]["family"] == family for c in update_checks.values()):
             continue
         update_checks[arm] = {
-            "label": arm, "checkpoint_uri": "tinker://run/weights/init", "restored_from": "tinker://run/weights/probe",
+            "label": arm, "checkpoint_uri": "tinker://run/weights/init-full", "restored_from": "tinker://run/weights/probe",
             "steps_before_save": 1, "optimizer_state_restored": True,
             "clients": {"uninterrupted": "s:train:1", "interrupted": "s:train:2", "restored": "s:train:3"},
-            "optimizer_check_after_restore": {"after_restore": 1, "requested": requested[arm], "actual_family": family,
-                                              "source": "server_response", "mismatches": []},
+            "restore": {"restore": 1, "client": "s:train:3", "method": "create_training_client_from_state_with_optimizer",
+                        "loaded_from": "tinker://run/weights/probe", "with_optimizer_state": True,
+                        "at": "2026-01-01T00:00:00+00:00", "evidence_ref": "restoration-update-check.json"},
+            "optimizer_check_after_restore": {
+                "after_restore": 1, "before_next_update": True, "requested": requested[arm], "actual_family": family,
+                "actual_config": {k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
+                "source": "server_response", "evidence_ref": "restoration-update-check.json", "mismatches": []},
             "max_abs_difference": 0.0, "atol": 1e-6,
             "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}
     keep("restoration-update-check.json", "metrics", json.dumps(update_checks))
@@ -312,12 +318,15 @@ def _build_graded_record(kind: str):
     if kind == "paired":
         from experiment.selfgen import generation_audit as ga
 
+        # 32 accepted of 36 candidates: the pilot's two treatment steps of 16 prompts each
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
-                  "disposition": "accepted" if i < 4 else "rejected"} for i in range(5)]
-        evaluation = [{"item_id": item, "prompt": f"Held-out question {item}"} for item in items]
+                  "disposition": "rejected" if i % 9 == 8 else "accepted"} for i in range(36)]
+        from experiment.run.data import gsm8k_questions
+
+        evaluation = [{"item_id": item, "prompt": question} for item, question in gsm8k_questions("test")]  # GA-3
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
         evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
-        sample = ga.select_sample(tasks, ga.sample_size(4, spec.section("generation_audit")), 7)
+        sample = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec.section("generation_audit")), 7)
         generation = spec.to_dict()["generation"]
         resolver = {"name": generation["solver_model"]}
         samples = [{"item_id": t["item_id"], "independent_answer": t["answer"],
@@ -333,26 +342,43 @@ def _build_graded_record(kind: str):
                                           "generator": {"name": generation["generator_model"]},
                                           "filter_base_model": {"name": plan.base_model},
                                           "trained_base_model": {"name": plan.base_model}})}
-        # the activation pilot: two rl_selfgen steps of 2 groups x 4 rollouts, one rl_gsm8k step (ACT-1, ACT-2)
-        pilot = [{"arm": "rl_selfgen", "step": step, "item_ids": ["gen-0", "gen-1"],
-                  "rewards": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0], "advantages": [0.5, -0.5] * 4,
-                  "executed_group_size": 4.0} for step in range(2)]
-        pilot.append({"arm": "rl_gsm8k", "step": 0, "item_ids": ["gsm-0"], "rewards": [0.0, 1.0, 0.0, 0.0],
-                      "advantages": [-0.25, 0.75, -0.25, -0.25], "executed_group_size": 4.0})
+        # the activation pilot as the gate runs it (ACT-1..3): two rl_selfgen steps on the generated tasks' seed-0
+        # order, one rl_gsm8k step on the GSM8K train order, 16 prompts x 8 rollouts each, group-mean advantages
+        from types import SimpleNamespace
+
+        from experiment.rl.advantages import grpo_group_mean_advantages
+        from experiment.run.data import gsm8k_item_ids, seeded_shuffle
+        from experiment.stats.activation import fraction_nonzero, selfgen_activation_values
+
+        generated_order = seeded_shuffle([t["item_id"] for t in tasks if t["disposition"] == "accepted"], seed=0)
+        train_order = seeded_shuffle(gsm8k_item_ids("train"), seed=0)[:640]
+
+        def pilot_step(arm: str, step: int, ids: list[str]) -> dict:
+            groups = [[float((k + j + step) % 3 == 0) for j in range(8)] for k in range(len(ids))]
+            rewards = [r for g in groups for r in g]
+            advantages = [a for g in grpo_group_mean_advantages(groups) for a in g]
+            return {"arm": arm, "step": step, "item_ids": ids, "rewards": rewards, "advantages": advantages,
+                    "executed_group_size": 8.0, "n_rollouts": len(rewards), "mean_reward": sum(rewards) / len(rewards),
+                    "frac_nonzero_advantage": fraction_nonzero(advantages), "baseline_values": [],
+                    "effective_neighbors": [], "prompt_features": [], "kernel_fallbacks": 0}
+
+        pilot = [pilot_step("rl_selfgen", step, generated_order[16 * step:16 * (step + 1)]) for step in range(2)]
+        pilot.append(pilot_step("rl_gsm8k", 0, train_order[:16]))
         keep("activation-pilot-bwselfgen.jsonl", "metrics", jsonl([*pilot, {"heldout_mean_reward": {}}]))
-        result["activation_calibration"] = {"values": {
-            "treatment_fraction_batches_from_generated_set": 1.0, "baseline_fraction_batches_from_gsm8k_train": 1.0,
-            "selfgen_frac_groups_nonzero_reward_variance_pilot": 1.0, "selfgen_mean_train_reward_pilot": 0.5,
-            "generated_eval_exact_overlaps": 0.0}, "note": "all checks passed on the pilot"}
-        result["feasibility"]["generation"] = {"attempted": 5, "accepted": 4, "target_accepted": 4,
-                                               "filter_samples_per_candidate": 1}
+        values = selfgen_activation_values([SimpleNamespace(**row) for row in pilot[:2]], [SimpleNamespace(**pilot[2])],
+                                           set(generated_order), set(train_order), 0)
+        result["activation_calibration"] = {"values": values, "note": "all checks passed on the pilot"}
+        result["feasibility"]["generation"] = {"attempted": len(tasks), "accepted": len(generated_order),
+                                               "target_accepted": 640, "filter_samples_per_candidate": 1}
         result["feasibility"]["measurements"].update(generation=phase, filter=phase)
         # the spec's stated pilot: 2 steps per trained arm plus 100 eval items
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
     project(result["feasibility"])
-    checkpoints = [{"arm": arm, "step": 2, "uri": f"tinker://run/{arm}"} for arm in trained] if kind == "paired" else []
+    checkpoints = ([{"arm": arm.name, "step": arm.steps, "uri": f"tinker://run/{arm.name}"} for arm in plan.trained_arms]
+                   if kind == "paired" else [{"arm": run.name, "step": run.steps or 3,
+                                              "uri": f"tinker://run/{run.name.replace('@lr=', '-lr')}"} for run in runs])
     result["evidence"] = {"version": 1, "files": files, "checkpoints": checkpoints,
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]

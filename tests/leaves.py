@@ -298,8 +298,8 @@ def perturb(result: dict[str, Any], leaf: Leaf, kind: str, new: Any = _MISSING) 
         value = _get(target, path)
         if new is _MISSING:
             new = changed(value) if kind == "change" else swapped(value, pool(result))
-        if new == value and type(new) is type(value):
-            return None
+        if new == value and (type(new) is type(value) or isinstance(value, float) and not isinstance(new, bool)):
+            return None  # the same value (a float written as the equal integer, 0.0 as 0, is the same JSON number)
         target = _set(target, path, new)
     if leaf.file is not None:
         rewrite_evidence(tampered, leaf.file, parsed.dump(target))
@@ -417,6 +417,40 @@ def scan(result: dict[str, Any], entries: list[Ungraded] | None = None,
             found, crash = caught(tampered, baseline)
             outcomes.append(Outcome(leaf, kind, found, is_ungraded(leaf.pattern, kind, entries), crash))
     return outcomes
+
+
+def assert_drawn_perturbations_caught(record: dict[str, Any], max_examples: int, *,
+                                      baseline: frozenset[tuple[str, str, str, int]] | None = None,
+                                      everything: list[Leaf] | None = None,
+                                      candidates: dict[type, list[Any]] | None = None,
+                                      entries: list[Ungraded] | None = None) -> None:
+    """The every-leaf property on one record (the unit and e2e tests share it): hypothesis draws
+    `max_examples` perturbations (derandomized); each must leave the grade green unless its leaf is on
+    docs/ungraded-fields.md, and never crash the grader. The untouched record's findings, leaves and
+    value pool are computed unless given."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    baseline = findings(record) if baseline is None else baseline
+    everything = leaves(record) if everything is None else everything
+    candidates = pool(record) if candidates is None else candidates
+    entries = ungraded_fields() if entries is None else entries
+
+    @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def perturbed(data: Any) -> None:
+        leaf, kind, new = data.draw(perturbations(everything, candidates))
+        if is_ungraded(leaf.pattern, kind, entries):
+            return
+        tampered = perturb(record, leaf, kind, new)
+        if tampered is None:
+            return
+        found, crash = caught(tampered, baseline)
+        assert crash is None, f"{kind} {leaf}: the grader crashed ({crash})"
+        assert found, f"{kind} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
+
+    perturbed()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ re-hashes it and every mention of its old hash (`leaves.rewrite_evidence`).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from typing import Any, Callable
 
@@ -137,8 +138,24 @@ def buried_correctness_pin(result: dict[str, Any]) -> None:
     path["baseline_revision"] = f"an unpinned local patch (not {path['baseline_revision']})"
 
 
+def _is_named_input(entry: dict[str, Any], digests: set[Any]) -> bool:
+    """The file's bytes hash to a digest, or its JSON does canonically (a path names its input either way)."""
+    if entry.get("sha256") in digests:
+        return True
+    try:
+        value = json.loads(entry.get("content") or "")
+    except (TypeError, ValueError):
+        return False
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest() in digests
+
+
 def removed_fixed_input(result: dict[str, Any]) -> None:
-    result["evidence"]["files"] = [e for e in result["evidence"]["files"] if e["name"] != "correctness-fixed-input.json"]
+    """Every evidence file a correctness path names as its fixed input (by sha256) dropped; the digest stays in
+    the record (and may appear in other text, e.g. the path's description)."""
+    digests = {(path.get("fixed_input") or {}).get("sha256") for path in result["correctness_preflight"]["paths"]}
+    kept = [e for e in result["evidence"]["files"] if not _is_named_input(e, digests)]
+    assert len(kept) < len(result["evidence"]["files"]), "no evidence file is the fixed input"
+    result["evidence"]["files"] = kept
 
 
 # ---------------------------------------------------------------------------- restoration

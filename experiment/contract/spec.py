@@ -243,6 +243,8 @@ class SpecSource:
 OPTIMIZER_FAMILY_ALIASES = {"adam": "adamw"}
 # Spec optimizer config keys -> the AdamParams / OptimParams field names (spec 000 says `lr`).
 OPTIMIZER_CONFIG_ALIASES = {"lr": "learning_rate"}
+# Fields a service adds to a get_info optimizer_config that describe its state, not its configuration.
+SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 
 
 def optimizer_family(name: str) -> str:

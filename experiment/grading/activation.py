@@ -7,21 +7,33 @@ check of the spec with a value inside its range (`experiment.stats.activation.ch
 gate's own comparison). ACT-2: those values are what the last retained pilot log
 (`activation-pilot-*.jsonl`, its step rows and held-out means) gives when recomputed with the
 gate's own functions (`gs1_activation_values`; for the self-generated spec the checks the log
-alone determines).
+determines). ACT-3: every retained pilot log is what the pilot does (its steps, prompts in the arm's
+training order, counts, and advantages recomputed with the run's own estimator).
 """
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, is_number, short
-from experiment.stats.activation import check_range, gs1_activation_values
+from experiment.rl.advantages import (
+    DEFAULT_BANDWIDTH, DEFAULT_MIN_KERNEL_MASS, DEFAULT_WINDOW_SIZE, GROUP_MEAN, KERNEL_BASELINE, KernelBaselineState,
+    append_batch_to_window, grpo_group_mean_advantages, gs1_kernel_advantages,
+)
+from experiment.rl.recipe import uses_generated_tasks
+from experiment.run.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
+from experiment.selfgen.task_generation import generation_settings
+from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 
 PILOT_LOG_PREFIX = "activation-pilot-"
-# the self-generated spec's checks that the pilot log alone determines
-SELFGEN_FROM_LOG = ("selfgen_frac_groups_nonzero_reward_variance_pilot", "selfgen_mean_train_reward_pilot")
+# the self-generated spec's checks the pilot log determines (the fractions with the generated tasks and the
+# training data, where they can be read)
+SELFGEN_FROM_LOG = ("selfgen_frac_groups_nonzero_reward_variance_pilot", "selfgen_mean_train_reward_pilot",
+                    "treatment_fraction_batches_from_generated_set", "baseline_fraction_batches_from_gsm8k_train")
 
 
 def _checks(ctx: GradeContext) -> list[dict[str, Any]]:
@@ -87,6 +99,11 @@ def _recomputed(ctx: GradeContext, rows: list[dict[str, Any]], metrics: set[str]
         values[SELFGEN_FROM_LOG[0]] = sum(1 for g in groups if max(g) != min(g)) / len(groups)
     if rewards:
         values[SELFGEN_FROM_LOG[1]] = math.fsum(rewards) / len(rewards)
+    baseline_ids = [str(i) for step in baseline for i in step.item_ids]
+    for metric, ids, known in ((SELFGEN_FROM_LOG[2], [str(i) for step in treatment for i in step.item_ids],
+                                _generated_order(ctx)), (SELFGEN_FROM_LOG[3], baseline_ids, _dataset_order(ctx))):
+        if ids and known is not None:
+            values[metric] = sum(i in set(known) for i in ids) / len(ids)
     return values
 
 
@@ -119,4 +136,192 @@ def ACT_2(ctx: GradeContext) -> list[Issue]:
     return [Issue("ACT-2", INVALID, f"activation values do not recompute from {logs[-1]}: {'; '.join(wrong)}")] if wrong else []
 
 
-CHECKS = [ACT_1, ACT_2]
+
+# ---- ACT-3: every retained pilot log is what the pilot's own arithmetic gives ----
+
+KERNEL_KEYS = ("baseline_values", "effective_neighbors", "prompt_features", "kernel_fallbacks")
+_TRAINING_ORDERS: dict[str, list[str]] = {}  # data file -> item ids of its seed-0 training order (read once)
+
+
+@dataclass(frozen=True)
+class _ArmLoop:
+    """What the pilot's arithmetic needs of a trained arm (experiment.rl.loop.RLArmSettings' fields; the
+    grader loads no SDK): from the plan, the spec's `arms[].advantage` and the estimator's defaults."""
+
+    name: str
+    advantage: str
+    group_size: int
+    groups_per_batch: int
+    kernel_bandwidth: float
+    kernel_window: int = DEFAULT_WINDOW_SIZE
+    kernel_min_mass: float = DEFAULT_MIN_KERNEL_MASS
+
+
+def _arm_settings(ctx: GradeContext, bandwidth: float | None) -> dict[str, _ArmLoop]:
+    raw = {str(as_dict(a).get("name")): as_dict(a) for a in as_list((ctx.spec or {}).get("arms"))}
+    return {arm.name: _ArmLoop(arm.name, str(raw.get(arm.name, {}).get("advantage") or GROUP_MEAN),
+                               int(arm.group_size), int(arm.groups_per_batch),
+                               bandwidth if bandwidth is not None else DEFAULT_BANDWIDTH)
+            for arm in ctx.plan.trained_arms if arm.group_size and arm.groups_per_batch}
+
+
+def _bandwidth(name: str) -> float | None:
+    try:
+        return float(name[len(PILOT_LOG_PREFIX) + 2:].removesuffix(".jsonl"))
+    except ValueError:
+        return None  # e.g. activation-pilot-bwselfgen.jsonl: no kernel
+
+
+def _generated_order(ctx: GradeContext) -> list[str] | None:
+    """The generated training tasks' ids in the order an arm on generated data trains on them (the first
+    n_accept accepted candidates of the audit's dataset file, in a seed-0 shuffle), None when not retained."""
+    rows = ctx.evidence.jsonl(as_dict(ctx.result.get("generation_audit")).get("dataset_file"))
+    if rows is None or ctx.spec_model is None:
+        return None
+    try:
+        n_accept = generation_settings(ctx.spec_model).n_accept
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    accepted = [str(row.get("item_id")) for row in rows if row.get("disposition") == "accepted"][:n_accept]
+    return seeded_shuffle(accepted, seed=0)
+
+
+def _dataset_order(ctx: GradeContext) -> list[str] | None:
+    """The spec's training items' ids in the order an arm on the spec's dataset trains on them
+    (experiment.rl.recipe.arm_training_order: the file's seed-0 shuffle, first dataset.n_examples), read
+    from the project's data directories; None where the data cannot be read here (the order is then not
+    checked)."""
+    dataset = as_dict((ctx.spec or {}).get("dataset"))
+    key = json.dumps([dataset.get("path"), dataset.get("hf_path")], default=str)
+    if key not in _TRAINING_ORDERS:
+        try:
+            ids = ([item.id for item in load_task_file(resolve_data_path(dataset["path"]))] if dataset.get("path")
+                   else gsm8k_item_ids("train"))
+        except (DataError, OSError, ValueError, KeyError, TypeError):
+            ids = []
+        _TRAINING_ORDERS[key] = seeded_shuffle(ids, seed=0)
+    order = _TRAINING_ORDERS[key]
+    n = dataset.get("n_examples")
+    return (order[: int(n)] if isinstance(n, int) else order) or None
+
+
+def _expected_advantages(settings: Any, rows: list[dict[str, Any]]) -> list[dict[str, list[float]]]:
+    """Per step of one arm: the advantages (and for the kernel baseline its baselines and effective
+    neighbours, and the fallback count) the loop's own functions give from the logged rewards and prompt
+    features, the kernel window carried from step to step as the loop carries it."""
+    expected = []
+    window = KernelBaselineState(capacity=settings.kernel_window)
+    for row in rows:
+        rewards, ids = [float(r) for r in row["rewards"]], row["item_ids"]
+        size = len(rewards) // len(ids)
+        groups = [rewards[k * size:(k + 1) * size] for k in range(len(ids))]
+        if settings.advantage != KERNEL_BASELINE:
+            expected.append({"advantages": [a for g in grpo_group_mean_advantages(groups) for a in g]})
+            continue
+        features = [as_list(f) for f in row["prompt_features"]]
+        lengths = [float(f[0]) for f in features for _ in range(size)]
+        logprobs = [float(f[1]) for f in features for _ in range(size)]
+        advantages, diagnostics = gs1_kernel_advantages(
+            rewards, lengths, logprobs, window, bandwidth=settings.kernel_bandwidth,
+            window_size=settings.kernel_window, min_kernel_mass=settings.kernel_min_mass)
+        expected.append({"advantages": advantages.tolist(), "baseline_values": diagnostics.baseline.tolist(),
+                         "effective_neighbors": diagnostics.effective_neighbors.tolist(),
+                         "kernel_fallbacks": int(diagnostics.fell_back.sum())})
+        window = append_batch_to_window(window, rewards, [float(f[0]) for f in features],
+                                        [float(f[1]) for f in features])
+    return expected
+
+
+def _same_numbers(mine: Any, theirs: Any) -> bool:
+    if isinstance(mine, list):
+        return isinstance(theirs, list) and len(mine) == len(theirs) and all(
+            _same_numbers(a, b) for a, b in zip(mine, theirs))
+    return is_number(mine) and is_number(theirs) and math.isclose(float(mine), float(theirs), rel_tol=1e-9,
+                                                                  abs_tol=1e-12)
+
+
+def _log_problems(ctx: GradeContext, name: str, rows: list[dict[str, Any]]) -> list[str]:
+    roles = {role: entry.get("arm") for role, entry in ctx.plan.role_to_arm.items()}
+    treatment, baseline = roles.get("treatment"), roles.get("baseline")
+    settings = _arm_settings(ctx, _bandwidth(name))
+    if treatment not in settings or baseline not in settings:
+        return []
+    steps, tail = rows[:-1], rows[-1:]
+    problems = []
+    if not (tail and set(tail[0]) == {"heldout_mean_reward"} and isinstance(tail[0]["heldout_mean_reward"], dict)):
+        problems.append("its last row is not the held-out means ({\"heldout_mean_reward\": {...}})")
+    shape = [(row.get("arm"), row.get("step")) for row in steps]
+    wanted = [(treatment, s) for s in range(PILOT_STEPS)] + [(baseline, 0)]
+    if shape != wanted:
+        return problems + [f"its steps are {shape}, the pilot runs {wanted} (arm, step)"]
+    orders = {arm: (_generated_order(ctx) if _trains_on_generated(ctx, arm)
+                    else _dataset_order(ctx)) for arm in (treatment, baseline)}
+    for arm in (treatment, baseline):
+        mine = [row for row in steps if row["arm"] == arm]
+        arm_settings = settings[arm]
+        for row in mine:
+            where = f"{arm} step {row['step']}"
+            ids, rewards, advantages = as_list(row.get("item_ids")), as_list(row.get("rewards")), as_list(row.get("advantages"))
+            if not ids or len(set(map(str, ids))) != len(ids) or len(ids) != arm_settings.groups_per_batch:
+                problems.append(f"{where}: item_ids are not {arm_settings.groups_per_batch} distinct prompts")
+                continue
+            if not rewards or not all(is_number(r) for r in rewards) or len(rewards) != len(ids) * arm_settings.group_size:
+                problems.append(f"{where}: rewards are not {arm_settings.group_size} numbers per prompt")
+                continue
+            if row.get("executed_group_size") != len(rewards) / len(ids) or row.get("n_rollouts") != len(rewards):
+                problems.append(f"{where}: executed_group_size or n_rollouts is not what its rewards give")
+            if not _same_numbers(row.get("mean_reward"), math.fsum(map(float, rewards)) / len(rewards)):
+                problems.append(f"{where}: mean_reward is not the mean of its rewards")
+            if len(advantages) != len(rewards) or not _same_numbers(row.get("frac_nonzero_advantage"),
+                                                                      fraction_nonzero(advantages)):
+                problems.append(f"{where}: frac_nonzero_advantage is not what its advantages give")
+            order = orders[arm]
+            step_ids = order[row["step"] * len(ids):(row["step"] + 1) * len(ids)] if order else None
+            if step_ids is not None and list(map(str, ids)) != step_ids:
+                problems.append(f"{where}: item_ids are not the arm's training order at this step")
+        if problems:
+            continue
+        try:
+            expected = _expected_advantages(arm_settings, mine)
+        except (TypeError, ValueError, IndexError) as err:
+            problems.append(f"{arm}: the advantages cannot be recomputed ({type(err).__name__}: {short(str(err), 80)})")
+            continue
+        for row, wants in zip(mine, expected):
+            wrong = [key for key, value in wants.items() if not (
+                row.get(key) == value if key == "kernel_fallbacks" else _same_numbers(value, row.get(key)))]
+            if arm_settings.advantage != KERNEL_BASELINE and [row.get(k) for k in KERNEL_KEYS] != [[], [], [], 0]:
+                wrong.append("kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks)")
+            if wrong:
+                problems.append(f"{arm} step {row['step']}: {', '.join(wrong)} do not recompute from its rewards"
+                                + (" and prompt features" if arm_settings.advantage == KERNEL_BASELINE else ""))
+    heldout = as_dict(tail[0].get("heldout_mean_reward")) if tail else {}
+    first = [str(i) for i in as_list(steps[0].get("item_ids"))] if steps else []
+    if heldout and (sorted(heldout) != sorted(first) or not all(is_number(v) for v in heldout.values())):
+        problems.append("the held-out means are not one number per prompt of the treatment's first step")
+    return problems
+
+
+def _trains_on_generated(ctx: GradeContext, arm: str) -> bool:
+    try:
+        return bool(uses_generated_tasks(ctx.spec_model, arm))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def ACT_3(ctx: GradeContext) -> list[Issue]:
+    """*(project reading)* Every retained pilot log holds the pilot's steps as the gate runs them (the
+    treatment's PILOT_STEPS steps, then one baseline step, then the held-out means), each step on its arm's
+    training order, its counts and means what its rewards give, and its advantages (GS1: baselines,
+    effective neighbours and fallbacks too) what the loop's own estimator gives from its rewards."""
+    if not _checks(ctx) or ctx.spec_model is None:
+        return []
+    issues = []
+    for name in [e.get("name") for e in ctx.evidence.entries if str(e.get("name", "")).startswith(PILOT_LOG_PREFIX)]:
+        rows = ctx.evidence.jsonl(name)
+        if rows is None:
+            continue  # ACT-2 says so for the log it reads
+        issues += [Issue("ACT-3", INVALID, f"{name}: {problem}") for problem in _log_problems(ctx, name, rows)]
+    return issues
+
+
+CHECKS = [ACT_1, ACT_2, ACT_3]

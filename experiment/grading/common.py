@@ -90,6 +90,7 @@ class GradeContext:
     result: dict[str, Any]
     evidence: EvidenceAccess
     spec: dict[str, Any] | None = None  # the merged spec (file + revision) as a dict
+    spec_model: Any = None  # the same spec, typed (experiment.contract.spec.Spec): what the run's own helpers take
     plan: Any = None  # experiment.contract.plan.ExecutionPlan built from that spec
     spec_source: str | None = None
     revision_fields: tuple[str, ...] = ()  # fields the recorded revision supplied

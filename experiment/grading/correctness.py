@@ -20,7 +20,7 @@ import numpy as np
 
 from experiment.contract.result_models import CorrectnessPath
 from experiment.contract.spec import canonical_sha256
-from experiment.stats.correctness import accepts, lr_scaling_errors
+from experiment.stats.correctness import accepts, lr_scaling_errors, revision_status
 from experiment.stats.update_tolerance import input_tolerances
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
@@ -243,6 +243,21 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def CORR_6_revision_check(ctx: GradeContext) -> list[Issue]:
+    """CORR-6, the run's own comparison *(project reading)*: a path's `revision_check`, where it has one, is what
+    the plan's pins and the reported revisions give (experiment.stats.correctness.revision_status)."""
+    try:
+        pins = as_dict(as_dict(ctx.plan.gate("correctness_preflight").details).get("revision_pins"))
+    except (AttributeError, KeyError):
+        return []
+    issues = []
+    for path_id, record in _record_paths(ctx).items():
+        if "revision_check" in record and record["revision_check"] != revision_status(as_dict(pins.get(path_id)), record):
+            issues.append(Issue("CORR-6", INVALID, f"path {path_id}: revision_check is not what the pins and the "
+                                                   "reported revisions give"))
+    return issues
+
+
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
@@ -314,6 +329,9 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b and type(a) is type(b)
 
 
+RECORD_ONLY_KEYS = ("revision_check",)  # added to the path record after the probe ran (CORR-6 checks it)
+
+
 def CORR_11(ctx: GradeContext) -> list[Issue]:
     """The path record is the probe's retained record (a JSON evidence file with the path's `id` and
     `errors`): the grader cannot re-run the probe, so RESULT's measured errors, revisions and probes
@@ -331,13 +349,14 @@ def CORR_11(ctx: GradeContext) -> list[Issue]:
             continue
         name, value = retained[path_id]
         differ = sorted(key for key in value if key != "id" and not _same_json(record.get(key), value[key]))
+        differ += sorted(key for key in record if key not in value and key not in RECORD_ONLY_KEYS)
         if differ:
             issues.append(Issue("CORR-11", UNVERIFIED, f"path {path_id}: {', '.join(differ)} differ from the retained "
                                                        f"{name}, so which the probe measured cannot be told"))
     return issues
 
 
-CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_8, CORR_9, CORR_10,
+CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, CORR_5, CORR_6, CORR_6_revision_check, CORR_8, CORR_9, CORR_10,
           CORR_11]
 
 
@@ -347,7 +366,10 @@ def grade(ctx: GradeContext) -> CategoryGrade:
     applicable = ctx.gate_applicable("correctness_preflight")
     record = as_dict(ctx.result.get("correctness_preflight"))
     if applicable is False:
-        if record and (record.get("required") is not False or record.get("paths")):
+        if ctx.finished and ctx.trained and "correctness_preflight" not in ctx.result:
+            return CategoryGrade(NAME, UNVERIFIED, [Issue("CORR-1", UNVERIFIED, 'a stock-only run reports {"required": false, '
+                                                                              '"paths": []}, and this record has none')])
+        if record and (record.get("required") is not False or record.get("paths") != []):
             return CategoryGrade(NAME, INVALID, [Issue("CORR-1", INVALID, 'a stock-only run reports {"required": false, '
                                                                           '"paths": []}')])
         return CategoryGrade(NAME, NOT_APPLICABLE, notes=[ctx.gate_reason("correctness_preflight")])

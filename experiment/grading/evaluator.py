@@ -134,6 +134,39 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
+    """Where the run posts a scored number: `metrics.arms[<arm>][<metric>]`, a run of an LR grid under its
+    arm's `runs[<lr>]`, the base model's also as `base_model_<metric>` / `base_<metric>` (None when not posted)."""
+    metrics = as_dict(ctx.result.get("metrics"))
+    arms = as_dict(metrics.get("arms"))
+    if isinstance(arms.get(owner), dict):
+        return arms[owner].get(metric)
+    run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
+    if run is not None and run.lr is not None:
+        runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
+        entry = next((v for k, v in runs.items() if _same_number(k, run.lr)), None)
+        return as_dict(entry).get(metric)
+    if owner == "base":
+        return metrics.get(f"base_model_{metric}", metrics.get(f"base_{metric}"))
+    return None
+
+
+def EVAL_7_metrics(ctx: GradeContext) -> list[Issue]:
+    """EVAL-7, the posted numbers *(project reading)*: where the run posts a scored arm's (or run's) metric
+    (`_posted`), it is the score's value."""
+    scores = [s for s in _scores(ctx) if is_number(s.get("value"))]
+    issues = []
+    for score in scores:
+        owner, metric = score.get("run") or score.get("arm"), score.get("metric")
+        if sum((s.get("run") or s.get("arm"), s.get("metric")) == (owner, metric) for s in scores) != 1:
+            continue  # one value per seed: the posted number is their summary (DEC-* recompute it)
+        posted = _posted(ctx, owner, metric)
+        if posted is not None and not (is_number(posted) and _same_number(posted, score["value"])):
+            issues.append(Issue("EVAL-7", INVALID, f"metrics for {owner} post {metric} {short(posted)}, its score is "
+                                                   f"{score['value']!r}"))
+    return issues
+
+
 def EVAL_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     for ref in sorted({s.get("predictions_ref") for s in _scores(ctx)}, key=str):
@@ -172,6 +205,35 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
             if seen != sorted(map(str, ids)):
                 issues.append(Issue("EVAL-9", INVALID, f"{ref}: {len(seen)} rows for {score.get('arm')} but the evaluator "
                                                        f"lists {len(ids)} items (every item stays a row)"))
+    return issues
+
+
+GRADINGS = ("graded", "no_boxed", "timeout", "grader_error")  # experiment.rl.math_eval.grade_answer's outcomes
+
+
+def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
+    """EVAL-9, the score *(project reading)*: a score of per-item values (accuracy) is the mean of its rows'
+    values (of its metric and seed), and a row not graded (`grading` other than `graded`) scores 0."""
+    issues = []
+    for score in _scores(ctx):
+        rows = ctx.evidence.jsonl(score.get("predictions_ref")) if ctx.evidence.usable(score.get("predictions_ref")) else None
+        if not rows or "nll" in str(score.get("metric")) or not is_number(score.get("value")):
+            continue
+        mine = [r for r in rows if r.get("metric", score.get("metric")) == score.get("metric")
+                and r.get("seed", score.get("seed")) == score.get("seed")
+                and (r.get("arm") in (score.get("arm"), score.get("run")) or r.get("run") == score.get("arm"))]
+        values = [r.get("value") for r in mine]
+        if not mine or not all(is_number(v) for v in values):
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: rows without a numeric value"))
+            continue
+        if not math.isclose(math.fsum(values) / len(values), float(score["value"]), rel_tol=1e-9, abs_tol=1e-12):
+            issues.append(Issue("EVAL-9", INVALID, f"score {score.get('run') or score.get('arm')}: {score['value']!r} is "
+                                                   f"not the mean of its {len(values)} rows' values"))
+        ungraded = [r for r in mine if "grading" in r and (r["grading"] not in GRADINGS
+                                                           or (r["grading"] != "graded" and r.get("value") != 0))]
+        if ungraded:
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: {len(ungraded)} row(s) with an "
+                                                   "unknown grading outcome or a score although not graded"))
     return issues
 
 
@@ -222,6 +284,9 @@ def EVAL_12(ctx: GradeContext) -> list[Issue]:
     comparisons = [as_dict(c) for c in as_list(as_dict(ctx.result.get("evaluation")).get("comparisons"))]
     issues = [Issue("EVAL-12", INVALID, f"the comparison of {c.get('metric')} names an arm twice") for c in comparisons
               if len(as_list(c.get("arms"))) != len({json.dumps(a) for a in as_list(c.get("arms"))})]
+    metrics = [json.dumps(c.get("metric")) for c in comparisons]
+    if len(set(metrics)) != len(metrics):
+        issues.append(Issue("EVAL-12", INVALID, "a metric is compared twice"))
     for metric, arms in _weighted_arms(ctx).items():
         if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
             continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
@@ -348,7 +413,41 @@ def LOSS_4(ctx: GradeContext) -> list[Issue]:
     return [Issue("LOSS-4", INVALID, f"loss_eval aggregation {', '.join(other)} is not the spec's {wanted}")] if other else []
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_8, EVAL_9, EVAL_10, EVAL_12,
+def _base_names(ctx: GradeContext) -> set[str]:
+    """What the base model's rows may name as their checkpoint: the spec's base model, the model it was
+    served as (a `model` deviation), or the run's shared initialization checkpoint."""
+    base = ctx.plan.base_model if ctx.plan is not None else None
+    names = {base} | {as_dict(d).get("effective") for d in as_list(ctx.result.get("deviations"))
+                      if as_dict(d).get("field") == "model" and as_dict(d).get("original") == base}
+    for arm in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).values():
+        names.add(as_dict(as_dict(arm).get("initialization")).get("checkpoint_uri"))
+    return {name for name in names if isinstance(name, str) and name}
+
+
+def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
+    """EVAL-9, the scored model *(project reading)*: every row of a score names one checkpoint: the base
+    model (as served, or the shared initialization) for the base, else the checkpoint evidence.checkpoints
+    lists for that arm or run, its last."""
+    listed: dict[Any, tuple[int, Any]] = {}
+    for checkpoint in map(as_dict, as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))):
+        step = checkpoint.get("step") if isinstance(checkpoint.get("step"), int) else -1
+        if checkpoint.get("arm") not in listed or step >= listed[checkpoint.get("arm")][0]:
+            listed[checkpoint.get("arm")] = (step, checkpoint.get("uri"))
+    issues = []
+    for score in _scores(ctx):
+        rows = ctx.evidence.jsonl(score.get("predictions_ref")) if ctx.evidence.usable(score.get("predictions_ref")) else None
+        owner = score.get("run") or score.get("arm")
+        if not rows:
+            continue
+        names = {json.dumps(row.get("checkpoint")) for row in rows}
+        wanted = _base_names(ctx) if score.get("arm") == "base" else {listed.get(owner, (0, None))[1]} - {None}
+        if len(names) != 1 or json.loads(names.pop()) not in wanted:
+            issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: its rows are not all scored on "
+                                                   f"{owner}'s {'base model' if score.get('arm') == 'base' else 'final checkpoint'}"))
+    return issues
+
+
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_9_values, EVAL_10, EVAL_12,
           LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 

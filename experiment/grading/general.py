@@ -64,6 +64,8 @@ def GEN_4(ctx: GradeContext) -> list[Issue]:
     verdict, reason = result.get("verdict"), result.get("outcome_reason")
     if ctx.finished and verdict not in THREE_WAY_VERDICTS:
         issues.append(Issue("GEN-4", INVALID, f"a finished three-way result needs a verdict, got {short(verdict)}"))
+    if ctx.finished and reason is None:
+        issues.append(Issue("GEN-4", INVALID, "a finished three-way result needs an outcome_reason"))
     if reason is not None:
         if reason not in THREE_WAY_REASONS:
             issues.append(Issue("GEN-4", INVALID, f"outcome_reason {short(reason)} is not a three-way reason"))
@@ -95,6 +97,12 @@ def GEN_5(ctx: GradeContext) -> list[Issue]:
             [r for r in runs if r.arm == arm.name] and all(r.name in completed for r in runs if r.arm == arm.name))]
         if missing:
             issues.append(Issue("GEN-5", INVALID, f"a succeeded run did not complete {', '.join(missing)}"))
+    if ctx.plan is not None:  # completed arms are trained ones (the base model is scored, never trained)
+        trained = {arm.name for arm in ctx.plan.trained_arms} | {run.name for run in ctx.plan.training_runs}
+        strangers = [str(a) for a in completed if a not in trained]
+        if strangers:
+            issues.append(Issue("GEN-5", INVALID, f"completed_arms names what the plan does not train: "
+                                                  f"{', '.join(strangers)}"))
     return issues
 
 
@@ -134,6 +142,8 @@ def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     if isinstance(ctx.result.get("rehearsal"), dict) and tested is not False:
         issues.append(Issue("GEN-6", INVALID, "a rehearsal replaces the spec's model, data and eval set but says "
                                               f"original_hypothesis_tested {json.dumps(tested)}"))
+    if ctx.finished and not isinstance(tested, bool):
+        issues.append(Issue("GEN-6", INVALID, f"original_hypothesis_tested {json.dumps(tested)} is not true or false"))
     if tested is False and not (isinstance(instead, str) and instead.strip()):
         issues.append(Issue("GEN-6", INVALID, "original_hypothesis_tested is false but tested_instead is empty"))
     elif isinstance(ctx.result.get("rehearsal"), dict) and isinstance(instead, str) and \
@@ -164,6 +174,9 @@ def GEN_8(ctx: GradeContext) -> list[Issue]:
     if isinstance(summary, str) and len(_SENTENCE_END.findall(summary.strip())) > 2:
         issues.append(Issue("GEN-8", INVALID, "summary is longer than two sentences"))
     reasoning = ctx.result.get("reasoning")
+    if ctx.finished and vocabulary(ctx) == "direction_confidence" and ctx.result.get("verdict") is not None \
+            and not isinstance(reasoning, str):
+        issues.append(Issue("GEN-8", INVALID, "a direction verdict has no reasoning"))
     if isinstance(reasoning, str) and not 2 <= len(_SENTENCE_END.findall(reasoning.strip())) <= 4:
         issues.append(Issue("GEN-8", INVALID, "reasoning is not two to four sentences"))
     return issues
@@ -332,6 +345,29 @@ def EVID_6(ctx: GradeContext) -> list[Issue]:
                 break
     if missing:
         issues.append(Issue("EVID-6", INVALID, f"scored checkpoint(s) not in evidence.checkpoints: {short(missing[0])}"))
+    return issues + _final_checkpoint_steps(ctx, checkpoints)
+
+
+def _final_checkpoint_steps(ctx: GradeContext, checkpoints: list[Any]) -> list[Issue]:
+    """*(project reading)* Each listed checkpoint is a trained arm's (or run's) of the plan, and the one its
+    predictions were scored on is at the arm's planned step (a finished, succeeded run trains every step)."""
+    if ctx.plan is None:
+        return []
+    steps = {run.name: run.steps for run in ctx.plan.training_runs} | {arm.name: arm.steps for arm in ctx.plan.trained_arms}
+    issues = []
+    scored = {row.get("checkpoint") for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))
+              for row in ctx.evidence.jsonl(as_dict(score).get("predictions_ref")) or []}
+    for checkpoint in map(as_dict, checkpoints):
+        owner, step = checkpoint.get("arm"), checkpoint.get("step")
+        if owner not in steps:
+            issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(checkpoint.get('uri'))} names {short(owner)}, "
+                                                   "which the plan does not train"))
+        elif isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            issues.append(Issue("EVID-6", INVALID, f"checkpoint of {owner} has no step"))
+        elif ctx.result.get("status") == "succeeded" and checkpoint.get("uri") in scored and steps[owner] \
+                and step != steps[owner]:
+            issues.append(Issue("EVID-6", INVALID, f"{owner} was scored on its checkpoint at step {step}, "
+                                                   f"not at its planned {steps[owner]} steps"))
     return issues
 
 

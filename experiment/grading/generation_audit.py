@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
+from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     model_issues, run_checks, short,
@@ -67,7 +68,40 @@ def GA_3(ctx: GradeContext) -> list[Issue]:
         ids = [str(t.get("item_id")) for t in tasks]
         if len(set(ids)) != len(ids):
             issues.append(Issue("GA-3", INVALID, "candidate item_ids are not unique"))
+        incomplete = [t.get("item_id") for t in tasks if t.get("disposition") == "accepted"
+                      and not all(isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", "answer"))]
+        if incomplete:
+            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} accepted task(s) lack an item_id, prompt or answer"))
     return issues
+
+
+_HELD_OUT: dict[str, list[tuple[str, str]] | None] = {}  # data file -> its (id, question) rows (read once)
+
+
+def _held_out_set(ctx: GradeContext) -> list[tuple[str, str]] | None:
+    """Every held-out item of the spec's eval data, (id, question) in file order, as the audit freezes it
+    (experiment.selfgen.steps.generation_audit.full_evaluation_set); None where the data cannot be read here."""
+    path = as_dict((ctx.spec or {}).get("eval")).get("path")
+    key = str(path)
+    if key not in _HELD_OUT:
+        try:
+            _HELD_OUT[key] = ([(item.id, item.question) for item in load_task_file(resolve_data_path(path))] if path
+                              else gsm8k_questions("test"))
+        except (DataError, OSError, ValueError, TypeError):
+            _HELD_OUT[key] = None
+    return _HELD_OUT[key]
+
+
+def GA_3_evaluation_set(ctx: GradeContext) -> list[Issue]:
+    """GA-3, the evaluation file *(project reading)*: it is the spec's whole held-out set, every item's id and
+    text as the data gives them (the overlap GA-8 recomputes is only as good as this set)."""
+    rows, held_out = _evaluation(ctx), _held_out_set(ctx)
+    if rows is None or held_out is None:
+        return []
+    if [(str(r.get("item_id")), str(r.get("prompt"))) for r in rows] != held_out:
+        return [Issue("GA-3", INVALID, f"the evaluation file {short(_record(ctx).get('evaluation_file'))} is not the "
+                                       f"spec's held-out set ({len(held_out)} items, their ids and text)")]
+    return []
 
 
 def GA_4(ctx: GradeContext) -> list[Issue]:
@@ -134,8 +168,12 @@ def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
             if str(identity.get("name")) not in names:
                 issues.append(Issue("GA-6", INVALID, f"the audit's {role.replace('_', ' ')} {short(identity.get('name'))} "
                                                      f"is not the spec's {' or '.join(sorted(names))}"))
-    for problem in _audit().independence_problems(resolver, compared):
+    problems = _audit().independence_problems(resolver, compared)
+    for problem in problems:
         issues.append(Issue("GA-6", INVALID, f"{problem}: the re-solve is no independent check"))
+    if (record.get("resolver_independent"), record.get("resolver_independence_problems")) != (not problems, problems):
+        issues.append(Issue("GA-6", INVALID, "resolver_independent and resolver_independence_problems are not what the "
+                                             "recorded identities give"))
     named = [as_dict(s).get("item_id") for s in as_list(record.get("samples"))
              if not str(as_dict(s).get("resolver_id", "")).startswith(str(resolver.get("name")))]
     if named:
@@ -209,7 +247,7 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
     return []
 
 
-CHECKS = [GA_2, GA_3, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10]
+CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

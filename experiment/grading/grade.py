@@ -283,7 +283,7 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
         except (SpecError, KeyError, TypeError, ValueError) as err:
             problems.append(f"SPEC: no execution plan can be built from the spec graded against ({err}).")
             spec_obj = None
-    ctx = GradeContext(result=result, evidence=evidence, spec=spec_obj.to_dict() if spec_obj else None,
+    ctx = GradeContext(result=result, evidence=evidence, spec=spec_obj.to_dict() if spec_obj else None, spec_model=spec_obj,
                        plan=plan, spec_source=source, revision_fields=supplied, run_dir=run_dir, events=events)
     categories = {name: _graded(name, module, ctx) for name, module in CATEGORY_MODULES.items()}
     if attestation is not None and any(p.startswith("SPEC-1") for p in attestation.problems):

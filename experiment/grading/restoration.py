@@ -14,7 +14,9 @@ import numpy as np
 
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.result_models import ArmProvenance
-from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, optimizer_family
+from experiment.contract.spec import (
+    OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256, optimizer_family,
+)
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     is_number, model_issues, run_checks, short,
@@ -244,6 +246,7 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
             if differ:
                 issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained "
                                                        "server response says"))
+        issues += _reported_issues(ctx, where, check)
         keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
         hidden = [k for k in keys if k not in actual]
         differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
@@ -276,6 +279,43 @@ def _server_optimizer(value: Any) -> dict[str, Any] | None:
             if found is not None:
                 return found
     return None
+
+
+def _reported(value: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(family, config) the retained get_info response reports, read as the run reads it
+    (experiment.rl.restoration.optimizer_check): the optimizer config's `type`, its settings without the
+    server's state, and the model's lora_rank; None without a response."""
+    data = as_dict(value)
+    info = next((data[k] for k in ("get_info_after_restore", "get_info_after_creation", "get_info")
+                 if isinstance(data.get(k), dict)), None)
+    if info is None:
+        return None
+    optimizer = as_dict(info.get("optimizer_config") or info.get("optimizer"))
+    config = {k: v for k, v in optimizer.items() if k not in ("type", "family", *SERVER_STATE_KEYS)}
+    if "lora_rank" in info:
+        config.setdefault("lora_rank", info["lora_rank"])
+    return optimizer.get("type", optimizer.get("family")), config
+
+
+def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> list[Issue]:
+    """REST-6: the family and every setting the check calls actual are in the retained response, as it says them
+    (a response that names another seed than requested is wrong too)."""
+    reported = _reported(ctx.evidence.json(check.get("evidence_ref")))
+    if reported is None:
+        return []
+    family, config = reported
+    requested, actual = as_dict(check.get("requested")), as_dict(check.get("actual_config"))
+    issues = []
+    if _family(family) != _family(check.get("actual_family")):
+        issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "
+                                               f"says {short(check.get('actual_family'))}"))
+    seeds = [k for k in NOT_OPTIMIZER_KEYS if k in config and k in requested and not _same(config[k], requested[k])]
+    if seeds:
+        issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports another {', '.join(seeds)}"))
+    unseen = [k for k in actual if k not in config and k not in ("type", "family")]
+    if unseen:
+        issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual {', '.join(unseen)} are not in the retained response"))
+    return issues
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -313,6 +353,25 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
             if len(values) > 1:
                 issues.append(Issue("REST-7", INVALID, f"group {'/'.join(group)}: initial outputs differ ({key})"))
     return issues
+
+
+FIXED_BATCH_EVIDENCE = "restoration-fixed-batch.json"
+
+
+def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
+    """REST-7, the batch *(project reading)*: where the run retains its fixed batch, every arm's initial output
+    (and the create-save-restore check) was taken on it: their batch_sha256 is the batch's canonical hash."""
+    if not ctx.evidence.usable(FIXED_BATCH_EVIDENCE):
+        return []
+    try:
+        digest = canonical_sha256(ctx.evidence.json(FIXED_BATCH_EVIDENCE))
+    except (TypeError, ValueError):
+        return [Issue("REST-7", INVALID, f"{FIXED_BATCH_EVIDENCE} is not a JSON batch")]
+    named = {arm: as_dict(entry.get("initial_output")).get("batch_sha256") for arm, entry in _arms(ctx).items()
+             if as_dict(entry.get("initial_output")).get("available") is True}
+    wrong = sorted(arm for arm, value in named.items() if value != digest)
+    return [Issue("REST-7", INVALID, f"arm {', '.join(wrong)}: batch_sha256 is not the hash of the retained "
+                                     f"{FIXED_BATCH_EVIDENCE}")] if wrong else []
 
 
 def REST_8(ctx: GradeContext) -> list[Issue]:
@@ -478,7 +537,92 @@ def REST_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_8, REST_9, REST_10]
+def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: bool) -> list[tuple[str, str]]:
+    """(status, problem) for one retained create-save-restore check beyond its recomputed difference: whose
+    check it is, the clients and the restore it names, the optimizer it requested (the spec's) and the
+    service reported, the update it took, the fixed tolerance, and its outputs' hashes."""
+    problems: list[tuple[str, str]] = []
+    label, wanted = check.get("label"), _requested(ctx)
+    if (keyed and label != key) or label not in wanted:
+        problems.append((INVALID, f"label {short(label)} is not a restoration arm{'' if not keyed else ' (nor its key)'}"))
+    clients = as_dict(check.get("clients"))
+    names = [clients.get(k) for k in ("uninterrupted", "interrupted", "restored")]
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != 3:
+        problems.append((UNVERIFIED, "the uninterrupted, interrupted and restored clients are not three named clients"))
+    init = as_dict(as_dict(_arms(ctx).get(str(label))).get("initialization"))
+    if init.get("checkpoint_uri") is not None and check.get("checkpoint_uri") != init.get("checkpoint_uri"):
+        problems.append((INVALID, f"checkpoint_uri {short(check.get('checkpoint_uri'))} is not the arm's initialization "
+                                  f"checkpoint ({short(init.get('checkpoint_uri'))})"))
+    restore = check.get("restore")
+    if restore is None:
+        problems.append((UNVERIFIED, "it records no restore (which client loaded which saved state, how and when)"))
+    elif clients.get("restored"):
+        restore = as_dict(restore)
+        if (restore.get("restore"), restore.get("client"), restore.get("loaded_from"), restore.get("method"),
+                restore.get("with_optimizer_state"), restore.get("evidence_ref")) != (
+                1, clients.get("restored"), check.get("restored_from"), RESTORE_METHODS[1], True, REST10_EVIDENCE):
+            problems.append((INVALID, "its restore record is not the restored client loading restored_from with its "
+                                      "optimizer state"))
+    optimizer = as_dict(check.get("optimizer_check_after_restore"))
+    requested, actual = as_dict(optimizer.get("requested")), as_dict(optimizer.get("actual_config"))
+    spec_wants = wanted.get(str(label))
+    if spec_wants is not None:
+        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and not _same(requested.get(k), v)]
+        wrong += [k for k in requested if k not in spec_wants and k not in ("family", "learning_rate")]
+        allowed = _planned_lrs(ctx).get(str(label), []) + ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else [])
+        if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
+            wrong.append("learning_rate")
+        if _family(requested.get("family")) != spec_wants["family"]:
+            wrong.insert(0, "family")
+        if wrong:
+            problems.append((INVALID, f"requested {', '.join(wrong)} differ from the spec's"))
+    if optimizer.get("after_restore") != 1 or optimizer.get("before_next_update") is not True or \
+            not isinstance(optimizer.get("mismatches"), list) or optimizer.get("evidence_ref") != REST10_EVIDENCE:
+        problems.append((UNVERIFIED, "the optimizer check is not the one after the restore, before the next update, "
+                                     f"with its mismatches listed and {REST10_EVIDENCE} as its evidence"))
+    if _family(optimizer.get("actual_family")) != _family(requested.get("family")):
+        problems.append((INVALID, f"the service reports family {short(optimizer.get('actual_family'))}, requested "
+                                  f"{short(requested.get('family'))}"))
+    keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
+    if any(k in actual and not _same(actual[k], requested[k]) for k in keys):
+        problems.append((INVALID, "the service reports another optimizer config than requested"))
+    elif any(k not in actual for k in keys):
+        problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
+    update = check.get("update")
+    if isinstance(update, dict) and any(k in requested and not _same(update[k], requested[k]) for k in update):
+        problems.append((INVALID, "the update it took is not the requested optimizer's"))
+    if not close(check.get("atol"), REST10_ATOL):
+        problems.append((INVALID, f"atol {short(check.get('atol'))} is not the tolerance fixed before measuring "
+                                  f"({REST10_ATOL:g})"))
+    outputs = as_dict(check.get("logprobs_after_second_step"))
+    hashes = check.get("output_sha256")
+    if hashes is not None and as_dict(hashes) != {name: canonical_sha256(values) for name, values in outputs.items()}:
+        problems.append((INVALID, "output_sha256 is not the hash of the retained outputs"))
+    batches = {as_dict(entry.get("initial_output")).get("batch_sha256") for entry in _arms(ctx).values()} - {None}
+    if "batch_sha256" in check and len(batches) == 1 and check.get("batch_sha256") not in batches:
+        problems.append((INVALID, "batch_sha256 is not the fixed batch the arms' initial outputs were taken on"))
+    difference = _max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
+    if "passed" in check and difference is not None and check.get("passed") is not (
+            difference <= REST10_ATOL and not optimizer.get("mismatches")):
+        problems.append((INVALID, f"passed {short(check.get('passed'))} is not what its outputs and optimizer check give"))
+    if "problems" in check and check.get("problems") != optimizer.get("mismatches"):
+        problems.append((INVALID, "problems are not its optimizer check's mismatches"))
+    return problems
+
+
+def REST_10_check(ctx: GradeContext) -> list[Issue]:
+    """REST-10, the retained check itself: every field a reviewer reads is the arm's, the spec's, or
+    recomputes (see `_check_problems`)."""
+    data = ctx.evidence.json(REST10_EVIDENCE) if ctx.evidence.usable(REST10_EVIDENCE) else None
+    if not isinstance(data, dict):
+        return []
+    keyed = "max_abs_difference" not in data
+    return [Issue("REST-10", status, f"create-save-restore check {label}: {problem}")
+            for label, check in _update_checks(data).items()
+            for status, problem in _check_problems(ctx, label, check, keyed)]
+
+
+CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

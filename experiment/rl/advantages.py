@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+GROUP_MEAN = "group_mean"  # the spec's `arms[].advantage` names of the two estimators
+KERNEL_BASELINE = "kernel_cross_prompt_baseline"
 DEFAULT_BANDWIDTH = 0.5
 DEFAULT_WINDOW_SIZE = 256
 DEFAULT_MIN_KERNEL_MASS = 1e-3

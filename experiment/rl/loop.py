@@ -37,14 +37,15 @@ from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.stats.activation import fraction_nonzero
 from experiment.rl.advantages import (
+    DEFAULT_MIN_KERNEL_MASS,
+    DEFAULT_WINDOW_SIZE,
+    GROUP_MEAN,
+    KERNEL_BASELINE,
     KernelBaselineState,
     append_batch_to_window,
     grpo_group_mean_advantages,
     gs1_kernel_advantages,
 )
-
-GROUP_MEAN = "group_mean"
-KERNEL_BASELINE = "kernel_cross_prompt_baseline"
 ADVANTAGE_ESTIMATORS = (GROUP_MEAN, KERNEL_BASELINE)
 
 
@@ -61,8 +62,8 @@ class RLArmSettings:
     temperature: float = 1.0
     seed: int = 0
     kernel_bandwidth: float = 0.5
-    kernel_window: int = 256
-    kernel_min_mass: float = 1e-3
+    kernel_window: int = DEFAULT_WINDOW_SIZE
+    kernel_min_mass: float = DEFAULT_MIN_KERNEL_MASS
     adam_beta1: float = 0.9
     adam_beta2: float = 0.95
     adam_eps: float = 1e-8

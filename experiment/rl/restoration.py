@@ -33,7 +33,7 @@ from tinker_cookbook.supervised.data import conversation_to_datum
 
 from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
-from experiment.contract.spec import canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
+from experiment.contract.spec import SERVER_STATE_KEYS, canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
 from experiment.run.data import TaskItem
 from experiment.run.store import utc_now
 from experiment.rl.loop import make_env
@@ -45,8 +45,6 @@ if TYPE_CHECKING:  # imported for type hints only
 # The LoRA init seed is no optimizer setting and no service reports it: equal adapter hashes of
 # the shared initialization checkpoint prove it instead.
 PROVEN_BY_INITIALIZATION = ("seed",)
-# Fields the embedded backend adds to optimizer_config that describe state, not configuration.
-SERVER_STATE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 # Fixed before measuring: a restored client must reproduce the uninterrupted client's update this closely.
 RESTORE_UPDATE_ATOL = 1e-6
 

@@ -129,8 +129,26 @@ def load_gsm8k(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[Tas
     for index, row in enumerate(_read_jsonl(path)):
         if "question" not in row or "answer" not in row:
             raise DataError(f"{path}: row {index} lacks 'question' or 'answer'")
-        items.append(TaskItem(f"gsm8k-{split}-{index}", row["question"], extract_gsm8k_final_answer(row["answer"])))
+        items.append(TaskItem(gsm8k_item_id(split, index), row["question"], extract_gsm8k_final_answer(row["answer"])))
     return items
+
+
+def gsm8k_item_id(split: str, index: int) -> str:
+    return f"gsm8k-{split}-{index}"
+
+
+def gsm8k_questions(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[tuple[str, str]]:
+    """(id, question) of every row as `load_gsm8k` gives them, in file order, without parsing answers (the
+    grader loads no cookbook)."""
+    if split not in GSM8K_SPLITS:
+        raise DataError(f"GSM8K split must be one of {', '.join(GSM8K_SPLITS)} (got {split!r})")
+    return [(gsm8k_item_id(split, index), str(row.get("question")))
+            for index, row in enumerate(_read_jsonl(Path(data_dir) / f"{split}.jsonl"))]
+
+
+def gsm8k_item_ids(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[str]:
+    """The ids `load_gsm8k` gives, in file order."""
+    return [item_id for item_id, _ in gsm8k_questions(split, data_dir)]
 
 
 def load_task_file(path: str | Path) -> list[TaskItem]:

@@ -51,6 +51,8 @@ def as_one_of_string(value: float) -> str:
 # a spec check on any other metric could only fail as "not measured" after the pilot, so intake refuses it.
 GS1_ACTIVATION_METRICS = ("executed_group_size_treatment", "executed_group_size_baseline", "pilot_mean_reward",
                           "kernel_effective_neighbors_p10", "frac_nonzero_advantage_treatment", "baseline_reward_corr")
+PILOT_STEPS = 2  # treatment steps of an activation pilot (then one baseline step); the grader checks logs by it
+
 SELFGEN_ACTIVATION_METRICS = ("treatment_fraction_batches_from_generated_set",
                               "baseline_fraction_batches_from_gsm8k_train",
                               "selfgen_frac_groups_nonzero_reward_variance_pilot", "selfgen_mean_train_reward_pilot",

@@ -17,8 +17,6 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from tampering import CORPUS, tampered
@@ -45,14 +43,7 @@ def wiring_records(request) -> dict[str, dict]:
 CASES = [(family, name) for family, tampers in CORPUS.items() for name in tampers]
 
 
-# Open in issue 28: TriMuon's correctness is measured through the service now, and removing its fixed input is not
-# yet a new finding on the wiring record (the in-process corpus catches it).
-UNCAUGHT = {("trimuon", "fixed input removed")}
-TAMPER_CASES = [pytest.param(f, n, marks=pytest.mark.xfail(reason="issue 28: not yet caught on this record", strict=False))
-                if (f, n) in UNCAUGHT else pytest.param(f, n) for f, n in CASES]
-
-
-@pytest.mark.parametrize("family,name", TAMPER_CASES, ids=[f"{f}: {n}" for f, n in CASES])
+@pytest.mark.parametrize("family,name", CASES, ids=[f"{f}: {n}" for f, n in CASES])
 def test_every_tampering_leaves_green(wiring_records, family, name):
     record = wiring_records[family]
     baseline = L.findings(record)
@@ -83,27 +74,7 @@ KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of this famil
 
 @pytest.mark.parametrize("family", [pytest.param(f, marks=KNOWN_HOLES) for f in SPECS])
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
-    record = wiring_records[family]
-    baseline = L.findings(record)
-    entries = L.ungraded_fields()
-    everything = L.leaves(record)
-    candidates = L.pool(record)
-
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def perturbed(data):
-        leaf, kind, new = data.draw(L.perturbations(everything, candidates))
-        if L.is_ungraded(leaf.pattern, kind, entries):
-            return
-        tampered_ = L.perturb(record, leaf, kind, new)
-        if tampered_ is None:
-            return
-        found, crash = L.caught(tampered_, baseline)
-        assert crash is None, f"{kind} {leaf}: the grader crashed ({crash})"
-        assert found, f"{kind} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
-
-    perturbed()
+    L.assert_drawn_perturbations_caught(wiring_records[family], 60)
 
 
 def test_every_ungraded_entry_names_a_leaf(wiring_records, graded_record):

@@ -12,8 +12,6 @@ The tamper corpus of tests/tampering.py that fits these records runs here too.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tampering import (
     absurd_feasibility_measurements, activation_value_out_of_range, buried_correctness_pin,
@@ -32,33 +30,10 @@ def records(graded_record):
     return {kind: (record, L.findings(record), L.leaves(record), L.pool(record)) for kind, record in built.items()}
 
 
-# Known holes, open in issue 28: after the records' new evidence (restores, re-solver identity, REST-10) the
-# self-generated record's draws reach leaves no rule grades yet, e.g. a repeated item id inside the activation
-# pilot file; the TriMuon record's pass.
-KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of the self-generated record not yet all graded "
-                                       "or listed", strict=False)
-
-
-@pytest.mark.parametrize("kind", [pytest.param("paired", marks=KNOWN_HOLES), "best_lr"])
+@pytest.mark.parametrize("kind", FAMILIES)
 def test_perturbed_leaves_leave_green_unless_listed(records, kind):
     record, baseline, everything, candidates = records[kind]
-    entries = L.ungraded_fields()
-
-    @settings(max_examples=120, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def perturbed(data):
-        leaf, how, new = data.draw(L.perturbations(everything, candidates))
-        if L.is_ungraded(leaf.pattern, how, entries):
-            return
-        changed = L.perturb(record, leaf, how, new)
-        if changed is None:
-            return
-        found, crash = L.caught(changed, baseline)
-        assert crash is None, f"{how} {leaf}: the grader crashed ({crash})"
-        assert found, f"{how} {leaf} (-> {new!r}) leaves the grade as it was and is not on docs/ungraded-fields.md"
-
-    perturbed()
+    L.assert_drawn_perturbations_caught(record, 120, baseline=baseline, everything=everything, candidates=candidates)
 
 
 def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, monkeypatch):
@@ -76,6 +51,25 @@ def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, mon
     monkeypatch.setattr(decision, "DEC_3", lambda ctx: [])
     weakened_baseline = L.findings(record)
     assert L.caught(changed, weakened_baseline) == (False, None)
+
+
+def test_a_grader_that_trusts_the_pilot_log_misses_a_repeated_item(records, monkeypatch):
+    """The property finds what a weakened grader misses: without ACT-3, a pilot step that trained one
+    prompt twice (an item id repeated inside the activation pilot's evidence file, re-hashed) passes unseen;
+    the values ACT-2 recomputes do not change."""
+    from experiment.grading import activation, general
+
+    record, baseline, _, _ = records["paired"]
+    second = next(leaf for leaf in L.leaves(record) if leaf.file and leaf.file.startswith("activation-pilot")
+                  and leaf.path[1:] == ("item_ids", 1))
+    first = next(leaf for leaf in L.leaves(record) if leaf.file == second.file and leaf.path == (*second.path[:2], 0))
+    assert first.value != second.value
+    repeated = L.perturb(record, second, "swap", first.value)
+    found, crash = L.caught(repeated, baseline)
+    assert (found, crash) == (True, None)
+    assert any(f[1] == "ACT-3" for f in L.findings(repeated) - baseline)
+    monkeypatch.setattr(general, "CHECKS", [c for c in general.CHECKS if c is not activation.ACT_3])
+    assert L.caught(repeated, L.findings(record)) == (False, None)
 
 
 TAMPERS = {

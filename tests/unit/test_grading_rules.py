@@ -418,8 +418,8 @@ def test_production_exposure_grades_restoration_unverified_and_nothing_else(grad
     for arm in result["initialization_provenance"]["arms"].values():
         init = arm["initialization"]
         init.pop("adapter_sha256")
-        init.update(checkpoint_uri="tinker://run-1/weights/init-full", checkpoint_immutable=True,
-                    checkpoint_scope="full_initialization", loaded_checkpoint_uri="tinker://run-1/weights/init-full",
+        init.update(checkpoint_uri="tinker://run/weights/init-full", checkpoint_immutable=True,  # where REST-10 started
+                    checkpoint_scope="full_initialization", loaded_checkpoint_uri="tinker://run/weights/init-full",
                     load_succeeded=True)
         arm["optimizer_checks"][0]["actual_config"] = {"type": "adamw"}
         # the load of the initialization checkpoint is restore 1; no response after load_state exposes the optimizer
