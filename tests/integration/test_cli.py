@@ -101,6 +101,26 @@ def test_completed_state_maps_to_exit_0():  # a State object alone: no Prefect s
     assert exit_code_for(Completed(message="decision reached")) == EXIT_DECISION
 
 
+def test_a_backend_that_broke_mid_run_exits_2_with_one_line(capsys, monkeypatch):  # State objects alone
+    """The flow's Failed(ServiceFailed) state (a service that stopped answering or answered unreadably mid-run)
+    is the backend's fault, as at the preconditions: exit 2 and one line; before, any such error was exit 3."""
+    from prefect.states import Failed
+
+    import flows.run as run_module
+    from experiment.run.capacity import ServiceAnswerUnreadable
+
+    broke = ServiceAnswerUnreadable("train_step (the call at experiment/sft/loop.py:206)", "JSONDecodeError: x", 0)
+    state = Failed(name="ServiceFailed", message=str(broke), data=broke)
+    with monkeypatch.context() as weak:  # attack first: no branch for it, read as any other failure
+        weak.setattr(run_module, "ServiceFailedMidRun", type("Unrelated", (Exception,), {}))
+        assert exit_code_for(state) == 3
+    capsys.readouterr()
+    assert exit_code_for(state) == EXIT_BAD_INPUT
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"the run stopped: {broke}; its record says so (failed, resumable): run the same command again "
+                     "once the service answers"]
+
+
 def test_gate_failure_exits_1(tmp_path, prefect_server):
     # the flow run goes to the session's real Prefect server (a temporary server with a fresh database cost ~20 s)
     env = {**prefect_server.cli_env, "TINKER_API_KEY": "tml-test-key"}

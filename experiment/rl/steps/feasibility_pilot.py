@@ -117,7 +117,8 @@ def run(ctx: RunContext) -> GateVerdict:
                 for step in range(pilot_steps):
                     _, window = ctx.wait_for_service(lambda: run_async(train_one_step(
                         client, arm_renderer, arm, order, step=step, kernel_state=window)))
-                    ctx.call_service(lambda: client.save_state(f"pilot-{name}-step-{step + 1:04d}").result())  # as arm training saves
+                    checkpoint = f"pilot-{name}-step-{step + 1:04d}"  # saved as arm training saves
+                    ctx.call_service(lambda: client.save_state(checkpoint).result())
             return train
 
         training = timed_side_by_side("pilot-train", {name: pilot_steps_of(name) for name in arms})

@@ -55,7 +55,8 @@ def run(ctx: RunContext) -> GateVerdict:
                 renderer = renderer_for(init_client, first.renderer_name)
                 batch = r.fixed_batch(order[:FIXED_BATCH_SIZE], renderer, first.few_shot)
             suffix = "" if seed == seeds[0] else f"-seed{seed}"
-            init_uris[seed] = setup.call(lambda: init_client.save_state(f"init-full-{ctx.store.run_id}{suffix}").result().path)
+            checkpoint = f"init-full-{ctx.store.run_id}{suffix}"
+            init_uris[seed] = setup.call(lambda: init_client.save_state(checkpoint).result().path)
             checkpoint_infos[seed] = session_weights_info(setup, init_uris[seed])
         init_uri = init_uris[seeds[0]]
         # one fixed-batch step before saving, so the restore carries optimizer moments to check

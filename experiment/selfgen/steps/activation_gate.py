@@ -27,11 +27,13 @@ def run(ctx: RunContext) -> GateVerdict:
     if treatment is None or baseline is None:
         return not_implemented(GATE, "activation pilot for this spec's arms (GS1 kernel baseline, self-generated data)")
     checks = ctx.plan.gate(GATE).details.get("checks", [])
+
+    def pilot_steps(client, arm, steps: int) -> list:  # one pilot: a wait on the service under the answer deadline
+        return ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=steps)))["steps"]
+
     with open_session(ctx, "activation-pilot") as session:
-        treatment_client = pilot_client(ctx, session, treatment)
-        trained = ctx.wait_for_service(lambda: run_async(pilot(ctx, treatment_client, treatment, steps=PILOT_STEPS)))["steps"]
-        baseline_client = pilot_client(ctx, session, baseline)
-        base = ctx.wait_for_service(lambda: run_async(pilot(ctx, baseline_client, baseline, steps=1)))["steps"]
+        trained = pilot_steps(pilot_client(ctx, session, treatment), treatment, PILOT_STEPS)
+        base = pilot_steps(pilot_client(ctx, session, baseline), baseline, 1)
     generated = ctx.state.generated_tasks()
     overlaps = evaluation_overlap(
         [{"item_id": t.id, "prompt": t.question, "disposition": "accepted"} for t in generated],
