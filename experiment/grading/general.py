@@ -19,6 +19,7 @@ from experiment.grading.common import (
 from experiment.grading.secrets import find_secrets
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
 from experiment.run.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
+from experiment.report.code_revision import PIPELINE_CODE_DIRS
 from experiment.report.validation import (
     DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
@@ -301,7 +302,10 @@ def EVID_10(ctx: GradeContext) -> list[Issue]:
     wrong = sorted(path for path, entry in files.items() if not isinstance(as_dict(entry).get("content"), str)
                    or hashlib.sha256(entry["content"].encode("utf-8")).hexdigest() != entry.get("sha256")
                    or listed.get(path) != entry.get("sha256"))
-    wrong += sorted(set(listed) - set(files))
+    # the embedded backend's sources are retained only when it served the run (its process is the service's
+    # otherwise); every pipeline directory is always retained
+    retained_dirs = set(PIPELINE_CODE_DIRS) | {d for d in code.get("directories") or [] if isinstance(d, str)}
+    wrong += sorted(path for path in set(listed) - set(files) if path.split("/", 1)[0] in retained_dirs)
     if code.get("git_commit") != revision.get("git_commit"):
         wrong.insert(0, "git_commit")
     return [Issue("EVID-10", INVALID, f"{PIPELINE_CODE} is not the code {CODE_REVISION} names "
