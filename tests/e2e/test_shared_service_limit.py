@@ -15,9 +15,9 @@ of flow run 'ID'". Two workers that poll while a run is scheduled may both pick 
 the server lets one set it Pending and the other logs the abort (prefect/workers/base.py). Counting
 "submitting" alone once listed one run under both workers: one more id than dispatched.
 
-The runs: the TriMuon spec's wiring rehearsal against the backend by URL; a run that names its service by
-URL stops at correctness_preflight (the fork's optimizer code is not reachable from it), so each run is
-short (under a minute alone) and ends GateFailed, or Completed should that gate pass one day.
+The runs: wiring rehearsals against the backend by URL, GS1's (its evaluation samples every item at once
+and each RL step every group: 65 requests in flight at once without the limit) and TriMuon's twice (one
+request at a time each). Alone on 2 cores a GS1 wiring run takes about a minute, a TriMuon one half that.
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ import pandas as pd
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from suite import REPO_ROOT, TRIMUON_SPEC
+from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 DEPLOYMENT = "run-experiment/worker"
 SERVICE_LIMIT = 2
-RUNS = 3
+SPECS = (GS1_SPEC, TRIMUON_SPEC, TRIMUON_SPEC)  # GS1's evaluation and RL steps fan out most
+RUNS = len(SPECS)
 WORKERS = ("worker-a", "worker-b")
 FINAL_STATES = {"Completed", "GateFailed"}
 
@@ -88,8 +89,8 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
     workers: list[subprocess.Popen] = []
     with start_server() as backend:
         flow_run_ids = []
-        for _ in range(RUNS):  # queued before any worker runs: three runs waiting
-            done = _cli(["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={TRIMUON_SPEC}",
+        for spec in SPECS:  # queued before any worker runs: three runs waiting
+            done = _cli(["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={spec}",
                          "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",
                          "--param", f"backend={backend.base_url}", "--param", f"runs_dir={runs_dir}"], cli_env)
             flow_run_ids.append(re.search(r"UUID: ([0-9a-f-]{36})", done.stdout).group(1))
