@@ -17,8 +17,9 @@ moment (`linger_seconds`, for the next request of a chain) and then gives it bac
 of 48 requests takes at most `capacity` slots once and passes them along, a training step's chain of
 requests takes one, and a process with nothing to send holds none after a second. Between processes the
 limit decides (a Prefect limit grants slots to whoever asks first after one is freed, in no queue): a
-process whose requests keep waiting keeps its slots until they stop waiting, between two pipeline calls. The slot source is the flow's (flows/concurrency.py: a Prefect global
-concurrency limit); this module imports no Prefect.
+process whose requests keep waiting keeps its slots until they stop waiting, between two pipeline calls.
+The slot source is the flow's (flows/concurrency.py: a Prefect global concurrency limit); this module
+imports no Prefect.
 """
 
 from __future__ import annotations
