@@ -10,6 +10,9 @@ healthz `max_in_flight`: the limit holds per request, experiment/run/request_slo
 took slots of the shared limit (its log says so, and no slot is left held), each flow run is named after its
 run id. Printed: runs per worker, the backend's most requests in flight, the test's time.
 
+A second test runs GS1's wiring rehearsal from the CLI (`python -m flows.run` with PREFECT_API_URL naming the
+same server): its requests take the same slots, and its own backend never has more than 2 in flight.
+
 Which worker ran a run is read from the workers' logs: "submitting flow run 'ID'" minus "Aborted submission
 of flow run 'ID'". Two workers that poll while a run is scheduled may both pick it; both log "submitting",
 the server lets one set it Pending and the other logs the abort (prefect/workers/base.py). Counting
@@ -144,3 +147,24 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
         assert any("service requests: at most" in line["message"] for line in lines)
     limit = prefect_server.api("GET", "/v2/concurrency_limits/training-service")
     assert limit["limit"] == SERVICE_LIMIT and limit["active_slots"] == 0
+
+
+def test_a_cli_run_on_the_shared_server_keeps_the_limit(prefect_server, cli_env, tmp_path):
+    """`python -m flows.run` in a terminal whose PREFECT_API_URL names the shared server takes the same slots:
+    GS1's wiring rehearsal (up to 65 requests in flight at once without the limit) on an embedded backend of
+    its own (TINKER_BASE_URL) never has more than the limit's 2 in flight there."""
+    _cli(["bash", "deployments/setup.sh"], cli_env, RX_SERVICE_CONCURRENCY=str(SERVICE_LIMIT))
+    with start_server() as backend:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale",
+                               "wiring", "--fresh", "--runs-dir", str(tmp_path / "runs")],
+                              env={**cli_env, "TINKER_BASE_URL": backend.base_url, "TINKER_API_KEY": LOCAL_API_KEY},
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+        health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
+    output = done.stdout + done.stderr
+    assert done.returncode in (0, 1), output[-3000:]  # a verdict or a gate's failure: the run went through
+    assert "take a slot of the service-wide limit 'training-service'" in output, output[-3000:]
+    print(f"CLI GS1 wiring run: {health['api_calls']} API calls, at most {health['max_in_flight']} in flight at once "
+          f"(service limit {SERVICE_LIMIT}); {time.monotonic() - started:.0f} s")
+    assert health["max_in_flight"] <= SERVICE_LIMIT
+    assert prefect_server.api("GET", "/v2/concurrency_limits/training-service")["active_slots"] == 0
