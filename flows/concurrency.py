@@ -27,6 +27,7 @@ block whose reason says which call had no answer.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -106,7 +107,8 @@ def take_prefect_slot(limit_name: str = TRAINING_SERVICE_LIMIT) -> Release:
             failure.append(err)
             granted.set()
 
-    holder = threading.Thread(target=hold, name=f"slot of {limit_name}", daemon=True)
+    holder = threading.Thread(target=contextvars.copy_context().run, args=(hold,), name=f"slot of {limit_name}",
+                              daemon=True)
     holder.start()
     granted.wait()
     if failure:
@@ -124,7 +126,9 @@ def service_request_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> RequestSl
     it (`uses_service_limit`, decided once). ServiceLimitMissing for a deployment run without the limit."""
     if not uses_service_limit(limit_name):
         return None
-    return RequestSlots(lambda: take_prefect_slot(limit_name), capacity=service_limit_slots(limit_name))
+    settings = contextvars.copy_context()  # this Prefect server (settings, the flow run) for the slot threads
+    return RequestSlots(lambda: settings.copy().run(take_prefect_slot, limit_name),
+                        capacity=service_limit_slots(limit_name))
 
 
 @contextmanager

@@ -15,8 +15,11 @@ fewer than `capacity`, one more is taken from the limit (`take_slot`, blocking, 
 a request that ends hands its slot to the next waiting request, or, when none waits, keeps it idle for a
 moment (`linger_seconds`, for the next request of a chain) and then gives it back to the limit. So a fan-out
 of 48 requests takes at most `capacity` slots once and passes them along, a training step's chain of
-requests takes one, and a process with nothing to send holds none after a second. The slot source is the flow's (flows/concurrency.py: a Prefect global
-concurrency limit); this module imports no Prefect.
+requests takes one, and a process with nothing to send holds none after a second. Between processes the
+limit decides (a Prefect limit grants slots to whoever asks first after one is freed, in no queue): a
+process whose requests keep waiting keeps its slots until they stop waiting, between two pipeline calls.
+The slot source is the flow's (flows/concurrency.py: a Prefect global concurrency limit); this module
+imports no Prefect.
 """
 
 from __future__ import annotations

@@ -10,14 +10,17 @@ healthz `max_in_flight`: the limit holds per request, experiment/run/request_slo
 took slots of the shared limit (its log says so, and no slot is left held), each flow run is named after its
 run id. Printed: runs per worker, the backend's most requests in flight, the test's time.
 
+A second test runs GS1's wiring rehearsal from the CLI (`python -m flows.run` with PREFECT_API_URL naming the
+same server): its requests take the same slots, and its own backend never has more than 2 in flight.
+
 Which worker ran a run is read from the workers' logs: "submitting flow run 'ID'" minus "Aborted submission
 of flow run 'ID'". Two workers that poll while a run is scheduled may both pick it; both log "submitting",
 the server lets one set it Pending and the other logs the abort (prefect/workers/base.py). Counting
 "submitting" alone once listed one run under both workers: one more id than dispatched.
 
-The runs: the TriMuon spec's wiring rehearsal against the backend by URL; a run that names its service by
-URL stops at correctness_preflight (the fork's optimizer code is not reachable from it), so each run is
-short (under a minute alone) and ends GateFailed, or Completed should that gate pass one day.
+The runs: wiring rehearsals against the backend by URL, GS1's (its evaluation samples every item at once
+and each RL step every group: 65 requests in flight at once without the limit) and TriMuon's twice (one
+request at a time each). Alone on 2 cores a GS1 wiring run takes about a minute, a TriMuon one half that.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ import pandas as pd
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from suite import REPO_ROOT, TRIMUON_SPEC
+from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 DEPLOYMENT = "run-experiment/worker"
 SERVICE_LIMIT = 2
-RUNS = 3
+SPECS = (GS1_SPEC, TRIMUON_SPEC, TRIMUON_SPEC)  # GS1's evaluation and RL steps fan out most
+RUNS = len(SPECS)
 WORKERS = ("worker-a", "worker-b")
 FINAL_STATES = {"Completed", "GateFailed"}
 
@@ -88,8 +92,8 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
     workers: list[subprocess.Popen] = []
     with start_server() as backend:
         flow_run_ids = []
-        for _ in range(RUNS):  # queued before any worker runs: three runs waiting
-            done = _cli(["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={TRIMUON_SPEC}",
+        for spec in SPECS:  # queued before any worker runs: three runs waiting
+            done = _cli(["prefect", "deployment", "run", DEPLOYMENT, "--param", f"spec_path={spec}",
                          "--param", "rehearse=true", "--param", "rehearsal_scale=wiring", "--param", "fresh=true",
                          "--param", f"backend={backend.base_url}", "--param", f"runs_dir={runs_dir}"], cli_env)
             flow_run_ids.append(re.search(r"UUID: ([0-9a-f-]{36})", done.stdout).group(1))
@@ -143,3 +147,24 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
         assert any("service requests: at most" in line["message"] for line in lines)
     limit = prefect_server.api("GET", "/v2/concurrency_limits/training-service")
     assert limit["limit"] == SERVICE_LIMIT and limit["active_slots"] == 0
+
+
+def test_a_cli_run_on_the_shared_server_keeps_the_limit(prefect_server, cli_env, tmp_path):
+    """`python -m flows.run` in a terminal whose PREFECT_API_URL names the shared server takes the same slots:
+    GS1's wiring rehearsal (up to 65 requests in flight at once without the limit) on an embedded backend of
+    its own (TINKER_BASE_URL) never has more than the limit's 2 in flight there."""
+    _cli(["bash", "deployments/setup.sh"], cli_env, RX_SERVICE_CONCURRENCY=str(SERVICE_LIMIT))
+    with start_server() as backend:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "flows.run", str(GS1_SPEC), "--rehearse", "--rehearsal-scale",
+                               "wiring", "--fresh", "--runs-dir", str(tmp_path / "runs")],
+                              env={**cli_env, "TINKER_BASE_URL": backend.base_url, "TINKER_API_KEY": LOCAL_API_KEY},
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+        health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
+    output = done.stdout + done.stderr
+    assert done.returncode in (0, 1), output[-3000:]  # a verdict or a gate's failure: the run went through
+    assert "take a slot of the service-wide limit 'training-service'" in output, output[-3000:]
+    print(f"CLI GS1 wiring run: {health['api_calls']} API calls, at most {health['max_in_flight']} in flight at once "
+          f"(service limit {SERVICE_LIMIT}); {time.monotonic() - started:.0f} s")
+    assert health["max_in_flight"] <= SERVICE_LIMIT
+    assert prefect_server.api("GET", "/v2/concurrency_limits/training-service")["active_slots"] == 0
