@@ -2,7 +2,7 @@
 # One-time setup on the Prefect server named by $PREFECT_API_URL (idempotent: safe to run again).
 #
 #   - work pool "local-process" (type process) for the prefect.yaml + worker route
-#   - global concurrency limit "training-service" with $RX_SERVICE_CONCURRENCY slots (default 2):
+#   - global concurrency limit "training-service" ($RX_SERVICE_LIMIT_NAME if set) with $RX_SERVICE_CONCURRENCY slots (default 2):
 #     at most that many requests in flight at the training service across all runs (each request
 #     holds one slot: experiment/run/request_slots.py; a deployment run is refused without this limit)
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 export DO_NOT_TRACK="${DO_NOT_TRACK:-1}" PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}"
 
 WORK_POOL="${RX_WORK_POOL:-local-process}"
-LIMIT_NAME="training-service"
+LIMIT_NAME="${RX_SERVICE_LIMIT_NAME:-training-service}"  # flows/concurrency.py: service_limit_name()
 LIMIT_SLOTS="${RX_SERVICE_CONCURRENCY:-2}"
 
 if [[ -z "${PREFECT_API_URL:-}" ]]; then

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +46,12 @@ from experiment.run.request_slots import Release, RequestSlots, requests_limited
 
 TRAINING_SERVICE_LIMIT = "training-service"
 
+
+def service_limit_name() -> str:
+    """The service-wide limit's name: `training-service`, or $RX_SERVICE_LIMIT_NAME (deployments/setup.sh reads
+    it too) where one Prefect server's runs share another service, or a test keeps its limit to its own runs."""
+    return os.environ.get("RX_SERVICE_LIMIT_NAME") or TRAINING_SERVICE_LIMIT
+
 T = TypeVar("T")
 
 
@@ -54,8 +61,9 @@ def running_under_deployment() -> bool:
     return bool(deployment.id)
 
 
-def service_limit_exists(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
+def service_limit_exists(limit_name: str | None = None) -> bool:
     """Whether the Prefect server this process talks to holds the global concurrency limit."""
+    limit_name = limit_name or service_limit_name()
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -67,14 +75,16 @@ def service_limit_exists(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
     return True
 
 
-def uses_service_limit(limit_name: str = TRAINING_SERVICE_LIMIT) -> bool:
+def uses_service_limit(limit_name: str | None = None) -> bool:
     """A deployment run: always (a missing limit is then an error at the first call). Any other run:
     when its Prefect server holds the limit (the shared server of PREFECT_API_URL), else not."""
+    limit_name = limit_name or service_limit_name()
     return running_under_deployment() or service_limit_exists(limit_name)
 
 
-def service_limit_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> int:
+def service_limit_slots(limit_name: str | None = None) -> int:
     """The number of slots of the global concurrency limit; a missing limit is an error that says what to run."""
+    limit_name = limit_name or service_limit_name()
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -90,9 +100,10 @@ class ServiceLimitMissing(RuntimeError):
     """A deployment run whose Prefect server holds no service-wide limit."""
 
 
-def take_prefect_slot(limit_name: str = TRAINING_SERVICE_LIMIT) -> Release:
+def take_prefect_slot(limit_name: str | None = None) -> Release:
     """One slot of the global concurrency limit, held (its lease renewed) by a thread of its own until the
     returned function gives it back. Blocks until the limit grants it; strict: no such limit is an error."""
+    limit_name = limit_name or service_limit_name()
     from prefect.concurrency.sync import concurrency
 
     granted, done = threading.Event(), threading.Event()
@@ -121,9 +132,10 @@ def take_prefect_slot(limit_name: str = TRAINING_SERVICE_LIMIT) -> Release:
     return give_back
 
 
-def service_request_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> RequestSlots | None:
+def service_request_slots(limit_name: str | None = None) -> RequestSlots | None:
     """The slots a run's requests take, sized by the service-wide limit; None for a run that does not use
     it (`uses_service_limit`, decided once). ServiceLimitMissing for a deployment run without the limit."""
+    limit_name = limit_name or service_limit_name()
     if not uses_service_limit(limit_name):
         return None
     settings = contextvars.copy_context()  # this Prefect server (settings, the flow run) for the slot threads
@@ -132,9 +144,10 @@ def service_request_slots(limit_name: str = TRAINING_SERVICE_LIMIT) -> RequestSl
 
 
 @contextmanager
-def service_requests_limited(slots: RequestSlots | None, limit_name: str = TRAINING_SERVICE_LIMIT) -> Iterator[None]:
+def service_requests_limited(slots: RequestSlots | None, limit_name: str | None = None) -> Iterator[None]:
     """Around one run: each of its requests to the training service holds one of `slots` while it is in
     flight (experiment/run/request_slots.py); every slot is given back at the end, however the run ends."""
+    limit_name = limit_name or service_limit_name()
     logger = _run_logger()
     if slots is None:
         logger.info("service requests run without a service-wide limit (this Prefect server has no %r limit)",

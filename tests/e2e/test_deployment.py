@@ -59,6 +59,12 @@ def _wait_for(check, timeout_s: float, what: str, process: subprocess.Popen | No
     pytest.fail(f"{what} not reached within {timeout_s} s\n{tail}")
 
 
+# This file's service-wide limit (deployments/setup.sh and the runs read RX_SERVICE_LIMIT_NAME): the session's
+# Prefect server is shared by every test, and a `training-service` limit would put every later run of the
+# session under 2 requests in flight
+LIMIT = "training-service-test-deployment"
+
+
 @pytest.fixture(scope="module")
 def deployment_server(prefect_server):
     """The session's real Prefect server on loopback (tests/conftest.py); yields (api_url, env for CLI
@@ -70,6 +76,7 @@ def deployment_server(prefect_server):
     }
     env.update(
         **prefect_server.cli_env,
+        RX_SERVICE_LIMIT_NAME=LIMIT,
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         HF_HUB_OFFLINE="1",
         TINKER_TELEMETRY="0",
@@ -119,7 +126,7 @@ def test_setup_creates_work_pool_and_training_service_limit(set_up):
     api_url, _ = set_up
     pool = httpx.get(f"{api_url}/work_pools/local-process", timeout=5)
     assert pool.status_code == 200 and pool.json()["type"] == "process"
-    limit = httpx.get(f"{api_url}/v2/concurrency_limits/training-service", timeout=5)
+    limit = httpx.get(f"{api_url}/v2/concurrency_limits/{LIMIT}", timeout=5)
     assert limit.status_code == 200
     assert limit.json()["limit"] == 2 and limit.json()["active"] is True
 
@@ -172,13 +179,14 @@ def test_a_service_slot_holds_one_training_service_slot(set_up, monkeypatch):
     from flows.concurrency import service_request_slots, take_prefect_slot
 
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(uuid.uuid4()))
+    monkeypatch.setenv("RX_SERVICE_LIMIT_NAME", LIMIT)
 
     def active_slots():
-        return httpx.get(f"{api_url}/v2/concurrency_limits/training-service", timeout=5).json()["active_slots"]
+        return httpx.get(f"{api_url}/v2/concurrency_limits/{LIMIT}", timeout=5).json()["active_slots"]
 
     with temporary_settings({PREFECT_API_URL: api_url}):
         assert service_request_slots().capacity == httpx.get(
-            f"{api_url}/v2/concurrency_limits/training-service", timeout=5).json()["limit"]
+            f"{api_url}/v2/concurrency_limits/{LIMIT}", timeout=5).json()["limit"]
         give_back = take_prefect_slot()
         assert active_slots() == 1
         give_back()

@@ -1,5 +1,5 @@
 """One capacity for the whole service (issue 30.1), end to end on real parts: the session's Prefect server,
-deployments/setup.sh (service limit `training-service` of 2), `prefect deploy` of deployments/prefect.yaml
+deployments/setup.sh (service limit of 2, under a name of its own), `prefect deploy` of deployments/prefect.yaml
 (`run-experiment/worker`, a name of its own), three runs queued with `prefect deployment run` against one
 embedded backend (by URL), then two process workers (`--limit 1` each) started to execute them.
 
@@ -32,7 +32,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pandas as pd
@@ -44,6 +43,9 @@ from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 DEPLOYMENT = "run-experiment/worker"
 SERVICE_LIMIT = 2
+# this file's own service-wide limit (RX_SERVICE_LIMIT_NAME, read by setup.sh and the runs): a `training-service`
+# limit on the session's shared Prefect server would hold every later run of the session to 2 requests in flight
+LIMIT = "training-service-test-shared-limit"
 SPECS = (GS1_SPEC, TRIMUON_SPEC, TRIMUON_SPEC)  # GS1's evaluation and RL steps fan out most
 RUNS = len(SPECS)
 WORKERS = ("worker-a", "worker-b")
@@ -64,7 +66,7 @@ def _stop(process: subprocess.Popen) -> None:
 def cli_env(prefect_server) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("PREFECT_") and key not in ("TINKER_BASE_URL", "RX_RUNS_DIR")}
-    env.update(**prefect_server.cli_env, PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1",
+    env.update(**prefect_server.cli_env, RX_SERVICE_LIMIT_NAME=LIMIT, PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1",
                TINKER_TELEMETRY="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
     return env
@@ -143,9 +145,9 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
     # every run's service calls took slots of the shared limit, and none is left held
     for run in runs:
         lines = prefect_server.api("POST", "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run["id"]]}}})
-        assert any("take a slot of the service-wide limit 'training-service'" in line["message"] for line in lines)
+        assert any(f"take a slot of the service-wide limit '{LIMIT}'" in line["message"] for line in lines)
         assert any("service requests: at most" in line["message"] for line in lines)
-    limit = prefect_server.api("GET", "/v2/concurrency_limits/training-service")
+    limit = prefect_server.api("GET", f"/v2/concurrency_limits/{LIMIT}")
     assert limit["limit"] == SERVICE_LIMIT and limit["active_slots"] == 0
 
 
@@ -163,8 +165,8 @@ def test_a_cli_run_on_the_shared_server_keeps_the_limit(prefect_server, cli_env,
         health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
     output = done.stdout + done.stderr
     assert done.returncode in (0, 1), output[-3000:]  # a verdict or a gate's failure: the run went through
-    assert "take a slot of the service-wide limit 'training-service'" in output, output[-3000:]
+    assert f"take a slot of the service-wide limit '{LIMIT}'" in output, output[-3000:]
     print(f"CLI GS1 wiring run: {health['api_calls']} API calls, at most {health['max_in_flight']} in flight at once "
           f"(service limit {SERVICE_LIMIT}); {time.monotonic() - started:.0f} s")
     assert health["max_in_flight"] <= SERVICE_LIMIT
-    assert prefect_server.api("GET", "/v2/concurrency_limits/training-service")["active_slots"] == 0
+    assert prefect_server.api("GET", f"/v2/concurrency_limits/{LIMIT}")["active_slots"] == 0
