@@ -108,6 +108,28 @@ def REST_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def REST_1_runs(ctx: GradeContext) -> list[Issue]:
+    """REST-1, an LR grid *(project reading)*: an arm trained at several learning rates has one provenance entry
+    per planned run under `runs` (each run is created and checked like an arm), labelled by its learning rate."""
+    issues = []
+    arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
+            if isinstance(v, dict)}
+    if not any("runs" in entry for entry in arms.values()):
+        return []  # a record without per-run entries: REST-5 grades each check's learning rate against the grid
+    for arm, lrs in _planned_lrs(ctx).items():
+        if len(lrs) < 2 or arm not in arms:
+            continue
+        labels = list(as_dict(arms[arm].get("runs")))
+        try:
+            found = sorted(float(label) for label in labels)
+        except ValueError:
+            found = []
+        if found != sorted(lrs):
+            issues.append(Issue("REST-1", UNVERIFIED, f"arm {arm}: provenance for runs {', '.join(labels) or 'none'}, the "
+                                                      f"plan trains {', '.join(f'{lr:g}' for lr in sorted(lrs))}"))
+    return issues
+
+
 def REST_2(ctx: GradeContext) -> list[Issue]:
     issues = []
     for arm, entry in _arms(ctx).items():
@@ -312,6 +334,10 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     unseen = [k for k in actual if k not in config and k not in ("type", "family")]
     if unseen:
         issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual {', '.join(unseen)} are not in the retained response"))
+    omitted = [k for k in config if k not in actual and k not in NOT_OPTIMIZER_KEYS]
+    if set(actual) - {"type", "family"} and omitted:  # a config reported at all is reported whole
+        issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual_config leaves out {', '.join(omitted)}, which the "
+                                                  "retained response reports"))
     return issues
 
 
@@ -457,6 +483,13 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: evidence_ref {short(restore['evidence_ref'])}: "
                                                           f"{ctx.evidence.why(restore['evidence_ref'])}"))
                 continue
+            if restore.get("with_optimizer_state") is not (restore["method"] == RESTORE_METHODS[1]):
+                issues.append(Issue("REST-4", INVALID, f"{where}: with_optimizer_state {short(restore.get('with_optimizer_state'))}"
+                                                       f" but loaded by {restore['method']}"))
+            method = as_dict(ctx.evidence.json(restore["evidence_ref"])).get("load_method")
+            if method is not None and method != restore["method"]:
+                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded by {short(method)}, the restore says "
+                                                       f"{restore['method']}"))
             client, loaded = _evidence_load(ctx, restore["evidence_ref"])
             if client is not None and client != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
@@ -619,7 +652,7 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
-CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
