@@ -1,6 +1,6 @@
 """Every leaf of a RESULT, perturbed: does the grade leave green? (issue 28 item 6)
 
-    python tests/leaves.py RESULT.json [RESULT.json ...] [--json] [--show-missed]
+    python tests/leaves.py RESULT.json [RESULT.json ...] [--json] [--show-missed] [--every-leaf]
 
 A *leaf* is a value of the record (a number, a string, a bool, null), a key of an object or an item
 of a list, anywhere in RESULT, including inside the evidence files it carries inline (JSON and JSONL
@@ -399,13 +399,14 @@ def caught(result: dict[str, Any], baseline: frozenset[tuple[str, str, str, int]
 
 
 def scan(result: dict[str, Any], entries: list[Ungraded] | None = None,
-         kinds: tuple[str, ...] = KINDS) -> list[Outcome]:
-    """One perturbation of each kind per pattern, graded against the untouched record's findings."""
+         kinds: tuple[str, ...] = KINDS, every_leaf: bool = False) -> list[Outcome]:
+    """One perturbation of each kind per pattern (with `every_leaf`, of every leaf), graded against the
+    untouched record's findings."""
     entries = ungraded_fields() if entries is None else entries
     baseline = findings(result)
     outcomes = []
     candidates = pool(result)
-    for leaf in representatives(result):
+    for leaf in (leaves(result) if every_leaf else representatives(result)):
         for kind in kinds:
             if (kind == "swap" and not isinstance(leaf.value, (bool, int, float, str))) or \
                     (kind == "change" and isinstance(leaf.value, dict)):
@@ -457,13 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tests/leaves.py", description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="result.json files that grade green")
     parser.add_argument("--show-missed", action="store_true", help="list every missed perturbation")
+    parser.add_argument("--every-leaf", action="store_true",
+                        help="perturb every leaf, not one per pattern (slow on a wiring record: hours on 2 cores)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = {}
     entries = ungraded_fields()
     for path in args.records:
         result = json.loads(Path(path).read_text(encoding="utf-8"))
-        outcomes = scan(result, entries)
+        outcomes = scan(result, entries, every_leaf=args.every_leaf)
         baseline = sorted(findings(result))
         missed = [o for o in outcomes if not o.caught and o.crash is None and o.ungraded is None]
         crashes = [o for o in outcomes if o.crash is not None]

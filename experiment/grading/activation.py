@@ -205,7 +205,7 @@ def _dataset_order(ctx: GradeContext) -> list[str] | None:
     return (order[: int(n)] if isinstance(n, int) else order) or None
 
 
-def _expected_advantages(settings: Any, rows: list[dict[str, Any]]) -> list[dict[str, list[float]]]:
+def _expected_advantages(settings: _ArmLoop, rows: list[dict[str, Any]]) -> list[dict[str, list[float]]]:
     """Per step of one arm: the advantages (and for the kernel baseline its baselines and effective
     neighbours, and the fallback count) the loop's own functions give from the logged rewards and prompt
     features, the kernel window carried from step to step as the loop carries it."""
@@ -240,6 +240,47 @@ def _same_numbers(mine: Any, theirs: Any) -> bool:
                                                                   abs_tol=1e-12)
 
 
+def _step_problems(row: dict[str, Any], settings: _ArmLoop, order: list[str] | None) -> list[str]:
+    """One pilot step against its arm: distinct prompts in the arm's training order at this step, the plan's
+    group size of rewards each, and the counts and means its rewards and advantages give."""
+    ids, rewards, advantages = as_list(row.get("item_ids")), as_list(row.get("rewards")), as_list(row.get("advantages"))
+    if not ids or len(set(map(str, ids))) != len(ids) or len(ids) != settings.groups_per_batch:
+        return [f"item_ids are not {settings.groups_per_batch} distinct prompts"]
+    if not rewards or not all(is_number(r) for r in rewards) or len(rewards) != len(ids) * settings.group_size:
+        return [f"rewards are not {settings.group_size} numbers per prompt"]
+    problems = []
+    if row.get("executed_group_size") != len(rewards) / len(ids) or row.get("n_rollouts") != len(rewards):
+        problems.append("executed_group_size or n_rollouts is not what its rewards give")
+    if not _same_numbers(row.get("mean_reward"), math.fsum(map(float, rewards)) / len(rewards)):
+        problems.append("mean_reward is not the mean of its rewards")
+    if len(advantages) != len(rewards) or not _same_numbers(row.get("frac_nonzero_advantage"),
+                                                              fraction_nonzero(advantages)):
+        problems.append("frac_nonzero_advantage is not what its advantages give")
+    step = row["step"]
+    if order and list(map(str, ids)) != order[step * len(ids):(step + 1) * len(ids)]:
+        problems.append("item_ids are not the arm's training order at this step")
+    return problems
+
+
+def _advantage_problems(arm: str, settings: _ArmLoop, rows: list[dict[str, Any]]) -> list[str]:
+    """An arm's pilot steps whose advantages (kernel arm: baselines, neighbours, fallbacks) do not recompute."""
+    try:
+        expected = _expected_advantages(settings, rows)
+    except (TypeError, ValueError, IndexError) as err:
+        return [f"{arm}: the advantages cannot be recomputed ({type(err).__name__}: {short(str(err), 80)})"]
+    kernel = settings.advantage == KERNEL_BASELINE
+    problems = []
+    for row, wants in zip(rows, expected):
+        wrong = [key for key, value in wants.items() if not (
+            row.get(key) == value if key == "kernel_fallbacks" else _same_numbers(value, row.get(key)))]
+        if not kernel and [row.get(k) for k in KERNEL_KEYS] != [[], [], [], 0]:
+            wrong.append("kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks)")
+        if wrong:
+            problems.append(f"{arm} step {row['step']}: {', '.join(wrong)} do not recompute from its rewards"
+                            + (" and prompt features" if kernel else ""))
+    return problems
+
+
 def _log_problems(ctx: GradeContext, name: str, rows: list[dict[str, Any]]) -> list[str]:
     roles = {role: entry.get("arm") for role, entry in ctx.plan.role_to_arm.items()}
     treatment, baseline = roles.get("treatment"), roles.get("baseline")
@@ -260,40 +301,9 @@ def _log_problems(ctx: GradeContext, name: str, rows: list[dict[str, Any]]) -> l
         mine = [row for row in steps if row["arm"] == arm]
         arm_settings = settings[arm]
         for row in mine:
-            where = f"{arm} step {row['step']}"
-            ids, rewards, advantages = as_list(row.get("item_ids")), as_list(row.get("rewards")), as_list(row.get("advantages"))
-            if not ids or len(set(map(str, ids))) != len(ids) or len(ids) != arm_settings.groups_per_batch:
-                problems.append(f"{where}: item_ids are not {arm_settings.groups_per_batch} distinct prompts")
-                continue
-            if not rewards or not all(is_number(r) for r in rewards) or len(rewards) != len(ids) * arm_settings.group_size:
-                problems.append(f"{where}: rewards are not {arm_settings.group_size} numbers per prompt")
-                continue
-            if row.get("executed_group_size") != len(rewards) / len(ids) or row.get("n_rollouts") != len(rewards):
-                problems.append(f"{where}: executed_group_size or n_rollouts is not what its rewards give")
-            if not _same_numbers(row.get("mean_reward"), math.fsum(map(float, rewards)) / len(rewards)):
-                problems.append(f"{where}: mean_reward is not the mean of its rewards")
-            if len(advantages) != len(rewards) or not _same_numbers(row.get("frac_nonzero_advantage"),
-                                                                      fraction_nonzero(advantages)):
-                problems.append(f"{where}: frac_nonzero_advantage is not what its advantages give")
-            order = orders[arm]
-            step_ids = order[row["step"] * len(ids):(row["step"] + 1) * len(ids)] if order else None
-            if step_ids is not None and list(map(str, ids)) != step_ids:
-                problems.append(f"{where}: item_ids are not the arm's training order at this step")
-        if problems:
-            continue
-        try:
-            expected = _expected_advantages(arm_settings, mine)
-        except (TypeError, ValueError, IndexError) as err:
-            problems.append(f"{arm}: the advantages cannot be recomputed ({type(err).__name__}: {short(str(err), 80)})")
-            continue
-        for row, wants in zip(mine, expected):
-            wrong = [key for key, value in wants.items() if not (
-                row.get(key) == value if key == "kernel_fallbacks" else _same_numbers(value, row.get(key)))]
-            if arm_settings.advantage != KERNEL_BASELINE and [row.get(k) for k in KERNEL_KEYS] != [[], [], [], 0]:
-                wrong.append("kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks)")
-            if wrong:
-                problems.append(f"{arm} step {row['step']}: {', '.join(wrong)} do not recompute from its rewards"
-                                + (" and prompt features" if arm_settings.advantage == KERNEL_BASELINE else ""))
+            problems += [f"{arm} step {row['step']}: {problem}" for problem in _step_problems(row, arm_settings, orders[arm])]
+        if not problems:
+            problems += _advantage_problems(arm, arm_settings, mine)
     heldout = as_dict(tail[0].get("heldout_mean_reward")) if tail else {}
     first = [str(i) for i in as_list(steps[0].get("item_ids"))] if steps else []
     if heldout and (sorted(heldout) != sorted(first) or not all(is_number(v) for v in heldout.values())):

@@ -85,6 +85,10 @@ def CORR_2(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("CORR-2", UNVERIFIED, f"path {path_id}: no record (a missing check blocks)"))
             continue
         issues += model_issues(CorrectnessPath, recorded[path_id], "CORR-2", UNVERIFIED, f"path {path_id}")
+    ids = [str(as_dict(p).get("id")) for p in as_list(as_dict(ctx.result.get("correctness_preflight")).get("paths"))]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        issues.append(Issue("CORR-2", INVALID, f"path {', '.join(twice)} is recorded twice"))
     return issues
 
 

@@ -247,7 +247,48 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
     return []
 
 
-CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10]
+def _samples_of(value: Any) -> list[dict[str, Any]] | None:
+    samples = value.get("samples") if isinstance(value, dict) else value
+    return [as_dict(x) for x in samples] if isinstance(samples, list) else None
+
+
+def GA_11(ctx: GradeContext) -> list[Issue]:
+    """*(project reading)* Every audit round recomputes from its own retained files (counts from its candidates,
+    label errors from its sampled re-solves against the candidates' labels, its sample size), the last round
+    is the record's, and the record's disagreements and duplicate count are what its files give."""
+    record, audit = _record(ctx), _audit()
+    strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
+    rounds = [as_dict(r) for r in as_list(record.get("rounds"))]
+    problems = []
+    for number, entry in enumerate(rounds, 1):
+        tasks = ctx.evidence.jsonl(entry.get("dataset_file"))
+        samples = _samples_of(ctx.evidence.json(entry.get("audit_file")))
+        if tasks is None or samples is None:
+            problems.append(f"round {number}: its candidates or audit file is not retained")
+            continue
+        labels = {str(t.get("item_id")): t.get("answer") for t in tasks}
+        errors = [s.get("item_id") for s in samples if strategy in SUPPORTED
+                  and not audit.answer_agreement(labels.get(str(s.get("item_id"))), s.get("independent_answer"), strategy)]
+        mislabelled = [s.get("item_id") for s in samples if "label" in s and s["label"] != labels.get(str(s.get("item_id")))]
+        if (entry.get("round"), entry.get("counts"), entry.get("sample_size")) != (number, audit.counts_of(tasks), len(samples)) \
+                or (strategy in SUPPORTED and entry.get("label_error_count") != len(errors)) or mislabelled:
+            problems.append(f"round {number}: its counts, sample size, label errors or sampled labels are not what its "
+                            "files give")
+    if rounds:
+        last = rounds[-1]
+        if any(last.get(k) != record.get(k) for k in ("dataset_file", "audit_file", "counts", "label_error_count")):
+            problems.append("the last round is not the record's audit")
+    tasks = _tasks(ctx)
+    if tasks is not None and "duplicate_count" in record and record["duplicate_count"] != audit.duplicate_count(tasks):
+        problems.append(f"duplicate_count {short(record['duplicate_count'])} is not what the candidates give")
+    if "disagreements" in record and len(as_list(record.get("disagreements"))) != record.get("label_error_count"):
+        problems.append("disagreements do not list the label errors")
+    if "sample_size" in record and record.get("sample_size") != len(as_list(record.get("samples"))):
+        problems.append("sample_size is not the number of samples")
+    return [Issue("GA-11", INVALID, problem) for problem in problems]
+
+
+CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

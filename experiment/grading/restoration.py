@@ -8,6 +8,7 @@ arms), normalised like the run normalises them (`adam` is `adamw`, `lr` is `lear
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,28 @@ def REST_1(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("REST-1", INVALID, f"frozen untrained arm(s) {', '.join(untrained)} are in a restoration group"))
     for arm, entry in arms.items():
         issues += model_issues(ArmProvenance, entry, "REST-1", UNVERIFIED, f"arm {arm}")
+    return issues
+
+
+def REST_1_runs(ctx: GradeContext) -> list[Issue]:
+    """REST-1, an LR grid *(project reading)*: an arm trained at several learning rates has one provenance entry
+    per planned run under `runs` (each run is created and checked like an arm), labelled by its learning rate."""
+    issues = []
+    arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
+            if isinstance(v, dict)}
+    if not any("runs" in entry for entry in arms.values()):
+        return []  # a record without per-run entries: REST-5 grades each check's learning rate against the grid
+    for arm, lrs in _planned_lrs(ctx).items():
+        if len(lrs) < 2 or arm not in arms:
+            continue
+        labels = list(as_dict(arms[arm].get("runs")))
+        try:
+            found = sorted(float(label) for label in labels)
+        except ValueError:
+            found = []
+        if found != sorted(lrs):
+            issues.append(Issue("REST-1", UNVERIFIED, f"arm {arm}: provenance for runs {', '.join(labels) or 'none'}, the "
+                                                      f"plan trains {', '.join(f'{lr:g}' for lr in sorted(lrs))}"))
     return issues
 
 
@@ -309,12 +332,20 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     if _family(family) != _family(check.get("actual_family")):
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "
                                                f"says {short(check.get('actual_family'))}"))
+    differ = [k for k in actual if k in config and not _same(config[k], actual[k])]
+    if differ:
+        issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained response "
+                                               "reports"))
     seeds = [k for k in NOT_OPTIMIZER_KEYS if k in config and k in requested and not _same(config[k], requested[k])]
     if seeds:
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports another {', '.join(seeds)}"))
     unseen = [k for k in actual if k not in config and k not in ("type", "family")]
     if unseen:
         issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual {', '.join(unseen)} are not in the retained response"))
+    omitted = [k for k in config if k not in actual and k not in NOT_OPTIMIZER_KEYS]
+    if set(actual) - {"type", "family"} and omitted:  # a config reported at all is reported whole
+        issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual_config leaves out {', '.join(omitted)}, which the "
+                                                  "retained response reports"))
     return issues
 
 
@@ -372,6 +403,24 @@ def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
     wrong = sorted(arm for arm, value in named.items() if value != digest)
     return [Issue("REST-7", INVALID, f"arm {', '.join(wrong)}: batch_sha256 is not the hash of the retained "
                                      f"{FIXED_BATCH_EVIDENCE}")] if wrong else []
+
+
+def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
+    """REST-3, the initialization checkpoint *(project reading)*: where an arm names the adapter hash of the
+    checkpoint it was created from, it is the arm's own adapter hash and the one the retained checkpoint
+    response reports."""
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        init = as_dict(entry.get("initialization"))
+        if "checkpoint_adapter_sha256" not in init:
+            continue
+        reported = as_dict(as_dict(as_dict(ctx.evidence.json(init.get("evidence_ref"))).get("checkpoint_weights_info"))
+                           .get("optimizer_config")).get("adapter_sha256", init.get("checkpoint_adapter_sha256"))
+        if not (init.get("checkpoint_adapter_sha256") == init.get("adapter_sha256", init["checkpoint_adapter_sha256"])
+                == reported):
+            issues.append(Issue("REST-3", INVALID, f"arm {arm}: checkpoint_adapter_sha256 is not the arm's adapter hash "
+                                                   "and the one the retained checkpoint response reports"))
+    return issues
 
 
 def REST_8(ctx: GradeContext) -> list[Issue]:
@@ -452,7 +501,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
             restore = as_dict(restore)
             where = f"arm {arm}, restore {number}"
             if restore.get("restore") != number or restore.get("method") not in RESTORE_METHODS or not all(
-                    restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")):
+                    restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")) or not _is_time(restore["at"]):
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
                                                           "loaded, the load method, when, and an evidence_ref"))
                 continue
@@ -460,6 +509,13 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: evidence_ref {short(restore['evidence_ref'])}: "
                                                           f"{ctx.evidence.why(restore['evidence_ref'])}"))
                 continue
+            if restore.get("with_optimizer_state") is not (restore["method"] == RESTORE_METHODS[1]):
+                issues.append(Issue("REST-4", INVALID, f"{where}: with_optimizer_state {short(restore.get('with_optimizer_state'))}"
+                                                       f" but loaded by {restore['method']}"))
+            method = as_dict(ctx.evidence.json(restore["evidence_ref"])).get("load_method")
+            if method is not None and method != restore["method"]:
+                issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded by {short(method)}, the restore says "
+                                                       f"{restore['method']}"))
             client, loaded = _evidence_load(ctx, restore["evidence_ref"])
             if client is not None and client != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
@@ -471,6 +527,15 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: created from saved state {short(created_from)} but no "
                                                    "restore loads it"))
     return issues
+
+
+def _is_time(value: Any) -> bool:
+    """An ISO 8601 date and time (when a restore happened)."""
+    try:
+        datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in str(value)
 
 
 def _update_checks(data: Any) -> dict[str, dict[str, Any]]:
@@ -622,7 +687,7 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
-CHECKS = [REST_1, REST_2, REST_3, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_2, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

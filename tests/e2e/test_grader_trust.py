@@ -66,13 +66,7 @@ def test_a_wiring_record_grades_as_predicted(wiring_records, family):
     assert not graded.problems, graded.problems
 
 
-# Known holes, open in issue 28: on every family's wiring record some perturbed leaves (mostly inside evidence
-# files; GS1: e.g. correctness_preflight.paths[0].revision_check removed) still leave the grade as it was.
-KNOWN_HOLES = pytest.mark.xfail(reason="issue 28: perturbed leaves of this family's record not yet all graded or listed",
-                                strict=False)
-
-
-@pytest.mark.parametrize("family", [pytest.param(f, marks=KNOWN_HOLES) for f in SPECS])
+@pytest.mark.parametrize("family", list(SPECS))
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
     L.assert_drawn_perturbations_caught(wiring_records[family], 60)
 
