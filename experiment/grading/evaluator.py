@@ -427,12 +427,13 @@ def _base_names(ctx: GradeContext) -> set[str]:
 def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     """EVAL-9, the scored model *(project reading)*: every row of a score names one checkpoint: the base
     model (as served, or the shared initialization) for the base, else the checkpoint evidence.checkpoints
-    lists for that arm or run, its last."""
+    lists for that arm or run (at the score's seed, where the checkpoint names one: seed replicas), its last."""
     listed: dict[Any, tuple[int, Any]] = {}
     for checkpoint in map(as_dict, as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))):
         step = checkpoint.get("step") if isinstance(checkpoint.get("step"), int) else -1
-        if checkpoint.get("arm") not in listed or step >= listed[checkpoint.get("arm")][0]:
-            listed[checkpoint.get("arm")] = (step, checkpoint.get("uri"))
+        key = (checkpoint.get("arm"), checkpoint.get("seed"))
+        if key not in listed or step >= listed[key][0]:
+            listed[key] = (step, checkpoint.get("uri"))
     issues = []
     for score in _scores(ctx):
         rows = ctx.evidence.jsonl(score.get("predictions_ref")) if ctx.evidence.usable(score.get("predictions_ref")) else None
@@ -440,7 +441,8 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
         if not rows:
             continue
         names = {json.dumps(row.get("checkpoint")) for row in rows}
-        wanted = _base_names(ctx) if score.get("arm") == "base" else {listed.get(owner, (0, None))[1]} - {None}
+        final = listed.get((owner, score.get("seed"))) or listed.get((owner, None), (0, None))
+        wanted = _base_names(ctx) if score.get("arm") == "base" else {final[1]} - {None}
         if len(names) != 1 or json.loads(names.pop()) not in wanted:
             issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: its rows are not all scored on "
                                                    f"{owner}'s {'base model' if score.get('arm') == 'base' else 'final checkpoint'}"))

@@ -77,7 +77,9 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
         client = f"arms:train:{replica.label}"
         config, info = _server_info(requested)
         ref = keep(f"restoration-{replica.label}.json", {
-            "loaded_from": init_uri, "get_info_after_creation": {"model_id": client, "optimizer_config": config},
+            "loaded_from": init_uri,
+            "get_info_after_creation": {"model_id": client, "optimizer_config": config,
+                                        "lora_rank": requested.get("lora_rank")},
             "initial_output_logprobs": LOGPROBS})
         arms[replica.label] = {
             "initialization": {"base_checkpoint": plan.base_model, "source": "server_response",
@@ -96,11 +98,14 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
     first = plan.trained_arms[0].name
     requested = at_replica_seed(r.requested_optimizer(*optimizers[first]), seeds[0])
     after = [[-1.0, -0.5], [-2.0]]
-    keep(restoration_rules.REST10_EVIDENCE, {first: {
-        "label": first, "checkpoint_uri": "tinker://setup:train:0/weights/init", "restored_from":
-        "tinker://setup:train:9/weights/probe", "steps_before_save": 1, "optimizer_state_restored": True,
+    probe, check_ref = "tinker://setup:train:9/weights/probe", restoration_rules.REST10_EVIDENCE
+    keep(check_ref, {first: {
+        "label": first, "checkpoint_uri": f"tinker://setup:train:{seeds[0]}/weights/init-full-seed{seeds[0]}",
+        "restored_from": probe, "steps_before_save": 1, "optimizer_state_restored": True,
         "clients": {"uninterrupted": "s:train:1", "interrupted": "s:train:2", "restored": "s:train:3"},
-        "optimizer_check_after_restore": r.optimizer_check(_server_info(requested)[1], requested, 1, "probe"),
+        "restore": r.restore_record(1, "s:train:3", r.CREATE_FROM_STATE_WITH_OPTIMIZER, probe, True, check_ref,
+                                    "2026-12-02T00:00:00Z"),
+        "optimizer_check_after_restore": r.optimizer_check(_server_info(requested)[1], requested, 1, check_ref),
         "max_abs_difference": 0.0, "atol": r.RESTORE_UPDATE_ATOL,
         "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}})
     record = {"status": "succeeded", "initialization_provenance": provenance, "feasibility": _feasibility(spec, plan),
