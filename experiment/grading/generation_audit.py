@@ -240,6 +240,9 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
+    if isinstance(retained, dict) and any(retained[k] != record[k] for k in retained if k in record and k != "samples"):
+        return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
+                                           "record's audit")]
     if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
                                         for r, f in zip(mine, samples)):
         return [Issue("GA-10", UNVERIFIED, "generation_audit.samples are not the retained audit file's samples, so which the "
