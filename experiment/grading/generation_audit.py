@@ -68,10 +68,11 @@ def GA_3(ctx: GradeContext) -> list[Issue]:
         ids = [str(t.get("item_id")) for t in tasks]
         if len(set(ids)) != len(ids):
             issues.append(Issue("GA-3", INVALID, "candidate item_ids are not unique"))
-        incomplete = [t.get("item_id") for t in tasks if t.get("disposition") == "accepted"
-                      and not all(isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", "answer"))]
+        incomplete = [t.get("item_id") for t in tasks if not all(
+            isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", *(("answer",) if t.get("disposition") in (
+                "accepted", "rejected") else ())))]  # an execution error computed no answer
         if incomplete:
-            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} accepted task(s) lack an item_id, prompt or answer"))
+            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} candidate(s) lack an item_id, prompt or answer"))
     return issues
 
 
