@@ -219,6 +219,8 @@ def _expected_advantages(settings: _ArmLoop, rows: list[dict[str, Any]]) -> list
             expected.append({"advantages": [a for g in grpo_group_mean_advantages(groups) for a in g]})
             continue
         features = [as_list(f) for f in row["prompt_features"]]
+        if len(features) != len(ids) or any(len(f) != 2 for f in features):
+            raise ValueError("prompt_features are not one (length, mean logprob) pair per prompt")
         lengths = [float(f[0]) for f in features for _ in range(size)]
         logprobs = [float(f[1]) for f in features for _ in range(size)]
         advantages, diagnostics = gs1_kernel_advantages(
@@ -318,6 +320,27 @@ def _trains_on_generated(ctx: GradeContext, arm: str) -> bool:
         return False
 
 
+def ACT_2_calibration(ctx: GradeContext) -> list[Issue]:
+    """ACT-2, the calibration *(project reading)*: a pilot log before the last is a candidate the calibration
+    tried and rejected, so its recomputed values fail some check (else the first candidate would have run)."""
+    checks, values = _checks(ctx), _values(ctx)
+    if not checks or values is None:
+        return []
+    logs = [e.get("name") for e in ctx.evidence.entries if str(e.get("name", "")).startswith(PILOT_LOG_PREFIX)]
+    metrics = {check["metric"] for check in checks}
+    issues = []
+    for name in logs[:-1]:
+        rows = ctx.evidence.jsonl(name)
+        try:
+            recomputed = _recomputed(ctx, rows, metrics) if rows is not None else {}
+        except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError):
+            continue  # ACT-3 says why the log does not recompute
+        if recomputed and all(check_range(check, recomputed.get(check["metric"])).passed for check in checks):
+            issues.append(Issue("ACT-2", INVALID, f"{name}: a rejected calibration candidate whose recomputed values "
+                                                  "pass every check"))
+    return issues
+
+
 def ACT_3(ctx: GradeContext) -> list[Issue]:
     """*(project reading)* Every retained pilot log holds the pilot's steps as the gate runs them (the
     treatment's PILOT_STEPS steps, then one baseline step, then the held-out means), each step on its arm's
@@ -334,4 +357,4 @@ def ACT_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [ACT_1, ACT_2, ACT_3]
+CHECKS = [ACT_1, ACT_2, ACT_2_calibration, ACT_3]

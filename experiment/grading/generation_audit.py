@@ -68,10 +68,11 @@ def GA_3(ctx: GradeContext) -> list[Issue]:
         ids = [str(t.get("item_id")) for t in tasks]
         if len(set(ids)) != len(ids):
             issues.append(Issue("GA-3", INVALID, "candidate item_ids are not unique"))
-        incomplete = [t.get("item_id") for t in tasks if t.get("disposition") == "accepted"
-                      and not all(isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", "answer"))]
+        incomplete = [t.get("item_id") for t in tasks if not all(
+            isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", *(("answer",) if t.get("disposition") in (
+                "accepted", "rejected") else ())))]  # an execution error computed no answer
         if incomplete:
-            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} accepted task(s) lack an item_id, prompt or answer"))
+            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} candidate(s) lack an item_id, prompt or answer"))
     return issues
 
 
@@ -240,6 +241,9 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
+    if isinstance(retained, dict) and any(retained[k] != record[k] for k in retained if k in record and k != "samples"):
+        return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
+                                           "record's audit")]
     if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
                                         for r, f in zip(mine, samples)):
         return [Issue("GA-10", UNVERIFIED, "generation_audit.samples are not the retained audit file's samples, so which the "
