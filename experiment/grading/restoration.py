@@ -687,7 +687,20 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
-CHECKS = [REST_1, REST_1_runs, REST_2, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+def REST_2_seed(ctx: GradeContext) -> list[Issue]:
+    """REST-2, the seed *(project reading)*: an arm's `init_seed`, where the service took one, is the seed its
+    replica is scheduled at (the arm at the first seed, `<arm>-seed<s>` at s)."""
+    scheduled = {r.label: r.seed for r in getattr(ctx.plan, "replicas", []) if r.trained}
+    issues = []
+    for arm, entry in _arms(ctx).items():
+        seed = as_dict(entry.get("initialization")).get("init_seed")
+        if seed is not None and arm in scheduled and seed != scheduled[arm]:
+            issues.append(Issue("REST-2", INVALID, f"arm {arm}: init_seed {seed!r} is not the seed it is scheduled at "
+                                                   f"({scheduled[arm]})"))
+    return issues
+
+
+CHECKS = [REST_1, REST_1_runs, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

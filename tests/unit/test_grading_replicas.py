@@ -278,6 +278,24 @@ def test_every_seed_replica_requests_its_own_seed(tmp_path, monkeypatch):
                for i in issues)
 
 
+def test_an_init_seed_is_the_seed_its_replica_is_scheduled_at(tmp_path):
+    """A seed-1 replica whose initialization says seed 0 (a changed `init_seed`, found by the wiring every-leaf draws):
+    without REST-2's seed reading nothing else grades it; with it, each such replica is invalid."""
+    _, spec = _rehearsed(variant("three-arms-two-seeds"), tmp_path)
+    plan = build_plan(spec)
+    record = run_shaped_records(spec, plan)
+    arms = record["initialization_provenance"]["arms"]
+    assert restoration_rules.REST_2_seed(_ctx(record, spec, plan)) == []
+    seed1 = [label for label in arms if label.endswith("-seed1")]
+    for label in seed1:
+        arms[label]["initialization"]["init_seed"] = 0
+    others = [c for c in restoration_rules.CHECKS if c is not restoration_rules.REST_2_seed]
+    assert not any("init_seed" in issue.message for check in others for issue in check(_ctx(record, spec, plan)))
+    issues = restoration_rules.REST_2_seed(_ctx(record, spec, plan))
+    assert len(seed1) == 3 and [i.rule for i in issues] == ["REST-2"] * 3
+    assert all("is not the seed it is scheduled at (1)" in i.message for i in issues)
+
+
 def _ctx(record, spec, plan):
     from experiment.grading.common import GradeContext
     from experiment.grading.evidence import EvidenceAccess
