@@ -144,7 +144,11 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
         assert [event["event"] for event in events].count("run_created") == 1
     # every run's service calls took slots of the shared limit, and none is left held
     for run in runs:
-        lines = prefect_server.api("POST", "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run["id"]]}}})
+        # a run's last log lines reach the server after the run's state (Prefect ships logs in batches): wait for them
+        lines, deadline = [], time.monotonic() + 60
+        while not any("service requests: at most" in line["message"] for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.5 if lines else 0)
+            lines = prefect_server.api("POST", "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run["id"]]}}})
         assert any(f"take a slot of the service-wide limit '{LIMIT}'" in line["message"] for line in lines)
         assert any("service requests: at most" in line["message"] for line in lines)
     limit = prefect_server.api("GET", f"/v2/concurrency_limits/{LIMIT}")
