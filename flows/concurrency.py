@@ -2,7 +2,7 @@
 
 The training service's capacity is shared by every run, so one Prefect global concurrency limit,
 `training-service` (created by deployments/setup.sh), caps the requests in flight at the service across
-all runs on a Prefect server: deployment runs and CLI runs alike. `uses_service_limit()` decides once per
+all runs on a Prefect server: deployment runs and CLI runs alike. `service_request_slots()` decides once per
 run: a deployment run always takes slots (a missing limit refuses the run before its first service call);
 any other run (`python -m flows.run` against the shared server named by PREFECT_API_URL) takes them
 when that server holds the limit. A CLI run on its own temporary Prefect server has no such limit
@@ -61,30 +61,8 @@ def running_under_deployment() -> bool:
     return bool(deployment.id)
 
 
-def service_limit_exists(limit_name: str | None = None) -> bool:
-    """Whether the Prefect server this process talks to holds the global concurrency limit."""
-    limit_name = limit_name or service_limit_name()
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    try:
-        with get_client(sync_client=True) as client:
-            client.read_global_concurrency_limit_by_name(limit_name)
-    except ObjectNotFound:
-        return False
-    return True
-
-
-def uses_service_limit(limit_name: str | None = None) -> bool:
-    """A deployment run: always (a missing limit is then an error at the first call). Any other run:
-    when its Prefect server holds the limit (the shared server of PREFECT_API_URL), else not."""
-    limit_name = limit_name or service_limit_name()
-    return running_under_deployment() or service_limit_exists(limit_name)
-
-
-def service_limit_slots(limit_name: str | None = None) -> int:
-    """The number of slots of the global concurrency limit; a missing limit is an error that says what to run."""
-    limit_name = limit_name or service_limit_name()
+def _limit_slots(limit_name: str) -> int | None:
+    """The slots of the global concurrency limit `limit_name`; None when this Prefect server holds no such limit."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -92,8 +70,21 @@ def service_limit_slots(limit_name: str | None = None) -> int:
         with get_client(sync_client=True) as client:
             return int(client.read_global_concurrency_limit_by_name(limit_name).limit)
     except ObjectNotFound:
-        raise ServiceLimitMissing(f"this Prefect server has no global concurrency limit {limit_name!r}; "
-                                  "create it with deployments/setup.sh") from None
+        return None
+
+
+def _missing(limit_name: str) -> "ServiceLimitMissing":
+    return ServiceLimitMissing(f"this Prefect server has no global concurrency limit {limit_name!r}; "
+                               "create it with deployments/setup.sh")
+
+
+def service_limit_slots(limit_name: str | None = None) -> int:
+    """The number of slots of the global concurrency limit; a missing limit is an error that says what to run."""
+    limit_name = limit_name or service_limit_name()
+    slots = _limit_slots(limit_name)
+    if slots is None:
+        raise _missing(limit_name)
+    return slots
 
 
 class ServiceLimitMissing(RuntimeError):
@@ -133,14 +124,17 @@ def take_prefect_slot(limit_name: str | None = None) -> Release:
 
 
 def service_request_slots(limit_name: str | None = None) -> RequestSlots | None:
-    """The slots a run's requests take, sized by the service-wide limit; None for a run that does not use
-    it (`uses_service_limit`, decided once). ServiceLimitMissing for a deployment run without the limit."""
+    """The slots a run's requests take, sized by the service-wide limit (read once per run); None for a run
+    that does not use it: a run outside a deployment whose Prefect server holds no such limit.
+    ServiceLimitMissing for a deployment run without the limit."""
     limit_name = limit_name or service_limit_name()
-    if not uses_service_limit(limit_name):
+    slots = _limit_slots(limit_name)
+    if slots is None:
+        if running_under_deployment():
+            raise _missing(limit_name)
         return None
     settings = contextvars.copy_context()  # this Prefect server (settings, the flow run) for the slot threads
-    return RequestSlots(lambda: settings.copy().run(take_prefect_slot, limit_name),
-                        capacity=service_limit_slots(limit_name))
+    return RequestSlots(lambda: settings.copy().run(take_prefect_slot, limit_name), capacity=slots)
 
 
 @contextmanager

@@ -85,3 +85,15 @@ def test_a_missing_limit_is_refused_before_any_request(prefect_harness):
 
     with pytest.raises(ServiceLimitMissing, match="deployments/setup.sh"):
         service_limit_slots(f"no-such-limit-{uuid.uuid4().hex[:8]}")
+
+
+def test_a_deployment_run_without_the_limit_is_refused_and_a_cli_run_goes_unlimited(prefect_harness, monkeypatch):
+    """service_request_slots reads the limit once: missing, a deployment run is refused (ServiceLimitMissing,
+    before its claim) and any other run takes no slots (None)."""
+    from flows.concurrency import ServiceLimitMissing, service_request_slots
+
+    name = f"no-such-limit-{uuid.uuid4().hex[:8]}"
+    assert service_request_slots(name) is None
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(uuid.uuid4()))
+    with pytest.raises(ServiceLimitMissing, match="deployments/setup.sh"):
+        service_request_slots(name)
