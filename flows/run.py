@@ -39,7 +39,7 @@ from experiment.contract.spec import SpecError, load_spec
 from experiment.contract.text import printable
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
-EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED = 0, 1, 2, 3
+EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLOCKED = 0, 1, 2, 3, 4
 # What the CLI imports while the temporary Prefect server boots (import_what_the_gates_import): the
 # module the SDK's get_tokenizer() loads its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2
 # cores), then the gate modules in order (their steps import the cookbook's environments and recipes).
@@ -279,6 +279,9 @@ def exit_code_for(state) -> int:
     result_path = result_path_in(state.message or "")
     if state.is_completed():
         print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
+        if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
+            print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
+            return EXIT_CAPACITY_BLOCKED
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
     run_dir = getattr(outcome, "run_dir", None)

@@ -13,7 +13,7 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.contract.verdict import GATE_ORDER
-from flows.run import (EXIT_BAD_INPUT, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_in_background,
+from flows.run import (EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_in_background,
                        import_what_the_gates_import, start_servers_early)
 
 
@@ -119,6 +119,23 @@ def test_a_backend_that_broke_mid_run_exits_2_with_one_line(capsys, monkeypatch)
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [f"the run stopped: {broke}; its record says so (failed, resumable): run the same command again "
                      "once the service answers"]
+
+
+def test_a_capacity_block_exits_4_not_as_a_decision(capsys):  # State objects alone
+    """A run stopped by a capacity block reached no decision. Its final state (the flow's, made by
+    flows.requeue.capacity_blocked_state; tests/integration/test_quiet_logs.py runs a real blocked flow to it) is a
+    Completed one, which before was read as any completed run: exit 0, which the README reserves for a decision."""
+    from prefect.states import Completed
+
+    from flows.requeue import RequeueDecision, capacity_blocked_state
+
+    blocked = capacity_blocked_state(RuntimeError("capacity exhausted"), RequeueDecision(False, "not deployed", 0))
+    as_before = Completed(message=blocked.message)  # the attack: the branch every completed state took before
+    assert blocked.is_completed() and exit_code_for(as_before) == EXIT_DECISION
+    capsys.readouterr()
+    assert exit_code_for(blocked) == EXIT_CAPACITY_BLOCKED == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["no decision: capacity exhausted; not deployed; running the same command again resumes the run"]
 
 
 def test_gate_failure_exits_1(tmp_path, prefect_server):
