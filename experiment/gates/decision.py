@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from experiment.gates import GateVerdict, RunContext, dispatch
+from experiment.grading import grade_record
+from experiment.grading.grade import SPECS_DIR
 from experiment.rl.steps import decision as rl_step
 from experiment.sft.steps import decision as sft_step
 
@@ -33,9 +35,6 @@ def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[st
     `pending` final fields; None removes a field, as in update_result), graded from what the record
     carries alone, the way the exchange receives it (the run directory's events are checked after the
     run by `python -m flows.validate RUN_DIR`)."""
-    from experiment.grading import grade_record
-    from experiment.grading.grade import SPECS_DIR
-
     record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
               if value is not None}
     record.pop("grade", None)
