@@ -70,7 +70,7 @@ class EmbeddedService(Protocol):
 
     def _checkpoint_metadata(self, model: Any) -> dict: ...
 
-    def _submit_to_model(self, model_id: str, seq_id: Any, kind: str, work: Any) -> Any: ...
+    def _submit_to_model(self, model_id: str, seq_id: Any, kind: str, work: Any, cost: tuple[str, int]) -> Any: ...
 
 RUN_RECORD = "run.json"
 EXPORT_KIND = "external_weights"
@@ -340,7 +340,9 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
         def run(model: TrainingModel) -> dict:
             return runs.write_export(model, name, service._checkpoint_metadata(model))
 
-        response = service._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_external", run)
+        # an export writes the adapter as a checkpoint save does: the profile charges it a save's service time
+        response = service._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_external", run,
+                                            ("save_checkpoint", 1))
         if body.get("ttl_seconds"):
             runs.set_ttl(body["model_id"], f"{EXPORT_KIND}/{name}", body["ttl_seconds"])
         return response

@@ -410,9 +410,10 @@ class EmbeddedService:
 
     def _submit_to_model(
         self, model_id: str, seq_id: int | None, kind: str, work: Callable[[TrainingModel], Any],
-        cost: tuple[str, int] = ("", 1),
+        cost: tuple[str, int],
     ) -> dict:
-        """`cost`: the call's kind and sequences for the service profile (service_profile.CALL_KINDS)."""
+        """`cost`: the call's kind and sequences for the service profile (service_profile.CALL_KINDS);
+        every caller states it (a missing one made a profiled export an HTTP 500)."""
         model = self.model(model_id)
         if seq_id is not None and (isinstance(seq_id, bool) or not isinstance(seq_id, int)):
             raise UserError(f"request field 'seq_id' must be an integer (got {_preview(seq_id)})")

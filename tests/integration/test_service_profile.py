@@ -123,3 +123,20 @@ def test_the_server_started_on_demand_takes_the_profile_from_the_environment(tmp
     monkeypatch.setenv("EMBEDDED_TINKER_SERVICE_PROFILE", "spindle-qwen9")
     with pytest.raises(RuntimeError, match="unknown service profile 'spindle-qwen9'"):
         start_server(checkpoint_dir=tmp_path)
+
+
+def test_an_adapter_export_is_served_under_the_profile_as_a_checkpoint_save(tmp_path):
+    # save_weights_external reached the profile with no call kind: HTTP 500 "unknown call kind ''",
+    # and the correctness preflight (it exports the adapter) never finished under a profile
+    profile = SPINDLE_QWEN35_2B.scaled(0.01)
+    with start_server(checkpoint_dir=tmp_path, in_process=True, profile=profile) as server:
+        client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
+        try:
+            training = client.create_lora_training_client(base_model=MODEL, rank=2).result()
+            export = training.save_weights_external("adapter-0").result()
+        finally:
+            client.close("success")
+        report = httpx.get(f"{server.base_url}/api/v1/healthz").json()["service_profile"]
+    assert export.path.endswith("/external_weights/adapter-0")
+    assert report["calls"] == 2  # create, export
+    assert report["service_seconds"] >= profile.seconds("create_model") + profile.seconds("save_checkpoint") - 1e-6
