@@ -30,6 +30,9 @@ the engine in-process >= 1.4x generate(); --prompts concurrent SDK requests over
 generate(); forward_backward over HTTP (sequential calls) >= 0.85x in-process. Each ratio is the
 median of the rounds' ratios, both sides of a ratio measured in the same round. These are figures of
 a shared machine, not test assertions.
+Beside the engine guard, ``cpu_ratio`` (and sampling ``engine_in_process_cpu_ratio``) is the same
+ratio per CPU second of this process (time.process_time(); both sides run on one thread here): on a
+loaded machine the wall ratio swings with what the scheduler gives each side, the CPU ratio much less.
 
 Only public entry points are used: embedded_tinker.launch.start_server, the HTTP API through the
 tinker SDK (and GET healthz) and the model loading functions of embedded_tinker.model.
@@ -123,8 +126,9 @@ def http_forward_backward(training, sequences, repeats: int, pipelined: bool) ->
 # ---------------------------------------------------------------------- sampling
 
 
-def generate_tokens_per_second(hf_model, prompts: list[list[int]], new_tokens: int) -> float:
-    """transformers generate(): one left-padded batch (all prompts have the same length here)."""
+def generate_tokens_per_second(hf_model, prompts: list[list[int]], new_tokens: int) -> tuple[float, float]:
+    """transformers generate(): one left-padded batch (all prompts have the same length here).
+    Tokens per second of wall time and of this process's CPU time."""
     from transformers import GenerationConfig
 
     input_ids = torch.tensor(prompts, dtype=torch.long)
@@ -139,15 +143,15 @@ def generate_tokens_per_second(hf_model, prompts: list[list[int]], new_tokens: i
         pad_token_id=0,
         use_cache=True,
     )
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         output = hf_model.generate(
             input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=config
         )
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
     generated = output.shape[1] - input_ids.shape[1]
     assert generated == new_tokens, f"generate() made {generated} tokens, not {new_tokens}"
-    return len(prompts) * generated / elapsed
+    return len(prompts) * generated / elapsed, len(prompts) * generated / cpu
 
 
 def engine_report(base_url: str) -> dict:
@@ -196,10 +200,11 @@ def server_tokens_per_second(sampler, prompts: list[list[int]], new_tokens: int,
 
 
 def engine_tokens_per_second(engine: SamplingEngine, weights: SamplerWeights, prompts: list[list[int]],
-                             new_tokens: int, seed: int) -> float:
+                             new_tokens: int, seed: int) -> tuple[float, float]:
     """All prompts submitted at once to a sampling engine in this process (the server's engine without
-    HTTP or SDK), the same sampling settings as the SDK requests; tokens/s from submit to last result."""
-    started = time.perf_counter()
+    HTTP or SDK), the same sampling settings as the SDK requests; tokens/s from submit to last result,
+    of wall time and of this process's CPU time (the engine thread's, and the main thread's wait)."""
+    started, started_cpu = time.perf_counter(), time.process_time()
     jobs = [
         engine.submit(SampleJob(weights=weights, prompt=prompt, num_samples=1,
                                 spec=SamplingSpec.from_request({"max_tokens": new_tokens, "temperature": 1.0,
@@ -207,9 +212,9 @@ def engine_tokens_per_second(engine: SamplingEngine, weights: SamplerWeights, pr
         for i, prompt in enumerate(prompts)
     ]
     generated = sum(len(job.result().sequences[0][0]) for job in jobs)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
     assert generated == len(prompts) * new_tokens, f"the engine made {generated} tokens"
-    return generated / elapsed
+    return generated / elapsed, generated / cpu
 
 
 def one_request_tokens_per_second(sampler, prompt: list[int], samples: int, new_tokens: int, seed: int) -> float:
@@ -289,13 +294,15 @@ def main() -> None:
             for round_index in range(args.rounds):
                 seed = round_index * len(prompts)
                 if round_index % 2 == 0:
-                    plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                    plain, plain_cpu = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
                 before, started = engine_report(server.base_url), time.monotonic()
                 served = server_tokens_per_second(sampler, prompts, args.sample_tokens, seed)
                 concurrent = engine_figures(before, engine_report(server.base_url), started)
                 if round_index % 2 == 1:
-                    plain = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
-                in_process = engine_tokens_per_second(engine, engine_weights, prompts, args.sample_tokens, seed)
+                    plain, plain_cpu = generate_tokens_per_second(plain_model, prompts, args.sample_tokens)
+                in_process, in_process_cpu = engine_tokens_per_second(
+                    engine, engine_weights, prompts, args.sample_tokens, seed
+                )
                 adapter_served = server_tokens_per_second(adapter_sampler, prompts, args.sample_tokens, seed)
                 before, started = engine_report(server.base_url), time.monotonic()
                 one = one_request_tokens_per_second(sampler, prompts[0], len(prompts), args.sample_tokens, seed)
@@ -307,6 +314,9 @@ def main() -> None:
                         "ratio": served / plain,
                         "engine_in_process": in_process,
                         "engine_in_process_ratio": in_process / plain,
+                        "generate_cpu": plain_cpu,
+                        "engine_in_process_cpu": in_process_cpu,
+                        "engine_in_process_cpu_ratio": in_process_cpu / plain_cpu,
                         "one_request": one,
                         "one_request_ratio": one / plain,
                         "adapter_http": adapter_served,
@@ -362,6 +372,11 @@ def main() -> None:
             "ratio": sampling["ratio"],  # median of the per-round ratios
             "engine_in_process_tokens_per_s": sampling["engine_in_process"],
             "engine_in_process_ratio": sampling["engine_in_process_ratio"],
+            # diagnostic: the same two sides per CPU second of this process (time.process_time()), both
+            # single-threaded here: what the wall ratio would be on an idle machine, readable under load
+            "generate_tokens_per_cpu_s": sampling["generate_cpu"],
+            "engine_in_process_tokens_per_cpu_s": sampling["engine_in_process_cpu"],
+            "engine_in_process_cpu_ratio": sampling["engine_in_process_cpu_ratio"],
             # diagnostic: one request for all the samples (decode without per-request HTTP/SDK cost)
             "one_request_tokens_per_s": sampling["one_request"],
             "one_request_ratio": sampling["one_request_ratio"],
@@ -395,6 +410,9 @@ def main() -> None:
                 "in the same round, medians over rounds; per-round figures show the spread",
     }
     report["guards"] = guards(sampling_rounds, fb_rounds)
+    cpu_ratios = [r["engine_in_process_cpu_ratio"] for r in sampling_rounds]
+    report["guards"]["engine_in_process_over_generate"]["cpu_ratio"] = {  # a diagnostic beside the guard
+        "ratio": round(median(cpu_ratios), 3), "per_round": [round(x, 3) for x in cpu_ratios]}
     report["guards_passed"] = all(guard["passed"] for guard in report["guards"].values())
     if args.json:
         print(json.dumps(report))
@@ -402,6 +420,9 @@ def main() -> None:
     for name, guard in report["guards"].items():
         print(f"guard {name}: {guard['ratio']:.3f} (>= {guard['minimum']}) {'pass' if guard['passed'] else 'FAIL'}"
               f"; rounds {', '.join(f'{r:.2f}' for r in guard['per_round'])}")
+        if "cpu_ratio" in guard:
+            print(f"  per CPU second (diagnostic): {guard['cpu_ratio']['ratio']:.3f}"
+                  f"; rounds {', '.join(f'{r:.2f}' for r in guard['cpu_ratio']['per_round'])}")
     print(
         f"model {args.model}, torch threads {args.threads}, {os.cpu_count()} CPUs, "
         f"medians of {args.rounds} alternating rounds"

@@ -23,7 +23,9 @@ positions. Row r's tokens sit at positions 0.. of its slot (no padding in the ca
 by moving the last row into it, so the running batch is always the first n slots.
 
 A decode step is a few hundred small tensor operations, so it is written to issue few of them:
-q, k, v (and gate, up) are one matrix product each; the rotary tables are precomputed per
+q, k, v (and gate, up) are one matrix product each, torch.mm on the weight's transposed view kept
+once (what F.linear runs, bit for bit, without its per-call dispatch; a contiguous transposed copy
+would round differently for batches of one or two rows); the rotary tables are precomputed per
 position with rotate_half's sign folded into the sine (one roll instead of slice/negate/concat);
 the new keys and values are written in place into the cache at precomputed slots; attention is
 one batched product over the live prefix (rounded up to ATTENTION_BLOCK positions) with an
@@ -84,7 +86,9 @@ from .model import BaseModel, LoraAdapter
 DEFAULT_MAX_TOKENS = 256
 NOISE_CHUNK = 16  # steps of sampling noise drawn per row at a time
 POSITION_BLOCK = 64  # the cache's position dimension grows in multiples of this
-ATTENTION_BLOCK = 32  # decode steps attend over a multiple of this many positions
+# decode steps attend over a multiple of this many positions (the masked positions add exact zeros, so
+# the width changes no bit; of 1, 4, 8, 16 and 32, 8 was the fastest at 64 rows x 64 tokens)
+ATTENTION_BLOCK = 8
 RECENT_SUBMITS = 1024  # submit times kept for the engine's report
 RECENT_STEPS = 256  # (end time, wall s, cpu s, rows) of the last steps, kept for the report
 # an idle engine, given a request, waits for more while they keep arriving less than
@@ -236,7 +240,7 @@ def choose_tokens(logits: torch.Tensor, params: BatchParams, noise: torch.Tensor
         sorted_logits = sorted_logits.masked_fill(cut, float("-inf"))
         scaled = torch.full_like(scaled, float("-inf")).scatter(1, order, sorted_logits)
     probs = torch.softmax(scaled, dim=-1)
-    sampled = torch.argmax(probs / noise, dim=-1)
+    sampled = torch.argmax(probs.div_(noise), dim=-1)  # probs is this call's own tensor
     if not params.any_greedy:
         return sampled
     return torch.where(params.greedy, torch.argmax(logits, dim=-1), sampled)
@@ -248,6 +252,12 @@ def exponential_noise(uniforms: torch.Tensor) -> torch.Tensor:
     (as ``uniform_`` on a float64 tensor does) and returns float(-log1p(-u)). Drawing the uniforms
     per row and transforming the whole batch at once does half the work of ``exponential_``."""
     return torch.log1p(uniforms.neg()).neg_().float()
+
+
+def exponential_noise_(uniforms: torch.Tensor) -> torch.Tensor:
+    """``exponential_noise`` computed in place in ``uniforms`` (which it overwrites): the same numbers
+    without allocating the float64 intermediates."""
+    return uniforms.neg_().log1p_().neg_().float()
 
 
 def stop_string_window(stop_strings: tuple[str, ...]) -> int:
@@ -280,6 +290,7 @@ class _Fused:
             self.bias = torch.cat(
                 [b if b is not None else torch.zeros(n) for b, n in zip(biases, self.sizes)]
             )
+        self.weight_t = self.weight.t()  # transposed once (a view), for torch.mm on a decode step's rows
 
     def adapted_by(self, adapter: LoraAdapter | None) -> bool:
         """Whether ``adapter`` targets any of these linears."""
@@ -298,10 +309,14 @@ class _Fused:
                 for name, w in zip(self.names, rows, strict=True)
             ]
         )
+        merged.weight_t = merged.weight.t()
         return merged
 
     def __call__(self, x: torch.Tensor, adapter: LoraAdapter | None) -> torch.Tensor:
-        y = F.linear(x, self.weight, self.bias)
+        if x.dim() == 2:  # what F.linear runs on 2-d input, without its dispatch and transpose per call
+            y = torch.mm(x, self.weight_t) if self.bias is None else torch.addmm(self.bias, x, self.weight_t)
+        else:
+            y = F.linear(x, self.weight, self.bias)
         if not self.adapted_by(adapter):
             return y
         deltas = [
@@ -335,6 +350,8 @@ class _Decoder:
         self.groups = self.num_heads // self.num_kv_heads
         self.scaling = self.head_dim**-0.5
         self.eps = float(config.rms_norm_eps)
+        # the norm's epsilon as the float32 number a Python float is added as (without wrapping one per call)
+        self.eps_float32 = torch.tensor(self.eps, dtype=torch.float32)
         self.max_positions = base.max_context_length
         self.embed = qwen3.model.embed_tokens.weight
         self.final_norm = qwen3.model.norm.weight
@@ -403,7 +420,7 @@ class _Decoder:
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         variance = x.pow(2).mean(-1, keepdim=True)
-        return weight * (x * variance.add_(self.eps).rsqrt_())
+        return weight * (x * variance.add_(self.eps_float32).rsqrt_())
 
     @staticmethod
     def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
@@ -741,7 +758,7 @@ class _Lane:
                 steps.append(NOISE_CHUNK - row.noise_left)
                 row.noise_left -= 1
             picks = torch.arange(len(rows)) * NOISE_CHUNK + torch.tensor(steps)
-            noise = exponential_noise(self.uniforms.view(-1, self.decoder.vocab_size).index_select(0, picks))
+            noise = exponential_noise_(self.uniforms.view(-1, self.decoder.vocab_size).index_select(0, picks))
         chosen = choose_tokens(logits, self.params, noise)
         chosen_logprobs = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]
         for row, token, logprob in zip(rows, chosen.tolist(), chosen_logprobs.tolist(), strict=True):

@@ -420,3 +420,58 @@ def test_stop_string_ends_the_row_with_the_completing_token():
     )[0].sequences[0]
     whole = next(n for n in range(1, 21) if stop_text in tokenizer.decode(free[:n]))
     assert stopped[0] == free[:whole] and stopped[2] == "stop"
+
+
+def test_a_seeded_burst_of_equal_length_requests_gives_each_request_its_tokens_alone(weights):
+    """The benchmark's shape: requests with prompts of one length, sampled at temperature 1 without
+    stopping early, decoded as one running batch; each gets the tokens it gets decoded alone, and
+    its logprobs to float rounding (matrix products over 12 rows and over 1 round differently)."""
+    rng = np.random.default_rng(31)
+    burst = [
+        SampleJob(weights, rng.integers(3, 500, 16).tolist(), 1, spec(seed=500 + i, max_tokens=40))
+        for i in range(12)
+    ]
+    together = generate(weights, burst)
+    for job, result in zip(burst, together, strict=True):
+        alone = generate(weights, [SampleJob(weights, job.prompt, 1, job.spec)])[0]
+        (tokens, logprobs, reason), = result.sequences
+        (alone_tokens, alone_logprobs, alone_reason), = alone.sequences
+        assert (tokens, reason) == (alone_tokens, alone_reason) and len(tokens) == 40
+        assert logprobs == pytest.approx(alone_logprobs, abs=2e-5)
+
+
+def plain_linear(fused, x, adapter):
+    """_Fused's product as F.linear computes it (the decoder's before it ran torch.mm on the
+    transposed weight), with the adapter's term as _Fused adds it."""
+    y = torch.nn.functional.linear(x, fused.weight, fused.bias)
+    if not fused.adapted_by(adapter):
+        return y
+    return y + torch.cat(
+        [adapter.scale * ((x @ adapter.lora_A[name].T) @ adapter.lora_B[name].T) if name in adapter.lora_A
+         else x.new_zeros(*x.shape[:-1], size) for name, size in zip(fused.names, fused.sizes)], dim=-1)
+
+
+def test_the_decode_fast_path_changes_no_bit(weights, monkeypatch):
+    """What the decode step's shortcuts rely on, checked bit for bit on a batch that shrinks to two
+    rows and to one (where the matrix-product kernels change): torch.mm on the weight's transposed
+    view is F.linear, and attending over ATTENTION_BLOCK-rounded widths gives what attending over
+    the whole cache gives (the masked positions add exact zeros). Control: the same comparison
+    sees a mask that lets the padding in."""
+    jobs = [SampleJob(weights, p, 1, spec(seed=70 + i, max_tokens=m, temperature=t))
+            for i, (p, m, t) in enumerate(zip(prompts(5, seed=8), (3, 9, 17, 26, 41), (1.0, 0.0, 0.7, 1.0, 1.3)))]
+
+    def run(*patches):
+        """Each job's sequences, decoded as one batch with ``patches`` (object, attribute, value) applied."""
+        with monkeypatch.context() as patched:
+            for target, name, value in patches:
+                patched.setattr(target, name, value)
+            fresh = [SampleJob(weights, job.prompt, 1, job.spec) for job in jobs]
+            return [result.sequences for result in generate(weights, fresh)]
+
+    whole_cache = (sampling_module, "ATTENTION_BLOCK", 10**6)
+    fast = run()
+    assert run((sampling_module._Fused, "__call__", plain_linear), whole_cache) == fast  # tokens, logprobs: exactly
+    decoder = sampling_module._Lane(weights, max_rows=1).decoder  # the (folded) decoder the lanes use
+    never_masked = torch.zeros_like(decoder.position_ids)  # no key position is after any query's
+    leaky = run((decoder, "position_ids", never_masked), whole_cache)
+    assert [rows[0][1] for rows in leaky] != [rows[0][1] for rows in fast]
