@@ -18,7 +18,7 @@ import pytest
 
 # Bytecode caches are written: where PYTHONDONTWRITEBYTECODE is set (as on the workplace's machines),
 # every process the suite starts (flows, servers, CLIs) would compile every module it imports again,
-# and a venv installed with --no-compile (the README's command) would never get its caches.
+# and a venv installed without compiling (the README's command: .ci/install, uv) would never get its caches.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
