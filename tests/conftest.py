@@ -7,6 +7,7 @@ import Prefect at all.
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import os
@@ -17,7 +18,7 @@ import pytest
 
 # Bytecode caches are written: where PYTHONDONTWRITEBYTECODE is set (as on the workplace's machines),
 # every process the suite starts (flows, servers, CLIs) would compile every module it imports again,
-# and a venv installed with --no-compile (the README's command) would never get its caches.
+# and a venv installed without compiling (the README's command: .ci/install, uv) would never get its caches.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -126,8 +127,17 @@ def graded_record():
     or `graded_record("best_lr")` (TriMuon local spec + recorded revision, best_lr_threshold, no
     decision object because the exchange's spec has no decision_rule)
     returns (RESULT, events) that grade green. Every number is computed by the project's own
-    record code (experiment.stats.decision, experiment.stats.evaluation, experiment.selfgen.generation_audit)."""
-    return _build_graded_record
+    record code (experiment.stats.decision, experiment.stats.evaluation, experiment.selfgen.generation_audit).
+    Each kind is built once per session (per xdist worker) and every call returns a deep copy of it: tests
+    change what they are given (47 calls across 13 files)."""
+    built: dict[str, tuple[dict, list[dict]]] = {}
+
+    def graded_record_copy(kind: str) -> tuple[dict, list[dict]]:
+        if kind not in built:
+            built[kind] = _build_graded_record(kind)
+        return copy.deepcopy(built[kind])
+
+    return graded_record_copy
 
 
 def _build_graded_record(kind: str):
@@ -389,14 +399,27 @@ def _build_graded_record(kind: str):
 
 # A real Prefect server (`prefect server start`, loopback, its own PREFECT_HOME and SQLite database),
 # for tests that check what Prefect stores and what its UI shows. Started once per session: under
-# xdist the first worker that needs it starts it and the others attach to it (its address is in
-# the controller's basetemp, prefect-server/server.json); the controller stops it once every worker
-# is done (pytest_unconfigure). A server costs about 18 s of CPU to start and 3% of a core idle.
+# xdist the controller starts it in pytest_configure, while the workers start and collect, unless the
+# run is only tests/unit (which never uses it), and the workers attach to it (its address is in the
+# controller's basetemp, prefect-server/server.json); where the controller did not, the first worker
+# that needs it starts it. The controller stops it once every worker is done (pytest_unconfigure), and
+# a server the controller started gets SIGTERM from the kernel if the controller dies first (killed,
+# or interrupted past its unconfigure). A server costs about 18 s of CPU to start and 3% of a core idle.
+
+# `prefect server start` exec'd by a process that first asks the kernel for SIGTERM when its parent
+# dies (prctl PR_SET_PDEATHSIG, kept across exec), and exits if that parent is already gone.
+_DIES_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit('the process that started this Prefect server is gone')\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n")
 
 
 class PrefectServer:
-    def __init__(self, home: Path, port: int | None = None, pid: int | None = None):
-        """Start a server in `home`, or (port and pid given) stand for the one already running there."""
+    def __init__(self, home: Path, port: int | None = None, pid: int | None = None, dies_with_parent: bool = False):
+        """Start a server in `home`, or (port and pid given) stand for the one already running there;
+        `dies_with_parent`: the kernel ends it (SIGTERM) when this process ends, however it ends."""
         import socket
         import subprocess
         import sys
@@ -417,9 +440,11 @@ class PrefectServer:
         self.process, self.log, self.pid = None, None, pid
         if pid is None:
             self.log = open(home / "server.log", "w")
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
-                env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            command = ["-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+            if dies_with_parent:
+                command = ["-c", _DIES_WITH_PARENT, str(os.getpid()), *command]
+            self.process = subprocess.Popen([sys.executable, *command], env=self.env, stdout=self.log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
             self.pid = self.process.pid
 
     def record(self) -> dict:
@@ -525,15 +550,48 @@ def prefect_server(request, tmp_path_factory):
     yield server  # stopped by the controller, after every worker (pytest_unconfigure)
 
 
+def _run_may_use_prefect_server(config) -> bool:
+    """Whether the run collects anything outside tests/unit (whose tests never use the Prefect server)."""
+    unit = REPO_ROOT / "tests" / "unit"
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+        if path != unit and unit not in path.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(trylast=True)  # after the tmpdir plugin's: the controller's basetemp, which the workers' sit in
+def pytest_configure(config):
+    """The xdist controller starts the session's Prefect server while the workers start and collect (the
+    first test that needed it waited for it: 24.1 s of setup in a `-m "not slow" -n 2` run, 0.4 s with it
+    started here); it does not wait for it, the workers do (prefect_server)."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return
+    if not _run_may_use_prefect_server(config) or any(
+            getattr(config.option, name, False) for name in ("collectonly", "help", "showfixtures", "markers")):
+        return
+    shared = _shared_prefect_server_dir(config._tmp_path_factory.getbasetemp())
+    (shared / "home").mkdir(parents=True)
+    server = PrefectServer(shared / "home", dies_with_parent=True)
+    (shared / "server.json").write_text(json.dumps(server.record()))
+    config.stash[_CONTROLLERS_PREFECT_SERVER] = server
+
+
+_CONTROLLERS_PREFECT_SERVER = pytest.StashKey[PrefectServer]()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """The xdist controller stops the session's shared Prefect server, if a worker started one; a worker
-    ends its process here (end_worker_process)."""
+    """The xdist controller stops the session's shared Prefect server, its own or one a worker started (also
+    after an interrupt: pytest unconfigures then too); a worker ends its process here (end_worker_process)."""
     if hasattr(config, "workerinput"):
         end_worker_process()
     gc.unfreeze()  # see pytest_collection
     if not config.getoption("numprocesses", default=None):
         return  # no xdist: a server of this process was stopped by its fixture
+    if _CONTROLLERS_PREFECT_SERVER in config.stash:
+        config.stash[_CONTROLLERS_PREFECT_SERVER].stop()  # and reaped
+        return
     record = _shared_prefect_server_dir(config._tmp_path_factory.getbasetemp()) / "server.json"
     if record.exists():
         PrefectServer.attach(json.loads(record.read_text())).stop()

@@ -23,49 +23,58 @@ GS1_WIRING_ARGS = ("--rehearse", "--rehearsal-scale", "wiring")
 # In the environment of the seed specs' shared wiring rehearsals (tests/e2e/conftest.py): never stored anywhere
 FAKE_PROXY_SECRET = "tml-FAKE-SELFGEN-SECRET-7781"
 # What the longest files outside tests/e2e take, in seconds: the sum of their tests' setup, call and
-# teardown under `-n 3` on 2 cores, the mean of three clean-clone runs of .ci/run (December 2026;
-# test_validation and test_mut_store: one run, after they were made cheaper; test_temporary_prefect_server:
-# one run alone, -n 0). After the end-to-end
-# files, the workers get these longest first (tests/conftest.py, pytest_collection_modifyitems), the
-# rest after them in collection order, so that no long file starts when the other workers are nearly
-# done. A file missing here only goes out later; a figure that drifts only changes the order.
+# teardown (pytest --durations=0) in one run of `pytest -m "not slow" -n 2` (December 2026, issue 31: a
+# shared machine at load average 7 to 8, so about four times what they take alone; only the order is
+# used). After the end-to-end files, the workers get these longest first (tests/conftest.py,
+# pytest_collection_modifyitems), the rest after them in collection order, so that no long file starts
+# when the other workers are nearly done. A file missing here only goes out later; a figure that drifts
+# only changes the order. Refresh: run that command with --durations=0 and sum per file.
 FILE_SECONDS = {
-    "tests/integration/test_service_stops_answering.py": 104,  # hangs, garbage, an evaluation held to their deadline (-n 0: 104 s)
-    "tests/integration/test_correctness_through_service.py": 70,  # -n 0 alone on the shared machine (fork, Dec 2026)
-    "tests/integration/test_quiet_logs.py": 60,  # two blocked GS1 rehearsals, a refused run, progress flows (-n 0 alone: 130 s)
-    "tests/integration/test_generation_audit.py": 29,
-    "tests/integration/test_cli.py": 28,
-    "tests/integration/test_backend_credentials_prefect_db.py": 27,
-    "tests/integration/test_records_correctness_gate_pins.py": 25,
-    "tests/integration/test_temporary_prefect_server.py": 24,
-    "tests/unit/test_sandbox.py": 24,
-    "tests/integration/test_tinker_cli_embedded.py": 22,
-    "tests/integration/test_embedded_faults.py": 21,
-    "tests/unit/test_validation.py": 18,
-    "tests/unit/test_spec_corpus.py": 14,
-    "tests/unit/test_update_tolerance.py": 17,
-    "tests/integration/test_capacity.py": 17,
-    "tests/unit/test_qwen3.py": 16,
-    "tests/unit/test_no_prefect_in_domain.py": 16,
-    "tests/unit/test_grader_loads_no_torch.py": 15,
-    "tests/unit/test_grading_cli.py": 15,
+    "tests/unit/test_grading_rules.py": 152,
+    "tests/integration/test_service_stops_answering.py": 144,
+    "tests/unit/test_grading_every_leaf.py": 104,
+    "tests/integration/test_temporary_prefect_server.py": 61,
+    "tests/integration/test_correctness_through_service.py": 57,
+    "tests/unit/test_runs_left_behind.py": 49,
+    "tests/unit/test_grading_cli.py": 48,
+    "tests/unit/test_grading_replicas.py": 43,
+    "tests/integration/test_cli.py": 42,
+    "tests/integration/test_tinker_cli_embedded.py": 40,
+    "tests/unit/test_qwen3.py": 37,
+    "tests/integration/test_embedded_faults.py": 36,
+    "tests/unit/test_spec_corpus.py": 36,
+    "tests/unit/test_grader_loads_no_torch.py": 35,
+    "tests/integration/test_service_request_limit.py": 34,
+    "tests/unit/test_no_prefect_in_domain.py": 33,
+    "tests/integration/test_backend_credentials_prefect_db.py": 30,
+    "tests/unit/test_validation.py": 28,
+    "tests/unit/test_sandbox.py": 26,
+    "tests/unit/test_sandbox_vocabulary.py": 19,
+    "tests/integration/test_flow.py": 19,
+    "tests/unit/test_closed_console.py": 18,
+    "tests/unit/test_records_restoration.py": 17,
+    "tests/integration/test_quiet_logs.py": 16,
+    "tests/integration/test_records_correctness_gate_pins.py": 15,
+    "tests/unit/test_grading_tamper.py": 15,
+    "tests/integration/test_embedded_exposure.py": 14,
+    "tests/unit/test_run_claim_lock.py": 14,
+    "tests/integration/test_service_profile.py": 13,
+    "tests/unit/test_runs_cli.py": 13,
+    "tests/integration/test_embedded_sdk_flows.py": 13,
+    "tests/unit/test_draft_revision.py": 12,
+    "tests/unit/test_plots.py": 12,
+    "tests/integration/test_production_exposure_pipeline.py": 12,
     "tests/unit/test_sampling_engine.py": 12,
-    "tests/integration/test_embedded_sdk_flows.py": 12,
-    "tests/integration/test_embedded_exposure.py": 12,
-    "tests/integration/test_embedded_losses.py": 11,
-    "tests/integration/test_flow.py": 10,
-    "tests/integration/test_embedded_declared_optimizer.py": 9,
-    "tests/unit/test_grading_rules.py": 9,
-    "tests/integration/test_gs1_preflight.py": 9,
-    "tests/unit/test_runs_cli.py": 8,
-    "tests/unit/test_run_claim_lock.py": 7,
-    "tests/integration/test_task_generation.py": 7,
-    "tests/integration/test_production_exposure_pipeline.py": 6,
-    "tests/unit/test_sandbox_vocabulary.py": 6,
-    "tests/unit/test_decide_cli.py": 5,
-    "tests/integration/test_sft_loop.py": 5,
-    "tests/unit/test_embedded_assets.py": 5,
-    "tests/unit/test_mut_store.py": 5,
+    "tests/unit/test_update_tolerance.py": 11,
+    "tests/unit/test_records_hypothesis.py": 10,
+    "tests/unit/test_records_resolver.py": 10,
+    "tests/unit/test_embedded_assets.py": 8,
+    "tests/unit/test_mut_store.py": 8,
+    "tests/unit/test_decide_cli.py": 8,
+    "tests/unit/test_grading_service_measured_correctness.py": 7,
+    "tests/unit/test_mut_grading_decision.py": 6,
+    "tests/integration/test_sft_loop.py": 6,
+    "tests/integration/test_gs1_preflight.py": 6,
 }
 
 

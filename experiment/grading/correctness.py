@@ -10,6 +10,8 @@ UNRESOLVED (a plan file may only add fields). Pins that come from a revision gra
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import json
 import math
@@ -163,6 +165,16 @@ def _input_pairs(raw: bytes) -> tuple[list[dict[str, Any]], list[tuple[float, fl
     return pairs, list(zip(bounds[0::2], bounds[1::2]))
 
 
+@functools.lru_cache(maxsize=8)
+def _input_tolerances_of(raw: bytes, learning_rates: tuple[float, ...], beta1: float,
+                         analysis=input_tolerances) -> dict[str, dict[str, float]]:
+    """The a-priori tolerances `analysis` gives on a retained read-back input (its evidence bytes), computed once
+    per process for the same bytes, rates, beta1 and analysis: a pure function of them, which CORR-4 and CORR-8
+    each ask for in every grade (on a TriMuon wiring record about 0.8 CPU-s a time, most of grading it)."""
+    pairs, bounds = _input_pairs(raw)
+    return analysis(pairs, list(learning_rates), beta1, bounds)
+
+
 def _treatment_beta1(ctx: GradeContext) -> float:
     for arm in as_list((ctx.spec or {}).get("arms")):
         if isinstance(arm, dict) and arm.get("role") == "treatment":
@@ -184,9 +196,9 @@ def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
             continue
         errors = as_dict(record.get("errors"))
         try:
-            pairs, bounds = _input_pairs(raw)
             learning_rates = sorted({float(str(key).rsplit("@lr=", 1)[1]) for key in errors if "@lr=" in str(key)})
-            recomputed = input_tolerances(pairs, learning_rates, _treatment_beta1(ctx), bounds)
+            recomputed = copy.deepcopy(_input_tolerances_of(raw, tuple(learning_rates), _treatment_beta1(ctx),
+                                                            input_tolerances))
         except (ValueError, KeyError, TypeError, IndexError, OSError, EOFError) as err:
             issues.append(Issue("CORR-4", UNVERIFIED, f"path {path_id}: the read-back input is unusable ({err})"))
             continue

@@ -14,7 +14,7 @@ from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_
 
 from experiment.contract.verdict import GATE_ORDER
 from flows.run import (EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_in_background,
-                       import_what_the_gates_import, start_servers_early)
+                       import_what_the_gates_import, main, start_servers_early)
 
 
 def _cli_env(env: dict | None = None) -> dict:
@@ -32,13 +32,38 @@ def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.
     )
 
 
+def _main(capsys, *args: str) -> subprocess.CompletedProcess:
+    """The CLI's `main(argv)` in this process, its exit code, stdout and stderr as `_cli` gives them: what
+    `python -m flows.run` runs, less its console guard and process exit, which one subprocess case of
+    each kind below keeps (a subprocess costs about a second of CPU here, importing the CLI again)."""
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["flows.run", *args], code, out.out, out.err)
+
+
+@pytest.fixture
+def cli_env(monkeypatch):
+    """This process's environment as `_cli_env` gives a CLI process: no service, Prefect or proxy setting."""
+    for name in list(os.environ):
+        if name.startswith(("PREFECT_", "TINKER_", "MODAL_", "RUNS_PROXY_")):
+            monkeypatch.delenv(name)
+
+
 @pytest.mark.parametrize("path", [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC])
-def test_plan_prints_json_for_every_spec(path):
-    done = _cli(str(path), "--plan")
+def test_plan_prints_json_for_every_spec(path, capsys, cli_env):
+    done = _main(capsys, str(path), "--plan")
     assert done.returncode == EXIT_DECISION, done.stderr
     plan = json.loads(done.stdout)
     assert plan["spec_title"] == json.loads(path.read_text())["title"]
     assert [gate["name"] for gate in plan["gates"]][0] == "spec_intake"
+
+
+def test_plan_through_the_real_entry_point_is_the_in_process_one(capsys, cli_env):
+    """`python -m flows.run SPEC --plan` in its own process prints what `main` prints in this one."""
+    done = _cli(str(GS1_SPEC), "--plan")
+    assert done.returncode == EXIT_DECISION, done.stderr
+    assert json.loads(done.stdout) == json.loads(_main(capsys, str(GS1_SPEC), "--plan").stdout)
 
 
 def test_plan_contacts_no_service_and_imports_no_prefect():
@@ -72,25 +97,37 @@ def _bad_specs(tmp_path):
     return paths
 
 
-def test_bad_inputs_exit_2_with_one_line(tmp_path):
-    expected = {
-        "not_json": "not valid JSON",
-        "missing_base_model": "base_model: required field is missing",
-        "negative_steps": "steps: must be a positive integer (got -3)",
-        "unknown_method": "decision_rule.method: unknown method 't_test'",
-        "weight_names_missing_arm": "names arm 'ghost_arm' that does not exist",
-        "legacy_without_plan_file": "expected companion plan file",
-    }
-    for name, path in _bad_specs(tmp_path).items():
-        done = _cli(str(path))
-        assert done.returncode == EXIT_BAD_INPUT, (name, done.stderr)
-        assert "Traceback" not in done.stderr
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("spec error: ") and expected[name] in lines[0], (name, lines)
+BAD_INPUT_LINES = {
+    "not_json": "not valid JSON",
+    "missing_base_model": "base_model: required field is missing",
+    "negative_steps": "steps: must be a positive integer (got -3)",
+    "unknown_method": "decision_rule.method: unknown method 't_test'",
+    "weight_names_missing_arm": "names arm 'ghost_arm' that does not exist",
+    "legacy_without_plan_file": "expected companion plan file",
+}
 
 
-def test_bad_backend_exits_2():
-    done = _cli(str(GS1_SPEC), "--backend", "ftp://example")
+def _assert_one_spec_error_line(name: str, done: subprocess.CompletedProcess) -> None:
+    assert done.returncode == EXIT_BAD_INPUT, (name, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spec error: ") and BAD_INPUT_LINES[name] in lines[0], (name, lines)
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, capsys, cli_env):
+    bad_specs = _bad_specs(tmp_path)
+    assert sorted(bad_specs) == sorted(BAD_INPUT_LINES)
+    for name, path in bad_specs.items():
+        _assert_one_spec_error_line(name, _main(capsys, str(path)))
+
+
+def test_a_bad_input_through_the_real_entry_point_exits_2_with_one_line(tmp_path):
+    """`python -m flows.run` in its own process: exit code 2 and the one line, no traceback."""
+    _assert_one_spec_error_line("negative_steps", _cli(str(_bad_specs(tmp_path)["negative_steps"])))
+
+
+def test_bad_backend_exits_2(capsys, cli_env):
+    done = _main(capsys, str(GS1_SPEC), "--backend", "ftp://example")
     assert done.returncode == EXIT_BAD_INPUT
     assert done.stderr.strip() == "backend must be 'local' or an http(s) URL (got 'ftp://example')"
 
