@@ -506,7 +506,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
                                                    "are recorded"))
         others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in _arms(ctx).items()
-                  if name != arm} - {init.get("evidence_ref"), None}
+                  if name.split(" run ")[0] != arm.split(" run ")[0]} - {init.get("evidence_ref"), None}  # its runs' are its
         for number, restore in enumerate(restores, 1):
             restore = as_dict(restore)
             where = f"arm {arm}, restore {number}"
@@ -734,8 +734,9 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
     arm's initialization and first restore (checkpoint, method, time, the service's load response), the get_info
     after creation is the restored client's (its id, the spec's model, a LoRA of the requested rank, the arm's
     adapter hash, an optimizer before any update), and the initialization checkpoint's weights info is the spec's
-    model, a LoRA of the requested rank, the checkpoint's adapter hash, an optimizer before any update that a
-    restoration arm requested (the run saves it with its first arm's)."""
+    model, a LoRA of the requested rank, the checkpoint's adapter hash, an optimizer before any update whose family
+    and the settings a request names are a restoration arm's (the run saves it with its first arm's; the service
+    may report more settings, the same for every arm loading it)."""
     init = as_dict(entry.get("initialization"))
     ref = init.get("evidence_ref")
     restore = next((as_dict(r) for r in as_list(entry.get("restores")) if as_dict(r).get("evidence_ref") == ref), {})
@@ -786,7 +787,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
              or optimizer.get("adapter_sha256") == init["checkpoint_adapter_sha256"]),
             ("optimizer", not requested or any(
                 _family(optimizer.get("type", optimizer.get("family"))) == want["family"]
-                and all(k in want and _same(v, want[k]) for k, v in settings.items()) for want in requested))) if not ok]
+                and all(_same(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
         wrong += _fresh_optimizer_problems(optimizer)
         if wrong:
             problems.append((INVALID, f"its initialization checkpoint's weights info reports another "
