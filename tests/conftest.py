@@ -263,7 +263,8 @@ def _build_graded_record(kind: str):
             requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"], "learning_rate": lr}
     provenance_arms = {}
     for arm in trained:
-        ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"optimizer": requested[arm]}}))
+        ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"model_id": f"s:train:{arm}",
+                                                                                "optimizer": requested[arm]}}))
         actual = {k: v for k, v in requested[arm].items() if k not in ("family", "seed")}
         # created from the initialization checkpoint (one restore, REST-4), checked at creation and after that load
         provenance_arms[arm] = {

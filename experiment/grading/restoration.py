@@ -480,7 +480,7 @@ def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
     """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
     the path the service's load response names, else the path the run recorded loading (None when absent)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation"))
+    info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
     loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
     return info.get("model_id"), loaded
 

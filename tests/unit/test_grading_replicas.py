@@ -30,6 +30,7 @@ from experiment.grading.predict import predict_grades
 from experiment.rl import restoration as r
 from experiment.rl.recipe import requested_optimizers, rl_arm_settings
 from experiment.run.clients import MODEL_KEYS
+from experiment.selfgen.task_generation import generation_settings
 from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot_size, projection_config,
                                           rl_pilot_units)
 
@@ -211,8 +212,8 @@ def _feasibility(spec, plan) -> dict:
         config=config, effective_config=dict(config), primary_endpoint=plan.primary_endpoint, source="pilot",
         setup=timing.pop("setup"), training=timing.pop("training"), evaluation=timing.pop("evaluation"),
         extra_phases=timing, budget=plan.budget,
-        generation={"attempted": 5, "accepted": 4, "target_accepted": 4, "filter_samples_per_candidate": 1}
-        if generated else None)
+        generation={"attempted": 5, "accepted": 4, "target_accepted": generation_settings(spec).n_accept,
+                    "filter_samples_per_candidate": generation_settings(spec).filter_samples} if generated else None)
 
 
 @pytest.mark.parametrize("case", PLANNED_RL, ids=[f"{v.seed}-{v.name}" for v in PLANNED_RL])
