@@ -83,6 +83,8 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
 def FEAS_7(ctx: GradeContext) -> list[Issue]:
     generated = ctx.gate_applicable("generation_audit") is True
     generation = _record(ctx).get("generation")
+    if "generation" not in _record(ctx):
+        return [Issue("FEAS-7", UNKNOWN, "the record has no generation entry (null when no tasks are generated)")]
     if generated and not isinstance(generation, dict):
         return [Issue("FEAS-7", UNKNOWN, "training on generated tasks needs a generation record, not null")]
     if isinstance(generation, dict):

@@ -783,8 +783,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
             ("base_model", info.get("base_model") == base),
             ("is_lora", info.get("is_lora") is True),
             ("lora_rank", rank is None or _same(info.get("lora_rank"), rank)),
-            ("adapter_sha256", "checkpoint_adapter_sha256" not in init
-             or optimizer.get("adapter_sha256") == init["checkpoint_adapter_sha256"]),
+            ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("checkpoint_adapter_sha256")),
             ("optimizer", not requested or any(
                 _family(optimizer.get("type", optimizer.get("family"))) == want["family"]
                 and all(_same(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
@@ -832,7 +831,12 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     scheduled = {r.label: r.seed for r in getattr(ctx.plan, "replicas", []) if r.trained}
     issues = []
     for arm, entry in _arms(ctx).items():
-        seed = as_dict(entry.get("initialization")).get("init_seed")
+        init = as_dict(entry.get("initialization"))
+        seed = init.get("init_seed")
+        retained = ctx.evidence.json(init.get("evidence_ref")) if ctx.evidence.usable(init.get("evidence_ref")) else None
+        if "init_seed" not in init and isinstance(retained, dict) and any(key in retained for key in RUN_FILE_KEYS):
+            issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: the initialization does not say which seed the "
+                                                      "service took (init_seed, null where it took none)"))
         if seed is not None and arm in scheduled and seed != scheduled[arm]:
             issues.append(Issue("REST-2", INVALID, f"arm {arm}: init_seed {seed!r} is not the seed it is scheduled at "
                                                    f"({scheduled[arm]})"))
