@@ -55,6 +55,7 @@ def _run_shaped_restoration(record) -> dict:
 
     for entry in arms.values():
         init, restore, requested = entry["initialization"], entry["restores"][0], entry["optimizer_checks"][0]["requested"]
+        init["init_seed"] = requested.get("seed")  # the run says which seed the service took (REST-2)
         _put(record, init["evidence_ref"], "metrics", json.dumps({
             "loaded_from": init["checkpoint_uri"], "load_method": restore["method"], "loaded_at": restore["at"],
             "load_response": None,
@@ -155,6 +156,7 @@ def test_the_restoration_response_is_compared_field_by_field(paired, monkeypatch
 UPDATE_CHECK_TAMPERS = {
     "weight decay the spec does not ask for": lambda check: check["update"].update(weight_decay=0.1),
     "update without its learning rate": lambda check: check["update"].pop("learning_rate"),
+    "update without a requested setting": lambda check: check["update"].pop("beta2"),
     "no batch_sha256": lambda check: check.pop("batch_sha256"),
     "no output_sha256": lambda check: check.pop("output_sha256"),
     "no passed": lambda check: check.pop("passed"),
