@@ -474,8 +474,9 @@ UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_s
 # The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
 # the families' params) leave them at the SDK's default.
 UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
-# Requested keys that are no setting of an optimizer step (the family names the params' type).
-NOT_UPDATE_KEYS = ("family", "lora_rank", "seed")
+# The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
+# of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
+STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
 
 
 def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
@@ -681,7 +682,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
             else _same(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and _same(v, UPDATE_DEFAULTS[k]))]
-        wrong += [k for k in requested if k not in (*NOT_UPDATE_KEYS, *update)]  # every requested setting taken
+        wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
             problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))
     if not close(check.get("atol"), REST10_ATOL):
