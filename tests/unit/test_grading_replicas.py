@@ -117,7 +117,7 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
         "restore": r.restore_record(1, "s:train:3", r.CREATE_FROM_STATE_WITH_OPTIMIZER, probe, True, check_ref,
                                     "2026-12-02T00:00:00Z"),
         "optimizer_check_after_restore": r.optimizer_check(_server_info(requested)[1], requested, 1, check_ref),
-        "batch_sha256": "cd" * 32, "update": {"learning_rate": requested["learning_rate"], "weight_decay": 0.0},
+        "batch_sha256": "cd" * 32, "update": {**{k: v for k, v in requested.items() if k in restoration_rules.STEP_SETTINGS}, "weight_decay": 0.0},
         "max_abs_difference": 0.0, "atol": r.RESTORE_UPDATE_ATOL, "problems": [], "passed": True,
         "output_sha256": {name: canonical_sha256(after) for name in ("uninterrupted", "restored")},
         "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}})
