@@ -380,7 +380,10 @@ def _build_graded_record(kind: str):
         result["feasibility"]["generation"] = {"attempted": len(tasks), "accepted": len(generated_order),
                                                "target_accepted": 640, "filter_samples_per_candidate": 8}
         # the generation phase's units are the candidates attempted (FEAS-7)
-        result["feasibility"]["measurements"].update(generation={**phase, "units": len(tasks)}, filter=phase)
+        # done before the pilot: units, planned units and samples are the work done (FEAS-7)
+        result["feasibility"]["measurements"].update(
+            generation={**phase, "units": len(tasks), "planned_units": len(tasks), "samples": len(tasks)},
+            filter={**phase, "planned_units": phase["units"], "samples": phase["units"]})
         # the spec's stated pilot: 2 steps per trained arm plus 100 eval items
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})

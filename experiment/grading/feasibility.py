@@ -119,6 +119,16 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
                                                f"({settings.n_accept}, {settings.filter_samples})"))
     if as_dict(measurements.get("generation")).get("units") != generation.get("attempted"):
         issues.append(Issue("FEAS-7", INVALID, "the generation phase's units are not the candidates attempted"))
+    tasks = ctx.evidence.jsonl(as_dict(ctx.result.get("generation_audit")).get("dataset_file"))
+    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and as_dict(measurements["filter"]).get(
+            "units") != settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks):
+        issues.append(Issue("FEAS-7", INVALID, "the filter phase's units are not the filter's samples of every candidate "
+                                               "it counted"))
+    done = [name for name in ("generation", "filter", "audit") if isinstance(measurements.get(name), dict) and not (
+        measurements[name].get("units") == measurements[name].get("planned_units") == measurements[name].get("samples"))]
+    if done:  # measured before the pilot: what was done is what the full run needs
+        issues.append(Issue("FEAS-7", INVALID, f"{', '.join(done)}: units, planned_units and samples differ (work done "
+                                               "before the pilot is the planned work)"))
     audit = as_dict(ctx.result.get("generation_audit"))
     files = [ctx.evidence.json(as_dict(r).get("audit_file")) for r in as_list(audit.get("rounds"))] or [audit]
     sampled = {str(as_dict(s).get("item_id")) for f in files for s in as_list(as_dict(f).get("samples"))}

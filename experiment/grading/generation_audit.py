@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
+from experiment.contract.spec import SpecError
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
+from experiment.selfgen.task_generation import generation_settings
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     model_issues, run_checks, short,
@@ -114,6 +116,45 @@ def GA_4(ctx: GradeContext) -> list[Issue]:
     if _record(ctx).get("counts") != counts:
         return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
     return []
+
+
+def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: int) -> list[str]:
+    """The filter's count per candidate (`base_solved`, experiment.selfgen.task_generation): a whole number of its
+    samples; an accepted candidate solved inside the spec's keep band, one the filter rejected outside it, with the
+    filter's own words for it."""
+    wrong = []
+    for task in tasks:
+        solved, error = task.get("base_solved"), str(task.get("error") or "")
+        counted = isinstance(solved, int) and not isinstance(solved, bool) and 0 <= solved <= samples
+        by_filter = error.startswith("filter 5:")
+        if (solved is not None and not counted) or (task.get("disposition") == "accepted" and not (
+                counted and low <= solved <= high)) or (by_filter and not (
+                counted and not low <= solved <= high and error == f"filter 5: the base model solved it in {solved} of "
+                                                                   f"{samples} samples (kept: {low}-{high})")):
+            wrong.append(str(task.get("item_id")))
+    return wrong
+
+
+def GA_4_filter(ctx: GradeContext) -> list[Issue]:
+    """GA-4, the filter *(project reading)*: in every candidates file, each candidate's disposition is what the
+    filter's count (`base_solved`) and the spec's keep band give (see `_filter_problems`)."""
+    try:
+        settings = generation_settings(ctx.spec_model) if ctx.spec_model is not None else None
+    except (SpecError, KeyError, TypeError, ValueError):
+        settings = None
+    if settings is None:
+        return []
+    record, issues = _record(ctx), []
+    names = dict.fromkeys([*(as_dict(r).get("dataset_file") for r in as_list(record.get("rounds"))),
+                           record.get("dataset_file")])
+    for name in names:
+        tasks = ctx.evidence.jsonl(name)
+        counted = tasks is not None and any("base_solved" in t for t in tasks)  # where the filter's counts are kept
+        wrong = _filter_problems(tasks, *settings.keep_band, settings.filter_samples) if counted else []
+        if wrong:
+            issues.append(Issue("GA-4", INVALID, f"{short(name)}: {len(wrong)} candidate(s) ({short(', '.join(wrong))}) have "
+                                                 "a disposition their filter count and the spec's keep band do not give"))
+    return issues
 
 
 def GA_5(ctx: GradeContext) -> list[Issue]:
@@ -242,7 +283,8 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
-    if isinstance(retained, dict) and any(retained[k] != record[k] for k in retained if k in record and k != "samples"):
+    if isinstance(retained, dict) and any(k not in record or retained[k] != record[k] for k in retained
+                                          if k != "samples"):  # the record is the whole audit the file holds
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
                                            "record's audit")]
     if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
@@ -374,7 +416,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11,
+CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_4_filter, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11,
           GA_11_files]
 
 

@@ -749,7 +749,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
     base = ctx.plan.base_model if ctx.plan is not None else init.get("base_checkpoint")
     wanted = _requested(ctx)
     rank = as_dict(wanted.get(arm)).get("lora_rank", (ctx.spec or {}).get("lora_rank"))
-    if "loaded_from" in data and init.get("checkpoint_uri") is not None and data["loaded_from"] != init["checkpoint_uri"]:
+    if "loaded_from" in data and data["loaded_from"] != init.get("checkpoint_uri"):
         problems.append((INVALID, f"loaded_from {short(data['loaded_from'])} is not the initialization checkpoint"))
     for key, field_ in (("loaded_from", "loaded_from"), ("load_method", "method"), ("loaded_at", "at")):
         if key in data and restore and data[key] != restore.get(field_):

@@ -20,10 +20,13 @@ import json
 import pytest
 
 import leaves as L
+from experiment.contract.spec import load_spec
 from experiment.contract.result_models import evidence_file
 from experiment.grading import feasibility, generation_audit, grade_record, restoration
 from experiment.selfgen import generation_audit as ga
+from experiment.selfgen.task_generation import generation_settings
 from experiment.stats.feasibility import pilot_size
+from suite import SELFGEN_SPEC
 
 LOGPROBS = [[-1.5, -0.25, -3.0], [-0.5, -2.0]]
 
@@ -219,3 +222,25 @@ def test_the_pilot_size_and_its_source_are_the_specs(paired, monkeypatch, key):
     leaf = _leaf(record, None, ("feasibility", "pilot", key))
     new = _hole_then_caught(monkeypatch, feasibility, feasibility.FEAS_10, record, L.perturb(record, leaf, "change"))
     assert any(rule == "FEAS-10" for _, rule, *_ in new), new
+
+
+def test_a_candidates_disposition_is_what_the_filter_count_gives(paired, monkeypatch):
+    """GA-4: a candidate the filter kept (its count inside the spec's keep band) must not be recorded as rejected by
+    the filter, nor an accepted one outside the band (the candidates file re-hashed with every mention)."""
+    record = copy.deepcopy(paired)
+    name = record["generation_audit"]["dataset_file"]
+    settings = generation_settings(load_spec(SELFGEN_SPEC))
+    (low, high), samples = settings.keep_band, settings.filter_samples
+    tasks = [json.loads(line) for line in _files(record)[name]["content"].splitlines()]
+    for task in tasks:  # the filter's counts, as the run keeps them: accepted inside the band, filtered out above it
+        task["base_solved"] = low if task["disposition"] == "accepted" else high + 1
+        if task["disposition"] == "rejected":
+            task["error"] = f"filter 5: the base model solved it in {high + 1} of {samples} samples (kept: {low}-{high})"
+    L.rewrite_evidence(record, name, "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks))
+    filtered = samples * len(tasks)  # every candidate counted by the filter's samples (FEAS-7)
+    record["feasibility"]["measurements"]["filter"].update(units=filtered, planned_units=filtered, samples=filtered)
+    accepted = next(leaf for leaf in L.leaves(record) if leaf.file == name and leaf.path[1:] == ("base_solved",)
+                    and leaf.value == low)
+    new = _hole_then_caught(monkeypatch, generation_audit, generation_audit.GA_4_filter, record,
+                            L.perturb(record, accepted, "change", high + 1))
+    assert any(rule == "GA-4" for _, rule, *_ in new), new
