@@ -77,6 +77,10 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0
                                   or not entry.get("allocation_source")):
             issues.append(Issue("FEAS-6", UNKNOWN, f"{where}.gpu_count {short(count)} has no allocation evidence"))
+    counts = {where: as_dict(entry).get("gpu_count") for where, entry in entries.items() if isinstance(entry, dict)}
+    if len({short(count) for count in counts.values()}) > 1:  # one service: one allocation for every phase (the run's)
+        issues.append(Issue("FEAS-6", UNKNOWN, f"the phases name different GPU counts ({short(counts)}) from one "
+                                               "service's allocation evidence"))
     return issues
 
 
