@@ -167,6 +167,10 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
             known = {v for v in values.values() if v}
             if len(known) > 1:
                 issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arms load different initial {what}s"))
+            elif known and not all(values.values()):  # one initialization: every arm names what the others name
+                issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arm(s) "
+                                                       f"{', '.join(a for a, v in values.items() if not v)} name no "
+                                                       f"initial {what} where the others name one"))
         for a in present:
             for b in present:
                 if a < b and (adapters[a] or uris[a]) and (adapters[b] or uris[b]) and not ((adapters[a] and adapters[a] == adapters[b]) or (uris[a] and uris[a] == uris[b])):
@@ -479,11 +483,17 @@ UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
 STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
 
 
+def _evidence_info(ctx: GradeContext, ref: Any) -> dict[str, Any]:
+    """The service's get_info a restoration evidence file retains (after the restore, after creation, or plain)."""
+    data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
+    return as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
+
+
 def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
     """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
     the path the service's load response names, else the path the run recorded loading (None when absent)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
+    info = _evidence_info(ctx, ref)
     loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
     return info.get("model_id"), loaded
 
@@ -533,6 +543,8 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded by {short(method)}, the restore says "
                                                        f"{restore['method']}"))
             client, loaded = _evidence_load(ctx, restore["evidence_ref"])
+            if client is None and _evidence_info(ctx, restore["evidence_ref"]):
+                issues.append(Issue("REST-4", UNVERIFIED, f"{where}: the evidence's get_info names no client"))
             if client is not None and client != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
                                                        f"the restore says {short(restore['client'])}"))
