@@ -300,7 +300,8 @@ def _build_graded_record(kind: str):
                 "actual_config": {k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
                 "source": "server_response", "evidence_ref": "restoration-update-check.json", "mismatches": []},
             "batch_sha256": "cd" * 32,
-            "update": {k: v for k, v in requested[arm].items() if k not in ("family", "lora_rank", "seed")},
+            "update": {k: v for k, v in requested[arm].items()  # the step's params: the settings a step carries
+                       if k in ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")},
             "max_abs_difference": 0.0, "atol": 1e-6, "problems": [], "passed": True,
             "output_sha256": {name: canonical_sha256(after) for name in ("uninterrupted", "restored")},
             "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}

@@ -168,9 +168,9 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
             if len(known) > 1:
                 issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arms load different initial {what}s"))
             elif known and not all(values.values()):  # one initialization: every arm names what the others name
-                issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arm(s) "
-                                                       f"{', '.join(a for a, v in values.items() if not v)} name no "
-                                                       f"initial {what} where the others name one"))
+                issues.append(Issue("REST-3", UNVERIFIED, f"group {'/'.join(group)}: arm(s) "
+                                                          f"{', '.join(a for a, v in values.items() if not v)} name "
+                                                          f"no initial {what} where the others name one"))
         for a in present:
             for b in present:
                 if a < b and (adapters[a] or uris[a]) and (adapters[b] or uris[b]) and not ((adapters[a] and adapters[a] == adapters[b]) or (uris[a] and uris[a] == uris[b])):
