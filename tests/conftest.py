@@ -148,7 +148,7 @@ def _build_graded_record(kind: str):
     from experiment.stats.evaluation import evaluator_id
     from experiment.stats.feasibility import PROJECTION_KEYS
     from experiment.contract.plan import build_plan
-    from experiment.contract.spec import load_spec
+    from experiment.contract.spec import canonical_sha256, load_spec
 
     root = Path(__file__).resolve().parents[1]
     spec_path = root / ("specs/selfgen_tasks_vs_gsm8k.json" if kind == "paired"
@@ -273,15 +273,21 @@ def _build_graded_record(kind: str):
             requested[arm.name] = {"family": arm.optimizer["family"], **arm.optimizer["config"], "learning_rate": lr}
     provenance_arms = {}
     for arm in trained:
-        ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"optimizer": requested[arm]}}))
+        ref = keep(f"restoration-{arm}.json", "metrics", json.dumps({"get_info": {"model_id": f"s:train:{arm}",
+                                                                                "optimizer": requested[arm]}}))
         actual = {k: v for k, v in requested[arm].items() if k not in ("family", "seed")}
+        # created from the initialization checkpoint (one restore, REST-4), checked at creation and after that load
         provenance_arms[arm] = {
             "initialization": {"base_checkpoint": plan.base_model, "source": "server_response",
-                               "adapter_sha256": "ab" * 32, "evidence_ref": ref, "before_first_update": True},
-            "restore_count": 0,
-            "optimizer_checks": [{"after_restore": 0, "before_next_update": True, "requested": requested[arm],
+                               "adapter_sha256": "ab" * 32, "checkpoint_uri": "tinker://run/weights/init-full",
+                               "evidence_ref": ref, "before_first_update": True},
+            "restore_count": 1,
+            "restores": [{"restore": 1, "client": f"s:train:{arm}", "method": "create_training_client_from_state",
+                          "loaded_from": "tinker://run/weights/init-full", "with_optimizer_state": False,
+                          "at": "2026-01-01T00:00:00+00:00", "evidence_ref": ref}],
+            "optimizer_checks": [{"after_restore": after, "before_next_update": True, "requested": requested[arm],
                                   "actual_family": requested[arm]["family"], "actual_config": actual,
-                                  "source": "server_response", "evidence_ref": ref}],
+                                  "source": "server_response", "evidence_ref": ref} for after in (0, 1)],
             "initial_output": {"available": True, "batch_sha256": "cd" * 32, "output_sha256": "ef" * 32,
                                "evidence_ref": ref, "before_first_update": True}}
     result["initialization_provenance"] = {"version": 1, "arms": provenance_arms}
@@ -303,7 +309,11 @@ def _build_graded_record(kind: str):
                 "after_restore": 1, "before_next_update": True, "requested": requested[arm], "actual_family": family,
                 "actual_config": {k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
                 "source": "server_response", "evidence_ref": "restoration-update-check.json", "mismatches": []},
-            "max_abs_difference": 0.0, "atol": 1e-6,
+            "batch_sha256": "cd" * 32,
+            "update": {k: v for k, v in requested[arm].items()  # the step's params: the settings a step carries
+                       if k in ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")},
+            "max_abs_difference": 0.0, "atol": 1e-6, "problems": [], "passed": True,
+            "output_sha256": {name: canonical_sha256(after) for name in ("uninterrupted", "restored")},
             "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}
     keep("restoration-update-check.json", "metrics", json.dumps(update_checks))
 
@@ -379,8 +389,12 @@ def _build_graded_record(kind: str):
                                            set(generated_order), set(train_order), 0)
         result["activation_calibration"] = {"values": values, "note": "all checks passed on the pilot"}
         result["feasibility"]["generation"] = {"attempted": len(tasks), "accepted": len(generated_order),
-                                               "target_accepted": 640, "filter_samples_per_candidate": 1}
-        result["feasibility"]["measurements"].update(generation=phase, filter=phase)
+                                               "target_accepted": 640, "filter_samples_per_candidate": 8}
+        # the generation phase's units are the candidates attempted (FEAS-7)
+        # done before the pilot: units, planned units and samples are the work done (FEAS-7)
+        result["feasibility"]["measurements"].update(
+            generation={**phase, "units": len(tasks), "planned_units": len(tasks), "samples": len(tasks)},
+            filter={**phase, "planned_units": phase["units"], "samples": phase["units"]})
         # the spec's stated pilot: 2 steps per trained arm plus 100 eval items
         result["feasibility"]["measurements"].update(training={**phase, "units": 2 * len(trained)},
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})

@@ -1,6 +1,6 @@
 """Every leaf of a RESULT, perturbed: does the grade leave green? (issue 28 item 6)
 
-    python tests/leaves.py RESULT.json [RESULT.json ...] [--json] [--show-missed] [--every-leaf]
+    python tests/leaves.py RESULT.json [RESULT.json ...] [--json] [--show-missed] [--every-leaf] [--only PATTERN]
 
 A *leaf* is a value of the record (a number, a string, a bool, null), a key of an object or an item
 of a list, anywhere in RESULT, including inside the evidence files it carries inline (JSON and JSONL
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
+if str(ROOT) not in sys.path:  # run as a script: grade with this checkout's grader, not an installed one's
+    sys.path.insert(0, str(ROOT))
+
+from experiment.grading.common import FLOAT_TOL  # noqa: E402 (after the checkout is on sys.path)
+
 UNGRADED_DOC = ROOT / "docs" / "ungraded-fields.md"
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 KINDS = ("change", "swap", "remove")
@@ -193,10 +199,25 @@ def pool(result: dict[str, Any]) -> dict[type, list[Any]]:
     return {kind: sorted(found, key=repr) for kind, found in values.items()}
 
 
+# The widest tolerance the grader compares two record numbers with (relative and absolute): a number within
+# it of another is the same number to the grader (float noise, as between an effect and the difference of the
+# means it restates), so swapping it in is no change.
+GRADER_TOL = FLOAT_TOL
+
+
+def distinguishable(a: Any, b: Any) -> bool:
+    """Whether the grader can tell `b` from `a`: numbers beyond GRADER_TOL of each other, else unequal."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return not math.isclose(float(a), float(b), rel_tol=GRADER_TOL, abs_tol=GRADER_TOL)
+    return a != b
+
+
 def swapped(value: Any, candidates: dict[type, list[Any]]) -> Any:
     """Another value of the same type seen elsewhere in the record (deterministic), else `changed`."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        numbers = [v for t in (int, float) for v in candidates.get(t, []) if v != value and not isinstance(v, bool)]
+        numbers = [v for t in (int, float) for v in candidates.get(t, [])
+                   if not isinstance(v, bool) and distinguishable(value, v)]
         if numbers:
             return min(numbers, key=lambda v: (abs(v - value), repr(v)))
     for other in candidates.get(type(value), []):
@@ -216,7 +237,7 @@ def perturbations(everything: list[Leaf], candidates: dict[type, list[Any]]) -> 
         if kind == "remove":
             return st.just(_MISSING)
         if kind == "swap":
-            same = [v for v in candidates.get(type(value), []) if v != value]
+            same = [v for v in candidates.get(type(value), []) if distinguishable(value, v)]
             return st.sampled_from(same) if same else st.just(changed(value))
         if isinstance(value, bool):
             return st.just(not value)
@@ -399,14 +420,17 @@ def caught(result: dict[str, Any], baseline: frozenset[tuple[str, str, str, int]
 
 
 def scan(result: dict[str, Any], entries: list[Ungraded] | None = None,
-         kinds: tuple[str, ...] = KINDS, every_leaf: bool = False) -> list[Outcome]:
+         kinds: tuple[str, ...] = KINDS, every_leaf: bool = False, only: list[str] | None = None) -> list[Outcome]:
     """One perturbation of each kind per pattern (with `every_leaf`, of every leaf), graded against the
-    untouched record's findings."""
+    untouched record's findings; with `only`, of the leaves whose pattern one of these patterns matches
+    (written as the ungraded list's entries: `evidence:restoration-*`, `feasibility*`)."""
     entries = ungraded_fields() if entries is None else entries
     baseline = findings(result)
     outcomes = []
     candidates = pool(result)
     for leaf in (leaves(result) if every_leaf else representatives(result)):
+        if only and not any(matches(leaf.pattern, wanted) for wanted in only):
+            continue
         for kind in kinds:
             if (kind == "swap" and not isinstance(leaf.value, (bool, int, float, str))) or \
                     (kind == "change" and isinstance(leaf.value, dict)):
@@ -460,13 +484,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-missed", action="store_true", help="list every missed perturbation")
     parser.add_argument("--every-leaf", action="store_true",
                         help="perturb every leaf, not one per pattern (slow on a wiring record: hours on 2 cores)")
+    parser.add_argument("--only", action="append", metavar="PATTERN",
+                        help="perturb only the leaves this pattern matches (repeatable; `*` matches anything, `[*]` "
+                             "is a list index): a subset scan, e.g. --only 'evidence:restoration-*'")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = {}
     entries = ungraded_fields()
     for path in args.records:
         result = json.loads(Path(path).read_text(encoding="utf-8"))
-        outcomes = scan(result, entries, every_leaf=args.every_leaf)
+        outcomes = scan(result, entries, every_leaf=args.every_leaf, only=args.only)
         baseline = sorted(findings(result))
         missed = [o for o in outcomes if not o.caught and o.crash is None and o.ungraded is None]
         crashes = [o for o in outcomes if o.crash is not None]

@@ -7,13 +7,16 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 
 from __future__ import annotations
 
-from experiment.contract.result_models import Feasibility
 import math
+
+from experiment.contract.result_models import Feasibility
+from experiment.contract.spec import SpecError
+from experiment.selfgen.task_generation import generation_settings
 
 from experiment.stats.feasibility import PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size
 from experiment.report.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
 from experiment.grading.common import (
-    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, is_number, model_issues, run_checks, short,
+    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number, model_issues, run_checks, short,
 )
 
 NAME = "feasibility"
@@ -74,12 +77,18 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0
                                   or not entry.get("allocation_source")):
             issues.append(Issue("FEAS-6", UNKNOWN, f"{where}.gpu_count {short(count)} has no allocation evidence"))
+    counts = {where: as_dict(entry).get("gpu_count") for where, entry in entries.items() if isinstance(entry, dict)}
+    if len({short(count) for count in counts.values()}) > 1:  # one service: one allocation for every phase (the run's)
+        issues.append(Issue("FEAS-6", UNKNOWN, f"the phases name different GPU counts ({short(counts)}) from one "
+                                               "service's allocation evidence"))
     return issues
 
 
 def FEAS_7(ctx: GradeContext) -> list[Issue]:
     generated = ctx.gate_applicable("generation_audit") is True
     generation = _record(ctx).get("generation")
+    if "generation" not in _record(ctx):
+        return [Issue("FEAS-7", UNKNOWN, "the record has no generation entry (null when no tasks are generated)")]
     if generated and not isinstance(generation, dict):
         return [Issue("FEAS-7", UNKNOWN, "training on generated tasks needs a generation record, not null")]
     if isinstance(generation, dict):
@@ -95,7 +104,42 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
                                                                                     counts.get("accepted")):
             return [Issue("FEAS-7", INVALID, "the measured yield (attempted, accepted) is not the generation audit's "
                                              "counts (generated, accepted)")]
+        return _generation_settings_issues(ctx, generation, measurements)
     return []
+
+
+def _generation_settings_issues(ctx: GradeContext, generation: dict, measurements: dict) -> list[Issue]:
+    """FEAS-7 *(project reading)*: the generation target and the filter's samples per candidate are the spec's
+    (experiment.selfgen.task_generation.generation_settings), the generation phase's units are the candidates
+    attempted, and the audit phase's units the distinct candidates re-solved over the audit rounds."""
+    issues = []
+    try:
+        settings = generation_settings(ctx.spec_model) if ctx.spec_model is not None else None
+    except (SpecError, KeyError, TypeError, ValueError):
+        settings = None
+    if settings is not None and (generation.get("target_accepted"), generation.get("filter_samples_per_candidate")) != (
+            settings.n_accept, settings.filter_samples):
+        issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "
+                                               f"({settings.n_accept}, {settings.filter_samples})"))
+    if as_dict(measurements.get("generation")).get("units") != generation.get("attempted"):
+        issues.append(Issue("FEAS-7", INVALID, "the generation phase's units are not the candidates attempted"))
+    tasks = ctx.evidence.jsonl(as_dict(ctx.result.get("generation_audit")).get("dataset_file"))
+    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and as_dict(measurements["filter"]).get(
+            "units") != settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks):
+        issues.append(Issue("FEAS-7", INVALID, "the filter phase's units are not the filter's samples of every candidate "
+                                               "it counted"))
+    done = [name for name in ("generation", "filter", "audit") if isinstance(measurements.get(name), dict) and not (
+        measurements[name].get("units") == measurements[name].get("planned_units") == measurements[name].get("samples"))]
+    if done:  # measured before the pilot: what was done is what the full run needs
+        issues.append(Issue("FEAS-7", INVALID, f"{', '.join(done)}: units, planned_units and samples differ (work done "
+                                               "before the pilot is the planned work)"))
+    audit = as_dict(ctx.result.get("generation_audit"))
+    files = [ctx.evidence.json(as_dict(r).get("audit_file")) for r in as_list(audit.get("rounds"))] or [audit]
+    sampled = {str(as_dict(s).get("item_id")) for f in files for s in as_list(as_dict(f).get("samples"))}
+    if "audit" in measurements and as_dict(measurements["audit"]).get("units") != len(sampled):
+        issues.append(Issue("FEAS-7", INVALID, f"the audit phase's units are not the {len(sampled)} distinct candidates "
+                                               "the audit rounds re-solved"))
+    return issues
 
 
 def FEAS_8(ctx: GradeContext) -> list[Issue]:
@@ -119,19 +163,27 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     if ctx.spec is None or ctx.plan is None:
         return []
     size = pilot_size(ctx.spec)
-    if not size.source.startswith("spec"):
-        return []
+    pilot = _record(ctx).get("pilot")
+    if not size.source.startswith("spec") and pilot is None:
+        return []  # a pilot of the project's default size that does not record its size (SFT): FEAS-4 grades it
     measurements = as_dict(_record(ctx).get("measurements"))
     arms = len(ctx.plan.trained_arms)
-    n_eval = ctx.plan.eval.get("n_examples")
+    n_eval, steps = ctx.plan.eval.get("n_examples"), ctx.spec.get("steps")
     items = min(size.eval_items, int(n_eval)) if is_number(n_eval) else size.eval_items
+    per_arm = min(size.steps_per_arm, int(steps)) if is_number(steps) else size.steps_per_arm  # the run's pilot steps
+    issues = []
+    # *(project reading)* the record states the pilot's size and where it comes from, as the spec gives them
+    if pilot is not None and (as_dict(pilot).get("steps_per_arm"), as_dict(pilot).get("eval_items"),
+                              as_dict(pilot).get("size_source")) != (per_arm, items, size.source):
+        issues.append(Issue("FEAS-10", UNKNOWN, f"the pilot's recorded size is not the spec's ({per_arm} steps per arm, "
+                                                f"{items} eval items, from {size.source})"))
     training, evaluation = as_dict(measurements.get("training")), as_dict(measurements.get("evaluation"))
     # the pilot scores its items once, or once for the base model and once for each trained arm (the run's schedule)
-    if training.get("units") != size.steps_per_arm * arms or evaluation.get("units") not in (items, items * (arms + 1)):
-        return [Issue("FEAS-10", UNKNOWN, f"the spec's pilot is {size.steps_per_arm} steps per arm plus {items} eval "
-                                          f"items; measured {training.get('units')!r} steps and "
-                                          f"{evaluation.get('units')!r} items")]
-    return []
+    if training.get("units") != per_arm * arms or evaluation.get("units") not in (items, items * (arms + 1)):
+        issues.append(Issue("FEAS-10", UNKNOWN, f"the spec's pilot is {per_arm} steps per arm plus {items} eval "
+                                                f"items; measured {training.get('units')!r} steps and "
+                                                f"{evaluation.get('units')!r} items"))
+    return issues
 
 
 def FEAS_12(ctx: GradeContext) -> list[Issue]:

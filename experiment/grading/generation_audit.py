@@ -3,10 +3,13 @@ candidates and evaluation files with the project's audit helpers (experiment.sel
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
+from experiment.contract.spec import SpecError
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
+from experiment.selfgen.task_generation import generation_settings
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     model_issues, run_checks, short,
@@ -113,6 +116,45 @@ def GA_4(ctx: GradeContext) -> list[Issue]:
     if _record(ctx).get("counts") != counts:
         return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
     return []
+
+
+def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: int) -> list[str]:
+    """The filter's count per candidate (`base_solved`, experiment.selfgen.task_generation): a whole number of its
+    samples; an accepted candidate solved inside the spec's keep band, one the filter rejected outside it, with the
+    filter's own words for it."""
+    wrong = []
+    for task in tasks:
+        solved, error = task.get("base_solved"), str(task.get("error") or "")
+        counted = isinstance(solved, int) and not isinstance(solved, bool) and 0 <= solved <= samples
+        by_filter = error.startswith("filter 5:")
+        if (solved is not None and not counted) or (task.get("disposition") == "accepted" and not (
+                counted and low <= solved <= high)) or (by_filter and not (
+                counted and not low <= solved <= high and error == f"filter 5: the base model solved it in {solved} of "
+                                                                   f"{samples} samples (kept: {low}-{high})")):
+            wrong.append(str(task.get("item_id")))
+    return wrong
+
+
+def GA_4_filter(ctx: GradeContext) -> list[Issue]:
+    """GA-4, the filter *(project reading)*: in every candidates file, each candidate's disposition is what the
+    filter's count (`base_solved`) and the spec's keep band give (see `_filter_problems`)."""
+    try:
+        settings = generation_settings(ctx.spec_model) if ctx.spec_model is not None else None
+    except (SpecError, KeyError, TypeError, ValueError):
+        settings = None
+    if settings is None:
+        return []
+    record, issues = _record(ctx), []
+    names = dict.fromkeys([*(as_dict(r).get("dataset_file") for r in as_list(record.get("rounds"))),
+                           record.get("dataset_file")])
+    for name in names:
+        tasks = ctx.evidence.jsonl(name)
+        counted = tasks is not None and any("base_solved" in t for t in tasks)  # where the filter's counts are kept
+        wrong = _filter_problems(tasks, *settings.keep_band, settings.filter_samples) if counted else []
+        if wrong:
+            issues.append(Issue("GA-4", INVALID, f"{short(name)}: {len(wrong)} candidate(s) ({short(', '.join(wrong))}) have "
+                                                 "a disposition their filter count and the spec's keep band do not give"))
+    return issues
 
 
 def GA_5(ctx: GradeContext) -> list[Issue]:
@@ -241,7 +283,8 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
-    if isinstance(retained, dict) and any(retained[k] != record[k] for k in retained if k in record and k != "samples"):
+    if isinstance(retained, dict) and any(k not in record or retained[k] != record[k] for k in retained
+                                          if k != "samples"):  # the record is the whole audit the file holds
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
                                            "record's audit")]
     if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
@@ -292,7 +335,89 @@ def GA_11(ctx: GradeContext) -> list[Issue]:
     return [Issue("GA-11", INVALID, problem) for problem in problems]
 
 
-CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11]
+def _candidate_problems(tasks: list[dict[str, Any]]) -> list[str]:
+    """GA-3 on one candidates file: unique item_ids, every candidate with its item_id and prompt, and an answer
+    unless its program failed (execution_error)."""
+    problems = []
+    ids = [str(t.get("item_id")) for t in tasks]
+    if len(set(ids)) != len(ids):
+        problems.append("candidate item_ids are not unique")
+    incomplete = [t.get("item_id") for t in tasks if not all(
+        isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", *(("answer",) if t.get("disposition") in (
+            "accepted", "rejected") else ())))]
+    if incomplete:
+        problems.append(f"{len(incomplete)} candidate(s) lack an item_id, prompt or answer")
+    return problems
+
+
+def _rebuilt_round(ctx: GradeContext, number: int, entry: dict[str, Any], retained: dict[str, Any],
+                   tasks: list[dict[str, Any]], evaluation: list[dict[str, Any]]) -> dict[str, Any]:
+    """The audit file round `number` must be, rebuilt with the run's own functions
+    (experiment.selfgen.generation_audit.build_report, validate) from what the grader cannot recompute: the
+    round's candidates, the evaluation set, and the re-solver's answers and reasoning for the samples the
+    round's seed selects (the record's seed, one less per earlier round); the independence record is the
+    record's, `rounds` the record's rounds up to this one."""
+    audit, record = _audit(), _record(ctx)
+    spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
+    rounds = as_list(record.get("rounds"))
+    seed = record.get("sample_seed")
+    seed = seed - (len(rounds) - number) if isinstance(seed, int) and not isinstance(seed, bool) else seed
+    samples = [as_dict(s) for s in as_list(retained.get("samples"))]
+    resolved = {str(s.get("item_id")): {"independent_answer": s.get("independent_answer"), "reasoning": s.get("reasoning")}
+                for s in samples}
+    report = audit.build_report(tasks=tasks, evaluation=evaluation, resolved=resolved,
+                                resolver_id=samples[0].get("resolver_id") if samples else None, spec_audit=spec_audit,
+                                seed=seed, dataset_file=entry.get("dataset_file"),
+                                evaluation_file=record.get("evaluation_file"), audit_file=entry.get("audit_file"))
+    validation = audit.validate(report, spec_audit, tasks, evaluation, require_comparison=True)
+    report.update({key: record.get(key) for key in ("resolver", "compared_identities", "resolver_independent",
+                                                    "resolver_independence_problems") if key in record})
+    report.update(round=number, status=validation.status, validation_reasons=validation.reasons,
+                  rounds=rounds[:number])
+    return report
+
+
+def GA_11_files(ctx: GradeContext) -> list[Issue]:
+    """GA-11, every round's audit file field by field *(project reading)*: each round (the last included) is held
+    to the checks of the record's audit (GA-3 on its candidates, GA-5 its sample from its seed, GA-8 its label
+    errors and overlaps) by rebuilding its file with the run's own functions from its candidates, the evaluation
+    set and its re-solves (see `_rebuilt_round`), and every field of the retained file must be the rebuilt one's;
+    each round entry is its file's summary."""
+    record = _record(ctx)
+    evaluation = _evaluation(ctx)
+    issues = []
+    for number, entry in enumerate((as_dict(r) for r in as_list(record.get("rounds"))), 1):
+        tasks = ctx.evidence.jsonl(entry.get("dataset_file"))
+        retained = ctx.evidence.json(entry.get("audit_file"))
+        if tasks is None or evaluation is None or not isinstance(retained, dict):
+            continue  # GA-11 says the round's files are not retained
+        where = f"round {number} ({short(entry.get('audit_file'))})"
+        issues += [Issue("GA-11", INVALID, f"{where}: {problem}") for problem in _candidate_problems(tasks)]
+        try:
+            rebuilt = _rebuilt_round(ctx, number, entry, retained, tasks, evaluation)
+        except KeyError:
+            issues.append(Issue("GA-11", INVALID, f"{where}: its samples are not the candidates its seed selects"))
+            continue
+        wrong = sorted(key for key in set(rebuilt) | set(retained)
+                       if key not in rebuilt or key not in retained or _json(retained[key]) != _json(rebuilt[key]))
+        if wrong:
+            issues.append(Issue("GA-11", INVALID, f"{where}: {', '.join(wrong)} are not what its candidates, the "
+                                                  "evaluation set and its re-solves give"))
+        summary = {k: rebuilt[k] for k in ("round", "dataset_file", "audit_file", "counts", "sample_size",
+                                            "label_error_count", "overlap_count", "status")}
+        if entry != summary:
+            issues.append(Issue("GA-11", INVALID, f"round {number}: the record's round entry is not its audit file's "
+                                                  f"summary ({', '.join(k for k in summary if entry.get(k) != summary[k]) or 'keys'})"))
+    return issues
+
+
+def _json(value: Any) -> str:
+    """A JSON value written canonically: equal texts are the same value (true is not 1, 1 is not 1.0)."""
+    return json.dumps(value, sort_keys=True)
+
+
+CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_4_filter, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11,
+          GA_11_files]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

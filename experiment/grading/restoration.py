@@ -167,6 +167,10 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
             known = {v for v in values.values() if v}
             if len(known) > 1:
                 issues.append(Issue("REST-3", INVALID, f"group {'/'.join(group)}: arms load different initial {what}s"))
+            elif known and not all(values.values()):  # one initialization: every arm names what the others name
+                issues.append(Issue("REST-3", UNVERIFIED, f"group {'/'.join(group)}: arm(s) "
+                                                          f"{', '.join(a for a, v in values.items() if not v)} name "
+                                                          f"no initial {what} where the others name one"))
         for a in present:
             for b in present:
                 if a < b and (adapters[a] or uris[a]) and (adapters[b] or uris[b]) and not ((adapters[a] and adapters[a] == adapters[b]) or (uris[a] and uris[a] == uris[b])):
@@ -466,13 +470,30 @@ RESTORE_METHODS = ("create_training_client_from_state", "create_training_client_
 # reproduce the uninterrupted client's second update.
 REST10_ATOL = 1e-6
 REST10_EVIDENCE = "restoration-update-check.json"
+# What a create-save-restore check holds (experiment.rl.restoration.restore_update_check); `config_unverified` is
+# the run's own summary (docs/ungraded-fields.md).
+UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_save", "optimizer_state_restored",
+                     "clients", "restore", "batch_sha256", "update", "optimizer_check_after_restore",
+                     "max_abs_difference", "atol", "problems", "output_sha256", "logprobs_after_second_step", "passed")
+# The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
+# the families' params) leave them at the SDK's default.
+UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
+# The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
+# of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
+STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
+
+
+def _evidence_info(ctx: GradeContext, ref: Any) -> dict[str, Any]:
+    """The service's get_info a restoration evidence file retains (after the restore, after creation, or plain)."""
+    data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
+    return as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
 
 
 def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
     """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
     the path the service's load response names, else the path the run recorded loading (None when absent)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    info = as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation"))
+    info = _evidence_info(ctx, ref)
     loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
     return info.get("model_id"), loaded
 
@@ -497,9 +518,14 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
         if count != len(restores):
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
                                                    "are recorded"))
+        others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in _arms(ctx).items()
+                  if name.split(" run ")[0] != arm.split(" run ")[0]} - {init.get("evidence_ref"), None}  # its runs' are its
         for number, restore in enumerate(restores, 1):
             restore = as_dict(restore)
             where = f"arm {arm}, restore {number}"
+            if restore.get("evidence_ref") in others:
+                issues.append(Issue("REST-4", INVALID, f"{where}: evidence_ref {short(restore['evidence_ref'])} is another "
+                                                       "arm's evidence"))
             if restore.get("restore") != number or restore.get("method") not in RESTORE_METHODS or not all(
                     restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")) or not _is_time(restore["at"]):
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
@@ -517,6 +543,8 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded by {short(method)}, the restore says "
                                                        f"{restore['method']}"))
             client, loaded = _evidence_load(ctx, restore["evidence_ref"])
+            if client is None and _evidence_info(ctx, restore["evidence_ref"]):
+                issues.append(Issue("REST-4", UNVERIFIED, f"{where}: the evidence's get_info names no client"))
             if client is not None and client != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
                                                        f"the restore says {short(restore['client'])}"))
@@ -614,8 +642,14 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     names = [clients.get(k) for k in ("uninterrupted", "interrupted", "restored")]
     if not all(isinstance(n, str) and n for n in names) or len(set(names)) != 3:
         problems.append((UNVERIFIED, "the uninterrupted, interrupted and restored clients are not three named clients"))
+    missing = [key for key in UPDATE_CHECK_KEYS if key not in check]
+    if missing:
+        problems.append((UNVERIFIED, f"it holds no {', '.join(missing)}"))
     init = as_dict(as_dict(_arms(ctx).get(str(label))).get("initialization"))
-    if init.get("checkpoint_uri") is not None and check.get("checkpoint_uri") != init.get("checkpoint_uri"):
+    if init.get("checkpoint_uri") is None:
+        problems.append((UNVERIFIED, f"checkpoint_uri {short(check.get('checkpoint_uri'))} cannot be compared: the arm's "
+                                     "initialization names no checkpoint"))
+    elif check.get("checkpoint_uri") != init.get("checkpoint_uri"):
         problems.append((INVALID, f"checkpoint_uri {short(check.get('checkpoint_uri'))} is not the arm's initialization "
                                   f"checkpoint ({short(init.get('checkpoint_uri'))})"))
     restore = check.get("restore")
@@ -654,14 +688,21 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     elif any(k not in actual for k in keys):
         problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
     update = check.get("update")
-    if isinstance(update, dict) and any(k in requested and not _same(update[k], requested[k]) for k in update):
-        problems.append((INVALID, "the update it took is not the requested optimizer's"))
+    if "update" in check and not (isinstance(update, dict) and "learning_rate" in update):
+        problems.append((INVALID, "the update it took names no learning rate"))
+    elif isinstance(update, dict):
+        wrong = [k for k, v in update.items() if not (
+            _family(v) == _family(requested.get("family")) if k in ("type", "family")
+            else _same(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and _same(v, UPDATE_DEFAULTS[k]))]
+        wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
+        if wrong:
+            problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))
     if not close(check.get("atol"), REST10_ATOL):
         problems.append((INVALID, f"atol {short(check.get('atol'))} is not the tolerance fixed before measuring "
                                   f"({REST10_ATOL:g})"))
     outputs = as_dict(check.get("logprobs_after_second_step"))
     hashes = check.get("output_sha256")
-    if hashes is not None and as_dict(hashes) != {name: canonical_sha256(values) for name, values in outputs.items()}:
+    if hashes is not None and outputs and as_dict(hashes) != {name: canonical_sha256(values) for name, values in outputs.items()}:
         problems.append((INVALID, "output_sha256 is not the hash of the retained outputs"))
     batches = {as_dict(entry.get("initial_output")).get("batch_sha256") for entry in _arms(ctx).values()} - {None}
     if "batch_sha256" in check and len(batches) == 1 and check.get("batch_sha256") not in batches:
@@ -687,20 +728,138 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
+# What the run's restoration evidence file of an arm holds (experiment.rl.restoration.restore_member): a file that
+# holds any of these is that file and holds them all.
+RUN_FILE_KEYS = ("loaded_from", "load_method", "loaded_at", "get_info_after_creation", "load_response",
+                 "checkpoint_weights_info", "initial_output_logprobs")
+
+
+def _fresh_optimizer_problems(optimizer: dict[str, Any]) -> list[str]:
+    """A state before any update: the service's optimizer step (where reported) is 0, no last step's params."""
+    wrong = []
+    if "optimizer_step" in optimizer and optimizer["optimizer_step"] != 0:
+        wrong.append(f"optimizer_step {short(optimizer['optimizer_step'])}")
+    if optimizer.get("last_optim_params") is not None:
+        wrong.append("last_optim_params")
+    return wrong
+
+
+def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data: dict[str, Any],
+                       checkpoint_infos: dict[Any, list[Any]]) -> list[tuple[str, str]]:
+    """(status, problem) for one arm's retained restoration response, field by field: the load it names is the
+    arm's initialization and first restore (checkpoint, method, time, the service's load response), the get_info
+    after creation is the restored client's (its id, the spec's model, a LoRA of the requested rank, the arm's
+    adapter hash, an optimizer before any update), and the initialization checkpoint's weights info is the spec's
+    model, a LoRA of the requested rank, the checkpoint's adapter hash, an optimizer before any update whose family
+    and the settings a request names are a restoration arm's (the run saves it with its first arm's; the service
+    may report more settings, the same for every arm loading it)."""
+    init = as_dict(entry.get("initialization"))
+    ref = init.get("evidence_ref")
+    restore = next((as_dict(r) for r in as_list(entry.get("restores")) if as_dict(r).get("evidence_ref") == ref), {})
+    missing = [key for key in RUN_FILE_KEYS if key not in data]
+    problems = [(UNVERIFIED, f"it holds no {', '.join(missing)}")] if missing else []
+    base = ctx.plan.base_model if ctx.plan is not None else init.get("base_checkpoint")
+    wanted = _requested(ctx)
+    rank = as_dict(wanted.get(arm)).get("lora_rank", (ctx.spec or {}).get("lora_rank"))
+    if "loaded_from" in data and data["loaded_from"] != init.get("checkpoint_uri"):
+        problems.append((INVALID, f"loaded_from {short(data['loaded_from'])} is not the initialization checkpoint"))
+    for key, field_ in (("loaded_from", "loaded_from"), ("load_method", "method"), ("loaded_at", "at")):
+        if key in data and restore and data[key] != restore.get(field_):
+            problems.append((INVALID, f"{key} {short(data[key])} is not its restore's {field_} "
+                                      f"({short(restore.get(field_))})"))
+    if "load_response" in data and data["load_response"] != init.get("load_response"):
+        problems.append((INVALID, "load_response is not the initialization's load response"))
+    if "loaded_path" in restore and restore["loaded_path"] != as_dict(data.get("load_response")).get("path"):
+        problems.append((INVALID, "its restore's loaded_path is not the path the load response names"))
+    info = data.get("get_info_after_creation")
+    if "get_info_after_creation" in data:
+        info = as_dict(info)
+        optimizer = as_dict(info.get("optimizer_config"))
+        wrong = [key for key, ok in (
+            ("type", info.get("type") == "get_info"),
+            ("model_id", not restore or info.get("model_id") == restore.get("client")),
+            ("model_name", info.get("model_name") == base),
+            ("model_data.model_name", as_dict(info.get("model_data")).get("model_name") == base),
+            ("is_lora", info.get("is_lora") is True),
+            ("lora_rank", rank is None or _same(info.get("lora_rank"), rank)),
+            ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("adapter_sha256")
+             or (optimizer.get("adapter_sha256") is None and init.get("adapter_sha256") is None))) if not ok]
+        wrong += _fresh_optimizer_problems(optimizer)
+        checkpoint_state = as_dict(as_dict(data.get("checkpoint_weights_info")).get("optimizer_config"))
+        wrong += [key for key in SERVER_STATE_KEYS if key in checkpoint_state and key not in optimizer]  # one service
+        if wrong:
+            problems.append((INVALID, f"its get_info after creation reports another {', '.join(wrong)} than the arm's "
+                                      "client, the spec's model and its initialization"))
+    if "checkpoint_weights_info" in data:
+        info = as_dict(data["checkpoint_weights_info"])
+        optimizer = as_dict(info.get("optimizer_config"))
+        requested = list(wanted.values())  # the run saves the initialization with its first arm's optimizer
+        settings = {k: v for k, v in optimizer.items() if k not in ("type", "family", "adapter_sha256", *SERVER_STATE_KEYS)}
+        wrong = [key for key, ok in (
+            ("base_model", info.get("base_model") == base),
+            ("is_lora", info.get("is_lora") is True),
+            ("lora_rank", rank is None or _same(info.get("lora_rank"), rank)),
+            ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("checkpoint_adapter_sha256")),
+            ("optimizer", not requested or any(
+                _family(optimizer.get("type", optimizer.get("family"))) == want["family"]
+                and all(_same(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
+        wrong += _fresh_optimizer_problems(optimizer)
+        if wrong:
+            problems.append((INVALID, f"its initialization checkpoint's weights info reports another "
+                                      f"{', '.join(wrong)} than the spec's model, the requested rank and optimizer, "
+                                      "and the checkpoint's adapter hash before any update"))
+        others = [other for other in checkpoint_infos.get(init.get("checkpoint_uri"), []) if other != info]
+        if others:
+            problems.append((INVALID, "its initialization checkpoint's weights info is not what the other arms loading "
+                                      "that checkpoint retained"))
+    return problems
+
+
+def REST_6_response(ctx: GradeContext) -> list[Issue]:
+    """REST-6, the retained response *(project reading)*: every field of each arm's restoration evidence (the run's
+    file: the load, the get_info after creation, the initialization checkpoint's weights info) is the arm's, its
+    initialization's, its restore's or the spec's (see `_response_problems`)."""
+    files: dict[str, dict[str, Any]] = {}
+    for arm, entry in _arms(ctx).items():
+        ref = as_dict(entry.get("initialization")).get("evidence_ref")
+        data = ctx.evidence.json(ref) if ref and ctx.evidence.usable(ref) else None
+        if isinstance(data, dict) and any(key in data for key in RUN_FILE_KEYS):
+            files[arm] = data
+    checkpoint_infos: dict[Any, list[Any]] = {}
+    for arm, data in files.items():
+        uri = as_dict(_arms(ctx)[arm].get("initialization")).get("checkpoint_uri")
+        if uri is not None and "checkpoint_weights_info" in data:
+            checkpoint_infos.setdefault(uri, []).append(as_dict(data["checkpoint_weights_info"]))
+    issues = [Issue("REST-6", status, f"arm {arm}: {as_dict(_arms(ctx)[arm].get('initialization')).get('evidence_ref')}: "
+                                      f"{problem}")
+              for arm, data in files.items()
+              for status, problem in _response_problems(ctx, arm, _arms(ctx)[arm], data, checkpoint_infos)]
+    models = {arm: as_dict(data.get("get_info_after_creation")).get("model_data") for arm, data in files.items()}
+    if len({canonical_sha256(model) for model in models.values()}) > 1:  # every arm is a LoRA of the one base model
+        issues.append(Issue("REST-6", INVALID, f"the arms' get_info responses describe different models (model_data of "
+                                               f"{', '.join(sorted(models))})"))
+    return issues
+
+
 def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     """REST-2, the seed *(project reading)*: an arm's `init_seed`, where the service took one, is the seed its
     replica is scheduled at (the arm at the first seed, `<arm>-seed<s>` at s)."""
     scheduled = {r.label: r.seed for r in getattr(ctx.plan, "replicas", []) if r.trained}
     issues = []
     for arm, entry in _arms(ctx).items():
-        seed = as_dict(entry.get("initialization")).get("init_seed")
+        init = as_dict(entry.get("initialization"))
+        seed = init.get("init_seed")
+        retained = ctx.evidence.json(init.get("evidence_ref")) if ctx.evidence.usable(init.get("evidence_ref")) else None
+        if "init_seed" not in init and isinstance(retained, dict) and any(key in retained for key in RUN_FILE_KEYS):
+            issues.append(Issue("REST-2", UNVERIFIED, f"arm {arm}: the initialization does not say which seed the "
+                                                      "service took (init_seed, null where it took none)"))
         if seed is not None and arm in scheduled and seed != scheduled[arm]:
             issues.append(Issue("REST-2", INVALID, f"arm {arm}: init_seed {seed!r} is not the seed it is scheduled at "
                                                    f"({scheduled[arm]})"))
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

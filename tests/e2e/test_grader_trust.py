@@ -66,14 +66,7 @@ def test_a_wiring_record_grades_as_predicted(wiring_records, family):
     assert not graded.problems, graded.problems
 
 
-# Open in issue 28, found by the clean-clone run of the merged code (its draws differ from the branch's): on the
-# self-generated wiring record the candidates of the earlier generation round's file (generated-tasks-v1.jsonl)
-# are not graded field by field (a removed prompt goes unnoticed); the accepted round's are (GA-3).
-KNOWN_HOLES = {"selfgen": pytest.mark.xfail(reason="issue 28: the earlier generation round's candidates are not "
-                                                   "graded field by field", strict=False)}
-
-
-@pytest.mark.parametrize("family", [pytest.param(f, marks=KNOWN_HOLES.get(f, ())) for f in SPECS])
+@pytest.mark.parametrize("family", list(SPECS))
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
     L.assert_drawn_perturbations_caught(wiring_records[family], 60)
 

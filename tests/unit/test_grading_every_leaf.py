@@ -30,15 +30,7 @@ def records(graded_record):
     return {kind: (record, L.findings(record), L.leaves(record), L.pool(record)) for kind, record in built.items()}
 
 
-# Open in issue 28, found after the merge (the leaves drawn differ with the record's shape): the in-process
-# self-generated record proves its arms' initialization by adapter hash alone, so its REST-10 check's
-# checkpoint_uri has no initialization checkpoint to be compared with and a changed one goes unnoticed (the
-# runs' records name the initialization checkpoint, and there a change is REST-10 invalid).
-KNOWN_HOLES = {"paired": pytest.mark.xfail(reason="issue 28: REST-10 checkpoint_uri of an adapter-hash-only "
-                                                  "initialization is not compared", strict=False)}
-
-
-@pytest.mark.parametrize("kind", [pytest.param(kind, marks=KNOWN_HOLES.get(kind, ())) for kind in FAMILIES])
+@pytest.mark.parametrize("kind", FAMILIES)
 def test_perturbed_leaves_leave_green_unless_listed(records, kind):
     record, baseline, everything, candidates = records[kind]
     L.assert_drawn_perturbations_caught(record, 120, baseline=baseline, everything=everything, candidates=candidates)

@@ -23,13 +23,14 @@ from spec_variants import CORPUS, variant, write_variant
 import experiment.grading.grade as grade_module
 from experiment.contract.plan import at_replica_seed, build_plan, draft_plan
 from experiment.contract.result_models import evidence_file
-from experiment.contract.spec import load_spec
+from experiment.contract.spec import canonical_sha256, load_spec
 from experiment.grading import grade_record
 from experiment.grading import restoration as restoration_rules
 from experiment.grading.predict import predict_grades
 from experiment.rl import restoration as r
 from experiment.rl.recipe import requested_optimizers, rl_arm_settings
 from experiment.run.clients import MODEL_KEYS
+from experiment.selfgen.task_generation import generation_settings
 from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot_size, projection_config,
                                           rl_pilot_units)
 
@@ -76,10 +77,20 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
         init_uri = f"tinker://setup:train:{replica.seed}/weights/init-full-seed{replica.seed}"
         client = f"arms:train:{replica.label}"
         config, info = _server_info(requested)
+        first = at_replica_seed(r.requested_optimizer(*optimizers[plan.trained_arms[0].name]), replica.seed)
         ref = keep(f"restoration-{replica.label}.json", {
-            "loaded_from": init_uri,
-            "get_info_after_creation": {"model_id": client, "optimizer_config": config,
+            "loaded_from": init_uri, "load_method": r.CREATE_FROM_STATE, "loaded_at": "2026-12-02T00:00:00Z",
+            "load_response": None,
+            "get_info_after_creation": {"type": "get_info", "model_id": client, "model_name": plan.base_model,
+                                        "model_data": {"arch": "qwen3", "model_name": plan.base_model},
+                                        "is_lora": True, "optimizer_config": {
+                                            **config, "adapter_sha256": hashlib.sha256(init_uri.encode()).hexdigest(),
+                                            "optimizer_step": 0},
                                         "lora_rank": requested.get("lora_rank")},
+            # the initialization checkpoint's weights info, saved with the first arm's optimizer before any update
+            "checkpoint_weights_info": {"base_model": plan.base_model, "is_lora": True,
+                                        "lora_rank": requested.get("lora_rank"),
+                                        "optimizer_config": {**_server_info(first)[0], "optimizer_step": 0}},
             "initial_output_logprobs": LOGPROBS})
         arms[replica.label] = {
             "initialization": {"base_checkpoint": plan.base_model, "source": "server_response",
@@ -106,7 +117,9 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
         "restore": r.restore_record(1, "s:train:3", r.CREATE_FROM_STATE_WITH_OPTIMIZER, probe, True, check_ref,
                                     "2026-12-02T00:00:00Z"),
         "optimizer_check_after_restore": r.optimizer_check(_server_info(requested)[1], requested, 1, check_ref),
-        "max_abs_difference": 0.0, "atol": r.RESTORE_UPDATE_ATOL,
+        "batch_sha256": "cd" * 32, "update": {**{k: v for k, v in requested.items() if k in restoration_rules.STEP_SETTINGS}, "weight_decay": 0.0},
+        "max_abs_difference": 0.0, "atol": r.RESTORE_UPDATE_ATOL, "problems": [], "passed": True,
+        "output_sha256": {name: canonical_sha256(after) for name in ("uninterrupted", "restored")},
         "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}})
     record = {"status": "succeeded", "initialization_provenance": provenance, "feasibility": _feasibility(spec, plan),
               "completed_arms": [arm.name for arm in plan.trained_arms],
@@ -199,8 +212,8 @@ def _feasibility(spec, plan) -> dict:
         config=config, effective_config=dict(config), primary_endpoint=plan.primary_endpoint, source="pilot",
         setup=timing.pop("setup"), training=timing.pop("training"), evaluation=timing.pop("evaluation"),
         extra_phases=timing, budget=plan.budget,
-        generation={"attempted": 5, "accepted": 4, "target_accepted": 4, "filter_samples_per_candidate": 1}
-        if generated else None)
+        generation={"attempted": 5, "accepted": 4, "target_accepted": generation_settings(spec).n_accept,
+                    "filter_samples_per_candidate": generation_settings(spec).filter_samples} if generated else None)
 
 
 @pytest.mark.parametrize("case", PLANNED_RL, ids=[f"{v.seed}-{v.name}" for v in PLANNED_RL])

@@ -217,7 +217,7 @@ CASES = [
      "REST-2"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["initialization"].update(adapter_sha256="0" * 64), "restoration",
      "invalid", "REST-3"),
-    ("paired", lambda r: _arm(r, "rl_gsm8k").update(restore_count=1), "restoration", "unverified", "REST-4"),
+    ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"].pop(), "restoration", "unverified", "REST-4"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0]["requested"].update(beta2=0.999), "restoration",
      "invalid", "REST-5"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0].update(actual_config={"type": "adamw"}),
@@ -415,7 +415,7 @@ def test_production_exposure_grades_restoration_unverified_and_nothing_else(grad
     by the immutable full-initialization checkpoint (REST-2 passes), the optimizer config stays
     unverified (REST-6) and every other category is green."""
     result, _ = graded_record("paired")
-    for arm in result["initialization_provenance"]["arms"].values():
+    for name, arm in result["initialization_provenance"]["arms"].items():
         init = arm["initialization"]
         init.pop("adapter_sha256")
         init.update(checkpoint_uri="tinker://run/weights/init-full", checkpoint_immutable=True,  # where REST-10 started
@@ -426,9 +426,9 @@ def test_production_exposure_grades_restoration_unverified_and_nothing_else(grad
         from experiment.rl import restoration as r
 
         ref = arm["optimizer_checks"][0]["evidence_ref"]
-        arm.update(restore_count=1, restores=[r.restore_record(1, "s:train:1", r.LOAD_STATE, init["checkpoint_uri"],
+        arm.update(restore_count=1, restores=[r.restore_record(1, f"s:train:{name}", r.LOAD_STATE, init["checkpoint_uri"],
                                                                False, ref, "2026-12-02T12:00:00Z")])
-        arm["optimizer_checks"].append(r.declared_check(arm["optimizer_checks"][0]["requested"], 1, ref, "not exposed"))
+        arm["optimizer_checks"][1:] = [r.declared_check(arm["optimizer_checks"][0]["requested"], 1, ref, "not exposed")]
     graded = grade(result)
     restoration = graded.categories["restoration"]
     assert restoration.status == "unverified"

@@ -38,9 +38,12 @@ def _put_evidence(result, name: str, content: dict) -> None:
 
 def _created_from_checkpoint(result, with_restores: bool):
     """Every arm created from the initialization checkpoint (the pipeline's arms are); with or without
-    the restore records the pipeline now writes."""
+    the restore records the pipeline now writes (graded_record's arms have them: without, restore_count 0
+    and the creation check only, what every record said before)."""
     for arm, entry in result["initialization_provenance"]["arms"].items():
         entry["initialization"]["checkpoint_uri"] = "tinker://run/weights/init-full"
+        entry.pop("restores", None)
+        entry.update(restore_count=0, optimizer_checks=[c for c in entry["optimizer_checks"] if c["after_restore"] == 0])
         if with_restores:
             ref = entry["initialization"]["evidence_ref"]
             check = {**entry["optimizer_checks"][0], "after_restore": 1}
