@@ -82,9 +82,15 @@ class Mutant:
     operator: str
     code: str  # the original line(s), stripped
     mutant: str  # the mutated line(s), stripped
-    source: str  # the whole mutated file
+    original: bytes  # the unmutated file
+    edit: tuple[int, int, str]  # byte offsets in `original` and their replacement
     lines: tuple[int, int]  # the enclosing statement's span: coverage is looked up over it
     module_level: bool  # runs at import (not inside a function body): every test of the module covers it
+
+    @property
+    def source(self) -> str:
+        start, end, text = self.edit
+        return (self.original[:start] + text.encode() + self.original[end:]).decode()
 
 
 class _Splicer:
@@ -172,17 +178,11 @@ def generate(source: str, relative: str, excluded: re.Pattern | None = None) -> 
         if pragma.search(sp.lines[node.lineno - 1]):
             return
         stmt, in_function = parents.get(id(node), (None, False))
-        mutated = sp.replace(start, end, text)
         first = node.lineno
         last = node.end_lineno or first
-        try:
-            compile(mutated, relative, "exec")
-        except SyntaxError:
-            return
         code = "".join(sp.lines[first - 1:last]).strip()
-        new_lines = mutated.splitlines()
-        delta = len(new_lines) - len(sp.lines)
-        mutant_text = "\n".join(new_lines[first - 1:last + delta]).strip()
+        region_start, region_end = sp.offset(first, 0), sp.starts[last]
+        mutant_text = (sp.data[region_start:start] + text.encode() + sp.data[end:region_end]).decode().strip()
         key = f"{relative}:{first}:{node.col_offset}:{operator}"
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
@@ -193,7 +193,7 @@ def generate(source: str, relative: str, excluded: re.Pattern | None = None) -> 
         else:
             span_end = max(last, stmt.end_lineno if stmt is not None else last)
         mutants.append(Mutant(id=f"{key}:{occurrence}", file=relative, line=first, operator=operator, code=code,
-                              mutant=mutant_text, source=mutated, lines=(span_start, span_end),
+                              mutant=mutant_text, original=sp.data, edit=(start, end, text), lines=(span_start, span_end),
                               module_level=not in_function))
 
     for node in ast.walk(tree):
@@ -506,6 +506,12 @@ def _child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tes
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
+        try:
+            compile(mutant.source, mutant.file, "exec")
+        except SyntaxError as error:
+            os.write(write_fd, json.dumps({"killed_by": f"not valid Python: {error}"[:300]}).encode())
+            code = 3
+            return
         apply_source(module_name_of(mutant.file), mutant.source, str(ROOT / mutant.file))
         keep = _SessionOnly(session)
         failed = None
@@ -550,7 +556,7 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
         for relative in plugin.module_files:
             text = (ROOT / relative).read_text()
             null.append(Mutant(id=f"{relative}:null", file=relative, line=0, operator="none", code="", mutant="",
-                               source=text, lines=(0, 0), module_level=True))
+                               original=text.encode(), edit=(0, 0, ""), lines=(0, 0), module_level=True))
         for mutant in null:
             tests = covering_tests(plugin, mutant)
             result = _run_one(plugin, session, runtestprotocol, mutant, tests, None)
@@ -590,10 +596,10 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
             elif waited:
                 message = _read_all(read_fd)
                 code = os.waitstatus_to_exitcode(status)
-                outcome = "survived" if code == 0 else "killed"
+                outcome = {0: "survived", 3: "incompetent"}.get(code, "killed")
                 data["results"][mutant.id] = _record(mutant, outcome, killed_by=message.get("killed_by") if code else
                                                      None, tests=count, seconds=elapsed,
-                                                     note=None if code in (0, 1) else f"child exit {code}")
+                                                     note=None if code in (0, 1, 3) else f"child exit {code}")
                 finished.append(pid)
         for pid in finished:
             mutant, path, data = running.pop(pid)[:3]
@@ -790,10 +796,13 @@ def collect(modules: list[Module], defaults: dict, equivalents: list[dict]) -> l
     for module in modules:
         files = module_files(module)
         stats = {"name": module.name, "path": module.path, "present": bool(files), "total": 0, "killed": 0,
-                 "timeout": 0, "survived": [], "equivalent": [], "pending": 0, "commits": set(), "seconds": 0.0}
+                 "timeout": 0, "incompetent": 0, "survived": [], "equivalent": [], "pending": 0, "commits": set(), "seconds": 0.0}
+        loaded: dict[Path, dict] = {}
         for mutant, path in all_mutants(module, defaults) if files else []:
             stats["total"] += 1
-            data = load_results(path)
+            if path not in loaded:
+                loaded[path] = load_results(path)
+            data = loaded[path]
             if data.get("commit"):
                 stats["commits"].add(data.get("commit_last") or data["commit"])
             result = data["results"].get(mutant.id)
@@ -803,6 +812,9 @@ def collect(modules: list[Module], defaults: dict, equivalents: list[dict]) -> l
             stats["seconds"] += result.get("seconds", 0.0)
             if result["outcome"] == "killed":
                 stats["killed"] += 1
+                continue
+            if result["outcome"] == "incompetent":
+                stats["incompetent"] += 1
                 continue
             if result["outcome"] == "timeout":
                 stats["killed"] += 1
@@ -843,22 +855,22 @@ def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dic
     out += ["Kill rate = killed / (killed + surviving non-equivalent mutants); killed includes timeouts (a "
             "child past its limit, listed separately). A survivor marked *not covered* is a mutant of a "
             "statement no listed test executes.", "",
-            "| module | mutants | killed | (of which timeout) | survived | equivalent | pending | kill rate | commit |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "| module | mutants | killed | (of which timeout) | survived | equivalent | not valid Python | pending | kill rate | commit |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     total_killed = total_survived = 0
     for stats in rows:
         if not stats["present"]:
-            out.append(f"| {stats['name']} (`{stats['path']}`) | not present | | | | | | | |")
+            out.append(f"| {stats['name']} (`{stats['path']}`) | not present | | | | | | | | |")
             continue
         survived = len(stats["survived"])
         total_killed += stats["killed"]
         total_survived += survived
         out.append(f"| {stats['name']} (`{stats['path']}`) | {stats['total']} | {stats['killed']} | "
-                   f"{stats['timeout']} | {survived} | {len(stats['equivalent'])} | {stats['pending']} | "
+                   f"{stats['timeout']} | {survived} | {len(stats['equivalent'])} | {stats['incompetent']} | {stats['pending']} | "
                    f"{_rate(stats['killed'], survived)} | {', '.join(sorted(stats['commits'])) or '-'} |")
     out.append(f"| **overall** | {sum(r['total'] for r in rows)} | {total_killed} | "
                f"{sum(r['timeout'] for r in rows)} | {total_survived} | {sum(len(r['equivalent']) for r in rows)} | "
-               f"{pending} | **{_rate(total_killed, total_survived)}** | |")
+               f"{sum(r['incompetent'] for r in rows)} | {pending} | **{_rate(total_killed, total_survived)}** | |")
     if commands:
         out += ["", "Commands that produced these results:", ""] + [f"    {c}" for c in commands]
     if selfcheck_rows:
