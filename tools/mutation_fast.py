@@ -53,6 +53,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# One thread per math library: a child forked from a process whose OpenMP/BLAS pool (torch, numpy)
+# is running deadlocks in its first parallel call.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = "1"
 
 from tools.mutation import (  # noqa: E402  (the repository root must be importable first)
     Module, annotation_spans, copy_tree, in_annotation, load_config, load_equivalents,
@@ -622,7 +626,18 @@ def _run_one(plugin, session, runtestprotocol, mutant, tests, _unused) -> dict:
         os.close(read_fd)
         _child(plugin, session, runtestprotocol, mutant, tests, write_fd)
     os.close(write_fd)
-    _, status = os.waitpid(pid, 0)
+    deadline = time.monotonic() + plugin.config.get("timeout_floor", 30.0) + plugin.config.get("timeout_factor", 6.0) \
+        * sum(plugin.durations.get(t.nodeid, 0) for t in tests)
+    while True:
+        waited, status = os.waitpid(pid, os.WNOHANG)
+        if waited:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_fd)
+            return {"outcome": "timeout", "killed_by": "timeout"}
+        time.sleep(0.05)
     message = _read_all(read_fd)
     code = os.waitstatus_to_exitcode(status)
     return {"outcome": "survived" if code == 0 else "killed", "killed_by": message.get("killed_by")}
