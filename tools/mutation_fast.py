@@ -245,8 +245,9 @@ def generate(source: str, relative: str, excluded: re.Pattern | None = None) -> 
         elif isinstance(node, ast.UnaryOp):
             start = sp.offset(node.lineno, node.col_offset)
             operand = sp.offset(node.operand.lineno, node.operand.col_offset)
-            if isinstance(node.op, ast.Not):
-                add(node, "core/ReplaceUnaryOperator_Delete_Not", start, operand, "")
+            if isinstance(node.op, ast.Not):  # only the keyword: `not (a and b)` keeps its parentheses
+                keyword = re.match(r"not\s*", sp.text(start, operand))
+                add(node, "core/ReplaceUnaryOperator_Delete_Not", start, start + keyword.end(), "")
             elif isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
                 add(node, "core/ReplaceUnaryOperator_USub_UAdd", start, operand, "+")
         elif isinstance(node, ast.Constant):
@@ -722,7 +723,8 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
             data_by_path[path]["file"] = mutant.file
             data_by_path[path]["total"] = sum(1 for m, p in mutants if p == path)
         previous = data_by_path[path]["results"].get(mutant.id)
-        if previous is None or (args.retest_survivors and previous["outcome"] == "survived"):
+        if previous is None or previous["outcome"] == "incompetent" or (
+                args.retest_survivors and previous["outcome"] == "survived"):
             todo.append((mutant, path, data_by_path[path]))
     if args.limit:
         todo = todo[:args.limit]
