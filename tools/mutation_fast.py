@@ -735,7 +735,8 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
     plugin.module_files = files
     plugin.todo = todo
     pytest_args = [a for a in defaults.get("pytest_args", []) if a not in ("-x",)]
-    pytest_args = [*pytest_args, *tests]
+    deselect = [arg for nodeid in defaults.get("deselect", {}).get(module.name, []) for arg in ("--deselect", nodeid)]
+    pytest_args = [*pytest_args, *deselect, *tests]
     code = pytest.main(pytest_args, plugins=[plugin])
     log(f"{module.name}: pytest session ended ({code}); {plugin.outcome}")
     for path, data in data_by_path.items():
