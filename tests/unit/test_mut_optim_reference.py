@@ -112,16 +112,17 @@ def _pair(seed):
 
 
 def test_clipping_scales_every_gradient_by_clip_over_the_global_norm():
-    factors, grads, momenta = _pair(1), _pair(2), _pair(3)
+    factors, grads, momenta = _pair(1), [tuple(10 * g for g in _pair(2)[0])], _pair(3)
     grad_norm = math.sqrt(sum(float(np.sum(g ** 2)) for pair in grads for g in pair))
-    _, new_momenta, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.5, grad_clip_norm=grad_norm / 4)
+    assert grad_norm / 4 > 1  # a limit above 1
+    _, new_momenta, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.75, grad_clip_norm=grad_norm / 4)
     for (mA, mB), (gA, gB), (oA, oB) in zip(new_momenta, grads, momenta):
-        np.testing.assert_allclose(mA, 0.5 * oA + 0.5 * 0.25 * gA, rtol=1e-12)
-        np.testing.assert_allclose(mB, 0.5 * oB + 0.5 * 0.25 * gB, rtol=1e-12)
+        np.testing.assert_allclose(mA, 0.75 * oA + 0.25 * 0.25 * gA, rtol=1e-12)
+        np.testing.assert_allclose(mB, 0.75 * oB + 0.25 * 0.25 * gB, rtol=1e-12)
     # a limit above the norm, 0 and a negative limit leave the gradients as they are (<= 0 is off)
     for limit in (grad_norm * 2, 0.0, -1.0):
-        _, unclipped, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.5, grad_clip_norm=limit)
-        np.testing.assert_allclose(unclipped[0][0], 0.5 * momenta[0][0] + 0.5 * grads[0][0], rtol=1e-12)
+        _, unclipped, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.75, grad_clip_norm=limit)
+        np.testing.assert_allclose(unclipped[0][0], 0.75 * momenta[0][0] + 0.25 * grads[0][0], rtol=1e-12)
 
 
 def test_the_defaults_are_beta1_0_9_and_no_clipping():
