@@ -119,6 +119,9 @@ def test_clipping_scales_every_gradient_by_clip_over_the_global_norm():
     for (mA, mB), (gA, gB), (oA, oB) in zip(new_momenta, grads, momenta):
         np.testing.assert_allclose(mA, 0.75 * oA + 0.25 * 0.25 * gA, rtol=1e-12)
         np.testing.assert_allclose(mB, 0.75 * oB + 0.25 * 0.25 * gB, rtol=1e-12)
+    # a limit below 1 clips too
+    _, small, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.75, grad_clip_norm=0.5)
+    np.testing.assert_allclose(small[0][1], 0.75 * momenta[0][1] + 0.25 * (0.5 / grad_norm) * grads[0][1], rtol=1e-12)
     # a limit above the norm, 0 and a negative limit leave the gradients as they are (<= 0 is off)
     for limit in (grad_norm * 2, 0.0, -1.0):
         _, unclipped, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=0.75, grad_clip_norm=limit)
