@@ -10,8 +10,10 @@ import json
 
 import pytest
 
+from experiment.stats.decision import Observation
 from experiment.stats.selection import (
     CHOICE_RULE,
+    confirmation_only_problems,
     ids_sha256,
     record_sha256,
     selection_file_bytes,
@@ -156,3 +158,47 @@ def test_each_described_field_is_compared(key, value):
     record, expected = _good()
     problems = selection_problems(_rehashed({**record, key: value}), ITEMS, expected)
     assert problems == [f"decision.selection.{key} {value!r} is not {expected[key]!r}"]
+
+
+def test_the_smallest_splits_are_one_and_one_then_one_and_two():
+    assert split_items(["a", "b"]).selection_ids.__len__() == 1
+    three = split_items(["a", "b", "c"])
+    assert (len(three.selection_ids), len(three.confirmation_ids)) == (1, 2)
+    assert sorted(three.selection_ids + three.confirmation_ids) == ["a", "b", "c"]
+
+
+def test_the_record_is_version_1_with_every_effect():
+    record, _ = _good()
+    assert record["version"] == 1 and record["effects"] == {"t1": 0.5, "t2": 0.25}
+    assert record["frozen_before_confirmation"] is True and record["selected"] == "t1"
+
+
+def test_a_boolean_is_not_an_effect_even_where_it_equals_one():
+    record, expected = _good()
+    expected = {**expected, "effects": {"t1": 1.0, "t2": 0.25}}
+    assert selection_problems(_rehashed({**record, "effects": {"t1": 1.0, "t2": 0.25}}), ITEMS, expected) == []
+    assert selection_problems(_rehashed({**record, "effects": {"t1": True, "t2": 0.25}}), ITEMS, expected) == [
+        "the candidates' selection effects are not the ones recomputed from the selection items"]
+    assert selection_problems(_rehashed({**record, "effects": {"t1": 1.0 + 1e-6, "t2": 0.25}}), ITEMS, expected) != []
+    zero = {**expected, "effects": {"t1": 0.0, "t2": 0.25}}
+    assert selection_problems(_rehashed({**record, "effects": {"t1": 1e-13, "t2": 0.25}}), ITEMS, zero) == []
+    assert selection_problems(_rehashed({**record, "effects": {"t1": 1e-10, "t2": 0.25}}), ITEMS, zero) != []
+
+
+def _observed(*item_ids):
+    return [Observation(item_id=i, arm="t1", seed=0, metric="accuracy", value=1.0) for i in item_ids]
+
+
+def test_observations_must_come_from_confirmation_items_only():
+    record, _ = _good()
+    selection, confirmation = record["split"]["selection_ids"], record["split"]["confirmation_ids"]
+    assert confirmation_only_problems(_observed(*confirmation), record) == []
+    assert confirmation_only_problems(_observed(confirmation[0], *selection[1:3]), record) == [
+        f"2 observed item(s) are selection items (first {sorted(selection[1:3])[0]!r}); observations must use "
+        "confirmation items only"]
+    assert confirmation_only_problems(_observed(confirmation[0], "zz-unlisted", "aa-unlisted"), record) == [
+        "2 observed item(s) are not confirmation items (first 'aa-unlisted')"]
+    # without a split every observed item is outside it
+    assert confirmation_only_problems(_observed("a"), None) == ["1 observed item(s) are not confirmation items (first 'a')"]
+    assert confirmation_only_problems(_observed("a"), {"split": "x"}) == [
+        "1 observed item(s) are not confirmation items (first 'a')"]
