@@ -202,3 +202,26 @@ def test_observations_must_come_from_confirmation_items_only():
     assert confirmation_only_problems(_observed("a"), None) == ["1 observed item(s) are not confirmation items (first 'a')"]
     assert confirmation_only_problems(_observed("a"), {"split": "x"}) == [
         "1 observed item(s) are not confirmation items (first 'a')"]
+
+
+@pytest.mark.parametrize("which", ["selection_ids", "confirmation_ids"])
+@pytest.mark.parametrize("edit", ["reversed", "smaller first item"])
+def test_one_list_alone_differing_from_the_rule_is_reported(which, edit):
+    record, expected = _good()
+    split = dict(record["split"])
+    ids = list(split[which])
+    split[which] = ids[::-1] if edit == "reversed" else ["a-not-an-item"] + ids[1:]
+    split[which + "_sha256"] = ids_sha256(split[which])
+    problems = selection_problems(_rehashed({**record, "split": split}), ITEMS, expected)
+    assert len(problems) == 1 and problems[0].startswith("the split is not the one recomputed")
+
+
+@pytest.mark.parametrize("wrong", ["0" * 64, "f" * 64])
+def test_wrong_digests_on_either_side_of_the_true_one(wrong):
+    record, expected = _good()
+    for key in ("selection_ids_sha256", "confirmation_ids_sha256"):
+        split = {**record["split"], key: wrong}
+        assert selection_problems(_rehashed({**record, "split": split}), ITEMS, expected) == [
+            f"decision.selection.split.{key} is not the sha256 of its id list"]
+    assert selection_problems({**record, "record_sha256": wrong}, ITEMS, expected) == [
+        "decision.selection.record_sha256 is not the sha256 of the selection record"]
