@@ -901,6 +901,9 @@ def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dic
         for r in selfcheck_rows:
             if r["fork"] != r["subprocess"]:
                 out.append(f"- disagree: `{r['id']}` fork {r['fork']}, subprocess {r['subprocess']}")
+    notes = tomllib.loads((ROOT / "tools" / "mutation.toml").read_text()).get("fast", {}).get("report_notes", "")
+    if notes.strip():
+        out += ["", "## Notes", "", notes.strip()]
     out += ["", "## Surviving mutants", ""]
     any_survivor = False
     for stats in rows:
