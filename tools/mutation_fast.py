@@ -878,7 +878,9 @@ def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dic
            "Every mutant of each module is run, none sampled.", ""]
     if pending:
         out += [f"**Partial: {pending} mutants have not run yet** (modules with pending mutants below). The run "
-                "resumes where it stopped (results cached in .mutation/fast/, keyed by each file's source hash):", ""]
+                "resumes where it stopped (results cached in .mutation/fast/, keyed by each file's source hash; from the "
+                "repository root, with `export PYTHONPATH=$PWD HF_HUB_OFFLINE=1`; add `--retest-survivors` to run "
+                "survivors again against tests added since):", ""]
         for row in rows:
             if row["pending"]:
                 out.append(f"    nice -n 19 python -m tools.mutation_fast --module {row['name']} --jobs 2")
