@@ -9,6 +9,7 @@ import copy
 import pytest
 
 from experiment.grading import grade_record
+from tampering import _edit_jsonl_file
 
 
 def _act_1(record) -> list[str]:
@@ -55,3 +56,22 @@ def test_no_values_at_all_on_a_trained_record(paired):
     edited = copy.deepcopy(paired)
     del edited["activation_calibration"]["values"]
     assert _act_1(edited) == ["ACT-1: arms were trained but activation_calibration.values is missing."]
+
+
+def test_a_step_row_without_its_arm_is_left_out_of_the_recompute_and_named_in_the_shape(paired):
+    """The pilot log's first step loses its arm (file re-hashed): the recompute reads only rows with
+    both an arm and rewards (the rest would have no arm to group by), so ACT-2 finds a changed mean and
+    ACT-3 names the step without an arm."""
+    def drop_arm(rows):
+        del next(row for row in rows if "rewards" in row)["arm"]
+
+    edited = copy.deepcopy(paired)
+    _edit_jsonl_file(edited, "activation-pilot-bwselfgen.jsonl", drop_arm)
+    grade = grade_record(edited)
+    found = grade.problems + [issue for category in grade.categories.values() for issue in category.to_dict()["issues"]]
+    assert len(found) == 2
+    assert found[0].startswith("ACT-2: activation values do not recompute from activation-pilot-bwselfgen.jsonl: "
+                               "selfgen_mean_train_reward_pilot ")
+    assert found[1] == ("ACT-3: activation-pilot-bwselfgen.jsonl: its steps are [(None, 0), ('rl_selfgen', 1), "
+                        "('rl_gsm8k', 0)], the pilot runs [('rl_selfgen', 0), ('rl_selfgen', 1), ('rl_gsm8k', 0)] "
+                        "(arm, step).")
