@@ -123,6 +123,8 @@ def lr_scaling_errors(probes: list[dict]) -> list[float]:
             raise ValueError(f"learning_rate must be positive and finite, got {learning_rate}")
         if not math.isfinite(update_norm):
             raise ValueError("update_norm is not finite")
+        if update_norm < 0:
+            raise ValueError(f"update_norm is a norm, never negative, got {update_norm}")
         ratios.append(update_norm / learning_rate)
     if ratios[0] == 0:
         raise ValueError("the first probe's update_norm is 0: no scale to compare against")

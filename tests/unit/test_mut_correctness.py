@@ -154,6 +154,11 @@ def test_lr_scaling_errors_rejects_bad_probes():
             lr_scaling_errors([{"learning_rate": lr, "update_norm": 1.0}])
     with pytest.raises(ValueError, match="not finite"):
         lr_scaling_errors([{"learning_rate": 1.0, "update_norm": math.inf}])
+    # negative norms on every probe scale exactly (errors all 0) and passed before; a norm is never negative
+    for norms in ((-2.0, -4.0), (2.0, -4.0), (-2.0, 4.0)):
+        with pytest.raises(ValueError, match="never negative"):
+            lr_scaling_errors([{"learning_rate": 1e-4, "update_norm": norms[0]},
+                               {"learning_rate": 2e-4, "update_norm": norms[1]}])
     with pytest.raises(ValueError, match="first probe"):
         lr_scaling_errors([{"learning_rate": 1.0, "update_norm": 0.0},
                            {"learning_rate": 2.0, "update_norm": 1.0}])

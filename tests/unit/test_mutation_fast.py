@@ -1,0 +1,83 @@
+"""The fork-per-mutant runner's own rules (tools/mutation_fast.py): which mutants it makes, with
+cosmic-ray's operator names, and that a mutant applied in the process reaches every reference to
+the mutated code (names imported elsewhere, tables of functions, methods, class identity)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[2] / "tools" / "mutation_fast.py"
+_SPEC = importlib.util.spec_from_file_location("mutation_fast_under_test", _PATH)
+fast = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = fast
+_SPEC.loader.exec_module(fast)
+
+SOURCE = '''"""Docstring 1 < 2 is not code."""
+from __future__ import annotations
+
+LIMIT = 3
+
+
+def check(x: int | None, flag) -> bool:
+    if not (x > LIMIT and flag):
+        return False
+    return x - 1 >= 0  # pragma: no mutate
+
+
+class Box:
+    def size(self, y):
+        for _ in range(2):
+            y += 1
+        return y
+'''
+
+
+def _by_operator(mutants):
+    out = {}
+    for mutant in mutants:
+        out.setdefault(mutant.operator, []).append(mutant)
+    return out
+
+
+def test_mutants_carry_cosmic_ray_operator_names_and_skip_docstrings_annotations_and_pragmas():
+    mutants = fast.generate(SOURCE, "pkg/mod.py")
+    ops = _by_operator(mutants)
+    assert {m.line for m in mutants} == {4, 8, 9, 15, 16}
+    assert len([op for op in ops if op.startswith("core/ReplaceComparisonOperator_Gt_")]) == 5
+    assert [m.mutant for m in ops["core/ReplaceUnaryOperator_Delete_Not"]] == ["if (x > LIMIT and flag):"]
+    assert [m.mutant for m in ops["core/ReplaceAndWithOr"]] == ["if not (x > LIMIT or flag):"]
+    assert [m.mutant for m in ops["core/NumberReplacer"] if m.line == 4] == ["LIMIT = 4", "LIMIT = 2"]
+    assert [m.mutant for m in ops["core/ReplaceBinaryOperator_Add_Sub"]] == ["y -= 1"]
+    assert [m.mutant for m in ops["core/ZeroIterationForLoop"]] == ["for _ in []:"]
+    assert [m.mutant for m in ops["core/ReplaceFalseWithTrue"]] == ["return True"]
+    assert not any(m.operator.endswith("_BitOr") for m in mutants)  # `int | None` is an annotation
+    for mutant in mutants:
+        compile(mutant.source, mutant.file, "exec")
+    inside_function = [m for m in mutants if m.line == 9]
+    assert inside_function and not any(m.module_level for m in inside_function)
+    assert all(m.module_level for m in mutants if m.line == 4)
+
+
+def test_an_applied_mutant_reaches_imported_names_tables_methods_and_keeps_class_identity():
+    name = "mutation_fast_sample_module"
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    user = types.ModuleType(name + "_user")
+    sys.modules[user.__name__] = user
+    try:
+        exec(compile(SOURCE + "\nTABLE = [check]\n", module.__file__, "exec"), module.__dict__)
+        user.check, user.LIMIT, user.TABLE = module.check, module.LIMIT, module.TABLE
+        box = module.Box()
+        assert user.check(4, True) is True and box.size(0) == 2
+        mutated = SOURCE.replace("LIMIT = 3", "LIMIT = 5").replace("y += 1", "y += 10") + "\nTABLE = [check]\n"
+        fast.apply_source(name, mutated, module.__file__)
+        assert user.check(4, True) is False  # the function object the user holds sees the new LIMIT
+        assert user.TABLE[0](4, True) is False
+        assert user.LIMIT == 5  # a changed constant is re-bound where it was imported
+        assert box.size(0) == 20 and isinstance(box, module.Box)
+    finally:
+        del sys.modules[name], sys.modules[user.__name__]
