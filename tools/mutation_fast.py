@@ -34,7 +34,6 @@ import argparse
 import ast
 import copy
 import functools
-import glob
 import hashlib
 import json
 import os
@@ -58,9 +57,10 @@ sys.path.insert(0, str(ROOT))
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_name] = "1"
 
-from tools.mutation import (  # noqa: E402  (the repository root must be importable first)
+from tools import mutation  # noqa: E402  (the repository root must be importable first)
+from tools.mutation import (  # noqa: E402
     Module, annotation_spans, copy_tree, in_annotation, load_config, load_equivalents,
-    _equivalent_reason,
+    _equivalent_reason, _rate,
 )
 
 WORK = ROOT / ".mutation" / "fast"
@@ -553,7 +553,6 @@ def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
 
 def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     todo: list[tuple[Mutant, Path, dict]] = plugin.todo
-    timeout_factor, timeout_floor = plugin.config.get("timeout_factor", 6.0), plugin.config.get("timeout_floor", 30.0)
     running: dict[int, tuple] = {}
     done = 0
     started_all = time.monotonic()
@@ -570,7 +569,7 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
             tests = covering_tests(plugin, mutant)
             if limit:  # the fastest tests only (the grader's full list takes minutes per file)
                 tests = tests[:limit]
-            result = _run_one(plugin, session, runtestprotocol, mutant, tests, None)
+            result = _run_one(plugin, session, runtestprotocol, mutant, tests)
             if result["outcome"] != "survived":
                 raise SystemExit(f"the unmutated {mutant.file}, applied as a mutant is, fails "
                                  f"{result.get('killed_by')}: the runner cannot patch this module")
@@ -585,13 +584,8 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
                 save_results(path, data)
                 done += 1
                 continue
-            limit = timeout_floor + timeout_factor * sum(plugin.durations.get(t.nodeid, 0) for t in tests)
-            read_fd, write_fd = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(read_fd)
-                _child(plugin, session, runtestprotocol, mutant, tests, write_fd)
-            os.close(write_fd)
+            limit = _time_limit(plugin, tests)
+            pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
             running[pid] = (mutant, path, data, read_fd, time.monotonic(), limit, len(tests))
         finished = []
         for pid, (mutant, path, data, read_fd, started, limit, count) in list(running.items()):
@@ -628,15 +622,26 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     return {"done": done}
 
 
-def _run_one(plugin, session, runtestprotocol, mutant, tests, _unused) -> dict:
+def _time_limit(plugin: MutationPlugin, tests: list) -> float:
+    """Seconds a mutant's child may run: a floor plus a multiple of its tests' unmutated durations."""
+    return plugin.config.get("timeout_floor", 30.0) + plugin.config.get("timeout_factor", 6.0) \
+        * sum(plugin.durations.get(t.nodeid, 0) for t in tests)
+
+
+def _fork_child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tests: list) -> tuple[int, int]:
+    """Fork a child that runs `tests` against `mutant`; (its pid, the pipe end its message arrives on)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
         _child(plugin, session, runtestprotocol, mutant, tests, write_fd)
     os.close(write_fd)
-    deadline = time.monotonic() + plugin.config.get("timeout_floor", 30.0) + plugin.config.get("timeout_factor", 6.0) \
-        * sum(plugin.durations.get(t.nodeid, 0) for t in tests)
+    return pid, read_fd
+
+
+def _run_one(plugin, session, runtestprotocol, mutant, tests) -> dict:
+    pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
+    deadline = time.monotonic() + _time_limit(plugin, tests)
     while True:
         waited, status = os.waitpid(pid, os.WNOHANG)
         if waited:
@@ -682,19 +687,12 @@ def _record(mutant: Mutant, outcome: str, killed_by, tests: int, seconds: float,
 # ---------------------------------------------------------------- one module
 
 def module_files(module: Module) -> list[str]:
-    target = ROOT / module.path
-    files = sorted(target.rglob("*.py")) if target.is_dir() else ([target] if target.is_file() else [])
-    return [f.relative_to(ROOT).as_posix() for f in files]
+    """The module's source files, relative to the repository (tools/mutation.py's reading of the config)."""
+    return [f.relative_to(ROOT).as_posix() for f in mutation.module_files(ROOT, module)]
 
 
 def module_tests(module: Module) -> list[str]:
-    found: list[str] = []
-    for pattern in module.tests:
-        for match in sorted(glob.glob(str(ROOT / pattern), recursive=True)):
-            relative = Path(match).relative_to(ROOT).as_posix()
-            if relative not in found:
-                found.append(relative)
-    return found
+    return mutation.test_files(ROOT, module)
 
 
 def excluded_operators(defaults: dict) -> re.Pattern | None:
@@ -861,11 +859,6 @@ def collect(modules: list[Module], defaults: dict, equivalents: list[dict]) -> l
                 stats["survived"].append(entry)
         rows.append(stats)
     return rows
-
-
-def _rate(killed: int, survived: int) -> str:
-    total = killed + survived
-    return f"{100.0 * killed / total:.1f}%" if total else "n/a"
 
 
 def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dict] | None,
