@@ -250,13 +250,8 @@ def exponential_noise(uniforms: torch.Tensor) -> torch.Tensor:
     """Exp(1) noise from float64 uniform draws, bit for bit what ``exponential_`` on a float32
     tensor gives from the same generator: torch's CPU kernel draws one float64 uniform per element
     (as ``uniform_`` on a float64 tensor does) and returns float(-log1p(-u)). Drawing the uniforms
-    per row and transforming the whole batch at once does half the work of ``exponential_``."""
-    return torch.log1p(uniforms.neg()).neg_().float()
-
-
-def exponential_noise_(uniforms: torch.Tensor) -> torch.Tensor:
-    """``exponential_noise`` computed in place in ``uniforms`` (which it overwrites): the same numbers
-    without allocating the float64 intermediates."""
+    per row and transforming the whole batch at once does half the work of ``exponential_``.
+    Computed in place: ``uniforms`` is overwritten (no float64 intermediates are allocated)."""
     return uniforms.neg_().log1p_().neg_().float()
 
 
@@ -758,7 +753,7 @@ class _Lane:
                 steps.append(NOISE_CHUNK - row.noise_left)
                 row.noise_left -= 1
             picks = torch.arange(len(rows)) * NOISE_CHUNK + torch.tensor(steps)
-            noise = exponential_noise_(self.uniforms.view(-1, self.decoder.vocab_size).index_select(0, picks))
+            noise = exponential_noise(self.uniforms.view(-1, self.decoder.vocab_size).index_select(0, picks))
         chosen = choose_tokens(logits, self.params, noise)
         chosen_logprobs = torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]
         for row, token, logprob in zip(rows, chosen.tolist(), chosen_logprobs.tolist(), strict=True):

@@ -137,8 +137,8 @@ def test_vectorised_choice_is_choose_token_row_by_row():
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 123456789, 2**62 - 1])
 def test_exponential_noise_is_what_exponential_draws(seed):
-    """The engine draws float64 uniforms and transforms them (exponential_noise); that must be
-    exponential_ on float32, bit for bit, in chunks of any size, and leave the generator where
+    """The engine draws float64 uniforms and transforms them in place (exponential_noise); that must
+    be exponential_ on float32, bit for bit, in chunks of any size, and leave the generator where
     exponential_ leaves it."""
     drawn, reference = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
     for rows in (1, 16, 5, 64):
