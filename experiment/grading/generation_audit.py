@@ -68,14 +68,7 @@ def GA_3(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("GA-3", UNVERIFIED, f"{key} {ref} is not retained as kind generated_tasks"))
     tasks = _tasks(ctx)
     if tasks is not None:
-        ids = [str(t.get("item_id")) for t in tasks]
-        if len(set(ids)) != len(ids):
-            issues.append(Issue("GA-3", INVALID, "candidate item_ids are not unique"))
-        incomplete = [t.get("item_id") for t in tasks if not all(
-            isinstance(t.get(k), str) and t[k] for k in ("item_id", "prompt", *(("answer",) if t.get("disposition") in (
-                "accepted", "rejected") else ())))]  # an execution error computed no answer
-        if incomplete:
-            issues.append(Issue("GA-3", INVALID, f"{len(incomplete)} candidate(s) lack an item_id, prompt or answer"))
+        issues += [Issue("GA-3", INVALID, problem) for problem in _candidate_problems(tasks)]
     return issues
 
 
@@ -336,8 +329,8 @@ def GA_11(ctx: GradeContext) -> list[Issue]:
 
 
 def _candidate_problems(tasks: list[dict[str, Any]]) -> list[str]:
-    """GA-3 on one candidates file: unique item_ids, every candidate with its item_id and prompt, and an answer
-    unless its program failed (execution_error)."""
+    """GA-3 on one candidates file (the record's, and every round's in GA-11): unique item_ids, every candidate with
+    its item_id and prompt, and an answer unless its program failed (execution_error)."""
     problems = []
     ids = [str(t.get("item_id")) for t in tasks]
     if len(set(ids)) != len(ids):
