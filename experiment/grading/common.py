@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from experiment.contract.spec import SpecError
 from experiment.grading.evidence import EvidenceAccess
+from experiment.selfgen.task_generation import generation_settings
 
 PASS = "verified"
 NOT_APPLICABLE = "not_applicable"
@@ -115,6 +117,17 @@ class GradeContext:
             return self.plan.gate(gate).reason if self.plan is not None else "no spec to grade against"
         except KeyError:
             return ""
+
+    @property
+    def generation_settings(self) -> Any:
+        """The spec's task-generation settings (experiment.selfgen.task_generation.generation_settings: target,
+        filter samples, keep band); None without a typed spec, or where the spec states none usable."""
+        if self.spec_model is None:
+            return None
+        try:
+            return generation_settings(self.spec_model)
+        except (SpecError, KeyError, TypeError, ValueError):
+            return None
 
     @property
     def finished(self) -> bool:

@@ -10,9 +10,6 @@ from __future__ import annotations
 import math
 
 from experiment.contract.result_models import Feasibility
-from experiment.contract.spec import SpecError
-from experiment.selfgen.task_generation import generation_settings
-
 from experiment.stats.feasibility import PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size
 from experiment.report.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
 from experiment.grading.common import (
@@ -113,10 +110,7 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     (experiment.selfgen.task_generation.generation_settings), the generation phase's units are the candidates
     attempted, and the audit phase's units the distinct candidates re-solved over the audit rounds."""
     issues = []
-    try:
-        settings = generation_settings(ctx.spec_model) if ctx.spec_model is not None else None
-    except (SpecError, KeyError, TypeError, ValueError):
-        settings = None
+    settings = ctx.generation_settings
     if settings is not None and (generation.get("target_accepted"), generation.get("filter_samples_per_candidate")) != (
             settings.n_accept, settings.filter_samples):
         issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "

@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
-from experiment.contract.spec import SpecError
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
-from experiment.selfgen.task_generation import generation_settings
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     model_issues, run_checks, short,
@@ -131,10 +129,7 @@ def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: 
 def GA_4_filter(ctx: GradeContext) -> list[Issue]:
     """GA-4, the filter *(project reading)*: in every candidates file, each candidate's disposition is what the
     filter's count (`base_solved`) and the spec's keep band give (see `_filter_problems`)."""
-    try:
-        settings = generation_settings(ctx.spec_model) if ctx.spec_model is not None else None
-    except (SpecError, KeyError, TypeError, ValueError):
-        settings = None
+    settings = ctx.generation_settings
     if settings is None:
         return []
     record, issues = _record(ctx), []
