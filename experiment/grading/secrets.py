@@ -11,27 +11,67 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
 from experiment.report.validation import CREDENTIAL_ENV_VARS
 
+@dataclass(frozen=True)
+class _Shape:
+    """A credential shape: its regex, and the literal pieces one of which every match holds, starting at most
+    `reach` characters after the match starts. The scan looks the pieces up with str.find (tens of times faster
+    than running the regexes over a record's megabytes) and tries the regex only where a match could start; a
+    case-insensitive shape looks its pieces up in the folded text (_folded), a case-sensitive one in the text."""
+
+    what: str
+    pieces: tuple[str, ...]
+    reach: int
+    insensitive: bool
+    pattern: re.Pattern[str]
+
+    def found_in(self, text: str, folded: str) -> bool:
+        haystack = folded if self.insensitive else text
+        for piece in self.pieces:
+            at = haystack.find(piece)
+            while at != -1:
+                if any(self.pattern.match(text, start) for start in range(max(0, at - self.reach), at + 1)):
+                    return True
+                at = haystack.find(piece, at + 1)
+        return False
+
+
 _PATTERNS = (
-    ("a Tinker API key (tml-...)", re.compile(r"(?<![A-Za-z0-9_-])tml-[A-Za-z0-9_-]{16,}")),
-    ("a Modal token (wk-/ws-...)", re.compile(r"(?<![A-Za-z0-9_-])w[ks]-[A-Za-z0-9]{16,}")),
-    ("an Authorization header with a value",
-     re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+(?![$<*\[])[A-Za-z0-9._~+/=-]{8,}")),
-    ("a Bearer token", re.compile(r"(?i)\bbearer\s+(?![$<*\[])(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}")),
-    ("a credential header with a value",
-     re.compile(r"(?i)\b(?:modal-secret|modal-key|x-api-key|api[-_]key|tinker_api_key|modal_proxy_token_(?:id|secret)"
-                r"|runs_proxy_token_(?:id|secret))[\"']?\s*[:=]\s*[\"']?(?![$<*\[])(?=[^\s\"',}]*\d)[^\s\"',}]{8,}")),
-    ("a signed or credential-bearing URL",
-     re.compile(r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(?:x-amz-signature|x-goog-signature|signature|sig|token|"
-                r"access_token|api_key|apikey|secret|key|x-amz-credential)=(?![$<*\[])[^&\s\"']{4,}")),
+    _Shape("a Tinker API key (tml-...)", ("tml-",), 0, False, re.compile(r"(?<![A-Za-z0-9_-])tml-[A-Za-z0-9_-]{16,}")),
+    _Shape("a Modal token (wk-/ws-...)", ("wk-", "ws-"), 0, False,
+           re.compile(r"(?<![A-Za-z0-9_-])w[ks]-[A-Za-z0-9]{16,}")),
+    _Shape("an Authorization header with a value", ("authorization",), 0, True,
+           re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+(?![$<*\[])[A-Za-z0-9._~+/=-]{8,}")),
+    _Shape("a Bearer token", ("bearer",), 0, True,
+           re.compile(r"(?i)\bbearer\s+(?![$<*\[])(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}")),
+    # x-api-key holds api-key 2 characters in, tinker_api_key holds api_key 7 in
+    _Shape("a credential header with a value",
+           ("modal-secret", "modal-key", "api-key", "api_key", "modal_proxy_token_", "runs_proxy_token_"), 7, True,
+           re.compile(r"(?i)\b(?:modal-secret|modal-key|x-api-key|api[-_]key|tinker_api_key|modal_proxy_token_(?:id|secret)"
+                      r"|runs_proxy_token_(?:id|secret))[\"']?\s*[:=]\s*[\"']?(?![$<*\[])(?=[^\s\"',}]*\d)[^\s\"',}]{8,}")),
+    _Shape("a signed or credential-bearing URL", ("http",), 0, True,
+           re.compile(r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(?:x-amz-signature|x-goog-signature|signature|sig|token|"
+                      r"access_token|api_key|apikey|secret|key|x-amz-credential)=(?![$<*\[])[^&\s\"']{4,}")),
 )
+
+# Under re.IGNORECASE four non-ASCII letters match ASCII ones (U+0130 and U+0131: i; U+017F: s; U+212A: k;
+# tests/unit/test_grading_secrets.py checks every code point); str.lower() alone keeps them apart.
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _folded(text: str) -> str:
+    """The text as the case-insensitive regexes compare it, for the literal pieces' lookup: one character for
+    one, so a piece's place in it is its place in the text."""
+    return text.translate(_ASCII_FOLDS).lower()
 
 
 def find_secrets(text: str, extra_values: dict[str, str] | None = None) -> list[str]:
     """What credential shapes (and environment secret values) the text contains."""
-    found = [what for what, pattern in _PATTERNS if pattern.search(text)]
+    folded = _folded(text)
+    found = [shape.what for shape in _PATTERNS if shape.found_in(text, folded)]
     values = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}
     values.update(extra_values or {})
     found += [f"the value of {name}" for name, value in values.items() if len(value) > 4 and value in text]
