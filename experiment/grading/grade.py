@@ -22,6 +22,7 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
                                       Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
+from experiment.grading.run_dir import RunDirError, run_validation
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
@@ -256,8 +257,9 @@ def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
 
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
-    """Grade one RESULT. `run_dir` adds the run directory's events/tables/evidence checks and the
-    self-consistency checks of experiment.report.validation (their findings go to `problems`)."""
+    """Grade one RESULT. `run_dir` grades it by the same rules as a bare result.json and adds the run
+    directory's checks: EVID-8 (events/tables/evidence agree with the record) and, with `self_consistency`,
+    the run-dir layer (experiment.grading.run_dir; its findings go to `problems` as "<check>: <message>")."""
     run_dir = Path(run_dir) if run_dir is not None else None
     evidence = EvidenceAccess(result)
     problems: list[str] = []
@@ -291,8 +293,6 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
                                 "not be the one it ran")
     problems += [issue.sentence() for issue in general_issues(ctx)]
     if run_dir is not None and self_consistency:
-        from experiment.report.validation import RunDirError, run_validation
-
         try:
             problems += [f"{p.check}: {p.message}" for p in run_validation(run_dir).problems]
         except RunDirError as err:

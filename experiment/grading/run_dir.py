@@ -1,9 +1,13 @@
-"""Re-check a run directory against every contract rule that can be checked from its files.
+"""The grader's run-directory layer: the checks a run directory's files allow beyond its result.json.
+
+`grade_record(result, run_dir=...)` (experiment.grading.grade) grades the record exactly as it grades a bare
+result.json and adds these checks' findings to `problems` as "<check>: <message>". The decision steps run
+them too, before a verdict is posted (the gate hands `validate_run` down: experiment.gates.decision).
 
 `validate_run(run_dir)` returns a list of `Problem` (a check id and one line); an empty list
 means every applicable check passed. `run_validation(run_dir)` also says which checks ran.
 
-What the validator reads (all written by `RunStore`):
+What the checks read (all written by `RunStore`):
     result.json                 the RESULT object
     events.jsonl                gate verdicts (event "gate") and RESULT updates (any event that
                                 carries `status` and `deviations`), in order
@@ -14,7 +18,8 @@ What the validator reads (all written by `RunStore`):
 
 A section is checked when RESULT has it. A missing section is a problem only when the gate that
 produces it passed (so a run stopped at an early gate is not blamed for later sections).
-Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`.
+Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`; each is in the grader's rule
+table (experiment.grading.rules).
 """
 
 from __future__ import annotations
@@ -39,45 +44,29 @@ from experiment.stats.decision import (
 )
 from experiment.stats.evaluation import evaluator_id
 from experiment.stats.selection import confirmation_only_problems, selection_problems, split_items
-from experiment.stats.feasibility import PROJECTION_KEYS
+from experiment.stats.feasibility import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import draft_plan
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, adaptation_batch_hash
+from experiment.contract.result import (
+    DEVIATION_FIELDS,
+    DIRECTION_VERDICTS,
+    RESULT_STATUSES,
+    THREE_WAY_ABSENT_FIELDS,
+    THREE_WAY_REASONS,
+    THREE_WAY_VERDICTS,
+    adaptation_batch_hash,
+)
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
+from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
     MAX_EVIDENCE_TOTAL_BYTES,
+    REQUIRED_EVIDENCE_KINDS,
 )
 
-RESULT_STATUSES = ("running", "succeeded", "failed")
-DIRECTION_VERDICTS = ("supported", "refuted")
-THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
-THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
-DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
-FEASIBILITY_PHASE_KEYS = ("seconds", "units", "planned_units", "samples", "gpu_count", "allocation_source")
-GENERATION_KEYS = ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
 LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
-# EVID-4: what a finished run retains (plus generated_tasks when training on generated data)
-REQUIRED_EVIDENCE_KINDS = ("script", "effective_config", "code_revision", "predictions", "metrics")
-CREDENTIAL_ENV_VARS = (
-    "TINKER_API_KEY",
-    "MODAL_PROXY_TOKEN_ID",
-    "MODAL_PROXY_TOKEN_SECRET",
-    "RUNS_PROXY_TOKEN_ID",
-    "RUNS_PROXY_TOKEN_SECRET",
-)
-# A header or key followed by a token-like value (6+ characters with a digit) that is not a
-# placeholder ($VAR, <...>, ***, [redacted]).
-_HEADER_WITH_VALUE = re.compile(
-    r"(?i)\b(modal-secret|modal-key|authorization|x-api-key|tinker_api_key)[\"']?\s*[:=]\s*[\"']?"
-    r"(?:bearer\s+)?(?!bearer\b)(?![$<*\[])(?=[^\s\"',}]*\d)([^\s\"',}]{6,})"
-)
-# A URL whose query carries a credential or signature (signed URLs are never stored).
-_SIGNED_URL = re.compile(
-    r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
-)
 # The spec's optimizer names and config keys as a server reports them: the tables of
 # experiment/contract/spec.py (OPTIMIZER_FAMILY_ALIASES, OPTIMIZER_CONFIG_ALIASES).
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -1741,12 +1730,12 @@ class _Validator:
             for name, value in secrets.items():
                 if value in text:
                     self.problem("secrets.value", f"{relative} contains the value of {name}")
-            url = _SIGNED_URL.search(text)
+            url = SIGNED_URL.search(text)
             if url:
                 self.problem(
                     "secrets.url", f"{relative} contains a credential-bearing URL (query parameter {url.group(1)})"
                 )
-            match = _HEADER_WITH_VALUE.search(text)
+            match = HEADER_WITH_VALUE.search(text)
             if match:
                 self.problem(
                     "secrets.header", f"{relative} contains a credential header with a value ({match.group(1)}: ...)"
