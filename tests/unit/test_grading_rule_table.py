@@ -214,12 +214,16 @@ def test_every_finding_of_a_broken_record_has_the_tables_category_and_status(gra
 
 
 def test_a_run_dir_finding_is_a_problem_of_the_grade_under_its_table_id(tmp_path):
+    """One grader: a run directory is graded by every rule a bare result.json gets (the same findings, none
+    dropped) plus its files' checks, each a problem under its row's id."""
     store = build_gs1_run(tmp_path / "runs")
     result = json.loads((store.run_dir / "result.json").read_text())
     clean = grade_record(result, run_dir=store.run_dir).problems
     result["ci"] = [result["ci"][0] - 0.25, result["ci"][1]]
     (store.run_dir / "result.json").write_text(json.dumps(result))
-    new = [p for p in grade_record(result, run_dir=store.run_dir).problems if p not in clean]
+    bare, with_files = grade_record(result), grade_record(result, run_dir=store.run_dir)
+    assert set(_graded_findings(bare)) <= set(_graded_findings(with_files))
+    new = [p for p in with_files.problems if p not in clean]
     assert any(p.startswith("decision.ci: ") for p in new), new
     for problem in new:
         rule = problem.split(":", 1)[0]
