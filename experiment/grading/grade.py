@@ -23,7 +23,7 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
 from experiment.grading.rules import SHAPE_RULES
-from experiment.grading.run_dir import RunDirError, run_validation
+from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
@@ -60,21 +60,10 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
 
 
 def read_events(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    events, problems = [], []
-    path = run_dir / "events.jsonl"
-    if not path.is_file():
-        return [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            problems.append(f"EVID-8: events.jsonl line {number} is not JSON.")
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, problems
+    """The run's events and an EVID-8 problem per line that is not JSON (a JSON line that is no object is skipped
+    here; the run-dir layer reports it, events.format)."""
+    events, not_json, _ = read_event_lines(run_dir)
+    return events, [f"EVID-8: events.jsonl line {number} is not JSON." for number in not_json]
 
 
 def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,

@@ -139,6 +139,30 @@ def _read_json(path: Path, what: str) -> Any:
         raise RunDirError(f"{path}: cannot read {what} ({type(err).__name__}: {err})") from None
 
 
+def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """events.jsonl of a run directory: its events (the lines that are JSON objects, in order), the numbers of
+    the lines that are not JSON, and of those that are JSON but no object; nothing without the file."""
+    events: list[dict[str, Any]] = []
+    not_json: list[int] = []
+    not_objects: list[int] = []
+    path = run_dir / "events.jsonl"
+    if not path.is_file():
+        return events, not_json, not_objects
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            not_json.append(number)
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            not_objects.append(number)
+    return events, not_json, not_objects
+
+
 @dataclass
 class _RunFiles:
     run_dir: Path
@@ -159,21 +183,8 @@ class _RunFiles:
         result = _read_json(run_dir / "result.json", "RESULT")
         if not isinstance(result, dict):
             raise RunDirError(f"{run_dir / 'result.json'}: RESULT must be a JSON object")
-        events, bad_lines = [], []
-        events_path = run_dir / "events.jsonl"
-        if events_path.is_file():
-            for number, line in enumerate(events_path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    bad_lines.append(number)
-                    continue
-                if isinstance(event, dict):
-                    events.append(event)
-                else:
-                    bad_lines.append(number)
+        events, not_json, not_objects = read_event_lines(run_dir)
+        bad_lines = sorted(not_json + not_objects)
         manifest_path = run_dir / "evidence" / "manifest.json"
         manifest = None
         setup: list[Problem] = []
