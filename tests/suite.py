@@ -48,6 +48,7 @@ FILE_SECONDS = {
     "tests/unit/test_no_prefect_in_domain.py": 33,
     "tests/integration/test_backend_credentials_prefect_db.py": 30,
     "tests/unit/test_validation.py": 28,
+    "tests/unit/test_grading_rule_table.py": 27,
     "tests/unit/test_sandbox.py": 26,
     "tests/unit/test_sandbox_vocabulary.py": 19,
     "tests/integration/test_flow.py": 19,

@@ -25,6 +25,12 @@ def adaptation_batch_hash(batch_ids: list[Any]) -> str:
 
 
 THREE_WAY_ABSENT_FIELDS = ("confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning")
+# The words RESULT's fields may take (GEN-2, GEN-3, GEN-4, C-2)
+RESULT_STATUSES = ("running", "succeeded", "failed")
+DIRECTION_VERDICTS = ("supported", "refuted")
+THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
+THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
+DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
 
 
 def initial_result(plan: ExecutionPlan) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
 from the retained predictions, role labels mapped to arms, the decision object posted. SFT (no
 decision_rule): the best-LR comparison against the plan file's verdict_rule, no decision object.
-Either way the record is validated before the verdict, and RESULT.grade carries the exchange's
-categories for the record as posted; the grader (experiment.grading) sits above the families, so
-this gate hands it to the step.
+Either way the record is validated before the verdict (the grader's run-dir checks), and RESULT.grade
+carries the exchange's categories for the record as posted; the grader (experiment.grading) sits above
+the families, so this gate hands both to the step.
 
 Rules: DEC-1..DEC-14, GEN-3, GEN-4, GEN-9 (docs/contract-rules.md).
 """
@@ -19,6 +19,7 @@ from typing import Any
 from experiment.gates import GateVerdict, RunContext, dispatch
 from experiment.grading import grade_record
 from experiment.grading.grade import SPECS_DIR
+from experiment.grading.run_dir import validate_run, validation_summary
 from experiment.rl.steps import decision as rl_step
 from experiment.sft.steps import decision as sft_step
 
@@ -49,12 +50,18 @@ def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[st
         return {"version": 1, "categories": {}, "problems": [f"grader failed: {type(err).__name__}: {err}"]}
 
 
+def own_validation(run_dir: Path) -> dict[str, Any]:
+    """RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir) on the run directory as it stands,
+    before the verdict is posted (a run whose records do not check out gets no definitive verdict)."""
+    return validation_summary(validate_run(run_dir))
+
+
 def _sft_then_graded(ctx: RunContext) -> GateVerdict:
     """The SFT step posts its verdict itself; the record is graded right after."""
-    verdict = sft_step.run(ctx)
+    verdict = sft_step.run(ctx, validate=own_validation)
     ctx.store.update_result(grade=own_grade(ctx))
     return verdict
 
 
 # RL posts the grade with its final update (the grader handed down); SFT is graded right after its step
-STEPS = {"rl": partial(rl_step.run, grade=own_grade), "sft": _sft_then_graded}
+STEPS = {"rl": partial(rl_step.run, grade=own_grade, validate=own_validation), "sft": _sft_then_graded}

@@ -2,8 +2,10 @@
 
 One module per category (`evaluator`, `decision`, `restoration`, `correctness`, `feasibility`,
 `generation_audit`), record-level rules in `general`, evidence access in `evidence`, the secret
-scan in `secrets`, prediction before spending in `predict`. Every check function is named after
-the rule of docs/contract-rules.md it implements (`EVAL_2` is rule EVAL-2).
+scan in `secrets`, prediction before spending in `predict`, and the run-dir layer in `run_dir` (what
+only a run directory's files show; `grade_record(result, run_dir=...)` adds it to the rules a bare
+result.json gets). Every check function is named after the rule of docs/contract-rules.md it
+implements (`EVAL_2` is rule EVAL-2); `rules` is the table of every id the grader emits.
 
     from experiment.grading import grade_record
     grade = grade_record(result, run_dir=None, spec=None)   # -> Grade (status per category)

@@ -145,6 +145,15 @@ class GradeContext:
 
 
 Check = Callable[[GradeContext], list[Issue]]
+_CHECK_NAME = re.compile(r"^([A-Z]+)_(\d+)(?:_\w+)?$")
+
+
+def rule_of_check(name: str) -> str:
+    """The rule id a check function implements, from its name: `EVAL_9_values` implements EVAL-9."""
+    match = _CHECK_NAME.match(name)
+    if match is None:
+        raise ValueError(f"{name} is not named after a rule (RULE_N or RULE_N_what)")
+    return f"{match.group(1)}-{match.group(2)}"
 
 
 def applied(check: Check, ctx: GradeContext) -> list[Issue]:
@@ -153,7 +162,7 @@ def applied(check: Check, ctx: GradeContext) -> list[Issue]:
     try:
         return check(ctx)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
-        rule = check.__name__.replace("_", "-")
+        rule = rule_of_check(check.__name__)  # EVAL_9_values implements EVAL-9 (its own name is no rule id)
         return [Issue(rule, INVALID, f"the record has an unexpected shape, so {rule} cannot be applied "
                                      f"({type(err).__name__}: {short(str(err), 80)})")]
 

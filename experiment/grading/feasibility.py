@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 from experiment.contract.result_models import Feasibility
-from experiment.stats.feasibility import PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size
-from experiment.report.validation import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS
+from experiment.stats.feasibility import (
+    FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
+)
 from experiment.grading.common import (
     INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number, model_issues, run_checks, short,
 )

@@ -17,12 +17,13 @@ from experiment.grading.common import (
     applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
 )
 from experiment.grading.secrets import find_secrets
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS
-from experiment.run.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
-from experiment.report.code_revision import PIPELINE_CODE_DIRS
-from experiment.report.validation import (
-    DEVIATION_FIELDS, DIRECTION_VERDICTS, REQUIRED_EVIDENCE_KINDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
+from experiment.contract.result import (
+    DEVIATION_FIELDS, DIRECTION_VERDICTS, THREE_WAY_ABSENT_FIELDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
+from experiment.run.store import (
+    MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
+)
+from experiment.report.code_revision import PIPELINE_CODE_DIRS
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
 MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES

@@ -22,6 +22,8 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
                                       Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
+from experiment.grading.rules import SHAPE_RULES
+from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
@@ -58,21 +60,10 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
 
 
 def read_events(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    events, problems = [], []
-    path = run_dir / "events.jsonl"
-    if not path.is_file():
-        return [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            problems.append(f"EVID-8: events.jsonl line {number} is not JSON.")
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, problems
+    """The run's events and an EVID-8 problem per line that is not JSON (a JSON line that is no object is skipped
+    here; the run-dir layer reports it, events.format)."""
+    events, not_json, _ = read_event_lines(run_dir)
+    return events, [f"EVID-8: events.jsonl line {number} is not JSON." for number in not_json]
 
 
 def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
@@ -246,18 +237,20 @@ def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
 
 
 def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
-    """One category's grade; a record too malformed for the category's own guards is invalid there."""
+    """One category's grade; a record too malformed for the category's own guards is invalid there, under the
+    category's shape rule (rules.SHAPE_RULES)."""
     try:
         return module.grade(ctx)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
-        return CategoryGrade(name, INVALID, [Issue(name.upper(), INVALID, f"the record has an unexpected shape "
-                                                                          f"({type(err).__name__}: {err})")])
+        return CategoryGrade(name, INVALID, [Issue(SHAPE_RULES[name], INVALID, f"the record has an unexpected shape "
+                                                                               f"({type(err).__name__}: {err})")])
 
 
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
-    """Grade one RESULT. `run_dir` adds the run directory's events/tables/evidence checks and the
-    self-consistency checks of experiment.report.validation (their findings go to `problems`)."""
+    """Grade one RESULT. `run_dir` grades it by the same rules as a bare result.json and adds the run
+    directory's checks: EVID-8 (events/tables/evidence agree with the record) and, with `self_consistency`,
+    the run-dir layer (experiment.grading.run_dir; its findings go to `problems` as "<check>: <message>")."""
     run_dir = Path(run_dir) if run_dir is not None else None
     evidence = EvidenceAccess(result)
     problems: list[str] = []
@@ -291,8 +284,6 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
                                 "not be the one it ran")
     problems += [issue.sentence() for issue in general_issues(ctx)]
     if run_dir is not None and self_consistency:
-        from experiment.report.validation import RunDirError, run_validation
-
         try:
             problems += [f"{p.check}: {p.message}" for p in run_validation(run_dir).problems]
         except RunDirError as err:

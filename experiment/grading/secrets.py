@@ -13,7 +13,23 @@ import os
 import re
 from dataclasses import dataclass
 
-from experiment.report.validation import CREDENTIAL_ENV_VARS
+CREDENTIAL_ENV_VARS = (
+    "TINKER_API_KEY",
+    "MODAL_PROXY_TOKEN_ID",
+    "MODAL_PROXY_TOKEN_SECRET",
+    "RUNS_PROXY_TOKEN_ID",
+    "RUNS_PROXY_TOKEN_SECRET",
+)
+# The run-dir layer's file scan (experiment.grading.run_dir, checks secrets.*): a header or key followed by a
+# token-like value (6+ characters with a digit) that is not a placeholder ($VAR, <...>, ***, [redacted]) ...
+HEADER_WITH_VALUE = re.compile(
+    r"(?i)\b(modal-secret|modal-key|authorization|x-api-key|tinker_api_key)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:bearer\s+)?(?!bearer\b)(?![$<*\[])(?=[^\s\"',}]*\d)([^\s\"',}]{6,})"
+)
+# ... and a URL whose query carries a credential or signature (signed URLs are never stored).
+SIGNED_URL = re.compile(
+    r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
+)
 
 @dataclass(frozen=True)
 class _Shape:

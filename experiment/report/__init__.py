@@ -1,1 +1,1 @@
-"""What people read and re-check: summary text, plots, code revision, validation of a finished run."""
+"""What people read and re-check: summary text, plots, code revision (a run is re-checked by experiment.grading)."""

@@ -48,6 +48,8 @@ from experiment.contract.spec import Spec
 MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
 MAX_EVIDENCE_FILES = 64
 MAX_EVIDENCE_TOTAL_BYTES = 40 * 1024 * 1024
+# EVID-4: what a finished run retains (plus generated_tasks when training on generated data)
+REQUIRED_EVIDENCE_KINDS = ("script", "effective_config", "code_revision", "predictions", "metrics")
 
 logger = logging.getLogger(__name__)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

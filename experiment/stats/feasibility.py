@@ -22,6 +22,9 @@ PROJECTION_KEYS = (
     "base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len",
     "max_tokens", "arms", "n_examples", "n_eval",
 )
+# What the record gives for each measured phase (measurements.<phase>) and for task generation (FEAS-3, FEAS-7)
+FEASIBILITY_PHASE_KEYS = ("seconds", "units", "planned_units", "samples", "gpu_count", "allocation_source")
+GENERATION_KEYS = ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
 
 RECOVERY_FRACTION = 0.25  # reserve for one retry/restore of the longest phase, as a share of the plan
 PROJECTION_NOTE = ("projected, not observed usage; wall time in the full run's schedule as the pilot measured it "

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from experiment.selfgen import generation_audit as audit
 from experiment.run.data import TaskItem
 from experiment.run.state import RunState
-from experiment.report.validation import audit_sample_ids
+from experiment.grading.run_dir import audit_sample_ids, run_validation
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
               "max_label_errors": 0, "max_eval_overlaps": 0}
@@ -331,7 +330,6 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
     the exact arithmetic solver -> repair rounds -> the section-10 record. The record is consistent with the
     frozen files, the run validates, and a secret in the environment appears nowhere in the run."""
     from experiment.selfgen.steps import generation_audit as gate
-    from experiment.report.validation import run_validation
 
     secret = "rx-fake-secret-gate-5d1e77"
     monkeypatch.setenv("TINKER_API_KEY", secret)

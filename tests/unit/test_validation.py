@@ -1,4 +1,4 @@
-"""Validation of run directories (experiment/report/validation.py, flows/validate.py).
+"""Validation of run directories: the grader's run-dir layer (experiment/grading/run_dir.py, flows/validate.py).
 
 The builder below (also used by test_report.py and test_runs_cli.py) makes small but real run
 directories with RunStore.
@@ -38,10 +38,10 @@ from experiment.stats.evaluation import (
 from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config
 from experiment.gates import GateVerdict
 from experiment.contract.plan import build_plan
+from experiment.contract.result import adaptation_batch_hash
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunStore
-from experiment.report.validation import (
-    adaptation_batch_hash,
+from experiment.grading.run_dir import (
     audit_sample_ids,
     run_validation,
     validate_run,

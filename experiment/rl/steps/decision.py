@@ -14,6 +14,7 @@ file exists; the observations, and so the decision, hold the confirmation items 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from experiment.stats import decision as d
@@ -24,15 +25,17 @@ from experiment.run.context import RunContext
 from experiment.rl.steps.evaluation import read_prediction_rows
 from experiment.report.summary import effect_in_words, effect_line, subtraction
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
-from experiment.report.validation import validate_run, validation_summary
 
 GATE = "decision"
 # (ctx, the final fields about to be posted) -> RESULT.grade: the grader, handed down by the gate
 Grader = Callable[[RunContext, dict[str, Any]], dict[str, Any]]
+# (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
+RunDirValidator = Callable[[Path], dict[str, Any]]
 
 
-def run(ctx: RunContext, grade: Grader) -> GateVerdict:
-    """The paired decision of the spec's decision_rule, validated, graded by `grade` and posted with the verdict."""
+def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdict:
+    """The paired decision of the spec's decision_rule, validated by `validate`, graded by `grade` and posted with
+    the verdict."""
     rule = ctx.spec.section("decision_rule")  # the stats layer reads it as plain data
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     files = ctx.state.prediction_files
@@ -74,11 +77,12 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
     # Everything but the verdict, then the same validation `python -m flows.validate` runs:
     # a run whose records do not check out gets no definitive verdict.
     ctx.store.update_result(decision=record, **measured_fields(ctx, summary))
-    problems = validate_run(ctx.store.run_dir)
-    if problems:
-        summary = decide([f"validation failed: {', '.join(sorted({p.check for p in problems}))}"])
+    validation = validate(ctx.store.run_dir)
+    problem_count = validation["problem_count"]
+    if problem_count:
+        summary = decide([f"validation failed: {', '.join(validation['failed_checks'])}"])
     # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
-    final = {"validation": validation_summary(problems), **final_fields(ctx, summary)}
+    final = {"validation": validation, **final_fields(ctx, summary)}
     ctx.store.update_result(grade=grade(ctx, final), **final)
     chosen = ([f"adaptive selection: {selection['selected']} chosen of {', '.join(selection['candidates'])} on "
                f"{len(selection['split']['selection_ids'])} selection items, frozen before confirmation"]
@@ -87,8 +91,9 @@ def run(ctx: RunContext, grade: Grader) -> GateVerdict:
         gate=GATE, status="passed",
         reasons=[f"verdict {summary['verdict']}"] + chosen
         + [f"{c['id']}: {effect_line(c)}" for c in summary["criteria"]]
-        + [f"validation: {len(problems)} problem(s)" + (f": {problems[0].check}" if problems else "")],
-        measured={"verdict": summary["verdict"], "validation_problems": len(problems),
+        + [f"validation: {problem_count} problem(s)"  # and the first problem's check ("<check>: <message>")
+           + (f": {validation['problems'][0].partition(': ')[0]}" if problem_count else "")],
+        measured={"verdict": summary["verdict"], "validation_problems": problem_count,
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
     )
 

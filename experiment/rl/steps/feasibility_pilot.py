@@ -29,8 +29,8 @@ from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
-from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot_size, projection_config, rl_pilot_units,
-                                          service_allocation)
+from experiment.stats.feasibility import (GENERATION_KEYS, PhaseTiming, feasibility_record, pilot_size, projection_config,
+                                          rl_pilot_units, service_allocation)
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
@@ -205,8 +205,7 @@ def generation_block(ctx: RunContext) -> dict | None:
     measured = ctx.state.generation_feasibility
     if not measured:
         return None
-    return {key: measured[key] for key in ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
-            if key in measured}
+    return {key: measured[key] for key in GENERATION_KEYS if key in measured}
 
 
 def generation_phases(ctx: RunContext) -> dict[str, PhaseTiming]:

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from experiment.contract.result import changed_experiment_limit
 from experiment.contract.verdict import GateVerdict
-from experiment.report.validation import validate_run, validation_summary
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import pair_mismatches
 from experiment.sft.runs import service_routing, sft_runs
 
+# (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
+RunDirValidator = Callable[[Path], dict[str, Any]]
 
-def run(ctx: RunContext) -> GateVerdict:
+
+def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     """The verdict of a spec WITHOUT a decision_rule (the TriMuon spec): no decision object
     (DEC-1); the verdict follows the effect
     against the margin (GEN-3, direction+confidence; DEC-8 best_lr_threshold): "supported" when every criterion of the
@@ -92,9 +95,10 @@ def run(ctx: RunContext) -> GateVerdict:
     # everything but the verdict first (no decision object: the spec has no decision_rule)
     ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
                             margin=primary["margin"], seeds=1, grid_edge=grid_edge)
-    problems = validate_run(ctx.store.run_dir)
-    if problems:
-        limits.append(f"validation found {len(problems)} problem(s): {', '.join(sorted({p.check for p in problems}))}")
+    validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
+    problem_count = validation["problem_count"]
+    if problem_count:
+        limits.append(f"validation found {problem_count} problem(s): {', '.join(validation['failed_checks'])}")
     reasoning = (
         f"Best-LR {treatment} held-out NLL {arms[treatment][nll_key]:.4f} (LR {arms[treatment]['selected_lr']:g}) vs "
         f"{baseline} {arms[baseline][nll_key]:.4f} (LR {arms[baseline]['selected_lr']:g}); median optimizer step "
@@ -105,7 +109,7 @@ def run(ctx: RunContext) -> GateVerdict:
         + f". Confidence is weak: {'; '.join(limits)}. Routing: {routing['reason']}."
     )
     ctx.store.update_result(
-        validation=validation_summary(problems),
+        validation=validation,
         status="succeeded",
         summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid) from one proven initial state on "
                  f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
@@ -120,7 +124,7 @@ def run(ctx: RunContext) -> GateVerdict:
         reasons=[f"{c['id']}: effect {c['effect']:+.4g} vs margin {c['margin']:g} ({'met' if c['met'] else 'not met'})"
                  for c in criteria] + mismatches,
         measured={"verdict": "supported" if supported else "refuted", "grid_edge": grid_edge,
-                  "validation_problems": len(problems),
+                  "validation_problems": problem_count,
                   **{c["id"]: c["effect"] for c in criteria}},
     )
 

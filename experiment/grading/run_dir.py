@@ -1,9 +1,13 @@
-"""Re-check a run directory against every contract rule that can be checked from its files.
+"""The grader's run-directory layer: the checks a run directory's files allow beyond its result.json.
+
+`grade_record(result, run_dir=...)` (experiment.grading.grade) grades the record exactly as it grades a bare
+result.json and adds these checks' findings to `problems` as "<check>: <message>". The decision steps run
+them too, before a verdict is posted (the gate hands `validate_run` down: experiment.gates.decision).
 
 `validate_run(run_dir)` returns a list of `Problem` (a check id and one line); an empty list
 means every applicable check passed. `run_validation(run_dir)` also says which checks ran.
 
-What the validator reads (all written by `RunStore`):
+What the checks read (all written by `RunStore`):
     result.json                 the RESULT object
     events.jsonl                gate verdicts (event "gate") and RESULT updates (any event that
                                 carries `status` and `deviations`), in order
@@ -14,7 +18,8 @@ What the validator reads (all written by `RunStore`):
 
 A section is checked when RESULT has it. A missing section is a problem only when the gate that
 produces it passed (so a run stopped at an early gate is not blamed for later sections).
-Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`.
+Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`; each is in the grader's rule
+table (experiment.grading.rules).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import hashlib
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,48 +43,30 @@ from experiment.stats.decision import (
 )
 from experiment.stats.evaluation import evaluator_id
 from experiment.stats.selection import confirmation_only_problems, selection_problems, split_items
-from experiment.stats.feasibility import PROJECTION_KEYS
+from experiment.stats.feasibility import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.plan import draft_plan
-from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, adaptation_batch_hash
+from experiment.contract.result import (
+    DEVIATION_FIELDS,
+    DIRECTION_VERDICTS,
+    RESULT_STATUSES,
+    THREE_WAY_ABSENT_FIELDS,
+    THREE_WAY_REASONS,
+    THREE_WAY_VERDICTS,
+    adaptation_batch_hash,
+)
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
+from experiment.grading.common import HEX64, as_dict, as_list, is_number, short
+from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
     MAX_EVIDENCE_TOTAL_BYTES,
+    REQUIRED_EVIDENCE_KINDS,
 )
 
-RESULT_STATUSES = ("running", "succeeded", "failed")
-DIRECTION_VERDICTS = ("supported", "refuted")
-THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
-THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
-DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
-FEASIBILITY_PHASE_KEYS = ("seconds", "units", "planned_units", "samples", "gpu_count", "allocation_source")
-GENERATION_KEYS = ("attempted", "accepted", "target_accepted", "filter_samples_per_candidate")
 LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
-# EVID-4: what a finished run retains (plus generated_tasks when training on generated data)
-REQUIRED_EVIDENCE_KINDS = ("script", "effective_config", "code_revision", "predictions", "metrics")
-CREDENTIAL_ENV_VARS = (
-    "TINKER_API_KEY",
-    "MODAL_PROXY_TOKEN_ID",
-    "MODAL_PROXY_TOKEN_SECRET",
-    "RUNS_PROXY_TOKEN_ID",
-    "RUNS_PROXY_TOKEN_SECRET",
-)
-# A header or key followed by a token-like value (6+ characters with a digit) that is not a
-# placeholder ($VAR, <...>, ***, [redacted]).
-_HEADER_WITH_VALUE = re.compile(
-    r"(?i)\b(modal-secret|modal-key|authorization|x-api-key|tinker_api_key)[\"']?\s*[:=]\s*[\"']?"
-    r"(?:bearer\s+)?(?!bearer\b)(?![$<*\[])(?=[^\s\"',}]*\d)([^\s\"',}]{6,})"
-)
-# A URL whose query carries a credential or signature (signed URLs are never stored).
-_SIGNED_URL = re.compile(
-    r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
-)
-# The spec's optimizer names and config keys as a server reports them: the tables of
-# experiment/contract/spec.py (OPTIMIZER_FAMILY_ALIASES, OPTIMIZER_CONFIG_ALIASES).
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Which gate produces which RESULT section (a missing section is a problem only once that gate passed).
 SECTION_GATES = {
     "correctness_preflight": "correctness_preflight",
@@ -150,6 +136,30 @@ def _read_json(path: Path, what: str) -> Any:
         raise RunDirError(f"{path}: cannot read {what} ({type(err).__name__}: {err})") from None
 
 
+def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """events.jsonl of a run directory: its events (the lines that are JSON objects, in order), the numbers of
+    the lines that are not JSON, and of those that are JSON but no object; nothing without the file."""
+    events: list[dict[str, Any]] = []
+    not_json: list[int] = []
+    not_objects: list[int] = []
+    path = run_dir / "events.jsonl"
+    if not path.is_file():
+        return events, not_json, not_objects
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            not_json.append(number)
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            not_objects.append(number)
+    return events, not_json, not_objects
+
+
 @dataclass
 class _RunFiles:
     run_dir: Path
@@ -170,21 +180,8 @@ class _RunFiles:
         result = _read_json(run_dir / "result.json", "RESULT")
         if not isinstance(result, dict):
             raise RunDirError(f"{run_dir / 'result.json'}: RESULT must be a JSON object")
-        events, bad_lines = [], []
-        events_path = run_dir / "events.jsonl"
-        if events_path.is_file():
-            for number, line in enumerate(events_path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    bad_lines.append(number)
-                    continue
-                if isinstance(event, dict):
-                    events.append(event)
-                else:
-                    bad_lines.append(number)
+        events, not_json, not_objects = read_event_lines(run_dir)
+        bad_lines = sorted(not_json + not_objects)
         manifest_path = run_dir / "evidence" / "manifest.json"
         manifest = None
         setup: list[Problem] = []
@@ -312,14 +309,6 @@ class _RunFiles:
 # small helpers
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _text_key(value: Any) -> str:
     """A dict key for a value read from a record (ids may be of any JSON type in a broken record)."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
@@ -327,27 +316,19 @@ def _text_key(value: Any) -> str:
 
 def _explicit_item_ids(provenance: Any) -> list[str] | None:
     """The evaluator's items.ids when it is an explicit list of strings, else None."""
-    ids = _as_dict(_as_dict(provenance).get("items")).get("ids")
+    ids = as_dict(as_dict(provenance).get("items")).get("ids")
     if isinstance(ids, list) and all(isinstance(item, str) for item in ids):
         return ids
     return None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _is_hex64(value: Any) -> bool:
-    return isinstance(value, str) and bool(_HEX64.match(value))
+    return isinstance(value, str) and bool(HEX64.match(value))
 
 
 def _close(a: Any, b: Any, rel: float = 1e-9, abs_tol: float = 1e-12) -> bool:
-    return _is_number(a) and _is_number(b) and math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """Numbers equal within `rel` and an absolute 1e-12 (common.close takes one tolerance for both)."""
+    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
 
 
 def _jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -478,7 +459,7 @@ class _Validator:
         result = self.result
         status = result.get("status")
         if status not in RESULT_STATUSES:
-            self.problem("result.status", f"status {_short(status)} is not one of {', '.join(RESULT_STATUSES)}")
+            self.problem("result.status", f"status {short(status)} is not one of {', '.join(RESULT_STATUSES)}")
         if not isinstance(result.get("summary"), str) or not result.get("summary", "").strip():
             self.problem("result.summary", "summary is missing or empty")
         metrics = result.get("metrics")
@@ -502,7 +483,7 @@ class _Validator:
             completed = []
         for arm in completed:
             if not isinstance(arm, str):
-                self.problem("result.completed_arms", f"completed_arms entry {_short(arm)} is not an arm name")
+                self.problem("result.completed_arms", f"completed_arms entry {short(arm)} is not an arm name")
                 continue
             if arm not in arms_metrics:
                 self.problem("result.completed_arms", f"arm {arm} is completed but has no metrics under metrics.arms")
@@ -541,7 +522,7 @@ class _Validator:
             trained = [
                 arm["name"] for arm in self.plan.get("arms") or [] if isinstance(arm, dict) and arm.get("trained")
             ]
-            completed = [arm for arm in _as_list(self.result.get("completed_arms")) if isinstance(arm, str)]
+            completed = [arm for arm in as_list(self.result.get("completed_arms")) if isinstance(arm, str)]
             not_run = [arm for arm in trained if arm not in completed]
             if not_run:
                 self.problem(
@@ -553,7 +534,7 @@ class _Validator:
         elif self.vocabulary == "three_way":
             self._check_three_way()
         elif self.plan:
-            self.problem("vocabulary.unknown", f"the plan's vocabulary {_short(self.vocabulary)} is not known")
+            self.problem("vocabulary.unknown", f"the plan's vocabulary {short(self.vocabulary)} is not known")
 
     def _check_direction_confidence(self) -> None:
         result = self.result
@@ -565,10 +546,10 @@ class _Validator:
                     f"verdict is present while status is {status}; it belongs only in the final succeeded update",
                 )
             if verdict not in DIRECTION_VERDICTS:
-                self.problem("vocabulary.verdict", f"verdict {_short(verdict)} is not supported or refuted")
+                self.problem("vocabulary.verdict", f"verdict {short(verdict)} is not supported or refuted")
             if result.get("confidence") not in ("strong", "weak"):
                 self.problem(
-                    "vocabulary.confidence", f"confidence {_short(result.get('confidence'))} is not strong or weak"
+                    "vocabulary.confidence", f"confidence {short(result.get('confidence'))} is not strong or weak"
                 )
             if result.get("confidence") == "strong" and result.get("grid_edge") is True:
                 self.problem("vocabulary.confidence", "grid_edge is true but confidence is strong")
@@ -579,7 +560,7 @@ class _Validator:
         if "outcome_reason" in result and result.get("outcome_reason") != "incomplete_execution":
             self.problem(
                 "vocabulary.outcome_reason",
-                f"outcome_reason {_short(result.get('outcome_reason'))} is not incomplete_execution, the only value of this vocabulary",
+                f"outcome_reason {short(result.get('outcome_reason'))} is not incomplete_execution, the only value of this vocabulary",
             )
         elif status == "failed" and "outcome_reason" not in result:
             self.problem("vocabulary.outcome_reason", "a failed run needs outcome_reason incomplete_execution")
@@ -605,29 +586,29 @@ class _Validator:
         if verdict not in THREE_WAY_VERDICTS:
             self.problem(
                 "vocabulary.verdict",
-                f"the final update needs verdict supported, refuted or inconclusive (got {_short(verdict)})",
+                f"the final update needs verdict supported, refuted or inconclusive (got {short(verdict)})",
             )
         if status == "failed" and verdict != "inconclusive":
-            self.problem("vocabulary.verdict", f"a failed run is inconclusive (got {_short(verdict)})")
+            self.problem("vocabulary.verdict", f"a failed run is inconclusive (got {short(verdict)})")
         if reason is not None:
             if reason not in THREE_WAY_REASONS:
                 self.problem(
                     "vocabulary.outcome_reason",
-                    f"outcome_reason {_short(reason)} is not one of {', '.join(THREE_WAY_REASONS)}",
+                    f"outcome_reason {short(reason)} is not one of {', '.join(THREE_WAY_REASONS)}",
                 )
             elif reason in ("supported", "refuted") and reason != verdict:
                 self.problem(
-                    "vocabulary.outcome_reason", f"outcome_reason {reason} must equal the verdict ({_short(verdict)})"
+                    "vocabulary.outcome_reason", f"outcome_reason {reason} must equal the verdict ({short(verdict)})"
                 )
             elif reason not in ("supported", "refuted") and verdict != "inconclusive":
                 self.problem(
                     "vocabulary.outcome_reason",
-                    f"outcome_reason {reason} requires verdict inconclusive (got {_short(verdict)})",
+                    f"outcome_reason {reason} requires verdict inconclusive (got {short(verdict)})",
                 )
         if status == "failed" and reason not in (None, "incomplete_execution"):
             self.problem(
                 "vocabulary.outcome_reason",
-                f"a failed run's outcome_reason is incomplete_execution (got {_short(reason)})",
+                f"a failed run's outcome_reason is incomplete_execution (got {short(reason)})",
             )
 
     # ---- deviations ----
@@ -650,7 +631,7 @@ class _Validator:
             if deviation.get("field") not in DEVIATION_FIELDS:
                 self.problem(
                     "deviations.shape",
-                    f"deviations[{index}].field {_short(deviation.get('field'))} is not one of {', '.join(DEVIATION_FIELDS)}",
+                    f"deviations[{index}].field {short(deviation.get('field'))} is not one of {', '.join(DEVIATION_FIELDS)}",
                 )
             for key in ("original", "effective", "reason"):
                 if not isinstance(deviation.get(key), str):
@@ -659,7 +640,7 @@ class _Validator:
                 deviation.get("effective")) not in str(self.result.get("summary", "")):
                 self.problem(
                     "deviations.model_in_summary",
-                    f"the served model {_short(deviation.get('effective'))} replaces the spec's model but summary does not say so",
+                    f"the served model {short(deviation.get('effective'))} replaces the spec's model but summary does not say so",
                 )
             if (
                 deviation.get("field") in ("objective", "endpoint")
@@ -724,7 +705,7 @@ class _Validator:
                 "activation.missing", "the activation gate passed but activation_calibration.values is missing"
             )
             return
-        metrics = _as_dict(self.result.get("metrics"))
+        metrics = as_dict(self.result.get("metrics"))
         for check in (gate.get("details") or {}).get("checks") or []:
             metric = check.get("metric")
             value = values.get(metric)
@@ -738,7 +719,7 @@ class _Validator:
             elif not _activation_in_range(value, check):
                 self.problem(
                     "activation.range",
-                    f"{metric} = {_short(value)} is outside its prespecified range but the gate passed",
+                    f"{metric} = {short(value)} is outside its prespecified range but the gate passed",
                 )
 
     # ---- correctness preflight (CORR-*) ----
@@ -785,14 +766,14 @@ class _Validator:
         for path_id, path in reported.items():
             spec_path = spec_paths.get(path_id)
             if spec_paths and spec_path is None:
-                self.problem("correctness.paths", f"recorded path {_short(path_id)} is not a path of the spec")
-            fixed = _as_dict(path.get("fixed_input"))
+                self.problem("correctness.paths", f"recorded path {short(path_id)} is not a path of the spec")
+            fixed = as_dict(path.get("fixed_input"))
             if not _is_hex64(fixed.get("sha256")):
                 self.problem("correctness.fixed_input", f"path {path_id}: fixed_input.sha256 is not a 64-hex hash")
             for key in ("baseline_revision", "reference_revision"):
                 value = path.get(key)
                 if not isinstance(value, str) or not value.strip() or "UNRESOLVED" in value:
-                    self.problem("correctness.revisions", f"path {path_id}: {key} is not pinned ({_short(value)})")
+                    self.problem("correctness.revisions", f"path {path_id}: {key} is not pinned ({short(value)})")
                 pinned = (spec_path or {}).get(key)
                 if isinstance(pinned, str) and "UNRESOLVED" in pinned:
                     spec_unresolved = True
@@ -800,14 +781,14 @@ class _Validator:
                         key == "baseline_revision" and _same_code_parity(path)):  # reported as ran: CORR-3 unverified
                     self.problem(
                         "correctness.revisions",
-                        f"path {path_id}: {key} {_short(value)} differs from the spec's {_short(pinned)}",
+                        f"path {path_id}: {key} {short(value)} differs from the spec's {short(pinned)}",
                     )
             self._check_correctness_errors(path_id, path, (spec_path or {}).get("tolerances") or {})
-            for probe in _as_list(path.get("lr_scaling")):
+            for probe in as_list(path.get("lr_scaling")):
                 if not (
                     isinstance(probe, dict)
-                    and _is_number(probe.get("learning_rate"))
-                    and _is_number(probe.get("update_norm"))
+                    and is_number(probe.get("learning_rate"))
+                    and is_number(probe.get("update_norm"))
                 ):
                     self.problem(
                         "correctness.lr_scaling",
@@ -835,7 +816,7 @@ class _Validator:
         for check, tolerance in tolerances.items():
             measured = errors.get(check)
             keys = ("max_abs_error", "reference_max_abs", "relative_l2_error", "cosine_similarity")
-            if not isinstance(measured, dict) or not all(_is_number(measured.get(key)) for key in keys):
+            if not isinstance(measured, dict) or not all(is_number(measured.get(key)) for key in keys):
                 self.problem("correctness.errors", f"path {path_id}: check {check} has no measured {', '.join(keys)}")
                 continue
             accepted, why = accepts(measured, tolerance)
@@ -915,7 +896,7 @@ class _Validator:
         if not self.files.is_retained(init.get("evidence_ref")):
             self.problem(
                 "provenance.evidence_ref",
-                f"arm {arm}: initialization.evidence_ref {_short(init.get('evidence_ref'))} names no retained evidence file",
+                f"arm {arm}: initialization.evidence_ref {short(init.get('evidence_ref'))} names no retained evidence file",
             )
         if init.get("before_first_update") is not True:
             self.problem("provenance.initialization", f"arm {arm}: initialization.before_first_update is not true")
@@ -958,7 +939,7 @@ class _Validator:
             if not self.files.is_retained(check.get("evidence_ref")):
                 self.problem(
                     "provenance.evidence_ref",
-                    f"{where}: evidence_ref {_short(check.get('evidence_ref'))} names no retained evidence file",
+                    f"{where}: evidence_ref {short(check.get('evidence_ref'))} names no retained evidence file",
                 )
             requested = check.get("requested") if isinstance(check.get("requested"), dict) else {}
             if spec_arm and not requested:
@@ -981,11 +962,11 @@ class _Validator:
             expected[OPTIMIZER_CONFIG_ALIASES.get(key, key)] = value
         for key, value in expected.items():
             got = requested.get(key)
-            same = _close(got, value) if _is_number(got) and _is_number(value) else got == value
+            same = _close(got, value) if is_number(got) and is_number(value) else got == value
             if not same:
                 self.problem(
                     "provenance.requested",
-                    f"{where}: requested {key} is {_short(got)} but the spec's group asks for {_short(value)}",
+                    f"{where}: requested {key} is {short(got)} but the spec's group asks for {short(value)}",
                 )
 
     def _check_actual_config(self, where: str, requested: dict[str, Any], actual: dict[str, Any]) -> None:
@@ -998,10 +979,10 @@ class _Validator:
             )
         for key in shared:
             a, b = wanted[key], actual[key]
-            same = _close(a, b) if _is_number(a) and _is_number(b) else a == b
+            same = _close(a, b) if is_number(a) and is_number(b) else a == b
             if not same:
                 self.problem(
-                    "provenance.optimizer_mismatch", f"{where}: {key} is {_short(b)} but {_short(a)} was requested"
+                    "provenance.optimizer_mismatch", f"{where}: {key} is {short(b)} but {short(a)} was requested"
                 )
 
     def _check_initial_output(self, arm: str, output: Any) -> None:
@@ -1023,7 +1004,7 @@ class _Validator:
         if not self.files.is_retained(output.get("evidence_ref")):
             self.problem(
                 "provenance.evidence_ref",
-                f"arm {arm}: initial_output.evidence_ref {_short(output.get('evidence_ref'))} names no retained evidence file",
+                f"arm {arm}: initial_output.evidence_ref {short(output.get('evidence_ref'))} names no retained evidence file",
             )
         if output.get("before_first_update") is not True:
             self.problem("provenance.initial_output", f"arm {arm}: initial_output.before_first_update is not true")
@@ -1040,10 +1021,10 @@ class _Validator:
             ("initial_output", "output_sha256"),
         ]
         for part, key in fields:
-            values = {name: _as_dict(arms[name].get(part)).get(key) for name in names}
+            values = {name: as_dict(arms[name].get(part)).get(key) for name in names}
             present = {_text_key(value) for value in values.values() if value is not None}
             if len(present) > 1:
-                listed = ", ".join(f"{name}={_short(value, 20)}" for name, value in values.items())
+                listed = ", ".join(f"{name}={short(value, 20)}" for name, value in values.items())
                 self.problem("provenance.group_mismatch", f"{part}.{key} differs across the group ({listed})")
 
     # ---- evaluation (EVAL-*) ----
@@ -1069,12 +1050,12 @@ class _Validator:
                 continue
             if _text_key(score.get("evaluator_id")) not in evaluators:
                 self.problem("evaluation.scores", f"score of arm {score.get('arm')} names an unknown evaluator")
-            if not _is_number(score.get("value")):
+            if not is_number(score.get("value")):
                 self.problem("evaluation.scores", f"score of arm {score.get('arm')} has no finite value")
             if score.get("predictions_ref") is not None and not self.files.is_retained(score.get("predictions_ref")):
                 self.problem(
                     "evaluation.predictions_missing",
-                    f"score of arm {score.get('arm')}: predictions_ref {_short(score.get('predictions_ref'))} is not a retained evidence file",
+                    f"score of arm {score.get('arm')}: predictions_ref {short(score.get('predictions_ref'))} is not a retained evidence file",
                 )
         self._check_predictions_cover(evaluators, scores)
 
@@ -1097,7 +1078,7 @@ class _Validator:
         if not _is_hex64(provenance.get("code_sha256")):
             self.problem(
                 "evaluation.code_sha256",
-                f"evaluator {identifier[:12]}: code_sha256 {_short(provenance.get('code_sha256'), 40)} is not a 64-hex hash",
+                f"evaluator {identifier[:12]}: code_sha256 {short(provenance.get('code_sha256'), 40)} is not a 64-hex hash",
             )
         items = provenance.get("items")
         ids = items.get("ids") if isinstance(items, dict) else None
@@ -1110,7 +1091,7 @@ class _Validator:
         elif not isinstance(ids, list) or not ids or not all(isinstance(item, str) and item for item in ids):
             self.problem(
                 "evaluation.item_ids",
-                f"evaluator {identifier[:12]}: items.ids must be an explicit list of item id strings (got {_short(ids, 40)})",
+                f"evaluator {identifier[:12]}: items.ids must be an explicit list of item id strings (got {short(ids, 40)})",
             )
         elif len(set(ids)) != len(ids):
             self.problem("evaluation.item_ids", f"evaluator {identifier[:12]}: items.ids has duplicates")
@@ -1179,10 +1160,10 @@ class _Validator:
                     if missing:
                         self.problem(
                             "evaluation.predictions_cover",
-                            f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have no prediction row (first: {_short(missing[0], 30)})",
+                            f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have no prediction row (first: {short(missing[0], 30)})",
                         )
         for score in scores:
-            if not isinstance(score, dict) or not _is_number(score.get("value")):
+            if not isinstance(score, dict) or not is_number(score.get("value")):
                 continue
             values = [
                 row.get("value")
@@ -1192,7 +1173,7 @@ class _Validator:
                 and row.get("metric") == score.get("metric")
                 and row.get("evaluator_id") == score.get("evaluator_id")
             ]
-            if values and all(_is_number(v) for v in values) and not _close(sum(values) / len(values), score["value"]):
+            if values and all(is_number(v) for v in values) and not _close(sum(values) / len(values), score["value"]):
                 self.problem(
                     "evaluation.score_reproduces",
                     f"score of arm {score.get('arm')} seed {score.get('seed')} ({score['value']}) is not the mean of its prediction rows ({sum(values) / len(values)})",
@@ -1279,7 +1260,7 @@ class _Validator:
         if digest != actual:
             self.problem(
                 "decision.observations_sha256",
-                f"decision names sha256 {_short(digest, 20)} but {name} hashes to {actual[:16]}...",
+                f"decision names sha256 {short(digest, 20)} but {name} hashes to {actual[:16]}...",
             )
         if self.files.manifest_sha256(name) != actual:
             self.problem("decision.observations_sha256", f"the manifest's sha256 of {name} does not match the file")
@@ -1287,7 +1268,7 @@ class _Validator:
         if kind != "metrics":
             self.problem(
                 "decision.observations_file",
-                f"observations file {name} is retained as kind {_short(kind)}, not metrics",
+                f"observations file {name} is retained as kind {short(kind)}, not metrics",
             )
         if len(data) > MAX_EVIDENCE_FILE_BYTES:
             self.problem("decision.observations_cap", f"observations file {name} is over 10 MiB")
@@ -1343,7 +1324,7 @@ class _Validator:
 
     def _compare_decision(self, record: dict[str, Any], summary: dict[str, Any]) -> None:
         criteria = summary["criteria"]
-        recorded = {_text_key(c.get("id")): c for c in _as_list(record.get("criteria")) if isinstance(c, dict)}
+        recorded = {_text_key(c.get("id")): c for c in as_list(record.get("criteria")) if isinstance(c, dict)}
         for criterion in criteria:
             mine = recorded.get(criterion["id"])
             if mine is None:
@@ -1371,7 +1352,7 @@ class _Validator:
             ):
                 self.problem(
                     "decision.ci",
-                    f"RESULT ci {_short(ci)} but the observations give [{primary['lower']}, {primary['upper']}]",
+                    f"RESULT ci {short(ci)} but the observations give [{primary['lower']}, {primary['upper']}]",
                 )
             if "margin" in self.result and not _close(self.result.get("margin"), primary["margin"]):
                 self.problem(
@@ -1402,7 +1383,7 @@ class _Validator:
         evaluation = self.result.get("evaluation")
         scores = evaluation.get("scores") if isinstance(evaluation, dict) else None
         for score in scores if isinstance(scores, list) else []:
-            if not isinstance(score, dict) or not _is_number(score.get("value")):
+            if not isinstance(score, dict) or not is_number(score.get("value")):
                 continue
             for criterion in criteria:
                 means = criterion["per_arm_seed_means"].get(_text_key(score.get("arm")), {})
@@ -1432,7 +1413,7 @@ class _Validator:
         aggregation = record.get("aggregation")
         if aggregation not in ("token_mean", "example_mean"):
             self.problem(
-                "loss_eval.aggregation", f"aggregation {_short(aggregation)} is not token_mean or example_mean"
+                "loss_eval.aggregation", f"aggregation {short(aggregation)} is not token_mean or example_mean"
             )
         if plan_eval.get("aggregation") and aggregation != plan_eval["aggregation"]:
             self.problem(
@@ -1449,10 +1430,10 @@ class _Validator:
             if entry.get("aggregation") != aggregation:
                 self.problem(
                     "loss_eval.aggregation",
-                    f"arm {arm}: aggregation {_short(entry.get('aggregation'))} differs from {aggregation}",
+                    f"arm {arm}: aggregation {short(entry.get('aggregation'))} differs from {aggregation}",
                 )
             value, nll_sum, n_tokens = entry.get("value"), entry.get("nll_sum"), entry.get("n_tokens")
-            if not (_is_number(value) and _is_number(nll_sum) and _is_number(n_tokens) and n_tokens > 0):
+            if not (is_number(value) and is_number(nll_sum) and is_number(n_tokens) and n_tokens > 0):
                 self.problem(
                     "loss_eval.values", f"arm {arm}: value, nll_sum and n_tokens must be finite with n_tokens > 0"
                 )
@@ -1542,11 +1523,11 @@ class _Validator:
             self.problem("generation_audit.shape", "generation_audit must be an object with version 1")
             return
         if record.get("stage") != "before_training":
-            self.problem("generation_audit.shape", f"stage {_short(record.get('stage'))} is not before_training")
+            self.problem("generation_audit.shape", f"stage {short(record.get('stage'))} is not before_training")
         for key in ("dataset_file", "evaluation_file", "audit_file"):
             if not self.files.is_retained(record.get(key)):
                 self.problem(
-                    "generation_audit.files", f"{key} {_short(record.get(key))} is not a retained evidence file"
+                    "generation_audit.files", f"{key} {short(record.get(key))} is not a retained evidence file"
                 )
         seed = record.get("sample_seed")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -1584,7 +1565,7 @@ class _Validator:
             ):
                 self.problem(
                     "generation_audit.sample",
-                    f"sample {_short(sample.get('item_id'))}: needs method independent_resolve, blind_to_label true and a resolver_id",
+                    f"sample {short(sample.get('item_id'))}: needs method independent_resolve, blind_to_label true and a resolver_id",
                 )
                 break
         for count_key, limit_key in (("label_error_count", "max_label_errors"), ("overlap_count", "max_eval_overlaps")):
@@ -1645,7 +1626,7 @@ class _Validator:
         if endpoint and record.get("primary_endpoint") != endpoint:
             self.problem(
                 "feasibility.primary_endpoint",
-                f"primary_endpoint {_short(record.get('primary_endpoint'))} is not the spec's {endpoint}",
+                f"primary_endpoint {short(record.get('primary_endpoint'))} is not the spec's {endpoint}",
             )
         measurements = record.get("measurements") if isinstance(record.get("measurements"), dict) else {}
         for phase in ("setup", "training", "evaluation"):
@@ -1653,12 +1634,12 @@ class _Validator:
             missing = [key for key in FEASIBILITY_PHASE_KEYS if not isinstance(entry, dict) or key not in entry]
             if missing:
                 self.problem("feasibility.phases", f"measurements.{phase} lacks {', '.join(missing)}")
-            elif not _is_number(entry["seconds"]) or entry["seconds"] < 0:
+            elif not is_number(entry["seconds"]) or entry["seconds"] < 0:
                 self.problem(
                     "feasibility.phases", f"measurements.{phase}.seconds must be a measured non-negative number"
                 )
         recovery = record.get("recovery")
-        if not isinstance(recovery, dict) or not _is_number(recovery.get("seconds")) or recovery["seconds"] <= 0:
+        if not isinstance(recovery, dict) or not is_number(recovery.get("seconds")) or recovery["seconds"] <= 0:
             self.problem("feasibility.recovery", "recovery.seconds must be a positive reserve")
         generation = record.get("generation")
         generated = self.plan_gate("generation_audit").get("applicable") is True
@@ -1683,7 +1664,7 @@ class _Validator:
             name = entry.get("name")
             path = evidence_dir / str(name)
             if not isinstance(name, str) or "/" in name or not path.is_file():
-                self.problem("evidence.missing_file", f"manifest lists {_short(name)} but the file is not in evidence/")
+                self.problem("evidence.missing_file", f"manifest lists {short(name)} but the file is not in evidence/")
                 continue
             data = path.read_bytes()
             total += len(data)
@@ -1709,12 +1690,12 @@ class _Validator:
                 self.problem(
                     "evidence.required_kinds", f"a finished run retains no evidence of kind {', '.join(missing)}"
                 )
-        for checkpoint in _as_list(_as_dict(self.result.get("evidence")).get("checkpoints")):
-            uri = _as_dict(checkpoint).get("uri")
+        for checkpoint in as_list(as_dict(self.result.get("evidence")).get("checkpoints")):
+            uri = as_dict(checkpoint).get("uri")
             if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
                 self.problem(
                     "evidence.checkpoints",
-                    f"checkpoint {_short(uri)} is not a tinker:// reference without a query string",
+                    f"checkpoint {short(uri)} is not a tinker:// reference without a query string",
                 )
         reported = (
             (self.result.get("evidence") or {}).get("files") if isinstance(self.result.get("evidence"), dict) else None
@@ -1725,7 +1706,7 @@ class _Validator:
                 if isinstance(item, dict) and manifest_hashes.get(_text_key(item.get("name"))) != item.get("sha256"):
                     self.problem(
                         "evidence.result_files",
-                        f"RESULT.evidence lists {_short(item.get('name'))} with a sha256 the manifest does not have",
+                        f"RESULT.evidence lists {short(item.get('name'))} with a sha256 the manifest does not have",
                     )
 
     # ---- credentials (SEC-1) ----
@@ -1741,12 +1722,12 @@ class _Validator:
             for name, value in secrets.items():
                 if value in text:
                     self.problem("secrets.value", f"{relative} contains the value of {name}")
-            url = _SIGNED_URL.search(text)
+            url = SIGNED_URL.search(text)
             if url:
                 self.problem(
                     "secrets.url", f"{relative} contains a credential-bearing URL (query parameter {url.group(1)})"
                 )
-            match = _HEADER_WITH_VALUE.search(text)
+            match = HEADER_WITH_VALUE.search(text)
             if match:
                 self.problem(
                     "secrets.header", f"{relative} contains a credential header with a value ({match.group(1)}: ...)"
@@ -1757,17 +1738,17 @@ def _same_code_parity(path: dict[str, Any]) -> bool:
     """The path reports its baseline check's two sides as the same code (its baseline_revision then names
     what ran, not the pin; the grader keeps the check unverified, CORR-3)."""
     return any(isinstance(entry, dict) and entry.get("same_code") is True
-               for entry in _as_dict(path.get("parity_sides")).values())
+               for entry in as_dict(path.get("parity_sides")).values())
 
 
 def _activation_in_range(value: Any, check: dict[str, Any]) -> bool:
     """min/max bound numbers; one_of lists strings (a measured 1 or 1.0 matches "1")."""
     if check.get("one_of") is not None:
         texts = {str(value)}
-        if _is_number(value) and float(value).is_integer():
+        if is_number(value) and float(value).is_integer():
             texts.add(str(int(value)))
         return bool(texts & {str(option) for option in check["one_of"]})
-    if not _is_number(value):
+    if not is_number(value):
         return False
     if check.get("min") is not None and value < check["min"]:
         return False
