@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from experiment.grading import grade_record
@@ -61,3 +63,53 @@ def test_an_environment_secret_value_is_found(graded_record, monkeypatch):
     result["summary"] = "ran with plainvalue-without-shape. Done."
     problems = [p for p in grade_record(result).problems if p.startswith("SEC-1")]
     assert problems and "MODAL_PROXY_TOKEN_SECRET" in problems[0] and "plainvalue" not in problems[0]
+
+
+# ---- the words that let a pure-ASCII text skip a pattern (secrets.could_match) ----
+
+def every_pattern(text: str) -> list[str]:
+    """The shapes the patterns alone find: every pattern run on the whole text."""
+    return [what for what, _, pattern in secret_scan._PATTERNS if pattern.search(text)]
+
+
+# Texts: a shape's beginning (as written, lower- or upper-case), a separator and a value, every combination
+SHAPE_STARTS = ["tml-", "wk-", "ws-", "Authorization: Bearer", "authorization=token", "Bearer", "modal-secret",
+                "Modal-Key", "x-api-key", "api-key", "api_key", "TINKER_API_KEY", "modal_proxy_token_id",
+                "MODAL_PROXY_TOKEN_SECRET", "runs_proxy_token_id", "runs_proxy_token_secret",
+                "https://bucket.example/w.bin?X-Amz-Signature", "http://h.example/ckpt?token", "see"]
+SEPARATORS = ["", " ", ": ", "=", '": "', "'"]
+VALUES = ["Ab3dEf6hIj9kLm2nOp5q", "abcd1234efgh", "$MODAL_PROXY_TOKEN_ID", "<token>", "word", ""]
+TEXTS = [case(start) + separator + value for start, case, separator, value
+         in itertools.product(SHAPE_STARTS, [str, str.lower, str.upper], SEPARATORS, VALUES)]
+
+
+def test_skipping_by_words_finds_what_every_pattern_finds(monkeypatch):
+    """On every such text, skipping the patterns whose words a text lacks changes nothing."""
+    for name in secret_scan.CREDENTIAL_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    assert {what for text in TEXTS for what in every_pattern(text)} == {what for what, _, _ in secret_scan._PATTERNS}
+    assert [(text, secret_scan.find_secrets(text)) for text in TEXTS] == [(text, every_pattern(text)) for text in TEXTS]
+
+
+def words_missing_api_key(monkeypatch):
+    """Weakened: the credential header's words without api-key and api_key."""
+    monkeypatch.setattr(secret_scan, "_PATTERNS", tuple((what, tuple(w for w in words if "api" not in w), pattern)
+                                                        for what, words, pattern in secret_scan._PATTERNS))
+
+
+def words_trusted_on_any_text(monkeypatch):
+    """Weakened: the words looked for in any text, lower-cased (lower() keeps a dotless i, IGNORECASE folds it to i)."""
+    monkeypatch.setattr(secret_scan, "could_match", lambda text: [any(w in text.lower() for w in words)
+                                                                  for _, words, _ in secret_scan._PATTERNS])
+
+
+@pytest.mark.parametrize("leak,weaken,shape", [
+    ("TINKER_API_KEY=Ab3dEf6hIj9kLm2nOp5q", words_missing_api_key, "a credential header with a value"),
+    ("Author\u0131zation: token abcd1234efgh", words_trusted_on_any_text, "an Authorization header with a value")])
+def test_a_leak_is_not_skipped_by_its_words(leak, weaken, shape, monkeypatch):
+    for name in secret_scan.CREDENTIAL_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    with monkeypatch.context() as weakened:  # the attack succeeds against a weakened skip...
+        weaken(weakened)
+        assert secret_scan.find_secrets(leak) == []
+    assert secret_scan.find_secrets(leak) == [shape]  # ...not against the real one
