@@ -26,6 +26,8 @@ def is_unsafe(char: str) -> bool:
 
 def unsafe_character(text: str) -> str | None:
     """A description of the first character of `text` a spec may not hold, or None."""
+    if text.isprintable():  # every unsafe character is non-printable (Cc, Cs or Cf): no loop in Python needed
+        return None
     for char in text:
         if is_unsafe(char):
             kind = ("a lone surrogate" if unicodedata.category(char) == "Cs"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,16 @@ def test_unsafe_characters_in_spec_text_are_refused(tmp_path, capsys, monkeypatc
     message = _refused(path, capsys)
     assert message.startswith(f"spec error: title: its text holds {shown}")
     assert message.isprintable()
+
+
+def test_no_unsafe_character_is_printable():
+    """unsafe_character passes a printable text without looking at each character: exact only because
+    no character it refuses is printable (every code point checked)."""
+    from experiment.contract.text import is_unsafe, unsafe_character
+
+    assert [char for char in map(chr, range(sys.maxunicode + 1)) if is_unsafe(char) and char.isprintable()] == []
+    assert unsafe_character("a printable title") is None and unsafe_character("tab\there") is None
+    assert unsafe_character("\u202e") == "U+202E (a bidirectional override)"
 
 
 def test_an_unsafe_character_in_a_key_is_refused_and_shown_escaped(tmp_path, capsys):
