@@ -38,7 +38,7 @@ def unsafe_character(text: str) -> str | None:
 
 def printable(text: str) -> str:
     """`text` with every unsafe character shown as its Python escape (newlines and tabs kept)."""
-    if not any(is_unsafe(char) for char in text):
+    if text.isprintable() or not any(is_unsafe(char) for char in text):  # printable: none (unsafe_character)
         return text
     return "".join(ascii(char)[1:-1] if is_unsafe(char) else char for char in text)
 
