@@ -27,7 +27,8 @@ _PATTERNS = (
     ("a Bearer token", ("bearer",),
      re.compile(r"(?i)\bbearer\s+(?![$<*\[])(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}")),
     ("a credential header with a value",
-     ("modal-secret", "modal-key", "api-key", "api_key", "modal_proxy_token_", "runs_proxy_token_"),  # x-api-key, tinker_api_key hold api-key, api_key
+     # x-api-key and tinker_api_key hold api-key and api_key
+     ("modal-secret", "modal-key", "api-key", "api_key", "modal_proxy_token_", "runs_proxy_token_"),
      re.compile(r"(?i)\b(?:modal-secret|modal-key|x-api-key|api[-_]key|tinker_api_key|modal_proxy_token_(?:id|secret)"
                 r"|runs_proxy_token_(?:id|secret))[\"']?\s*[:=]\s*[\"']?(?![$<*\[])(?=[^\s\"',}]*\d)[^\s\"',}]{8,}")),
     ("a signed or credential-bearing URL", ("http://", "https://"),
