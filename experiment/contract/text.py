@@ -26,6 +26,8 @@ def is_unsafe(char: str) -> bool:
 
 def unsafe_character(text: str) -> str | None:
     """A description of the first character of `text` a spec may not hold, or None."""
+    if text.isprintable():  # every unsafe character is non-printable (Cc, Cs or Cf): no loop in Python needed
+        return None
     for char in text:
         if is_unsafe(char):
             kind = ("a lone surrogate" if unicodedata.category(char) == "Cs"
@@ -36,7 +38,7 @@ def unsafe_character(text: str) -> str | None:
 
 def printable(text: str) -> str:
     """`text` with every unsafe character shown as its Python escape (newlines and tabs kept)."""
-    if not any(is_unsafe(char) for char in text):
+    if text.isprintable() or not any(is_unsafe(char) for char in text):  # printable: none (unsafe_character)
         return text
     return "".join(ascii(char)[1:-1] if is_unsafe(char) else char for char in text)
 

@@ -34,7 +34,8 @@ pytestmark = pytest.mark.skipif("exposure" not in inspect.signature(start_server
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints"), exposure="production") as running:
+    with start_server(checkpoint_dir=tmp_path_factory.mktemp("checkpoints"), exposure="production",
+                      in_process=True) as running:
         target = ServiceTarget("embedded", running.base_url, exposure="production")
         target._server = running
         session = ClientSession(target, "test")

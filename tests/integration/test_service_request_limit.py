@@ -30,7 +30,7 @@ def _evaluate_items() -> tuple[list[dict], int]:
     from experiment.rl.math_eval import greedy_predictions
     from experiment.rl.recipe import renderer_named, run_async
 
-    with start_server() as backend:
+    with start_server(in_process=True) as backend:
         client = tinker.ServiceClient(base_url=backend.base_url, api_key=LOCAL_API_KEY)
         try:
             training = client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()

@@ -63,7 +63,7 @@ def guarded_sampler_save(tmp_path, training_client, deadline_seconds: float) -> 
 @pytest.mark.parametrize("mode", ["hang", "close"])
 def test_a_call_the_service_never_answers_stops_at_the_deadline(tmp_path, prefect_harness, mode):
     faults = FaultConfig(stop_answering_after=0, endpoints=("save_weights_for_sampler",), stop_answering_mode=mode)
-    with start_server(faults=faults) as server:
+    with start_server(faults=faults, in_process=True) as server:
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         training_client = client.create_lora_training_client(base_model="embedded/tiny-random", rank=4).result()
 
@@ -144,7 +144,7 @@ def test_an_sft_step_that_waited_on_the_sdk_directly_stops_at_the_deadline(tmp_p
     from experiment.sft.loop import optim_params, train_step
 
     faults = FaultConfig(stop_answering_after=0, endpoints=("forward_backward",), stop_answering_mode="hang")
-    with start_server(faults=faults) as server:
+    with start_server(faults=faults, in_process=True) as server:
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         training_client = client.create_lora_training_client(base_model="embedded/tiny-random", rank=4).result()
         datum = one_sft_datum(training_client)
@@ -184,7 +184,7 @@ def test_an_async_evaluation_that_stops_being_answered_ends_at_the_deadline(tmp_
     answering after two samples held them for the SDK's own timeouts. Under `wait_for_service` the wait ends
     at the deadline."""
     faults = FaultConfig(stop_answering_after=2, endpoints=("asample",), stop_answering_mode="hang")
-    with start_server(faults=faults) as server:
+    with start_server(faults=faults, in_process=True) as server:
         evaluate = evaluation_of(server, 6)
         _, wait_for_service = run_callers(tmp_path, DEADLINE_SECONDS)
         bounded = in_thread(lambda: wait_for_service(evaluate))
@@ -205,7 +205,7 @@ def test_every_answer_inside_a_long_wait_counts(tmp_path, prefect_harness, monke
     from experiment.run import capacity
 
     faults = FaultConfig(latency_ms=700, endpoints=("asample",))
-    with start_server(faults=faults) as server:
+    with start_server(faults=faults, in_process=True) as server:
         evaluate = evaluation_of(server, 8)
         with monkeypatch.context() as weakened:
             weakened.setattr(capacity, "service_answered", lambda: None)
@@ -228,7 +228,7 @@ def test_a_garbage_answer_is_a_service_failure_not_a_crash(tmp_path, prefect_har
     from experiment.run.capacity import ServiceAnswerUnreadable, ServiceFailedMidRun, as_capacity_block, classify
 
     faults = FaultConfig(stop_answering_after=0, endpoints=("save_weights_for_sampler",), stop_answering_mode="garbage")
-    with start_server(faults=faults) as server:
+    with start_server(faults=faults, in_process=True) as server:
         client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
         training_client = client.create_lora_training_client(base_model="embedded/tiny-random", rank=4).result()
         save = lambda: training_client.save_weights_for_sampler(name="garbage").result()  # noqa: E731

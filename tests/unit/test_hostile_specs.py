@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from suite import GS1_SPEC, REPO_ROOT
 from experiment.run import data as data_module
 from experiment.run.data import DataError, read_capped_bytes, resolve_data_path
 from experiment.contract.spec import MAX_SPEC_DEPTH, SpecError, load_spec
+from experiment.contract.text import is_unsafe, printable, unsafe_character
 from flows import run as run_cli
 
 ARITH_TRAIN = "embedded_tinker/tasks/data/train.jsonl"
@@ -208,6 +210,15 @@ def test_unsafe_characters_in_spec_text_are_refused(tmp_path, capsys, monkeypatc
     message = _refused(path, capsys)
     assert message.startswith(f"spec error: title: its text holds {shown}")
     assert message.isprintable()
+
+
+def test_no_unsafe_character_is_printable():
+    """unsafe_character and printable pass a printable text without looking at each character: exact only
+    because no character they refuse or escape is printable (every code point checked)."""
+    assert [char for char in map(chr, range(sys.maxunicode + 1)) if is_unsafe(char) and char.isprintable()] == []
+    assert unsafe_character("a printable title") is None and unsafe_character("tab\there") is None
+    assert unsafe_character("\u202e") == "U+202E (a bidirectional override)"
+    assert printable("a printable title") == "a printable title" and printable("a\u202eb") == "a\\u202eb"
 
 
 def test_an_unsafe_character_in_a_key_is_refused_and_shown_escaped(tmp_path, capsys):
