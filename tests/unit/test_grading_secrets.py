@@ -106,11 +106,20 @@ def test_a_secret_spelled_with_a_letter_re_folds_is_found_where_lowercasing_alon
     assert all(secret_scan.find_secrets(text) == _regexes_only(text) for text in leaks)
 
 
-_FRAGMENTS = st.sampled_from(LEAKS + HARMLESS + [
+_KNOWN_TEXTS = LEAKS + HARMLESS + [
     "AUTHORIZATION = 'BASIC Zm9vYmFyYmF6cXV4'", "x-API-KEY: 1234abcd5678", "Tinker_Api_Key=ab12cd34ef56",
     "RUNS_PROXY_TOKEN_ID: tok3n-value-1", "HTTPS://h.example/p?Sig=abcd", "x-api-key=", "tinker_api_key: ", "api-key",
     "modal-key", "0a1b2c3d4e5f6g7h8", "tml-Ab3dEf6hIj9kLm2nOp5q", "tml-", "wk-", "bearer ", "\u0130", "\u017f",
-    "\u212a", "\u0131", " ", "\n", '"', "=", ":"])
+    "\u212a", "\u0131", " ", "\n", '"', "=", ":"]
+_FRAGMENTS = st.sampled_from(_KNOWN_TEXTS)
+
+
+@pytest.mark.parametrize("text", _KNOWN_TEXTS)
+def test_each_known_text_alone_and_in_capitals_finds_what_the_regexes_alone_find(text, monkeypatch):
+    for name in secret_scan.CREDENTIAL_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for variant in (text, text.upper(), f"prefix {text} suffix"):
+        assert secret_scan.find_secrets(variant) == _regexes_only(variant)
 
 
 @settings(max_examples=300, deadline=None)
