@@ -31,13 +31,9 @@ PROJECTION_NOTE = ("projected, not observed usage; wall time in the full run's s
                    "(arms side by side where the run runs them so; concurrency measured, never assumed); service "
                    "time: every unit one after another")
 
-# The pilot's size when the spec states none (the project's choice): one step per arm, 128 eval items. The
-# evaluation keeps 64 requests in flight per sampler (experiment.rl.math_eval.greedy_predictions) and a
-# service batches what is in flight, so an item costs less in a full batch than in a partial one: a pilot of
-# 32 items (never a full batch) overstated a 500-item evaluation's service time by 35-48% under the
-# Spindle-shaped profile (docs/service-profile.md); two windows' worth measures the full run's regime.
+# The pilot's size when the spec states none (the project's choice): one step per arm, 32 eval items.
 DEFAULT_PILOT_STEPS_PER_ARM = 1
-DEFAULT_PILOT_EVAL_ITEMS = 128
+DEFAULT_PILOT_EVAL_ITEMS = 32
 # "timing pilot: 2 steps per arm plus 100 eval items" (spec 001's command, step 2)
 STATED_PILOT = re.compile(
     r"timing pilot\W+(\d+)\s+steps?\s+per\s+arm(?:\s+(?:plus|and|\+)\s+(\d+)\s+eval(?:uation)?\s+items?)?",

@@ -7,13 +7,11 @@ honoured; GPU-hours are projected only from allocation evidence, else said to be
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
 import pytest
 
-from experiment.rl.math_eval import greedy_predictions
 from experiment.stats.feasibility import (
     DEFAULT_PILOT_EVAL_ITEMS,
     DEFAULT_PILOT_STEPS_PER_ARM,
@@ -98,10 +96,3 @@ def test_gpu_hours_are_said_unknown_when_the_service_does_not_say():
     assert "does not say how many GPUs" in projection["gpu_hours_note"]
     assert record["measurements"]["training"]["gpu_count"] is None
     assert projection["wall_seconds"] > 0 and projection["fits"]  # the wall projection stands on its own
-
-
-def test_the_default_pilot_fills_the_evaluations_window_of_requests_twice():
-    """The evaluation keeps `concurrency` requests in flight per sampler and the service batches them: a pilot
-    of fewer items never runs a full batch and overstates every item of the full run (docs/service-profile.md)."""
-    window = inspect.signature(greedy_predictions).parameters["concurrency"].default
-    assert DEFAULT_PILOT_EVAL_ITEMS >= 2 * window

@@ -2,8 +2,7 @@
 
 A representative timing pilot in the full run's regime and schedule, measured, never scaled, on
 throwaway clients in a setup session, sized as the spec states (spec 001: "2 steps per arm plus 100
-eval items"), else the project default (stats.feasibility.DEFAULT_PILOT_EVAL_ITEMS). Each part runs as the full
-run runs it:
+eval items"), else one step per arm and 32 items. Each part runs as the full run runs it:
 
 - setup: every arm's client from the initialization checkpoint, arms side by side;
 - training: the pilot steps of every arm side by side, each step a full RL step plus the
