@@ -120,6 +120,9 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # beside the preconditions below, instead of after the claim with the run's service waiting on it.
         imports.enter_context(imports_frozen())  # the run's garbage collections skip what is imported from here
         flow_imports = import_in_background(FLOW_IMPORTS)
+        # however main ends (a refusal, a signal), the process does not exit mid-import: torch's teardown under a
+        # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code
+        imports.callback(flow_imports.join)
         # Every precondition before the claim: a refused run leaves no run directory and no index row.
         writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
         problem = unreachable_backend(args.backend, CONNECT_BUDGET_S)
