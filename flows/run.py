@@ -102,8 +102,7 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
     if args.plan:
         from experiment.grading.predict import predict_grades
 
-        local = args.backend == "local" and not os.environ.get("TINKER_BASE_URL")
-        exposure = args.exposure or ("embedded" if local else "production")
+        exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
                           "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
@@ -124,25 +123,31 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code
         imports.callback(flow_imports.join)
         # Every precondition before the claim: a refused run leaves no run directory and no index row.
-        writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
+        runs_dir = writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
         problem = unreachable_backend(args.backend, CONNECT_BUDGET_S)
-        if os.environ.get("PREFECT_API_URL"):
+        if os.environ.get("PREFECT_API_URL") and not problem:
             # A Prefect server is up (as a deployment has one): nothing boots after the claim to hide the imports
-            # behind, so the run is claimed once they are done, as a deployment's flow process claims it. (With
-            # no server, the imports go on beside the temporary server's start, after the claim.)
+            # behind, so the run is claimed once they are done, as a deployment's flow process claims it, and a
+            # local run's embedded backend starts beside them. (With no server, the imports go on beside the
+            # temporary server's start and the backend's, after the claim.)
+            if embedded_backend_started_here(args.backend):
+                start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
             flow_imports.join()
         problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
                    or unreachable_prefect_server())
         if problem:
+            stop_early_embedded()
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
         # Claim the run before the flow starts: this process then holds the run's lock and the flow's own claim
         # finds it (re-entrant); a live run is refused here.
         store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
     except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
+        stop_early_embedded()
         print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
     if how == "finished":  # it finished between the look and the claim
+        stop_early_embedded()
         return answer_finished(store)
     # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
     # without them and finds the full one in this process's environment.
@@ -228,7 +233,7 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     Returns a function that waits until the Prefect server is up and makes it this process's
     PREFECT_API_URL; the flow's ServiceTarget takes the embedded server over (same checkpoint dir and
     exposure as on demand)."""
-    if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
+    if embedded_backend_started_here(backend):
         start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
@@ -259,6 +264,11 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
         server.use()
 
     return ready
+
+
+def embedded_backend_started_here(backend: str) -> bool:
+    """Whether this run's service is the embedded backend it starts itself (local, no TINKER_BASE_URL)."""
+    return backend == "local" and not os.environ.get("TINKER_BASE_URL")
 
 
 def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> threading.Thread:
