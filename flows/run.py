@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
@@ -45,6 +46,9 @@ EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLO
 # cores), then the gate modules in order (their steps import the cookbook's environments and recipes).
 IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
                                 *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
+# The flow's module (Prefect, torch, the SDK), then what the first gates import: imported in the background
+# from before the preconditions of a run's claim.
+FLOW_IMPORTS = ("flows.experiment_flow", *IMPORTED_WHILE_PREFECT_BOOTS)
 CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)
 ANSWER_BUDGET_S = 30.0  # a remote backend must answer get_server_capabilities within this (a hang: exit 2)
 PREFECT_CONNECT_BUDGET_S = 10.0  # a configured Prefect server not answering this long: exit 2, before any claim
@@ -75,6 +79,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    imports = ExitStack()  # holds imports_frozen from the flow's imports' start to the flow's; left on every way out
+    with imports:
+        return _main(argv, imports)
+
+
+def _main(argv: list[str] | None, imports: ExitStack) -> int:
     args = _parse_args(argv)
     if args.draft_revision:
         return draft_revision(args.spec)
@@ -92,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         from experiment.grading.predict import predict_grades
 
-        local = args.backend == "local" and not os.environ.get("TINKER_BASE_URL")
-        exposure = args.exposure or ("embedded" if local else "production")
+        exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
                           "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
@@ -106,21 +115,39 @@ def main(argv: list[str] | None = None) -> int:
         finished = None if args.fresh else RunStore.finished_run(args.runs_dir, plan.spec_sha256, exposure)
         if finished is not None:
             return answer_finished(finished)
+        # What the flow imports (Prefect, torch, the SDK: 9-37 s on a loaded machine) is imported from here on,
+        # beside the preconditions below, instead of after the claim with the run's service waiting on it.
+        imports.enter_context(imports_frozen())  # the run's garbage collections skip what is imported from here
+        flow_imports = import_in_background(FLOW_IMPORTS)
+        # however main ends (a refusal, a signal), the process does not exit mid-import: torch's teardown under a
+        # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code
+        imports.callback(flow_imports.join)
         # Every precondition before the claim: a refused run leaves no run directory and no index row.
-        writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
-        problem = (unreachable_backend(args.backend, CONNECT_BUDGET_S)
-                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
+        runs_dir = writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
+        problem = unreachable_backend(args.backend, CONNECT_BUDGET_S)
+        if os.environ.get("PREFECT_API_URL") and not problem:
+            # A Prefect server is up (as a deployment has one): nothing boots after the claim to hide the imports
+            # behind, so the run is claimed once they are done, as a deployment's flow process claims it, and a
+            # local run's embedded backend starts beside them. (With no server, the imports go on beside the
+            # temporary server's start and the backend's, after the claim.)
+            if embedded_backend_started_here(args.backend):
+                start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
+            flow_imports.join()
+        problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
                    or unreachable_prefect_server())
         if problem:
+            stop_early_embedded()
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
-        # Claim the run before Prefect starts: a live run is refused at once; this process then holds the
-        # run's lock and the flow's own claim finds it (re-entrant).
+        # Claim the run before the flow starts: this process then holds the run's lock and the flow's own claim
+        # finds it (re-entrant); a live run is refused here.
         store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
     except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
+        stop_early_embedded()
         print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
     if how == "finished":  # it finished between the look and the claim
+        stop_early_embedded()
         return answer_finished(store)
     # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
     # without them and finds the full one in this process's environment.
@@ -128,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with interrupts_raised():  # SIGTERM as well as SIGINT unwinds the run, so its record says so
-            with imports_frozen():  # the run's garbage collections skip what is imported here
+            with imports:  # (imports_frozen) the run's garbage collections skip what is imported until here
                 prefect_ready = start_servers_early(backend, exposure, store)
-                from flows.experiment_flow import run_experiment  # imports Prefect, torch, ...: while the servers boot
+                from flows.experiment_flow import run_experiment  # imported in the background (FLOW_IMPORTS)
                 prefect_ready()
             state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
                 args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
@@ -206,9 +233,7 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     Returns a function that waits until the Prefect server is up and makes it this process's
     PREFECT_API_URL; the flow's ServiceTarget takes the embedded server over (same checkpoint dir and
     exposure as on demand)."""
-    import threading
-
-    if backend == "local" and not os.environ.get("TINKER_BASE_URL"):
+    if embedded_backend_started_here(backend):
         start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
@@ -241,6 +266,11 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     return ready
 
 
+def embedded_backend_started_here(backend: str) -> bool:
+    """Whether this run's service is the embedded backend it starts itself (local, no TINKER_BASE_URL)."""
+    return backend == "local" and not os.environ.get("TINKER_BASE_URL")
+
+
 def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> threading.Thread:
     """import_what_the_gates_import in a daemon thread (no module of ours imports itself in a circle,
     so the main thread can only wait on a module the thread is importing, never deadlock). A module
@@ -252,7 +282,7 @@ def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS
         except Exception:  # noqa: BLE001 - see above
             pass
 
-    thread = threading.Thread(target=run, name="gate-imports", daemon=True)
+    thread = threading.Thread(target=run, name="background-imports", daemon=True)
     thread.start()
     return thread
 

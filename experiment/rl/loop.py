@@ -276,10 +276,15 @@ async def collect_rollouts(
     problems: Sequence[TaskItem],
     arm: RLArmSettings,
     base_seed: int,
+    first_index: int = 0,
 ) -> list[TrajectoryGroup]:
-    """One cookbook group rollout per problem, group_size samples each, graded by the env."""
+    """One cookbook group rollout per problem, group_size samples each, graded by the env.
+
+    Problem i of a list draws its group from base_seed + i * group_size; `first_index` numbers the
+    problems from there, so problems k.. of a list rolled out on their own (first_index=k) get the
+    very samples they get in the whole list (the service draws a seed's samples whatever else runs)."""
     groups = []
-    for index, problem in enumerate(problems):
+    for index, problem in enumerate(problems, start=first_index):
         builder = ProblemGroupBuilder(
             env_thunk=partial(make_env, problem, renderer, arm.few_shot),
             num_envs=arm.group_size,

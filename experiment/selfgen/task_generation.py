@@ -12,6 +12,9 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
       5. the base model solves it from text alone in keep_band of filter_samples samples at the
          spec's max_tokens (the cookbook math env, the same env and reward as training);
   - the first n_accept accepted candidates, in generation order, form the training set.
+A batch's candidates are screened (filters 1-4) one after another in a worker thread while filter 5's
+rollouts of the survivors screened so far are sampled, so the service is not idle through the sandbox;
+each survivor's samples are drawn from the seeds it has in the batch, so the outcome is the same.
 
 Every candidate is kept, in generation order, as one row:
     {"item_id", "index", "prompt", "answer", "disposition", "code", "error", "completion" (the raw
@@ -21,6 +24,7 @@ with disposition accepted | rejected | execution_error (GA-3).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import unicodedata
@@ -228,14 +232,15 @@ def filter_settings(settings: GenerationSettings, renderer_name: str, few_shot: 
 
 
 async def base_solve_counts(sampler: tinker.SamplingClient, renderer: Any, tasks: Sequence[TaskItem],
-                            arm: RLArmSettings, base_seed: int) -> list[int]:
-    """Per task: how many of arm.group_size math-env samples earn the correct-answer reward.
+                            arm: RLArmSettings, base_seed: int, first_index: int = 0) -> list[int]:
+    """Per task: how many of arm.group_size math-env samples earn the correct-answer reward
+    (`first_index`: the tasks are a batch's survivors first_index.., collect_rollouts).
 
     The env's reward is correct_answer + format_coef * (format_ok - 1): 0.9..1 when correct,
     at most 0 when not, so "solved" is reward > 0.5."""
     from experiment.rl.loop import collect_rollouts
 
-    groups = await collect_rollouts(sampler, renderer, tasks, arm, base_seed)
+    groups = await collect_rollouts(sampler, renderer, tasks, arm, base_seed, first_index)
     return [sum(1 for reward in group.get_total_rewards() if reward > 0.5) for group in groups]
 
 
@@ -246,7 +251,9 @@ class GenerationMeasurements:
     candidates: int = 0
     generation_seconds: float = 0.0  # sampling the generator
     execution_seconds: float = 0.0  # sandbox calls
-    filter_seconds: float = 0.0  # base-model solvability rollouts
+    # base-model solvability rollouts, past the batch's screening (they are sampled beside it), so that the
+    # three add up to the generation's wall time
+    filter_seconds: float = 0.0
     filter_rollouts: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -294,15 +301,12 @@ class TaskGenerator:
         started = time.perf_counter()
         completions = await self._sample(size)
         self.measurements.generation_seconds += time.perf_counter() - started
-        rows = [self._screen(len(self.candidates) + offset, text) for offset, text in enumerate(completions)]
-        survivors = [row for row in rows if row["disposition"] is None]
+        rows, survivors, solving = await self._screen_while_filtering(completions)
         if survivors:
             started = time.perf_counter()
-            tasks = [TaskItem(row["item_id"], row["prompt"], row["answer"]) for row in survivors]
-            seed = self.settings.seed * 1_000_003 + self.batches * 10_007
-            solved = await base_solve_counts(self.filter_sampler, self.renderer, tasks, self.filter_arm, seed)
+            solved = [count for counts in await asyncio.gather(*solving) for count in counts]
             self.measurements.filter_seconds += time.perf_counter() - started
-            self.measurements.filter_rollouts += len(tasks) * self.filter_arm.group_size
+            self.measurements.filter_rollouts += len(survivors) * self.filter_arm.group_size
             low, high = self.settings.keep_band
             for row, count in zip(survivors, solved):
                 row["base_solved"] = count
@@ -318,6 +322,33 @@ class TaskGenerator:
         self.measurements.candidates = len(self.candidates)
         if self.on_progress is not None:
             self.on_progress({**self.counts(), "target_accepted": n_accept})
+
+    async def _screen_while_filtering(self, completions: list[str]
+                                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[asyncio.Task]]:
+        """Filters 1-4 of each completion in order, in a worker thread (the sandbox), while the filter's
+        rollouts of the survivors screened so far are sampled: (rows, survivors, one task per survivor
+        counting its base-model solves). Survivor k's rollouts are drawn from the seeds survivor k of
+        the batch's list gets (base_solve_counts' first_index), so what is recorded is what screening
+        every completion first and then rolling out every survivor gives."""
+        seed = self.settings.seed * 1_000_003 + self.batches * 10_007
+        rows: list[dict[str, Any]] = []
+        survivors: list[dict[str, Any]] = []
+        solving: list[asyncio.Task] = []
+        try:
+            for offset, text in enumerate(completions):
+                row = await asyncio.to_thread(self._screen, len(self.candidates) + offset, text)
+                rows.append(row)
+                if row["disposition"] is None:
+                    task = TaskItem(row["item_id"], row["prompt"], row["answer"])
+                    solving.append(asyncio.ensure_future(base_solve_counts(
+                        self.filter_sampler, self.renderer, [task], self.filter_arm, seed, first_index=len(survivors))))
+                    survivors.append(row)
+        except BaseException:  # the sandbox failed (or the run stops): no rollout is left running
+            for pending in solving:
+                pending.cancel()
+            await asyncio.gather(*solving, return_exceptions=True)
+            raise
+        return rows, survivors, solving
 
     async def _sample(self, size: int) -> list[str]:
         import tinker

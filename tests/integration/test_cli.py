@@ -235,3 +235,30 @@ def test_with_a_prefect_server_up_the_gates_modules_are_imported_in_the_backgrou
     assert not any(module in sys.modules for module in modules)
     import_in_background(modules).join(timeout=60)
     assert all(module in sys.modules for module in modules)
+
+
+def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(monkeypatch, tmp_path, cli_env):
+    """A deployment-like run (PREFECT_API_URL set) imports the flow's modules beside its preconditions, with its
+    embedded backend starting, and claims the run after them, so the claimed run's service never waits on those
+    imports (stand-in modules this process has not imported for FLOW_IMPORTS; the backend's start recorded, not
+    made; the claim is refused as for a live run, to stop there)."""
+    import flows.run as run_cli
+    from experiment.run.config import embedded_checkpoint_dir
+    from experiment.run.store import RunInProgress, RunStore
+
+    modules = ("tabnanny", "pyclbr")
+    assert not any(module in sys.modules for module in modules)
+    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", modules)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setattr(run_cli, "unreachable_prefect_server", lambda: None)  # as if it answered
+    backends_started, imported_at_claim = [], []
+    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: backends_started.append(args))
+
+    def claim(*args, **kwargs):
+        imported_at_claim.extend([*(module in sys.modules for module in modules), len(backends_started)])
+        raise RunInProgress("a stand-in live run")
+
+    monkeypatch.setattr(RunStore, "claim", claim)
+    assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+    assert imported_at_claim == [True, True, 1]
+    assert backends_started == [(embedded_checkpoint_dir(tmp_path / "runs"), "embedded")]

@@ -10,6 +10,7 @@ baseline check, whose two sides are the same code on this backend, is reported s
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -58,10 +59,37 @@ def _run_gates(spec_path: Path, runs_dir: Path, base_url: str, gates: tuple[str,
 UNTIL_CORRECTNESS = GATE_ORDER[: GATE_ORDER.index("correctness_preflight") + 1]
 
 
+class UpdatesReadAfterTheReferenceStarted:
+    """service_probe.read_adapter, holding every job's update read-back until the float64 reference has started
+    (or `patience_s`, so that a gate computing the reference after the jobs fails instead of hanging)."""
+
+    def __init__(self, read_adapter, reference_updates, patience_s: float = 120.0):
+        self.read_adapter, self.reference_updates, self.patience_s = read_adapter, reference_updates, patience_s
+        self.started = threading.Event()
+        self.started_before_update_reads: list[bool] = []
+
+    def reference(self, *args, **kwargs):
+        self.started.set()
+        return self.reference_updates(*args, **kwargs)
+
+    def read(self, session, client, name):
+        if not name.endswith(("-start", "-gradient")):  # a job's update, not the input
+            self.started_before_update_reads.append(self.started.wait(self.patience_s))
+        return self.read_adapter(session, client, name)
+
+
 def test_the_update_is_measured_through_a_served_backend_and_same_code_parity_grades_unverified(
-        trimuon_spec, tmp_path, embedded_server):
+        trimuon_spec, tmp_path, embedded_server, monkeypatch):
+    import experiment.sft.service_probe as service_probe
+    import experiment.sft.steps.correctness_preflight as sft_correctness
+
+    held = UpdatesReadAfterTheReferenceStarted(service_probe.read_adapter, sft_correctness.reference_updates)
+    monkeypatch.setattr(service_probe, "read_adapter", held.read)
+    monkeypatch.setattr(sft_correctness, "reference_updates", held.reference)
     ctx, verdict = _run_gates(trimuon_spec, tmp_path / "runs", embedded_server.base_url, UNTIL_CORRECTNESS)
     assert verdict.gate == "correctness_preflight" and verdict.status == "passed", verdict.reasons
+    # the reference was computed while the service ran the update jobs, not after them
+    assert held.started_before_update_reads and all(held.started_before_update_reads)
     result = ctx.store.read_result()
     path = result["correctness_preflight"]["paths"][0]
     assert path["measured_through"]["service"]["kind"] == "remote"

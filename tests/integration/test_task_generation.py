@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 
@@ -222,3 +223,98 @@ def test_the_local_generator_assets_match_their_metadata():
     example = selfgen.templated_example(__import__("random").Random(0))
     parsed = parse_completion(example["completion"])
     assert parsed.problem == example["question"] and parsed.code.startswith("def solve():\n    return ")
+
+
+# ---- the sandbox beside the filter's rollouts ----
+
+SURVIVORS = (
+    PROBLEM + "\n\ndef solve():\n    return 37 + 45 + 12\n",
+    ("A baker makes 23 loaves of bread in the morning and 18 more loaves in the afternoon. He sells 15 loaves "
+     "before closing. How many loaves are left at the end of the day?\n\ndef solve():\n    return 23 + 18 - 15\n"),
+    ("Sam reads 14 pages on Monday, 21 pages on Tuesday and 9 pages on Wednesday of his new library book. "
+     "How many pages has Sam read in those three days together?\n\ndef solve():\n    return 14 + 21 + 9\n"),
+)
+BATCH = (SURVIVORS[0], "Tom has 3 apples.", SURVIVORS[1], SURVIVORS[2])  # the second fails at parse
+
+
+class FilterSamplerWatch:
+    """The filter's sampling client, noting when it is first asked for rollouts."""
+
+    def __init__(self, sampler):
+        self.sampler, self.asked = sampler, threading.Event()
+
+    def sample(self, *args, **kwargs):
+        self.asked.set()
+        return self.sampler.sample(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.sampler, name)
+
+
+class SandboxHeldAtLastCandidate:
+    """The real sandbox; the batch's last candidate runs only once the filter was asked for rollouts (or
+    after `patience_s`, so that a generator that screens everything first fails instead of hanging)."""
+
+    def __init__(self, sandbox, asked: threading.Event, last_code: str, patience_s: float = 120.0):
+        self.sandbox, self.asked, self.last_code, self.patience_s = sandbox, asked, last_code, patience_s
+        self.asked_before_last: bool | None = None
+
+    def run(self, code):
+        if code == self.last_code:
+            self.asked_before_last = self.asked.wait(self.patience_s)
+        return self.sandbox.run(code)
+
+
+def _batch_generator(settings, sampler, renderer, sandbox) -> TaskGenerator:
+    generator = TaskGenerator(settings=settings, generator=None, filter_sampler=sampler, renderer=renderer,
+                              evaluation_prompts={}, sandbox=sandbox,
+                              filter_arm=filter_settings(settings, "qwen3_5_disable_thinking", False))
+
+    async def the_batch(size):  # the generator's completions, fixed
+        return list(BATCH[:size])
+
+    generator._sample = the_batch
+    return generator
+
+
+@needs_sandbox
+def test_the_filter_samples_a_survivor_while_later_candidates_run_in_the_sandbox(embedded, sandbox):
+    from experiment.rl.recipe import run_async
+
+    client, renderer = embedded
+    settings = _settings(max_candidates=len(BATCH), batch_size=len(BATCH), n_accept=len(SURVIVORS))
+    watch = FilterSamplerWatch(client.create_sampling_client(base_model="embedded/tiny-arith").result())
+    held = SandboxHeldAtLastCandidate(sandbox, watch.asked, parse_completion(BATCH[-1]).code)
+    generator = _batch_generator(settings, watch, renderer, held)
+    run_async(generator.generate_until(settings.n_accept))
+    assert held.asked_before_last is True  # the first survivor's rollouts were asked for before the last screen
+    assert [row["disposition"] is not None for row in generator.candidates] == [True] * len(BATCH)
+    assert [row["base_solved"] is not None for row in generator.candidates] == [True, False, True, True]
+
+
+@needs_sandbox
+def test_screening_beside_the_filter_records_what_screening_first_records(embedded, sandbox):
+    """Every row, disposition and base-model solve count as in the order without overlap: every candidate
+    screened, then every survivor's rollouts in one list from the batch's seed."""
+    from experiment.rl.recipe import run_async
+    from experiment.selfgen.task_generation import base_solve_counts
+
+    client, renderer = embedded
+    settings = _settings(max_candidates=len(BATCH), batch_size=len(BATCH), n_accept=len(SURVIVORS), seed=5)
+    sampler = client.create_sampling_client(base_model="embedded/tiny-arith").result()
+    generator = _batch_generator(settings, sampler, renderer, sandbox)
+    run_async(generator.generate_until(settings.n_accept))
+
+    rows = [generator._screen(index, text) for index, text in enumerate(BATCH)]
+    survivors = [row for row in rows if row["disposition"] is None]
+    counts = run_async(base_solve_counts(sampler, renderer, [TaskItem(r["item_id"], r["prompt"], r["answer"])
+                                                             for r in survivors],
+                                         generator.filter_arm, settings.seed * 1_000_003))
+    solved = iter(counts)
+    assert [row["base_solved"] for row in generator.candidates] == [
+        next(solved) if row["disposition"] is None else None for row in rows]
+    screened = ("item_id", "index", "prompt", "answer", "code", "completion", "word_count")
+    assert [[row[key] for key in screened] for row in generator.candidates] == [[row[key] for key in screened]
+                                                                               for row in rows]
+    assert [row["disposition"] for row in generator.candidates][1] == REJECTED  # the unparsable one
+    assert generator.measurements.filter_rollouts == len(survivors) * settings.filter_samples

@@ -16,6 +16,10 @@ export routes. Checks:
   baseline, and stays unverified;
 - lr_scaling: update_norm / LR of TriMuon's updates (fresh state) across the learning rates.
 
+The float64 references need only the read-back input: they are computed in a worker thread from the
+moment it is read (references_in_background) while the service runs the update jobs, and compared once
+both are in.
+
 Tolerances: the plan's (fixed before measuring) and the same a-priori analysis evaluated on the
 read-back input (experiment/stats/update_tolerance.input_tolerances), computed after the input is read
 and before any update is; a check passes only under both. A service that cannot show its weights
@@ -27,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +95,14 @@ def run(ctx: RunContext) -> GateVerdict:
     ctx.store.append_event("correctness_revisions_pinned", **pins)  # before the first probe
 
     fixed_tolerances: dict[str, Any] = {}
+    references: list[Future] = []
 
     def fix_tolerances(observation: ServiceObservation) -> None:  # after the input is read, before any update
         fixed_tolerances.update(input_tolerances(_pairs(observation), update_lrs, hyper["beta1"],
                                                  observation.gradient_errors))
         ctx.store.append_event("correctness_input_tolerances_fixed", checks=sorted(fixed_tolerances))
+        # the float64 references need only this input: computed while the service runs the jobs
+        references.append(references_in_background(observation, update_lrs, hyper))
 
     settings = sft_settings(ctx.spec)
     examples = training_examples(ctx.spec)[:FIXED_BATCH_SIZE]
@@ -108,7 +117,7 @@ def run(ctx: RunContext) -> GateVerdict:
         except WeightsNotExposed as err:
             return _not_exposed(ctx, str(err))
 
-    errors, informative = _errors_by_check(observation, update_lrs, hyper)
+    errors, informative = _errors_by_check(observation, update_lrs, references[0].result())
     same_code = _same_code(ctx, errors)
     scaling = [_scaling_entry(lr, observation.updates[_label("treatment", lr)]) for lr in scaling_lrs]
     changes = [abs(s["update_norm"] / s["learning_rate"] / (scaling[0]["update_norm"] / scaling[0]["learning_rate"]) - 1)
@@ -185,17 +194,38 @@ def _jobs(treatment_family: str, baseline_family: str, treatment_config: dict[st
     return jobs
 
 
-def _errors_by_check(observation: ServiceObservation, lrs: list[float], hyper: dict[str, float]
+REFERENCE_POLAR_STEPS = ("polar_switch", "polar_express")  # TriMuon's (the checked update), DiMuon-lite's (informative)
+
+
+def references_in_background(observation: ServiceObservation, lrs: list[float], hyper: dict[str, float]) -> Future:
+    """The float64 reference update (_reference) of every learning rate and polar step, {(lr, polar_step):
+    factors}, computed in a worker thread from the read-back input alone while the service runs the update
+    jobs; the Future holds it (or the error, raised where it is read)."""
+    future: Future = Future()
+
+    def compute() -> None:
+        try:
+            future.set_result({(lr, polar_step): _reference(observation, lr, hyper, polar_step)
+                               for lr in lrs for polar_step in REFERENCE_POLAR_STEPS})
+        except BaseException as err:  # noqa: BLE001 - raised again where the references are compared
+            future.set_exception(err)
+
+    threading.Thread(target=compute, name="correctness-reference", daemon=True).start()
+    return future
+
+
+def _errors_by_check(observation: ServiceObservation, lrs: list[float],
+                     references: dict[tuple[float, str], list[np.ndarray]]
                      ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """(the gated checks' errors, the informative stock-vs-reference errors), keyed `<check>@lr=<lr>`."""
     errors, informative = {}, {}
     for lr in lrs:
         errors[check_key("reference_update", lr)] = update_errors(
-            observation.updates[_label("treatment", lr)], _reference(observation, lr, hyper, "polar_switch"))
+            observation.updates[_label("treatment", lr)], references[(lr, "polar_switch")])
         errors[check_key("baseline_update", lr)] = update_errors(
             observation.updates[_label("treatment_disabled", lr)], observation.updates[_label("baseline", lr)])
         informative[check_key("baseline_vs_reference_update", lr)] = update_errors(
-            observation.updates[_label("baseline", lr)], _reference(observation, lr, hyper, "polar_express"))
+            observation.updates[_label("baseline", lr)], references[(lr, "polar_express")])
     return errors, informative
 
 
