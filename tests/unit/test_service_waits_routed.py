@@ -24,6 +24,8 @@ BOUNDED_ELSEWHERE = {
     ("experiment/run/service.py", "_taken_over"): "a local Future: the early start of the embedded server",
     ("experiment/run/service.py", "stop_early_embedded"): "a local Future: the early start of the embedded server",
     ("experiment/rl/recipe.py", "run_async"): "its definition",
+    ("experiment/sft/steps/correctness_preflight.py", "_computed"):
+        "a local Future: the float64 references computed on the client beside the service's jobs",
 }
 NOT_SERVICE_CODE = ("experiment/grading/", "experiment/report/", "experiment/stats/", "experiment/contract/")
 

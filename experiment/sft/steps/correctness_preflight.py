@@ -117,7 +117,7 @@ def run(ctx: RunContext) -> GateVerdict:
         except WeightsNotExposed as err:
             return _not_exposed(ctx, str(err))
 
-    errors, informative = _errors_by_check(observation, update_lrs, references[0].result())
+    errors, informative = _errors_by_check(observation, update_lrs, _computed(references[0]))
     same_code = _same_code(ctx, errors)
     scaling = [_scaling_entry(lr, observation.updates[_label("treatment", lr)]) for lr in scaling_lrs]
     changes = [abs(s["update_norm"] / s["learning_rate"] / (scaling[0]["update_norm"] / scaling[0]["learning_rate"]) - 1)
@@ -212,6 +212,11 @@ def references_in_background(observation: ServiceObservation, lrs: list[float], 
 
     threading.Thread(target=compute, name="correctness-reference", daemon=True).start()
     return future
+
+
+def _computed(references: Future) -> dict[tuple[float, str], list[np.ndarray]]:
+    """The float64 references once computed (a local Future of client-side work: no wait on the service)."""
+    return references.result()
 
 
 def _errors_by_check(observation: ServiceObservation, lrs: list[float],
