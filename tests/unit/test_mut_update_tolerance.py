@@ -328,3 +328,43 @@ def test_a_measured_input_gets_the_same_analysis_as_the_fixed_one():
     for key, tol in ut.input_tolerances(fixed, rates).items():
         assert looser[key]["atol"] >= tol["atol"] and looser[key]["min_cosine"] <= tol["min_cosine"]
     assert any(looser[key]["atol"] > tol["atol"] for key, tol in ut.input_tolerances(fixed, rates).items())
+
+
+def test_a_one_step_chain_carries_its_initial_error_through_that_step():
+    chain = ut._Chain(np.array([1.5, 0.5]), initial_error=0.5)
+    chain.step(_cube, _cube_slope, injected=0.25)
+    # slots: p'(s) 6.75, 0.75; symmetric (3.375 - 0.125) / 1 = 3.25; skew 3.5 / 2 = 1.75; outside 2.25, 0.25
+    np.testing.assert_allclose(chain.factors[0], [6.75, 0.75, 3.25, 1.75, 2.25, 0.25], rtol=1e-15)
+    assert chain.bound() == pytest.approx(0.25 + 0.5 * 6.75, rel=1e-15)
+
+
+def test_a_gap_of_exactly_the_threshold_counts_as_equal_values():
+    s = np.array([2e-12, 1e-12])
+    assert s[0] - s[1] == 1e-12
+    chain = ut._Chain(s, initial_error=0.0)
+    chain.step(_cube, _cube_slope, injected=0.0)
+    assert chain.factors[0][2] == pytest.approx(_cube_slope(2e-12), rel=1e-12)  # p'(s_i), not the quotient
+
+
+def test_the_analysis_defaults_to_the_specs_momentum_and_exact_gradients():
+    # the spec's optimizer (specs/trimuon_vs_dimuon_no_robots.json): beta1=0.9; the fixed input's
+    # gradients are given exactly (no recovery error)
+    rank, rates = 4, [1e-3]
+    fixed = ut.fixed_optimizer_input(rank)["pairs"]
+    at_spec = ut.relative_direction_bounds_for(fixed, 0.9)
+    assert ut.relative_direction_bounds(rank) == at_spec
+    assert ut.relative_direction_bounds_for(fixed) == at_spec
+    assert ut.tolerances(1e-3, rank) == ut.tolerances_for(fixed, 1e-3, rank, at_spec)
+    assert ut.update_check_plan(rates, rank)["tolerances"] == ut.update_check_plan(rates, rank, 0.9)["tolerances"]
+    assert ut.input_tolerances(fixed, rates) == ut.input_tolerances(fixed, rates, 0.9)
+    assert ut.update_check_plan(rates, rank, 0.5)["tolerances"] != ut.update_check_plan(rates, rank)["tolerances"]
+    pair = _small_pair()
+    assert ut._direction_bounds(pair, 0.9, True) == ut._direction_bounds(pair, 0.9, True, (0.0, 0.0))
+
+
+def test_the_plan_records_every_check_at_every_rate_and_the_lr_scaling_bound():
+    rank, rates = 4, [1e-3, 3e-2]
+    plan = ut.update_check_plan(rates, rank)
+    assert sorted(plan["tolerances"]) == sorted(f"{check}@lr={lr:g}" for check in ut.CHECKS for lr in rates)
+    assert plan["lr_scaling"] == {"learning_rates": rates, "max_relative_change": ut.lr_scaling_tolerance(rates, rank)}
+    assert ut.check_key("reference_update", 0.04) == "reference_update@lr=0.04"
