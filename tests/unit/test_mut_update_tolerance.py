@@ -170,7 +170,7 @@ def _inverse_sqrt_slope(x, mu):
     return 0.5 / mu * (max(x, 0.0) / mu + ref._DAMPING) ** -1.5
 
 
-@pytest.mark.parametrize("eigenvalues", [(4.0, 1.0), (3.0, -1.0), (2.0, 2.0), (0.5, 7.0, 2.0)])
+@pytest.mark.parametrize("eigenvalues", [(4.0, 1.0), (3.0, -1.0), (2.0, 2.0), (0.5, 7.0, 2.0), (1.0, 1.25)])
 def test_the_preconditioners_bound_is_its_lipschitz_constant_times_twice_the_grams_error(eigenvalues):
     S = np.diag(eigenvalues)
     mu = sum(eigenvalues) / len(eigenvalues)
@@ -227,12 +227,13 @@ def _direction_bound_from_the_derivation(pair, beta1, treatment, gradient_error)
     return out
 
 
+@pytest.mark.parametrize("beta1", [0.8, 0.3])  # below 0.5, 1 - beta1 and 1 % beta1 differ
 @pytest.mark.parametrize("treatment", [False, True])
 @pytest.mark.parametrize("gradient_error", [(0.0, 0.0), (1e-3, 0.0), (0.0, 2e-3)])
-def test_a_factors_direction_bound_follows_the_derivation(treatment, gradient_error):
+def test_a_factors_direction_bound_follows_the_derivation(treatment, gradient_error, beta1):
     pair = _small_pair()
-    got = ut._direction_bounds(pair, 0.8, treatment, gradient_error)
-    wanted = _direction_bound_from_the_derivation(pair, 0.8, treatment, gradient_error)
+    got = ut._direction_bounds(pair, beta1, treatment, gradient_error)
+    wanted = _direction_bound_from_the_derivation(pair, beta1, treatment, gradient_error)
     assert got == pytest.approx(wanted, rel=1e-10)
 
 
