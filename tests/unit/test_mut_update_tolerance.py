@@ -103,10 +103,24 @@ def _fro(values):
     return math.sqrt(sum(float(v) ** 2 for v in values))
 
 
-def test_a_polar_express_sweep_injects_the_documented_rounding_of_each_step():
+def _rotated(s, rows, cols, rotate):
+    """U diag(s) V^T with fixed random orthogonal U, V (or diag(s) itself): every norm the bound uses is
+    unitarily invariant, so its terms depend on the singular values s alone; rotated, the matrices are
+    full and ||.||_1 or ||.||_inf no longer equal ||.||_2."""
+    if not rotate:
+        return _padded_diagonal(s, rows, cols), np.eye(rows), np.eye(cols)
+    rng = np.random.default_rng(11)
+    left, _ = np.linalg.qr(rng.standard_normal((rows, rows)))
+    right, _ = np.linalg.qr(rng.standard_normal((cols, cols)))
+    return left @ _padded_diagonal(s, rows, cols) @ right.T, left, right
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_a_polar_express_sweep_injects_the_documented_rounding_of_each_step(rotate):
     r, k = 2, 3
     s = np.array([3.0, 1.0])
-    Y, chain = ut._polar_express_sweep(_padded_diagonal(s, r, k), None, 0.5)
+    start, left, right = _rotated(s, r, k, rotate)
+    Y, chain = ut._polar_express_sweep(start, None, 0.5)
     scale = 1.0 / (_fro(s) * ref._SAFETY + ref._EPS)
     np.testing.assert_allclose(chain.factors[0], np.full(6, scale), rtol=1e-14)  # x -> scale x on every slot
     assert chain.initial_error == 0.5
@@ -124,7 +138,7 @@ def test_a_polar_express_sweep_injects_the_documented_rounding_of_each_step():
         s = new
     np.testing.assert_allclose(chain.injected, wanted, rtol=1e-12)
     np.testing.assert_allclose(chain.sigmas, s, rtol=1e-12)
-    np.testing.assert_allclose(Y, _padded_diagonal(s, r, k), atol=1e-14)
+    np.testing.assert_allclose(Y, left @ _padded_diagonal(s, r, k) @ right.T, atol=1e-13)
 
 
 def test_a_sweep_on_a_started_chain_continues_it_and_ignores_error_in():
@@ -134,11 +148,21 @@ def test_a_sweep_on_a_started_chain_continues_it_and_ignores_error_in():
     assert len(chain.injected) == len(chain.factors) == 1 + ref._PE_STEPS
 
 
-def test_the_folded_core_injects_the_documented_float16_rounding_of_each_refinement():
+def _refinement_slots(s):
+    """Daleckii-Krein factors of p(x) = 1.5 x - 0.5 x^3 on two singular values, slot by slot."""
+    def p(x):
+        return 1.5 * x - 0.5 * x ** 3
+    return [abs(1.5 - 1.5 * s[0] ** 2), abs(1.5 - 1.5 * s[1] ** 2), abs((p(s[0]) - p(s[1])) / (s[0] - s[1])),
+            abs((p(s[0]) + p(s[1])) / (s[0] + s[1])), abs(p(s[0]) / s[0]), abs(p(s[1]) / s[1])]
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_the_folded_core_injects_the_documented_float16_rounding_of_each_refinement(rotate):
     r, k = 2, 3  # Y is r x k; the core works on Yt = Y^T (k x r)
     s = np.array([0.9, 0.6])
     chain = ut._Chain(s.copy(), 0.0)
-    out, chain = ut._folded_cubic_core(_padded_diagonal(s, r, k), chain)
+    start, left, right = _rotated(s, r, k, rotate)
+    out, chain = ut._folded_cubic_core(start, chain)
     g = s ** 2
     d_g = (ut.gamma(k, U) + U16) * _fro(g)  # float32 Gram, cast to float16
     one_product = U16 + ut.gamma(r, U)
@@ -158,7 +182,12 @@ def test_the_folded_core_injects_the_documented_float16_rounding_of_each_refinem
         refined = 1.5 * refined - 0.5 * refined ** 3
     np.testing.assert_allclose(chain.sigmas, refined, rtol=1e-12)
     np.testing.assert_allclose(s * q, refined, rtol=1e-12)
-    np.testing.assert_allclose(out, _padded_diagonal(refined, r, k), atol=1e-14)
+    np.testing.assert_allclose(out, left @ _padded_diagonal(refined, r, k) @ right.T, atol=1e-13)
+    slots, current = [], s.copy()
+    for _ in range(ref._NS_REFINEMENTS):
+        slots.append(_refinement_slots(current))
+        current = 1.5 * current - 0.5 * current ** 3
+    np.testing.assert_allclose(chain.factors[:-1], slots, rtol=1e-12)
     np.testing.assert_allclose(chain.factors[-1], np.ones(6), rtol=1e-14)  # the final Yt Q is the identity map
 
 
@@ -344,7 +373,7 @@ def test_a_gap_of_exactly_the_threshold_counts_as_equal_values():
     assert s[0] - s[1] == 1e-12
     chain = ut._Chain(s, initial_error=0.0)
     chain.step(_cube, _cube_slope, injected=0.0)
-    assert chain.factors[0][2] == pytest.approx(_cube_slope(2e-12), rel=1e-12)  # p'(s_i), not the quotient
+    assert chain.factors[0][2] == pytest.approx(_cube_slope(2e-12), rel=1e-12, abs=0)  # p'(s_i), not the quotient
 
 
 def test_the_analysis_defaults_to_the_specs_momentum_and_exact_gradients():
