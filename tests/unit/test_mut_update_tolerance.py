@@ -199,7 +199,8 @@ def _inverse_sqrt_slope(x, mu):
     return 0.5 / mu * (max(x, 0.0) / mu + ref._DAMPING) ** -1.5
 
 
-@pytest.mark.parametrize("eigenvalues", [(4.0, 1.0), (3.0, -1.0), (2.0, 2.0), (0.5, 7.0, 2.0), (1.0, 1.25)])
+@pytest.mark.parametrize("eigenvalues", [(4.0, 1.0), (3.0, -1.0), (2.0, 2.0), (0.5, 7.0, 2.0), (1.0, 1.25), (1.0, 1.001),
+                                         (1e-3, 2e-3), (3.0, 1.0, -1.0), (-0.0005, 0.0001, 3.0)])
 def test_the_preconditioners_bound_is_its_lipschitz_constant_times_twice_the_grams_error(eigenvalues):
     S = np.diag(eigenvalues)
     mu = sum(eigenvalues) / len(eigenvalues)
