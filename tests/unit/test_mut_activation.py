@@ -149,3 +149,11 @@ def test_an_empty_selfgen_pilot_measures_nothing_but_the_overlaps():
         "selfgen_mean_train_reward_pilot": None,
         "generated_eval_exact_overlaps": 0.0,
     }
+
+
+def test_one_logged_batch_gives_its_group_size_and_a_rising_mix_is_still_a_mix():
+    single = gs1_activation_values([_step(executed_group_size=4.0)], [_step(executed_group_size=8.0)], {}, _step())
+    assert single["executed_group_size_treatment"] == 4.0 and single["executed_group_size_baseline"] == 8.0
+    rising = gs1_activation_values([_step(executed_group_size=2.0), _step(executed_group_size=4.0)],
+                                   [_step(executed_group_size=8.0), _step(executed_group_size=16.0)], {}, _step())
+    assert math.isnan(rising["executed_group_size_treatment"]) and math.isnan(rising["executed_group_size_baseline"])
