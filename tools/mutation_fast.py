@@ -336,6 +336,15 @@ def _patch_class(old: type, new: type) -> None:
             setattr(old, name, value)
         except (AttributeError, TypeError):
             pass
+    # what the mutated class no longer defines goes too (e.g. a dataclass no longer frozen: its __init__
+    # assigns with plain setattr, so the frozen __setattr__ left on the class would raise)
+    for name in [n for n in old.__dict__ if n not in new.__dict__]:
+        if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__"):
+            continue
+        try:
+            delattr(old, name)
+        except (AttributeError, TypeError):
+            pass
 
 
 def apply_source(module_name: str, source: str, filename: str) -> None:

@@ -109,3 +109,20 @@ def test_the_report_keeps_what_ran_here_apart_from_an_earlier_sessions_figures(t
     assert "| selection (`experiment/stats/selection.py`) | 7 | 6 | 5 | 1 | 0 | 0 | 83.3% | old |" in earlier
     assert "| activation (`experiment/stats/activation.py`) | 5 | no earlier figures |" in earlier
     assert "--module selection --jobs 2" in earlier and "--module grading" not in earlier
+
+
+def test_a_dataclass_mutated_to_not_frozen_behaves_as_a_fresh_import_of_it():
+    name = "mutation_fast_sample_dataclass"
+    source = "from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Box:\n    size: int = 0\n"
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        original = module.Box
+        fast.apply_source(name, source.replace("frozen=True", "frozen=False"), module.__file__)
+        box = module.Box(3)  # the frozen __setattr__ is gone with the decorator's argument
+        box.size = 4
+        assert module.Box is original and box == original(4)
+    finally:
+        del sys.modules[name]
