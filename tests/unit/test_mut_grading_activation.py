@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import statistics
+from types import SimpleNamespace
 
 import pytest
 
@@ -105,3 +106,20 @@ def test_the_gs1_recompute_splits_the_log_by_the_first_arm_and_correlates_the_fi
     assert values["frac_nonzero_advantage_treatment"] == 5 / 12
     assert values["kernel_effective_neighbors_p10"] == pytest.approx(1.5)  # 10th percentile of 1..6
     assert values["baseline_reward_corr"] == pytest.approx(statistics.correlation([0.2, 0.6, 0.9], [0.25, 0.5, 1.0]))
+
+
+def test_the_selfgen_recompute_cuts_each_treatment_step_into_one_group_per_item():
+    # no generated-set file and no dataset in this context: only the log's own values are recomputed
+    ctx = SimpleNamespace(evidence=SimpleNamespace(jsonl=lambda name: None), result={}, spec_model=None, spec={})
+    rows = [
+        # groups of 3: [1, 1, 1] constant, [0, 1, 0] varies
+        {"arm": "generated", "item_ids": ["a", "b"], "rewards": [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]},
+        {"arm": "gsm8k", "item_ids": ["c"], "rewards": [0.0, 1.0]},
+        # groups of 2: [0, 0], [1, 0] varies, [0.5, 0.5], [1, 1]
+        {"arm": "generated", "item_ids": ["d", "e", "f", "g"], "rewards": [0.0, 0.0, 1.0, 0.0, 0.5, 0.5, 1.0, 1.0]},
+    ]
+    values = _recomputed(ctx, rows, {"selfgen_mean_train_reward_pilot"})
+    assert values["selfgen_frac_groups_nonzero_reward_variance_pilot"] == 2 / 6
+    assert values["selfgen_mean_train_reward_pilot"] == pytest.approx(statistics.fmean(rows[0]["rewards"] + rows[2]["rewards"]))
+    assert _recomputed(ctx, [{"arm": "generated", "item_ids": [], "rewards": []}], set()) == {}
+    assert _recomputed(ctx, [{"heldout_mean_reward": {}}], set()) == {}
