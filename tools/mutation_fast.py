@@ -336,6 +336,15 @@ def _patch_class(old: type, new: type) -> None:
             setattr(old, name, value)
         except (AttributeError, TypeError):
             pass
+    # what the mutated class no longer defines goes too (e.g. a dataclass no longer frozen: its __init__
+    # assigns with plain setattr, so the frozen __setattr__ left on the class would raise)
+    for name in [n for n in old.__dict__ if n not in new.__dict__]:
+        if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__"):
+            continue
+        try:
+            delattr(old, name)
+        except (AttributeError, TypeError):
+            pass
 
 
 def apply_source(module_name: str, source: str, filename: str) -> None:
@@ -861,14 +870,26 @@ def collect(modules: list[Module], defaults: dict, equivalents: list[dict]) -> l
     return rows
 
 
+def _not_run_here(stats: dict) -> bool:
+    """A module none of whose mutants has a result in this checkout's cache."""
+    return stats["present"] and stats["total"] > 0 and stats["pending"] == stats["total"]
+
+
 def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dict] | None,
-                 path: Path = REPORT) -> str:
+                 path: Path = REPORT, previous: dict | None = None) -> str:
+    """`previous` ([fast.previous] of tools/mutation.toml): an earlier session's figures, shown (marked as
+    such, outside the totals) for the modules this checkout's cache has no result for."""
+    previous = previous or {}
+    earlier = [r for r in rows if _not_run_here(r)]
+    rows = [r for r in rows if not _not_run_here(r)]
     pending = sum(r["pending"] for r in rows)
     out = ["# Mutation report", "",
            f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by `python -m "
            "tools.mutation_fast --report-only` from the cached results of tools/mutation_fast.py (fork per "
            "mutant; configuration tools/mutation.toml, reviewed equivalents tools/mutation_equivalents.toml). "
-           "Every mutant of each module is run, none sampled.", ""]
+           "Every mutant of each module is run, none sampled. The table below holds only what ran in this "
+           "checkout (results cached in .mutation/fast/)."
+           + (" Modules with no result here follow in a second table." if earlier else ""), ""]
     if pending:
         out += [f"**Partial: {pending} mutants have not run yet** (modules with pending mutants below). The run "
                 "resumes where it stopped (results cached in .mutation/fast/, keyed by each file's source hash; from the "
@@ -897,6 +918,23 @@ def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dic
     out.append(f"| **overall** | {sum(r['total'] for r in rows)} | {total_killed} | "
                f"{sum(r['timeout'] for r in rows)} | {total_survived} | {sum(len(r['equivalent']) for r in rows)} | "
                f"{sum(r['incompetent'] for r in rows)} | {pending} | **{_rate(total_killed, total_survived)}** | |")
+    if earlier:
+        known = previous.get("modules", {})
+        out += ["", f"**Not run in this checkout** ({len(earlier)} modules, "
+                f"{sum(r['total'] for r in earlier)} mutants of the current code): the figures are "
+                f"{previous.get('recorded', 'an earlier session')}, on the code of the commit shown, not measured "
+                "here and not in the totals above. To measure them here:", ""]
+        out += [f"    nice -n 19 python -m tools.mutation_fast --module {r['name']} --jobs 2" for r in earlier]
+        out += ["", "| module | mutants now | earlier: mutants | killed | survived | equivalent | pending | kill rate | commit |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in earlier:
+            p = known.get(r["name"])
+            if p is None:
+                out.append(f"| {r['name']} (`{r['path']}`) | {r['total']} | no earlier figures | | | | | | |")
+                continue
+            out.append(f"| {r['name']} (`{r['path']}`) | {r['total']} | {p['total']} | {p['killed']} | "
+                       f"{p['survived']} | {p['equivalent']} | {p.get('pending', 0)} | "
+                       f"{_rate(p['killed'], p['survived'])} | {p.get('commit', '-')} |")
     if commands:
         out += ["", "Commands that produced these results:", ""] + [f"    {c}" for c in commands]
     if selfcheck_rows:
@@ -978,7 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
     _commands_file().write_text(json.dumps(list(dict.fromkeys(commands)), indent=1))
     rows = collect(report_modules, defaults, load_equivalents())
     selfcheck_rows = json.loads(selfcheck_path.read_text()) if selfcheck_path.exists() else None
-    text = write_report(rows, list(dict.fromkeys(commands)), selfcheck_rows)
+    text = write_report(rows, list(dict.fromkeys(commands)), selfcheck_rows,
+                        previous=tomllib_fast(defaults).get("previous"))
     print(text.split("\n## Surviving")[0])
     return 0
 

@@ -5,10 +5,13 @@ survivors: ACT-2's recompute also flags these records, so no test held ACT-1 its
 from __future__ import annotations
 
 import copy
+import statistics
+from types import SimpleNamespace
 
 import pytest
 
 from experiment.grading import grade_record
+from experiment.grading.activation import _recomputed
 from tampering import _edit_jsonl_file
 
 
@@ -75,3 +78,48 @@ def test_a_step_row_without_its_arm_is_left_out_of_the_recompute_and_named_in_th
     assert found[1] == ("ACT-3: activation-pilot-bwselfgen.jsonl: its steps are [(None, 0), ('rl_selfgen', 1), "
                         "('rl_gsm8k', 0)], the pilot runs [('rl_selfgen', 0), ('rl_selfgen', 1), ('rl_gsm8k', 0)] "
                         "(arm, step).")
+
+
+# ---- ACT-2's GS1 recompute from the pilot log's rows: which rows are the treatment (the first arm logged),
+# which the baseline (every other arm), and the held-out rewards the first treatment step is correlated with
+
+def _gs1_rows(treatment_arm, baseline_arm):
+    return [
+        {"heldout_mean_reward": {"p": 0.25, "q": 0.5, "r": 1.0}},
+        {"arm": treatment_arm, "item_ids": ["p", "q", "r"], "rewards": [1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
+         "advantages": [0.5, 0.0, -0.5, 0.0, 0.0, 0.25], "baseline_values": [0.2, 0.6, 0.9],
+         "effective_neighbors": [1.0, 2.0, 3.0], "executed_group_size": 2},
+        {"arm": baseline_arm, "item_ids": ["s"], "rewards": [0.0, 0.0, 0.0, 1.0], "advantages": [0.0] * 4,
+         "baseline_values": [0.5], "effective_neighbors": [], "executed_group_size": 4},
+        {"arm": treatment_arm, "item_ids": ["q", "r", "p"], "rewards": [0.0, 0.0, 1.0, 1.0, 1.0, 0.0],
+         "advantages": [0.0, 0.0, 0.5, 0.5, 0.0, 0.0], "baseline_values": [0.9, 0.1, 0.4],
+         "effective_neighbors": [4.0, 5.0, 6.0], "executed_group_size": 2},
+    ]
+
+
+@pytest.mark.parametrize("treatment_arm,baseline_arm", [("kernel", "vanilla"), ("kernel", "grpo")])
+def test_the_gs1_recompute_splits_the_log_by_the_first_arm_and_correlates_the_first_step(treatment_arm, baseline_arm):
+    values = _recomputed(None, _gs1_rows(treatment_arm, baseline_arm), {"pilot_mean_reward"})
+    assert values["executed_group_size_treatment"] == 2.0  # both treatment steps, none of the baseline's
+    assert values["executed_group_size_baseline"] == 4.0
+    assert values["pilot_mean_reward"] == pytest.approx(7 / 12)
+    assert values["frac_nonzero_advantage_treatment"] == 5 / 12
+    assert values["kernel_effective_neighbors_p10"] == pytest.approx(1.5)  # 10th percentile of 1..6
+    assert values["baseline_reward_corr"] == pytest.approx(statistics.correlation([0.2, 0.6, 0.9], [0.25, 0.5, 1.0]))
+
+
+def test_the_selfgen_recompute_cuts_each_treatment_step_into_one_group_per_item():
+    # no generated-set file and no dataset in this context: only the log's own values are recomputed
+    ctx = SimpleNamespace(evidence=SimpleNamespace(jsonl=lambda name: None), result={}, spec_model=None, spec={})
+    rows = [
+        # groups of 3: [1, 1, 1] constant, [0, 1, 0] varies
+        {"arm": "generated", "item_ids": ["a", "b"], "rewards": [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]},
+        {"arm": "gsm8k", "item_ids": ["c"], "rewards": [0.0, 1.0]},
+        # groups of 2: [0, 0], [1, 0] varies, [0.5, 0.5], [1, 1]
+        {"arm": "generated", "item_ids": ["d", "e", "f", "g"], "rewards": [0.0, 0.0, 1.0, 0.0, 0.5, 0.5, 1.0, 1.0]},
+    ]
+    values = _recomputed(ctx, rows, {"selfgen_mean_train_reward_pilot"})
+    assert values["selfgen_frac_groups_nonzero_reward_variance_pilot"] == 2 / 6
+    assert values["selfgen_mean_train_reward_pilot"] == pytest.approx(statistics.fmean(rows[0]["rewards"] + rows[2]["rewards"]))
+    assert _recomputed(ctx, [{"arm": "generated", "item_ids": [], "rewards": []}], set()) == {}
+    assert _recomputed(ctx, [{"heldout_mean_reward": {}}], set()) == {}

@@ -81,3 +81,48 @@ def test_an_applied_mutant_reaches_imported_names_tables_methods_and_keeps_class
         assert box.size(0) == 20 and isinstance(box, module.Box)
     finally:
         del sys.modules[name], sys.modules[user.__name__]
+
+
+def _row(name, total, killed, pending, survived=()):
+    return {"name": name, "path": f"experiment/stats/{name}.py", "present": True, "total": total, "killed": killed,
+            "timeout": 0, "incompetent": 0, "survived": list(survived), "equivalent": [], "pending": pending,
+            "commits": {"abc"}, "seconds": 0.0}
+
+
+def test_the_report_keeps_what_ran_here_apart_from_an_earlier_sessions_figures(tmp_path):
+    ran = _row("decision", total=10, killed=9, pending=0,
+               survived=[{"where": "x.py:1", "operator": "core/AddNot", "code": "a", "mutant": "not a"}])
+    partial = _row("grading", total=20, killed=3, pending=17)
+    not_run = _row("selection", total=7, killed=0, pending=7)
+    no_figures = _row("activation", total=5, killed=0, pending=5)
+    previous = {"recorded": "those of an earlier report",
+                "modules": {"selection": {"total": 6, "killed": 5, "survived": 1, "equivalent": 0, "commit": "old"}}}
+    text = fast.write_report([ran, partial, not_run, no_figures], [], None, path=tmp_path / "r.md",
+                             previous=previous)
+    main_table = text.split("**Not run in this checkout**")[0]
+    assert "| decision (" in main_table and "| grading (" in main_table
+    assert "| selection (" not in main_table and "| activation (" not in main_table
+    # the totals and the pending count are those of this checkout only: 12 killed, 1 survived, 17 pending
+    assert "| **overall** | 30 | 12 | 0 | 1 | 0 | 0 | 17 | **92.3%** | |" in main_table
+    earlier = text.split("**Not run in this checkout**")[1].split("## Surviving")[0]
+    assert "figures are those of an earlier report" in earlier
+    assert "| selection (`experiment/stats/selection.py`) | 7 | 6 | 5 | 1 | 0 | 0 | 83.3% | old |" in earlier
+    assert "| activation (`experiment/stats/activation.py`) | 5 | no earlier figures |" in earlier
+    assert "--module selection --jobs 2" in earlier and "--module grading" not in earlier
+
+
+def test_a_dataclass_mutated_to_not_frozen_behaves_as_a_fresh_import_of_it():
+    name = "mutation_fast_sample_dataclass"
+    source = "from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Box:\n    size: int = 0\n"
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        original = module.Box
+        fast.apply_source(name, source.replace("frozen=True", "frozen=False"), module.__file__)
+        box = module.Box(3)  # the frozen __setattr__ is gone with the decorator's argument
+        box.size = 4
+        assert module.Box is original and box == original(4)
+    finally:
+        del sys.modules[name]
