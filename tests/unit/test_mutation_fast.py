@@ -104,7 +104,7 @@ def test_the_report_keeps_what_ran_here_apart_from_an_earlier_sessions_figures(t
     assert "| selection (" not in main_table and "| activation (" not in main_table
     # the totals and the pending count are those of this checkout only: 12 killed, 1 survived, 17 pending
     assert "| **overall** | 30 | 12 | 0 | 1 | 0 | 0 | 17 | **92.3%** | |" in main_table
-    earlier = text.split("**Not run in this checkout**")[1].split("## Surviving")[0]
+    earlier = text.split("**Not run in this checkout**")[1].split("\n## ")[0]  # up to the next section (the notes)
     assert "figures are those of an earlier report" in earlier
     assert "| selection (`experiment/stats/selection.py`) | 7 | 6 | 5 | 1 | 0 | 0 | 83.3% | old |" in earlier
     assert "| activation (`experiment/stats/activation.py`) | 5 | no earlier figures |" in earlier
