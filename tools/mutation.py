@@ -400,6 +400,14 @@ def _rate(killed: int, survived: int) -> str:
     return f"{100.0 * killed / total:.1f}%" if total else "n/a"
 
 
+def equivalents_section(rows: list[dict]) -> list[str]:
+    """The report's section of reviewed equivalent mutants, one line each with its reason (both runners' reports)."""
+    out = ["", "## Equivalent mutants (reviewed, tools/mutation_equivalents.toml)", ""]
+    out += [f"- `{entry['where']}` {entry['operator']}: `{entry['code']}` -> `{entry['mutant']}` — {entry['why']}"
+            for stats in rows for entry in stats["equivalent"]]
+    return out if len(out) > 3 else out + ["None."]
+
+
 def write_report(rows: list[dict], command: str, path: Path = REPORT) -> str:
     out = ["# Mutation report", "",
            f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by `{command}` "
@@ -447,15 +455,7 @@ def write_report(rows: list[dict], command: str, path: Path = REPORT) -> str:
                        f"`{entry['code']}` -> `{entry['mutant']}`")
     if not any_survivor:
         out.append("None.")
-    out += ["", "## Equivalent mutants (reviewed, tools/mutation_equivalents.toml)", ""]
-    any_equivalent = False
-    for stats in rows:
-        for entry in stats["equivalent"]:
-            any_equivalent = True
-            out.append(f"- `{entry['where']}` {entry['operator']}: `{entry['code']}` -> "
-                       f"`{entry['mutant']}` — {entry['why']}")
-    if not any_equivalent:
-        out.append("None.")
+    out += equivalents_section(rows)
     text = "\n".join(out) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -958,15 +958,7 @@ def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dic
                     *[f"  + {line}" for line in entry["mutant"].splitlines()], "  ```"]
     if not any_survivor:
         out.append("None.")
-    out += ["", "## Equivalent mutants (reviewed, tools/mutation_equivalents.toml)", ""]
-    any_equivalent = False
-    for stats in rows:
-        for entry in stats["equivalent"]:
-            any_equivalent = True
-            out.append(f"- `{entry['where']}` {entry['operator']}: `{entry['code']}` -> `{entry['mutant']}` — "
-                       f"{entry['why']}")
-    if not any_equivalent:
-        out.append("None.")
+    out += mutation.equivalents_section(rows)
     text = "\n".join(out) + "\n"
     path.write_text(text)
     return text
