@@ -19,15 +19,23 @@ if [[ -z "${PREFECT_API_URL:-}" ]]; then
   exit 2
 fi
 
+# Another setup against the same server (a second terminal, a second worker host) may create the pool or the
+# limit between our check and our create: a create that fails is fine when the thing exists afterwards.
 if prefect work-pool inspect "$WORK_POOL" >/dev/null 2>&1; then
   echo "work pool $WORK_POOL exists"
+elif created=$(prefect work-pool create "$WORK_POOL" --type process 2>&1); then
+  echo "$created"
+elif prefect work-pool inspect "$WORK_POOL" >/dev/null 2>&1; then
+  echo "work pool $WORK_POOL exists (another setup created it meanwhile)"
 else
-  prefect work-pool create "$WORK_POOL" --type process
+  echo "$created" >&2
+  exit 1
 fi
 
 if prefect gcl inspect "$LIMIT_NAME" >/dev/null 2>&1; then
   prefect gcl update "$LIMIT_NAME" --limit "$LIMIT_SLOTS"
-else
-  prefect gcl create "$LIMIT_NAME" --limit "$LIMIT_SLOTS"
+elif ! created=$(prefect gcl create "$LIMIT_NAME" --limit "$LIMIT_SLOTS" 2>&1); then
+  # exists now (another setup created it meanwhile), else the update fails with the server's reason
+  prefect gcl update "$LIMIT_NAME" --limit "$LIMIT_SLOTS" || { echo "$created" >&2; exit 1; }
 fi
 echo "global concurrency limit $LIMIT_NAME: $LIMIT_SLOTS slots"

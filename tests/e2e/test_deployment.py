@@ -131,6 +131,59 @@ def test_setup_creates_work_pool_and_training_service_limit(set_up):
     assert limit.json()["limit"] == 2 and limit.json()["active"] is True
 
 
+# A stand-in for a second setup racing this one (a fault the real parts do not produce on demand): the first
+# `inspect` of the work pool and of the limit has the real CLI create the thing, as the other setup would right
+# after this one's check, then answers "not found"; every other call is the real `prefect`.
+RACING_SETUP = """#!/usr/bin/env bash
+kind="$1 $2"
+if [[ "$kind" == "work-pool inspect" || "$kind" == "gcl inspect" ]] && [[ ! -e "$RACE_DIR/${1}" ]]; then
+  touch "$RACE_DIR/${1}"
+  if [[ "$1" == work-pool ]]; then "$REAL_PREFECT" work-pool create "$3" --type process >/dev/null
+  else "$REAL_PREFECT" gcl create "$3" --limit 5 >/dev/null; fi
+  exit 1
+fi
+exec "$REAL_PREFECT" "$@"
+"""
+
+
+def _setup_racing_another(script: Path, env: dict, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
+    """deployments/setup.sh (or `script`) run while another setup creates its work pool and limit between its
+    check and its create (RACING_SETUP), on fresh names."""
+    race_dir = tmp_path / name
+    race_dir.mkdir()
+    shim = race_dir / "prefect"
+    shim.write_text(RACING_SETUP)
+    shim.chmod(0o755)
+    real = subprocess.run(["bash", "-c", "command -v prefect"], env=env, capture_output=True, text=True, check=True)
+    return subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, timeout=300, check=False,
+        env={**env, "PATH": f"{race_dir}{os.pathsep}{env['PATH']}", "RACE_DIR": str(race_dir),
+             "REAL_PREFECT": real.stdout.strip(), "RX_WORK_POOL": f"pool-{name}",
+             "RX_SERVICE_LIMIT_NAME": f"limit-{name}", "RX_SERVICE_CONCURRENCY": "2"})
+
+
+def test_setup_survives_another_setup_creating_the_same_things(deployment_server, tmp_path):
+    """Two setups against one server (two terminals, two worker hosts): the one that loses the race between
+    its check and its create still exits 0 and leaves the pool and its own slot count."""
+    api_url, env = deployment_server
+    setup = REPO_ROOT / "deployments" / "setup.sh"
+    # without the fallback after a failed create, the race fails the setup (the check-then-create it replaces)
+    weakened = tmp_path / "setup-check-then-create.sh"
+    fallback = ('elif prefect work-pool inspect "$WORK_POOL" >/dev/null 2>&1; then\n'
+                '  echo "work pool $WORK_POOL exists (another setup created it meanwhile)"\n')
+    assert fallback in setup.read_text()
+    weakened.write_text(setup.read_text().replace(fallback, ""))
+    lost = _setup_racing_another(weakened, env, tmp_path, f"weak-{uuid.uuid4().hex[:8]}")
+    assert lost.returncode != 0 and "already exists" in lost.stdout + lost.stderr, lost.stdout + lost.stderr
+
+    name = f"race-{uuid.uuid4().hex[:8]}"
+    done = _setup_racing_another(setup, env, tmp_path, name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "another setup created it meanwhile" in done.stdout
+    assert httpx.get(f"{api_url}/work_pools/pool-{name}", timeout=5).json()["type"] == "process"
+    assert httpx.get(f"{api_url}/v2/concurrency_limits/limit-{name}", timeout=5).json()["limit"] == 2
+
+
 def _flow_run(api_url: str, flow_run_id: str) -> dict:
     return httpx.get(f"{api_url}/flow_runs/{flow_run_id}", timeout=5).json()
 
