@@ -110,32 +110,36 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
     # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server
     # (set before the first read of Prefect's settings, in unreachable_prefect_server).
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    flow_imports_wanted = threading.Event()  # cleared when the run is refused before its claim
+    flow_imports_wanted.set()
     try:
         # A finished run is answered at once, before any precondition: no service, no Prefect, no write.
         finished = None if args.fresh else RunStore.finished_run(args.runs_dir, plan.spec_sha256, exposure)
         if finished is not None:
             return answer_finished(finished)
+        # Every precondition before the claim: a refused run leaves no run directory and no index row.
+        runs_dir = writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
         # What the flow imports (Prefect, torch, the SDK: 9-37 s on a loaded machine) is imported from here on,
         # beside the preconditions below, instead of after the claim with the run's service waiting on it.
         imports.enter_context(imports_frozen())  # the run's garbage collections skip what is imported from here
-        flow_imports = import_in_background(FLOW_IMPORTS)
+        flow_imports = import_in_background(FLOW_IMPORTS, wanted=flow_imports_wanted.is_set)
         # however main ends (a refusal, a signal), the process does not exit mid-import: torch's teardown under a
         # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code
         imports.callback(flow_imports.join)
-        # Every precondition before the claim: a refused run leaves no run directory and no index row.
-        runs_dir = writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
         problem = unreachable_backend(args.backend, CONNECT_BUDGET_S)
         if os.environ.get("PREFECT_API_URL") and not problem:
             # A Prefect server is up (as a deployment has one): nothing boots after the claim to hide the imports
             # behind, so the run is claimed once they are done, as a deployment's flow process claims it, and a
             # local run's embedded backend starts beside them. (With no server, the imports go on beside the
-            # temporary server's start and the backend's, after the claim.)
+            # temporary server's start and the backend's, after the claim.) The checks below come after them:
+            # Prefect's settings imported here while the thread imports Prefect fail its plugins' start.
             if embedded_backend_started_here(args.backend):
                 start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
             flow_imports.join()
         problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
                    or unreachable_prefect_server())
-        if problem:
+        if problem:  # the imports stop after the module in progress: a refused run does not wait for the rest
+            flow_imports_wanted.clear()
             stop_early_embedded()
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -143,10 +147,12 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # finds it (re-entrant); a live run is refused here.
         store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
     except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
+        flow_imports_wanted.clear()
         stop_early_embedded()
         print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
     if how == "finished":  # it finished between the look and the claim
+        flow_imports_wanted.clear()
         stop_early_embedded()
         return answer_finished(store)
     # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
@@ -271,14 +277,15 @@ def embedded_backend_started_here(backend: str) -> bool:
     return backend == "local" and not os.environ.get("TINKER_BASE_URL")
 
 
-def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> threading.Thread:
-    """import_what_the_gates_import in a daemon thread (no module of ours imports itself in a circle,
-    so the main thread can only wait on a module the thread is importing, never deadlock). A module
-    that fails here is imported again, and fails visibly, where the gate imports it."""
+def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS,
+                         wanted: Callable[[], bool] = lambda: True) -> threading.Thread:
+    """import_what_the_gates_import in a daemon thread, one module after the other while `wanted()` (no module
+    of ours imports itself in a circle, so the main thread can only wait on a module the thread is importing,
+    never deadlock). A module that fails here is imported again, and fails visibly, where the gate imports it."""
 
     def run() -> None:
         try:
-            import_what_the_gates_import(booting=lambda: True, modules=modules)
+            import_what_the_gates_import(booting=wanted, modules=modules)
         except Exception:  # noqa: BLE001 - see above
             pass
 

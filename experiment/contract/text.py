@@ -24,9 +24,15 @@ def is_unsafe(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cs") or char in BIDI_CONTROLS
 
 
+def _printable_but_newlines_and_tabs(text: str) -> bool:
+    """Printable apart from its newlines and tabs: then it holds no unsafe character (each is Cc, Cs or Cf,
+    none printable). Checked in C, where a multi-line text (a spec's description, a log) is not printable."""
+    return text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable()
+
+
 def unsafe_character(text: str) -> str | None:
     """A description of the first character of `text` a spec may not hold, or None."""
-    if text.isprintable():  # every unsafe character is non-printable (Cc, Cs or Cf): no loop in Python needed
+    if _printable_but_newlines_and_tabs(text):  # every unsafe character is non-printable: no loop in Python needed
         return None
     for char in text:
         if is_unsafe(char):
@@ -38,7 +44,7 @@ def unsafe_character(text: str) -> str | None:
 
 def printable(text: str) -> str:
     """`text` with every unsafe character shown as its Python escape (newlines and tabs kept)."""
-    if text.isprintable() or not any(is_unsafe(char) for char in text):  # printable: none (unsafe_character)
+    if _printable_but_newlines_and_tabs(text) or not any(is_unsafe(char) for char in text):
         return text
     return "".join(ascii(char)[1:-1] if is_unsafe(char) else char for char in text)
 

@@ -10,11 +10,86 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import hashlib
 import json
 from typing import Any
 
 USABLE, MISSING, PARTIAL, CORRUPT = "usable", "missing", "partial", "corrupt"
+
+
+class EvidenceRowsChanged(RuntimeError):
+    """A check changed rows `EvidenceAccess.jsonl` handed out. Every check of a grade gets the same parsed
+    rows, so a change would alter what the later checks see; a RuntimeError, which no check catches."""
+
+
+def _refuse_change(self: Any, *args: Any, **kwargs: Any) -> None:
+    raise EvidenceRowsChanged(f"evidence rows are shared by every check of a grade: copy before changing "
+                              f"({type(self).__name__})")
+
+
+class ReadOnlyDict(dict):
+    """A JSON object of parsed evidence rows: a dict that refuses every change (a copy, `dict(row)`,
+    `{**row}` or `copy.deepcopy(row)`, is a plain dict)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse_change
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {key: copy.deepcopy(value, memo) for key, value in self.items()}
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
+class ReadOnlyList(list):
+    """A JSON array inside parsed evidence rows: a list that refuses every change (`list(value)`, a slice
+    or `copy.deepcopy(value)` is a plain list)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = clear = extend = insert = pop = remove = \
+        reverse = sort = _refuse_change
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [copy.deepcopy(value, memo) for value in self]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return list, (list(self),)
+
+
+def _read_only_array(values: list[Any]) -> ReadOnlyList:
+    return ReadOnlyList([_read_only_array(value) if type(value) is list else value for value in values])
+
+
+def _read_only_object(pairs: dict[str, Any]) -> ReadOnlyDict:
+    """json's object hook: objects are built innermost first, so only the arrays are left to convert."""
+    for key, value in pairs.items():
+        if type(value) is list:
+            pairs[key] = _read_only_array(value)
+    return ReadOnlyDict(pairs)
+
+
+def _parse_rows(text: str) -> list[dict[str, Any]] | None:
+    """Rows of a JSONL text (a JSON array, or an object with `observations`, is accepted too), read-only
+    (ReadOnlyDict, ReadOnlyList all the way down); None when it is not rows."""
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            rows = json.loads(text, object_hook=_read_only_object)
+        elif stripped.startswith("{") and "\n" not in stripped.strip():
+            value = json.loads(text, object_hook=_read_only_object)
+            rows = value.get("observations") if isinstance(value, dict) and "observations" in value else [value]
+        else:
+            rows = [json.loads(line, object_hook=_read_only_object) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError:
+        return None
+    return rows if isinstance(rows, list) and all(isinstance(row, dict) for row in rows) else None
 
 
 class EvidenceAccess:
@@ -32,6 +107,7 @@ class EvidenceAccess:
                 self.duplicates.append(name)
             self.by_name[name] = entry
         self._cache: dict[str, tuple[str, bytes | None, str]] = {}
+        self._rows: dict[str, list[dict[str, Any]] | None] = {}
 
     # ------------------------------------------------------------------ access
 
@@ -86,26 +162,19 @@ class EvidenceAccess:
             return None
 
     def jsonl(self, ref: Any) -> list[dict[str, Any]] | None:
-        """Rows of a JSONL file (a JSON array, or an object with `observations`, is accepted too)."""
-        data = self.bytes(ref)
-        if data is None:
+        """Rows of a JSONL file (a JSON array, or an object with `observations`, is accepted too), parsed once
+        per file: a new list each call, of the same read-only rows (a change raises EvidenceRowsChanged)."""
+        if not isinstance(ref, str):
             return None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        stripped = text.lstrip()
-        try:
-            if stripped.startswith("["):
-                rows = json.loads(text)
-            elif stripped.startswith("{") and "\n" not in stripped.strip():
-                value = json.loads(text)
-                rows = value.get("observations") if isinstance(value, dict) and "observations" in value else [value]
-            else:
-                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError:
-            return None
-        return rows if isinstance(rows, list) and all(isinstance(row, dict) for row in rows) else None
+        name = ref.split("#", 1)[0]
+        if name not in self._rows:
+            data = self.bytes(name)
+            try:
+                self._rows[name] = _parse_rows(data.decode("utf-8")) if data is not None else None
+            except UnicodeDecodeError:
+                self._rows[name] = None
+        rows = self._rows[name]
+        return list(rows) if rows is not None else None
 
     def by_kind(self, kind: str) -> list[dict[str, Any]]:
         return [entry for entry in self.entries if entry.get("kind") == kind]

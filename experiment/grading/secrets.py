@@ -75,13 +75,16 @@ _PATTERNS = (
 
 # Under re.IGNORECASE four non-ASCII letters match ASCII ones (U+0130 and U+0131: i; U+017F: s; U+212A: k;
 # tests/unit/test_grading_secrets.py checks every code point); str.lower() alone keeps them apart.
-_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_ASCII_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
 
 def _folded(text: str) -> str:
     """The text as the case-insensitive regexes compare it, for the literal pieces' lookup: one character for
-    one, so a piece's place in it is its place in the text."""
-    return text.translate(_ASCII_FOLDS).lower()
+    one, so a piece's place in it is its place in the text. One str.replace per folded letter: str.translate
+    takes its slow path on any non-ASCII text (0.13 CPU-s for a 1 MB evidence file of a TriMuon record)."""
+    for letter, ascii_letter in _ASCII_FOLDS.items():
+        text = text.replace(letter, ascii_letter)
+    return text.lower()
 
 
 def find_secrets(text: str, extra_values: dict[str, str] | None = None) -> list[str]:

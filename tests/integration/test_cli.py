@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import inspect
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
@@ -262,3 +265,55 @@ def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(m
     assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     assert imported_at_claim == [True, True, 1]
     assert backends_started == [(embedded_checkpoint_dir(tmp_path / "runs"), "embedded")]
+
+
+class _ImportedUntilReleased(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A stand-in flow module whose import starts, says so and goes on until released."""
+
+    def __init__(self, name: str):
+        self.name, self.started, self.released = name, threading.Event(), threading.Event()
+
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname == self.name else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        self.started.set()
+        assert self.released.wait(timeout=60)
+
+
+def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str, ...]) -> list[bool]:
+    """main() refused by its backend check while the first of the stand-in flow modules is being imported
+    (it goes on until the refusal stops the run's early backend, right after the imports are told to stop):
+    which of the others the refused run left imported."""
+    import flows.run as run_cli
+
+    assert not any(module in sys.modules for module in (stand_in, *others))
+    stand_in_import = _ImportedUntilReleased(stand_in)
+    monkeypatch.setattr(sys, "meta_path", [stand_in_import, *sys.meta_path])
+    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", (stand_in, *others))
+    monkeypatch.setattr(run_cli, "unreachable_backend",
+                        lambda *args: stand_in_import.started.wait(timeout=60) and "backend unreachable (stand-in)")
+    monkeypatch.setattr(run_cli, "stop_early_embedded", stand_in_import.released.set)
+    try:
+        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+    finally:
+        stand_in_import.released.set()
+        sys.modules.pop(stand_in, None)
+    return [module in sys.modules for module in others]
+
+
+def test_a_run_refused_before_its_claim_waits_only_for_the_flow_module_being_imported(monkeypatch, tmp_path, cli_env):
+    """A refused run (here its backend check) stops the flow's background imports after the module in progress:
+    a fresh `python -m flows.run` refused at its preconditions paid for Prefect, torch, the SDK, transformers'
+    tokenizer and every gate module (about 7.5 CPU-s) before it could exit. Weakened first: imports that ignore
+    the refusal import the rest of the list before the refused run returns."""
+    import flows.run as run_cli
+
+    with monkeypatch.context() as weak:
+        every_module = run_cli.import_in_background
+        weak.setattr(run_cli, "import_in_background", lambda modules, wanted: every_module(modules))
+        assert _refused_mid_import(weak, tmp_path / "weak", "stand_in_flow_weak", ("sched", "netrc")) == [True, True]
+    assert _refused_mid_import(monkeypatch, tmp_path / "real", "stand_in_flow", ("graphlib", "mailbox")) == [False, False]
