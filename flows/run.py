@@ -14,6 +14,7 @@ once, without Prefect or any service; `--fresh` starts a new replicate instead.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import socket
@@ -41,14 +42,16 @@ from experiment.contract.text import printable
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLOCKED = 0, 1, 2, 3, 4
-# What the CLI imports while the temporary Prefect server boots (import_what_the_gates_import): the
-# module the SDK's get_tokenizer() loads its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2
-# cores), then the gate modules in order (their steps import the cookbook's environments and recipes).
+# What the CLI imports while the temporary Prefect server boots: the module the SDK's get_tokenizer() loads
+# its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores), then the gate modules in order (their
+# steps import the cookbook's environments and recipes).
 IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
                                 *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
-# The flow's module (Prefect, torch, the SDK), then what the first gates import: imported in the background
-# from before the preconditions of a run's claim.
-FLOW_IMPORTS = ("flows.experiment_flow", *IMPORTED_WHILE_PREFECT_BOOTS)
+# What a run imports in the background from before the preconditions of its claim (BackgroundImports):
+# Prefect's settings first (the preconditions read them), the flow's module (Prefect, torch, the SDK), then
+# what the first gates import.
+PREFECT_SETTINGS_MODULE, FLOW_MODULE = "prefect.settings", "flows.experiment_flow"
+FLOW_IMPORTS = (PREFECT_SETTINGS_MODULE, FLOW_MODULE, *IMPORTED_WHILE_PREFECT_BOOTS)
 CONNECT_BUDGET_S = 20.0  # a backend refusing connections this long fails the run at start (exit 2)
 ANSWER_BUDGET_S = 30.0  # a remote backend must answer get_server_capabilities within this (a hang: exit 2)
 PREFECT_CONNECT_BUDGET_S = 10.0  # a configured Prefect server not answering this long: exit 2, before any claim
@@ -110,8 +113,6 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
     # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server
     # (set before the first read of Prefect's settings, in unreachable_prefect_server).
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    flow_imports_wanted = threading.Event()  # cleared when the run is refused before its claim
-    flow_imports_wanted.set()
     try:
         # A finished run is answered at once, before any precondition: no service, no Prefect, no write.
         finished = None if args.fresh else RunStore.finished_run(args.runs_dir, plan.spec_sha256, exposure)
@@ -122,24 +123,27 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # What the flow imports (Prefect, torch, the SDK: 9-37 s on a loaded machine) is imported from here on,
         # beside the preconditions below, instead of after the claim with the run's service waiting on it.
         imports.enter_context(imports_frozen())  # the run's garbage collections skip what is imported from here
-        flow_imports = import_in_background(FLOW_IMPORTS, wanted=flow_imports_wanted.is_set)
+        flow_imports = BackgroundImports(FLOW_IMPORTS)
         # however main ends (a refusal, a signal), the process does not exit mid-import: torch's teardown under a
-        # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code
-        imports.callback(flow_imports.join)
+        # thread still importing it aborts the interpreter (SIGABRT) instead of exiting with main's code; a run
+        # that ends before its flow starts waits only for the module in progress
+        imports.callback(flow_imports.finish)
         problem = unreachable_backend(args.backend, CONNECT_BUDGET_S)
+        # what follows reads Prefect's settings, imports httpx or starts the backend (its launcher imports httpx
+        # and rich): after the thread has imported them
+        flow_imports.wait_for(PREFECT_SETTINGS_MODULE)
         if os.environ.get("PREFECT_API_URL") and not problem:
             # A Prefect server is up (as a deployment has one): nothing boots after the claim to hide the imports
             # behind, so the run is claimed once they are done, as a deployment's flow process claims it, and a
             # local run's embedded backend starts beside them. (With no server, the imports go on beside the
-            # temporary server's start and the backend's, after the claim.) The checks below come after them:
-            # Prefect's settings imported here while the thread imports Prefect fail its plugins' start.
+            # temporary server's start and the backend's, after the claim.)
             if embedded_backend_started_here(args.backend):
                 start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
             flow_imports.join()
         problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
                    or unreachable_prefect_server())
-        if problem:  # the imports stop after the module in progress: a refused run does not wait for the rest
-            flow_imports_wanted.clear()
+        if problem:
+            flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
             stop_early_embedded()
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -147,12 +151,10 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # finds it (re-entrant); a live run is refused here.
         store, how = RunStore.claim(args.runs_dir, spec, plan, fresh=args.fresh, exposure=exposure)
     except (StoreError, ServiceConfigError) as err:  # RunInProgress, a runs dir that is a URL or not writable,
-        flow_imports_wanted.clear()
         stop_early_embedded()
         print(printable(str(err)), file=sys.stderr)   # a damaged record; a missing credential
         return EXIT_BAD_INPUT
     if how == "finished":  # it finished between the look and the claim
-        flow_imports_wanted.clear()
         stop_early_embedded()
         return answer_finished(store)
     # Credentials never become flow parameters (Prefect stores and shows them): the flow gets the URL
@@ -162,8 +164,9 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
     try:
         with interrupts_raised():  # SIGTERM as well as SIGINT unwinds the run, so its record says so
             with imports:  # (imports_frozen) the run's garbage collections skip what is imported until here
-                prefect_ready = start_servers_early(backend, exposure, store)
-                from flows.experiment_flow import run_experiment  # imported in the background (FLOW_IMPORTS)
+                prefect_ready = start_servers_early(backend, exposure, store, flow_imports)
+                flow_imports.wait_for(FLOW_MODULE)  # imported in the background, not beside it
+                from flows.experiment_flow import run_experiment
                 prefect_ready()
             state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
                 args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
@@ -232,10 +235,10 @@ def draft_revision(spec_path: str) -> int:
     return EXIT_DECISION
 
 
-def start_servers_early(backend: str, exposure: str, store: RunStore):
+def start_servers_early(backend: str, exposure: str, store: RunStore, flow_imports: BackgroundImports):
     """Start, side by side and in the background, the servers the flow would otherwise start one after
     the other: a temporary Prefect server (when no PREFECT_API_URL is configured; flows.lifetime) and the
-    embedded backend (the local backend without TINKER_BASE_URL), while this process imports the flow.
+    embedded backend (the local backend without TINKER_BASE_URL), while `flow_imports` go on.
     Returns a function that waits until the Prefect server is up and makes it this process's
     PREFECT_API_URL; the flow's ServiceTarget takes the embedded server over (same checkpoint dir and
     exposure as on demand)."""
@@ -244,10 +247,9 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        # a configured server (or none allowed): nothing to start. What the first gates import is
-        # imported in the background instead, once the flow's own imports are done, while the flow
-        # starts and the first gates wait on the training service (it sat idle through those imports)
-        return import_in_background
+        # a configured server (or none allowed): nothing to start, and the flow's imports were done before
+        # the claim; what the gates import later, they import themselves
+        return flow_imports.finish
     from flows.lifetime import TemporaryPrefectServer
 
     server = TemporaryPrefectServer(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()).start()
@@ -263,7 +265,10 @@ def start_servers_early(backend: str, exposure: str, store: RunStore):
     thread.start()
 
     def ready() -> None:
-        import_what_the_gates_import(booting=thread.is_alive)  # the flow could not start before the server anyway
+        # the flow could not start before the server anyway: the imports go on while it boots, one module at a
+        # time, so the flow waits for at most one import past the server's start
+        flow_imports.wanted = thread.is_alive
+        flow_imports.join()
         thread.join()
         if "error" in box:
             raise box["error"]
@@ -277,34 +282,52 @@ def embedded_backend_started_here(backend: str) -> bool:
     return backend == "local" and not os.environ.get("TINKER_BASE_URL")
 
 
-def import_in_background(modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS,
-                         wanted: Callable[[], bool] = lambda: True) -> threading.Thread:
-    """import_what_the_gates_import in a daemon thread, one module after the other while `wanted()` (no module
-    of ours imports itself in a circle, so the main thread can only wait on a module the thread is importing,
-    never deadlock). A module that fails here is imported again, and fails visibly, where the gate imports it."""
+class BackgroundImports:
+    """`modules` imported one after another in a daemon thread, each only while `wanted()` (asked before each
+    module; the main thread may replace it). A module that fails here is imported again, and fails visibly,
+    where the code that needs it imports it.
 
-    def run() -> None:
+    One thread imports at a time: while this one runs, the main thread imports none of these modules itself.
+    It waits for one to be imported here (`wait_for`), for all (`join`), or for the one in progress (`finish`).
+    Two threads importing into one package at once hand each other partially initialised modules (Prefect's
+    settings imported in the main thread beside the flow's import here printed "Failed to initialize plugins:
+    cannot import name 'SettingsContext' from partially initialized module 'prefect.context'"); the main
+    thread waiting on a module's import cannot deadlock, as it holds no import lock while it waits."""
+
+    def __init__(self, modules: tuple[str, ...], wanted: Callable[[], bool] = lambda: True):
+        self.modules = modules
+        self.wanted = wanted
+        self._imported = {module: threading.Event() for module in modules}
+        self._thread = threading.Thread(target=self._run, name="background-imports", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
         try:
-            import_what_the_gates_import(booting=wanted, modules=modules)
-        except Exception:  # noqa: BLE001 - see above
-            pass
+            for module in self.modules:
+                if not self.wanted():
+                    return
+                try:
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001 - see the class's doc
+                    pass
+                self._imported[module].set()
+        finally:  # what was not imported here, whoever waits for it imports itself
+            for imported in self._imported.values():
+                imported.set()
 
-    thread = threading.Thread(target=run, name="background-imports", daemon=True)
-    thread.start()
-    return thread
+    def wait_for(self, module: str) -> None:
+        """Until `module` is imported here, or will not be (the thread stopped before it; not one of `modules`)."""
+        if module in self._imported:
+            self._imported[module].wait()
 
+    def join(self) -> None:
+        """Until every module is imported, or the thread stopped (`wanted()` said no)."""
+        self._thread.join()
 
-def import_what_the_gates_import(booting: Callable[[], bool],
-                                 modules: tuple[str, ...] = IMPORTED_WHILE_PREFECT_BOOTS) -> None:
-    """While `booting()` (the temporary Prefect server is starting), import `modules`, which the first
-    gates would import later with the training service idle. One module at a time, so the flow waits
-    for at most one import past the server's start."""
-    import importlib
-
-    for module in modules:
-        if not booting():
-            return
-        importlib.import_module(module)
+    def finish(self) -> None:
+        """No module after the one in progress; until that one is imported."""
+        self.wanted = lambda: False
+        self._thread.join()
 
 
 def exit_code_for(state) -> int:

@@ -16,8 +16,8 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.contract.verdict import GATE_ORDER
-from flows.run import (EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, IMPORTED_WHILE_PREFECT_BOOTS, exit_code_for, import_in_background,
-                       import_what_the_gates_import, main, start_servers_early)
+from flows.run import (EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, FLOW_IMPORTS, IMPORTED_WHILE_PREFECT_BOOTS,
+                       BackgroundImports, exit_code_for, main, start_servers_early)
 
 
 def _cli_env(env: dict | None = None) -> dict:
@@ -215,29 +215,31 @@ def test_imports_made_while_prefect_boots_stop_when_it_is_up():
     modules = ("wave", "xml.dom.pulldom", "email.mime.audio")
     assert not any(module in sys.modules for module in modules)
     answers = iter([True, True, False])
-    import_what_the_gates_import(booting=lambda: next(answers), modules=modules)
+    imports = BackgroundImports(modules, wanted=lambda: next(answers))
+    imports.join()
     assert [module in sys.modules for module in modules] == [True, True, False]
-    # the real list: the module the stock SDK's tokenizer loader imports, then every gate module
+    imports.wait_for("email.mime.audio")  # not imported there: the waiter imports it itself, at once
+    # the real list: Prefect's settings, the flow, the module the stock SDK's tokenizer loader imports, then every
+    # gate module
     from tinker.lib.public_interfaces.sampling_client import _load_tokenizer_from_model_info
 
+    assert FLOW_IMPORTS[:2] == ("prefect.settings", "flows.experiment_flow")
     tokenizer_module, *gates = IMPORTED_WHILE_PREFECT_BOOTS
+    assert FLOW_IMPORTS[2:] == IMPORTED_WHILE_PREFECT_BOOTS
     assert f"from {tokenizer_module} import AutoTokenizer" in inspect.getsource(_load_tokenizer_from_model_info)
     assert gates == [f"experiment.gates.{gate}" for gate in GATE_ORDER]
 
 
-def test_with_a_prefect_server_up_the_gates_modules_are_imported_in_the_background(monkeypatch):
-    """A deployment's Prefect server is up before the run: nothing boots, and what the first gates import is
-    imported beside the flow instead of inside the first gate with the training service idle (stand-in
-    modules this process has not imported)."""
+def test_with_a_prefect_server_up_nothing_is_left_to_import_after_the_claim(monkeypatch):
+    """A deployment's Prefect server is up before the run, and the run claimed it after the flow's imports:
+    after the claim nothing boots and nothing is imported in the background; the flow starts at once."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     monkeypatch.setenv("TINKER_BASE_URL", "http://127.0.0.1:9")  # no embedded backend to start early
+    imports = BackgroundImports(("email.mime.image", "xml.dom.expatbuilder"))
+    imports.join()
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-        assert start_servers_early("local", "embedded", store=None) is import_in_background
-    modules = ("email.mime.image", "xml.dom.expatbuilder")
-    assert not any(module in sys.modules for module in modules)
-    import_in_background(modules).join(timeout=60)
-    assert all(module in sys.modules for module in modules)
+        assert start_servers_early("local", "embedded", None, imports) == imports.finish
 
 
 def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(monkeypatch, tmp_path, cli_env):
@@ -313,7 +315,70 @@ def test_a_run_refused_before_its_claim_waits_only_for_the_flow_module_being_imp
     import flows.run as run_cli
 
     with monkeypatch.context() as weak:
-        every_module = run_cli.import_in_background
-        weak.setattr(run_cli, "import_in_background", lambda modules, wanted: every_module(modules))
+        weak.setattr(run_cli.BackgroundImports, "finish", run_cli.BackgroundImports.join)  # imports every module
         assert _refused_mid_import(weak, tmp_path / "weak", "stand_in_flow_weak", ("sched", "netrc")) == [True, True]
     assert _refused_mid_import(monkeypatch, tmp_path / "real", "stand_in_flow", ("graphlib", "mailbox")) == [False, False]
+
+
+class _ImportedUntilWaitedFor(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A stand-in for Prefect's settings whose import (in the background thread) goes on until the main
+    thread is seen waiting for it (BackgroundImports.wait_for on the main thread's stack) or until released."""
+
+    def __init__(self, name: str):
+        self.name, self.released, self.imported = name, threading.Event(), threading.Event()
+
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname == self.name else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        main_thread = threading.main_thread().ident
+        while not self.released.wait(0.01):
+            frame = sys._current_frames().get(main_thread)
+            while frame is not None and frame.f_code.co_name != "wait_for":
+                frame = frame.f_back
+            if frame is not None:
+                break
+        self.imported.set()
+
+
+def _settings_read_after_their_import(monkeypatch, tmp_path, stand_in: str) -> bool:
+    """main() of a local run (no PREFECT_API_URL) with a stand-in for Prefect's settings first among the flow's
+    background imports: whether that import had finished when the main thread read the settings (the
+    Prefect-server check; refused there, to stop)."""
+    import flows.run as run_cli
+
+    settings = _ImportedUntilWaitedFor(stand_in)
+    monkeypatch.setattr(sys, "meta_path", [settings, *sys.meta_path])
+    monkeypatch.setattr(run_cli, "PREFECT_SETTINGS_MODULE", stand_in)
+    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", (stand_in,))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    read_after_import = []
+
+    def prefect_server_check():
+        read_after_import.append(settings.imported.is_set())
+        settings.released.set()
+        return "the Prefect server check (stand-in) refuses, to stop here"
+
+    monkeypatch.setattr(run_cli, "unreachable_prefect_server", prefect_server_check)
+    try:
+        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+    finally:
+        settings.released.set()
+        sys.modules.pop(stand_in, None)
+    return read_after_import == [True]
+
+
+def test_the_main_thread_reads_prefect_settings_only_after_the_background_imported_them(monkeypatch, tmp_path, cli_env):
+    """One importer at a time: the main thread imported Prefect's settings for its precondition checks while the
+    background thread was importing Prefect for the flow, and Prefect printed "Failed to initialize plugins:
+    cannot import name 'SettingsContext' from partially initialized module 'prefect.context'" (1 of 3 local runs
+    of the README's command). Weakened first: without the wait, the settings are read mid-import."""
+    import flows.run as run_cli
+
+    with monkeypatch.context() as weak:
+        weak.setattr(run_cli.BackgroundImports, "wait_for", lambda self, module: None)
+        assert not _settings_read_after_their_import(weak, tmp_path / "weak", "stand_in_settings_weak")
+    assert _settings_read_after_their_import(monkeypatch, tmp_path / "real", "stand_in_settings")
