@@ -478,26 +478,86 @@ class MutationPlugin:
         files = {str(ROOT / f) for f in self.module_files}
         keep = _SessionOnly(session)
         self.items, self.coverage, self.durations, self.failing = list(session.items), {}, {}, []
-        self.log(f"baseline: {len(self.items)} tests, traced")
+        path = baseline_path(self.module.name, self.module_files)
+        stored = load_baseline(path)
+        test_shas = {}
+        reused = 0
+        self.log(f"baseline: {len(self.items)} tests ({path.name})")
         for item in self.items:
-            tracer = _Tracer(files)
-            started = time.monotonic()
-            sys.settrace(tracer)
-            try:
-                reports = runtestprotocol(item, nextitem=keep, log=False)
-            finally:
-                sys.settrace(None)
-            self.durations[item.nodeid] = time.monotonic() - started
-            if any(r.failed for r in reports):
+            test_file = item.nodeid.split("::")[0]
+            if test_file not in test_shas:
+                test_shas[test_file] = _file_sha(ROOT / test_file)
+            entry = stored["tests"].get(item.nodeid)
+            if entry is not None and entry["test_sha"] == test_shas[test_file]:
+                # traced before on these sources and this test file: run it untraced, only so that the
+                # session fixtures and the memoized records are built in this process before the forks
+                runtestprotocol(item, nextitem=keep, log=False)
+                reused += 1
+            else:
+                entry = _traced_run(item, keep, files, runtestprotocol)
+                entry["test_sha"] = test_shas[test_file]
+                stored["tests"][item.nodeid] = entry
+            self.durations[item.nodeid] = entry["seconds"]
+            if entry["status"] == "failed":
                 self.failing.append(item.nodeid)
-                continue
-            if any(r.skipped for r in reports) and not any(r.when == "call" and r.passed for r in reports):
-                continue
-            self.coverage[item.nodeid] = tracer.hits
+            elif entry["status"] == "passed":
+                self.coverage[item.nodeid] = {(str(ROOT / f), line) for f, line in entry["lines"]}
+        save_baseline(path, stored)
         self.log(f"baseline done: {len(self.coverage)} passing, {len(self.failing)} failing "
-                 f"({', '.join(self.failing[:5])}), {sum(self.durations.values()):.0f} s")
+                 f"({', '.join(self.failing[:5])}), {sum(self.durations.values()):.0f} s traced; "
+                 f"{reused} tests' coverage reused from {path.name}")
         self.outcome = run_mutants(self, session, runtestprotocol)
         return True
+
+
+def _traced_run(item, keep, files: set[str], runtestprotocol) -> dict:
+    """Run one test with line tracing of `files`: its status, seconds and the (file, line) pairs it ran,
+    files relative to the repository."""
+    tracer = _Tracer(files)
+    started = time.monotonic()
+    sys.settrace(tracer)
+    try:
+        reports = runtestprotocol(item, nextitem=keep, log=False)
+    finally:
+        sys.settrace(None)
+    seconds = time.monotonic() - started
+    if any(r.failed for r in reports):
+        status = "failed"
+    elif any(r.skipped for r in reports) and not any(r.when == "call" and r.passed for r in reports):
+        status = "skipped"
+    else:
+        status = "passed"
+    lines = sorted((Path(f).relative_to(ROOT).as_posix(), line) for f, line in tracer.hits)
+    return {"status": status, "seconds": round(seconds, 4), "lines": lines}
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def baseline_key(module_files: list[str]) -> str:
+    """What every test's coverage of the module depends on besides its own file: the mutated sources, the
+    conftest files and the test helpers under tests/ (the modules that are not test files)."""
+    digest = hashlib.sha256()
+    helpers = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("*.py")
+                     if not p.name.startswith("test_"))
+    for relative in [*module_files, *helpers]:
+        digest.update(relative.encode() + b"\0" + _file_sha(ROOT / relative).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def baseline_path(module: str, module_files: list[str]) -> Path:
+    """The traced baseline on disk: per test, its status, unmutated seconds and covered lines; a test whose
+    file changed is traced again, a change to a mutated source or a test helper starts the file over."""
+    return WORK / module / f"baseline.{baseline_key(module_files)[:16]}.json"
+
+
+def load_baseline(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {"tests": {}}
+
+
+def save_baseline(path: Path, data: dict) -> None:
+    save_results(path, data)
 
 
 def _memoized(builder):
@@ -554,10 +614,44 @@ def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
         wanted = {(filename, line) for line in range(mutant.lines[0], mutant.lines[1] + 1)}
         chosen = [item for item in plugin.items
                   if item.nodeid in plugin.coverage and plugin.coverage[item.nodeid] & wanted]
-    # tests that already killed mutants of this module first, then the fastest: under -x a mutant most
-    # often dies in its first test, and a constant's mutants (covered by every test) stop early
-    kills = getattr(plugin, "kills", {})
-    return sorted(chosen, key=lambda item: (-kills.get(item.nodeid, 0), plugin.durations.get(item.nodeid, 0.0)))
+    return sorted(chosen, key=test_order(plugin, mutant))
+
+
+def test_order(plugin, mutant: Mutant):
+    """The order a mutant's covering tests run in (it stops at the first failure): the tests that killed
+    mutants of the same statement first, then those that killed mutants of the same file, then of the
+    module, most kills first, then the fastest. Mutants of one line mostly die in the same test, and a
+    constant's mutants (covered by every test) stop early."""
+    history: KillHistory = getattr(plugin, "history", None) or KillHistory()
+    at = history.at_statement(mutant)
+    in_file = history.in_file.get(mutant.file, {})
+    return lambda item: (-at.get(item.nodeid, 0), -in_file.get(item.nodeid, 0),
+                         -history.anywhere.get(item.nodeid, 0), plugin.durations.get(item.nodeid, 0.0))
+
+
+class KillHistory:
+    """Which tests killed which mutants so far (the cached results and this run's), by line, file and
+    module."""
+
+    def __init__(self):
+        self.by_line: dict[tuple[str, int], dict[str, int]] = {}
+        self.in_file: dict[str, dict[str, int]] = {}
+        self.anywhere: dict[str, int] = {}
+
+    def add(self, result: dict) -> None:
+        test = result.get("killed_by")
+        if result.get("outcome") != "killed" or not test or "::" not in test:
+            return
+        for counts in (self.by_line.setdefault((result["file"], result["line"]), {}),
+                       self.in_file.setdefault(result["file"], {}), self.anywhere):
+            counts[test] = counts.get(test, 0) + 1
+
+    def at_statement(self, mutant: Mutant) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for line in range(min(mutant.line, mutant.lines[0]), max(mutant.line, mutant.lines[1]) + 1):
+            for test, count in self.by_line.get((mutant.file, line), {}).items():
+                out[test] = out.get(test, 0) + count
+        return out
 
 
 def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
@@ -569,7 +663,7 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     # the null mutant: the unmutated source applied the same way must leave every test passing
     if plugin.mode != "selfcheck-only":
         null = []
-        for relative in plugin.module_files:
+        for relative in dict.fromkeys(mutant.file for mutant, _path, _data in todo):  # the files run now
             text = (ROOT / relative).read_text()
             null.append(Mutant(id=f"{relative}:null", file=relative, line=0, operator="none", code="", mutant="",
                                original=text.encode(), edit=(0, 0, ""), lines=(0, 0), module_level=True))
@@ -620,8 +714,7 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
             save_results(path, data)
             done += 1
             result = data["results"][mutant.id]
-            if result["outcome"] == "killed" and result.get("killed_by"):
-                plugin.kills[result["killed_by"]] = plugin.kills.get(result["killed_by"], 0) + 1
+            plugin.history.add(result)
             if result["outcome"] != "killed" or done % 25 == 0:
                 rate = done / max(time.monotonic() - started_all, 1e-9) * 60
                 plugin.log(f"[{done}/{len(todo)}] {result['outcome']:8s} {mutant.file}:{mutant.line} "
@@ -719,6 +812,21 @@ def all_mutants(module: Module, defaults: dict) -> list[tuple[Mutant, Path]]:
     return out
 
 
+def files_first(todo: list, wanted: list[str]) -> list:
+    """Only the mutants of the files named in `wanted` (each a path or the end of one, e.g.
+    `grading/decision.py`), in that order of files; every mutant when `wanted` is empty."""
+    if not wanted:
+        return todo
+    rank = {}
+    for mutant, _path, _data in todo:
+        for index, name in enumerate(wanted):
+            if mutant.file == name or mutant.file.endswith("/" + name.lstrip("/")):
+                rank.setdefault(mutant.file, index)
+                break
+    chosen = [entry for entry in todo if entry[0].file in rank]
+    return sorted(chosen, key=lambda entry: rank[entry[0].file])  # stable: each file keeps its line order
+
+
 def run_module(module: Module, defaults: dict, args, log) -> None:
     import pytest
 
@@ -741,6 +849,7 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
         if previous is None or previous["outcome"] == "incompetent" or (
                 args.retest_survivors and previous["outcome"] == "survived"):
             todo.append((mutant, path, data_by_path[path]))
+    todo = files_first(todo, getattr(args, "file", None) or [])
     if args.limit:
         todo = todo[:args.limit]
     log(f"{module.name}: {len(mutants)} mutants in {len(files)} file(s), {len(todo)} to run; tests: {' '.join(tests)}")
@@ -749,11 +858,10 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
     plugin = MutationPlugin(module, args.jobs, "run", defaults, log)
     plugin.module_files = files
     plugin.todo = todo
-    plugin.kills = {}
+    plugin.history = KillHistory()
     for data in data_by_path.values():
         for result in data["results"].values():
-            if result["outcome"] == "killed" and result.get("killed_by"):
-                plugin.kills[result["killed_by"]] = plugin.kills.get(result["killed_by"], 0) + 1
+            plugin.history.add(result)
     pytest_args = [a for a in defaults.get("pytest_args", []) if a not in ("-x",)]
     deselect = [arg for nodeid in defaults.get("deselect", {}).get(module.name, []) for arg in ("--deselect", nodeid)]
     pytest_args = [*pytest_args, *deselect, *tests]
@@ -972,6 +1080,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutation_fast", description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", help="module name from tools/mutation.toml (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at a time (forked children)")
+    parser.add_argument("--file", action="append", metavar="PATH",
+                        help="only the mutants of this file of the module (repeatable; run in the order given)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants per module (testing)")
     parser.add_argument("--retest-survivors", action="store_true", help="run the surviving mutants again")
     parser.add_argument("--selfcheck", type=int, default=0, metavar="N",
