@@ -34,6 +34,7 @@ import argparse
 import ast
 import copy
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -353,6 +354,7 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
     before = dict(module.__dict__)
     exec(compile(source, filename, "exec"), module.__dict__)
     changed: dict[str, object] = {}
+    kept: dict[int, tuple[object, object]] = {}  # id(new object) -> (it, the old object now running its code)
     for name, value in list(module.__dict__.items()):
         previous = before.get(name, None)
         if name not in before or previous is value:
@@ -360,13 +362,19 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
         if isinstance(previous, type) and isinstance(value, type) and previous.__module__ == module_name:
             _patch_class(previous, value)
             module.__dict__[name] = previous
+            kept[id(value)] = (value, previous)
         elif callable(previous) and getattr(previous, "__module__", None) == module_name \
                 and _patch_callable(previous, value):
             module.__dict__[name] = previous
+            kept[id(value)] = (value, previous)
         else:
             changed[name] = previous
     if not changed:
         return
+    # a table the new body built (CHECKS = [DEC_1, ...]) holds the new function objects: put the old ones,
+    # which now run the same code, in their place, so identity tests (`c is not DEC_13`) see one object
+    for name in changed:
+        module.__dict__[name] = _old_identities(module.__dict__[name], kept)
     plain = (int, float, str, bool, bytes, type(None), tuple, frozenset)
     by_id = {id(previous): name for name, previous in changed.items()}
     for other in list(sys.modules.values()):
@@ -380,6 +388,32 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
             if isinstance(value, plain) and key != name:
                 continue
             namespace[key] = module.__dict__[name]
+
+
+def _old_identities(value, kept: dict[int, tuple[object, object]], depth: int = 0):
+    """`value` with every new function or class in `kept` replaced by its old object, through lists, dicts,
+    tuples, sets and dataclass instances (a few levels deep); lists, dicts and dataclasses in place."""
+    if id(value) in kept:
+        return kept[id(value)][1]
+    if depth > 4:
+        return value
+    if isinstance(value, list):
+        value[:] = [_old_identities(v, kept, depth + 1) for v in value]
+    elif isinstance(value, dict):
+        for key, item in list(value.items()):
+            value[key] = _old_identities(item, kept, depth + 1)
+    elif isinstance(value, (tuple, set, frozenset)):
+        items = [_old_identities(v, kept, depth + 1) for v in value]
+        if any(a is not b for a, b in zip(items, value)) if isinstance(value, tuple) else \
+                {id(a) for a in items} != {id(b) for b in value}:
+            return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
+    elif hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        for field in type(value).__dataclass_fields__:
+            item = getattr(value, field, None)
+            new = _old_identities(item, kept, depth + 1)
+            if new is not item:
+                object.__setattr__(value, field, new)
+    return value
 
 
 def module_name_of(relative: str) -> str:
@@ -660,25 +694,19 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     done = 0
     started_all = time.monotonic()
     queue = list(todo)
-    # the null mutant: the unmutated source applied the same way must leave every test passing
-    if plugin.mode != "selfcheck-only":
-        null = []
-        for relative in dict.fromkeys(mutant.file for mutant, _path, _data in todo):  # the files run now
-            text = (ROOT / relative).read_text()
-            null.append(Mutant(id=f"{relative}:null", file=relative, line=0, operator="none", code="", mutant="",
-                               original=text.encode(), edit=(0, 0, ""), lines=(0, 0), module_level=True))
-        limit = int(plugin.config.get("null_check_tests", {}).get(plugin.module.name, 0))
-        for mutant in null:
-            tests = covering_tests(plugin, mutant)
-            if limit:  # the fastest tests only (the grader's full list takes minutes per file)
-                tests = tests[:limit]
-            result = _run_one(plugin, session, runtestprotocol, mutant, tests)
-            if result["outcome"] != "survived":
-                raise SystemExit(f"the unmutated {mutant.file}, applied as a mutant is, fails "
-                                 f"{result.get('killed_by')}: the runner cannot patch this module")
-        plugin.log(f"null mutants pass ({len(null)} file(s){f', fastest {limit} tests each' if limit else ''})")
+    # every object the baseline made (modules, the session's fixtures, the memoized records) goes to the
+    # collector's permanent generation: a child's collections then do not walk them, which would write to
+    # (and so copy) every page of the parent's memory in each child
+    gc.collect()
+    gc.freeze()
+    checked: set[str] = set()  # the files whose null mutant passed
     while queue or running:
         while queue and len(running) < plugin.jobs:
+            if queue[0][0].file not in checked:
+                if running:
+                    break  # a file's null mutant runs alone, once the children running now are done
+                null_check(plugin, session, runtestprotocol, queue[0][0].file)
+                checked.add(queue[0][0].file)
             mutant, path, data = queue.pop(0)
             tests = covering_tests(plugin, mutant)
             if not tests:
@@ -724,6 +752,40 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     return {"done": done}
 
 
+def null_check(plugin: MutationPlugin, session, runtestprotocol, relative: str) -> None:
+    """The null mutant of one file: its unmutated source, applied as a mutant is, must leave every test that
+    covers the file passing (split over `jobs` children), or the runner cannot patch it and stops: a test
+    failing for the patching itself would count every mutant it runs on as killed."""
+    text = (ROOT / relative).read_text()
+    null = Mutant(id=f"{relative}:null", file=relative, line=1, operator="none", code="", mutant="",
+                  original=text.encode(), edit=(0, 0, ""), lines=(1, max(1, len(text.splitlines()))),
+                  module_level=False)
+    tests = covering_tests(plugin, null)
+    limit = int(plugin.config.get("null_check_tests", {}).get(plugin.module.name, 0))
+    if limit:  # configured: the fastest tests only
+        tests = sorted(tests, key=lambda item: plugin.durations.get(item.nodeid, 0.0))[:limit]
+    started = time.monotonic()
+    parts = [tests[i::max(1, plugin.jobs)] for i in range(max(1, plugin.jobs))]
+    children = [(_fork_child(plugin, session, runtestprotocol, null, part), _time_limit(plugin, part))
+                for part in parts if part]
+    for (pid, read_fd), limit_s in children:
+        while True:
+            waited, status = os.waitpid(pid, os.WNOHANG)
+            if waited or time.monotonic() - started > limit_s:
+                break
+            time.sleep(0.05)
+        if not waited:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_fd)
+            raise SystemExit(f"the unmutated {relative}, applied as a mutant is, times out: the runner cannot patch it")
+        message = _read_all(read_fd)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"the unmutated {relative}, applied as a mutant is, fails {message.get('killed_by')}: "
+                             "the runner cannot patch this module")
+    plugin.log(f"null mutant of {relative} passes ({len(tests)} covering tests, {time.monotonic() - started:.0f} s)")
+
+
 def _time_limit(plugin: MutationPlugin, tests: list) -> float:
     """Seconds a mutant's child may run: a floor plus a multiple of its tests' unmutated durations."""
     return plugin.config.get("timeout_floor", 30.0) + plugin.config.get("timeout_factor", 6.0) \
@@ -739,24 +801,6 @@ def _fork_child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant
         _child(plugin, session, runtestprotocol, mutant, tests, write_fd)
     os.close(write_fd)
     return pid, read_fd
-
-
-def _run_one(plugin, session, runtestprotocol, mutant, tests) -> dict:
-    pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
-    deadline = time.monotonic() + _time_limit(plugin, tests)
-    while True:
-        waited, status = os.waitpid(pid, os.WNOHANG)
-        if waited:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(read_fd)
-            return {"outcome": "timeout", "killed_by": "timeout"}
-        time.sleep(0.05)
-    message = _read_all(read_fd)
-    code = os.waitstatus_to_exitcode(status)
-    return {"outcome": "survived" if code == 0 else "killed", "killed_by": message.get("killed_by")}
 
 
 def _read_all(fd: int) -> dict:

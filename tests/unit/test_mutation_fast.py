@@ -236,3 +236,26 @@ def test_the_traced_baseline_is_stored_and_only_a_changed_test_file_is_traced_ag
     finally:
         for key in [k for k in sys.modules if k.startswith(name)]:
             del sys.modules[key]
+
+
+def test_a_table_of_functions_holds_the_same_objects_as_the_module_after_a_mutant():
+    """A test weakens the grader with `[c for c in CHECKS if c is not DEC_13]`: after a mutant (or the null
+    mutant) the table must hold the module's own function objects, or DEC_13 is never taken out and the
+    test fails for the patching, not for the mutant."""
+    name = "mutation_fast_sample_table"
+    source = ("from dataclasses import dataclass\n\n\ndef one():\n    return 1\n\n\ndef two():\n    return 2\n\n\n"
+              "@dataclass(frozen=True)\nclass Rule:\n    check: object\n\n\n"
+              "CHECKS = [one, two]\nBY_NAME = {'one': one, 'pair': (one, two)}\nRULE = Rule(two)\n")
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        fast.apply_source(name, source, module.__file__)  # the null mutant
+        assert [c for c in module.CHECKS if c is not module.two] == [module.one]
+        assert module.BY_NAME["one"] is module.one and module.BY_NAME["pair"][1] is module.two
+        assert module.RULE.check is module.two
+        fast.apply_source(name, source.replace("return 2", "return 3"), module.__file__)
+        assert module.CHECKS[1] is module.two and module.CHECKS[1]() == 3
+    finally:
+        del sys.modules[name]
