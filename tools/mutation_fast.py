@@ -516,6 +516,8 @@ class MutationPlugin:
         stored = load_baseline(path)
         test_shas = {}
         reused = 0
+        self.fresh: set[str] = set()
+        had_baseline = bool(stored["tests"])
         self.log(f"baseline: {len(self.items)} tests ({path.name})")
         for item in self.items:
             test_file = item.nodeid.split("::")[0]
@@ -530,6 +532,8 @@ class MutationPlugin:
             else:
                 entry = _traced_run(item, keep, files, runtestprotocol)
                 entry["test_sha"] = test_shas[test_file]
+                if had_baseline:
+                    self.fresh.add(item.nodeid)  # new or changed since a stored baseline
                 stored["tests"][item.nodeid] = entry
             self.durations[item.nodeid] = entry["seconds"]
             if entry["status"] == "failed":
@@ -652,14 +656,16 @@ def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
 
 
 def test_order(plugin, mutant: Mutant):
-    """The order a mutant's covering tests run in (it stops at the first failure): the tests that killed
-    mutants of the same statement first, then those that killed mutants of the same file, then of the
+    """The order a mutant's covering tests run in (it stops at the first failure): the tests new or changed
+    since the stored baseline first (written to kill survivors: `--retest-survivors` meets them first), then
+    the tests that killed mutants of the same statement, then those that killed mutants of the same file, then of the
     module, most kills first, then the fastest. Mutants of one line mostly die in the same test, and a
     constant's mutants (covered by every test) stop early."""
     history: KillHistory = getattr(plugin, "history", None) or KillHistory()
     at = history.at_statement(mutant)
     in_file = history.in_file.get(mutant.file, {})
-    return lambda item: (-at.get(item.nodeid, 0), -in_file.get(item.nodeid, 0),
+    fresh = getattr(plugin, "fresh", set())
+    return lambda item: (item.nodeid not in fresh, -at.get(item.nodeid, 0), -in_file.get(item.nodeid, 0),
                          -history.anywhere.get(item.nodeid, 0), plugin.durations.get(item.nodeid, 0.0))
 
 
@@ -894,6 +900,9 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
                 args.retest_survivors and previous["outcome"] == "survived"):
             todo.append((mutant, path, data_by_path[path]))
     todo = files_first(todo, getattr(args, "file", None) or [])
+    # module-level mutants (constants, decorators) last: every test of the module covers them, so each one
+    # that survives costs the whole test list, and they hold up the file's other mutants
+    todo.sort(key=lambda entry: entry[0].module_level)
     if args.limit:
         todo = todo[:args.limit]
     log(f"{module.name}: {len(mutants)} mutants in {len(files)} file(s), {len(todo)} to run; tests: {' '.join(tests)}")

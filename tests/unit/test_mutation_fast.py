@@ -159,6 +159,9 @@ def test_a_mutants_tests_run_those_that_killed_its_statement_first_then_its_file
     # the order only: a test that does not cover the statement is never chosen, whatever it killed
     plugin.history.add({"outcome": "killed", "file": "pkg/mod.py", "line": 9, "killed_by": "t::other"})
     assert "t::other" not in [i.nodeid for i in fast.covering_tests(plugin, mutant)]
+    # a test new since the stored baseline (written against survivors) comes before all of them
+    plugin.fresh = {"t::slow", "t::other"}
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)] == ["t::slow", "t::line", "t::file", "t::fast"]
 
 
 def test_file_selection_keeps_only_the_named_files_in_the_order_given():
@@ -213,6 +216,7 @@ def test_the_traced_baseline_is_stored_and_only_a_changed_test_file_is_traced_ag
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         plugin, traced = _baseline_session(tmp_path, name, monkeypatch)
+        assert plugin.fresh == set()  # no stored baseline: no test is newer than it
         assert sorted(traced) == ["tests/test_a.py::test_double", "tests/test_b.py::test_nothing_of_the_module"]
         covered = {(str(tmp_path / name / "mod.py"), 1), (str(tmp_path / name / "mod.py"), 2)}
         assert plugin.coverage["tests/test_a.py::test_double"] == covered
@@ -225,6 +229,7 @@ def test_the_traced_baseline_is_stored_and_only_a_changed_test_file_is_traced_ag
                                                       "def test_nothing_of_the_module():\n    assert unused(1) == 1\n")
         again, traced = _baseline_session(tmp_path, name, monkeypatch)
         assert traced == ["tests/test_b.py::test_nothing_of_the_module"]  # only the changed file's test
+        assert again.fresh == {"tests/test_b.py::test_nothing_of_the_module"}
         assert again.coverage["tests/test_b.py::test_nothing_of_the_module"] == {
             (str(tmp_path / name / "mod.py"), 5), (str(tmp_path / name / "mod.py"), 6)}
 
