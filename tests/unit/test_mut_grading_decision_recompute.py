@@ -14,10 +14,16 @@ def _rows(*predictions):
 
 
 def test_held_out_nll_is_token_weighted_or_the_mean_of_example_means():
-    rows = _rows({"nll_sum": 6.0, "n_tokens": 3}, {"nll_sum": 4.0, "n_tokens": 1}, {"nll_sum": 9.0, "n_tokens": 0})
-    # token_mean: (6 + 4) / (3 + 1); example_mean: (6/3 + 4/1) / 2; the row of 0 tokens counts in neither
-    assert decision._nll_from_predictions(rows, "token_mean") == 2.5
-    assert decision._nll_from_predictions(rows, "example_mean") == 3.0
+    rows = _rows({"nll_sum": 7.5, "n_tokens": 2}, {"nll_sum": 5.0, "n_tokens": 4}, {"nll_sum": 9.0, "n_tokens": 0})
+    # token_mean: (7.5 + 5) / (2 + 4); example_mean: (7.5/2 + 5/4) / 2 = (3.75 + 1.25) / 2; the row of 0 tokens
+    # counts in neither (non-integral quotients, so floor division or another operator gives another value)
+    assert decision._nll_from_predictions(rows, "token_mean") == 12.5 / 6
+    assert decision._nll_from_predictions(rows, "example_mean") == 2.5
+    # only example_mean is the mean of example means: any other name is the token-weighted default
+    assert decision._nll_from_predictions(rows, "batch_mean") == 12.5 / 6
+    # a negative token count is not a count: such a row is not counted either
+    rows.append({"prediction": {"nll_sum": 1.0, "n_tokens": -1}})
+    assert decision._nll_from_predictions(rows, "token_mean") == 12.5 / 6
 
 
 @pytest.mark.parametrize("prediction", [{"nll_sum": "6", "n_tokens": 3}, {"nll_sum": 6.0, "n_tokens": "3"},
@@ -53,3 +59,48 @@ def test_the_observations_file_is_capped_at_the_contracts_10_mib_and_100_000_row
     monkeypatch.setattr(decision, "_record", lambda ctx: {"observations_file": {"name": "observations.jsonl"}})
     issues = decision.DEC_4(SimpleNamespace(evidence=_Evidence(b"x" * size)))
     assert [(issue.rule, issue.status) for issue in issues] == ([("DEC-4", "unverified")] if flagged else [])
+
+
+class _Files:
+    def __init__(self, files: dict):
+        self.files = files
+
+    def jsonl(self, name):
+        return self.files.get(name)
+
+
+def _ctx(files: dict, scores: list):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(result={"evaluation": {"scores": scores}}, evidence=_Files(files))
+
+
+SCORES = [{"arm": "a", "metric": "accuracy", "predictions_ref": "a.jsonl"},
+          {"arm": "z", "metric": "accuracy", "predictions_ref": "z.jsonl"}]
+
+
+def test_prediction_rows_of_the_chosen_arms_become_observations_correct_scored_1_and_wrong_0():
+    rows = [{"item_id": "i1", "arm": "a", "seed": 0, "correct": True},
+            {"item_id": "i2", "arm": "a", "seed": 0, "correct": False},
+            {"item_id": "i3", "arm": "a", "seed": 1, "value": 0.25, "metric": "f1"}]
+    found = decision._prediction_observations(_ctx({"a.jsonl": rows}, SCORES), {"a"})  # z.jsonl is not read
+    assert [(o.item_id, o.seed, o.value, o.metric) for o in found] == [
+        ("i1", 0, 1.0, "accuracy"), ("i2", 0, 0.0, "accuracy"), ("i3", 1, 0.25, "f1")]
+
+
+@pytest.mark.parametrize("files", [{}, {"a.jsonl": [{"item_id": "i1", "arm": "a", "seed": 0}]}],
+                         ids=["file not retained", "row without value or correct"])
+def test_prediction_rows_that_cannot_be_read_give_no_observations(files):
+    assert decision._prediction_observations(_ctx(files, SCORES), {"a"}) is None
+
+
+@pytest.mark.parametrize("spec, revision_fields, from_revision", [
+    ({}, set(), False),  # no rule at all: nothing comes from the revision
+    ({"verdict_rule": {"method": "best_lr_threshold"}}, set(), True),  # a verdict_rule for a spec without a decision_rule
+    ({"decision_rule": {"method": "paired_hoeffding"}, "verdict_rule": {"x": 1}}, set(), False),  # the spec's own rule
+    ({"decision_rule": {"method": "paired_hoeffding"}}, {"decision_rule"}, True),  # a decision_rule the revision adds
+])
+def test_the_rule_comes_from_the_revision_only_as_its_docstring_says(spec, revision_fields, from_revision):
+    from types import SimpleNamespace
+
+    assert decision._from_revision(SimpleNamespace(spec=spec, revision_fields=revision_fields)) is from_revision
