@@ -541,6 +541,7 @@ class MutationPlugin:
             elif entry["status"] == "passed":
                 self.coverage[item.nodeid] = {(str(ROOT / f), line) for f, line in entry["lines"]}
         save_baseline(path, stored)
+        self.test_shas, self.baseline_key = test_shas, baseline_key(self.module_files)
         self.log(f"baseline done: {len(self.coverage)} passing, {len(self.failing)} failing "
                  f"({', '.join(self.failing[:5])}), {sum(self.durations.values()):.0f} s traced; "
                  f"{reused} tests' coverage reused from {path.name}")
@@ -714,18 +715,23 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
                 null_check(plugin, session, runtestprotocol, queue[0][0].file)
                 checked.add(queue[0][0].file)
             mutant, path, data = queue.pop(0)
-            tests = covering_tests(plugin, mutant)
+            covering = covering_tests(plugin, mutant)
+            tests = tests_not_yet_passed(plugin, data["results"].get(mutant.id), covering)
+            if covering and not tests:  # a survivor whose covering tests all passed on it already, unchanged
+                done += 1
+                continue
             if not tests:
                 data["results"][mutant.id] = _record(mutant, "survived", killed_by=None, tests=0, seconds=0.0,
                                                      note="not covered")
+                data["results"][mutant.id]["tests_run"] = tests_run(plugin, covering)
                 save_results(path, data)
                 done += 1
                 continue
             limit = _time_limit(plugin, tests)
             pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
-            running[pid] = (mutant, path, data, read_fd, time.monotonic(), limit, len(tests))
+            running[pid] = (mutant, path, data, read_fd, time.monotonic(), limit, len(tests), covering)
         finished = []
-        for pid, (mutant, path, data, read_fd, started, limit, count) in list(running.items()):
+        for pid, (mutant, path, data, read_fd, started, limit, count, covering) in list(running.items()):
             waited, status = os.waitpid(pid, os.WNOHANG)
             elapsed = time.monotonic() - started
             if waited == 0 and elapsed > limit:
@@ -742,6 +748,8 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
                 data["results"][mutant.id] = _record(mutant, outcome, killed_by=message.get("killed_by") if code else
                                                      None, tests=count, seconds=elapsed,
                                                      note=None if code in (0, 1, 3) else f"child exit {code}")
+                if outcome == "survived":
+                    data["results"][mutant.id]["tests_run"] = tests_run(plugin, covering)
                 finished.append(pid)
         for pid in finished:
             mutant, path, data = running.pop(pid)[:3]
@@ -790,6 +798,25 @@ def null_check(plugin: MutationPlugin, session, runtestprotocol, relative: str) 
             raise SystemExit(f"the unmutated {relative}, applied as a mutant is, fails {message.get('killed_by')}: "
                              "the runner cannot patch this module")
     plugin.log(f"null mutant of {relative} passes ({len(tests)} covering tests, {time.monotonic() - started:.0f} s)")
+
+
+def tests_run(plugin, covering: list) -> dict:
+    """What a survivor passed: the baseline's key and the sha of each covering test's file."""
+    files = sorted({item.nodeid.split("::")[0] for item in covering})
+    return {"key": plugin.baseline_key, "files": {f: plugin.test_shas.get(f, "") for f in files}}
+
+
+def tests_not_yet_passed(plugin, previous: dict | None, covering: list) -> list:
+    """The covering tests a mutant must run: all of them, but for a survivor (run again) whose record says
+    which test files it passed, under the same baseline key (sources and test helpers), only the tests
+    of files new or changed since: the others passed on this very mutant already."""
+    if not previous or previous.get("outcome") != "survived":
+        return covering
+    passed = previous.get("tests_run")
+    if not passed or passed.get("key") != plugin.baseline_key:
+        return covering
+    return [item for item in covering
+            if passed["files"].get(item.nodeid.split("::")[0]) != plugin.test_shas.get(item.nodeid.split("::")[0])]
 
 
 def _time_limit(plugin: MutationPlugin, tests: list) -> float:

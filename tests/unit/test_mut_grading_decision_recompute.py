@@ -104,3 +104,18 @@ def test_the_rule_comes_from_the_revision_only_as_its_docstring_says(spec, revis
     from types import SimpleNamespace
 
     assert decision._from_revision(SimpleNamespace(spec=spec, revision_fields=revision_fields)) is from_revision
+
+
+class _Metrics(_Files):
+    def by_kind(self, kind):
+        return [{"name": name} for name in self.files] + [{"name": 5}] if kind == "metrics" else []
+
+
+def test_step_rows_are_read_from_the_jsonl_metrics_files_only_and_name_a_run_and_its_optimizer_seconds():
+    from types import SimpleNamespace
+
+    step = {"run": "r1", "optim_seconds": 0.5}
+    files = {"steps.jsonl": [step, {"run": "r1"}, {"optim_seconds": 1.0}, {"run": "r2", "optim_seconds": 0.7}],
+             "steps.json": [{"run": "r9", "optim_seconds": 9.0}]}  # not a .jsonl file: not read
+    rows = decision._step_rows(SimpleNamespace(evidence=_Metrics(files)))
+    assert rows == [step, {"run": "r2", "optim_seconds": 0.7}]

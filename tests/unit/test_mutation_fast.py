@@ -264,3 +264,17 @@ def test_a_table_of_functions_holds_the_same_objects_as_the_module_after_a_mutan
         assert module.CHECKS[1] is module.two and module.CHECKS[1]() == 3
     finally:
         del sys.modules[name]
+
+
+def test_a_survivor_run_again_runs_only_the_tests_of_files_new_or_changed_since_it_survived():
+    plugin = types.SimpleNamespace(baseline_key="k1", test_shas={"tests/a.py": "a1", "tests/b.py": "b2", "tests/c.py": "c1"})
+    covering = [_Item("tests/a.py::t1"), _Item("tests/b.py::t2"), _Item("tests/c.py::t3")]
+    survived = {"outcome": "survived", "tests_run": {"key": "k1", "files": {"tests/a.py": "a1", "tests/b.py": "b1"}}}
+    # a.py unchanged (passed already), b.py changed, c.py new since: b's and c's tests run
+    assert [i.nodeid for i in fast.tests_not_yet_passed(plugin, survived, covering)] == ["tests/b.py::t2", "tests/c.py::t3"]
+    assert fast.tests_run(plugin, covering) == {"key": "k1", "files": {"tests/a.py": "a1", "tests/b.py": "b2",
+                                                                       "tests/c.py": "c1"}}
+    # another baseline key (a source or a test helper changed), no record of what ran, or not a survivor: all
+    for previous in ({**survived, "tests_run": {**survived["tests_run"], "key": "k0"}}, {"outcome": "survived"},
+                     None, {**survived, "outcome": "incompetent"}):
+        assert fast.tests_not_yet_passed(plugin, previous, covering) == covering
