@@ -1,0 +1,40 @@
+"""Adaptive selection in the grader (experiment/grading/decision.py, DEC-13): which evaluator's items the
+selection is recomputed from, and what a choice that cannot be recomputed grades (issue 28 item 7: mutants
+that survived test_adaptive_selection.py). Records are made as there, by the run's own decision step."""
+
+from __future__ import annotations
+
+import pytest
+from spec_variants import variant, write_variant
+from test_adaptive_selection import _decision, _record, _refreeze
+
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
+
+
+@pytest.fixture
+def adaptive(tmp_path):
+    path = write_variant(variant("adaptive-two-treatments"), tmp_path)
+    spec = load_spec(path)
+    return path, spec.section("decision_rule"), _record(build_plan(spec), spec.section("decision_rule"))
+
+
+def test_a_selection_naming_an_evaluator_the_record_lacks_is_recomputed_from_the_records_only_evaluator(adaptive):
+    path, _, result = adaptive
+    (only,) = result["evaluation"]["evaluators"]  # the record has one evaluator
+    _refreeze(result, lambda s: s.update(evaluator_id="f" * 64))
+    status, issues = _decision(result, path)
+    assert status == "invalid"
+    # recomputed (from the one evaluator there is), so the recorded id is compared with it
+    assert any(f"decision.selection.evaluator_id {'f' * 64!r} is not {only!r}" in issue for issue in issues), issues
+
+
+def test_with_two_evaluators_a_selection_naming_neither_cannot_be_recomputed(adaptive):
+    path, _, result = adaptive
+    (only,) = result["evaluation"]["evaluators"]
+    result["evaluation"]["evaluators"]["0" * 64] = result["evaluation"]["evaluators"][only]  # a second evaluator
+    _refreeze(result, lambda s: s.update(evaluator_id="f" * 64))
+    status, issues = _decision(result, path)
+    assert status == "invalid"
+    # which of the two the selection was made on is unknown: nothing to compare the recorded id with
+    assert not any("decision.selection.evaluator_id" in issue for issue in issues), issues
