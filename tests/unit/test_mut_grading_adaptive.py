@@ -38,3 +38,23 @@ def test_with_two_evaluators_a_selection_naming_neither_cannot_be_recomputed(ada
     assert status == "invalid"
     # which of the two the selection was made on is unknown: nothing to compare the recorded id with
     assert not any("decision.selection.evaluator_id" in issue for issue in issues), issues
+
+
+def test_a_choice_the_selection_items_do_not_give_is_graded_against_the_recomputed_candidate(adaptive):
+    """The cheater records grpo_gs4 (best on the confirmation items) with its decision; the selection items
+    choose gs1_kernel (test_adaptive_selection._values: it scores 1 on every selection item, grpo_gs4 0), so
+    the decision is graded with gs1_kernel as the treatment: its observations are missing and the recorded
+    role_to_arm is not that mapping."""
+    from test_adaptive_selection import BASELINE, ITEMS, _decide, _observations, _values, sel
+
+    path, rule, result = adaptive
+    _refreeze(result, lambda s: s.update(selected="grpo_gs4"))
+    split = sel.split_items(ITEMS)
+    rows = [o for o in _observations(_values(split), result["decision"]["selection"]["evaluator_id"])
+            if o.arm in {"grpo_gs4", BASELINE} and o.item_id in split.confirmation_ids]
+    _decide(result, rule, rows, result["decision"]["selection"])
+    status, issues = _decision(result, path)
+    assert status == "invalid"
+    assert any(issue.startswith("DEC-6") and "missing (first: gs1_kernel" in issue for issue in issues), issues
+    assert any(issue.startswith("DEC-11") and f"{{'baseline': '{BASELINE}', 'treatment': 'gs1_kernel'}}" in issue
+               for issue in issues), issues
