@@ -119,3 +119,69 @@ def test_step_rows_are_read_from_the_jsonl_metrics_files_only_and_name_a_run_and
              "steps.json": [{"run": "r9", "optim_seconds": 9.0}]}  # not a .jsonl file: not read
     rows = decision._step_rows(SimpleNamespace(evidence=_Metrics(files)))
     assert rows == [step, {"run": "r2", "optim_seconds": 0.7}]
+
+
+class _RunEvidence(_Files):
+    def by_kind(self, kind):
+        return [{"name": "steps.jsonl"}] if kind == "metrics" else []
+
+    def why(self, name):
+        return f"{name} is not retained"
+
+
+def _best_lr_ctx(metrics=("heldout_nll", "median_optim_step_seconds"), lr1_steps=3, files=None, scores=None):
+    from types import SimpleNamespace
+
+    steps = [{"run": "lr1", "optim_seconds": 0.3}, {"run": "lr1", "optim_seconds": 0.1},
+             {"run": "lr2", "optim_seconds": 0.5}, {"run": "lr1", "optim_seconds": 0.2},
+             {"run": "lr2", "optim_seconds": 0.7}, {"run": "lr2", "optim_seconds": "slow"}]
+    files = {"p1.jsonl": _rows({"nll_sum": 3.0, "n_tokens": 2}, {"nll_sum": 1.0, "n_tokens": 4}),
+             "p2.jsonl": _rows({"nll_sum": 2.0, "n_tokens": 1}), "steps.jsonl": steps} if files is None else files
+    scores = [{"run": "lr1", "predictions_ref": "p1.jsonl", "evaluator_id": "e1"},
+              {"arm": "lr2", "predictions_ref": "p2.jsonl", "evaluator_id": "e2"}] if scores is None else scores
+    return SimpleNamespace(
+        plan=SimpleNamespace(eval={"aggregation": "example_mean"},
+                             training_runs=[SimpleNamespace(name="lr1", steps=lr1_steps),
+                                            SimpleNamespace(name="lr2", steps=None)]),
+        spec={"verdict_rule": {"method": "best_lr_threshold", "criteria": [{"metric": m} for m in metrics]}},
+        result={"evaluation": {"scores": scores, "evaluators": {"ev0": {}}}},
+        evidence=_RunEvidence(files))
+
+
+def test_best_lr_values_are_recomputed_per_run_from_predictions_and_the_step_log():
+    rows, why = decision._derived_rows(_best_lr_ctx())
+    row = {"item_id": "best_lr_threshold", "seed": 0}
+    assert (rows, why) == ([
+        # example_mean of lr1's rows: (3/2 + 1/4) / 2; its three logged steps' median 0.2 (every planned step)
+        {**row, "arm": "lr1", "metric": "heldout_nll", "value": (1.5 + 0.25) / 2, "evaluator_id": "e1"},
+        {**row, "arm": "lr1", "metric": "median_optim_step_seconds", "value": 0.2, "evaluator_id": "ev0"},
+        {**row, "arm": "lr2", "metric": "heldout_nll", "value": 2.0, "evaluator_id": "e2"},
+        # lr2 plans no step count: its numeric steps (0.5, 0.7; "slow" is not a number) are its log
+        {**row, "arm": "lr2", "metric": "median_optim_step_seconds", "value": (0.5 + 0.7) / 2, "evaluator_id": "ev0"},
+    ], "")
+
+
+@pytest.mark.parametrize("ctx_args, why", [
+    ({"lr1_steps": 4}, "run lr1: median_optim_step_seconds does not recompute from the retained evidence"),
+    ({"lr1_steps": 2}, "run lr1: median_optim_step_seconds does not recompute from the retained evidence"),
+    ({"metrics": ("wall_seconds",)}, "metric wall_seconds is not recomputable from the retained evidence"),
+    ({"metrics": ("accuracy",)}, "metric accuracy is not recomputable from the retained evidence"),
+    ({"scores": [{"run": "lr2", "predictions_ref": "p2.jsonl"}]}, "no score of run lr1"),
+    ({"files": {}}, "run lr1: p1.jsonl is not retained"),
+    ({"files": {"p1.jsonl": _rows({"nll_sum": 1.0, "n_tokens": 0})}},
+     "run lr1: heldout_nll does not recompute from the retained evidence"),
+])
+def test_best_lr_values_that_do_not_recompute_say_why(ctx_args, why):
+    assert decision._derived_rows(_best_lr_ctx(**ctx_args)) == (None, why)
+
+
+def test_best_lr_without_a_plan_recomputes_nothing():
+    ctx = _best_lr_ctx()
+    ctx.plan = None
+    assert decision._derived_rows(ctx) == (None, "no plan")
+
+
+def test_best_lr_predictions_unreadable_for_no_stated_reason_say_no_jsonl_predictions():
+    ctx = _best_lr_ctx(files={})
+    ctx.evidence.why = lambda name: None
+    assert decision._derived_rows(ctx) == (None, "run lr1: no JSONL predictions")
