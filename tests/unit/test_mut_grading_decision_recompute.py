@@ -144,7 +144,7 @@ def _best_lr_ctx(metrics=("heldout_nll", "median_optim_step_seconds"), lr1_steps
                              training_runs=[SimpleNamespace(name="lr1", steps=lr1_steps),
                                             SimpleNamespace(name="lr2", steps=None)]),
         spec={"verdict_rule": {"method": "best_lr_threshold", "criteria": [{"metric": m} for m in metrics]}},
-        result={"evaluation": {"scores": scores, "evaluators": {"ev0": {}}}},
+        result={"evaluation": {"scores": scores, "evaluators": {"ev0": {}, "ev1": {}}}},
         evidence=_RunEvidence(files))
 
 
@@ -154,6 +154,7 @@ def test_best_lr_values_are_recomputed_per_run_from_predictions_and_the_step_log
     assert (rows, why) == ([
         # example_mean of lr1's rows: (3/2 + 1/4) / 2; its three logged steps' median 0.2 (every planned step)
         {**row, "arm": "lr1", "metric": "heldout_nll", "value": (1.5 + 0.25) / 2, "evaluator_id": "e1"},
+        # (a step time is attributed to the record's first evaluator)
         {**row, "arm": "lr1", "metric": "median_optim_step_seconds", "value": 0.2, "evaluator_id": "ev0"},
         {**row, "arm": "lr2", "metric": "heldout_nll", "value": 2.0, "evaluator_id": "e2"},
         # lr2 plans no step count: its numeric steps (0.5, 0.7; "slow" is not a number) are its log
@@ -185,3 +186,10 @@ def test_best_lr_predictions_unreadable_for_no_stated_reason_say_no_jsonl_predic
     ctx = _best_lr_ctx(files={})
     ctx.evidence.why = lambda name: None
     assert decision._derived_rows(ctx) == (None, "run lr1: no JSONL predictions")
+
+
+def test_only_a_best_lr_rule_without_a_decision_object_has_its_rows_derived():
+    ctx = _best_lr_ctx()
+    assert decision._rows(ctx)[0] == decision._derived_rows(ctx)[0] is not None
+    ctx.spec = {"decision_rule": {**ctx.spec["verdict_rule"], "method": "paired_hoeffding"}}
+    assert decision._rows(ctx) == (None, "no observations")  # paired: the record's own observations or none
