@@ -193,3 +193,58 @@ def test_only_a_best_lr_rule_without_a_decision_object_has_its_rows_derived():
     assert decision._rows(ctx)[0] == decision._derived_rows(ctx)[0] is not None
     ctx.spec = {"decision_rule": {**ctx.spec["verdict_rule"], "method": "paired_hoeffding"}}
     assert decision._rows(ctx) == (None, "no observations")  # paired: the record's own observations or none
+
+
+class _ObservationFiles:
+    """Retained files by name: (sha256, usable, why, JSONL rows or None)."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def sha256(self, name):
+        return self.files.get(name, (None,))[0]
+
+    def usable(self, name):
+        return self.files[name][1]
+
+    def why(self, name):
+        return self.files[name][2]
+
+    def jsonl(self, name):
+        return self.files[name][3]
+
+
+ROW = {"item_id": "i1", "arm": "a", "seed": 0, "metric": "accuracy", "value": 1.0}
+
+
+def _observation_ctx(decision_object, files=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(result={"decision": decision_object}, spec={"decision_rule": {"method": "paired_hoeffding"}},
+                           evidence=_ObservationFiles(files or {}))
+
+
+@pytest.mark.parametrize("decision_object, files, expected", [
+    ({"observations": [ROW]}, {}, ([ROW], "")),
+    ({"observations_file": {"name": "obs.jsonl", "sha256": "s1"}}, {"obs.jsonl": ("s1", True, "", [ROW])}, ([ROW], "")),
+    ({"observations_file": {"sha256": "s1"}}, {}, (None, "no observations")),
+    ({"observations_file": {"name": "obs.jsonl", "sha256": "s2"}}, {"obs.jsonl": ("s1", True, "", [ROW])},
+     (None, "observations_file obs.jsonl is not retained under the sha256 the decision names")),
+    ({"observations_file": {"name": "obs.jsonl", "sha256": "s1"}}, {"obs.jsonl": ("s1", False, "too big", [ROW])},
+     (None, "too big")),
+    ({"observations_file": {"name": "obs.jsonl", "sha256": "s1"}}, {"obs.jsonl": ("s1", True, "", None)},
+     (None, "obs.jsonl is not JSONL observations")),
+], ids=["inline", "file", "unnamed file", "other sha256", "unusable", "not JSONL"])
+def test_observation_rows_are_read_inline_or_from_the_retained_file_the_decision_names(decision_object, files, expected):
+    assert decision._rows(_observation_ctx(decision_object, files)) == expected
+
+
+def test_one_malformed_observation_row_makes_the_observations_unreadable():
+    assert [o.item_id for o in decision._observations(_observation_ctx({"observations": [ROW]}))] == ["i1"]
+    assert decision._observations(_observation_ctx({"observations": [ROW, {**ROW, "seed": "0"}]})) is None
+
+
+def test_best_lr_with_no_training_run_has_nothing_to_recompute():
+    ctx = _best_lr_ctx()
+    ctx.plan.training_runs = []
+    assert decision._rows(ctx) == (None, "no training runs to recompute")
