@@ -248,3 +248,15 @@ def test_best_lr_with_no_training_run_has_nothing_to_recompute():
     ctx = _best_lr_ctx()
     ctx.plan.training_runs = []
     assert decision._rows(ctx) == (None, "no training runs to recompute")
+
+
+@pytest.mark.parametrize("method", ["a_rank_test", "sequential_test"])  # sorting before and after the known two
+def test_a_method_the_grader_does_not_know_is_not_recomputed_as_one_it_knows(method):
+    from types import SimpleNamespace
+
+    ctx = _observation_ctx({"observations": [ROW]})
+    ctx.spec = {"decision_rule": {"method": method}}
+    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision={}, vocabulary="three_way", training_runs=[])
+    assert decision._recompute(ctx) == (None, f"unknown decision method {method!r}")
+    ctx.result = {}  # no decision object: only best_lr_threshold derives its rows
+    assert decision._rows(ctx) == (None, "no observations")
