@@ -260,3 +260,37 @@ def test_a_method_the_grader_does_not_know_is_not_recomputed_as_one_it_knows(met
     assert decision._recompute(ctx) == (None, f"unknown decision method {method!r}")
     ctx.result = {}  # no decision object: only best_lr_threshold derives its rows
     assert decision._rows(ctx) == (None, "no observations")
+
+
+def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_metric():
+    """Two arms; in arm A the lowest nll (the first criterion's metric) is a1, the lowest time a2: the
+    grader must select a1, so c1 = 1 * nll(a1) - 1 * nll(b1) = 1 - 3 and c2 = time(a1) = 5."""
+    from types import SimpleNamespace
+
+    values = {"a1": {"nll": 1.0, "time": 5.0}, "a2": {"nll": 2.0, "time": 1.0}, "b1": {"nll": 3.0, "time": 2.0}}
+    rows = [{"item_id": "best_lr_threshold", "arm": run, "seed": 0, "metric": metric, "value": value,
+             "evaluator_id": "e"} for run, by_metric in values.items() for metric, value in by_metric.items()]
+    ctx = _observation_ctx({"observations": rows})
+    ctx.spec = {"verdict_rule": {"method": "best_lr_threshold", "seeds": [0], "criteria": [
+        {"id": "c1", "metric": "nll", "weights": {"A": 1, "B": -1}, "margin": 0.0},
+        {"id": "c2", "metric": "time", "weights": {"A": 1}, "margin": 0.0}]}}
+    runs = [SimpleNamespace(name="a1", arm="A", lr=0.01), SimpleNamespace(name="a2", arm="A", lr=0.02),
+            SimpleNamespace(name="b1", arm="B", lr=0.01)]
+    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="direction_confidence",
+                               training_runs=runs)
+    recomputed, why = decision._recompute(ctx)
+    assert why == "" and recomputed["per_arm"]["A"]["selected_run"] == "a1"
+    assert [(c["id"], c["effect"], c["met"]) for c in recomputed["criteria"]] == [("c1", -2.0, False), ("c2", 5.0, True)]
+
+
+@pytest.mark.parametrize("result, measured, status", [
+    ({"verdict": "supported"}, True, "unverified"),  # a verdict posted from a measured run, with no decision object
+    ({"verdict": "supported"}, False, "unknown"),  # not measured: the comparison was not decided
+    ({}, True, "unknown"),  # measured, but no verdict posted
+    ({"decision": {}}, True, None),
+])
+def test_a_missing_decision_object_is_unverified_only_when_a_measured_run_posted_a_verdict(result, measured, status):
+    from types import SimpleNamespace
+
+    issues = decision.DEC_1(SimpleNamespace(result=result, measured=measured))
+    assert [issue.status for issue in issues] == ([status] if status else [])
