@@ -281,6 +281,9 @@ def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_met
     recomputed, why = decision._recompute(ctx)
     assert why == "" and recomputed["per_arm"]["A"]["selected_run"] == "a1"
     assert [(c["id"], c["effect"], c["met"]) for c in recomputed["criteria"]] == [("c1", -2.0, False), ("c2", 5.0, True)]
+    # a criterion weighting an arm no run trains cannot be recomputed: said, not raised
+    ctx.spec["verdict_rule"]["criteria"] = [{"id": "c1", "metric": "nll", "weights": {"C": 1}, "margin": 0.0}]
+    assert decision._recompute(ctx) == (None, "criterion c1: no runs of arm 'C'")
 
 
 @pytest.mark.parametrize("result, measured, status", [
