@@ -297,3 +297,25 @@ def test_a_missing_decision_object_is_unverified_only_when_a_measured_run_posted
 
     issues = decision.DEC_1(SimpleNamespace(result=result, measured=measured))
     assert [issue.status for issue in issues] == ([status] if status else [])
+
+
+BOTH_OR_NEITHER = "decision carries both or neither of observations and observations_file"
+
+
+@pytest.mark.parametrize("decision_object, flagged", [
+    ({"observations": [ROW]}, False), ({"observations_file": {"name": "o.jsonl", "sha256": "s"}}, False),
+    ({}, True), ({"observations": [ROW], "observations_file": {"name": "o.jsonl", "sha256": "s"}}, True)])
+def test_a_decision_carries_exactly_one_of_observations_and_observations_file(decision_object, flagged):
+    from types import SimpleNamespace
+
+    messages = [issue.message for issue in decision.DEC_2(SimpleNamespace(result={"decision": decision_object}))]
+    assert (BOTH_OR_NEITHER in messages) is flagged
+
+
+@pytest.mark.parametrize("name, flagged", [("o.jsonl", False), ("runs/o.jsonl", True), ("runs\\o.jsonl", True),
+                                           ("s3:o.jsonl", False), ("https:x", False), ("s3://b/o", True)])
+def test_an_observations_file_named_by_a_path_or_url_is_invalid(name, flagged):
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(result={"decision": {"observations_file": {"name": name, "sha256": "s"}}})
+    assert any("is a path or URL" in issue.message for issue in decision.DEC_2(ctx)) is flagged
