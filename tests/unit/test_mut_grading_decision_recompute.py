@@ -319,3 +319,32 @@ def test_an_observations_file_named_by_a_path_or_url_is_invalid(name, flagged):
 
     ctx = SimpleNamespace(result={"decision": {"observations_file": {"name": name, "sha256": "s"}}})
     assert any("is a path or URL" in issue.message for issue in decision.DEC_2(ctx)) is flagged
+
+
+def test_an_unreadable_or_unattributed_observation_row_is_invalid():
+    from types import SimpleNamespace
+
+    def dec5(rows):
+        return [(i.status, i.message) for i in decision.DEC_5(SimpleNamespace(result={"decision": {"observations": rows}},
+                                                                              spec={}))]
+
+    assert dec5([{**ROW, "evaluator_id": "e"}]) == []
+    assert dec5([{**ROW, "evaluator_id": "e"}, ROW]) == [("invalid", "observation 1 has no evaluator_id")]
+    assert dec5([{**ROW, "evaluator_id": "e", "seed": "0"}]) == [("invalid", "observation 0: seed must be an integer")]
+
+
+@pytest.mark.parametrize("method, plan_given, arms", [
+    ("paired_hoeffding", True, ["B", "T"]),  # the weighted roles' arms
+    ("a_rank_test", True, ["B", "T"]),
+    ("best_lr_threshold", True, ["T-lr1", "T-lr2"]),  # the training runs of the weighted arms
+    ("best_lr_threshold", False, ["baseline", "treatment"]),  # no plan: the weights' names as they are
+])
+def test_the_compared_arms_are_the_weighted_arms_or_for_best_lr_their_training_runs(method, plan_given, arms):
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(role_to_arm={"treatment": {"arm": "T"}, "baseline": {"arm": "B"}}, selection=None,
+                           training_runs=[SimpleNamespace(name="T-lr2", arm="T"), SimpleNamespace(name="T-lr1", arm="T"),
+                                          SimpleNamespace(name="X-lr1", arm="X")])
+    ctx = SimpleNamespace(spec={"decision_rule": {"method": method, "criteria": [{"weights": {"treatment": 1, "baseline": -1}}]}},
+                          plan=plan if plan_given else None, result={})
+    assert decision._compared_arms(ctx) == arms
