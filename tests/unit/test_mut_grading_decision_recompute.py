@@ -348,3 +348,9 @@ def test_the_compared_arms_are_the_weighted_arms_or_for_best_lr_their_training_r
     ctx = SimpleNamespace(spec={"decision_rule": {"method": method, "criteria": [{"weights": {"treatment": 1, "baseline": -1}}]}},
                           plan=plan if plan_given else None, result={})
     assert decision._compared_arms(ctx) == arms
+
+
+def test_a_rule_without_seeds_schedules_seed_0_only():
+    assert decision.DEC_6(_observation_ctx({"observations": [ROW]})) == []
+    issues = decision.DEC_6(_observation_ctx({"observations": [ROW, {**ROW, "seed": 1}]}))
+    assert [(i.status, i.message) for i in issues] == [("invalid", "observations use unscheduled seed(s) [1] (scheduled [0])")]
