@@ -354,3 +354,31 @@ def test_a_rule_without_seeds_schedules_seed_0_only():
     assert decision.DEC_6(_observation_ctx({"observations": [ROW]})) == []
     issues = decision.DEC_6(_observation_ctx({"observations": [ROW, {**ROW, "seed": 1}]}))
     assert [(i.status, i.message) for i in issues] == [("invalid", "observations use unscheduled seed(s) [1] (scheduled [0])")]
+
+
+@pytest.mark.parametrize("method", ["paired_hoeffding", "a_rank_test"])
+def test_each_criterion_is_complete_over_its_own_metrics_rows_and_their_evaluators_items(method):
+    """Per criterion: its metric's rows only, over the items of the evaluator those rows name (not the items
+    the rows happen to have), for every compared arm and scheduled seed. Missing, in arm, item, seed order:
+    accuracy (B, i2); f1 (B, i1), which accuracy's rows have but f1's do not; em, one row, evaluator e3
+    listing i1 and i3: (B, i1), (B, i3), (T, i3)."""
+    from types import SimpleNamespace
+
+    def row(arm, item, metric, evaluator):
+        return {"item_id": item, "arm": arm, "seed": 0, "metric": metric, "value": 1.0, "evaluator_id": evaluator}
+
+    rows = [row("T", "i1", "accuracy", "e1"), row("B", "i1", "accuracy", "e1"), row("T", "i2", "accuracy", "e1"),
+            row("T", "i1", "f1", "e2"), row("T", "i2", "f1", "e2"), row("B", "i2", "f1", "e2"),
+            row("T", "i1", "em", "e3")]
+    weights = {"T": 1, "B": -1}
+    ctx = SimpleNamespace(
+        result={"decision": {"observations": rows}, "evaluation": {"evaluators": {
+            "e1": {"items": {"ids": ["i1", "i2"]}}, "e2": {"items": {"ids": ["i1", "i2"]}},
+            "e3": {"items": {"ids": ["i1", "i3"]}}}}},
+        spec={"decision_rule": {"method": method, "seeds": [0], "criteria": [
+            {"id": c, "metric": c, "weights": weights} for c in ("accuracy", "f1", "em")]}},
+        plan=SimpleNamespace(role_to_arm={}, selection=None, training_runs=[]))
+    assert [issue.message for issue in decision.DEC_6(ctx)] == [
+        "criterion accuracy: 1 observations missing (first: B, i2, seed 0)",
+        "criterion f1: 1 observations missing (first: B, i1, seed 0)",
+        "criterion em: 3 observations missing (first: B, i1, seed 0)"]
