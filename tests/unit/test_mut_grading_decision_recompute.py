@@ -382,3 +382,20 @@ def test_each_criterion_is_complete_over_its_own_metrics_rows_and_their_evaluato
         "criterion accuracy: 1 observations missing (first: B, i2, seed 0)",
         "criterion f1: 1 observations missing (first: B, i1, seed 0)",
         "criterion em: 3 observations missing (first: B, i1, seed 0)"]
+
+
+def test_adaptive_completeness_with_items_that_cannot_be_split_checks_every_item_and_leaves_the_why_to_dec13(monkeypatch):
+    """One evaluated item cannot be split (selection needs at least 2): DEC-6 then checks all the evaluator's
+    items (here complete) instead of failing; DEC-13 says why the split is impossible."""
+    from types import SimpleNamespace
+
+    rows = [{"item_id": "i1", "arm": arm, "seed": 0, "metric": "accuracy", "value": 1.0, "evaluator_id": "e1"}
+            for arm in ("T", "B")]
+    ctx = SimpleNamespace(
+        result={"decision": {"observations": rows}, "evaluation": {"evaluators": {"e1": {"items": {"ids": ["i1"]}}}}},
+        spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+            {"id": "accuracy", "metric": "accuracy", "weights": {"T": 1, "B": -1}}]}},
+        plan=SimpleNamespace(role_to_arm={}, selection={"role": "treatment", "candidates": ["T"], "criterion": "accuracy"},
+                             training_runs=[]))
+    monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "no split"))  # no recomputed choice
+    assert decision.DEC_6(ctx) == []
