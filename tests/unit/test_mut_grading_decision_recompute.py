@@ -399,3 +399,26 @@ def test_adaptive_completeness_with_items_that_cannot_be_split_checks_every_item
                              training_runs=[]))
     monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "no split"))  # no recomputed choice
     assert decision.DEC_6(ctx) == []
+
+
+def test_a_criterion_whose_evaluator_lists_no_items_is_complete_over_the_items_its_rows_have():
+    from types import SimpleNamespace
+
+    rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": 1.0, "evaluator_id": "eX"}
+            for arm, item in (("T", "i1"), ("B", "i1"), ("T", "i2"))]
+    ctx = SimpleNamespace(result={"decision": {"observations": rows}, "evaluation": {"evaluators": {}}},
+                          spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+                              {"id": "accuracy", "metric": "accuracy", "weights": {"T": 1, "B": -1}}]}},
+                          plan=SimpleNamespace(role_to_arm={}, selection=None, training_runs=[]))
+    assert [i.message for i in decision.DEC_6(ctx)] == ["criterion accuracy: 1 observations missing (first: B, i2, seed 0)"]
+
+
+def test_observations_naming_an_evaluator_the_record_lacks_are_invalid_and_named_by_12_characters():
+    from types import SimpleNamespace
+
+    known, unknown = "a" * 64, "0123456789abcdef" * 4
+    rows = [{**ROW, "evaluator_id": known}, {**ROW, "item_id": "i2", "evaluator_id": unknown}]
+    ctx = SimpleNamespace(result={"decision": {"observations": rows}, "evaluation": {"evaluators": {known: {}}}},
+                          spec={"decision_rule": {"method": "best_lr_threshold"}})
+    assert [(i.status, i.message) for i in decision.DEC_7(ctx)] == [
+        ("invalid", "observations name evaluator(s) the evaluation record lacks: 0123456789ab")]
