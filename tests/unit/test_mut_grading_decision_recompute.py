@@ -422,3 +422,38 @@ def test_observations_naming_an_evaluator_the_record_lacks_are_invalid_and_named
                           spec={"decision_rule": {"method": "best_lr_threshold"}})
     assert [(i.status, i.message) for i in decision.DEC_7(ctx)] == [
         ("invalid", "observations name evaluator(s) the evaluation record lacks: 0123456789ab")]
+
+
+PREDICTIONS = {"pa.jsonl": [{"arm": "T", "item_id": "i1", "seed": 0, "correct": True},
+                            {"arm": "T", "item_id": "i2", "correct": False}],  # no seed: seed 0
+               "pb.jsonl": [{"arm": "B", "item_id": "i1", "seed": 0, "value": 0.5, "metric": "accuracy"},
+                            {"arm": "B", "item_id": "i2", "seed": 0}]}  # neither value nor correct: no value
+
+
+def _dec7(observations, files):
+    from types import SimpleNamespace
+
+    rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": value, "evaluator_id": "e"}
+            for arm, item, value in observations]
+    ctx = SimpleNamespace(result={"decision": {"observations": rows}, "evaluation": {
+        "evaluators": {"e": {}}, "scores": [{"predictions_ref": name, "metric": "accuracy"} for name in PREDICTIONS]}},
+        spec={"decision_rule": {"method": "paired_hoeffding"}}, evidence=_Files(files))
+    return [(i.status, i.message) for i in decision.DEC_7(ctx)]
+
+
+def test_observations_equal_the_retained_prediction_rows_correct_scored_1_wrong_0():
+    assert _dec7([("T", "i1", 1.0), ("T", "i2", 0.0), ("B", "i1", 0.5)], PREDICTIONS) == []
+    assert _dec7([("T", "i1", 1.0), ("B", "i1", 0.25), ("T", "i2", 1.0)], PREDICTIONS) == [
+        ("invalid", "2 observation(s) differ from the retained predictions (first: B/i1 0.25)")]
+    assert _dec7([("T", "i1", 1.0), ("B", "i2", 1.0), ("X", "i1", 1.0)], PREDICTIONS) == [
+        ("invalid", "2 observation(s) have no retained prediction row")]
+
+
+def test_observations_are_not_held_against_predictions_that_are_not_all_retained():
+    partly = {"pa.jsonl": PREDICTIONS["pa.jsonl"]}
+    assert _dec7([("T", "i1", 1.0), ("B", "i1", 0.5)], partly) == []  # B's file is not inline: not "absent"
+    assert _dec7([("T", "i1", 0.0)], partly) == [
+        ("invalid", "1 observation(s) differ from the retained predictions (first: T/i1 0.0)")]
+    assert _dec7([("T", "i1", 1.0)], {}) == [
+        ("unverified", "the predictions behind the observations are not inline, so the observations cannot be "
+                       "checked against them")]
