@@ -430,14 +430,14 @@ PREDICTIONS = {"pa.jsonl": [{"arm": "T", "item_id": "i1", "seed": 0, "correct": 
                             {"arm": "B", "item_id": "i2", "seed": 0}]}  # neither value nor correct: no value
 
 
-def _dec7(observations, files):
+def _dec7(observations, files, method="paired_hoeffding"):
     from types import SimpleNamespace
 
     rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": value, "evaluator_id": "e"}
             for arm, item, value in observations]
     ctx = SimpleNamespace(result={"decision": {"observations": rows}, "evaluation": {
         "evaluators": {"e": {}}, "scores": [{"predictions_ref": name, "metric": "accuracy"} for name in PREDICTIONS]}},
-        spec={"decision_rule": {"method": "paired_hoeffding"}}, evidence=_Files(files))
+        spec={"decision_rule": {"method": method}}, evidence=_Files(files))
     return [(i.status, i.message) for i in decision.DEC_7(ctx)]
 
 
@@ -457,3 +457,14 @@ def test_observations_are_not_held_against_predictions_that_are_not_all_retained
     assert _dec7([("T", "i1", 1.0)], {}) == [
         ("unverified", "the predictions behind the observations are not inline, so the observations cannot be "
                        "checked against them")]
+
+
+def test_every_method_but_best_lr_has_its_observations_checked_against_the_predictions():
+    differing = [("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.25)")]
+    assert _dec7([("B", "i1", 0.25)], PREDICTIONS, method="a_rank_test") == differing
+    assert _dec7([("B", "i1", 0.25)], PREDICTIONS, method="best_lr_threshold") == []  # recomputed from predictions
+
+
+def test_a_predictions_file_not_retained_does_not_stop_the_next_from_being_read():
+    assert _dec7([("B", "i1", 0.25)], {"pb.jsonl": PREDICTIONS["pb.jsonl"]}) == [
+        ("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.25)")]
