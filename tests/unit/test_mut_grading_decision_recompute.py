@@ -262,9 +262,7 @@ def test_a_method_the_grader_does_not_know_is_not_recomputed_as_one_it_knows(met
     assert decision._rows(ctx) == (None, "no observations")
 
 
-def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_metric():
-    """Two arms; in arm A the lowest nll (the first criterion's metric) is a1, the lowest time a2: the
-    grader must select a1, so c1 = 1 * nll(a1) - 1 * nll(b1) = 1 - 3 and c2 = time(a1) = 5."""
+def _two_arm_best_lr_ctx(vocabulary="direction_confidence"):
     from types import SimpleNamespace
 
     values = {"a1": {"nll": 1.0, "time": 5.0}, "a2": {"nll": 2.0, "time": 1.0}, "b1": {"nll": 3.0, "time": 2.0}}
@@ -276,8 +274,15 @@ def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_met
         {"id": "c2", "metric": "time", "weights": {"A": 1}, "margin": 0.0}]}}
     runs = [SimpleNamespace(name="a1", arm="A", lr=0.01), SimpleNamespace(name="a2", arm="A", lr=0.02),
             SimpleNamespace(name="b1", arm="B", lr=0.01)]
-    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="direction_confidence",
+    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary=vocabulary,
                                training_runs=runs)
+    return ctx
+
+
+def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_metric():
+    """Two arms; in arm A the lowest nll (the first criterion's metric) is a1, the lowest time a2: the
+    grader must select a1, so c1 = 1 * nll(a1) - 1 * nll(b1) = 1 - 3 and c2 = time(a1) = 5."""
+    ctx = _two_arm_best_lr_ctx()
     recomputed, why = decision._recompute(ctx)
     assert why == "" and recomputed["per_arm"]["A"]["selected_run"] == "a1"
     assert [(c["id"], c["effect"], c["met"]) for c in recomputed["criteria"]] == [("c1", -2.0, False), ("c2", 5.0, True)]
@@ -468,3 +473,13 @@ def test_every_method_but_best_lr_has_its_observations_checked_against_the_predi
 def test_a_predictions_file_not_retained_does_not_stop_the_next_from_being_read():
     assert _dec7([("B", "i1", 0.25)], {"pb.jsonl": PREDICTIONS["pb.jsonl"]}) == [
         ("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.25)")]
+
+
+def test_best_lr_criteria_are_compared_on_their_effect_only_point_estimates_have_no_bounds():
+    """A best_lr record's criterion with bounds besides its effect: only the effect (1 - 3 = -2) is compared."""
+    ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
+    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0, "lower": -9.0, "upper": 9.0},
+                                          {"id": "c2", "effect": 5.0}]
+    assert decision.DEC_8(ctx) == []
+    ctx.result["decision"]["criteria"][1]["effect"] = 4.0
+    assert [i.message for i in decision.DEC_8(ctx)] == ["criterion c2: recorded effect 4.0 is not the recomputed 5.0"]
