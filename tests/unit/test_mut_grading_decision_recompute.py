@@ -483,3 +483,9 @@ def test_best_lr_criteria_are_compared_on_their_effect_only_point_estimates_have
     assert decision.DEC_8(ctx) == []
     ctx.result["decision"]["criteria"][1]["effect"] = 4.0
     assert [i.message for i in decision.DEC_8(ctx)] == ["criterion c2: recorded effect 4.0 is not the recomputed 5.0"]
+
+
+def test_a_recomputed_criterion_the_decision_object_lacks_is_invalid():
+    ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
+    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0}]
+    assert [(i.status, i.message) for i in decision.DEC_8(ctx)] == [("invalid", "criterion c2 is not in the decision object")]
