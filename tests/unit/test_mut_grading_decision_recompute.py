@@ -485,7 +485,19 @@ def test_best_lr_criteria_are_compared_on_their_effect_only_point_estimates_have
     assert [i.message for i in decision.DEC_8(ctx)] == ["criterion c2: recorded effect 4.0 is not the recomputed 5.0"]
 
 
-def test_a_recomputed_criterion_the_decision_object_lacks_is_invalid():
+def test_a_recomputed_criterion_the_decision_object_lacks_is_invalid_and_the_others_still_checked():
     ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
-    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0}]
-    assert [(i.status, i.message) for i in decision.DEC_8(ctx)] == [("invalid", "criterion c2 is not in the decision object")]
+    ctx.result["decision"]["criteria"] = [{"id": "c2", "effect": 4.0}]
+    assert [(i.status, i.message) for i in decision.DEC_8(ctx)] == [
+        ("invalid", "criterion c1 is not in the decision object"),
+        ("invalid", "criterion c2: recorded effect 4.0 is not the recomputed 5.0")]
+
+
+def test_a_recorded_met_flag_that_is_not_the_recomputed_one_is_invalid_either_way():
+    """c1 = -2 against margin 0: not met; c2 = 5: met."""
+    ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
+    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0, "met": False}, {"id": "c2", "effect": 5.0, "met": True}]
+    assert decision.DEC_8(ctx) == []
+    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0, "met": True}, {"id": "c2", "effect": 5.0, "met": False}]
+    assert [i.message for i in decision.DEC_8(ctx)] == ["criterion c1: recorded met True is not the recomputed False",
+                                                        "criterion c2: recorded met False is not the recomputed True"]
