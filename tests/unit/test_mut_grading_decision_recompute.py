@@ -501,3 +501,20 @@ def test_a_recorded_met_flag_that_is_not_the_recomputed_one_is_invalid_either_wa
     ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0, "met": True}, {"id": "c2", "effect": 5.0, "met": False}]
     assert [i.message for i in decision.DEC_8(ctx)] == ["criterion c1: recorded met True is not the recomputed False",
                                                         "criterion c2: recorded met False is not the recomputed True"]
+
+
+def test_a_paired_rule_whose_plan_has_no_decision_section_is_recomputed_without_adjustment():
+    """A spec with a verdict_rule and no decision_rule has no plan.decision: one criterion, nothing to adjust.
+    T scores 1, 1, 1, 0 and B 0, 1, 0, 0 on four items: effect = mean(T - B) = (1 + 0 + 1 + 0) / 4."""
+    from types import SimpleNamespace
+
+    values = {"T": [1.0, 1.0, 1.0, 0.0], "B": [0.0, 1.0, 0.0, 0.0]}
+    rows = [{"item_id": f"i{k}", "arm": arm, "seed": 0, "metric": "accuracy", "value": v, "evaluator_id": "e"}
+            for arm, vs in values.items() for k, v in enumerate(vs)]
+    ctx = _observation_ctx({"observations": rows})
+    ctx.spec = {"verdict_rule": {"method": "paired_hoeffding", "alpha": 0.05, "seeds": [0], "criteria": [
+        {"id": "c", "metric": "accuracy", "weights": {"T": 1, "B": -1}, "margin": 0.0, "bounds": [0.0, 1.0]}]}}
+    ctx.result["evaluation"] = {"evaluators": {"e": {"items": {"ids": ["i0", "i1", "i2", "i3"]}}}}
+    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="three_way", training_runs=[])
+    recomputed, why = decision._recompute(ctx)
+    assert why == "" and recomputed["criteria"][0]["effect"] == 0.5
