@@ -63,8 +63,8 @@ def test_a_choice_the_selection_items_do_not_give_is_graded_against_the_recomput
 def test_an_evaluator_whose_item_ids_repeat_cannot_be_split_and_the_grade_says_so(adaptive):
     path, _, result = adaptive
     (only,) = result["evaluation"]["evaluators"]
-    ids = result["evaluation"]["evaluators"][only]["items"]["ids"]
-    ids.append(ids[0])  # an item listed twice: no deterministic split
+    items = result["evaluation"]["evaluators"][only]["items"]
+    items["ids"] = [*items["ids"], items["ids"][0]]  # an item listed twice (a new list: ITEMS itself is shared)
     status, issues = _decision(result, path)
     assert status == "invalid"
     assert any(issue.startswith("DEC-13") and "the evaluator's item ids repeat" in issue for issue in issues), issues
