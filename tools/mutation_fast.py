@@ -34,6 +34,7 @@ import argparse
 import ast
 import copy
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -353,6 +354,7 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
     before = dict(module.__dict__)
     exec(compile(source, filename, "exec"), module.__dict__)
     changed: dict[str, object] = {}
+    kept: dict[int, tuple[object, object]] = {}  # id(new object) -> (it, the old object now running its code)
     for name, value in list(module.__dict__.items()):
         previous = before.get(name, None)
         if name not in before or previous is value:
@@ -360,13 +362,19 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
         if isinstance(previous, type) and isinstance(value, type) and previous.__module__ == module_name:
             _patch_class(previous, value)
             module.__dict__[name] = previous
+            kept[id(value)] = (value, previous)
         elif callable(previous) and getattr(previous, "__module__", None) == module_name \
                 and _patch_callable(previous, value):
             module.__dict__[name] = previous
+            kept[id(value)] = (value, previous)
         else:
             changed[name] = previous
     if not changed:
         return
+    # a table the new body built (CHECKS = [DEC_1, ...]) holds the new function objects: put the old ones,
+    # which now run the same code, in their place, so identity tests (`c is not DEC_13`) see one object
+    for name in changed:
+        module.__dict__[name] = _old_identities(module.__dict__[name], kept)
     plain = (int, float, str, bool, bytes, type(None), tuple, frozenset)
     by_id = {id(previous): name for name, previous in changed.items()}
     for other in list(sys.modules.values()):
@@ -380,6 +388,32 @@ def apply_source(module_name: str, source: str, filename: str) -> None:
             if isinstance(value, plain) and key != name:
                 continue
             namespace[key] = module.__dict__[name]
+
+
+def _old_identities(value, kept: dict[int, tuple[object, object]], depth: int = 0):
+    """`value` with every new function or class in `kept` replaced by its old object, through lists, dicts,
+    tuples, sets and dataclass instances (a few levels deep); lists, dicts and dataclasses in place."""
+    if id(value) in kept:
+        return kept[id(value)][1]
+    if depth > 4:
+        return value
+    if isinstance(value, list):
+        value[:] = [_old_identities(v, kept, depth + 1) for v in value]
+    elif isinstance(value, dict):
+        for key, item in list(value.items()):
+            value[key] = _old_identities(item, kept, depth + 1)
+    elif isinstance(value, (tuple, set, frozenset)):
+        items = [_old_identities(v, kept, depth + 1) for v in value]
+        if any(a is not b for a, b in zip(items, value)) if isinstance(value, tuple) else \
+                {id(a) for a in items} != {id(b) for b in value}:
+            return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
+    elif hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        for field in type(value).__dataclass_fields__:
+            item = getattr(value, field, None)
+            new = _old_identities(item, kept, depth + 1)
+            if new is not item:
+                object.__setattr__(value, field, new)
+    return value
 
 
 def module_name_of(relative: str) -> str:
@@ -478,26 +512,91 @@ class MutationPlugin:
         files = {str(ROOT / f) for f in self.module_files}
         keep = _SessionOnly(session)
         self.items, self.coverage, self.durations, self.failing = list(session.items), {}, {}, []
-        self.log(f"baseline: {len(self.items)} tests, traced")
+        path = baseline_path(self.module.name, self.module_files)
+        stored = load_baseline(path)
+        test_shas = {}
+        reused = 0
+        self.fresh: set[str] = set()
+        had_baseline = bool(stored["tests"])
+        self.log(f"baseline: {len(self.items)} tests ({path.name})")
         for item in self.items:
-            tracer = _Tracer(files)
-            started = time.monotonic()
-            sys.settrace(tracer)
-            try:
-                reports = runtestprotocol(item, nextitem=keep, log=False)
-            finally:
-                sys.settrace(None)
-            self.durations[item.nodeid] = time.monotonic() - started
-            if any(r.failed for r in reports):
+            test_file = item.nodeid.split("::")[0]
+            if test_file not in test_shas:
+                test_shas[test_file] = _file_sha(ROOT / test_file)
+            entry = stored["tests"].get(item.nodeid)
+            if entry is not None and entry["test_sha"] == test_shas[test_file]:
+                # traced before on these sources and this test file: run it untraced, only so that the
+                # session fixtures and the memoized records are built in this process before the forks
+                runtestprotocol(item, nextitem=keep, log=False)
+                reused += 1
+            else:
+                entry = _traced_run(item, keep, files, runtestprotocol)
+                entry["test_sha"] = test_shas[test_file]
+                if had_baseline:
+                    self.fresh.add(item.nodeid)  # new or changed since a stored baseline
+                stored["tests"][item.nodeid] = entry
+            self.durations[item.nodeid] = entry["seconds"]
+            if entry["status"] == "failed":
                 self.failing.append(item.nodeid)
-                continue
-            if any(r.skipped for r in reports) and not any(r.when == "call" and r.passed for r in reports):
-                continue
-            self.coverage[item.nodeid] = tracer.hits
+            elif entry["status"] == "passed":
+                self.coverage[item.nodeid] = {(str(ROOT / f), line) for f, line in entry["lines"]}
+        save_baseline(path, stored)
+        self.test_shas, self.baseline_key = test_shas, baseline_key(self.module_files)
         self.log(f"baseline done: {len(self.coverage)} passing, {len(self.failing)} failing "
-                 f"({', '.join(self.failing[:5])}), {sum(self.durations.values()):.0f} s")
+                 f"({', '.join(self.failing[:5])}), {sum(self.durations.values()):.0f} s traced; "
+                 f"{reused} tests' coverage reused from {path.name}")
         self.outcome = run_mutants(self, session, runtestprotocol)
         return True
+
+
+def _traced_run(item, keep, files: set[str], runtestprotocol) -> dict:
+    """Run one test with line tracing of `files`: its status, seconds and the (file, line) pairs it ran,
+    files relative to the repository."""
+    tracer = _Tracer(files)
+    started = time.monotonic()
+    sys.settrace(tracer)
+    try:
+        reports = runtestprotocol(item, nextitem=keep, log=False)
+    finally:
+        sys.settrace(None)
+    seconds = time.monotonic() - started
+    if any(r.failed for r in reports):
+        status = "failed"
+    elif any(r.skipped for r in reports) and not any(r.when == "call" and r.passed for r in reports):
+        status = "skipped"
+    else:
+        status = "passed"
+    lines = sorted((Path(f).relative_to(ROOT).as_posix(), line) for f, line in tracer.hits)
+    return {"status": status, "seconds": round(seconds, 4), "lines": lines}
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def baseline_key(module_files: list[str]) -> str:
+    """What every test's coverage of the module depends on besides its own file: the mutated sources, the
+    conftest files and the test helpers under tests/ (the modules that are not test files)."""
+    digest = hashlib.sha256()
+    helpers = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("*.py")
+                     if not p.name.startswith("test_"))
+    for relative in [*module_files, *helpers]:
+        digest.update(relative.encode() + b"\0" + _file_sha(ROOT / relative).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def baseline_path(module: str, module_files: list[str]) -> Path:
+    """The traced baseline on disk: per test, its status, unmutated seconds and covered lines; a test whose
+    file changed is traced again, a change to a mutated source or a test helper starts the file over."""
+    return WORK / module / f"baseline.{baseline_key(module_files)[:16]}.json"
+
+
+def load_baseline(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {"tests": {}}
+
+
+def save_baseline(path: Path, data: dict) -> None:
+    save_results(path, data)
 
 
 def _memoized(builder):
@@ -554,10 +653,46 @@ def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
         wanted = {(filename, line) for line in range(mutant.lines[0], mutant.lines[1] + 1)}
         chosen = [item for item in plugin.items
                   if item.nodeid in plugin.coverage and plugin.coverage[item.nodeid] & wanted]
-    # tests that already killed mutants of this module first, then the fastest: under -x a mutant most
-    # often dies in its first test, and a constant's mutants (covered by every test) stop early
-    kills = getattr(plugin, "kills", {})
-    return sorted(chosen, key=lambda item: (-kills.get(item.nodeid, 0), plugin.durations.get(item.nodeid, 0.0)))
+    return sorted(chosen, key=test_order(plugin, mutant))
+
+
+def test_order(plugin, mutant: Mutant):
+    """The order a mutant's covering tests run in (it stops at the first failure): the tests new or changed
+    since the stored baseline first (written to kill survivors: `--retest-survivors` meets them first), then
+    the tests that killed mutants of the same statement, then those that killed mutants of the same file, then of the
+    module, most kills first, then the fastest. Mutants of one line mostly die in the same test, and a
+    constant's mutants (covered by every test) stop early."""
+    history: KillHistory = getattr(plugin, "history", None) or KillHistory()
+    at = history.at_statement(mutant)
+    in_file = history.in_file.get(mutant.file, {})
+    fresh = getattr(plugin, "fresh", set())
+    return lambda item: (item.nodeid not in fresh, -at.get(item.nodeid, 0), -in_file.get(item.nodeid, 0),
+                         -history.anywhere.get(item.nodeid, 0), plugin.durations.get(item.nodeid, 0.0))
+
+
+class KillHistory:
+    """Which tests killed which mutants so far (the cached results and this run's), by line, file and
+    module."""
+
+    def __init__(self):
+        self.by_line: dict[tuple[str, int], dict[str, int]] = {}
+        self.in_file: dict[str, dict[str, int]] = {}
+        self.anywhere: dict[str, int] = {}
+
+    def add(self, result: dict) -> None:
+        test = result.get("killed_by")
+        if result.get("outcome") != "killed" or not test or "::" not in test:
+            return
+        for counts in (self.by_line.setdefault((result["file"], result["line"]), {}),
+                       self.in_file.setdefault(result["file"], {}), self.anywhere):
+            counts[test] = counts.get(test, 0) + 1
+
+    def at_statement(self, mutant: Mutant) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for line in range(min(mutant.line, mutant.lines[0]), max(mutant.line, mutant.lines[1]) + 1):
+            for test, count in self.by_line.get((mutant.file, line), {}).items():
+                out[test] = out.get(test, 0) + count
+        return out
 
 
 def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
@@ -566,38 +701,37 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
     done = 0
     started_all = time.monotonic()
     queue = list(todo)
-    # the null mutant: the unmutated source applied the same way must leave every test passing
-    if plugin.mode != "selfcheck-only":
-        null = []
-        for relative in plugin.module_files:
-            text = (ROOT / relative).read_text()
-            null.append(Mutant(id=f"{relative}:null", file=relative, line=0, operator="none", code="", mutant="",
-                               original=text.encode(), edit=(0, 0, ""), lines=(0, 0), module_level=True))
-        limit = int(plugin.config.get("null_check_tests", {}).get(plugin.module.name, 0))
-        for mutant in null:
-            tests = covering_tests(plugin, mutant)
-            if limit:  # the fastest tests only (the grader's full list takes minutes per file)
-                tests = tests[:limit]
-            result = _run_one(plugin, session, runtestprotocol, mutant, tests)
-            if result["outcome"] != "survived":
-                raise SystemExit(f"the unmutated {mutant.file}, applied as a mutant is, fails "
-                                 f"{result.get('killed_by')}: the runner cannot patch this module")
-        plugin.log(f"null mutants pass ({len(null)} file(s){f', fastest {limit} tests each' if limit else ''})")
+    # every object the baseline made (modules, the session's fixtures, the memoized records) goes to the
+    # collector's permanent generation: a child's collections then do not walk them, which would write to
+    # (and so copy) every page of the parent's memory in each child
+    gc.collect()
+    gc.freeze()
+    checked: set[str] = set()  # the files whose null mutant passed
     while queue or running:
         while queue and len(running) < plugin.jobs:
+            if queue[0][0].file not in checked:
+                if running:
+                    break  # a file's null mutant runs alone, once the children running now are done
+                null_check(plugin, session, runtestprotocol, queue[0][0].file)
+                checked.add(queue[0][0].file)
             mutant, path, data = queue.pop(0)
-            tests = covering_tests(plugin, mutant)
+            covering = covering_tests(plugin, mutant)
+            tests = tests_not_yet_passed(plugin, data["results"].get(mutant.id), covering)
+            if covering and not tests:  # a survivor whose covering tests all passed on it already, unchanged
+                done += 1
+                continue
             if not tests:
                 data["results"][mutant.id] = _record(mutant, "survived", killed_by=None, tests=0, seconds=0.0,
                                                      note="not covered")
+                data["results"][mutant.id]["tests_run"] = tests_run(plugin, covering)
                 save_results(path, data)
                 done += 1
                 continue
             limit = _time_limit(plugin, tests)
             pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
-            running[pid] = (mutant, path, data, read_fd, time.monotonic(), limit, len(tests))
+            running[pid] = (mutant, path, data, read_fd, time.monotonic(), limit, len(tests), covering)
         finished = []
-        for pid, (mutant, path, data, read_fd, started, limit, count) in list(running.items()):
+        for pid, (mutant, path, data, read_fd, started, limit, count, covering) in list(running.items()):
             waited, status = os.waitpid(pid, os.WNOHANG)
             elapsed = time.monotonic() - started
             if waited == 0 and elapsed > limit:
@@ -614,14 +748,15 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
                 data["results"][mutant.id] = _record(mutant, outcome, killed_by=message.get("killed_by") if code else
                                                      None, tests=count, seconds=elapsed,
                                                      note=None if code in (0, 1, 3) else f"child exit {code}")
+                if outcome == "survived":
+                    data["results"][mutant.id]["tests_run"] = tests_run(plugin, covering)
                 finished.append(pid)
         for pid in finished:
             mutant, path, data = running.pop(pid)[:3]
             save_results(path, data)
             done += 1
             result = data["results"][mutant.id]
-            if result["outcome"] == "killed" and result.get("killed_by"):
-                plugin.kills[result["killed_by"]] = plugin.kills.get(result["killed_by"], 0) + 1
+            plugin.history.add(result)
             if result["outcome"] != "killed" or done % 25 == 0:
                 rate = done / max(time.monotonic() - started_all, 1e-9) * 60
                 plugin.log(f"[{done}/{len(todo)}] {result['outcome']:8s} {mutant.file}:{mutant.line} "
@@ -629,6 +764,59 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
         if running and not finished:
             time.sleep(0.02)
     return {"done": done}
+
+
+def null_check(plugin: MutationPlugin, session, runtestprotocol, relative: str) -> None:
+    """The null mutant of one file: its unmutated source, applied as a mutant is, must leave every test that
+    covers the file passing (split over `jobs` children), or the runner cannot patch it and stops: a test
+    failing for the patching itself would count every mutant it runs on as killed."""
+    text = (ROOT / relative).read_text()
+    null = Mutant(id=f"{relative}:null", file=relative, line=1, operator="none", code="", mutant="",
+                  original=text.encode(), edit=(0, 0, ""), lines=(1, max(1, len(text.splitlines()))),
+                  module_level=False)
+    tests = covering_tests(plugin, null)
+    limit = int(plugin.config.get("null_check_tests", {}).get(plugin.module.name, 0))
+    if limit:  # configured: the fastest tests only
+        tests = sorted(tests, key=lambda item: plugin.durations.get(item.nodeid, 0.0))[:limit]
+    started = time.monotonic()
+    parts = [tests[i::max(1, plugin.jobs)] for i in range(max(1, plugin.jobs))]
+    children = [(_fork_child(plugin, session, runtestprotocol, null, part), _time_limit(plugin, part))
+                for part in parts if part]
+    for (pid, read_fd), limit_s in children:
+        while True:
+            waited, status = os.waitpid(pid, os.WNOHANG)
+            if waited or time.monotonic() - started > limit_s:
+                break
+            time.sleep(0.05)
+        if not waited:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_fd)
+            raise SystemExit(f"the unmutated {relative}, applied as a mutant is, times out: the runner cannot patch it")
+        message = _read_all(read_fd)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"the unmutated {relative}, applied as a mutant is, fails {message.get('killed_by')}: "
+                             "the runner cannot patch this module")
+    plugin.log(f"null mutant of {relative} passes ({len(tests)} covering tests, {time.monotonic() - started:.0f} s)")
+
+
+def tests_run(plugin, covering: list) -> dict:
+    """What a survivor passed: the baseline's key and the sha of each covering test's file."""
+    files = sorted({item.nodeid.split("::")[0] for item in covering})
+    return {"key": plugin.baseline_key, "files": {f: plugin.test_shas.get(f, "") for f in files}}
+
+
+def tests_not_yet_passed(plugin, previous: dict | None, covering: list) -> list:
+    """The covering tests a mutant must run: all of them, but for a survivor (run again) whose record says
+    which test files it passed, under the same baseline key (sources and test helpers), only the tests
+    of files new or changed since: the others passed on this very mutant already."""
+    if not previous or previous.get("outcome") != "survived":
+        return covering
+    passed = previous.get("tests_run")
+    if not passed or passed.get("key") != plugin.baseline_key:
+        return covering
+    return [item for item in covering
+            if passed["files"].get(item.nodeid.split("::")[0]) != plugin.test_shas.get(item.nodeid.split("::")[0])]
 
 
 def _time_limit(plugin: MutationPlugin, tests: list) -> float:
@@ -646,24 +834,6 @@ def _fork_child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant
         _child(plugin, session, runtestprotocol, mutant, tests, write_fd)
     os.close(write_fd)
     return pid, read_fd
-
-
-def _run_one(plugin, session, runtestprotocol, mutant, tests) -> dict:
-    pid, read_fd = _fork_child(plugin, session, runtestprotocol, mutant, tests)
-    deadline = time.monotonic() + _time_limit(plugin, tests)
-    while True:
-        waited, status = os.waitpid(pid, os.WNOHANG)
-        if waited:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(read_fd)
-            return {"outcome": "timeout", "killed_by": "timeout"}
-        time.sleep(0.05)
-    message = _read_all(read_fd)
-    code = os.waitstatus_to_exitcode(status)
-    return {"outcome": "survived" if code == 0 else "killed", "killed_by": message.get("killed_by")}
 
 
 def _read_all(fd: int) -> dict:
@@ -719,6 +889,21 @@ def all_mutants(module: Module, defaults: dict) -> list[tuple[Mutant, Path]]:
     return out
 
 
+def files_first(todo: list, wanted: list[str]) -> list:
+    """Only the mutants of the files named in `wanted` (each a path or the end of one, e.g.
+    `grading/decision.py`), in that order of files; every mutant when `wanted` is empty."""
+    if not wanted:
+        return todo
+    rank = {}
+    for mutant, _path, _data in todo:
+        for index, name in enumerate(wanted):
+            if mutant.file == name or mutant.file.endswith("/" + name.lstrip("/")):
+                rank.setdefault(mutant.file, index)
+                break
+    chosen = [entry for entry in todo if entry[0].file in rank]
+    return sorted(chosen, key=lambda entry: rank[entry[0].file])  # stable: each file keeps its line order
+
+
 def run_module(module: Module, defaults: dict, args, log) -> None:
     import pytest
 
@@ -741,6 +926,10 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
         if previous is None or previous["outcome"] == "incompetent" or (
                 args.retest_survivors and previous["outcome"] == "survived"):
             todo.append((mutant, path, data_by_path[path]))
+    todo = files_first(todo, getattr(args, "file", None) or [])
+    # module-level mutants (constants, decorators) last: every test of the module covers them, so each one
+    # that survives costs the whole test list, and they hold up the file's other mutants
+    todo.sort(key=lambda entry: entry[0].module_level)
     if args.limit:
         todo = todo[:args.limit]
     log(f"{module.name}: {len(mutants)} mutants in {len(files)} file(s), {len(todo)} to run; tests: {' '.join(tests)}")
@@ -749,11 +938,10 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
     plugin = MutationPlugin(module, args.jobs, "run", defaults, log)
     plugin.module_files = files
     plugin.todo = todo
-    plugin.kills = {}
+    plugin.history = KillHistory()
     for data in data_by_path.values():
         for result in data["results"].values():
-            if result["outcome"] == "killed" and result.get("killed_by"):
-                plugin.kills[result["killed_by"]] = plugin.kills.get(result["killed_by"], 0) + 1
+            plugin.history.add(result)
     pytest_args = [a for a in defaults.get("pytest_args", []) if a not in ("-x",)]
     deselect = [arg for nodeid in defaults.get("deselect", {}).get(module.name, []) for arg in ("--deselect", nodeid)]
     pytest_args = [*pytest_args, *deselect, *tests]
@@ -972,6 +1160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutation_fast", description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", help="module name from tools/mutation.toml (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at a time (forked children)")
+    parser.add_argument("--file", action="append", metavar="PATH",
+                        help="only the mutants of this file of the module (repeatable; run in the order given)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants per module (testing)")
     parser.add_argument("--retest-survivors", action="store_true", help="run the surviving mutants again")
     parser.add_argument("--selfcheck", type=int, default=0, metavar="N",

@@ -126,3 +126,155 @@ def test_a_dataclass_mutated_to_not_frozen_behaves_as_a_fresh_import_of_it():
         assert module.Box is original and box == original(4)
     finally:
         del sys.modules[name]
+
+
+class _Item:
+    def __init__(self, nodeid):
+        self.nodeid = nodeid
+
+
+def _plugin_with(tests: dict[str, float], covering: set[str], file: str):
+    plugin = types.SimpleNamespace(items=[_Item(t) for t in tests], durations=dict(tests), history=fast.KillHistory())
+    plugin.coverage = {t: {(str(fast.ROOT / file), 9)} if t in covering else {(str(fast.ROOT / file), 99)}
+                       for t in tests}
+    return plugin
+
+
+def test_a_mutants_tests_run_those_that_killed_its_statement_first_then_its_files_then_the_fastest():
+    mutants = {m.line: m for m in fast.generate(SOURCE, "pkg/mod.py") if m.line == 9}
+    mutant = mutants[9]
+    plugin = _plugin_with({"t::fast": 0.1, "t::slow": 5.0, "t::file": 3.0, "t::line": 4.0, "t::other": 0.2},
+                          covering={"t::fast", "t::slow", "t::file", "t::line"}, file="pkg/mod.py")
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)] == ["t::fast", "t::file", "t::line", "t::slow"]
+    # killed a mutant of line 9 once; another file's test killed mutants of this file (line 15) twice; a
+    # test of another module's file killed many: statement, then file, then module, then time
+    plugin.history.add({"outcome": "killed", "file": "pkg/mod.py", "line": 9, "killed_by": "t::line"})
+    for _ in range(2):
+        plugin.history.add({"outcome": "killed", "file": "pkg/mod.py", "line": 15, "killed_by": "t::file"})
+    for _ in range(5):
+        plugin.history.add({"outcome": "killed", "file": "pkg/other.py", "line": 9, "killed_by": "t::slow"})
+    plugin.history.add({"outcome": "survived", "file": "pkg/mod.py", "line": 9, "killed_by": "t::fast"})
+    plugin.history.add({"outcome": "killed", "file": "pkg/mod.py", "line": 9, "killed_by": "timeout 30 s"})
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)] == ["t::line", "t::file", "t::slow", "t::fast"]
+    # the order only: a test that does not cover the statement is never chosen, whatever it killed
+    plugin.history.add({"outcome": "killed", "file": "pkg/mod.py", "line": 9, "killed_by": "t::other"})
+    assert "t::other" not in [i.nodeid for i in fast.covering_tests(plugin, mutant)]
+    # a test new since the stored baseline (written against survivors) comes before all of them
+    plugin.fresh = {"t::slow", "t::other"}
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)] == ["t::slow", "t::line", "t::file", "t::fast"]
+
+
+def test_file_selection_keeps_only_the_named_files_in_the_order_given():
+    todo = [(types.SimpleNamespace(file=f), None, None) for f in
+            ("experiment/grading/a.py", "experiment/grading/b.py", "experiment/grading/a.py", "experiment/grading/c.py")]
+    chosen = fast.files_first(todo, ["grading/c.py", "experiment/grading/a.py"])
+    assert [entry[0].file for entry in chosen] == ["experiment/grading/c.py", "experiment/grading/a.py",
+                                                    "experiment/grading/a.py"]
+    assert fast.files_first(todo, []) == todo
+    assert fast.files_first(todo, ["a.py"]) == [todo[0], todo[2]]  # the end of a path, at a folder boundary
+    assert fast.files_first(todo, ["ding/a.py"]) == []
+
+
+def _tiny_project(root: Path, name: str) -> None:
+    (root / name).mkdir()
+    (root / name / "__init__.py").write_text("")
+    (root / name / "mod.py").write_text("def double(x):\n    return x * 2\n\n\ndef unused(x):\n    return x\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_a.py").write_text(f"from {name}.mod import double\n\n\ndef test_double():\n"
+                                               "    assert double(2) == 4\n")
+    (root / "tests" / "test_b.py").write_text("def test_nothing_of_the_module():\n    assert True\n")
+
+
+def _baseline_session(root: Path, name: str, monkeypatch) -> tuple[object, list[str]]:
+    import pytest
+
+    traced = []
+    real = fast._traced_run
+
+    def counting(item, *args):
+        traced.append(item.nodeid)
+        return real(item, *args)
+
+    monkeypatch.setattr(fast, "_traced_run", counting)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for key in [k for k in sys.modules if k in ("test_a", "test_b") or k.startswith(name)]:
+        del sys.modules[key]  # each session imports the files as they are now
+    module = types.SimpleNamespace(name="tiny")
+    plugin = fast.MutationPlugin(module, 1, "run", {}, lambda message: None)
+    plugin.module_files, plugin.todo, plugin.history = [f"{name}/mod.py"], [], fast.KillHistory()
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir", str(root),
+                        str(root / "tests")], plugins=[plugin])
+    assert code == 0
+    return plugin, traced
+
+
+def test_the_traced_baseline_is_stored_and_only_a_changed_test_file_is_traced_again(tmp_path, monkeypatch):
+    name = "mutation_fast_tiny_pkg"
+    _tiny_project(tmp_path, name)
+    monkeypatch.setattr(fast, "ROOT", tmp_path)
+    monkeypatch.setattr(fast, "WORK", tmp_path / ".mutation" / "fast")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        plugin, traced = _baseline_session(tmp_path, name, monkeypatch)
+        assert plugin.fresh == set()  # no stored baseline: no test is newer than it
+        assert sorted(traced) == ["tests/test_a.py::test_double", "tests/test_b.py::test_nothing_of_the_module"]
+        covered = {(str(tmp_path / name / "mod.py"), 1), (str(tmp_path / name / "mod.py"), 2)}
+        assert plugin.coverage["tests/test_a.py::test_double"] == covered
+        assert plugin.coverage["tests/test_b.py::test_nothing_of_the_module"] == set()
+
+        again, traced = _baseline_session(tmp_path, name, monkeypatch)
+        assert traced == [] and again.coverage == plugin.coverage  # read from disk, nothing traced
+
+        (tmp_path / "tests" / "test_b.py").write_text(f"from {name}.mod import unused\n\n\n"
+                                                      "def test_nothing_of_the_module():\n    assert unused(1) == 1\n")
+        again, traced = _baseline_session(tmp_path, name, monkeypatch)
+        assert traced == ["tests/test_b.py::test_nothing_of_the_module"]  # only the changed file's test
+        assert again.fresh == {"tests/test_b.py::test_nothing_of_the_module"}
+        assert again.coverage["tests/test_b.py::test_nothing_of_the_module"] == {
+            (str(tmp_path / name / "mod.py"), 5), (str(tmp_path / name / "mod.py"), 6)}
+
+        old_key = fast.baseline_key([f"{name}/mod.py"])
+        (tmp_path / name / "mod.py").write_text("def double(x):\n    return x + x\n\n\ndef unused(x):\n    return x\n")
+        assert fast.baseline_key([f"{name}/mod.py"]) != old_key  # an edited source: a new baseline file
+        again, traced = _baseline_session(tmp_path, name, monkeypatch)
+        assert sorted(traced) == ["tests/test_a.py::test_double", "tests/test_b.py::test_nothing_of_the_module"]
+    finally:
+        for key in [k for k in sys.modules if k.startswith(name)]:
+            del sys.modules[key]
+
+
+def test_a_table_of_functions_holds_the_same_objects_as_the_module_after_a_mutant():
+    """A test weakens the grader with `[c for c in CHECKS if c is not DEC_13]`: after a mutant (or the null
+    mutant) the table must hold the module's own function objects, or DEC_13 is never taken out and the
+    test fails for the patching, not for the mutant."""
+    name = "mutation_fast_sample_table"
+    source = ("from dataclasses import dataclass\n\n\ndef one():\n    return 1\n\n\ndef two():\n    return 2\n\n\n"
+              "@dataclass(frozen=True)\nclass Rule:\n    check: object\n\n\n"
+              "CHECKS = [one, two]\nBY_NAME = {'one': one, 'pair': (one, two)}\nRULE = Rule(two)\n")
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        fast.apply_source(name, source, module.__file__)  # the null mutant
+        assert [c for c in module.CHECKS if c is not module.two] == [module.one]
+        assert module.BY_NAME["one"] is module.one and module.BY_NAME["pair"][1] is module.two
+        assert module.RULE.check is module.two
+        fast.apply_source(name, source.replace("return 2", "return 3"), module.__file__)
+        assert module.CHECKS[1] is module.two and module.CHECKS[1]() == 3
+    finally:
+        del sys.modules[name]
+
+
+def test_a_survivor_run_again_runs_only_the_tests_of_files_new_or_changed_since_it_survived():
+    plugin = types.SimpleNamespace(baseline_key="k1", test_shas={"tests/a.py": "a1", "tests/b.py": "b2", "tests/c.py": "c1"})
+    covering = [_Item("tests/a.py::t1"), _Item("tests/b.py::t2"), _Item("tests/c.py::t3")]
+    survived = {"outcome": "survived", "tests_run": {"key": "k1", "files": {"tests/a.py": "a1", "tests/b.py": "b1"}}}
+    # a.py unchanged (passed already), b.py changed, c.py new since: b's and c's tests run
+    assert [i.nodeid for i in fast.tests_not_yet_passed(plugin, survived, covering)] == ["tests/b.py::t2", "tests/c.py::t3"]
+    assert fast.tests_run(plugin, covering) == {"key": "k1", "files": {"tests/a.py": "a1", "tests/b.py": "b2",
+                                                                       "tests/c.py": "c1"}}
+    # another baseline key (a source or a test helper changed), no record of what ran, or not a survivor: all
+    for previous in ({**survived, "tests_run": {**survived["tests_run"], "key": "k0"}}, {"outcome": "survived"},
+                     None, {**survived, "outcome": "incompetent"}):
+        assert fast.tests_not_yet_passed(plugin, previous, covering) == covering
