@@ -133,17 +133,14 @@ def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float
     return math.fsum(t["nll_sum"] for t in counted) / sum(t["n_tokens"] for t in counted)
 
 
-def _optim_seconds_by_run(ctx: GradeContext) -> dict[str, list[Any]]:
-    """run -> the numeric `optim_seconds` of its per-step training log rows retained inline, in log order
-    (grouped once: a TriMuon record has thousands of step rows and one lookup per run and metric)."""
-    by_run: dict[str, list[Any]] = {}
+def _step_rows(ctx: GradeContext) -> list[dict[str, Any]]:
+    """Per-step training log rows retained inline (rows naming a `run` and its `optim_seconds`)."""
+    rows: list[dict[str, Any]] = []
     for entry in ctx.evidence.by_kind("metrics"):
         name = entry.get("name")
         if isinstance(name, str) and name.endswith(".jsonl"):
-            for row in ctx.evidence.jsonl(name) or []:
-                if isinstance(row.get("run"), str) and is_number(row.get("optim_seconds")):
-                    by_run.setdefault(row["run"], []).append(row["optim_seconds"])
-    return by_run
+            rows += [row for row in ctx.evidence.jsonl(name) or [] if "optim_seconds" in row and "run" in row]
+    return rows
 
 
 def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
@@ -156,7 +153,7 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
     aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
     scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
     evaluators = list(as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators")))
-    optim_by_run = None
+    steps = None
     rows = []
     for run in ctx.plan.training_runs:
         for metric in sorted({str(c.get("metric")) for c in _rule(ctx).get("criteria") or []}):
@@ -170,8 +167,8 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
                 value = _nll_from_predictions(predictions, aggregation)
                 evaluator = score.get("evaluator_id")
             elif metric == "median_optim_step_seconds":
-                optim_by_run = _optim_seconds_by_run(ctx) if optim_by_run is None else optim_by_run
-                optim = optim_by_run.get(run.name, [])
+                steps = _step_rows(ctx) if steps is None else steps
+                optim = [row["optim_seconds"] for row in steps if row.get("run") == run.name and is_number(row.get("optim_seconds"))]
                 complete = run.steps is None or len(optim) == int(run.steps)  # every planned step logged, once
                 value = statistics.median(optim) if optim and complete else None
                 evaluator = evaluators[0] if evaluators else None
