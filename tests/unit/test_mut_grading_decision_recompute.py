@@ -52,7 +52,7 @@ class _Evidence:
     (1, 10 * 1024 * 1024 + 1, True),  # one byte over
 ])
 def test_the_observations_file_is_capped_at_the_contracts_10_mib_and_100_000_rows(monkeypatch, rows, size, flagged):
-    """contract-details.md: the observations file holds at most 10 MiB and 100 000 observations."""
+    """DEC-4 (docs/contract-rules.md): the observations file holds at most 10 MiB and 100 000 observations."""
     from types import SimpleNamespace
 
     monkeypatch.setattr(decision, "_rows", lambda ctx: ([{}] * rows, ""))
