@@ -233,7 +233,9 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
                  for k, v in spec_wants.items() if k not in ("family", "learning_rate")
                  and (k not in requested or not _same(requested[k], v))]
-        if _family(requested.get("family")) != spec_wants["family"]:
+        # the record names the family as the pipeline requested it (experiment.rl.restoration.requested_optimizer:
+        # the canonical form), so it is compared exactly; the spec's prose name is what gets normalised
+        if requested.get("family") != spec_wants["family"]:
             wrong.insert(0, "family")
         allowed = lrs or ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else None)
         if allowed and "learning_rate" not in requested:
@@ -671,7 +673,9 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         allowed = _planned_lrs(ctx).get(str(label), []) + ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else [])
         if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
             wrong.append("learning_rate")
-        if _family(requested.get("family")) != spec_wants["family"]:
+        # the record names the family as the pipeline requested it (experiment.rl.restoration.requested_optimizer:
+        # the canonical form), so it is compared exactly; the spec's prose name is what gets normalised
+        if requested.get("family") != spec_wants["family"]:
             wrong.insert(0, "family")
         if wrong:
             problems.append((INVALID, f"requested {', '.join(wrong)} differ from the spec's"))

@@ -220,6 +220,10 @@ CASES = [
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"].pop(), "restoration", "unverified", "REST-4"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0]["requested"].update(beta2=0.999), "restoration",
      "invalid", "REST-5"),
+    # the family as the pipeline requested it, compared exactly (an upper-cased one graded green before)
+    ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0]["requested"].update(
+        family=_arm(r, "rl_gsm8k")["optimizer_checks"][0]["requested"]["family"].upper()), "restoration", "invalid",
+     "REST-5"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0].update(actual_config={"type": "adamw"}),
      "restoration", "unverified", "REST-6"),
     ("paired", lambda r: _arm(r, "rl_gsm8k")["optimizer_checks"][0].update(source="declared", actual_family=None,
