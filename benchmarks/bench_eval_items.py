@@ -31,9 +31,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TINKER_TELEMETRY", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx
 import tinker
 
+from bench_pipeline import service_profile_report  # benchmarks/ is on sys.path: run as a script from there
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
 from embedded_tinker.service_profile import profile_named
 from experiment.contract.rollout import DEFAULT_RENDERER
@@ -47,7 +47,8 @@ MAX_TOKENS = 16  # the arithmetic stand-in's answer length (experiment.contract.
 
 
 def service_seconds(base_url: str) -> float:
-    return httpx.get(f"{base_url}/api/v1/healthz", timeout=10).json()["service_profile"]["service_seconds"]
+    """What the service has billed so far (the profile's service_seconds)."""
+    return service_profile_report(base_url)["service_seconds"]
 
 
 def main() -> None:

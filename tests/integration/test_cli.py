@@ -320,18 +320,13 @@ def test_a_run_refused_before_its_claim_waits_only_for_the_flow_module_being_imp
     assert _refused_mid_import(monkeypatch, tmp_path / "real", "stand_in_flow", ("graphlib", "mailbox")) == [False, False]
 
 
-class _ImportedUntilWaitedFor(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _ImportedUntilWaitedFor(_ImportedUntilReleased):
     """A stand-in for Prefect's settings whose import (in the background thread) goes on until the main
     thread is seen waiting for it (BackgroundImports.wait_for on the main thread's stack) or until released."""
 
     def __init__(self, name: str):
-        self.name, self.released, self.imported = name, threading.Event(), threading.Event()
-
-    def find_spec(self, fullname, path=None, target=None):
-        return importlib.util.spec_from_loader(fullname, self) if fullname == self.name else None
-
-    def create_module(self, spec):
-        return None
+        super().__init__(name)
+        self.imported = threading.Event()
 
     def exec_module(self, module):
         main_thread = threading.main_thread().ident
