@@ -143,8 +143,8 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
                    or unreachable_prefect_server())
         if problem:
-            flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
             stop_early_embedded()
+            flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
             print(problem, file=sys.stderr)
             return EXIT_BAD_INPUT
         # Claim the run before the flow starts: this process then holds the run's lock and the flow's own claim

@@ -274,6 +274,7 @@ class _ImportedUntilReleased(importlib.abc.MetaPathFinder, importlib.abc.Loader)
 
     def __init__(self, name: str):
         self.name, self.started, self.released = name, threading.Event(), threading.Event()
+        self.waited_out = False  # never released: the import ended on its own timeout (an error raised there is swallowed)
 
     def find_spec(self, fullname, path=None, target=None):
         return importlib.util.spec_from_loader(fullname, self) if fullname == self.name else None
@@ -283,7 +284,7 @@ class _ImportedUntilReleased(importlib.abc.MetaPathFinder, importlib.abc.Loader)
 
     def exec_module(self, module):
         self.started.set()
-        assert self.released.wait(timeout=60)
+        self.waited_out = not self.released.wait(timeout=60)
 
 
 def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str, ...]) -> list[bool]:
@@ -304,6 +305,9 @@ def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str,
     finally:
         stand_in_import.released.set()
         sys.modules.pop(stand_in, None)
+    # the refusal stopped the backend while the import went on: it was not waited for first (a 60 s wait, then
+    # the import ended on its own, as when finish() came before stop_early_embedded())
+    assert not stand_in_import.waited_out
     return [module in sys.modules for module in others]
 
 
