@@ -60,6 +60,32 @@ def pytest_collection_modifyitems(items):
     items.sort(key=key)  # stable: within a file, and among equals, collection order
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With SUITE_TIMELINE=<dir>, each process appends one JSON line per test to <dir>/<worker>.jsonl: wall
+    start and end (epoch seconds) and the CPU seconds of the process and of its reaped children over the
+    test (setup, call, teardown). benchmarks/suite_timeline.py reads them: which worker ends last, on what."""
+    folder = os.environ.get("SUITE_TIMELINE")
+    if not folder:
+        return (yield)
+    import resource
+    import time
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    start, own, children = time.time(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
+    try:
+        return (yield)
+    finally:
+        line = {"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "start": start,
+                "end": time.time(), "cpu": cpu(resource.RUSAGE_SELF) - own,
+                "children_cpu": cpu(resource.RUSAGE_CHILDREN) - children}
+        with open(Path(folder) / f"{line['worker']}.jsonl", "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
 @pytest.fixture(scope="session")
 def prefect_harness(prefect_server):
     """Flow tests run their flows in this process, on the session's real Prefect server (below; not a
