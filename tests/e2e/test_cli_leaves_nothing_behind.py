@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from suite import alive
+from suite import alive, children_of
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -27,20 +27,6 @@ def cli_env(tmp_path: Path) -> dict:
     for name in ("PREFECT_API_URL", "TINKER_BASE_URL", "TINKER_API_KEY"):
         env.pop(name, None)
     return env
-
-
-def children_of(pid: int) -> dict[int, str]:
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == pid:
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
 
 
 def test_kill_9_of_the_cli_takes_its_servers_down(tmp_path):

@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from suite import GS1_SPEC, REPO_ROOT
+from suite import GS1_SPEC, REPO_ROOT, stop_process_group
 
 LOCAL_SPEC = GS1_SPEC  # rehearsed (parameter rehearse=true)
 DEPLOYMENT = "run-experiment/local"  # @flow(name="run-experiment") / serve.py's DEPLOYMENT_NAME
@@ -33,17 +32,6 @@ TERMINAL_STATE_TYPES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 FLOW_RUN_TIMEOUT_S = 540
 
 pytestmark = pytest.mark.slow
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """Stop a process we started, and the flow-run subprocesses in its process group."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def _wait_for(check, timeout_s: float, what: str, process: subprocess.Popen | None = None, log: Path | None = None):
@@ -119,7 +107,7 @@ def served_deployment(set_up, tmp_path_factory):
 
         yield api_url, env, _wait_for(deployment_id, 120, "deployment registered", serving, log), runs_dir, log
     finally:
-        _stop(serving)
+        stop_process_group(serving)
 
 
 def test_setup_creates_work_pool_and_training_service_limit(set_up):

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ import pandas as pd
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC
+from suite import GS1_SPEC, REPO_ROOT, TRIMUON_SPEC, stop_process_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 DEPLOYMENT = "run-experiment/worker"
@@ -50,16 +49,6 @@ SPECS = (GS1_SPEC, TRIMUON_SPEC, TRIMUON_SPEC)  # GS1's evaluation and RL steps 
 RUNS = len(SPECS)
 WORKERS = ("worker-a", "worker-b")
 FINAL_STATES = {"Completed", "GateFailed"}
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +104,7 @@ def test_two_workers_three_queued_runs_one_service_limit(prefect_server, cli_env
                 time.sleep(2)
         finally:
             for worker in workers:
-                _stop(worker)
+                stop_process_group(worker)
         backend_health = httpx.get(f"{backend.base_url}/api/v1/healthz", timeout=10).json()
 
     logs = {name: (tmp_path / f"{name}.log").read_text() for name in WORKERS}
