@@ -443,7 +443,11 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
         names = {json.dumps(row.get("checkpoint")) for row in rows}
         final = listed.get((owner, score.get("seed"))) or listed.get((owner, None), (0, None))
         wanted = _base_names(ctx) if score.get("arm") == "base" else {final[1]} - {None}
-        if len(names) != 1 or json.loads(names.pop()) not in wanted:
+        if len(names) == 1 and score.get("arm") == "base" and ctx.plan is None \
+                and json.loads(next(iter(names))) not in wanted:  # the spec names the base model: none, unknown
+            issues.append(Issue("EVAL-9", UNVERIFIED, f"{score.get('predictions_ref')}: without the spec, the base "
+                                                      "model its rows must be scored on is not known"))
+        elif len(names) != 1 or json.loads(names.pop()) not in wanted:
             issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: its rows are not all scored on "
                                                    f"{owner}'s {'base model' if score.get('arm') == 'base' else 'final checkpoint'}"))
     return issues
