@@ -110,7 +110,8 @@ CONTRACT_RULES = (
     C("EVAL-7", E, IK, "every score names a defined evaluator, arm, metric, finite value and seed, once",
       "evaluator.EVAL_7", "evaluator.EVAL_7_metrics"),
     C("EVAL-8", E, V, "every score's predictions_ref is a retained evidence file with inline content", "evaluator.EVAL_8"),
-    C("EVAL-9", E, I, "prediction rows: one per item with the required fields, one checkpoint, the score their mean",
+    C("EVAL-9", E, IV, "prediction rows: one per item with the required fields, one checkpoint, the score their mean "
+      "(the base model's, unverified without a spec)",
       "evaluator.EVAL_9", "evaluator.EVAL_9_values", "evaluator.EVAL_9_checkpoints"),
     C("EVAL-10", E, I, "the evaluator is frozen before the first score; compared arms share it", "evaluator.EVAL_10"),
     C("EVAL-11", E, (), "a grading timeout is recorded in its prediction row, never silently scored 0"),
