@@ -67,6 +67,7 @@ class RequestSlots:
         self._idle: list[tuple[Release, float]] = []  # slots it holds that carry none, each with since when
         self._waiting: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
         self._taking = False  # a take_slot() is under way
+        self._taker: threading.Thread | None = None  # the thread of the latest take_slot()
         self._closed = False
         self._giving_back: list[threading.Thread] = []
         self.slots_taken = 0  # from the shared limit, so far (a figure for the run's log)
@@ -77,19 +78,30 @@ class RequestSlots:
 
     def give_back_all(self) -> None:
         """At the run's end: give back every slot (those of requests left behind by a run that stopped too:
-        their answers no longer matter) and wait until the limit has them."""
+        their answers no longer matter) and wait until the limit has them, a slot still being taken included:
+        it is given back as soon as the limit grants it. (Not waiting for it left that slot held by a process
+        about to exit: its lease renewal failed once the Prefect client closed, and the limit counted the slot
+        active until the lease expired.)"""
         with self._lock:
             self._closed = True
             held = self._busy + [give_back for give_back, _ in self._idle]
             self._busy, self._idle = [], []
             left_waiting, self._waiting = list(self._waiting), deque()
+            taker = self._taker if self._taking else None
         for loop, waiter in left_waiting:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_settle, waiter, RuntimeError("the run's service slots were given back"))
         for give_back in held:
             self._give_back(give_back)
+        self._wait_for_take(taker)
         for thread in list(self._giving_back):
             thread.join()
+
+    @staticmethod
+    def _wait_for_take(taker: threading.Thread | None) -> None:
+        """Until a take under way has ended (closed, its slot goes straight back: _take_one)."""
+        if taker is not None:
+            taker.join()
 
     async def _enter(self) -> None:
         loop = asyncio.get_running_loop()
@@ -147,7 +159,8 @@ class RequestSlots:
         held = len(self._busy) + len(self._idle)
         if self._waiting and not self._taking and held < self.capacity:
             self._taking = True
-            threading.Thread(target=self._take_one, name="service slot", daemon=True).start()
+            self._taker = threading.Thread(target=self._take_one, name="service slot", daemon=True)
+            self._taker.start()
 
     def _take_one(self) -> None:
         try:
