@@ -1,0 +1,175 @@
+"""The grader's decision rules on the fields a direction verdict reports and the adaptive choice
+(experiment/grading/decision.py; docs/contract-rules.md DEC-6, DEC-8, DEC-13), each on an input whose
+expected finding is worked out in the test (issue 28 item 7: mutants that survived the record-level tests)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import decision
+
+
+# ---------------------------------------------------------------- DEC-8: RESULT's effect, margin and ci
+
+# What the recomputation gives (DEC-8's paired_hoeffding): one criterion, its effect, interval and margin.
+PRIMARY = {"id": "c", "effect": 0.5, "lower": 0.25, "upper": 0.75, "margin": 0.125}
+REPORTED = {"verdict": "supported", "effect": 0.5, "margin": 0.125, "seeds": 1, "ci": [0.25, 0.75]}
+
+
+def _direction_dec8(monkeypatch, **result):
+    """DEC-8 of a direction_confidence record without a decision object, whose recomputation is PRIMARY."""
+    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "DEC_6", lambda ctx: [])
+    monkeypatch.setattr(decision, "_recompute", lambda ctx: ({"method": "paired_hoeffding", "criteria": [PRIMARY]}, ""))
+    ctx = SimpleNamespace(result={**REPORTED, **result}, spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0]}},
+                          plan=SimpleNamespace(vocabulary="direction_confidence", selection=None, role_to_arm={}))
+    return [(issue.rule, issue.status, issue.message) for issue in decision.DEC_8(ctx)]
+
+
+def test_a_direction_verdict_reporting_the_recomputed_effect_margin_seeds_and_interval_passes(monkeypatch):
+    assert _direction_dec8(monkeypatch) == []
+
+
+def test_a_reported_margin_other_than_the_spec_criterions_is_invalid(monkeypatch):
+    assert _direction_dec8(monkeypatch, margin=0.25) == [
+        ("DEC-8", "invalid", "RESULT.margin 0.25 is not the spec's 0.125")]
+
+
+@pytest.mark.parametrize("ci", [
+    [0.25, 0.875],  # the upper bound moved
+    [0.375, 0.75],  # the lower bound moved
+    [0.25, 0.75, 1.0],  # a third number
+    [0.25],  # one bound only
+    {"lower": 0.25, "upper": 0.75},  # not a [lower, upper] list
+], ids=["upper", "lower", "three numbers", "one number", "an object"])
+def test_a_reported_interval_that_is_not_the_recomputed_lower_upper_pair_is_invalid(monkeypatch, ci):
+    issues = _direction_dec8(monkeypatch, ci=ci)
+    assert [(rule, status) for rule, status, _ in issues] == [("DEC-8", "invalid")]
+    assert issues[0][2].startswith("RESULT.ci ") and issues[0][2].endswith(" is not the recomputed interval")
+
+
+def test_a_missing_interval_is_reported_missing_once_not_also_as_a_wrong_interval(monkeypatch):
+    assert _direction_dec8(monkeypatch, ci=None) == [
+        ("DEC-8", "invalid", "RESULT.ci is missing although the recomputed decision has an interval")]
+
+
+def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_decision_record():
+    """A best-LR rule computes point estimates per arm (DEC-8: no interval, no alpha, no adjustment), so a
+    decision object that carries it, with its observations file named, is compared on its criteria (c1 =
+    nll(a1) - nll(b1) = 1 - 3, c2 = time(a1) = 5: test_mut_grading_decision_recompute's two-arm example),
+    never rebuilt as a paired_hoeffding decision record."""
+    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
+
+    ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
+    ctx.result["decision"].update(criteria=[{"id": "c1", "effect": -2.0}, {"id": "c2", "effect": 5.0}],
+                                  observations_file={"name": "observations.jsonl", "sha256": "a" * 64})
+    assert decision.DEC_8(ctx) == []
+
+
+# ---------------------------------------------------------------- DEC-8: the whole decision object
+
+
+@pytest.mark.parametrize("recorded, expected", [
+    ({"a": 1.0, "b": [1, "x"]}, {"a": 1.0, "b": [1, "x"]}),
+    ({"a": 1.0 + 1e-12}, {"a": 1.0}),  # numbers within the grader's tolerance are the same number
+    (2.0 + 1e-12, 2.0),
+    ([0.5 + 1e-12, True], [0.5, True]),
+])
+def test_json_values_that_agree_have_no_first_difference(recorded, expected):
+    assert decision._first_difference(recorded, expected, "decision") is None
+
+
+@pytest.mark.parametrize("recorded, expected, where", [
+    ({"a": 1.0}, {"a": 1.0, "b": 2}, "decision"),  # a key missing
+    ({"a": 1.0, "b": 2, "extra": 3}, {"a": 1.0, "b": 2}, "decision"),  # a key added
+    (["a"], {"a": 1}, "decision"),  # not an object
+    (None, {"a": 1}, "decision"),
+    ({"a": [1, 2]}, {"a": [1, 2, 3]}, "decision.a"),  # a list one item short
+    ({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3]}, "decision.a"),  # one item long
+    ({"a": (1, 2)}, {"a": [1, 2]}, "decision.a"),  # not a JSON list
+    ({"a": [1, 2.5]}, {"a": [1, 2.0]}, "decision.a[1]"),
+    ({"a": True}, {"a": 1}, "decision.a"),  # a bool is not the number 1
+    ({"a": 1}, {"a": True}, "decision.a"),  # nor the number 1 the bool
+    ({"a": "1"}, {"a": 1}, "decision.a"),
+], ids=["key missing", "key added", "list for object", "null for object", "short list", "long list", "tuple",
+        "number", "bool for number", "number for bool", "string for number"])
+def test_the_first_difference_is_the_path_of_the_first_value_that_differs(recorded, expected, where):
+    assert decision._first_difference(recorded, expected, "decision") == where
+
+
+# ---------------------------------------------------------------- DEC-6: completeness per evaluator
+
+
+def test_a_criterions_items_are_those_of_the_evaluator_its_first_row_names():
+    """Two rows of one metric name two evaluators: e1 lists i1 and i2, e2 only i1. Completeness is over the
+    evaluator of the criterion's first row (e1), so i2 is missing for both arms (first in arm order: B)."""
+    rows = [{"item_id": "i1", "arm": "T", "seed": 0, "metric": "accuracy", "value": 1.0, "evaluator_id": "e1"},
+            {"item_id": "i1", "arm": "B", "seed": 0, "metric": "accuracy", "value": 0.0, "evaluator_id": "e2"}]
+    ctx = SimpleNamespace(
+        result={"decision": {"observations": rows}, "evaluation": {"evaluators": {
+            "e1": {"items": {"ids": ["i1", "i2"]}}, "e2": {"items": {"ids": ["i1"]}}}}},
+        spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+            {"id": "accuracy", "metric": "accuracy", "weights": {"T": 1, "B": -1}}]}},
+        plan=SimpleNamespace(role_to_arm={}, selection=None, training_runs=[]))
+    assert [i.message for i in decision.DEC_6(ctx)] == ["criterion accuracy: 2 observations missing (first: B, i2, seed 0)"]
+
+
+# ---------------------------------------------------------------- DEC-13: the adaptive choice
+
+ITEMS = ["i1", "i2", "i3", "i4"]
+CRITERION = {"id": "c", "metric": "accuracy", "weights": {"treatment": 1, "baseline": -1}, "margin": 0.0,
+             "bounds": [0.0, 1.0]}
+
+
+def _adaptive_ctx(rule_seeds=None, items=ITEMS, criteria=(CRITERION,), recorded_selected="T2", planned_criterion="c"):
+    """Candidates T1 and T2 for the treatment role, baseline B. On every item T1 is right, T2 and B are
+    wrong: on the selection items T1's effect is 1 - 0 = 1 and T2's 0 - 0 = 0, so T1 is chosen."""
+    correct = {"T1": True, "T2": False, "B": False}
+    files = {f"{arm}.jsonl": [{"item_id": item, "arm": arm, "seed": 0, "correct": right} for item in items]
+             for arm, right in correct.items()}
+    rule = {"method": "paired_hoeffding", "criteria": list(criteria)}
+    if rule_seeds is not None:
+        rule["seeds"] = rule_seeds
+    return SimpleNamespace(
+        spec={"decision_rule": rule},
+        plan=SimpleNamespace(selection={"role": "treatment", "candidates": ["T1", "T2"], "criterion": planned_criterion},
+                             role_to_arm={"treatment": {"arm": "T2"}, "baseline": {"arm": "B"}}, seeds=[0],
+                             criteria=[SimpleNamespace(arm_weights={"T1": 1, "T2": 1, "B": -1})]),
+        result={"decision": {"selection": {"evaluator_id": "e", "selected": recorded_selected}},
+                "evaluation": {"evaluators": {"e": {"items": {"ids": list(items)}}},
+                               "scores": [{"arm": arm, "metric": "accuracy", "predictions_ref": name}
+                                          for name, arm in (("T1.jsonl", "T1"), ("T2.jsonl", "T2"), ("B.jsonl", "B"))]}},
+        evidence=SimpleNamespace(jsonl=lambda name: files.get(name)))
+
+
+@pytest.mark.parametrize("rule_seeds", [None, [0]], ids=["the plan's seeds", "the rule's seeds"])
+def test_the_choice_is_recomputed_from_the_selection_items_with_the_rules_or_else_the_plans_seeds(rule_seeds):
+    expected, why = decision._recompute_selection(_adaptive_ctx(rule_seeds))
+    assert why == ""
+    assert (expected["selected"], expected["effects"]) == ("T1", {"T1": 1.0, "T2": 0.0})
+
+
+def test_a_choice_that_cannot_be_recomputed_says_why_instead_of_raising():
+    """One evaluated item cannot be split into selection and confirmation items (each needs one)."""
+    expected, why = decision._recompute_selection(_adaptive_ctx(items=["i1"]))
+    assert expected is None
+    assert why == "the selection cannot be recomputed: adaptive selection needs at least 2 evaluated items (got 1)"
+
+
+def test_the_choice_is_recomputed_on_the_criterion_the_spec_names_and_no_other():
+    """The planned criterion b is not among the rule's criteria a and c (one sorting before it, one after)."""
+    criteria = [{**CRITERION, "id": "a"}, {**CRITERION, "id": "c"}]
+    assert decision._recompute_selection(_adaptive_ctx(criteria=criteria, planned_criterion="b")) == (
+        None, "the decision_rule has no criterion b")
+
+
+@pytest.mark.parametrize("recorded, treatment", [("T1", "T1"), ("T2", "T2"), ("X", "T2")],
+                         ids=["a candidate", "the plan's own arm", "not a candidate"])
+def test_while_the_choice_cannot_be_recomputed_the_recorded_candidate_takes_the_role(monkeypatch, recorded, treatment):
+    """Without a recomputed choice the recorded one maps the role, if it is one of the candidates; a name that
+    is not a candidate leaves the plan's arm (T2) in the role."""
+    monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "cannot be recomputed"))
+    ctx = _adaptive_ctx(recorded_selected=recorded)
+    assert decision._role_to_arm(ctx) == {"treatment": treatment, "baseline": "B"}
