@@ -55,6 +55,13 @@ def test_a_missing_interval_is_reported_missing_once_not_also_as_a_wrong_interva
         ("DEC-8", "invalid", "RESULT.ci is missing although the recomputed decision has an interval")]
 
 
+@pytest.mark.parametrize("seeds", [2, 0, True], ids=["more", "fewer", "a bool"])
+def test_reported_seeds_other_than_the_number_the_rule_schedules_are_invalid(monkeypatch, seeds):
+    """The rule schedules one seed ([0]): RESULT.seeds is 1, not 2, 0 or true (a bool, though true == 1)."""
+    assert _direction_dec8(monkeypatch, seeds=seeds) == [
+        ("DEC-8", "invalid", f"RESULT.seeds {seeds!r} is not the 1 seed(s) the rule schedules and the observations hold")]
+
+
 def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_decision_record():
     """A best-LR rule computes point estimates per arm (DEC-8: no interval, no alpha, no adjustment), so a
     decision object that carries it, with its observations file named, is compared on its criteria (c1 =
@@ -66,6 +73,35 @@ def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_dec
     ctx.result["decision"].update(criteria=[{"id": "c1", "effect": -2.0}, {"id": "c2", "effect": 5.0}],
                                   observations_file={"name": "observations.jsonl", "sha256": "a" * 64})
     assert decision.DEC_8(ctx) == []
+
+
+def test_a_best_lr_direction_verdict_reports_no_interval():
+    """DEC-8: best_lr_threshold has no interval. The two-arm example: c1 = 1 - 3 = -2 against margin 0 is not
+    met, so the verdict is refuted, with effect -2, margin 0 and the rule's one seed; a ci beside them is invalid."""
+    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
+
+    ctx = _two_arm_best_lr_ctx(vocabulary="direction_confidence")
+    ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0}, {"id": "c2", "effect": 5.0}]
+    ctx.result.update(verdict="refuted", effect=-2.0, margin=0.0, seeds=1)
+    assert decision.DEC_8(ctx) == []
+    ctx.result["ci"] = [-3.0, -1.0]
+    assert [(i.rule, i.status, i.message) for i in decision.DEC_8(ctx)] == [
+        ("DEC-8", "invalid", "RESULT.ci is reported although the best-LR rule computes no interval")]
+
+
+@pytest.mark.parametrize("verdict, messages", [
+    (None, []),  # no verdict posted: DEC-9 has nothing to compare (DEC-1 grades the missing decision)
+    ("refuted", []),
+    ("supported", ["verdict supported is not the recomputed refuted"]),
+])
+def test_dec9_holds_a_posted_verdict_and_only_a_posted_one_against_the_recomputed(verdict, messages):
+    """The two-arm best-LR example recomputes to refuted (c1 = 1 - 3 = -2 is below its margin 0)."""
+    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
+
+    ctx = _two_arm_best_lr_ctx(vocabulary="direction_confidence")
+    if verdict is not None:
+        ctx.result["verdict"] = verdict
+    assert [i.message for i in decision.DEC_9(ctx)] == messages
 
 
 # ---------------------------------------------------------------- DEC-8: the whole decision object
@@ -97,6 +133,20 @@ def test_json_values_that_agree_have_no_first_difference(recorded, expected):
         "number", "bool for number", "number for bool", "string for number"])
 def test_the_first_difference_is_the_path_of_the_first_value_that_differs(recorded, expected, where):
     assert decision._first_difference(recorded, expected, "decision") == where
+
+
+def test_strings_and_other_json_values_differ_unless_equal_whatever_their_order():
+    assert decision._first_difference("b", "a", "decision.method") == "decision.method"
+    assert decision._first_difference("a", "b", "decision.method") == "decision.method"
+    assert decision._first_difference("a", "a", "decision.method") is None
+
+
+def test_a_decision_record_that_cannot_be_rebuilt_leaves_the_reason_to_dec2():
+    """An observations_file named by a path cannot be rebuilt into a decision record (DecisionError): DEC-2
+    reports the path, and the whole-record comparison adds nothing."""
+    ctx = SimpleNamespace(result={"decision": {"observations_file": {"name": "runs/o.jsonl", "sha256": "a" * 64}}},
+                          plan=None)
+    assert decision._whole_record(ctx, {"method": "paired_hoeffding", "criteria": []}) == []
 
 
 # ---------------------------------------------------------------- DEC-6: completeness per evaluator
