@@ -104,6 +104,22 @@ def test_dec9_holds_a_posted_verdict_and_only_a_posted_one_against_the_recompute
     assert [i.message for i in decision.DEC_9(ctx)] == messages
 
 
+@pytest.mark.parametrize("recomputed, posted, messages", [
+    ("weak", "weak", []),
+    ("weak", "strong", ["confidence strong although a criterion's interval does not settle its margin"]),
+    ("strong", "strong", []),
+])
+def test_a_direction_verdict_cannot_claim_strong_confidence_the_recomputation_finds_weak(monkeypatch, recomputed,
+                                                                                        posted, messages):
+    """DEC-9 (direction_confidence): strong only when every criterion's interval settles its margin."""
+    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "_recompute", lambda ctx: (
+        {"method": "paired_hoeffding", "verdict": "refuted", "confidence": recomputed, "criteria": [PRIMARY]}, ""))
+    ctx = SimpleNamespace(result={"verdict": "refuted", "confidence": posted},
+                          plan=SimpleNamespace(vocabulary="direction_confidence"))
+    assert [i.message for i in decision.DEC_9(ctx)] == messages
+
+
 # ---------------------------------------------------------------- DEC-8: the whole decision object
 
 
