@@ -108,6 +108,7 @@ def test_dec9_holds_a_posted_verdict_and_only_a_posted_one_against_the_recompute
     ("weak", "weak", []),
     ("weak", "strong", ["confidence strong although a criterion's interval does not settle its margin"]),
     ("strong", "strong", []),
+    ("weak", None, []),  # no confidence posted: nothing claimed
 ])
 def test_a_direction_verdict_cannot_claim_strong_confidence_the_recomputation_finds_weak(monkeypatch, recomputed,
                                                                                         posted, messages):
@@ -115,9 +116,34 @@ def test_a_direction_verdict_cannot_claim_strong_confidence_the_recomputation_fi
     monkeypatch.setattr(decision, "_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: (
         {"method": "paired_hoeffding", "verdict": "refuted", "confidence": recomputed, "criteria": [PRIMARY]}, ""))
-    ctx = SimpleNamespace(result={"verdict": "refuted", "confidence": posted},
+    ctx = SimpleNamespace(result={"verdict": "refuted", **({"confidence": posted} if posted else {})},
                           plan=SimpleNamespace(vocabulary="direction_confidence"))
     assert [i.message for i in decision.DEC_9(ctx)] == messages
+
+
+@pytest.mark.parametrize("vocabulary, verdict, messages", [
+    ("three_way", "inconclusive", []),  # a blocking limit may make any decided comparison inconclusive
+    ("direction_confidence", "inconclusive", ["verdict inconclusive is not the recomputed supported"]),
+    ("three_way", "abandoned", ["verdict abandoned is not the recomputed supported"]),  # sorts before inconclusive
+])
+def test_only_a_three_way_inconclusive_verdict_is_excused_from_the_recomputed_one(monkeypatch, vocabulary, verdict,
+                                                                                  messages):
+    """DEC-9: direction_confidence has no inconclusive verdict (supported or refuted); three-way's inconclusive
+    is excused, no other word is."""
+    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "_recompute", lambda ctx: (
+        {"method": "paired_hoeffding", "verdict": "supported", "confidence": "strong", "criteria": [PRIMARY]}, ""))
+    ctx = SimpleNamespace(result={"verdict": verdict}, plan=SimpleNamespace(vocabulary=vocabulary))
+    assert [i.message for i in decision.DEC_9(ctx)] == messages
+
+
+def test_dec10_leaves_best_lr_point_estimates_to_dec12():
+    """DEC-10 compares scores with per-arm means of paired observations; a best-LR recomputation has none."""
+    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
+
+    ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
+    ctx.result["evaluation"] = {"scores": [{"arm": "a1", "metric": "nll", "seed": 0, "value": 9.0}]}
+    assert decision.DEC_10(ctx) == []
 
 
 # ---------------------------------------------------------------- DEC-8: the whole decision object
