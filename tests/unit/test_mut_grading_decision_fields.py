@@ -146,6 +146,32 @@ def test_dec10_leaves_best_lr_point_estimates_to_dec12():
     assert decision.DEC_10(ctx) == []
 
 
+def _dec10(scores):
+    """DEC-10 against a recomputation whose accuracy means are T 0.75 (seeds 0 and 1: 0.5 and 1.0) and B 0.25."""
+    recomputed = {"method": "paired_hoeffding", "criteria": [{"metric": "accuracy", "per_arm_means": {"B": 0.25, "T": 0.75},
+                                                             "per_arm_seed_means": {"T": {"0": 0.5, "1": 1.0}}}]}
+    ctx = SimpleNamespace(result={"evaluation": {"scores": scores}}, plan=SimpleNamespace(selection=None))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decision, "_observations", lambda ctx: [])
+        patch.setattr(decision, "_recompute", lambda ctx: (recomputed, ""))
+        return [i.message for i in decision.DEC_10(ctx)]
+
+
+def _score(arm, seed, value, metric="accuracy"):
+    return {"arm": arm, "seed": seed, "value": value, "metric": metric}
+
+
+def test_each_arms_score_per_seed_reproduces_that_seeds_mean_or_the_arms():
+    # T per seed; B (no per-seed means) its mean. Scores of another metric (f1) or another arm (Z, sorting
+    # after both) at seeds without a mean are not this criterion's: not compared.
+    scores = [_score("T", 0, 0.5), _score("T", 1, 1.0), _score("B", 0, 0.25), _score("T", 2, 9.0, metric="f1"),
+              _score("Z", 3, 9.0)]
+    assert _dec10(scores) == []
+    assert _dec10([_score("T", 0, 0.5), _score("T", 1, 0.75)]) == [
+        "arm T: score 0.75 does not reproduce from the observations (mean 1.0)"]
+    assert _dec10([_score("B", 0, 0.5)]) == ["arm B: score 0.5 does not reproduce from the observations (mean 0.25)"]
+
+
 # ---------------------------------------------------------------- DEC-8: the whole decision object
 
 
