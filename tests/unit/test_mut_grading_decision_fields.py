@@ -291,3 +291,98 @@ def test_while_the_choice_cannot_be_recomputed_the_recorded_candidate_takes_the_
     monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "cannot be recomputed"))
     ctx = _adaptive_ctx(recorded_selected=recorded)
     assert decision._role_to_arm(ctx) == {"treatment": treatment, "baseline": "B"}
+
+
+# ---------------------------------------------------------------- ADAPT-1, DEC-14, DEC-11
+
+
+def _manifest(arm, pair, ids):
+    import hashlib
+    import json
+
+    return {"arm": arm, "pair": pair, "adaptation_batch_ids": ids,
+            "adaptation_batch_hash": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}  # ADAPT-1's formula
+
+
+def _adapt(manifests, confidence="strong"):
+    ctx = SimpleNamespace(result={"adaptation_manifests": manifests, "confidence": confidence})
+    return [(i.status, i.message) for i in decision.ADAPT_1(ctx)]
+
+
+def test_arms_of_a_pair_on_identical_batches_may_be_strong():
+    assert _adapt([_manifest("T", "p", ["b1", "b2"]), _manifest("B", "p", ["b1", "b2"]),
+                   _manifest("X", "q", ["b9"])]) == []
+
+
+def test_arms_of_a_pair_on_different_batches_cannot_be_strong():
+    manifests = [_manifest("T", "p", ["b1", "b2"]), _manifest("B", "p", ["b1", "b3"])]
+    assert _adapt(manifests) == [("invalid", "arms of one pair consumed different batches but confidence is strong")]
+    assert _adapt(manifests, confidence="weak") == []
+    # different batches in different pairs are no mismatch
+    assert _adapt([_manifest("T", "p", ["b1"]), _manifest("B", "q", ["b2"])]) == []
+
+
+def test_a_batch_hash_that_is_not_sha256_of_the_ids_json_is_invalid_and_the_next_arm_still_checked():
+    wrong = {**_manifest("T", "p", ["b1"]), "adaptation_batch_hash": "0" * 64}
+    assert _adapt([{"arm": "S", "pair": "p", "adaptation_batch_ids": "b1,b2"}, wrong, _manifest("B", "p", ["b1"])]) == [
+        ("invalid", "arm S: adaptation_batch_ids is not a list"),
+        ("invalid", "arm T: adaptation_batch_hash is not sha256(json.dumps(adaptation_batch_ids))")]
+
+
+OBS_REF = {"name": "observations.jsonl", "sha256": "a" * 64}
+GATE = {"event": "gate", "gate": "decision", "status": "passed"}
+ADDED = {"event": "evidence_added", **OBS_REF}
+
+
+@pytest.mark.parametrize("events, messages", [
+    ([GATE, ADDED], []),
+    ([{**GATE, "status": "failed"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([{**GATE, "gate": "evaluation"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([{**GATE, "event": "gate_started"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([GATE, {**ADDED, "sha256": "b" * 64}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
+    ([GATE, {**ADDED, "name": "other.jsonl"}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
+    ([GATE, {**ADDED, "event": "evidence_removed"}],
+     ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
+], ids=["both", "gate failed", "another gate", "another event", "another sha256", "another file", "not added"])
+def test_a_run_directorys_event_log_records_the_decision_gate_and_the_observations_file(events, messages):
+    ctx = SimpleNamespace(run_dir="run", events=events, result={"decision": {"observations_file": OBS_REF}})
+    assert [(i.status, i.message) for i in decision.DEC_14(ctx)] == [("unverified", m) for m in messages]
+
+
+def test_dec14_applies_to_run_directories_with_a_decision_or_a_verdict_only():
+    assert decision.DEC_14(SimpleNamespace(run_dir=None, events=[], result={"verdict": "supported"})) == []
+    assert decision.DEC_14(SimpleNamespace(run_dir="run", events=[], result={})) == []
+    verdict_only = decision.DEC_14(SimpleNamespace(run_dir="run", events=[], result={"verdict": "supported"}))
+    assert [i.message for i in verdict_only] == ["events.jsonl does not record the decision gate passing"]
+
+
+def _dec11(weights, recorded, arms=("T", "B"), adjustment=None, method="paired_hoeffding", recorded_adjustment=None):
+    ctx = SimpleNamespace(
+        spec={"decision_rule": {"method": method, "criteria": [{"weights": weights}]}},
+        result={"decision": {"role_to_arm": recorded, **({"adjustment": recorded_adjustment} if recorded_adjustment else {})}},
+        plan=SimpleNamespace(arms=[SimpleNamespace(name=a) for a in arms], selection=None,
+                             role_to_arm={"treatment": {"arm": "T"}, "baseline": {"arm": "B"}},
+                             decision={"adjustment": adjustment} if adjustment else None))
+    return [(i.status, i.message) for i in decision.DEC_11(ctx)]
+
+
+def test_role_keyed_weights_record_the_specs_role_mapping():
+    weights = {"treatment": 1, "baseline": -1}
+    assert _dec11(weights, {"treatment": "T", "baseline": "B"}) == []
+    assert _dec11(weights, {"treatment": "B", "baseline": "T"}) == [
+        ("invalid", "role_to_arm {'treatment': 'B', 'baseline': 'T'} is not the spec's mapping "
+                    "{'treatment': 'T', 'baseline': 'B'}")]
+    # weights keyed by arm names: no mapping to record
+    assert _dec11({"T": 1, "B": -1}, None) == []
+    # a role label that is also an arm's name is that arm, not a role
+    assert _dec11({"treatment": 1, "B": -1}, None, arms=("treatment", "B")) == []
+    # best_lr_threshold weighs arms through their runs: no role mapping recorded
+    assert _dec11(weights, None, method="best_lr_threshold") == []
+
+
+def test_simultaneous_criteria_record_the_bonferroni_adjustment():
+    weights = {"T": 1, "B": -1}
+    assert _dec11(weights, None, adjustment="bonferroni", recorded_adjustment="bonferroni") == []
+    assert _dec11(weights, None, adjustment="bonferroni") == [
+        ("invalid", "simultaneous criteria: the decision object does not record the Bonferroni adjustment")]
+    assert _dec11(weights, None, adjustment="none") == []
