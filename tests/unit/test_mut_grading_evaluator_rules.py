@@ -386,3 +386,228 @@ def test_a_compared_arm_without_a_score_is_invalid_under_a_definitive_verdict():
     scores_of_another_metric = [{**SCORE, "metric": "f1"}, {**SCORE, "arm": "B", "metric": "f1"}]
     assert _eval10("refuted", scores_of_another_metric) == [
         ("EVAL-10", "invalid", "comparison accuracy: no score for T, B")]
+
+
+# ---------------------------------------------------------------- EVAL-12
+
+
+def _eval12(comparisons, weights, scores=None, runs=(), selection=None, verdict="supported", finished=True):
+    ctx = _ctx(scores=[SCORE] if scores is None else scores, verdict=verdict)
+    ctx.finished = finished
+    ctx.result["evaluation"]["comparisons"] = comparisons
+    ctx.spec = {"decision_rule": {"criteria": [{"metric": "accuracy", "weights": weights}]}}
+    ctx.plan = SimpleNamespace(role_to_arm={"treatment": {"arm": "T"}, "baseline": {"arm": "B"}},
+                               training_runs=list(runs), selection=selection)
+    return [m for _, _, m in _messages(rules.EVAL_12(ctx))]
+
+
+def test_a_comparison_names_every_arm_a_criterion_weights_the_base_included():
+    weights = {"treatment": 1, "baseline": -1, "base": 0.5}
+    assert _eval12([{"metric": "accuracy", "arms": ["T", "B", "base"]}], weights) == []
+    assert _eval12([{"metric": "accuracy", "arms": ["T", "B"]}], weights) == [
+        "the comparison of accuracy leaves out base, which a criterion weights"]
+    assert _eval12([{"metric": "accuracy", "arms": ["T"]}], weights) == [
+        "the comparison of accuracy leaves out B, base, which a criterion weights"]
+
+
+def test_eval12_applies_to_finished_records_with_a_verdict_and_scores():
+    missing = [{"metric": "accuracy", "arms": ["T"]}]
+    weights = {"treatment": 1, "baseline": -1}
+    assert _eval12(missing, weights, finished=False) == []
+    assert _eval12(missing, weights, verdict=None) == []
+    assert _eval12(missing, weights, scores=[]) == []
+
+
+def test_a_metric_compared_twice_or_an_arm_named_twice_is_invalid():
+    weights = {"treatment": 1, "baseline": -1}
+    assert _eval12([{"metric": "accuracy", "arms": ["T", "B", "T"]}], weights) == [
+        "the comparison of accuracy names an arm twice"]
+    assert _eval12([{"metric": "accuracy", "arms": ["T", "B"]}, {"metric": "accuracy", "arms": ["T", "B"]}],
+                   weights) == ["a metric is compared twice"]
+
+
+def test_a_metric_neither_compared_nor_scored_is_left_to_the_decision_rules():
+    assert _eval12([], {"treatment": 1, "baseline": -1}, scores=[{**SCORE, "metric": "f1"}]) == []
+
+
+def test_an_lr_grid_arm_is_compared_through_all_of_its_runs_or_not_at_all():
+    runs = [SimpleNamespace(name="T-lr1", arm="T"), SimpleNamespace(name="T-lr2", arm="T"),
+            SimpleNamespace(name="B-lr1", arm="B")]
+    weights = {"treatment": 1, "baseline": -1}
+    assert _eval12([{"metric": "accuracy", "arms": ["T-lr1", "T-lr2", "B-lr1"]}], weights, runs=runs) == []
+    assert _eval12([{"metric": "accuracy", "arms": ["T-lr1", "B-lr1"]}], weights, runs=runs) == [
+        "the comparison of accuracy names some runs of an arm's LR grid, not all of them",
+        "the comparison of accuracy leaves out T, which a criterion weights"]
+
+
+def test_with_adaptive_selection_every_candidate_of_the_role_is_compared():
+    selection = {"role": "treatment", "candidates": ["T1", "T2"]}
+    weights = {"treatment": 1, "baseline": -1}
+    assert _eval12([{"metric": "accuracy", "arms": ["T1", "T2", "B"]}], weights, selection=selection) == []
+    assert _eval12([{"metric": "accuracy", "arms": ["T1", "B"]}], weights, selection=selection) == [
+        "the comparison of accuracy leaves out T2, which a criterion weights"]
+
+
+# ---------------------------------------------------------------- LOSS-1..LOSS-4
+
+
+def _loss_ctx(loss_eval=None, scores=(), files=None, aggregation="token_mean", loss=True, trained=True, runs=(),
+              trained_arms=("T",)):
+    ctx = _ctx(scores=list(scores), files=files, **({"loss_eval": loss_eval} if loss_eval is not None else {}))
+    ctx.trained = trained
+    ctx.plan = SimpleNamespace(eval={"loss_eval": loss, "aggregation": aggregation}, training_runs=list(runs),
+                               trained_arms=[SimpleNamespace(name=a) for a in trained_arms])
+    return ctx
+
+
+@pytest.mark.parametrize("loss, trained, record, flagged", [
+    (True, True, None, True), (True, True, {}, True), (True, False, None, False), (False, True, None, False),
+    (True, True, {"aggregation": "token_mean"}, False)])
+def test_a_trained_loss_endpoint_without_loss_eval_is_unverified(loss, trained, record, flagged):
+    ctx = _loss_ctx(record, loss=loss, trained=trained)
+    expected = [("LOSS-1", "unverified", "the endpoint is a loss but RESULT has no loss_eval record")]
+    assert _messages(rules.LOSS_1(ctx)) == (expected if flagged else [])
+
+
+def test_without_a_plan_loss_applies_when_the_record_carries_loss_eval():
+    ctx = _loss_ctx(None)
+    ctx.plan = None
+    assert rules._loss_applies(ctx) is False
+    ctx.result["loss_eval"] = {"aggregation": "token_mean"}
+    assert rules._loss_applies(ctx) is True
+
+
+def _nll_rows(*pairs):
+    return [{"prediction": {"nll_sum": s, "n_tokens": n}} for s, n in pairs]
+
+
+ROWS = _nll_rows((6.0, 2), (3.0, 6), (0.0, 0))  # token_mean 9/8; example_mean (3 + 0.5) / 2; one empty example
+
+
+def _entry(aggregation="token_mean", **changes):
+    entry = {"aggregation": aggregation, "value": 9 / 8 if aggregation == "token_mean" else 1.75, "token_mean": 9 / 8,
+             "example_mean": 1.75, "nll_sum": 9.0, "n_tokens": 8, "n_examples": 2, "n_empty": 1}
+    return {**entry, **changes}
+
+
+LOSS_SCORE = {**SCORE, "metric": "heldout_nll", "value": 9 / 8}
+
+
+def _loss3(entry, score=LOSS_SCORE, rows=ROWS, aggregation="token_mean", **ctx_args):
+    loss_eval = {"aggregation": aggregation, "arms": {"T": entry}}
+    ctx = _loss_ctx(loss_eval, scores=[score], files={"t.jsonl": rows}, aggregation=aggregation, **ctx_args)
+    return [(status, message) for _, status, message in _messages(rules.LOSS_3(ctx))]
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "example_mean"])
+def test_loss_eval_recomputes_from_the_per_example_prediction_rows(aggregation):
+    score = {**LOSS_SCORE, "value": 9 / 8 if aggregation == "token_mean" else 1.75}
+    assert _loss3(_entry(aggregation), score, aggregation=aggregation) == []
+
+
+@pytest.mark.parametrize("key, value", [("value", 1.0), ("token_mean", 1.0), ("example_mean", 1.0), ("nll_sum", 9.5),
+                                        ("n_tokens", 9), ("n_examples", 3), ("n_empty", 0)])
+def test_each_loss_eval_field_that_does_not_recompute_is_invalid(key, value):
+    assert _loss3(_entry(**{key: value})) == [
+        ("invalid", f"T: loss_eval {key} do not recompute from the retained predictions")]
+
+
+def test_loss_eval_of_rows_without_nll_totals_or_unreadable_rows():
+    assert _loss3(_entry(), rows=[{"prediction": {"nll_sum": 1.0}}]) == [
+        ("invalid", "T: prediction rows carry no per-example nll_sum and n_tokens")]
+    assert _loss3(_entry(), rows=None) == [
+        ("unverified", "T: the predictions behind its held-out NLL cannot be read (t.jsonl is not retained)")]
+
+
+def test_a_held_out_nll_score_is_its_predictions_aggregation():
+    assert _loss3(_entry(), {**LOSS_SCORE, "value": 1.75}) == [
+        ("invalid", "score T: 1.75 is not the token_mean of its predictions (1.125)")]
+
+
+def test_a_trained_arm_scored_without_a_loss_eval_entry_is_invalid_an_untrained_base_is_not():
+    loss_eval = {"aggregation": "token_mean", "arms": {}}
+    scores = [LOSS_SCORE, {**LOSS_SCORE, "arm": "base", "predictions_ref": "b.jsonl"}]
+    ctx = _loss_ctx(loss_eval, scores=scores, files={"t.jsonl": ROWS, "b.jsonl": ROWS})
+    assert _messages(rules.LOSS_3(ctx)) == [("LOSS-3", "invalid", "loss_eval has no entry for T")]
+
+
+def test_an_lr_grid_arm_keeps_each_runs_entry_and_its_own_is_its_selected_runs():
+    score = {**LOSS_SCORE, "run": "T@lr=0.001"}
+    runs = {"0.001": _entry(), "0.01": _entry(value=2.0)}
+    good = {**_entry(), "runs": runs, "selected_run": "0.001"}
+    assert _loss3(good, score) == []
+    # the run found by its learning rate when its name does not carry it
+    assert _loss3(good, {**LOSS_SCORE, "run": "T-first", "learning_rate": 0.001}) == []
+    assert _loss3(good, {**LOSS_SCORE, "run": "T@lr=0.1"}) == [("invalid", "loss_eval has no entry for run T@lr=0.1")]
+    wrong_selected = {**good, "selected_run": "0.01"}
+    assert _loss3(wrong_selected, score) == [("invalid", "loss_eval T is not its selected run's entry")]
+    missing_selected = {**good, "selected_run": "0.5"}
+    assert _loss3(missing_selected, score) == [("invalid", "loss_eval T is not its selected run's entry")]
+
+
+@pytest.mark.parametrize("where", ["top", "arm", "run"])
+def test_loss_eval_aggregation_at_every_level_is_the_specs(where):
+    run = _entry()
+    arm = {**_entry(), "runs": {"0.001": run}}
+    record = {"aggregation": "token_mean", "arms": {"T": arm}}
+    if where == "top":
+        record["aggregation"] = "example_mean"
+    elif where == "arm":
+        arm["aggregation"] = "example_mean"
+    else:
+        run["aggregation"] = "example_mean"
+    ctx = _loss_ctx(record)
+    assert _messages(rules.LOSS_4(ctx)) == [
+        ("LOSS-4", "invalid", "loss_eval aggregation example_mean is not the spec's token_mean")]
+    assert rules.LOSS_4(_loss_ctx({"aggregation": "token_mean", "arms": {"T": _entry()}})) == []
+    assert rules.LOSS_4(_loss_ctx(record, aggregation=None)) == []  # the spec states none
+
+
+# ---------------------------------------------------------------- EVAL-9, the scored checkpoint
+
+
+def _checkpoints(rows, checkpoints, score=SCORE, **result):
+    ctx = _ctx(scores=[score], files={"t.jsonl": rows}, evidence={"checkpoints": checkpoints}, **result)
+    ctx.plan = SimpleNamespace(base_model="org/base")
+    return [m for _, _, m in _messages(rules.EVAL_9_checkpoints(ctx))]
+
+
+NOT_FINAL = "t.jsonl: its rows are not all scored on T's final checkpoint"
+
+
+def test_an_arms_rows_are_scored_on_the_last_checkpoint_listed_for_it():
+    listed = [{"arm": "T", "step": 10, "uri": "tinker://t/10"}, {"arm": "T", "step": 20, "uri": "tinker://t/20"},
+              {"arm": "T", "step": 5, "uri": "tinker://t/5"}, {"arm": "B", "step": 30, "uri": "tinker://b/30"}]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/20")], listed) == []
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/10")], listed) == [NOT_FINAL]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/20"), _row("i2", checkpoint="tinker://t/10")], listed) == [
+        NOT_FINAL]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/20")], []) == [NOT_FINAL]  # nothing listed for T
+
+
+def test_at_equal_steps_the_later_listed_checkpoint_is_the_final_one_and_a_seed_replica_its_own():
+    listed = [{"arm": "T", "step": 20, "uri": "tinker://t/a"}, {"arm": "T", "step": 20, "uri": "tinker://t/b"},
+              {"arm": "T", "seed": 1, "step": 20, "uri": "tinker://t/seed1"}]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/b")], listed) == []
+    seed1 = {**SCORE, "seed": 1}
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/seed1", seed=1)], listed, score=seed1) == []
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/b", seed=1)], listed, score=seed1) == [NOT_FINAL]
+
+
+def test_a_checkpoint_without_an_integer_step_is_before_every_stepped_one():
+    listed = [{"arm": "T", "step": 0, "uri": "tinker://t/0"}, {"arm": "T", "step": "late", "uri": "tinker://t/x"}]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/0")], listed) == []
+
+
+def test_the_bases_rows_are_scored_on_the_base_model_as_served_or_the_shared_initialization():
+    base = {**SCORE, "arm": "base"}
+    served = {"deviations": [{"field": "model", "original": "org/base", "effective": "org/base-served"}],
+              "initialization_provenance": {"arms": {"T": {"initialization": {"checkpoint_uri": "tinker://init"}}}}}
+    message = "t.jsonl: its rows are not all scored on base's base model"
+    for name in ("org/base", "org/base-served", "tinker://init"):
+        assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **served) == []
+    assert _checkpoints([_row("i1", arm="base", checkpoint="org/other")], [], score=base, **served) == [message]
+    other = {"deviations": [{"field": "model", "original": "org/other", "effective": "org/x"},
+                            {"field": "lr", "original": "org/base", "effective": "org/y"}]}
+    for name in ("org/x", "org/y"):  # another model's deviation, or not a model deviation: not the base as served
+        assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **other) == [message]
