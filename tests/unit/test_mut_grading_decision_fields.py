@@ -165,9 +165,10 @@ def test_each_arms_score_per_seed_reproduces_that_seeds_mean_or_the_arms():
     # T per seed; B (no per-seed means) its mean. Scores of another metric (f1) or another arm (Z, sorting
     # after both) at seeds without a mean are not this criterion's: not compared.
     scores = [_score("T", 0, 0.5), _score("T", 1, 1.0), _score("B", 0, 0.25), _score("T", 2, 9.0, metric="f1"),
-              _score("Z", 3, 9.0)]
+              _score("Z", 3, 9.0), _score("A", 4, 9.0)]
     assert _dec10(scores) == []
-    assert _dec10([_score("T", 0, 0.5), _score("T", 1, 0.75)]) == [
+    # a seed's scores (two here) are named by the first of them
+    assert _dec10([_score("T", 0, 0.5), _score("T", 1, 0.75), _score("T", 1, 0.875)]) == [
         "arm T: score 0.75 does not reproduce from the observations (mean 1.0)"]
     assert _dec10([_score("B", 0, 0.5)]) == ["arm B: score 0.5 does not reproduce from the observations (mean 0.25)"]
 
