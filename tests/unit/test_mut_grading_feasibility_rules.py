@@ -1,0 +1,168 @@
+"""The grader's feasibility rules (experiment/grading/feasibility.py; docs/contract-rules.md FEAS-1..FEAS-9),
+each on a minimal grading context whose expected finding is worked out in the test from the contract's text
+(issue 28 item 7: the complete mutation run of experiment/grading/)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import feasibility as rules
+
+KEYS = ("base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len", "max_tokens", "arms", "n_examples",
+        "n_eval")  # FEAS-2's ten keys
+CONFIG = {key: f"value of {key}" for key in KEYS}
+
+
+def _phase(**changes):
+    return {"seconds": 10.0, "units": 4, "planned_units": 40, "samples": 4, "gpu_count": 1, "allocation_source": "service",
+            **changes}
+
+
+def _ctx(record=None, **result):
+    return SimpleNamespace(result={"feasibility": record if record is not None else {}, **result}, plan=None,
+                           spec=None, gate_applicable=lambda name: None, generation_settings=None,
+                           evidence=SimpleNamespace(jsonl=lambda name: None, json=lambda name: None))
+
+
+def _messages(issues):
+    return [(issue.rule, issue.status, issue.message) for issue in issues]
+
+
+def test_a_missing_record_is_unknown():
+    assert _messages(rules.FEAS_1(_ctx())) == [("FEAS-1", "unknown", "RESULT has no measured feasibility record")]
+
+
+def test_config_and_effective_config_record_the_ten_keys_identically_one_problem_per_key():
+    assert rules.FEAS_2(_ctx({"config": CONFIG, "effective_config": dict(CONFIG)})) == []
+    effective = {**CONFIG, "steps": "other"}
+    del effective["n_eval"]
+    config = {k: v for k, v in CONFIG.items() if k != "arms"}
+    assert _messages(rules.FEAS_2(_ctx({"config": config, "effective_config": effective}))) == [
+        ("FEAS-2", "unknown", f"Re-projection required: {key} changed or was not recorded") for key in ("steps", "arms", "n_eval")]
+
+
+def test_the_pilot_evidence_source_is_named():
+    assert rules.FEAS_3(_ctx({"source": "pilot/events.jsonl"})) == []
+    for source in ("", None):
+        assert _messages(rules.FEAS_3(_ctx({"source": source}))) == [
+            ("FEAS-3", "unknown", "the pilot evidence source is not recorded")]
+
+
+def test_each_phase_gives_its_six_measurements():
+    good = {"setup": _phase(), "training": _phase(), "evaluation": _phase()}
+    assert rules.FEAS_4(_ctx({"measurements": good})) == []
+    partial = {k: v for k, v in _phase().items() if k not in ("samples", "gpu_count")}
+    assert _messages(rules.FEAS_4(_ctx({"measurements": {**good, "training": partial, "evaluation": "10 s"}}))) == [
+        ("FEAS-4", "unknown", "measurements.training lacks samples, gpu_count"),
+        ("FEAS-4", "unknown", "measurements.evaluation lacks seconds, units, planned_units, samples, gpu_count, "
+                              "allocation_source")]
+
+
+@pytest.mark.parametrize("changes, flagged", [
+    ({"seconds": 0.0}, False), ({"seconds": -1.0}, True), ({"seconds": "10"}, True), ({"units": 0}, True),
+    ({"units": 1}, False), ({"units": None}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
+])
+def test_phase_seconds_are_measured_and_units_positive(changes, flagged):
+    record = {"measurements": {"setup": _phase(**changes), "training": _phase(), "evaluation": _phase()}}
+    expected = [("FEAS-4", "unknown", "measurements.setup needs measured seconds and positive units")]
+    assert _messages(rules.FEAS_4(_ctx(record))) == (expected if flagged else [])
+
+
+@pytest.mark.parametrize("count, source, flagged", [
+    (1, "service", False), (0, "cpu only", False), (None, None, False), (1, "", True), (-1, "service", True),
+    (True, "service", True), (1.0, "service", True),
+])
+def test_gpu_counts_come_only_with_allocation_evidence(count, source, flagged):
+    phases = {name: _phase(gpu_count=count, allocation_source=source) for name in ("setup", "training")}
+    record = {"measurements": phases, "recovery": {"seconds": 5.0, "gpu_count": count, "allocation_source": source}}
+    issues = _messages(rules.FEAS_6(_ctx(record)))
+    expected = [("FEAS-6", "unknown", f"{where}.gpu_count {count!r} has no allocation evidence")
+                for where in ("measurements.setup", "measurements.training", "recovery")]
+    assert issues == (expected if flagged else [])
+
+
+def test_every_phase_and_the_reserve_name_one_services_gpu_count():
+    record = {"measurements": {"setup": _phase(gpu_count=1), "training": _phase(gpu_count=2)},
+              "recovery": {"gpu_count": 1, "allocation_source": "service"}}
+    issues = _messages(rules.FEAS_6(_ctx(record)))
+    assert [(rule, status) for rule, status, _ in issues] == [("FEAS-6", "unknown")]
+    assert issues[0][2].startswith("the phases name different GPU counts ({'measurements.setup': 1, 'measurements.")
+    assert issues[0][2].endswith(") from one service's allocation evidence")
+    record["measurements"]["training"]["gpu_count"] = 1
+    assert rules.FEAS_6(_ctx(record)) == []
+
+
+GENERATION = {"attempted": 10, "accepted": 4, "target_accepted": 4, "filter_samples_per_candidate": 2}
+
+
+def _feas7(record, generated=True, counts=None):
+    ctx = _ctx(record, generation_audit={"counts": counts} if counts else {})
+    ctx.gate_applicable = lambda name: generated if name == "generation_audit" else None
+    return _messages(rules.FEAS_7(ctx))
+
+
+def test_a_record_without_generated_tasks_says_generation_null():
+    assert _feas7({"generation": None}, generated=False) == []
+    assert _feas7({}, generated=False) == [
+        ("FEAS-7", "unknown", "the record has no generation entry (null when no tasks are generated)")]
+    assert _feas7({"generation": None}) == [
+        ("FEAS-7", "unknown", "training on generated tasks needs a generation record, not null")]
+
+
+def test_generated_tasks_give_the_four_counts_and_the_generation_and_filter_measurements():
+    partial = {k: v for k, v in GENERATION.items() if k not in ("accepted", "target_accepted")}
+    assert _feas7({"generation": partial}) == [("FEAS-7", "unknown", "generation lacks accepted, target_accepted")]
+    assert _feas7({"generation": GENERATION, "measurements": {}}) == [
+        ("FEAS-7", "unknown", "no generation and filter measurement for the generated tasks")]
+    assert _feas7({"generation": GENERATION, "measurements": {"generation": {}}}) == [
+        ("FEAS-7", "unknown", "no filter measurement for the generated tasks")]
+
+
+@pytest.mark.parametrize("counts, flagged", [({"generated": 10, "accepted": 4}, False), ({"generated": 11, "accepted": 4}, True),
+                                             ({"generated": 10, "accepted": 5}, True)])
+def test_the_measured_yield_is_the_generation_audits_counts(counts, flagged):
+    phases = {name: {"units": 10, "planned_units": 10, "samples": 10} for name in ("generation", "filter")}
+    issues = _feas7({"generation": GENERATION, "measurements": phases}, counts=counts)
+    expected = [("FEAS-7", "invalid", "the measured yield (attempted, accepted) is not the generation audit's counts "
+                                      "(generated, accepted)")]
+    assert issues == (expected if flagged else [])
+
+
+def test_generation_phases_done_before_the_pilot_have_equal_units_planned_units_and_samples():
+    phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10},
+              "filter": {"units": 20, "planned_units": 20, "samples": 19}}
+    assert _feas7({"generation": GENERATION, "measurements": phases}) == [
+        ("FEAS-7", "invalid", "filter: units, planned_units and samples differ (work done before the pilot is the planned "
+                              "work)")]
+    phases["generation"]["units"] = 9
+    assert ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted") in _feas7(
+        {"generation": GENERATION, "measurements": phases})
+
+
+def test_the_primary_endpoint_is_the_specs():
+    ctx = _ctx({"primary_endpoint": "accuracy"})
+    assert rules.FEAS_8(ctx) == []  # no plan: nothing to compare
+    ctx.plan = SimpleNamespace(primary_endpoint="accuracy")
+    assert rules.FEAS_8(ctx) == []
+    ctx.plan = SimpleNamespace(primary_endpoint="heldout_nll")
+    assert _messages(rules.FEAS_8(ctx)) == [("FEAS-8", "unknown", "primary_endpoint 'accuracy' is not the spec's 'heldout_nll'")]
+
+
+@pytest.mark.parametrize("fits, verdict, flagged", [(False, "supported", True), (False, "refuted", True),
+                                                   (False, "inconclusive", False), (True, "supported", False),
+                                                   (None, "supported", False)])
+def test_a_projection_that_does_not_fit_allows_no_definitive_verdict(fits, verdict, flagged):
+    issues = _messages(rules.FEAS_9(_ctx({"projection": {"fits": fits}}, verdict=verdict)))
+    expected = [("FEAS-9", "invalid", "the projection does not fit the budget but a definitive verdict was posted")]
+    assert issues == (expected if flagged else [])
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (1.0, 1.0 + 1e-12, True), (1.0, 1.001, False), (0.0, 1e-10, True), (True, False, False), (False, False, True),
+    (None, 0, False), (0, None, False), ("a", "a", True), ([1], [1], True), ({"a": 1}, {"a": 2}, False),
+    ("1", 1.0, False), (float("nan"), float("nan"), False),
+])
+def test_projection_values_are_the_same_up_to_float_noise(a, b, same):
+    assert rules._same(a, b) is same
