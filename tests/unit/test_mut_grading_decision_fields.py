@@ -165,7 +165,7 @@ def test_each_arms_score_per_seed_reproduces_that_seeds_mean_or_the_arms():
     # T per seed; B (no per-seed means) its mean. Scores of another metric (f1) or another arm (Z, sorting
     # after both) at seeds without a mean are not this criterion's: not compared.
     scores = [_score("T", 0, 0.5), _score("T", 1, 1.0), _score("B", 0, 0.25), _score("T", 2, 9.0, metric="f1"),
-              _score("Z", 3, 9.0), _score("A", 4, 9.0)]
+              _score("Z", 3, 9.0), _score("A", 4, 9.0), _score("T", 5, 9.0, metric="acc")]  # "acc" < "accuracy"
     assert _dec10(scores) == []
     # a seed's scores (two here) are named by the first of them
     assert _dec10([_score("T", 0, 0.5), _score("T", 1, 0.75), _score("T", 1, 0.875)]) == [
@@ -377,8 +377,10 @@ def test_role_keyed_weights_record_the_specs_role_mapping():
     assert _dec11({"T": 1, "B": -1}, None) == []
     # a role label that is also an arm's name is that arm, not a role
     assert _dec11({"treatment": 1, "B": -1}, None, arms=("treatment", "B")) == []
-    # best_lr_threshold weighs arms through their runs: no role mapping recorded
+    # only a paired_hoeffding decision object records the mapping (experiment.stats.decision.decision_record):
+    # best_lr_threshold weighs arms through their runs, and a method the grader does not know records none
     assert _dec11(weights, None, method="best_lr_threshold") == []
+    assert _dec11(weights, {"treatment": "B"}, method="sequential_test") == []
 
 
 def test_simultaneous_criteria_record_the_bonferroni_adjustment():
