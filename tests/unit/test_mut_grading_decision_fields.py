@@ -389,3 +389,30 @@ def test_simultaneous_criteria_record_the_bonferroni_adjustment():
     assert _dec11(weights, None, adjustment="bonferroni") == [
         ("invalid", "simultaneous criteria: the decision object does not record the Bonferroni adjustment")]
     assert _dec11(weights, None, adjustment="none") == []
+
+
+# ---------------------------------------------------------------- DEC-12: the LR grid's edge
+
+
+def _three_lr_ctx(**result):
+    """Arm A trains at three learning rates with held-out NLL 2, 1, 3: the lowest is the middle rate's (a2),
+    inside the grid, so no grid edge; arm B trains at one rate (a grid of one has no edge either)."""
+    values = {"a1": 2.0, "a2": 1.0, "a3": 3.0, "b1": 4.0}
+    rows = [{"item_id": "best_lr_threshold", "arm": run, "seed": 0, "metric": "nll", "value": value, "evaluator_id": "e"}
+            for run, value in values.items()]
+    runs = [SimpleNamespace(name=name, arm=name[0].upper(), lr=lr)
+            for name, lr in (("a1", 0.01), ("a2", 0.02), ("a3", 0.04), ("b1", 0.01))]
+    return SimpleNamespace(
+        result={"decision": {"observations": rows}, **result},
+        spec={"verdict_rule": {"method": "best_lr_threshold", "seeds": [0], "criteria": [
+            {"id": "c1", "metric": "nll", "weights": {"A": 1, "B": -1}, "margin": 0.0}]}},
+        plan=SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="three_way", training_runs=runs,
+                             eval={}),
+        evidence=SimpleNamespace(entries=[], jsonl=lambda name: None))
+
+
+def test_a_grid_edge_is_reported_only_where_the_selected_rate_is_at_an_edge_of_its_grid():
+    assert decision._recompute(_three_lr_ctx())[0]["grid_edge"] is False
+    assert decision.DEC_12(_three_lr_ctx(grid_edge=False)) == []
+    assert [(i.status, i.message) for i in decision.DEC_12(_three_lr_ctx(grid_edge=True))] == [
+        ("invalid", "grid_edge True is not the recomputed False")]
