@@ -416,3 +416,75 @@ def test_a_grid_edge_is_reported_only_where_the_selected_rate_is_at_an_edge_of_i
     assert decision.DEC_12(_three_lr_ctx(grid_edge=False)) == []
     assert [(i.status, i.message) for i in decision.DEC_12(_three_lr_ctx(grid_edge=True))] == [
         ("invalid", "grid_edge True is not the recomputed False")]
+
+
+# ---------------------------------------------------------------- DEC-12: what the record says of the selection
+
+# _three_lr_ctx's recomputation: A selects a2 (rate 0.02, NLL 1, inside its grid), B b1 (0.01, NLL 4);
+# c1 = 1 * 1 - 1 * 4 = -3 against margin 0: not met.
+SELECTED = {"A": {"selected_run": "a2", "selected_lr": 0.02, "grid_edge": False, "nll": 1.0},
+            "B": {"selected_run": "b1", "selected_lr": 0.01, "grid_edge": False, "nll": 4.0}}
+CRITERION_C1 = {"id": "c1", "metric": "nll", "effect": -3.0, "margin": 0.0, "met": False}
+
+
+def _summaries(metrics_arms, files=None):
+    import json
+
+    files = files or {}
+    ctx = _three_lr_ctx(metrics={"arms": metrics_arms})
+    ctx.evidence = SimpleNamespace(entries=[{"name": n} for n in files],
+                                   json=lambda name: json.loads(json.dumps(files[name])) if name in files else None)
+    recomputed, _ = decision._recompute(ctx)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decision, "_derived_rows", lambda ctx: (None, "not under test"))
+        return [i.message for i in decision._selection_summaries(ctx, recomputed)]
+
+
+def test_the_posted_selection_per_arm_is_the_recomputed_one():
+    assert _summaries(SELECTED) == []
+    assert _summaries({"A": SELECTED["A"]}) == []  # metrics.arms need not post every arm
+    for key, value in (("selected_run", "a1"), ("selected_lr", 0.01), ("grid_edge", True), ("nll", 1.5)):
+        assert _summaries({**SELECTED, "A": {**SELECTED["A"], key: value}}) == [
+            f"metrics.arms A: {key} not the recomputed selection"]
+
+
+def test_a_retained_verdict_record_holds_every_arms_selection_and_the_recomputed_criteria():
+    verdict = {"per_arm": SELECTED, "criteria": [CRITERION_C1]}
+    assert _summaries({}, {"verdict.json": verdict}) == []
+    assert _summaries({}, {"verdict.json": {**verdict, "per_arm": {"A": SELECTED["A"]}}}) == [
+        "verdict.json B: the arm not the recomputed selection"]
+    for key, value in (("effect", -2.0), ("margin", 0.5), ("met", True), ("metric", "loss")):
+        assert _summaries({}, {"verdict.json": {**verdict, "criteria": [{**CRITERION_C1, key: value}]}}) == [
+            "verdict.json: criterion c1 is not the recomputed one"]
+    assert _summaries({}, {"verdict.json": {**verdict, "criteria": []}}) == ["verdict.json: criterion c1 is not the recomputed one"]
+    # not a verdict record: a .jsonl file, or JSON without per_arm and criteria
+    assert _summaries({}, {"verdict.jsonl": {"per_arm": {}, "criteria": []}, "other.json": {"per_arm": {}},
+                           "more.json": {"per_arm": {}, "criteria": "c1"}}) == []
+
+
+def test_each_runs_recomputed_metric_is_what_metrics_arms_posts_for_it():
+    """A run's value is posted under its name, or under its arm's `runs` keyed by its learning rate."""
+    rows = [{"arm": "a1", "metric": "nll", "value": 2.0}, {"arm": "a2", "metric": "nll", "value": 1.0},
+            {"arm": "a3", "metric": "nll", "value": 3.0}]
+
+    def run_metrics(arms):
+        ctx = _three_lr_ctx(metrics={"arms": arms})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(decision, "_derived_rows", lambda ctx: (rows, ""))
+            return [i.message for i in decision._run_metrics(ctx)]
+
+    by_rate = {"0.02": {"nll": 1.0}, "4e-2": {"nll": 3.0}}
+    assert run_metrics({"a1": {"nll": 2.0}, "A": {"runs": by_rate}}) == []
+    assert run_metrics({"a1": {"nll": 2.5}, "A": {"runs": by_rate}}) == ["metrics.arms does not report the recomputed a1 nll"]
+    assert run_metrics({"a1": {"nll": 2.0}, "A": {"runs": {"0.02": {"nll": 1.0}, "rate": {"nll": 3.0}}}}) == [
+        "metrics.arms does not report the recomputed a3 nll"]
+    assert run_metrics({}) == ["metrics.arms does not report the recomputed a1 nll, a2 nll, a3 nll"]
+
+
+def test_a_long_list_of_runs_not_posted_names_the_first_four():
+    rows = [{"arm": run, "metric": metric, "value": 1.0} for run in ("a1", "a2", "a3") for metric in ("nll", "time")]
+    ctx = _three_lr_ctx(metrics={"arms": {}})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decision, "_derived_rows", lambda ctx: (rows, ""))
+        assert [i.message for i in decision._run_metrics(ctx)] == [
+            "metrics.arms does not report the recomputed a1 nll, a1 time, a2 nll, a2 time"]
