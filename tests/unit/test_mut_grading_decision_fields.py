@@ -488,3 +488,15 @@ def test_a_long_list_of_runs_not_posted_names_the_first_four():
         patch.setattr(decision, "_derived_rows", lambda ctx: (rows, ""))
         assert [i.message for i in decision._run_metrics(ctx)] == [
             "metrics.arms does not report the recomputed a1 nll, a1 time, a2 nll, a2 time"]
+
+
+def test_a_recorded_selected_learning_rate_is_the_recomputed_one():
+    def dec12(per_arm):
+        ctx = _three_lr_ctx(grid_edge=False)
+        ctx.result["decision"]["selection"] = {"per_arm": per_arm}
+        return [(i.status, i.message) for i in decision.DEC_12(ctx)]
+
+    assert dec12({"A": {"selected_lr": 0.02}, "B": {"selected_lr": 0.01}}) == []
+    assert dec12({"A": {"selected_lr": 0.02}}) == []  # an arm not recorded is not compared
+    assert dec12({"A": {"selected_lr": 0.01}, "B": {"selected_lr": 0.01}}) == [
+        ("invalid", "arm A: recorded selected LR 0.01 is not the recomputed 0.02")]
