@@ -166,3 +166,56 @@ def test_a_projection_that_does_not_fit_allows_no_definitive_verdict(fits, verdi
 ])
 def test_projection_values_are_the_same_up_to_float_noise(a, b, same):
     assert rules._same(a, b) is same
+
+
+# ---------------------------------------------------------------- FEAS-10
+
+COMMAND = "timing pilot: 2 steps per arm plus 100 eval items"  # the self-generated spec's words
+
+
+def _feas10(training_units, evaluation_units, pilot=None, command=COMMAND, steps=50, n_eval=200, arms=2):
+    record = {"measurements": {"training": {"units": training_units}, "evaluation": {"units": evaluation_units}}}
+    if pilot is not None:
+        record["pilot"] = pilot
+    ctx = _ctx(record)
+    ctx.spec = {"command": command, "steps": steps}
+    ctx.plan = SimpleNamespace(trained_arms=[SimpleNamespace(name=f"arm{k}") for k in range(arms)],
+                               eval={"n_examples": n_eval})
+    return [m for _, _, m in _messages(rules.FEAS_10(ctx))]
+
+
+def test_the_stated_pilot_is_its_steps_for_each_trained_arm_and_its_items_once_or_per_model():
+    assert _feas10(4, 100) == []  # 2 steps x 2 arms; 100 items scored once
+    assert _feas10(4, 300) == []  # or for the base model and each of the 2 arms
+    wrong = "the spec's pilot is 2 steps per arm plus 100 eval items; measured {!r} steps and {!r} items"
+    assert _feas10(2, 100) == [wrong.format(2, 100)]
+    assert _feas10(4, 200) == [wrong.format(4, 200)]
+
+
+def test_a_spec_with_fewer_steps_or_items_than_the_stated_pilot_pilots_all_of_them():
+    assert _feas10(2, 60, steps=1, n_eval=60) == []
+    assert _feas10(4, 100, steps=1, n_eval=60) == [
+        "the spec's pilot is 1 steps per arm plus 60 eval items; measured 4 steps and 100 items"]
+
+
+def test_the_pilot_records_the_size_the_spec_states_and_where_it_comes_from():
+    source = f"spec command: {COMMAND!r}"
+    assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": source}) == []
+    assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": "project default"}) == [
+        f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
+    assert _feas10(4, 100, pilot={"steps_per_arm": 1, "eval_items": 100, "size_source": source}) != []
+
+
+def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that_does_is_held_to_it():
+    assert _feas10(99, 99, command="train the arms") == []
+    default = "project default (the spec states no pilot size)"
+    assert _feas10(2, 32, pilot={"steps_per_arm": 1, "eval_items": 32, "size_source": default},
+                   command="train the arms") == []
+    assert _feas10(3, 32, pilot={"steps_per_arm": 1, "eval_items": 32, "size_source": default},
+                   command="train the arms") == [
+        "the spec's pilot is 1 steps per arm plus 32 eval items; measured 3 steps and 32 items"]
+
+
+def test_feas10_needs_a_spec_and_a_plan():
+    ctx = _ctx({})
+    assert rules.FEAS_10(ctx) == []
