@@ -500,3 +500,69 @@ def test_a_recorded_selected_learning_rate_is_the_recomputed_one():
     assert dec12({"A": {"selected_lr": 0.02}}) == []  # an arm not recorded is not compared
     assert dec12({"A": {"selected_lr": 0.01}, "B": {"selected_lr": 0.01}}) == [
         ("invalid", "arm A: recorded selected LR 0.01 is not the recomputed 0.02")]
+
+
+# ---------------------------------------------------------------- the decision category's grade
+
+
+def _graded(spec, result, finds=None):
+    """decision.grade with every rule check stubbed, each finding what `finds` gives for its name (the
+    branches of grade itself)."""
+    ctx = SimpleNamespace(spec=spec, result=result, revision_fields=set(), measured=True)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("DEC_2", "DEC_3", "DEC_4", "DEC_5", "DEC_6", "DEC_7", "DEC_8", "DEC_9", "DEC_10", "DEC_11", "DEC_12",
+                     "DEC_13", "DEC_14", "ADAPT_1"):
+            patch.setattr(decision, name, lambda ctx, name=name: list((finds or {}).get(name, [])))
+        patch.setattr(decision, "CHECKS", [decision.DEC_1] + [getattr(decision, n) for n in (
+            "DEC_2", "DEC_3", "DEC_4", "DEC_5", "DEC_6", "DEC_7", "DEC_8", "DEC_9", "DEC_10", "DEC_11", "DEC_12", "DEC_13",
+            "DEC_14", "ADAPT_1")])
+        grade = decision.grade(ctx)
+    return grade.status, [(i.rule, i.status, i.message) for i in grade.issues], grade.notes
+
+
+PAIRED_RULE = {"decision_rule": {"method": "paired_hoeffding"}}
+REVISION_RULE = {"verdict_rule": {"method": "best_lr_threshold"}}
+
+
+def test_no_spec_grades_the_decision_unknown():
+    assert _graded(None, {})[:2] == ("unknown", [("DEC-1", "unknown", "no spec to grade the decision against")])
+
+
+def test_a_spec_without_a_rule_grades_not_applicable_unless_a_decision_object_is_posted():
+    assert _graded({}, {}) == ("not_applicable", [], ["the spec has no decision_rule"])
+    assert _graded({}, {"decision": {}})[:2] == ("invalid", [
+        ("DEC-1", "invalid", "the spec has no decision_rule but RESULT carries a decision object")])
+
+
+def test_a_rule_from_the_recorded_revision_is_recomputed_and_graded_as_the_exchange_does():
+    assert _graded(REVISION_RULE, {"verdict": "supported"}) == ("not_applicable", [], [decision.REVISION_NOTE])
+    assert _graded(REVISION_RULE, {})[:2] == ("unknown", [("DEC-1", "unknown", "no verdict (the comparison was not decided)")])
+    status, issues, _ = _graded(REVISION_RULE, {"verdict": "supported", "decision": {}})
+    assert status == "invalid" and [i[:2] for i in issues] == [("DEC-1", "invalid")]
+    from experiment.grading.common import Issue
+
+    # the recorded revision's rule: the checks a bare verdict allows (no decision object to check the shape of)
+    finds = {name: [Issue(name.replace("_", "-"), "invalid", "found")] for name in (
+        "DEC_2", "DEC_3", "DEC_4", "DEC_5", "DEC_6", "DEC_7", "DEC_8", "DEC_9", "DEC_10", "DEC_11", "DEC_12", "DEC_13",
+        "DEC_14", "ADAPT_1")}
+    status, issues, notes = _graded(REVISION_RULE, {"verdict": "supported"}, finds)
+    assert (status, notes) == ("invalid", [decision.REVISION_NOTE])
+    assert [rule for rule, _, _ in issues] == ["DEC-3", "DEC-6", "DEC-7", "DEC-8", "DEC-9", "DEC-12", "DEC-14", "ADAPT-1"]
+
+
+def test_a_specs_own_rule_needs_the_decision_object_and_then_every_check():
+    assert _graded(PAIRED_RULE, {"verdict": "supported"})[:2] == (
+        "unverified", [("DEC-1", "unverified", "a verdict was posted but RESULT has no decision object")])
+    assert _graded(PAIRED_RULE, {"verdict": "supported", "decision": {}})[:2] == ("verified", [])
+    from experiment.grading.common import Issue
+
+    finds = {name: [Issue(name.replace("_", "-"), "unverified", "found")] for name in ("DEC_2", "DEC_13", "ADAPT_1")}
+    status, issues, _ = _graded(PAIRED_RULE, {"verdict": "supported", "decision": {}}, finds)
+    assert (status, [rule for rule, _, _ in issues]) == ("unverified", ["DEC-2", "DEC-13", "ADAPT-1"])
+
+
+def test_a_spec_without_a_rule_still_holds_adaptation_manifests_to_adapt1():
+    from experiment.grading.common import Issue
+
+    finds = {"ADAPT_1": [Issue("ADAPT-1", "invalid", "found")], "DEC_2": [Issue("DEC-2", "invalid", "found")]}
+    assert _graded({}, {}, finds) == ("invalid", [("ADAPT-1", "invalid", "found")], [])
