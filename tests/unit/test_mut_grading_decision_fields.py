@@ -566,3 +566,61 @@ def test_a_spec_without_a_rule_still_holds_adaptation_manifests_to_adapt1():
 
     finds = {"ADAPT_1": [Issue("ADAPT-1", "invalid", "found")], "DEC_2": [Issue("DEC-2", "invalid", "found")]}
     assert _graded({}, {}, finds) == ("invalid", [("ADAPT-1", "invalid", "found")], [])
+
+
+# ---------------------------------------------------------------- DEC-13: the frozen selection in the evidence
+
+
+def _frozen_ctx(entries, files, run_dir=None, events=None):
+    """Retained files by name: (sha256, JSON content)."""
+    return SimpleNamespace(
+        result={"decision": {"observations_file": {"name": "observations.jsonl"}}},
+        evidence=SimpleNamespace(entries=[{"name": n} for n in entries],
+                                 sha256=lambda name: files.get(name, (None, None))[0],
+                                 json=lambda name: files.get(name, (None, None))[1]),
+        run_dir=run_dir, events=events)
+
+
+def _selection_record():
+    import hashlib
+    import json
+
+    body = {"version": 1, "selected": "T1", "candidates": ["T1", "T2"]}
+    # experiment/stats/selection.py's record hash: canonical JSON of the record without its hash and file ref
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    frozen = {**body, "record_sha256": digest}
+    return frozen, {**frozen, "file": {"name": "adaptive-selection.json", "sha256": "s" * 64}}
+
+
+def _frozen(entries=("adaptive-selection.json", "observations.jsonl"), frozen=None, sha="s" * 64, **ctx_args):
+    retained, recorded = _selection_record()
+    files = {"adaptive-selection.json": (sha, retained if frozen is None else frozen), "observations.jsonl": ("o", None)}
+    return [(i.status, i.message) for i in decision._frozen_in_evidence(_frozen_ctx(entries, files, **ctx_args), recorded)]
+
+
+def test_the_frozen_selection_is_retained_with_its_sha256_as_the_recorded_selection_before_the_observations():
+    assert _frozen() == []
+    assert _frozen(sha="t" * 64) == [("unverified", "the frozen selection file 'adaptive-selection.json' is not retained "
+                                                    "under the sha256 decision.selection names")]
+    retained, _ = _selection_record()
+    assert _frozen(frozen={**retained, "selected": "T2"}) == [
+        ("invalid", "the retained adaptive-selection.json is not the selection decision.selection records")]
+    assert _frozen(frozen=[retained]) == [
+        ("invalid", "the retained adaptive-selection.json is not the selection decision.selection records")]
+    assert _frozen(entries=("observations.jsonl", "adaptive-selection.json")) == [
+        ("invalid", "adaptive-selection.json was retained after observations.jsonl: the selection was not frozen before "
+                    "the confirmation observations")]
+    assert _frozen(entries=("adaptive-selection.json",)) == []  # no observations file retained: no order to hold
+
+
+@pytest.mark.parametrize("events, flagged", [
+    ([("adaptive-selection.json", "evidence_added"), ("observations.jsonl", "evidence_added")], False),
+    ([("observations.jsonl", "evidence_added"), ("adaptive-selection.json", "evidence_added")], True),
+    ([("observations.jsonl", "evidence_added")], True),
+    ([("adaptive-selection.json", "evidence_removed"), ("observations.jsonl", "evidence_added")], True),
+    ([("adaptive-selection.json", "evidence_added")], False),
+])
+def test_in_a_run_directory_the_event_log_adds_the_selection_before_the_observations(events, flagged):
+    logged = [{"event": event, "name": name} for name, event in events]
+    expected = [("invalid", "events.jsonl does not log adaptive-selection.json before observations.jsonl")]
+    assert _frozen(run_dir="run", events=logged) == (expected if flagged else [])
