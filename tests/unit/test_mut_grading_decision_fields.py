@@ -624,3 +624,44 @@ def test_in_a_run_directory_the_event_log_adds_the_selection_before_the_observat
     logged = [{"event": event, "name": name} for name, event in events]
     expected = [("invalid", "events.jsonl does not log adaptive-selection.json before observations.jsonl")]
     assert _frozen(run_dir="run", events=logged) == (expected if flagged else [])
+
+
+def _dec13(selection, adaptive=True, planned=True, recomputed=(None, "predictions not inline"), items=("i1", "i2")):
+    spec = {"experiment_features": {"adaptive_selection": adaptive}}
+    decision_object = {} if selection is None else {"selection": selection}
+    ctx = SimpleNamespace(spec=spec, result={"decision": decision_object, "evaluation": {"evaluators": {
+        "e": {"items": {"ids": list(items)}} if items is not None else {}}}},
+        plan=SimpleNamespace(selection={"role": "treatment", "candidates": ["T1", "T2"], "criterion": "c"} if planned else None))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decision, "_recomputed_selection", lambda ctx: recomputed)
+        patch.setattr(decision, "_observations", lambda ctx: None)
+        patch.setattr(decision, "_frozen_in_evidence", lambda ctx, recorded: [])
+        patch.setattr(decision.sel, "selection_problems", lambda recorded, items, expected: [])
+        return [(i.status, i.message) for i in decision.DEC_13(ctx)]
+
+
+FROZEN = {"frozen_before_confirmation": True, "evaluator_id": "e"}
+
+
+def test_a_selection_the_spec_does_not_ask_for_is_invalid():
+    assert _dec13(None, adaptive=False) == []
+    assert _dec13(FROZEN, adaptive=False) == [
+        ("invalid", "decision.selection is recorded but the spec asks for no adaptive selection")]
+    assert _dec13(FROZEN, adaptive="true") == [  # only the JSON true asks for it
+        ("invalid", "decision.selection is recorded but the spec asks for no adaptive selection")]
+
+
+@pytest.mark.parametrize("selection", [None, {"evaluator_id": "e"}, {**FROZEN, "frozen_before_confirmation": "true"},
+                                       ["frozen"]])
+def test_adaptive_selection_needs_a_selection_frozen_before_confirmation(selection):
+    assert _dec13(selection) == [
+        ("invalid", "adaptive selection needs decision.selection.frozen_before_confirmation true")]
+
+
+def test_adaptive_selection_needs_candidates_and_says_why_a_choice_cannot_be_recomputed():
+    assert _dec13(FROZEN, planned=False) == [
+        ("invalid", "the spec's arms give adaptive selection no candidates to choose between")]
+    assert _dec13(FROZEN) == [("unverified", "the selection cannot be recomputed: predictions not inline")]
+    assert _dec13(FROZEN, recomputed=({"selected": "T1"}, "")) == []
+    assert _dec13(FROZEN, items=None) == [
+        ("invalid", "decision.selection names evaluator 'e', which lists no explicit items")]
