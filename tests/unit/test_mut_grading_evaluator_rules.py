@@ -611,3 +611,16 @@ def test_the_bases_rows_are_scored_on_the_base_model_as_served_or_the_shared_ini
                             {"field": "lr", "original": "org/base", "effective": "org/y"}]}
     for name in ("org/x", "org/y"):  # another model's deviation, or not a model deviation: not the base as served
         assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **other) == [message]
+
+
+def test_a_file_without_rows_of_the_scored_arm_is_checked_as_a_whole():
+    rows = [_row("i1", arm="X", evaluator_id="e" * 64), _row("i2", arm="X", evaluator_id="e" * 64)]
+    assert _eval9(rows) == [("EVAL-9", "invalid", "t.jsonl: rows carry another evaluator id than the score")]
+
+
+def test_a_runs_rows_may_name_the_run_as_their_arm_or_the_arm_as_their_run():
+    score = {**SCORE, "arm": "T", "run": "T-lr1"}
+    as_arm = [_row("i1", arm="T-lr1", run="T-lr1"), _row("i2", arm="T-lr1", run="T-lr1")]
+    assert _eval9(as_arm, score) == []
+    stranger = [_row("i1", arm="X", run="X-lr1"), _row("i2", arm="X", run="X-lr1")]  # none of its rows: all checked
+    assert _eval9(stranger, score) == [("EVAL-9", "invalid", "t.jsonl: rows name another training run than the score")]
