@@ -394,10 +394,10 @@ def test_simultaneous_criteria_record_the_bonferroni_adjustment():
 # ---------------------------------------------------------------- DEC-12: the LR grid's edge
 
 
-def _three_lr_ctx(**result):
+def _three_lr_ctx(values=None, weights=None, **result):
     """Arm A trains at three learning rates with held-out NLL 2, 1, 3: the lowest is the middle rate's (a2),
     inside the grid, so no grid edge; arm B trains at one rate (a grid of one has no edge either)."""
-    values = {"a1": 2.0, "a2": 1.0, "a3": 3.0, "b1": 4.0}
+    values = values or {"a1": 2.0, "a2": 1.0, "a3": 3.0, "b1": 4.0}
     rows = [{"item_id": "best_lr_threshold", "arm": run, "seed": 0, "metric": "nll", "value": value, "evaluator_id": "e"}
             for run, value in values.items()]
     runs = [SimpleNamespace(name=name, arm=name[0].upper(), lr=lr)
@@ -405,7 +405,7 @@ def _three_lr_ctx(**result):
     return SimpleNamespace(
         result={"decision": {"observations": rows}, **result},
         spec={"verdict_rule": {"method": "best_lr_threshold", "seeds": [0], "criteria": [
-            {"id": "c1", "metric": "nll", "weights": {"A": 1, "B": -1}, "margin": 0.0}]}},
+            {"id": "c1", "metric": "nll", "weights": weights or {"A": 1, "B": -1}, "margin": 0.0}]}},
         plan=SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="three_way", training_runs=runs,
                              eval={}),
         evidence=SimpleNamespace(entries=[], jsonl=lambda name: None))
@@ -427,11 +427,11 @@ SELECTED = {"A": {"selected_run": "a2", "selected_lr": 0.02, "grid_edge": False,
 CRITERION_C1 = {"id": "c1", "metric": "nll", "effect": -3.0, "margin": 0.0, "met": False}
 
 
-def _summaries(metrics_arms, files=None):
+def _summaries(metrics_arms, files=None, weights=None):
     import json
 
     files = files or {}
-    ctx = _three_lr_ctx(metrics={"arms": metrics_arms})
+    ctx = _three_lr_ctx(weights=weights, metrics={"arms": metrics_arms})
     ctx.evidence = SimpleNamespace(entries=[{"name": n} for n in files],
                                    json=lambda name: json.loads(json.dumps(files[name])) if name in files else None)
     recomputed, _ = decision._recompute(ctx)
@@ -453,7 +453,7 @@ def test_a_retained_verdict_record_holds_every_arms_selection_and_the_recomputed
     assert _summaries({}, {"verdict.json": verdict}) == []
     assert _summaries({}, {"verdict.json": {**verdict, "per_arm": {"A": SELECTED["A"]}}}) == [
         "verdict.json B: the arm not the recomputed selection"]
-    for key, value in (("effect", -2.0), ("margin", 0.5), ("met", True), ("metric", "loss")):
+    for key, value in (("effect", -2.0), ("margin", 0.5), ("met", True), ("metric", "loss"), ("metric", "perplexity")):
         assert _summaries({}, {"verdict.json": {**verdict, "criteria": [{**CRITERION_C1, key: value}]}}) == [
             "verdict.json: criterion c1 is not the recomputed one"]
     assert _summaries({}, {"verdict.json": {**verdict, "criteria": []}}) == ["verdict.json: criterion c1 is not the recomputed one"]
@@ -665,3 +665,34 @@ def test_adaptive_selection_needs_candidates_and_says_why_a_choice_cannot_be_rec
     assert _dec13(FROZEN, recomputed=({"selected": "T1"}, "")) == []
     assert _dec13(FROZEN, items=None) == [
         ("invalid", "decision.selection names evaluator 'e', which lists no explicit items")]
+
+
+def test_posted_numbers_of_the_selection_agree_within_float_noise():
+    near = {**SELECTED, "A": {**SELECTED["A"], "nll": 1.0 + 1e-13, "selected_lr": 0.02 + 1e-15}}
+    assert _summaries(near) == []
+
+
+def test_a_retained_verdict_record_of_any_name_holds_every_arm():
+    verdict = {"per_arm": {"A": SELECTED["A"]}, "criteria": [CRITERION_C1]}
+    assert _summaries({}, {"a-verdict.json": verdict}) == ["a-verdict.json B: the arm not the recomputed selection"]
+
+
+def test_a_retained_criterion_claiming_met_when_the_recomputation_is_not_or_the_reverse_is_invalid():
+    """c1 = -1 * nll(A) + 1 * nll(B) = -1 + 4 = 3 against margin 0: met."""
+    met = {**CRITERION_C1, "effect": 3.0, "met": True}
+    verdict = {"per_arm": SELECTED, "criteria": [met]}
+    assert _summaries({}, {"verdict.json": verdict}, weights={"A": -1, "B": 1}) == []
+    verdict["criteria"] = [{**met, "met": False}]
+    assert _summaries({}, {"verdict.json": verdict}, weights={"A": -1, "B": 1}) == [
+        "verdict.json: criterion c1 is not the recomputed one"]
+
+
+@pytest.mark.parametrize("confidence, flagged", [("strong", True), ("weak", False), (None, False)])
+def test_a_grid_edge_selection_cannot_be_strong(confidence, flagged):
+    """A at two rates (NLL 2 at 0.01, 1 at 0.02): the lower is at the grid's edge."""
+    ctx = _three_lr_ctx(values={"a1": 2.0, "a2": 1.0, "b1": 4.0}, grid_edge=True)
+    ctx.plan.training_runs = [r for r in ctx.plan.training_runs if r.name != "a3"]
+    if confidence:
+        ctx.result["confidence"] = confidence
+    messages = [i.message for i in decision.DEC_12(ctx)]
+    assert ("a grid-edge LR was selected but confidence is strong" in messages) is flagged
