@@ -319,6 +319,7 @@ def test_arms_of_a_pair_on_different_batches_cannot_be_strong():
     manifests = [_manifest("T", "p", ["b1", "b2"]), _manifest("B", "p", ["b1", "b3"])]
     assert _adapt(manifests) == [("invalid", "arms of one pair consumed different batches but confidence is strong")]
     assert _adapt(manifests, confidence="weak") == []
+    assert _adapt(manifests, confidence=None) == []
     # different batches in different pairs are no mismatch
     assert _adapt([_manifest("T", "p", ["b1"]), _manifest("B", "q", ["b2"])]) == []
 
@@ -340,11 +341,20 @@ ADDED = {"event": "evidence_added", **OBS_REF}
     ([{**GATE, "status": "failed"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
     ([{**GATE, "gate": "evaluation"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
     ([{**GATE, "event": "gate_started"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([{**GATE, "event": "evaluation"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([{**GATE, "gate": "correctness"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([{**GATE, "status": "started"}, ADDED], ["events.jsonl does not record the decision gate passing"]),
+    ([GATE, {**ADDED, "event": "checkpoint_saved"}],
+     ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
+    ([GATE, {**ADDED, "name": "a.jsonl"}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
+    ([GATE, {**ADDED, "sha256": "0" * 64}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
     ([GATE, {**ADDED, "sha256": "b" * 64}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
     ([GATE, {**ADDED, "name": "other.jsonl"}], ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
     ([GATE, {**ADDED, "event": "evidence_removed"}],
      ["events.jsonl does not log observations.jsonl with the decision's sha256"]),
-], ids=["both", "gate failed", "another gate", "another event", "another sha256", "another file", "not added"])
+], ids=["both", "gate failed", "another gate", "another event", "another sha256", "another file", "not added",
+        "event before gate", "gate before decision", "status after passed", "event before evidence_added",
+        "name before", "sha256 before"])
 def test_a_run_directorys_event_log_records_the_decision_gate_and_the_observations_file(events, messages):
     ctx = SimpleNamespace(run_dir="run", events=events, result={"decision": {"observations_file": OBS_REF}})
     assert [(i.status, i.message) for i in decision.DEC_14(ctx)] == [("unverified", m) for m in messages]
@@ -600,8 +610,9 @@ def _frozen(entries=("adaptive-selection.json", "observations.jsonl"), frozen=No
 
 def test_the_frozen_selection_is_retained_with_its_sha256_as_the_recorded_selection_before_the_observations():
     assert _frozen() == []
-    assert _frozen(sha="t" * 64) == [("unverified", "the frozen selection file 'adaptive-selection.json' is not retained "
-                                                    "under the sha256 decision.selection names")]
+    for sha in ("t" * 64, "r" * 64):  # sorting after and before the named "s" * 64
+        assert _frozen(sha=sha) == [("unverified", "the frozen selection file 'adaptive-selection.json' is not "
+                                                   "retained under the sha256 decision.selection names")]
     retained, _ = _selection_record()
     assert _frozen(frozen={**retained, "selected": "T2"}) == [
         ("invalid", "the retained adaptive-selection.json is not the selection decision.selection records")]
@@ -613,11 +624,32 @@ def test_the_frozen_selection_is_retained_with_its_sha256_as_the_recorded_select
     assert _frozen(entries=("adaptive-selection.json",)) == []  # no observations file retained: no order to hold
 
 
+@pytest.mark.parametrize("wrong", ["0" * 64, "f" * 64])
+def test_a_selection_whose_record_sha256_is_not_the_hash_of_its_body_is_invalid_even_when_both_copies_agree(wrong):
+    retained, recorded = _selection_record()
+    retained, recorded = {**retained, "record_sha256": wrong}, {**recorded, "record_sha256": wrong}
+    files = {"adaptive-selection.json": ("s" * 64, retained)}
+    ctx = _frozen_ctx(["adaptive-selection.json"], files)
+    assert [(i.status, i.message) for i in decision._frozen_in_evidence(ctx, recorded)] == [
+        ("invalid", "the retained adaptive-selection.json is not the selection decision.selection records")]
+
+
+def test_a_file_is_not_retained_after_itself():
+    """The order rule is between two files; a record naming one file for both fails elsewhere (DEC-3)."""
+    retained, recorded = _selection_record()
+    files = {"adaptive-selection.json": ("s" * 64, retained)}
+    ctx = _frozen_ctx(["adaptive-selection.json"], files, run_dir="run",
+                      events=[{"event": "evidence_added", "name": "adaptive-selection.json"}])
+    ctx.result["decision"]["observations_file"] = {"name": "adaptive-selection.json"}
+    assert decision._frozen_in_evidence(ctx, recorded) == []
+
+
 @pytest.mark.parametrize("events, flagged", [
     ([("adaptive-selection.json", "evidence_added"), ("observations.jsonl", "evidence_added")], False),
     ([("observations.jsonl", "evidence_added"), ("adaptive-selection.json", "evidence_added")], True),
     ([("observations.jsonl", "evidence_added")], True),
     ([("adaptive-selection.json", "evidence_removed"), ("observations.jsonl", "evidence_added")], True),
+    ([("adaptive-selection.json", "checkpoint_saved"), ("observations.jsonl", "evidence_added")], True),
     ([("adaptive-selection.json", "evidence_added")], False),
 ])
 def test_in_a_run_directory_the_event_log_adds_the_selection_before_the_observations(events, flagged):
