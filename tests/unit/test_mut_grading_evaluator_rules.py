@@ -108,15 +108,15 @@ class _Manifest:
     def __init__(self, state, sha256):
         self._state, self._sha256 = state, sha256
 
-    def state(self, ref):
-        return (self._state,)
+    def state(self, ref):  # as experiment.grading.evidence.Evidence.state: (state, bytes, why)
+        return (self._state, b"[]" if self._state == "usable" else None, "" if self._state == "usable" else "why")
 
     def sha256(self, ref):
         return self._sha256
 
 
 @pytest.mark.parametrize("state, sha256, flagged", [("usable", "m" * 64, False), ("missing", "m" * 64, True),
-                                                    ("usable", "n" * 64, True)])
+                                                    ("usable", "n" * 64, True), ("usable", "l" * 64, True)])
 def test_a_manifest_item_list_must_be_retained_inline_under_its_sha256(state, sha256, flagged):
     ctx = _ctx({KEY: {**PROVENANCE, "items": {"manifest_ref": "items.jsonl", "manifest_sha256": "m" * 64}}})
     ctx.evidence = _Manifest(state, sha256)
@@ -624,3 +624,15 @@ def test_a_runs_rows_may_name_the_run_as_their_arm_or_the_arm_as_their_run():
     assert _eval9(as_arm, score) == []
     stranger = [_row("i1", arm="X", run="X-lr1"), _row("i2", arm="X", run="X-lr1")]  # none of its rows: all checked
     assert _eval9(stranger, score) == [("EVAL-9", "invalid", "t.jsonl: rows name another training run than the score")]
+
+
+def test_a_manifest_item_list_is_unverified_only_under_a_decision_rule():
+    items = {"manifest_ref": "items.jsonl", "manifest_sha256": "m" * 64}
+    ctx = _ctx({KEY: {**PROVENANCE, "items": items}})
+    ctx.evidence = _Manifest("usable", "m" * 64)
+    ctx.spec = {"verdict_rule": {"method": "best_lr_threshold"}}  # a spec, but no decision_rule
+    assert rules.EVAL_4(ctx) == []
+    ctx.spec = {"decision_rule": {"method": "paired_hoeffding"}}
+    assert _messages(rules.EVAL_4(ctx)) == [
+        ("EVAL-4", "unverified", f"evaluator {KEY[:12]}: a manifest-only item list is not yet resolved by the decision "
+                                 "validator; list items.ids")]
