@@ -636,3 +636,11 @@ def test_a_manifest_item_list_is_unverified_only_under_a_decision_rule():
     assert _messages(rules.EVAL_4(ctx)) == [
         ("EVAL-4", "unverified", f"evaluator {KEY[:12]}: a manifest-only item list is not yet resolved by the decision "
                                  "validator; list items.ids")]
+
+
+def test_only_the_scores_own_run_is_looked_up_in_an_lr_grid():
+    """Owner m is neither an arm that posts metrics nor a training run: nothing is posted for it, whatever the
+    runs named before (a-lr) and after it (z-lr) post."""
+    runs = [SimpleNamespace(name="a-lr", arm="A", lr=0.1), SimpleNamespace(name="z-lr", arm="Z", lr=0.1)]
+    metrics = {"arms": {"A": {"runs": {"0.1": {"accuracy": 0.9}}}, "Z": {"runs": {"0.1": {"accuracy": 0.9}}}}}
+    assert rules.EVAL_7_metrics(_posted_ctx(metrics, [{**SCORE, "arm": "m"}], runs)) == []
