@@ -644,3 +644,19 @@ def test_only_the_scores_own_run_is_looked_up_in_an_lr_grid():
     runs = [SimpleNamespace(name="a-lr", arm="A", lr=0.1), SimpleNamespace(name="z-lr", arm="Z", lr=0.1)]
     metrics = {"arms": {"A": {"runs": {"0.1": {"accuracy": 0.9}}}, "Z": {"runs": {"0.1": {"accuracy": 0.9}}}}}
     assert rules.EVAL_7_metrics(_posted_ctx(metrics, [{**SCORE, "arm": "m"}], runs)) == []
+
+
+def test_only_the_base_posts_flat_metrics():
+    metrics = {"base_model_accuracy": 0.25, "base_accuracy": 0.25}
+    assert rules.EVAL_7_metrics(_posted_ctx(metrics, [{**SCORE, "arm": "alpha"}, {**SCORE, "arm": "zeta"}])) == []
+
+
+def test_each_owner_with_one_score_is_checked_whatever_the_other_owners_and_their_order():
+    scores = [{**SCORE, "arm": "A"}, {**SCORE, "seed": 1}, SCORE, {**SCORE, "arm": "B"}, {**SCORE, "arm": "Z"}]
+    metrics = {"arms": {"A": {"accuracy": 0.5}, "T": {"accuracy": 0.9}, "B": {"accuracy": 0.75}, "Z": {"accuracy": 0.5}}}
+    # T has two seeds (its posted number summarises them: not compared); B, after it, is still checked
+    assert _messages(rules.EVAL_7_metrics(_posted_ctx(metrics, scores))) == [
+        ("EVAL-7", "invalid", "metrics for B post accuracy 0.75, its score is 0.5")]
+    single = [{**SCORE, "arm": "A"}, SCORE, {**SCORE, "arm": "Z"}]
+    assert _messages(rules.EVAL_7_metrics(_posted_ctx(metrics, single))) == [
+        ("EVAL-7", "invalid", "metrics for T post accuracy 0.9, its score is 0.5")]
