@@ -660,3 +660,10 @@ def test_each_owner_with_one_score_is_checked_whatever_the_other_owners_and_thei
     single = [{**SCORE, "arm": "A"}, SCORE, {**SCORE, "arm": "Z"}]
     assert _messages(rules.EVAL_7_metrics(_posted_ctx(metrics, single))) == [
         ("EVAL-7", "invalid", "metrics for T post accuracy 0.9, its score is 0.5")]
+
+
+def test_a_score_whose_predictions_are_not_retained_does_not_stop_the_next_from_being_checked():
+    scores = [{**SCORE, "arm": "B", "predictions_ref": "b.jsonl"}, SCORE]
+    ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1")]})
+    assert _messages(rules.EVAL_9(ctx)) == [
+        ("EVAL-9", "invalid", "t.jsonl: 1 rows for T but the evaluator lists 2 items (every item stays a row)")]
