@@ -667,3 +667,15 @@ def test_a_score_whose_predictions_are_not_retained_does_not_stop_the_next_from_
     ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1")]})
     assert _messages(rules.EVAL_9(ctx)) == [
         ("EVAL-9", "invalid", "t.jsonl: 1 rows for T but the evaluator lists 2 items (every item stays a row)")]
+
+
+def test_rows_naming_a_run_or_seed_sorting_before_the_scores_are_other_runs_and_seeds():
+    score = {**SCORE, "arm": "T", "run": "T-lr1", "seed": 1}
+    rows = [_row("i1", run="T-lr1", seed=1), _row("i2", run="T-lr0", seed=1)]
+    assert _eval9(rows, score) == [("EVAL-9", "invalid", "t.jsonl: rows name another training run than the score")]
+    rows = [_row("i1", run="T-lr1", seed=1), _row("i2", run="T-lr1", seed=0)]
+    assert _eval9(rows, score) == [("EVAL-9", "invalid", "t.jsonl: rows carry another seed than the score")]
+
+
+def test_items_of_a_metric_sorting_before_the_scores_are_not_counted():
+    assert _eval9([_row("i1"), _row("i2"), _row("i3", metric="acc")]) == []
