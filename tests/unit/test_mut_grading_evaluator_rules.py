@@ -679,3 +679,60 @@ def test_rows_naming_a_run_or_seed_sorting_before_the_scores_are_other_runs_and_
 
 def test_items_of_a_metric_sorting_before_the_scores_are_not_counted():
     assert _eval9([_row("i1"), _row("i2"), _row("i3", metric="acc")]) == []
+
+
+# ---------------------------------------------------------------- both sides of each comparison
+
+
+def test_a_score_counts_only_its_metric_seed_and_arm_sorting_before_or_after_it():
+    score = {**SCORE, "seed": 1}
+    rows = [_row("i1", value=1.0, seed=1), _row("i2", value=0.0, seed=1),
+            _row("i3", value=1.0, seed=1, metric="acc"), _row("i3", value=1.0, seed=1, metric="f1"),
+            _row("i4", value=1.0, seed=0), _row("i4", value=1.0, seed=2),
+            _row("i5", value=1.0, seed=1, arm="A"), _row("i5", value=1.0, seed=1, arm="Z")]
+    ctx = _ctx(scores=[score], files={"t.jsonl": rows})
+    assert rules.EVAL_9_values(ctx) == []
+
+
+def test_a_row_not_graded_scores_exactly_0_not_less():
+    rows = [_row("i1", value=1.0, grading="graded"), _row("i2", value=-1.0, grading="timeout")]
+    assert _values(rows, 0.0) == [
+        ("EVAL-9", "invalid", "t.jsonl: 1 row(s) with an unknown grading outcome or a score although not graded")]
+
+
+def test_eval10_compares_only_the_comparisons_metric_sorting_before_or_after_it():
+    other = {**SCORE, "arm": "B", "evaluator_id": "e" * 64}
+    scores = [SCORE, {**SCORE, "arm": "B"}, {**other, "metric": "acc"}, {**other, "metric": "f1"}]
+    assert _eval10("supported", scores) == []
+
+
+def test_the_base_is_scored_on_the_base_model_and_an_arm_named_before_or_after_base_on_its_checkpoint():
+    listed = [{"arm": "alpha", "step": 1, "uri": "tinker://alpha"}, {"arm": "zeta", "step": 1, "uri": "tinker://zeta"}]
+    for arm in ("alpha", "zeta"):
+        score = {**SCORE, "arm": arm}
+        assert _checkpoints([_row("i1", arm=arm, checkpoint=f"tinker://{arm}")], listed, score=score) == []
+        assert _checkpoints([_row("i1", arm=arm, checkpoint="org/base")], listed, score=score) == [
+            f"t.jsonl: its rows are not all scored on {arm}'s final checkpoint"]
+
+
+def test_an_earlier_step_listed_later_does_not_replace_the_final_checkpoint():
+    listed = [{"arm": "T", "step": 20, "uri": "tinker://t/20"}, {"arm": "T", "step": 19, "uri": "tinker://t/19"},
+              {"arm": "T", "step": 21, "seed": 1, "uri": "tinker://t/s1"}]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/20")], listed) == []
+
+
+def test_loss_eval_of_one_token_examples_and_of_an_empty_example():
+    rows = _nll_rows((2.0, 1), (0.0, 0))  # one counted example of one token, one empty
+    entry = {"aggregation": "token_mean", "value": 2.0, "token_mean": 2.0, "example_mean": 2.0, "nll_sum": 2.0,
+             "n_tokens": 1, "n_examples": 1, "n_empty": 1}
+    assert _loss3(entry, {**LOSS_SCORE, "value": 2.0}, rows=rows) == []
+
+
+def test_an_lr_grid_run_is_found_by_its_name_or_its_learning_rate_and_no_other():
+    runs = {"0.001": _entry(), "0.01": _entry(value=2.0)}
+    good = {**_entry(), "runs": runs, "selected_run": "0.001"}
+    # named for another rate, with this score's rate: found by the rate
+    assert _loss3(good, {**LOSS_SCORE, "run": "T@lr=0.5", "learning_rate": 0.001}) == []
+    # a rate of no run, named for no run
+    assert _loss3(good, {**LOSS_SCORE, "run": "T@lr=0.5", "learning_rate": 0.5}) == [
+        ("invalid", "loss_eval has no entry for run T@lr=0.5")]
