@@ -736,3 +736,10 @@ def test_an_lr_grid_run_is_found_by_its_name_or_its_learning_rate_and_no_other()
     # a rate of no run, named for no run
     assert _loss3(good, {**LOSS_SCORE, "run": "T@lr=0.5", "learning_rate": 0.5}) == [
         ("invalid", "loss_eval has no entry for run T@lr=0.5")]
+
+
+def test_a_loss_score_skipped_does_not_stop_the_next_scores_mean_from_being_checked():
+    scores = [{**SCORE, "metric": "heldout_nll", "value": 9.0}, {**SCORE, "value": 0.75}]
+    ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1", value=1.0), _row("i2", value=0.0)]})
+    assert _messages(rules.EVAL_9_values(ctx)) == [
+        ("EVAL-9", "invalid", "score T: 0.75 is not the mean of its 2 rows' values")]
