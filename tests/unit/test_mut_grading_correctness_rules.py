@@ -328,3 +328,44 @@ def test_the_path_record_is_the_probes_retained_record():
     assert _messages(rules.CORR_11(_ctx(paths=(probe,), files={"notes.txt": json.dumps(probe).encode()}))) == [
         ("CORR-11", "unverified", "path p1: the probe's own record is not retained, so its measured errors cannot be "
                                   "checked")]
+
+
+# ---------------------------------------------------------------- both sides of each comparison
+
+
+def test_an_lr_probe_set_missing_a_rate_on_either_side_does_not_cover_the_plan():
+    plan = {"learning_rates": [0.01, 0.02]}
+    for probes in ([_probe(0.005, 0.5), _probe(0.02, 2.0)], [_probe(0.01, 1.0), _probe(0.03, 3.0)]):
+        assert _corr5(probes, plan) == [
+            ("CORR-5", "unverified", "path p1: LR probes do not cover the planned rates [0.01, 0.02]")]
+
+
+@pytest.mark.parametrize("reported", ["stock@0", "stock@2"])
+def test_a_reported_revision_sorting_before_or_after_the_pin_is_not_the_pin(reported):
+    assert _messages(rules.CORR_6(_ctx(paths=({**PATH, "baseline_revision": reported},)))) == [
+        ("CORR-6", "unverified", f"path p1: reported baseline_revision {reported!r} is not the pinned 'stock@1'")]
+
+
+def test_a_full_run_is_held_to_the_preflight_only_when_it_succeeded():
+    for status in ("failed", "running", "timed_out"):
+        ctx = _ctx(paths=(), status=status)
+        assert rules.CORR_8(ctx) == []
+
+
+@pytest.mark.parametrize("digest", ["0" * 64, "b" * 64])
+def test_a_revisions_file_hash_sorting_before_or_after_the_code_revisions_is_another(digest):
+    listed = {"experiment/rl/muon.py": "a" * 64}
+    assert _corr10({**PATH, "baseline_revision": f"experiment/rl/muon.py sha256:{digest}"}, listed) == [
+        ("invalid", "path p1: baseline_revision names experiment/rl/muon.py with another sha256 than the code revision")]
+
+
+def test_negative_errors_are_no_exact_match():
+    errors = {**ERRORS, "max_abs_error": -1e-7, "relative_l2_error": 0.0}
+    assert rules.CORR_3_same_code(_ctx(paths=({**PATH, "errors": {"baseline_update": errors}},))) == []
+    errors = {**ERRORS, "max_abs_error": 0.0, "relative_l2_error": -1e-7}
+    assert rules.CORR_3_same_code(_ctx(paths=({**PATH, "errors": {"baseline_update": errors}},))) == []
+
+
+@pytest.mark.parametrize("a, b", [([1, 2, 3], [1, 2]), ([{"lr": 1}, {"lr": 2}, {"lr": 3}], [{"lr": 1}, {"lr": 2}])])
+def test_a_longer_list_is_not_the_same_json(a, b):
+    assert rules._same_json(a, b) is False
