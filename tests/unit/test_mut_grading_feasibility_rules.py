@@ -219,3 +219,51 @@ def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that
 def test_feas10_needs_a_spec_and_a_plan():
     ctx = _ctx({})
     assert rules.FEAS_10(ctx) == []
+
+
+# ---------------------------------------------------------------- both sides of each comparison
+
+
+@pytest.mark.parametrize("effective_value", ["a", "z"])
+def test_a_key_whose_effective_value_sorts_before_or_after_the_piloted_one_changed(effective_value):
+    record = {"config": CONFIG, "effective_config": {**CONFIG, "max_tokens": effective_value}}
+    assert _messages(rules.FEAS_2(_ctx(record))) == [
+        ("FEAS-2", "unknown", "Re-projection required: max_tokens changed or was not recorded")]
+
+
+def test_a_record_without_phases_or_reserve_names_no_gpu_count_to_disagree_on():
+    assert rules.FEAS_6(_ctx({})) == []
+
+
+@pytest.mark.parametrize("counts", [{"generated": 9, "accepted": 4}, {"generated": 10, "accepted": 3}])
+def test_a_yield_below_the_audits_counts_is_not_them(counts):
+    phases = {name: {"units": 10, "planned_units": 10, "samples": 10} for name in ("generation", "filter")}
+    assert _feas7({"generation": GENERATION, "measurements": phases}, counts=counts) == [
+        ("FEAS-7", "invalid", "the measured yield (attempted, accepted) is not the generation audit's counts "
+                              "(generated, accepted)")]
+
+
+def test_generation_units_above_the_candidates_attempted_are_not_them():
+    phases = {"generation": {"units": 11, "planned_units": 11, "samples": 11},
+              "filter": {"units": 20, "planned_units": 20, "samples": 20}}
+    assert _feas7({"generation": GENERATION, "measurements": phases}) == [
+        ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted")]
+
+
+@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10)])
+def test_any_of_units_planned_units_and_samples_differing_either_way_is_invalid(units):
+    done = dict(zip(("units", "planned_units", "samples"), units))
+    phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10}, "filter": done}
+    assert ("FEAS-7", "invalid", "filter: units, planned_units and samples differ (work done before the pilot is the "
+                                 "planned work)") in _feas7({"generation": GENERATION, "measurements": phases})
+
+
+def test_a_primary_endpoint_sorting_after_the_specs_is_not_it():
+    ctx = _ctx({"primary_endpoint": "perplexity"})
+    ctx.plan = SimpleNamespace(primary_endpoint="heldout_nll")
+    assert _messages(rules.FEAS_8(ctx)) == [
+        ("FEAS-8", "unknown", "primary_endpoint 'perplexity' is not the spec's 'heldout_nll'")]
+
+
+def test_more_pilot_steps_than_the_spec_states_are_not_its_pilot():
+    assert _feas10(5, 100) == ["the spec's pilot is 2 steps per arm plus 100 eval items; measured 5 steps and 100 items"]
