@@ -187,3 +187,27 @@ def test_a_group_mean_arms_advantages_are_each_groups_reward_minus_its_mean():
     assert rules._advantage_problems("T", SETTINGS, [diagnosed]) == [
         "T step 0: kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks) do not recompute from "
         "its rewards"]
+
+
+# ---------------------------------------------------------------- both sides of each comparison
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"item_ids": ["a"], "rewards": [1, 0]}, "item_ids are not 2 distinct prompts"),
+    ({"rewards": [1, 0, 1, 1, 0]}, "rewards are not 2 numbers per prompt"),
+    ({"executed_group_size": 1}, "executed_group_size or n_rollouts is not what its rewards give"),
+    ({"n_rollouts": 5}, "executed_group_size or n_rollouts is not what its rewards give"),
+    ({"advantages": [0.5, -0.5, 0.0, 0.0, 0.0]}, "frac_nonzero_advantage is not what its advantages give"),
+    ({"mean_reward": 1.0}, "mean_reward is not the mean of its rewards"),
+    ({"frac_nonzero_advantage": 0.75}, "frac_nonzero_advantage is not what its advantages give"),
+], ids=["one prompt", "five rewards", "smaller group", "more rollouts", "more advantages", "higher mean",
+        "higher fraction"])
+def test_a_pilot_step_off_on_the_other_side_is_not_what_it_gives(changes, problem):
+    assert rules._step_problems(_row(**changes), SETTINGS, ORDER) == [problem]
+
+
+def test_the_treatment_is_the_logs_first_arm_whichever_way_the_arm_names_sort():
+    """The same log with the treatment named A and the baseline Z (the reverse of _selfgen_rows' order)."""
+    rows = [{**row, "arm": {"T": "A", "B": "Z"}[row["arm"]]} if "arm" in row else row for row in _selfgen_rows()]
+    good = {"selfgen_frac_groups_nonzero_reward_variance_pilot": 0.25, "selfgen_mean_train_reward_pilot": 0.625}
+    assert _act2(good, rows) == []
