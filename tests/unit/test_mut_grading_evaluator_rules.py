@@ -743,3 +743,11 @@ def test_a_loss_score_skipped_does_not_stop_the_next_scores_mean_from_being_chec
     ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1", value=1.0), _row("i2", value=0.0)]})
     assert _messages(rules.EVAL_9_values(ctx)) == [
         ("EVAL-9", "invalid", "score T: 0.75 is not the mean of its 2 rows' values")]
+
+
+def test_a_score_without_numeric_row_values_does_not_stop_the_next_scores_check():
+    scores = [{**SCORE, "arm": "B", "predictions_ref": "b.jsonl"}, {**SCORE, "value": 0.75}]
+    files = {"b.jsonl": [_row("i1", arm="B", value=None)], "t.jsonl": [_row("i1", value=1.0), _row("i2", value=0.0)]}
+    assert _messages(rules.EVAL_9_values(_ctx(scores=scores, files=files))) == [
+        ("EVAL-9", "invalid", "b.jsonl: rows without a numeric value"),
+        ("EVAL-9", "invalid", "score T: 0.75 is not the mean of its 2 rows' values")]
