@@ -751,3 +751,9 @@ def test_a_score_without_numeric_row_values_does_not_stop_the_next_scores_check(
     assert _messages(rules.EVAL_9_values(_ctx(scores=scores, files=files))) == [
         ("EVAL-9", "invalid", "b.jsonl: rows without a numeric value"),
         ("EVAL-9", "invalid", "score T: 0.75 is not the mean of its 2 rows' values")]
+
+
+@pytest.mark.parametrize("metric", ["acc", "f1"])
+def test_a_score_of_a_metric_sorting_before_or_after_the_comparisons_is_no_score_of_it(metric):
+    other = {**SCORE, "arm": "B", "metric": metric, "evaluator_id": "e" * 64}
+    assert _eval10("supported", [SCORE, other]) == [("EVAL-10", "invalid", "comparison accuracy: no score for B")]
