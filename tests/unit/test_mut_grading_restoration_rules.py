@@ -207,3 +207,215 @@ def test_an_lr_grids_checks_request_a_planned_rate_each_run_its_own():
 def test_a_check_place_is_reported_once():
     entry = {"optimizer_checks": [{"requested": {**ADAMW, "beta1": 0.5}}, {"requested": {**ADAMW, "beta1": 0.6}}]}
     assert _rest5(None, entry=entry) == [("invalid", "arm T: requested beta1 differ from the spec's")]
+
+
+# ---------------------------------------------------------------- REST-6
+
+class _Files:
+    def __init__(self, files):
+        self.files = files  # name -> JSON value
+
+    def json(self, name):
+        return self.files.get(name)
+
+    def usable(self, name):
+        return name in self.files
+
+    def why(self, name):
+        return f"{name} is not retained"
+
+
+RESPONSE = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+                                        "lora_rank": 8}}
+
+
+def _check(**changes):
+    return {"after_restore": 0, "source": "server_response", "actual_family": "adamw", "evidence_ref": "info.json",
+            "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+            "actual_config": {"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8}, **changes}
+
+
+def _rest6(check, response=RESPONSE):
+    ctx = _ctx({"T": {"optimizer_checks": [check]}})
+    ctx.evidence = _Files({"info.json": response} if response is not None else {})
+    return [(s, m) for _, s, m in _messages(rules.REST_6(ctx))]
+
+
+WHERE = "arm T, after_restore 0"
+
+
+def test_an_optimizer_read_from_the_retained_server_response_as_requested_passes():
+    assert _rest6(_check()) == []
+
+
+def test_an_optimizer_declared_rather_than_read_is_unverified():
+    for changes in ({"source": "declared"}, {"actual_family": None}):
+        assert _rest6(_check(**changes)) == [
+            ("unverified", f"{WHERE}: the optimizer is declared, not read from a server response")]
+
+
+def test_the_reported_family_is_the_requested_one():
+    assert _rest6(_check(actual_family="sgd")) == [
+        ("invalid", f"{WHERE}: the server reports family 'sgd', requested 'adamw'")]
+
+
+def test_actual_settings_are_what_the_retained_response_says_and_what_was_requested():
+    assert ("invalid", f"{WHERE}: actual beta1 are not what the retained server response says") in _rest6(
+        _check(actual_config={"learning_rate": 0.01, "beta1": 0.95, "lora_rank": 8}))
+    moved = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.02, "beta1": 0.9},
+                                         "lora_rank": 8}}
+    assert ("invalid", f"{WHERE}: the server reports other learning_rate than requested") in _rest6(
+        _check(actual_config={"learning_rate": 0.02, "beta1": 0.9, "lora_rank": 8}), moved)
+    assert _rest6(_check(actual_config={"learning_rate": 0.01, "lora_rank": 8}),
+                  {"optimizer": {"learning_rate": 0.01}}) == [
+        ("unverified", f"{WHERE}: the server response does not expose beta1, so the optimizer config stays unverified")]
+
+
+def test_an_evidence_ref_without_a_server_response_is_unverified():
+    assert _rest6(_check(), response={"notes": "none"}) == [
+        ("unverified", f"{WHERE}: info.json holds no server response with the optimizer")]
+    assert ("unverified", f"{WHERE}: no evidence_ref for the server response") in _rest6(_check(evidence_ref=""))
+
+
+@pytest.mark.parametrize("value, found", [
+    ({"get_info": {"optimizer_config": {"lr": 1}}, "optimizer": {"lr": 2}}, {"lr": 1}),
+    ({"get_info_after_creation": {"optimizer": {"lr": 3}}, "get_info": {"optimizer_config": {"lr": 1}}}, {"lr": 3}),
+    ({"optimizer_config": {"lr": 4}, "optimizer": {"lr": 5}}, {"lr": 4}),
+    ({"a": [{"b": {"optimizer": {"lr": 6}}}]}, {"lr": 6}),
+    ([{"x": 1}, {"optimizer_config": {"lr": 7}}], {"lr": 7}),
+    ({"get_info": "text", "a": 1}, None),
+])
+def test_the_server_optimizer_is_the_response_after_creation_else_the_first_config_the_file_holds(value, found):
+    assert rules._server_optimizer(value) == found
+
+
+def test_the_retained_response_reports_the_family_and_every_actual_setting_as_the_check_says():
+    assert ("invalid", f"{WHERE}: the retained response reports family 'sgd', the check says 'adamw'") in _rest6(
+        _check(), {"get_info_after_creation": {"optimizer_config": {"type": "sgd", "learning_rate": 0.01, "beta1": 0.9},
+                                               "lora_rank": 8}})
+    assert ("unverified", f"{WHERE}: actual eps are not in the retained response") in _rest6(
+        _check(actual_config={"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8, "eps": 1e-8}))
+    assert ("unverified", f"{WHERE}: actual_config leaves out lora_rank, which the retained response reports") in _rest6(
+        _check(actual_config={"learning_rate": 0.01, "beta1": 0.9}))
+    seeded = {"get_info": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9, "seed": 2},
+                           "lora_rank": 8}}
+    check = _check(requested={"family": "adamw", "learning_rate": 0.01, "beta1": 0.9, "seed": 1})
+    assert ("invalid", f"{WHERE}: the retained response reports another seed") in _rest6(check, seeded)
+
+
+def test_numbers_are_the_same_setting_whatever_their_json_type():
+    assert rules._same(1, 1.0) and rules._same("a", "a")
+    assert not rules._same(1, 1.5) and not rules._same("1", 1)
+
+
+# ---------------------------------------------------------------- REST-7, REST-3 checkpoint, REST-8, REST-9
+
+
+def _output(**changes):
+    return {"available": True, "batch_sha256": "b" * 64, "output_sha256": "c" * 64, "evidence_ref": "out.json",
+            "before_first_update": True, **changes}
+
+
+def _rest7(outputs, spec=None, files=None):
+    ctx = _ctx({arm: {"initial_output": out} for arm, out in outputs.items()}, spec=spec)
+    ctx.evidence = _Files(files or {})
+    return [(s, m) for _, s, m in _messages(rules.REST_7(ctx))]
+
+
+def test_an_available_initial_output_names_its_batch_output_evidence_and_precedes_the_first_update():
+    assert _rest7({"T": _output()}) == []
+    for changes in ({"batch_sha256": "B" * 64}, {"output_sha256": None}, {"evidence_ref": ""},
+                    {"before_first_update": "true"}):
+        assert _rest7({"T": _output(**changes)}) == [
+            ("unverified", "arm T: initial_output needs batch_sha256, output_sha256, evidence_ref and before_first_update "
+                           "true")]
+
+
+def test_an_output_not_captured_needs_a_reason_unless_the_spec_requires_a_fixed_batch():
+    assert _rest7({"T": {"available": False, "reason": "sampling not supported"}}) == []
+    assert _rest7({"T": {"available": False}}) == [("unverified", "arm T: initial output not captured")]
+    spec = {"restoration_preflight": {"fixed_batch_required": True}}
+    assert _rest7({"T": {"available": False, "reason": "skipped"}}, spec=spec) == [
+        ("unverified", "arm T: initial output not captured although the spec requires a fixed batch")]
+
+
+def test_a_groups_initial_outputs_agree():
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T"}, {"name": "B"}]}]}}
+    assert _rest7({"T": _output(), "B": _output()}, spec=spec) == []
+    assert _rest7({"T": _output(), "B": _output(output_sha256="d" * 64)}, spec=spec) == [
+        ("invalid", "group T/B: initial outputs differ (output_sha256)")]
+
+
+def test_the_output_hash_is_the_hash_of_the_retained_logprobs():
+    import hashlib
+
+    import numpy as np
+
+    logprobs = [[-0.5, -1.25], [-2.0]]
+    digest = hashlib.sha256()  # per datum: its length as int64 LE, then its values as float32 LE
+    for values in logprobs:
+        digest.update(np.int64(len(values)).astype("<i8").tobytes())
+        digest.update(np.asarray(values, dtype="<f4").tobytes())
+    files = {"out.json": {"initial_output_logprobs": logprobs}}
+    assert _rest7({"T": _output(output_sha256=digest.hexdigest())}, files=files) == []
+    assert _rest7({"T": _output()}, files=files) == [
+        ("invalid", "arm T: output_sha256 is not the hash of the logprobs retained in out.json")]
+    assert _rest7({"T": _output()}, files={"out.json": {"initial_output_logprobs": [["x"]]}}) == [
+        ("invalid", "arm T: output_sha256 is not the hash of the logprobs retained in out.json")]
+
+
+def test_a_retained_fixed_batch_is_the_batch_every_available_output_names():
+    import hashlib
+    import json
+
+    batch = {"tokens": [1, 2]}
+    digest = hashlib.sha256(json.dumps(batch, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                                       allow_nan=False).encode()).hexdigest()
+    ctx = _ctx({"T": {"initial_output": _output(batch_sha256=digest)}, "B": {"initial_output": _output()},
+                "Z": {"initial_output": {"available": False}}})
+    ctx.evidence = _Files({"restoration-fixed-batch.json": batch})
+    assert _messages(rules.REST_7_fixed_batch(ctx)) == [
+        ("REST-7", "invalid", "arm B: batch_sha256 is not the hash of the retained restoration-fixed-batch.json")]
+    ctx.evidence = _Files({})
+    assert rules.REST_7_fixed_batch(ctx) == []
+
+
+def test_a_checkpoint_adapter_hash_is_the_arms_and_the_retained_responses():
+    def rest3(init, response):
+        ctx = _ctx({"T": {"initialization": init}})
+        ctx.evidence = _Files({"info.json": response})
+        return _messages(rules.REST_3_checkpoint(ctx))
+
+    init = {"adapter_sha256": ADAPTER, "checkpoint_adapter_sha256": ADAPTER, "evidence_ref": "info.json"}
+    said = {"checkpoint_weights_info": {"optimizer_config": {"adapter_sha256": ADAPTER}}}
+    assert rest3(init, said) == [] and rest3(init, {}) == []
+    wrong = [("REST-3", "invalid", "arm T: checkpoint_adapter_sha256 is not the arm's adapter hash and the one the "
+                                   "retained checkpoint response reports")]
+    assert rest3({**init, "adapter_sha256": "b" * 64}, said) == wrong
+    assert rest3(init, {"checkpoint_weights_info": {"optimizer_config": {"adapter_sha256": "b" * 64}}}) == wrong
+    assert rest3({"adapter_sha256": ADAPTER}, said) == []  # names no checkpoint hash
+
+
+def test_every_evidence_ref_of_the_provenance_is_retained():
+    ctx = _ctx({"T": {"initialization": {"evidence_ref": "a.json"}, "optimizer_checks": [{"evidence_ref": "c.json"}],
+                      "label": {"evidence_ref": 5}}})
+    ctx.evidence = _Files({"a.json": {}})
+    assert _messages(rules.REST_8(ctx)) == [("REST-8", "unverified", "evidence_ref 'c.json': c.json is not retained")]
+
+
+@pytest.mark.parametrize("features, restored, flagged", [
+    ({"checkpoint_restore": True, "paired_training_arms": False}, 1, False),
+    ({"checkpoint_restore": True, "paired_training_arms": False}, 0, True),
+    ({"checkpoint_restore": True, "paired_training_arms": False}, "1", True),
+    ({"checkpoint_restore": True, "paired_training_arms": True}, 1, True),
+    ({"checkpoint_restore": "true", "paired_training_arms": False}, 1, True),
+    ({"checkpoint_restore": True}, 1, True),
+])
+def test_an_arm_alone_in_its_group_needs_checkpoint_restore_unpaired_arms_and_a_restore(features, restored, flagged):
+    spec = {"experiment_features": features, "restoration_preflight": {"groups": [{"arms": [{"name": "T"}]}]}}
+    ctx = _ctx({"T": {"restore_count": restored}}, spec=spec)
+    expected = [("REST-9", "unverified", "arm T forms a group alone without checkpoint_restore, unpaired arms and an "
+                                         "actual restore")]
+    assert _messages(rules.REST_9(ctx)) == (expected if flagged else [])
+    spec["restoration_preflight"]["groups"] = [{"arms": [{"name": "T"}, {"name": "B"}]}]
+    assert rules.REST_9(_ctx({"T": {"restore_count": restored}}, spec=spec)) == []
