@@ -419,3 +419,159 @@ def test_an_arm_alone_in_its_group_needs_checkpoint_restore_unpaired_arms_and_a_
     assert _messages(rules.REST_9(ctx)) == (expected if flagged else [])
     spec["restoration_preflight"]["groups"] = [{"arms": [{"name": "T"}, {"name": "B"}]}]
     assert rules.REST_9(_ctx({"T": {"restore_count": restored}}, spec=spec)) == []
+
+
+# ---------------------------------------------------------------- REST-4: restores from the load evidence
+
+def _restore(number=1, **changes):
+    return {"restore": number, "method": "load_state", "client": "client-T", "loaded_from": "tinker://ckpt",
+            "at": "2026-12-03T10:00:00Z", "evidence_ref": f"load{number}.json", "with_optimizer_state": False, **changes}
+
+
+LOAD = {"load_method": "load_state", "get_info_after_restore": {"model_id": "client-T"},
+        "load_response": {"path": "tinker://ckpt"}}
+
+
+def _restores(entry, files=None, arms=None):
+    ctx = _ctx({"T": entry, **(arms or {})})
+    ctx.evidence = _Files(files if files is not None else {"load1.json": LOAD, "load2.json": LOAD})
+    return [(s, m) for _, s, m in _messages(rules.REST_4_restores(ctx))]
+
+
+def test_restore_count_is_the_number_of_recorded_loads_each_proven_by_its_evidence():
+    assert _restores({"restore_count": 1, "restores": [_restore()]}) == []
+    assert _restores({"restore_count": 0, "restores": []}) == []
+    assert _restores({"restore_count": 2, "restores": [_restore()]}) == [
+        ("invalid", "arm T: restore_count 2 but 1 restores are recorded")]
+    assert _restores({"restore_count": 0, "restores": [_restore()]}) == [
+        ("invalid", "arm T: restore_count 0 but 1 restores are recorded")]
+
+
+def test_a_count_without_restores_or_a_saved_initialization_without_a_restore():
+    assert _restores({"restore_count": 1}) == [("unverified", "arm T: restore_count 1 without load evidence (no restores)")]
+    assert _restores({"restore_count": 0}) == []
+    created = {"restore_count": 0, "initialization": {"checkpoint_uri": "tinker://init"}}
+    assert _restores(created) == [("invalid", "arm T: created from saved state 'tinker://init' but records no restore "
+                                              "(restore_count 0, no restores)")]
+    assert _restores({**created, "restore_count": 1, "restores": [_restore()]}) == [
+        ("invalid", "arm T: created from saved state 'tinker://init' but no restore loads it")]
+    loaded = {**created, "restore_count": 1, "restores": [_restore(loaded_from="tinker://init")]}
+    files = {"load1.json": {**LOAD, "load_response": {"path": "tinker://init"}}}
+    assert _restores(loaded, files) == []
+
+
+NEEDS = "arm T, restore 1: needs its number, the client, the checkpoint loaded, the load method, when, and an evidence_ref"
+
+
+@pytest.mark.parametrize("changes", [{"restore": 2}, {"method": "reload"}, {"client": ""}, {"loaded_from": None},
+                                     {"at": "yesterday"}, {"at": "2026-12-03"}, {"evidence_ref": ""}])
+def test_each_restore_names_its_number_client_checkpoint_method_time_and_evidence(changes):
+    assert _restores({"restore_count": 1, "restores": [_restore(**changes)]}) == [("unverified", NEEDS)]
+
+
+def test_a_restores_evidence_is_retained_its_own_and_agrees_with_it():
+    entry = {"restore_count": 1, "restores": [_restore()]}
+    assert _restores(entry, files={}) == [("unverified", "arm T, restore 1: evidence_ref 'load1.json': load1.json is not "
+                                                         "retained")]
+    assert _restores(entry, files={"load1.json": {**LOAD, "load_method": "create_training_client_from_state"}}) == [
+        ("invalid", "arm T, restore 1: the evidence loaded by 'create_training_client_from_state', the restore says "
+                    "load_state")]
+    assert _restores(entry, files={"load1.json": {**LOAD, "get_info_after_restore": {"model_id": "client-B"}}}) == [
+        ("invalid", "arm T, restore 1: the evidence's get_info names client 'client-B', the restore says 'client-T'")]
+    assert _restores(entry, files={"load1.json": {**LOAD, "get_info_after_restore": {"lora_rank": 8}}}) == [
+        ("unverified", "arm T, restore 1: the evidence's get_info names no client")]
+    assert _restores(entry, files={"load1.json": {**LOAD, "load_response": {"path": "tinker://other"}}}) == [
+        ("invalid", "arm T, restore 1: the evidence loaded 'tinker://other', the restore says 'tinker://ckpt'")]
+    other_arm = {"B": {"initialization": {"evidence_ref": "load1.json"}}}
+    assert ("invalid", "arm T, restore 1: evidence_ref 'load1.json' is another arm's evidence") in _restores(
+        entry, arms=other_arm)
+
+
+@pytest.mark.parametrize("method, with_state, flagged", [
+    ("create_training_client_from_state_with_optimizer", True, False), ("load_state", False, False),
+    ("create_training_client_from_state", True, True), ("load_state", None, True)])
+def test_with_optimizer_state_is_true_exactly_for_the_load_with_optimizer(method, with_state, flagged):
+    files = {"load1.json": {**LOAD, "load_method": method}}
+    issues = _restores({"restore_count": 1, "restores": [_restore(method=method, with_optimizer_state=with_state)]}, files)
+    expected = [("invalid", f"arm T, restore 1: with_optimizer_state {with_state!r} but loaded by {method}")]
+    assert issues == (expected if flagged else [])
+
+
+@pytest.mark.parametrize("value, is_time", [("2026-12-03T10:00:00Z", True), ("2026-12-03T10:00:00+01:00", True),
+                                            ("2026-12-03", False), ("10:00", False), (None, False), ("soon", False)])
+def test_a_restore_time_is_an_iso_date_and_time(value, is_time):
+    assert rules._is_time(value) is is_time
+
+
+# ---------------------------------------------------------------- REST-10: the create-save-restore update
+
+
+@pytest.mark.parametrize("a, b, worst", [
+    ([[0.5, -1.0], [2.0]], [[0.25, -1.0], [2.5]], 0.5), ([[1.0]], [[1.0]], 0.0), ([[1.0]], [[1.0], [2.0]], None),
+    ([], [], None), ([[1.0, 2.0]], [[1.0]], None), ([[1.0]], [["1.0"]], None), ([[3.0]], [[1.0]], 2.0)])
+def test_the_largest_difference_between_two_clients_logprobs(a, b, worst):
+    assert rules._max_difference(a, b) == worst
+
+
+def test_update_checks_are_one_check_or_one_per_label():
+    one = {"label": "adamw", "max_abs_difference": 0.0}
+    assert rules._update_checks(one) == {"adamw": one}
+    assert rules._update_checks({"T": one, "B": {"x": 1}}) == {"T": one, "B": {"x": 1}}
+
+
+def _update(**changes):
+    return {"label": "adamw", "checkpoint_uri": "tinker://saved", "restored_from": "tinker://state",
+            "steps_before_save": 1, "optimizer_state_restored": True,
+            "clients": {"restored": "client-R", "uninterrupted": "client-U"},
+            "optimizer_check_after_restore": {"source": "server_response", "requested": {"family": "adamw"}},
+            "logprobs_after_second_step": {"uninterrupted": [[-0.5, -1.0]], "restored": [[-0.5, -1.0 + 4e-7]]},
+            "max_abs_difference": 4e-7, **changes}
+
+
+def _rest10(check, spec_family="adamw"):
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T", "optimizer": spec_family}]}]}}
+    ctx = _ctx({}, spec=spec)
+    ctx.evidence = _Files({"restoration-update-check.json": check} if check is not None else {})
+    return [(s, m) for _, s, m in _messages(rules.REST_10(ctx))]
+
+
+WHERE10 = "create-save-restore check adamw"
+
+
+def test_a_restored_client_reproduces_the_uninterrupted_update_within_the_fixed_tolerance():
+    assert _rest10(_update()) == []
+    far = _update(logprobs_after_second_step={"uninterrupted": [[-0.5]], "restored": [[-0.5 + 2e-6]]},
+                  max_abs_difference=2e-6)
+    assert [m for _, m in _rest10(far)] == [f"{WHERE10}: the restored client's update differs from the uninterrupted one "
+                                            f"by {abs((-0.5 + 2e-6) - (-0.5)):.3g} > 1e-06"]
+    assert _rest10(_update(max_abs_difference=0.0)) == [
+        ("invalid", f"{WHERE10}: recorded max_abs_difference 0.0 is not the recomputed {abs((-1.0 + 4e-7) - (-1.0))!r}")]
+    assert _rest10(_update(logprobs_after_second_step={})) == [
+        ("unverified", f"{WHERE10}: the two clients' outputs are not retained, so the difference cannot be recomputed")]
+
+
+@pytest.mark.parametrize("changes", [{"steps_before_save": 0}, {"steps_before_save": "1"},
+                                     {"optimizer_state_restored": "yes"}, {"restored_from": ""},
+                                     {"restored_from": "tinker://saved"}])
+def test_the_restore_is_of_state_saved_after_an_optimizer_step_with_its_optimizer_state(changes):
+    assert _rest10(_update(**changes)) == [
+        ("invalid", f"{WHERE10}: not a restore of state saved after an optimizer step with its optimizer state")]
+
+
+def test_two_named_clients_and_a_verified_restored_optimizer():
+    for clients in ({"restored": "client-U", "uninterrupted": "client-U"}, {"uninterrupted": "client-U"}):
+        assert _rest10(_update(clients=clients)) == [
+            ("unverified", f"{WHERE10}: the restored and the uninterrupted client are not two named clients")]
+    declared = {"source": "declared", "requested": {"family": "adamw"}}
+    assert _rest10(_update(optimizer_check_after_restore=declared)) == [
+        ("unverified", f"{WHERE10}: the restored optimizer is not verified from a server response")]
+    mismatched = {"source": "server_response", "requested": {"family": "adamw"}, "mismatches": ["beta1"]}
+    assert _rest10(_update(optimizer_check_after_restore=mismatched)) == [
+        ("invalid", f"{WHERE10}: the restored optimizer is not verified from a server response")]
+
+
+def test_one_check_per_optimizer_family_of_the_groups_and_a_retained_check_at_all():
+    assert _rest10(_update(), spec_family="sgd") == [
+        ("unverified", "no create-save-restore check for optimizer family sgd")]
+    assert _rest10(None) == [("unverified", "no create-save-restore check retained (restoration-update-check.json: "
+                                            "restoration-update-check.json is not retained)")]
