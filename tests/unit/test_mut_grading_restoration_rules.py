@@ -575,3 +575,54 @@ def test_one_check_per_optimizer_family_of_the_groups_and_a_retained_check_at_al
         ("unverified", "no create-save-restore check for optimizer family sgd")]
     assert _rest10(None) == [("unverified", "no create-save-restore check retained (restoration-update-check.json: "
                                             "restoration-update-check.json is not retained)")]
+
+
+# ---------------------------------------------------------------- REST-2 seed, a fresh optimizer, the grade
+
+
+def _seed_ctx(init, files=None):
+    plan = _plan()
+    plan.replicas = [SimpleNamespace(label="T", arm="T", seed=0, trained=True),
+                     SimpleNamespace(label="T-seed1", arm="T", seed=1, trained=True)]
+    ctx = _ctx({"T-seed1": {"initialization": init}}, plan=plan)
+    ctx.evidence = _Files(files or {})
+    return [(s, m) for _, s, m in _messages(rules.REST_2_seed(ctx))]
+
+
+def test_a_replicas_init_seed_is_the_seed_it_is_scheduled_at():
+    assert _seed_ctx({"init_seed": 1}) == []
+    assert _seed_ctx({"init_seed": None}) == []  # the service took no seed
+    for seed in (0, 2):
+        assert _seed_ctx({"init_seed": seed}) == [
+            ("invalid", f"arm T-seed1: init_seed {seed} is not the seed it is scheduled at (1)")]
+
+
+def test_a_run_file_of_an_initialization_that_does_not_say_its_seed_is_unverified():
+    files = {"load.json": {"loaded_from": "tinker://init"}}
+    assert _seed_ctx({"evidence_ref": "load.json"}, files) == [
+        ("unverified", "arm T-seed1: the initialization does not say which seed the service took (init_seed, null where "
+                       "it took none)")]
+    assert _seed_ctx({"evidence_ref": "load.json", "init_seed": None}, files) == []
+    assert _seed_ctx({"evidence_ref": "other.json"}, {"other.json": {"notes": 1}}) == []  # not the run's file
+
+
+@pytest.mark.parametrize("optimizer, wrong", [
+    ({"optimizer_step": 0, "last_optim_params": None}, []), ({}, []),
+    ({"optimizer_step": 1}, ["optimizer_step 1"]), ({"optimizer_step": -1}, ["optimizer_step -1"]),
+    ({"last_optim_params": {"lr": 0.1}}, ["last_optim_params"]),
+])
+def test_an_optimizer_before_any_update_is_at_step_0_with_no_last_params(optimizer, wrong):
+    assert rules._fresh_optimizer_problems(optimizer) == wrong
+
+
+def test_the_restoration_grade_without_a_spec_a_gate_or_provenance():
+    def graded(spec, applicable, result):
+        ctx = SimpleNamespace(spec=spec, result=result, trained=bool(result.get("completed_arms")),
+                              gate_applicable=lambda name: applicable, gate_reason=lambda name: "stock arms only")
+        grade = rules.grade(ctx)
+        return grade.status, [(i.rule, i.status, i.message) for i in grade.issues], grade.notes
+
+    assert graded(None, True, {})[:2] == ("unknown", [("REST-1", "unknown", "no spec to grade restoration against")])
+    assert graded({}, False, {}) == ("not_applicable", [], ["stock arms only"])
+    assert graded({}, True, {})[:2] == ("unknown", [("REST-1", "unknown", "no initialization provenance (the run "
+                                                                          "stopped before the restoration preflight)")])
