@@ -369,3 +369,39 @@ def test_negative_errors_are_no_exact_match():
 @pytest.mark.parametrize("a, b", [([1, 2, 3], [1, 2]), ([{"lr": 1}, {"lr": 2}, {"lr": 3}], [{"lr": 1}, {"lr": 2}])])
 def test_a_longer_list_is_not_the_same_json(a, b):
     assert rules._same_json(a, b) is False
+
+
+# ---------------------------------------------------------------- CORR-6: the run's own revision check
+
+
+def _revision_ctx(revision_check):
+    pins = {"p1": {"baseline_revision": {"pinned": "stock@1", "source": "spec"},
+                   "reference_revision": {"pinned": None, "source": None}}}
+    gate = SimpleNamespace(details={"revision_pins": pins})
+    ctx = _ctx(paths=({**PATH, "revision_check": revision_check},))
+    ctx.plan = SimpleNamespace(gate=lambda name: gate)
+    return _messages(rules.CORR_6_revision_check(ctx))
+
+
+# the path reports baseline stock@1 (pinned: matches) and reference ref@2 (nothing pinned: unresolved)
+GIVEN = {"baseline_revision": {"pinned": "stock@1", "source": "spec", "reported": "stock@1", "status": "matches"},
+         "reference_revision": {"pinned": None, "source": None, "reported": "ref@2", "status": "unresolved"}}
+
+
+def test_a_paths_revision_check_is_what_its_pins_and_reported_revisions_give():
+    assert _revision_ctx(GIVEN) == []
+    claimed = {**GIVEN, "reference_revision": {**GIVEN["reference_revision"], "status": "matches"}}
+    assert _revision_ctx(claimed) == [
+        ("CORR-6", "invalid", "path p1: revision_check is not what the pins and the reported revisions give")]
+
+
+def test_without_a_plan_or_its_gate_there_is_no_revision_check_to_compare():
+    ctx = _ctx(paths=({**PATH, "revision_check": {}},))
+    ctx.plan = None
+    assert rules.CORR_6_revision_check(ctx) == []
+
+    def no_gate(name):
+        raise KeyError(name)
+
+    ctx.plan = SimpleNamespace(gate=no_gate)
+    assert rules.CORR_6_revision_check(ctx) == []
