@@ -761,11 +761,11 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
         for pid, (mutant, path, data, read_fd, started, limit, count, covering) in list(running.items()):
             waited, status = os.waitpid(pid, os.WNOHANG)
             elapsed = time.monotonic() - started
-            if waited == 0 and elapsed > limit:
+            if waited == 0 and over_limit(pid, elapsed, limit):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 os.close(read_fd)
-                data["results"][mutant.id] = _record(mutant, "timeout", killed_by=f"timeout {limit:.0f} s",
+                data["results"][mutant.id] = _record(mutant, "timeout", killed_by=f"timeout {limit:.0f} CPU-s",
                                                      tests=count, seconds=elapsed)
                 finished.append(pid)
             elif waited:
@@ -813,7 +813,7 @@ def null_check(plugin: MutationPlugin, session, runtestprotocol, relative: str) 
     for (pid, read_fd), limit_s in children:
         while True:
             waited, status = os.waitpid(pid, os.WNOHANG)
-            if waited or time.monotonic() - started > limit_s:
+            if waited or over_limit(pid, time.monotonic() - started, limit_s):
                 break
             time.sleep(0.05)
         if not waited:
@@ -845,6 +845,30 @@ def tests_not_yet_passed(plugin, previous: dict | None, covering: list) -> list:
         return covering
     return [item for item in covering
             if passed["files"].get(item.nodeid.split("::")[0]) != plugin.test_shas.get(item.nodeid.split("::")[0])]
+
+
+# A child that uses no CPU for this many times its limit (blocked, not computing) is stopped all the same.
+WALL_BACKSTOP = 10.0
+
+
+def child_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a running child has used so far (Linux /proc), None where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def over_limit(pid: int, elapsed: float, limit: float) -> bool:
+    """Whether a child is past its time limit: the CPU seconds it used, not the wall clock, so that a child
+    starved by a loaded machine (other sessions' processes at a higher priority) is not counted a timeout, and
+    so killed, for time it never ran; a child using no CPU (blocked) stops at WALL_BACKSTOP times its limit.
+    Where /proc cannot be read, the wall clock as before."""
+    cpu = child_cpu_seconds(pid)
+    if cpu is None:
+        return elapsed > limit
+    return cpu > limit or elapsed > limit * WALL_BACKSTOP
 
 
 def _time_limit(plugin: MutationPlugin, tests: list) -> float:

@@ -328,3 +328,30 @@ def test_a_childs_tests_share_a_module_fixture_while_they_run_in_a_row_and_stop_
     assert code == 0
     assert outcomes == {"in a row": (None, 1), "interleaved": (None, 2),
                         "failing": ("test_m.py::test_fails", 1)}
+
+
+def test_a_child_is_past_its_limit_by_the_cpu_it_used_not_by_time_it_waited_for_the_cpu():
+    """On a loaded machine a niced child may wait minutes for a core: the wall clock made such a mutant a
+    timeout, counted killed (grading/evaluator.py:292's continue -> break, 315 s for 71 tests, was one). A
+    child is now past its limit by its CPU seconds; one using none (blocked) at WALL_BACKSTOP times the limit."""
+    import subprocess
+    import time
+
+    sleeping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 20
+        while (fast.child_cpu_seconds(spinning.pid) or 0.0) <= 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fast.child_cpu_seconds(sleeping.pid) < 0.3
+        # 2 s on the wall clock past a 0.3 s limit: only the child that computed is over it
+        assert fast.over_limit(sleeping.pid, elapsed=2.0, limit=0.3) is False
+        assert fast.over_limit(spinning.pid, elapsed=2.0, limit=0.3) is True
+        # a child that uses no CPU still stops, at WALL_BACKSTOP times its limit
+        assert fast.over_limit(sleeping.pid, elapsed=0.3 * fast.WALL_BACKSTOP + 0.1, limit=0.3) is True
+    finally:
+        for process in (sleeping, spinning):
+            process.kill()
+            process.wait()
+    assert fast.child_cpu_seconds(sleeping.pid) is None  # gone: unreadable, the wall clock decides
+    assert fast.over_limit(sleeping.pid, elapsed=1.0, limit=0.3) is True
