@@ -757,3 +757,14 @@ def test_a_score_without_numeric_row_values_does_not_stop_the_next_scores_check(
 def test_a_score_of_a_metric_sorting_before_or_after_the_comparisons_is_no_score_of_it(metric):
     other = {**SCORE, "arm": "B", "metric": metric, "evaluator_id": "e" * 64}
     assert _eval10("supported", [SCORE, other]) == [("EVAL-10", "invalid", "comparison accuracy: no score for B")]
+
+
+def test_a_metric_left_to_the_decision_rules_does_not_stop_the_next_metrics_comparison_from_being_checked():
+    ctx = _ctx(scores=[SCORE], verdict="supported")
+    ctx.result["evaluation"]["comparisons"] = [{"metric": "accuracy", "arms": ["T"]}]
+    ctx.spec = {"decision_rule": {"criteria": [{"metric": "median_optim_step_seconds", "weights": {"treatment": 1}},
+                                               {"metric": "accuracy", "weights": {"treatment": 1, "baseline": -1}}]}}
+    ctx.plan = SimpleNamespace(role_to_arm={"treatment": {"arm": "T"}, "baseline": {"arm": "B"}}, training_runs=[],
+                               selection=None)
+    assert [m for _, _, m in _messages(rules.EVAL_12(ctx))] == [
+        "the comparison of accuracy leaves out B, which a criterion weights"]
