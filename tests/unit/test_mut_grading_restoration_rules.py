@@ -626,3 +626,108 @@ def test_the_restoration_grade_without_a_spec_a_gate_or_provenance():
     assert graded({}, False, {}) == ("not_applicable", [], ["stock arms only"])
     assert graded({}, True, {})[:2] == ("unknown", [("REST-1", "unknown", "no initialization provenance (the run "
                                                                           "stopped before the restoration preflight)")])
+
+
+# ---------------------------------------------------------------- REST-10: the retained check itself
+
+
+def _full_check(**changes):
+    import hashlib
+    import json
+
+    outputs = {"uninterrupted": [[-0.5, -1.0]], "restored": [[-0.5, -1.0]]}
+
+    def canonical(value):
+        return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                                         allow_nan=False).encode()).hexdigest()
+
+    check = {"label": "T", "checkpoint_uri": "tinker://init", "restored_from": "tinker://state", "steps_before_save": 1,
+             "optimizer_state_restored": True,
+             "clients": {"uninterrupted": "client-U", "interrupted": "client-I", "restored": "client-R"},
+             "restore": {"restore": 1, "client": "client-R", "loaded_from": "tinker://state",
+                         "method": "create_training_client_from_state_with_optimizer", "with_optimizer_state": True,
+                         "evidence_ref": "restoration-update-check.json"},
+             "batch_sha256": "b" * 64,
+             "update": {"learning_rate": 0.01, "beta1": 0.9, "weight_decay": 0.0},
+             "optimizer_check_after_restore": {
+                 "after_restore": 1, "before_next_update": True, "mismatches": [],
+                 "evidence_ref": "restoration-update-check.json", "source": "server_response", "actual_family": "adamw",
+                 "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+                 "actual_config": {"learning_rate": 0.01, "beta1": 0.9}},
+             "max_abs_difference": 0.0, "atol": 1e-6, "problems": [],
+             "output_sha256": {name: canonical(values) for name, values in outputs.items()},
+             "logprobs_after_second_step": outputs, "passed": True}
+    return {**check, **changes}
+
+
+def _check_problems(check, keyed=False, key="T"):
+    spec = {"restoration_preflight": {"groups": [{"arms": [
+        {"name": "T", "optimizer": "adamw", "optimizer_config": {"learning_rate": 0.01, "beta1": 0.9}}]}]}}
+    ctx = _ctx({"T": {"initialization": {"checkpoint_uri": "tinker://init"},
+                      "initial_output": {"batch_sha256": "b" * 64}}}, plan=_plan(arms=("T",)), spec=spec)
+    return rules._check_problems(ctx, key, check, keyed)
+
+
+def test_a_retained_check_whose_every_field_is_the_arms_the_specs_or_recomputes_has_no_problem():
+    assert _check_problems(_full_check()) == []
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"clients": {"uninterrupted": "c", "interrupted": "c", "restored": "client-R"}},
+     ("unverified", "the uninterrupted, interrupted and restored clients are not three named clients")),
+    ({"checkpoint_uri": "tinker://other"},
+     ("invalid", "checkpoint_uri 'tinker://other' is not the arm's initialization checkpoint ('tinker://init')")),
+    ({"restore": None}, ("unverified", "it records no restore (which client loaded which saved state, how and when)")),
+    ({"atol": 1e-5}, ("invalid", "atol 1e-05 is not the tolerance fixed before measuring (1e-06)")),
+    ({"batch_sha256": "c" * 64}, ("invalid", "batch_sha256 is not the fixed batch the arms' initial outputs were taken on")),
+    ({"passed": False}, ("invalid", "passed False is not what its outputs and optimizer check give")),
+    ({"problems": ["beta1"]}, ("invalid", "problems are not its optimizer check's mismatches")),
+    ({"output_sha256": {"uninterrupted": "0" * 64, "restored": "0" * 64}},
+     ("invalid", "output_sha256 is not the hash of the retained outputs")),
+    ({"update": {"beta1": 0.9}}, ("invalid", "the update it took names no learning rate")),
+    ({"update": {"learning_rate": 0.02, "beta1": 0.9}},
+     ("invalid", "the update it took (learning_rate) is not the requested optimizer's")),
+    ({"update": {"learning_rate": 0.01}}, ("invalid", "the update it took (beta1) is not the requested optimizer's")),
+    ({"update": {"learning_rate": 0.01, "beta1": 0.9, "weight_decay": 0.1}},
+     ("invalid", "the update it took (weight_decay) is not the requested optimizer's")),
+], ids=["clients", "checkpoint", "no restore", "atol", "batch", "passed", "problems", "output hashes",
+        "no update rate", "update rate", "update leaves out", "update default"])
+def test_each_field_of_a_retained_check_that_is_not_the_arms_or_the_specs_is_a_problem(changes, problem):
+    assert _check_problems(_full_check(**changes)) == [problem]
+
+
+def test_a_check_of_another_arm_is_not_this_restoration_arms():
+    assert _check_problems(_full_check(label="B")) == [
+        ("invalid", "label 'B' is not a restoration arm"),
+        ("unverified", "checkpoint_uri 'tinker://init' cannot be compared: the arm's initialization names no checkpoint")]
+
+
+def test_a_keyed_check_is_labelled_by_its_key_and_its_restore_is_the_restored_clients_load():
+    assert _check_problems(_full_check(), keyed=True, key="B") == [
+        ("invalid", "label 'T' is not a restoration arm (nor its key)")]
+    moved = _full_check()
+    moved["restore"] = {**moved["restore"], "with_optimizer_state": False}
+    assert _check_problems(moved) == [("invalid", "its restore record is not the restored client loading restored_from "
+                                                  "with its optimizer state")]
+    missing = {k: v for k, v in _full_check().items() if k != "problems"}
+    assert _check_problems(missing) == [("unverified", "it holds no problems")]
+
+
+def test_the_optimizer_after_the_restore_is_requested_as_the_spec_says_and_reported_as_requested():
+    def with_optimizer(**changes):
+        check = _full_check()
+        check["optimizer_check_after_restore"] = {**check["optimizer_check_after_restore"], **changes}
+        return _check_problems(check)
+
+    assert with_optimizer(requested={"family": "adamw", "learning_rate": 0.02, "beta1": 0.9},
+                          actual_config={"learning_rate": 0.02, "beta1": 0.9}) == [
+        ("invalid", "requested learning_rate differ from the spec's"),
+        ("invalid", "the update it took (learning_rate) is not the requested optimizer's")]
+    assert with_optimizer(actual_family="sgd") == [("invalid", "the service reports family 'sgd', requested 'adamw'")]
+    assert with_optimizer(actual_config={"learning_rate": 0.01, "beta1": 0.95}) == [
+        ("invalid", "the service reports another optimizer config than requested")]
+    assert with_optimizer(actual_config={"learning_rate": 0.01}) == [
+        ("unverified", "the service does not expose the whole requested optimizer config")]
+    assert with_optimizer(after_restore=0) == [
+        ("unverified", "the optimizer check is not the one after the restore, before the next update, with its "
+                       "mismatches listed and restoration-update-check.json as its evidence")]
