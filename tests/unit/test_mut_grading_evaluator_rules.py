@@ -768,3 +768,9 @@ def test_a_metric_left_to_the_decision_rules_does_not_stop_the_next_metrics_comp
                                selection=None)
     assert [m for _, _, m in _messages(rules.EVAL_12(ctx))] == [
         "the comparison of accuracy leaves out B, which a criterion weights"]
+
+
+def test_a_metric_compared_but_not_scored_is_still_held_to_its_weighted_arms():
+    assert _eval12([{"metric": "accuracy", "arms": ["T"]}], {"treatment": 1, "baseline": -1},
+                   scores=[{**SCORE, "metric": "f1"}]) == [
+        "the comparison of accuracy leaves out B, which a criterion weights"]
