@@ -608,8 +608,10 @@ def test_the_bases_rows_are_scored_on_the_base_model_as_served_or_the_shared_ini
         assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **served) == []
     assert _checkpoints([_row("i1", arm="base", checkpoint="org/other")], [], score=base, **served) == [message]
     other = {"deviations": [{"field": "model", "original": "org/other", "effective": "org/x"},
-                            {"field": "lr", "original": "org/base", "effective": "org/y"}]}
-    for name in ("org/x", "org/y"):  # another model's deviation, or not a model deviation: not the base as served
+                            {"field": "lr", "original": "org/base", "effective": "org/y"},
+                            {"field": "optimizer", "original": "org/base", "effective": "org/z"}]}
+    for name in ("org/x", "org/y", "org/z"):  # another model's deviation, or not a model deviation (fields sorting
+        # before and after "model"): not the base as served
         assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **other) == [message]
 
 
@@ -774,3 +776,78 @@ def test_a_metric_compared_but_not_scored_is_still_held_to_its_weighted_arms():
     assert _eval12([{"metric": "accuracy", "arms": ["T"]}], {"treatment": 1, "baseline": -1},
                    scores=[{**SCORE, "metric": "f1"}]) == [
         "the comparison of accuracy leaves out B, which a criterion weights"]
+
+
+def test_a_comparison_of_a_metric_sorting_before_is_not_the_metrics_comparison():
+    comparisons = [{"metric": "acc", "arms": ["B"]}, {"metric": "accuracy", "arms": ["T"]}]
+    assert _eval12(comparisons, {"treatment": 1, "baseline": -1}) == [
+        "the comparison of accuracy leaves out B, which a criterion weights"]
+
+
+@pytest.mark.parametrize("record", [{}, "none", None])
+def test_no_loss_eval_record_has_nothing_for_loss2_and_loss3(record):
+    ctx = _loss_ctx(None, scores=[LOSS_SCORE], files={"t.jsonl": ROWS})
+    ctx.result["loss_eval"] = record
+    assert rules.LOSS_2(ctx) == [] and rules.LOSS_3(ctx) == []
+
+
+def test_a_run_named_for_a_rate_sorting_before_a_grid_key_is_not_that_keys_run():
+    good = {**_entry(), "runs": {"0.001": _entry(), "0.01": _entry(value=2.0)}, "selected_run": "0.001"}
+    assert _loss3(good, {**LOSS_SCORE, "run": "T@lr=0.0001"}) == [
+        ("invalid", "loss_eval has no entry for run T@lr=0.0001")]
+
+
+def test_every_score_is_checked_past_one_that_has_no_entry_or_no_readable_predictions():
+    runs = {"0.001": _entry()}
+    record = {"aggregation": "token_mean", "arms": {"T": {**_entry(), "runs": runs, "selected_run": "0.001"},
+                                                    "B": _entry(value=1.0)}}
+    scores = [{**LOSS_SCORE, "run": "T@lr=0.5"},  # no entry for this run
+              {**LOSS_SCORE, "arm": "C"},  # a trained arm without an entry
+              {**LOSS_SCORE, "arm": "B", "predictions_ref": "missing.jsonl"},  # predictions not readable
+              {**LOSS_SCORE, "arm": "B", "predictions_ref": "empty.jsonl"},  # rows without nll totals
+              {**LOSS_SCORE, "arm": "B"}]  # B's value 1.0 is not the recomputed 9/8
+    ctx = _loss_ctx(record, scores=scores, files={"t.jsonl": ROWS, "empty.jsonl": [{"prediction": {}}]},
+                    trained_arms=("T", "B", "C"))
+    assert [(s, m) for _, s, m in _messages(rules.LOSS_3(ctx))] == [
+        ("invalid", "loss_eval has no entry for run T@lr=0.5"),
+        ("invalid", "loss_eval has no entry for C"),
+        ("unverified", "B: the predictions behind its held-out NLL cannot be read (missing.jsonl is not retained)"),
+        ("invalid", "B: prediction rows carry no per-example nll_sum and n_tokens"),
+        ("invalid", "B: loss_eval value do not recompute from the retained predictions")]
+
+
+def test_a_training_run_scored_under_another_arm_name_needs_its_entry():
+    ctx = _loss_ctx({"aggregation": "token_mean", "arms": {}}, scores=[{**LOSS_SCORE, "arm": "X", "run": "T-lr1"}],
+                    files={"t.jsonl": ROWS}, runs=[SimpleNamespace(name="T-lr1", arm="T", lr=0.01)], trained_arms=("T",))
+    assert _messages(rules.LOSS_3(ctx)) == [("LOSS-3", "invalid", "loss_eval has no entry for T-lr1")]
+
+
+def test_a_held_out_score_is_recomputed_in_the_specs_aggregation_not_the_records():
+    record = {"aggregation": "example_mean", "arms": {"T": _entry()}}  # the record's top level says example_mean
+    ctx = _loss_ctx(record, scores=[LOSS_SCORE], files={"t.jsonl": ROWS}, aggregation="token_mean")
+    assert rules.LOSS_3(ctx) == []  # the score is 9/8, the spec's token_mean (example_mean would be 1.75)
+
+
+def test_an_arms_entry_is_its_selected_runs_in_its_aggregation_too():
+    runs = {"0.001": _entry(aggregation="example_mean", value=9 / 8)}  # differs in its aggregation only
+    record = {**_entry(), "runs": runs, "selected_run": "0.001"}  # token_mean sorts after example_mean
+    assert ("invalid", "loss_eval T is not its selected run's entry") in _loss3(record, {**LOSS_SCORE, "run": "T@lr=0.001"})
+
+
+def test_the_loss_summary_counts_examples_with_tokens_and_any_other_aggregation_is_token_weighted():
+    """ROWS plus one row of -1 tokens (no count of tokens): counted are (6, 2) and (3, 6); token_mean 9/8,
+    example_mean (3 + 0.5) / 2; the empty and the negative one are n_empty. An aggregation other than
+    example_mean (batch_mean sorts before it) is the token-weighted default."""
+    rows = ROWS + _nll_rows((1.0, -1))
+    expected = {"value": 9 / 8, "token_mean": 9 / 8, "example_mean": 1.75, "nll_sum": 9.0, "n_tokens": 8,
+                "n_examples": 2, "n_empty": 2}
+    assert rules._loss_summary(rows, "token_mean") == expected
+    assert rules._loss_summary(rows, "batch_mean") == expected
+    assert rules._loss_summary(rows, "example_mean") == {**expected, "value": 1.75}
+
+
+@pytest.mark.parametrize("record", [{}, "none"])
+def test_no_loss_eval_record_has_no_aggregation_to_hold_to_the_spec(record):
+    ctx = _loss_ctx(None)
+    ctx.result["loss_eval"] = record
+    assert rules.LOSS_4(ctx) == []
