@@ -851,3 +851,21 @@ def test_no_loss_eval_record_has_no_aggregation_to_hold_to_the_spec(record):
     ctx = _loss_ctx(None)
     ctx.result["loss_eval"] = record
     assert rules.LOSS_4(ctx) == []
+
+
+def test_only_a_model_deviation_of_the_base_itself_or_a_named_initialization_names_the_base():
+    base = {**SCORE, "arm": "base"}
+    result = {"deviations": [{"field": "model", "original": "org/aaa", "effective": "org/w"}],  # sorts before org/base
+              "initialization_provenance": {"arms": {"T": {"initialization": {"checkpoint_uri": ""}},
+                                                     "B": {"initialization": {"checkpoint_uri": 7}}}}}
+    message = "t.jsonl: its rows are not all scored on base's base model"
+    for name in ("org/w", "", 7):
+        assert _checkpoints([_row("i1", arm="base", checkpoint=name)], [], score=base, **result) == [message]
+
+
+def test_a_score_without_retained_rows_does_not_stop_the_next_scores_checkpoint_check():
+    listed = [{"arm": "T", "step": 1, "uri": "tinker://t"}]
+    scores = [{**SCORE, "arm": "B", "predictions_ref": "b.jsonl"}, SCORE]
+    ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1", checkpoint="tinker://old")]}, evidence={"checkpoints": listed})
+    ctx.plan = SimpleNamespace(base_model="org/base")
+    assert [m for _, _, m in _messages(rules.EVAL_9_checkpoints(ctx))] == [NOT_FINAL]
