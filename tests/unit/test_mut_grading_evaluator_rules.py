@@ -869,3 +869,8 @@ def test_a_score_without_retained_rows_does_not_stop_the_next_scores_checkpoint_
     ctx = _ctx(scores=scores, files={"t.jsonl": [_row("i1", checkpoint="tinker://old")]}, evidence={"checkpoints": listed})
     ctx.plan = SimpleNamespace(base_model="org/base")
     assert [m for _, _, m in _messages(rules.EVAL_9_checkpoints(ctx))] == [NOT_FINAL]
+
+
+def test_a_checkpoint_without_an_integer_step_ranks_as_step_minus_1_the_later_listed_winning_a_tie():
+    listed = [{"arm": "T", "step": -1, "uri": "tinker://t/a"}, {"arm": "T", "step": None, "uri": "tinker://t/b"}]
+    assert _checkpoints([_row("i1", checkpoint="tinker://t/b")], listed) == []
