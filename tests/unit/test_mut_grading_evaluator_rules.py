@@ -874,3 +874,19 @@ def test_a_score_without_retained_rows_does_not_stop_the_next_scores_checkpoint_
 def test_a_checkpoint_without_an_integer_step_ranks_as_step_minus_1_the_later_listed_winning_a_tie():
     listed = [{"arm": "T", "step": -1, "uri": "tinker://t/a"}, {"arm": "T", "step": None, "uri": "tinker://t/b"}]
     assert _checkpoints([_row("i1", checkpoint="tinker://t/b")], listed) == []
+
+
+def test_the_bases_rows_name_one_model_even_when_both_are_names_of_the_base():
+    base = {**SCORE, "arm": "base"}
+    served = {"deviations": [{"field": "model", "original": "org/base", "effective": "org/base-served"}]}
+    rows = [_row("i1", arm="base", checkpoint="org/base"), _row("i2", arm="base", checkpoint="org/base-served")]
+    assert _checkpoints(rows, [], score=base, **served) == ["t.jsonl: its rows are not all scored on base's base model"]
+
+
+@pytest.mark.parametrize("status, trained, still_running", [("running", False, True), ("running", True, False),
+                                                            ("succeeded", False, False), ("failed", False, False)])
+def test_a_record_is_still_waiting_for_its_evaluation_only_while_running_and_untrained(status, trained, still_running):
+    ctx = SimpleNamespace(result={"status": status}, trained=trained, plan=None, spec={}, finished=status != "running",
+                          evidence=_Evidence())
+    waiting = ("EVAL-1", "unknown", "no evaluation yet (the run is still running)")
+    assert (waiting in _messages(rules.grade(ctx).issues)) is still_running
