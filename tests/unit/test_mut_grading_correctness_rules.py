@@ -405,3 +405,10 @@ def test_without_a_plan_or_its_gate_there_is_no_revision_check_to_compare():
 
     ctx.plan = SimpleNamespace(gate=no_gate)
     assert rules.CORR_6_revision_check(ctx) == []
+
+
+def test_a_planned_path_without_a_record_does_not_stop_the_next_paths_check():
+    broken = {k: v for k, v in PATH.items() if k != "fixed_input"}
+    ctx = _ctx(paths=(broken,), spec_paths=({**SPEC_PATH, "id": "p0"}, SPEC_PATH))
+    assert [m for _, _, m in _messages(rules.CORR_2(ctx))] == ["path p0: no record (a missing check blocks)",
+                                                                 "path p1.fixed_input: Field required"]
