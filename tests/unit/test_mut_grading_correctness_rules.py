@@ -412,3 +412,53 @@ def test_a_planned_path_without_a_record_does_not_stop_the_next_paths_check():
     ctx = _ctx(paths=(broken,), spec_paths=({**SPEC_PATH, "id": "p0"}, SPEC_PATH))
     assert [m for _, _, m in _messages(rules.CORR_2(ctx))] == ["path p0: no record (a missing check blocks)",
                                                                  "path p1.fixed_input: Field required"]
+
+
+# ---------------------------------------------------------------- CORR-4 on the read-back input (its inputs)
+
+
+def _npz(bounds, shapes):
+    import io
+
+    import numpy as np
+
+    arrays = {"gradient_error_bounds": np.asarray(bounds, dtype=np.float64)}
+    for k, shape in enumerate(shapes):
+        arrays[f"start_{k}"] = np.full(shape, k + 1.0, dtype=np.float32)
+        arrays[f"gradient_{k}"] = np.full(shape, -(k + 1.0), dtype=np.float64)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def test_the_read_back_start_state_pairs_up_factors_and_their_gradient_bounds():
+    """Four factors (start_k filled with k + 1, gradient_k with -(k + 1)) make two (A, B) pairs, A the even
+    factor; the bounds pair up the same way; momenta start at zero."""
+    import numpy as np
+
+    pairs, bounds = rules._input_pairs(_npz([0.1, 0.2, 0.3, 0.4], [(2, 3), (3, 2), (1, 2), (2, 1)]))
+    assert bounds == [(0.1, 0.2), (0.3, 0.4)]
+    assert len(pairs) == 2
+    for pair, (a, b) in zip(pairs, ((0, 1), (2, 3))):
+        assert pair["A"].dtype == np.float32 and pair["grad_A"].dtype == np.float64
+        assert (pair["A"] == a + 1.0).all() and (pair["B"] == b + 1.0).all()
+        assert (pair["grad_A"] == -(a + 1.0)).all() and (pair["grad_B"] == -(b + 1.0)).all()
+        assert pair["momentum_A"].shape == pair["A"].shape and not pair["momentum_A"].any()
+        assert pair["momentum_B"].shape == pair["B"].shape and not pair["momentum_B"].any()
+
+
+@pytest.mark.parametrize("bounds, shapes", [([0.1, 0.2, 0.3], [(1,), (1,), (1,)]), ([], [])])
+def test_a_start_state_whose_factors_do_not_pair_up_is_unusable(bounds, shapes):
+    with pytest.raises(ValueError):
+        rules._input_pairs(_npz(bounds, shapes))
+
+
+def test_the_analysis_takes_the_treatments_beta1_or_the_default_0_9():
+    def beta1(arms):
+        return rules._treatment_beta1(SimpleNamespace(spec={"arms": arms}))
+
+    treatment = {"role": "treatment", "optimizer": {"config": {"beta1": 0.95}}}
+    assert beta1(["not an arm", {"role": "baseline", "optimizer": {"config": {"beta1": 0.5}}}, treatment]) == 0.95
+    assert beta1([{"role": "treatment", "optimizer": {"config": {}}}]) == 0.9
+    assert beta1([{"role": "baseline", "optimizer": {"config": {"beta1": 0.5}}}]) == 0.9
+    assert rules._treatment_beta1(SimpleNamespace(spec=None)) == 0.9
