@@ -462,3 +462,23 @@ def test_the_analysis_takes_the_treatments_beta1_or_the_default_0_9():
     assert beta1([{"role": "treatment", "optimizer": {"config": {}}}]) == 0.9
     assert beta1([{"role": "baseline", "optimizer": {"config": {"beta1": 0.5}}}]) == 0.9
     assert rules._treatment_beta1(SimpleNamespace(spec=None)) == 0.9
+
+
+def test_an_arm_whose_role_sorts_after_treatment_is_not_the_treatment():
+    arms = [{"role": "untrained_base", "optimizer": {"config": {"beta1": 0.5}}},
+            {"role": "treatment", "optimizer": {"config": {"beta1": 0.95}}}]
+    assert rules._treatment_beta1(SimpleNamespace(spec={"arms": arms})) == 0.95
+
+
+def test_each_planned_paths_lr_probes_are_checked_past_a_path_with_none_or_unusable_ones():
+    plan = {"learning_rates": [0.01, 0.02], "max_relative_change": 0.1}
+    short = [_probe(0.01, 1.0)]
+    spec_paths = ({**SPEC_PATH, "id": "px"},  # plans no probes: nothing to check
+                  {**SPEC_PATH, "id": "p0", "lr_scaling": plan}, {**SPEC_PATH, "id": "pu", "lr_scaling": plan},
+                  {**SPEC_PATH, "lr_scaling": plan})
+    paths = ({**PATH, "id": "p0", "lr_scaling": []}, {**PATH, "id": "pu", "lr_scaling": [{"learning_rate": 0.01}]},
+             {**PATH, "lr_scaling": short})
+    messages = [(s, m) for _, s, m in _messages(rules.CORR_5(_ctx(paths=paths, spec_paths=spec_paths)))]
+    assert messages[0] == ("unverified", "path p0: the spec plans LR scaling probes, none reported")
+    assert messages[1][0] == "invalid" and messages[1][1].startswith("path pu: LR probes unusable")
+    assert messages[2:] == [("unverified", "path p1: LR probes do not cover the planned rates [0.01, 0.02]")]
