@@ -626,13 +626,7 @@ def _child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tes
             code = 3
             return
         apply_source(module_name_of(mutant.file), mutant.source, str(ROOT / mutant.file))
-        keep = _SessionOnly(session)
-        failed = None
-        for item in tests:
-            reports = runtestprotocol(item, nextitem=keep, log=False)
-            if any(r.failed for r in reports):
-                failed = item.nodeid
-                break
+        failed = first_failure(session, runtestprotocol, tests)
         os.write(write_fd, json.dumps({"killed_by": failed}).encode())
         code = 1 if failed else 0
     except BaseException as error:  # the mutant broke the module itself (e.g. at import): killed
@@ -645,6 +639,20 @@ def _child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tes
         os._exit(code)
 
 
+def first_failure(session, runtestprotocol, tests: list) -> str | None:
+    """Run `tests` in order; the node id of the first that fails (then stop), else None. Each test's
+    `nextitem` is the next test (the session alone after the last): pytest keeps the fixtures the two
+    share (a module's, when both are in one file) and tears down the rest, as in a plain pytest run;
+    the session's fixtures (the records built before the fork) are always kept."""
+    keep = _SessionOnly(session)
+    for index, item in enumerate(tests):
+        nextitem = tests[index + 1] if index + 1 < len(tests) else keep
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if any(r.failed for r in reports):
+            return item.nodeid
+    return None
+
+
 def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
     filename = str(ROOT / mutant.file)
     if mutant.module_level:
@@ -653,7 +661,26 @@ def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
         wanted = {(filename, line) for line in range(mutant.lines[0], mutant.lines[1] + 1)}
         chosen = [item for item in plugin.items
                   if item.nodeid in plugin.coverage and plugin.coverage[item.nodeid] & wanted]
-    return sorted(chosen, key=test_order(plugin, mutant))
+    return grouped_by_test_file(plugin, sorted(chosen, key=test_order(plugin, mutant)))
+
+
+def grouped_by_test_file(plugin, ordered: list) -> list:
+    """`ordered` (test_order) with the tests that never killed a mutant, and are not new since the stored
+    baseline, grouped by test file: each file's run in a row, the files cheapest first (their tests'
+    unmutated seconds), each file's tests fastest first. A child passes the next test as pytest's
+    `nextitem`, so a module-scoped fixture is built once per run of consecutive tests of its file, not
+    once per test (the grader's test_validation and test_grading_every_leaf rebuild a run or two graded
+    records per test otherwise). The tests that killed before keep their place in front: the order
+    changes only among tests no mutant has met failing, which a survivor runs all of."""
+    history: KillHistory = getattr(plugin, "history", None) or KillHistory()
+    fresh = getattr(plugin, "fresh", set())
+    proven = [item for item in ordered if item.nodeid in fresh or history.anywhere.get(item.nodeid)]
+    rest = [item for item in ordered if not (item.nodeid in fresh or history.anywhere.get(item.nodeid))]
+    by_file: dict[str, list] = {}
+    for item in rest:
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+    cost = {name: sum(plugin.durations.get(item.nodeid, 0.0) for item in items) for name, items in by_file.items()}
+    return proven + [item for name in sorted(by_file, key=lambda n: (cost[n], n)) for item in by_file[name]]
 
 
 def test_order(plugin, mutant: Mutant):
@@ -734,11 +761,11 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
         for pid, (mutant, path, data, read_fd, started, limit, count, covering) in list(running.items()):
             waited, status = os.waitpid(pid, os.WNOHANG)
             elapsed = time.monotonic() - started
-            if waited == 0 and elapsed > limit:
+            if waited == 0 and over_limit(pid, elapsed, limit):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 os.close(read_fd)
-                data["results"][mutant.id] = _record(mutant, "timeout", killed_by=f"timeout {limit:.0f} s",
+                data["results"][mutant.id] = _record(mutant, "timeout", killed_by=f"timeout {limit:.0f} CPU-s",
                                                      tests=count, seconds=elapsed)
                 finished.append(pid)
             elif waited:
@@ -779,13 +806,14 @@ def null_check(plugin: MutationPlugin, session, runtestprotocol, relative: str) 
     if limit:  # configured: the fastest tests only
         tests = sorted(tests, key=lambda item: plugin.durations.get(item.nodeid, 0.0))[:limit]
     started = time.monotonic()
-    parts = [tests[i::max(1, plugin.jobs)] for i in range(max(1, plugin.jobs))]
+    jobs = max(1, plugin.jobs)  # consecutive slices: a test file's tests stay together (grouped_by_test_file)
+    parts = [tests[len(tests) * i // jobs:len(tests) * (i + 1) // jobs] for i in range(jobs)]
     children = [(_fork_child(plugin, session, runtestprotocol, null, part), _time_limit(plugin, part))
                 for part in parts if part]
     for (pid, read_fd), limit_s in children:
         while True:
             waited, status = os.waitpid(pid, os.WNOHANG)
-            if waited or time.monotonic() - started > limit_s:
+            if waited or over_limit(pid, time.monotonic() - started, limit_s):
                 break
             time.sleep(0.05)
         if not waited:
@@ -817,6 +845,30 @@ def tests_not_yet_passed(plugin, previous: dict | None, covering: list) -> list:
         return covering
     return [item for item in covering
             if passed["files"].get(item.nodeid.split("::")[0]) != plugin.test_shas.get(item.nodeid.split("::")[0])]
+
+
+# A child that uses no CPU for this many times its limit (blocked, not computing) is stopped all the same.
+WALL_BACKSTOP = 10.0
+
+
+def child_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a running child has used so far (Linux /proc), None where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def over_limit(pid: int, elapsed: float, limit: float) -> bool:
+    """Whether a child is past its time limit: the CPU seconds it used, not the wall clock, so that a child
+    starved by a loaded machine (other sessions' processes at a higher priority) is not counted a timeout, and
+    so killed, for time it never ran; a child using no CPU (blocked) stops at WALL_BACKSTOP times its limit.
+    Where /proc cannot be read, the wall clock as before."""
+    cpu = child_cpu_seconds(pid)
+    if cpu is None:
+        return elapsed > limit
+    return cpu > limit or elapsed > limit * WALL_BACKSTOP
 
 
 def _time_limit(plugin: MutationPlugin, tests: list) -> float:

@@ -278,3 +278,80 @@ def test_a_survivor_run_again_runs_only_the_tests_of_files_new_or_changed_since_
     for previous in ({**survived, "tests_run": {**survived["tests_run"], "key": "k0"}}, {"outcome": "survived"},
                      None, {**survived, "outcome": "incompetent"}):
         assert fast.tests_not_yet_passed(plugin, previous, covering) == covering
+
+
+def test_tests_that_never_killed_run_grouped_by_test_file_cheapest_file_first_after_those_that_did():
+    """A survivor runs every covering test: the never-killing ones grouped by file, so that each file's
+    module fixtures are built once per group (first_failure). Those that killed keep their place in front."""
+    mutant = next(m for m in fast.generate(SOURCE, "pkg/mod.py") if m.line == 9)
+    durations = {"tests/a.py::t1": 0.1, "tests/b.py::t2": 0.2, "tests/a.py::t3": 0.3, "tests/b.py::killer": 5.0,
+                 "tests/a.py::t4": 0.4}
+    plugin = _plugin_with(durations, covering=set(durations), file="pkg/mod.py")
+    plugin.history.add({"outcome": "killed", "file": "pkg/other.py", "line": 3, "killed_by": "tests/b.py::killer"})
+    # the killer first; then b.py (0.2 s left in it) before a.py (0.1 + 0.3 + 0.4 s), each fastest first
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)] == [
+        "tests/b.py::killer", "tests/b.py::t2", "tests/a.py::t1", "tests/a.py::t3", "tests/a.py::t4"]
+    plugin.fresh = {"tests/a.py::t4"}  # new since the stored baseline: in front, as before
+    assert [i.nodeid for i in fast.covering_tests(plugin, mutant)][:2] == ["tests/a.py::t4", "tests/b.py::killer"]
+
+
+def test_a_childs_tests_share_a_module_fixture_while_they_run_in_a_row_and_stop_at_the_first_failure(tmp_path):
+    """first_failure passes each test the next as pytest's nextitem: three tests of one file in a row build
+    its module fixture once (the child used to tear down to the session after every test: three builds),
+    a test of another file in between ends it (built again after), and the first failure stops the run."""
+    import pytest
+
+    log = tmp_path / "setups.txt"
+    (tmp_path / "test_m.py").write_text(
+        "import pytest\n\n\n@pytest.fixture(scope='module')\ndef built():\n"
+        f"    with open({str(log)!r}, 'a') as f:\n        f.write('m\\n')\n    return 1\n\n\n"
+        "def test_1(built):\n    assert built\n\n\ndef test_2(built):\n    assert built\n\n\n"
+        "def test_3(built):\n    assert built\n\n\ndef test_fails(built):\n    assert not built\n")
+    (tmp_path / "test_other.py").write_text("def test_o():\n    assert True\n")
+    outcomes = {}
+
+    class Runner:
+        def pytest_runtestloop(self, session):
+            from _pytest.runner import runtestprotocol
+
+            items = {item.name: item for item in session.items}
+            for label, names in (("in a row", ["test_1", "test_2", "test_3"]),
+                                 ("interleaved", ["test_1", "test_o", "test_2", "test_3"]),
+                                 ("failing", ["test_1", "test_fails", "test_2"])):
+                log.write_text("")
+                failed = fast.first_failure(session, runtestprotocol, [items[n] for n in names])
+                outcomes[label] = (failed, log.read_text().count("m"))
+            return True
+
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir",
+                        str(tmp_path), str(tmp_path)], plugins=[Runner()])
+    assert code == 0
+    assert outcomes == {"in a row": (None, 1), "interleaved": (None, 2),
+                        "failing": ("test_m.py::test_fails", 1)}
+
+
+def test_a_child_is_past_its_limit_by_the_cpu_it_used_not_by_time_it_waited_for_the_cpu():
+    """On a loaded machine a niced child may wait minutes for a core: the wall clock made such a mutant a
+    timeout, counted killed (grading/evaluator.py:292's continue -> break, 315 s for 71 tests, was one). A
+    child is now past its limit by its CPU seconds; one using none (blocked) at WALL_BACKSTOP times the limit."""
+    import subprocess
+    import time
+
+    sleeping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 20
+        while (fast.child_cpu_seconds(spinning.pid) or 0.0) <= 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fast.child_cpu_seconds(sleeping.pid) < 0.3
+        # 2 s on the wall clock past a 0.3 s limit: only the child that computed is over it
+        assert fast.over_limit(sleeping.pid, elapsed=2.0, limit=0.3) is False
+        assert fast.over_limit(spinning.pid, elapsed=2.0, limit=0.3) is True
+        # a child that uses no CPU still stops, at WALL_BACKSTOP times its limit
+        assert fast.over_limit(sleeping.pid, elapsed=0.3 * fast.WALL_BACKSTOP + 0.1, limit=0.3) is True
+    finally:
+        for process in (sleeping, spinning):
+            process.kill()
+            process.wait()
+    assert fast.child_cpu_seconds(sleeping.pid) is None  # gone: unreadable, the wall clock decides
+    assert fast.over_limit(sleeping.pid, elapsed=1.0, limit=0.3) is True

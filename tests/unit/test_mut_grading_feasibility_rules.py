@@ -1,0 +1,269 @@
+"""The grader's feasibility rules (experiment/grading/feasibility.py; docs/contract-rules.md FEAS-1..FEAS-9),
+each on a minimal grading context whose expected finding is worked out in the test from the contract's text
+(issue 28 item 7: the complete mutation run of experiment/grading/)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import feasibility as rules
+
+KEYS = ("base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len", "max_tokens", "arms", "n_examples",
+        "n_eval")  # FEAS-2's ten keys
+CONFIG = {key: f"value of {key}" for key in KEYS}
+
+
+def _phase(**changes):
+    return {"seconds": 10.0, "units": 4, "planned_units": 40, "samples": 4, "gpu_count": 1, "allocation_source": "service",
+            **changes}
+
+
+def _ctx(record=None, **result):
+    return SimpleNamespace(result={"feasibility": record if record is not None else {}, **result}, plan=None,
+                           spec=None, gate_applicable=lambda name: None, generation_settings=None,
+                           evidence=SimpleNamespace(jsonl=lambda name: None, json=lambda name: None))
+
+
+def _messages(issues):
+    return [(issue.rule, issue.status, issue.message) for issue in issues]
+
+
+def test_a_missing_record_is_unknown():
+    assert _messages(rules.FEAS_1(_ctx())) == [("FEAS-1", "unknown", "RESULT has no measured feasibility record")]
+
+
+def test_config_and_effective_config_record_the_ten_keys_identically_one_problem_per_key():
+    assert rules.FEAS_2(_ctx({"config": CONFIG, "effective_config": dict(CONFIG)})) == []
+    effective = {**CONFIG, "steps": "other"}
+    del effective["n_eval"]
+    config = {k: v for k, v in CONFIG.items() if k != "arms"}
+    assert _messages(rules.FEAS_2(_ctx({"config": config, "effective_config": effective}))) == [
+        ("FEAS-2", "unknown", f"Re-projection required: {key} changed or was not recorded") for key in ("steps", "arms", "n_eval")]
+
+
+def test_the_pilot_evidence_source_is_named():
+    assert rules.FEAS_3(_ctx({"source": "pilot/events.jsonl"})) == []
+    for source in ("", None):
+        assert _messages(rules.FEAS_3(_ctx({"source": source}))) == [
+            ("FEAS-3", "unknown", "the pilot evidence source is not recorded")]
+
+
+def test_each_phase_gives_its_six_measurements():
+    good = {"setup": _phase(), "training": _phase(), "evaluation": _phase()}
+    assert rules.FEAS_4(_ctx({"measurements": good})) == []
+    partial = {k: v for k, v in _phase().items() if k not in ("samples", "gpu_count")}
+    assert _messages(rules.FEAS_4(_ctx({"measurements": {**good, "training": partial, "evaluation": "10 s"}}))) == [
+        ("FEAS-4", "unknown", "measurements.training lacks samples, gpu_count"),
+        ("FEAS-4", "unknown", "measurements.evaluation lacks seconds, units, planned_units, samples, gpu_count, "
+                              "allocation_source")]
+
+
+@pytest.mark.parametrize("changes, flagged", [
+    ({"seconds": 0.0}, False), ({"seconds": -1.0}, True), ({"seconds": "10"}, True), ({"units": 0}, True),
+    ({"units": 1}, False), ({"units": None}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
+])
+def test_phase_seconds_are_measured_and_units_positive(changes, flagged):
+    record = {"measurements": {"setup": _phase(**changes), "training": _phase(), "evaluation": _phase()}}
+    expected = [("FEAS-4", "unknown", "measurements.setup needs measured seconds and positive units")]
+    assert _messages(rules.FEAS_4(_ctx(record))) == (expected if flagged else [])
+
+
+@pytest.mark.parametrize("count, source, flagged", [
+    (1, "service", False), (0, "cpu only", False), (None, None, False), (1, "", True), (-1, "service", True),
+    (True, "service", True), (1.0, "service", True),
+])
+def test_gpu_counts_come_only_with_allocation_evidence(count, source, flagged):
+    phases = {name: _phase(gpu_count=count, allocation_source=source) for name in ("setup", "training")}
+    record = {"measurements": phases, "recovery": {"seconds": 5.0, "gpu_count": count, "allocation_source": source}}
+    issues = _messages(rules.FEAS_6(_ctx(record)))
+    expected = [("FEAS-6", "unknown", f"{where}.gpu_count {count!r} has no allocation evidence")
+                for where in ("measurements.setup", "measurements.training", "recovery")]
+    assert issues == (expected if flagged else [])
+
+
+def test_every_phase_and_the_reserve_name_one_services_gpu_count():
+    record = {"measurements": {"setup": _phase(gpu_count=1), "training": _phase(gpu_count=2)},
+              "recovery": {"gpu_count": 1, "allocation_source": "service"}}
+    issues = _messages(rules.FEAS_6(_ctx(record)))
+    assert [(rule, status) for rule, status, _ in issues] == [("FEAS-6", "unknown")]
+    assert issues[0][2].startswith("the phases name different GPU counts ({'measurements.setup': 1, 'measurements.")
+    assert issues[0][2].endswith(") from one service's allocation evidence")
+    record["measurements"]["training"]["gpu_count"] = 1
+    assert rules.FEAS_6(_ctx(record)) == []
+
+
+GENERATION = {"attempted": 10, "accepted": 4, "target_accepted": 4, "filter_samples_per_candidate": 2}
+
+
+def _feas7(record, generated=True, counts=None):
+    ctx = _ctx(record, generation_audit={"counts": counts} if counts else {})
+    ctx.gate_applicable = lambda name: generated if name == "generation_audit" else None
+    return _messages(rules.FEAS_7(ctx))
+
+
+def test_a_record_without_generated_tasks_says_generation_null():
+    assert _feas7({"generation": None}, generated=False) == []
+    assert _feas7({}, generated=False) == [
+        ("FEAS-7", "unknown", "the record has no generation entry (null when no tasks are generated)")]
+    assert _feas7({"generation": None}) == [
+        ("FEAS-7", "unknown", "training on generated tasks needs a generation record, not null")]
+
+
+def test_generated_tasks_give_the_four_counts_and_the_generation_and_filter_measurements():
+    partial = {k: v for k, v in GENERATION.items() if k not in ("accepted", "target_accepted")}
+    assert _feas7({"generation": partial}) == [("FEAS-7", "unknown", "generation lacks accepted, target_accepted")]
+    assert _feas7({"generation": GENERATION, "measurements": {}}) == [
+        ("FEAS-7", "unknown", "no generation and filter measurement for the generated tasks")]
+    assert _feas7({"generation": GENERATION, "measurements": {"generation": {}}}) == [
+        ("FEAS-7", "unknown", "no filter measurement for the generated tasks")]
+
+
+@pytest.mark.parametrize("counts, flagged", [({"generated": 10, "accepted": 4}, False), ({"generated": 11, "accepted": 4}, True),
+                                             ({"generated": 10, "accepted": 5}, True)])
+def test_the_measured_yield_is_the_generation_audits_counts(counts, flagged):
+    phases = {name: {"units": 10, "planned_units": 10, "samples": 10} for name in ("generation", "filter")}
+    issues = _feas7({"generation": GENERATION, "measurements": phases}, counts=counts)
+    expected = [("FEAS-7", "invalid", "the measured yield (attempted, accepted) is not the generation audit's counts "
+                                      "(generated, accepted)")]
+    assert issues == (expected if flagged else [])
+
+
+def test_generation_phases_done_before_the_pilot_have_equal_units_planned_units_and_samples():
+    phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10},
+              "filter": {"units": 20, "planned_units": 20, "samples": 19}}
+    assert _feas7({"generation": GENERATION, "measurements": phases}) == [
+        ("FEAS-7", "invalid", "filter: units, planned_units and samples differ (work done before the pilot is the planned "
+                              "work)")]
+    phases["generation"]["units"] = 9
+    assert ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted") in _feas7(
+        {"generation": GENERATION, "measurements": phases})
+
+
+def test_the_primary_endpoint_is_the_specs():
+    ctx = _ctx({"primary_endpoint": "accuracy"})
+    assert rules.FEAS_8(ctx) == []  # no plan: nothing to compare
+    ctx.plan = SimpleNamespace(primary_endpoint="accuracy")
+    assert rules.FEAS_8(ctx) == []
+    ctx.plan = SimpleNamespace(primary_endpoint="heldout_nll")
+    assert _messages(rules.FEAS_8(ctx)) == [("FEAS-8", "unknown", "primary_endpoint 'accuracy' is not the spec's 'heldout_nll'")]
+
+
+@pytest.mark.parametrize("fits, verdict, flagged", [(False, "supported", True), (False, "refuted", True),
+                                                   (False, "inconclusive", False), (True, "supported", False),
+                                                   (None, "supported", False)])
+def test_a_projection_that_does_not_fit_allows_no_definitive_verdict(fits, verdict, flagged):
+    issues = _messages(rules.FEAS_9(_ctx({"projection": {"fits": fits}}, verdict=verdict)))
+    expected = [("FEAS-9", "invalid", "the projection does not fit the budget but a definitive verdict was posted")]
+    assert issues == (expected if flagged else [])
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (1.0, 1.0 + 1e-12, True), (1.0, 1.001, False), (0.0, 1e-10, True), (True, False, False), (False, False, True),
+    (None, 0, False), (0, None, False), ("a", "a", True), ([1], [1], True), ({"a": 1}, {"a": 2}, False),
+    ("1", 1.0, False), (float("nan"), float("nan"), False),
+])
+def test_projection_values_are_the_same_up_to_float_noise(a, b, same):
+    assert rules._same(a, b) is same
+
+
+# ---------------------------------------------------------------- FEAS-10
+
+COMMAND = "timing pilot: 2 steps per arm plus 100 eval items"  # the self-generated spec's words
+
+
+def _feas10(training_units, evaluation_units, pilot=None, command=COMMAND, steps=50, n_eval=200, arms=2):
+    record = {"measurements": {"training": {"units": training_units}, "evaluation": {"units": evaluation_units}}}
+    if pilot is not None:
+        record["pilot"] = pilot
+    ctx = _ctx(record)
+    ctx.spec = {"command": command, "steps": steps}
+    ctx.plan = SimpleNamespace(trained_arms=[SimpleNamespace(name=f"arm{k}") for k in range(arms)],
+                               eval={"n_examples": n_eval})
+    return [m for _, _, m in _messages(rules.FEAS_10(ctx))]
+
+
+def test_the_stated_pilot_is_its_steps_for_each_trained_arm_and_its_items_once_or_per_model():
+    assert _feas10(4, 100) == []  # 2 steps x 2 arms; 100 items scored once
+    assert _feas10(4, 300) == []  # or for the base model and each of the 2 arms
+    wrong = "the spec's pilot is 2 steps per arm plus 100 eval items; measured {!r} steps and {!r} items"
+    assert _feas10(2, 100) == [wrong.format(2, 100)]
+    assert _feas10(4, 200) == [wrong.format(4, 200)]
+
+
+def test_a_spec_with_fewer_steps_or_items_than_the_stated_pilot_pilots_all_of_them():
+    assert _feas10(2, 60, steps=1, n_eval=60) == []
+    assert _feas10(4, 100, steps=1, n_eval=60) == [
+        "the spec's pilot is 1 steps per arm plus 60 eval items; measured 4 steps and 100 items"]
+
+
+def test_the_pilot_records_the_size_the_spec_states_and_where_it_comes_from():
+    source = f"spec command: {COMMAND!r}"
+    assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": source}) == []
+    assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": "project default"}) == [
+        f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
+    assert _feas10(4, 100, pilot={"steps_per_arm": 1, "eval_items": 100, "size_source": source}) != []
+
+
+def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that_does_is_held_to_it():
+    assert _feas10(99, 99, command="train the arms") == []
+    default = "project default (the spec states no pilot size)"
+    assert _feas10(2, 32, pilot={"steps_per_arm": 1, "eval_items": 32, "size_source": default},
+                   command="train the arms") == []
+    assert _feas10(3, 32, pilot={"steps_per_arm": 1, "eval_items": 32, "size_source": default},
+                   command="train the arms") == [
+        "the spec's pilot is 1 steps per arm plus 32 eval items; measured 3 steps and 32 items"]
+
+
+def test_feas10_needs_a_spec_and_a_plan():
+    ctx = _ctx({})
+    assert rules.FEAS_10(ctx) == []
+
+
+# ---------------------------------------------------------------- both sides of each comparison
+
+
+@pytest.mark.parametrize("effective_value", ["a", "z"])
+def test_a_key_whose_effective_value_sorts_before_or_after_the_piloted_one_changed(effective_value):
+    record = {"config": CONFIG, "effective_config": {**CONFIG, "max_tokens": effective_value}}
+    assert _messages(rules.FEAS_2(_ctx(record))) == [
+        ("FEAS-2", "unknown", "Re-projection required: max_tokens changed or was not recorded")]
+
+
+def test_a_record_without_phases_or_reserve_names_no_gpu_count_to_disagree_on():
+    assert rules.FEAS_6(_ctx({})) == []
+
+
+@pytest.mark.parametrize("counts", [{"generated": 9, "accepted": 4}, {"generated": 10, "accepted": 3}])
+def test_a_yield_below_the_audits_counts_is_not_them(counts):
+    phases = {name: {"units": 10, "planned_units": 10, "samples": 10} for name in ("generation", "filter")}
+    assert _feas7({"generation": GENERATION, "measurements": phases}, counts=counts) == [
+        ("FEAS-7", "invalid", "the measured yield (attempted, accepted) is not the generation audit's counts "
+                              "(generated, accepted)")]
+
+
+def test_generation_units_above_the_candidates_attempted_are_not_them():
+    phases = {"generation": {"units": 11, "planned_units": 11, "samples": 11},
+              "filter": {"units": 20, "planned_units": 20, "samples": 20}}
+    assert _feas7({"generation": GENERATION, "measurements": phases}) == [
+        ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted")]
+
+
+@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10)])
+def test_any_of_units_planned_units_and_samples_differing_either_way_is_invalid(units):
+    done = dict(zip(("units", "planned_units", "samples"), units))
+    phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10}, "filter": done}
+    assert ("FEAS-7", "invalid", "filter: units, planned_units and samples differ (work done before the pilot is the "
+                                 "planned work)") in _feas7({"generation": GENERATION, "measurements": phases})
+
+
+def test_a_primary_endpoint_sorting_after_the_specs_is_not_it():
+    ctx = _ctx({"primary_endpoint": "perplexity"})
+    ctx.plan = SimpleNamespace(primary_endpoint="heldout_nll")
+    assert _messages(rules.FEAS_8(ctx)) == [
+        ("FEAS-8", "unknown", "primary_endpoint 'perplexity' is not the spec's 'heldout_nll'")]
+
+
+def test_more_pilot_steps_than_the_spec_states_are_not_its_pilot():
+    assert _feas10(5, 100) == ["the spec's pilot is 2 steps per arm plus 100 eval items; measured 5 steps and 100 items"]
