@@ -70,14 +70,9 @@ class LastTestScheduling(LoadFileScheduling):
     that worker ended 47 s after them in a full run)."""
 
     def _reschedule(self, node) -> None:
-        if node.shutting_down:
-            return
-        if not self.workqueue:
-            node.shutdown()
-            return
-        if self._pending_of(self.assigned_work[node]) > 1:
-            return
-        self._assign_work_unit(node)
+        if self.workqueue and not node.shutting_down and self._pending_of(self.assigned_work[node]) > 1:
+            return  # it holds more than its last test
+        super()._reschedule(node)  # (which holds back more only past two)
 
 
 @pytest.hookimpl(optionalhook=True)

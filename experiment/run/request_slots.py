@@ -87,7 +87,7 @@ class RequestSlots:
             held = self._busy + [give_back for give_back, _ in self._idle]
             self._busy, self._idle = [], []
             left_waiting, self._waiting = list(self._waiting), deque()
-            taker = self._taker if self._taking else None
+            taker = self._taker  # joining one that already ended returns at once
         for loop, waiter in left_waiting:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_settle, waiter, RuntimeError("the run's service slots were given back"))
