@@ -13,7 +13,8 @@ import hashlib
 import json
 from typing import Any, Callable
 
-from leaves import rewrite_evidence
+from experiment.stats.evaluation import evaluator_id
+from leaves import _set, _walk, rewrite_evidence
 
 
 def _files(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -96,6 +97,16 @@ def absurd_feasibility_measurements(result: dict[str, Any]) -> None:
     result["feasibility"]["measurements"]["training"]["seconds"] = 1.0e7
 
 
+def projection_flags_as_numbers(result: dict[str, Any]) -> None:
+    """The projection's `fits` written as the number 1 (0 for false), a zero GPU-hours and zero capacity waits as
+    false: a JSON boolean is not a number, nor a number a boolean, whatever Python's True == 1 says."""
+    projection = result["feasibility"]["projection"]
+    projection["fits"] = int(projection["fits"])
+    for key in ("gpu_hours", "capacity_waits_seconds"):
+        if projection.get(key) == 0:
+            projection[key] = False
+
+
 # ---------------------------------------------------------------------------- loss evaluation
 
 
@@ -176,6 +187,23 @@ def changed_learning_rate_both_sides(result: dict[str, Any]) -> None:
 def base_left_out_of_comparisons(result: dict[str, Any]) -> None:
     for comparison in result["evaluation"]["comparisons"]:
         comparison["arms"] = [arm for arm in comparison["arms"] if arm != "base"]
+
+
+def boolean_max_tokens(result: dict[str, Any]) -> None:
+    """Every evaluator's decoding says max_tokens true (no integer budget), its id re-derived from the edited
+    provenance and every mention of the old id (scores, prediction rows, re-hashed) following it."""
+    evaluators = result["evaluation"]["evaluators"]
+    for old in list(evaluators):
+        provenance = evaluators.pop(old)
+        provenance["decoding"]["max_tokens"] = True
+        new = evaluator_id(provenance)
+        evaluators[new] = provenance
+        for path, value in list(_walk(result, ())):
+            if value == old and path[:2] != ("evidence", "files"):
+                _set(result, path, new)
+        for entry in result["evidence"]["files"]:
+            if isinstance(entry.get("content"), str) and old in entry["content"]:
+                rewrite_evidence(result, entry["name"], entry["content"].replace(old, new))
 
 
 # family -> tampering name -> function. GS1 and TriMuon speak direction+confidence, the self-generated

@@ -88,7 +88,8 @@ def EVAL_5(ctx: GradeContext) -> list[Issue]:
     for key, provenance in _evaluators(ctx).items():
         decoding = as_dict(provenance.get("decoding"))
         stop = decoding.get("stop")
-        if not (is_number(decoding.get("temperature")) and isinstance(decoding.get("max_tokens"), int)
+        max_tokens = decoding.get("max_tokens")  # an integer, never a JSON boolean (bool is an int in Python)
+        if not (is_number(decoding.get("temperature")) and isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
                 and isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
             issues.append(Issue("EVAL-5", INVALID, f"evaluator {key[:12]}: decoding needs numeric temperature, integer "
                                                    "max_tokens and stop as a list of strings"))
