@@ -219,9 +219,10 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
 
 def _same(a: object, b: object) -> bool:
     """The recorded value `a` is the recomputed `b`: a JSON boolean only a boolean (never the number 1 or 0, which
-    Python's True == 1 would let through), a number up to float noise, anything else exactly."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    Python's True == 1 would let through: is_number refuses a boolean), a number up to float noise, anything else
+    exactly."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a == b
     if a is None or b is None or isinstance(b, (str, list, dict)):
         return a == b
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
