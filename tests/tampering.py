@@ -181,6 +181,16 @@ def changed_learning_rate_both_sides(result: dict[str, Any]) -> None:
                 check["actual_config"]["learning_rate"] *= 10
 
 
+def restore_counts_as_booleans(result: dict[str, Any]) -> None:
+    """Every restore_count and optimizer check's after_restore written as a boolean (false for 0, true for 1)."""
+    for arm in result["initialization_provenance"]["arms"].values():
+        for entry in [arm, *(arm.get("runs") or {}).values()]:
+            if "restore_count" in entry:
+                entry["restore_count"] = bool(entry["restore_count"])
+            for check in entry.get("optimizer_checks") or []:
+                check["after_restore"] = bool(check["after_restore"])
+
+
 # ---------------------------------------------------------------------------- evaluator
 
 

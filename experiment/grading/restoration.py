@@ -20,7 +20,7 @@ from experiment.contract.spec import (
 )
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    is_number, model_issues, run_checks, short,
+    is_integer, is_number, model_issues, run_checks, short,
 )
 
 NAME = "restoration"
@@ -183,8 +183,8 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     for arm, entry in _arms(ctx).items():
         count = entry.get("restore_count")
         checks = [as_dict(c) for c in as_list(entry.get("optimizer_checks"))]
-        covered = sorted(c.get("after_restore") for c in checks if isinstance(c.get("after_restore"), int))
-        if not isinstance(count, int) or covered != list(range(count + 1)):
+        covered = sorted(c.get("after_restore") for c in checks if is_integer(c.get("after_restore")))
+        if not is_integer(count) or covered != list(range(count + 1)):
             issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: optimizer_checks cover after_restore {covered}, not "
                                                       f"creation and each of {count!r} restores"))
         if any(c.get("before_next_update") is not True for c in checks):

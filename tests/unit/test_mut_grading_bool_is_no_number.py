@@ -1,8 +1,9 @@
 """A JSON boolean is not a number, nor a number a boolean (issue 28: a grader no tampering fools). Python's
-True == 1 (and bool being an int) let three grader comparisons take one for the other: FEAS-12's projection
+True == 1 (and bool being an int) let four grader comparisons take one for the other: FEAS-12's projection
 compare (`fits: 1` for true, `gpu_hours: false` for 0.0), FEAS-7's generation settings (`true` where the spec
-says 1) and EVAL-5's integer max_tokens (`true`). The whole-record tamperings (tests/tampering.py:
-projection_flags_as_numbers, boolean_max_tokens) run in tests/unit/test_grading_every_leaf.py."""
+says 1), EVAL-5's integer max_tokens (`true`) and REST-4's restore count and after_restore (`false` for 0). The
+whole-record tamperings (tests/tampering.py: projection_flags_as_numbers, boolean_max_tokens,
+restore_counts_as_booleans) run in tests/unit/test_grading_every_leaf.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.grading import evaluator, feasibility
+from experiment.grading import evaluator, feasibility, restoration
+from experiment.grading.common import is_integer
 from test_mut_grading_evaluator_rules import KEY, PROVENANCE, _ctx as _evaluator_ctx
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
+from test_mut_grading_restoration_rules import _ctx as _restoration_ctx
+
+
+@pytest.mark.parametrize("value, integer", [(0, True), (1, True), (-3, True), (True, False), (False, False),
+                                            (1.0, False), ("1", False), (None, False)])
+def test_an_integer_is_an_int_and_no_boolean(value, integer):
+    assert is_integer(value) is integer
 
 
 # ---------------------------------------------------------------- FEAS-12: the projection compare
@@ -73,3 +82,29 @@ def test_a_boolean_max_tokens_is_no_integer(max_tokens):
 def test_an_integer_max_tokens_passes(max_tokens):
     decoding = {**PROVENANCE["decoding"], "max_tokens": max_tokens}
     assert evaluator.EVAL_5(_evaluator_ctx({KEY: {**PROVENANCE, "decoding": decoding}})) == []
+
+
+# ---------------------------------------------------------------- REST-4: the restore count
+
+
+def _rest4(after_restores, restore_count):
+    checks = [{"after_restore": n, "before_next_update": True} for n in after_restores]
+    ctx = _restoration_ctx({"T": {"restore_count": restore_count, "optimizer_checks": checks}})
+    return [(s, m) for _, s, m in _messages(restoration.REST_4(ctx))]
+
+
+@pytest.mark.parametrize("after_restores, restore_count, covered", [
+    ([0], False, [0]),  # no restore, counted as false
+    ([0, 1], True, [0, 1]),  # one restore, counted as true
+    ([False], 0, []),  # the creation check's after_restore false
+    ([0, True], 1, [0]),
+], ids=["count false", "count true", "after_restore false", "after_restore true"])
+def test_a_boolean_restore_count_or_after_restore_counts_nothing(after_restores, restore_count, covered):
+    assert _rest4(after_restores, restore_count) == [
+        ("unverified", f"arm T: optimizer_checks cover after_restore {covered}, not creation and each of "
+                       f"{restore_count!r} restores")]
+
+
+def test_integer_restore_counts_and_after_restores_pass():
+    assert _rest4([0], 0) == []
+    assert _rest4([0, 1], 1) == []
