@@ -229,6 +229,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "correctness pin buried in other text": buried_correctness_pin,
         "fixed input removed": removed_fixed_input,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
     "trimuon": {
         "flipped verdict, moved effect": flipped_verdict_moved_effect,
@@ -241,6 +244,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "correctness pin buried in other text": buried_correctness_pin,
         "fixed input removed": removed_fixed_input,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
     "selfgen": {
         "flipped verdict": flipped_three_way_verdict,
@@ -251,6 +257,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "predictions changed and re-hashed": rehashed_predictions,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
         "base left out of the comparisons": base_left_out_of_comparisons,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
 }
 
