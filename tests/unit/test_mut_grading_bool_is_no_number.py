@@ -1,7 +1,8 @@
 """A JSON boolean is not a number, nor a number a boolean (issue 28: a grader no tampering fools). Python's
 True == 1 (and bool being an int) let four grader comparisons take one for the other: FEAS-12's projection
 compare (`fits: 1` for true, `gpu_hours: false` for 0.0), FEAS-7's generation settings (`true` where the spec
-says 1), EVAL-5's integer max_tokens (`true`) and REST-4's restore count and after_restore (`false` for 0). The
+says 1), EVAL-5's integer max_tokens (`true`), REST-4's restore count, after_restore and restore number, REST-9's
+actual restore and REST-10's steps before the save (`true` for 1, `false` for 0). The
 whole-record tamperings (tests/tampering.py: projection_flags_as_numbers, boolean_max_tokens,
 restore_counts_as_booleans) run in tests/unit/test_grading_every_leaf.py."""
 
@@ -15,7 +16,9 @@ from experiment.grading import evaluator, feasibility, restoration
 from experiment.grading.common import is_integer
 from test_mut_grading_evaluator_rules import KEY, PROVENANCE, _ctx as _evaluator_ctx
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
-from test_mut_grading_restoration_rules import _ctx as _restoration_ctx
+from test_mut_grading_restoration_rules import (
+    NEEDS, WHERE10, _ctx as _restoration_ctx, _rest10, _restore, _restores, _update,
+)
 
 
 @pytest.mark.parametrize("value, integer", [(0, True), (1, True), (-3, True), (True, False), (False, False),
@@ -108,3 +111,23 @@ def test_a_boolean_restore_count_or_after_restore_counts_nothing(after_restores,
 def test_integer_restore_counts_and_after_restores_pass():
     assert _rest4([0], 0) == []
     assert _rest4([0, 1], 1) == []
+
+
+def test_a_restore_numbered_true_is_not_restore_1():
+    assert _restores({"restore_count": 1, "restores": [_restore()]}) == []
+    assert _restores({"restore_count": 1, "restores": [_restore(number=True)]}) == [("unverified", NEEDS)]
+
+
+def test_a_lone_arm_whose_restore_count_is_true_records_no_actual_restore():
+    spec = {"experiment_features": {"checkpoint_restore": True, "paired_training_arms": False},
+            "restoration_preflight": {"groups": [{"arms": [{"name": "T"}]}]}}
+    assert restoration.REST_9(_restoration_ctx({"T": {"restore_count": 1}}, spec=spec)) == []
+    assert _messages(restoration.REST_9(_restoration_ctx({"T": {"restore_count": True}}, spec=spec))) == [
+        ("REST-9", "unverified", "arm T forms a group alone without checkpoint_restore, unpaired arms and an actual "
+                                 "restore")]
+
+
+def test_a_create_save_restore_check_saved_after_true_steps_took_no_step():
+    assert _rest10(_update(steps_before_save=1)) == []
+    assert _rest10(_update(steps_before_save=True)) == [
+        ("invalid", f"{WHERE10}: not a restore of state saved after an optimizer step with its optimizer state")]
