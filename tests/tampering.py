@@ -13,7 +13,8 @@ import hashlib
 import json
 from typing import Any, Callable
 
-from leaves import rewrite_evidence
+from experiment.stats.evaluation import evaluator_id
+from leaves import _set, _walk, rewrite_evidence
 
 
 def _files(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -96,6 +97,16 @@ def absurd_feasibility_measurements(result: dict[str, Any]) -> None:
     result["feasibility"]["measurements"]["training"]["seconds"] = 1.0e7
 
 
+def projection_flags_as_numbers(result: dict[str, Any]) -> None:
+    """The projection's `fits` written as the number 1 (0 for false), a zero GPU-hours and zero capacity waits as
+    false: a JSON boolean is not a number, nor a number a boolean, whatever Python's True == 1 says."""
+    projection = result["feasibility"]["projection"]
+    projection["fits"] = int(projection["fits"])
+    for key in ("gpu_hours", "capacity_waits_seconds"):
+        if projection.get(key) == 0:
+            projection[key] = False
+
+
 # ---------------------------------------------------------------------------- loss evaluation
 
 
@@ -170,12 +181,39 @@ def changed_learning_rate_both_sides(result: dict[str, Any]) -> None:
                 check["actual_config"]["learning_rate"] *= 10
 
 
+def restore_counts_as_booleans(result: dict[str, Any]) -> None:
+    """Every restore_count and optimizer check's after_restore written as a boolean (false for 0, true for 1)."""
+    for arm in result["initialization_provenance"]["arms"].values():
+        for entry in [arm, *(arm.get("runs") or {}).values()]:
+            if "restore_count" in entry:
+                entry["restore_count"] = bool(entry["restore_count"])
+            for check in entry.get("optimizer_checks") or []:
+                check["after_restore"] = bool(check["after_restore"])
+
+
 # ---------------------------------------------------------------------------- evaluator
 
 
 def base_left_out_of_comparisons(result: dict[str, Any]) -> None:
     for comparison in result["evaluation"]["comparisons"]:
         comparison["arms"] = [arm for arm in comparison["arms"] if arm != "base"]
+
+
+def boolean_max_tokens(result: dict[str, Any]) -> None:
+    """Every evaluator's decoding says max_tokens true (no integer budget), its id re-derived from the edited
+    provenance and every mention of the old id (scores, prediction rows, re-hashed) following it."""
+    evaluators = result["evaluation"]["evaluators"]
+    for old in list(evaluators):
+        provenance = evaluators.pop(old)
+        provenance["decoding"]["max_tokens"] = True
+        new = evaluator_id(provenance)
+        evaluators[new] = provenance
+        for path, value in list(_walk(result, ())):
+            if value == old and path[:2] != ("evidence", "files"):
+                _set(result, path, new)
+        for entry in result["evidence"]["files"]:
+            if isinstance(entry.get("content"), str) and old in entry["content"]:
+                rewrite_evidence(result, entry["name"], entry["content"].replace(old, new))
 
 
 # family -> tampering name -> function. GS1 and TriMuon speak direction+confidence, the self-generated
@@ -191,6 +229,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "correctness pin buried in other text": buried_correctness_pin,
         "fixed input removed": removed_fixed_input,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
     "trimuon": {
         "flipped verdict, moved effect": flipped_verdict_moved_effect,
@@ -203,6 +244,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "correctness pin buried in other text": buried_correctness_pin,
         "fixed input removed": removed_fixed_input,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
     "selfgen": {
         "flipped verdict": flipped_three_way_verdict,
@@ -213,6 +257,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "predictions changed and re-hashed": rehashed_predictions,
         "learning rate changed, requested and reported": changed_learning_rate_both_sides,
         "base left out of the comparisons": base_left_out_of_comparisons,
+        "projection flags written as numbers": projection_flags_as_numbers,
+        "max_tokens true, evaluator id re-derived": boolean_max_tokens,
+        "restore counts written as booleans": restore_counts_as_booleans,
     },
 }
 

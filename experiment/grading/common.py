@@ -190,6 +190,11 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def is_integer(value: Any) -> bool:
+    """A JSON integer: never a boolean, which Python counts as an int (True == 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def close(a: Any, b: Any, tol: float = FLOAT_TOL) -> bool:
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
 

@@ -14,8 +14,8 @@ from experiment.sft import loss_eval as loss_rules
 from experiment.contract.result_models import Evaluation, PredictionRow
 from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading.common import (
-    HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number,
-    model_issues, run_checks, short,
+    HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_integer,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "evaluator"
@@ -88,7 +88,7 @@ def EVAL_5(ctx: GradeContext) -> list[Issue]:
     for key, provenance in _evaluators(ctx).items():
         decoding = as_dict(provenance.get("decoding"))
         stop = decoding.get("stop")
-        if not (is_number(decoding.get("temperature")) and isinstance(decoding.get("max_tokens"), int)
+        if not (is_number(decoding.get("temperature")) and is_integer(decoding.get("max_tokens"))
                 and isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
             issues.append(Issue("EVAL-5", INVALID, f"evaluator {key[:12]}: decoding needs numeric temperature, integer "
                                                    "max_tokens and stop as a list of strings"))

@@ -112,8 +112,10 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     attempted, and the audit phase's units the distinct candidates re-solved over the audit rounds."""
     issues = []
     settings = ctx.generation_settings
-    if settings is not None and (generation.get("target_accepted"), generation.get("filter_samples_per_candidate")) != (
-            settings.n_accept, settings.filter_samples):
+    recorded = (generation.get("target_accepted"), generation.get("filter_samples_per_candidate"))
+    # counts compare exactly, and a JSON boolean is no count (Python's True == 1 would take it for the spec's 1)
+    if settings is not None and (any(isinstance(v, bool) for v in recorded)
+                                 or recorded != (settings.n_accept, settings.filter_samples)):
         issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "
                                                f"({settings.n_accept}, {settings.filter_samples})"))
     if as_dict(measurements.get("generation")).get("units") != generation.get("attempted"):
@@ -216,7 +218,12 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
 
 
 def _same(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(b, (str, list, dict)):
+    """The recorded value `a` is the recomputed `b`: a JSON boolean only a boolean (never the number 1 or 0, which
+    Python's True == 1 would let through: is_number refuses a boolean), a number up to float noise, anything else
+    exactly."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a == b
+    if a is None or b is None or isinstance(b, (str, list, dict)):
         return a == b
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 

@@ -20,7 +20,7 @@ from experiment.contract.spec import (
 )
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    is_number, model_issues, run_checks, short,
+    is_integer, is_number, model_issues, run_checks, short,
 )
 
 NAME = "restoration"
@@ -183,8 +183,8 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     for arm, entry in _arms(ctx).items():
         count = entry.get("restore_count")
         checks = [as_dict(c) for c in as_list(entry.get("optimizer_checks"))]
-        covered = sorted(c.get("after_restore") for c in checks if isinstance(c.get("after_restore"), int))
-        if not isinstance(count, int) or covered != list(range(count + 1)):
+        covered = sorted(c.get("after_restore") for c in checks if is_integer(c.get("after_restore")))
+        if not is_integer(count) or covered != list(range(count + 1)):
             issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: optimizer_checks cover after_restore {covered}, not "
                                                       f"creation and each of {count!r} restores"))
         if any(c.get("before_next_update") is not True for c in checks):
@@ -459,7 +459,7 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     for (arm,) in lone:
         restored = as_dict(arms.get(arm)).get("restore_count")
         if not (features.get("checkpoint_restore") is True and features.get("paired_training_arms") is False
-                and isinstance(restored, int) and restored >= 1):
+                and is_integer(restored) and restored >= 1):
             issues.append(Issue("REST-9", UNVERIFIED, f"arm {arm} forms a group alone without checkpoint_restore, "
                                                       "unpaired arms and an actual restore"))
     return issues
@@ -528,7 +528,8 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
             if restore.get("evidence_ref") in others:
                 issues.append(Issue("REST-4", INVALID, f"{where}: evidence_ref {short(restore['evidence_ref'])} is another "
                                                        "arm's evidence"))
-            if restore.get("restore") != number or restore.get("method") not in RESTORE_METHODS or not all(
+            numbered = is_integer(restore.get("restore")) and restore["restore"] == number  # true is no number
+            if not numbered or restore.get("method") not in RESTORE_METHODS or not all(
                     restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")) or not _is_time(restore["at"]):
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
                                                           "loaded, the load method, when, and an evidence_ref"))
@@ -602,7 +603,7 @@ def REST_10(ctx: GradeContext) -> list[Issue]:
         optimizer = as_dict(check.get("optimizer_check_after_restore"))
         families.add(_family(as_dict(optimizer.get("requested")).get("family")))
         clients = as_dict(check.get("clients"))
-        if not (isinstance(check.get("steps_before_save"), int) and check["steps_before_save"] >= 1
+        if not (is_integer(check.get("steps_before_save")) and check["steps_before_save"] >= 1
                 and check.get("optimizer_state_restored") is True and check.get("restored_from")
                 and check.get("restored_from") != check.get("checkpoint_uri")):
             issues.append(Issue("REST-10", INVALID, f"{where}: not a restore of state saved after an optimizer step "

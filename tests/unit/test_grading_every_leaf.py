@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 
 from tampering import (
-    absurd_feasibility_measurements, activation_value_out_of_range, buried_correctness_pin,
+    absurd_feasibility_measurements, activation_value_out_of_range, boolean_max_tokens, buried_correctness_pin,
     changed_learning_rate_both_sides, edited_spec_margin_stronger_verdict, flipped_three_way_verdict,
-    flipped_verdict_moved_effect, rehashed_predictions, relabelled_loss_aggregation, removed_activation_calibration,
-    strong_confidence, tampered,
+    flipped_verdict_moved_effect, projection_flags_as_numbers, rehashed_predictions, relabelled_loss_aggregation,
+    removed_activation_calibration, restore_counts_as_booleans, strong_confidence, tampered,
 )
 import leaves as L
 
@@ -75,10 +75,12 @@ def test_a_grader_that_trusts_the_pilot_log_misses_a_repeated_item(records, monk
 TAMPERS = {
     "paired": [flipped_three_way_verdict, edited_spec_margin_stronger_verdict, removed_activation_calibration,
                activation_value_out_of_range, absurd_feasibility_measurements, rehashed_predictions,
-               changed_learning_rate_both_sides],
+               changed_learning_rate_both_sides, projection_flags_as_numbers, boolean_max_tokens,
+               restore_counts_as_booleans],
     "best_lr": [flipped_verdict_moved_effect, edited_spec_margin_stronger_verdict, strong_confidence,
                 absurd_feasibility_measurements, rehashed_predictions, relabelled_loss_aggregation,
-                buried_correctness_pin, changed_learning_rate_both_sides],
+                buried_correctness_pin, changed_learning_rate_both_sides, projection_flags_as_numbers,
+                boolean_max_tokens, restore_counts_as_booleans],
 }
 CASES = [(kind, tamper) for kind, tampers in TAMPERS.items() for tamper in tampers]
 
