@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import statistics
 from typing import Any
 
@@ -22,6 +21,7 @@ from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     is_number, model_issues, run_checks, short,
 )
+from experiment.grading.evaluator import loss_from_predictions
 
 NAME = "decision"
 MAX_OBSERVATIONS, MAX_FILE_BYTES = 100_000, 10 * 1024 * 1024
@@ -120,17 +120,10 @@ def _from_revision(ctx: GradeContext) -> bool:
 
 
 def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
-    """Held-out NLL of one run from its per-example prediction rows (experiment.sft.loss_eval's
-    definitions: token_mean = sum NLL / tokens; example_mean = mean of per-example means)."""
-    totals = [as_dict(row.get("prediction")) for row in rows]
-    if not totals or not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals):
-        return None
-    counted = [t for t in totals if t["n_tokens"] > 0]
-    if not counted:
-        return None
-    if aggregation == "example_mean":
-        return math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted)
-    return math.fsum(t["nll_sum"] for t in counted) / sum(t["n_tokens"] for t in counted)
+    """Held-out NLL of one run from its per-example prediction rows (the evaluator's recomputation,
+    LOSS-3's); None where it cannot be recomputed or no example has a counted token."""
+    summary = loss_from_predictions(rows, aggregation)
+    return summary["value"] if summary is not None and summary["n_examples"] else None
 
 
 def _step_rows(ctx: GradeContext) -> list[dict[str, Any]]:

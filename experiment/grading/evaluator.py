@@ -355,7 +355,7 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("LOSS-3", UNVERIFIED, f"{run or arm}: the predictions behind its held-out NLL cannot be "
                                                       f"read ({ctx.evidence.why(score.get('predictions_ref')) or 'not JSONL'})"))
             continue
-        expected = _loss_summary(rows, str(entry.get("aggregation")))
+        expected = loss_from_predictions(rows, str(entry.get("aggregation")))
         if expected is None:
             issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: prediction rows carry no per-example nll_sum and n_tokens"))
             continue
@@ -366,7 +366,7 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
     aggregation = (ctx.plan.eval.get("aggregation") if ctx.plan is not None else None) or record.get("aggregation")
     for score in _scores(ctx):  # a held-out NLL score (the base's too) is what its prediction rows give
         rows = ctx.evidence.jsonl(score.get("predictions_ref"))
-        expected = _loss_summary(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
+        expected = loss_from_predictions(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
         if expected is not None and not _same_number(score.get("value"), expected["value"]):
             issues.append(Issue("LOSS-3", INVALID, f"score {score.get('run') or score.get('arm')}: {score.get('value')!r} is "
                                                    f"not the {aggregation} of its predictions ({expected['value']!r})"))
@@ -386,17 +386,14 @@ def _same_number(a: Any, b: Any) -> bool:
         return False
 
 
-def _loss_summary(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
+def loss_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
+    """The held-out NLL summary of one scored run recomputed from its retained per-example prediction rows
+    (each `prediction` a {nll_sum, n_tokens}), by the run's own definitions (experiment.sft.loss_eval.summarize);
+    None where there are no rows or a row is not such a pair."""
     totals = [as_dict(row.get("prediction")) for row in rows]
     if not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals) or not totals:
         return None
-    counted = [t for t in totals if t["n_tokens"] > 0]
-    nll_sum, n_tokens = math.fsum(t["nll_sum"] for t in counted), sum(t["n_tokens"] for t in counted)
-    token_mean = nll_sum / n_tokens if n_tokens else math.nan
-    example_mean = math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted) if counted else math.nan
-    return {"value": example_mean if aggregation == "example_mean" else token_mean, "token_mean": token_mean,
-            "example_mean": example_mean, "nll_sum": nll_sum, "n_tokens": n_tokens, "n_examples": len(counted),
-            "n_empty": len(totals) - len(counted)}
+    return loss_rules.summarize([loss_rules.ExampleTotal(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
 
 
 def LOSS_4(ctx: GradeContext) -> list[Issue]:
