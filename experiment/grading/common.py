@@ -195,6 +195,19 @@ def is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def equal_json(a: Any, b: Any) -> bool:
+    """a == b as JSON values, where a boolean equals only a boolean (Python's True == 1 and False == 0.0 would let
+    a boolean pass for a count): numbers compare by value (1 == 1.0), lists and tuples item by item, objects key by
+    key, anything else with ==."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal_json(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(equal_json(x, y) for x, y in zip(a, b))
+    return a == b
+
+
 def close(a: Any, b: Any, tol: float = FLOAT_TOL) -> bool:
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
 

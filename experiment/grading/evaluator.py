@@ -391,7 +391,7 @@ def loss_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> dict[
     (each `prediction` a {nll_sum, n_tokens}), by the run's own definitions (experiment.sft.loss_eval.summarize);
     None where there are no rows or a row is not such a pair."""
     totals = [as_dict(row.get("prediction")) for row in rows]
-    if not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals) or not totals:
+    if not all(is_number(t.get("nll_sum")) and is_integer(t.get("n_tokens")) for t in totals) or not totals:
         return None
     return loss_rules.summarize([loss_rules.ExampleTotal(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
 

@@ -14,7 +14,7 @@ from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
-    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number, model_issues, run_checks, short,
+    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_number, model_issues, run_checks, short,
 )
 
 NAME = "feasibility"
@@ -98,8 +98,8 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
         if absent:
             return [Issue("FEAS-7", UNKNOWN, f"no {' and '.join(absent)} measurement for the generated tasks")]
         counts = as_dict(as_dict(ctx.result.get("generation_audit")).get("counts"))
-        if counts and (generation.get("attempted"), generation.get("accepted")) != (counts.get("generated"),
-                                                                                    counts.get("accepted")):
+        if counts and not equal_json((generation.get("attempted"), generation.get("accepted")),
+                                     (counts.get("generated"), counts.get("accepted"))):
             return [Issue("FEAS-7", INVALID, "the measured yield (attempted, accepted) is not the generation audit's "
                                              "counts (generated, accepted)")]
         return _generation_settings_issues(ctx, generation, measurements)
@@ -118,22 +118,23 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
                                  or recorded != (settings.n_accept, settings.filter_samples)):
         issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "
                                                f"({settings.n_accept}, {settings.filter_samples})"))
-    if as_dict(measurements.get("generation")).get("units") != generation.get("attempted"):
+    if not equal_json(as_dict(measurements.get("generation")).get("units"), generation.get("attempted")):
         issues.append(Issue("FEAS-7", INVALID, "the generation phase's units are not the candidates attempted"))
     tasks = ctx.evidence.jsonl(as_dict(ctx.result.get("generation_audit")).get("dataset_file"))
-    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and as_dict(measurements["filter"]).get(
-            "units") != settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks):
+    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and not equal_json(as_dict(
+            measurements["filter"]).get("units"), settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks)):
         issues.append(Issue("FEAS-7", INVALID, "the filter phase's units are not the filter's samples of every candidate "
                                                "it counted"))
     done = [name for name in ("generation", "filter", "audit") if isinstance(measurements.get(name), dict) and not (
-        measurements[name].get("units") == measurements[name].get("planned_units") == measurements[name].get("samples"))]
+        equal_json(measurements[name].get("units"), measurements[name].get("planned_units"))
+        and equal_json(measurements[name].get("planned_units"), measurements[name].get("samples")))]
     if done:  # measured before the pilot: what was done is what the full run needs
         issues.append(Issue("FEAS-7", INVALID, f"{', '.join(done)}: units, planned_units and samples differ (work done "
                                                "before the pilot is the planned work)"))
     audit = as_dict(ctx.result.get("generation_audit"))
     files = [ctx.evidence.json(as_dict(r).get("audit_file")) for r in as_list(audit.get("rounds"))] or [audit]
     sampled = {str(as_dict(s).get("item_id")) for f in files for s in as_list(as_dict(f).get("samples"))}
-    if "audit" in measurements and as_dict(measurements["audit"]).get("units") != len(sampled):
+    if "audit" in measurements and not equal_json(as_dict(measurements["audit"]).get("units"), len(sampled)):
         issues.append(Issue("FEAS-7", INVALID, f"the audit phase's units are not the {len(sampled)} distinct candidates "
                                                "the audit rounds re-solved"))
     return issues
@@ -170,8 +171,8 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     per_arm = min(size.steps_per_arm, int(steps)) if is_number(steps) else size.steps_per_arm  # the run's pilot steps
     issues = []
     # *(project reading)* the record states the pilot's size and where it comes from, as the spec gives them
-    if pilot is not None and (as_dict(pilot).get("steps_per_arm"), as_dict(pilot).get("eval_items"),
-                              as_dict(pilot).get("size_source")) != (per_arm, items, size.source):
+    if pilot is not None and not equal_json((as_dict(pilot).get("steps_per_arm"), as_dict(pilot).get("eval_items"),
+                                             as_dict(pilot).get("size_source")), (per_arm, items, size.source)):
         issues.append(Issue("FEAS-10", UNKNOWN, f"the pilot's recorded size is not the spec's ({per_arm} steps per arm, "
                                                 f"{items} eval items, from {size.source})"))
     training, evaluation = as_dict(measurements.get("training")), as_dict(measurements.get("evaluation"))

@@ -9,7 +9,7 @@ from typing import Any
 from experiment.contract.result_models import GenerationAudit
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
 from experiment.grading.common import (
-    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,
     model_issues, run_checks, short,
 )
 
@@ -104,7 +104,7 @@ def GA_4(ctx: GradeContext) -> list[Issue]:
     if tasks is None:
         return []
     counts = _audit().counts_of(tasks)
-    if _record(ctx).get("counts") != counts:
+    if not equal_json(_record(ctx).get("counts"), counts):
         return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
     return []
 
@@ -229,7 +229,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
         errors = sum(not audit.answer_agreement(labels.get(str(as_dict(s).get("item_id"))),
                                                 as_dict(s).get("independent_answer"), strategy)
                      for s in as_list(record.get("samples")))
-        if record.get("label_error_count") != errors:
+        if not equal_json(record.get("label_error_count"), errors):
             issues.append(Issue("GA-8", INVALID, f"label_error_count {short(record.get('label_error_count'))} but the "
                                                  f"samples give {errors}"))
     if tasks is not None and evaluation is not None:
@@ -237,7 +237,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
             overlaps = len(audit.evaluation_overlap(tasks, evaluation))
         except (KeyError, TypeError):
             return issues + [Issue("GA-8", INVALID, "the evaluation file rows lack item_id or prompt")]
-        if record.get("overlap_count") != overlaps:
+        if not equal_json(record.get("overlap_count"), overlaps):
             issues.append(Issue("GA-8", INVALID, f"overlap_count {short(record.get('overlap_count'))} but the evaluation "
                                                  f"set gives {overlaps}"))
     return issues
@@ -305,20 +305,21 @@ def GA_11(ctx: GradeContext) -> list[Issue]:
         errors = [s.get("item_id") for s in samples if strategy in SUPPORTED
                   and not audit.answer_agreement(labels.get(str(s.get("item_id"))), s.get("independent_answer"), strategy)]
         mislabelled = [s.get("item_id") for s in samples if "label" in s and s["label"] != labels.get(str(s.get("item_id")))]
-        if (entry.get("round"), entry.get("counts"), entry.get("sample_size")) != (number, audit.counts_of(tasks), len(samples)) \
-                or (strategy in SUPPORTED and entry.get("label_error_count") != len(errors)) or mislabelled:
+        if not equal_json((entry.get("round"), entry.get("counts"), entry.get("sample_size")),
+                          (number, audit.counts_of(tasks), len(samples))) \
+                or (strategy in SUPPORTED and not equal_json(entry.get("label_error_count"), len(errors))) or mislabelled:
             problems.append(f"round {number}: its counts, sample size, label errors or sampled labels are not what its "
                             "files give")
     if rounds:
         last = rounds[-1]
-        if any(last.get(k) != record.get(k) for k in ("dataset_file", "audit_file", "counts", "label_error_count")):
+        if not all(equal_json(last.get(k), record.get(k)) for k in ("dataset_file", "audit_file", "counts", "label_error_count")):
             problems.append("the last round is not the record's audit")
     tasks = _tasks(ctx)
-    if tasks is not None and "duplicate_count" in record and record["duplicate_count"] != audit.duplicate_count(tasks):
+    if tasks is not None and "duplicate_count" in record and not equal_json(record["duplicate_count"], audit.duplicate_count(tasks)):
         problems.append(f"duplicate_count {short(record['duplicate_count'])} is not what the candidates give")
-    if "disagreements" in record and len(as_list(record.get("disagreements"))) != record.get("label_error_count"):
+    if "disagreements" in record and not equal_json(record.get("label_error_count"), len(as_list(record.get("disagreements")))):
         problems.append("disagreements do not list the label errors")
-    if "sample_size" in record and record.get("sample_size") != len(as_list(record.get("samples"))):
+    if "sample_size" in record and not equal_json(record.get("sample_size"), len(as_list(record.get("samples")))):
         problems.append("sample_size is not the number of samples")
     return [Issue("GA-11", INVALID, problem) for problem in problems]
 

@@ -517,7 +517,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: restore_count {count} without load evidence "
                                                           "(no restores)"))
             continue
-        if count != len(restores):
+        if not is_integer(count) or count != len(restores):
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
                                                    "are recorded"))
         others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in _arms(ctx).items()

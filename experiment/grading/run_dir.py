@@ -56,7 +56,7 @@ from experiment.contract.result import (
     adaptation_batch_hash,
 )
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
-from experiment.grading.common import HEX64, as_dict, as_list, is_number, short
+from experiment.grading.common import HEX64, as_dict, as_list, is_integer, is_number, short
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
@@ -680,7 +680,7 @@ class _Validator:
             event for event in self.files.events if event.get("event") == "gate" and event.get("gate") == "spec_intake"
         ]
         counted = (intake[-1].get("measured") or {}).get("deviations") if intake else None
-        if not isinstance(counted, int):
+        if not is_integer(counted):
             self.problem(
                 "deviations.unrecorded",
                 f"{len(deviations)} deviations but events.jsonl records no running update carrying them",
@@ -913,7 +913,7 @@ class _Validator:
         seen = sorted(
             check.get("after_restore")
             for check in checks
-            if isinstance(check, dict) and isinstance(check.get("after_restore"), int)
+            if isinstance(check, dict) and is_integer(check.get("after_restore"))
         )
         if seen != list(range(restore_count + 1)):
             self.problem(
@@ -1535,7 +1535,7 @@ class _Validator:
             seed = None
         counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
         keys = ("generated", "accepted", "rejected", "execution_errors")
-        if not all(isinstance(counts.get(key), int) for key in keys):
+        if not all(is_integer(counts.get(key)) for key in keys):
             self.problem("generation_audit.counts", f"counts must give integer {', '.join(keys)}")
             return
         if counts["generated"] != counts["accepted"] + counts["rejected"] + counts["execution_errors"]:

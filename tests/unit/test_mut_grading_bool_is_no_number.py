@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.grading import evaluator, feasibility, restoration
-from experiment.grading.common import is_integer
+from experiment.grading import decision, evaluator, feasibility, generation_audit, restoration, run_dir
+from experiment.grading.common import equal_json, is_integer
+from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
 from test_mut_grading_evaluator_rules import KEY, PROVENANCE, _ctx as _evaluator_ctx
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
 from test_mut_grading_restoration_rules import (
@@ -25,6 +26,22 @@ from test_mut_grading_restoration_rules import (
                                             (1.0, False), ("1", False), (None, False)])
 def test_an_integer_is_an_int_and_no_boolean(value, integer):
     assert is_integer(value) is integer
+
+
+@pytest.mark.parametrize("a, b", [(1, 1), (1, 1.0), (0, 0.0), (True, True), (False, False), ("a", "a"), (None, None),
+                                  ({"n": 1, "m": [0, 2]}, {"m": [0, 2], "n": 1}), ((1, "s"), (1, "s"))])
+def test_equal_json_values(a, b):
+    assert equal_json(a, b) is True
+    assert equal_json(b, a) is True
+
+
+@pytest.mark.parametrize("a, b", [(True, 1), (False, 0), (False, 0.0), (None, False), (True, False),
+                                  ({"n": True}, {"n": 1}), ([0, True], [0, 1]), ((True, 2), (1, 2)),
+                                  ({"n": 1}, {"n": 1, "m": 0}), ({"n": 1}, {"m": 1}), ([1], [1, 1]), ([1], [2]),
+                                  ([1], (1,)), ("1", 1)])
+def test_equal_json_takes_no_boolean_for_a_number(a, b):
+    assert equal_json(a, b) is False
+    assert equal_json(b, a) is False
 
 
 # ---------------------------------------------------------------- FEAS-12: the projection compare
@@ -131,3 +148,152 @@ def test_a_create_save_restore_check_saved_after_true_steps_took_no_step():
     assert _rest10(_update(steps_before_save=1)) == []
     assert _rest10(_update(steps_before_save=True)) == [
         ("invalid", f"{WHERE10}: not a restore of state saved after an optimizer step with its optimizer state")]
+
+
+# ---------------------------------------------------------------- LOSS-3 and the best-LR recompute: token counts
+
+
+@pytest.mark.parametrize("n_tokens", [True, False])
+def test_a_boolean_token_count_is_no_count(n_tokens):
+    # true read as one token would make this row's NLL 3.0 and the run's token mean (4 + 3) / 3
+    rows = [{"prediction": {"nll_sum": 4.0, "n_tokens": 2}}, {"prediction": {"nll_sum": 3.0, "n_tokens": n_tokens}}]
+    assert evaluator.loss_from_predictions(rows, "token_mean") is None
+    assert decision._nll_from_predictions(rows, "token_mean") is None
+
+
+# ---------------------------------------------------------------- FEAS-7: the yield and the generation phases' units
+
+YIELD = ("FEAS-7", "invalid", "the measured yield (attempted, accepted) is not the generation audit's counts "
+                              "(generated, accepted)")
+
+
+@pytest.mark.parametrize("counts", [{"generated": 10, "accepted": True}, {"generated": 10.0, "accepted": 1.0}])
+def test_the_yield_is_the_audits_counts_and_true_is_no_count(counts):
+    generation = {"attempted": 10, "accepted": 1, "target_accepted": 1, "filter_samples_per_candidate": 1}
+    phases = {name: {"units": 10, "planned_units": 10, "samples": 10} for name in ("generation", "filter")}
+    flagged = any(isinstance(v, bool) for v in counts.values())
+    assert (YIELD in _feas7_messages(generation, phases, counts)) is flagged
+
+
+def _feas7_messages(generation, phases, counts=None):
+    ctx = _feasibility_ctx({"generation": generation, "measurements": phases},
+                           generation_audit={"counts": counts} if counts else {})
+    ctx.gate_applicable = lambda name: True if name == "generation_audit" else None
+    return _messages(feasibility.FEAS_7(ctx))
+
+
+def test_a_generation_phase_of_true_units_did_not_attempt_one_candidate():
+    generation = {"attempted": 1, "accepted": 1, "target_accepted": 1, "filter_samples_per_candidate": 1}
+    phases = {"generation": {"units": 1, "planned_units": 1, "samples": 1}, "filter": {"units": 1, "planned_units": 1,
+                                                                                       "samples": 1}}
+    assert _feas7_messages(generation, phases) == []
+    phases["generation"] = {"units": True, "planned_units": True, "samples": True}
+    assert ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted") in \
+        _feas7_messages(generation, phases)
+    phases["generation"] = {"units": 1, "planned_units": 1, "samples": 1}
+    phases["filter"]["samples"] = True
+    assert ("FEAS-7", "invalid", "filter: units, planned_units and samples differ (work done before the pilot is the "
+                                 "planned work)") in _feas7_messages(generation, phases)
+
+
+# ---------------------------------------------------------------- FEAS-10: the pilot's recorded size
+
+
+def test_a_pilot_of_true_steps_per_arm_is_not_the_specs_one_step():
+    def feas10(pilot):
+        record = {"measurements": {"training": {"units": 1}, "evaluation": {"units": 60}}, "pilot": pilot}
+        ctx = _feasibility_ctx(record)
+        ctx.spec = {"command": "timing pilot: 2 steps per arm plus 100 eval items", "steps": 1}
+        ctx.plan = SimpleNamespace(trained_arms=[SimpleNamespace(name="T")], eval={"n_examples": 60})
+        return _messages(feasibility.FEAS_10(ctx))
+
+    source = "spec command: 'timing pilot: 2 steps per arm plus 100 eval items'"
+    assert feas10({"steps_per_arm": 1, "eval_items": 60, "size_source": source}) == [], "the helper's spec source"
+    assert [m[:2] for m in feas10({"steps_per_arm": True, "eval_items": 60, "size_source": source})] == [
+        ("FEAS-10", "unknown")]
+
+
+# ---------------------------------------------------------------- REST-4: the restore count against the restores
+
+
+def test_a_restore_count_of_true_is_not_the_one_recorded_restore():
+    assert _restores({"restore_count": True, "restores": [_restore()]}) == [
+        ("invalid", "arm T: restore_count True but 1 restores are recorded")]
+    assert _restores({"restore_count": False, "restores": []}) == [
+        ("invalid", "arm T: restore_count False but 0 restores are recorded")]
+
+
+# ---------------------------------------------------------------- GA-4, GA-8, GA-11: the audit's counts
+
+
+def test_an_overlap_count_of_false_is_not_zero_overlaps():
+    rows = [{"item_id": "e1", "prompt": "Name a prime."}]
+    assert generation_audit.GA_8(_audit_ctx(rows, overlap_count=0)) == []
+    assert _messages(generation_audit.GA_8(_audit_ctx(rows, overlap_count=False))) == [
+        ("GA-8", "invalid", "overlap_count False but the evaluation set gives 0")]
+
+
+def test_counts_with_false_for_zero_are_not_the_candidates_counts():
+    ctx = _audit_ctx([], overlap_count=0)
+    counts = generation_audit._audit().counts_of(AUDIT_TASKS)
+    ctx.result["generation_audit"]["counts"] = counts
+    assert generation_audit.GA_4(ctx) == []
+    ctx.result["generation_audit"]["counts"] = {k: (False if v == 0 else v) for k, v in counts.items()}
+    assert False in ctx.result["generation_audit"]["counts"].values(), "a count of 0 to write as false"
+    assert [m[:2] for m in _messages(generation_audit.GA_4(ctx))] == [("GA-4", "invalid")]
+
+
+def test_disagreements_are_not_counted_by_a_boolean():
+    ctx = _audit_ctx([], overlap_count=0)
+    ctx.result["generation_audit"].update(disagreements=[{"item_id": "t1"}], label_error_count=1)
+    ctx.spec = {}
+    assert generation_audit.GA_11(ctx) == []
+    ctx.result["generation_audit"]["label_error_count"] = True
+    assert _messages(generation_audit.GA_11(ctx)) == [("GA-11", "invalid", "disagreements do not list the label errors")]
+
+
+# ---------------------------------------------------------------- the run-dir layer
+
+
+def _validator(result=None, events=(), spec=None):
+    files = SimpleNamespace(result=result or {}, plan={}, spec=spec or {}, setup_problems=[], events=list(events),
+                            is_retained=lambda name: True, gate_passed=lambda gate: True)
+    return run_dir._Validator(files)
+
+
+def _problems(validator):
+    return [(p.check, p.message) for p in validator.report.problems]
+
+
+def test_a_spec_intake_that_counted_true_deviations_posted_no_count():
+    deviation = {"field": "model", "original": "a", "effective": "b"}
+    for counted, posted in ((1, True), (True, False)):
+        validator = _validator(events=[{"event": "gate", "gate": "spec_intake", "measured": {"deviations": counted}}])
+        validator._check_deviations_recorded_before_use([deviation])
+        assert (_problems(validator) == []) is posted
+
+
+def test_a_run_dir_optimizer_check_after_restore_true_is_not_restore_one():
+    def problems(after_restores):
+        validator = _validator()
+        checks = [{"after_restore": n, "before_next_update": True, "source": "declared"} for n in after_restores]
+        validator._check_optimizer_checks("T", {"restore_count": 1, "optimizer_checks": checks}, None)
+        return [p for p in _problems(validator) if p[0] == "provenance.optimizer_checks"]
+
+    assert problems([0, 1]) == []
+    assert problems([0, True]) == [("provenance.optimizer_checks", "arm T: optimizer checks after_restore [0] must be "
+                                                                   "exactly 0..1 (one at creation, one per restore)")]
+
+
+def test_run_dir_audit_counts_are_integers_and_no_booleans():
+    def problems(counts):
+        record = {"version": 1, "stage": "before_training", "dataset_file": "d", "evaluation_file": "e",
+                  "audit_file": "a", "sample_seed": 0, "counts": counts}
+        validator = _validator(result={"generation_audit": record})
+        validator._audit_dataset_ids = lambda name, counts: None
+        validator.check_generation_audit()
+        return [p for p in _problems(validator) if p[1].startswith("counts must")]
+
+    assert problems({"generated": 1, "accepted": 1, "rejected": 0, "execution_errors": 0}) == []
+    assert problems({"generated": True, "accepted": True, "rejected": False, "execution_errors": False}) == [
+        ("generation_audit.counts", "counts must give integer generated, accepted, rejected, execution_errors")]
