@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, is_number, short
+from experiment.grading.common import (
+    ABS_TOL, INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, is_number, short,
+)
 from experiment.rl.advantages import (
     DEFAULT_BANDWIDTH, DEFAULT_MIN_KERNEL_MASS, DEFAULT_WINDOW_SIZE, GROUP_MEAN, KERNEL_BASELINE, KernelBaselineState,
     append_batch_to_window, grpo_group_mean_advantages, gs1_kernel_advantages,
@@ -238,8 +240,7 @@ def _same_numbers(mine: Any, theirs: Any) -> bool:
     if isinstance(mine, list):
         return isinstance(theirs, list) and len(mine) == len(theirs) and all(
             _same_numbers(a, b) for a, b in zip(mine, theirs))
-    return is_number(mine) and is_number(theirs) and math.isclose(float(mine), float(theirs), rel_tol=1e-9,
-                                                                  abs_tol=1e-12)
+    return close(mine, theirs, abs_tol=ABS_TOL)
 
 
 def _step_problems(row: dict[str, Any], settings: _ArmLoop, order: list[str] | None) -> list[str]:

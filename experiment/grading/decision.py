@@ -19,7 +19,7 @@ from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    is_number, model_issues, run_checks, short,
+    float_of, is_number, model_issues, run_checks, short,
 )
 from experiment.grading.evaluator import loss_from_predictions
 
@@ -560,17 +560,10 @@ def _run_metrics(ctx: GradeContext) -> list[Issue]:
         reported = as_dict(arms.get(run.name))
         if not reported:
             by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-            reported = as_dict(next((v for k, v in by_label.items() if close(_as_float(k), run.lr)), None))
+            reported = as_dict(next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
         if not close(reported.get(row["metric"]), row["value"]):
             wrong.append(f"{run.name} {row['metric']}")
     return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []
-
-
-def _as_float(text: Any) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:

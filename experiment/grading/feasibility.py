@@ -7,14 +7,13 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 
 from __future__ import annotations
 
-import math
-
 from experiment.contract.result_models import Feasibility
 from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
-    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_number, model_issues, run_checks, short,
+    FLOAT_TOL, INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_number,
+    model_issues, run_checks, short,
 )
 
 NAME = "feasibility"
@@ -208,25 +207,15 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         return [Issue("FEAS-12", UNKNOWN, f"the projection cannot be recomputed from the measurements ({err})")]
     mine = expected["projection"]
-    wrong = [key for key in sorted(set(mine) | set(projection)) if not _same(projection.get(key), mine.get(key))]
+    wrong = [key for key in sorted(set(mine) | set(projection)) if not equal_json(projection.get(key), mine.get(key), FLOAT_TOL)]
     recovery = as_dict(record.get("recovery"))
     wrong += [f"recovery.{key}" for key in ("seconds", "gpu_count", "allocation_source")
-              if not (key == "seconds" and FEAS_5(ctx)) and not _same(recovery.get(key), expected["recovery"][key])]
+              if not (key == "seconds" and FEAS_5(ctx)) and not equal_json(recovery.get(key), expected["recovery"][key],
+                                                                                FLOAT_TOL)]
     if wrong:  # the exchange's word for a projection it cannot trust: re-projection required (unknown)
         return [Issue("FEAS-12", UNKNOWN, f"projection {', '.join(wrong)} do not recompute from the measurements and "
                                           f"the budget (recomputed: {mine['wall_seconds']!r} s, fits {mine['fits']})")]
     return []
-
-
-def _same(a: object, b: object) -> bool:
-    """The recorded value `a` is the recomputed `b`: a JSON boolean only a boolean (never the number 1 or 0, which
-    Python's True == 1 would let through: is_number refuses a boolean), a number up to float noise, anything else
-    exactly."""
-    if isinstance(a, bool) and isinstance(b, bool):
-        return a == b
-    if a is None or b is None or isinstance(b, (str, list, dict)):
-        return a == b
-    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 
 
 CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12]

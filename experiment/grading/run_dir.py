@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,9 @@ from experiment.contract.result import (
     adaptation_batch_hash,
 )
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
-from experiment.grading.common import HEX64, as_dict, as_list, is_integer, is_number, short
+from experiment.grading.common import (
+    ABS_TOL, FLOAT_TOL, HEX64, as_dict, as_list, close, equal_json, is_integer, is_number, short,
+)
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
@@ -324,11 +325,6 @@ def _explicit_item_ids(provenance: Any) -> list[str] | None:
 
 def _is_hex64(value: Any) -> bool:
     return isinstance(value, str) and bool(HEX64.match(value))
-
-
-def _close(a: Any, b: Any, rel: float = 1e-9, abs_tol: float = 1e-12) -> bool:
-    """Numbers equal within `rel` and an absolute 1e-12 (common.close takes one tolerance for both)."""
-    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
 
 
 def _jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -962,7 +958,7 @@ class _Validator:
             expected[OPTIMIZER_CONFIG_ALIASES.get(key, key)] = value
         for key, value in expected.items():
             got = requested.get(key)
-            same = _close(got, value) if is_number(got) and is_number(value) else got == value
+            same = equal_json(got, value, FLOAT_TOL, ABS_TOL)
             if not same:
                 self.problem(
                     "provenance.requested",
@@ -979,7 +975,7 @@ class _Validator:
             )
         for key in shared:
             a, b = wanted[key], actual[key]
-            same = _close(a, b) if is_number(a) and is_number(b) else a == b
+            same = equal_json(a, b, FLOAT_TOL, ABS_TOL)
             if not same:
                 self.problem(
                     "provenance.optimizer_mismatch", f"{where}: {key} is {short(b)} but {short(a)} was requested"
@@ -1173,7 +1169,7 @@ class _Validator:
                 and row.get("metric") == score.get("metric")
                 and row.get("evaluator_id") == score.get("evaluator_id")
             ]
-            if values and all(is_number(v) for v in values) and not _close(sum(values) / len(values), score["value"]):
+            if values and all(is_number(v) for v in values) and not close(sum(values) / len(values), score["value"], abs_tol=ABS_TOL):
                 self.problem(
                     "evaluation.score_reproduces",
                     f"score of arm {score.get('arm')} seed {score.get('seed')} ({score['value']}) is not the mean of its prediction rows ({sum(values) / len(values)})",
@@ -1330,7 +1326,7 @@ class _Validator:
             if mine is None:
                 continue
             for key in ("effect", "lower", "upper"):
-                if key in mine and not _close(mine[key], criterion[key]):
+                if key in mine and not close(mine[key], criterion[key], abs_tol=ABS_TOL):
                     self.problem(
                         "decision.recompute",
                         f"criterion {criterion['id']}: recorded {key} {mine[key]} but the observations give {criterion[key]}",
@@ -1338,7 +1334,7 @@ class _Validator:
         self._compare_arm_means(criteria)
         if self.vocabulary == "direction_confidence" and criteria and "effect" in self.result:
             primary = criteria[0]
-            if not _close(self.result.get("effect"), primary["effect"]):
+            if not close(self.result.get("effect"), primary["effect"], abs_tol=ABS_TOL):
                 self.problem(
                     "decision.effect",
                     f"RESULT effect {self.result.get('effect')} but the observations give {primary['effect']}",
@@ -1347,14 +1343,14 @@ class _Validator:
             if not (
                 isinstance(ci, list)
                 and len(ci) == 2
-                and _close(ci[0], primary["lower"])
-                and _close(ci[1], primary["upper"])
+                and close(ci[0], primary["lower"], abs_tol=ABS_TOL)
+                and close(ci[1], primary["upper"], abs_tol=ABS_TOL)
             ):
                 self.problem(
                     "decision.ci",
                     f"RESULT ci {short(ci)} but the observations give [{primary['lower']}, {primary['upper']}]",
                 )
-            if "margin" in self.result and not _close(self.result.get("margin"), primary["margin"]):
+            if "margin" in self.result and not close(self.result.get("margin"), primary["margin"], abs_tol=ABS_TOL):
                 self.problem(
                     "decision.margin",
                     f"RESULT margin {self.result.get('margin')} is not the criterion's margin {primary['margin']}",
@@ -1388,7 +1384,7 @@ class _Validator:
             for criterion in criteria:
                 means = criterion["per_arm_seed_means"].get(_text_key(score.get("arm")), {})
                 mean = means.get(str(score.get("seed")))
-                if criterion["metric"] == score.get("metric") and mean is not None and not _close(mean, score["value"]):
+                if criterion["metric"] == score.get("metric") and mean is not None and not close(mean, score["value"], abs_tol=ABS_TOL):
                     self.problem(
                         "decision.arm_means",
                         f"score of arm {score.get('arm')} seed {score.get('seed')} is {score['value']} but its observations average {mean}",
@@ -1438,19 +1434,19 @@ class _Validator:
                     "loss_eval.values", f"arm {arm}: value, nll_sum and n_tokens must be finite with n_tokens > 0"
                 )
                 continue
-            if aggregation == "token_mean" and not _close(value, nll_sum / n_tokens, rel=1e-6, abs_tol=1e-12):
+            if aggregation == "token_mean" and not close(value, nll_sum / n_tokens, 1e-6, ABS_TOL):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: value {value} is not nll_sum / n_tokens = {nll_sum / n_tokens}"
                 )
             if (
                 aggregation == "token_mean"
                 and "token_mean" in entry
-                and not _close(entry["token_mean"], nll_sum / n_tokens, rel=1e-6, abs_tol=1e-12)
+                and not close(entry["token_mean"], nll_sum / n_tokens, 1e-6, ABS_TOL)
             ):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: token_mean {entry['token_mean']} is not nll_sum / n_tokens"
                 )
-            if aggregation == "example_mean" and not _close(value, entry.get("example_mean"), rel=1e-6, abs_tol=1e-12):
+            if aggregation == "example_mean" and not close(value, entry.get("example_mean"), 1e-6, ABS_TOL):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: value {value} is not its example_mean {entry.get('example_mean')}"
                 )

@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import decision, evaluator, feasibility, generation_audit, restoration, run_dir
-from experiment.grading.common import equal_json, is_integer
+from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
 from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
-from test_mut_grading_evaluator_rules import KEY, PROVENANCE, _ctx as _evaluator_ctx
+from test_mut_grading_evaluator_rules import KEY, LOSS_SCORE, PROVENANCE, _ctx as _evaluator_ctx, _entry as _loss_entry, _loss3
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
 from test_mut_grading_restoration_rules import (
-    NEEDS, WHERE10, _ctx as _restoration_ctx, _rest10, _restore, _restores, _update,
+    NEEDS, WHERE10, _ctx as _restoration_ctx, _plan as _rest_plan, _rest10, _restore, _restores, _update,
 )
 
 
@@ -50,12 +50,12 @@ def test_equal_json_takes_no_boolean_for_a_number(a, b):
 @pytest.mark.parametrize("recorded, recomputed", [(1, True), (0, False), (1.0, True), (True, 1), (False, 0),
                                                   (False, 0.0), (True, 1.0)])
 def test_a_boolean_and_a_number_are_never_the_same_projection_value(recorded, recomputed):
-    assert feasibility._same(recorded, recomputed) is False
+    assert equal_json(recorded, recomputed, FLOAT_TOL) is False
 
 
 @pytest.mark.parametrize("recorded, recomputed", [(True, True), (False, False), (0.0, 0), (1, 1.0)])
 def test_booleans_match_booleans_and_numbers_numbers(recorded, recomputed):
-    assert feasibility._same(recorded, recomputed) is True
+    assert equal_json(recorded, recomputed, FLOAT_TOL) is True
 
 
 # ---------------------------------------------------------------- FEAS-7: the spec's generation settings
@@ -297,3 +297,51 @@ def test_run_dir_audit_counts_are_integers_and_no_booleans():
     assert problems({"generated": 1, "accepted": 1, "rejected": 0, "execution_errors": 0}) == []
     assert problems({"generated": True, "accepted": True, "rejected": False, "execution_errors": False}) == [
         ("generation_audit.counts", "counts must give integer generated, accepted, rejected, execution_errors")]
+
+
+# ---------------------------------------------------------------- LOSS-3: the loss_eval fields against the predictions
+
+
+@pytest.mark.parametrize("key, value", [("n_empty", True), ("n_examples", "2")])
+def test_a_loss_eval_count_written_as_a_boolean_or_a_number_as_text_does_not_recompute(key, value):
+    assert _loss3(_loss_entry()) == []
+    assert _loss3(_loss_entry(**{key: value})) == [
+        ("invalid", f"T: loss_eval {key} do not recompute from the retained predictions")]
+
+
+def test_an_arm_entry_is_its_selected_runs_entry_and_true_is_not_its_one_empty_example():
+    score = {**LOSS_SCORE, "run": "T@lr=0.001"}
+    runs = {"0.001": _loss_entry()}
+    assert _loss3({**_loss_entry(), "runs": runs, "selected_run": "0.001"}, score) == []
+    assert _loss3({**_loss_entry(n_empty=True), "runs": runs, "selected_run": "0.001"}, score) == [
+        ("invalid", "loss_eval T is not its selected run's entry")]
+
+
+# ---------------------------------------------------------------- REST-5: the requested optimizer against the spec
+
+
+def test_a_requested_setting_of_false_is_not_the_specs_zero():
+    def rest5(weight_decay):
+        spec = {"restoration_preflight": {"groups": [{"arms": [
+            {"name": "T", "optimizer": "adam", "optimizer_config": {"learning_rate": 0.01, "weight_decay": 0.0}}]}]}}
+        requested = {"family": "adamw", "learning_rate": 0.01, "weight_decay": weight_decay}
+        ctx = _restoration_ctx({"T": {"optimizer_checks": [{"requested": requested}]}}, plan=_rest_plan(), spec=spec)
+        return [(s, m) for _, s, m in _messages(restoration.REST_5(ctx))]
+
+    assert rest5(0.0) == [] and rest5(0) == []
+    assert rest5(False) == [("invalid", "arm T: requested weight_decay differ from the spec's")]
+
+
+def test_a_run_dir_requested_setting_of_false_is_not_the_specs_zero():
+    def problems(weight_decay):
+        validator = _validator()
+        spec_arm = {"optimizer": "adamw", "optimizer_config": {"learning_rate": 0.01, "weight_decay": 0.0}}
+        requested = {"family": "adamw", "learning_rate": 0.01, "weight_decay": weight_decay}
+        validator._check_requested_matches_spec("arm T", requested, spec_arm)
+        validator._check_actual_config("arm T", requested, {"learning_rate": 0.01, "weight_decay": 0.0})
+        return _problems(validator)
+
+    assert problems(0.0) == [] and problems(0) == []
+    assert problems(False) == [
+        ("provenance.requested", "arm T: requested weight_decay is False but the spec's group asks for 0.0"),
+        ("provenance.optimizer_mismatch", "arm T: weight_decay is 0.0 but False was requested")]
