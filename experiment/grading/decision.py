@@ -18,8 +18,8 @@ from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
-    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    float_of, is_number, model_issues, run_checks, short,
+    FLOAT_TOL, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    close, equal_json, float_of, is_number, model_issues, run_checks, short,
 )
 from experiment.grading.evaluator import loss_from_predictions
 
@@ -425,8 +425,8 @@ def _first_difference(recorded: Any, expected: Any, where: str) -> str | None:
             return where
         return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
                     None)
-    if is_number(expected) and not isinstance(expected, bool):
-        return None if close(recorded, expected) and not isinstance(recorded, bool) else where
+    if is_number(expected):
+        return None if close(recorded, expected) else where
     return None if recorded == expected and type(recorded) is type(expected) else where
 
 
@@ -454,7 +454,7 @@ def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Iss
               for key in ("effect", "margin", "seeds") if ctx.result.get(key) is None]
     seeds = ctx.result.get("seeds")
     scheduled = len(_rule(ctx).get("seeds") or [0])
-    if seeds is not None and (isinstance(seeds, bool) or seeds != scheduled):
+    if seeds is not None and not equal_json(seeds, scheduled):
         issues.append(Issue("DEC-8", INVALID, f"RESULT.seeds {short(seeds)} is not the {scheduled} seed(s) the rule "
                                               "schedules and the observations hold"))
     best_lr = recomputed.get("method") == "best_lr_threshold"
@@ -534,7 +534,8 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
     if recomputed is None or recomputed.get("method") != "best_lr_threshold":
         return []
     issues = []
-    if bool(ctx.result.get("grid_edge")) != recomputed["grid_edge"]:
+    grid_edge = ctx.result.get("grid_edge")
+    if not equal_json(False if grid_edge is None else grid_edge, recomputed["grid_edge"]):  # not said: no edge
         issues.append(Issue("DEC-12", INVALID, f"grid_edge {ctx.result.get('grid_edge')!r} is not the recomputed "
                                                f"{recomputed['grid_edge']!r}"))
     issues += _selection_summaries(ctx, recomputed)
@@ -582,8 +583,8 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
             recorded = as_dict(per_arm.get(arm))
             expected = {"selected_run": mine["selected_run"], "selected_lr": mine["selected_lr"],
                         "grid_edge": mine["grid_edge"], **mine["values"]}
-            wrong = [key for key, value in expected.items() if key in recorded and not (
-                close(recorded[key], value) if is_number(value) and not isinstance(value, bool) else recorded[key] == value)]
+            wrong = [key for key, value in expected.items() if key in recorded and not equal_json(recorded[key], value,
+                                                                                                   FLOAT_TOL)]
             if where != "metrics.arms" and not recorded:
                 wrong = ["the arm"]
             if wrong:
@@ -593,7 +594,7 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
         for criterion in recomputed["criteria"]:
             mine = recorded.get(criterion["id"], {})
             if not (close(mine.get("effect"), criterion["effect"]) and close(mine.get("margin"), criterion["margin"])
-                    and mine.get("met") == criterion["met"] and mine.get("metric") == criterion["metric"]):
+                    and equal_json(mine.get("met"), criterion["met"]) and mine.get("metric") == criterion["metric"]):
                 issues.append(Issue("DEC-12", INVALID, f"{where}: criterion {criterion['id']} is not the recomputed one"))
     return issues
 

@@ -117,7 +117,7 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
                                                    "record does not define"))
         if not (isinstance(score.get("arm"), str) and isinstance(score.get("metric"), str) and is_number(score.get("value"))):
             issues.append(Issue("EVAL-7", INVALID, f"{where} needs arm, metric and a finite value"))
-        if isinstance(score.get("seed"), bool) or not isinstance(score.get("seed"), int):
+        if not is_integer(score.get("seed")):
             issues.append(Issue("EVAL-7", INVALID, f"{where} has no integer seed"))
     if ctx.plan is not None:
         names = {arm.name for arm in ctx.plan.arms} | {run.name for run in ctx.plan.training_runs} | {"base"}

@@ -12,8 +12,8 @@ from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
-    FLOAT_TOL, INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_number,
-    model_issues, run_checks, short,
+    FLOAT_TOL, INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "feasibility"
@@ -71,7 +71,7 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
     for where, entry in entries.items():
         entry = as_dict(entry)
         count = entry.get("gpu_count")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0
+        if count is not None and (not is_integer(count) or count < 0
                                   or not entry.get("allocation_source")):
             issues.append(Issue("FEAS-6", UNKNOWN, f"{where}.gpu_count {short(count)} has no allocation evidence"))
     counts = {where: as_dict(entry).get("gpu_count") for where, entry in entries.items() if isinstance(entry, dict)}
@@ -113,8 +113,7 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     settings = ctx.generation_settings
     recorded = (generation.get("target_accepted"), generation.get("filter_samples_per_candidate"))
     # counts compare exactly, and a JSON boolean is no count (Python's True == 1 would take it for the spec's 1)
-    if settings is not None and (any(isinstance(v, bool) for v in recorded)
-                                 or recorded != (settings.n_accept, settings.filter_samples)):
+    if settings is not None and not equal_json(recorded, (settings.n_accept, settings.filter_samples)):
         issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "
                                                f"({settings.n_accept}, {settings.filter_samples})"))
     if not equal_json(as_dict(measurements.get("generation")).get("units"), generation.get("attempted")):

@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Any
 from experiment.grading import activation
 from experiment.grading.common import (
-    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
+    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, is_integer, short,
 )
 from experiment.grading.secrets import find_secrets
 from experiment.contract.result import (
@@ -367,7 +367,7 @@ def _final_checkpoint_steps(ctx: GradeContext, checkpoints: list[Any]) -> list[I
         if owner not in steps:
             issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(checkpoint.get('uri'))} names {short(owner)}, "
                                                    "which the plan does not train"))
-        elif isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        elif not is_integer(step) or step < 0:
             issues.append(Issue("EVID-6", INVALID, f"checkpoint of {owner} has no step"))
         elif ctx.result.get("status") == "succeeded" and checkpoint.get("uri") in scored and steps[owner] \
                 and step != steps[owner]:

@@ -10,7 +10,7 @@ from experiment.contract.result_models import GenerationAudit
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,
-    model_issues, run_checks, short,
+    is_integer, model_issues, run_checks, short,
 )
 
 NAME = "generation_audit"
@@ -116,7 +116,7 @@ def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: 
     wrong = []
     for task in tasks:
         solved, error = task.get("base_solved"), str(task.get("error") or "")
-        counted = isinstance(solved, int) and not isinstance(solved, bool) and 0 <= solved <= samples
+        counted = is_integer(solved) and 0 <= solved <= samples
         by_filter = error.startswith("filter 5:")
         if (solved is not None and not counted) or (task.get("disposition") == "accepted" and not (
                 counted and low <= solved <= high)) or (by_filter and not (
@@ -147,7 +147,7 @@ def GA_4_filter(ctx: GradeContext) -> list[Issue]:
 
 def GA_5(ctx: GradeContext) -> list[Issue]:
     tasks, seed = _tasks(ctx), _record(ctx).get("sample_seed")
-    if tasks is None or isinstance(seed, bool) or not isinstance(seed, int):
+    if tasks is None or not is_integer(seed):
         return []
     audit = _audit()
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
@@ -350,7 +350,7 @@ def _rebuilt_round(ctx: GradeContext, number: int, entry: dict[str, Any], retain
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
     rounds = as_list(record.get("rounds"))
     seed = record.get("sample_seed")
-    seed = seed - (len(rounds) - number) if isinstance(seed, int) and not isinstance(seed, bool) else seed
+    seed = seed - (len(rounds) - number) if is_integer(seed) else seed
     samples = [as_dict(s) for s in as_list(retained.get("samples"))]
     resolved = {str(s.get("item_id")): {"independent_answer": s.get("independent_answer"), "reasoning": s.get("reasoning")}
                 for s in samples}

@@ -500,7 +500,7 @@ class _Validator:
                 if not isinstance(block.get("error"), str):
                     self.problem("result.capacity_block", "capacity_block.error must be a string")
                 steps = block.get("comparison_steps_completed")
-                if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+                if not is_integer(steps) or steps < 0:
                     self.problem(
                         "result.capacity_block",
                         "capacity_block.comparison_steps_completed must be a non-negative integer",
@@ -899,7 +899,7 @@ class _Validator:
 
     def _check_optimizer_checks(self, arm: str, entry: dict[str, Any], spec_arm: dict[str, Any] | None) -> None:
         restore_count = entry.get("restore_count")
-        if isinstance(restore_count, bool) or not isinstance(restore_count, int) or restore_count < 0:
+        if not is_integer(restore_count) or restore_count < 0:
             self.problem("provenance.restore_count", f"arm {arm}: restore_count must be a non-negative integer")
             return
         checks = entry.get("optimizer_checks")
@@ -1480,7 +1480,7 @@ class _Validator:
                 self.problem("adaptation.shape", f"adaptation_manifests[{index}] is not an object")
                 continue
             arm, ids, digest = entry.get("arm"), entry.get("adaptation_batch_ids"), entry.get("adaptation_batch_hash")
-            if isinstance(entry.get("warmup_batches"), bool) or not isinstance(entry.get("warmup_batches"), int):
+            if not is_integer(entry.get("warmup_batches")):
                 self.problem("adaptation.shape", f"arm {arm}: warmup_batches must be a count")
             if not isinstance(ids, list):
                 self.problem("adaptation.shape", f"arm {arm}: adaptation_batch_ids must be a list")
@@ -1526,7 +1526,7 @@ class _Validator:
                     "generation_audit.files", f"{key} {short(record.get(key))} is not a retained evidence file"
                 )
         seed = record.get("sample_seed")
-        if isinstance(seed, bool) or not isinstance(seed, int):
+        if not is_integer(seed):
             self.problem("generation_audit.shape", "sample_seed must be an integer")
             seed = None
         counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
@@ -1566,7 +1566,7 @@ class _Validator:
                 break
         for count_key, limit_key in (("label_error_count", "max_label_errors"), ("overlap_count", "max_eval_overlaps")):
             count = record.get(count_key)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if not is_integer(count) or count < 0:
                 self.problem("generation_audit.counts", f"{count_key} must be a non-negative integer")
             elif (
                 isinstance(audit_spec.get(limit_key), int)

@@ -15,6 +15,7 @@ import pytest
 from experiment.grading import decision, evaluator, feasibility, generation_audit, restoration, run_dir
 from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
 from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
+from test_mut_grading_decision_fields import CRITERION_C1, SELECTED, _summaries, _three_lr_ctx
 from test_mut_grading_evaluator_rules import KEY, LOSS_SCORE, PROVENANCE, _ctx as _evaluator_ctx, _entry as _loss_entry, _loss3
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
 from test_mut_grading_restoration_rules import (
@@ -345,3 +346,20 @@ def test_a_run_dir_requested_setting_of_false_is_not_the_specs_zero():
     assert problems(False) == [
         ("provenance.requested", "arm T: requested weight_decay is False but the spec's group asks for 0.0"),
         ("provenance.optimizer_mismatch", "arm T: weight_decay is 0.0 but False was requested")]
+
+
+# ---------------------------------------------------------------- DEC-12: the LR grid's edge and the selection posted
+
+
+def test_a_grid_edge_of_zero_is_not_the_recomputed_false():
+    assert decision.DEC_12(_three_lr_ctx(grid_edge=False)) == []
+    assert decision.DEC_12(_three_lr_ctx()) == []  # not said: no edge
+    assert [(i.status, i.message) for i in decision.DEC_12(_three_lr_ctx(grid_edge=0))] == [
+        ("invalid", "grid_edge 0 is not the recomputed False")]
+
+
+def test_a_posted_selection_or_criterion_with_a_number_for_a_boolean_is_not_the_recomputed_one():
+    assert _summaries({**SELECTED, "A": {**SELECTED["A"], "grid_edge": 0}}) == [
+        "metrics.arms A: grid_edge not the recomputed selection"]
+    verdict = {"per_arm": SELECTED, "criteria": [{**CRITERION_C1, "met": 0}]}
+    assert _summaries({}, {"verdict.json": verdict}) == ["verdict.json: criterion c1 is not the recomputed one"]
