@@ -392,7 +392,7 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {key} {mine[key]!r} is not "
                                                       f"the recomputed {criterion[key]!r}"))
         for flag in ("status", "met"):
-            if flag in mine and flag in criterion and mine[flag] != criterion[flag]:
+            if flag in mine and flag in criterion and not equal_json(mine[flag], criterion[flag]):
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
                                                       f"not the recomputed {criterion[flag]!r}"))
     if _record(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:

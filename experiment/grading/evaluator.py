@@ -193,11 +193,11 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
                                                    "metric or evaluator_id"))
         if any(row.get("evaluator_id") != score.get("evaluator_id") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another evaluator id than the score"))
-        if any("learning_rate" in row and row["learning_rate"] != score.get("learning_rate") for row in rows):
+        if any("learning_rate" in row and not equal_json(row["learning_rate"], score.get("learning_rate")) for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another learning rate than the score"))
         if any("run" in row and row["run"] != score.get("run") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another training run than the score"))
-        if any("seed" in row and row["seed"] != score.get("seed") for row in rows):
+        if any("seed" in row and not equal_json(row["seed"], score.get("seed")) for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another seed than the score"))
         ids = as_dict(as_dict(evaluators.get(score.get("evaluator_id"))).get("items")).get("ids")
         if isinstance(ids, list):
@@ -220,7 +220,7 @@ def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
         if not rows or "nll" in str(score.get("metric")) or not is_number(score.get("value")):
             continue
         mine = [r for r in rows if r.get("metric", score.get("metric")) == score.get("metric")
-                and r.get("seed", score.get("seed")) == score.get("seed")
+                and equal_json(r.get("seed", score.get("seed")), score.get("seed"))
                 and (r.get("arm") in (score.get("arm"), score.get("run")) or r.get("run") == score.get("arm"))]
         values = [r.get("value") for r in mine]
         if not mine or not all(is_number(v) for v in values):

@@ -33,7 +33,7 @@ def FEAS_1(ctx: GradeContext) -> list[Issue]:
 
 def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
-    keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or config[k] != effective[k]]
+    keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or not equal_json(config[k], effective[k])]
     # one problem per key, in the exchange's words for the earlier run (FEAS-2)
     return [Issue("FEAS-2", UNKNOWN, f"Re-projection required: {key} changed or was not recorded") for key in keys]
 

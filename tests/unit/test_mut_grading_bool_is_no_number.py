@@ -12,11 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.grading import decision, evaluator, feasibility, generation_audit, restoration, run_dir
+from experiment.grading import activation, decision, evaluator, feasibility, generation_audit, restoration, run_dir
 from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
 from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
+from test_mut_grading_activation_rules import ORDER, SETTINGS as ACT_SETTINGS, _row as _act_row
 from test_mut_grading_decision_fields import CRITERION_C1, SELECTED, _summaries, _three_lr_ctx
-from test_mut_grading_evaluator_rules import KEY, LOSS_SCORE, PROVENANCE, _ctx as _evaluator_ctx, _entry as _loss_entry, _loss3
+from test_mut_grading_evaluator_rules import (
+    KEY, LOSS_SCORE, PROVENANCE, _ctx as _evaluator_ctx, _entry as _loss_entry, _eval9, _loss3, _row as _eval_row,
+)
 from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
 from test_mut_grading_restoration_rules import (
     NEEDS, WHERE10, _ctx as _restoration_ctx, _plan as _rest_plan, _rest10, _restore, _restores, _update,
@@ -363,3 +366,61 @@ def test_a_posted_selection_or_criterion_with_a_number_for_a_boolean_is_not_the_
         "metrics.arms A: grid_edge not the recomputed selection"]
     verdict = {"per_arm": SELECTED, "criteria": [{**CRITERION_C1, "met": 0}]}
     assert _summaries({}, {"verdict.json": verdict}) == ["verdict.json: criterion c1 is not the recomputed one"]
+
+
+# ---------------------------------------------------------------- ACT-3: a pilot step's counts
+
+
+def test_a_group_mean_step_with_false_for_no_kernel_fallbacks_is_not_what_it_gives():
+    row = {**_act_row(), "baseline_values": [], "effective_neighbors": [], "prompt_features": [], "kernel_fallbacks": 0}
+    assert activation._advantage_problems("T", ACT_SETTINGS, [row]) == []
+    assert activation._advantage_problems("T", ACT_SETTINGS, [{**row, "kernel_fallbacks": False}]) == [
+        "T step 0: kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks) do not recompute from "
+        "its rewards"]
+
+
+def test_a_pilot_step_of_one_rollout_per_prompt_is_not_true():
+    settings = activation._ArmLoop("T", "group_mean", group_size=1, groups_per_batch=2, kernel_bandwidth=1.0)
+    row = _act_row(rewards=[1, 0], advantages=[0.0, 0.0], executed_group_size=1, n_rollouts=2, mean_reward=0.5,
+                   frac_nonzero_advantage=0.0)
+    assert activation._step_problems(row, settings, ORDER) == []
+    assert activation._step_problems({**row, "executed_group_size": True}, settings, ORDER) == [
+        "executed_group_size or n_rollouts is not what its rewards give"]
+
+
+# ---------------------------------------------------------------- EVAL-9: a prediction row's seed
+
+
+def test_prediction_rows_of_seed_false_are_not_the_seed_0_scores():
+    assert _eval9([_eval_row("i1"), _eval_row("i2")]) == []
+    assert _eval9([_eval_row("i1"), _eval_row("i2", seed=False)]) == [
+        ("EVAL-9", "invalid", "t.jsonl: rows carry another seed than the score")]
+
+
+# ---------------------------------------------------------------- DEC-8: a criterion's flags
+
+
+def test_a_best_lr_decision_criterion_met_1_is_not_the_recomputed_true(monkeypatch):
+    """A best-LR decision object is compared criterion by criterion only (no whole-record compare)."""
+    recomputed = {"method": "best_lr_threshold", "criteria": [{"id": "c1", "effect": 1.0, "met": True}]}
+    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "DEC_6", lambda ctx: [])
+    monkeypatch.setattr(decision, "_recompute", lambda ctx: (recomputed, ""))
+
+    def dec8(met):
+        ctx = SimpleNamespace(result={"decision": {"criteria": [{"id": "c1", "effect": 1.0, "met": met}]}}, plan=None)
+        return _messages(decision.DEC_8(ctx))
+
+    assert dec8(True) == []
+    assert dec8(1) == [("DEC-8", "invalid", "criterion c1: recorded met 1 is not the recomputed True")]
+
+
+# ---------------------------------------------------------------- FEAS-2: config against effective_config
+
+
+def test_a_config_value_true_and_an_effective_1_changed():
+    config = {key: 1 for key in feasibility.PROJECTION_KEYS}
+    assert feasibility.FEAS_2(_feasibility_ctx({"config": config, "effective_config": dict(config)})) == []
+    effective = {**config, "lora_rank": True}
+    assert _messages(feasibility.FEAS_2(_feasibility_ctx({"config": config, "effective_config": effective}))) == [
+        ("FEAS-2", "unknown", "Re-projection required: lora_rank changed or was not recorded")]
