@@ -271,11 +271,11 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
-    if isinstance(retained, dict) and any(k not in record or retained[k] != record[k] for k in retained
+    if isinstance(retained, dict) and any(k not in record or not equal_json(retained[k], record[k]) for k in retained
                                           if k != "samples"):  # the record is the whole audit the file holds
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
                                            "record's audit")]
-    if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
+    if len(mine) != len(samples) or any(not isinstance(f, dict) or any(not equal_json(f.get(k), v) for k, v in as_dict(r).items())
                                         for r, f in zip(mine, samples)):
         return [Issue("GA-10", UNVERIFIED, "generation_audit.samples are not the retained audit file's samples, so which the "
                                            "audit found cannot be told")]
@@ -394,9 +394,9 @@ def GA_11_files(ctx: GradeContext) -> list[Issue]:
                                                   "evaluation set and its re-solves give"))
         summary = {k: rebuilt[k] for k in ("round", "dataset_file", "audit_file", "counts", "sample_size",
                                             "label_error_count", "overlap_count", "status")}
-        if entry != summary:
+        if not equal_json(entry, summary):
             issues.append(Issue("GA-11", INVALID, f"round {number}: the record's round entry is not its audit file's "
-                                                  f"summary ({', '.join(k for k in summary if entry.get(k) != summary[k]) or 'keys'})"))
+                                                  f"summary ({', '.join(k for k in summary if not equal_json(entry.get(k), summary[k])) or 'keys'})"))
     return issues
 
 

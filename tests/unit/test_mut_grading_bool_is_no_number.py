@@ -12,7 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.grading import activation, decision, evaluator, feasibility, generation_audit, restoration, run_dir
+from experiment.grading import (
+    activation, decision, evaluator, feasibility, general, generation_audit, restoration, run_dir,
+)
 from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
 from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
 from test_mut_grading_activation_rules import ORDER, SETTINGS as ACT_SETTINGS, _row as _act_row
@@ -424,3 +426,63 @@ def test_a_config_value_true_and_an_effective_1_changed():
     effective = {**config, "lora_rank": True}
     assert _messages(feasibility.FEAS_2(_feasibility_ctx({"config": config, "effective_config": effective}))) == [
         ("FEAS-2", "unknown", "Re-projection required: lora_rank changed or was not recorded")]
+
+
+# ---------------------------------------------------------------- GA-10, GA-11: the record's audit against its files
+
+
+class _JsonFiles:
+    def __init__(self, files):
+        self.files = files
+
+    def json(self, name):
+        return self.files.get(name)
+
+    def jsonl(self, name):
+        return self.files.get(name)
+
+
+def test_a_record_audit_is_not_its_file_when_a_count_or_a_flag_changed_type():
+    def ga10(record_changes=None, sample_changes=None):
+        sample = {"item_id": "t1", "agrees": True}
+        retained = {"samples": [sample], "label_error_count": 0}
+        record = {"audit_file": "a.json", "samples": [{**sample, **(sample_changes or {})}], "label_error_count": 0,
+                  **(record_changes or {})}
+        ctx = SimpleNamespace(result={"generation_audit": record}, evidence=_JsonFiles({"a.json": retained}))
+        return [m[:2] for m in _messages(generation_audit.GA_10(ctx))]
+
+    assert ga10() == []
+    assert ga10({"label_error_count": False}) == [("GA-10", "unverified")]
+    assert ga10(sample_changes={"agrees": 1}) == [("GA-10", "unverified")]
+
+
+def test_a_round_entry_with_false_for_no_overlaps_is_not_its_files_summary(monkeypatch):
+    summary = {"round": 1, "dataset_file": "d.jsonl", "audit_file": "a.json", "counts": {"generated": 2},
+               "sample_size": 1, "label_error_count": 0, "overlap_count": 0, "status": "passed"}
+    monkeypatch.setattr(generation_audit, "_rebuilt_round", lambda *args: dict(summary))
+    monkeypatch.setattr(generation_audit, "_evaluation", lambda ctx: [])
+
+    def ga11(entry):
+        files = _JsonFiles({"d.jsonl": [], "a.json": dict(summary)})
+        ctx = SimpleNamespace(result={"generation_audit": {"rounds": [entry]}}, evidence=files)
+        return [m[:2] for m in _messages(generation_audit.GA_11_files(ctx))]
+
+    assert ga11(dict(summary)) == []
+    assert ga11({**summary, "overlap_count": False}) == [("GA-11", "invalid")]
+
+
+# ---------------------------------------------------------------- EVID-6: a listed checkpoint's seed
+
+
+def test_a_checkpoint_listed_for_seed_false_is_not_the_seed_0_scores():
+    def evid6(seed):
+        checkpoint = {"uri": "tinker://t/final", "arm": "T", "seed": seed, "step": 2}
+        result = {"evidence": {"checkpoints": [checkpoint]},
+                  "evaluation": {"scores": [{"arm": "T", "seed": 0, "predictions_ref": "t.jsonl"}]}}
+        ctx = SimpleNamespace(result=result, plan=None, evidence=_JsonFiles({"t.jsonl": [
+            {"checkpoint": "tinker://t/final"}]}))
+        return [m for m in _messages(general.EVID_6(ctx)) if "seed" in m[2]]
+
+    assert evid6(0) == []
+    assert evid6(False) == [("EVID-6", "invalid", "checkpoint 'tinker://t/final' is listed for seed False, but T was "
+                                                  "scored on it at seed 0")]
