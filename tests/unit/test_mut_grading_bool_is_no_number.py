@@ -1,10 +1,13 @@
 """A JSON boolean is not a number, nor a number a boolean (issue 28: a grader no tampering fools). Python's
-True == 1 (and bool being an int) let four grader comparisons take one for the other: FEAS-12's projection
-compare (`fits: 1` for true, `gpu_hours: false` for 0.0), FEAS-7's generation settings (`true` where the spec
-says 1), EVAL-5's integer max_tokens (`true`), REST-4's restore count, after_restore and restore number, REST-9's
-actual restore and REST-10's steps before the save (`true` for 1, `false` for 0). The
-whole-record tamperings (tests/tampering.py: projection_flags_as_numbers, boolean_max_tokens,
-restore_counts_as_booleans) run in tests/unit/test_grading_every_leaf.py."""
+True == 1 (and bool being an int) let grader comparisons take one for the other. Each section below first shows
+the lenient case (run on the code before its fix, the test failed there) and holds the fix: FEAS-12's projection
+compare, FEAS-7's settings, yield and phase units, FEAS-10's pilot size, FEAS-2's config, EVAL-5's max_tokens,
+LOSS-3's token counts and loss_eval fields, EVAL-9's row seed, REST-4's restore counts, REST-5's settings, REST-9,
+REST-10, GA-4/8/10/11's counts, DEC-8's and DEC-12's flags, ACT-3's step counts, EVID-6's seed, and the run-dir
+layer's counts. Comparisons go through experiment.grading.common (is_integer, equal_json, close). The whole-record
+tamperings (tests/tampering.py: projection_flags_as_numbers, boolean_max_tokens, restore_counts_as_booleans,
+grid_edge_as_number, loss_eval_zero_counts_as_false, zero_optimizer_settings_as_false, audit_zero_counts_as_false)
+run in tests/unit/test_grading_every_leaf.py and tests/e2e/test_grader_trust.py."""
 
 from __future__ import annotations
 
@@ -486,3 +489,16 @@ def test_a_checkpoint_listed_for_seed_false_is_not_the_seed_0_scores():
     assert evid6(0) == []
     assert evid6(False) == [("EVID-6", "invalid", "checkpoint 'tinker://t/final' is listed for seed False, but T was "
                                                   "scored on it at seed 0")]
+
+
+# ---------------------------------------------------------------- left alone: refused before they reach the check
+
+
+def test_a_checkpoint_step_true_is_refused_by_evid_6_before_eval_9_orders_checkpoints_by_step():
+    """EVAL-9 ranks a listed checkpoint's step with isinstance(step, int) (true would rank as step 1): EVID-6
+    already refuses any checkpoint whose step is not an integer, so the category cannot pass with one."""
+    plan = SimpleNamespace(training_runs=[], trained_arms=[SimpleNamespace(name="T", steps=2)])
+    ctx = SimpleNamespace(result={"evaluation": {"scores": []}}, plan=plan, evidence=_JsonFiles({}))
+    for step, flagged in ((2, False), (True, True), (False, True)):
+        found = general._final_checkpoint_steps(ctx, [{"uri": "tinker://t/final", "arm": "T", "step": step}])
+        assert (_messages(found) == [("EVID-6", "invalid", "checkpoint of T has no step")]) is flagged
