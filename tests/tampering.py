@@ -68,6 +68,14 @@ def edited_spec_margin_stronger_verdict(result: dict[str, Any]) -> None:
         result["margin"] = -10.0
 
 
+def grid_edge_as_number(result: dict[str, Any]) -> None:
+    """RESULT.grid_edge and every posted selection's grid_edge written as the number 1 or 0."""
+    result["grid_edge"] = int(result.get("grid_edge") or False)
+    for entry in ((result.get("metrics") or {}).get("arms") or {}).values():
+        if isinstance(entry, dict) and isinstance(entry.get("grid_edge"), bool):
+            entry["grid_edge"] = int(entry["grid_edge"])
+
+
 def dropped_seeds_claim(result: dict[str, Any]) -> None:
     result["seeds"] = int(result.get("seeds") or 1) + 2
 
@@ -124,6 +132,18 @@ def rehashed_predictions(result: dict[str, Any]) -> None:
                 row["prediction"] = str(prediction) + "0"
 
     _edit_jsonl_file(result, score["predictions_ref"], halve)
+
+
+def loss_eval_zero_counts_as_false(result: dict[str, Any]) -> None:
+    """Every loss_eval entry's (and LR-grid run's) count of empty examples, 0, written as false."""
+    def falsify(entry: dict[str, Any]) -> None:
+        if entry.get("n_empty") == 0:
+            entry["n_empty"] = False
+        for run in (entry.get("runs") or {}).values():
+            falsify(run)
+
+    for entry in result["loss_eval"]["arms"].values():
+        falsify(entry)
 
 
 def relabelled_loss_aggregation(result: dict[str, Any]) -> None:
@@ -191,6 +211,36 @@ def restore_counts_as_booleans(result: dict[str, Any]) -> None:
                 check["after_restore"] = bool(check["after_restore"])
 
 
+def zero_optimizer_settings_as_false(result: dict[str, Any]) -> None:
+    """Every optimizer check's zero setting (grad_clip_norm 0.0, weight_decay 0.0, ...), requested and reported
+    alike, written as false."""
+    for arm in result["initialization_provenance"]["arms"].values():
+        for entry in [arm, *(arm.get("runs") or {}).values()]:
+            for check in entry.get("optimizer_checks") or []:
+                for side in ("requested", "actual_config"):
+                    settings = check.get(side) or {}
+                    for key, value in settings.items():
+                        if not isinstance(value, bool) and value == 0:
+                            settings[key] = False
+
+
+# ---------------------------------------------------------------------------- generation audit
+
+
+def audit_zero_counts_as_false(result: dict[str, Any]) -> None:
+    """The generation audit's zero counts (label errors, overlaps, duplicates, a disposition nobody got), the
+    record's and every round's, written as false."""
+    audit = result["generation_audit"]
+    for entry in [audit, *(audit.get("rounds") or [])]:
+        for key in ("label_error_count", "overlap_count", "duplicate_count"):
+            if entry.get(key) == 0 and not isinstance(entry.get(key), bool):
+                entry[key] = False
+        counts = entry.get("counts") or {}
+        for key, value in counts.items():
+            if value == 0 and not isinstance(value, bool):
+                counts[key] = False
+
+
 # ---------------------------------------------------------------------------- evaluator
 
 
@@ -234,6 +284,9 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "restore counts written as booleans": restore_counts_as_booleans,
     },
     "trimuon": {
+        "grid_edge written as a number": grid_edge_as_number,
+        "loss_eval zero counts written as false": loss_eval_zero_counts_as_false,
+        "zero optimizer settings written as false": zero_optimizer_settings_as_false,
         "flipped verdict, moved effect": flipped_verdict_moved_effect,
         "edited spec margin, stronger verdict": edited_spec_margin_stronger_verdict,
         "seeds claimed": dropped_seeds_claim,
@@ -260,6 +313,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "projection flags written as numbers": projection_flags_as_numbers,
         "max_tokens true, evaluator id re-derived": boolean_max_tokens,
         "restore counts written as booleans": restore_counts_as_booleans,
+        "audit zero counts written as false": audit_zero_counts_as_false,
     },
 }
 

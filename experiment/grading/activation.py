@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, is_number, short
+from experiment.grading.common import (
+    ABS_TOL, INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_number, short,
+)
 from experiment.rl.advantages import (
     DEFAULT_BANDWIDTH, DEFAULT_MIN_KERNEL_MASS, DEFAULT_WINDOW_SIZE, GROUP_MEAN, KERNEL_BASELINE, KernelBaselineState,
     append_batch_to_window, grpo_group_mean_advantages, gs1_kernel_advantages,
@@ -238,8 +240,7 @@ def _same_numbers(mine: Any, theirs: Any) -> bool:
     if isinstance(mine, list):
         return isinstance(theirs, list) and len(mine) == len(theirs) and all(
             _same_numbers(a, b) for a, b in zip(mine, theirs))
-    return is_number(mine) and is_number(theirs) and math.isclose(float(mine), float(theirs), rel_tol=1e-9,
-                                                                  abs_tol=1e-12)
+    return close(mine, theirs, abs_tol=ABS_TOL)
 
 
 def _step_problems(row: dict[str, Any], settings: _ArmLoop, order: list[str] | None) -> list[str]:
@@ -251,7 +252,8 @@ def _step_problems(row: dict[str, Any], settings: _ArmLoop, order: list[str] | N
     if not rewards or not all(is_number(r) for r in rewards) or len(rewards) != len(ids) * settings.group_size:
         return [f"rewards are not {settings.group_size} numbers per prompt"]
     problems = []
-    if row.get("executed_group_size") != len(rewards) / len(ids) or row.get("n_rollouts") != len(rewards):
+    if not (equal_json(row.get("executed_group_size"), len(rewards) / len(ids))
+            and equal_json(row.get("n_rollouts"), len(rewards))):
         problems.append("executed_group_size or n_rollouts is not what its rewards give")
     if not _same_numbers(row.get("mean_reward"), math.fsum(map(float, rewards)) / len(rewards)):
         problems.append("mean_reward is not the mean of its rewards")
@@ -274,8 +276,8 @@ def _advantage_problems(arm: str, settings: _ArmLoop, rows: list[dict[str, Any]]
     problems = []
     for row, wants in zip(rows, expected):
         wrong = [key for key, value in wants.items() if not (
-            row.get(key) == value if key == "kernel_fallbacks" else _same_numbers(value, row.get(key)))]
-        if not kernel and [row.get(k) for k in KERNEL_KEYS] != [[], [], [], 0]:
+            equal_json(row.get(key), value) if key == "kernel_fallbacks" else _same_numbers(value, row.get(key)))]
+        if not kernel and not equal_json([row.get(k) for k in KERNEL_KEYS], [[], [], [], 0]):
             wrong.append("kernel diagnostics of a group-mean arm (none: empty lists and no fallbacks)")
         if wrong:
             problems.append(f"{arm} step {row['step']}: {', '.join(wrong)} do not recompute from its rewards"

@@ -27,7 +27,8 @@ FAILING = (INVALID, UNVERIFIED, UNKNOWN)
 _SEVERITY = {INVALID: 3, UNVERIFIED: 2, UNKNOWN: 1}
 CATEGORIES = ("evaluator", "decision", "restoration", "correctness", "feasibility", "generation_audit")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
-FLOAT_TOL = 1e-9
+FLOAT_TOL = 1e-9  # relative (and, unless told, absolute) tolerance for a recomputed float
+ABS_TOL = 1e-12  # the contract's absolute tolerance where it states one (docs/contract-rules.md: rel 1e-9, abs 1e-12)
 
 
 @dataclass(frozen=True)
@@ -195,8 +196,34 @@ def is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def close(a: Any, b: Any, tol: float = FLOAT_TOL) -> bool:
-    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
+def equal_json(a: Any, b: Any, tol: float = 0.0, abs_tol: float | None = None) -> bool:
+    """The JSON value a is b: a boolean equals only a boolean (Python's True == 1 and False == 0.0 would let a
+    boolean pass for a count), a number only a finite number, by value (1 == 1.0) up to `close`'s tolerances (none
+    unless told), lists and tuples item by item, objects key by key, anything else with ==."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
+        return close(a, b, tol, abs_tol)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal_json(a[key], b[key], tol, abs_tol) for key in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(equal_json(x, y, tol, abs_tol) for x, y in zip(a, b))
+    return a == b
+
+
+def close(a: Any, b: Any, tol: float = FLOAT_TOL, abs_tol: float | None = None) -> bool:
+    """Two finite numbers, never a boolean, equal up to the relative `tol` and the absolute `abs_tol` (`tol` unless
+    told)."""
+    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=tol,
+                                                          abs_tol=tol if abs_tol is None else abs_tol)
+
+
+def float_of(text: Any) -> float | None:
+    """The number a text names (an LR-grid run's label names its learning rate: "0.001"), None where it names none."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -340,8 +340,8 @@ def _same_json(a: Any, b: Any) -> bool:
         a, b = (sorted(v, key=lambda x: json.dumps(x, sort_keys=True)) if all(isinstance(x, dict) for x in v) else v
                 for v in (a, b))
         return all(_same_json(x, y) for x, y in zip(a, b))
-    if is_number(b) and not isinstance(b, bool):
-        return is_number(a) and not isinstance(a, bool) and math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
+    if is_number(b):
+        return is_number(a) and math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
     return a == b and type(a) is type(b)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import statistics
 from typing import Any
 
@@ -19,9 +18,10 @@ from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
-    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    is_number, model_issues, run_checks, short,
+    FLOAT_TOL, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    close, equal_json, float_of, is_number, model_issues, run_checks, short,
 )
+from experiment.grading.evaluator import loss_from_predictions
 
 NAME = "decision"
 MAX_OBSERVATIONS, MAX_FILE_BYTES = 100_000, 10 * 1024 * 1024
@@ -120,17 +120,10 @@ def _from_revision(ctx: GradeContext) -> bool:
 
 
 def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
-    """Held-out NLL of one run from its per-example prediction rows (experiment.sft.loss_eval's
-    definitions: token_mean = sum NLL / tokens; example_mean = mean of per-example means)."""
-    totals = [as_dict(row.get("prediction")) for row in rows]
-    if not totals or not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals):
-        return None
-    counted = [t for t in totals if t["n_tokens"] > 0]
-    if not counted:
-        return None
-    if aggregation == "example_mean":
-        return math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted)
-    return math.fsum(t["nll_sum"] for t in counted) / sum(t["n_tokens"] for t in counted)
+    """Held-out NLL of one run from its per-example prediction rows (the evaluator's recomputation,
+    LOSS-3's); None where it cannot be recomputed or no example has a counted token."""
+    summary = loss_from_predictions(rows, aggregation)
+    return summary["value"] if summary is not None and summary["n_examples"] else None
 
 
 def _step_rows(ctx: GradeContext) -> list[dict[str, Any]]:
@@ -399,7 +392,7 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {key} {mine[key]!r} is not "
                                                       f"the recomputed {criterion[key]!r}"))
         for flag in ("status", "met"):
-            if flag in mine and flag in criterion and mine[flag] != criterion[flag]:
+            if flag in mine and flag in criterion and not equal_json(mine[flag], criterion[flag]):
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
                                                       f"not the recomputed {criterion[flag]!r}"))
     if _record(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:
@@ -432,8 +425,8 @@ def _first_difference(recorded: Any, expected: Any, where: str) -> str | None:
             return where
         return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
                     None)
-    if is_number(expected) and not isinstance(expected, bool):
-        return None if close(recorded, expected) and not isinstance(recorded, bool) else where
+    if is_number(expected):
+        return None if close(recorded, expected) else where
     return None if recorded == expected and type(recorded) is type(expected) else where
 
 
@@ -461,7 +454,7 @@ def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Iss
               for key in ("effect", "margin", "seeds") if ctx.result.get(key) is None]
     seeds = ctx.result.get("seeds")
     scheduled = len(_rule(ctx).get("seeds") or [0])
-    if seeds is not None and (isinstance(seeds, bool) or seeds != scheduled):
+    if seeds is not None and not equal_json(seeds, scheduled):
         issues.append(Issue("DEC-8", INVALID, f"RESULT.seeds {short(seeds)} is not the {scheduled} seed(s) the rule "
                                               "schedules and the observations hold"))
     best_lr = recomputed.get("method") == "best_lr_threshold"
@@ -541,7 +534,8 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
     if recomputed is None or recomputed.get("method") != "best_lr_threshold":
         return []
     issues = []
-    if bool(ctx.result.get("grid_edge")) != recomputed["grid_edge"]:
+    grid_edge = ctx.result.get("grid_edge")
+    if not equal_json(False if grid_edge is None else grid_edge, recomputed["grid_edge"]):  # not said: no edge
         issues.append(Issue("DEC-12", INVALID, f"grid_edge {ctx.result.get('grid_edge')!r} is not the recomputed "
                                                f"{recomputed['grid_edge']!r}"))
     issues += _selection_summaries(ctx, recomputed)
@@ -567,17 +561,10 @@ def _run_metrics(ctx: GradeContext) -> list[Issue]:
         reported = as_dict(arms.get(run.name))
         if not reported:
             by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-            reported = as_dict(next((v for k, v in by_label.items() if close(_as_float(k), run.lr)), None))
+            reported = as_dict(next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
         if not close(reported.get(row["metric"]), row["value"]):
             wrong.append(f"{run.name} {row['metric']}")
     return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []
-
-
-def _as_float(text: Any) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
@@ -596,8 +583,8 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
             recorded = as_dict(per_arm.get(arm))
             expected = {"selected_run": mine["selected_run"], "selected_lr": mine["selected_lr"],
                         "grid_edge": mine["grid_edge"], **mine["values"]}
-            wrong = [key for key, value in expected.items() if key in recorded and not (
-                close(recorded[key], value) if is_number(value) and not isinstance(value, bool) else recorded[key] == value)]
+            wrong = [key for key, value in expected.items() if key in recorded and not equal_json(recorded[key], value,
+                                                                                                   FLOAT_TOL)]
             if where != "metrics.arms" and not recorded:
                 wrong = ["the arm"]
             if wrong:
@@ -607,7 +594,7 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
         for criterion in recomputed["criteria"]:
             mine = recorded.get(criterion["id"], {})
             if not (close(mine.get("effect"), criterion["effect"]) and close(mine.get("margin"), criterion["margin"])
-                    and mine.get("met") == criterion["met"] and mine.get("metric") == criterion["metric"]):
+                    and equal_json(mine.get("met"), criterion["met"]) and mine.get("metric") == criterion["metric"]):
                 issues.append(Issue("DEC-12", INVALID, f"{where}: criterion {criterion['id']} is not the recomputed one"))
     return issues
 

@@ -14,8 +14,8 @@ from experiment.sft import loss_eval as loss_rules
 from experiment.contract.result_models import Evaluation, PredictionRow
 from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading.common import (
-    HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_integer,
-    is_number, model_issues, run_checks, short,
+    ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
+    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short,
 )
 
 NAME = "evaluator"
@@ -117,7 +117,7 @@ def EVAL_7(ctx: GradeContext) -> list[Issue]:
                                                    "record does not define"))
         if not (isinstance(score.get("arm"), str) and isinstance(score.get("metric"), str) and is_number(score.get("value"))):
             issues.append(Issue("EVAL-7", INVALID, f"{where} needs arm, metric and a finite value"))
-        if isinstance(score.get("seed"), bool) or not isinstance(score.get("seed"), int):
+        if not is_integer(score.get("seed")):
             issues.append(Issue("EVAL-7", INVALID, f"{where} has no integer seed"))
     if ctx.plan is not None:
         names = {arm.name for arm in ctx.plan.arms} | {run.name for run in ctx.plan.training_runs} | {"base"}
@@ -144,7 +144,7 @@ def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
     run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
     if run is not None and run.lr is not None:
         runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-        entry = next((v for k, v in runs.items() if _same_number(k, run.lr)), None)
+        entry = next((v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
         return as_dict(entry).get(metric)
     if owner == "base":
         return metrics.get(f"base_model_{metric}", metrics.get(f"base_{metric}"))
@@ -161,7 +161,7 @@ def EVAL_7_metrics(ctx: GradeContext) -> list[Issue]:
         if sum((s.get("run") or s.get("arm"), s.get("metric")) == (owner, metric) for s in scores) != 1:
             continue  # one value per seed: the posted number is their summary (DEC-* recompute it)
         posted = _posted(ctx, owner, metric)
-        if posted is not None and not (is_number(posted) and _same_number(posted, score["value"])):
+        if posted is not None and not (is_number(posted) and close(posted, score["value"], abs_tol=ABS_TOL)):
             issues.append(Issue("EVAL-7", INVALID, f"metrics for {owner} post {metric} {short(posted)}, its score is "
                                                    f"{score['value']!r}"))
     return issues
@@ -193,11 +193,11 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
                                                    "metric or evaluator_id"))
         if any(row.get("evaluator_id") != score.get("evaluator_id") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another evaluator id than the score"))
-        if any("learning_rate" in row and row["learning_rate"] != score.get("learning_rate") for row in rows):
+        if any("learning_rate" in row and not equal_json(row["learning_rate"], score.get("learning_rate")) for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another learning rate than the score"))
         if any("run" in row and row["run"] != score.get("run") for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows name another training run than the score"))
-        if any("seed" in row and row["seed"] != score.get("seed") for row in rows):
+        if any("seed" in row and not equal_json(row["seed"], score.get("seed")) for row in rows):
             issues.append(Issue("EVAL-9", INVALID, f"{ref}: rows carry another seed than the score"))
         ids = as_dict(as_dict(evaluators.get(score.get("evaluator_id"))).get("items")).get("ids")
         if isinstance(ids, list):
@@ -220,13 +220,13 @@ def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
         if not rows or "nll" in str(score.get("metric")) or not is_number(score.get("value")):
             continue
         mine = [r for r in rows if r.get("metric", score.get("metric")) == score.get("metric")
-                and r.get("seed", score.get("seed")) == score.get("seed")
+                and equal_json(r.get("seed", score.get("seed")), score.get("seed"))
                 and (r.get("arm") in (score.get("arm"), score.get("run")) or r.get("run") == score.get("arm"))]
         values = [r.get("value") for r in mine]
         if not mine or not all(is_number(v) for v in values):
             issues.append(Issue("EVAL-9", INVALID, f"{score.get('predictions_ref')}: rows without a numeric value"))
             continue
-        if not math.isclose(math.fsum(values) / len(values), float(score["value"]), rel_tol=1e-9, abs_tol=1e-12):
+        if not close(math.fsum(values) / len(values), score["value"], abs_tol=ABS_TOL):
             issues.append(Issue("EVAL-9", INVALID, f"score {score.get('run') or score.get('arm')}: {score['value']!r} is "
                                                    f"not the mean of its {len(values)} rows' values"))
         ungraded = [r for r in mine if "grading" in r and (r["grading"] not in GRADINGS
@@ -339,7 +339,7 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
         if run is not None and entry:
             label = next((key for key, value in as_dict(entry.get("runs")).items()
                           if f"{arm}@lr={key}" == run or (is_number(score.get("learning_rate"))
-                                                           and _same_number(key, score["learning_rate"]))), None)
+                                                           and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL))), None)
             if label is None:
                 issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for run {run}"))
                 continue
@@ -355,48 +355,38 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("LOSS-3", UNVERIFIED, f"{run or arm}: the predictions behind its held-out NLL cannot be "
                                                       f"read ({ctx.evidence.why(score.get('predictions_ref')) or 'not JSONL'})"))
             continue
-        expected = _loss_summary(rows, str(entry.get("aggregation")))
+        expected = loss_from_predictions(rows, str(entry.get("aggregation")))
         if expected is None:
             issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: prediction rows carry no per-example nll_sum and n_tokens"))
             continue
-        wrong = [key for key, value in expected.items() if not _same_number(entry.get(key), value)]
+        wrong = [key for key, value in expected.items() if not close(entry.get(key), value, abs_tol=ABS_TOL)]
         if wrong:
             issues.append(Issue("LOSS-3", INVALID, f"{run or arm}: loss_eval {', '.join(wrong)} do not recompute from "
                                                    "the retained predictions"))
     aggregation = (ctx.plan.eval.get("aggregation") if ctx.plan is not None else None) or record.get("aggregation")
     for score in _scores(ctx):  # a held-out NLL score (the base's too) is what its prediction rows give
         rows = ctx.evidence.jsonl(score.get("predictions_ref"))
-        expected = _loss_summary(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
-        if expected is not None and not _same_number(score.get("value"), expected["value"]):
+        expected = loss_from_predictions(rows, str(aggregation)) if rows and "nll" in str(score.get("metric")) else None
+        if expected is not None and not close(score.get("value"), expected["value"], abs_tol=ABS_TOL):
             issues.append(Issue("LOSS-3", INVALID, f"score {score.get('run') or score.get('arm')}: {score.get('value')!r} is "
                                                    f"not the {aggregation} of its predictions ({expected['value']!r})"))
     for arm, entry in arms.items():
         entry = as_dict(entry)
         selected = as_dict(as_dict(entry.get("runs")).get(entry.get("selected_run")))
         if entry.get("runs") is not None and not (selected and all(
-                _same_number(entry.get(k), v) or entry.get(k) == v for k, v in selected.items())):
+                equal_json(entry.get(k), v, FLOAT_TOL, ABS_TOL) for k, v in selected.items())):
             issues.append(Issue("LOSS-3", INVALID, f"loss_eval {arm} is not its selected run's entry"))
     return issues
 
 
-def _same_number(a: Any, b: Any) -> bool:
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
-    except (TypeError, ValueError):
-        return False
-
-
-def _loss_summary(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
+def loss_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
+    """The held-out NLL summary of one scored run recomputed from its retained per-example prediction rows
+    (each `prediction` a {nll_sum, n_tokens}), by the run's own definitions (experiment.sft.loss_eval.summarize);
+    None where there are no rows or a row is not such a pair."""
     totals = [as_dict(row.get("prediction")) for row in rows]
-    if not all(is_number(t.get("nll_sum")) and isinstance(t.get("n_tokens"), int) for t in totals) or not totals:
+    if not all(is_number(t.get("nll_sum")) and is_integer(t.get("n_tokens")) for t in totals) or not totals:
         return None
-    counted = [t for t in totals if t["n_tokens"] > 0]
-    nll_sum, n_tokens = math.fsum(t["nll_sum"] for t in counted), sum(t["n_tokens"] for t in counted)
-    token_mean = nll_sum / n_tokens if n_tokens else math.nan
-    example_mean = math.fsum(t["nll_sum"] / t["n_tokens"] for t in counted) / len(counted) if counted else math.nan
-    return {"value": example_mean if aggregation == "example_mean" else token_mean, "token_mean": token_mean,
-            "example_mean": example_mean, "nll_sum": nll_sum, "n_tokens": n_tokens, "n_examples": len(counted),
-            "n_empty": len(totals) - len(counted)}
+    return loss_rules.summarize([loss_rules.ExampleTotal(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
 
 
 def LOSS_4(ctx: GradeContext) -> list[Issue]:

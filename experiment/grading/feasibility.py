@@ -7,14 +7,13 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 
 from __future__ import annotations
 
-import math
-
 from experiment.contract.result_models import Feasibility
 from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
-    INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, is_number, model_issues, run_checks, short,
+    FLOAT_TOL, INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
+    is_number, model_issues, run_checks, short,
 )
 
 NAME = "feasibility"
@@ -34,7 +33,7 @@ def FEAS_1(ctx: GradeContext) -> list[Issue]:
 
 def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
-    keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or config[k] != effective[k]]
+    keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or not equal_json(config[k], effective[k])]
     # one problem per key, in the exchange's words for the earlier run (FEAS-2)
     return [Issue("FEAS-2", UNKNOWN, f"Re-projection required: {key} changed or was not recorded") for key in keys]
 
@@ -72,7 +71,7 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
     for where, entry in entries.items():
         entry = as_dict(entry)
         count = entry.get("gpu_count")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0
+        if count is not None and (not is_integer(count) or count < 0
                                   or not entry.get("allocation_source")):
             issues.append(Issue("FEAS-6", UNKNOWN, f"{where}.gpu_count {short(count)} has no allocation evidence"))
     counts = {where: as_dict(entry).get("gpu_count") for where, entry in entries.items() if isinstance(entry, dict)}
@@ -98,8 +97,8 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
         if absent:
             return [Issue("FEAS-7", UNKNOWN, f"no {' and '.join(absent)} measurement for the generated tasks")]
         counts = as_dict(as_dict(ctx.result.get("generation_audit")).get("counts"))
-        if counts and (generation.get("attempted"), generation.get("accepted")) != (counts.get("generated"),
-                                                                                    counts.get("accepted")):
+        if counts and not equal_json((generation.get("attempted"), generation.get("accepted")),
+                                     (counts.get("generated"), counts.get("accepted"))):
             return [Issue("FEAS-7", INVALID, "the measured yield (attempted, accepted) is not the generation audit's "
                                              "counts (generated, accepted)")]
         return _generation_settings_issues(ctx, generation, measurements)
@@ -114,26 +113,26 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     settings = ctx.generation_settings
     recorded = (generation.get("target_accepted"), generation.get("filter_samples_per_candidate"))
     # counts compare exactly, and a JSON boolean is no count (Python's True == 1 would take it for the spec's 1)
-    if settings is not None and (any(isinstance(v, bool) for v in recorded)
-                                 or recorded != (settings.n_accept, settings.filter_samples)):
+    if settings is not None and not equal_json(recorded, (settings.n_accept, settings.filter_samples)):
         issues.append(Issue("FEAS-7", INVALID, f"target_accepted and filter_samples_per_candidate are not the spec's "
                                                f"({settings.n_accept}, {settings.filter_samples})"))
-    if as_dict(measurements.get("generation")).get("units") != generation.get("attempted"):
+    if not equal_json(as_dict(measurements.get("generation")).get("units"), generation.get("attempted")):
         issues.append(Issue("FEAS-7", INVALID, "the generation phase's units are not the candidates attempted"))
     tasks = ctx.evidence.jsonl(as_dict(ctx.result.get("generation_audit")).get("dataset_file"))
-    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and as_dict(measurements["filter"]).get(
-            "units") != settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks):
+    if settings is not None and tasks is not None and any("base_solved" in t for t in tasks) and "filter" in measurements and not equal_json(as_dict(
+            measurements["filter"]).get("units"), settings.filter_samples * sum(t.get("base_solved") is not None for t in tasks)):
         issues.append(Issue("FEAS-7", INVALID, "the filter phase's units are not the filter's samples of every candidate "
                                                "it counted"))
     done = [name for name in ("generation", "filter", "audit") if isinstance(measurements.get(name), dict) and not (
-        measurements[name].get("units") == measurements[name].get("planned_units") == measurements[name].get("samples"))]
+        equal_json(measurements[name].get("units"), measurements[name].get("planned_units"))
+        and equal_json(measurements[name].get("planned_units"), measurements[name].get("samples")))]
     if done:  # measured before the pilot: what was done is what the full run needs
         issues.append(Issue("FEAS-7", INVALID, f"{', '.join(done)}: units, planned_units and samples differ (work done "
                                                "before the pilot is the planned work)"))
     audit = as_dict(ctx.result.get("generation_audit"))
     files = [ctx.evidence.json(as_dict(r).get("audit_file")) for r in as_list(audit.get("rounds"))] or [audit]
     sampled = {str(as_dict(s).get("item_id")) for f in files for s in as_list(as_dict(f).get("samples"))}
-    if "audit" in measurements and as_dict(measurements["audit"]).get("units") != len(sampled):
+    if "audit" in measurements and not equal_json(as_dict(measurements["audit"]).get("units"), len(sampled)):
         issues.append(Issue("FEAS-7", INVALID, f"the audit phase's units are not the {len(sampled)} distinct candidates "
                                                "the audit rounds re-solved"))
     return issues
@@ -170,8 +169,8 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     per_arm = min(size.steps_per_arm, int(steps)) if is_number(steps) else size.steps_per_arm  # the run's pilot steps
     issues = []
     # *(project reading)* the record states the pilot's size and where it comes from, as the spec gives them
-    if pilot is not None and (as_dict(pilot).get("steps_per_arm"), as_dict(pilot).get("eval_items"),
-                              as_dict(pilot).get("size_source")) != (per_arm, items, size.source):
+    if pilot is not None and not equal_json((as_dict(pilot).get("steps_per_arm"), as_dict(pilot).get("eval_items"),
+                                             as_dict(pilot).get("size_source")), (per_arm, items, size.source)):
         issues.append(Issue("FEAS-10", UNKNOWN, f"the pilot's recorded size is not the spec's ({per_arm} steps per arm, "
                                                 f"{items} eval items, from {size.source})"))
     training, evaluation = as_dict(measurements.get("training")), as_dict(measurements.get("evaluation"))
@@ -207,25 +206,15 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         return [Issue("FEAS-12", UNKNOWN, f"the projection cannot be recomputed from the measurements ({err})")]
     mine = expected["projection"]
-    wrong = [key for key in sorted(set(mine) | set(projection)) if not _same(projection.get(key), mine.get(key))]
+    wrong = [key for key in sorted(set(mine) | set(projection)) if not equal_json(projection.get(key), mine.get(key), FLOAT_TOL)]
     recovery = as_dict(record.get("recovery"))
     wrong += [f"recovery.{key}" for key in ("seconds", "gpu_count", "allocation_source")
-              if not (key == "seconds" and FEAS_5(ctx)) and not _same(recovery.get(key), expected["recovery"][key])]
+              if not (key == "seconds" and FEAS_5(ctx)) and not equal_json(recovery.get(key), expected["recovery"][key],
+                                                                                FLOAT_TOL)]
     if wrong:  # the exchange's word for a projection it cannot trust: re-projection required (unknown)
         return [Issue("FEAS-12", UNKNOWN, f"projection {', '.join(wrong)} do not recompute from the measurements and "
                                           f"the budget (recomputed: {mine['wall_seconds']!r} s, fits {mine['fits']})")]
     return []
-
-
-def _same(a: object, b: object) -> bool:
-    """The recorded value `a` is the recomputed `b`: a JSON boolean only a boolean (never the number 1 or 0, which
-    Python's True == 1 would let through: is_number refuses a boolean), a number up to float noise, anything else
-    exactly."""
-    if isinstance(a, bool) and isinstance(b, bool):
-        return a == b
-    if a is None or b is None or isinstance(b, (str, list, dict)):
-        return a == b
-    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 
 
 CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12]

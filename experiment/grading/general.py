@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Any
 from experiment.grading import activation
 from experiment.grading.common import (
-    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short,
+    applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, equal_json, is_integer, short,
 )
 from experiment.grading.secrets import find_secrets
 from experiment.contract.result import (
@@ -343,7 +343,8 @@ def EVID_6(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for "
                                                        f"{short(arm_of[row['checkpoint']])}, but {owner} was scored on it"))
                 break
-            if row.get("checkpoint") in seed_of and seed_of[row["checkpoint"]] != score.get("seed"):  # a listed seed
+            # a listed seed (a boolean is no seed: equal_json)
+            if row.get("checkpoint") in seed_of and not equal_json(seed_of[row["checkpoint"]], score.get("seed")):
                 issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(row['checkpoint'])} is listed for seed "
                                                        f"{short(seed_of[row['checkpoint']])}, but {owner} was scored on "
                                                        f"it at seed {short(score.get('seed'))}"))
@@ -367,7 +368,7 @@ def _final_checkpoint_steps(ctx: GradeContext, checkpoints: list[Any]) -> list[I
         if owner not in steps:
             issues.append(Issue("EVID-6", INVALID, f"checkpoint {short(checkpoint.get('uri'))} names {short(owner)}, "
                                                    "which the plan does not train"))
-        elif isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        elif not is_integer(step) or step < 0:
             issues.append(Issue("EVID-6", INVALID, f"checkpoint of {owner} has no step"))
         elif ctx.result.get("status") == "succeeded" and checkpoint.get("uri") in scored and steps[owner] \
                 and step != steps[owner]:

@@ -9,8 +9,8 @@ from typing import Any
 from experiment.contract.result_models import GenerationAudit
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
 from experiment.grading.common import (
-    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    model_issues, run_checks, short,
+    INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,
+    is_integer, model_issues, run_checks, short,
 )
 
 NAME = "generation_audit"
@@ -104,7 +104,7 @@ def GA_4(ctx: GradeContext) -> list[Issue]:
     if tasks is None:
         return []
     counts = _audit().counts_of(tasks)
-    if _record(ctx).get("counts") != counts:
+    if not equal_json(_record(ctx).get("counts"), counts):
         return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
     return []
 
@@ -116,7 +116,7 @@ def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: 
     wrong = []
     for task in tasks:
         solved, error = task.get("base_solved"), str(task.get("error") or "")
-        counted = isinstance(solved, int) and not isinstance(solved, bool) and 0 <= solved <= samples
+        counted = is_integer(solved) and 0 <= solved <= samples
         by_filter = error.startswith("filter 5:")
         if (solved is not None and not counted) or (task.get("disposition") == "accepted" and not (
                 counted and low <= solved <= high)) or (by_filter and not (
@@ -147,7 +147,7 @@ def GA_4_filter(ctx: GradeContext) -> list[Issue]:
 
 def GA_5(ctx: GradeContext) -> list[Issue]:
     tasks, seed = _tasks(ctx), _record(ctx).get("sample_seed")
-    if tasks is None or isinstance(seed, bool) or not isinstance(seed, int):
+    if tasks is None or not is_integer(seed):
         return []
     audit = _audit()
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
@@ -229,7 +229,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
         errors = sum(not audit.answer_agreement(labels.get(str(as_dict(s).get("item_id"))),
                                                 as_dict(s).get("independent_answer"), strategy)
                      for s in as_list(record.get("samples")))
-        if record.get("label_error_count") != errors:
+        if not equal_json(record.get("label_error_count"), errors):
             issues.append(Issue("GA-8", INVALID, f"label_error_count {short(record.get('label_error_count'))} but the "
                                                  f"samples give {errors}"))
     if tasks is not None and evaluation is not None:
@@ -237,7 +237,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
             overlaps = len(audit.evaluation_overlap(tasks, evaluation))
         except (KeyError, TypeError):
             return issues + [Issue("GA-8", INVALID, "the evaluation file rows lack item_id or prompt")]
-        if record.get("overlap_count") != overlaps:
+        if not equal_json(record.get("overlap_count"), overlaps):
             issues.append(Issue("GA-8", INVALID, f"overlap_count {short(record.get('overlap_count'))} but the evaluation "
                                                  f"set gives {overlaps}"))
     return issues
@@ -271,11 +271,11 @@ def GA_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} is not retained inline "
                                            "with its samples")]
     mine = as_list(record.get("samples"))
-    if isinstance(retained, dict) and any(k not in record or retained[k] != record[k] for k in retained
+    if isinstance(retained, dict) and any(k not in record or not equal_json(retained[k], record[k]) for k in retained
                                           if k != "samples"):  # the record is the whole audit the file holds
         return [Issue("GA-10", UNVERIFIED, f"the audit file {short(record.get('audit_file'))} says otherwise than the "
                                            "record's audit")]
-    if len(mine) != len(samples) or any(not isinstance(f, dict) or any(f.get(k) != v for k, v in as_dict(r).items())
+    if len(mine) != len(samples) or any(not isinstance(f, dict) or any(not equal_json(f.get(k), v) for k, v in as_dict(r).items())
                                         for r, f in zip(mine, samples)):
         return [Issue("GA-10", UNVERIFIED, "generation_audit.samples are not the retained audit file's samples, so which the "
                                            "audit found cannot be told")]
@@ -305,20 +305,21 @@ def GA_11(ctx: GradeContext) -> list[Issue]:
         errors = [s.get("item_id") for s in samples if strategy in SUPPORTED
                   and not audit.answer_agreement(labels.get(str(s.get("item_id"))), s.get("independent_answer"), strategy)]
         mislabelled = [s.get("item_id") for s in samples if "label" in s and s["label"] != labels.get(str(s.get("item_id")))]
-        if (entry.get("round"), entry.get("counts"), entry.get("sample_size")) != (number, audit.counts_of(tasks), len(samples)) \
-                or (strategy in SUPPORTED and entry.get("label_error_count") != len(errors)) or mislabelled:
+        if not equal_json((entry.get("round"), entry.get("counts"), entry.get("sample_size")),
+                          (number, audit.counts_of(tasks), len(samples))) \
+                or (strategy in SUPPORTED and not equal_json(entry.get("label_error_count"), len(errors))) or mislabelled:
             problems.append(f"round {number}: its counts, sample size, label errors or sampled labels are not what its "
                             "files give")
     if rounds:
         last = rounds[-1]
-        if any(last.get(k) != record.get(k) for k in ("dataset_file", "audit_file", "counts", "label_error_count")):
+        if not all(equal_json(last.get(k), record.get(k)) for k in ("dataset_file", "audit_file", "counts", "label_error_count")):
             problems.append("the last round is not the record's audit")
     tasks = _tasks(ctx)
-    if tasks is not None and "duplicate_count" in record and record["duplicate_count"] != audit.duplicate_count(tasks):
+    if tasks is not None and "duplicate_count" in record and not equal_json(record["duplicate_count"], audit.duplicate_count(tasks)):
         problems.append(f"duplicate_count {short(record['duplicate_count'])} is not what the candidates give")
-    if "disagreements" in record and len(as_list(record.get("disagreements"))) != record.get("label_error_count"):
+    if "disagreements" in record and not equal_json(record.get("label_error_count"), len(as_list(record.get("disagreements")))):
         problems.append("disagreements do not list the label errors")
-    if "sample_size" in record and record.get("sample_size") != len(as_list(record.get("samples"))):
+    if "sample_size" in record and not equal_json(record.get("sample_size"), len(as_list(record.get("samples")))):
         problems.append("sample_size is not the number of samples")
     return [Issue("GA-11", INVALID, problem) for problem in problems]
 
@@ -349,7 +350,7 @@ def _rebuilt_round(ctx: GradeContext, number: int, entry: dict[str, Any], retain
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
     rounds = as_list(record.get("rounds"))
     seed = record.get("sample_seed")
-    seed = seed - (len(rounds) - number) if isinstance(seed, int) and not isinstance(seed, bool) else seed
+    seed = seed - (len(rounds) - number) if is_integer(seed) else seed
     samples = [as_dict(s) for s in as_list(retained.get("samples"))]
     resolved = {str(s.get("item_id")): {"independent_answer": s.get("independent_answer"), "reasoning": s.get("reasoning")}
                 for s in samples}
@@ -393,9 +394,9 @@ def GA_11_files(ctx: GradeContext) -> list[Issue]:
                                                   "evaluation set and its re-solves give"))
         summary = {k: rebuilt[k] for k in ("round", "dataset_file", "audit_file", "counts", "sample_size",
                                             "label_error_count", "overlap_count", "status")}
-        if entry != summary:
+        if not equal_json(entry, summary):
             issues.append(Issue("GA-11", INVALID, f"round {number}: the record's round entry is not its audit file's "
-                                                  f"summary ({', '.join(k for k in summary if entry.get(k) != summary[k]) or 'keys'})"))
+                                                  f"summary ({', '.join(k for k in summary if not equal_json(entry.get(k), summary[k])) or 'keys'})"))
     return issues
 
 

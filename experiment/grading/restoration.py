@@ -20,7 +20,7 @@ from experiment.contract.spec import (
 )
 from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    is_integer, is_number, model_issues, run_checks, short,
+    equal_json, is_integer, is_number, model_issues, run_checks, short,
 )
 
 NAME = "restoration"
@@ -232,7 +232,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         requested = as_dict(check.get("requested"))
         wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
                  for k, v in spec_wants.items() if k not in ("family", "learning_rate")
-                 and (k not in requested or not _same(requested[k], v))]
+                 and (k not in requested or not equal_json(requested[k], v))]
         # the record names the family as the pipeline requested it (experiment.rl.restoration.requested_optimizer:
         # the canonical form), so it is compared exactly; the spec's prose name is what gets normalised
         if requested.get("family") != spec_wants["family"]:
@@ -242,7 +242,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-5", UNVERIFIED, f"{where}: the requested optimizer names no learning rate"))
             reported.add(where)
             continue
-        if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
+        if allowed and not any(equal_json(requested.get("learning_rate"), lr) for lr in allowed):
             wrong.append(f"learning_rate {short(requested.get('learning_rate'))} (planned {', '.join(map(str, allowed))})")
         if wrong:
             issues.append(Issue("REST-5", INVALID, f"{where}: requested {', '.join(wrong)} differ from the spec's"))
@@ -271,14 +271,14 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: {check.get('evidence_ref')} holds no server response "
                                                       "with the optimizer"))
         else:
-            differ = [k for k, v in actual.items() if k in response and not _same(response[k], v)]
+            differ = [k for k, v in actual.items() if k in response and not equal_json(response[k], v)]
             if differ:
                 issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained "
                                                        "server response says"))
         issues += _reported_issues(ctx, where, check)
         keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
         hidden = [k for k in keys if k not in actual]
-        differ = [k for k in keys if k in actual and not _same(actual[k], requested[k])]
+        differ = [k for k in keys if k in actual and not equal_json(actual[k], requested[k])]
         if differ:
             issues.append(Issue("REST-6", INVALID, f"{where}: the server reports other {', '.join(differ)} than requested"))
         if hidden:
@@ -338,11 +338,11 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     if _family(family) != _family(check.get("actual_family")):
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "
                                                f"says {short(check.get('actual_family'))}"))
-    differ = [k for k in actual if k in config and not _same(config[k], actual[k])]
+    differ = [k for k in actual if k in config and not equal_json(config[k], actual[k])]
     if differ:
         issues.append(Issue("REST-6", INVALID, f"{where}: actual {', '.join(differ)} are not what the retained response "
                                                "reports"))
-    seeds = [k for k in NOT_OPTIMIZER_KEYS if k in config and k in requested and not _same(config[k], requested[k])]
+    seeds = [k for k in NOT_OPTIMIZER_KEYS if k in config and k in requested and not equal_json(config[k], requested[k])]
     if seeds:
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports another {', '.join(seeds)}"))
     unseen = [k for k in actual if k not in config and k not in ("type", "family")]
@@ -353,12 +353,6 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
         issues.append(Issue("REST-6", UNVERIFIED, f"{where}: actual_config leaves out {', '.join(omitted)}, which the "
                                                   "retained response reports"))
     return issues
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
-    return a == b
 
 
 def REST_7(ctx: GradeContext) -> list[Issue]:
@@ -517,7 +511,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                 issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: restore_count {count} without load evidence "
                                                           "(no restores)"))
             continue
-        if count != len(restores):
+        if not is_integer(count) or count != len(restores):
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
                                                    "are recorded"))
         others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in _arms(ctx).items()
@@ -669,10 +663,10 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     requested, actual = as_dict(optimizer.get("requested")), as_dict(optimizer.get("actual_config"))
     spec_wants = wanted.get(str(label))
     if spec_wants is not None:
-        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and not _same(requested.get(k), v)]
+        wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and not equal_json(requested.get(k), v)]
         wrong += [k for k in requested if k not in spec_wants and k not in ("family", "learning_rate")]
         allowed = _planned_lrs(ctx).get(str(label), []) + ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else [])
-        if allowed and not any(_same(requested.get("learning_rate"), lr) for lr in allowed):
+        if allowed and not any(equal_json(requested.get("learning_rate"), lr) for lr in allowed):
             wrong.append("learning_rate")
         # the record names the family as the pipeline requested it (experiment.rl.restoration.requested_optimizer:
         # the canonical form), so it is compared exactly; the spec's prose name is what gets normalised
@@ -688,7 +682,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         problems.append((INVALID, f"the service reports family {short(optimizer.get('actual_family'))}, requested "
                                   f"{short(requested.get('family'))}"))
     keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
-    if any(k in actual and not _same(actual[k], requested[k]) for k in keys):
+    if any(k in actual and not equal_json(actual[k], requested[k]) for k in keys):
         problems.append((INVALID, "the service reports another optimizer config than requested"))
     elif any(k not in actual for k in keys):
         problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
@@ -698,7 +692,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     elif isinstance(update, dict):
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
-            else _same(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and _same(v, UPDATE_DEFAULTS[k]))]
+            else equal_json(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and equal_json(v, UPDATE_DEFAULTS[k]))]
         wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
             problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))
@@ -786,7 +780,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
             ("model_name", info.get("model_name") == base),
             ("model_data.model_name", as_dict(info.get("model_data")).get("model_name") == base),
             ("is_lora", info.get("is_lora") is True),
-            ("lora_rank", rank is None or _same(info.get("lora_rank"), rank)),
+            ("lora_rank", rank is None or equal_json(info.get("lora_rank"), rank)),
             ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("adapter_sha256")
              or (optimizer.get("adapter_sha256") is None and init.get("adapter_sha256") is None))) if not ok]
         wrong += _fresh_optimizer_problems(optimizer)
@@ -803,11 +797,11 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
         wrong = [key for key, ok in (
             ("base_model", info.get("base_model") == base),
             ("is_lora", info.get("is_lora") is True),
-            ("lora_rank", rank is None or _same(info.get("lora_rank"), rank)),
+            ("lora_rank", rank is None or equal_json(info.get("lora_rank"), rank)),
             ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("checkpoint_adapter_sha256")),
             ("optimizer", not requested or any(
                 _family(optimizer.get("type", optimizer.get("family"))) == want["family"]
-                and all(_same(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
+                and all(equal_json(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
         wrong += _fresh_optimizer_problems(optimizer)
         if wrong:
             problems.append((INVALID, f"its initialization checkpoint's weights info reports another "

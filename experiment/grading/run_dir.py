@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,9 @@ from experiment.contract.result import (
     adaptation_batch_hash,
 )
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
-from experiment.grading.common import HEX64, as_dict, as_list, is_number, short
+from experiment.grading.common import (
+    ABS_TOL, FLOAT_TOL, HEX64, as_dict, as_list, close, equal_json, is_integer, is_number, short,
+)
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
@@ -326,11 +327,6 @@ def _is_hex64(value: Any) -> bool:
     return isinstance(value, str) and bool(HEX64.match(value))
 
 
-def _close(a: Any, b: Any, rel: float = 1e-9, abs_tol: float = 1e-12) -> bool:
-    """Numbers equal within `rel` and an absolute 1e-12 (common.close takes one tolerance for both)."""
-    return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
-
-
 def _jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None]:
     rows = []
     try:
@@ -504,7 +500,7 @@ class _Validator:
                 if not isinstance(block.get("error"), str):
                     self.problem("result.capacity_block", "capacity_block.error must be a string")
                 steps = block.get("comparison_steps_completed")
-                if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+                if not is_integer(steps) or steps < 0:
                     self.problem(
                         "result.capacity_block",
                         "capacity_block.comparison_steps_completed must be a non-negative integer",
@@ -680,7 +676,7 @@ class _Validator:
             event for event in self.files.events if event.get("event") == "gate" and event.get("gate") == "spec_intake"
         ]
         counted = (intake[-1].get("measured") or {}).get("deviations") if intake else None
-        if not isinstance(counted, int):
+        if not is_integer(counted):
             self.problem(
                 "deviations.unrecorded",
                 f"{len(deviations)} deviations but events.jsonl records no running update carrying them",
@@ -903,7 +899,7 @@ class _Validator:
 
     def _check_optimizer_checks(self, arm: str, entry: dict[str, Any], spec_arm: dict[str, Any] | None) -> None:
         restore_count = entry.get("restore_count")
-        if isinstance(restore_count, bool) or not isinstance(restore_count, int) or restore_count < 0:
+        if not is_integer(restore_count) or restore_count < 0:
             self.problem("provenance.restore_count", f"arm {arm}: restore_count must be a non-negative integer")
             return
         checks = entry.get("optimizer_checks")
@@ -913,7 +909,7 @@ class _Validator:
         seen = sorted(
             check.get("after_restore")
             for check in checks
-            if isinstance(check, dict) and isinstance(check.get("after_restore"), int)
+            if isinstance(check, dict) and is_integer(check.get("after_restore"))
         )
         if seen != list(range(restore_count + 1)):
             self.problem(
@@ -962,7 +958,7 @@ class _Validator:
             expected[OPTIMIZER_CONFIG_ALIASES.get(key, key)] = value
         for key, value in expected.items():
             got = requested.get(key)
-            same = _close(got, value) if is_number(got) and is_number(value) else got == value
+            same = equal_json(got, value, FLOAT_TOL, ABS_TOL)
             if not same:
                 self.problem(
                     "provenance.requested",
@@ -979,7 +975,7 @@ class _Validator:
             )
         for key in shared:
             a, b = wanted[key], actual[key]
-            same = _close(a, b) if is_number(a) and is_number(b) else a == b
+            same = equal_json(a, b, FLOAT_TOL, ABS_TOL)
             if not same:
                 self.problem(
                     "provenance.optimizer_mismatch", f"{where}: {key} is {short(b)} but {short(a)} was requested"
@@ -1173,7 +1169,7 @@ class _Validator:
                 and row.get("metric") == score.get("metric")
                 and row.get("evaluator_id") == score.get("evaluator_id")
             ]
-            if values and all(is_number(v) for v in values) and not _close(sum(values) / len(values), score["value"]):
+            if values and all(is_number(v) for v in values) and not close(sum(values) / len(values), score["value"], abs_tol=ABS_TOL):
                 self.problem(
                     "evaluation.score_reproduces",
                     f"score of arm {score.get('arm')} seed {score.get('seed')} ({score['value']}) is not the mean of its prediction rows ({sum(values) / len(values)})",
@@ -1330,7 +1326,7 @@ class _Validator:
             if mine is None:
                 continue
             for key in ("effect", "lower", "upper"):
-                if key in mine and not _close(mine[key], criterion[key]):
+                if key in mine and not close(mine[key], criterion[key], abs_tol=ABS_TOL):
                     self.problem(
                         "decision.recompute",
                         f"criterion {criterion['id']}: recorded {key} {mine[key]} but the observations give {criterion[key]}",
@@ -1338,7 +1334,7 @@ class _Validator:
         self._compare_arm_means(criteria)
         if self.vocabulary == "direction_confidence" and criteria and "effect" in self.result:
             primary = criteria[0]
-            if not _close(self.result.get("effect"), primary["effect"]):
+            if not close(self.result.get("effect"), primary["effect"], abs_tol=ABS_TOL):
                 self.problem(
                     "decision.effect",
                     f"RESULT effect {self.result.get('effect')} but the observations give {primary['effect']}",
@@ -1347,14 +1343,14 @@ class _Validator:
             if not (
                 isinstance(ci, list)
                 and len(ci) == 2
-                and _close(ci[0], primary["lower"])
-                and _close(ci[1], primary["upper"])
+                and close(ci[0], primary["lower"], abs_tol=ABS_TOL)
+                and close(ci[1], primary["upper"], abs_tol=ABS_TOL)
             ):
                 self.problem(
                     "decision.ci",
                     f"RESULT ci {short(ci)} but the observations give [{primary['lower']}, {primary['upper']}]",
                 )
-            if "margin" in self.result and not _close(self.result.get("margin"), primary["margin"]):
+            if "margin" in self.result and not close(self.result.get("margin"), primary["margin"], abs_tol=ABS_TOL):
                 self.problem(
                     "decision.margin",
                     f"RESULT margin {self.result.get('margin')} is not the criterion's margin {primary['margin']}",
@@ -1388,7 +1384,7 @@ class _Validator:
             for criterion in criteria:
                 means = criterion["per_arm_seed_means"].get(_text_key(score.get("arm")), {})
                 mean = means.get(str(score.get("seed")))
-                if criterion["metric"] == score.get("metric") and mean is not None and not _close(mean, score["value"]):
+                if criterion["metric"] == score.get("metric") and mean is not None and not close(mean, score["value"], abs_tol=ABS_TOL):
                     self.problem(
                         "decision.arm_means",
                         f"score of arm {score.get('arm')} seed {score.get('seed')} is {score['value']} but its observations average {mean}",
@@ -1438,19 +1434,19 @@ class _Validator:
                     "loss_eval.values", f"arm {arm}: value, nll_sum and n_tokens must be finite with n_tokens > 0"
                 )
                 continue
-            if aggregation == "token_mean" and not _close(value, nll_sum / n_tokens, rel=1e-6, abs_tol=1e-12):
+            if aggregation == "token_mean" and not close(value, nll_sum / n_tokens, 1e-6, ABS_TOL):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: value {value} is not nll_sum / n_tokens = {nll_sum / n_tokens}"
                 )
             if (
                 aggregation == "token_mean"
                 and "token_mean" in entry
-                and not _close(entry["token_mean"], nll_sum / n_tokens, rel=1e-6, abs_tol=1e-12)
+                and not close(entry["token_mean"], nll_sum / n_tokens, 1e-6, ABS_TOL)
             ):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: token_mean {entry['token_mean']} is not nll_sum / n_tokens"
                 )
-            if aggregation == "example_mean" and not _close(value, entry.get("example_mean"), rel=1e-6, abs_tol=1e-12):
+            if aggregation == "example_mean" and not close(value, entry.get("example_mean"), 1e-6, ABS_TOL):
                 self.problem(
                     "loss_eval.value", f"arm {arm}: value {value} is not its example_mean {entry.get('example_mean')}"
                 )
@@ -1484,7 +1480,7 @@ class _Validator:
                 self.problem("adaptation.shape", f"adaptation_manifests[{index}] is not an object")
                 continue
             arm, ids, digest = entry.get("arm"), entry.get("adaptation_batch_ids"), entry.get("adaptation_batch_hash")
-            if isinstance(entry.get("warmup_batches"), bool) or not isinstance(entry.get("warmup_batches"), int):
+            if not is_integer(entry.get("warmup_batches")):
                 self.problem("adaptation.shape", f"arm {arm}: warmup_batches must be a count")
             if not isinstance(ids, list):
                 self.problem("adaptation.shape", f"arm {arm}: adaptation_batch_ids must be a list")
@@ -1530,12 +1526,12 @@ class _Validator:
                     "generation_audit.files", f"{key} {short(record.get(key))} is not a retained evidence file"
                 )
         seed = record.get("sample_seed")
-        if isinstance(seed, bool) or not isinstance(seed, int):
+        if not is_integer(seed):
             self.problem("generation_audit.shape", "sample_seed must be an integer")
             seed = None
         counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
         keys = ("generated", "accepted", "rejected", "execution_errors")
-        if not all(isinstance(counts.get(key), int) for key in keys):
+        if not all(is_integer(counts.get(key)) for key in keys):
             self.problem("generation_audit.counts", f"counts must give integer {', '.join(keys)}")
             return
         if counts["generated"] != counts["accepted"] + counts["rejected"] + counts["execution_errors"]:
@@ -1570,7 +1566,7 @@ class _Validator:
                 break
         for count_key, limit_key in (("label_error_count", "max_label_errors"), ("overlap_count", "max_eval_overlaps")):
             count = record.get(count_key)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if not is_integer(count) or count < 0:
                 self.problem("generation_audit.counts", f"{count_key} must be a non-negative integer")
             elif (
                 isinstance(audit_spec.get(limit_key), int)

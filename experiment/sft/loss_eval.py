@@ -70,21 +70,27 @@ class LossEval:
                 self.example_ids.append(str(example_ids[index]))
 
     def summary(self) -> dict[str, Any]:
-        non_empty = [e for e in self.examples if e.n_tokens > 0]
-        nll_sum = math.fsum(e.nll_sum for e in non_empty)
-        n_tokens = sum(e.n_tokens for e in non_empty)
-        token_mean = nll_sum / n_tokens if n_tokens else math.nan
-        example_mean = math.fsum(e.nll_sum / e.n_tokens for e in non_empty) / len(non_empty) if non_empty else math.nan
-        return {
-            "aggregation": self.aggregation,
-            "value": token_mean if self.aggregation == "token_mean" else example_mean,
-            "token_mean": token_mean,
-            "example_mean": example_mean,
-            "nll_sum": nll_sum,
-            "n_tokens": n_tokens,
-            "n_examples": len(non_empty),
-            "n_empty": len(self.examples) - len(non_empty),
-        }
+        return {"aggregation": self.aggregation, **summarize(self.examples, self.aggregation)}
+
+
+def summarize(examples: Sequence[ExampleTotal], aggregation: str) -> dict[str, Any]:
+    """The held-out NLL of per-example totals (the run's `LossEval.summary`, and the grader's recomputation
+    from retained prediction rows): `value` is the example_mean for example_mean, else the token_mean; an
+    example with no counted token is counted in `n_empty` and left out of both means (nan when none is left)."""
+    non_empty = [e for e in examples if e.n_tokens > 0]
+    nll_sum = math.fsum(e.nll_sum for e in non_empty)
+    n_tokens = sum(e.n_tokens for e in non_empty)
+    token_mean = nll_sum / n_tokens if n_tokens else math.nan
+    example_mean = math.fsum(e.nll_sum / e.n_tokens for e in non_empty) / len(non_empty) if non_empty else math.nan
+    return {
+        "value": example_mean if aggregation == "example_mean" else token_mean,
+        "token_mean": token_mean,
+        "example_mean": example_mean,
+        "nll_sum": nll_sum,
+        "n_tokens": n_tokens,
+        "n_examples": len(non_empty),
+        "n_empty": len(examples) - len(non_empty),
+    }
 
 
 def _array(value: Any) -> np.ndarray:

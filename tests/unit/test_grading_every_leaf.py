@@ -14,10 +14,11 @@ from __future__ import annotations
 import pytest
 
 from tampering import (
-    absurd_feasibility_measurements, activation_value_out_of_range, boolean_max_tokens, buried_correctness_pin,
-    changed_learning_rate_both_sides, edited_spec_margin_stronger_verdict, flipped_three_way_verdict,
-    flipped_verdict_moved_effect, projection_flags_as_numbers, rehashed_predictions, relabelled_loss_aggregation,
-    removed_activation_calibration, restore_counts_as_booleans, strong_confidence, tampered,
+    absurd_feasibility_measurements, activation_value_out_of_range, audit_zero_counts_as_false, boolean_max_tokens,
+    buried_correctness_pin, changed_learning_rate_both_sides, edited_spec_margin_stronger_verdict,
+    flipped_three_way_verdict, flipped_verdict_moved_effect, grid_edge_as_number, loss_eval_zero_counts_as_false,
+    projection_flags_as_numbers, rehashed_predictions, relabelled_loss_aggregation, removed_activation_calibration,
+    restore_counts_as_booleans, strong_confidence, tampered, zero_optimizer_settings_as_false,
 )
 import leaves as L
 
@@ -76,11 +77,12 @@ TAMPERS = {
     "paired": [flipped_three_way_verdict, edited_spec_margin_stronger_verdict, removed_activation_calibration,
                activation_value_out_of_range, absurd_feasibility_measurements, rehashed_predictions,
                changed_learning_rate_both_sides, projection_flags_as_numbers, boolean_max_tokens,
-               restore_counts_as_booleans],
+               restore_counts_as_booleans, audit_zero_counts_as_false],
     "best_lr": [flipped_verdict_moved_effect, edited_spec_margin_stronger_verdict, strong_confidence,
                 absurd_feasibility_measurements, rehashed_predictions, relabelled_loss_aggregation,
                 buried_correctness_pin, changed_learning_rate_both_sides, projection_flags_as_numbers,
-                boolean_max_tokens, restore_counts_as_booleans],
+                boolean_max_tokens, restore_counts_as_booleans, grid_edge_as_number, loss_eval_zero_counts_as_false,
+                zero_optimizer_settings_as_false],
 }
 CASES = [(kind, tamper) for kind, tampers in TAMPERS.items() for tamper in tampers]
 

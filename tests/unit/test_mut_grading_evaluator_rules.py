@@ -841,9 +841,9 @@ def test_the_loss_summary_counts_examples_with_tokens_and_any_other_aggregation_
     rows = ROWS + _nll_rows((1.0, -1))
     expected = {"value": 9 / 8, "token_mean": 9 / 8, "example_mean": 1.75, "nll_sum": 9.0, "n_tokens": 8,
                 "n_examples": 2, "n_empty": 2}
-    assert rules._loss_summary(rows, "token_mean") == expected
-    assert rules._loss_summary(rows, "batch_mean") == expected
-    assert rules._loss_summary(rows, "example_mean") == {**expected, "value": 1.75}
+    assert rules.loss_from_predictions(rows, "token_mean") == expected
+    assert rules.loss_from_predictions(rows, "batch_mean") == expected
+    assert rules.loss_from_predictions(rows, "example_mean") == {**expected, "value": 1.75}
 
 
 @pytest.mark.parametrize("record", [{}, "none"])

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import feasibility as rules
+from experiment.grading.common import FLOAT_TOL, equal_json
 
 KEYS = ("base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len", "max_tokens", "arms", "n_examples",
         "n_eval")  # FEAS-2's ten keys
@@ -165,7 +166,7 @@ def test_a_projection_that_does_not_fit_allows_no_definitive_verdict(fits, verdi
     ("1", 1.0, False), (float("nan"), float("nan"), False),
 ])
 def test_projection_values_are_the_same_up_to_float_noise(a, b, same):
-    assert rules._same(a, b) is same
+    assert equal_json(a, b, FLOAT_TOL) is same  # FEAS-12 compares the projection with this
 
 
 # ---------------------------------------------------------------- FEAS-10

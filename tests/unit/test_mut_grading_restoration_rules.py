@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import restoration as rules
+from experiment.grading.common import equal_json
 
 ADAPTER = "a" * 64
 
@@ -304,8 +305,8 @@ def test_the_retained_response_reports_the_family_and_every_actual_setting_as_th
 
 
 def test_numbers_are_the_same_setting_whatever_their_json_type():
-    assert rules._same(1, 1.0) and rules._same("a", "a")
-    assert not rules._same(1, 1.5) and not rules._same("1", 1)
+    assert equal_json(1, 1.0) and equal_json("a", "a")  # the settings compare (REST-5, REST-6) uses it
+    assert not equal_json(1, 1.5) and not equal_json("1", 1) and not equal_json(False, 0)
 
 
 # ---------------------------------------------------------------- REST-7, REST-3 checkpoint, REST-8, REST-9
