@@ -306,5 +306,15 @@ CORPUS: list[Variant] = _feature_variants() + [
 REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments")
 
 
+def accepted() -> list[Variant]:
+    """Every variant intake plans (refused None), once per (seed, name): what `RX_REHEARSE_CORPUS=all` rehearses."""
+    seen, found = set(), []
+    for each in CORPUS:
+        if each.refused is None and (each.seed, each.name) not in seen:
+            seen.add((each.seed, each.name))
+            found.append(each)
+    return found
+
+
 def variant(name: str, seed: str = "gs1") -> Variant:
     return next(v for v in CORPUS if v.name == name and v.seed == seed)

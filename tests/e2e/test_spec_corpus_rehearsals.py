@@ -7,14 +7,18 @@ limited): three GS1 arms (one treatment, two GRPO baselines), criterion weights 
 scheduled seeds, so every arm trains and is scored at seeds 0 and 1 (before: seed 0 only, then a
 DecisionError and exit 3). The cheap half (every variant planned or refused) is
 tests/unit/test_spec_corpus.py.
+
+`RX_REHEARSE_CORPUS=all pytest tests/e2e/test_spec_corpus_rehearsals.py` rehearses every accepted variant
+(spec_variants.accepted(), about 45 s each on 2 cores) instead of the two CI runs.
 """
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
-from spec_variants import REHEARSED, variant, write_variant
+from spec_variants import REHEARSED, accepted, variant, write_variant
 from suite import GS1_WIRING_ARGS, only_run_dir, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -33,9 +37,13 @@ def exchange_grade(category: dict) -> str:
     return category["status"]
 
 
-@pytest.mark.parametrize("name", REHEARSED)
-def test_predicted_grades_come_true(name, tmp_path, prefect_server):
-    spec = write_variant(variant(name), tmp_path)
+# the two CI rehearses, or with RX_REHEARSE_CORPUS=all every variant intake accepts
+VARIANTS = (accepted() if os.environ.get("RX_REHEARSE_CORPUS") == "all" else [variant(name) for name in REHEARSED])
+
+
+@pytest.mark.parametrize("case", VARIANTS, ids=lambda case: case.name if case.seed == "gs1" else f"{case.seed}-{case.name}")
+def test_predicted_grades_come_true(case, tmp_path, prefect_server):
+    spec = write_variant(case, tmp_path)
     planned = run_cli("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
