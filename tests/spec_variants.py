@@ -162,8 +162,12 @@ FEATURE_TRUE = {
                            "selfgen": "adaptive_selection: true chooses between candidate arms on selection items",
                            "trimuon": "adaptive_selection: true is supported for training_type rl only"},
 }
-# Set to false: a feature that only adds a requirement is planned without it; none of these is refused.
+# Set to false: a feature that only adds a requirement is planned without it, except one: TriMuon's restoration
+# preflight follows paired_training_arms (its spec states no restoration_preflight), and without that gate no
+# training run has an initialization checkpoint to start from (planned before: the run stopped at the feasibility
+# pilot, loading a checkpoint path of None, after the preflights had run; RX_REHEARSE_CORPUS=all found it).
 FEATURE_FALSE = {feature: dict.fromkeys(SEEDS, None) for feature in FEATURES}
+FEATURE_FALSE["paired_training_arms"]["trimuon"] = "training_type sft starts every arm from the initialization checkpoint"
 
 
 def _feature_variants() -> list[Variant]:

@@ -225,13 +225,8 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
             raise SpecError(f"arms[{index}].steps", f"arm {arm.name}: {arm.steps} steps, but training_type rl trains "
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
                                                     "leave the arm's steps out or state the spec's")
-    restoration = plan.gate("restoration_preflight")
-    if not restoration.blocks:
-        raise SpecError("restoration_preflight", "training_type rl starts every arm from the initialization "
-                                                 "checkpoint the restoration preflight makes and proves; it is not "
-                                                 f"applicable here ({restoration.reason}); set "
-                                                 "restoration_preflight.applicable true with the arms' groups")
-    grouped = {str(a.get("name")) for g in restoration.details.get("groups") or [] for a in g.get("arms") or []}
+    _check_initialization(plan, "training_type rl")
+    grouped = {str(a.get("name")) for g in plan.gate("restoration_preflight").details.get("groups") or [] for a in g.get("arms") or []}
     outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
     if outside:
         raise SpecError("restoration_preflight.groups", f"trained arms {', '.join(outside)} are in no restoration "
@@ -283,6 +278,18 @@ def _check_activation_checks(plan: PlanView, measured: tuple[str, ...]) -> None:
             raise SpecError(f"{where}.one_of", f"must be a list of strings (got {check['one_of']!r})")
 
 
+def _check_initialization(plan: PlanView, family: str) -> None:
+    """Every training run of both families starts from the initialization checkpoint the restoration preflight
+    makes and proves (the pilots, the arms and the evaluation's base client load it): without that gate there
+    is nothing to start from, and the run would stop at its first pilot, after the preflights were paid for."""
+    restoration = plan.gate("restoration_preflight")
+    if not restoration.blocks:
+        raise SpecError("restoration_preflight", f"{family} starts every arm from the initialization "
+                                                 "checkpoint the restoration preflight makes and proves; it is not "
+                                                 f"applicable here ({restoration.reason}); set "
+                                                 "restoration_preflight.applicable true with the arms' groups")
+
+
 def _check_sft(spec: Spec, plan: PlanView) -> None:
     if spec.decision_rule is not None:
         raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
@@ -300,6 +307,7 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
     if wrong:
         raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
                                                        "optimizer paths (kind optimizer) only")
+    _check_initialization(plan, "training_type sft")
 
 
 def _check_rl_data(spec: Spec) -> None:
