@@ -915,3 +915,7 @@ def test_without_the_spec_the_bases_rows_on_one_unknown_model_are_unverified_nev
     assert _checkpoints_without_spec([_row("i1", checkpoint="tinker://t/10")], SCORE) == [
         ("EVAL-9", "invalid", NOT_FINAL)]
     assert _checkpoints_without_spec([_row("i1", checkpoint="tinker://t/20")], SCORE) == []
+    # an arm whose name sorts after "base" as much as one sorting before it ("T" < "base" < "treatment")
+    treatment = {**SCORE, "arm": "treatment"}
+    assert _checkpoints_without_spec([_row("i1", arm="treatment", checkpoint="org/base")], treatment) == [
+        ("EVAL-9", "invalid", "t.jsonl: its rows are not all scored on treatment's final checkpoint")]
