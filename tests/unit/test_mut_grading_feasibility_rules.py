@@ -63,7 +63,7 @@ def test_each_phase_gives_its_six_measurements():
 
 @pytest.mark.parametrize("changes, flagged", [
     ({"seconds": 0.0}, False), ({"seconds": -1.0}, True), ({"seconds": "10"}, True), ({"units": 0}, True),
-    ({"units": 1}, False), ({"units": None}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
+    ({"units": 1}, False), ({"units": None}, True), ({"units": -1}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
 ])
 def test_phase_seconds_are_measured_and_units_positive(changes, flagged):
     record = {"measurements": {"setup": _phase(**changes), "training": _phase(), "evaluation": _phase()}}
@@ -204,7 +204,9 @@ def test_the_pilot_records_the_size_the_spec_states_and_where_it_comes_from():
     assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": source}) == []
     assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": "project default"}) == [
         f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
-    assert _feas10(4, 100, pilot={"steps_per_arm": 1, "eval_items": 100, "size_source": source}) != []
+    for steps, items in ((1, 100), (3, 100), (2, 99), (2, 101)):  # each side of the stated 2 steps, 100 items
+        assert _feas10(4, 100, pilot={"steps_per_arm": steps, "eval_items": items, "size_source": source}) == [
+            f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
 
 
 def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that_does_is_held_to_it():
@@ -219,6 +221,10 @@ def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that
 
 def test_feas10_needs_a_spec_and_a_plan():
     ctx = _ctx({})
+    assert rules.FEAS_10(ctx) == []
+    ctx.spec = {"command": COMMAND, "steps": 50}  # a spec without a plan
+    assert rules.FEAS_10(ctx) == []
+    ctx.spec, ctx.plan = None, SimpleNamespace(trained_arms=[], eval={"n_examples": 200})  # a plan without a spec
     assert rules.FEAS_10(ctx) == []
 
 
@@ -251,7 +257,7 @@ def test_generation_units_above_the_candidates_attempted_are_not_them():
         ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted")]
 
 
-@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10)])
+@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10), (9, 10, 10), (10, 10, 11), (10, 9, 10)])
 def test_any_of_units_planned_units_and_samples_differing_either_way_is_invalid(units):
     done = dict(zip(("units", "planned_units", "samples"), units))
     phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10}, "filter": done}
@@ -297,17 +303,18 @@ def test_the_generation_target_and_filter_samples_are_the_specs():
     measured = {"generation": _done(10)}
     assert _feas7_settings(measured) == []
     message = "target_accepted and filter_samples_per_candidate are not the spec's ({}, {})"
-    assert _feas7_settings(measured, n_accept=5) == [message.format(5, 2)]
-    assert _feas7_settings(measured, filter_samples=3) == [message.format(4, 3)]
+    for n_accept, samples in ((5, 2), (3, 2), (4, 3), (4, 1)):  # the record's (4, 2) on each side of the spec's
+        assert _feas7_settings(measured, n_accept=n_accept, filter_samples=samples) == [message.format(n_accept, samples)]
 
 
 def test_the_filter_phase_counts_its_samples_of_every_candidate_it_counted():
-    # three candidates carry a count (one of them None: not counted), two samples each: 2 x 2 = 4 filter units
-    tasks = [{"item_id": "a", "base_solved": 1}, {"item_id": "b", "base_solved": 0}, {"item_id": "c", "base_solved": None},
-             {"item_id": "d"}]
+    # three candidates carry a count (a fourth's is None: not counted), two samples each: 2 x 3 = 6 filter units
+    # (not 2 + 3, 2 ** 3, nor two samples of the two candidates without a count)
+    tasks = [{"item_id": "a", "base_solved": 1}, {"item_id": "b", "base_solved": 0}, {"item_id": "e", "base_solved": 2},
+             {"item_id": "c", "base_solved": None}, {"item_id": "d"}]
     message = "the filter phase's units are not the filter's samples of every candidate it counted"
-    assert _feas7_settings({"generation": _done(10), "filter": _done(4)}, tasks) == []
-    for units in (3, 5, 6):
+    assert _feas7_settings({"generation": _done(10), "filter": _done(6)}, tasks) == []
+    for units in (4, 5, 7, 8):
         assert _feas7_settings({"generation": _done(10), "filter": _done(units)}, tasks) == [message]
     assert _feas7_settings({"generation": _done(10), "filter": _done(7)}, [{"item_id": "d"}]) == []  # no counts kept
 
@@ -335,7 +342,7 @@ def _timed(seconds, units, planned_units):
 PHASES = {"setup": _timed(10.0, 1, 1), "training": _timed(20.0, 2, 10), "evaluation": _timed(5.0, 5, 50)}
 
 
-def _feas12(projection=None, recovery=None, budget=None, phases=None):
+def _feas12(projection=None, recovery=None, budget=None, phases=None, drop=()):
     phases = phases or PHASES
     timings = {name: PhaseTiming(**entry) for name, entry in phases.items()}
     record = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="", budget={
@@ -343,6 +350,8 @@ def _feas12(projection=None, recovery=None, budget=None, phases=None):
         evaluation=timings.pop("evaluation"), extra_phases=timings)
     assert (record["projection"]["wall_seconds"], record["recovery"]["seconds"]) == (200.0, 40.0)  # as worked out
     record["projection"].update(projection or {})
+    for key in drop:
+        del record["projection"][key]
     record["recovery"].update(recovery or {})
     ctx = _ctx(record)
     ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 10} if budget is None else budget)
@@ -356,6 +365,8 @@ def test_the_projection_recomputes_from_the_measurements_and_the_budget():
         assert _feas12({"wall_seconds": value}) == [("FEAS-12", "unknown", wrong.format("wall_seconds"))]
     assert _feas12({"fits": False, "problems": ["over"]}) == [("FEAS-12", "unknown", wrong.format("fits, problems"))]
     assert _feas12({"extra": 1}) == [("FEAS-12", "unknown", wrong.format("extra"))]  # a field the projection has not
+    # capacity waits not recorded: recomputed with none (0 s), so only the missing field differs
+    assert _feas12(drop=["capacity_waits_seconds"]) == [("FEAS-12", "unknown", wrong.format("capacity_waits_seconds"))]
     for seconds in (39.0, 41.0):
         assert _feas12(recovery={"seconds": seconds}) == [("FEAS-12", "unknown", wrong.format("recovery.seconds"))]
     assert _feas12(recovery={"seconds": 0}) == []  # not a positive reserve: FEAS-5 says so, once
