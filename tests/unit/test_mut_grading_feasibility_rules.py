@@ -342,13 +342,15 @@ def _timed(seconds, units, planned_units):
 PHASES = {"setup": _timed(10.0, 1, 1), "training": _timed(20.0, 2, 10), "evaluation": _timed(5.0, 5, 50)}
 
 
-def _feas12(projection=None, recovery=None, budget=None, phases=None, drop=()):
+def _feas12(projection=None, recovery=None, budget=None, phases=None, drop=(), waits=0.0):
     phases = phases or PHASES
     timings = {name: PhaseTiming(**entry) for name, entry in phases.items()}
     record = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="", budget={
         "max_wall_minutes": 10}, setup=timings.pop("setup"), training=timings.pop("training"),
-        evaluation=timings.pop("evaluation"), extra_phases=timings)
-    assert (record["projection"]["wall_seconds"], record["recovery"]["seconds"]) == (200.0, 40.0)  # as worked out
+        evaluation=timings.pop("evaluation"), extra_phases=timings, capacity_waits_seconds=waits)
+    # as worked out above; capacity waits longer than 40 s raise the reserve to them
+    assert (record["projection"]["wall_seconds"], record["recovery"]["seconds"]) == (160.0 + max(40.0, waits),
+                                                                                    max(40.0, waits))
     record["projection"].update(projection or {})
     for key in drop:
         del record["projection"][key]
@@ -367,6 +369,9 @@ def test_the_projection_recomputes_from_the_measurements_and_the_budget():
     assert _feas12({"extra": 1}) == [("FEAS-12", "unknown", wrong.format("extra"))]  # a field the projection has not
     # capacity waits not recorded: recomputed with none (0 s), so only the missing field differs
     assert _feas12(drop=["capacity_waits_seconds"]) == [("FEAS-12", "unknown", wrong.format("capacity_waits_seconds"))]
+    assert _feas12({"capacity_waits_seconds": "many"}) == [  # not a number: recomputed with none
+        ("FEAS-12", "unknown", wrong.format("capacity_waits_seconds"))]
+    assert _feas12(waits=50.0) == []  # 50 s of recorded waits: a 50 s reserve, a 210 s projection
     for seconds in (39.0, 41.0):
         assert _feas12(recovery={"seconds": seconds}) == [("FEAS-12", "unknown", wrong.format("recovery.seconds"))]
     assert _feas12(recovery={"seconds": 0}) == []  # not a positive reserve: FEAS-5 says so, once
