@@ -216,7 +216,9 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
 
 
 def _same(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(b, (str, list, dict)):
+    if isinstance(a, bool) or isinstance(b, bool):  # JSON's true and false are not 1 and 0 (`fits: 0` is no false)
+        return type(a) is type(b) and a == b
+    if a is None or b is None or isinstance(b, (str, list, dict)):
         return a == b
     return is_number(a) and is_number(b) and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 

@@ -375,6 +375,8 @@ def test_the_projection_recomputes_from_the_measurements_and_the_budget():
     for seconds in (39.0, 41.0):
         assert _feas12(recovery={"seconds": seconds}) == [("FEAS-12", "unknown", wrong.format("recovery.seconds"))]
     assert _feas12(recovery={"seconds": 0}) == []  # not a positive reserve: FEAS-5 says so, once
+    # ... but only the seconds are left to FEAS-5: the reserve's GPU count is still recomputed
+    assert _feas12(recovery={"seconds": 0, "gpu_count": 2}) == [("FEAS-12", "unknown", wrong.format("recovery.gpu_count"))]
     assert _feas12(recovery={"gpu_count": 2, "allocation_source": "guess"}) == [
         ("FEAS-12", "unknown", wrong.format("recovery.gpu_count, recovery.allocation_source"))]
 
@@ -395,3 +397,27 @@ def test_without_a_projection_or_measurements_it_cannot_be_trusted():
     ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 10})
     assert _messages(rules.FEAS_12(ctx)) == [
         ("FEAS-12", "unknown", "the projection cannot be recomputed from the measurements ('setup')")]
+
+
+def test_a_projection_that_does_not_fit_cannot_pass_its_fits_off_as_a_number():
+    """A leniency found by the mutation run (feasibility.py `_same`, `or` -> `and` survived): JSON's false is not 0.
+    A projection over its 3-minute budget (200 s > 180 s) recomputes `fits: false`; written as `fits: 0` next to a
+    definitive verdict, FEAS-9 (which reads `fits is False`) did not fire, and FEAS-12 took 0 for false, so the
+    record's feasibility passed although the full run does not fit. Now FEAS-12 says fits does not recompute."""
+    timings = {name: PhaseTiming(**entry) for name, entry in PHASES.items()}
+    record = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="",
+                                budget={"max_wall_minutes": 3}, setup=timings.pop("setup"),
+                                training=timings.pop("training"), evaluation=timings.pop("evaluation"))
+    assert record["projection"]["fits"] is False  # 200 s projected, 180 s budget
+    record["projection"]["fits"] = 0
+    ctx = _ctx(record, verdict="supported")
+    ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 3})
+    assert rules.FEAS_9(ctx) == []  # FEAS-9 reads only a JSON false
+    assert _messages(rules.FEAS_12(ctx)) == [("FEAS-12", "unknown", "projection fits do not recompute from the "
+                                              "measurements and the budget (recomputed: 200.0 s, fits False)")]
+
+
+@pytest.mark.parametrize("a, b", [(True, 1), (1, True), (False, 0), (0.0, False), (True, 1.0)])
+def test_a_boolean_and_a_number_are_never_the_same_projection_value(a, b):
+    assert rules._same(a, b) is False
+    assert rules._same(a, a) is True and rules._same(b, b) is True
