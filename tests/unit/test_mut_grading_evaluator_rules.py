@@ -890,3 +890,32 @@ def test_a_record_is_still_waiting_for_its_evaluation_only_while_running_and_unt
                           evidence=_Evidence())
     waiting = ("EVAL-1", "unknown", "no evaluation yet (the run is still running)")
     assert (waiting in _messages(rules.grade(ctx).issues)) is still_running
+
+
+def _checkpoints_without_spec(rows, score, **result):
+    ctx = _ctx(scores=[score], files={"t.jsonl": rows}, evidence={"checkpoints": [
+        {"arm": "T", "step": 20, "uri": "tinker://t/20"}]}, **result)
+    assert ctx.plan is None  # the record carries no spec: no base model is named
+    return _messages(rules.EVAL_9_checkpoints(ctx))
+
+
+def test_without_the_spec_the_bases_rows_on_one_unknown_model_are_unverified_never_invalid():
+    # "missing/corrupt files stay unverified": no spec names the base model, so rows that name one model that is
+    # neither the shared initialization nor a served deviation cannot be judged
+    base = {**SCORE, "arm": "base"}
+    unknown = ("EVAL-9", "unverified", "t.jsonl: without the spec, the base model its rows must be scored on is not known")
+    assert _checkpoints_without_spec([_row("i1", arm="base", checkpoint="org/base")], base) == [unknown]
+    init = {"initialization_provenance": {"arms": {"T": {"initialization": {"checkpoint_uri": "tinker://init"}}}}}
+    assert _checkpoints_without_spec([_row("i1", arm="base", checkpoint="tinker://init")], base, **init) == []
+    # rows on two models are wrong whatever the spec says: invalid, with or without it
+    two = [_row("i1", arm="base", checkpoint="org/base"), _row("i2", arm="base", checkpoint="org/other")]
+    assert _checkpoints_without_spec(two, base) == [
+        ("EVAL-9", "invalid", "t.jsonl: its rows are not all scored on base's base model")]
+    # a trained arm's final checkpoint is the record's own evidence, not the spec's: still invalid without it
+    assert _checkpoints_without_spec([_row("i1", checkpoint="tinker://t/10")], SCORE) == [
+        ("EVAL-9", "invalid", NOT_FINAL)]
+    assert _checkpoints_without_spec([_row("i1", checkpoint="tinker://t/20")], SCORE) == []
+    # an arm whose name sorts after "base" as much as one sorting before it ("T" < "base" < "treatment")
+    treatment = {**SCORE, "arm": "treatment"}
+    assert _checkpoints_without_spec([_row("i1", arm="treatment", checkpoint="org/base")], treatment) == [
+        ("EVAL-9", "invalid", "t.jsonl: its rows are not all scored on treatment's final checkpoint")]

@@ -10,6 +10,7 @@ import pytest
 
 from experiment.grading import feasibility as rules
 from experiment.grading.common import FLOAT_TOL, equal_json
+from experiment.stats.feasibility import PhaseTiming, feasibility_record  # FEAS-12: the function the pilot used
 
 KEYS = ("base_model", "lora_rank", "dataset", "steps", "batch_size", "max_seq_len", "max_tokens", "arms", "n_examples",
         "n_eval")  # FEAS-2's ten keys
@@ -63,7 +64,7 @@ def test_each_phase_gives_its_six_measurements():
 
 @pytest.mark.parametrize("changes, flagged", [
     ({"seconds": 0.0}, False), ({"seconds": -1.0}, True), ({"seconds": "10"}, True), ({"units": 0}, True),
-    ({"units": 1}, False), ({"units": None}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
+    ({"units": 1}, False), ({"units": None}, True), ({"units": -1}, True), ({"planned_units": "40"}, True), ({"planned_units": 0}, False),
 ])
 def test_phase_seconds_are_measured_and_units_positive(changes, flagged):
     record = {"measurements": {"setup": _phase(**changes), "training": _phase(), "evaluation": _phase()}}
@@ -204,7 +205,9 @@ def test_the_pilot_records_the_size_the_spec_states_and_where_it_comes_from():
     assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": source}) == []
     assert _feas10(4, 100, pilot={"steps_per_arm": 2, "eval_items": 100, "size_source": "project default"}) == [
         f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
-    assert _feas10(4, 100, pilot={"steps_per_arm": 1, "eval_items": 100, "size_source": source}) != []
+    for steps, items in ((1, 100), (3, 100), (2, 99), (2, 101)):  # each side of the stated 2 steps, 100 items
+        assert _feas10(4, 100, pilot={"steps_per_arm": steps, "eval_items": items, "size_source": source}) == [
+            f"the pilot's recorded size is not the spec's (2 steps per arm, 100 eval items, from {source})"]
 
 
 def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that_does_is_held_to_it():
@@ -219,6 +222,10 @@ def test_a_default_size_pilot_that_records_no_size_is_left_to_feas4_and_one_that
 
 def test_feas10_needs_a_spec_and_a_plan():
     ctx = _ctx({})
+    assert rules.FEAS_10(ctx) == []
+    ctx.spec = {"command": COMMAND, "steps": 50}  # a spec without a plan
+    assert rules.FEAS_10(ctx) == []
+    ctx.spec, ctx.plan = None, SimpleNamespace(trained_arms=[], eval={"n_examples": 200})  # a plan without a spec
     assert rules.FEAS_10(ctx) == []
 
 
@@ -251,7 +258,7 @@ def test_generation_units_above_the_candidates_attempted_are_not_them():
         ("FEAS-7", "invalid", "the generation phase's units are not the candidates attempted")]
 
 
-@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10)])
+@pytest.mark.parametrize("units", [(10, 11, 10), (10, 10, 9), (11, 10, 10), (9, 10, 10), (10, 10, 11), (10, 9, 10)])
 def test_any_of_units_planned_units_and_samples_differing_either_way_is_invalid(units):
     done = dict(zip(("units", "planned_units", "samples"), units))
     phases = {"generation": {"units": 10, "planned_units": 10, "samples": 10}, "filter": done}
@@ -268,3 +275,151 @@ def test_a_primary_endpoint_sorting_after_the_specs_is_not_it():
 
 def test_more_pilot_steps_than_the_spec_states_are_not_its_pilot():
     assert _feas10(5, 100) == ["the spec's pilot is 2 steps per arm plus 100 eval items; measured 5 steps and 100 items"]
+
+
+@pytest.mark.parametrize("recovery, flagged", [({"seconds": 0.5}, False), ({"seconds": 0}, True), ({"seconds": -1.0}, True),
+                                               ({"seconds": "60"}, True), ({}, True), (None, True)])
+def test_the_recovery_reserve_is_a_positive_number_of_seconds(recovery, flagged):
+    expected = [("FEAS-5", "unknown", "recovery.seconds is not a positive reserve")]
+    assert _messages(rules.FEAS_5(_ctx({"recovery": recovery}))) == (expected if flagged else [])
+
+
+def _feas7_settings(measurements, tasks=None, audit=None, n_accept=4, filter_samples=2):
+    """FEAS-7's project reading against the spec's generation settings: the target and the filter's samples per
+    candidate, the filter phase's units (samples x candidates it counted), the audit phase's distinct re-solves."""
+    files = {"tasks.jsonl": tasks, "round1.json": {"samples": [{"item_id": "a"}, {"item_id": "b"}]},
+             "round2.json": {"samples": [{"item_id": "b"}, {"item_id": "c"}]}}
+    ctx = _ctx({"generation": GENERATION, "measurements": measurements},
+               generation_audit={"dataset_file": "tasks.jsonl", **(audit or {})})
+    ctx.generation_settings = SimpleNamespace(n_accept=n_accept, filter_samples=filter_samples)
+    ctx.evidence = SimpleNamespace(jsonl=lambda name: files.get(name), json=lambda name: files.get(name))
+    return [m for _, _, m in _messages(rules._generation_settings_issues(ctx, GENERATION, measurements))]
+
+
+def _done(units):
+    return {"units": units, "planned_units": units, "samples": units}
+
+
+def test_the_generation_target_and_filter_samples_are_the_specs():
+    measured = {"generation": _done(10)}
+    assert _feas7_settings(measured) == []
+    message = "target_accepted and filter_samples_per_candidate are not the spec's ({}, {})"
+    for n_accept, samples in ((5, 2), (3, 2), (4, 3), (4, 1)):  # the record's (4, 2) on each side of the spec's
+        assert _feas7_settings(measured, n_accept=n_accept, filter_samples=samples) == [message.format(n_accept, samples)]
+
+
+def test_the_filter_phase_counts_its_samples_of_every_candidate_it_counted():
+    # three candidates carry a count (a fourth's is None: not counted), two samples each: 2 x 3 = 6 filter units
+    # (not 2 + 3, 2 ** 3, nor two samples of the two candidates without a count)
+    tasks = [{"item_id": "a", "base_solved": 1}, {"item_id": "b", "base_solved": 0}, {"item_id": "e", "base_solved": 2},
+             {"item_id": "c", "base_solved": None}, {"item_id": "d"}]
+    message = "the filter phase's units are not the filter's samples of every candidate it counted"
+    assert _feas7_settings({"generation": _done(10), "filter": _done(6)}, tasks) == []
+    for units in (4, 5, 7, 8):
+        assert _feas7_settings({"generation": _done(10), "filter": _done(units)}, tasks) == [message]
+    assert _feas7_settings({"generation": _done(10), "filter": _done(7)}, [{"item_id": "d"}]) == []  # no counts kept
+
+
+def test_the_audit_phase_counts_the_distinct_candidates_the_rounds_re_solved():
+    rounds = {"rounds": [{"audit_file": "round1.json"}, {"audit_file": "round2.json"}]}  # a, b, c: 3 distinct
+    message = "the audit phase's units are not the {} distinct candidates the audit rounds re-solved"
+    assert _feas7_settings({"generation": _done(10), "audit": _done(3)}, audit=rounds) == []
+    for units in (2, 4):
+        assert _feas7_settings({"generation": _done(10), "audit": _done(units)}, audit=rounds) == [message.format(3)]
+    single = {"samples": [{"item_id": "x"}, {"item_id": "x"}, {"item_id": "y"}]}  # no rounds: the record's samples
+    assert _feas7_settings({"generation": _done(10), "audit": _done(2)}, audit=single) == []
+    assert _feas7_settings({"generation": _done(10), "audit": _done(3)}, audit=single) == [message.format(2)]
+
+
+# ---------------------------------------------------------------- FEAS-12
+
+def _timed(seconds, units, planned_units):
+    return {"seconds": seconds, "units": units, "planned_units": planned_units, "samples": units, "gpu_count": 1,
+            "allocation_source": "service"}
+
+
+# setup 10 s for its 1 unit (1 planned): 10 s; training 20 s for 2 of 10 steps: 100 s; evaluation 5 s for 5 of 50
+# items: 50 s. Planned 160 s; the recovery reserve max(25% of it, capacity waits, 1 s) = 40 s; wall 200 s.
+PHASES = {"setup": _timed(10.0, 1, 1), "training": _timed(20.0, 2, 10), "evaluation": _timed(5.0, 5, 50)}
+
+
+def _feas12(projection=None, recovery=None, budget=None, phases=None, drop=(), waits=0.0):
+    phases = phases or PHASES
+    timings = {name: PhaseTiming(**entry) for name, entry in phases.items()}
+    record = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="", budget={
+        "max_wall_minutes": 10}, setup=timings.pop("setup"), training=timings.pop("training"),
+        evaluation=timings.pop("evaluation"), extra_phases=timings, capacity_waits_seconds=waits)
+    # as worked out above; capacity waits longer than 40 s raise the reserve to them
+    assert (record["projection"]["wall_seconds"], record["recovery"]["seconds"]) == (160.0 + max(40.0, waits),
+                                                                                    max(40.0, waits))
+    record["projection"].update(projection or {})
+    for key in drop:
+        del record["projection"][key]
+    record["recovery"].update(recovery or {})
+    ctx = _ctx(record)
+    ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 10} if budget is None else budget)
+    return _messages(rules.FEAS_12(ctx))
+
+
+def test_the_projection_recomputes_from_the_measurements_and_the_budget():
+    assert _feas12() == []
+    wrong = "projection {} do not recompute from the measurements and the budget (recomputed: 200.0 s, fits True)"
+    for value in (199.0, 201.0):
+        assert _feas12({"wall_seconds": value}) == [("FEAS-12", "unknown", wrong.format("wall_seconds"))]
+    assert _feas12({"fits": False, "problems": ["over"]}) == [("FEAS-12", "unknown", wrong.format("fits, problems"))]
+    assert _feas12({"extra": 1}) == [("FEAS-12", "unknown", wrong.format("extra"))]  # a field the projection has not
+    # capacity waits not recorded: recomputed with none (0 s), so only the missing field differs
+    assert _feas12(drop=["capacity_waits_seconds"]) == [("FEAS-12", "unknown", wrong.format("capacity_waits_seconds"))]
+    assert _feas12({"capacity_waits_seconds": "many"}) == [  # not a number: recomputed with none
+        ("FEAS-12", "unknown", wrong.format("capacity_waits_seconds"))]
+    assert _feas12(waits=50.0) == []  # 50 s of recorded waits: a 50 s reserve, a 210 s projection
+    for seconds in (39.0, 41.0):
+        assert _feas12(recovery={"seconds": seconds}) == [("FEAS-12", "unknown", wrong.format("recovery.seconds"))]
+    assert _feas12(recovery={"seconds": 0}) == []  # not a positive reserve: FEAS-5 says so, once
+    # ... but only the seconds are left to FEAS-5: the reserve's GPU count is still recomputed
+    assert _feas12(recovery={"seconds": 0, "gpu_count": 2}) == [("FEAS-12", "unknown", wrong.format("recovery.gpu_count"))]
+    assert _feas12(recovery={"gpu_count": 2, "allocation_source": "guess"}) == [
+        ("FEAS-12", "unknown", wrong.format("recovery.gpu_count, recovery.allocation_source"))]
+
+
+def test_a_budget_the_projection_exceeds_is_recomputed_too():
+    # a 3-minute budget (180 s) is less than the 200 s projected: the recomputed projection does not fit
+    issues = _feas12(budget={"max_wall_minutes": 3})
+    assert [(rule, status) for rule, status, _ in issues] == [("FEAS-12", "unknown")]
+    assert issues[0][2].startswith("projection budget_wall_seconds, fits, problems do not recompute")
+    assert issues[0][2].endswith("(recomputed: 200.0 s, fits False)")
+
+
+def test_without_a_projection_or_measurements_it_cannot_be_trusted():
+    assert _messages(rules.FEAS_12(_ctx({"projection": None}))) == [
+        ("FEAS-12", "unknown", "no projection against the budget is recorded")]
+    ctx = _ctx({"projection": {}, "measurements": {"training": PHASES["training"]}})
+    assert rules.FEAS_12(ctx) == []  # no plan, no budget: nothing to recompute against
+    ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 10})
+    assert _messages(rules.FEAS_12(ctx)) == [
+        ("FEAS-12", "unknown", "the projection cannot be recomputed from the measurements ('setup')")]
+
+
+def test_a_projection_that_does_not_fit_cannot_pass_its_fits_off_as_a_number():
+    """A leniency found by the mutation run (feasibility.py `_same`, `or` -> `and` survived): JSON's false is not 0.
+    A projection over its 3-minute budget (200 s > 180 s) recomputes `fits: false`; written as `fits: 0` next to a
+    definitive verdict, FEAS-9 (which reads `fits is False`) did not fire, and FEAS-12 took 0 for false, so the
+    record's feasibility passed although the full run does not fit. Now FEAS-12 says fits does not recompute."""
+    timings = {name: PhaseTiming(**entry) for name, entry in PHASES.items()}
+    record = feasibility_record(config={}, effective_config={}, primary_endpoint="", source="",
+                                budget={"max_wall_minutes": 3}, setup=timings.pop("setup"),
+                                training=timings.pop("training"), evaluation=timings.pop("evaluation"))
+    assert record["projection"]["fits"] is False  # 200 s projected, 180 s budget
+    record["projection"]["fits"] = 0
+    ctx = _ctx(record, verdict="supported")
+    ctx.plan = SimpleNamespace(budget={"max_wall_minutes": 3})
+    assert rules.FEAS_9(ctx) == []  # FEAS-9 reads only a JSON false
+    assert _messages(rules.FEAS_12(ctx)) == [("FEAS-12", "unknown", "projection fits do not recompute from the "
+                                              "measurements and the budget (recomputed: 200.0 s, fits False)")]
+
+
+@pytest.mark.parametrize("a, b", [(True, 1), (1, True), (False, 0), (0.0, False), (True, 1.0)])
+def test_a_boolean_and_a_number_are_never_the_same_projection_value(a, b):
+    # FEAS-12 compares with common.equal_json (feasibility's own _same was merged into it)
+    assert equal_json(a, b, FLOAT_TOL) is False
+    assert equal_json(a, a, FLOAT_TOL) is True and equal_json(b, b, FLOAT_TOL) is True

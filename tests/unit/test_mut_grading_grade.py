@@ -5,10 +5,19 @@ a problem in the grade, not an exception."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+
+from experiment.contract.rehearsal import rules_sha256
+from experiment.contract.spec import canonical_sha256
+from experiment.grading import grade as grading
 from experiment.grading import grade_record
+from experiment.grading.common import CategoryGrade, Issue
+from experiment.grading.evidence import EvidenceAccess
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
@@ -57,3 +66,101 @@ def test_a_given_spec_path_is_named_with_its_revision_only_when_it_has_one(tmp_p
     revision = load_spec(SPEC).source.revision  # the spec's .plan.json next to it
     assert revision is not None
     assert grade_record(_partial_spec_record(), spec=SPEC).spec_source == f"{SPEC} + revision {revision.path}"
+
+
+# ---------------------------------------------------------------- the input, the attestation, the categories
+
+
+def test_load_input_reads_a_bare_result_or_a_run_directory(tmp_path):
+    (tmp_path / "result.json").write_text('{"status": "running"}')
+    assert grading.load_input(tmp_path / "result.json") == ({"status": "running"}, None)
+    assert grading.load_input(tmp_path) == ({"status": "running"}, tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(grading.GradeInputError, match=r"is not a run directory \(no result.json\)"):
+        grading.load_input(empty)
+    with pytest.raises(grading.GradeInputError, match="no such file or directory"):
+        grading.load_input(tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(grading.GradeInputError, match=r"cannot read RESULT \(JSONDecodeError: "):
+        grading.load_input(tmp_path / "bad.json")
+    (tmp_path / "list.json").write_text("[1]")
+    with pytest.raises(grading.GradeInputError, match="RESULT must be a JSON object"):
+        grading.load_input(tmp_path / "list.json")
+
+
+def test_without_an_attested_spec_a_passing_or_opted_out_category_is_unverified_others_keep_their_status():
+    categories = {name: CategoryGrade(name, status) for name, status in (
+        ("a", "verified"), ("b", "not_applicable"), ("c", "invalid"), ("d", "unknown"))}
+    grading._unattested(categories, "why")
+    assert {name: grade.status for name, grade in categories.items()} == {
+        "a": "unverified", "b": "unverified", "c": "invalid", "d": "unknown"}
+    assert categories["a"].issues == [Issue("SPEC-1", "unverified", "why")] and categories["c"].issues == []
+
+
+def test_a_category_too_malformed_for_its_guards_is_invalid_under_its_shape_rule():
+    def broken(ctx):
+        raise KeyError("x")
+
+    for name, rule in (("evaluator", "EVAL-1"), ("decision", "DEC-2"), ("feasibility", "FEAS-1")):
+        graded = grading._graded(name, SimpleNamespace(grade=broken), None)
+        assert (graded.name, graded.status, graded.issues) == (
+            name, "invalid", [Issue(rule, "invalid", "the record has an unexpected shape (KeyError: 'x')")])
+    fine = CategoryGrade("evaluator", "verified")
+    assert grading._graded("evaluator", SimpleNamespace(grade=lambda ctx: fine), None) is fine
+
+
+def _carrying(**files):
+    entries = []
+    for name, (kind, value) in files.items():
+        text = json.dumps(value)
+        entries.append({"name": name, "kind": kind, "content": text})
+    return EvidenceAccess({"evidence": {"version": 1, "files": entries}})
+
+
+def test_a_spec_is_attested_as_written_with_its_revision_or_alone():
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    path, with_revision, why = grading._spec_as_written({}, _carrying(**{
+        "spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", revision)}))
+    assert (path, with_revision, why) == (SPEC, True, "")
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("spec", spec)})) == (SPEC, False, "")
+    edited = {**spec, "steps": 1}
+    path, with_revision, why = grading._spec_as_written({}, _carrying(**{"spec.json": ("spec", edited)}))
+    assert (path, with_revision) == (None, False)
+    assert why == (f"its spec.json (sha256 {canonical_sha256(edited)[:12]}...) with its revision is not a spec of specs/ "
+                   "as written with its revision file")
+    other_revision = {**revision, "note": "edited"}
+    assert grading._spec_as_written({}, _carrying(**{
+        "spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", other_revision)}))[0] is None
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("log", spec)})) == (
+        None, False, "the record carries no readable spec.json")
+    assert grading._spec_as_written({}, _carrying(**{"other.json": ("spec", spec)}))[2] == (
+        "the record carries no readable spec.json")
+
+
+def _rehearsal_spec(derived, as_dict=None):
+    return SimpleNamespace(source=SimpleNamespace(rehearsal=derived), to_dict=lambda: as_dict or {"spec": 1})
+
+
+def test_spec2_a_rehearsal_record_is_the_one_the_rules_derive():
+    derived = {"scale": "small", "model": "org/small", "deviations": [{"field": "model", "reason": "smaller"}]}
+    result = {"rehearsal": {"scale": "small", "model": "org/small", "rules_sha256": rules_sha256()},
+              "deviations": [{"reason": "smaller", "field": "model"}]}
+    spec = _rehearsal_spec(derived)
+    assert grading._rehearsal_problems(result, _carrying(), spec) == []
+    assert grading._rehearsal_problems(result, _carrying(**{"rehearsal-spec.json": ("spec", {"spec": 1})}), spec) == []
+    assert grading._rehearsal_problems(result, _carrying(**{"rehearsal-spec.json": ("spec", {"spec": 2})}), spec) == [
+        "SPEC-2: rehearsal-spec.json is not the rehearsal the rules derive from the spec as written; graded against the "
+        "derived one."]
+    stale = {**result, "rehearsal": {**result["rehearsal"], "rules_sha256": "0" * 64}}
+    assert grading._rehearsal_problems(stale, _carrying(), spec) == [
+        "SPEC-2: the rehearsal rules changed since this run (rules_sha256 differs), so its rehearsal cannot be "
+        "re-derived; re-run it."]
+    moved = {**result, "rehearsal": {**result["rehearsal"], "model": "org/big", "scale": "tiny"}}
+    assert grading._rehearsal_problems(moved, _carrying(), spec) == [
+        "SPEC-2: RESULT.rehearsal model, scale differ from the re-derived rehearsal record."]
+    unposted = {**result, "deviations": [{"field": "model", "reason": "other"}, "model"]}
+    assert grading._rehearsal_problems(unposted, _carrying(), spec) == [
+        "SPEC-2: 1 substitution(s) of the rehearsal are not in RESULT.deviations (first: smaller)."]
+    assert grading._rehearsal_problems({**result, "deviations": None}, _carrying(), spec)[0].startswith("SPEC-2: 1 sub")

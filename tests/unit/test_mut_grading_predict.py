@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading.predict import predict_grades
+from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
 
 
 def _plan(gates=None, decision=None, supplied=()):
@@ -71,3 +72,73 @@ def test_a_correctness_plan_from_the_recorded_revision_is_unverified_by_the_exch
 def test_a_decision_rule_from_the_recorded_revision_is_not_applicable(field):
     predicted = predict_grades(_plan(decision={"method": "best_lr_threshold"}, supplied=[field]))["decision"]
     assert predicted["grade"] == "not_applicable" and "best_lr_threshold" in predicted["reason"]
+
+
+def _full_plan(gates=None, decision=None, supplied=(), selection=None, runs=(10,), n_examples=50):
+    """_plan with what the decision's selection branch and the feasibility prediction read."""
+    plan = _plan(gates, decision, supplied)
+    plan.selection = selection
+    plan.training_runs = [SimpleNamespace(steps=steps) for steps in runs]
+    plan.eval = {"n_examples": n_examples}
+    return plan
+
+
+def test_adaptive_selection_is_predicted_verified_with_its_split_in_the_reason():
+    selection = {"role": "treatment", "candidates": ["T1", "T2"],
+                 "split": {"selection_items": 20, "confirmation_items": 30}}
+    predicted = predict_grades(_full_plan(decision={"method": "paired_hoeffding"}, selection=selection))["decision"]
+    assert predicted == {"grade": "verified", "reason": (
+        "adaptive selection: treatment chosen among T1, T2 on 20 selection items, frozen before confirmation; "
+        "paired_hoeffding on the 30 disjoint confirmation items; the grader recomputes the split, the choice and the "
+        "decision from the retained predictions")}
+    assert predict_grades(_full_plan(decision={"method": "paired_hoeffding"}))["decision"] == {
+        "grade": "verified", "reason": "paired_hoeffding is recomputed from the retained observations"}
+
+
+def test_a_resolver_that_is_not_independent_makes_the_audit_unknown():
+    gates = {"generation_audit": (True, {"resolver_not_independent_of": ["generator", "trained model"]})}
+    assert predict_grades(_full_plan(gates))["generation_audit"] == {"grade": "unknown", "reason": (
+        "the re-solver is the generator and the trained model: the audit refuses it before generating, so no audit "
+        "record is written")}
+    assert _grades(_full_plan({"generation_audit": (True, {"resolver_not_independent_of": []})}))[
+        "generation_audit"] == "verified"
+
+
+@pytest.mark.parametrize("items, steps, grade", [
+    (50, 10, "verified"), (51, 10, "unknown"), (49, 10, "verified"), (50, 11, "unknown"), (50, 9, "verified")])
+def test_a_stated_pilot_larger_than_the_specs_eval_set_or_steps_measures_less(items, steps, grade):
+    # the spec has 50 eval items and its shortest training run 10 steps (runs without steps are not counted)
+    stated = {"eval_items": items, "steps_per_arm": steps, "source": "spec command"}
+    plan = _full_plan({"feasibility_pilot": (True, {"stated_pilot": stated})}, runs=(12, 10, 0))
+    predicted = predict_grades(plan)["feasibility"]
+    assert predicted["grade"] == grade
+    if grade == "unknown":
+        assert predicted["reason"] == ("the spec states its pilot (spec command), but this spec has 50 eval items and "
+                                       "10 steps per arm, so the pilot measures less than stated")
+
+
+def test_without_a_stated_pilot_the_feasibility_prediction_is_verified():
+    assert _grades(_full_plan(runs=()))["feasibility"] == "verified"
+
+
+OPTIMIZER = {"kind": "optimizer", "tolerances": {"update_max_abs": 1e-6}}
+BASELINE = {"kind": "optimizer", "tolerances": {"baseline_update_max_abs": 1e-6}}
+
+
+def test_an_optimizer_path_is_unverified_in_production_where_its_weights_cannot_be_read():
+    def correctness(paths, exposure="embedded", **details):
+        plan = _full_plan({"correctness_preflight": (True, {"paths": paths, **details})})
+        return predict_grades(plan, exposure)["correctness"]
+
+    assert correctness([OPTIMIZER]) == {"grade": "verified", "reason": "every check of the spec's plan is measured "
+                                                                       "against its tolerances"}
+    assert correctness([OPTIMIZER], "production") == {"grade": "unverified", "reason": NOT_EXPOSED_IN_PRODUCTION}
+    assert correctness([{"kind": "kernel"}], "production")["grade"] == "verified"  # not an optimizer path
+    # a baseline parity check on the embedded backend compares one code path with itself
+    assert correctness([OPTIMIZER, BASELINE]) == {"grade": "unverified", "reason": SAME_CODE_ON_EMBEDDED}
+    unresolved = correctness([BASELINE], revisions_unresolved=True)
+    assert unresolved["grade"] == "unverified"
+    assert unresolved["reason"] == ("the spec's correctness revisions are UNRESOLVED: the run stops before any full run "
+                                    f"and requests a spec revision; {SAME_CODE_ON_EMBEDDED}")
+    plan = _full_plan({"correctness_preflight": (False, {"paths": [OPTIMIZER]})})
+    assert predict_grades(plan, "production")["correctness"]["grade"] == "not_applicable"

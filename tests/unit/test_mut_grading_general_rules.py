@@ -1,0 +1,562 @@
+"""The grader's general and evidence rules (experiment/grading/general.py; docs/contract-rules.md GEN-2..GEN-8,
+EVID-1..EVID-10), each on a minimal grading context whose expected finding is worked out in the test from the
+contract's text (issue 28 item 7: the complete mutation run of experiment/grading/). Each comparison is tried
+with a wrong value on each side of the right one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import general as rules
+from experiment.grading.evidence import EvidenceAccess
+
+
+def _plan(vocabulary="direction_confidence", arms=(), runs=(), base_model="org/base"):
+    """The parts of an execution plan the general rules read: the vocabulary, the arms (trained or not) and
+    an LR grid's training runs."""
+    arm_objects = [SimpleNamespace(name=name, steps=steps, trained=trained) for name, steps, trained in arms]
+    return SimpleNamespace(vocabulary=vocabulary, arms=arm_objects,
+                           trained_arms=[arm for arm in arm_objects if arm.trained],
+                           training_runs=[SimpleNamespace(name=name, arm=arm, steps=steps) for name, arm, steps in runs],
+                           base_model=base_model)
+
+
+def _ctx(result, plan=None, events=None, gate=None):
+    return SimpleNamespace(result=result, plan=plan, events=events, run_dir=None, spec_source=None,
+                           evidence=EvidenceAccess(result),
+                           finished=result.get("status") in ("succeeded", "failed"),
+                           gate_applicable=lambda name: gate)
+
+
+def _found(issues):
+    return [(issue.rule, issue.status, issue.message) for issue in issues]
+
+
+# ---------------------------------------------------------------- GEN-2
+
+
+@pytest.mark.parametrize("status", ["running", "succeeded", "failed"])
+def test_the_three_statuses_pass(status):
+    assert rules.GEN_2(_ctx({"status": status})) == []
+
+
+@pytest.mark.parametrize("status", ["done", None, "Succeeded"])
+def test_any_other_status_is_invalid(status):
+    assert _found(rules.GEN_2(_ctx({"status": status}))) == [
+        ("GEN-2", "invalid", f"status {status!r} is not running, succeeded or failed")]
+
+
+# ---------------------------------------------------------------- GEN-3 (direction + confidence)
+
+DIRECTION = _plan("direction_confidence")
+FINAL = {"status": "succeeded", "verdict": "supported", "confidence": "strong"}
+
+
+def _gen3(**result):
+    return [message for _, _, message in _found(rules.GEN_3(_ctx(result, DIRECTION)))]
+
+
+@pytest.mark.parametrize("verdict", ["supported", "refuted"])
+@pytest.mark.parametrize("confidence", ["strong", "weak"])
+def test_a_final_direction_verdict_with_confidence_passes(verdict, confidence):
+    assert _gen3(**{**FINAL, "verdict": verdict, "confidence": confidence}) == []
+
+
+def test_gen3_applies_only_to_the_direction_vocabulary():
+    wrong = {"status": "running", "verdict": "inconclusive"}
+    assert rules.GEN_3(_ctx(wrong, _plan("three_way"))) == []
+    assert rules.GEN_3(_ctx(wrong, None)) == []
+    assert _gen3(**wrong)  # the same record under the direction vocabulary is wrong
+
+
+def test_no_verdict_until_the_final_update():
+    assert _gen3(status="running") == []
+    assert _gen3(status="running", verdict="supported", confidence="weak") == [
+        "a running result carries a verdict (left out until the final update)"]
+
+
+@pytest.mark.parametrize("verdict", ["inconclusive", "tie", "Supported"])
+def test_a_verdict_outside_supported_or_refuted_is_invalid(verdict):
+    assert _gen3(**{**FINAL, "verdict": verdict}) == [f"verdict {verdict!r} is not supported or refuted"]
+
+
+def test_a_failed_run_has_no_verdict_and_outcome_reason_incomplete_execution():
+    assert _gen3(status="failed", outcome_reason="incomplete_execution") == []
+    message = "a failed run has no verdict and outcome_reason incomplete_execution"
+    assert _gen3(status="failed", outcome_reason="tie") == [message]
+    assert _gen3(status="failed") == [message]
+    assert _gen3(status="failed", verdict="refuted", confidence="weak", outcome_reason="incomplete_execution") == [
+        message]
+
+
+def test_a_succeeded_run_has_a_verdict():
+    assert _gen3(status="succeeded") == ["a succeeded run (effect measured) has no verdict"]
+    assert _gen3(status="failed", outcome_reason="incomplete_execution") == []  # a failed one has none
+
+
+@pytest.mark.parametrize("confidence", [None, "medium", "Strong"])
+def test_a_verdict_needs_confidence_strong_or_weak(confidence):
+    assert _gen3(**{**FINAL, "confidence": confidence}) == ["a verdict needs confidence strong or weak"]
+
+
+# ---------------------------------------------------------------- GEN-4 (three-way)
+
+THREE_WAY = _plan("three_way")
+
+
+def _gen4(**result):
+    return [message for _, _, message in _found(rules.GEN_4(_ctx(result, THREE_WAY)))]
+
+
+@pytest.mark.parametrize("verdict, reason", [
+    ("supported", "supported"), ("refuted", "refuted"), ("inconclusive", "tie"), ("inconclusive", "mixed_criteria"),
+    ("inconclusive", "insufficient_evidence"), ("inconclusive", "incomplete_execution")])
+def test_a_final_three_way_verdict_with_its_reason_passes(verdict, reason):
+    assert _gen4(status="succeeded", verdict=verdict, outcome_reason=reason) == []
+
+
+def test_gen4_applies_only_to_the_three_way_vocabulary():
+    wrong = {"status": "succeeded", "verdict": "maybe", "confidence": "strong"}
+    assert rules.GEN_4(_ctx(wrong, DIRECTION)) == []
+    assert rules.GEN_4(_ctx(wrong, None)) == []
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+def test_a_finished_three_way_result_carries_a_verdict_and_an_outcome_reason(status):
+    assert _gen4(status=status, outcome_reason="tie") == [
+        "a finished three-way result needs a verdict, got None", "outcome_reason tie requires verdict inconclusive"]
+    assert _gen4(status=status, verdict="maybe", outcome_reason="tie") == [
+        "a finished three-way result needs a verdict, got 'maybe'", "outcome_reason tie requires verdict inconclusive"]
+    assert _gen4(status=status, verdict="inconclusive") == ["a finished three-way result needs an outcome_reason"]
+
+
+def test_a_running_three_way_result_has_neither_verdict_nor_reason_yet():
+    assert _gen4(status="running") == []
+    assert _gen4(status="running", verdict="inconclusive", outcome_reason="tie") == [
+        "outcome_reason is reported only with a final result"]
+
+
+@pytest.mark.parametrize("reason", ["maybe", "Tie", "inconclusive"])
+def test_an_outcome_reason_outside_the_six_is_invalid(reason):
+    assert _gen4(status="succeeded", verdict="inconclusive", outcome_reason=reason) == [
+        f"outcome_reason {reason!r} is not a three-way reason"]
+
+
+@pytest.mark.parametrize("verdict, reason", [
+    ("refuted", "supported"), ("inconclusive", "supported"), ("supported", "refuted"), ("inconclusive", "refuted")])
+def test_outcome_reason_supported_or_refuted_equals_the_verdict(verdict, reason):
+    assert _gen4(status="succeeded", verdict=verdict, outcome_reason=reason) == [
+        f"outcome_reason {reason} differs from verdict {verdict!r}"]
+
+
+@pytest.mark.parametrize("verdict", ["supported", "refuted"])
+@pytest.mark.parametrize("reason", ["tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution"])
+def test_the_other_reasons_require_verdict_inconclusive(verdict, reason):
+    assert _gen4(status="succeeded", verdict=verdict, outcome_reason=reason) == [
+        f"outcome_reason {reason} requires verdict inconclusive"]
+
+
+@pytest.mark.parametrize("field", ["confidence", "effect", "margin", "ci", "seeds", "grid_edge", "reasoning"])
+def test_the_three_way_shape_has_none_of_the_direction_fields(field):
+    assert _gen4(status="succeeded", verdict="inconclusive", outcome_reason="tie", **{field: None}) == [
+        f"the three-way shape has no {field}"]
+    assert _gen4(status="running", effect=0.1, seeds=[1]) == ["the three-way shape has no effect, seeds"]
+
+
+# ---------------------------------------------------------------- GEN-5
+
+GRID = _plan(arms=(("base", 0, False), ("T", 10, True), ("B", 10, True)))
+
+
+def _gen5(result, plan=GRID):
+    return [message for _, _, message in _found(rules.GEN_5(_ctx(result, plan)))]
+
+
+def test_per_arm_numbers_under_metrics_arms_pass_flat_arm_keys_do_not():
+    ok = {"status": "succeeded", "completed_arms": ["T", "B"], "metrics": {"arms": {"T": {}, "B": {}}, "T": 1}}
+    assert _gen5(ok) == []  # a key that is an arm's name without `_<metric>` is not a flat per-arm key
+    flat = {**ok, "metrics": {"arms": {"T": {}}, "T_accuracy": 0.5, "base_accuracy": 0.4, "Tx": 1, "accuracy": 0.1}}
+    assert _gen5(flat) == ["per-arm numbers as flat metrics keys: T_accuracy, base_accuracy"]
+
+
+def test_flat_keys_are_found_from_the_metrics_arms_and_completed_arms_without_a_plan():
+    result = {"metrics": {"arms": {"X": {}}, "X_loss": 1, "Y_loss": 2, "Z_loss": 3}, "completed_arms": ["Y"]}
+    assert _gen5(result, None) == ["per-arm numbers as flat metrics keys: X_loss, Y_loss"]
+
+
+def test_completed_arms_names_each_arm_once():
+    assert _gen5({"status": "running", "completed_arms": ["T", "T"]}) == ["completed_arms names an arm twice"]
+    assert _gen5({"status": "running", "completed_arms": ["T", "B"]}) == []
+
+
+def test_a_succeeded_run_completed_every_trained_arm():
+    assert _gen5({"status": "succeeded", "completed_arms": ["T"]}) == ["a succeeded run did not complete B"]
+    assert _gen5({"status": "succeeded", "completed_arms": []}) == ["a succeeded run did not complete T, B"]
+    assert _gen5({"status": "running", "completed_arms": ["T"]}) == []  # still running
+    assert _gen5({"status": "failed", "completed_arms": []}) == []  # stopped early
+
+
+def test_an_lr_grid_arm_is_complete_when_every_one_of_its_runs_is():
+    plan = _plan(arms=(("T", 10, True),), runs=(("T-lr1", "T", 10), ("T-lr2", "T", 10)))
+    assert _gen5({"status": "succeeded", "completed_arms": ["T-lr1", "T-lr2"]}, plan) == []
+    assert _gen5({"status": "succeeded", "completed_arms": ["T-lr1"]}, plan) == ["a succeeded run did not complete T"]
+    assert _gen5({"status": "succeeded", "completed_arms": ["T"]}, plan) == []
+
+
+def test_completed_arms_names_only_what_the_plan_trains():
+    assert _gen5({"status": "running", "completed_arms": ["base", "T", "X"]}) == [
+        "completed_arms names what the plan does not train: base, X"]
+    plan = _plan(arms=(("T", 10, True),), runs=(("T-lr1", "T", 10),))
+    assert _gen5({"status": "running", "completed_arms": ["T-lr1", "T"]}, plan) == []
+    assert _gen5({"status": "running", "completed_arms": ["base"]}, None) == []  # no plan: nothing to compare with
+
+
+# ---------------------------------------------------------------- GEN-6
+
+def _gen6(result, events=None):
+    return [message for _, _, message in _found(rules.GEN_6(_ctx(result, events=events)))]
+
+
+MODEL = {"field": "model", "original": "org/a", "effective": "org/b", "reason": "not served"}
+
+
+def test_deviations_are_a_list_of_entries_with_a_known_field():
+    assert _gen6({"deviations": []}) == []
+    assert _gen6({}) == ["deviations must be a list ([] when the spec runs as written)"]
+    assert _gen6({"deviations": {"field": "model"}}) == ["deviations must be a list ([] when the spec runs as written)"]
+    for field in ("model", "effective_batch", "steps", "dataset", "evaluator"):
+        assert _gen6({"deviations": [{**MODEL, "field": field}]}) == []
+    assert _gen6({"deviations": [{"field": "lr"}, "model", {"field": None}]}) == [
+        "deviation {'field': 'lr'} has no valid field", "deviation 'model' has no valid field",
+        "deviation {'field': None} has no valid field"]
+
+
+def test_a_deviation_listed_twice_is_invalid():
+    assert _gen6({"deviations": [MODEL, dict(reversed(list(MODEL.items())))]}) == ["a deviation is listed twice"]
+    assert _gen6({"deviations": [MODEL, {**MODEL, "reason": "other"}]}) == []
+
+
+@pytest.mark.parametrize("field", ["objective", "endpoint"])
+def test_an_objective_or_endpoint_change_sets_the_hypothesis_untested_and_says_what_was(field):
+    change = {**MODEL, "field": field}
+    message = f"a {field} change sets original_hypothesis_tested false and fills tested_instead"
+    assert _gen6({"deviations": [change], "original_hypothesis_tested": False, "tested_instead": "x"}) == []
+    assert _gen6({"deviations": [change], "original_hypothesis_tested": True, "tested_instead": "x"}) == [message]
+    assert _gen6({"deviations": [change], "original_hypothesis_tested": None, "tested_instead": "x"}) == [message]
+    assert _gen6({"deviations": [change], "original_hypothesis_tested": False, "tested_instead": ""}) == [message]
+    assert _gen6({"deviations": [{**MODEL, "field": "model"}], "original_hypothesis_tested": True}) == []
+
+
+def test_each_deviation_was_posted_in_a_running_update():
+    posted = [{"status": "running", "deviations": [MODEL]}]
+    assert _gen6({"deviations": [MODEL]}, events=posted) == []
+    message = "1 deviation(s) were never posted in a running update before training (unrecorded)"
+    assert _gen6({"deviations": [MODEL]}, events=[{"status": "succeeded", "deviations": [MODEL]}]) == [message]
+    assert _gen6({"deviations": [MODEL]}, events=[{"status": "running", "deviations": "model"}]) == [message]
+    assert _gen6({"deviations": [MODEL, {**MODEL, "field": "steps"}]}, events=posted) == [
+        "1 deviation(s) were never posted in a running update before training (unrecorded)"]
+    assert _gen6({"deviations": [MODEL]}, events=None) == []  # a bare record has no events to check
+
+
+def _hypothesis(result, plan=DIRECTION):
+    return [message for _, _, message in _found(rules.GEN_6_hypothesis(_ctx(result, plan)))]
+
+
+def test_a_rehearsal_says_the_hypothesis_was_not_tested_and_names_the_model_that_ran():
+    rehearsal = {"status": "succeeded", "rehearsal": {"model": "org/small"}, "original_hypothesis_tested": False,
+                 "tested_instead": "the pipeline on org/small"}
+    assert _hypothesis(rehearsal) == []
+    assert _hypothesis({**rehearsal, "original_hypothesis_tested": True}) == [
+        "a rehearsal replaces the spec's model, data and eval set but says original_hypothesis_tested true"]
+    assert _hypothesis({**rehearsal, "tested_instead": "the pipeline on org/big"}) == [
+        "a rehearsal's tested_instead does not name the model that ran ('org/small')"]
+    assert _hypothesis({**rehearsal, "rehearsal": None, "tested_instead": "anything"}) == []
+
+
+def test_a_finished_record_says_true_or_false():
+    assert _hypothesis({"status": "succeeded", "original_hypothesis_tested": True}) == []
+    assert _hypothesis({"status": "failed", "original_hypothesis_tested": "yes"}) == [
+        'original_hypothesis_tested "yes" is not true or false']
+    assert _hypothesis({"status": "succeeded"}) == ["original_hypothesis_tested null is not true or false"]
+    assert _hypothesis({"status": "running"}) == []
+
+
+@pytest.mark.parametrize("instead", [None, "", "   ", 3])
+def test_an_untested_hypothesis_says_what_was_tested_instead(instead):
+    assert _hypothesis({"status": "running", "original_hypothesis_tested": False, "tested_instead": instead}) == [
+        "original_hypothesis_tested is false but tested_instead is empty"]
+
+
+def test_a_changed_experiment_is_never_strong():
+    changed = {"status": "succeeded", "original_hypothesis_tested": False, "tested_instead": "x", "confidence": "strong"}
+    message = "confidence strong although the run tested a changed experiment (original_hypothesis_tested false)"
+    assert _hypothesis(changed) == [message]
+    assert _hypothesis({**changed, "confidence": "weak"}) == []
+    assert _hypothesis({**changed, "original_hypothesis_tested": True}) == []
+    assert _hypothesis(changed, _plan("three_way")) == []
+
+
+# ---------------------------------------------------------------- GEN-7, GEN-8
+
+def test_capacity_block_appears_only_when_capacity_stopped_an_unfinished_run():
+    def gen7(**result):
+        return [message for _, _, message in _found(rules.GEN_7(_ctx(result)))]
+
+    assert gen7(status="failed", capacity_block={"reason": "no CAPACITY left"}) == []
+    assert gen7(status="failed", capacity_block={"error": "quota"}) == []
+    assert gen7(status="failed", capacity_block={"reason": "a crash"}) == [
+        "capacity_block appears although capacity did not stop the run"]
+    assert gen7(status="succeeded", capacity_block={"reason": "capacity"}) == [
+        "capacity_block appears in a run that completed"]
+    assert gen7(status="succeeded") == []
+
+
+def _gen8(result, plan=DIRECTION):
+    return [message for _, _, message in _found(rules.GEN_8(_ctx(result, plan)))]
+
+
+def test_a_summary_is_at_most_two_sentences_and_a_finished_run_has_one():
+    base = {"status": "running"}
+    assert _gen8({**base, "summary": "One. Two!"}) == []
+    assert _gen8({**base, "summary": "One. Two? Three."}) == ["summary is longer than two sentences"]
+    assert _gen8({**base, "summary": "Version 1.5 ran. Done."}) == []  # a point inside a number ends no sentence
+    assert _gen8({"status": "succeeded", "summary": " ", "verdict": None}) == ["a finished run has no summary"]
+    assert _gen8({"status": "failed"}) == ["a finished run has no summary"]
+    assert _gen8({"status": "running"}) == []
+
+
+def test_reasoning_is_two_to_four_sentences_and_a_direction_verdict_has_it():
+    base = {"status": "succeeded", "summary": "Done.", "verdict": "supported"}
+    assert _gen8({**base, "reasoning": "A. B."}) == []
+    assert _gen8({**base, "reasoning": "A. B. C. D."}) == []
+    for reasoning in ("A.", "A. B. C. D. E."):
+        assert _gen8({**base, "reasoning": reasoning}) == ["reasoning is not two to four sentences"]
+    assert _gen8(base) == ["a direction verdict has no reasoning"]
+    assert _gen8({**base, "verdict": None}) == []
+    assert _gen8(base, _plan("three_way")) == []
+    assert _gen8({**base, "status": "running", "summary": None}) == []
+
+
+# ---------------------------------------------------------------- EVID-1 .. EVID-7
+
+def _entry(name, content, **extra):
+    return {"name": name, "content": content, "sha256": hashlib.sha256(content.encode()).hexdigest(), **extra}
+
+
+def _evidence(*files, **extra):
+    return {"evidence": {"version": 1, "files": list(files), **extra}}
+
+
+def _evid(rule, result, **ctx):
+    return _found(getattr(rules, rule)(_ctx(result, **ctx)))
+
+
+def test_evidence_status_is_what_its_files_are():
+    inline = _entry("a.txt", "x")
+    assert _evid("EVID_1", _evidence(inline, status="complete")) == []
+    assert _evid("EVID_1", _evidence(inline, status="partial")) == [
+        ("EVID-1", "invalid", "evidence.status 'partial' is not what its files are (complete)")]
+    assert _evid("EVID_1", _evidence(inline, status="partial", partial=True)) == []
+    url = {"name": "big.bin", "source_url": "https://x.org/attachments/big.bin", "sha256": "0" * 64}
+    assert _evid("EVID_1", _evidence(inline, url, status="complete")) == []  # a source_url is not partial
+    bare = {"name": "b.txt", "sha256": "0" * 64}
+    assert _evid("EVID_1", _evidence(inline, bare, status="complete")) == [
+        ("EVID-1", "invalid", "evidence.status 'complete' is not what its files are (partial)"),
+        ("EVID-1", "unverified", "1 of 2 evidence files carry no inline content (partial): b.txt")]
+
+
+@pytest.mark.parametrize("url", ["https://x.org/files/a", "http://x.org/attachments/a", "ftp://attachments/"])
+def test_a_source_url_must_be_an_https_attachment(url):
+    good = "https://x.org/attachments/a"
+    assert _evid("EVID_1", _evidence({"name": "a", "source_url": good})) == []
+    assert _evid("EVID_1", _evidence({"name": "a", "source_url": url})) == [
+        ("EVID-1", "invalid", "a: source_url is not an HTTPS /attachments/ URL")]
+
+
+def test_evidence_files_without_a_name_are_unverified():
+    assert _evid("EVID_1", _evidence(_entry("", "x"), {"content": "y"}, _entry("a", "z"))) == [
+        ("EVID-1", "unverified", "2 evidence file(s) without a name")]
+
+
+def test_evid2_content_that_does_not_hash_or_has_no_hash_is_unverified():
+    good = _entry("a.txt", "x")
+    assert _evid("EVID_2", _evidence(good)) == []
+    assert _evid("EVID_2", _evidence(good, {**_entry("b.txt", "y"), "content": "z"})) == [
+        ("EVID-2", "unverified", "content does not match its sha256 or encoding: b.txt")]
+    assert _evid("EVID_2", _evidence(good, {"name": "c.txt", "content": "y"})) == [
+        ("EVID-2", "unverified", "no sha256 for c.txt: their bytes cannot be checked")]
+    assert _evid("EVID_2", _evidence({"name": "d.bin", "sha256": "0" * 64})) == []  # partial: EVID-1's, not EVID-2's
+
+
+def test_evid3_caps_at_and_one_past_each_bound(monkeypatch):
+    monkeypatch.setattr(rules, "MAX_FILES", 2)
+    monkeypatch.setattr(rules, "MAX_FILE_BYTES", 3)
+    monkeypatch.setattr(rules, "MAX_TOTAL_BYTES", 5)
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "de"))) == []  # 2 files, 3 bytes, 5 in all
+    assert _evid("EVID_3", _evidence(_entry("a", "abcd"))) == [
+        ("EVID-3", "invalid", "a is 4 bytes, over the 10 MiB cap")]
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "def"))) == [
+        ("EVID-3", "invalid", "evidence totals 6 bytes, over the 40 MiB cap")]
+    assert _evid("EVID_3", _evidence(_entry("a", "a"), _entry("b", "b"), _entry("c", "c"))) == [
+        ("EVID-3", "invalid", "3 evidence files exceed the cap of 2")]
+
+
+def test_evid4_a_succeeded_run_retains_the_required_kinds():
+    kinds = ("script", "effective_config", "code_revision", "predictions", "metrics")
+    files = [{**_entry(f"{kind}.txt", kind), "kind": kind} for kind in kinds]
+    assert _evid("EVID_4", {"status": "succeeded", **_evidence(*files)}) == []
+    assert _evid("EVID_4", {"status": "succeeded", **_evidence(*files[1:4])}) == [
+        ("EVID-4", "unverified", "a finished run retains no evidence of kind script, metrics")]
+    assert _evid("EVID_4", {"status": "running", **_evidence()}) == []
+    assert _evid("EVID_4", {"status": "succeeded", **_evidence(*files)}, gate=True) == [
+        ("EVID-4", "unverified", "a finished run retains no evidence of kind generated_tasks")]
+    assert _evid("EVID_4", {"status": "succeeded", **_evidence(*files)}, gate=False) == []
+
+
+def test_evid5_per_arm_metrics_are_metrics_arms():
+    metrics = {"arms": {"T": {"accuracy": 0.5}, "B": {"accuracy": 0.4}}}
+    result = {"completed_arms": ["T", "B"], "metrics": metrics,
+              "evidence": {"per_arm_metrics": {"T": {"accuracy": 0.5}, "B": {"accuracy": 0.4}}}}
+    assert _evid("EVID_5", result) == []
+    result["evidence"]["per_arm_metrics"] = {"T": {"accuracy": 0.6}, "Z": {}}
+    assert _evid("EVID_5", result) == [
+        ("EVID-5", "unverified", "evidence.per_arm_metrics lacks B"),
+        ("EVID-5", "invalid", "evidence.per_arm_metrics is not metrics.arms for T, Z")]
+
+
+CHECKPOINT = {"arm": "T", "step": 10, "uri": "tinker://run/T/10"}
+
+
+def _evid6(checkpoints, rows=(), score=None, plan=None, status="running", **result):
+    files = [_entry("t.jsonl", "\n".join(json.dumps(row) for row in rows))] if rows else []
+    score = score or {"arm": "T", "seed": 0, "predictions_ref": "t.jsonl"}
+    record = {"status": status, "evaluation": {"scores": [score]},
+              "evidence": {"version": 1, "files": files, "checkpoints": checkpoints}, **result}
+    return [message for _, _, message in _found(rules.EVID_6(_ctx(record, plan)))]
+
+
+@pytest.mark.parametrize("uri", ["https://x/T/10", "tinker://run/T/10?sig=abc", None, "TINKER://run"])
+def test_evid6_a_checkpoint_is_a_tinker_reference_without_a_query(uri):
+    assert _evid6([CHECKPOINT]) == []
+    assert _evid6([{**CHECKPOINT, "uri": uri}]) == [
+        f"checkpoint {uri!r} is not a tinker:// reference without a query"]
+
+
+def test_evid6_a_checkpoint_is_listed_once_and_every_scored_one_is_listed():
+    assert _evid6([CHECKPOINT, dict(CHECKPOINT)]) == ["evidence.checkpoints lists a checkpoint twice"]
+    row = {"arm": "T", "checkpoint": "tinker://run/T/10"}
+    assert _evid6([CHECKPOINT], rows=[row]) == []
+    assert _evid6([], rows=[row]) == ["scored checkpoint(s) not in evidence.checkpoints: 'tinker://run/T/10'"]
+    assert _evid6([], rows=[{"arm": "T", "checkpoint": "org/base"}]) == []  # a model name, not a checkpoint
+    init = {"arms": {"T": {"initialization": {"checkpoint_uri": "tinker://init", "loaded_checkpoint_uri": "tinker://l"}}}}
+    for uri in ("tinker://init", "tinker://l"):  # the shared initial state is listed where the run records it
+        assert _evid6([], rows=[{"arm": "base", "checkpoint": uri}], initialization_provenance=init) == []
+
+
+def test_evid6_a_checkpoint_is_scored_for_its_own_arm_and_seed():
+    seeded = {**CHECKPOINT, "seed": 1}
+    row = {"arm": "T", "checkpoint": "tinker://run/T/10"}
+    assert _evid6([seeded], rows=[row], score={"arm": "T", "seed": 1, "predictions_ref": "t.jsonl"}) == []
+    assert _evid6([seeded], rows=[row], score={"arm": "T", "seed": 2, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for seed 1, but T was scored on it at seed 2"]
+    assert _evid6([seeded], rows=[row], score={"arm": "T", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for seed 1, but T was scored on it at seed 0"]
+    assert _evid6([CHECKPOINT], rows=[row], score={"arm": "B", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for 'T', but B was scored on it"]
+    run = {"arm": "T", "run": "T-lr1", "seed": 0, "predictions_ref": "t.jsonl"}
+    assert _evid6([{**CHECKPOINT, "arm": "T-lr1"}], rows=[row], score=run) == []  # a run's checkpoint: the run's name
+
+
+def test_evid6_a_listed_checkpoint_names_a_trained_arm_and_the_scored_one_its_planned_step():
+    plan = _plan(arms=(("base", 0, False), ("T", 10, True)), runs=(("T-lr1", "T", 12),))
+    row = {"arm": "T", "checkpoint": "tinker://run/T/10"}
+    assert _evid6([CHECKPOINT], rows=[row], plan=plan, status="succeeded") == []
+    assert _evid6([{**CHECKPOINT, "arm": "base"}], plan=plan) == [
+        "checkpoint 'tinker://run/T/10' names 'base', which the plan does not train"]
+    for step in (None, -1, True, 10.0):
+        assert _evid6([{**CHECKPOINT, "step": step}], plan=plan) == ["checkpoint of T has no step"]
+    assert _evid6([{**CHECKPOINT, "step": 0}], plan=plan) == []
+    for step in (9, 11):
+        early = {**CHECKPOINT, "step": step}
+        assert _evid6([early], rows=[row], plan=plan, status="succeeded") == [
+            f"T was scored on its checkpoint at step {step}, not at its planned 10 steps"]
+        assert _evid6([early], rows=[row], plan=plan, status="running") == []  # still training
+        assert _evid6([early], plan=plan, status="succeeded") == []  # never scored: an intermediate checkpoint
+    run = {"arm": "T-lr1", "step": 12, "uri": "tinker://run/T-lr1/12"}
+    assert _evid6([run], plan=plan, status="succeeded") == []
+
+
+def test_evid7_a_name_carries_one_file():
+    assert _evid("EVID_7", _evidence(_entry("a", "x"), _entry("b", "x"))) == []
+    assert _evid("EVID_7", _evidence(_entry("b", "x"), _entry("a", "x"), _entry("b", "x"), _entry("a", "y"),
+                                     _entry("c", "z"))) == [
+        ("EVID-7", "invalid", "evidence names listed more than once: a, b")]
+
+
+# ---------------------------------------------------------------- EVID-9, EVID-10
+
+def test_evid9_a_succeeded_run_with_a_plan_retains_its_execution_plan():
+    plan = _plan()
+    assert _evid("EVID_9", {"status": "succeeded", **_evidence()}, plan=plan) == [
+        ("EVID-9", "unverified", "no execution-plan.json is retained")]
+    assert _evid("EVID_9", {"status": "running", **_evidence()}, plan=plan) == []
+    assert _evid("EVID_9", {"status": "succeeded", **_evidence()}) == []  # no plan to compare it with
+    assert _evid("EVID_9", {"status": "succeeded", **_evidence(_entry("execution-plan.json", "not json"))},
+                 plan=plan) == [("EVID-9", "unverified", "execution-plan.json: not JSON")]
+
+
+def test_located_cuts_the_spec_and_revision_paths_to_their_file_names():
+    plan = {"spec_path": "/a/b/spec.yaml", "spec_revision": {"path": "/c/rev.yaml", "sha256": "s"}, "x": 1}
+    assert rules._located(plan) == {"spec_path": "spec.yaml", "spec_revision": {"path": "rev.yaml", "sha256": "s"},
+                                    "x": 1}
+    assert plan["spec_path"] == "/a/b/spec.yaml"  # the caller's plan is left as it is
+    assert rules._located({"spec_path": 3, "spec_revision": {"path": None}}) == {"spec_path": 3,
+                                                                                  "spec_revision": {"path": None}}
+    assert rules._located(["spec_path"]) == ["spec_path"]
+
+
+def _code(files, commit="c1", directories=None):
+    return {"git_commit": commit, "files": files, **({"directories": directories} if directories else {})}
+
+
+def _evid10(code, revision):
+    result = _evidence(_entry("pipeline-code.json", json.dumps(code)), _entry("code-revision.json", json.dumps(revision)))
+    return _evid("EVID_10", result)
+
+
+def test_evid10_the_retained_code_is_the_code_revision_names():
+    text = "print(1)\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    files = {"experiment/a.py": {"content": text, "sha256": digest}}
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/a.py": digest}}
+    assert _evid10(_code(files), revision) == []
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    assert _evid10(_code(files, "c2"), revision) == [("EVID-10", "invalid", message.format("git_commit"))]
+    edited = {"experiment/a.py": {"content": "print(2)\n", "sha256": digest}}
+    assert _evid10(_code(edited), revision) == [("EVID-10", "invalid", message.format("experiment/a.py"))]
+    assert _evid10(_code({"experiment/a.py": {"sha256": digest}}), revision) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+    assert _evid10(_code(files), {**revision, "files_sha256": {"experiment/a.py": "0" * 64}}) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+
+
+def test_evid10_a_file_the_revision_lists_in_a_retained_directory_is_retained():
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/b.py": "0" * 64, "elsewhere/c.py": "1" * 64}}
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    assert _evid10(_code({}), revision) == [("EVID-10", "invalid", message.format("experiment/b.py"))]
+    assert _evid10(_code({}, directories=["elsewhere"]), revision) == [
+        ("EVID-10", "invalid", message.format("elsewhere/c.py, experiment/b.py"))]  # sorted
+    many = {f"experiment/{i}.py": "0" * 64 for i in range(5)}
+    assert _evid10(_code({}), {"git_commit": "c1", "files_sha256": many}) == [
+        ("EVID-10", "invalid", message.format("experiment/0.py, experiment/1.py, experiment/2.py, experiment/3.py ..."))]
+    assert _evid10(_code({}), {"git_commit": "c1", "files_sha256": dict(list(many.items())[:4])}) == [
+        ("EVID-10", "invalid", message.format("experiment/0.py, experiment/1.py, experiment/2.py, experiment/3.py"))]
+
+
+def test_evid10_without_both_files_there_is_nothing_to_compare():
+    assert _evid("EVID_10", _evidence(_entry("pipeline-code.json", "{}"))) == []
+    assert _evid("EVID_10", _evidence(_entry("code-revision.json", "{}"))) == []

@@ -1,0 +1,245 @@
+"""The grader's generation-audit rules (experiment/grading/generation_audit.py; docs/contract-rules.md GA-1..GA-11),
+each on a minimal grading context whose expected finding is worked out in the test from the contract's text
+(issue 28 item 7: the complete mutation run of experiment/grading/). Each comparison is tried with a wrong value
+on each side of the right one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import generation_audit as rules
+from experiment.grading.evidence import EvidenceAccess
+
+
+def _file(name, value, kind="generated_tasks", jsonl=True):
+    text = "".join(json.dumps(row) + "\n" for row in value) if jsonl and isinstance(value, list) else json.dumps(value)
+    return {"name": name, "kind": kind, "content": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def _ctx(audit, files=(), spec=None, events=None, settings=None, **result):
+    record = {"generation_audit": audit, "evidence": {"version": 1, "files": list(files)}, **result}
+    return SimpleNamespace(result=record, spec=spec, events=events, evidence=EvidenceAccess(record),
+                           generation_settings=settings)
+
+
+def _found(issues):
+    return [(issue.rule, issue.status, issue.message) for issue in issues]
+
+
+# ---------------------------------------------------------------- GA-1
+
+def test_ga1_applies_when_generated_training_data_or_required_is_true():
+    def applies(features, section):
+        spec = {"experiment_features": features, "generation_audit": section}
+        return rules.applicability(spec)
+
+    assert applies({"generated_training_data": True}, {"required": False}) == (
+        True, "experiment_features.generated_training_data is true")
+    assert applies({"generated_training_data": False}, {"required": True}) == (True, "generation_audit.required is true")
+    assert applies({}, {"required": True}) == (True, "generation_audit.required is true")
+    assert applies({"generated_training_data": False}, {"required": False}) == (
+        False, "generation_audit opts out and no feature it covers is true")
+    assert applies({"generated_training_data": False}, {"required": "yes"})[0] is False  # only true is true
+    assert applies({"generated_training_data": 1}, {})[0] is False
+    assert applies({}, {}) == (None, "experiment_features.generated_training_data is missing: applicability unknown")
+    assert applies(None, None)[0] is None
+    assert rules.applicability(None) == (None, "no spec")
+
+
+def test_the_category_is_not_applicable_unknown_or_graded():
+    opted_out = {"experiment_features": {"generated_training_data": False}, "generation_audit": {}}
+    grade = rules.grade(_ctx({}, spec=opted_out))
+    assert (grade.status, grade.issues, grade.notes) == (
+        "not_applicable", [], ["generation_audit opts out and no feature it covers is true"])
+    run_anyway = rules.grade(_ctx({"version": 1}, spec=opted_out))  # an audit that was run is graded
+    assert run_anyway.status != "not_applicable" and run_anyway.issues
+    unknown = rules.grade(_ctx({}, spec={}))
+    assert (unknown.status, _found(unknown.issues)) == ("unknown", [
+        ("GA-1", "unknown", "experiment_features.generated_training_data is missing: applicability unknown")])
+    missing = rules.grade(_ctx({}, spec={"experiment_features": {"generated_training_data": True}}))
+    assert (missing.status, _found(missing.issues)) == ("unknown", [
+        ("GA-2", "unknown", "RESULT has no generation_audit record")])
+
+
+# ---------------------------------------------------------------- GA-3
+
+TASKS = [{"item_id": "t1", "prompt": "What is 2 + 2?", "answer": "4", "disposition": "accepted"},
+         {"item_id": "t2", "prompt": "What is 3 + 5?", "answer": "8", "disposition": "rejected"},
+         {"item_id": "t3", "prompt": "What is 1 / 0?", "disposition": "execution_error"}]
+FILES = [_file("tasks.jsonl", TASKS), _file("eval.jsonl", [{"item_id": "e1", "prompt": "Name a prime."}]),
+         _file("audit.json", {"samples": []}, kind="generation_audit")]
+REFS = {"dataset_file": "tasks.jsonl", "evaluation_file": "eval.jsonl", "audit_file": "audit.json"}
+
+
+def test_ga3_the_three_files_are_retained_inline_the_candidates_and_evaluation_set_as_generated_tasks():
+    assert rules.GA_3(_ctx(REFS, FILES)) == []
+    assert _found(rules.GA_3(_ctx({**REFS, "audit_file": "other.json"}, FILES))) == [
+        ("GA-3", "unverified", "audit_file: other.json is not a retained evidence file")]
+    logged = [_file("tasks.jsonl", TASKS, kind="log"), *FILES[1:]]
+    assert _found(rules.GA_3(_ctx(REFS, logged))) == [
+        ("GA-3", "unverified", "dataset_file tasks.jsonl is not retained as kind generated_tasks")]
+    assert _found(rules.GA_3(_ctx({**REFS, "dataset_file": "tasks.jsonl#rows"}, FILES))) == []  # a fragment: its file
+    assert rules.GA_3(_ctx(REFS, [*FILES[:2], _file("audit.json", {}, kind="log")])) == []  # the audit file: any kind
+
+
+def test_ga3_candidates_are_unique_and_complete_an_answer_unless_the_program_failed():
+    assert rules._candidate_problems(TASKS) == []
+    assert rules._candidate_problems([*TASKS, dict(TASKS[0])]) == ["candidate item_ids are not unique"]
+    lacking = [{**TASKS[0], "answer": ""}, {**TASKS[1], "answer": None}, {**TASKS[0], "item_id": "t4", "prompt": 3},
+               {"item_id": "t5", "prompt": "p", "disposition": "execution_error"}, {"prompt": "p"}]
+    assert rules._candidate_problems(lacking) == ["4 candidate(s) lack an item_id, prompt or answer"]
+    assert _found(rules.GA_3(_ctx(REFS, [_file("tasks.jsonl", [*TASKS, TASKS[0]]), *FILES[1:]]))) == [
+        ("GA-3", "invalid", "candidate item_ids are not unique")]
+
+
+# ---------------------------------------------------------------- GA-4
+
+def test_ga4_counts_are_the_candidates_dispositions():
+    counts = {"generated": 3, "accepted": 1, "rejected": 1, "execution_errors": 1}
+    assert rules.GA_4(_ctx({**REFS, "counts": counts}, FILES)) == []
+    wrong = {**counts, "accepted": 2}
+    assert _found(rules.GA_4(_ctx({**REFS, "counts": wrong}, FILES))) == [
+        ("GA-4", "invalid", f"counts {repr(wrong)[:57]}... are not the candidates' {counts}")]  # cut to 60
+    assert rules.GA_4(_ctx({**REFS, "counts": wrong}, FILES[1:])) == []  # no candidates to count: GA-3's finding
+
+
+LOW, HIGH, SAMPLES = 1, 3, 4  # kept when the base solved it in 1 to 3 of 4 samples
+
+
+def _rejected(solved):
+    return {"item_id": f"r{solved}", "disposition": "rejected", "base_solved": solved,
+            "error": f"filter 5: the base model solved it in {solved} of {SAMPLES} samples (kept: {LOW}-{HIGH})"}
+
+
+def _filter(*tasks):
+    return rules._filter_problems(list(tasks), LOW, HIGH, SAMPLES)
+
+
+def test_ga4_an_accepted_candidate_was_solved_inside_the_keep_band():
+    for solved in (1, 2, 3):
+        assert _filter({"item_id": "a", "disposition": "accepted", "base_solved": solved}) == []
+    for solved in (0, 4, None, 2.0, True, "2"):
+        assert _filter({"item_id": "a", "disposition": "accepted", "base_solved": solved}) == ["a"]
+
+
+def test_ga4_one_the_filter_rejected_was_solved_outside_the_band_in_its_words():
+    assert _filter(_rejected(0), _rejected(4)) == []
+    assert _filter(_rejected(1), _rejected(3)) == ["r1", "r3"]
+    assert _filter({**_rejected(0), "error": "filter 5: the base model solved it in 0 of 5 samples (kept: 1-3)"}) == ["r0"]
+    assert _filter({**_rejected(0), "error": "filter 4: too long"}) == []  # another filter's rejection: no count
+    assert _filter({"item_id": "e", "disposition": "execution_error", "base_solved": None}) == []
+
+
+@pytest.mark.parametrize("solved", [-1, 5])
+def test_ga4_a_count_is_a_whole_number_of_the_filters_samples(solved):
+    assert _filter({"item_id": "x", "disposition": "rejected", "base_solved": solved}) == ["x"]
+    assert _filter({"item_id": "x", "disposition": "rejected", "base_solved": solved - (1 if solved > 0 else -1)}) == []
+
+
+def test_ga4_every_candidates_file_with_filter_counts_is_checked_once():
+    settings = SimpleNamespace(keep_band=(LOW, HIGH), filter_samples=SAMPLES)
+    good, bad = [_rejected(0)], [_rejected(2), {"item_id": "a", "disposition": "accepted", "base_solved": 0}]
+    files = [_file("r1.jsonl", bad), _file("tasks.jsonl", good), _file("plain.jsonl", TASKS)]
+    audit = {"dataset_file": "tasks.jsonl", "rounds": [{"dataset_file": "r1.jsonl"}, {"dataset_file": "tasks.jsonl"},
+                                                       {"dataset_file": "plain.jsonl"}]}
+    assert _found(rules.GA_4_filter(_ctx(audit, files, settings=settings))) == [
+        ("GA-4", "invalid", "'r1.jsonl': 2 candidate(s) ('r2, a') have a disposition their filter count and the spec's "
+                            "keep band do not give")]
+    assert rules.GA_4_filter(_ctx(audit, files, settings=None)) == []
+
+
+# ---------------------------------------------------------------- GA-6, GA-7
+
+SAMPLE = {"item_id": "t1", "method": "independent_resolve", "blind_to_label": True, "resolver_id": "solver:x",
+          "reasoning": "2 + 2 = 4", "independent_answer": "4"}
+
+
+@pytest.mark.parametrize("change", [{"method": "lookup"}, {"blind_to_label": 1}, {"blind_to_label": False},
+                                    {"resolver_id": ""}, {"reasoning": None}])
+def test_ga6_each_sample_is_a_blind_independent_re_solve(change):
+    assert rules.GA_6(_ctx({"samples": [SAMPLE, SAMPLE]})) == []
+    assert _found(rules.GA_6(_ctx({"samples": [SAMPLE, {**SAMPLE, **change}]}))) == [
+        ("GA-6", "unverified", "sample 't1' is not a blind independent re-solve with resolver_id, reasoning and "
+                               "independent_answer")]
+
+
+def test_ga6_a_sample_without_an_independent_answer_is_unverified():
+    sample = {k: v for k, v in SAMPLE.items() if k != "independent_answer"}
+    assert [rule for rule, _, _ in _found(rules.GA_6(_ctx({"samples": [sample]})))] == ["GA-6"]
+    assert rules.GA_6(_ctx({"samples": [{**SAMPLE, "independent_answer": None}]})) == []  # no answer is an answer
+
+
+@pytest.mark.parametrize("strategy", ["numeric_exact", "categorical_exact"])
+def test_ga7_the_comparison_strategy_is_a_supported_one(strategy):
+    assert rules.GA_7(_ctx({}, spec={"generation_audit": {"answer_comparison": strategy}})) == []
+    for other in ("fuzzy", None):
+        assert _found(rules.GA_7(_ctx({}, spec={"generation_audit": {"answer_comparison": other}}))) == [
+            ("GA-7", "unverified", f"answer_comparison {other!r} is missing or unsupported")]
+    assert rules.GA_7(_ctx({}, spec=None))[0].status == "unverified"
+
+
+# ---------------------------------------------------------------- GA-9
+
+@pytest.mark.parametrize("key, limit_key", [("label_error_count", "max_label_errors"),
+                                            ("overlap_count", "max_eval_overlaps")])
+def test_ga9_the_audit_passes_within_the_specs_limits(key, limit_key):
+    spec = {"generation_audit": {limit_key: 2}}
+    for count in (1, 2):
+        assert rules.GA_9(_ctx({key: count}, spec=spec)) == []
+    assert _found(rules.GA_9(_ctx({key: 3}, spec=spec))) == [
+        ("GA-9", "invalid", f"{key} 3 exceeds {limit_key} 2: the audit failed and blocks a definitive verdict")]
+    assert _found(rules.GA_9(_ctx({key: 1}, spec={"generation_audit": {}}))) == [  # the limit defaults to 0
+        ("GA-9", "invalid", f"{key} 1 exceeds {limit_key} 0: the audit failed and blocks a definitive verdict")]
+    assert rules.GA_9(_ctx({key: 0}, spec={})) == []
+    assert rules.GA_9(_ctx({key: "3"}, spec=spec)) == [] and rules.GA_9(_ctx({key: 3}, spec={
+        "generation_audit": {limit_key: "2"}})) == []  # not integers: GA-2's finding
+
+
+def test_ga9_no_optimizer_update_before_the_audit_passed():
+    passed, step = {"event": "gate", "gate": "generation_audit", "status": "passed"}, {"event": "training_step"}
+    message = [("GA-9", "invalid", "an optimizer update ran before the generation audit passed")]
+    assert rules.GA_9(_ctx({}, events=[passed, step])) == []
+    assert _found(rules.GA_9(_ctx({}, events=[step, passed]))) == message
+    assert _found(rules.GA_9(_ctx({}, events=[{**passed, "status": "failed"}, step]))) == message
+    assert _found(rules.GA_9(_ctx({}, events=[{**passed, "gate": "decision"}, step]))) == message
+    assert rules.GA_9(_ctx({}, events=[{"event": "gate"}])) == []  # no update at all
+    assert rules.GA_9(_ctx({}, events=None)) == []  # a bare record has no events
+
+
+# ---------------------------------------------------------------- GA-10
+
+def _ga10(samples, retained):
+    files = [_file("audit.json", retained, kind="generation_audit", jsonl=False)] if retained is not None else []
+    return _found(rules.GA_10(_ctx({"audit_file": "audit.json", "samples": samples, "seed": 1}, files)))
+
+
+def test_ga10_the_records_samples_are_the_retained_files():
+    mine = [{"item_id": "a", "agrees": True}, {"item_id": "b", "agrees": False}]
+    assert _ga10(mine, {"samples": [{**mine[0], "extra": 1}, mine[1]], "seed": 1}) == []  # the file may add fields
+    assert _ga10(mine, [mine[0], mine[1]]) == []  # a bare list of samples
+    differ = [("GA-10", "unverified", "generation_audit.samples are not the retained audit file's samples, so which the "
+                                      "audit found cannot be told")]
+    assert _ga10(mine, {"samples": mine[:1]}) == differ
+    assert _ga10(mine, {"samples": [*mine, mine[0]]}) == differ
+    assert _ga10(mine, {"samples": [mine[1], mine[0]]}) == differ
+    assert _ga10(mine, {"samples": [mine[0], "b"]}) == differ
+    assert _ga10(mine, {"samples": [mine[0], {"item_id": "b"}]}) == differ
+
+
+def test_ga10_a_whole_audit_file_says_what_the_record_says():
+    mine = [{"item_id": "a"}]
+    otherwise = [("GA-10", "unverified", "the audit file 'audit.json' says otherwise than the record's audit")]
+    assert _ga10(mine, {"samples": mine, "seed": 2}) == otherwise
+    assert _ga10(mine, {"samples": mine, "round": 1}) == otherwise  # a field the record does not hold
+    not_inline = [("GA-10", "unverified", "the audit file 'audit.json' is not retained inline with its samples")]
+    assert _ga10(mine, None) == not_inline
+    assert _ga10(mine, {"samples": "a"}) == not_inline
+
+
+def test_json_is_canonical_and_tells_true_from_one():
+    assert rules._json({"b": 1, "a": [True]}) == rules._json({"a": [True], "b": 1}) == '{"a": [true], "b": 1}'
+    assert rules._json(True) != rules._json(1) and rules._json(1) != rules._json(1.0)
