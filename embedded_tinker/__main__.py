@@ -1,4 +1,4 @@
-"""python -m embedded_tinker serve --port N [--checkpoint-dir D] [--exposure embedded|production] [fault options]
+"""python -m embedded_tinker serve --port N | --fd N [--checkpoint-dir D] [--exposure embedded|production] [fault options]
                                  [--service-profile NAME --time-factor F]"""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import socket
 import tempfile
 
 from .exposure import DEFAULT_EXPOSURE, EXPOSURES
@@ -20,6 +21,9 @@ def main(argv: list[str] | None = None) -> None:
     serve = commands.add_parser("serve", help="serve the Tinker REST API on loopback")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="loopback only: 127.0.0.1 or localhost")
+    serve.add_argument("--fd", type=int, default=None,
+                       help="serve on this inherited listening socket instead of --host/--port (how "
+                       "embedded_tinker.launch.start_server starts it, with the port already bound)")
     serve.add_argument("--checkpoint-dir", default=None, help="default: a new temporary directory")
     serve.add_argument(
         "--torch-threads",
@@ -60,6 +64,12 @@ def main(argv: list[str] | None = None) -> None:
                        help="hang: never answered; close: connection closed mid-response; garbage: 200, not JSON")
     args = parser.parse_args(argv)
 
+    if args.fd is not None:
+        try:
+            with socket.socket(fileno=os.dup(args.fd)) as inherited:
+                args.host, args.port = inherited.getsockname()[:2]
+        except OSError as error:
+            parser.error(f"--fd {args.fd}: not a listening socket ({error})")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the embedded backend serves loopback only")
     try:
@@ -98,10 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(checkpoint_dir, faults, args.exposure, profile)
     gc.freeze()
     gc.enable()
+    where = {"fd": args.fd} if args.fd is not None else {"host": args.host, "port": args.port}
     uvicorn.run(
         app,
-        host=args.host,
-        port=args.port,
+        **where,
         log_level="warning",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )

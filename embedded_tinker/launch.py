@@ -1,12 +1,17 @@
 """Start the embedded service on loopback: ``start_server(...) -> RunningServer``.
 
-    with start_server() as server:                       # subprocess on a free port
+    with start_server() as server:                       # subprocess on a port the kernel picks
         client = tinker.ServiceClient(base_url=server.base_url, api_key="tml-local")
 
 By default the server runs as ``python -m embedded_tinker serve`` in a subprocess (its own GIL and
 torch threads); ``in_process=True`` runs uvicorn in a thread of this process instead. Pass the
 same ``checkpoint_dir`` to a new server to find the checkpoints of a stopped one. Without one, the
 server gets a temporary directory of its own, which ``stop()`` removes (checkpoints, log and all).
+
+The listening socket is bound here, before the server starts, and handed to it (uvicorn's ``fd``;
+``sockets`` in process). A port found free and then bound by the server seconds later could be
+taken meanwhile by another process's server, whose health answer was then taken for ours (seen in
+the parallel test suite: a production-exposure server's URL answered "embedded").
 
 The subprocess dies with the process that started it, ``kill -9`` included: it gets SIGTERM
 through Linux's parent-death signal (PR_SET_PDEATHSIG). That signal follows the *thread* that
@@ -93,10 +98,19 @@ def _popen_tied_to_process(command: list[str], **kwargs) -> subprocess.Popen:
     return box["process"]
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """Bound to (host, port) and listening (port 0: one the kernel picks); OSError when the port is
+    taken. SO_REUSEADDR, as uvicorn binds: a restart on the port of a stopped server is not refused
+    for its connections in TIME_WAIT (Linux never lets two sockets listen on one port with it)."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(2048)  # uvicorn's default backlog
+    except BaseException:
+        listener.close()
+        raise
+    return listener
 
 
 def exit_process(code: int | None) -> NoReturn:
@@ -177,10 +191,11 @@ def start_server(
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("the embedded backend serves loopback only")
     check_exposure(exposure)
-    port = port or _free_port(host)
     owns_checkpoint_dir = not checkpoint_dir
     checkpoint_dir = Path(checkpoint_dir or tempfile.mkdtemp(prefix="embedded-tinker-ckpt-")).resolve()
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    listener = _listening_socket(host, port)
+    port = listener.getsockname()[1]
     base_url = f"http://{host}:{port}"
 
     if in_process:
@@ -188,21 +203,28 @@ def start_server(
 
         from .server import create_app
 
-        config = uvicorn.Config(
-            create_app(checkpoint_dir, faults, exposure, profile),
-            host=host,
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        )
+        try:
+            config = uvicorn.Config(
+                create_app(checkpoint_dir, faults, exposure, profile),
+                log_level="warning",
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            )
+        except BaseException:
+            listener.close()
+            raise
         server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, name="embedded-tinker-http", daemon=True)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name="embedded-tinker-http",
+                                  daemon=True)
+        running = RunningServer(base_url, checkpoint_dir, port, exposure=exposure, _uvicorn_server=server,
+                                _thread=thread, _owns_checkpoint_dir=owns_checkpoint_dir)
         thread.start()
-        _wait_until_healthy(base_url, thread.is_alive, None)
-        return RunningServer(
-            base_url, checkpoint_dir, port, exposure=exposure, _uvicorn_server=server, _thread=thread,
-            _owns_checkpoint_dir=owns_checkpoint_dir,
-        )
+        try:
+            _wait_until_healthy(base_url, thread.is_alive, None)
+        except BaseException:
+            running.stop()
+            listener.close()
+            raise
+        return running
 
     log_path = checkpoint_dir / f"server-{port}.log"
     log_file = open(log_path, "a")
@@ -211,8 +233,7 @@ def start_server(
         "-m",
         "embedded_tinker",
         "serve",
-        f"--port={port}",
-        f"--host={host}",
+        f"--fd={listener.fileno()}",
         f"--checkpoint-dir={checkpoint_dir}",
         f"--exposure={exposure}",
     ]
@@ -222,7 +243,11 @@ def start_server(
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TINKER_TELEMETRY": "0"}
     repo_root = str(Path(__file__).resolve().parent.parent)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))
-    process = _popen_tied_to_process(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
+    try:
+        process = _popen_tied_to_process(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment,
+                                         pass_fds=(listener.fileno(),))
+    finally:
+        listener.close()  # the server's copy serves; a server that dies leaves the port closed
     running = RunningServer(base_url, checkpoint_dir, port, process=process, exposure=exposure,
                             _log_file=log_file, _owns_checkpoint_dir=owns_checkpoint_dir)
     try:

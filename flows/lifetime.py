@@ -92,11 +92,10 @@ class TemporaryPrefectServer:
     stops when this process exits (atexit; the parent-death signal if the exit is a kill).
 
     The command and environment are those of Prefect's `SubprocessASGIServer` (prefect 3.9), with the
-    settings of the active profile passed down as environment variables, as Prefect passes them. (The
+    settings of the active profile passed down as environment variables, as Prefect passes them, except
+    that the server is handed a socket already listening (`--fd`) instead of a port to bind. (The
     embedded server is waited for the same way in embedded_tinker/launch.py; the import boundary keeps
     the pipeline from using the backend's helpers.)"""
-
-    STARTUP_FAILED = 3  # uvicorn's exit code when it cannot start (e.g. the port was taken meanwhile)
 
     def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
@@ -112,28 +111,33 @@ class TemporaryPrefectServer:
         import prefect
         from prefect.settings import get_current_settings
 
-        self.port = _free_port()
         environment = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                        "PREFECT__SERVER_FINAL": "1",
                        **get_current_settings().to_environment_variables(exclude_unset=True)}
-        command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
-                   "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
-        self.process = popen_dying_with_parent(command, env=environment)
+        # The port is bound here and the socket handed to the server (uvicorn's --fd): a port probed free and
+        # bound by the server seconds later could be taken meanwhile, and another process's server would
+        # answer this one's health check.
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(2048)
+            self.port = listener.getsockname()[1]
+            command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+                       "--factory", "prefect.server.api.server:create_app", "--fd", str(listener.fileno()),
+                       "--log-level", "error", "--lifespan", "on"]
+            self.process = popen_dying_with_parent(command, env=environment, pass_fds=(listener.fileno(),))
         return self
 
     def wait_until_healthy(self) -> None:
-        """Until GET /api/health answers 200; a server that could not start is started again on
-        another port; RuntimeError when it exits otherwise or stays unhealthy past the timeout."""
+        """Until GET /api/health answers 200; RuntimeError when the server exits or stays unhealthy past
+        the timeout."""
         import httpx
 
         deadline = time.monotonic() + self.timeout_s
         with httpx.Client(timeout=5) as client:
             while time.monotonic() < deadline:
                 code = self.process.poll()
-                if code == self.STARTUP_FAILED:
-                    self.start()
-                elif code is not None:
+                if code is not None:
                     raise RuntimeError(f"the temporary Prefect server exited with code {code} while starting")
                 try:
                     if client.get(f"{self.api_url}/health").status_code == 200:
@@ -160,12 +164,6 @@ class TemporaryPrefectServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class _ConsoleStream:

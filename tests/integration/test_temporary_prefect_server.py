@@ -1,7 +1,12 @@
 """The CLI's temporary Prefect server (flows.lifetime.TemporaryPrefectServer): a real server that records
 the process's flow runs, started without importing Prefect's server module in the starting process (4 s of
-its CPU while the CLI imports the flow), started again on another port when its port was taken, and gone
-when the process exits."""
+its CPU while the CLI imports the flow), serving on a port that is its own from the moment it is started, and
+gone when the process exits.
+
+Before the port was bound here and handed over (`uvicorn --fd`), it was probed free and bound by the server
+seconds later: another process's server could take it meanwhile and answer this one's health check (the
+embedded launcher had the same window, tests/integration/test_launch_owns_its_port.py). The rival below
+bound the port on that code."""
 
 from __future__ import annotations
 
@@ -14,19 +19,19 @@ import time
 
 from suite import REPO_ROOT, alive
 
-# Run in a fresh interpreter with no PREFECT_API_URL: the first port it is offered is already taken.
+# Run in a fresh interpreter with no PREFECT_API_URL: a rival tries the port as soon as start() returns.
 SCRIPT = """
-import json, socket, sys
+import errno, json, socket, sys
 import flows.lifetime as lifetime
 
-taken = socket.socket()
-taken.bind(("127.0.0.1", 0))
-taken.listen()
-offered = iter([taken.getsockname()[1], lifetime._free_port()])
-lifetime._free_port = lambda: next(offered)
-
 server = lifetime.TemporaryPrefectServer(timeout_s=120).start()
-first_port = server.port
+with socket.socket() as rival:
+    rival.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        rival.bind(("127.0.0.1", server.port))
+        rival_bind = "bound"
+    except OSError as error:
+        rival_bind = errno.errorcode[error.errno]
 server.wait_until_healthy()
 server.use()
 
@@ -43,7 +48,7 @@ answer = ping()
 with get_client(sync_client=True) as client:
     runs = client.read_flow_runs()
 print(json.dumps({
-    "answer": answer, "first_port": first_port, "port": server.port, "api_url": PREFECT_API_URL.value(),
+    "answer": answer, "rival_bind": rival_bind, "port": server.port, "api_url": PREFECT_API_URL.value(),
     "flow_runs": [run.name for run in runs], "states": [run.state_type.value for run in runs],
     "ui_link": url_for("flow-run", obj_id=str(runs[0].id)),
     "server_module_imported": "prefect.server.api.server" in sys.modules,
@@ -62,7 +67,7 @@ def test_the_temporary_server_records_the_flow_runs_and_ends_with_the_process(tm
     report = json.loads(done.stdout.strip().splitlines()[-1])
 
     assert report["answer"] == 7
-    assert report["port"] != report["first_port"]  # the taken port: started again elsewhere
+    assert report["rival_bind"] == "EADDRINUSE"  # the port was the server's before it started
     assert report["api_url"] == f"http://127.0.0.1:{report['port']}/api"
     assert report["states"] == ["COMPLETED"]  # the flow run is on this server, finished
     assert report["ui_link"] is None  # the server has no UI: no dead "View at" link

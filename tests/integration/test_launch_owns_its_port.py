@@ -1,0 +1,99 @@
+"""The embedded server's launcher serves on a port no other process can take.
+
+Found in a clean-clone CI run (6 failures in test_embedded_exposure.py): the launcher probed a free
+port, closed the probe and started the server, which bound that port seconds later. Meanwhile another
+xdist worker's server took it, and the launcher's health wait, which accepts any 200 from the port,
+took that server's answer for its own: the production-exposure server's URL answered "embedded".
+The launcher now binds the socket itself and hands it to the server (embedded_tinker/launch.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from embedded_tinker import launch
+from embedded_tinker.launch import start_server
+
+
+class _ForeignHealthAnswer(BaseHTTPRequestHandler):
+    """A stand-in for another process's embedded server: 200 with an embedded-exposure health body."""
+
+    def do_GET(self):
+        body = json.dumps({"status": "ok", "exposure": "embedded"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def foreign_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ForeignHealthAnswer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_health_wait_alone_takes_any_server_on_the_port_for_its_own(foreign_server):
+    """The attack, against a launcher weakened to its health wait: the wait cannot tell whose server
+    answers, so the port must be this launcher's before its server starts."""
+    url = f"http://127.0.0.1:{foreign_server.server_address[1]}"
+    launch._wait_until_healthy(url, alive=lambda: True, log_path=None)  # returns: the foreign answer passed
+    assert httpx.get(f"{url}/api/v1/healthz").json()["exposure"] == "embedded"
+
+
+@pytest.mark.parametrize("in_process", [False, True], ids=["subprocess", "in-process"])
+def test_a_taken_port_is_refused_not_served_by_the_other_server(foreign_server, in_process, tmp_path):
+    """Before the fix this returned a "production" server whose URL answered "embedded"."""
+    with pytest.raises(OSError) as refused:
+        start_server(port=foreign_server.server_address[1], checkpoint_dir=tmp_path, exposure="production",
+                     in_process=in_process)
+    assert refused.value.errno == errno.EADDRINUSE
+
+
+def test_the_port_is_taken_before_the_server_process_starts(monkeypatch, tmp_path):
+    """At the moment the server process is started, a rival can no longer bind its port (before the fix
+    the port was free until the server bound it), and the server answers on it as itself."""
+    rival_binds: list[object] = []
+    popen = launch._popen_tied_to_process
+
+    def start_with_a_rival(command, **kwargs):
+        fd = int(next(arg for arg in command if arg.startswith("--fd=")).split("=", 1)[1])
+        with socket.socket(fileno=os.dup(fd)) as handed:
+            port = handed.getsockname()[1]
+        with socket.socket() as rival:
+            rival.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                rival.bind(("127.0.0.1", port))
+                rival_binds.append("bound")
+            except OSError as error:
+                rival_binds.append(error.errno)
+        return popen(command, **kwargs)
+
+    monkeypatch.setattr(launch, "_popen_tied_to_process", start_with_a_rival)
+    with start_server(checkpoint_dir=tmp_path, exposure="production") as server:
+        assert rival_binds == [errno.EADDRINUSE]
+        assert httpx.get(f"{server.base_url}/api/v1/healthz").json()["exposure"] == "production"
+
+
+def test_serve_refuses_an_fd_that_is_not_a_socket(tmp_path):
+    with open(tmp_path / "not-a-socket", "w") as plain:
+        done = subprocess.run([sys.executable, "-m", "embedded_tinker", "serve", f"--fd={plain.fileno()}"],
+                              pass_fds=(plain.fileno(),), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "not a listening socket" in done.stderr and "Traceback" not in done.stderr
