@@ -4,7 +4,10 @@ Every check of the spec's `activation_gate.checks`, measured on a short pilot in
 full-run regime (model, loss path, batch, updates per batch, dtype) on throwaway clients
 restored from the initialization checkpoint: two treatment steps, one baseline step (the baseline
 pilot runs beside the first treatment pilot), and a held-out 8-sample mean reward per pilot prompt
-(never trained on) for the b_i correlation.
+(never trained on) for the b_i correlation. The held-out means are sampled once, by the first
+treatment pilot: a calibration candidate starts from the same weights on the same prompts with the
+same seeds (only the kernel's bandwidth differs, which sampling does not use), so its own 512
+samples would measure the same thing again (they came out identical on the embedded backend).
 Ranges come from the spec and are never changed. The only calibration is the one the spec
 pre-registers in its `command` (GS1: bandwidth in {0.5, 1.0}, chosen on pilot training
 prompts only, at most 2 pilot steps and 10 wall minutes); every pilot's log is kept.
@@ -56,7 +59,9 @@ def run(ctx: RunContext) -> GateVerdict:
                     break  # the calibration's wall cap
                 arm = replace(treatment, kernel_bandwidth=bandwidth)
                 client = pilot_client(ctx, session, arm)
-                measured = ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=PILOT_STEPS, heldout=True)))
+                heldout = measured["heldout"]  # the first pilot's: same weights, prompts and seeds
+                measured = ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=PILOT_STEPS)))
+                measured["heldout"] = heldout
             values = gs1_activation_values(measured["steps"], baseline_steps, measured["heldout"], measured["steps"][0])
             outcomes = evaluate_checks(checks, values)
             pilots.append({"bandwidth": bandwidth, "values": json_safe(values), "outcomes": [o.to_dict() for o in outcomes]})
