@@ -44,6 +44,14 @@ def pytest_collection(session):
         return (yield)
 
 
+def pytest_ignore_collect(collection_path, config):
+    """`-m "not slow"` does not import tests/e2e, whose tests are all slow (tests/e2e/conftest.py): 1.3 of each
+    xdist worker's 7.1 CPU-s of collection, before any test starts."""
+    if " ".join(str(config.getoption("markexpr", default="") or "").split()) != "not slow":
+        return None
+    return True if collection_path == REPO_ROOT / "tests" / "e2e" else None
+
+
 def pytest_collection_modifyitems(items):
     """The end-to-end files first, in collection order, then the other files longest first
     (suite.FILE_SECONDS), the rest after them in collection order. `--dist loadfile` hands files out in this

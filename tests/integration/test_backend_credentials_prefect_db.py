@@ -9,6 +9,8 @@ import sys
 
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GS1_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 SECRET_PASSWORD = "tml-password-do-not-store-7f3a"
@@ -31,6 +33,7 @@ def flow_run_parameters(server, runs_dir) -> list[dict]:
     return [run["parameters"] for run in server.flow_runs_of(runs_dir)]
 
 
+@pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 def test_backend_credentials_stay_out_of_prefect(prefect_server, fake_tinker_service, tmp_path):
     with fake_tinker_service(["Qwen/Qwen3.5-2B"]) as fake:
         host = fake.base_url.removeprefix("http://")

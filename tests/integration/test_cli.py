@@ -178,6 +178,7 @@ def test_a_capacity_block_exits_4_not_as_a_decision(capsys):  # State objects al
     assert err == ["no decision: capacity exhausted; not deployed; running the same command again resumes the run"]
 
 
+@pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 def test_gate_failure_exits_1(tmp_path, prefect_server):
     # the flow run goes to the session's real Prefect server (a temporary server with a fresh database cost ~20 s)
     env = {**prefect_server.cli_env, "TINKER_API_KEY": "tml-test-key"}
@@ -189,6 +190,7 @@ def test_gate_failure_exits_1(tmp_path, prefect_server):
     assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
 
 
+@pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 def test_a_run_whose_console_closed_goes_on_to_its_record(tmp_path, prefect_server):
     """stdout and stderr to a pipe nobody reads (`... 2>&1 | head` after head exits): the run still reaches
     its gate failure and records it, with the exit code that says so (unguarded, the first log line

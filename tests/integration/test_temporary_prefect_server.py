@@ -17,7 +17,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from suite import REPO_ROOT, alive
+
+pytestmark = pytest.mark.slow  # it starts a Prefect server, as the tests using the session's server do (conftest)
 
 # Run in a fresh interpreter with no PREFECT_API_URL: a rival tries the port as soon as start() returns.
 SCRIPT = """

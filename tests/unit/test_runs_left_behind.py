@@ -72,6 +72,7 @@ def test_an_unreachable_backend_leaves_no_run_behind(tmp_path, capsys, monkeypat
     assert _run_dirs(runs) == [] and not (runs / "index.parquet").exists()
 
 
+@pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 def test_a_prefect_server_that_is_down_is_bad_input_before_the_claim(tmp_path):
     # its own process: Prefect reads PREFECT_API_URL once per process
     probe = ("import sys; from flows import run as run_cli; run_cli.PREFECT_CONNECT_BUDGET_S = 0.0\n"
@@ -175,6 +176,7 @@ SIGNALLED_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_run_is_recorded_and_the_run_resumes(tmp_path, spec_and_plan, signal_number):
     def signalled(runs: Path, mode: str) -> subprocess.CompletedProcess:
