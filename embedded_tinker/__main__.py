@@ -12,7 +12,7 @@ import tempfile
 from .exposure import DEFAULT_EXPOSURE, EXPOSURES
 from .faults import FaultConfig
 from .service_profile import PROFILES, profile_named
-from .launch import GRACEFUL_SHUTDOWN_SECONDS
+from .launch import GRACEFUL_SHUTDOWN_SECONDS, serving_socket
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,13 +108,12 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(checkpoint_dir, faults, args.exposure, profile)
     gc.freeze()
     gc.enable()
-    where = {"fd": args.fd} if args.fd is not None else {"host": args.host, "port": args.port}
-    uvicorn.run(
-        app,
-        **where,
-        log_level="warning",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-    )
+    if args.fd is None:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+    else:
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+        uvicorn.Server(config).run(sockets=[serving_socket(args.fd)])
 
 
 if __name__ == "__main__":

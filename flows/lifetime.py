@@ -86,6 +86,16 @@ def popen_dying_with_parent(*args: Any, **kwargs: Any) -> subprocess.Popen:
     return on_spawner_thread(lambda: subprocess.Popen(*args, preexec_fn=preexec, **kwargs))
 
 
+# `uvicorn --factory prefect.server.api.server:create_app --log-level error --lifespan on` serving the inherited
+# listening socket argv[1]. Not uvicorn's --fd: it labels the socket AF_UNIX with protocol 0, and asyncio then leaves
+# TCP_NODELAY off every connection, so each answer waited out the client's delayed ACK (45.5 ms per sequential
+# /api/health, against 1.3 ms; embedded_tinker/launch.py's serving_socket is the same for the embedded server).
+_PREFECT_SERVER_ON_SOCKET = """import socket, sys, uvicorn
+config = uvicorn.Config("prefect.server.api.server:create_app", factory=True, log_level="error", lifespan="on")
+uvicorn.Server(config).run(sockets=[socket.socket(fileno=int(sys.argv[1]))])
+"""
+
+
 class TemporaryPrefectServer:
     """Prefect's temporary server for this process: `start()` launches it and returns at once,
     `wait_until_healthy()` waits for its API, `use()` makes it this process's PREFECT_API_URL, and it
@@ -93,7 +103,7 @@ class TemporaryPrefectServer:
 
     The command and environment are those of Prefect's `SubprocessASGIServer` (prefect 3.9), with the
     settings of the active profile passed down as environment variables, as Prefect passes them, except
-    that the server is handed a socket already listening (`--fd`) instead of a port to bind. (The
+    that the server is handed a socket already listening instead of a port to bind. (The
     embedded server is waited for the same way in embedded_tinker/launch.py; the import boundary keeps
     the pipeline from using the backend's helpers.)"""
 
@@ -108,23 +118,19 @@ class TemporaryPrefectServer:
         return f"http://127.0.0.1:{self.port}/api"
 
     def start(self) -> TemporaryPrefectServer:
-        import prefect
         from prefect.settings import get_current_settings
 
         environment = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                        "PREFECT__SERVER_FINAL": "1",
                        **get_current_settings().to_environment_variables(exclude_unset=True)}
-        # The port is bound here and the socket handed to the server (uvicorn's --fd): a port probed free and
-        # bound by the server seconds later could be taken meanwhile, and another process's server would
-        # answer this one's health check.
+        # The port is bound here and the socket handed to the server: a port probed free and bound by the server
+        # seconds later could be taken meanwhile, and another process's server would answer this one's health check.
         with socket.socket() as listener:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind(("127.0.0.1", 0))
             listener.listen(2048)
             self.port = listener.getsockname()[1]
-            command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
-                       "--factory", "prefect.server.api.server:create_app", "--fd", str(listener.fileno()),
-                       "--log-level", "error", "--lifespan", "on"]
+            command = [sys.executable, "-c", _PREFECT_SERVER_ON_SOCKET, str(listener.fileno())]
             self.process = popen_dying_with_parent(command, env=environment, pass_fds=(listener.fileno(),))
         return self
 
