@@ -27,8 +27,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from experiment import PROJECT_ROOT
 from experiment.contract.spec import (
-    ROLE_LABELS, SpecError, _read_json_object, apply_revision, plan_file_path,
+    ROLE_LABELS, ArmSpec, Spec, SpecError, _read_json_object, apply_revision, plan_file_path,
 )
 
 DRAFT_KEY = "draft_items"
@@ -132,8 +133,8 @@ def _draft_arms(spec: dict[str, Any], draft: _Draft) -> list[dict[str, Any]]:
 
 def _proposed_role(spec: dict[str, Any], arm: dict[str, Any], taken: set[Any]) -> tuple[str, str]:
     """The role the execution plan would infer for the arm (experiment.contract.plan), to be confirmed."""
-    from experiment.contract.plan import _role  # the plan's own inference: one home for it
-    from experiment.contract.spec import ArmSpec, Spec
+    # the plan's own inference: one home for it (imported here: the plan loads numpy, a draft's other paths do not)
+    from experiment.contract.plan import _role
 
     try:
         typed_spec = Spec.model_validate({**spec, "arms": None})
@@ -241,7 +242,7 @@ def _draft_correctness(spec: dict[str, Any], arms: list[dict[str, Any]], feature
 
 
 def _optimizer_path(spec: dict[str, Any], arms: list[dict[str, Any]]) -> dict[str, Any]:
-    from experiment import PROJECT_ROOT
+    # imported here: both load numpy, which a draft without a custom optimizer does not need
     from experiment.stats.correctness import file_sha256
     from experiment.stats.update_tolerance import ANALYSIS, update_check_plan
 

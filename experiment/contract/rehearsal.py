@@ -51,6 +51,7 @@ from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
+from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
 
 
 class Spec(Protocol):
@@ -406,8 +407,6 @@ def _restate_pilot_size(r: _Rewriter, s: dict[str, Any], steps: int, eval_items:
     """A timing pilot the spec states in its command ("2 steps per arm plus 100 eval items") is never larger
     than the rehearsal: at most its steps per arm and its held-out items, so the pilot that runs is the one
     the rehearsed spec states (and the feasibility record's size source says what ran)."""
-    from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
-
     text = s.get("command")
     match = STATED_PILOT.search(text) if isinstance(text, str) else None
     if not match:
@@ -466,7 +465,8 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
     become the rehearsed sweep's and every tolerance is recomputed by the same written a-priori float32
     analysis the revision file's values came from (experiment.stats.update_tolerance): fixed before
     anything is measured, never fitted to errors."""
-    from experiment.stats.update_tolerance import update_check_plan  # the analysis itself, one home
+    # the analysis itself, one home; imported here because it loads numpy, which loading a spec does not need
+    from experiment.stats.update_tolerance import update_check_plan
 
     rank = int(s.get("lora_rank") or REHEARSAL_LORA_RANK)
     sweep = sorted({float(lr) for arm in s.get("arms", []) for lr in (arm.get("lr_grid") or [])})

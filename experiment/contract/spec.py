@@ -33,7 +33,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
 from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
+from experiment.contract.rehearsal import rehearse_spec
 from experiment.contract.text import printable_line, unsafe_character
+from experiment.run.data import DataError, resolve_data_path
 
 DECISION_METHODS = {
     # per-item paired statistic with a one-sided Hoeffding bound (DEC-8)
@@ -609,8 +611,6 @@ def _check_revision_keeps_spec_lr(raw: dict[str, Any], merged: dict[str, Any], r
 
 
 def _check_data_paths(raw: dict[str, Any]) -> None:
-    from experiment.run.data import DataError, resolve_data_path
-
     for section in ("dataset", "eval"):
         block = raw.get(section)
         if isinstance(block, dict) and block.get("path") is not None:
@@ -656,8 +656,6 @@ def load_spec(path: str | Path, rehearse: bool = False, rehearsal_scale: str = "
     combined = canonical_sha256(merged) if revision else file_sha
     spec._source = SpecSource(path=str(spec_path), file_sha256=file_sha, sha256=combined, revision=revision)
     if rehearse:
-        from experiment.contract.rehearsal import rehearse_spec
-
         written = spec
         rehearsed, rehearsal = rehearse_spec(merged, stem=spec_path.name.removesuffix(".json"), spec_sha256=combined,
                                               parsed=spec, scale=rehearsal_scale)

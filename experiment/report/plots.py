@@ -23,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiment.report.summary import arm_score_points, effect_in_words, signed, subtraction
+
 FIGURE_SIZE_INCHES = (8.0, 5.0)
 DPI = 100
 PIXEL_SIZE = (int(FIGURE_SIZE_INCHES[0] * DPI), int(FIGURE_SIZE_INCHES[1] * DPI))
@@ -95,7 +97,6 @@ def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path, 
     Each entry: {"id", "effect", "lower", "upper", "margin"} plus "arm_weights" (a decision_summary
     criterion). The axis names the subtraction (e.g. gs1_kernel − grpo_gs8), each row says in words
     whether the claim is shown, and the title carries the verdict when given."""
-    from experiment.report.summary import effect_in_words, signed, subtraction
 
     if not criteria_results:
         raise PlotError("no criteria to plot")
@@ -314,8 +315,6 @@ def write_run_pictures(run_dir: str | Path) -> list[Path]:
     import json
 
     import pandas as pd
-
-    from experiment.report.summary import arm_score_points
 
     run_dir = Path(run_dir)
     out = run_dir / "plots"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 
+from experiment.rl.advantages import KernelBaselineState
 from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import open_session
 from experiment.contract.verdict import GateVerdict
@@ -76,8 +77,6 @@ def run(ctx: RunContext) -> GateVerdict:
 async def _one_example_step(client, renderer, arm, order):
     """One sampled example carrying the arm's computed advantage, then one optim_step."""
     from dataclasses import replace
-
-    from experiment.rl.advantages import KernelBaselineState
 
     one_example = replace(arm, groups_per_batch=1)
     window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
