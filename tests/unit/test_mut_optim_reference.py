@@ -135,3 +135,14 @@ def test_the_defaults_are_beta1_0_9_and_no_clipping():
                                   polar_step="polar_express")
     for got, wanted in zip(default[1][0] + default[2][0], explicit[1][0] + explicit[2][0]):
         np.testing.assert_array_equal(got, wanted)
+
+
+@pytest.mark.parametrize("beta1", [0.0, 0.3, 0.5, 0.95])
+def test_the_momentum_is_the_exponential_average_for_any_beta1(beta1):
+    """m' = beta1 m + (1 - beta1) g, unclipped, for a beta1 at or below one half too: the tests above use 0.75 and
+    0.9, where 1 % beta1 happens to equal 1 - beta1 (a surviving mutant of both momentum lines)."""
+    factors, grads, momenta = _pair(1), _pair(2), _pair(3)
+    _, new_momenta, _ = ref.reference_step(factors, grads, momenta, 1e-3, beta1=beta1)
+    for (mA, mB), (gA, gB), (oA, oB) in zip(new_momenta, grads, momenta):
+        np.testing.assert_allclose(mA, beta1 * oA + (1 - beta1) * gA, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(mB, beta1 * oB + (1 - beta1) * gB, rtol=1e-12, atol=1e-15)
