@@ -200,7 +200,8 @@ def _inverse_sqrt_slope(x, mu):
 
 
 @pytest.mark.parametrize("eigenvalues", [(4.0, 1.0), (3.0, -1.0), (2.0, 2.0), (0.5, 7.0, 2.0), (1.0, 1.25), (1.0, 1.001),
-                                         (1e-3, 2e-3), (3.0, 1.0, -1.0), (-0.0005, 0.0001, 3.0)])
+                                         (1e-3, 2e-3), (3.0, 1.0, -1.0), (-0.0005, 0.0001, 3.0),
+                                         (0.5, 1.5, 298.0)])  # a large mean: S / mu, not S ** mu (a survivor)
 def test_the_preconditioners_bound_is_its_lipschitz_constant_times_twice_the_grams_error(eigenvalues):
     S = np.diag(eigenvalues)
     mu = sum(eigenvalues) / len(eigenvalues)
