@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import activation as rules
+from test_mut_grading_activation import _gs1_rows  # GS1 pilot rows whose values that file works out
 from experiment.run import data as data_module
 from experiment.run.data import seeded_shuffle  # the order the run's recipe trains in
 
@@ -442,7 +443,9 @@ def test_the_log_ends_with_the_held_out_means_of_the_first_steps_prompts(monkeyp
     extra_key[-1] = {"heldout_mean_reward": {"a": 0.5, "b": 0.25}, "note": "x"}
     not_a_dict = _pilot_log()
     not_a_dict[-1] = {"heldout_mean_reward": [0.5, 0.25]}
-    for rows in (extra_key, not_a_dict):
+    empty = _pilot_log()
+    empty[-1] = {}
+    for rows in (extra_key, not_a_dict, empty):
         assert _log_problems(monkeypatch, rows)[:1] == [
             "its last row is not the held-out means ({\"heldout_mean_reward\": {...}})"]
     for heldout in ({"a": 0.5}, {"a": 0.5, "b": 0.25, "c": 1.0}, {"a": 0.5, "b": "0.25"}, {"a": 0.5, "x": 0.25}):
@@ -534,6 +537,11 @@ def test_kernel_features_are_one_length_and_logprob_pair_per_prompt(features):
 def test_a_kernel_step_that_does_not_recompute_is_named_with_its_prompt_features():
     rows = [{**row, **wants} for row, wants in zip(_kernel_rows(), rules._expected_advantages(KERNEL, _kernel_rows()))]
     assert rules._advantage_problems("K", KERNEL, rows) == []
+    noisy = [{**row, "advantages": [a + 1e-13 for a in row["advantages"]]} for row in rows]
+    assert rules._advantage_problems("K", KERNEL, noisy) == []  # logged floats recompute within float noise
+    fractional = [dict(rows[0]), {**rows[1], "kernel_fallbacks": 1e-13}]
+    assert rules._advantage_problems("K", KERNEL, fractional) == [  # a count compares exactly, without that noise
+        "K step 1: kernel_fallbacks do not recompute from its rewards and prompt features"]
     rows[1] = {**rows[1], "kernel_fallbacks": 1}
     rows[0] = {**rows[0], "effective_neighbors": [3.0, 3.0, 3.0, 2.0]}
     assert rules._advantage_problems("K", KERNEL, rows) == [
@@ -543,3 +551,93 @@ def test_a_kernel_step_that_does_not_recompute_is_named_with_its_prompt_features
     assert rules._advantage_problems("K", KERNEL, rows) == [
         "K: the advantages cannot be recomputed (ValueError: 'prompt_features are not one (length, mean logprob) pair "
         "per prompt')"]  # the error's text as `short` quotes it
+
+
+def test_the_executed_group_size_is_the_rewards_per_prompt():
+    """Three rollouts for each of two prompts: 6 / 2 = 3 (not 6 - 2 = 4)."""
+    settings = rules._ArmLoop("T", "group_mean", group_size=3, groups_per_batch=2, kernel_bandwidth=1.0)
+    row = {"step": 0, "item_ids": ["a", "b"], "rewards": [1, 0, 0, 1, 1, 1], "advantages": [2 / 3, -1 / 3, -1 / 3, 0, 0, 0],
+           "executed_group_size": 3, "n_rollouts": 6, "mean_reward": 4 / 6, "frac_nonzero_advantage": 0.5}
+    assert rules._step_problems(row, settings, None) == []
+    assert rules._step_problems({**row, "executed_group_size": 4}, settings, None) == [
+        "executed_group_size or n_rollouts is not what its rewards give"]
+
+
+@pytest.mark.parametrize("error", [KeyError, TypeError, ValueError])
+def test_an_arm_the_spec_cannot_place_trains_on_the_dataset_order(error):
+    """The spec cannot say where an arm's data comes from (its data_source raises): the arm is taken to train
+    on the spec's dataset, whose order is then checked (not the generated tasks')."""
+    def data_source(arm):
+        raise error(arm)
+
+    assert rules._trains_on_generated(SimpleNamespace(spec_model=SimpleNamespace(data_source=data_source)), "T") is False
+    on_generated = SimpleNamespace(data_source=lambda arm: "generated_tasks")
+    assert rules._trains_on_generated(SimpleNamespace(spec_model=on_generated), "T") is True
+
+
+# ---------------------------------------------------------------- ACT-2's calibration and ACT-3 over every log
+
+
+def _calibration_ctx(checks, files):
+    ctx = _ctx({"selfgen_mean_train_reward_pilot": 0.625}, plan=_plan(checks), files=files)
+    ctx.result["generation_audit"] = {}
+    return ctx
+
+
+def test_a_rejected_candidate_log_must_fail_some_check():
+    """Every log before the last is a rejected candidate: one whose recomputed values (mean reward 5/8,
+    variance fraction 1/4) pass every check should have run, so it is reported; the last log is the
+    calibration's choice and is not a candidate; a log that cannot be read or recomputed is left to ACT-3."""
+    passing = [{"metric": "selfgen_mean_train_reward_pilot", "min": 0.5},
+               {"metric": "selfgen_frac_groups_nonzero_reward_variance_pilot", "min": 0.2}]
+    files = {"activation-pilot-bw3.jsonl": [{"arm": "T", "item_ids": ["a"], "rewards": ["1", "0"]}],
+             "activation-pilot-bw2.jsonl": None, "activation-pilot-bw1.jsonl": _selfgen_rows(),
+             "activation-pilot-bw4.jsonl": _selfgen_rows()}
+    assert _messages(rules.ACT_2_calibration(_calibration_ctx(passing, files))) == [
+        ("ACT-2", "invalid", "activation-pilot-bw1.jsonl: a rejected calibration candidate whose recomputed values "
+                             "pass every check")]
+    two = {"activation-pilot-bw1.jsonl": _selfgen_rows(), "activation-pilot-bw2.jsonl": _selfgen_rows()}
+    assert [issue.message.split(":")[0] for issue in rules.ACT_2_calibration(_calibration_ctx(passing, two))] == [
+        "activation-pilot-bw1.jsonl"]
+    one_fails = [passing[0], {**passing[1], "min": 0.3}]
+    assert rules.ACT_2_calibration(_calibration_ctx(one_fails, files)) == []
+    assert rules.ACT_2_calibration(_calibration_ctx(passing, {"activation-pilot-bw1.jsonl": _selfgen_rows()})) == []
+    no_steps = {"activation-pilot-bw1.jsonl": [{"heldout_mean_reward": {}}], "activation-pilot-bw4.jsonl": []}
+    assert rules.ACT_2_calibration(_calibration_ctx(passing, no_steps)) == []  # nothing recomputed: no verdict
+    unrecorded = _calibration_ctx(passing, files)
+    unrecorded.result.pop("activation_calibration")
+    assert rules.ACT_2_calibration(unrecorded) == []
+    assert rules.ACT_2_calibration(_calibration_ctx([], files)) == []
+
+
+def _act3_ctx(monkeypatch, files, spec_model=True, checks=CHECKS):
+    ctx = _log_ctx(monkeypatch)
+    plan = SimpleNamespace(**vars(ctx.plan), gate=_plan(checks).gate)
+    return SimpleNamespace(plan=plan, spec=ctx.spec, spec_model=ctx.spec_model if spec_model else None,
+                           evidence=_Logs(files), result={})
+
+
+def test_act3_checks_every_retained_pilot_log(monkeypatch):
+    bad_first_step = _pilot_log()
+    bad_first_step[0]["mean_reward"] = 0.0
+    files = {"activation-pilot-bw1.jsonl": bad_first_step, "notes.jsonl": [], "activation-pilot-bw2.jsonl": None,
+             "activation-pilot-bw3.jsonl": _pilot_log()[:-1]}
+    assert _messages(rules.ACT_3(_act3_ctx(monkeypatch, files))) == [
+        ("ACT-3", "invalid", "activation-pilot-bw1.jsonl: T step 0: mean_reward is not the mean of its rewards"),
+        ("ACT-3", "invalid", "activation-pilot-bw3.jsonl: its last row is not the held-out means "
+                             "({\"heldout_mean_reward\": {...}})"),
+        ("ACT-3", "invalid", "activation-pilot-bw3.jsonl: its steps are [('T', 0), ('T', 1)], the pilot runs "
+                             "[('T', 0), ('T', 1), ('B', 0)] (arm, step)")]
+    assert rules.ACT_3(_act3_ctx(monkeypatch, files, spec_model=False)) == []
+    assert rules.ACT_3(_act3_ctx(monkeypatch, files, checks=[])) == []
+
+
+def test_a_rejected_gs1_candidate_is_recomputed_with_the_gs1_values():
+    """GS1's checks name pilot_mean_reward: its candidates are recomputed with the GS1 values (mean reward
+    7/12 of _gs1_rows' treatment steps), so a candidate that passes is found."""
+    checks = [{"metric": "pilot_mean_reward", "min": 0.5, "max": 0.6}]
+    files = {"activation-pilot-bw0.5.jsonl": _gs1_rows("kernel", "grpo"), "activation-pilot-bw1.jsonl": _gs1_rows("kernel", "grpo")}
+    ctx = _ctx({"pilot_mean_reward": 0.55}, plan=_plan(checks), files=files)
+    assert _messages(rules.ACT_2_calibration(ctx)) == [
+        ("ACT-2", "invalid", "activation-pilot-bw0.5.jsonl: a rejected calibration candidate whose recomputed values "
+                             "pass every check")]
