@@ -560,3 +560,83 @@ def test_evid10_a_file_the_revision_lists_in_a_retained_directory_is_retained():
 def test_evid10_without_both_files_there_is_nothing_to_compare():
     assert _evid("EVID_10", _evidence(_entry("pipeline-code.json", "{}"))) == []
     assert _evid("EVID_10", _evidence(_entry("code-revision.json", "{}"))) == []
+
+
+# ---------------------------------------------------------------- a record without a status (GEN-2 flags it)
+
+
+def test_rules_on_status_read_a_record_without_one_as_neither_failed_nor_succeeded():
+    """GEN-2 reports the missing status; GEN-3, GEN-5 and GEN-7 treat the record as neither failed nor
+    succeeded (their failed-run and succeeded-run rules do not apply, and none of them fails on it)."""
+    assert rules.GEN_2(_ctx({})) != []
+    assert _gen3(outcome_reason="incomplete_execution") == []
+    assert _gen5({"completed_arms": []}) == []
+    assert _found(rules.GEN_7(_ctx({"capacity_block": {"reason": "capacity"}}))) == []
+
+
+@pytest.mark.parametrize("status", ["aborted", "unknown"])  # sorting before "failed", after "succeeded"
+def test_a_status_outside_the_three_is_neither_failed_nor_succeeded(status):
+    assert _gen3(status=status) == []
+    assert _gen5({"status": status, "completed_arms": []}) == []
+    assert _found(rules.GEN_7(_ctx({"status": status, "capacity_block": {"reason": "capacity"}}))) == []
+
+
+def test_an_lr_grid_arm_is_completed_by_its_own_runs_not_another_arms():
+    """Arm M has no runs of its own; the runs of arms A and Z (names on each side of M) are complete."""
+    plan = _plan(arms=(("M", 10, True),), runs=(("A-lr1", "A", 10), ("Z-lr1", "Z", 10)))
+    assert _gen5({"status": "succeeded", "completed_arms": ["A-lr1", "Z-lr1"]}, plan) == [
+        "a succeeded run did not complete M"]
+
+
+def test_a_deviation_posted_only_in_a_failed_update_was_not_posted_before_training():
+    assert _gen6({"deviations": [MODEL]}, events=[{"status": "failed", "deviations": [MODEL]}]) == [
+        "1 deviation(s) were never posted in a running update before training (unrecorded)"]
+
+
+def test_without_a_plan_the_vocabulary_rule_on_strong_confidence_does_not_apply():
+    changed = {"status": "succeeded", "original_hypothesis_tested": False, "tested_instead": "x", "confidence": "strong"}
+    assert _hypothesis(changed, None) == []
+
+
+def test_an_lr_grid_arm_needs_only_its_own_runs_complete():
+    """Arm M's run is complete; the runs of arms A and Z (names on each side of M, not trained here) are not:
+    M is complete all the same."""
+    plan = _plan(arms=(("M", 10, True),), runs=(("A-lr1", "A", 10), ("M-lr1", "M", 10), ("Z-lr1", "Z", 10)))
+    assert _gen5({"status": "succeeded", "completed_arms": ["M-lr1"]}, plan) == []
+
+
+def test_without_a_plan_a_finished_verdict_needs_no_reasoning_rule():
+    """GEN-8's reasoning rule is the direction vocabulary's: a record graded without a plan has none."""
+    assert _gen8({"status": "succeeded", "summary": "Done.", "verdict": "supported"}, None) == []
+
+
+def test_partial_files_are_named_up_to_six_then_elided():
+    names = [f"f{k}.bin" for k in range(7)]
+    six = [{"name": name, "sha256": "0" * 64} for name in names[:6]]
+    assert _evid("EVID_1", _evidence(*six)) == [
+        ("EVID-1", "unverified", f"6 of 6 evidence files carry no inline content (partial): {', '.join(names[:6])}")]
+    seven = six + [{"name": names[6], "sha256": "0" * 64}]
+    assert _evid("EVID_1", _evidence(*seven)) == [
+        ("EVID-1", "unverified", f"7 of 7 evidence files carry no inline content (partial): {', '.join(names[:6])} ...")]
+
+
+def test_unhashed_files_are_named_up_to_six():
+    names = [f"u{k}.txt" for k in range(7)]
+    assert _evid("EVID_2", _evidence(*[{"name": name, "content": "x"} for name in names])) == [
+        ("EVID-2", "unverified", f"no sha256 for {', '.join(names[:6])}: their bytes cannot be checked")]
+
+
+def test_evid3_a_file_without_inline_bytes_adds_nothing_to_the_total(monkeypatch):
+    monkeypatch.setattr(rules, "MAX_FILE_BYTES", 3)
+    monkeypatch.setattr(rules, "MAX_TOTAL_BYTES", 5)
+    by_hash_only = {"name": "big.bin", "sha256": "0" * 64}
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "de"), by_hash_only)) == []  # 5 bytes in all
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "def"), by_hash_only)) == [
+        ("EVID-3", "invalid", "evidence totals 6 bytes, over the 40 MiB cap")]
+
+
+@pytest.mark.parametrize("status", [None, "unknown"])  # absent, and a word sorting after "succeeded"
+def test_evid4_and_evid9_apply_to_a_succeeded_run_only(status):
+    result = {"status": status, **_evidence()} if status else _evidence()
+    assert _evid("EVID_4", result) == []
+    assert _evid("EVID_9", result, plan=_plan()) == []
