@@ -640,3 +640,55 @@ def test_evid4_and_evid9_apply_to_a_succeeded_run_only(status):
     result = {"status": status, **_evidence()} if status else _evidence()
     assert _evid("EVID_4", result) == []
     assert _evid("EVID_9", result, plan=_plan()) == []
+
+
+# ---------------------------------------------------------------- EVID-6, EVID-10: each comparison from both sides
+
+
+def test_evid6_the_same_checkpoint_with_its_keys_in_another_order_is_listed_twice():
+    assert _evid6([CHECKPOINT, dict(reversed(list(CHECKPOINT.items())))]) == [
+        "evidence.checkpoints lists a checkpoint twice"]
+
+
+def test_evid6_a_checkpoint_scored_by_an_arm_sorting_after_its_own_is_found():
+    row = {"arm": "T", "checkpoint": "tinker://run/T/10"}
+    assert _evid6([CHECKPOINT], rows=[row], score={"arm": "Z", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for 'T', but Z was scored on it"]
+
+
+def test_evid6_one_finding_per_score_and_the_first_missing_checkpoint_named():
+    """Both rows of B's score are on T's checkpoint: one finding, not two; the same for a wrong seed; of two
+    scored checkpoints not listed, the first in sorted order is named."""
+    rows = [{"arm": "T", "checkpoint": "tinker://run/T/10"}, {"arm": "T", "checkpoint": "tinker://run/T/10"}]
+    assert _evid6([CHECKPOINT], rows=rows, score={"arm": "B", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for 'T', but B was scored on it"]
+    assert _evid6([{**CHECKPOINT, "seed": 1}], rows=rows, score={"arm": "T", "seed": 2, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for seed 1, but T was scored on it at seed 2"]
+    unlisted = [{"arm": "T", "checkpoint": "tinker://run/T/20"}, {"arm": "T", "checkpoint": "tinker://run/T/11"},
+                {"arm": "T", "checkpoint": "tinker://run/T/30"}]
+    assert _evid6([], rows=unlisted) == ["scored checkpoint(s) not in evidence.checkpoints: 'tinker://run/T/11'"]
+
+
+@pytest.mark.parametrize("recorded", ["0" * 64, "f" * 64], ids=["sorts before", "sorts after"])
+def test_evid10_a_hash_on_either_side_of_the_contents_is_wrong(recorded):
+    text = "print(1)\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/a.py": digest}}
+    wrong_in_code = {"experiment/a.py": {"content": text, "sha256": recorded}}
+    assert _evid10(_code(wrong_in_code), {**revision, "files_sha256": {"experiment/a.py": recorded}}) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+    good = {"experiment/a.py": {"content": text, "sha256": digest}}
+    assert _evid10(_code(good), {**revision, "files_sha256": {"experiment/a.py": recorded}}) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+
+
+def test_evid10_a_commit_sorting_before_is_wrong_and_named_first():
+    text = "print(1)\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/a.py": digest, "experiment/b.py": digest,
+                                                     "experiment/c.py": digest}}
+    files = {"experiment/a.py": {"content": text, "sha256": digest}}
+    assert _evid10(_code(files, "c0"), revision) == [
+        ("EVID-10", "invalid", message.format("git_commit, experiment/b.py, experiment/c.py"))]
