@@ -5,10 +5,12 @@ with a wrong value on each side of the right one."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from types import SimpleNamespace
 
+import pandas as pd  # EVID-8 reads tables/gates.parquet with it
 import pytest
 
 from experiment.grading import general as rules
@@ -692,3 +694,161 @@ def test_evid10_a_commit_sorting_before_is_wrong_and_named_first():
     files = {"experiment/a.py": {"content": text, "sha256": digest}}
     assert _evid10(_code(files, "c0"), revision) == [
         ("EVID-10", "invalid", message.format("git_commit, experiment/b.py, experiment/c.py"))]
+
+
+# ---------------------------------------------------------------- EVID-8 (a run directory)
+
+
+def _run_dir_ctx(run_dir, result, events, gate=None):
+    ctx = _ctx(result, events=events, gate=gate)
+    ctx.run_dir = run_dir
+    return ctx
+
+
+def _evid8(run_dir, files, events, gate=None, **result):
+    """A run directory whose evidence/ holds `files` (name -> bytes on disk) and whose events are `events`."""
+    (run_dir / "evidence").mkdir(exist_ok=True)
+    for name, data in files.items():
+        (run_dir / "evidence" / name).write_bytes(data)
+    return [message for _, _, message in _found(rules.EVID_8(_run_dir_ctx(run_dir, result, events, gate)))]
+
+
+def _logged(entry, sha=None):
+    return {"event": "evidence_added", "name": entry["name"], "sha256": sha or entry["sha256"]}
+
+
+CREATED = {"event": "run_created"}
+
+
+def test_evid8_applies_to_a_run_directory_with_events(tmp_path):
+    assert rules.EVID_8(_ctx({})) == []  # a bare record
+    assert _evid8(tmp_path, {}, []) == ["events.jsonl is missing or empty, so the record's history cannot be checked"]
+    assert _evid8(tmp_path, {}, [CREATED]) == []
+
+
+@pytest.mark.parametrize("first", ["evidence_added", "status"])  # sorting before and after "run_created"
+def test_evid8_events_start_with_run_created(tmp_path, first):
+    assert _evid8(tmp_path, {}, [{"event": first}, CREATED]) == ["events.jsonl does not start with run_created"]
+
+
+def test_evid8_every_evidence_file_is_logged_with_its_hash(tmp_path):
+    a, b = _entry("a.txt", "alpha"), _entry("b.txt", "beta")
+    result = _evidence(a, b)
+    files = {"a.txt": b"alpha", "b.txt": b"beta"}
+    assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(b)], **result) == []
+    for other in ("checkpoint", "gate"):  # another event naming the file (sorting before and after) does not log it
+        assert _evid8(tmp_path, files, [CREATED, _logged(a), {"event": other, "name": "b.txt", "sha256": b["sha256"]}],
+                      **result) == ["b.txt is in RESULT.evidence but no evidence_added event logs it"]
+    for wrong in ("0" * 64, "f" * 64):  # a logged hash on either side of RESULT's
+        assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(b, wrong)], **result) == [
+            "b.txt: RESULT's sha256 differs from the one events.jsonl logged"]
+
+
+def test_evid8_the_files_on_disk_are_the_records(tmp_path):
+    a = _entry("a.txt", "alpha")
+    events = [CREATED, _logged(a)]
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, events, **_evidence(a)) == []
+    assert _evid8(tmp_path, {"a.txt": b"alphb"}, events, **_evidence(a)) == [
+        "evidence/a.txt on disk does not hash to RESULT's sha256",
+        "evidence/a.txt on disk differs from its inline content"]
+    # RESULT's content and hash edited alike: the disk file (the run's own) is not what RESULT now says
+    edited = _entry("a.txt", "omega")
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(edited)], **_evidence(edited)) == [
+        "evidence/a.txt on disk does not hash to RESULT's sha256",
+        "evidence/a.txt on disk differs from its inline content"]
+    by_hash = {"name": "a.txt", "sha256": a["sha256"]}  # no inline content: only the hash is compared
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(a)], **_evidence(by_hash)) == []
+    for wrong in ("0" * 64, "f" * 64):  # a recorded hash on either side of the disk file's
+        other = {"name": "a.txt", "sha256": wrong}
+        assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(other)], **_evidence(other)) == [
+            "evidence/a.txt on disk does not hash to RESULT's sha256"]
+    assert _evid8(tmp_path / "evidence", {}, [CREATED, _logged(a)], **_evidence(a)) == []  # not on disk: nothing to compare
+
+
+def _gates_table(run_dir, rows):
+    (run_dir / "tables").mkdir(exist_ok=True)
+    pd.DataFrame(rows).to_parquet(run_dir / "tables" / "gates.parquet")
+
+
+def test_evid8_the_gates_table_says_what_the_gate_events_say(tmp_path):
+    events = [CREATED, {"event": "gate", "gate": "decision", "status": "passed"},
+              {"event": "gate", "gate": "activation_gate", "status": "passed"},
+              # later events that are not gate events (sorting before and after "gate") change no gate
+              {"event": "evidence_added", "gate": "activation_gate", "status": "failed"},
+              {"event": "status", "gate": "decision", "status": "failed"}]
+    _gates_table(tmp_path, [{"gate": "decision", "status": "passed"}, {"gate": "activation_gate", "status": "passed"}])
+    assert _evid8(tmp_path, {}, events) == []
+    _gates_table(tmp_path, [{"gate": "decision", "status": "failed"}])
+    assert _evid8(tmp_path, {}, events) == ["tables/gates.parquet says gate decision failed, events.jsonl says passed"]
+    _gates_table(tmp_path, [{"gate": "decision", "status": "passed"}])
+    failed = [CREATED, {"event": "gate", "gate": "decision", "status": "failed"}]
+    assert _evid8(tmp_path, {}, failed) == ["tables/gates.parquet says gate decision passed, events.jsonl says failed"]
+    (tmp_path / "tables" / "gates.parquet").write_bytes(b"not parquet")
+    assert _evid8(tmp_path, {}, events) == ["tables/gates.parquet cannot be read"]
+
+
+def test_evid8_a_verdict_needs_the_decision_gate_passed(tmp_path):
+    verdict = {"status": "succeeded", "verdict": "supported"}
+    failed = [CREATED, {"event": "gate", "gate": "decision", "status": "failed"}]
+    message = "RESULT has a verdict but the decision gate did not pass in events.jsonl"
+    assert _evid8(tmp_path, {}, failed, gate=True, **verdict) == [message]
+    assert _evid8(tmp_path, {}, failed, gate=None, **verdict) == []  # the gate does not apply
+    assert _evid8(tmp_path, {}, failed, gate=True, status="succeeded") == []  # no verdict
+    assert _evid8(tmp_path, {}, failed, gate=True, status="running", verdict="supported") == []  # not finished
+    passed = [CREATED, {"event": "gate", "gate": "decision", "status": "passed"}]
+    assert _evid8(tmp_path, {}, passed, gate=True, **verdict) == []
+    assert _evid8(tmp_path, {}, [CREATED], gate=True, **verdict) == []  # no gate event: nothing says it failed
+
+
+# ---------------------------------------------------------------- SEC-1 (a run directory's files)
+
+KEY = "tml-" + "a1b2c3d4" * 3  # the shape of a Tinker API key
+SIXTY_FOUR_MIB = 64 * 1024 * 1024  # SEC-1 reads run-directory files up to this size
+
+
+def _sec1(run_dir, result=None):
+    return [message for _, _, message in _found(rules.SEC_1(_run_dir_ctx(run_dir, result or {}, [])))]
+
+
+def test_sec1_reads_every_file_of_a_run_directory_but_result_json(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "train.log").write_text(f"step 1 key={KEY}\n")
+    (tmp_path / "result.json").write_text(json.dumps({"note": KEY}))  # graded as the record itself, not as a file
+    (tmp_path / "clean.txt").write_text("nothing here\n")
+    assert _sec1(tmp_path) == ["logs/train.log contains a Tinker API key (tml-...)"]
+    assert rules.SEC_1(_ctx({})) == []  # a bare record without secrets
+
+
+def test_sec1_reads_a_parquet_tables_values(tmp_path):
+    (tmp_path / "tables").mkdir()
+    # compressed and without column statistics: the key is not in the file's bytes, only in its decoded values
+    pd.DataFrame([{"note": KEY}]).to_parquet(tmp_path / "tables" / "t.parquet", compression="gzip",
+                                             write_statistics=False)
+    assert KEY.encode() not in (tmp_path / "tables" / "t.parquet").read_bytes()
+    assert _sec1(tmp_path) == ["tables/t.parquet contains a Tinker API key (tml-...)"]
+    (tmp_path / "tables" / "t.parquet").write_bytes(b"PAR1 not a table")  # unreadable: its bytes are still scanned
+    assert _sec1(tmp_path) == []
+
+
+def _sparse_file(path, size, tail):
+    """A file of `size` bytes ending in `tail` (zeros before it, not written to disk)."""
+    with path.open("wb") as handle:
+        handle.truncate(size - len(tail))
+        handle.seek(size - len(tail))
+        handle.write(tail)
+
+
+@pytest.mark.parametrize("size, found", [(2 * 1024 * 1024, True), (SIXTY_FOUR_MIB, True), (SIXTY_FOUR_MIB + 1, False)],
+                         ids=["2 MiB", "64 MiB", "one byte past 64 MiB"])
+def test_sec1_reads_run_directory_files_up_to_64_mib(tmp_path, size, found):
+    _sparse_file(tmp_path / "big.log", size, f" {KEY}".encode())
+    assert _sec1(tmp_path) == (["big.log contains a Tinker API key (tml-...)"] if found else [])
+
+
+def test_sec1_reads_each_inline_evidence_file():
+    data = f"key {KEY}".encode()  # inline as base64: the key is in the decoded file, not in result.json's text
+    encoded = {"name": "notes.txt", "content": base64.b64encode(data).decode(), "encoding": "base64",
+               "sha256": hashlib.sha256(data).hexdigest()}
+    result = _evidence(_entry("clean.txt", "nothing"), {"name": "remote.bin", "sha256": "0" * 64}, encoded)
+    assert _found(rules.SEC_1(_ctx(result))) == [
+        ("SEC-1", "invalid", "evidence notes.txt contains a Tinker API key (tml-...)")]
