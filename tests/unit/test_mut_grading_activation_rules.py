@@ -526,8 +526,9 @@ def test_a_kernel_rollout_without_kernel_mass_falls_back_to_the_window_mean_and_
     assert step["advantages"] == pytest.approx([1.0, -1.0])
 
 
-@pytest.mark.parametrize("features", [[[10, -0.5]] * 3, [[10, -0.5]] * 3 + [[10]], [[10, -0.5]] * 3 + [[10, -0.5, 1.0]]],
-                         ids=["three pairs for four prompts", "a pair short", "a triple"])
+@pytest.mark.parametrize("features", [[[10, -0.5]] * 3, [[10, -0.5]] * 5, [[10, -0.5]] * 3 + [[10]],
+                                      [[10, -0.5]] * 3 + [[10, -0.5, 1.0]]],
+                         ids=["three pairs for four prompts", "five pairs for four prompts", "a pair short", "a triple"])
 def test_kernel_features_are_one_length_and_logprob_pair_per_prompt(features):
     rows = [{"step": 0, "item_ids": ["a", "b", "c", "d"], "rewards": [1.0, 0.0, 1.0, 1.0], "prompt_features": features}]
     with pytest.raises(ValueError, match="prompt_features are not one"):
@@ -641,3 +642,15 @@ def test_a_rejected_gs1_candidate_is_recomputed_with_the_gs1_values():
     assert _messages(rules.ACT_2_calibration(ctx)) == [
         ("ACT-2", "invalid", "activation-pilot-bw0.5.jsonl: a rejected calibration candidate whose recomputed values "
                              "pass every check")]
+
+
+def test_a_long_recompute_error_is_cut_to_80_characters():
+    """A reward that is no number: float() quotes the whole text in its error, which the finding cuts to 80
+    characters (77 and an ellipsis, inside the quotes `short` adds)."""
+    rows = [{"step": 0, "item_ids": ["a", "b", "c", "d"], "rewards": ["x" * 200, 0.0, 1.0, 1.0],
+             "prompt_features": SAME_PROMPTS}]
+    [problem] = rules._advantage_problems("K", KERNEL, rows)
+    prefix = "K: the advantages cannot be recomputed (ValueError: "
+    assert problem.startswith(prefix) and problem.endswith(")")
+    quoted = problem[len(prefix):-1]
+    assert len(quoted) == 80 and quoted.endswith("...")
