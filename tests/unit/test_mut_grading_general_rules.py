@@ -852,3 +852,22 @@ def test_sec1_reads_each_inline_evidence_file():
     result = _evidence(_entry("clean.txt", "nothing"), {"name": "remote.bin", "sha256": "0" * 64}, encoded)
     assert _found(rules.SEC_1(_ctx(result))) == [
         ("SEC-1", "invalid", "evidence notes.txt contains a Tinker API key (tml-...)")]
+
+
+@pytest.mark.parametrize("source", ["the run's recorded spec.json (evidence)", "spec file specs/x.yaml"],
+                         ids=["sorting after 'the given spec'", "sorting before"])
+def test_evid9_the_retained_plan_is_compared_unless_the_spec_was_given_as_an_object(source):
+    plan = SimpleNamespace(to_dict=lambda: {"spec_path": "/checkout/specs/x.yaml", "arms": ["T", "B"]})
+    result = {"status": "succeeded", **_evidence(_entry("execution-plan.json", json.dumps(
+        {"spec_path": "/elsewhere/x.yaml", "arms": ["T"]})))}
+    message = [("EVID-9", "invalid", "execution-plan.json is not the plan of the spec graded against")]
+    ctx = _ctx(result, plan)
+    ctx.spec_source = source
+    assert _found(rules.EVID_9(ctx)) == message
+    ctx.spec_source = "the given spec"
+    assert _found(rules.EVID_9(ctx)) == []
+    same = {"status": "succeeded", **_evidence(_entry("execution-plan.json", json.dumps(
+        {"spec_path": "/elsewhere/x.yaml", "arms": ["T", "B"]})))}  # another checkout, the same plan
+    ctx = _ctx(same, plan)
+    ctx.spec_source = source
+    assert _found(rules.EVID_9(ctx)) == []
