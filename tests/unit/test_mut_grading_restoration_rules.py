@@ -745,3 +745,14 @@ def test_each_further_scheduled_seed_forms_the_groups_again_from_its_trained_rep
     assert [r.label for r in rules._seed_replicas(ctx)] == ["T-seed1", "B-seed1"]
     assert rules._groups(ctx) == [["T", "B"], ["T-seed1", "B-seed1"]]
     assert rules._seed_replicas(_ctx({}, plan=None)) == []
+
+
+def test_each_group_is_formed_again_per_seed_from_its_own_arms_only():
+    """Two spec groups (T with B, and C) at seeds 0, 1 and 2: each further seed forms each group again from that
+    seed's replicas of that group's arms, never another seed's or another group's."""
+    plan = _plan(arms=("T", "B", "C"))
+    plan.replicas = [SimpleNamespace(arm=arm, label=arm if seed == 0 else f"{arm}-seed{seed}", seed=seed, trained=True)
+                     for seed in (0, 1, 2) for arm in ("T", "B", "C")]
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T"}, {"name": "B"}]}, {"arms": [{"name": "C"}]}]}}
+    assert rules._groups(_ctx({}, plan=plan, spec=spec)) == [
+        ["T", "B"], ["C"], ["T-seed1", "B-seed1"], ["C-seed1"], ["T-seed2", "B-seed2"], ["C-seed2"]]
