@@ -728,3 +728,15 @@ def test_a_grid_edge_selection_cannot_be_strong(confidence, flagged):
         ctx.result["confidence"] = confidence
     messages = [i.message for i in decision.DEC_12(ctx)]
     assert ("a grid-edge LR was selected but confidence is strong" in messages) is flagged
+
+
+def test_dec9_leaves_a_three_way_records_confidence_to_gen4(monkeypatch):
+    """DEC-9's strong-confidence rule is the direction vocabulary's: a three-way record carrying confidence
+    strong is GEN-4's finding (the three-way shape has no confidence), not DEC-9's; a recomputed confidence
+    of strong is never a finding."""
+    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "_recompute", lambda ctx: (
+        {"method": "paired_hoeffding", "verdict": "supported", "confidence": "weak", "criteria": [PRIMARY]}, ""))
+    ctx = SimpleNamespace(result={"verdict": "supported", "confidence": "strong"},
+                          plan=SimpleNamespace(vocabulary="three_way"))
+    assert decision.DEC_9(ctx) == []

@@ -5,10 +5,12 @@ with a wrong value on each side of the right one."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from types import SimpleNamespace
 
+import pandas as pd  # EVID-8 reads tables/gates.parquet with it
 import pytest
 
 from experiment.grading import general as rules
@@ -560,3 +562,312 @@ def test_evid10_a_file_the_revision_lists_in_a_retained_directory_is_retained():
 def test_evid10_without_both_files_there_is_nothing_to_compare():
     assert _evid("EVID_10", _evidence(_entry("pipeline-code.json", "{}"))) == []
     assert _evid("EVID_10", _evidence(_entry("code-revision.json", "{}"))) == []
+
+
+# ---------------------------------------------------------------- a record without a status (GEN-2 flags it)
+
+
+def test_rules_on_status_read_a_record_without_one_as_neither_failed_nor_succeeded():
+    """GEN-2 reports the missing status; GEN-3, GEN-5 and GEN-7 treat the record as neither failed nor
+    succeeded (their failed-run and succeeded-run rules do not apply, and none of them fails on it)."""
+    assert rules.GEN_2(_ctx({})) != []
+    assert _gen3(outcome_reason="incomplete_execution") == []
+    assert _gen5({"completed_arms": []}) == []
+    assert _found(rules.GEN_7(_ctx({"capacity_block": {"reason": "capacity"}}))) == []
+
+
+@pytest.mark.parametrize("status", ["aborted", "unknown"])  # sorting before "failed", after "succeeded"
+def test_a_status_outside_the_three_is_neither_failed_nor_succeeded(status):
+    assert _gen3(status=status) == []
+    assert _gen5({"status": status, "completed_arms": []}) == []
+    assert _found(rules.GEN_7(_ctx({"status": status, "capacity_block": {"reason": "capacity"}}))) == []
+
+
+def test_an_lr_grid_arm_is_completed_by_its_own_runs_not_another_arms():
+    """Arm M has no runs of its own; the runs of arms A and Z (names on each side of M) are complete."""
+    plan = _plan(arms=(("M", 10, True),), runs=(("A-lr1", "A", 10), ("Z-lr1", "Z", 10)))
+    assert _gen5({"status": "succeeded", "completed_arms": ["A-lr1", "Z-lr1"]}, plan) == [
+        "a succeeded run did not complete M"]
+
+
+def test_a_deviation_posted_only_in_a_failed_update_was_not_posted_before_training():
+    assert _gen6({"deviations": [MODEL]}, events=[{"status": "failed", "deviations": [MODEL]}]) == [
+        "1 deviation(s) were never posted in a running update before training (unrecorded)"]
+
+
+def test_without_a_plan_the_vocabulary_rule_on_strong_confidence_does_not_apply():
+    changed = {"status": "succeeded", "original_hypothesis_tested": False, "tested_instead": "x", "confidence": "strong"}
+    assert _hypothesis(changed, None) == []
+
+
+def test_an_lr_grid_arm_needs_only_its_own_runs_complete():
+    """Arm M's run is complete; the runs of arms A and Z (names on each side of M, not trained here) are not:
+    M is complete all the same."""
+    plan = _plan(arms=(("M", 10, True),), runs=(("A-lr1", "A", 10), ("M-lr1", "M", 10), ("Z-lr1", "Z", 10)))
+    assert _gen5({"status": "succeeded", "completed_arms": ["M-lr1"]}, plan) == []
+
+
+def test_without_a_plan_a_finished_verdict_needs_no_reasoning_rule():
+    """GEN-8's reasoning rule is the direction vocabulary's: a record graded without a plan has none."""
+    assert _gen8({"status": "succeeded", "summary": "Done.", "verdict": "supported"}, None) == []
+
+
+def test_partial_files_are_named_up_to_six_then_elided():
+    names = [f"f{k}.bin" for k in range(7)]
+    six = [{"name": name, "sha256": "0" * 64} for name in names[:6]]
+    assert _evid("EVID_1", _evidence(*six)) == [
+        ("EVID-1", "unverified", f"6 of 6 evidence files carry no inline content (partial): {', '.join(names[:6])}")]
+    seven = six + [{"name": names[6], "sha256": "0" * 64}]
+    assert _evid("EVID_1", _evidence(*seven)) == [
+        ("EVID-1", "unverified", f"7 of 7 evidence files carry no inline content (partial): {', '.join(names[:6])} ...")]
+
+
+def test_unhashed_files_are_named_up_to_six():
+    names = [f"u{k}.txt" for k in range(7)]
+    assert _evid("EVID_2", _evidence(*[{"name": name, "content": "x"} for name in names])) == [
+        ("EVID-2", "unverified", f"no sha256 for {', '.join(names[:6])}: their bytes cannot be checked")]
+
+
+def test_evid3_a_file_without_inline_bytes_adds_nothing_to_the_total(monkeypatch):
+    monkeypatch.setattr(rules, "MAX_FILE_BYTES", 3)
+    monkeypatch.setattr(rules, "MAX_TOTAL_BYTES", 5)
+    by_hash_only = {"name": "big.bin", "sha256": "0" * 64}
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "de"), by_hash_only)) == []  # 5 bytes in all
+    assert _evid("EVID_3", _evidence(_entry("a", "abc"), _entry("b", "def"), by_hash_only)) == [
+        ("EVID-3", "invalid", "evidence totals 6 bytes, over the 40 MiB cap")]
+
+
+@pytest.mark.parametrize("status", [None, "unknown"])  # absent, and a word sorting after "succeeded"
+def test_evid4_and_evid9_apply_to_a_succeeded_run_only(status):
+    result = {"status": status, **_evidence()} if status else _evidence()
+    assert _evid("EVID_4", result) == []
+    assert _evid("EVID_9", result, plan=_plan()) == []
+
+
+# ---------------------------------------------------------------- EVID-6, EVID-10: each comparison from both sides
+
+
+def test_evid6_the_same_checkpoint_with_its_keys_in_another_order_is_listed_twice():
+    assert _evid6([CHECKPOINT, dict(reversed(list(CHECKPOINT.items())))]) == [
+        "evidence.checkpoints lists a checkpoint twice"]
+
+
+def test_evid6_a_checkpoint_scored_by_an_arm_sorting_after_its_own_is_found():
+    row = {"arm": "T", "checkpoint": "tinker://run/T/10"}
+    assert _evid6([CHECKPOINT], rows=[row], score={"arm": "Z", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for 'T', but Z was scored on it"]
+
+
+def test_evid6_one_finding_per_score_and_the_first_missing_checkpoint_named():
+    """Both rows of B's score are on T's checkpoint: one finding, not two; the same for a wrong seed; of two
+    scored checkpoints not listed, the first in sorted order is named."""
+    rows = [{"arm": "T", "checkpoint": "tinker://run/T/10"}, {"arm": "T", "checkpoint": "tinker://run/T/10"}]
+    assert _evid6([CHECKPOINT], rows=rows, score={"arm": "B", "seed": 0, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for 'T', but B was scored on it"]
+    assert _evid6([{**CHECKPOINT, "seed": 1}], rows=rows, score={"arm": "T", "seed": 2, "predictions_ref": "t.jsonl"}) == [
+        "checkpoint 'tinker://run/T/10' is listed for seed 1, but T was scored on it at seed 2"]
+    unlisted = [{"arm": "T", "checkpoint": "tinker://run/T/20"}, {"arm": "T", "checkpoint": "tinker://run/T/11"},
+                {"arm": "T", "checkpoint": "tinker://run/T/30"}]
+    assert _evid6([], rows=unlisted) == ["scored checkpoint(s) not in evidence.checkpoints: 'tinker://run/T/11'"]
+
+
+@pytest.mark.parametrize("recorded", ["0" * 64, "f" * 64], ids=["sorts before", "sorts after"])
+def test_evid10_a_hash_on_either_side_of_the_contents_is_wrong(recorded):
+    text = "print(1)\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/a.py": digest}}
+    wrong_in_code = {"experiment/a.py": {"content": text, "sha256": recorded}}
+    assert _evid10(_code(wrong_in_code), {**revision, "files_sha256": {"experiment/a.py": recorded}}) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+    good = {"experiment/a.py": {"content": text, "sha256": digest}}
+    assert _evid10(_code(good), {**revision, "files_sha256": {"experiment/a.py": recorded}}) == [
+        ("EVID-10", "invalid", message.format("experiment/a.py"))]
+
+
+def test_evid10_a_commit_sorting_before_is_wrong_and_named_first():
+    text = "print(1)\n"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    message = "pipeline-code.json is not the code code-revision.json names ({})"
+    revision = {"git_commit": "c1", "files_sha256": {"experiment/a.py": digest, "experiment/b.py": digest,
+                                                     "experiment/c.py": digest}}
+    files = {"experiment/a.py": {"content": text, "sha256": digest}}
+    assert _evid10(_code(files, "c0"), revision) == [
+        ("EVID-10", "invalid", message.format("git_commit, experiment/b.py, experiment/c.py"))]
+
+
+# ---------------------------------------------------------------- EVID-8 (a run directory)
+
+
+def _run_dir_ctx(run_dir, result, events, gate=None):
+    ctx = _ctx(result, events=events, gate=gate)
+    ctx.run_dir = run_dir
+    return ctx
+
+
+def _evid8(run_dir, files, events, gate=None, **result):
+    """A run directory whose evidence/ holds `files` (name -> bytes on disk) and whose events are `events`."""
+    (run_dir / "evidence").mkdir(exist_ok=True)
+    for name, data in files.items():
+        (run_dir / "evidence" / name).write_bytes(data)
+    return [message for _, _, message in _found(rules.EVID_8(_run_dir_ctx(run_dir, result, events, gate)))]
+
+
+def _logged(entry, sha=None):
+    return {"event": "evidence_added", "name": entry["name"], "sha256": sha or entry["sha256"]}
+
+
+CREATED = {"event": "run_created"}
+
+
+def test_evid8_applies_to_a_run_directory_with_events(tmp_path):
+    assert rules.EVID_8(_ctx({})) == []  # a bare record
+    assert _evid8(tmp_path, {}, []) == ["events.jsonl is missing or empty, so the record's history cannot be checked"]
+    assert _evid8(tmp_path, {}, [CREATED]) == []
+
+
+@pytest.mark.parametrize("first", ["evidence_added", "status"])  # sorting before and after "run_created"
+def test_evid8_events_start_with_run_created(tmp_path, first):
+    assert _evid8(tmp_path, {}, [{"event": first}, CREATED]) == ["events.jsonl does not start with run_created"]
+
+
+def test_evid8_every_evidence_file_is_logged_with_its_hash(tmp_path):
+    a, b = _entry("a.txt", "alpha"), _entry("b.txt", "beta")
+    result = _evidence(a, b)
+    files = {"a.txt": b"alpha", "b.txt": b"beta"}
+    assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(b)], **result) == []
+    for other in ("checkpoint", "gate"):  # another event naming the file (sorting before and after) does not log it
+        assert _evid8(tmp_path, files, [CREATED, _logged(a), {"event": other, "name": "b.txt", "sha256": b["sha256"]}],
+                      **result) == ["b.txt is in RESULT.evidence but no evidence_added event logs it"]
+    for wrong in ("0" * 64, "f" * 64):  # a logged hash on either side of RESULT's
+        assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(b, wrong)], **result) == [
+            "b.txt: RESULT's sha256 differs from the one events.jsonl logged"]
+
+
+def test_evid8_the_files_on_disk_are_the_records(tmp_path):
+    a = _entry("a.txt", "alpha")
+    events = [CREATED, _logged(a)]
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, events, **_evidence(a)) == []
+    assert _evid8(tmp_path, {"a.txt": b"alphb"}, events, **_evidence(a)) == [
+        "evidence/a.txt on disk does not hash to RESULT's sha256",
+        "evidence/a.txt on disk differs from its inline content"]
+    # RESULT's content and hash edited alike: the disk file (the run's own) is not what RESULT now says
+    edited = _entry("a.txt", "omega")
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(edited)], **_evidence(edited)) == [
+        "evidence/a.txt on disk does not hash to RESULT's sha256",
+        "evidence/a.txt on disk differs from its inline content"]
+    by_hash = {"name": "a.txt", "sha256": a["sha256"]}  # no inline content: only the hash is compared
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(a)], **_evidence(by_hash)) == []
+    for wrong in ("0" * 64, "f" * 64):  # a recorded hash on either side of the disk file's
+        other = {"name": "a.txt", "sha256": wrong}
+        assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(other)], **_evidence(other)) == [
+            "evidence/a.txt on disk does not hash to RESULT's sha256"]
+    assert _evid8(tmp_path / "evidence", {}, [CREATED, _logged(a)], **_evidence(a)) == []  # not on disk: nothing to compare
+
+
+def _gates_table(run_dir, rows):
+    (run_dir / "tables").mkdir(exist_ok=True)
+    pd.DataFrame(rows).to_parquet(run_dir / "tables" / "gates.parquet")
+
+
+def test_evid8_the_gates_table_says_what_the_gate_events_say(tmp_path):
+    events = [CREATED, {"event": "gate", "gate": "decision", "status": "passed"},
+              {"event": "gate", "gate": "activation_gate", "status": "passed"},
+              # later events that are not gate events (sorting before and after "gate") change no gate
+              {"event": "evidence_added", "gate": "activation_gate", "status": "failed"},
+              {"event": "status", "gate": "decision", "status": "failed"}]
+    _gates_table(tmp_path, [{"gate": "decision", "status": "passed"}, {"gate": "activation_gate", "status": "passed"}])
+    assert _evid8(tmp_path, {}, events) == []
+    _gates_table(tmp_path, [{"gate": "decision", "status": "failed"}])
+    assert _evid8(tmp_path, {}, events) == ["tables/gates.parquet says gate decision failed, events.jsonl says passed"]
+    _gates_table(tmp_path, [{"gate": "decision", "status": "passed"}])
+    failed = [CREATED, {"event": "gate", "gate": "decision", "status": "failed"}]
+    assert _evid8(tmp_path, {}, failed) == ["tables/gates.parquet says gate decision passed, events.jsonl says failed"]
+    (tmp_path / "tables" / "gates.parquet").write_bytes(b"not parquet")
+    assert _evid8(tmp_path, {}, events) == ["tables/gates.parquet cannot be read"]
+
+
+def test_evid8_a_verdict_needs_the_decision_gate_passed(tmp_path):
+    verdict = {"status": "succeeded", "verdict": "supported"}
+    failed = [CREATED, {"event": "gate", "gate": "decision", "status": "failed"}]
+    message = "RESULT has a verdict but the decision gate did not pass in events.jsonl"
+    assert _evid8(tmp_path, {}, failed, gate=True, **verdict) == [message]
+    assert _evid8(tmp_path, {}, failed, gate=None, **verdict) == []  # the gate does not apply
+    assert _evid8(tmp_path, {}, failed, gate=True, status="succeeded") == []  # no verdict
+    assert _evid8(tmp_path, {}, failed, gate=True, status="running", verdict="supported") == []  # not finished
+    passed = [CREATED, {"event": "gate", "gate": "decision", "status": "passed"}]
+    assert _evid8(tmp_path, {}, passed, gate=True, **verdict) == []
+    assert _evid8(tmp_path, {}, [CREATED], gate=True, **verdict) == []  # no gate event: nothing says it failed
+
+
+# ---------------------------------------------------------------- SEC-1 (a run directory's files)
+
+KEY = "tml-" + "a1b2c3d4" * 3  # the shape of a Tinker API key
+SIXTY_FOUR_MIB = 64 * 1024 * 1024  # SEC-1 reads run-directory files up to this size
+
+
+def _sec1(run_dir, result=None):
+    return [message for _, _, message in _found(rules.SEC_1(_run_dir_ctx(run_dir, result or {}, [])))]
+
+
+def test_sec1_reads_every_file_of_a_run_directory_but_result_json(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "train.log").write_text(f"step 1 key={KEY}\n")
+    (tmp_path / "result.json").write_text(json.dumps({"note": KEY}))  # graded as the record itself, not as a file
+    (tmp_path / "clean.txt").write_text("nothing here\n")
+    assert _sec1(tmp_path) == ["logs/train.log contains a Tinker API key (tml-...)"]
+    assert rules.SEC_1(_ctx({})) == []  # a bare record without secrets
+
+
+def test_sec1_reads_a_parquet_tables_values(tmp_path):
+    (tmp_path / "tables").mkdir()
+    # compressed and without column statistics: the key is not in the file's bytes, only in its decoded values
+    pd.DataFrame([{"note": KEY}]).to_parquet(tmp_path / "tables" / "t.parquet", compression="gzip",
+                                             write_statistics=False)
+    assert KEY.encode() not in (tmp_path / "tables" / "t.parquet").read_bytes()
+    assert _sec1(tmp_path) == ["tables/t.parquet contains a Tinker API key (tml-...)"]
+    (tmp_path / "tables" / "t.parquet").write_bytes(b"PAR1 not a table")  # unreadable: its bytes are still scanned
+    assert _sec1(tmp_path) == []
+
+
+def _sparse_file(path, size, tail):
+    """A file of `size` bytes ending in `tail` (zeros before it, not written to disk)."""
+    with path.open("wb") as handle:
+        handle.truncate(size - len(tail))
+        handle.seek(size - len(tail))
+        handle.write(tail)
+
+
+@pytest.mark.parametrize("size, found", [(2 * 1024 * 1024, True), (SIXTY_FOUR_MIB, True), (SIXTY_FOUR_MIB + 1, False)],
+                         ids=["2 MiB", "64 MiB", "one byte past 64 MiB"])
+def test_sec1_reads_run_directory_files_up_to_64_mib(tmp_path, size, found):
+    _sparse_file(tmp_path / "big.log", size, f" {KEY}".encode())
+    assert _sec1(tmp_path) == (["big.log contains a Tinker API key (tml-...)"] if found else [])
+
+
+def test_sec1_reads_each_inline_evidence_file():
+    data = f"key {KEY}".encode()  # inline as base64: the key is in the decoded file, not in result.json's text
+    encoded = {"name": "notes.txt", "content": base64.b64encode(data).decode(), "encoding": "base64",
+               "sha256": hashlib.sha256(data).hexdigest()}
+    result = _evidence(_entry("clean.txt", "nothing"), {"name": "remote.bin", "sha256": "0" * 64}, encoded)
+    assert _found(rules.SEC_1(_ctx(result))) == [
+        ("SEC-1", "invalid", "evidence notes.txt contains a Tinker API key (tml-...)")]
+
+
+@pytest.mark.parametrize("source", ["the run's recorded spec.json (evidence)", "spec file specs/x.yaml"],
+                         ids=["sorting after 'the given spec'", "sorting before"])
+def test_evid9_the_retained_plan_is_compared_unless_the_spec_was_given_as_an_object(source):
+    plan = SimpleNamespace(to_dict=lambda: {"spec_path": "/checkout/specs/x.yaml", "arms": ["T", "B"]})
+    result = {"status": "succeeded", **_evidence(_entry("execution-plan.json", json.dumps(
+        {"spec_path": "/elsewhere/x.yaml", "arms": ["T"]})))}
+    message = [("EVID-9", "invalid", "execution-plan.json is not the plan of the spec graded against")]
+    ctx = _ctx(result, plan)
+    ctx.spec_source = source
+    assert _found(rules.EVID_9(ctx)) == message
+    ctx.spec_source = "the given spec"
+    assert _found(rules.EVID_9(ctx)) == []
+    same = {"status": "succeeded", **_evidence(_entry("execution-plan.json", json.dumps(
+        {"spec_path": "/elsewhere/x.yaml", "arms": ["T", "B"]})))}  # another checkout, the same plan
+    ctx = _ctx(same, plan)
+    ctx.spec_source = source
+    assert _found(rules.EVID_9(ctx)) == []

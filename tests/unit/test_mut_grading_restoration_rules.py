@@ -732,3 +732,27 @@ def test_the_optimizer_after_the_restore_is_requested_as_the_spec_says_and_repor
     assert with_optimizer(after_restore=0) == [
         ("unverified", "the optimizer check is not the one after the restore, before the next update, with its "
                        "mismatches listed and restoration-update-check.json as its evidence")]
+
+
+def test_each_further_scheduled_seed_forms_the_groups_again_from_its_trained_replicas():
+    """Seeds 0 and 1 of arms T and B: seed 0's replicas are the arms themselves (label == arm), seed 1's are
+    T-seed1 and B-seed1 and form the group again; an untrained replica (the base scored at seed 1) joins none."""
+    plan = _plan()
+    plan.replicas = [SimpleNamespace(arm=arm, label=label, seed=seed, trained=trained) for arm, label, seed, trained in (
+        ("T", "T", 0, True), ("B", "B", 0, True), ("T", "T-seed1", 1, True), ("B", "B-seed1", 1, True),
+        ("base", "base-seed1", 1, False))]
+    ctx = _ctx({}, plan=plan)
+    assert [r.label for r in rules._seed_replicas(ctx)] == ["T-seed1", "B-seed1"]
+    assert rules._groups(ctx) == [["T", "B"], ["T-seed1", "B-seed1"]]
+    assert rules._seed_replicas(_ctx({}, plan=None)) == []
+
+
+def test_each_group_is_formed_again_per_seed_from_its_own_arms_only():
+    """Two spec groups (T with B, and C) at seeds 0, 1 and 2: each further seed forms each group again from that
+    seed's replicas of that group's arms, never another seed's or another group's."""
+    plan = _plan(arms=("T", "B", "C"))
+    plan.replicas = [SimpleNamespace(arm=arm, label=arm if seed == 0 else f"{arm}-seed{seed}", seed=seed, trained=True)
+                     for seed in (0, 1, 2) for arm in ("T", "B", "C")]
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T"}, {"name": "B"}]}, {"arms": [{"name": "C"}]}]}}
+    assert rules._groups(_ctx({}, plan=plan, spec=spec)) == [
+        ["T", "B"], ["C"], ["T-seed1", "B-seed1"], ["C-seed1"], ["T-seed2", "B-seed2"], ["C-seed2"]]
