@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import socket
 import tempfile
 
 from .exposure import DEFAULT_EXPOSURE, EXPOSURES
@@ -64,10 +63,11 @@ def main(argv: list[str] | None = None) -> None:
                        help="hang: never answered; close: connection closed mid-response; garbage: 200, not JSON")
     args = parser.parse_args(argv)
 
+    listener = None
     if args.fd is not None:
         try:
-            with socket.socket(fileno=os.dup(args.fd)) as inherited:
-                args.host, args.port = inherited.getsockname()[:2]
+            listener = serving_socket(args.fd)
+            args.host, args.port = listener.getsockname()[:2]
         except OSError as error:
             parser.error(f"--fd {args.fd}: not a listening socket ({error})")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -108,12 +108,12 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(checkpoint_dir, faults, args.exposure, profile)
     gc.freeze()
     gc.enable()
-    if args.fd is None:
+    if listener is None:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
                     timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     else:
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
-        uvicorn.Server(config).run(sockets=[serving_socket(args.fd)])
+        uvicorn.Server(config).run(sockets=[listener])
 
 
 if __name__ == "__main__":

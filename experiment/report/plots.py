@@ -97,7 +97,6 @@ def paired_effect_png(criteria_results: list[dict[str, Any]], path: str | Path, 
     Each entry: {"id", "effect", "lower", "upper", "margin"} plus "arm_weights" (a decision_summary
     criterion). The axis names the subtraction (e.g. gs1_kernel − grpo_gs8), each row says in words
     whether the claim is shown, and the title carries the verdict when given."""
-
     if not criteria_results:
         raise PlotError("no criteria to plot")
     figure, axes = _new_figure()
