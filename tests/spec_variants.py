@@ -70,6 +70,20 @@ def _arm(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return next(arm for arm in spec["arms"] if arm["name"] == name)
 
 
+def kernel_rollouts_per_prompt(size: int, check: str) -> Edit:
+    """The GS1 kernel arm samples `size` rollouts per prompt (64 per step as before); its activation check
+    expects `check`. With two rollouts of a prompt sharing its features, the kernel's effective neighbours
+    and its baseline's correlation with the held-out mean come out lower, so the researcher lowers those two
+    minimums (4 neighbours, a correlation above 0)."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        _arm(spec, "gs1_kernel").update(group_size=size, groups_per_batch=64 // size)
+        lowered = {"executed_group_size_treatment": {"one_of": [check]},
+                   "kernel_effective_neighbors_p10": {"min": 4.0}, "baseline_reward_corr": {"min": 0.0}}
+        for each in spec["activation_gate"]["checks"]:
+            each.update(lowered.get(each["metric"], {}))
+    return edit
+
+
 def gs1_third_arm(spec: dict[str, Any], revision: dict[str, Any], *, grouped: bool = True) -> None:
     """A third GS1 arm: GRPO at group size 4 (16 prompts x 4), trained from the same initialization."""
     spec["arms"].append({"name": "grpo_gs4", "advantage": "group_mean", "group_size": 4, "groups_per_batch": 16,
@@ -274,6 +288,13 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("adaptive-sft-grid", "trimuon", both(set_feature("adaptive_selection", True),
                                                  _trimuon_grid([1e-4, 3e-4, 1e-3])),
             "adaptive_selection: true is supported for training_type rl only"),
+    # group sizes: the pilot's executed group size is each arm's group_size, known at intake
+    Variant("kernel-two-rollouts-per-prompt", "gs1", kernel_rollouts_per_prompt(2, "2"), None),
+    Variant("kernel-group-size-against-its-check", "gs1", kernel_rollouts_per_prompt(2, "1"),
+            "executed_group_size_treatment will be 2", "the activation gate stopped the run after the preflights"),
+    Variant("baseline-group-size-against-its-check", "gs1",
+            lambda s, r: _arm(s, "grpo_gs8").update(group_size=4, groups_per_batch=16),
+            "executed_group_size_baseline will be 4"),
     # LR grids
     Variant("arm-steps-differ", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(steps=5),
             "arm gs1_kernel: 5 steps, but training_type rl trains every arm the spec's 40 steps",

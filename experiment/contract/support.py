@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.errors import SpecError
-from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS
+from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
 if TYPE_CHECKING:
@@ -251,13 +251,34 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                      "; supported otherwise: a stock-only spec (custom_loss false, "
                                                      "correctness_preflight.required false)")
     if plan.gate("activation_gate").blocks:
-        treatment, _ = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot",
-                                            ", or set activation_gate.applicable false")
+        treatment, baseline = _two_roles_or_refuse(plan, "activation_gate", "the activation pilot",
+                                                   ", or set activation_gate.applicable false")
         if not generated and _arm_advantage(spec, treatment) != KERNEL_ADVANTAGE:
             raise SpecError("activation_gate", f"the activation pilot measures a kernel_cross_prompt_baseline "
                                                f"treatment (GS1) or a generated-tasks treatment; treatment "
                                                f"{treatment} is neither; set activation_gate.applicable false")
         _check_activation_checks(plan, SELFGEN_ACTIVATION_METRICS if generated else GS1_ACTIVATION_METRICS)
+        if not generated:
+            _check_executed_group_sizes(plan, {"treatment": treatment, "baseline": baseline})
+
+
+def _check_executed_group_sizes(plan: PlanView, arms: dict[str, str]) -> None:
+    """The pilot's executed group size is each arm's planned group_size (distinct prompts per step, group_size
+    rollouts each), known before anything runs: a check it cannot pass would stop the run at the activation
+    gate, after the preflights were paid for."""
+    sizes = {arm.name: arm.group_size for arm in plan.arms}
+    for index, check in enumerate(plan.gate("activation_gate").details.get("checks") or []):
+        role = str(check.get("metric")).removeprefix("executed_group_size_")
+        size = sizes.get(arms.get(role, ""))
+        if role == check.get("metric") or not size:
+            continue
+        outcome = check_range(check, float(size))
+        if not outcome.passed:
+            raise SpecError(f"activation_gate.checks[{index}]",
+                            f"{check['metric']} will be {size} (the {role} arm {arms[role]} samples group_size "
+                            f"{size} rollouts per prompt), outside the check ({outcome.reason.split(': ', 1)[1]}); "
+                            f"the activation gate would stop the run after the preflights; make the check and "
+                            f"the arm's group_size agree")
 
 
 def _check_activation_checks(plan: PlanView, measured: tuple[str, ...]) -> None:

@@ -231,8 +231,7 @@ def _expected_advantages(settings: _ArmLoop, rows: list[dict[str, Any]]) -> list
         expected.append({"advantages": advantages.tolist(), "baseline_values": diagnostics.baseline.tolist(),
                          "effective_neighbors": diagnostics.effective_neighbors.tolist(),
                          "kernel_fallbacks": int(diagnostics.fell_back.sum())})
-        window = append_batch_to_window(window, rewards, [float(f[0]) for f in features],
-                                        [float(f[1]) for f in features])
+        window = append_batch_to_window(window, rewards, lengths, logprobs)  # the window holds rollouts
     return expected
 
 

@@ -116,9 +116,9 @@ def stock_grpo_datums(groups) -> list[tinker.Datum]:
 
 
 def reference_gs1_datums(groups, features, window: KernelBaselineState, arm: RLArmSettings):
-    rewards = [r for g in groups for r in g.get_total_rewards()]
+    rewards_per_group = [list(g.get_total_rewards()) for g in groups]
     advantages, _ = reference_gs1_advantages(
-        rewards, [f[0] for f in features], [f[1] for f in features],
+        [r for group in rewards_per_group for r in group], *rl_loop.rollout_features(features, rewards_per_group),
         list(window.rewards), list(window.prompt_token_lengths), list(window.prompt_mean_logprobs),
         bandwidth=arm.kernel_bandwidth, window_size=arm.kernel_window, min_kernel_mass=arm.kernel_min_mass,
     )
@@ -185,10 +185,11 @@ async def run_gs1_loss_path_preflight(
     gs1_groups = await rl_loop.collect_rollouts(sampler, renderer, gs1_problems, gs1_arm, base_seed=33)
     window_features = await rl_loop.prompt_features(sampler, renderer, gs1_window_problems, gs1_arm.few_shot)
     gs1_features = await rl_loop.prompt_features(sampler, renderer, gs1_problems, gs1_arm.few_shot)
+    window_rewards = [list(g.get_total_rewards()) for g in window_groups]
     window = append_batch_to_window(
         KernelBaselineState(capacity=gs1_arm.kernel_window),
-        [r for g in window_groups for r in g.get_total_rewards()],
-        [f[0] for f in window_features], [f[1] for f in window_features],
+        [r for group in window_rewards for r in group],
+        *rl_loop.rollout_features(window_features, window_rewards),
     )
 
     # (a) treatment disabled: the new loop's GRPO path vs the stock cookbook path.
@@ -235,7 +236,7 @@ async def run_gs1_loss_path_preflight(
             "description": (
                 f"rollouts sampled once from the initial weights: one GRPO batch "
                 f"({len(grpo_problems)} prompts x {grpo_arm.group_size}) and two GS1 batches "
-                f"({len(gs1_problems)} prompts x 1; the first fills the kernel window)"
+                f"({len(gs1_problems)} prompts x {gs1_arm.group_size}; the first fills the kernel window)"
             ),
         },
         **proposed_revisions(),

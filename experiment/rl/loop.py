@@ -320,6 +320,18 @@ def training_datums(groups: list[TrajectoryGroup], advantages: list[list[float]]
     ]
 
 
+def rollout_features(
+    features: Sequence[tuple[float, float]], rewards_per_group: Sequence[Sequence[float]]
+) -> tuple[list[float], list[float]]:
+    """Prompt lengths and mean logprobs, one per rollout: every rollout of a prompt shares its prompt's
+    features (GS1 samples one rollout per prompt; a kernel arm with a larger group_size, several).
+    The kernel window holds rollouts, so the batch and the window are both built from these."""
+    if len(features) != len(rewards_per_group):
+        raise ValueError(f"{len(features)} prompt features for {len(rewards_per_group)} groups")
+    spread = [f for f, group in zip(features, rewards_per_group) for _ in group]
+    return [f[0] for f in spread], [f[1] for f in spread]
+
+
 def arm_advantages(
     arm: RLArmSettings,
     groups: list[TrajectoryGroup],
@@ -333,10 +345,7 @@ def arm_advantages(
     if kernel_state is None:
         raise ValueError(f"arm {arm.name}: the kernel baseline needs a KernelBaselineState")
     rewards = [r for group in rewards_per_group for r in group]
-    # group_size is 1 for GS1; for any other size every rollout of a prompt shares its features
-    per_rollout_features = [f for f, g in zip(features, rewards_per_group) for _ in g]
-    lengths = [f[0] for f in per_rollout_features]
-    mean_logprobs = [f[1] for f in per_rollout_features]
+    lengths, mean_logprobs = rollout_features(features, rewards_per_group)
     flat, diagnostics = gs1_kernel_advantages(
         rewards, lengths, mean_logprobs, kernel_state,
         bandwidth=arm.kernel_bandwidth, window_size=arm.kernel_window,
@@ -383,11 +392,11 @@ async def train_one_step(
         await answered(training_client.optim_step(arm.adam_params()))
         optim_seconds = time.perf_counter() - optim_started
         if kernel_state is not None and arm.advantage == KERNEL_BASELINE:
+            rewards_per_group = [list(g.get_total_rewards()) for g in groups]
             kernel_state = append_batch_to_window(
                 kernel_state,
-                [r for g in groups for r in g.get_total_rewards()],
-                [f[0] for f in features],
-                [f[1] for f in features],
+                [r for group in rewards_per_group for r in group],
+                *rollout_features(features, rewards_per_group),
             )
 
     rewards = [r for g in groups for r in g.get_total_rewards()]

@@ -96,3 +96,39 @@ def test_preflight_fails_when_its_offline_activation_checks_fail(training_client
     assert outcome.passed is False
     assert any(reason.startswith("forced_activation: FAILED") for reason in outcome.reasons), outcome.reasons
     assert outcome.record["offline_checks"]["forced_activation"]["passed"] is False
+
+
+# A kernel arm that samples several rollouts per prompt (a spec may set group_size > 1 for it): every
+# rollout of a prompt shares its prompt's features, in the batch and in the window the next step reads.
+# Before, the window was given one reward per rollout but one feature pair per prompt, and the first
+# applied update (the preflight probe's, before any gate) stopped the run with a ValueError.
+GS1_GROUPS = replace(GS1, group_size=2, groups_per_batch=8)
+
+
+def test_preflight_passes_for_a_kernel_arm_with_several_rollouts_per_prompt(training_client):
+    spec = load_spec(GS1_SEED, rehearse=True)
+    path = spec.to_dict()["correctness_preflight"]["paths"][0]
+    renderer = renderer_for(training_client, GS1.renderer_name)
+    outcome = run_async(gs1_preflight.run_gs1_loss_path_preflight(
+        training_client, renderer, training_items(spec), GRPO, GS1_GROUPS, path))
+    assert outcome.passed, outcome.reasons
+    assert [len(group) for group in outcome.fixed_input["advantages"]["gs1_reference"]] == [2] * 8
+    assert "8 prompts x 2" in outcome.record["fixed_input"]["description"]
+
+
+def test_kernel_window_holds_one_entry_per_rollout_with_its_prompts_features(training_client):
+    spec = load_spec(GS1_SEED, rehearse=True)
+    renderer = renderer_for(training_client, GS1.renderer_name)
+    window = advantages.KernelBaselineState(capacity=GS1_GROUPS.kernel_window)
+    records = []
+    for step in range(2):
+        record, window = run_async(rl_loop.train_one_step(
+            training_client, renderer, GS1_GROUPS, training_items(spec), step, kernel_state=window))
+        records.append(record)
+    assert [r.executed_group_size for r in records] == [2.0, 2.0]
+    assert list(window.rewards) == records[0].rewards + records[1].rewards
+    spread = [f for r in records for f in r.prompt_features for _ in range(2)]
+    assert list(window.prompt_token_lengths) == [f[0] for f in spread]
+    assert list(window.prompt_mean_logprobs) == [f[1] for f in spread]
+    # the second step's baselines draw on the first step's 16 rollouts
+    assert len(records[1].baseline_values) == 16

@@ -489,7 +489,8 @@ def test_advantages_are_recomputed_only_for_steps_whose_counts_hold(monkeypatch)
 
 # ---------------------------------------------------------------- ACT-3: a kernel arm's recompute
 
-# GS1's kernel arm: one rollout per prompt (the loop adds a step's per-prompt features to the window)
+# GS1's kernel arm: one rollout per prompt (the loop adds a step's rollouts, each with its prompt's features, to
+# the window)
 KERNEL = rules._ArmLoop("K", "kernel_cross_prompt_baseline", group_size=1, groups_per_batch=4, kernel_bandwidth=0.5)
 SAME_PROMPTS = [[10, -0.5]] * 4  # equal features: every kernel weight is exp(0) = 1
 
@@ -513,6 +514,18 @@ def test_a_kernel_arms_baselines_are_the_weighted_means_of_the_others_and_the_wi
     assert step1["effective_neighbors"] == pytest.approx([7.0] * 4)
     assert step0["kernel_fallbacks"] == step1["kernel_fallbacks"] == 0
     assert set(step0) == {"advantages", "baseline_values", "effective_neighbors", "kernel_fallbacks"}
+
+
+def test_a_kernel_arm_with_two_rollouts_per_prompt_carries_every_rollout_into_the_window():
+    """The same rewards as above from two prompts x two rollouts: each rollout takes its prompt's features, in
+    the batch and in the window, so step 1 draws on step 0's four rollouts (not two prompts): 4/7 and 3/7 again.
+    Before, the window was given four rewards and two feature pairs, and the recompute stopped (ValueError)."""
+    paired = rules._ArmLoop("K", "kernel_cross_prompt_baseline", group_size=2, groups_per_batch=2, kernel_bandwidth=0.5)
+    rows = [{**row, "item_ids": row["item_ids"][:2], "prompt_features": SAME_PROMPTS[:2]} for row in _kernel_rows()]
+    step0, step1 = rules._expected_advantages(paired, rows)
+    assert step0["baseline_values"] == pytest.approx([2 / 3, 1.0, 2 / 3, 2 / 3])
+    assert step1["baseline_values"] == pytest.approx([4 / 7, 4 / 7, 4 / 7, 3 / 7])
+    assert step1["effective_neighbors"] == pytest.approx([7.0] * 4)
 
 
 def test_a_kernel_rollout_without_kernel_mass_falls_back_to_the_window_mean_and_is_counted():
