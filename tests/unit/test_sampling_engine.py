@@ -229,7 +229,8 @@ def test_an_rl_group_shares_one_prefill_and_each_request_gets_its_own_tokens(wei
             result.sequences, plain_decode(weights, job), strict=True
         ):
             assert (tokens, reason) == (ref_tokens, ref_reason)
-            assert logprobs == pytest.approx(ref_logprobs, abs=2e-5)
+            # float32 products over other batch shapes round differently (2.6e-5 at -1.29 on an AVX-512 machine)
+            assert logprobs == pytest.approx(ref_logprobs, rel=1e-4, abs=2e-5)
     shared = results[3].prompt_logprobs
     forward = weights.base.target_logprobs([group_prompt[:-1]], [group_prompt[1:]], weights.adapter)[0]
     assert shared[1:] == pytest.approx(forward.tolist(), rel=1e-4, abs=1e-5)
@@ -451,12 +452,13 @@ def plain_linear(fused, x, adapter):
          else x.new_zeros(*x.shape[:-1], size) for name, size in zip(fused.names, fused.sizes)], dim=-1)
 
 
-def test_the_decode_fast_path_changes_no_bit(weights, monkeypatch):
-    """What the decode step's shortcuts rely on, checked bit for bit on a batch that shrinks to two
-    rows and to one (where the matrix-product kernels change): torch.mm on the weight's transposed
-    view is F.linear, and attending over ATTENTION_BLOCK-rounded widths gives what attending over
-    the whole cache gives (the masked positions add exact zeros). Control: the same comparison
-    sees a mask that lets the padding in."""
+def test_the_decode_fast_path_changes_no_token_and_only_float_rounding(weights, monkeypatch):
+    """What the decode step's shortcuts rely on, on a batch that shrinks to two rows and to one (where the
+    matrix-product kernels change): torch.mm on the weight's transposed view is F.linear, bit for bit; and
+    attending over ATTENTION_BLOCK-rounded widths gives the tokens attending over the whole cache gives, the
+    logprobs to float rounding (the masked positions add exact zeros, but the products' kernels may order
+    their sums by width: bit for bit on the AVX2 machines this was first measured on, 1.4e-6 apart on an
+    AVX-512 one). Control: the same comparison sees a mask that lets the padding in."""
     jobs = [SampleJob(weights, p, 1, spec(seed=70 + i, max_tokens=m, temperature=t))
             for i, (p, m, t) in enumerate(zip(prompts(5, seed=8), (3, 9, 17, 26, 41), (1.0, 0.0, 0.7, 1.0, 1.3)))]
 
@@ -468,10 +470,17 @@ def test_the_decode_fast_path_changes_no_bit(weights, monkeypatch):
             fresh = [SampleJob(weights, job.prompt, 1, job.spec) for job in jobs]
             return [result.sequences for result in generate(weights, fresh)]
 
+    def same_tokens_and_logprobs_within(tolerance, mine, theirs):
+        return all(
+            (tokens, reason) == (their_tokens, their_reason) and logprobs == pytest.approx(their_logprobs, abs=tolerance)
+            for rows, their_rows in zip(mine, theirs, strict=True)
+            for (tokens, logprobs, reason), (their_tokens, their_logprobs, their_reason) in zip(rows, their_rows, strict=True))
+
     whole_cache = (sampling_module, "ATTENTION_BLOCK", 10**6)
     fast = run()
-    assert run((sampling_module._Fused, "__call__", plain_linear), whole_cache) == fast  # tokens, logprobs: exactly
+    assert run((sampling_module._Fused, "__call__", plain_linear)) == fast  # tokens, logprobs: exactly
+    assert same_tokens_and_logprobs_within(1e-5, run((sampling_module._Fused, "__call__", plain_linear), whole_cache), fast)
     decoder = sampling_module._Lane(weights, max_rows=1).decoder  # the (folded) decoder the lanes use
     never_masked = torch.zeros_like(decoder.position_ids)  # no key position is after any query's
     leaky = run((decoder, "position_ids", never_masked), whole_cache)
-    assert [rows[0][1] for rows in leaky] != [rows[0][1] for rows in fast]
+    assert not same_tokens_and_logprobs_within(1e-5, leaky, fast)
