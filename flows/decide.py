@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from flows.lifetime import exit_process
+from flows.lifetime import exit_process, survive_closed_console
 
 
 class _OneLineArgumentParser(argparse.ArgumentParser):
@@ -89,4 +89,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    survive_closed_console()  # `... | head`: the rest of the output goes nowhere, no traceback
     exit_process(main())

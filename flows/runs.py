@@ -30,7 +30,7 @@ from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
 from experiment.run.store import (STALE, STALE_MEANING, CorruptRecord, RunIndex, default_runs_dir, recover_result,
                                   shown_status)
-from flows.lifetime import exit_process
+from flows.lifetime import exit_process, survive_closed_console
 
 LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
 
@@ -260,4 +260,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    survive_closed_console()  # `... | head`: the rest of the output goes nowhere, no traceback
     exit_process(main())

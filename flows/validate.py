@@ -23,7 +23,7 @@ import sys
 
 from experiment.contract.text import printable, printable_line
 from experiment.grading import GradeInputError, grade_path
-from flows.lifetime import exit_process
+from flows.lifetime import exit_process, survive_closed_console
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,4 +58,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    survive_closed_console()  # `... | head`: the rest of the output goes nowhere, no traceback
     exit_process(main())

@@ -49,3 +49,32 @@ def test_a_closed_console_ends_an_unguarded_process_and_not_a_guarded_one(tmp_pa
     guarded = tmp_path / "guarded"
     assert run_with_closed_console("guarded", guarded) == 0  # 0, not 120: the exit's flush succeeds too
     assert guarded.read_text() == "the run went on"
+
+
+def test_the_listing_and_grading_clis_end_quietly_when_their_reader_is_gone(tmp_path):
+    """`python -m flows.runs | head -0`, `python -m flows.validate ... | head`: without the guard the print
+    ended in a BrokenPipeError traceback on stderr (shown first with the guard disabled)."""
+    weakened = "import flows.lifetime as l, runpy, sys; l.survive_closed_console = lambda: None; sys.argv[0] = 'flows.runs'; runpy.run_module('flows.runs', run_name='__main__')"
+    real = "import runpy, sys; sys.argv[0] = 'flows.runs'; runpy.run_module('flows.runs', run_name='__main__')"
+    outcomes = {}
+    for name, code in (("weakened", weakened), ("real", real)):
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run([sys.executable, "-c", code, "--runs-dir", str(tmp_path)], cwd=REPO_ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=write_end,
+                                  stderr=subprocess.PIPE, text=True, timeout=120)
+        finally:
+            os.close(write_end)
+        outcomes[name] = (done.returncode, done.stderr)
+    assert outcomes["weakened"][0] != 0 and "BrokenPipeError" in outcomes["weakened"][1]
+    assert outcomes["real"] == (0, "")
+
+
+def test_every_cli_guards_its_console_before_main():
+    """Each `python -m flows.<cli>` entry point turns the guard on before its main prints anything."""
+    entry_points = [path for path in sorted((REPO_ROOT / "flows").glob("*.py")) if "exit_process(main(" in path.read_text()]
+    assert {path.stem for path in entry_points} >= {"run", "runs", "validate", "decide"}
+    for path in entry_points:
+        source = path.read_text()
+        assert "survive_closed_console()" in source.split("exit_process(main(")[0], path.name
