@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.errors import SpecError
-from experiment.stats.activation import GS1_ACTIVATION_METRICS, SELFGEN_ACTIVATION_METRICS, check_range
+from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
 if TYPE_CHECKING:
@@ -216,6 +216,7 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         if bounds[0] > 0 or bounds[1] < 1:
             raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
     _check_rl_data(spec)
+    _check_prompts_suffice(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
             raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
@@ -349,6 +350,36 @@ def _check_rl_data(spec: Spec) -> None:
     wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
     if isinstance(wanted, int) and pool is not None and wanted > pool:
         raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
+
+
+def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:
+    """Each step of an RL arm takes its next groups_per_batch distinct prompts from the arm's order, never one
+    twice (experiment.rl.loop.step_problems): the spec's dataset (its first n_examples, else the whole training
+    set) or the generated tasks (generation.n_accept). An order too short for the arm's steps stopped the run at
+    the step that ran out, after the preflights (at full scale, after most of the arm's training). A kernel arm
+    and the activation pilot's treatment use two steps before training (the correctness preflight's window and
+    batch, the pilot's PILOT_STEPS), so they need that many even when the spec trains fewer."""
+    raw = spec.to_dict()
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    generation = raw.get("generation") if isinstance(raw.get("generation"), dict) else {}
+    stated = dataset.get("n_examples")
+    sizes = {"dataset": ("dataset.n_examples", stated if isinstance(stated, int) and not isinstance(stated, bool)
+                         else _items_in(dataset.get("path"), "train")),
+             "generated_tasks": ("generation.n_accept", generation.get("n_accept")
+                                 if isinstance(generation.get("n_accept"), int) else None)}
+    pilot = _unique_role(plan, "treatment") if plan.gate("activation_gate").blocks else None
+    for arm in plan.trained_arms:
+        source = spec.data_source(arm.name)
+        if source not in sizes or not arm.groups_per_batch or not spec.steps:
+            continue
+        field, available = sizes[source]
+        before_training = PILOT_STEPS if arm.name == pilot or _arm_advantage(spec, arm.name) == KERNEL_ADVANTAGE else 0
+        steps = max(int(spec.steps), before_training)
+        needed = steps * arm.groups_per_batch
+        if available is not None and needed > available:
+            raise SpecError(field, f"gives {available} prompts, but arm {arm.name} takes {arm.groups_per_batch} distinct "
+                                   f"prompts a step for {steps} steps ({needed}; no prompt is used twice); give at "
+                                   f"least {needed}, or fewer steps or groups_per_batch")
 
 
 def _names_gsm8k(*texts: object) -> bool:
