@@ -292,6 +292,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("kernel-two-rollouts-per-prompt", "gs1", kernel_rollouts_per_prompt(2, "2"), None),
     Variant("kernel-group-size-against-its-check", "gs1", kernel_rollouts_per_prompt(2, "1"),
             "executed_group_size_treatment will be 2", "the activation gate stopped the run after the preflights"),
+    Variant("kernel-group-size-unstated", "gs1", lambda s, r: _arm(s, "gs1_kernel").pop("group_size"),
+            "executed_group_size_treatment will be 8", "the loop samples 8 rollouts per prompt where none is stated"),
     Variant("baseline-group-size-against-its-check", "gs1",
             lambda s, r: _arm(s, "grpo_gs8").update(group_size=4, groups_per_batch=16),
             "executed_group_size_baseline will be 4"),

@@ -47,6 +47,7 @@ ROLE_LABELS = ("treatment", "baseline", "untrained_base")
 TRAINING_TYPES = ("rl", "sft")
 # Where a trained arm's data comes from (plan file `arm_data`: the spec's `arms[].data` text -> source).
 DATA_SOURCES = ("dataset", "generated_tasks", "none")
+DEFAULT_GROUP_SIZE = 8  # rollouts per prompt of an RL arm that states no group_size (the cookbook's math_rl)
 MAX_SPEC_BYTES = 1024 * 1024  # a spec or plan file is a few KiB; anything this large is not a spec
 MAX_SPEC_DEPTH = 32  # the seed specs nest 6 deep
 MAX_SPEC_INTEGER = 2**53  # beyond this no count in a spec can run (and JSON peers lose precision)
@@ -185,6 +186,17 @@ class Spec(_Open):
     def to_dict(self) -> dict[str, Any]:
         """The merged spec (file + plan file), with exactly the fields that were given."""
         return self.model_dump(exclude_unset=True)
+
+    def rollout_shape(self, arm_name: str) -> tuple[int, int]:
+        """(group_size, groups_per_batch) of an RL arm's steps: its own, else DEFAULT_GROUP_SIZE rollouts per
+        prompt and the spec's batch_size prompts (experiment.rl.recipe builds the loop's settings from this)."""
+        arm = next((a for a in self.arms or [] if a.name == arm_name), None)
+        if arm is None:
+            raise KeyError(arm_name)
+        if not (arm.groups_per_batch or self.batch_size):
+            raise SpecError(f"arms[{arm_name}].groups_per_batch", "states no prompts per step, and the spec no "
+                                                               "batch_size to take them from; give one")
+        return int(arm.group_size or DEFAULT_GROUP_SIZE), int(arm.groups_per_batch or self.batch_size)
 
     def data_source(self, arm_name: str) -> str:
         """Where an arm's training data comes from: `dataset`, `generated_tasks` or `none`.

@@ -260,14 +260,14 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                f"{treatment} is neither; set activation_gate.applicable false")
         _check_activation_checks(plan, SELFGEN_ACTIVATION_METRICS if generated else GS1_ACTIVATION_METRICS)
         if not generated:
-            _check_executed_group_sizes(plan, {"treatment": treatment, "baseline": baseline})
+            _check_executed_group_sizes(spec, plan, {"treatment": treatment, "baseline": baseline})
 
 
-def _check_executed_group_sizes(plan: PlanView, arms: dict[str, str]) -> None:
+def _check_executed_group_sizes(spec: Spec, plan: PlanView, arms: dict[str, str]) -> None:
     """The pilot's executed group size is each arm's planned group_size (distinct prompts per step, group_size
     rollouts each), known before anything runs: a check it cannot pass would stop the run at the activation
     gate, after the preflights were paid for."""
-    sizes = {arm.name: arm.group_size for arm in plan.arms}
+    sizes = {arm.name: spec.rollout_shape(arm.name)[0] for arm in plan.trained_arms}
     for index, check in enumerate(plan.gate("activation_gate").details.get("checks") or []):
         role = str(check.get("metric")).removeprefix("executed_group_size_")
         size = sizes.get(arms.get(role, ""))
@@ -370,14 +370,15 @@ def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:
     pilot = _unique_role(plan, "treatment") if plan.gate("activation_gate").blocks else None
     for arm in plan.trained_arms:
         source = spec.data_source(arm.name)
-        if source not in sizes or not arm.groups_per_batch or not spec.steps:
+        _, prompts_per_step = spec.rollout_shape(arm.name)
+        if source not in sizes or not spec.steps:
             continue
         field, available = sizes[source]
         before_training = PILOT_STEPS if arm.name == pilot or _arm_advantage(spec, arm.name) == KERNEL_ADVANTAGE else 0
         steps = max(int(spec.steps), before_training)
-        needed = steps * arm.groups_per_batch
+        needed = steps * prompts_per_step
         if available is not None and needed > available:
-            raise SpecError(field, f"gives {available} prompts, but arm {arm.name} takes {arm.groups_per_batch} distinct "
+            raise SpecError(field, f"gives {available} prompts, but arm {arm.name} takes {prompts_per_step} distinct "
                                    f"prompts a step for {steps} steps ({needed}; no prompt is used twice); give at "
                                    f"least {needed}, or fewer steps or groups_per_batch")
 

@@ -49,8 +49,7 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
     for arm in plan.trained_arms:
         raw = raw_arms.get(arm.name, {})
         config = optimizers.get(arm.name, ("adam", {}))[1]
-        group_size = arm.group_size or int(raw.get("group_size") or 8)
-        groups_per_batch = arm.groups_per_batch or int(raw.get("groups_per_batch") or spec.batch_size)
+        group_size, groups_per_batch = spec.rollout_shape(arm.name)
         settings[arm.name] = RLArmSettings(
             name=arm.name,
             advantage=raw.get("advantage", "group_mean"),
