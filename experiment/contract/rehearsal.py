@@ -20,7 +20,8 @@ The rules (constants below):
   since generating and auditing them is the other half of the work); SFT training runs (one per
   arm and LR grid point) share SFT_RUN_STEP_BUDGET steps; never more than the spec's own steps and
   never fewer than MIN_STEPS (the activation pilot needs two);
-- training pool: steps x distinct prompts per step (each prompt seen once, as in the seed specs:
+- training pool: steps (at least PILOT_STEPS, the two a kernel arm's preflight and the activation pilot
+  take) x distinct prompts per step (each prompt seen once, as in the seed specs:
   GS1 40 x 64 = 2560, self-generated 40 x 16 = 640, TriMuon 80 x 64 = 5120 rows); generated-task
   counts follow the pool;
 - eval: at most the stand-in's held-out size (STAND_IN.max_eval);
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.stats.activation import PILOT_STEPS
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
 
@@ -272,7 +274,8 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
             r.set("batch_size", s, "batch_size", min(int(s["batch_size"]), SFT_MAX_BATCH),
                   f"at most {SFT_MAX_BATCH} rows per SFT step")
         per_step = int(s.get("batch_size") or SFT_MAX_BATCH)
-    pool = min(steps * per_step, STAND_IN_TRAIN_ROWS[key])
+    # at least the two steps of prompts a kernel arm's correctness preflight and the activation pilot take
+    pool = min(max(steps, PILOT_STEPS) * per_step, STAND_IN_TRAIN_ROWS[key])
 
     # ---- data ----
     dataset = s.setdefault("dataset", {})

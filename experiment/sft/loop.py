@@ -41,6 +41,11 @@ class ChatExample:
     messages: list[dict[str, str]]
 
 
+# the preflights' fixed batch: the first this many training examples (the correctness preflight's updates,
+# the restoration preflight's outputs; the probe checks first that each has tokens to train on)
+FIXED_BATCH_SIZE = 4
+
+
 @dataclass(frozen=True)
 class SFTSettings:
     batch_size: int
@@ -160,6 +165,11 @@ def to_datum(example: ChatExample, renderer: Any, max_seq_len: int) -> tinker.Da
 
 def datum_weights(datum: tinker.Datum) -> np.ndarray:
     return np.asarray(datum.loss_fn_inputs["weights"].to_numpy(), dtype=np.float64)
+
+
+def untrained_examples(examples: list[ChatExample], renderer: Any, max_seq_len: int) -> list[str]:
+    """Ids of the examples that keep no assistant token within max_seq_len (their datum weighs nothing)."""
+    return [example.id for example in examples if not datum_weights(to_datum(example, renderer, max_seq_len)).any()]
 
 
 # ---------------------------------------------------------------- optimizer params

@@ -13,7 +13,7 @@ import pytest
 from experiment.sft.adaptation import adaptation_batch_hash, adaptation_manifest, pair_mismatches
 from experiment.sft.loop import (
     ChatExample, batch_id, datum_weights, load_chat_file, optim_params, score_heldout, step_batches, to_datum,
-    train_step,
+    train_step, untrained_examples,
 )
 from suite import REPO_ROOT
 
@@ -92,6 +92,20 @@ def test_datums_weight_only_assistant_tokens(service_client):
     targets = datum.loss_fn_inputs["target_tokens"].to_numpy()
     counted = tokenizer.decode(targets[weights > 0].tolist())
     assert example.messages[-1]["content"] in counted and "Write a two-line poem" not in counted
+
+
+def test_an_example_cut_before_its_answer_is_named_untrained(service_client):
+    """A max_seq_len the prompt alone fills leaves a datum that weighs nothing: the preflight probe names such
+    examples of the preflights' fixed batch and stops (a TriMuon spec at max_seq_len 16 used to reach the
+    correctness preflight, whose update tolerances came out NaN: a ValueError, exit 3)."""
+    from tinker_cookbook import renderers
+
+    training = service_client.create_lora_training_client(base_model="embedded/tiny-arith", rank=2).result()
+    renderer = renderers.get_renderer("qwen3_5_disable_thinking", training.get_tokenizer())
+    examples = load_chat_file(FIXTURE)[:3]
+    assert untrained_examples(examples, renderer, 2048) == []
+    assert untrained_examples(examples, renderer, 16) == [e.id for e in examples]
+    assert not datum_weights(to_datum(examples[0], renderer, 16)).any()
 
 
 @pytest.mark.parametrize("family", ["dimuon", "trimuon"])

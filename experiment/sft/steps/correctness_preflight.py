@@ -43,7 +43,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
-from experiment.sft.loop import sft_settings, training_examples
+from experiment.sft.loop import FIXED_BATCH_SIZE, sft_settings, training_examples
 from experiment.sft.runs import open_sft_session, served_model_and_rank, sft_runs, to_datums
 from experiment.sft.readback import HOW_TO_EXPOSE
 from experiment.sft.service_probe import (
@@ -57,7 +57,6 @@ REFERENCE_FILE = "experiment/stats/optim_reference.py"
 TOLERANCE_FILE = "experiment/stats/update_tolerance.py"
 PROBE_FILES = ("experiment/sft/steps/correctness_preflight.py", "experiment/sft/service_probe.py")
 EMBEDDED_IMPLEMENTATION = "embedded_tinker/muon.py"
-FIXED_BATCH_SIZE = 4
 FIXED_BATCH_EVIDENCE = "correctness-fixed-batch.json"
 START_STATE_EVIDENCE = "correctness-start-state.npz"  # read by the grader (experiment/grading/correctness.py)
 DISABLED = {"polar_step": "polar_express"}  # TriMuon with its polar step switched back to DiMuon-lite's

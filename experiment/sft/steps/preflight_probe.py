@@ -18,7 +18,8 @@ from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
 from experiment.run.capacity import is_capacity_refusal
 from experiment.run.context import RunContext
-from experiment.sft.loop import batch_id, sft_settings, to_datum, train_step, training_examples
+from experiment.sft.loop import (FIXED_BATCH_SIZE, batch_id, sft_settings, to_datum, train_step, training_examples,
+                                 untrained_examples)
 from experiment.sft.runs import SFTRun, open_sft_session, served_model_and_rank, service_routing, sft_runs
 
 
@@ -48,6 +49,14 @@ def run(ctx: RunContext) -> GateVerdict:
                 continue
             check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
             renderer = renderer_for(client, settings.renderer_name)
+            empty = untrained_examples(training_examples(ctx.spec)[:FIXED_BATCH_SIZE], renderer, settings.max_seq_len)
+            if empty:  # every preflight would measure an update of nothing (and the tolerances divide by it)
+                return GateVerdict(
+                    gate="preflight_probe", status="failed", measured=measured,
+                    reasons=[f"max_seq_len {settings.max_seq_len} leaves training examples {', '.join(empty)} (of the "
+                             f"first {FIXED_BATCH_SIZE}, the preflights' fixed batch) no assistant token to train on"],
+                    next_diagnostic="raise max_seq_len in a revised spec so each example keeps its answer, then rerun",
+                    state={"service_routing": routing})
             datum = to_datum(example, renderer, settings.max_seq_len)
             record = train_step(client, [datum], run.params(), run.name, 0, batch_id(0, [example]), call=ctx.call_service)
             ok = math.isfinite(record.loss_sum) and check["matches"]

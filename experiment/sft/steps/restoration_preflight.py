@@ -17,10 +17,9 @@ from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
 from experiment.run.clients import session_weights_info
 from experiment.run.context import RunContext
-from experiment.sft.loop import sft_settings, training_examples
+from experiment.sft.loop import FIXED_BATCH_SIZE, sft_settings, training_examples
 from experiment.sft.runs import SFTRun, to_datums, open_sft_session, served_model_and_rank, sft_runs
 
-FIXED_BATCH_SIZE = 4  # examples in the fixed batch of the initial-output and create-save-restore checks
 
 
 def run(ctx: RunContext) -> GateVerdict:
