@@ -329,7 +329,33 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
     if wrong:
         raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
                                                        "optimizer paths (kind optimizer) only")
+    if paths and plan.gate("correctness_preflight").blocks:
+        _check_optimizer_parity(plan)
     _check_initialization(plan, "training_type sft")
+
+
+# TriMuon with its one change switched off: DiMuon-lite's polar step. The SFT correctness preflight's baseline
+# check runs this against the baseline arm's optimizer, which must then update exactly as it does.
+TRIMUON_DISABLED = {"polar_step": "polar_express"}
+
+
+def _check_optimizer_parity(plan: PlanView) -> None:
+    """The optimizer path the SFT correctness preflight measures: a TriMuon treatment against a DiMuon-lite
+    baseline with the same settings, since the baseline check compares the treatment with its change switched
+    off (TRIMUON_DISABLED) to the baseline arm's updates. Any other pair fails that check by construction, at
+    the correctness preflight, after the probe's training calls."""
+    arms = {arm.name: arm for arm in plan.arms}
+    treatment, baseline = (arms[plan.role_to_arm[role]["arm"]] for role in ("treatment", "baseline"))
+    families = [(arm.optimizer or {}).get("family") for arm in (treatment, baseline)]
+    configs = [dict((arm.optimizer or {}).get("config") or {}) for arm in (treatment, baseline)]
+    disabled, stock = {**configs[0], **TRIMUON_DISABLED}, {**TRIMUON_DISABLED, **configs[1]}
+    if families != ["trimuon", "dimuon"] or disabled != stock:
+        raise SpecError("correctness_preflight", f"training_type sft checks one optimizer path: a trimuon treatment "
+                                                 f"whose updates with {TRIMUON_DISABLED} are the dimuon baseline's "
+                                                 f"(the same settings otherwise); treatment {treatment.name} is "
+                                                 f"{families[0]} {configs[0]}, baseline {baseline.name} {families[1]} "
+                                                 f"{configs[1]}; supported otherwise: correctness_preflight.required "
+                                                 "false with no custom optimizer")
 
 
 def _check_rl_data(spec: Spec) -> None:

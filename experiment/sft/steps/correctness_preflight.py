@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from experiment import PROJECT_ROOT
+from experiment.contract.support import TRIMUON_DISABLED
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
@@ -59,7 +60,7 @@ PROBE_FILES = ("experiment/sft/steps/correctness_preflight.py", "experiment/sft/
 EMBEDDED_IMPLEMENTATION = "embedded_tinker/muon.py"
 FIXED_BATCH_EVIDENCE = "correctness-fixed-batch.json"
 START_STATE_EVIDENCE = "correctness-start-state.npz"  # read by the grader (experiment/grading/correctness.py)
-DISABLED = {"polar_step": "polar_express"}  # TriMuon with its polar step switched back to DiMuon-lite's
+DISABLED = TRIMUON_DISABLED  # TriMuon with its polar step switched back to DiMuon-lite's (intake checks the pair)
 
 
 def run(ctx: RunContext) -> GateVerdict:
