@@ -16,9 +16,11 @@ something else, only after the first training call:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.contract.rollout import rollout_settings
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
 
@@ -217,6 +219,12 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
             raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
     _check_rl_data(spec)
     _check_prompts_suffice(spec, plan)
+    try:
+        rollout_settings(spec)
+    except (ValueError, TypeError, KeyError) as err:
+        raise SpecError("rollout", f"{err}: the rollouts' length cannot be read; state max_tokens (a `rollout` block "
+                                   "in the revision file, or max_tokens=N in the method)") from None
+    _check_group_learning_rates(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
             raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
@@ -376,6 +384,26 @@ def _check_rl_data(spec: Spec) -> None:
     wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
     if isinstance(wanted, int) and pool is not None and wanted > pool:
         raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
+
+
+def _check_group_learning_rates(spec: Spec, plan: PlanView) -> None:
+    """An RL arm's client is created with its restoration group's optimizer_config, and each step asks for the
+    arm's own learning rate: a service holds the two to one (the embedded backend refuses the step; an arm at
+    8e-5 in a group stating 4e-5 stopped at the restoration preflight's first optim_step, exit 3)."""
+    lrs = {arm.name: arm.lr if arm.lr is not None else (spec.section("optimizer") or {}).get("lr")
+           for arm in plan.trained_arms}
+    groups = (spec.section("restoration_preflight") or {}).get("groups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        members = group.get("arms") if isinstance(group, dict) else None
+        for a, member in enumerate(members if isinstance(members, list) else []):
+            config = member.get("optimizer_config") if isinstance(member, dict) else None
+            stated = config.get("lr") if isinstance(config, dict) else None
+            planned = lrs.get(member.get("name")) if isinstance(member, dict) else None
+            if isinstance(stated, (int, float)) and isinstance(planned, (int, float)) and not math.isclose(
+                    stated, planned, rel_tol=1e-12):
+                raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
+                                f"{stated!r}, but arm {member['name']} trains at lr {planned!r}; its client is created "
+                                "with this config and every step asks for its own rate; state the same rate")
 
 
 def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:
