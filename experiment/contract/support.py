@@ -220,10 +220,13 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     _check_rl_data(spec)
     _check_prompts_suffice(spec, plan)
     try:
-        rollout_settings(spec)
+        rollout = rollout_settings(spec)
     except (ValueError, TypeError, KeyError) as err:
         raise SpecError("rollout", f"{err}: the rollouts' length cannot be read; state max_tokens (a `rollout` block "
                                    "in the revision file, or max_tokens=N in the method)") from None
+    if rollout.max_tokens < 1 or not rollout.temperature >= 0:
+        raise SpecError("rollout", f"max_tokens {rollout.max_tokens}, temperature {rollout.temperature} (from "
+                                   f"{rollout.source}): a rollout samples at least one token at a temperature >= 0")
     _check_group_learning_rates(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
