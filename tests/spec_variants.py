@@ -336,6 +336,10 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("steps-three", "trimuon", lambda s, r: s.update(steps=3), None),
     Variant("eval-ten-items", "trimuon", _set("eval", n_examples=10), None),
     Variant("batch-eight", "trimuon", lambda s, r: s.update(batch_size=8), None),
+    Variant("seed-1-only", "gs1", lambda s, r: [s["decision_rule"].update(seeds=[1])] + [a.update(seed=1) for a in s["arms"]]
+            + [m["optimizer_config"].update(seed=1) for g in s["restoration_preflight"]["groups"] for m in g["arms"]], None),
+    Variant("margin-positive", "gs1", lambda s, r: s["decision_rule"]["criteria"][0].update(margin=0.05), None),
+    Variant("lora-rank-1", "gs1", lambda s, r: s.update(lora_rank=1), None),
     Variant("max-seq-len-64", "gs1", lambda s, r: s.update(max_seq_len=64), None),
     Variant("eval-one-item", "gs1", _set("eval", n_examples=1), None),
     Variant("budget-tiny", "gs1", lambda s, r: s["budget"].update(gpu_hours=0.001, max_wall_minutes=1), None),
