@@ -253,6 +253,16 @@ def _local_spec(tmp_path, **generation_changes):
 
     raw = load_spec(SELFGEN_SEED, rehearse=True).to_dict()  # the rehearsal, as a standalone spec file
     raw["generation"].update(generation_changes)
+    # fewer accepted tasks than the rehearsal trains on: the generated arm takes one a step, for as many steps as
+    # there are tasks (intake refuses an arm whose steps need more tasks than are accepted)
+    n_accept = raw["generation"]["n_accept"]
+    generated = next(arm for arm in raw["arms"] if arm["name"] == "rl_selfgen")
+    if (generated.get("groups_per_batch") or raw["batch_size"]) * raw["steps"] > n_accept:
+        generated["groups_per_batch"] = 1
+        raw["steps"] = n_accept
+        for arm in raw["arms"]:
+            if arm.get("steps") is not None:
+                arm["steps"] = n_accept
     path = tmp_path / "selfgen_tasks_local_small.json"
     path.write_text(json.dumps(raw))
     return path
