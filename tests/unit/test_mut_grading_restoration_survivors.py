@@ -1,0 +1,401 @@
+"""The restoration rules (experiment/grading/restoration.py; docs/contract-rules.md REST-1..REST-10) on the cases
+the complete mutation run of experiment/grading/ found untested (issue 28 item 7): comparisons tested from one
+side only, a loop that stops after the first arm, check or restore it skips, and LR-grid runs. Each expected
+finding is worked out here from the rule's text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from experiment.grading import restoration as rules
+
+ADAPTER = "a" * 64
+
+
+class _Files:
+    def __init__(self, files):
+        self.files = files  # name -> JSON value
+
+    def json(self, name):
+        return self.files.get(name)
+
+    def usable(self, name):
+        return name in self.files
+
+    def why(self, name):
+        return f"{name} is not retained"
+
+
+def _ctx(arms, plan=None, spec=None, files=None):
+    ctx = SimpleNamespace(result={"initialization_provenance": {"version": 1, "arms": arms}}, plan=plan, spec=spec)
+    ctx.evidence = _Files(files or {})
+    return ctx
+
+
+def _plan(arms=("T", "B"), base_model="org/base", runs=()):
+    return SimpleNamespace(base_model=base_model, replicas=[],
+                           trained_arms=[SimpleNamespace(name=a, optimizer={}) for a in arms],
+                           arms=[SimpleNamespace(name=a, trained=True) for a in arms], training_runs=list(runs))
+
+
+def _found(issues):
+    return [(issue.status, issue.message) for issue in issues]
+
+
+def _init(**changes):
+    return {"base_checkpoint": "org/base", "source": "server_response", "adapter_sha256": ADAPTER,
+            "evidence_ref": "info.json", "before_first_update": True, **changes}
+
+
+def _group(*arms, **extra):
+    return {"restoration_preflight": {"groups": [{"arms": [{"name": a, **extra} for a in arms]}]}}
+
+
+# ---------------------------------------------------------------- an LR grid's runs are arms (_arms), REST-1
+
+
+def test_each_run_of_an_lr_grid_is_checked_like_an_arm():
+    arms = {"T": {"initialization": _init(), "runs": {"0.01": {"initialization": _init(base_checkpoint=None)},
+                                                      "0.02": "not an entry"}}}
+    assert _found(rules.REST_2(_ctx(arms))) == [
+        ("unverified", "arm T run 0.01: initialization has no base_checkpoint")]
+
+
+def test_an_arm_entry_that_is_not_arm_provenance_is_reported_for_that_arm():
+    issues = rules.REST_1(_ctx({"T": {"initialization": "adapter"}}))
+    assert issues and all(i.rule == "REST-1" and i.message.startswith("arm T") for i in issues)
+
+
+def test_an_arm_trained_at_three_rates_has_provenance_for_each():
+    runs = [SimpleNamespace(arm="T", lr=lr) for lr in (0.01, 0.02, 0.04)]
+    arms = {"T": {"runs": {"0.01": {}, "0.02": {}}}}
+    assert _found(rules.REST_1_runs(_ctx(arms, plan=_plan(runs=runs)))) == [
+        ("unverified", "arm T: provenance for runs 0.01, 0.02, the plan trains 0.01, 0.02, 0.04")]
+
+
+def test_an_arm_of_one_rate_does_not_stop_the_check_of_the_next():
+    runs = [SimpleNamespace(arm="B", lr=0.01), SimpleNamespace(arm="T", lr=0.01), SimpleNamespace(arm="T", lr=0.02)]
+    arms = {"B": {"runs": {}}, "T": {"runs": {"0.01": {}}}}
+    assert _found(rules.REST_1_runs(_ctx(arms, plan=_plan(runs=runs)))) == [
+        ("unverified", "arm T: provenance for runs 0.01, the plan trains 0.01, 0.02")]
+
+
+# ---------------------------------------------------------------- REST-2: each exact comparison from both sides
+
+NEITHER = ("unverified", "arm T: initialization is proven neither by a measured adapter_sha256 nor by a loaded immutable "
+                         "full-initialization checkpoint")
+CHECKPOINT = {"adapter_sha256": None, "checkpoint_uri": "tinker://init", "checkpoint_immutable": True,
+              "checkpoint_scope": "full_initialization", "loaded_checkpoint_uri": "tinker://init", "load_succeeded": True}
+
+
+@pytest.mark.parametrize("changes", [
+    {"source": "user_declared"}, {"checkpoint_scope": "partial"}, {"loaded_checkpoint_uri": "tinker://a-other"},
+], ids=["source sorts after server_response", "scope sorts after full", "load sorts before the checkpoint"])
+def test_a_checkpoint_proves_the_initialization_only_with_exactly_the_named_values(changes):
+    assert _found(rules.REST_2(_ctx({"T": {"initialization": _init(**{**CHECKPOINT, **changes})}}))) == [NEITHER]
+
+
+def test_a_base_checkpoint_sorting_before_the_specs_model_is_not_it():
+    ctx = _ctx({"T": {"initialization": _init(base_checkpoint="org/aaa")}}, plan=_plan())
+    assert _found(rules.REST_2(ctx)) == [("invalid", "arm T: base_checkpoint 'org/aaa' is not the spec's model 'org/base'")]
+
+
+# ---------------------------------------------------------------- REST-3
+
+
+def _rest3(inits):
+    return _found(rules.REST_3(_ctx({arm: {"initialization": init} for arm, init in inits.items()}, spec=_group("T", "B"))))
+
+
+def test_two_arms_whose_adapter_hashes_differ_either_way_share_no_initialization():
+    # the pair is taken in name order (B, T): B's hash sorts before T's here, after it in the restoration tests
+    assert _rest3({"T": _init(adapter_sha256="c" * 64), "B": _init(adapter_sha256="b" * 64)}) == [
+        ("invalid", "group T/B: arms load different initial adapter_sha256s"),
+        ("invalid", "arms B and T share no initialization identity")]
+    uri = {"adapter_sha256": None}
+    assert _rest3({"T": _init(**uri, checkpoint_uri="tinker://c"), "B": _init(**uri, checkpoint_uri="tinker://b")}) == [
+        ("invalid", "group T/B: arms load different initial checkpoints"),
+        ("invalid", "arms B and T share no initialization identity")]
+
+
+# ---------------------------------------------------------------- REST-5 and REST-6: check entries
+
+SPEC = {"restoration_preflight": {"groups": [{"arms": [
+    {"name": "T", "optimizer": "adam", "optimizer_config": {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.95}},
+    {"name": "B", "optimizer": "adam", "optimizer_config": {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.95}}]}]}}
+ADAMW = {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9, "beta2": 0.95}
+
+
+def _rest5(arms, runs=()):
+    return _found(rules.REST_5(_ctx(arms, plan=_plan(runs=runs), spec=SPEC)))
+
+
+def test_a_run_labelled_by_no_learning_rate_requests_one_of_the_arms_planned_rates():
+    runs = [SimpleNamespace(arm="T", lr=0.01), SimpleNamespace(arm="T", lr=0.02)]
+    entry = {"runs": {"fast": {"optimizer_checks": [{"requested": {**ADAMW, "learning_rate": 0.02}}]},
+                      "slow": {"optimizer_checks": [{"requested": {**ADAMW, "learning_rate": 0.04}}]}}}
+    assert _rest5({"T": entry}, runs=runs) == [
+        ("invalid", "arm T run slow: requested learning_rate 0.04 (planned 0.01, 0.02) differ from the spec's")]
+
+
+def test_a_family_sorting_after_the_specs_is_not_it_and_leads_the_list_of_differences():
+    assert _rest5({"T": {"optimizer_checks": [{"requested": {**ADAMW, "family": "sgd"}}]}}) == [
+        ("invalid", "arm T: requested family differ from the spec's")]
+    wrong = {**ADAMW, "family": "sgd", "beta1": 0.5, "beta2": 0.5}
+    assert _rest5({"T": {"optimizer_checks": [{"requested": wrong}]}}) == [
+        ("invalid", "arm T: requested family, beta1, beta2 differ from the spec's")]
+
+
+def test_a_check_without_a_learning_rate_does_not_stop_the_next_arms_check():
+    no_rate = {k: v for k, v in ADAMW.items() if k != "learning_rate"}
+    arms = {"T": {"optimizer_checks": [{"requested": no_rate}]},
+            "B": {"optimizer_checks": [{"requested": {**ADAMW, "beta1": 0.5}}]}}
+    assert _rest5(arms) == [("unverified", "arm T: the requested optimizer names no learning rate"),
+                            ("invalid", "arm B: requested beta1 differ from the spec's")]
+
+
+RESPONSE = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+                                        "lora_rank": 8}}
+
+
+def _check(**changes):
+    return {"after_restore": 0, "source": "server_response", "actual_family": "adamw", "evidence_ref": "info.json",
+            "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+            "actual_config": {"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8}, **changes}
+
+
+def _rest6(checks, response=RESPONSE):
+    return _found(rules.REST_6(_ctx({"T": {"optimizer_checks": checks}}, files={"info.json": response})))
+
+
+def test_a_reported_family_sorting_before_the_requested_one_is_not_it():
+    assert _rest6([_check(requested={"family": "sgd", "learning_rate": 0.01, "beta1": 0.9})]) == [
+        ("invalid", "arm T, after_restore 0: the server reports family 'adamw', requested 'sgd'")]
+
+
+def test_a_declared_or_wrong_family_check_does_not_stop_the_next_check():
+    later = _check(after_restore=1, actual_family="sgd")
+    expected = ("invalid", "arm T, after_restore 1: the server reports family 'sgd', requested 'adamw'")
+    assert _rest6([_check(source="declared"), later]) == [
+        ("unverified", "arm T, after_restore 0: the optimizer is declared, not read from a server response"), expected]
+    assert _rest6([_check(actual_family="sgd"), later]) == [
+        ("invalid", "arm T, after_restore 0: the server reports family 'sgd', requested 'adamw'"), expected]
+
+
+def test_an_actual_setting_is_what_the_retained_get_info_reports():
+    where = "arm T, after_restore 0"
+    assert _rest6([_check(actual_config={"learning_rate": 0.01, "beta1": 0.95, "lora_rank": 8})]) == [
+        ("invalid", f"{where}: actual beta1 are not what the retained server response says"),
+        ("invalid", f"{where}: actual beta1 are not what the retained response reports"),
+        ("invalid", f"{where}: the server reports other beta1 than requested")]
+
+
+# ---------------------------------------------------------------- REST-7
+
+
+def _output(**changes):
+    return {"available": True, "batch_sha256": "b" * 64, "output_sha256": "c" * 64, "evidence_ref": "out.json",
+            "before_first_update": True, **changes}
+
+
+def test_a_group_whose_arms_name_no_initial_outputs_has_no_differing_outputs():
+    not_captured = {"available": False, "reason": "sampling not supported"}
+    ctx = _ctx({"T": {"initial_output": not_captured}, "B": {"initial_output": not_captured}}, spec=_group("T", "B"))
+    assert rules.REST_7(ctx) == []
+
+
+def _canonical(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                                     allow_nan=False).encode()).hexdigest()
+
+
+def test_a_retained_batch_that_is_not_json_is_invalid():
+    ctx = _ctx({"T": {"initial_output": _output()}}, files={"restoration-fixed-batch.json": {"loss": float("nan")}})
+    assert _found(rules.REST_7_fixed_batch(ctx)) == [
+        ("invalid", "restoration-fixed-batch.json is not a JSON batch")]
+
+
+def test_a_batch_hash_on_either_side_of_the_retained_batchs_is_not_it():
+    batch = {"tokens": [1, 2]}
+    arms = {"A": {"initial_output": _output(batch_sha256="0" * 64)}, "B": {"initial_output": _output(batch_sha256="f" * 64)},
+            "C": {"initial_output": _output(batch_sha256=_canonical(batch))}}
+    ctx = _ctx(arms, files={"restoration-fixed-batch.json": batch})
+    assert _found(rules.REST_7_fixed_batch(ctx)) == [
+        ("invalid", "arm A, B: batch_sha256 is not the hash of the retained restoration-fixed-batch.json")]
+
+
+# ---------------------------------------------------------------- REST-3 checkpoint, REST-9
+
+WRONG3 = ("invalid", "arm {}: checkpoint_adapter_sha256 is not the arm's adapter hash and the one the retained "
+                     "checkpoint response reports")
+
+
+def _reported(digest):
+    return {"checkpoint_weights_info": {"optimizer_config": {"adapter_sha256": digest}}}
+
+
+@pytest.mark.parametrize("named, own, reported", [
+    ("b" * 64, ADAPTER, ADAPTER), (ADAPTER, "b" * 64, "b" * 64), ("b" * 64, "b" * 64, ADAPTER),
+    (ADAPTER, ADAPTER, "b" * 64), (ADAPTER, "b" * 64, ADAPTER)])
+def test_the_checkpoint_hash_the_arms_and_the_reported_are_one_hash_whichever_sorts_first(named, own, reported):
+    init = {"adapter_sha256": own, "checkpoint_adapter_sha256": named, "evidence_ref": "info.json"}
+    ctx = _ctx({"T": {"initialization": init}}, files={"info.json": _reported(reported)})
+    assert _found(rules.REST_3_checkpoint(ctx)) == [tuple(s.format("T") for s in WRONG3)]
+
+
+def test_an_arm_naming_no_checkpoint_hash_does_not_stop_the_check_of_the_next():
+    arms = {"B": {"initialization": {"adapter_sha256": ADAPTER}},
+            "T": {"initialization": {"adapter_sha256": ADAPTER, "checkpoint_adapter_sha256": "b" * 64}}}
+    assert _found(rules.REST_3_checkpoint(_ctx(arms))) == [tuple(s.format("T") for s in WRONG3)]
+
+
+def test_an_arm_alone_in_its_group_may_have_been_restored_more_than_once():
+    spec = {"experiment_features": {"checkpoint_restore": True, "paired_training_arms": False}, **_group("T")}
+    assert rules.REST_9(_ctx({"T": {"restore_count": 2}}, spec=spec)) == []
+
+
+# ---------------------------------------------------------------- REST-4: restores from the load evidence
+
+
+def _restore(number=1, **changes):
+    return {"restore": number, "method": "load_state", "client": "client-T", "loaded_from": "tinker://ckpt",
+            "at": "2026-12-03T10:00:00Z", "evidence_ref": f"load{number}.json", "with_optimizer_state": False, **changes}
+
+
+LOAD = {"load_method": "load_state", "get_info_after_restore": {"model_id": "client-T"},
+        "load_response": {"path": "tinker://ckpt"}}
+
+
+def _restores(arms, files=None):
+    return _found(rules.REST_4_restores(_ctx(arms, files=files if files is not None else {"load1.json": LOAD,
+                                                                                          "load2.json": LOAD})))
+
+
+def test_the_client_and_checkpoint_come_from_get_info_after_creation_and_loaded_from_without_a_later_record():
+    entry = {"restore_count": 1, "restores": [_restore()]}
+    assert _restores({"T": entry}, {"load1.json": {"get_info_after_creation": {"model_id": "client-B"},
+                                                   "load_response": {"path": "tinker://ckpt"}}}) == [
+        ("invalid", "arm T, restore 1: the evidence's get_info names client 'client-B', the restore says 'client-T'")]
+    assert _restores({"T": entry}, {"load1.json": {**LOAD, "load_response": {}, "loaded_from": "tinker://other"}}) == [
+        ("invalid", "arm T, restore 1: the evidence loaded 'tinker://other', the restore says 'tinker://ckpt'")]
+
+
+def test_a_negative_count_without_restores_claims_no_restore():
+    assert _restores({"T": {"restore_count": -1}}) == []  # REST-4's coverage check grades the count itself
+
+
+def test_an_arm_without_restores_does_not_stop_the_check_of_the_next():
+    arms = {"B": {"restore_count": 0}, "T": {"restore_count": 2, "restores": [_restore()]}}
+    assert _restores(arms) == [("invalid", "arm T: restore_count 2 but 1 restores are recorded")]
+
+
+def test_another_arms_evidence_whichever_name_sorts_first_but_never_the_arms_own_runs():
+    load = {"B": {"initialization": {"evidence_ref": "initB.json"}, "restore_count": 1,
+                  "restores": [_restore(evidence_ref="initT.json")]},
+            "T": {"initialization": {"evidence_ref": "initT.json"}, "restore_count": 1,
+                  "restores": [_restore(evidence_ref="initB.json")]}}
+    files = {"initB.json": LOAD, "initT.json": LOAD}
+    assert _restores(load, files) == [
+        ("invalid", "arm B, restore 1: evidence_ref 'initT.json' is another arm's evidence"),
+        ("invalid", "arm T, restore 1: evidence_ref 'initB.json' is another arm's evidence")]
+    own = {"T": {"initialization": {"evidence_ref": "initT.json"}, "restore_count": 1,
+                 "restores": [_restore(evidence_ref="initR.json")],
+                 "runs": {"0.01": {"initialization": {"evidence_ref": "initR.json"}, "restore_count": 1,
+                                   "restores": [_restore(evidence_ref="initT.json")]}}}}
+    assert _restores(own, {"initR.json": LOAD, "initT.json": LOAD}) == []
+
+
+def test_a_malformed_or_unretained_restore_does_not_stop_the_check_of_the_next():
+    malformed = {"T": {"restore_count": 2, "restores": [_restore(1, client=""), _restore(2, loaded_from="tinker://x")]}}
+    assert _restores(malformed) == [
+        ("unverified", "arm T, restore 1: needs its number, the client, the checkpoint loaded, the load method, when, "
+                       "and an evidence_ref"),
+        ("invalid", "arm T, restore 2: the evidence loaded 'tinker://ckpt', the restore says 'tinker://x'")]
+    unretained = {"T": {"restore_count": 2, "restores": [_restore(1), _restore(2, loaded_from="tinker://x")]}}
+    assert _restores(unretained, {"load2.json": LOAD}) == [
+        ("unverified", "arm T, restore 1: evidence_ref 'load1.json': load1.json is not retained"),
+        ("invalid", "arm T, restore 2: the evidence loaded 'tinker://ckpt', the restore says 'tinker://x'")]
+
+
+def test_the_evidence_disagreeing_with_the_restore_on_either_side():
+    entry = {"T": {"restore_count": 1, "restores": [_restore(method="create_training_client_from_state")]}}
+    assert _restores(entry, {"load1.json": LOAD}) == [
+        ("invalid", "arm T, restore 1: the evidence loaded by 'load_state', the restore says "
+                    "create_training_client_from_state")]
+    entry = {"T": {"restore_count": 1, "restores": [_restore()]}}
+    assert _restores(entry, {"load1.json": {**LOAD, "get_info_after_restore": {"model_id": "client-Z"}}}) == [
+        ("invalid", "arm T, restore 1: the evidence's get_info names client 'client-Z', the restore says 'client-T'")]
+    assert _restores(entry, {"load1.json": {**LOAD, "load_response": {"path": "tinker://a"}}}) == [
+        ("invalid", "arm T, restore 1: the evidence loaded 'tinker://a', the restore says 'tinker://ckpt'")]
+
+
+def test_a_restore_of_a_checkpoint_sorting_after_the_initialization_does_not_load_it():
+    entry = {"initialization": {"checkpoint_uri": "tinker://init"}, "restore_count": 1,
+             "restores": [_restore(loaded_from="tinker://zz")]}
+    files = {"load1.json": {**LOAD, "load_response": {"path": "tinker://zz"}}}
+    assert _restores({"T": entry}, files) == [
+        ("invalid", "arm T: created from saved state 'tinker://init' but no restore loads it")]
+
+
+# ---------------------------------------------------------------- REST-10
+
+
+@pytest.mark.parametrize("a, b, worst", [([[1.0], [2.0]], [[1.0]], None), ([[1.0]], [[1.0, 2.0]], None),
+                                         ([[]], [[]], 0.0)])
+def test_the_largest_difference_needs_rows_of_equal_length_and_is_never_negative(a, b, worst):
+    assert rules._max_difference(a, b) == worst
+
+
+def _update(**changes):
+    return {"label": "adamw", "checkpoint_uri": "tinker://saved", "restored_from": "tinker://state",
+            "steps_before_save": 1, "optimizer_state_restored": True,
+            "clients": {"restored": "client-R", "uninterrupted": "client-U"},
+            "optimizer_check_after_restore": {"source": "server_response", "requested": {"family": "adamw"}},
+            "logprobs_after_second_step": {"uninterrupted": [[-0.5, -1.0]], "restored": [[-0.5, -1.0 + 4e-7]]},
+            "max_abs_difference": 4e-7, **changes}
+
+
+def _rest10(data):
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T", "optimizer": "adamw"}]}]}}
+    return _found(rules.REST_10(_ctx({}, spec=spec, files={"restoration-update-check.json": data})))
+
+
+WHERE10 = "create-save-restore check adamw"
+
+
+def test_state_saved_after_several_steps_and_restored_from_a_checkpoint_sorting_first_is_a_restore():
+    assert _rest10(_update(steps_before_save=2)) == []
+    assert _rest10(_update(restored_from="tinker://a-state", checkpoint_uri="tinker://saved")) == []
+
+
+def test_an_optimizer_source_sorting_after_server_response_is_not_verified():
+    declared = {"source": "user_declared", "requested": {"family": "adamw"}}
+    assert _rest10(_update(optimizer_check_after_restore=declared)) == [
+        ("unverified", f"{WHERE10}: the restored optimizer is not verified from a server response")]
+
+
+def test_a_check_without_outputs_does_not_stop_the_next_check():
+    keyed = {"T": _update(label="T", logprobs_after_second_step={}),
+             "B": _update(label="B", max_abs_difference=0.0)}
+    assert _rest10(keyed) == [
+        ("unverified", "create-save-restore check T: the two clients' outputs are not retained, so the difference "
+                       "cannot be recomputed"),
+        ("invalid", f"create-save-restore check B: recorded max_abs_difference 0.0 is not the recomputed "
+                    f"{abs((-1.0 + 4e-7) - (-1.0))!r}")]
+
+
+def test_a_difference_of_exactly_the_tolerance_passes():
+    assert abs(1e-6 - 0.0) == rules.REST10_ATOL  # the difference below is the tolerance itself, exactly
+    at = _update(logprobs_after_second_step={"uninterrupted": [[0.0]], "restored": [[1e-6]]}, max_abs_difference=1e-6)
+    assert _rest10(at) == []
+
+
+def test_a_keyed_check_labelled_by_an_arm_sorting_before_its_key_is_not_its_keys():
+    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T"}, {"name": "B"}]}]}}
+    ctx = _ctx({}, spec=spec)
+    problems = rules._check_problems(ctx, "T", {"label": "B"}, True)
+    assert ("invalid", "label 'B' is not a restoration arm (nor its key)") in problems
