@@ -399,3 +399,58 @@ def test_a_keyed_check_labelled_by_an_arm_sorting_before_its_key_is_not_its_keys
     ctx = _ctx({}, spec=spec)
     problems = rules._check_problems(ctx, "T", {"label": "B"}, True)
     assert ("invalid", "label 'B' is not a restoration arm (nor its key)") in problems
+
+
+THREE = ("unverified", "the uninterrupted, interrupted and restored clients are not three named clients")
+
+
+def _problems_of(check, spec=None):
+    spec = spec or {"restoration_preflight": {"groups": [{"arms": [{"name": "T"}]}]}}
+    ctx = _ctx({"T": {"initialization": {"checkpoint_uri": "tinker://init"}}}, spec=spec)
+    return rules._check_problems(ctx, "T", {"label": "T", **check}, False)
+
+
+@pytest.mark.parametrize("clients, flagged", [
+    ({"uninterrupted": "client-U", "interrupted": "client-I", "restored": "client-R"}, False),
+    ({"uninterrupted": "client-U", "interrupted": "", "restored": "client-R"}, True),
+    ({"uninterrupted": "client-U", "interrupted": 7, "restored": "client-R"}, True),
+    ({"uninterrupted": "client-U", "interrupted": "client-U", "restored": "client-R"}, True),
+], ids=["three named", "one empty", "one a number", "two the same"])
+def test_a_check_names_three_different_clients_each_by_a_non_empty_name(clients, flagged):
+    assert (THREE in _problems_of({"clients": clients})) is flagged
+
+
+@pytest.mark.parametrize("uri", ["tinker://a-other", "tinker://zz"])
+def test_a_checkpoint_uri_sorting_on_either_side_of_the_arms_is_not_it(uri):
+    assert (("invalid", f"checkpoint_uri '{uri}' is not the arm's initialization checkpoint ('tinker://init')")
+            in _problems_of({"checkpoint_uri": uri}))
+    assert not any(p.startswith("checkpoint_uri") for _, p in _problems_of({"checkpoint_uri": "tinker://init"}))
+
+
+RESTORE_RECORD = ("invalid", "its restore record is not the restored client loading restored_from with its optimizer state")
+
+
+@pytest.mark.parametrize("changes, flagged", [
+    ({}, False), ({"restore": 2}, True), ({"restore": 0}, True), ({"client": "client-Z"}, True),
+    ({"client": "client-A"}, True), ({"evidence_ref": "z.json"}, True), ({"evidence_ref": "a.json"}, True)],
+    ids=["its own", "number after", "number before", "client after", "client before", "evidence after", "evidence before"])
+def test_the_restore_record_is_exactly_the_restored_clients_load_of_restored_from(changes, flagged):
+    restore = {"restore": 1, "client": "client-R", "loaded_from": "tinker://state",
+               "method": "create_training_client_from_state_with_optimizer", "with_optimizer_state": True,
+               "evidence_ref": "restoration-update-check.json", **changes}
+    check = {"clients": {"restored": "client-R"}, "restored_from": "tinker://state", "restore": restore}
+    assert (RESTORE_RECORD in _problems_of(check)) is flagged
+
+
+def test_the_optimizer_after_the_restore_requests_every_spec_setting_family_first():
+    spec = {"restoration_preflight": {"groups": [{"arms": [
+        {"name": "T", "optimizer": "adam", "optimizer_config": {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.95}}]}]}}
+
+    def requested(**asked):
+        return [p for s, p in _problems_of({"optimizer_check_after_restore": {"requested": asked}}, spec)
+                if p.startswith("requested")]
+
+    assert requested(family="adamw", learning_rate=0.01, beta1=0.9, beta2=0.95) == []
+    assert requested(family="adamw", learning_rate=0.01, beta2=0.95) == ["requested beta1 differ from the spec's"]
+    assert requested(family="sgd", learning_rate=0.01, beta1=0.5, beta2=0.5) == [
+        "requested family, beta1, beta2 differ from the spec's"]
