@@ -454,3 +454,45 @@ def test_the_optimizer_after_the_restore_requests_every_spec_setting_family_firs
     assert requested(family="adamw", learning_rate=0.01, beta2=0.95) == ["requested beta1 differ from the spec's"]
     assert requested(family="sgd", learning_rate=0.01, beta1=0.5, beta2=0.5) == [
         "requested family, beta1, beta2 differ from the spec's"]
+
+
+OPT_CHECK = ("unverified", "the optimizer check is not the one after the restore, before the next update, with its "
+                           "mismatches listed and restoration-update-check.json as its evidence")
+AFTER = {"after_restore": 1, "before_next_update": True, "mismatches": [], "evidence_ref": "restoration-update-check.json",
+         "source": "server_response", "actual_family": "adamw", "requested": {"family": "adamw", "learning_rate": 0.01},
+         "actual_config": {"learning_rate": 0.01}}
+
+
+def _after(**changes):
+    return _problems_of({"optimizer_check_after_restore": {**AFTER, **changes}})
+
+
+def test_an_extra_requested_setting_differs_from_the_spec():
+    spec = {"restoration_preflight": {"groups": [{"arms": [
+        {"name": "T", "optimizer": "adam", "optimizer_config": {"learning_rate": 0.01}}]}]}}
+    asked = {"family": "adamw", "learning_rate": 0.01, "eps": 1e-8}
+    assert [p for _, p in _problems_of({"optimizer_check_after_restore": {"requested": asked}}, spec)
+            if p.startswith("requested")] == ["requested eps differ from the spec's"]
+
+
+@pytest.mark.parametrize("changes, flagged", [
+    ({}, False), ({"after_restore": 0}, True), ({"before_next_update": False}, True), ({"mismatches": None}, True),
+    ({"evidence_ref": "a.json"}, True), ({"evidence_ref": "z.json"}, True)],
+    ids=["the one", "after creation", "after the update", "mismatches not listed", "evidence before", "evidence after"])
+def test_each_condition_of_the_optimizer_check_after_the_restore_alone(changes, flagged):
+    assert (OPT_CHECK in _after(**changes)) is flagged
+
+
+@pytest.mark.parametrize("actual, requested", [("adamw", "sgd"), ("sgd", "adamw")])
+def test_a_reported_family_on_either_side_of_the_requested_one_is_not_it(actual, requested):
+    problems = _after(actual_family=actual, requested={"family": requested, "learning_rate": 0.01})
+    assert ("invalid", f"the service reports family '{actual}', requested '{requested}'") in problems
+
+
+@pytest.mark.parametrize("family, wrong", [("adamw", False), ("adam", False), ("sgd", True), ("adagrad", True)])
+def test_the_update_names_the_requested_family_in_any_spelling_and_no_other(family, wrong):
+    for key in ("type", "family"):
+        problems = _problems_of({"optimizer_check_after_restore": AFTER,
+                                 "update": {"learning_rate": 0.01, key: family}})
+        expected = ("invalid", f"the update it took ({key}) is not the requested optimizer's")
+        assert (expected in problems) is wrong
