@@ -496,3 +496,224 @@ def test_the_update_names_the_requested_family_in_any_spelling_and_no_other(fami
                                  "update": {"learning_rate": 0.01, key: family}})
         expected = ("invalid", f"the update it took ({key}) is not the requested optimizer's")
         assert (expected in problems) is wrong
+
+
+BATCH = ("invalid", "batch_sha256 is not the fixed batch the arms' initial outputs were taken on")
+
+
+@pytest.mark.parametrize("named, flagged", [([], False), (["b" * 64], True), (["b" * 64, "d" * 64], False),
+                                            (["c" * 64], False)],
+                         ids=["no arm names a batch", "one other batch", "two batches", "the same batch"])
+def test_the_checks_batch_is_compared_only_with_the_one_fixed_batch_the_arms_name(named, flagged):
+    arms = {f"A{i}": {"initial_output": {"batch_sha256": digest}} for i, digest in enumerate(named)}
+    ctx = _ctx({"T": {"initialization": {"checkpoint_uri": "tinker://init"}}, **arms}, spec=_group("T"))
+    assert (BATCH in rules._check_problems(ctx, "T", {"label": "T", "batch_sha256": "c" * 64}, False)) is flagged
+
+
+# ---------------------------------------------------------------- REST-10 check: passed, problems, keyed
+
+
+@pytest.mark.parametrize("worst, mismatches, passed", [
+    (0.0, [], True), (1e-6, [], True), (2e-6, [], False), (0.0, ["beta1"], False), (2e-6, ["beta1"], False)],
+    ids=["equal", "at the tolerance", "past it", "a mismatch", "both"])
+def test_passed_is_within_the_tolerance_and_without_mismatches(worst, mismatches, passed):
+    outputs = {"uninterrupted": [[0.0]], "restored": [[worst]]}
+    base = {"logprobs_after_second_step": outputs, "optimizer_check_after_restore": {**AFTER, "mismatches": mismatches}}
+    wrong = ("invalid", f"passed {not passed!r} is not what its outputs and optimizer check give")
+    assert not any(p.startswith("passed") for _, p in _problems_of({**base, "passed": passed}))
+    assert wrong in _problems_of({**base, "passed": not passed})
+
+
+@pytest.mark.parametrize("problems", [["a"], ["z"], []])
+def test_the_checks_problems_are_exactly_its_optimizer_checks_mismatches(problems):
+    found = _problems_of({"problems": problems, "optimizer_check_after_restore": {**AFTER, "mismatches": ["m"]}})
+    assert ("invalid", "problems are not its optimizer check's mismatches") in found
+    same = _problems_of({"problems": ["m"], "optimizer_check_after_restore": {**AFTER, "mismatches": ["m"]}})
+    assert ("invalid", "problems are not its optimizer check's mismatches") not in same
+
+
+def test_a_check_filed_under_a_key_is_labelled_by_that_key_even_when_its_label_is_another_arm():
+    ctx = _ctx({}, spec=_group("T", "B"), files={"restoration-update-check.json": {"T": {"label": "B"}}})
+    messages = [i.message for i in rules.REST_10_check(ctx)]
+    assert "create-save-restore check T: label 'B' is not a restoration arm (nor its key)" in messages
+
+
+# ---------------------------------------------------------------- REST-6: the run's restoration response file
+
+A, C = "8" * 64, "c" * 64
+RUN_SPEC = {"lora_rank": 8, "restoration_preflight": {"groups": [{"arms": [
+    {"name": "T", "optimizer": "adamw", "optimizer_config": {"learning_rate": 0.01}}]}]}}
+OWN_RESTORE = {"evidence_ref": "run-T.json", "loaded_from": "tinker://init", "method": "load_state",
+               "at": "2026-12-03T10:00:00Z", "client": "client-T", "loaded_path": "tinker://init"}
+
+
+def _entry(init=None, restores=None):
+    return {"initialization": {"checkpoint_uri": "tinker://init", "evidence_ref": "run-T.json", "adapter_sha256": A,
+                               "checkpoint_adapter_sha256": C, "base_checkpoint": "org/base",
+                               "load_response": {"path": "tinker://init"}, **(init or {})},
+            "restores": [OWN_RESTORE] if restores is None else restores}
+
+
+def _data(info=None, weights=None, **changes):
+    get_info = {"type": "get_info", "model_id": "client-T", "model_name": "org/base",
+                "model_data": {"model_name": "org/base"}, "is_lora": True, "lora_rank": 8,
+                "optimizer_config": {"adapter_sha256": A, "optimizer_step": 0}, **(info or {})}
+    checkpoint = {"base_model": "org/base", "is_lora": True, "lora_rank": 8,
+                  "optimizer_config": {"type": "adamw", "learning_rate": 0.01, "adapter_sha256": C}, **(weights or {})}
+    data = {"loaded_from": "tinker://init", "load_method": "load_state", "loaded_at": "2026-12-03T10:00:00Z",
+            "get_info_after_creation": get_info, "load_response": {"path": "tinker://init"},
+            "checkpoint_weights_info": checkpoint, "initial_output_logprobs": [[-0.5]], **changes}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _response(data, entry=None, spec=RUN_SPEC, plan="default", infos=None):
+    plan = _plan(arms=("T",)) if plan == "default" else plan
+    ctx = _ctx({"T": entry or _entry()}, plan=plan, spec=spec)
+    return rules._response_problems(ctx, "T", entry or _entry(), data, infos or {})
+
+
+INFO = "its get_info after creation reports another {} than the arm's client, the spec's model and its initialization"
+WEIGHTS = ("its initialization checkpoint's weights info reports another {} than the spec's model, the requested rank "
+           "and optimizer, and the checkpoint's adapter hash before any update")
+
+
+def test_a_response_file_that_is_the_arms_its_restores_and_the_specs_has_no_problem():
+    assert _response(_data()) == []
+    assert _response(_data(), plan=None) == []  # the model is the initialization's base checkpoint
+
+
+def test_a_response_file_holds_every_field_of_the_runs_file():
+    assert _response(_data(initial_output_logprobs=None)) == [("unverified", "it holds no initial_output_logprobs")]
+    assert _response(_data(get_info_after_creation=None)) == [("unverified", "it holds no get_info_after_creation")]
+
+
+@pytest.mark.parametrize("loaded", ["tinker://a", "tinker://z"])
+def test_the_load_is_of_the_initialization_checkpoint_and_its_restores(loaded):
+    assert _response(_data(loaded_from=loaded)) == [
+        ("invalid", f"loaded_from '{loaded}' is not the initialization checkpoint"),
+        ("invalid", f"loaded_from '{loaded}' is not its restore's loaded_from ('tinker://init')")]
+
+
+@pytest.mark.parametrize("key, field, value", [("load_method", "method", "a_method"), ("load_method", "method", "z_method"),
+                                               ("loaded_at", "at", "2026-12-03T09:00:00Z"),
+                                               ("loaded_at", "at", "2026-12-03T11:00:00Z")])
+def test_the_load_method_and_time_are_the_restores(key, field, value):
+    assert _response(_data(**{key: value})) == [
+        ("invalid", f"{key} {value!r} is not its restore's {field} ({OWN_RESTORE[field]!r})")]
+
+
+def test_the_restore_compared_is_the_one_whose_evidence_is_the_file():
+    others = [{**OWN_RESTORE, "evidence_ref": ref, "method": "create_training_client_from_state", "client": "client-X",
+               "loaded_from": "tinker://x", "at": "2026-12-01T00:00:00Z", "loaded_path": "tinker://x"}
+              for ref in ("a.json", "z.json")]
+    assert _response(_data(), entry=_entry(restores=[*others, OWN_RESTORE])) == []
+    assert _response(_data(model_id=None), entry=_entry(restores=others)) == []  # no restore of it: nothing to compare
+    assert _response(_data(info={"model_id": "client-Q"}), entry=_entry(restores=others)) == []
+
+
+def test_the_load_response_is_the_initializations_and_names_the_restores_path():
+    assert _response(_data(load_response={"path": "tinker://other"})) == [
+        ("invalid", "load_response is not the initialization's load response"),
+        ("invalid", "its restore's loaded_path is not the path the load response names")]
+    for path in ("tinker://a", "tinker://z"):
+        assert _response(_data(), entry=_entry(restores=[{**OWN_RESTORE, "loaded_path": path}])) == [
+            ("invalid", "its restore's loaded_path is not the path the load response names")]
+
+
+@pytest.mark.parametrize("changes, wrong", [
+    ({"type": "a_info"}, "type"), ({"type": "z_info"}, "type"),
+    ({"model_id": "client-A"}, "model_id"), ({"model_id": "client-Z"}, "model_id"),
+    ({"model_name": "org/a"}, "model_name"), ({"model_name": "org/z"}, "model_name"),
+    ({"model_data": {"model_name": "org/a"}}, "model_data.model_name"),
+    ({"model_data": {"model_name": "org/z"}}, "model_data.model_name"),
+    ({"is_lora": "true"}, "is_lora"), ({"lora_rank": 16}, "lora_rank"),
+    ({"optimizer_config": {"adapter_sha256": "0" * 64}}, "adapter_sha256"),
+    ({"optimizer_config": {"adapter_sha256": "f" * 64}}, "adapter_sha256"),
+    ({"optimizer_config": {"adapter_sha256": None}}, "adapter_sha256"),
+    ({"optimizer_config": {"adapter_sha256": A, "optimizer_step": 1}}, "optimizer_step 1"),
+])
+def test_each_field_of_the_get_info_after_creation(changes, wrong):
+    assert _response(_data(info=changes)) == [("invalid", INFO.format(wrong))]
+
+
+def test_the_adapter_hash_of_an_initialization_that_names_none():
+    entry = _entry(init={"adapter_sha256": None})
+    assert _response(_data(info={"optimizer_config": {"adapter_sha256": None}}), entry=entry) == []
+    assert _response(_data(info={"optimizer_config": {"adapter_sha256": A}}), entry=entry) == [
+        ("invalid", INFO.format("adapter_sha256"))]
+
+
+def test_the_rank_is_the_arms_else_the_specs_and_any_without_one():
+    no_rank = {k: v for k, v in RUN_SPEC.items() if k != "lora_rank"}
+    assert _response(_data(info={"lora_rank": 16}, weights={"lora_rank": 16}), spec=no_rank) == []
+    assert _response(_data(info={"lora_rank": 16}, weights={"lora_rank": 16})) == [
+        ("invalid", INFO.format("lora_rank")), ("invalid", WEIGHTS.format("lora_rank"))]
+
+
+def test_the_model_is_the_plans_base_model_before_the_initializations():
+    entry = _entry(init={"base_checkpoint": "org/other"})
+    assert _response(_data(), entry=entry) == []
+    assert _response(_data(), entry=entry, plan=None) == [
+        ("invalid", INFO.format("model_name, model_data.model_name")), ("invalid", WEIGHTS.format("base_model"))]
+
+
+def test_the_server_state_the_checkpoint_reports_is_reported_after_creation_too():
+    weights = {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "adapter_sha256": C, "optimizer_step": 0}}
+    assert _response(_data(info={"optimizer_config": {"adapter_sha256": A}}, weights=weights)) == [
+        ("invalid", INFO.format("optimizer_step"))]
+
+
+def test_a_file_without_the_checkpoints_weights_info_is_missing_only_that():
+    assert _response(_data(checkpoint_weights_info=None)) == [("unverified", "it holds no checkpoint_weights_info")]
+
+
+@pytest.mark.parametrize("changes, wrong", [
+    ({"base_model": "org/a"}, "base_model"), ({"base_model": "org/z"}, "base_model"), ({"is_lora": 1}, "is_lora"),
+    ({"lora_rank": 4}, "lora_rank"),
+    ({"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "adapter_sha256": A}}, "adapter_sha256"),
+    ({"optimizer_config": {"type": "adamw", "learning_rate": 0.02, "adapter_sha256": C}}, "optimizer"),
+    ({"optimizer_config": {"type": "sgd", "learning_rate": 0.01, "adapter_sha256": C}}, "optimizer"),
+    ({"optimizer_config": {"type": "adagrad", "learning_rate": 0.01, "adapter_sha256": C}}, "optimizer"),
+    ({"optimizer_config": {"family": "sgd", "learning_rate": 0.01, "adapter_sha256": C}}, "optimizer"),
+    ({"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "adapter_sha256": C, "last_optim_params": {}}},
+     "last_optim_params"),
+])
+def test_each_field_of_the_initialization_checkpoints_weights_info(changes, wrong):
+    info = {"optimizer_config": {"adapter_sha256": A, "optimizer_step": 0, "last_optim_params": None}}
+    assert _response(_data(info=info, weights=changes)) == [("invalid", WEIGHTS.format(wrong))]
+
+
+def test_the_checkpoint_optimizer_may_state_settings_no_request_names_and_any_without_a_request():
+    weights = {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9, "adapter_sha256": C}}
+    assert _response(_data(weights=weights)) == []
+    other = {"optimizer_config": {"type": "sgd", "learning_rate": 0.5, "adapter_sha256": C}}
+    assert _response(_data(weights=other), spec={"lora_rank": 8}, plan=None) == []  # no restoration arm requests one
+
+
+def test_the_checkpoint_weights_info_is_what_every_arm_loading_the_checkpoint_retained():
+    same = _data()["checkpoint_weights_info"]
+    assert _response(_data(), infos={"tinker://init": [same, same]}) == []
+    assert _response(_data(), infos={"tinker://init": [same, {**same, "lora_rank": 4}]}) == [
+        ("invalid", "its initialization checkpoint's weights info is not what the other arms loading that checkpoint "
+                    "retained")]
+
+
+def test_the_response_rule_reads_each_arms_run_file_and_compares_their_models():
+    spec = {"lora_rank": 8, "restoration_preflight": {"groups": [{"arms": [
+        {"name": arm, "optimizer": "adamw", "optimizer_config": {"learning_rate": 0.01}} for arm in ("T", "B")]}]}}
+    entry_b = _entry(init={"evidence_ref": "run-B.json"}, restores=[{**OWN_RESTORE, "evidence_ref": "run-B.json"}])
+    files = {"run-T.json": _data(), "run-B.json": _data(), "notes.json": {"text": 1}}
+    ctx = _ctx({"T": _entry(), "B": entry_b, "X": _entry(init={"evidence_ref": "notes.json"}),
+                "Y": _entry(init={"evidence_ref": "gone.json"})}, plan=_plan(arms=("T", "B")), spec=spec, files=files)
+    assert rules.REST_6_response(ctx) == []
+    files["run-B.json"] = _data(info={"model_data": {"model_name": "org/base", "revision": 2}})
+    assert _found(rules.REST_6_response(ctx)) == [
+        ("invalid", "the arms' get_info responses describe different models (model_data of B, T)")]
+    files["run-B.json"] = _data(load_method="a_method")
+    assert _found(rules.REST_6_response(ctx)) == [
+        ("invalid", "arm B: run-B.json: load_method 'a_method' is not its restore's method ('load_state')")]
+    files["run-B.json"] = _data(weights={"lora_rank": 4})
+    other = "its initialization checkpoint's weights info is not what the other arms loading that checkpoint retained"
+    assert _found(rules.REST_6_response(ctx)) == [
+        ("invalid", f"arm T: run-T.json: {other}"), ("invalid", f"arm B: run-B.json: {WEIGHTS.format('lora_rank')}"),
+        ("invalid", f"arm B: run-B.json: {other}")]
