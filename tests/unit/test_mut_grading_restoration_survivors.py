@@ -717,3 +717,20 @@ def test_the_response_rule_reads_each_arms_run_file_and_compares_their_models():
     assert _found(rules.REST_6_response(ctx)) == [
         ("invalid", f"arm T: run-T.json: {other}"), ("invalid", f"arm B: run-B.json: {WEIGHTS.format('lora_rank')}"),
         ("invalid", f"arm B: run-B.json: {other}")]
+
+
+def test_an_arm_file_without_weights_info_or_an_arm_without_a_checkpoint_joins_no_comparison():
+    spec = {"lora_rank": 8, "restoration_preflight": {"groups": [{"arms": [
+        {"name": arm, "optimizer": "adamw", "optimizer_config": {"learning_rate": 0.01}} for arm in ("T", "B")]}]}}
+    entry_b = _entry(init={"evidence_ref": "run-B.json"}, restores=[{**OWN_RESTORE, "evidence_ref": "run-B.json"}])
+    files = {"run-T.json": _data(checkpoint_weights_info=None), "run-B.json": _data()}
+    ctx = _ctx({"T": _entry(), "B": entry_b}, plan=_plan(arms=("T", "B")), spec=spec, files=files)
+    assert _found(rules.REST_6_response(ctx)) == [("unverified", "arm T: run-T.json: it holds no checkpoint_weights_info")]
+    # two arms naming no checkpoint: their weights infos are not one checkpoint's, whatever they say
+    unnamed = {"checkpoint_uri": None, "load_response": None}
+    entry_t = _entry(init=unnamed, restores=[])
+    entry_b = _entry(init={**unnamed, "evidence_ref": "run-B.json"}, restores=[])
+    files = {"run-T.json": _data(loaded_from=None, load_response=None),
+             "run-B.json": _data(loaded_from=None, load_response=None, weights={"lora_rank": 4})}
+    ctx = _ctx({"T": entry_t, "B": entry_b}, plan=_plan(arms=("T", "B")), spec=spec, files=files)
+    assert not any("other arms" in i.message for i in rules.REST_6_response(ctx))
