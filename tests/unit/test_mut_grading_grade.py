@@ -164,3 +164,16 @@ def test_spec2_a_rehearsal_record_is_the_one_the_rules_derive():
     assert grading._rehearsal_problems(unposted, _carrying(), spec) == [
         "SPEC-2: 1 substitution(s) of the rehearsal are not in RESULT.deviations (first: smaller)."]
     assert grading._rehearsal_problems({**result, "deviations": None}, _carrying(), spec)[0].startswith("SPEC-2: 1 sub")
+
+
+@pytest.mark.parametrize("other_kind", ["log", "tokenizer"])
+def test_the_recorded_spec_is_the_entry_of_kind_spec_whatever_kinds_come_before_it(other_kind):
+    """An entry of another kind (sorting before or after "spec") listed first is not the spec."""
+    text = SPEC.read_text()
+    record = {"evidence": {"version": 1, "files": [
+        {"name": "other.json", "kind": other_kind, "content": "{}", "sha256": hashlib.sha256(b"{}").hexdigest()},
+        {"name": "the-spec.json", "kind": "spec", "content": text,
+         "sha256": hashlib.sha256(text.encode()).hexdigest()}]}}
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert (source, supplied, problem) == ("the run's recorded the-spec.json (inline)", (), None)
+    assert spec is not None
