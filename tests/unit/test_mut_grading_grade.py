@@ -177,3 +177,55 @@ def test_the_recorded_spec_is_the_entry_of_kind_spec_whatever_kinds_come_before_
     spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
     assert (source, supplied, problem) == ("the run's recorded the-spec.json (inline)", (), None)
     assert spec is not None
+
+
+def _inline(name, kind, text):
+    return {"name": name, "kind": kind, "content": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def _with_revision(**extra):
+    text, plan = SPEC.read_text(), SPEC.with_suffix(".plan.json").read_text()
+    return {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", text),
+                                                 _inline("spec-revision.plan.json", "spec_revision", plan)]}, **extra}
+
+
+def test_a_recorded_revision_is_merged_into_the_spec_it_revises_and_named():
+    from experiment.contract.spec import apply_revision
+
+    raw = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    merged, _ = apply_revision(raw, revision, "spec-revision.plan.json")
+    assert canonical_sha256(merged) != canonical_sha256(raw)  # the revision changes the spec
+    record = _with_revision()
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert problem is None and supplied == tuple(sorted(revision))
+    assert source == "the run's recorded spec.json (inline) + revision spec-revision.plan.json"
+    assert (spec._source.file_sha256, spec._source.sha256) == (canonical_sha256(raw), canonical_sha256(merged))
+    assert spec._source.revision.supplied == sorted(revision)
+
+
+def test_a_rehearsals_recorded_spec_has_its_revision_merged_already():
+    raw = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    record = _with_revision(rehearsal={"scale": "small"})
+    spec, _, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert problem is None and supplied == tuple(sorted(revision))
+    assert spec._source.sha256 == canonical_sha256(raw)  # merged is the recorded spec as it is
+
+
+def test_a_revision_not_in_the_evidence_is_not_read_from_the_run_directory(tmp_path):
+    (tmp_path / "evidence").mkdir()
+    shutil.copy(SPEC.with_suffix(".plan.json"), tmp_path / "evidence" / "spec-revision.plan.json")
+    record = {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", SPEC.read_text())]}}
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), tmp_path)
+    assert (source, supplied, problem) == ("the run's recorded spec.json (inline)", (), None)
+    assert spec._source.revision is None
+
+
+def test_a_spec_file_in_the_run_directory_that_is_not_json_is_no_spec(tmp_path):
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "spec.json").write_text("{not json")
+    record = _partial_spec_record()
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), tmp_path)
+    assert (spec, source, supplied) == (None, None, ())
+    assert problem.startswith("the run's spec is not carried inline")
