@@ -229,3 +229,16 @@ def test_a_spec_file_in_the_run_directory_that_is_not_json_is_no_spec(tmp_path):
     spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), tmp_path)
     assert (spec, source, supplied) == (None, None, ())
     assert problem.startswith("the run's spec is not carried inline")
+
+
+def test_a_given_spec_object_says_what_its_revision_supplied_and_one_without_a_source_supplied_nothing():
+    from experiment.contract.spec import load_spec, parse_spec
+
+    loaded = load_spec(SPEC)  # read with its revision file
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    assert grading._given_spec(loaded, None)[1:] == ("the given spec", tuple(sorted(revision)))
+    bare = parse_spec(json.loads(SPEC.read_text()))  # no source at all: .source raises RuntimeError
+    with pytest.raises(RuntimeError):
+        bare.source
+    spec, text, supplied = grading._given_spec(bare, None)
+    assert (spec, text, supplied) == (bare, "the given spec", ())
