@@ -242,3 +242,21 @@ def test_a_given_spec_object_says_what_its_revision_supplied_and_one_without_a_s
         bare.source
     spec, text, supplied = grading._given_spec(bare, None)
     assert (spec, text, supplied) == (bare, "the given spec", ())
+
+
+def test_a_spec_or_revision_carried_under_another_kind_sorting_after_its_own_is_not_carried():
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("tokens", spec)})) == (
+        None, False, "the record carries no readable spec.json")
+    assert grading._spec_as_written({}, _carrying(**{
+        "spec.json": ("spec", spec), "spec-revision.plan.json": ("tokens", revision)})) == (SPEC, False, "")
+
+
+def test_a_file_of_the_specs_folder_that_does_not_read_is_skipped(tmp_path, monkeypatch):
+    (tmp_path / "a_broken.json").write_text("{not json")
+    shutil.copy(SPEC, tmp_path / SPEC.name)
+    shutil.copy(SPEC.with_name(SPEC.stem + ".plan.json"), tmp_path / (SPEC.stem + ".plan.json"))
+    monkeypatch.setattr(grading, "SPECS_DIR", tmp_path)
+    spec = json.loads(SPEC.read_text())
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("spec", spec)})) == (tmp_path / SPEC.name, False, "")
