@@ -184,7 +184,7 @@ def test_a_record_with_two_bad_fields_counts_one_more():
     assert issue.message.startswith("record.b: ") and issue.message.endswith(" (and 1 more)")
 
 
-@pytest.mark.parametrize("reason", ["insufficient_evidence", "mixed_criteria", "tie"])
+@pytest.mark.parametrize("reason", ["insufficient_evidence", "mixed_criteria", "tie", "aborted", None])
 def test_an_inconclusive_verdict_for_any_reason_but_incomplete_execution_was_measured(reason):
-    # the three-way reasons sort on both sides of incomplete_execution
+    # the three-way reasons all sort after incomplete_execution; a reason outside them sorts before it, or is absent
     assert _ctx({"verdict": "inconclusive", "outcome_reason": reason}).measured

@@ -154,3 +154,9 @@ def test_an_encoding_sorting_on_either_side_of_base64_is_unknown(encoding):
     content = base64.b64encode(b"hello").decode()  # would decode to the hashed bytes as base64
     assert _access(content, encoding=encoding).state("f.bin") == (
         "corrupt", None, f"f.bin has unknown encoding {encoding!r}")
+
+
+def test_by_kind_is_exactly_that_kind_not_one_sorting_before_or_after_it():
+    access = EvidenceAccess({"evidence": {"files": [_text("c.txt", "1", kind="config"), _text("l.txt", "2", kind="log"),
+                                                    _text("m.txt", "3", kind="metrics")]}})
+    assert [entry["name"] for entry in access.by_kind("log")] == ["l.txt"]

@@ -260,3 +260,13 @@ def test_a_file_of_the_specs_folder_that_does_not_read_is_skipped(tmp_path, monk
     monkeypatch.setattr(grading, "SPECS_DIR", tmp_path)
     spec = json.loads(SPEC.read_text())
     assert grading._spec_as_written({}, _carrying(**{"spec.json": ("spec", spec)})) == (tmp_path / SPEC.name, False, "")
+
+
+def test_a_rehearsal_that_is_not_an_object_is_no_rehearsal():
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    evidence = _carrying(**{"spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", revision)})
+    plain = grading._attested({}, evidence, None)
+    odd = grading._attested({"rehearsal": "small"}, evidence, None)
+    assert (odd.source, odd.supplied, odd.problems) == (plain.source, plain.supplied, plain.problems)
+    assert odd.source == f"specs/{SPEC.name} + revision {SPEC.stem}.plan.json" and odd.problems == []
