@@ -270,3 +270,44 @@ def test_a_rehearsal_that_is_not_an_object_is_no_rehearsal():
     odd = grading._attested({"rehearsal": "small"}, evidence, None)
     assert (odd.source, odd.supplied, odd.problems) == (plain.source, plain.supplied, plain.problems)
     assert odd.source == f"specs/{SPEC.name} + revision {SPEC.stem}.plan.json" and odd.problems == []
+
+
+def _wiring_rehearsal():
+    """RESULT.rehearsal and RESULT.deviations as a wiring-scale rehearsal of SPEC posts them (the rules' record)."""
+    from experiment.contract.spec import load_spec
+
+    derived = dict(load_spec(SPEC, rehearse=True, rehearsal_scale="wiring").source.rehearsal)
+    return {"rehearsal": {k: v for k, v in derived.items() if k != "deviations"}, "deviations": derived["deviations"]}
+
+
+def _spec_and_revision(**more):
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    return _carrying(**{"spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", revision), **more})
+
+
+def test_a_rehearsal_record_with_its_revision_is_graded_against_the_rehearsal_the_rules_derive():
+    result = _wiring_rehearsal()
+    attested = grading._attested(result, _spec_and_revision(), None)
+    assert attested.source == f"specs/{SPEC.name} + revision {SPEC.stem}.plan.json, rehearsed at the wiring scale by the rules"
+    assert attested.problems == [] and attested.spec.source.rehearsal["scale"] == "wiring"
+    moved = {**result, "rehearsal": {**result["rehearsal"], "model": "org/other"}}
+    assert grading._attested(moved, _spec_and_revision(), None).problems == [
+        "SPEC-2: RESULT.rehearsal model differ from the re-derived rehearsal record."]
+
+
+def test_a_rehearsal_record_without_its_revision_cannot_be_re_derived_and_a_plain_one_needs_none():
+    spec = json.loads(SPEC.read_text())
+    alone = _carrying(**{"spec.json": ("spec", spec)})
+    assert grading._attested(_wiring_rehearsal(), alone, None).problems == [
+        "SPEC-2: a rehearsal record without its revision file cannot be re-derived."]
+    plain = grading._attested({}, alone, None)
+    assert (plain.source, plain.supplied, plain.problems) == (f"specs/{SPEC.name}", (), [])
+
+
+@pytest.mark.parametrize("carried", [{"spec": n} for n in range(4)])
+def test_a_carried_rehearsal_spec_other_than_the_derived_one_is_reported_whichever_hash_sorts_first(carried):
+    problems = grading._attested(_wiring_rehearsal(), _spec_and_revision(**{"rehearsal-spec.json": ("spec", carried)}),
+                                 None).problems
+    assert problems == ["SPEC-2: rehearsal-spec.json is not the rehearsal the rules derive from the spec as written; "
+                        "graded against the derived one."]
