@@ -311,3 +311,20 @@ def test_a_carried_rehearsal_spec_other_than_the_derived_one_is_reported_whichev
                                  None).problems
     assert problems == ["SPEC-2: rehearsal-spec.json is not the rehearsal the rules derive from the spec as written; "
                         "graded against the derived one."]
+
+
+def test_a_rehearsal_field_sorting_before_deviations_and_the_first_missing_substitution_are_reported():
+    result = _wiring_rehearsal()
+    moved = {**result, "rehearsal": {**result["rehearsal"], "backend": "service", "model": "org/other"}}
+    assert grading._attested(moved, _spec_and_revision(), None).problems == [
+        "SPEC-2: RESULT.rehearsal backend, model differ from the re-derived rehearsal record."]
+    first, second = result["deviations"][0], result["deviations"][-1]
+    assert first["reason"] != second["reason"]
+    unposted = {**result, "deviations": result["deviations"][1:-1]}
+    assert grading._attested(unposted, _spec_and_revision(), None).problems == [
+        f"SPEC-2: 2 substitution(s) of the rehearsal are not in RESULT.deviations (first: {first['reason']})."]
+
+
+def test_a_given_spec_that_does_not_load_is_unreadable_input():
+    with pytest.raises(grading.GradeInputError, match="^spec: .*unknown rehearsal scale 'huge'"):
+        grade_record({"rehearsal": {"scale": "huge"}}, spec=SPEC)
