@@ -328,3 +328,27 @@ def test_a_rehearsal_field_sorting_before_deviations_and_the_first_missing_subst
 def test_a_given_spec_that_does_not_load_is_unreadable_input():
     with pytest.raises(grading.GradeInputError, match="^spec: .*unknown rehearsal scale 'huge'"):
         grade_record({"rehearsal": {"scale": "huge"}}, spec=SPEC)
+
+
+def _edited_spec_record():
+    spec = {**json.loads(SPEC.read_text()), "steps": 39}  # not a spec of specs/ as written
+    return {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", json.dumps(spec))]}}
+
+
+def test_without_an_attested_spec_a_category_that_would_opt_out_is_unverified_with_spec1():
+    graded = grade_record(_edited_spec_record())
+    assert graded.problems[0].startswith("SPEC-1: the record's spec cannot be attested")
+    audit = graded.categories["generation_audit"]  # GS1 has no generation audit: it would be not_applicable
+    assert audit.status == "unverified"
+    assert Issue("SPEC-1", "unverified", "the record's spec cannot be attested (SPEC-1), so the spec it is graded "
+                                         "against may not be the one it ran") in audit.issues
+
+
+def test_a_spec_no_plan_can_be_built_from_is_a_problem_and_grades_as_no_spec(monkeypatch):
+    def no_plan(spec):
+        raise ValueError("no plan here")
+
+    monkeypatch.setattr(grading, "draft_plan", no_plan)
+    graded = grade_record({}, spec=SPEC)
+    assert "SPEC: no execution plan can be built from the spec graded against (no plan here)." in graded.problems
+    assert graded.categories["restoration"].status == "unknown"  # graded without a spec
