@@ -243,3 +243,41 @@ def test_ga10_a_whole_audit_file_says_what_the_record_says():
 def test_json_is_canonical_and_tells_true_from_one():
     assert rules._json({"b": 1, "a": [True]}) == rules._json({"a": [True], "b": 1}) == '{"a": [true], "b": 1}'
     assert rules._json(True) != rules._json(1) and rules._json(1) != rules._json(1.0)
+
+
+def test_ga3_a_candidates_file_of_a_kind_sorting_before_generated_tasks_is_not_one():
+    kept = [_file("tasks.jsonl", TASKS, kind="data"), *FILES[1:]]
+    assert _found(rules.GA_3(_ctx(REFS, kept))) == [
+        ("GA-3", "unverified", "dataset_file tasks.jsonl is not retained as kind generated_tasks")]
+
+
+def _held_out_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))  # a data directory the spec may name files in
+    rows = [{"id": "h-1", "question": "What is 2 + 3?", "answer": "5"},
+            {"id": "h-2", "question": "What is 7 - 4?", "answer": "3"}]
+    path = tmp_path / "held_out.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path, [(row["id"], row["question"]) for row in rows]
+
+
+def test_ga3_the_held_out_set_is_every_item_of_the_specs_eval_file_read_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(rules, "_HELD_OUT", {})  # the set is read once per data file: start from none read
+    path, expected = _held_out_file(tmp_path, monkeypatch)
+    ctx = _ctx(REFS, FILES, spec={"eval": {"path": str(path)}})
+    assert rules._held_out_set(ctx) == expected
+    evaluation = [{"item_id": i, "prompt": q} for i, q in expected]
+    record = {**REFS, "evaluation_file": "eval.jsonl"}
+    same = _ctx(record, [_file("eval.jsonl", evaluation)], spec={"eval": {"path": str(path)}})
+    assert rules.GA_3_evaluation_set(same) == []
+    fewer = _ctx(record, [_file("eval.jsonl", evaluation[:1])], spec={"eval": {"path": str(path)}})
+    assert _found(rules.GA_3_evaluation_set(fewer)) == [
+        ("GA-3", "invalid", "the evaluation file 'eval.jsonl' is not the spec's held-out set (2 items, their ids and text)")]
+
+
+def test_ga3_an_eval_file_that_cannot_be_read_here_leaves_the_set_unchecked(tmp_path, monkeypatch):
+    monkeypatch.setattr(rules, "_HELD_OUT", {})
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))
+    ctx = _ctx({**REFS, "evaluation_file": "eval.jsonl"}, [_file("eval.jsonl", [{"item_id": "x", "prompt": "y"}])],
+               spec={"eval": {"path": str(tmp_path / "missing.jsonl")}})
+    assert rules._held_out_set(ctx) is None
+    assert rules.GA_3_evaluation_set(ctx) == []
