@@ -281,3 +281,36 @@ def test_ga3_an_eval_file_that_cannot_be_read_here_leaves_the_set_unchecked(tmp_
                spec={"eval": {"path": str(tmp_path / "missing.jsonl")}})
     assert rules._held_out_set(ctx) is None
     assert rules.GA_3_evaluation_set(ctx) == []
+
+
+def test_ga4_a_disposition_sorting_before_accepted_is_not_accepted():
+    assert _filter({"item_id": "x", "disposition": "abandoned", "base_solved": 0}) == []
+
+
+def test_ga4_a_filter_rejection_in_other_words_sorting_before_the_filters_is_not_its_words():
+    assert _filter({**_rejected(0), "error": "filter 5: a count of 0"}) == ["r0"]
+
+
+ACCEPTED = [{"item_id": f"a{n}", "prompt": f"What is {n} + 1?", "answer": str(n + 1), "disposition": "accepted"}
+            for n in range(5)]
+
+
+def _selected(seed, size):
+    """The first `size` accepted ids by sha256(json.dumps([seed, item_id])) (docs/contract-rules.md GA-5)."""
+    return sorted((t["item_id"] for t in ACCEPTED),
+                  key=lambda i: hashlib.sha256(json.dumps([seed, i]).encode()).hexdigest())[:size]
+
+
+def test_ga5_the_sample_is_the_specs_minimum_size_of_accepted_candidates_in_seed_order():
+    spec = {"generation_audit": {"min_sample_size": 2}}
+
+    def ga5(ids):
+        audit = {**REFS, "sample_seed": 7, "samples": [{"item_id": i} for i in ids]}
+        return _found(rules.GA_5(_ctx(audit, [_file("tasks.jsonl", ACCEPTED)], spec=spec)))
+
+    chosen = _selected(7, 2)
+    assert ga5(chosen) == []
+    assert ga5(_selected(7, 5)) == [("GA-5", "invalid", "the 5 sampled ids are not the 2 selected by "
+                                                        "sha256(json.dumps([seed, item_id]))")]
+    assert ga5([*chosen, "a9"]) == [("GA-5", "invalid", "the 3 sampled ids are not the 2 selected by "
+                                                        "sha256(json.dumps([seed, item_id]))")]
