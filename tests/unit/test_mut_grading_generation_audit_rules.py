@@ -314,3 +314,23 @@ def test_ga5_the_sample_is_the_specs_minimum_size_of_accepted_candidates_in_seed
                                                         "sha256(json.dumps([seed, item_id]))")]
     assert ga5([*chosen, "a9"]) == [("GA-5", "invalid", "the 3 sampled ids are not the 2 selected by "
                                                         "sha256(json.dumps([seed, item_id]))")]
+
+
+def test_ga6_a_method_sorting_before_independent_resolve_is_not_one():
+    assert _found(rules.GA_6(_ctx({"samples": [{**SAMPLE, "method": "guess"}]}))) == [
+        ("GA-6", "unverified", "sample 't1' is not a blind independent re-solve with resolver_id, reasoning and "
+                               "independent_answer")]
+
+
+def test_ga6_the_spec_identities_take_the_base_models_served_name_from_its_model_deviation():
+    spec = {"base_model": "org/base", "generation": {"generator_model": "org/base", "solver_model": "org/solver"}}
+    deviations = [{"field": "model", "original": "org/base", "effective": "embedded/tiny"},
+                  {"field": "steps", "original": "org/base", "effective": "ignored/steps"},
+                  {"field": "model", "original": "org/other", "effective": "ignored/other"}]
+    ctx = SimpleNamespace(spec=spec, result={"deviations": deviations})
+    base = {"org/base", "embedded/tiny"}
+    assert rules._spec_identities(ctx) == {"generator": base, "filter_base_model": base, "trained_base_model": base,
+                                           "solver": {"org/solver"}}
+    other = {**spec, "generation": {"generator_path": "gen/code.py", "solver_path": "solve/code.py"}}
+    assert rules._spec_identities(SimpleNamespace(spec=other, result={"deviations": deviations})) == {
+        "generator": {"gen/code.py"}, "filter_base_model": base, "trained_base_model": base, "solver": {"solve/code.py"}}
