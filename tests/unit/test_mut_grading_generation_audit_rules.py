@@ -326,7 +326,9 @@ def test_ga6_the_spec_identities_take_the_base_models_served_name_from_its_model
     spec = {"base_model": "org/base", "generation": {"generator_model": "org/base", "solver_model": "org/solver"}}
     deviations = [{"field": "model", "original": "org/base", "effective": "embedded/tiny"},
                   {"field": "steps", "original": "org/base", "effective": "ignored/steps"},
-                  {"field": "model", "original": "org/other", "effective": "ignored/other"}]
+                  {"field": "dataset", "original": "org/base", "effective": "ignored/dataset"},
+                  {"field": "model", "original": "org/other", "effective": "ignored/other"},
+                  {"field": "model", "original": "org/a", "effective": "ignored/a"}]  # fields, originals on each side
     ctx = SimpleNamespace(spec=spec, result={"deviations": deviations})
     base = {"org/base", "embedded/tiny"}
     assert rules._spec_identities(ctx) == {"generator": base, "filter_base_model": base, "trained_base_model": base,
