@@ -336,3 +336,16 @@ def test_ga6_the_spec_identities_take_the_base_models_served_name_from_its_model
     other = {**spec, "generation": {"generator_path": "gen/code.py", "solver_path": "solve/code.py"}}
     assert rules._spec_identities(SimpleNamespace(spec=other, result={"deviations": deviations})) == {
         "generator": {"gen/code.py"}, "filter_base_model": base, "trained_base_model": base, "solver": {"solve/code.py"}}
+
+
+def test_ga6_a_generator_sorting_after_the_base_model_is_not_the_base():
+    spec = {"base_model": "org/base", "generation": {"generator_model": "zz/generator", "solver_model": "org/solver"}}
+    assert rules._spec_identities(SimpleNamespace(spec=spec, result={}))["generator"] == {"zz/generator"}
+
+
+@pytest.mark.parametrize("resolver, compared", [({"name": "solver"}, None), (None, {"generator": {"name": "g"}})])
+def test_ga6_the_resolver_and_the_identities_compared_are_both_recorded(resolver, compared):
+    ctx = _ctx({"resolver": resolver, "compared_identities": compared})
+    assert _found(rules.GA_6_independent_resolver(ctx)) == [
+        ("GA-6", "unverified", "the audit does not record the re-solver's identity and the generator, filter and trained "
+                               "base model it must be independent of")]
