@@ -349,3 +349,55 @@ def test_ga6_the_resolver_and_the_identities_compared_are_both_recorded(resolver
     assert _found(rules.GA_6_independent_resolver(ctx)) == [
         ("GA-6", "unverified", "the audit does not record the re-solver's identity and the generator, filter and trained "
                                "base model it must be independent of")]
+
+
+def test_ga9_an_event_sorting_after_training_step_is_no_update():
+    passed, step = {"event": "gate", "gate": "generation_audit", "status": "passed"}, {"event": "training_step"}
+    assert rules.GA_9(_ctx({}, events=[{"event": "wrote_table"}, passed, step])) == []
+
+
+IDENTITY_SPEC = {"base_model": "org/base", "generation": {"generator_model": "org/gen", "solver_model": "org/solver"}}
+COMPARED = {"generator": {"name": "org/gen"}, "filter_base_model": {"name": "org/base"},
+            "trained_base_model": {"name": "org/base"}}
+
+
+def _resolver_audit(resolver=None, compared=None, independent=True, problems=(), samples=None):
+    return {"resolver": resolver or {"name": "org/solver"}, "compared_identities": compared or COMPARED,
+            "resolver_independent": independent, "resolver_independence_problems": list(problems),
+            "samples": samples if samples is not None else [{"item_id": "t1", "resolver_id": "org/solver:t1"}]}
+
+
+def _ga6(audit, spec=IDENTITY_SPEC):
+    return _found(rules.GA_6_independent_resolver(_ctx(audit, spec=spec)))
+
+
+def test_ga6_an_independent_resolver_named_as_the_spec_says_passes():
+    assert _ga6(_resolver_audit()) == []
+
+
+def test_ga6_each_compared_identity_is_the_spec_s_where_the_spec_names_them():
+    compared = {**COMPARED, "generator": {"name": "org/other"}}
+    assert _ga6(_resolver_audit(compared=compared)) == [
+        ("GA-6", "invalid", "the audit's generator 'org/other' is not the spec's org/gen")]
+    assert _ga6(_resolver_audit(compared=compared), spec={"base_model": "org/base"}) == []  # no generation block
+
+
+def test_ga6_a_resolver_sharing_weights_with_a_compared_model_is_no_independent_check():
+    shared = {**COMPARED, "generator": {"name": "org/gen", "weights_sha256": "w1"}}
+    resolver = {"name": "org/solver", "weights_sha256": "w1"}
+    problem = "the re-solver org/solver is the generator (org/gen)"
+    assert _ga6(_resolver_audit(resolver, shared, independent=False, problems=[problem])) == [
+        ("GA-6", "invalid", f"{problem}: the re-solve is no independent check")]
+    assert _ga6(_resolver_audit(resolver, shared)) == [
+        ("GA-6", "invalid", f"{problem}: the re-solve is no independent check"),
+        ("GA-6", "invalid", "resolver_independent and resolver_independence_problems are not what the recorded "
+                            "identities give")]
+    assert _ga6(_resolver_audit(independent=False, problems=[problem])) == [  # says dependent where it is not
+        ("GA-6", "invalid", "resolver_independent and resolver_independence_problems are not what the recorded "
+                            "identities give")]
+
+
+def test_ga6_every_sample_names_the_recorded_resolver():
+    samples = [{"item_id": "t1", "resolver_id": "org/solver:t1"}, {"item_id": "t2", "resolver_id": "org/other:t2"}]
+    assert _ga6(_resolver_audit(samples=samples)) == [
+        ("GA-6", "invalid", "1 sample(s) name another resolver than 'org/solver'")]
