@@ -401,3 +401,37 @@ def test_ga6_every_sample_names_the_recorded_resolver():
     samples = [{"item_id": "t1", "resolver_id": "org/solver:t1"}, {"item_id": "t2", "resolver_id": "org/other:t2"}]
     assert _ga6(_resolver_audit(samples=samples)) == [
         ("GA-6", "invalid", "1 sample(s) name another resolver than 'org/solver'")]
+
+
+# ---------------------------------------------------------------- GA-11: every round from its own files
+
+ROUND_COUNTS = {"generated": 3, "accepted": 1, "rejected": 1, "execution_errors": 1}  # TASKS' dispositions
+
+
+def _ga11(answer="4", audit_value=None, spec="default", **entry_changes):
+    entry = {"round": 1, "counts": ROUND_COUNTS, "sample_size": 1, "label_error_count": 0,
+             "dataset_file": "r1.jsonl", "audit_file": "a1.json", **entry_changes}
+    record = {"rounds": [entry], **{k: entry[k] for k in ("dataset_file", "audit_file", "counts", "label_error_count")}}
+    samples = [{"item_id": "t1", "independent_answer": answer}]
+    files = [_file("r1.jsonl", TASKS)]
+    if audit_value != "absent":
+        files.append(_file("a1.json", audit_value if audit_value is not None else {"samples": samples},
+                           kind="generation_audit", jsonl=False))
+    spec = {"generation_audit": {"answer_comparison": "numeric_exact"}} if spec == "default" else spec
+    return _found(rules.GA_11(_ctx(record, files, spec=spec)))
+
+
+ROUND_WRONG = ("GA-11", "invalid", "round 1: its counts, sample size, label errors or sampled labels are not what its "
+                                   "files give")
+
+
+def test_ga11_a_round_that_recomputes_from_its_files_passes_its_audit_file_an_object_or_a_list():
+    assert _ga11() == []
+    assert _ga11(audit_value=[{"item_id": "t1", "independent_answer": "4"}]) == []
+
+
+def test_ga11_a_round_whose_label_errors_or_number_are_not_its_files_is_invalid():
+    assert _ga11(answer="5") == [ROUND_WRONG]  # t1's label is 4: one label error, the round says 0
+    assert _ga11(answer="5", spec=None) == []  # no supported comparison stated: label errors are not recomputed
+    assert _ga11(round=2) == [ROUND_WRONG]
+    assert _ga11(audit_value="absent") == [("GA-11", "invalid", "round 1: its candidates or audit file is not retained")]
