@@ -435,3 +435,36 @@ def test_ga11_a_round_whose_label_errors_or_number_are_not_its_files_is_invalid(
     assert _ga11(answer="5", spec=None) == []  # no supported comparison stated: label errors are not recomputed
     assert _ga11(round=2) == [ROUND_WRONG]
     assert _ga11(audit_value="absent") == [("GA-11", "invalid", "round 1: its candidates or audit file is not retained")]
+
+
+@pytest.mark.parametrize("label, wrong", [("4", False), ("3", True), ("5", True)])
+def test_ga11_a_sampled_label_is_the_candidates_label(label, wrong):
+    value = {"samples": [{"item_id": "t1", "independent_answer": "4", "label": label}]}
+    assert _ga11(audit_value=value) == ([ROUND_WRONG] if wrong else [])
+
+
+def test_ga11_each_round_is_checked_after_a_missing_one_and_the_last_round_is_the_records():
+    r1 = {"round": 1, "counts": ROUND_COUNTS, "sample_size": 1, "label_error_count": 0, "dataset_file": "gone.jsonl",
+          "audit_file": "gone.json"}
+    r2 = {**r1, "round": 2, "dataset_file": "r1.jsonl", "audit_file": "a1.json", "sample_size": 2}
+    samples = {"samples": [{"item_id": "t1", "independent_answer": "4"}]}
+    files = [_file("r1.jsonl", TASKS), _file("a1.json", samples, kind="generation_audit", jsonl=False)]
+    spec = {"generation_audit": {"answer_comparison": "numeric_exact"}}
+    record = {"rounds": [r1, r2], **{k: r2[k] for k in ("dataset_file", "audit_file", "counts", "label_error_count")}}
+    assert _found(rules.GA_11(_ctx(record, files, spec=spec))) == [
+        ("GA-11", "invalid", "round 1: its candidates or audit file is not retained"),
+        ("GA-11", "invalid", "round 2: its counts, sample size, label errors or sampled labels are not what its files "
+                             "give")]
+    first_as_last = {**record, "dataset_file": "gone.jsonl", "audit_file": "gone.json"}
+    assert ("GA-11", "invalid", "the last round is not the record's audit") in _found(
+        rules.GA_11(_ctx(first_as_last, files, spec=spec)))
+    assert ("GA-11", "invalid", "the last round is not the record's audit") not in _found(
+        rules.GA_11(_ctx(record, files, spec=spec)))
+
+
+def test_ga11_the_records_disagreements_and_sample_size_are_its_own():
+    record = {"label_error_count": 1, "disagreements": [], "sample_size": 2, "samples": [{}]}
+    assert _found(rules.GA_11(_ctx(record))) == [
+        ("GA-11", "invalid", "disagreements do not list the label errors"),
+        ("GA-11", "invalid", "sample_size is not the number of samples")]
+    assert rules.GA_11(_ctx({"label_error_count": 1, "disagreements": ["t1"], "sample_size": 1, "samples": [{}]})) == []
