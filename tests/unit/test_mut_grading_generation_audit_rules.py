@@ -468,3 +468,11 @@ def test_ga11_the_records_disagreements_and_sample_size_are_its_own():
         ("GA-11", "invalid", "disagreements do not list the label errors"),
         ("GA-11", "invalid", "sample_size is not the number of samples")]
     assert rules.GA_11(_ctx({"label_error_count": 1, "disagreements": ["t1"], "sample_size": 1, "samples": [{}]})) == []
+
+
+def test_ga11_the_records_duplicate_count_is_the_candidates():
+    # TASKS' three candidates have three different prompts: no duplicate
+    assert rules.GA_11(_ctx({**REFS, "duplicate_count": 0}, FILES)) == []
+    assert _found(rules.GA_11(_ctx({**REFS, "duplicate_count": 2}, FILES))) == [
+        ("GA-11", "invalid", "duplicate_count 2 is not what the candidates give")]
+    assert rules.GA_11(_ctx({**REFS, "duplicate_count": 2}, FILES[1:])) == []  # no candidates retained: GA-3's finding
