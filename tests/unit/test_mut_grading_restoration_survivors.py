@@ -734,3 +734,12 @@ def test_an_arm_file_without_weights_info_or_an_arm_without_a_checkpoint_joins_n
              "run-B.json": _data(loaded_from=None, load_response=None, weights={"lora_rank": 4})}
     ctx = _ctx({"T": entry_t, "B": entry_b}, plan=_plan(arms=("T", "B")), spec=spec, files=files)
     assert not any("other arms" in i.message for i in rules.REST_6_response(ctx))
+
+
+@pytest.mark.parametrize("setting", ["weight_decay", "grad_clip_norm"])
+def test_an_update_stating_an_unrequested_setting_at_the_sdks_default_of_zero_is_the_requested_optimizers(setting):
+    # the spec's optimizer states no weight decay or clipping: the run's params leave both at the SDK's 0.0
+    check = {"optimizer_check_after_restore": AFTER, "update": {"learning_rate": 0.01, setting: 0.0}}
+    assert not any(p.startswith("the update it took") for _, p in _problems_of(check))
+    check = {"optimizer_check_after_restore": AFTER, "update": {"learning_rate": 0.01, setting: 1.0}}
+    assert ("invalid", f"the update it took ({setting}) is not the requested optimizer's") in _problems_of(check)
