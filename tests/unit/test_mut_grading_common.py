@@ -177,3 +177,14 @@ def test_as_dict_as_list_and_short():
     assert common.short("x" * 59) == repr("x" * 59)[:57] + "..."  # 61: cut to 60
     assert len(common.short("x" * 59)) == 60
     assert common.short([1, 2], limit=5) == "[1, 2]"[:2] + "..."
+
+
+def test_a_record_with_two_bad_fields_counts_one_more():
+    (issue,) = model_issues(_Three, {"a": 1, "b": "y", "c": "z"}, "EVAL-1", "invalid", "record")
+    assert issue.message.startswith("record.b: ") and issue.message.endswith(" (and 1 more)")
+
+
+@pytest.mark.parametrize("reason", ["insufficient_evidence", "mixed_criteria", "tie", "aborted", None])
+def test_an_inconclusive_verdict_for_any_reason_but_incomplete_execution_was_measured(reason):
+    # the three-way reasons all sort after incomplete_execution; a reason outside them sorts before it, or is absent
+    assert _ctx({"verdict": "inconclusive", "outcome_reason": reason}).measured

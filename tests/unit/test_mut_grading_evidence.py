@@ -142,3 +142,21 @@ def test_evidence_that_is_not_an_object_with_a_file_list_has_no_entries(evidence
 def test_json_reads_text_of_an_object_or_array():
     access = EvidenceAccess({"evidence": {"files": [_text("a.json", json.dumps([1, {"b": 2}]))]}})
     assert access.json("a.json") == [1, {"b": 2}]
+
+
+def test_an_entry_without_a_text_name_does_not_hide_the_entries_after_it():
+    access = EvidenceAccess({"evidence": {"files": [{"name": 3, "content": "x"}, {"content": "y"}, _text("a.txt", "hi")]}})
+    assert list(access.by_name) == ["a.txt"] and access.usable("a.txt")
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "base32", "hex"])
+def test_an_encoding_sorting_on_either_side_of_base64_is_unknown(encoding):
+    content = base64.b64encode(b"hello").decode()  # would decode to the hashed bytes as base64
+    assert _access(content, encoding=encoding).state("f.bin") == (
+        "corrupt", None, f"f.bin has unknown encoding {encoding!r}")
+
+
+def test_by_kind_is_exactly_that_kind_not_one_sorting_before_or_after_it():
+    access = EvidenceAccess({"evidence": {"files": [_text("c.txt", "1", kind="config"), _text("l.txt", "2", kind="log"),
+                                                    _text("m.txt", "3", kind="metrics")]}})
+    assert [entry["name"] for entry in access.by_kind("log")] == ["l.txt"]

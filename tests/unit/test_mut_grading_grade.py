@@ -164,3 +164,191 @@ def test_spec2_a_rehearsal_record_is_the_one_the_rules_derive():
     assert grading._rehearsal_problems(unposted, _carrying(), spec) == [
         "SPEC-2: 1 substitution(s) of the rehearsal are not in RESULT.deviations (first: smaller)."]
     assert grading._rehearsal_problems({**result, "deviations": None}, _carrying(), spec)[0].startswith("SPEC-2: 1 sub")
+
+
+@pytest.mark.parametrize("other_kind", ["log", "tokenizer"])
+def test_the_recorded_spec_is_the_entry_of_kind_spec_whatever_kinds_come_before_it(other_kind):
+    """An entry of another kind (sorting before or after "spec") listed first is not the spec."""
+    text = SPEC.read_text()
+    record = {"evidence": {"version": 1, "files": [
+        {"name": "other.json", "kind": other_kind, "content": "{}", "sha256": hashlib.sha256(b"{}").hexdigest()},
+        {"name": "the-spec.json", "kind": "spec", "content": text,
+         "sha256": hashlib.sha256(text.encode()).hexdigest()}]}}
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert (source, supplied, problem) == ("the run's recorded the-spec.json (inline)", (), None)
+    assert spec is not None
+
+
+def _inline(name, kind, text):
+    return {"name": name, "kind": kind, "content": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def _with_revision(**extra):
+    text, plan = SPEC.read_text(), SPEC.with_suffix(".plan.json").read_text()
+    return {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", text),
+                                                 _inline("spec-revision.plan.json", "spec_revision", plan)]}, **extra}
+
+
+def test_a_recorded_revision_is_merged_into_the_spec_it_revises_and_named():
+    from experiment.contract.spec import apply_revision
+
+    raw = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    merged, _ = apply_revision(raw, revision, "spec-revision.plan.json")
+    assert canonical_sha256(merged) != canonical_sha256(raw)  # the revision changes the spec
+    record = _with_revision()
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert problem is None and supplied == tuple(sorted(revision))
+    assert source == "the run's recorded spec.json (inline) + revision spec-revision.plan.json"
+    assert (spec._source.file_sha256, spec._source.sha256) == (canonical_sha256(raw), canonical_sha256(merged))
+    assert spec._source.revision.supplied == sorted(revision)
+
+
+def test_a_rehearsals_recorded_spec_has_its_revision_merged_already():
+    raw = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    record = _with_revision(rehearsal={"scale": "small"})
+    spec, _, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), None)
+    assert problem is None and supplied == tuple(sorted(revision))
+    assert spec._source.sha256 == canonical_sha256(raw)  # merged is the recorded spec as it is
+
+
+def test_a_revision_not_in_the_evidence_is_not_read_from_the_run_directory(tmp_path):
+    (tmp_path / "evidence").mkdir()
+    shutil.copy(SPEC.with_suffix(".plan.json"), tmp_path / "evidence" / "spec-revision.plan.json")
+    record = {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", SPEC.read_text())]}}
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), tmp_path)
+    assert (source, supplied, problem) == ("the run's recorded spec.json (inline)", (), None)
+    assert spec._source.revision is None
+
+
+def test_a_spec_file_in_the_run_directory_that_is_not_json_is_no_spec(tmp_path):
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "spec.json").write_text("{not json")
+    record = _partial_spec_record()
+    spec, source, supplied, problem = grading._recorded_spec(record, EvidenceAccess(record), tmp_path)
+    assert (spec, source, supplied) == (None, None, ())
+    assert problem.startswith("the run's spec is not carried inline")
+
+
+def test_a_given_spec_object_says_what_its_revision_supplied_and_one_without_a_source_supplied_nothing():
+    from experiment.contract.spec import load_spec, parse_spec
+
+    loaded = load_spec(SPEC)  # read with its revision file
+    revision = json.loads(SPEC.with_suffix(".plan.json").read_text())
+    assert grading._given_spec(loaded, None)[1:] == ("the given spec", tuple(sorted(revision)))
+    bare = parse_spec(json.loads(SPEC.read_text()))  # no source at all: .source raises RuntimeError
+    with pytest.raises(RuntimeError):
+        bare.source
+    spec, text, supplied = grading._given_spec(bare, None)
+    assert (spec, text, supplied) == (bare, "the given spec", ())
+
+
+def test_a_spec_or_revision_carried_under_another_kind_sorting_after_its_own_is_not_carried():
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("tokens", spec)})) == (
+        None, False, "the record carries no readable spec.json")
+    assert grading._spec_as_written({}, _carrying(**{
+        "spec.json": ("spec", spec), "spec-revision.plan.json": ("tokens", revision)})) == (SPEC, False, "")
+
+
+def test_a_file_of_the_specs_folder_that_does_not_read_is_skipped(tmp_path, monkeypatch):
+    (tmp_path / "a_broken.json").write_text("{not json")
+    shutil.copy(SPEC, tmp_path / SPEC.name)
+    shutil.copy(SPEC.with_name(SPEC.stem + ".plan.json"), tmp_path / (SPEC.stem + ".plan.json"))
+    monkeypatch.setattr(grading, "SPECS_DIR", tmp_path)
+    spec = json.loads(SPEC.read_text())
+    assert grading._spec_as_written({}, _carrying(**{"spec.json": ("spec", spec)})) == (tmp_path / SPEC.name, False, "")
+
+
+def test_a_rehearsal_that_is_not_an_object_is_no_rehearsal():
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    evidence = _carrying(**{"spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", revision)})
+    plain = grading._attested({}, evidence, None)
+    odd = grading._attested({"rehearsal": "small"}, evidence, None)
+    assert (odd.source, odd.supplied, odd.problems) == (plain.source, plain.supplied, plain.problems)
+    assert odd.source == f"specs/{SPEC.name} + revision {SPEC.stem}.plan.json" and odd.problems == []
+
+
+def _wiring_rehearsal():
+    """RESULT.rehearsal and RESULT.deviations as a wiring-scale rehearsal of SPEC posts them (the rules' record)."""
+    from experiment.contract.spec import load_spec
+
+    derived = dict(load_spec(SPEC, rehearse=True, rehearsal_scale="wiring").source.rehearsal)
+    return {"rehearsal": {k: v for k, v in derived.items() if k != "deviations"}, "deviations": derived["deviations"]}
+
+
+def _spec_and_revision(**more):
+    spec = json.loads(SPEC.read_text())
+    revision = json.loads(SPEC.with_name(SPEC.stem + ".plan.json").read_text())
+    return _carrying(**{"spec.json": ("spec", spec), "spec-revision.plan.json": ("spec_revision", revision), **more})
+
+
+def test_a_rehearsal_record_with_its_revision_is_graded_against_the_rehearsal_the_rules_derive():
+    result = _wiring_rehearsal()
+    attested = grading._attested(result, _spec_and_revision(), None)
+    assert attested.source == f"specs/{SPEC.name} + revision {SPEC.stem}.plan.json, rehearsed at the wiring scale by the rules"
+    assert attested.problems == [] and attested.spec.source.rehearsal["scale"] == "wiring"
+    moved = {**result, "rehearsal": {**result["rehearsal"], "model": "org/other"}}
+    assert grading._attested(moved, _spec_and_revision(), None).problems == [
+        "SPEC-2: RESULT.rehearsal model differ from the re-derived rehearsal record."]
+
+
+def test_a_rehearsal_record_without_its_revision_cannot_be_re_derived_and_a_plain_one_needs_none():
+    spec = json.loads(SPEC.read_text())
+    alone = _carrying(**{"spec.json": ("spec", spec)})
+    assert grading._attested(_wiring_rehearsal(), alone, None).problems == [
+        "SPEC-2: a rehearsal record without its revision file cannot be re-derived."]
+    plain = grading._attested({}, alone, None)
+    assert (plain.source, plain.supplied, plain.problems) == (f"specs/{SPEC.name}", (), [])
+
+
+@pytest.mark.parametrize("carried", [{"spec": n} for n in range(4)])
+def test_a_carried_rehearsal_spec_other_than_the_derived_one_is_reported_whichever_hash_sorts_first(carried):
+    problems = grading._attested(_wiring_rehearsal(), _spec_and_revision(**{"rehearsal-spec.json": ("spec", carried)}),
+                                 None).problems
+    assert problems == ["SPEC-2: rehearsal-spec.json is not the rehearsal the rules derive from the spec as written; "
+                        "graded against the derived one."]
+
+
+def test_a_rehearsal_field_sorting_before_deviations_and_the_first_missing_substitution_are_reported():
+    result = _wiring_rehearsal()
+    moved = {**result, "rehearsal": {**result["rehearsal"], "backend": "service", "model": "org/other"}}
+    assert grading._attested(moved, _spec_and_revision(), None).problems == [
+        "SPEC-2: RESULT.rehearsal backend, model differ from the re-derived rehearsal record."]
+    first, second = result["deviations"][0], result["deviations"][-1]
+    assert first["reason"] != second["reason"]
+    unposted = {**result, "deviations": result["deviations"][1:-1]}
+    assert grading._attested(unposted, _spec_and_revision(), None).problems == [
+        f"SPEC-2: 2 substitution(s) of the rehearsal are not in RESULT.deviations (first: {first['reason']})."]
+
+
+def test_a_given_spec_that_does_not_load_is_unreadable_input():
+    with pytest.raises(grading.GradeInputError, match="^spec: .*unknown rehearsal scale 'huge'"):
+        grade_record({"rehearsal": {"scale": "huge"}}, spec=SPEC)
+
+
+def _edited_spec_record():
+    spec = {**json.loads(SPEC.read_text()), "steps": 39}  # not a spec of specs/ as written
+    return {"evidence": {"version": 1, "files": [_inline("spec.json", "spec", json.dumps(spec))]}}
+
+
+def test_without_an_attested_spec_a_category_that_would_opt_out_is_unverified_with_spec1():
+    graded = grade_record(_edited_spec_record())
+    assert graded.problems[0].startswith("SPEC-1: the record's spec cannot be attested")
+    audit = graded.categories["generation_audit"]  # GS1 has no generation audit: it would be not_applicable
+    assert audit.status == "unverified"
+    assert Issue("SPEC-1", "unverified", "the record's spec cannot be attested (SPEC-1), so the spec it is graded "
+                                         "against may not be the one it ran") in audit.issues
+
+
+def test_a_spec_no_plan_can_be_built_from_is_a_problem_and_grades_as_no_spec(monkeypatch):
+    def no_plan(spec):
+        raise ValueError("no plan here")
+
+    monkeypatch.setattr(grading, "draft_plan", no_plan)
+    graded = grade_record({}, spec=SPEC)
+    assert "SPEC: no execution plan can be built from the spec graded against (no plan here)." in graded.problems
+    assert graded.categories["restoration"].status == "unknown"  # graded without a spec

@@ -142,3 +142,19 @@ def test_an_optimizer_path_is_unverified_in_production_where_its_weights_cannot_
                                     f"and requests a spec revision; {SAME_CODE_ON_EMBEDDED}")
     plan = _full_plan({"correctness_preflight": (False, {"paths": [OPTIMIZER]})})
     assert predict_grades(plan, "production")["correctness"]["grade"] == "not_applicable"
+
+
+@pytest.mark.parametrize("kind", ["kernel", "sampler"])
+def test_a_path_of_another_kind_on_either_side_of_optimizer_needs_no_weight_readback(kind):
+    plan = _full_plan({"correctness_preflight": (True, {"paths": [{"kind": kind, "tolerances": {
+        "baseline_update_max_abs": 1e-6}}]})})
+    assert predict_grades(plan, "production")["correctness"]["grade"] == "verified"
+    assert predict_grades(plan)["correctness"]["grade"] == "verified"
+
+
+def test_a_stated_pilot_of_one_step_where_no_run_states_its_steps_measures_less():
+    stated = {"eval_items": 50, "steps_per_arm": 1, "source": "spec command"}
+    plan = _full_plan({"feasibility_pilot": (True, {"stated_pilot": stated})}, runs=(0, None))
+    assert predict_grades(plan)["feasibility"] == {"grade": "unknown", "reason": (
+        "the spec states its pilot (spec command), but this spec has 50 eval items and 0 steps per arm, so the pilot "
+        "measures less than stated")}
