@@ -667,3 +667,19 @@ def test_a_long_recompute_error_is_cut_to_80_characters():
     assert problem.startswith(prefix) and problem.endswith(")")
     quoted = problem[len(prefix):-1]
     assert len(quoted) == 80 and quoted.endswith("...")
+
+
+def test_a_kernel_recompute_reads_each_prompts_mean_logprob_as_its_second_feature():
+    """Equal prompt lengths, different mean logprobs: only the second feature separates the prompts, so the
+    baselines are the estimator's on (length, logprob) pairs, and reading the length twice (a constant column)
+    would give every rollout the plain leave-one-out mean instead."""
+    from experiment.rl.advantages import KernelBaselineState, gs1_kernel_advantages
+
+    features = [[10, -0.2], [10, -0.3], [10, -2.5], [10, -2.6]]
+    rewards = [1.0, 1.0, 0.0, 0.0]
+    rows = [{"step": 0, "item_ids": ["a", "b", "c", "d"], "rewards": rewards, "prompt_features": features}]
+    [step] = rules._expected_advantages(KERNEL, rows)
+    _, wanted = gs1_kernel_advantages(rewards, [10.0] * 4, [f[1] for f in features], KernelBaselineState(),
+                                      bandwidth=KERNEL.kernel_bandwidth)
+    assert step["baseline_values"] == pytest.approx(wanted.baseline.tolist())
+    assert step["baseline_values"] != pytest.approx([2 / 3, 2 / 3, 1 / 3, 1 / 3])  # the leave-one-out means
