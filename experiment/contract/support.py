@@ -17,6 +17,7 @@ something else, only after the first training call:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.errors import SpecError
@@ -141,20 +142,28 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
                                                "run; supported: a single seed (several seeds: training_type rl)")
 
 
-def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
-    """A restoration group's `optimizer_config.seed` is the arm's seed: a scheduled one (each replica then
-    requests its own seed, experiment.contract.plan.at_replica_seed)."""
+def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
+    """(group index, member index, member, its optimizer_config) of every restoration group member that states
+    an optimizer_config (members and configs of any other shape are the spec model's to refuse)."""
     groups = (spec.section("restoration_preflight") or {}).get("groups")
     for g, group in enumerate(groups if isinstance(groups, list) else []):
         members = group.get("arms") if isinstance(group, dict) else None
         for a, member in enumerate(members if isinstance(members, list) else []):
             config = member.get("optimizer_config") if isinstance(member, dict) else None
-            seed = config.get("seed") if isinstance(config, dict) else None
-            if seed is not None and seed not in seeds:
-                raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
-                                f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
-                                "at every scheduled seed and its replica at each seed requests that seed, so state "
-                                "one of them or leave the seed out")
+            if isinstance(config, dict):
+                yield g, a, member, config
+
+
+def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
+    """A restoration group's `optimizer_config.seed` is the arm's seed: a scheduled one (each replica then
+    requests its own seed, experiment.contract.plan.at_replica_seed)."""
+    for g, a, _, config in _group_members(spec):
+        seed = config.get("seed")
+        if seed is not None and seed not in seeds:
+            raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
+                            f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
+                            "at every scheduled seed and its replica at each seed requests that seed, so state "
+                            "one of them or leave the seed out")
 
 
 def _check_adaptive_selection(spec: Spec, plan: PlanView) -> None:
@@ -401,18 +410,13 @@ def _check_group_learning_rates(spec: Spec, plan: PlanView) -> None:
     8e-5 in a group stating 4e-5 stopped at the restoration preflight's first optim_step, exit 3)."""
     lrs = {arm.name: arm.lr if arm.lr is not None else (spec.section("optimizer") or {}).get("lr")
            for arm in plan.trained_arms}
-    groups = (spec.section("restoration_preflight") or {}).get("groups")
-    for g, group in enumerate(groups if isinstance(groups, list) else []):
-        members = group.get("arms") if isinstance(group, dict) else None
-        for a, member in enumerate(members if isinstance(members, list) else []):
-            config = member.get("optimizer_config") if isinstance(member, dict) else None
-            stated = config.get("lr") if isinstance(config, dict) else None
-            planned = lrs.get(member.get("name")) if isinstance(member, dict) else None
-            if isinstance(stated, (int, float)) and isinstance(planned, (int, float)) and not math.isclose(
-                    stated, planned, rel_tol=1e-12):
-                raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
-                                f"{stated!r}, but arm {member['name']} trains at lr {planned!r}; its client is created "
-                                "with this config and every step asks for its own rate; state the same rate")
+    for g, a, member, config in _group_members(spec):
+        stated, planned = config.get("lr"), lrs.get(member.get("name"))
+        if isinstance(stated, (int, float)) and isinstance(planned, (int, float)) and not math.isclose(
+                stated, planned, rel_tol=1e-12):
+            raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
+                            f"{stated!r}, but arm {member['name']} trains at lr {planned!r}; its client is created "
+                            "with this config and every step asks for its own rate; state the same rate")
 
 
 def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:

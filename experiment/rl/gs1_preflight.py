@@ -116,9 +116,8 @@ def stock_grpo_datums(groups) -> list[tinker.Datum]:
 
 
 def reference_gs1_datums(groups, features, window: KernelBaselineState, arm: RLArmSettings):
-    rewards_per_group = [list(g.get_total_rewards()) for g in groups]
     advantages, _ = reference_gs1_advantages(
-        [r for group in rewards_per_group for r in group], *rl_loop.rollout_features(features, rewards_per_group),
+        *rl_loop.kernel_batch(groups, features),
         list(window.rewards), list(window.prompt_token_lengths), list(window.prompt_mean_logprobs),
         bandwidth=arm.kernel_bandwidth, window_size=arm.kernel_window, min_kernel_mass=arm.kernel_min_mass,
     )
@@ -185,12 +184,8 @@ async def run_gs1_loss_path_preflight(
     gs1_groups = await rl_loop.collect_rollouts(sampler, renderer, gs1_problems, gs1_arm, base_seed=33)
     window_features = await rl_loop.prompt_features(sampler, renderer, gs1_window_problems, gs1_arm.few_shot)
     gs1_features = await rl_loop.prompt_features(sampler, renderer, gs1_problems, gs1_arm.few_shot)
-    window_rewards = [list(g.get_total_rewards()) for g in window_groups]
-    window = append_batch_to_window(
-        KernelBaselineState(capacity=gs1_arm.kernel_window),
-        [r for group in window_rewards for r in group],
-        *rl_loop.rollout_features(window_features, window_rewards),
-    )
+    window = append_batch_to_window(KernelBaselineState(capacity=gs1_arm.kernel_window),
+                                    *rl_loop.kernel_batch(window_groups, window_features))
 
     # (a) treatment disabled: the new loop's GRPO path vs the stock cookbook path.
     new_advantages, _ = rl_loop.arm_advantages(grpo_arm, grpo_groups, [], None)

@@ -320,16 +320,17 @@ def training_datums(groups: list[TrajectoryGroup], advantages: list[list[float]]
     ]
 
 
-def rollout_features(
-    features: Sequence[tuple[float, float]], rewards_per_group: Sequence[Sequence[float]]
-) -> tuple[list[float], list[float]]:
-    """Prompt lengths and mean logprobs, one per rollout: every rollout of a prompt shares its prompt's
-    features (GS1 samples one rollout per prompt; a kernel arm with a larger group_size, several).
-    The kernel window holds rollouts, so the batch and the window are both built from these."""
-    if len(features) != len(rewards_per_group):
-        raise ValueError(f"{len(features)} prompt features for {len(rewards_per_group)} groups")
-    spread = [f for f, group in zip(features, rewards_per_group) for _ in group]
-    return [f[0] for f in spread], [f[1] for f in spread]
+def kernel_batch(
+    groups: Sequence[TrajectoryGroup], features: Sequence[tuple[float, float]]
+) -> tuple[list[float], list[float], list[float]]:
+    """(rewards, prompt lengths, mean prompt logprobs), one of each per rollout, group-major: every rollout of
+    a prompt shares its prompt's features (GS1 samples one rollout per prompt; a kernel arm with a larger
+    group_size, several). The kernel window holds rollouts, so the batch and the window are both built from
+    these (gs1_kernel_advantages, append_batch_to_window)."""
+    if len(features) != len(groups):
+        raise ValueError(f"{len(features)} prompt features for {len(groups)} groups")
+    rows = [(reward, f[0], f[1]) for f, group in zip(features, groups) for reward in group.get_total_rewards()]
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
 def arm_advantages(
@@ -344,8 +345,7 @@ def arm_advantages(
         return grpo_group_mean_advantages(rewards_per_group), {}
     if kernel_state is None:
         raise ValueError(f"arm {arm.name}: the kernel baseline needs a KernelBaselineState")
-    rewards = [r for group in rewards_per_group for r in group]
-    lengths, mean_logprobs = rollout_features(features, rewards_per_group)
+    rewards, lengths, mean_logprobs = kernel_batch(groups, features)
     flat, diagnostics = gs1_kernel_advantages(
         rewards, lengths, mean_logprobs, kernel_state,
         bandwidth=arm.kernel_bandwidth, window_size=arm.kernel_window,
@@ -392,12 +392,7 @@ async def train_one_step(
         await answered(training_client.optim_step(arm.adam_params()))
         optim_seconds = time.perf_counter() - optim_started
         if kernel_state is not None and arm.advantage == KERNEL_BASELINE:
-            rewards_per_group = [list(g.get_total_rewards()) for g in groups]
-            kernel_state = append_batch_to_window(
-                kernel_state,
-                [r for group in rewards_per_group for r in group],
-                *rollout_features(features, rewards_per_group),
-            )
+            kernel_state = append_batch_to_window(kernel_state, *kernel_batch(groups, features))
 
     rewards = [r for g in groups for r in g.get_total_rewards()]
     flat_advantages = [a for group in advantages for a in group]

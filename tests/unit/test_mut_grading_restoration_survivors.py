@@ -12,22 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import restoration as rules
+from test_mut_grading_restoration_rules import _Files  # the run's evidence files, as the rules read them
 
 ADAPTER = "a" * 64
-
-
-class _Files:
-    def __init__(self, files):
-        self.files = files  # name -> JSON value
-
-    def json(self, name):
-        return self.files.get(name)
-
-    def usable(self, name):
-        return name in self.files
-
-    def why(self, name):
-        return f"{name} is not retained"
 
 
 def _ctx(arms, plan=None, spec=None, files=None):
