@@ -956,6 +956,18 @@ def files_first(todo: list, wanted: list[str]) -> list:
     return sorted(chosen, key=lambda entry: rank[entry[0].file])  # stable: each file keeps its line order
 
 
+def within_lines(todo: list, spans: list[str]) -> list:
+    """Only the mutants on lines inside one of `spans` ("A-B", both ends included; "A" alone is one line),
+    every mutant when `spans` is empty: a helper writing tests for one part of a file runs that part."""
+    if not spans:
+        return todo
+    ranges = []
+    for span in spans:
+        first, _, last = span.partition("-")
+        ranges.append((int(first), int(last or first)))
+    return [entry for entry in todo if any(a <= entry[0].line <= b for a, b in ranges)]
+
+
 def run_module(module: Module, defaults: dict, args, log) -> None:
     import pytest
 
@@ -979,6 +991,7 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
                 args.retest_survivors and previous["outcome"] == "survived"):
             todo.append((mutant, path, data_by_path[path]))
     todo = files_first(todo, getattr(args, "file", None) or [])
+    todo = within_lines(todo, getattr(args, "lines", None) or [])
     # module-level mutants (constants, decorators) last: every test of the module covers them, so each one
     # that survives costs the whole test list, and they hold up the file's other mutants
     todo.sort(key=lambda entry: entry[0].module_level)
@@ -1214,6 +1227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at a time (forked children)")
     parser.add_argument("--file", action="append", metavar="PATH",
                         help="only the mutants of this file of the module (repeatable; run in the order given)")
+    parser.add_argument("--lines", action="append", metavar="A-B",
+                        help="only the mutants on these lines of the --file files (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants per module (testing)")
     parser.add_argument("--retest-survivors", action="store_true", help="run the surviving mutants again")
     parser.add_argument("--selfcheck", type=int, default=0, metavar="N",

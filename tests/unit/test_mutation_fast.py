@@ -175,6 +175,13 @@ def test_file_selection_keeps_only_the_named_files_in_the_order_given():
     assert fast.files_first(todo, ["ding/a.py"]) == []
 
 
+def test_line_selection_keeps_only_the_mutants_inside_the_spans_given():
+    todo = [(types.SimpleNamespace(file="a.py", line=n), None, None) for n in (3, 10, 11, 20, 40)]
+    assert [e[0].line for e in fast.within_lines(todo, ["10-20"])] == [10, 11, 20]
+    assert [e[0].line for e in fast.within_lines(todo, ["3", "40-41"])] == [3, 40]
+    assert fast.within_lines(todo, []) == todo
+
+
 def _tiny_project(root: Path, name: str) -> None:
     (root / name).mkdir()
     (root / name / "__init__.py").write_text("")
