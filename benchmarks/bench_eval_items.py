@@ -8,8 +8,9 @@ on an embedded backend with the `spindle-qwen3.5-2b` service profile (a subproce
 the pipeline's own `greedy_predictions` over the stock SDK (64 requests in flight, the base model of the
 rehearsal, its held-out arithmetic items) answers the first N items for each N in --items, --repeats
 times, one after another. For each it reports the client's wall time per item, the service time per
-item (the profile's service_seconds from healthz: what the service bills), and the CPU seconds per
-item of this client process (the SDK's threads, prompt rendering, answer grading).
+item (the profile's service_seconds from healthz: what the service bills), the CPU seconds per
+item of this client process (the SDK's threads, prompt rendering, answer grading), and the pilot's
+split of the same items into two calls (EvaluationPace: the pace per item and the fixed time per call).
 
 When the machine keeps up with the profile, the time per item is the same at 32 items as at 500 and
 the pilot's projection comes true; when the client's CPU per item exceeds the profile's time per item
@@ -38,6 +39,7 @@ from embedded_tinker.launch import LOCAL_API_KEY, start_server
 from embedded_tinker.service_profile import profile_named
 from experiment.contract.rollout import DEFAULT_RENDERER
 from experiment.rl.math_eval import greedy_predictions
+from experiment.stats.feasibility import EvaluationPace
 from experiment.rl.recipe import renderer_for, run_async
 from experiment.run.data import load_task_file
 
@@ -73,8 +75,19 @@ def main() -> None:
                 run_async(greedy_predictions(sampler, renderer, items[:n], MAX_TOKENS, few_shot=False))
                 wall, cpu = time.perf_counter() - started, time.process_time() - cpu
                 billed = service_seconds(server.base_url) - billed
+                # the pilot's two calls over the same items (experiment.stats.feasibility.EvaluationPace)
+                first = EvaluationPace.first_call_items(n)
+                timed = []
+                for part in (items[:first], items[first:n]):
+                    begun = time.perf_counter()
+                    if part:
+                        run_async(greedy_predictions(sampler, renderer, part, MAX_TOKENS, few_shot=False))
+                    timed.append(time.perf_counter() - begun)
+                pace = EvaluationPace.of_calls(first, timed[0], n - first, timed[1])
                 rows.append({"repeat": repeat, "items": n, "wall_ms_per_item": 1e3 * wall / n,
-                             "service_ms_per_item": 1e3 * billed / n, "client_cpu_ms_per_item": 1e3 * cpu / n})
+                             "service_ms_per_item": 1e3 * billed / n, "client_cpu_ms_per_item": 1e3 * cpu / n,
+                             "split_pace_ms_per_item": 1e3 * pace.seconds_per_item,
+                             "split_fixed_ms": 1e3 * pace.fixed_seconds})
                 if not args.json:
                     print(f"repeat {repeat} items {n:4d}: wall {rows[-1]['wall_ms_per_item']:7.2f} ms/item, "
                           f"service {rows[-1]['service_ms_per_item']:7.2f}, client CPU "
@@ -82,7 +95,8 @@ def main() -> None:
     profile_ms = 1e3 * profile_named("spindle-qwen3.5-2b", args.time_factor).seconds("sample_greedy")
     by_items = {n: [r for r in rows if r["items"] == n] for n in args.items}
     summary = {str(n): {key: round(statistics.median(r[key] for r in group), 3)
-                        for key in ("wall_ms_per_item", "service_ms_per_item", "client_cpu_ms_per_item")}
+                        for key in ("wall_ms_per_item", "service_ms_per_item", "client_cpu_ms_per_item",
+                            "split_pace_ms_per_item", "split_fixed_ms")}
                for n, group in by_items.items()}
     report = {"time_factor": args.time_factor, "profile_ms_per_greedy_item": round(profile_ms, 3),
               "load_average_at_start": load_at_start, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

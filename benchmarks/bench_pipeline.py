@@ -353,7 +353,7 @@ def _with_ratios(row: dict) -> dict:
 
 # The gates of the full run and the projected phases that stand for them.
 GATE_PHASES = {"arm_training": ("training", "final_checkpoints"),
-               "evaluation": ("evaluation", "sampler_loads", "evaluation_setup")}
+               "evaluation": ("evaluation", "evaluation_latency", "sampler_loads", "evaluation_setup")}
 
 
 def run_events(runs_dir: Path):

@@ -85,7 +85,50 @@ def rl_pilot_units(*, trained_arms: int, seeds: int, base_per_seed: bool, pilot_
             "training": PhaseUnits(trained_arms * pilot_steps, replicas * steps,
                                    trained_arms * pilot_steps * rollouts_per_step),
             "evaluation": PhaseUnits(pilot_scored, eval_items * scored, pilot_scored),
+            # fixed per scored model, whatever its items (EvaluationPace): the base model and each arm
+            "evaluation_latency": PhaseUnits(trained_arms + 1, scored),
             "final_checkpoints": per_replica, "sampler_loads": per_replica}
+
+
+@dataclass(frozen=True)
+class EvaluationPace:
+    """One model's pilot evaluation, split into what the evaluation's size scales and what it does not.
+
+    An evaluation call takes a fixed time F, paid once whatever its size (the requests' round trip, the
+    client fetching the last answers), plus its items at the service's pace p. The pilot answers its n
+    items in two calls, the first n // 4 items then the rest (`first_call_items`): t1 = F + n1 p and
+    t2 = F + n2 p give p and F. A pilot that folded F into its time per item would overstate an evaluation
+    of N items by F / n per item, N times: on the profiled backend at factor 1, F was 0.17 s beside 32
+    items of 0.02 s, a 25% overstatement of a 500-item evaluation (docs/service-profile.md). Where the
+    two calls do not give a positive pace and a fixed time of at least 0 (noise, or one call), the whole
+    time counts per item, as before the split."""
+
+    items: int
+    seconds: float  # both calls
+    seconds_per_item: float
+    fixed_seconds: float  # once per evaluation
+
+    @staticmethod
+    def first_call_items(n: int) -> int:
+        """Items in the first of the two calls: a quarter, at least one; all of them when n < 3 (no split)."""
+        return max(1, n // 4) if n >= 3 else n
+
+    @classmethod
+    def of_calls(cls, first_items: int, first_seconds: float, rest_items: int, rest_seconds: float) -> EvaluationPace:
+        items, seconds = first_items + rest_items, first_seconds + rest_seconds
+        if not items:
+            raise ValueError("an evaluation of no items has no pace")
+        if rest_items > first_items > 0:
+            per_item = (rest_seconds - first_seconds) / (rest_items - first_items)
+            fixed = first_seconds - first_items * per_item
+            if per_item > 0 and fixed >= 0:
+                return cls(items, seconds, per_item, fixed)
+        return cls(items, seconds, seconds / items, 0.0)
+
+    @property
+    def item_seconds(self) -> float:
+        """The part an evaluation's size scales: the items x the pace."""
+        return self.seconds_per_item * self.items
 
 
 def service_allocation(service_kind: str) -> tuple[int | None, str | None]:

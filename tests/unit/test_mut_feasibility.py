@@ -46,6 +46,7 @@ def _units_by_enumeration(*, trained_arms, seeds, base_per_seed, pilot_steps, st
     return {"setup": per_replica,
             "training": PhaseUnits(len(pilot_steps_run), len(full_steps_run), len(samples)),
             "evaluation": PhaseUnits(len(pilot_scored), len(full_scored), len(pilot_scored)),
+            "evaluation_latency": PhaseUnits(len(pilot_scorers), len(replicas) + len(base_scorers), 0),
             "final_checkpoints": per_replica, "sampler_loads": per_replica}
 
 
@@ -63,6 +64,7 @@ def test_a_phase_draws_no_samples_unless_told():
     units = rl_pilot_units(trained_arms=2, seeds=3, base_per_seed=False, pilot_steps=1, steps=4, pilot_items=8,
                            eval_items=9, rollouts_per_step=16)
     assert units["setup"].samples == units["final_checkpoints"].samples == units["sampler_loads"].samples == 0
+    assert units["evaluation_latency"].samples == 0
 
 
 @pytest.mark.parametrize("kind", ["remote", "cloud", "a", "", "embedded2", "z-service"])

@@ -8,7 +8,10 @@ eval items"), else one step per arm and 32 items. Each part runs as the full run
 - training: the pilot steps of every arm side by side, each step a full RL step plus the
   `save_state` arm training makes after it; then each arm's final sampler checkpoint, side by side;
 - evaluation: greedy answers to the pilot items from the base model first, then from each arm's
-  checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does.
+  checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does; each
+  model's items in two calls (a quarter, then the rest), so that the time an evaluation call takes
+  whatever its size (`evaluation_latency`, once per scored model) is apart from the items' pace
+  (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace.
 
 Each phase records the units' own times summed (service time) and the wall time of the schedule;
 the projection takes wall time from the measured schedule (concurrency measured, never assumed).
@@ -29,8 +32,8 @@ from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
-from experiment.stats.feasibility import (GENERATION_KEYS, PhaseTiming, feasibility_record, pilot_size, projection_config,
-                                          rl_pilot_units, service_allocation)
+from experiment.stats.feasibility import (GENERATION_KEYS, EvaluationPace, PhaseTiming, feasibility_record, pilot_size,
+                                          projection_config, rl_pilot_units, service_allocation)
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
@@ -81,6 +84,18 @@ def timed_side_by_side(kind: str, work: dict[str, Callable[[], Any]]) -> Timed:
     return Timed(outcomes, seconds, wall)
 
 
+def evaluation_part(part: Callable[[EvaluationPace], float], *evaluations: Timed) -> tuple[float, float]:
+    """(service seconds, wall seconds) of one part of the pilot's evaluations (the items at their pace, or
+    the fixed time of one call): the part summed over the models, and each run's wall time (models side by
+    side) in the share of its models' time that part takes."""
+    seconds = wall = 0.0
+    for timed in evaluations:
+        paces = [pace for _, pace in timed.results.values()]
+        seconds += sum(part(pace) for pace in paces)
+        wall += timed.wall_seconds * sum(part(pace) / pace.seconds for pace in paces) / len(paces)
+    return seconds, wall
+
+
 def capacity_waits_so_far(ctx: RunContext) -> float:
     """Seconds this run has waited for capacity so far (its capacity_wait events)."""
     return sum(float(event.get("delay_seconds") or 0.0) for event in ctx.store.read_events()
@@ -127,16 +142,25 @@ def run(ctx: RunContext) -> GateVerdict:
                 lambda: clients[name].save_weights_for_sampler(name=f"pilot-{name}-final").result().path))
             for name in arms})
 
-        def answers(sampler) -> Callable[[], list[dict]]:
-            return lambda: ctx.wait_for_service(lambda: run_async(greedy_predictions(
-                sampler, renderer, pilot_items, rollout.max_tokens, rollout.few_shot)))
+        def answers(sampler) -> Callable[[], tuple[list[dict], EvaluationPace]]:
+            def two_calls() -> tuple[list[dict], EvaluationPace]:  # the fixed time apart from the pace (EvaluationPace)
+                rows, seconds = [], []
+                first = EvaluationPace.first_call_items(len(pilot_items))
+                for part in (pilot_items[:first], pilot_items[first:]):
+                    started = time.perf_counter()
+                    if part:
+                        rows += ctx.wait_for_service(lambda: run_async(greedy_predictions(
+                            sampler, renderer, part, rollout.max_tokens, rollout.few_shot)))
+                    seconds.append(time.perf_counter() - started)
+                return rows, EvaluationPace.of_calls(first, seconds[0], len(pilot_items) - first, seconds[1])
+            return two_calls
 
         base_sampler = session.base_sampler(ctx.state.served_model)
         base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})
         loads = timed_side_by_side("pilot-sampler-load", {
             name: (lambda name=name: session.sampler_from_path(final.results[name])) for name in arms})
         arms_eval = timed_side_by_side("pilot-evaluate", {name: answers(loads.results[name]) for name in arms})
-    pilot_rows = base_eval.results["base"]
+    pilot_rows = base_eval.results["base"][0]
     # Scored before the evaluator is frozen: a pilot measurement only, never a score or metric.
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
@@ -161,12 +185,13 @@ def run(ctx: RunContext) -> GateVerdict:
         source=f"timing pilot of this run (events.jsonl, gate {GATE}) on {ctx.service.describe()['base_url']}",
         setup=timing("setup", setup.total_seconds, setup.wall_seconds),
         training=timing("training", training.total_seconds, training.wall_seconds),
-        evaluation=timing("evaluation", base_eval.total_seconds + arms_eval.total_seconds,
-                          base_eval.wall_seconds + arms_eval.wall_seconds),
+        evaluation=timing("evaluation", *evaluation_part(lambda pace: pace.item_seconds, base_eval, arms_eval)),
         budget=ctx.plan.budget,
         generation=generation_block(ctx),
         extra_phases={
             # fixed per arm, whatever the steps and items: each arm's final checkpoint and its sampler
+            "evaluation_latency": timing("evaluation_latency",
+                                         *evaluation_part(lambda pace: pace.fixed_seconds, base_eval, arms_eval)),
             "final_checkpoints": timing("final_checkpoints", final.total_seconds, final.wall_seconds),
             "sampler_loads": timing("sampler_loads", loads.total_seconds, loads.wall_seconds),
             **generation_phases(ctx),
@@ -192,7 +217,7 @@ def run(ctx: RunContext) -> GateVerdict:
         measured={"setup_seconds": setup.wall_seconds,
                   "step_seconds_per_arm_step": training.total_seconds / (n_arms * pilot_steps),
                   "step_wall_seconds_arms_side_by_side": training.wall_seconds / pilot_steps,
-                  "eval_seconds_per_item": (base_eval.total_seconds + arms_eval.total_seconds)
+                  "eval_seconds_per_item": evaluation_part(lambda pace: pace.item_seconds, base_eval, arms_eval)[0]
                   / units["evaluation"].units,
                   "projected_wall_seconds": projection["wall_seconds"],
                   "pilot_measurement_base_accuracy": pilot_accuracy},
