@@ -116,9 +116,9 @@ class EvaluationPace:
     @classmethod
     def of_calls(cls, first_items: int, first_seconds: float, rest_items: int, rest_seconds: float) -> EvaluationPace:
         items, seconds = first_items + rest_items, first_seconds + rest_seconds
-        if not items:
-            raise ValueError("an evaluation of no items has no pace")
-        if rest_items > first_items > 0:
+        if first_items < 0 or rest_items < 0 or not items:
+            raise ValueError(f"an evaluation of {first_items} + {rest_items} items has no pace")
+        if first_items and rest_items > first_items:
             per_item = (rest_seconds - first_seconds) / (rest_items - first_items)
             fixed = first_seconds - first_items * per_item
             if per_item > 0 and fixed >= 0:

@@ -67,9 +67,15 @@ def test_calls_that_cannot_be_told_apart_count_everything_per_item(n1, n2):
     assert measured.seconds_per_item == pytest.approx(total / (n1 + n2))
 
 
-def test_an_evaluation_of_no_items_is_refused():
-    with pytest.raises(ValueError, match="no items"):
-        EvaluationPace.of_calls(0, 0.0, 0, 0.0)
+@pytest.mark.parametrize("n1,n2", [(0, 0), (-1, 24), (8, -1)])
+def test_an_evaluation_of_no_items_or_a_negative_count_is_refused(n1, n2):
+    with pytest.raises(ValueError, match="has no pace"):
+        EvaluationPace.of_calls(n1, 0.1, n2, 0.3)
+
+
+def test_a_first_call_of_one_item_still_splits():
+    measured = EvaluationPace.of_calls(1, 0.05 + 0.01, 3, 0.05 + 3 * 0.01)
+    assert measured.seconds_per_item == pytest.approx(0.01) and measured.fixed_seconds == pytest.approx(0.05)
 
 
 def test_the_pilots_evaluation_parts_sum_over_models_and_share_each_runs_wall_time():
