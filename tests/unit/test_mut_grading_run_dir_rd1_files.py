@@ -84,13 +84,17 @@ def setup_problems(run_dir: Path) -> list[tuple[str, str]]:
     return [(p.check, p.message) for p in _RunFiles.load(run_dir).setup_problems]
 
 
-def spec_copy(tmp_path: Path, extra: bytes = b"") -> Path:
-    """The GS1 spec (and its plan file) copied elsewhere, the spec with `extra` bytes appended."""
+def spec_copy(tmp_path: Path, note: str | None = None) -> Path:
+    """The GS1 spec and its plan file copied elsewhere; with `note`, the plan file's note changed (a different
+    spec hash: the hash is of the canonical JSON of spec + plan file, so only a changed value changes it)."""
     folder = tmp_path / "specs"
     folder.mkdir(exist_ok=True)
-    shutil.copy(GS1_REVISION, folder / GS1_REVISION.name)
+    revision = json.loads(GS1_REVISION.read_text())
+    if note is not None:
+        revision["plan_file_note"] = note
+    (folder / GS1_REVISION.name).write_text(json.dumps(revision))
     path = folder / GS1_SPEC.name
-    path.write_bytes(GS1_SPEC.read_bytes() + extra)
+    path.write_bytes(GS1_SPEC.read_bytes())
     return path
 
 
@@ -228,8 +232,26 @@ def test_retained_plan_evidence_that_is_not_json_is_reported(run_dir):
 
 
 def test_retained_plan_and_spec_do_not_consult_the_spec_file(run_dir, tmp_path):
-    set_created(run_dir, spec_path=str(spec_copy(tmp_path, extra=b"\n")))  # changed since the run started
+    changed = spec_copy(tmp_path, note="edited after the run started")
+    assert load_spec(changed).source.sha256 != load_spec(GS1_SPEC).source.sha256
+    set_created(run_dir, spec_path=str(changed))
     assert setup_problems(run_dir) == []
+    set_created(run_dir, spec_path=str(spec_copy(tmp_path)))  # the same spec elsewhere: also fine
+    assert setup_problems(run_dir) == []
+
+
+def test_a_changed_spec_file_is_reported_when_it_is_consulted(run_dir, tmp_path):
+    unlist_evidence(run_dir, "execution-plan.json")
+    set_created(run_dir, spec_path=str(spec_copy(tmp_path, note="edited after the run started")))
+    problems = setup_problems(run_dir)
+    assert [check for check, message in problems if "changed since the run started" in message] == ["run.plan"]
+
+
+def test_a_missing_retained_plan_is_built_from_the_spec_file(run_dir):
+    unlist_evidence(run_dir, "execution-plan.json")
+    files = _RunFiles.load(run_dir)
+    assert files.setup_problems == [] and files.plan["vocabulary"] == "direction_confidence"
+    assert [arm["name"] for arm in files.plan["arms"]] == ["grpo_gs8", "gs1_kernel"]
 
 
 def test_a_missing_retained_spec_is_read_from_the_spec_file(run_dir):
