@@ -1,5 +1,5 @@
 """Known grader bugs in experiment/grading/run_dir.py (found by helper rd1 while killing the mutants of its lines
-1-651; not fixed here): a tampered run directory whose evidence manifest, retained spec revision or run_created
+1-651; not fixed here): a tampered run directory whose evidence manifest, retained spec or spec revision, or run_created
 spec_path has the wrong JSON type makes `run_validation` raise AttributeError / TypeError instead of reporting a
 problem (or a one-line RunDirError, the only error its docstring allows). experiment.grading.grade.grade_record
 catches only RunDirError, so grading such a run directory ends in a traceback, and so does the decision gate's
@@ -69,14 +69,24 @@ def test_a_retained_revision_that_is_no_json_object_is_reported(run_dir, revisio
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="run_dir.py:269 apply_revision is given a retained spec.json that is no JSON object")
+def test_a_retained_spec_that_is_no_json_object_with_a_revision_is_reported(run_dir):
+    list_evidence(run_dir, "spec.json", b"[1]")
+    list_evidence(run_dir, "spec-revision.plan.json", b'{"base_model": "Qwen/Qwen3.5-2B"}')
+    found = checks_or_run_dir_error(run_dir)
+    assert found is None or "run.plan" in found
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
                    reason="run_dir.py:290 Path(spec_path) on a run_created spec_path that is no string")
-def test_a_run_created_spec_path_that_is_no_string_is_reported(run_dir):
+@pytest.mark.parametrize("spec_path", [5, ["specs/gs1.json"], {"path": "specs/gs1.json"}])
+def test_a_run_created_spec_path_that_is_no_string_is_reported(run_dir, spec_path):
     manifest = json.loads((run_dir / "evidence" / "manifest.json").read_text())
     manifest["files"] = [e for e in manifest["files"] if e["name"] != "spec.json"]  # so the spec path is read
     (run_dir / "evidence" / "manifest.json").write_text(json.dumps(manifest))
     rows: list[dict[str, Any]] = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()
                                   if line.strip()]
-    rows = [dict(row, spec_path=5) if row.get("event") == "run_created" else row for row in rows]
+    rows = [dict(row, spec_path=spec_path) if row.get("event") == "run_created" else row for row in rows]
     (run_dir / "events.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     found = checks_or_run_dir_error(run_dir)
     assert found is None or "run.plan" in found
