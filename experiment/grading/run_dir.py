@@ -191,6 +191,9 @@ class _RunFiles:
                 manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
                 setup.append(Problem("evidence.manifest", f"evidence/manifest.json is not valid JSON ({err})"))
+            if manifest is not None and not isinstance(manifest, dict):
+                setup.append(Problem("evidence.manifest", "evidence/manifest.json is not a JSON object"))
+                manifest = None
         else:
             setup.append(Problem("evidence.manifest", "evidence/manifest.json is missing"))
         run = cls(run_dir, result, events, bad_lines, manifest, None, None, setup)
@@ -258,19 +261,21 @@ class _RunFiles:
         spec_bytes = self.evidence_bytes("spec.json")
         try:
             if plan_bytes is not None:
-                plan = json.loads(plan_bytes)
+                plan = _json_object(plan_bytes, "execution-plan.json")
             rehearsed = self.evidence_bytes("rehearsal-spec.json")  # a rehearsal ran this spec, not the file
             if rehearsed is not None:
-                spec = json.loads(rehearsed)
+                spec = _json_object(rehearsed, "rehearsal-spec.json")
             elif spec_bytes is not None:
-                spec = json.loads(spec_bytes)
+                spec = _json_object(spec_bytes, "spec.json")
                 revision = self.evidence_bytes("spec-revision.plan.json")
                 if revision is not None:
-                    spec = apply_revision(spec, json.loads(revision))[0]
+                    spec = apply_revision(spec, _json_object(revision, "spec-revision.plan.json"))[0]
         except SpecError as err:
             self.setup_problems.append(Problem("run.plan", f"retained spec revision does not apply ({err})"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             self.setup_problems.append(Problem("run.plan", f"retained spec or plan evidence is not valid JSON ({err})"))
+        except _NotAnObject as err:
+            self.setup_problems.append(Problem("run.plan", f"retained {err}"))
         if plan is None or spec is None:
             loaded_plan, loaded_spec = self._plan_from_spec_path()
             plan = plan if plan is not None else loaded_plan
@@ -288,7 +293,7 @@ class _RunFiles:
     def _plan_from_spec_path(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         created = next((event for event in self.events if event.get("event") == "run_created"), None)
         spec_path = created.get("spec_path") if created else None
-        if not spec_path or not Path(spec_path).is_file():
+        if not isinstance(spec_path, str) or not spec_path or not Path(spec_path).is_file():
             return None, None
         try:
             spec = load_spec(spec_path, rehearse=bool(created.get("rehearsal")))
@@ -308,6 +313,17 @@ class _RunFiles:
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
+
+
+class _NotAnObject(Exception):
+    """Retained JSON evidence that parses but is no object (a tampered spec, plan or revision)."""
+
+
+def _json_object(data: bytes, name: str) -> dict[str, Any]:
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise _NotAnObject(f"{name} is not a JSON object")
+    return value
 
 
 def _text_key(value: Any) -> str:
