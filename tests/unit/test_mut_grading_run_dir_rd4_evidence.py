@@ -41,7 +41,8 @@ def _found(validator: _Validator, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _entry(run_dir: Path, name: str, kind: str = "metrics") -> dict:
-    return {"name": name, "kind": kind, "sha256": hashlib.sha256((run_dir / "evidence" / name).read_bytes()).hexdigest()}
+    data = (run_dir / "evidence" / name).read_bytes()
+    return {"name": name, "kind": kind, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def _evidence(run_dir: Path, entries: list[dict], **result) -> list[tuple[str, str]]:
