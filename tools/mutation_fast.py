@@ -1012,9 +1012,15 @@ def run_module(module: Module, defaults: dict, args, log) -> None:
     pytest_args = [*pytest_args, *deselect, *tests]
     code = pytest.main(pytest_args, plugins=[plugin])
     log(f"{module.name}: pytest session ended ({code}); {plugin.outcome}")
-    for path, data in data_by_path.items():
-        data["commit_last"] = commit
-        save_results(path, data)
+    save_run_files(data_by_path, todo, commit)
+
+
+def save_run_files(data_by_path: dict[Path, dict], todo: list, commit: str) -> None:
+    """At a run's end, the results of the files it ran mutants of, and only those: another run of the same module
+    (other --file) may be saving its own files meanwhile, and this run's copy of them is as old as its start."""
+    for path in {path for _, path, _ in todo}:
+        data_by_path[path]["commit_last"] = commit
+        save_results(path, data_by_path[path])
 
 
 def _without_option(args: list[str], option: str) -> list[str]:

@@ -190,7 +190,7 @@ def GEN_8(ctx: GradeContext) -> list[Issue]:
 def EVID_1(ctx: GradeContext) -> list[Issue]:
     issues = []
     evidence = ctx.result.get("evidence")
-    if not isinstance(evidence, dict) or evidence.get("version") != 1:
+    if not isinstance(evidence, dict) or not equal_json(evidence.get("version"), 1):
         return [Issue("EVID-1", UNKNOWN, "evidence must be an object with version 1")]
     partial = []
     unnamed = sum(1 for entry in ctx.evidence.entries if not isinstance(entry.get("name"), str) or not entry["name"])

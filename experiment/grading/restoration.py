@@ -95,7 +95,7 @@ def _output_sha256(logprobs: list[Any]) -> str:
 
 def REST_1(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("initialization_provenance")
-    if not isinstance(record, dict) or record.get("version") != 1:
+    if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
         return [Issue("REST-1", UNVERIFIED, "initialization_provenance is missing or not version 1")]
     issues = []
     arms = _arms(ctx)

@@ -853,7 +853,7 @@ class _Validator:
                     "the restoration_preflight gate passed but RESULT has no initialization_provenance",
                 )
             return
-        if not isinstance(record, dict) or record.get("version") != 1 or not isinstance(record.get("arms"), dict):
+        if not isinstance(record, dict) or not equal_json(record.get("version"), 1) or not isinstance(record.get("arms"), dict):
             self.problem("provenance.shape", "initialization_provenance must be {version: 1, arms: {<arm>: ...}}")
             return
         arms = record["arms"]
@@ -1047,7 +1047,7 @@ class _Validator:
             if self.section_required("evaluation"):
                 self.problem("evaluation.missing", "the evaluation gate passed but RESULT has no evaluation record")
             return
-        if not isinstance(record, dict) or record.get("version") != 1 or not isinstance(record.get("evaluators"), dict):
+        if not isinstance(record, dict) or not equal_json(record.get("version"), 1) or not isinstance(record.get("evaluators"), dict):
             self.problem(
                 "evaluation.shape",
                 "evaluation must be {version: 1, evaluators: {...}, scores: [...], comparisons: [...]}",
@@ -1203,7 +1203,7 @@ class _Validator:
                     "the spec has a decision_rule and the decision stage finished, but RESULT has no decision",
                 )
             return
-        if not isinstance(record, dict) or record.get("version") != 1:
+        if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
             self.problem("decision.shape", "decision must be an object with version 1")
             return
         has_inline, has_file = "observations" in record, "observations_file" in record
@@ -1531,7 +1531,7 @@ class _Validator:
                     "the generation_audit gate passed but RESULT has no generation_audit record",
                 )
             return
-        if not isinstance(record, dict) or record.get("version") != 1:
+        if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
             self.problem("generation_audit.shape", "generation_audit must be an object with version 1")
             return
         if record.get("stage") != "before_training":

@@ -182,6 +182,16 @@ def test_line_selection_keeps_only_the_mutants_inside_the_spans_given():
     assert fast.within_lines(todo, []) == todo
 
 
+def test_a_run_saves_at_its_end_only_the_files_it_ran_so_a_run_beside_it_keeps_its_results(tmp_path):
+    mine, other = tmp_path / "a.json", tmp_path / "b.json"
+    data = {mine: {"results": {"m1": {"outcome": "killed"}}}, other: {"results": {}}}  # both as read at the start
+    fast.save_results(other, {"results": {"m2": {"outcome": "killed"}}})  # the run beside it saved b meanwhile
+    fast.save_run_files(data, [(types.SimpleNamespace(file="a.py"), mine, data[mine])], commit="abc")
+    assert fast.load_results(mine)["results"] == {"m1": {"outcome": "killed"}}
+    assert fast.load_results(mine)["commit_last"] == "abc"
+    assert fast.load_results(other)["results"] == {"m2": {"outcome": "killed"}}  # not overwritten by the stale copy
+
+
 def _tiny_project(root: Path, name: str) -> None:
     (root / name).mkdir()
     (root / name / "__init__.py").write_text("")
