@@ -15,8 +15,9 @@ the process forks; the child compiles the mutated source into the module object 
 classes keep their identity and take the mutated code, so tables and `from x import f` names in
 other modules run it too; other changed names are re-bound in every module that imported them),
 runs only the tests that cover the mutated statement, fastest first, stopping at the first failure,
-and exits killed or survived. A child that outlives its timeout is killed (counted killed, reported
-as timeout). A mutant whose statement no test executes survives without a run ("not covered").
+and exits killed or survived. Each test runs under its own CPU limit (floor + factor x its unmutated
+seconds); a child whose test runs past it exits at once, and a child past the limit of its whole test list is
+killed: both count killed, reported as timeout. A mutant whose statement no test executes survives without a run ("not covered").
 
 Mutants: an ast-based generator with cosmic-ray's operator names (so tools/mutation_equivalents.toml
 entries match): comparison, binary (bit operators excluded as in tools/mutation.toml), and/or,
@@ -626,7 +627,7 @@ def _child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tes
             code = 3
             return
         apply_source(module_name_of(mutant.file), mutant.source, str(ROOT / mutant.file))
-        failed = first_failure(session, runtestprotocol, tests)
+        failed = first_failure(session, runtestprotocol, tests, _TestLimit(plugin, write_fd))
         os.write(write_fd, json.dumps({"killed_by": failed}).encode())
         code = 1 if failed else 0
     except BaseException as error:  # the mutant broke the module itself (e.g. at import): killed
@@ -639,18 +640,61 @@ def _child(plugin: MutationPlugin, session, runtestprotocol, mutant: Mutant, tes
         os._exit(code)
 
 
-def first_failure(session, runtestprotocol, tests: list) -> str | None:
+def first_failure(session, runtestprotocol, tests: list, limit: "_TestLimit | None" = None) -> str | None:
     """Run `tests` in order; the node id of the first that fails (then stop), else None. Each test's
     `nextitem` is the next test (the session alone after the last): pytest keeps the fixtures the two
     share (a module's, when both are in one file) and tears down the rest, as in a plain pytest run;
-    the session's fixtures (the records built before the fork) are always kept."""
+    the session's fixtures (the records built before the fork) are always kept. With `limit` (a child),
+    each test runs under its own CPU limit (_TestLimit)."""
     keep = _SessionOnly(session)
     for index, item in enumerate(tests):
         nextitem = tests[index + 1] if index + 1 < len(tests) else keep
+        if limit is not None:
+            limit.start(item)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if limit is not None:
+            limit.stop()
         if any(r.failed for r in reports):
             return item.nodeid
     return None
+
+
+# A child's exit status when one of its tests ran past that test's own limit (_TestLimit): a timeout.
+TIMEOUT_EXIT = 4
+
+
+class _TestLimit:
+    """In a child: each test's own CPU limit, the floor plus the factor times that test's unmutated seconds
+    (_time_limit of the test alone), counted by the kernel's profiling timer (the CPU the child uses, as
+    over_limit counts it) from the test's start. Past it the child writes which test timed out and exits
+    TIMEOUT_EXIT at once: a mutant that makes its first covering test loop forever (secrets.py's `while at
+    != -1` -> `==`) is a timeout after that test's limit (~30 CPU-s), not after the whole list's (floor plus
+    the factor times every covering test's seconds, 233 CPU-s for secrets.py's 350 tests). A test that
+    passes can only be cut short where it ran past floor + factor x its own unmutated time; the parent's
+    limit over the whole list (over_limit) stays as a backstop for a child stuck inside one C call."""
+
+    def __init__(self, plugin, write_fd: int):
+        self.plugin, self.write_fd = plugin, write_fd
+        self.nodeid, self.seconds = None, 0.0
+        signal.signal(signal.SIGPROF, self._expired)
+
+    def start(self, item) -> None:
+        self.nodeid, self.seconds = item.nodeid, _time_limit(self.plugin, [item])
+        signal.setitimer(signal.ITIMER_PROF, self.seconds)
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+
+    def _expired(self, signum, frame) -> None:
+        try:
+            os.write(self.write_fd, json.dumps({"killed_by": f"timeout {self.seconds:.0f} CPU-s in {self.nodeid}"}).encode())
+        finally:
+            os._exit(TIMEOUT_EXIT)
+
+
+def child_outcome(code: int) -> str:
+    """A finished child's exit status as the mutant's outcome."""
+    return {0: "survived", 3: "incompetent", TIMEOUT_EXIT: "timeout"}.get(code, "killed")
 
 
 def covering_tests(plugin: MutationPlugin, mutant: Mutant) -> list:
@@ -771,10 +815,10 @@ def run_mutants(plugin: MutationPlugin, session, runtestprotocol) -> dict:
             elif waited:
                 message = _read_all(read_fd)
                 code = os.waitstatus_to_exitcode(status)
-                outcome = {0: "survived", 3: "incompetent"}.get(code, "killed")
+                outcome = child_outcome(code)
                 data["results"][mutant.id] = _record(mutant, outcome, killed_by=message.get("killed_by") if code else
                                                      None, tests=count, seconds=elapsed,
-                                                     note=None if code in (0, 1, 3) else f"child exit {code}")
+                                                     note=None if code in (0, 1, 3, TIMEOUT_EXIT) else f"child exit {code}")
                 if outcome == "survived":
                     data["results"][mutant.id]["tests_run"] = tests_run(plugin, covering)
                 finished.append(pid)

@@ -372,3 +372,68 @@ def test_a_child_is_past_its_limit_by_the_cpu_it_used_not_by_time_it_waited_for_
             process.wait()
     assert fast.child_cpu_seconds(sleeping.pid) is None  # gone: unreadable, the wall clock decides
     assert fast.over_limit(sleeping.pid, elapsed=1.0, limit=0.3) is True
+
+
+LOOP_SOURCE = '''def occurrences(text, piece):
+    found, at = 0, text.find(piece)
+    while at != -1:
+        found += 1
+        at = text.find(piece, at + 1)
+    return found
+'''
+
+
+def test_a_test_that_loops_forever_is_a_timeout_after_its_own_limit_not_the_whole_lists(tmp_path):
+    """grading/secrets.py's `while at != -1` -> `while at == -1` loops forever in the first test that scans a
+    text without the piece: the child was stopped only past the limit of its whole test list (233 CPU-s there,
+    ~380 s a mutant). Each test now runs under its own limit (floor + factor x its unmutated seconds): here a
+    1.1 CPU-s limit for the looping test, against 1 + 6 x 20 CPU-s for the list and a 60 CPU-s bound below
+    which the old runner's child never stops."""
+    import os
+    import signal
+    import time
+
+    import pytest
+
+    (tmp_path / "loopmod.py").write_text(LOOP_SOURCE)
+    (tmp_path / "test_loop.py").write_text(
+        "import loopmod\n\n\ndef test_absent():\n    assert loopmod.occurrences('bbb', 'a') == 0\n\n\n"
+        "def test_present():\n    assert loopmod.occurrences('abab', 'a') == 2\n")
+    mutant = next(m for m in fast.generate(LOOP_SOURCE, "loopmod.py")
+                  if m.operator == "core/ReplaceComparisonOperator_NotEq_Eq")
+    assert mutant.mutant == "while at == -1:"
+    plugin = types.SimpleNamespace(config={"timeout_floor": 1.0, "timeout_factor": 6.0},
+                                   durations={"test_loop.py::test_absent": 0.01, "test_loop.py::test_present": 20.0})
+    outcomes = {}
+
+    class Runner:
+        def pytest_runtestloop(self, session):
+            from _pytest.runner import runtestprotocol
+
+            tests = sorted(session.items, key=lambda item: item.name)  # test_absent (the loop) first
+            whole = fast._time_limit(plugin, tests)
+            pid, read_fd = fast._fork_child(plugin, session, runtestprotocol, mutant, tests)
+            while True:
+                waited, status = os.waitpid(pid, os.WNOHANG)
+                if waited:
+                    message = fast._read_all(read_fd)
+                    outcomes["child"] = (fast.child_outcome(os.waitstatus_to_exitcode(status)), message["killed_by"])
+                    break
+                if fast.over_limit(pid, 0.0, 60.0):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    os.close(read_fd)
+                    outcomes["child"] = ("still running past 60 CPU-s", whole)
+                    break
+                time.sleep(0.05)
+            return True
+
+    try:
+        code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir",
+                            str(tmp_path), str(tmp_path)], plugins=[Runner()])
+    finally:
+        sys.modules.pop("loopmod", None)
+        sys.modules.pop("test_loop", None)
+    assert code == 0
+    assert outcomes == {"child": ("timeout", "timeout 1 CPU-s in test_loop.py::test_absent")}
+    assert fast._time_limit(plugin, [types.SimpleNamespace(nodeid=n) for n in plugin.durations]) > 100
