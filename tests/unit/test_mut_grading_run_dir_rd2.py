@@ -164,3 +164,204 @@ def test_the_last_spec_intake_verdict_counts_the_deviations(run):
     run.events[-1]["measured"]["deviations"] = 0
     assert run.problems("deviations.") == [
         ("deviations.unrecorded", "1 deviations but only 0 were posted in the running update of spec_intake")]
+
+
+# ---------------------------------------------------------------- CORR-1, CORR-2: the record and the plan's gate
+
+PATH_ID = "gs1_kernel_advantage_loop"
+MISSING = ("correctness.missing",
+           "the correctness_preflight gate passed but RESULT has no correctness_preflight record")
+STOCK_REQUIRED = ("correctness.required",
+                  "the plan says a correctness preflight applies but the record says required false")
+SHAPE = ("correctness.shape", "correctness_preflight must be {required: bool, paths: [...]}")
+
+
+@pytest.mark.parametrize("applicable, expected", [(True, [MISSING]), (False, [])], ids=["applies", "not applicable"])
+def test_a_passed_gate_without_its_record(run, applicable, expected):
+    """CORR-1: the record is missing only where the plan says the preflight applies."""
+    del run.result["correctness_preflight"]
+    run.plan_gate("correctness_preflight")["applicable"] = applicable
+    assert run.problems("correctness.") == expected
+
+
+def test_a_plan_without_a_correctness_gate_asks_no_record(run):
+    del run.result["correctness_preflight"]
+    run.plan["gates"] = [gate for gate in run.plan["gates"] if gate["name"] != "correctness_preflight"]
+    assert run.problems("correctness.") == []
+
+
+@pytest.mark.parametrize("record", [
+    {"required": "yes", "paths": []},
+    {"required": True, "paths": {PATH_ID: {}}},
+    ["required", True],
+], ids=["required not a bool", "paths not a list", "not an object"])
+def test_a_record_of_another_shape(run, record):
+    run.result["correctness_preflight"] = record
+    assert run.problems("correctness.") == [SHAPE]
+
+
+@pytest.mark.parametrize("applicable, expected", [(True, [STOCK_REQUIRED]), (False, [])],
+                         ids=["applies", "not applicable"])
+def test_a_stock_only_record(run, applicable, expected):
+    run.result["correctness_preflight"] = {"required": False, "paths": []}
+    run.plan_gate("correctness_preflight")["applicable"] = applicable
+    assert run.problems("correctness.") == expected
+
+
+def test_a_stock_only_record_with_paths(run):
+    path = run.result["correctness_preflight"]["paths"][0]
+    run.result["correctness_preflight"] = {"required": False, "paths": [path]}
+    run.plan_gate("correctness_preflight")["applicable"] = False
+    assert run.problems("correctness.") == [("correctness.shape", "a stock-only record has paths []")]
+
+
+def test_a_required_record_without_the_spec_path(run):
+    run.result["correctness_preflight"]["paths"] = []
+    assert run.problems("correctness.") == [
+        ("correctness.paths", f"spec path {PATH_ID} has no record (a missing check blocks like a failed one)")]
+
+
+# ---------------------------------------------------------------- CORR-6: revisions pinned and the spec's
+
+def _path(run: Run) -> dict[str, Any]:
+    return run.result["correctness_preflight"]["paths"][0]
+
+
+def _pin_spec(run: Run, **pins: Any) -> dict[str, Any]:
+    """The spec path pinned to the recorded revisions (or to `pins`), and a reasoning that says nothing of them."""
+    spec_path = run.spec["correctness_preflight"]["paths"][0]
+    for key in ("baseline_revision", "reference_revision"):
+        spec_path[key] = pins.get(key, _path(run)[key])
+    run.result["reasoning"] = "The paired effect was measured on fixed items. One seed limits confidence."
+    return spec_path
+
+
+def test_pinned_spec_revisions_equal_to_the_recorded_ones_need_no_note(run):
+    _pin_spec(run)
+    assert run.problems("correctness.") == []
+
+
+def test_a_spec_path_without_revisions_pins_nothing(run):
+    spec_path = _pin_spec(run)
+    del spec_path["baseline_revision"], spec_path["reference_revision"]
+    assert run.problems("correctness.") == []
+
+
+UNRESOLVED_NOTE = ("correctness.unresolved_note", "the spec's correctness revisions are UNRESOLVED; reasoning must "
+                   "say the exchange may grade the check unverified")
+
+
+def test_unresolved_spec_revisions_need_the_note_in_reasoning(run):
+    run.result["reasoning"] = "The paired effect was measured on fixed items. One seed limits confidence."
+    assert run.problems("correctness.") == [UNRESOLVED_NOTE]
+
+
+@pytest.mark.parametrize("vocabulary", ["three_way", "binary"], ids=["three_way", "unknown, sorting first"])
+def test_the_unresolved_note_is_asked_of_the_direction_vocabulary_only(run, vocabulary):
+    """GEN-8: reasoning belongs to the direction vocabulary only (GEN-4: the three-way shape has none)."""
+    run.plan["vocabulary"] = vocabulary
+    run.result["reasoning"] = "The paired effect was measured on fixed items."
+    assert run.problems("correctness.") == []
+
+
+@pytest.mark.parametrize("value", ["  ", "", None, "UNRESOLVED: pin it"], ids=["blank", "empty", "null", "UNRESOLVED"])
+def test_a_recorded_revision_that_is_not_pinned(run, value):
+    _path(run)["baseline_revision"] = value
+    assert run.problems("correctness.") == [
+        ("correctness.revisions", f"path {PATH_ID}: baseline_revision is not pinned ({value!r})")]
+
+
+@pytest.mark.parametrize("key", ["baseline_revision", "reference_revision"])
+@pytest.mark.parametrize("pin", ["a-pin-sorting-before", "z-pin-sorting-after"], ids=["recorded after", "recorded before"])
+def test_a_recorded_revision_other_than_the_spec_pin(run, key, pin):
+    _path(run)["reference_revision"] = "reference@89abcde"
+    _pin_spec(run, **{key: pin})
+    value = _path(run)[key]
+    assert run.problems("correctness.") == [
+        ("correctness.revisions", f"path {PATH_ID}: {key} {value!r} differs from the spec's {pin!r}")]
+
+
+def test_a_same_code_baseline_check_reports_the_revision_that_ran(run):
+    """CORR-3: a baseline parity check whose two sides are the same code names what ran, not the pin
+    (it stays unverified); the reference revision is still the spec's."""
+    _path(run)["reference_revision"] = "reference@89abcde"
+    _pin_spec(run, baseline_revision="tinker-cookbook@0123abc", reference_revision="reference@4567def")
+    _path(run)["parity_sides"] = {"baseline_loss": {"same_code": True}}
+    assert run.problems("correctness.") == [
+        ("correctness.revisions",
+         f"path {PATH_ID}: reference_revision 'reference@89abcde' differs from the spec's 'reference@4567def'")]
+
+
+def test_a_baseline_revision_other_than_the_pin_without_same_code_sides(run):
+    _pin_spec(run, baseline_revision="tinker-cookbook@0123abc")
+    _path(run)["parity_sides"] = {"baseline_loss": {"same_code": False}}
+    assert run.checks("correctness.") == ["correctness.revisions"]
+
+
+# ---------------------------------------------------------------- CORR-5: learning-rate probes
+
+LR_SCALING = ("correctness.lr_scaling",
+              f"path {PATH_ID}: each lr_scaling entry needs numeric learning_rate and update_norm")
+
+
+@pytest.mark.parametrize("probe", [
+    {"learning_rate": 4e-05, "update_norm": None},
+    {"learning_rate": None, "update_norm": 0.01},
+    {"learning_rate": 4e-05},
+    [4e-05, 0.01],
+], ids=["no update_norm", "no learning_rate", "update_norm absent", "not an object"])
+def test_a_learning_rate_probe_without_its_numbers(run, probe):
+    _path(run)["lr_scaling"].append(probe)
+    assert run.problems("correctness.") == [LR_SCALING]
+
+
+def test_several_bad_probes_of_a_path_are_one_problem(run):
+    _path(run)["lr_scaling"] = [{"learning_rate": 4e-05}, {"update_norm": 0.01}]
+    assert run.problems("correctness.") == [LR_SCALING]
+
+
+# ---------------------------------------------------------------- CORR-3, CORR-4: measured errors and acceptance
+
+KEYS = "max_abs_error, reference_max_abs, relative_l2_error, cosine_similarity"
+
+
+@pytest.mark.parametrize("measured", [None, "passed", {"max_abs_error": 0.0, "reference_max_abs": 2.0,
+                                                        "relative_l2_error": 0.0}],
+                         ids=["null", "a pass flag", "no cosine_similarity"])
+def test_a_check_without_its_measured_errors(run, measured):
+    _path(run)["errors"]["baseline_loss"] = measured
+    assert run.problems("correctness.") == [
+        ("correctness.errors", f"path {PATH_ID}: check baseline_loss has no measured {KEYS}")]
+
+
+def test_each_check_without_measured_errors_is_a_problem(run):
+    _path(run)["errors"]["baseline_loss"] = None
+    _path(run)["errors"]["reference_gradient"] = {}
+    assert run.problems("correctness.") == [
+        ("correctness.errors", f"path {PATH_ID}: check baseline_loss has no measured {KEYS}"),
+        ("correctness.errors", f"path {PATH_ID}: check reference_gradient has no measured {KEYS}"),
+    ]
+
+
+def _fail_tolerance(run: Run) -> None:
+    """baseline_loss 1e-3 off on a reference of 2: over atol 1e-6 + rtol 1e-5 * 2."""
+    _path(run)["errors"]["baseline_loss"].update(max_abs_error=1e-3, reference_max_abs=2.0)
+
+
+@pytest.mark.parametrize("gate, status, went_on", [
+    ("passed", "succeeded", True),
+    ("passed", "running", True),  # the gate passed: the run went on
+    ("failed", "succeeded", True),  # the run finished past the failed check
+    ("failed", "failed", False),  # the run stopped at the gate
+    ("failed", "running", False),
+    ("failed", None, False),
+], ids=["passed, succeeded", "passed, running", "failed, succeeded", "failed, failed", "failed, running",
+        "failed, no status"])
+def test_a_check_over_its_tolerance_blocks_a_run_that_went_on(run, gate, status, went_on):
+    _fail_tolerance(run)
+    run.set_gate_status("correctness_preflight", gate)
+    if status is None:
+        del run.result["status"]
+    else:
+        run.result["status"] = status
+    assert run.checks("correctness.") == (["correctness.acceptance"] if went_on else [])
