@@ -365,3 +365,295 @@ def test_a_check_over_its_tolerance_blocks_a_run_that_went_on(run, gate, status,
     else:
         run.result["status"] = status
     assert run.checks("correctness.") == (["correctness.acceptance"] if went_on else [])
+
+
+# ---------------------------------------------------------------- REST-1: the record, its arms
+
+def _record(run: Run) -> dict[str, Any]:
+    return run.result["initialization_provenance"]
+
+
+def _entry(run: Run, arm: str = BASELINE) -> dict[str, Any]:
+    return _record(run)["arms"][arm]
+
+
+def _both(run: Run, part: str, **fields: Any) -> None:
+    for arm in (BASELINE, TREATMENT):
+        _entry(run, arm)[part].update(fields)
+
+
+def _spec_group_arms(run: Run) -> list[dict[str, Any]]:
+    return run.spec["restoration_preflight"]["groups"][0]["arms"]
+
+
+@pytest.mark.parametrize("applicable, expected", [
+    (True, [("provenance.missing", "the restoration_preflight gate passed but RESULT has no initialization_provenance")]),
+    (False, []),
+], ids=["applies", "not applicable"])
+def test_a_passed_restoration_gate_without_its_record(run, applicable, expected):
+    del run.result["initialization_provenance"]
+    run.plan_gate("restoration_preflight")["applicable"] = applicable
+    assert run.problems("provenance.") == expected
+
+
+@pytest.mark.parametrize("change", [{"version": 0}, {"version": 2}, {"version": "1"}, {"arms": [BASELINE, TREATMENT]},
+                                    {"arms": None}], ids=["version 0", "version 2", "version '1'", "arms a list", "no arms"])
+def test_a_provenance_record_of_another_shape(run, change):
+    _record(run).update(change)
+    assert run.problems("provenance.") == [
+        ("provenance.shape", "initialization_provenance must be {version: 1, arms: {<arm>: ...}}")]
+
+
+def test_the_spec_groups_name_the_arms_that_need_an_entry(run):
+    """REST-1: one entry per arm named in restoration_preflight.groups (not every trained arm of the plan)."""
+    run.spec["restoration_preflight"]["groups"][0]["arms"] = _spec_group_arms(run)[:1]  # grpo_gs8 alone
+    del _record(run)["arms"][TREATMENT]
+    assert run.problems("provenance.") == []
+    run.spec["restoration_preflight"]["groups"][0]["arms"] = _spec_group_arms(run)[:1] + [{"name": TREATMENT}]
+    assert run.problems("provenance.") == [
+        ("provenance.arm_missing", f"arm {TREATMENT} has no initialization_provenance entry")]
+
+
+def test_without_spec_groups_every_trained_plan_arm_needs_an_entry(run):
+    run.spec["restoration_preflight"]["groups"] = []
+    run.plan["arms"].append({**run.plan["arms"][0], "name": "base_model", "trained": False})
+    del _record(run)["arms"][TREATMENT]
+    assert run.problems("provenance.") == [
+        ("provenance.arm_missing", f"arm {TREATMENT} has no initialization_provenance entry")]
+
+
+def test_an_entry_that_is_no_object_does_not_stop_the_next_arm(run):
+    arms = _record(run)["arms"]
+    arms[BASELINE] = "server says ok"
+    arms[TREATMENT]["initialization"]["before_first_update"] = False
+    assert run.problems("provenance.") == [
+        ("provenance.shape", f"arm {BASELINE}: entry must be an object"),
+        ("provenance.initialization", f"arm {TREATMENT}: initialization.before_first_update is not true"),
+    ]
+
+
+# ---------------------------------------------------------------- REST-3: one initialization per group
+
+def test_arms_of_one_group_with_different_base_checkpoints(run):
+    """The differing values are listed, each cut to 20 characters."""
+    _entry(run, TREATMENT)["initialization"]["base_checkpoint"] = "Qwen/Qwen3.5-2B-Instruct"
+    assert run.problems("provenance.") == [
+        ("provenance.group_mismatch", "initialization.base_checkpoint differs across the group "
+                                      f"({BASELINE}='Qwen/Qwen3.5-2B', {TREATMENT}='Qwen/Qwen3.5-2B-...)")]
+
+
+def test_without_spec_groups_the_trained_plan_arms_are_one_group(run):
+    run.spec["restoration_preflight"]["groups"] = []
+    _entry(run, TREATMENT)["initialization"]["base_checkpoint"] = "Qwen/Qwen3.5-2B-Base"
+    assert run.checks("provenance.") == ["provenance.group_mismatch"]
+
+
+def test_arms_in_separate_groups_may_load_different_checkpoints(run):
+    first, second = _spec_group_arms(run)
+    run.spec["restoration_preflight"]["groups"] = [{"arms": [first]}, {"arms": [second]}]
+    _entry(run, TREATMENT)["initialization"]["base_checkpoint"] = "Qwen/Qwen3.5-2B-Base"
+    assert run.problems("provenance.") == []
+
+
+def test_a_group_of_three_arms_with_one_different_checkpoint(run):
+    _spec_group_arms(run).append({**_spec_group_arms(run)[1], "name": "gs1_kernel_b"})
+    third = copy.deepcopy(_entry(run, TREATMENT))
+    third["initialization"]["checkpoint_uri"] = third["initialization"]["loaded_checkpoint_uri"] = "tinker://b/0"
+    _record(run)["arms"]["gs1_kernel_b"] = third
+    assert run.checks("provenance.") == ["provenance.group_mismatch", "provenance.group_mismatch"]
+
+
+# ---------------------------------------------------------------- REST-2: initialization proof
+
+NO_PROOF = "no measured adapter_sha256 and no immutable full-initialization checkpoint proof from a server response"
+
+
+def _adapter_only(run: Run, source: str, adapter: Any = HEX_A) -> None:
+    for arm in (BASELINE, TREATMENT):
+        _entry(run, arm)["initialization"] = {"base_checkpoint": "Qwen/Qwen3.5-2B", "adapter_sha256": adapter,
+                                               "source": source, "evidence_ref": RESTORATION_EVIDENCE,
+                                               "before_first_update": True}
+
+
+def _no_proof() -> list[tuple[str, str]]:
+    return [("provenance.initialization", f"arm {arm}: {NO_PROOF}") for arm in (BASELINE, TREATMENT)]
+
+
+@pytest.mark.parametrize("source", ["server_response", "local_hash"])
+def test_a_measured_adapter_hash_proves_the_initialization(run, source):
+    _adapter_only(run, source)
+    assert run.problems("provenance.") == []
+
+
+@pytest.mark.parametrize("source, adapter", [("declared", HEX_A), ("server_response", "adapter-0001")],
+                         ids=["declared hash", "not a hash"])
+def test_an_adapter_hash_that_is_no_proof(run, source, adapter):
+    _adapter_only(run, source, adapter)
+    assert run.problems("provenance.initialization") == _no_proof()
+
+
+@pytest.mark.parametrize("flaw", [
+    {"checkpoint_uri": ""},
+    {"checkpoint_immutable": False},
+    {"checkpoint_scope": "adapter_only"},  # sorts before full_initialization
+    {"checkpoint_scope": "weights_only"},  # sorts after it
+    {"loaded_checkpoint_uri": None},
+    {"load_succeeded": False},
+    {"source": "local_hash"},  # sorts before server_response
+    {"source": "service_log"},  # sorts after it
+], ids=lambda flaw: next(f"{key}={value}" for key, value in flaw.items()))
+def test_a_checkpoint_with_one_proof_missing_proves_nothing(run, flaw):
+    _both(run, "initialization", **flaw)
+    assert run.problems("provenance.initialization") == _no_proof()
+
+
+# ---------------------------------------------------------------- REST-4: restore count and optimizer checks
+
+RESTORE_COUNT = ("provenance.restore_count", f"arm {BASELINE}: restore_count must be a non-negative integer")
+
+
+def test_no_restore_and_one_check_at_creation(run):
+    _entry(run).update(restore_count=0, optimizer_checks=[optimizer_check(0)])
+    assert run.problems("provenance.") == []
+
+
+@pytest.mark.parametrize("count", [-1, "1", True, 1.5], ids=["negative", "a string", "a boolean", "a fraction"])
+def test_a_restore_count_that_is_no_non_negative_integer(run, count):
+    _entry(run)["restore_count"] = count
+    assert run.problems("provenance.") == [RESTORE_COUNT]
+
+
+def test_a_check_that_is_no_object_does_not_stop_the_next_check(run):
+    late = {**optimizer_check(1), "before_next_update": False}
+    _entry(run)["optimizer_checks"] = ["created with adamw", optimizer_check(0), late]
+    assert run.problems("provenance.") == [
+        ("provenance.optimizer_checks", f"arm {BASELINE}, after_restore 1: before_next_update is not true")]
+
+
+# ---------------------------------------------------------------- REST-5, REST-6: requested and actual optimizer
+
+def _unverified(after_restore: int) -> tuple[str, str]:
+    return ("provenance.unverified", f"arm {BASELINE}, after_restore {after_restore}: no actual optimizer "
+                                     "family/config from a server response (unverified)")
+
+
+@pytest.mark.parametrize("fields", [
+    {"source": "declared"},
+    {"actual_family": None},
+    {"actual_config": None},
+], ids=["declared", "no actual family", "no actual config"])
+def test_an_optimizer_check_not_read_from_a_server_response_is_unverified(run, fields):
+    _entry(run)["optimizer_checks"][0].update(fields)
+    assert run.problems("provenance.") == [_unverified(0)]
+
+
+def test_an_unverified_check_does_not_stop_the_next_check(run):
+    checks = _entry(run)["optimizer_checks"]
+    checks[0]["source"] = "declared"
+    checks[1]["evidence_ref"] = "restoration-elsewhere.json"
+    assert run.problems("provenance.") == [
+        _unverified(0),
+        ("provenance.evidence_ref", f"arm {BASELINE}, after_restore 1: evidence_ref 'restoration-elsewhere.json' "
+                                    "names no retained evidence file"),
+    ]
+
+
+@pytest.mark.parametrize("actual", ["adagrad", "sgd"], ids=["sorting before adamw", "sorting after adamw"])
+def test_an_actual_family_other_than_the_requested(run, actual):
+    _entry(run)["optimizer_checks"][0]["actual_family"] = actual
+    assert run.problems("provenance.") == [
+        ("provenance.optimizer_mismatch", f"arm {BASELINE}, after_restore 0: actual family {actual} is not the "
+                                          "requested adamw")]
+
+
+def test_the_spec_optimizer_family_is_its_first_word(run):
+    """REST-5: a group arm's `optimizer: "Adam with decoupled weight decay"` is the adamw family."""
+    for arm in _spec_group_arms(run):
+        arm["optimizer"] = "Adam with decoupled weight decay"
+    assert run.problems("provenance.") == []
+    for arm in _spec_group_arms(run):
+        arm["optimizer"] = "SGD with momentum"
+    assert set(run.checks("provenance.")) == {"provenance.requested"}
+
+
+@pytest.mark.parametrize("key, value, requested", [
+    ("beta1", 0.8, 0.9),  # a key sorting before "family"
+    ("learning_rate", 8e-05, 4e-05),  # one sorting after it
+])
+def test_an_actual_setting_other_than_the_requested(run, key, value, requested):
+    _entry(run)["optimizer_checks"][0]["actual_config"][key] = value
+    assert run.problems("provenance.") == [
+        ("provenance.optimizer_mismatch", f"arm {BASELINE}, after_restore 0: {key} is {value} but {requested} was "
+                                          "requested")]
+
+
+# ---------------------------------------------------------------- REST-7: initial output
+
+def _unavailable(run: Run, **fields: Any) -> None:
+    for arm in (BASELINE, TREATMENT):
+        _entry(run, arm)["initial_output"] = {"available": False, **fields}
+
+
+REASON = "the service returns no logprobs for the fixed batch"
+
+
+@pytest.mark.parametrize("required, reason, expected", [
+    (True, REASON, "the spec requires a fixed-batch initial_output but it is unavailable"),
+    (False, REASON, None),
+    (False, None, "initial_output unavailable without a reason"),
+    (False, "", "initial_output unavailable without a reason"),
+], ids=["required, with a reason", "not required, with a reason", "not required, no reason", "empty reason"])
+def test_an_unavailable_initial_output(run, required, reason, expected):
+    run.spec["restoration_preflight"]["fixed_batch_required"] = required
+    _unavailable(run, **({"reason": reason} if reason is not None else {}))
+    assert run.problems("provenance.") == (
+        [] if expected is None else [("provenance.initial_output", f"arm {arm}: {expected}") for arm in (BASELINE, TREATMENT)])
+
+
+@pytest.mark.parametrize("key", ["batch_sha256", "output_sha256"])
+def test_an_initial_output_hash_that_is_not_64_hex(run, key):
+    _both(run, "initial_output", **{key: "0x" + "a" * 62})
+    assert run.problems("provenance.") == [
+        ("provenance.initial_output", f"arm {arm}: initial_output.{key} is not a 64-hex hash")
+        for arm in (BASELINE, TREATMENT)]
+
+
+# ---------------------------------------------------------------- EVAL-1, EVAL-7, EVAL-8: the evaluation record
+
+def _scores(run: Run) -> list[Any]:
+    return run.result["evaluation"]["scores"]
+
+
+EVAL_SHAPE = ("evaluation.shape",
+              "evaluation must be {version: 1, evaluators: {...}, scores: [...], comparisons: [...]}")
+
+
+@pytest.mark.parametrize("change", [{"version": 0}, {"version": 2}, {"evaluators": []}],
+                         ids=["version 0", "version 2", "evaluators a list"])
+def test_an_evaluation_record_of_another_shape(run, change):
+    run.result["evaluation"].update(change)
+    assert run.problems("evaluation.") == [EVAL_SHAPE]
+
+
+def test_a_score_of_an_unknown_evaluator(run):
+    _scores(run)[0]["evaluator_id"] = HEX_B
+    assert run.problems("evaluation.scores") == [
+        ("evaluation.scores", f"score of arm {BASELINE} names an unknown evaluator")]
+
+
+def test_a_score_that_is_no_object_does_not_stop_the_next_score(run):
+    _scores(run)[0]["value"] = None
+    _scores(run).insert(0, "accuracy 0.66")
+    assert run.problems("evaluation.scores") == [("evaluation.scores", f"score of arm {BASELINE} has no finite value")]
+
+
+def test_a_score_whose_predictions_are_not_retained(run):
+    _scores(run)[0]["predictions_ref"] = "predictions-elsewhere.jsonl"
+    assert run.problems("evaluation.predictions_missing") == [
+        ("evaluation.predictions_missing", f"score of arm {BASELINE}: predictions_ref 'predictions-elsewhere.jsonl' "
+                                           "is not a retained evidence file")]
+
+
+def test_a_predictions_ref_with_a_fragment_names_its_retained_file(run):
+    _scores(run)[0]["predictions_ref"] += "#rows"
+    assert run.problems("evaluation.") == []
