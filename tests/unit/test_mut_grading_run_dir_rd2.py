@@ -558,6 +558,15 @@ def test_an_unverified_check_does_not_stop_the_next_check(run):
     ]
 
 
+def test_a_check_without_a_source_does_not_stop_the_checks_of_the_next_arm(run):
+    """Whatever a check without a `source` grades (bug file test_run_dir_bug_rd2: REST-6 asks server_response),
+    the validation goes on: the next arm's flaw is still reported."""
+    del _entry(run)["optimizer_checks"][0]["source"]
+    _entry(run, TREATMENT)["initialization"]["before_first_update"] = False
+    assert ("provenance.initialization", f"arm {TREATMENT}: initialization.before_first_update is not true") in \
+        run.problems("provenance.")
+
+
 @pytest.mark.parametrize("actual", ["adagrad", "sgd"], ids=["sorting before adamw", "sorting after adamw"])
 def test_an_actual_family_other_than_the_requested(run, actual):
     _entry(run)["optimizer_checks"][0]["actual_family"] = actual
