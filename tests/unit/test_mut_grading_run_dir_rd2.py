@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from test_validation import BASELINE, RESTORATION_EVIDENCE, TREATMENT, build_gs1_run, optimizer_check, provenance_entry
+from test_validation import BASELINE, RESTORATION_EVIDENCE, TREATMENT, build_gs1_run, optimizer_check
 
 from experiment.grading.run_dir import _RunFiles, _Validator
 
@@ -272,7 +272,8 @@ def test_a_recorded_revision_that_is_not_pinned(run, value):
 
 
 @pytest.mark.parametrize("key", ["baseline_revision", "reference_revision"])
-@pytest.mark.parametrize("pin", ["a-pin-sorting-before", "z-pin-sorting-after"], ids=["recorded after", "recorded before"])
+@pytest.mark.parametrize("pin", ["a-pin-sorting-before", "z-pin-sorting-after"],
+                         ids=["recorded after", "recorded before"])
 def test_a_recorded_revision_other_than_the_spec_pin(run, key, pin):
     _path(run)["reference_revision"] = "reference@89abcde"
     _pin_spec(run, **{key: pin})
@@ -387,7 +388,8 @@ def _spec_group_arms(run: Run) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("applicable, expected", [
-    (True, [("provenance.missing", "the restoration_preflight gate passed but RESULT has no initialization_provenance")]),
+    (True, [("provenance.missing",
+             "the restoration_preflight gate passed but RESULT has no initialization_provenance")]),
     (False, []),
 ], ids=["applies", "not applicable"])
 def test_a_passed_restoration_gate_without_its_record(run, applicable, expected):
@@ -396,8 +398,9 @@ def test_a_passed_restoration_gate_without_its_record(run, applicable, expected)
     assert run.problems("provenance.") == expected
 
 
-@pytest.mark.parametrize("change", [{"version": 0}, {"version": 2}, {"version": "1"}, {"arms": [BASELINE, TREATMENT]},
-                                    {"arms": None}], ids=["version 0", "version 2", "version '1'", "arms a list", "no arms"])
+@pytest.mark.parametrize("change", [
+    {"version": 0}, {"version": 2}, {"version": "1"}, {"arms": [BASELINE, TREATMENT]}, {"arms": None},
+], ids=["version 0", "version 2", "version '1'", "arms a list", "no arms"])
 def test_a_provenance_record_of_another_shape(run, change):
     _record(run).update(change)
     assert run.problems("provenance.") == [
@@ -615,8 +618,9 @@ REASON = "the service returns no logprobs for the fixed batch"
 def test_an_unavailable_initial_output(run, required, reason, expected):
     run.spec["restoration_preflight"]["fixed_batch_required"] = required
     _unavailable(run, **({"reason": reason} if reason is not None else {}))
-    assert run.problems("provenance.") == (
-        [] if expected is None else [("provenance.initial_output", f"arm {arm}: {expected}") for arm in (BASELINE, TREATMENT)])
+    expected_problems = [] if expected is None else [("provenance.initial_output", f"arm {arm}: {expected}")
+                                         for arm in (BASELINE, TREATMENT)]
+    assert run.problems("provenance.") == expected_problems
 
 
 @pytest.mark.parametrize("key", ["batch_sha256", "output_sha256"])
