@@ -939,7 +939,7 @@ class _Validator:
             if check.get("before_next_update") is not True:
                 self.problem("provenance.optimizer_checks", f"{where}: before_next_update is not true")
             if (
-                check.get("source") == "declared"
+                check.get("source") != "server_response"
                 or check.get("actual_family") is None
                 or not isinstance(check.get("actual_config"), dict)
             ):
