@@ -10,7 +10,7 @@ rehearsal, its held-out arithmetic items) answers the first N items for each N i
 times, one after another. For each it reports the client's wall time per item, the service time per
 item (the profile's service_seconds from healthz: what the service bills), the CPU seconds per
 item of this client process (the SDK's threads, prompt rendering, answer grading), and the pilot's
-split of the same items into two calls (EvaluationPace: the pace per item and the fixed time per call).
+split of the same items into its calls (EvaluationPace: the pace per item and the fixed time per evaluation).
 
 When the machine keeps up with the profile, the time per item is the same at 32 items as at 500 and
 the pilot's projection comes true; when the client's CPU per item exceeds the profile's time per item
@@ -75,15 +75,15 @@ def main() -> None:
                 run_async(greedy_predictions(sampler, renderer, items[:n], MAX_TOKENS, few_shot=False))
                 wall, cpu = time.perf_counter() - started, time.process_time() - cpu
                 billed = service_seconds(server.base_url) - billed
-                # the pilot's two calls over the same items (experiment.stats.feasibility.EvaluationPace)
-                first = EvaluationPace.first_call_items(n)
-                timed = []
-                for part in (items[:first], items[first:n]):
+                # the pilot's calls over the same items (experiment.stats.feasibility.EvaluationPace)
+                timed, start = [], 0
+                for size in EvaluationPace.calls(n):
                     begun = time.perf_counter()
-                    if part:
-                        run_async(greedy_predictions(sampler, renderer, part, MAX_TOKENS, few_shot=False))
-                    timed.append(time.perf_counter() - begun)
-                pace = EvaluationPace.of_calls(first, timed[0], n - first, timed[1])
+                    run_async(greedy_predictions(sampler, renderer, items[start:start + size], MAX_TOKENS,
+                                                 few_shot=False))
+                    timed.append((size, time.perf_counter() - begun))
+                    start += size
+                pace = EvaluationPace.of_calls(timed)
                 rows.append({"repeat": repeat, "items": n, "wall_ms_per_item": 1e3 * wall / n,
                              "service_ms_per_item": 1e3 * billed / n, "client_cpu_ms_per_item": 1e3 * cpu / n,
                              "split_pace_ms_per_item": 1e3 * pace.seconds_per_item,

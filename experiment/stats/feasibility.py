@@ -94,35 +94,44 @@ def rl_pilot_units(*, trained_arms: int, seeds: int, base_per_seed: bool, pilot_
 class EvaluationPace:
     """One model's pilot evaluation, split into what the evaluation's size scales and what it does not.
 
-    An evaluation call takes a fixed time F, paid once whatever its size (the requests' round trip, the
-    client fetching the last answers), plus its items at the service's pace p. The pilot answers its n
-    items in two calls, the first n // 4 items then the rest (`first_call_items`): t1 = F + n1 p and
-    t2 = F + n2 p give p and F. A pilot that folded F into its time per item would overstate an evaluation
-    of N items by F / n per item, N times: on the profiled backend at factor 1, F was 0.17 s beside 32
-    items of 0.02 s, a 25% overstatement of a 500-item evaluation (docs/service-profile.md). Where the
-    two calls do not give a positive pace and a fixed time of at least 0 (noise, or one call), the whole
-    time counts per item, as before the split."""
+    An evaluation call takes a fixed time, paid once whatever its size, plus its items at the service's pace p.
+    The fixed time is the requests' round trip and the client fetching the last answers (F, every call), and on
+    a freshly loaded sampler the first request's warm-up (W, the first call only). The pilot answers a model's
+    n items in three calls (`calls`): one item, then an eighth of the rest, then the remainder. The two later
+    calls give the pace, p = (t2 - t1) / (n2 - n1), F cancelling; the first call less its one item gives the
+    fixed time of an evaluation, W + F = t0 - p. A pilot that folded the fixed time into its time per item put
+    it / n on each of the full evaluation's items: on the profiled backend at factor 1, 0.17 s beside 32 items
+    of 0.02 s, a 25% overstatement of a 500-item evaluation; and a two-call split whose first call carried W
+    took W from the pace (GS1 with capacity refusals: 11.7 ms an item against 13.8 billed) (docs/service-profile.md).
+    Where the calls do not give a positive pace and a fixed time of at least 0 (noise, or too few items to
+    split), the whole time counts per item, as before the split."""
 
     items: int
-    seconds: float  # both calls
+    seconds: float  # every call
     seconds_per_item: float
     fixed_seconds: float  # once per evaluation
 
     @staticmethod
-    def first_call_items(n: int) -> int:
-        """Items in the first of the two calls: a quarter, at least one; all of them when n < 3 (no split)."""
-        return max(1, n // 4) if n >= 3 else n
+    def calls(n: int) -> list[int]:
+        """Items per call: [1, an eighth of the rest (at least 1), the remainder]; [n] (one call) below 5 items."""
+        if n < 5:
+            return [n]
+        small = max(1, (n - 1) // 8)
+        return [1, small, n - 1 - small]
 
     @classmethod
-    def of_calls(cls, first_items: int, first_seconds: float, rest_items: int, rest_seconds: float) -> EvaluationPace:
-        items, seconds = first_items + rest_items, first_seconds + rest_seconds
-        if first_items < 0 or rest_items < 0 or not items:
-            raise ValueError(f"an evaluation of {first_items} + {rest_items} items has no pace")
-        if first_items and rest_items > first_items:
-            per_item = (rest_seconds - first_seconds) / (rest_items - first_items)
-            fixed = first_seconds - first_items * per_item
-            if per_item > 0 and fixed >= 0:
-                return cls(items, seconds, per_item, fixed)
+    def of_calls(cls, timed: list[tuple[int, float]]) -> EvaluationPace:
+        """From each call's (items, seconds), in the order of `calls`."""
+        items, seconds = sum(n for n, _ in timed), sum(t for _, t in timed)
+        if any(n < 0 for n, _ in timed) or not items:
+            raise ValueError(f"an evaluation of {[n for n, _ in timed]} items has no pace")
+        if len(timed) == 3:
+            (n0, t0), (n1, t1), (n2, t2) = timed
+            if n0 == 1 and 0 < n1 < n2:
+                per_item = (t2 - t1) / (n2 - n1)
+                fixed = t0 - per_item
+                if per_item > 0 and fixed >= 0:
+                    return cls(items, seconds, per_item, fixed)
         return cls(items, seconds, seconds / items, 0.0)
 
     @property

@@ -1,9 +1,10 @@
 """The pilot's evaluation pace (experiment.stats.feasibility.EvaluationPace, issue 31 item 3).
 
-An evaluation call of n items takes a fixed time F plus n times the service's pace p. The pilot answers
-its items in two calls (a quarter, then the rest) and separates F from p, so that a 32-item pilot does
-not project F / 32 onto every item of a 500-item evaluation. Times here are made from chosen F and p,
-never read off the code.
+An evaluation call of n items takes a fixed time F (every call) plus n times the service's pace p, and the
+first call on a freshly loaded sampler a warm-up W besides. The pilot answers a model's items in three calls
+(one item, an eighth of the rest, the remainder) and separates the pace from the fixed time of an evaluation
+(W + F), so that a 32-item pilot projects neither (W + F) / 32 onto every item of a 500-item evaluation nor
+takes W from the pace. Times here are made from chosen W, F and p, never read off the code.
 """
 
 from __future__ import annotations
@@ -13,84 +14,99 @@ import pytest
 from experiment.stats.feasibility import EvaluationPace, PhaseTiming
 
 
-@pytest.mark.parametrize("n,first", [(32, 8), (100, 25), (7, 1), (4, 1), (3, 1), (2, 2), (1, 1)])
-def test_the_first_call_takes_a_quarter_at_least_one_and_every_item_below_three(n, first):
-    assert EvaluationPace.first_call_items(n) == first
+def _calls(n: int, warm: float, fixed: float, pace: float) -> list[tuple[int, float]]:
+    """The pilot's calls over n items, each timed as the model says: F + items x p, W more on the first."""
+    sizes = EvaluationPace.calls(n)
+    return [(size, (warm if index == 0 else 0.0) + fixed + size * pace) for index, size in enumerate(sizes)]
 
 
-@pytest.mark.parametrize("fixed,pace", [(0.17, 0.0197), (0.028, 0.0059), (0.0, 0.01), (1.5, 0.002)])
-def test_two_calls_give_back_the_fixed_time_and_the_pace_they_were_made_of(fixed, pace):
-    n1, n2 = 8, 24
-    measured = EvaluationPace.of_calls(n1, fixed + n1 * pace, n2, fixed + n2 * pace)
+@pytest.mark.parametrize("n,sizes", [(32, [1, 3, 28]), (100, [1, 12, 87]), (17, [1, 2, 14]), (9, [1, 1, 7]),
+                                     (5, [1, 1, 3]), (4, [4]), (1, [1])])
+def test_the_calls_are_one_item_an_eighth_of_the_rest_and_the_remainder_from_five_items(n, sizes):
+    assert EvaluationPace.calls(n) == sizes and sum(sizes) == n
+
+
+@pytest.mark.parametrize("warm,fixed,pace", [(0.0, 0.17, 0.0197), (0.4, 0.028, 0.0059), (0.0, 0.0, 0.01),
+                                             (2.0, 1.5, 0.002)])
+def test_the_calls_give_back_the_pace_and_the_fixed_time_of_an_evaluation(warm, fixed, pace):
+    measured = EvaluationPace.of_calls(_calls(32, warm, fixed, pace))
     assert measured.seconds_per_item == pytest.approx(pace)
-    assert measured.fixed_seconds == pytest.approx(fixed, abs=1e-12)
-    assert measured.items == 32 and measured.seconds == pytest.approx(2 * fixed + 32 * pace)
+    assert measured.fixed_seconds == pytest.approx(warm + fixed, abs=1e-12)
+    assert measured.items == 32 and measured.seconds == pytest.approx(warm + 3 * fixed + 32 * pace)
     assert measured.item_seconds == pytest.approx(32 * pace)
 
 
-def test_the_split_projects_a_long_evaluation_where_the_whole_time_per_item_overstates_it():
+@pytest.mark.parametrize("warm", [0.0, 0.3])
+def test_the_pilot_projects_a_long_evaluation_where_one_call_or_a_two_call_split_did_not(warm):
     fixed, pace, full = 0.17, 0.0197, 500
-    truth = fixed + full * pace  # one call of the full evaluation
-    split = EvaluationPace.of_calls(8, fixed + 8 * pace, 24, fixed + 24 * pace)
-    one_call = fixed + 32 * pace  # the pilot before the split: one call, all of it per item
-    # the projection the record makes: items at the pace (phase evaluation), once the fixed time (evaluation_latency)
-    projected = (PhaseTiming(split.item_seconds, 32, full, 32, None, None).projected_seconds
-                 + PhaseTiming(split.fixed_seconds, 1, 1, 0, None, None).projected_seconds)
+    truth = warm + fixed + full * pace  # one call of the full evaluation on a fresh sampler
+    measured = EvaluationPace.of_calls(_calls(32, warm, fixed, pace))
+    # the record's projection: the items at the pace (phase evaluation), the fixed time once (evaluation_latency)
+    projected = (PhaseTiming(measured.item_seconds, 32, full, 32, None, None).projected_seconds
+                 + PhaseTiming(measured.fixed_seconds, 1, 1, 0, None, None).projected_seconds)
     assert projected == pytest.approx(truth)
-    assert one_call / 32 * full / truth > 1.24  # what it said before: 25% over
+    one_call = warm + fixed + 32 * pace
+    assert one_call / 32 * full / truth > 1.24  # the pilot before the split
+    # a two-call split (8 then 24 items) whose first call carried the warm-up took it from the pace
+    t1, t2 = warm + fixed + 8 * pace, fixed + 24 * pace
+    two_call_pace = (t2 - t1) / 16
+    two_call = full * two_call_pace + t1 - 8 * two_call_pace
+    assert (two_call / truth < 0.8) is (warm > 0)
 
 
-@pytest.mark.parametrize("first_seconds,rest_seconds", [
-    (0.30, 0.20),   # the larger call was quicker (noise): no positive pace
-    (0.05, 0.40),   # a negative fixed time: the first call's items were quicker than the pace
-    (0.10, 0.10),   # the same time for three times the items
+@pytest.mark.parametrize("times", [
+    (0.05, 0.30, 0.20),   # the larger call was quicker (noise): no positive pace
+    (0.001, 0.05, 0.60),  # the one-item call shorter than the pace: a negative fixed time
+    (0.05, 0.10, 0.10),   # the same time for more items
 ])
-def test_a_split_that_gives_no_positive_pace_or_a_negative_fixed_time_counts_everything_per_item(
-        first_seconds, rest_seconds):
-    measured = EvaluationPace.of_calls(8, first_seconds, 24, rest_seconds)
+def test_calls_that_give_no_positive_pace_or_a_negative_fixed_time_count_everything_per_item(times):
+    measured = EvaluationPace.of_calls(list(zip([1, 3, 28], times)))
     assert measured.fixed_seconds == 0.0
-    assert measured.seconds_per_item == pytest.approx((first_seconds + rest_seconds) / 32)
-    assert measured.item_seconds == pytest.approx(first_seconds + rest_seconds)
+    assert measured.seconds_per_item == pytest.approx(sum(times) / 32)
+    assert measured.item_seconds == pytest.approx(sum(times))
 
 
-def test_a_fixed_time_of_exactly_zero_is_kept_as_a_split():
-    measured = EvaluationPace.of_calls(8, 8 * 0.01, 24, 24 * 0.01)
-    assert measured.seconds_per_item == pytest.approx(0.01) and measured.fixed_seconds == pytest.approx(0.0, abs=1e-15)
+def test_a_fixed_time_of_exactly_zero_is_kept():
+    # binary fractions, so the pace is exactly 0.25 and the one-item call less it exactly 0 (not all per item: 9/32)
+    measured = EvaluationPace.of_calls([(1, 0.25), (3, 0.5 + 3 * 0.25), (28, 0.5 + 28 * 0.25)])
+    assert (measured.seconds_per_item, measured.fixed_seconds) == (0.25, 0.0)
 
 
-@pytest.mark.parametrize("n1,n2", [(2, 0), (1, 1), (3, 2), (0, 5)])
-def test_calls_that_cannot_be_told_apart_count_everything_per_item(n1, n2):
-    # one call (nothing in the second), equal sizes, a first call larger than the rest, or an empty first call
-    measured = EvaluationPace.of_calls(n1, 0.1 + n1 * 0.01, n2, 0.1 + n2 * 0.01 if n2 else 0.0)
-    total = 0.1 + n1 * 0.01 + (0.1 + n2 * 0.01 if n2 else 0.0)
+@pytest.mark.parametrize("timed", [
+    [(4, 0.2)],                          # one call: too few items to split
+    [(2, 0.1), (3, 0.2), (28, 0.5)],     # a first call of more than one item
+    [(1, 0.1), (0, 0.0), (28, 0.5)],     # an empty middle call
+    [(1, 0.1), (28, 0.5), (3, 0.2)],     # the larger call before the smaller
+    [(1, 0.1), (14, 0.3), (14, 0.3)],    # two calls of one size
+    [(1, 0.1), (31, 0.6)],               # two calls
+])
+def test_calls_that_are_not_the_pilots_three_count_everything_per_item(timed):
+    measured = EvaluationPace.of_calls(timed)
+    total = sum(t for _, t in timed)
     assert measured.fixed_seconds == 0.0
-    assert measured.seconds_per_item == pytest.approx(total / (n1 + n2))
+    assert measured.seconds_per_item == pytest.approx(total / sum(n for n, _ in timed))
 
 
-@pytest.mark.parametrize("n1,n2", [(0, 0), (-1, 24), (8, -1)])
-def test_an_evaluation_of_no_items_or_a_negative_count_is_refused(n1, n2):
+@pytest.mark.parametrize("timed", [[], [(0, 0.0)], [(-1, 0.1), (3, 0.2), (28, 0.5)], [(1, 0.1), (3, 0.2), (-2, 0.5)]])
+def test_an_evaluation_of_no_items_or_a_negative_count_is_refused(timed):
     with pytest.raises(ValueError, match="has no pace"):
-        EvaluationPace.of_calls(n1, 0.1, n2, 0.3)
-
-
-def test_a_first_call_of_one_item_still_splits():
-    measured = EvaluationPace.of_calls(1, 0.05 + 0.01, 3, 0.05 + 3 * 0.01)
-    assert measured.seconds_per_item == pytest.approx(0.01) and measured.fixed_seconds == pytest.approx(0.05)
+        EvaluationPace.of_calls(timed)
 
 
 def test_the_pilots_evaluation_parts_sum_over_models_and_share_each_runs_wall_time():
     from experiment.rl.steps.feasibility_pilot import Timed, evaluation_part
 
-    base_pace = EvaluationPace.of_calls(8, 0.2 + 8 * 0.01, 24, 0.2 + 24 * 0.01)  # F 0.2, p 0.01: 0.72 s
-    arm_paces = {"a": EvaluationPace.of_calls(8, 0.1 + 8 * 0.02, 24, 0.1 + 24 * 0.02),  # F 0.1, p 0.02: 0.84 s
-                 "b": EvaluationPace.of_calls(8, 0.3 + 8 * 0.02, 24, 0.3 + 24 * 0.02)}  # F 0.3, p 0.02: 1.24 s
-    base = Timed({"base": ([], base_pace)}, {"base": base_pace.seconds}, wall_seconds=0.72)
+    base_pace = EvaluationPace.of_calls(_calls(32, 0.0, 0.2, 0.01))  # W + F 0.2, p 0.01; 0.6 + 0.32 s
+    arm_paces = {"a": EvaluationPace.of_calls(_calls(32, 0.1, 0.1, 0.02)),  # W + F 0.2, p 0.02
+                 "b": EvaluationPace.of_calls(_calls(32, 0.0, 0.3, 0.02))}  # W + F 0.3, p 0.02
+    base = Timed({"base": ([], base_pace)}, {"base": base_pace.seconds}, wall_seconds=base_pace.seconds)
     arms = Timed({name: ([], pace) for name, pace in arm_paces.items()},
-                 {name: pace.seconds for name, pace in arm_paces.items()}, wall_seconds=1.3)  # side by side
+                 {name: pace.seconds for name, pace in arm_paces.items()}, wall_seconds=1.7)  # side by side
     items = evaluation_part(lambda pace: pace.item_seconds, base, arms)
     fixed = evaluation_part(lambda pace: pace.fixed_seconds, base, arms)
     assert items[0] == pytest.approx(32 * 0.01 + 2 * 32 * 0.02)
-    assert fixed[0] == pytest.approx(0.2 + 0.1 + 0.3)  # one fixed time per model, not the split's two
+    assert fixed[0] == pytest.approx(0.2 + 0.2 + 0.3)  # one fixed time per model, not one per call
     # wall: the base model's run alone, then the arms' run, each in the share of its models' time
-    assert items[1] == pytest.approx(0.72 * 0.32 / 0.72 + 1.3 * (0.64 / 0.84 + 0.64 / 1.24) / 2)
-    assert fixed[1] == pytest.approx(0.72 * 0.2 / 0.72 + 1.3 * (0.1 / 0.84 + 0.3 / 1.24) / 2)
+    seconds = {name: pace.seconds for name, pace in arm_paces.items()}
+    assert items[1] == pytest.approx(0.32 + 1.7 * (0.64 / seconds["a"] + 0.64 / seconds["b"]) / 2)
+    assert fixed[1] == pytest.approx(0.2 + 1.7 * (0.2 / seconds["a"] + 0.3 / seconds["b"]) / 2)

@@ -9,9 +9,9 @@ eval items"), else one step per arm and 32 items. Each part runs as the full run
   `save_state` arm training makes after it; then each arm's final sampler checkpoint, side by side;
 - evaluation: greedy answers to the pilot items from the base model first, then from each arm's
   checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does; each
-  model's items in two calls (a quarter, then the rest), so that the time an evaluation call takes
-  whatever its size (`evaluation_latency`, once per scored model) is apart from the items' pace
-  (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace.
+  model's items in three calls (one item, an eighth of the rest, the remainder), so that the time an
+  evaluation takes whatever its size (`evaluation_latency`, once per scored model) is apart from the
+  items' pace (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace.
 
 Each phase records the units' own times summed (service time) and the wall time of the schedule;
 the projection takes wall time from the measured schedule (concurrency measured, never assumed).
@@ -143,17 +143,16 @@ def run(ctx: RunContext) -> GateVerdict:
             for name in arms})
 
         def answers(sampler) -> Callable[[], tuple[list[dict], EvaluationPace]]:
-            def two_calls() -> tuple[list[dict], EvaluationPace]:  # the fixed time apart from the pace (EvaluationPace)
-                rows, seconds = [], []
-                first = EvaluationPace.first_call_items(len(pilot_items))
-                for part in (pilot_items[:first], pilot_items[first:]):
+            def timed_calls() -> tuple[list[dict], EvaluationPace]:  # the fixed time apart from the pace
+                rows, timed, start = [], [], 0
+                for size in EvaluationPace.calls(len(pilot_items)):
+                    part, start = pilot_items[start:start + size], start + size
                     started = time.perf_counter()
-                    if part:
-                        rows += ctx.wait_for_service(lambda: run_async(greedy_predictions(
-                            sampler, renderer, part, rollout.max_tokens, rollout.few_shot)))
-                    seconds.append(time.perf_counter() - started)
-                return rows, EvaluationPace.of_calls(first, seconds[0], len(pilot_items) - first, seconds[1])
-            return two_calls
+                    rows += ctx.wait_for_service(lambda: run_async(greedy_predictions(
+                        sampler, renderer, part, rollout.max_tokens, rollout.few_shot)))
+                    timed.append((size, time.perf_counter() - started))
+                return rows, EvaluationPace.of_calls(timed)
+            return timed_calls
 
         base_sampler = session.base_sampler(ctx.state.served_model)
         base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})
