@@ -79,6 +79,8 @@ def test_a_fixed_time_of_exactly_zero_is_kept():
     [(1, 0.1), (28, 0.5), (3, 0.2)],     # the larger call before the smaller
     [(1, 0.1), (14, 0.3), (14, 0.3)],    # two calls of one size
     [(1, 0.1), (31, 0.6)],               # two calls
+    [(1, 0.1), (3, 0.2), (28, 0.5), (4, 0.1)],  # four calls
+    [(0, 0.0), (3, 0.2), (28, 0.5)],     # no one-item call first
 ])
 def test_calls_that_are_not_the_pilots_three_count_everything_per_item(timed):
     measured = EvaluationPace.of_calls(timed)
@@ -87,10 +89,18 @@ def test_calls_that_are_not_the_pilots_three_count_everything_per_item(timed):
     assert measured.seconds_per_item == pytest.approx(total / sum(n for n, _ in timed))
 
 
-@pytest.mark.parametrize("timed", [[], [(0, 0.0)], [(-1, 0.1), (3, 0.2), (28, 0.5)], [(1, 0.1), (3, 0.2), (-2, 0.5)]])
-def test_an_evaluation_of_no_items_or_a_negative_count_is_refused(timed):
-    with pytest.raises(ValueError, match="has no pace"):
+@pytest.mark.parametrize("timed,counts", [([], r"\[\]"), ([(0, 0.0)], r"\[0\]"),
+                                          ([(-1, 0.1), (3, 0.2), (28, 0.5)], r"\[-1, 3, 28\]"),
+                                          ([(1, 0.1), (3, 0.2), (-2, 0.5)], r"\[1, 3, -2\]")])
+def test_an_evaluation_of_no_items_or_a_negative_count_is_refused_naming_the_counts(timed, counts):
+    with pytest.raises(ValueError, match=f"an evaluation of {counts} items has no pace"):
         EvaluationPace.of_calls(timed)
+
+
+def test_a_middle_call_of_one_item_still_splits():  # nine items: [1, 1, 7]
+    measured = EvaluationPace.of_calls(_calls(9, 0.1, 0.05, 0.01))
+    assert EvaluationPace.calls(9)[1] == 1
+    assert measured.seconds_per_item == pytest.approx(0.01) and measured.fixed_seconds == pytest.approx(0.15)
 
 
 def test_the_pilots_evaluation_parts_sum_over_models_and_share_each_runs_wall_time():
