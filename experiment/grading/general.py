@@ -16,7 +16,7 @@ from experiment.grading import activation
 from experiment.grading.common import (
     applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, equal_json, is_integer, short,
 )
-from experiment.grading.secrets import find_secrets
+from experiment.grading.secrets import find_secrets, searchable_text
 from experiment.contract.result import (
     DEVIATION_FIELDS, DIRECTION_VERDICTS, THREE_WAY_ABSENT_FIELDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
@@ -440,15 +440,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
     if ctx.run_dir is not None:
         for path in sorted(ctx.run_dir.rglob("*")):
             if path.is_file() and path.name != "result.json" and path.stat().st_size <= 64 * 1024 * 1024:
-                text = path.read_bytes().decode("utf-8", errors="replace")
-                if path.suffix == ".parquet":
-                    try:
-                        import pandas as pd
-
-                        text += pd.read_parquet(path).to_json(orient="records")
-                    except (OSError, ValueError, ImportError):
-                        pass
-                texts[str(path.relative_to(ctx.run_dir))] = text
+                texts[str(path.relative_to(ctx.run_dir))] = searchable_text(path.read_bytes())
     for where, text in texts.items():
         found = find_secrets(text)
         if found:

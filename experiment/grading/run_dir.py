@@ -58,7 +58,7 @@ from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, as_dict, as_list, close, equal_json, is_integer, is_number, short,
 )
-from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL
+from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL, searchable_text
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
     MAX_EVIDENCE_FILES,
@@ -1730,7 +1730,7 @@ class _Validator:
             if not path.is_file():
                 continue
             relative = path.relative_to(self.files.run_dir)
-            text = _searchable_text(path)
+            text = searchable_text(path.read_bytes())
             for name, value in secrets.items():
                 if value in text:
                     self.problem("secrets.value", f"{relative} contains the value of {name}")
@@ -1765,14 +1765,3 @@ def _activation_in_range(value: Any, check: dict[str, Any]) -> bool:
     if check.get("min") is not None and value < check["min"]:
         return False
     return not (check.get("max") is not None and value > check["max"])
-
-
-def _searchable_text(path: Path) -> str:
-    """The file's bytes as text; parquet tables (compressed) also as their decoded values."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    if path.suffix == ".parquet":
-        try:
-            text += pd.read_parquet(path).to_json(orient="records")
-        except (OSError, ValueError):
-            pass
-    return text

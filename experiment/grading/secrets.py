@@ -9,9 +9,12 @@ not secrets.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass
+
+import pandas as pd
 
 CREDENTIAL_ENV_VARS = (
     "TINKER_API_KEY",
@@ -30,6 +33,23 @@ HEADER_WITH_VALUE = re.compile(
 SIGNED_URL = re.compile(
     r"(?i)https?://[^\s\"'?]+\?[^\s\"']*?\b(token|sig|signature|x-amz-signature|api_key|apikey|secret|key)=[^&\s\"'$<]{4,}"
 )
+
+# A parquet file begins (and ends) with these bytes (Apache Parquet's file format), whatever it is named.
+PARQUET_MAGIC = b"PAR1"
+
+
+def searchable_text(data: bytes) -> str:
+    """A file's bytes as the scan reads them: as text, and a parquet table (its pages compressed, so a secret in
+    it is not in its bytes) also as its decoded values. A table is told by its magic bytes, not by its name: a
+    table saved under another suffix is decoded too."""
+    text = data.decode("utf-8", errors="replace")
+    if data.startswith(PARQUET_MAGIC):  # the rest is read_parquet's to check (its footer ends with them too)
+        try:
+            text += pd.read_parquet(io.BytesIO(data)).to_json(orient="records")
+        except (OSError, ValueError):
+            pass  # a broken table is still searched as its bytes
+    return text
+
 
 @dataclass(frozen=True)
 class _Shape:
