@@ -24,8 +24,8 @@ PLAN, SPEC, OBSERVATIONS = "execution-plan.json", "spec.json", "scored-observati
 BASELINE_MEAN, TREATMENT_MEAN = 16 / 24, 18 / 24
 
 
-def copy_run(template: RunStore, tmp_path: Path) -> Path:
-    runs = shutil.copytree(template.run_dir.parent, tmp_path / "runs")
+def copy_run(template: RunStore, tmp_path: Path, name: str = "runs") -> Path:
+    runs = shutil.copytree(template.run_dir.parent, tmp_path / name)
     return runs / template.run_dir.name
 
 
