@@ -103,4 +103,3 @@ def append_gate_event(run_dir: Path, gate: str, status: str) -> None:
         handle.write(json.dumps(event) + "\n")
 
 
-__all__ = ["BASELINE", "TREATMENT", "ITEM_IDS"]

@@ -197,11 +197,11 @@ def test_a_decision_needs_exactly_one_of_inline_observations_and_the_file(run, b
 @pytest.mark.parametrize("edit", [
     lambda spec: spec.pop("decision_rule"),
     lambda spec: spec["decision_rule"].update(method="best_lr_threshold"),
-    lambda spec: spec["decision_rule"].update(method="welch_t"),
-], ids=["no rule", "best_lr_threshold (sorts before)", "another method (sorts after)"])
+], ids=["no rule", "best_lr_threshold"])
 def test_only_paired_hoeffding_decisions_are_recomputed(run, edit):
-    """A decision whose spec rule is absent or of another method is not recomputed here: a wrong verdict goes
-    unreported by this check."""
+    """A decision without a spec rule, or under the TriMuon plan's best_lr_threshold, is not recomputed as a
+    paired_hoeffding decision here (its verdict is not compared with a paired recomputation). An unknown method
+    name is test_run_dir_bug_rd3's."""
     edit_json_evidence(run, SPEC, edit)
     edit_result(run, lambda result: result.update(verdict="supported"))
     assert found(run, "decision.") == []
@@ -223,13 +223,6 @@ def test_two_criteria_are_recomputed_with_the_plans_bonferroni_adjustment(two):
                                   read_observations_jsonl(two / "evidence" / OBSERVATIONS), "direction_confidence",
                                   role_to_arm={"treatment": TREATMENT, "baseline": BASELINE})
     assert unadjusted["criteria"][0]["lower"] != criterion(two)["lower"]
-    assert found(two, "decision.") == []
-
-
-@pytest.mark.parametrize("adjustment", ["none", "Bonferroni"], ids=["none", "a miscased word"])
-def test_two_criteria_under_any_other_adjustment_are_recomputed_unadjusted(two, adjustment):
-    edit_json_evidence(two, PLAN, lambda plan: plan["decision"].update(adjustment=adjustment))
-    record_decision(two, simultaneous=False)
     assert found(two, "decision.") == []
 
 
@@ -281,10 +274,11 @@ def test_a_three_way_record_with_a_direction_effect_is_not_compared_on_it(three_
     assert found(three_way, "decision.") == []
 
 
-def test_a_plan_without_a_vocabulary_is_recomputed_as_direction_confidence_and_not_compared(run):
+def test_a_plan_without_a_vocabulary_is_reported_once_and_the_decision_still_recomputes(run):
+    """No vocabulary in the retained plan: GEN-3 reports it; the decision recomputes under the default
+    (direction_confidence) and no decision check fails on the missing word."""
     edit_json_evidence(run, PLAN, lambda plan: plan.pop("vocabulary"))
-    edit_result(run, lambda result: result.update(verdict="supported", effect=0.5))
-    assert found(run, "decision.") == []
+    assert found(run, "") == [("vocabulary.unknown", "the plan's vocabulary None is not known")]
 
 
 # ---------------------------------------------------------------- DEC-3/4/5: the observations file
@@ -433,13 +427,9 @@ def test_a_recorded_criterion_value_the_observations_do_not_give(run, key):
         ("decision.recompute", f"criterion primary: recorded {key} 0.5 but the observations give {value}")]
 
 
-def test_a_recorded_criterion_may_leave_out_a_bound(run):
-    edit_result(run, lambda result: result["decision"]["criteria"][0].pop("lower"))
-    assert found(run, "decision.") == []
-
-
-def test_a_direction_result_without_an_effect_is_not_compared_on_effect_ci_or_margin(run):
-    edit_result(run, lambda result: (result.pop("effect"), result.update(ci=None, margin=0.5)))
+def test_a_direction_result_without_an_effect_is_not_reported_as_a_wrong_effect(run):
+    """No effect to compare (its ci and margin are the recomputed ones): DEC-8 reports no wrong effect."""
+    edit_result(run, lambda result: result.pop("effect"))
     assert found(run, "decision.") == []
 
 

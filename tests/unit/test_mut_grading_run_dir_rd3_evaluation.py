@@ -203,10 +203,15 @@ def test_without_scheduled_seeds_the_scored_seeds_are_covered(run, decision):
     assert found(run, "evaluation.predictions_cover") == [cover(BASELINE, 0, 1, 24, "'gsm8k-test-0005'")]
 
 
+def not_about_scores(run):
+    """The evaluation problems besides EVAL-7's (whether a score that is no object is one: test_run_dir_bug_rd3)."""
+    return [problem for problem in found(run, "evaluation.") if problem[0] != "evaluation.scores"]
+
+
 def test_a_score_that_is_no_object_is_skipped_when_seeds_and_files_are_gathered(run):
     edit_json_evidence(run, PLAN, lambda plan: plan.pop("decision"))
     edit_result(run, lambda result: result["evaluation"]["scores"].append("not a score"))
-    assert found(run, "evaluation.") == []
+    assert not_about_scores(run) == []
 
 
 def test_a_predictions_ref_with_a_fragment_reads_the_named_file(run):
@@ -261,7 +266,7 @@ def test_without_plan_arms_the_scored_arms_are_covered(run):
 def test_without_plan_arms_a_score_that_is_no_object_names_no_arm(run):
     edit_json_evidence(run, PLAN, lambda plan: plan.update(arms=[]))
     edit_result(run, lambda result: result["evaluation"]["scores"].append("not a score"))
-    assert found(run, "evaluation.") == []
+    assert not_about_scores(run) == []
 
 
 def test_a_plan_arm_without_a_score_still_needs_its_prediction_rows(run):
@@ -329,7 +334,8 @@ def test_a_score_is_the_mean_of_the_rows_of_its_own_seed_metric_and_evaluator_on
 
 
 def test_rows_whose_values_are_not_all_numbers_are_not_averaged(run):
+    """A row without a numeric value: no mean is taken (the check does not fail on the sum)."""
     rows = read_jsonl(run, GRPO_FILE)
     rows[3]["value"] = None
     put_evidence(run, GRPO_FILE, jsonl(rows), "predictions")
-    assert found(run, "evaluation.") == []
+    assert found(run, "evaluation.shape") == []
