@@ -93,6 +93,8 @@ def test_a_provenance_whose_hash_is_not_the_id_is_reported_whichever_way_it_sort
         recomputed = evaluator_id(provenance)
         if (recomputed < EVAL_ID) == (side == "below"):
             break
+    else:
+        pytest.fail(f"no note in 0..99 gives a hash {side} the recorded id")
     set_provenance(run, provenance)
     assert found(run, "evaluation.evaluator_id") == [
         ("evaluation.evaluator_id",
