@@ -54,7 +54,9 @@ from experiment.contract.result import (
     THREE_WAY_VERDICTS,
     adaptation_batch_hash,
 )
-from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec
+from experiment.contract.spec import (
+    DECISION_METHODS, OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES, SpecError, apply_revision, load_spec,
+)
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, as_dict, as_list, close, equal_json, is_integer, is_number, short,
 )
@@ -1059,6 +1061,7 @@ class _Validator:
         scores = record.get("scores") if isinstance(record.get("scores"), list) else []
         for score in scores:
             if not isinstance(score, dict):
+                self.problem("evaluation.scores", f"a score is no object ({short(score)})")
                 continue
             if _text_key(score.get("evaluator_id")) not in evaluators:
                 self.problem("evaluation.scores", f"score of arm {score.get('arm')} names an unknown evaluator")
@@ -1210,7 +1213,11 @@ class _Validator:
         if has_inline == has_file:
             self.problem("decision.shape", "decision needs exactly one of observations and observations_file")
             return
-        if not isinstance(rule, dict) or rule.get("method", "paired_hoeffding") != "paired_hoeffding":
+        method = rule.get("method", "paired_hoeffding") if isinstance(rule, dict) else None
+        if method != "paired_hoeffding":
+            if isinstance(rule, dict) and method not in DECISION_METHODS:
+                self.problem("decision.recompute", f"decision_rule.method {short(method)} is no method the contract "
+                                                   "defines: the decision cannot be recomputed")
             return  # only paired_hoeffding decisions are recomputed here (the TriMuon plan's best_lr_threshold is not)
         if has_file:
             observations = self._observations_from_file(record["observations_file"])
@@ -1233,7 +1240,13 @@ class _Validator:
             chosen = recorded.get("selected") if isinstance(recorded, dict) else None
             if chosen in selection["candidates"]:
                 role_to_arm[selection["role"]] = chosen
-        simultaneous = (self.plan.get("decision") or {}).get("adjustment") == "bonferroni"
+        # DEC-8 from the spec, as the plan builder derives it (experiment.contract.plan), never the retained plan's word
+        simultaneous = len(as_list(rule.get("criteria"))) > 1
+        planned = (self.plan.get("decision") or {}).get("adjustment")
+        if planned != ("bonferroni" if simultaneous else "none"):
+            self.problem("decision.recompute", f"the retained plan's adjustment {short(planned)} is not the spec's "
+                                               f"({'bonferroni' if simultaneous else 'none'}: "
+                                               f"{len(as_list(rule.get('criteria')))} criteria)")
         try:
             summary = decision_summary(
                 rule,
@@ -1348,9 +1361,10 @@ class _Validator:
                         f"criterion {criterion['id']}: recorded {key} {mine[key]} but the observations give {criterion[key]}",
                     )
         self._compare_arm_means(criteria)
-        if self.vocabulary == "direction_confidence" and criteria and "effect" in self.result:
+        if self.vocabulary == "direction_confidence" and criteria and any(
+                key in self.result for key in ("effect", "ci", "margin")):
             primary = criteria[0]
-            if not close(self.result.get("effect"), primary["effect"], abs_tol=ABS_TOL):
+            if "effect" in self.result and not close(self.result.get("effect"), primary["effect"], abs_tol=ABS_TOL):
                 self.problem(
                     "decision.effect",
                     f"RESULT effect {self.result.get('effect')} but the observations give {primary['effect']}",

@@ -657,7 +657,8 @@ def test_a_score_of_an_unknown_evaluator(run):
 def test_a_score_that_is_no_object_does_not_stop_the_next_score(run):
     _scores(run)[0]["value"] = None
     _scores(run).insert(0, "accuracy 0.66")
-    assert run.problems("evaluation.scores") == [("evaluation.scores", f"score of arm {BASELINE} has no finite value")]
+    assert run.problems("evaluation.scores") == [("evaluation.scores", "a score is no object ('accuracy 0.66')"),
+                                                 ("evaluation.scores", f"score of arm {BASELINE} has no finite value")]
 
 
 def test_a_score_whose_predictions_are_not_retained(run):

@@ -1,14 +1,12 @@
-"""Run directories the run-dir grader accepts although the contract says it should not (found by helper rd3
-while killing the mutants of experiment/grading/run_dir.py lines 1197 and 1220; not fixed here, reported to
-the lead).
+"""Run directories the run-dir grader accepted although the contract says it should not (found by helper rd3 while
+killing the mutants of experiment/grading/run_dir.py; each test ran as a strict xfail on that code and holds the fix):
 
-DEC-8 (docs/contract-rules.md): "when the success criterion asks for simultaneous intervals over several
-criteria, alpha is split evenly (Bonferroni)"; the plan builder (experiment/contract/plan.py) sets
-`adjustment: bonferroni` whenever a paired_hoeffding rule has more than one criterion. The run-dir grader takes
-the adjustment from the retained execution-plan.json as it is (`check_decision`: simultaneous = plan.decision.
-adjustment == "bonferroni") and never compares that plan with the one the retained spec gives. A run whose
-retained plan says `none` for a two-criteria spec, with a decision recorded on unadjusted (narrower) intervals,
-therefore passes every check."""
+- DEC-8: the adjustment was the retained execution-plan.json's word, never compared with the spec (the plan builder,
+  experiment/contract/plan.py, sets `bonferroni` whenever a paired_hoeffding rule has more than one criterion), so a
+  two-criteria run whose plan was edited to `none`, with a decision on unadjusted intervals, passed;
+- a retained spec naming a decision method the contract does not define passed unchecked;
+- RESULT margin and ci were compared only when RESULT had an effect;
+- a scores[] entry that is no object was skipped without a word (EVAL-7)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,6 @@ from test_mut_grading_run_dir_rd3_decision import _spec, _two_criteria, record_d
 from test_validation import build_gs1_run
 
 
-@pytest.mark.xfail(strict=True, reason="run_dir trusts the retained plan's adjustment: a two-criteria spec whose "
-                                       "plan was edited to adjustment none is graded on unadjusted intervals")
 def test_a_two_criteria_decision_on_unadjusted_intervals_is_not_accepted(tmp_path):
     store = build_gs1_run(tmp_path / "runs", _spec(tmp_path, "two", _two_criteria))
     run = store.run_dir
@@ -31,8 +27,6 @@ def test_a_two_criteria_decision_on_unadjusted_intervals_is_not_accepted(tmp_pat
     assert found(run, "") != []
 
 
-@pytest.mark.xfail(strict=True, reason="run_dir returns silently for any decision method but paired_hoeffding: "
-                                       "an unknown method name in the retained spec leaves DEC-8 unchecked")
 def test_a_decision_under_an_unknown_method_is_not_accepted_unchecked(tmp_path):
     """DEC-8 recomputes with the spec's method, paired_hoeffding or best_lr_threshold. `check_decision` returns
     early for every method but paired_hoeffding (meant for the TriMuon plan's best_lr_threshold), so a retained
@@ -45,7 +39,6 @@ def test_a_decision_under_an_unknown_method_is_not_accepted_unchecked(tmp_path):
     assert found(run, "") != []
 
 
-@pytest.mark.xfail(strict=True, reason="run_dir compares RESULT margin and ci only when RESULT has an effect")
 def test_a_wrong_margin_and_ci_without_an_effect_are_reported(tmp_path):
     """docs/contract-rules.md: decision.margin "RESULT margin is the criterion's margin", decision.ci "RESULT ci
     is the recomputed interval". `_compare_decision` compares both only under `"effect" in self.result`, so a
@@ -56,7 +49,6 @@ def test_a_wrong_margin_and_ci_without_an_effect_are_reported(tmp_path):
     assert {check for check, _ in found(run, "")} >= {"decision.margin", "decision.ci"}
 
 
-@pytest.mark.xfail(strict=True, reason="check_evaluation skips a scores[] entry that is no object without a word")
 def test_a_score_that_is_no_object_is_reported(tmp_path):
     """EVAL-7 (evaluation.scores): every score names a known evaluator and a finite value. A scores[] entry that
     is a string names neither; `check_evaluation` (run_dir.py line 1045, outside rd3's range) `continue`s past it
