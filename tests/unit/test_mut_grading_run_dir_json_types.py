@@ -85,3 +85,16 @@ def test_a_retained_plan_that_is_no_json_object_is_reported_and_the_spec_file_st
     list_evidence(run_dir, "execution-plan.json", plan)
     problems = run_validation(run_dir).problems
     assert any(p.check == "run.plan" and "execution-plan.json is not a JSON object" in p.message for p in problems)
+
+
+def test_a_run_created_spec_path_naming_no_file_is_not_loaded(run_dir):
+    """A spec_path that names no file is not read (only the plan-missing problem follows), not loaded and refused."""
+    manifest = json.loads((run_dir / "evidence" / "manifest.json").read_text())
+    manifest["files"] = [e for e in manifest["files"] if e["name"] not in ("spec.json", "execution-plan.json")]
+    (run_dir / "evidence" / "manifest.json").write_text(json.dumps(manifest))
+    rows = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    rows = [dict(row, spec_path=str(run_dir / "no-such-spec.json")) if row.get("event") == "run_created" else row
+            for row in rows]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    messages = [p.message for p in run_validation(run_dir).problems if p.check == "run.plan"]
+    assert len(messages) == 1 and messages[0].startswith("neither the retained spec/plan evidence"), messages
