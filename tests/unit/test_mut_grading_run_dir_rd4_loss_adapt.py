@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_mut_grading_run_dir_rd4_audit_feas import _checks, _found  # the problem lists, one home
 
 from experiment.grading.run_dir import _RunFiles, _Validator
 
@@ -29,13 +30,6 @@ def _validator(run_dir: Path, result: dict, plan: dict | None = None, spec: dict
                       plan=plan, spec=spec, setup_problems=[])
     return _Validator(files)
 
-
-def _found(validator: _Validator) -> list[tuple[str, str]]:
-    return [(problem.check, problem.message) for problem in validator.report.problems]
-
-
-def _checks(validator: _Validator) -> list[str]:
-    return [problem.check for problem in validator.report.problems]
 
 
 # ------------------------------------------------------------------------------------------ LOSS-2
