@@ -5,7 +5,7 @@ stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESU
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
 
 Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
-its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
+its limit end the run as `Failed(name="CapacityBlocked")` with a `capacity_block` record, this
 run's clients released and, for a deployment run, a re-queued run scheduled. A service that broke while
 the run waited on it (no answer within the answer deadline, or one the SDK cannot read: ServiceFailedMidRun)
 stops it the same way but ends `Failed(name="ServiceFailed")`, one line and no traceback. Resume: a run of the

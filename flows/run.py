@@ -337,11 +337,12 @@ def exit_code_for(state) -> int:
         print(state.message, file=sys.stderr)
         return EXIT_BAD_INPUT
     result_path = result_path_in(state.message or "")
+    if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
+        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "capacity blocked")
+        print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
+        return EXIT_CAPACITY_BLOCKED
     if state.is_completed():
         print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
-        if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
-            print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
-            return EXIT_CAPACITY_BLOCKED
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
     run_dir = getattr(outcome, "run_dir", None)
