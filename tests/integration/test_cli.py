@@ -164,14 +164,17 @@ def test_a_backend_that_broke_mid_run_exits_2_with_one_line(capsys, monkeypatch)
 def test_a_capacity_block_exits_4_not_as_a_decision(capsys):  # State objects alone
     """A run stopped by a capacity block reached no decision. Its final state (the flow's, made by
     flows.requeue.capacity_blocked_state; tests/integration/test_quiet_logs.py runs a real blocked flow to it) is a
-    Completed one, which before was read as any completed run: exit 0, which the README reserves for a decision."""
-    from prefect.states import Completed
+    Failed one named CapacityBlocked (not green in the UI); an unnamed state of either kind is read as any other:
+    a completed one exits 0, which the README reserves for a decision, a failed one 3, a crash."""
+    from prefect.states import Completed, Failed
 
     from flows.requeue import RequeueDecision, capacity_blocked_state
 
     blocked = capacity_blocked_state(RuntimeError("capacity exhausted"), RequeueDecision(False, "not deployed", 0))
+    assert blocked.is_failed() and not blocked.is_completed()
     as_before = Completed(message=blocked.message)  # the attack: the branch every completed state took before
-    assert blocked.is_completed() and exit_code_for(as_before) == EXIT_DECISION
+    assert exit_code_for(as_before) == EXIT_DECISION
+    assert exit_code_for(Failed(message=blocked.message, data=RuntimeError("capacity exhausted"))) != 4
     capsys.readouterr()
     assert exit_code_for(blocked) == EXIT_CAPACITY_BLOCKED == 4
     err = capsys.readouterr().err.strip().splitlines()
