@@ -42,11 +42,10 @@ from experiment.contract.text import printable
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLOCKED = 0, 1, 2, 3, 4
-# What the CLI imports while the temporary Prefect server boots: the module the SDK's get_tokenizer() loads
-# its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores), then the gate modules in order (their
-# steps import the cookbook's environments and recipes).
-IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
-                                *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
+# What the CLI imports while the temporary Prefect server boots, after the flow's module (which imports the gate
+# table, experiment.gates, and with it every family's steps: the cookbook's environments and recipes): the module
+# the SDK's get_tokenizer() loads its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores).
+IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",)
 # What a run imports in the background from before the preconditions of its claim (BackgroundImports):
 # Prefect's settings first (the preconditions read them), the flow's module (Prefect, torch, the SDK), then
 # what the first gates import.

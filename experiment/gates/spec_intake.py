@@ -16,9 +16,10 @@ from pathlib import Path
 
 from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.gates import GateVerdict, RunContext
+from experiment.contract.verdict import GateVerdict
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
 from experiment.run.capacity import is_capacity_refusal
+from experiment.run.context import RunContext
 from experiment.run.service import closest_served_model
 
 
