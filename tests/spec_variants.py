@@ -302,7 +302,7 @@ CORPUS: list[Variant] = _feature_variants() + [
             "arm gs1_kernel: 5 steps, but training_type rl trains every arm the spec's 40 steps",
             "planned 5 steps for the arm while the run trained it the spec's 40"),
     Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
-            "training_type rl trains one learning rate per arm"),
+            "defines no held-out split to select an RL arm's LR on"),  # the refusal cites the contract's LR-grid row
     Variant("lr-grid-wider", "trimuon", _trimuon_grid([1e-4, 3e-4, 1e-3, 3e-3]), None),
     Variant("lr-grid-one-point", "trimuon", _trimuon_grid([1e-4]), None),
     Variant("lr-grid-without-the-spec-lr", "trimuon", _trimuon_grid([3e-4]), "leaves out the spec's optimizer.lr"),

@@ -78,6 +78,19 @@ RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
 
+
+# Why an RL arm's LR grid is refused (issue 46; docs/changelog.md, 7 December 2026). The contract's LR-grid row
+# (exchange-contract.md section 1, item 8) runs every grid point under the same budget and reports the selected LR
+# per arm, with grid_edge; it says nothing of the items the LR is selected on. An RL decision is a paired
+# comparison on the evaluation items, so an LR chosen on those items would decide on the items it was chosen by.
+RL_LR_GRID_REFUSAL = (
+    "training_type rl trains one learning rate per arm (lr, or optimizer.lr). The contract's LR-grid row "
+    "(exchange-contract.md section 1, item 8: every grid point under the same budget, the selected LR per arm "
+    "reported) defines no held-out split to select an RL arm's LR on, and selecting it on the paired decision's "
+    "evaluation items would bias the decision; give one lr per arm, or compare the LRs as arms of one role with "
+    "experiment_features.adaptive_selection (chosen on half the items, frozen, decided on the other half). "
+    "Per-arm LR grids: training_type sft (best LR by held-out loss)")
+
 def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
@@ -239,9 +252,7 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     _check_group_learning_rates(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
-            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
-                                                      "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
-                                                      "(per-arm LR grids: training_type sft)")
+            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: {RL_LR_GRID_REFUSAL}")
         if arm.trained and arm.steps is not None and arm.steps != spec.steps:
             raise SpecError(f"arms[{index}].steps", f"arm {arm.name}: {arm.steps} steps, but training_type rl trains "
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
