@@ -12,8 +12,10 @@ by `flows.validate RUN_DIR`'s path. A tampering is caught when its grade finds s
 does not (tests/leaves.py findings: a new failing category, or a rule firing more often).
 
 "Before a fix" figures: run it with the grader of an older commit first on PYTHONPATH (a worktree of that commit),
-the tamperings of this checkout stay the same:
-    PYTHONPATH=/path/to/old-worktree python -m tools.tamper_corpus --runs-dir DIR --tests-dir tests
+the tamperings of this checkout stay the same (run as a script from the old worktree, so that its `experiment`
+comes first on sys.path):
+    cd /path/to/old-worktree && PYTHONPATH=$PWD python /path/to/this/tools/tamper_corpus.py --runs-dir DIR \
+        --tests-dir /path/to/this/tests
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def measure(runs_dir: Path, families: list[str], with_run_dirs: bool) -> list[di
                 row.update(applies=False, error=f"{type(err).__name__}: {err}")
                 rows.append(row)
                 continue
-            row["applies"] = changed != record
+            row["applies"] = json.dumps(changed, sort_keys=True) != json.dumps(record, sort_keys=True)  # True != 1
             row["caught_bare"] = bool(leaves.findings(changed) - baseline)
             if with_run_dirs:
                 with tempfile.TemporaryDirectory() as tmp:
