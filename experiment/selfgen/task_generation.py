@@ -11,6 +11,10 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
       4. no normalized exact match with any evaluation question
       5. the base model solves it from text alone in keep_band of filter_samples samples at the
          spec's max_tokens (the cookbook math env, the same env and reward as training);
+    and, before filter 5 (this pipeline's own, issue 45): the generator's label check
+    (experiment/selfgen/text_label_check.py) holds solve() against the text it claims to solve (the asked
+    object is one the text counts, the program's numbers are the text's, its arithmetic adds like objects,
+    the label is a whole number), so ill-posed texts are rejected before training ("label check: ...");
   - the first n_accept accepted candidates, in generation order, form the training set.
 A batch's candidates are screened (filters 1-4) one after another in a worker thread while filter 5's
 rollouts of the survivors screened so far are sampled, so the service is not idle through the sandbox;
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.contract.spec import Spec, SpecError
+from experiment.selfgen import text_label_check
 
 if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) load no SDK and no torch
     import tinker
@@ -46,6 +51,7 @@ ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
 DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)
 ITEM_ID_FORMAT = "selfgen-{index:06d}"
 MAX_KEPT_COMPLETION_CHARS = 2000
+LABEL_CHECK = "label check"  # the rejection reason's prefix of the generator's own well-posedness filter
 
 
 @dataclass(frozen=True)
@@ -371,7 +377,7 @@ class TaskGenerator:
         return texts
 
     def _screen(self, index: int, completion: str) -> dict[str, Any]:
-        """Filters 1-4 (everything but the base-model solve rate); disposition None = survived."""
+        """Filters 1-4 and the label check (everything but the base-model solve rate); disposition None = survived."""
         parsed = parse_completion(completion)
         row: dict[str, Any] = {
             "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
@@ -399,6 +405,9 @@ class TaskGenerator:
         elif normalize_prompt(parsed.problem) in self.evaluation_prompts:
             match = self.evaluation_prompts[normalize_prompt(parsed.problem)]
             row.update(disposition=REJECTED, error=f"filter 4: normalized exact match with evaluation item {match}")
+        elif unclear := text_label_check.problems(parsed.problem, parsed.code, result.value):
+            row.update(disposition=REJECTED, error=f"{LABEL_CHECK}: the problem text does not determine the label: "
+                                                   f"{'; '.join(unclear)}")
         return row
 
 
