@@ -65,7 +65,8 @@ GAIN = {"buys": "buy", "bought": "buy", "buy": "buy", "finds": "find", "found": 
         "bakes": "bake", "baked": "bake"}
 LOSE = {"lost": "lose", "loses": "lose", "lose": "lose", "eats": "eat", "ate": "eat", "eat": "eat", "uses": "use",
         "used": "use", "sells": "sell", "sold": "sell", "sell": "sell", "spends": "spend", "spent": "spend",
-        "breaks": "break", "broke": "break", "drops": "drop", "dropped": "drop"}
+        "breaks": "break", "broke": "break", "drops": "drop", "dropped": "drop", "drinks": "drink", "drank": "drink",
+        "drink": "drink"}
 GIVE = {"gives", "gave", "give"}
 TAKE = {"takes", "took", "take", "removes", "removed", "remove"}
 NEED = {"needs", "needed", "need", "wants", "wanted", "want"}
@@ -82,7 +83,9 @@ def singular(noun: str) -> str:
     """A crude singular of an English noun phrase's last word (apples -> apple, boxes -> box)."""
     words = noun.split()
     last = words[-1]
-    if last.endswith("ies") and len(last) > 4:
+    if last in ("cookies", "movies", "pies", "ties", "brownies", "smoothies"):
+        last = last[:-1]
+    elif last.endswith("ies") and len(last) > 4:
         last = last[:-3] + "y"
     elif re.search(r"(ss|x|z|ch|sh)es$", last):
         last = last[:-2]
@@ -117,11 +120,21 @@ class World:
             self.people.remove(person)
         self.people.append(person)
 
+    def check_units(self, holder: str, obj: str) -> None:
+        """One holder's amounts of one thing are in one unit ("3 meters of ribbon" and "40 centimeters of ribbon")."""
+        known = set(self.held.get(holder, {})) | {o for (_, h), counts in self.tallies.items() if h == holder for o in counts}
+        base = obj.split(" of ")[-1]
+        for other in known:
+            if other != obj and other.split(" of ")[-1] == base:
+                raise IllPosed(f"a unit mismatch: {holder}'s {base} is given as {other} and as {obj}")
+
     def tally(self, action: str, holder: str, obj: str, amount: int) -> None:
+        self.check_units(holder, obj)
         counts = self.tallies.setdefault((action, holder), {})
         counts[obj] = counts.get(obj, 0) + amount
 
     def set_held(self, holder: str, obj: str, amount: int) -> None:
+        self.check_units(holder, obj)
         known = self.held.setdefault(holder, {})
         if obj in known and known[obj] != amount:
             raise IllPosed(f"contradictory statements: {holder} has {known[obj]} {obj}(s) and also {amount}")
@@ -130,6 +143,7 @@ class World:
         self.steps.append(f"{holder}: {amount} {obj}")
 
     def change(self, holder: str, obj: str, delta: int, why: str) -> None:
+        self.check_units(holder, obj)
         known = self.held.get(holder, {})
         if obj not in known:
             raise IllPosed(f"{why}: how many {obj}(s) {holder} had is not given")
@@ -448,9 +462,10 @@ class Problem:
             self.world.tally("receive", receiver, obj, quantity.amount)
             self.world.mention(receiver)
             return
+        away = reader.accept("away")  # "gives away 4"
         quantity = self._quantity_or_fail(reader)
         obj = self._object(quantity, giver)
-        if reader.accept("away"):
+        if away or reader.accept("away"):
             receivers = None
         elif not reader.accept("to"):
             raise IllPosed(f"'{giver} gives {quantity.amount}' to no one")
@@ -553,7 +568,7 @@ class Problem:
             return each
         holder = self._asked_holder(reader)
         verb = reader.take().lower() if not reader.done() else None
-        if verb in ("have", "has"):
+        if verb in HAVE:
             reader.accept("now", "left")
             reader.accept("altogether")
             if reader.accept("in"):
@@ -618,6 +633,7 @@ class Problem:
         if holder is None or holder not in self.world.held:
             raise IllPosed(f"the question asks about {holder or 'a place'}, of which the text gives no amount")
         held = self.world.held[holder]
+        self.world.check_units(holder, asked)
         if asked not in held:
             given = ", ".join(sorted(held)) or "nothing"
             raise IllPosed(f"the question asks about {asked}(s); the text gives {holder} an amount of {given} only")
