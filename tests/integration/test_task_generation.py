@@ -145,6 +145,21 @@ def test_filters_1_to_4_in_the_spec_order(sandbox):
 
 
 @needs_sandbox
+def test_the_label_check_rejects_an_ill_posed_text_before_filter_5(sandbox):
+    """The generator's own label check (issue 45): a text that does not determine its label ("7 apples in a crate
+    and 2 toy cars ... how many toy cars", labelled 9) is rejected at screening, before the solvability filter."""
+    screen = _screener(sandbox)._screen
+    ill_posed = ("There are 7 apples in a crate and 2 toy cars on the table. How many toy cars are there altogether?"
+                 "\n\ndef solve():\n    return 7 + 2\n")
+    row = screen(0, ill_posed)
+    assert row["disposition"] == REJECTED and row["answer"] == "9" and row["base_solved"] is None
+    assert row["error"] == ("label check: the problem text does not determine the label: the program adds apple and "
+                            "car/toy")
+    well_posed = screen(1, ill_posed.replace("7 apples in a crate", "7 toy cars in a crate"))
+    assert well_posed["disposition"] is None and well_posed["error"] is None
+
+
+@needs_sandbox
 def test_a_secret_printed_by_generated_code_never_reaches_the_candidate(sandbox, monkeypatch):
     secret = "rx-fake-secret-generation-91c2"
     monkeypatch.setenv("TINKER_API_KEY", secret)
