@@ -5,7 +5,9 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
   - each completion is parsed into problem text and a `solve()` function; solve() runs in the
     sandbox (experiment/selfgen/sandbox.py) and its integer return value is the label;
   - filters, in the spec's order (the first that fails decides the disposition):
-      1. parse and execution succeed          (parse failure: rejected; sandbox failure: execution_error)
+      1. parse and execution succeed          (no solve() to run, or a sandbox failure: execution_error; where
+                                              no problem text could be parsed, the raw text is the prompt, since
+                                              every candidate row has one, GA-3)
       2. the problem text does not contain the answer
       3. the problem is min_words..max_words words long
       4. no normalized exact match with any evaluation question
@@ -380,15 +382,16 @@ class TaskGenerator:
         """Filters 1-4 and the label check (everything but the base-model solve rate); disposition None = survived."""
         parsed = parse_completion(completion)
         row: dict[str, Any] = {
-            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
+            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index,
+            "prompt": parsed.problem or completion[:MAX_KEPT_COMPLETION_CHARS],
             "answer": None, "disposition": None, "code": parsed.code, "error": None,
             # the raw text only where parsing failed (prompt + code carry it otherwise; keeps the file small)
             "completion": completion[:MAX_KEPT_COMPLETION_CHARS] if parsed.error else None,
             "word_count": word_count(parsed.problem) if parsed.problem else 0, "base_solved": None,
             "execution_seconds": None,
         }
-        if parsed.error:
-            row.update(disposition=REJECTED, error=f"filter 1: {parsed.error}")
+        if parsed.error:  # no program to run: its execution failed (GA-3 asks an answer of every other candidate)
+            row.update(disposition=EXECUTION_ERROR, error=f"filter 1: {parsed.error}")
             return row
         result = self.sandbox.run(parsed.code)
         self.measurements.execution_seconds += result.seconds

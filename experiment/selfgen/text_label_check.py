@@ -38,7 +38,9 @@ _ABBREVIATION = re.compile(r"(?:\b[a-z]\.[a-z]\.|\b(?:vs|etc|Mr|Mrs|Ms|Dr|St|app
 # words of a "how many" question that name no object ("how many bolts in total", "how many years ago")
 _NOT_OBJECTS = {"in", "total", "all", "of", "ago", "more", "fewer", "less", "longer", "shorter", "farther", "further",
                 "early", "late", "later", "earlier", "old", "time", "different", "whole", "full", "other", "the",
-                "a", "an", "his", "her", "their", "its", "each", "every"}
+                "a", "an", "his", "her", "their", "its", "each", "every", "doe", "does", "did", "do", "are", "is", "were",
+                "wa", "was", "will", "can", "could", "would", "should", "ha", "has", "have", "had", "there", "he",
+                "she", "they", "we", "you", "it", "i"}
 # units one of which stands for all ("$5 ... how many dollars", "3 hours ... how many minutes")
 _UNIT_FAMILIES = [{"$", "dollar", "cent"}, {"%", "percent"},
                   {"second", "minute", "hour", "day", "week", "month", "year"},
@@ -95,8 +97,8 @@ def _statement_and_question(text: str) -> tuple[str, str] | str:
     if "?" in flat and not flat.endswith("?"):
         return "the text goes on after its question"
     sentences = re.split(r"(?<=[.?!])(?<!\bMrs\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bvs\.)\s+", flat)
-    if any(sentence[:1].islower() and not _ABBREVIATION.search(before)
-           for before, sentence in zip(sentences, sentences[1:])):
+    if flat[:1].islower() or any(sentence[:1].islower() and not _ABBREVIATION.search(before)
+                                 for before, sentence in zip(sentences, sentences[1:])):
         return "a sentence begins with a lowercase letter"
     if not _INSTRUCTION.search(sentences[-1]) or flat.endswith("?") and not _ASKS.search(sentences[-1]):
         return "the text ends in no question"
@@ -110,6 +112,8 @@ def _asked_words(question: str) -> set[str]:
     """The words of what a "how many <words> <verb>" question asks about, singular ("toy cars" -> {toy, car})."""
     match = re.match(r"how many ((?:[a-z]+ ){0,3}?[a-z]+) (?:does|did|do|are|is|were|was|will|can|could|would|should|"
                      r"has|have|had|there)\b", question, re.IGNORECASE)
+    if match is None:  # no verb where one belongs: the word after "how many" is what it asks about
+        match = re.match(r"how many (?:more |fewer )?([a-z]+)\b", question, re.IGNORECASE)
     return {_stem(word.lower()) for word in match.group(1).split()} - _NOT_OBJECTS if match else set()
 
 

@@ -71,8 +71,8 @@ GIVE = {"gives", "gave", "give"}
 TAKE = {"takes", "took", "take", "removes", "removed", "remove"}
 NEED = {"needs", "needed", "need", "wants", "wanted", "want"}
 SHARE = {"shares", "shared", "share", "splits", "split", "divides", "divided", "divide", "puts", "put"}
-QUESTION_VERBS = {**{v: k for v, k in GAIN.items()}, **{v: k for v, k in LOSE.items()},
-                  "give": "give", "gives": "give", "gave": "give", "take": "take", "took": "take", "takes": "take"}
+QUESTION_VERBS = {**GAIN, **LOSE, "give": "give", "gives": "give", "gave": "give", "take": "take", "took": "take",
+                  "takes": "take"}
 AUXILIARIES = {"does", "did", "do", "is", "are", "was", "were", "will"}
 
 _TOKEN = re.compile(r"\d+|[A-Za-z]+|[.,?!]")
