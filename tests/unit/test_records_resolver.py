@@ -135,3 +135,22 @@ def test_a_substituted_base_model_is_the_generator_and_filter_as_served(graded_r
     record["compared_identities"]["trained_base_model"] = {"name": "some/other-model"}
     status, issues = _status(result)
     assert status == "invalid" and any("trained base model" in issue and "is not the spec's" in issue for issue in issues)
+
+
+def _imported_modules(relative: str) -> set[str]:
+    import ast
+
+    tree = ast.parse((REPO_ROOT / relative).read_text())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return names | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+
+def test_the_re_solver_and_the_generators_label_check_share_no_code_with_the_generator_or_each_other():
+    """The audit's re-solver reads the text with rules of its own: it imports nothing of the project (not the
+    generator, not the family's sentence forms, not the generator's label check), and the label check imports
+    nothing of the re-solver, so the two are not one blind spot (issue 45)."""
+    resolver = _imported_modules("experiment/selfgen/text_resolver.py")
+    label_check = _imported_modules("experiment/selfgen/text_label_check.py")
+    assert resolver <= {"__future__", "re", "dataclasses"}
+    assert label_check <= {"__future__", "ast", "re"}
+    assert exact_solver.solver_identity(exact_solver.ARITHMETIC_SOLVER)["code"] == "experiment/selfgen/text_resolver.py"
