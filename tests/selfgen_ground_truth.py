@@ -13,7 +13,7 @@ It is test code: it reads the generator's own sentence forms, which the audit's 
 (experiment/selfgen/text_resolver.py) and the generator's filter (experiment/selfgen/text_label_check.py) must not.
 Hand-checked: 40 parsed texts of the committed generated sample (tests/fixtures/selfgen_generated_sample.jsonl,
 shuffled with random.Random(1), the first 40 that parse) were read by hand on 7 December 2026; the checker's
-verdict (the answer, or ill-posed) agreed with the hand reading on all 40 (8 well-posed, 32 ill-posed: an asked
+verdict (the answer, or ill-posed) agreed with the hand reading on all 40 (6 well-posed, 34 ill-posed: an asked
 object the text never counts, a taker or subject garbled, more taken than there is). Used by
 tests/unit/test_generator_label_check_rejects_ill_posed_tasks.py and
 tests/unit/test_generation_audit_rejects_planted_tasks.py.
