@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
-from experiment.selfgen.exact_solver import Solution
+from experiment.selfgen.text_resolver import Solution
 from experiment.selfgen.task_generation import ACCEPTED, REJECTED, normalize_prompt
 
 if TYPE_CHECKING:  # the record functions (the grader's) load no SDK and no torch; the audit run does
