@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from experiment.contract.rehearsal import EMBEDDED_GENERATOR
+
 from experiment.run.data import TaskItem
 from experiment.contract.spec import load_spec
 from experiment.selfgen.task_generation import (
@@ -111,9 +113,9 @@ def sandbox():
     return Sandbox()
 
 
-def _screener(sandbox, evaluation=()) -> TaskGenerator:
+def _screener(sandbox, evaluation=(), **settings) -> TaskGenerator:
     """A generator used only for filters 1-4 (its samplers are never called by _screen)."""
-    return TaskGenerator(settings=_settings(), generator=None, filter_sampler=None, renderer=None,
+    return TaskGenerator(settings=_settings(**settings), generator=None, filter_sampler=None, renderer=None,
                          evaluation_prompts=evaluation_prompt_index(list(evaluation)), sandbox=sandbox,
                          filter_arm=None)
 
@@ -148,8 +150,9 @@ def test_filters_1_to_4_in_the_spec_order(sandbox):
 @needs_sandbox
 def test_the_label_check_rejects_an_ill_posed_text_before_filter_5(sandbox):
     """The generator's own label check (issue 45): a text that does not determine its label ("7 apples in a crate
-    and 2 toy cars ... how many toy cars", labelled 9) is rejected at screening, before the solvability filter."""
-    screen = _screener(sandbox)._screen
+    and 2 toy cars ... how many toy cars", labelled 9) is rejected at screening, before the solvability filter, where
+    the embedded generator writes the tasks (the family the check reads)."""
+    screen = _screener(sandbox, generator_model=EMBEDDED_GENERATOR)._screen
     ill_posed = ("There are 7 apples in a crate and 2 toy cars on the table. How many toy cars are there altogether?"
                  "\n\ndef solve():\n    return 7 + 2\n")
     row = screen(0, ill_posed)
@@ -158,6 +161,20 @@ def test_the_label_check_rejects_an_ill_posed_text_before_filter_5(sandbox):
                             "car/toy")
     well_posed = screen(1, ill_posed.replace("7 apples in a crate", "7 toy cars in a crate"))
     assert well_posed["disposition"] is None and well_posed["error"] is None
+
+
+@needs_sandbox
+def test_a_specs_own_generator_keeps_the_specs_filters_and_no_other(sandbox):
+    """The label check reads the embedded family's sentence forms only (it rejects about 5% of sound GSM8K questions):
+    a spec's own generator (Qwen in the exchange's spec) is screened by the spec's filters alone, so the production
+    path adds no filter the spec does not name. The same ill-posed text passes screening there (the audit's
+    re-solve and the spec's solvability filter judge it)."""
+    assert not _settings(generator_model="Qwen/Qwen3.5-2B").label_checked
+    assert _settings(generator_model=EMBEDDED_GENERATOR).label_checked
+    ill_posed = ("There are 7 apples in a crate and 2 toy cars on the table. How many toy cars are there altogether?"
+                 "\n\ndef solve():\n    return 7 + 2\n")
+    row = _screener(sandbox, generator_model="Qwen/Qwen3.5-2B")._screen(0, ill_posed)
+    assert row["disposition"] is None and row["error"] is None and row["answer"] == "9"
 
 
 @needs_sandbox
