@@ -13,6 +13,7 @@ import pytest
 from experiment.grading import grade_record
 from experiment.grading.activation import _recomputed
 from tampering import _edit_jsonl_file
+from grading_contexts.activation import gs1_rows as _gs1_rows
 
 
 def _act_1(record) -> list[str]:
@@ -82,19 +83,6 @@ def test_a_step_row_without_its_arm_is_left_out_of_the_recompute_and_named_in_th
 
 # ---- ACT-2's GS1 recompute from the pilot log's rows: which rows are the treatment (the first arm logged),
 # which the baseline (every other arm), and the held-out rewards the first treatment step is correlated with
-
-def _gs1_rows(treatment_arm, baseline_arm):
-    return [
-        {"heldout_mean_reward": {"p": 0.25, "q": 0.5, "r": 1.0}},
-        {"arm": treatment_arm, "item_ids": ["p", "q", "r"], "rewards": [1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
-         "advantages": [0.5, 0.0, -0.5, 0.0, 0.0, 0.25], "baseline_values": [0.2, 0.6, 0.9],
-         "effective_neighbors": [1.0, 2.0, 3.0], "executed_group_size": 2},
-        {"arm": baseline_arm, "item_ids": ["s"], "rewards": [0.0, 0.0, 0.0, 1.0], "advantages": [0.0] * 4,
-         "baseline_values": [0.5], "effective_neighbors": [], "executed_group_size": 4},
-        {"arm": treatment_arm, "item_ids": ["q", "r", "p"], "rewards": [0.0, 0.0, 1.0, 1.0, 1.0, 0.0],
-         "advantages": [0.0, 0.0, 0.5, 0.5, 0.0, 0.0], "baseline_values": [0.9, 0.1, 0.4],
-         "effective_neighbors": [4.0, 5.0, 6.0], "executed_group_size": 2},
-    ]
 
 
 @pytest.mark.parametrize("treatment_arm,baseline_arm", [("kernel", "vanilla"), ("kernel", "grpo")])

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import activation as rules
-from test_mut_grading_activation import _gs1_rows  # GS1 pilot rows whose values that file works out
+from grading_contexts.activation import gs1_rows as _gs1_rows  # GS1 pilot rows whose values that file works out
+from grading_contexts.activation import ORDER, SETTINGS, settings_row as _row
 from experiment.run import data as data_module
 from experiment.run.data import seeded_shuffle  # the order the run's recipe trains in
 
@@ -129,14 +130,6 @@ def test_the_self_generated_values_recompute_from_the_treatments_pilot_steps():
 
 
 # ---------------------------------------------------------------- ACT-3 (one pilot step)
-
-SETTINGS = rules._ArmLoop("T", "group_mean", group_size=2, groups_per_batch=2, kernel_bandwidth=1.0)
-ORDER = ["a", "b", "c", "d"]
-
-
-def _row(**changes):
-    return {"step": 0, "item_ids": ["a", "b"], "rewards": [1, 0, 1, 1], "advantages": [0.5, -0.5, 0.0, 0.0],
-            "executed_group_size": 2, "n_rollouts": 4, "mean_reward": 0.75, "frac_nonzero_advantage": 0.5, **changes}
 
 
 @pytest.mark.parametrize("changes, problem", [

@@ -15,7 +15,7 @@ from experiment.contract.result_models import evidence_file
 from experiment.grading import correctness as rules
 from experiment.grading.common import GradeContext
 from experiment.grading.evidence import EvidenceAccess
-from test_mut_grading_correctness_rules import ERRORS, PATH, SPEC_PATH, TOLERANCE, _ctx, _messages
+from grading_contexts.correctness import ERRORS, PATH, SPEC_PATH, TOLERANCE, context as _ctx, messages as _messages
 
 
 def _real_ctx(paths, files=(), spec_paths=(SPEC_PATH,)):

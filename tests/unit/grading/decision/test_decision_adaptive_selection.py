@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import pytest
 from spec_variants import variant, write_variant
-from test_adaptive_selection import _decision, _record, _refreeze
+from records import (
+    ADAPTIVE_BASELINE as BASELINE,
+    ADAPTIVE_ITEMS as ITEMS,
+    adaptive_decide as _decide,
+    adaptive_observations as _observations,
+    adaptive_record as _record,
+    adaptive_values as _values,
+    graded_decision as _decision,
+    refreeze_adaptive_selection as _refreeze,
+)
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
+from experiment.stats import selection as sel
 
 
 @pytest.fixture
@@ -45,7 +55,6 @@ def test_a_choice_the_selection_items_do_not_give_is_graded_against_the_recomput
     choose gs1_kernel (test_adaptive_selection._values: it scores 1 on every selection item, grpo_gs4 0), so
     the decision is graded with gs1_kernel as the treatment: its observations are missing and the recorded
     role_to_arm is not that mapping."""
-    from test_adaptive_selection import BASELINE, ITEMS, _decide, _observations, _values, sel
 
     path, rule, result = adaptive
     _refreeze(result, lambda s: s.update(selected="grpo_gs4"))

@@ -5,6 +5,10 @@ record-level tests)."""
 from __future__ import annotations
 
 import pytest
+from grading_contexts.decision import (
+    observation_context as _observation_ctx,
+    two_arm_best_lr_context as _two_arm_best_lr_ctx,
+)
 
 from experiment.grading import decision
 
@@ -195,33 +199,7 @@ def test_only_a_best_lr_rule_without_a_decision_object_has_its_rows_derived():
     assert decision._rows(ctx) == (None, "no observations")  # paired: the record's own observations or none
 
 
-class _ObservationFiles:
-    """Retained files by name: (sha256, usable, why, JSONL rows or None)."""
-
-    def __init__(self, files):
-        self.files = files
-
-    def sha256(self, name):
-        return self.files.get(name, (None,))[0]
-
-    def usable(self, name):
-        return self.files[name][1]
-
-    def why(self, name):
-        return self.files[name][2]
-
-    def jsonl(self, name):
-        return self.files[name][3]
-
-
 ROW = {"item_id": "i1", "arm": "a", "seed": 0, "metric": "accuracy", "value": 1.0}
-
-
-def _observation_ctx(decision_object, files=None):
-    from types import SimpleNamespace
-
-    return SimpleNamespace(result={"decision": decision_object}, spec={"decision_rule": {"method": "paired_hoeffding"}},
-                           evidence=_ObservationFiles(files or {}))
 
 
 @pytest.mark.parametrize("decision_object, files, expected", [
@@ -260,23 +238,6 @@ def test_a_method_the_grader_does_not_know_is_not_recomputed_as_one_it_knows(met
     assert decision._recompute(ctx) == (None, f"unknown decision method {method!r}")
     ctx.result = {}  # no decision object: only best_lr_threshold derives its rows
     assert decision._rows(ctx) == (None, "no observations")
-
-
-def _two_arm_best_lr_ctx(vocabulary="direction_confidence"):
-    from types import SimpleNamespace
-
-    values = {"a1": {"nll": 1.0, "time": 5.0}, "a2": {"nll": 2.0, "time": 1.0}, "b1": {"nll": 3.0, "time": 2.0}}
-    rows = [{"item_id": "best_lr_threshold", "arm": run, "seed": 0, "metric": metric, "value": value,
-             "evaluator_id": "e"} for run, by_metric in values.items() for metric, value in by_metric.items()]
-    ctx = _observation_ctx({"observations": rows})
-    ctx.spec = {"verdict_rule": {"method": "best_lr_threshold", "seeds": [0], "criteria": [
-        {"id": "c1", "metric": "nll", "weights": {"A": 1, "B": -1}, "margin": 0.0},
-        {"id": "c2", "metric": "time", "weights": {"A": 1}, "margin": 0.0}]}}
-    runs = [SimpleNamespace(name="a1", arm="A", lr=0.01), SimpleNamespace(name="a2", arm="A", lr=0.02),
-            SimpleNamespace(name="b1", arm="B", lr=0.01)]
-    ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary=vocabulary,
-                               training_runs=runs)
-    return ctx
 
 
 def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_metric():

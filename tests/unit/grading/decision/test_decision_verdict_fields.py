@@ -7,6 +7,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from grading_contexts.decision import (
+    two_arm_best_lr_context as _two_arm_best_lr_ctx,
+    CRITERION_C1,
+    SELECTED,
+    summaries as _summaries,
+    three_lr_context as _three_lr_ctx,
+)
 
 from experiment.grading import decision
 
@@ -67,7 +74,6 @@ def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_dec
     decision object that carries it, with its observations file named, is compared on its criteria (c1 =
     nll(a1) - nll(b1) = 1 - 3, c2 = time(a1) = 5: test_mut_grading_decision_recompute's two-arm example),
     never rebuilt as a paired_hoeffding decision record."""
-    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
 
     ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
     ctx.result["decision"].update(criteria=[{"id": "c1", "effect": -2.0}, {"id": "c2", "effect": 5.0}],
@@ -78,7 +84,6 @@ def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_dec
 def test_a_best_lr_direction_verdict_reports_no_interval():
     """DEC-8: best_lr_threshold has no interval. The two-arm example: c1 = 1 - 3 = -2 against margin 0 is not
     met, so the verdict is refuted, with effect -2, margin 0 and the rule's one seed; a ci beside them is invalid."""
-    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
 
     ctx = _two_arm_best_lr_ctx(vocabulary="direction_confidence")
     ctx.result["decision"]["criteria"] = [{"id": "c1", "effect": -2.0}, {"id": "c2", "effect": 5.0}]
@@ -96,7 +101,6 @@ def test_a_best_lr_direction_verdict_reports_no_interval():
 ])
 def test_dec9_holds_a_posted_verdict_and_only_a_posted_one_against_the_recomputed(verdict, messages):
     """The two-arm best-LR example recomputes to refuted (c1 = 1 - 3 = -2 is below its margin 0)."""
-    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
 
     ctx = _two_arm_best_lr_ctx(vocabulary="direction_confidence")
     if verdict is not None:
@@ -139,7 +143,6 @@ def test_only_a_three_way_inconclusive_verdict_is_excused_from_the_recomputed_on
 
 def test_dec10_leaves_best_lr_point_estimates_to_dec12():
     """DEC-10 compares scores with per-arm means of paired observations; a best-LR recomputation has none."""
-    from test_mut_grading_decision_recompute import _two_arm_best_lr_ctx
 
     ctx = _two_arm_best_lr_ctx(vocabulary="three_way")
     ctx.result["evaluation"] = {"scores": [{"arm": "a1", "metric": "nll", "seed": 0, "value": 9.0}]}
@@ -404,23 +407,6 @@ def test_simultaneous_criteria_record_the_bonferroni_adjustment():
 # ---------------------------------------------------------------- DEC-12: the LR grid's edge
 
 
-def _three_lr_ctx(values=None, weights=None, **result):
-    """Arm A trains at three learning rates with held-out NLL 2, 1, 3: the lowest is the middle rate's (a2),
-    inside the grid, so no grid edge; arm B trains at one rate (a grid of one has no edge either)."""
-    values = values or {"a1": 2.0, "a2": 1.0, "a3": 3.0, "b1": 4.0}
-    rows = [{"item_id": "best_lr_threshold", "arm": run, "seed": 0, "metric": "nll", "value": value, "evaluator_id": "e"}
-            for run, value in values.items()]
-    runs = [SimpleNamespace(name=name, arm=name[0].upper(), lr=lr)
-            for name, lr in (("a1", 0.01), ("a2", 0.02), ("a3", 0.04), ("b1", 0.01))]
-    return SimpleNamespace(
-        result={"decision": {"observations": rows}, **result},
-        spec={"verdict_rule": {"method": "best_lr_threshold", "seeds": [0], "criteria": [
-            {"id": "c1", "metric": "nll", "weights": weights or {"A": 1, "B": -1}, "margin": 0.0}]}},
-        plan=SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="three_way", training_runs=runs,
-                             eval={}),
-        evidence=SimpleNamespace(entries=[], jsonl=lambda name: None))
-
-
 def test_a_grid_edge_is_reported_only_where_the_selected_rate_is_at_an_edge_of_its_grid():
     assert decision._recompute(_three_lr_ctx())[0]["grid_edge"] is False
     assert decision.DEC_12(_three_lr_ctx(grid_edge=False)) == []
@@ -429,25 +415,6 @@ def test_a_grid_edge_is_reported_only_where_the_selected_rate_is_at_an_edge_of_i
 
 
 # ---------------------------------------------------------------- DEC-12: what the record says of the selection
-
-# _three_lr_ctx's recomputation: A selects a2 (rate 0.02, NLL 1, inside its grid), B b1 (0.01, NLL 4);
-# c1 = 1 * 1 - 1 * 4 = -3 against margin 0: not met.
-SELECTED = {"A": {"selected_run": "a2", "selected_lr": 0.02, "grid_edge": False, "nll": 1.0},
-            "B": {"selected_run": "b1", "selected_lr": 0.01, "grid_edge": False, "nll": 4.0}}
-CRITERION_C1 = {"id": "c1", "metric": "nll", "effect": -3.0, "margin": 0.0, "met": False}
-
-
-def _summaries(metrics_arms, files=None, weights=None):
-    import json
-
-    files = files or {}
-    ctx = _three_lr_ctx(weights=weights, metrics={"arms": metrics_arms})
-    ctx.evidence = SimpleNamespace(entries=[{"name": n} for n in files],
-                                   json=lambda name: json.loads(json.dumps(files[name])) if name in files else None)
-    recomputed, _ = decision._recompute(ctx)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decision, "_derived_rows", lambda ctx: (None, "not under test"))
-        return [i.message for i in decision._selection_summaries(ctx, recomputed)]
 
 
 def test_the_posted_selection_per_arm_is_the_recomputed_one():

@@ -4,52 +4,27 @@ text (issue 28 item 7: the complete mutation run of experiment/grading/)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from types import SimpleNamespace
 
 import pytest
+from grading_contexts.evaluator import (
+    KEY,
+    LOSS_SCORE,
+    PROVENANCE,
+    ROWS,
+    SCORE,
+    InlineEvidence as _Evidence,
+    context as _ctx,
+    loss_entry as _entry,
+    eval9_messages as _eval9,
+    loss3_findings as _loss3,
+    loss_context as _loss_ctx,
+    messages as _messages,
+    nll_rows as _nll_rows,
+    prediction_row as _row,
+)
 
 from experiment.grading import evaluator as rules
-
-PROVENANCE = {"code_sha256": "c" * 64, "items": {"ids": ["i1", "i2"]},
-              "decoding": {"temperature": 0.0, "max_tokens": 16, "stop": ["\n"]}}
-
-
-def _id(provenance) -> str:
-    """EVAL-2's formula, written out: sha256 of the canonical JSON."""
-    text = json.dumps(provenance, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-KEY = _id(PROVENANCE)
-
-
-class _Evidence:
-    """Inline files by name: each a list of JSONL rows (None: retained but not JSONL); a name not listed is
-    not retained."""
-
-    def __init__(self, files=None):
-        self.files = files or {}
-
-    def usable(self, name):
-        return name in self.files
-
-    def why(self, name):
-        return f"{name} is not retained"
-
-    def jsonl(self, name):
-        return self.files.get(name)
-
-
-def _ctx(evaluators=None, scores=None, files=None, **result):
-    evaluation = {"evaluators": {KEY: PROVENANCE} if evaluators is None else evaluators, "scores": scores or []}
-    return SimpleNamespace(result={"evaluation": evaluation, **result}, spec={}, plan=None, trained=False,
-                           finished=True, evidence=_Evidence(files))
-
-
-def _messages(issues):
-    return [(issue.rule, issue.status, issue.message) for issue in issues]
 
 
 # ---------------------------------------------------------------- EVAL-1
@@ -160,9 +135,6 @@ def test_a_provenance_naming_the_scored_arm_or_checkpoint_at_any_depth_is_invali
 # ---------------------------------------------------------------- EVAL-7
 
 
-SCORE = {"arm": "T", "metric": "accuracy", "value": 0.5, "seed": 0, "evaluator_id": KEY, "predictions_ref": "t.jsonl"}
-
-
 def test_a_complete_score_passes():
     assert rules.EVAL_7(_ctx(scores=[SCORE])) == []
 
@@ -258,15 +230,6 @@ def test_predictions_not_retained_are_unverified_once_per_file():
     ctx = _ctx(scores=[SCORE, {**SCORE, "metric": "f1"}, {**SCORE, "arm": "B", "predictions_ref": "b.jsonl"}],
                files={"b.jsonl": []})
     assert _messages(rules.EVAL_8(ctx)) == [("EVAL-8", "unverified", "predictions 't.jsonl': t.jsonl is not retained")]
-
-
-def _row(item, **extra):
-    return {"item_id": item, "arm": "T", "prediction": "4", "reference": "4", "metric": "accuracy",
-            "evaluator_id": KEY, "seed": 0, "value": 1.0, **extra}
-
-
-def _eval9(rows, score=SCORE, evaluators=None):
-    return _messages(rules.EVAL_9(_ctx(evaluators, scores=[score], files={"t.jsonl": rows})))
 
 
 def test_one_row_per_evaluator_item_with_the_scores_evaluator_and_seed_passes():
@@ -451,15 +414,6 @@ def test_with_adaptive_selection_every_candidate_of_the_role_is_compared():
 # ---------------------------------------------------------------- LOSS-1..LOSS-4
 
 
-def _loss_ctx(loss_eval=None, scores=(), files=None, aggregation="token_mean", loss=True, trained=True, runs=(),
-              trained_arms=("T",)):
-    ctx = _ctx(scores=list(scores), files=files, **({"loss_eval": loss_eval} if loss_eval is not None else {}))
-    ctx.trained = trained
-    ctx.plan = SimpleNamespace(eval={"loss_eval": loss, "aggregation": aggregation}, training_runs=list(runs),
-                               trained_arms=[SimpleNamespace(name=a) for a in trained_arms])
-    return ctx
-
-
 @pytest.mark.parametrize("loss, trained, record, flagged", [
     (True, True, None, True), (True, True, {}, True), (True, False, None, False), (False, True, None, False),
     (True, True, {"aggregation": "token_mean"}, False)])
@@ -475,28 +429,6 @@ def test_without_a_plan_loss_applies_when_the_record_carries_loss_eval():
     assert rules._loss_applies(ctx) is False
     ctx.result["loss_eval"] = {"aggregation": "token_mean"}
     assert rules._loss_applies(ctx) is True
-
-
-def _nll_rows(*pairs):
-    return [{"prediction": {"nll_sum": s, "n_tokens": n}} for s, n in pairs]
-
-
-ROWS = _nll_rows((6.0, 2), (3.0, 6), (0.0, 0))  # token_mean 9/8; example_mean (3 + 0.5) / 2; one empty example
-
-
-def _entry(aggregation="token_mean", **changes):
-    entry = {"aggregation": aggregation, "value": 9 / 8 if aggregation == "token_mean" else 1.75, "token_mean": 9 / 8,
-             "example_mean": 1.75, "nll_sum": 9.0, "n_tokens": 8, "n_examples": 2, "n_empty": 1}
-    return {**entry, **changes}
-
-
-LOSS_SCORE = {**SCORE, "metric": "heldout_nll", "value": 9 / 8}
-
-
-def _loss3(entry, score=LOSS_SCORE, rows=ROWS, aggregation="token_mean", **ctx_args):
-    loss_eval = {"aggregation": aggregation, "arms": {"T": entry}}
-    ctx = _loss_ctx(loss_eval, scores=[score], files={"t.jsonl": rows}, aggregation=aggregation, **ctx_args)
-    return [(status, message) for _, status, message in _messages(rules.LOSS_3(ctx))]
 
 
 @pytest.mark.parametrize("aggregation", ["token_mean", "example_mean"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from grading_contexts.feasibility import context as _ctx, messages as _messages
 
 from experiment.grading import feasibility as rules
 from experiment.grading.common import FLOAT_TOL, equal_json
@@ -20,16 +21,6 @@ CONFIG = {key: f"value of {key}" for key in KEYS}
 def _phase(**changes):
     return {"seconds": 10.0, "units": 4, "planned_units": 40, "samples": 4, "gpu_count": 1, "allocation_source": "service",
             **changes}
-
-
-def _ctx(record=None, **result):
-    return SimpleNamespace(result={"feasibility": record if record is not None else {}, **result}, plan=None,
-                           spec=None, gate_applicable=lambda name: None, generation_settings=None,
-                           evidence=SimpleNamespace(jsonl=lambda name: None, json=lambda name: None))
-
-
-def _messages(issues):
-    return [(issue.rule, issue.status, issue.message) for issue in issues]
 
 
 def test_a_missing_record_is_unknown():

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pandas as pd  # EVID-8 reads tables/gates.parquet with it
 import pytest
+from grading_contexts.general import context as _ctx
 
 from experiment.grading import general as rules
-from experiment.grading.evidence import EvidenceAccess
 
 
 def _plan(vocabulary="direction_confidence", arms=(), runs=(), base_model="org/base"):
@@ -25,13 +25,6 @@ def _plan(vocabulary="direction_confidence", arms=(), runs=(), base_model="org/b
                            trained_arms=[arm for arm in arm_objects if arm.trained],
                            training_runs=[SimpleNamespace(name=name, arm=arm, steps=steps) for name, arm, steps in runs],
                            base_model=base_model)
-
-
-def _ctx(result, plan=None, events=None, gate=None):
-    return SimpleNamespace(result=result, plan=plan, events=events, run_dir=None, spec_source=None,
-                           evidence=EvidenceAccess(result),
-                           finished=result.get("status") in ("succeeded", "failed"),
-                           gate_applicable=lambda name: gate)
 
 
 def _found(issues):

@@ -19,15 +19,34 @@ from experiment.grading import (
     activation, decision, evaluator, feasibility, general, generation_audit, restoration, run_dir,
 )
 from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
-from test_mut_grading_generation_audit import TASKS as AUDIT_TASKS, _ctx as _audit_ctx
-from test_mut_grading_activation_rules import ORDER, SETTINGS as ACT_SETTINGS, _row as _act_row
-from test_mut_grading_decision_fields import CRITERION_C1, SELECTED, _summaries, _three_lr_ctx
-from test_mut_grading_evaluator_rules import (
-    KEY, LOSS_SCORE, PROVENANCE, _ctx as _evaluator_ctx, _entry as _loss_entry, _eval9, _loss3, _row as _eval_row,
+from grading_contexts.generation_audit import GA8_TASKS as AUDIT_TASKS, ga8_context as _audit_ctx
+from grading_contexts.activation import ORDER, SETTINGS as ACT_SETTINGS, settings_row as _act_row
+from grading_contexts.decision import (
+    CRITERION_C1,
+    SELECTED,
+    summaries as _summaries,
+    three_lr_context as _three_lr_ctx,
 )
-from test_mut_grading_feasibility_rules import _ctx as _feasibility_ctx, _messages
-from test_mut_grading_restoration_rules import (
-    NEEDS, WHERE10, _ctx as _restoration_ctx, _plan as _rest_plan, _rest10, _restore, _restores, _update,
+from grading_contexts.evaluator import (
+    KEY,
+    LOSS_SCORE,
+    PROVENANCE,
+    context as _evaluator_ctx,
+    loss_entry as _loss_entry,
+    eval9_messages as _eval9,
+    loss3_findings as _loss3,
+    prediction_row as _eval_row,
+)
+from grading_contexts.feasibility import context as _feasibility_ctx, messages as _messages
+from grading_contexts.restoration import (
+    NEEDS,
+    WHERE10,
+    context as _restoration_ctx,
+    restoration_plan as _rest_plan,
+    rest10_findings as _rest10,
+    restore as _restore,
+    restores as _restores,
+    update_check as _update,
 )
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_mut_grading_general_rules import _ctx as _general_ctx
-from test_mut_grading_restoration_rules import _ctx as _restoration_ctx
+from grading_contexts.general import context as _general_ctx
+from grading_contexts.restoration import context as _restoration_ctx
 
 from experiment.grading import general, restoration
 from experiment.grading.run_dir import _RunFiles, _Validator

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_mut_grading_general_rules import _ctx
+from grading_contexts.general import context as _ctx
 
 from experiment.grading import general
 from experiment.grading.run_dir import _RunFiles, _Validator

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import leaves as L
 import pytest
-from test_grading_leaf_holes import _leaf, _two_audit_rounds
+from records import record_leaf as _leaf, with_two_audit_rounds as _two_audit_rounds
 
 
 

@@ -3,25 +3,9 @@ GA-8: the audit's counts recompute from the retained files), on a minimal gradin
 
 from __future__ import annotations
 
-import json
-from types import SimpleNamespace
 
 from experiment.grading import generation_audit as rules
-from experiment.grading.evidence import EvidenceAccess
-
-TASKS = [{"item_id": "t1", "prompt": "What is 2 + 2?", "answer": "4", "disposition": "accepted"},
-         {"item_id": "t2", "prompt": "What is 3 + 5?", "answer": "8", "disposition": "accepted"}]
-
-
-def _ctx(evaluation_rows, overlap_count):
-    def jsonl(rows):
-        return "".join(json.dumps(row) + "\n" for row in rows)
-
-    result = {"generation_audit": {"dataset_file": "tasks.jsonl", "evaluation_file": "eval.jsonl",
-                                   "overlap_count": overlap_count},
-              "evidence": {"version": 1, "files": [{"name": "tasks.jsonl", "content": jsonl(TASKS)},
-                                                   {"name": "eval.jsonl", "content": jsonl(evaluation_rows)}]}}
-    return SimpleNamespace(result=result, spec=None, evidence=EvidenceAccess(result))
+from grading_contexts.generation_audit import ga8_context as _ctx
 
 
 def test_evaluation_rows_without_a_prompt_are_invalid_not_an_exception():

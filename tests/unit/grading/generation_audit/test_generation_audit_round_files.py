@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from test_mut_grading_generation_audit_rules import _ctx, _file, _found
+from grading_contexts.generation_audit import context as _ctx, audit_file as _file, found as _found
 
 from experiment.grading import generation_audit as rules
 from experiment.selfgen import generation_audit as ga
@@ -159,4 +159,3 @@ def test_a_spec_without_an_eval_path_is_checked_against_the_gsm8k_test_split(mon
     assert asked == ["test"]
     assert rules._held_out_set(_ctx({}, [], spec=None)) == [("g-1", "What is 1 + 1?")]
     assert asked == ["test"]  # read once: the key is the path's text ('None')
-

@@ -10,24 +10,9 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from grading_contexts.generation_audit import context as _ctx, audit_file as _file, found as _found
 
 from experiment.grading import generation_audit as rules
-from experiment.grading.evidence import EvidenceAccess
-
-
-def _file(name, value, kind="generated_tasks", jsonl=True):
-    text = "".join(json.dumps(row) + "\n" for row in value) if jsonl and isinstance(value, list) else json.dumps(value)
-    return {"name": name, "kind": kind, "content": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
-
-
-def _ctx(audit, files=(), spec=None, events=None, settings=None, **result):
-    record = {"generation_audit": audit, "evidence": {"version": 1, "files": list(files)}, **result}
-    return SimpleNamespace(result=record, spec=spec, events=events, evidence=EvidenceAccess(record),
-                           generation_settings=settings)
-
-
-def _found(issues):
-    return [(issue.rule, issue.status, issue.message) for issue in issues]
 
 
 # ---------------------------------------------------------------- GA-1

@@ -19,7 +19,7 @@ from experiment.grading import grade_record
 from experiment.grading.common import CategoryGrade, Issue
 from experiment.grading.evidence import EvidenceAccess
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
 

@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import restoration as rules
-from test_mut_grading_restoration_rules import _Files  # the run's evidence files, as the rules read them
+from grading_contexts.restoration import (  # the run's evidence files, as the rules read them
+    EvidenceFiles as _Files,
+)
 
 ADAPTER = "a" * 64
 

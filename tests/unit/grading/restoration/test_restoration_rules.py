@@ -7,6 +7,19 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from grading_contexts.restoration import (
+    LOAD,
+    NEEDS,
+    WHERE10,
+    EvidenceFiles as _Files,
+    context as _ctx,
+    messages as _messages,
+    restoration_plan as _plan,
+    rest10_findings as _rest10,
+    restore as _restore,
+    restores as _restores,
+    update_check as _update,
+)
 
 from experiment.grading import restoration as rules
 from experiment.grading.common import equal_json
@@ -17,22 +30,6 @@ ADAPTER = "a" * 64
 def _init(**changes):
     return {"base_checkpoint": "org/base", "source": "server_response", "adapter_sha256": ADAPTER,
             "evidence_ref": "info.json", "before_first_update": True, **changes}
-
-
-def _ctx(arms, plan=None, spec=None):
-    return SimpleNamespace(result={"initialization_provenance": {"version": 1, "arms": arms}}, plan=plan, spec=spec)
-
-
-def _plan(arms=("T", "B"), base_model="org/base", runs=(), untrained=()):
-    return SimpleNamespace(base_model=base_model, replicas=[],
-                           trained_arms=[SimpleNamespace(name=a, optimizer={}) for a in arms],
-                           arms=[SimpleNamespace(name=a, trained=True) for a in arms]
-                           + [SimpleNamespace(name=a, trained=False) for a in untrained],
-                           training_runs=list(runs))
-
-
-def _messages(issues):
-    return [(issue.rule, issue.status, issue.message) for issue in issues]
 
 
 # ---------------------------------------------------------------- REST-1
@@ -211,19 +208,6 @@ def test_a_check_place_is_reported_once():
 
 
 # ---------------------------------------------------------------- REST-6
-
-class _Files:
-    def __init__(self, files):
-        self.files = files  # name -> JSON value
-
-    def json(self, name):
-        return self.files.get(name)
-
-    def usable(self, name):
-        return name in self.files
-
-    def why(self, name):
-        return f"{name} is not retained"
 
 
 RESPONSE = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
@@ -424,20 +408,6 @@ def test_an_arm_alone_in_its_group_needs_checkpoint_restore_unpaired_arms_and_a_
 
 # ---------------------------------------------------------------- REST-4: restores from the load evidence
 
-def _restore(number=1, **changes):
-    return {"restore": number, "method": "load_state", "client": "client-T", "loaded_from": "tinker://ckpt",
-            "at": "2026-12-03T10:00:00Z", "evidence_ref": f"load{number}.json", "with_optimizer_state": False, **changes}
-
-
-LOAD = {"load_method": "load_state", "get_info_after_restore": {"model_id": "client-T"},
-        "load_response": {"path": "tinker://ckpt"}}
-
-
-def _restores(entry, files=None, arms=None):
-    ctx = _ctx({"T": entry, **(arms or {})})
-    ctx.evidence = _Files(files if files is not None else {"load1.json": LOAD, "load2.json": LOAD})
-    return [(s, m) for _, s, m in _messages(rules.REST_4_restores(ctx))]
-
 
 def test_restore_count_is_the_number_of_recorded_loads_each_proven_by_its_evidence():
     assert _restores({"restore_count": 1, "restores": [_restore()]}) == []
@@ -459,9 +429,6 @@ def test_a_count_without_restores_or_a_saved_initialization_without_a_restore():
     loaded = {**created, "restore_count": 1, "restores": [_restore(loaded_from="tinker://init")]}
     files = {"load1.json": {**LOAD, "load_response": {"path": "tinker://init"}}}
     assert _restores(loaded, files) == []
-
-
-NEEDS = "arm T, restore 1: needs its number, the client, the checkpoint loaded, the load method, when, and an evidence_ref"
 
 
 @pytest.mark.parametrize("changes", [{"restore": 2}, {"method": "reload"}, {"client": ""}, {"loaded_from": None},
@@ -518,25 +485,6 @@ def test_update_checks_are_one_check_or_one_per_label():
     one = {"label": "adamw", "max_abs_difference": 0.0}
     assert rules._update_checks(one) == {"adamw": one}
     assert rules._update_checks({"T": one, "B": {"x": 1}}) == {"T": one, "B": {"x": 1}}
-
-
-def _update(**changes):
-    return {"label": "adamw", "checkpoint_uri": "tinker://saved", "restored_from": "tinker://state",
-            "steps_before_save": 1, "optimizer_state_restored": True,
-            "clients": {"restored": "client-R", "uninterrupted": "client-U"},
-            "optimizer_check_after_restore": {"source": "server_response", "requested": {"family": "adamw"}},
-            "logprobs_after_second_step": {"uninterrupted": [[-0.5, -1.0]], "restored": [[-0.5, -1.0 + 4e-7]]},
-            "max_abs_difference": 4e-7, **changes}
-
-
-def _rest10(check, spec_family="adamw"):
-    spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T", "optimizer": spec_family}]}]}}
-    ctx = _ctx({}, spec=spec)
-    ctx.evidence = _Files({"restoration-update-check.json": check} if check is not None else {})
-    return [(s, m) for _, s, m in _messages(rules.REST_10(ctx))]
-
-
-WHERE10 = "create-save-restore check adamw"
 
 
 def test_a_restored_client_reproduces_the_uninterrupted_update_within_the_fixed_tolerance():

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_dir_edits_rd3 import copy_run, edit_result, found, read_jsonl, read_result
+from records import copy_run, edit_result, found, read_jsonl, read_result
 from spec_variants import variant, write_variant
-from test_adaptive_selection import ITEMS, _record
+from records import ADAPTIVE_ITEMS as ITEMS, adaptive_record as _record
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec

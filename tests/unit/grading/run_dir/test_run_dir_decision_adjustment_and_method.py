@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_dir_edits_rd3 import PLAN, SPEC, edit_json_evidence, edit_result, found
-from test_mut_grading_run_dir_rd3_decision import _spec, _two_criteria, record_decision
-from test_validation import build_gs1_run
+from records import PLAN, SPEC, build_gs1_run, edit_json_evidence, edit_result, found
+from grading_contexts.run_dir import spec_with_rule as _spec, two_criteria as _two_criteria, record_decision
 
 
 def test_a_two_criteria_decision_on_unadjusted_intervals_is_not_accepted(tmp_path):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_dir_edits_rd3 import (
+from records import (
     BASELINE,
     BASELINE_MEAN,
     EVAL_ID,
@@ -25,31 +25,22 @@ from run_dir_edits_rd3 import (
     TREATMENT,
     TREATMENT_MEAN,
     append_gate_event,
+    build_gs1_run,
     copy_run,
     edit_json_evidence,
     edit_manifest_entry,
     edit_result,
     found,
-    jsonl,
     put_evidence,
     read_jsonl,
-    read_manifest,
     read_result,
 )
-from test_validation import GS1_SPEC, build_gs1_run
+from grading_contexts.run_dir import spec_with_rule as _spec, two_criteria as _two_criteria, record_decision
 
 from experiment.grading import run_dir as grader
-from experiment.stats.decision import decision_record, decision_summary, read_observations_jsonl
+from experiment.stats.decision import decision_summary, read_observations_jsonl
 
 MANIFEST_REF = "eval-items.json#sha256=" + "a" * 64
-
-
-def _spec(tmp, name, edit):
-    spec = json.loads(GS1_SPEC.read_text())
-    edit(spec)
-    path = tmp / f"{name}.json"
-    path.write_text(json.dumps(spec))
-    return path
 
 
 def _margin(value):
@@ -59,29 +50,6 @@ def _margin(value):
 def _three_way(spec):
     spec["verdict_vocabulary"] = "three_way"
     spec["decision_rule"]["criteria"][0]["margin"] = 1.0
-
-
-def _two_criteria(spec):
-    spec["decision_rule"]["criteria"].append(
-        {"id": "secondary", "metric": "accuracy", "weights": {"treatment": 1, "baseline": -1}, "margin": -0.5,
-         "bounds": [0, 1]})
-
-
-def record_decision(run_dir, simultaneous):
-    """Rewrite RESULT's decision and the fields that follow from it as the run code records them, with the
-    bonferroni adjustment or without (build_gs1_run records every decision unadjusted)."""
-    spec = json.loads((run_dir / "evidence" / SPEC).read_text())
-    plan = json.loads((run_dir / "evidence" / PLAN).read_text())
-    observations = read_observations_jsonl(run_dir / "evidence" / OBSERVATIONS)
-    role_to_arm = {role: entry["arm"] for role, entry in plan["role_to_arm"].items()}
-    summary = decision_summary(spec["decision_rule"], observations, plan["vocabulary"], role_to_arm=role_to_arm,
-                               simultaneous=simultaneous, limits=["one seed"])
-    primary = summary["criteria"][0]
-    sha = read_result(run_dir)["decision"]["observations_file"]["sha256"]
-    edit_result(run_dir, lambda result: result.update(
-        decision=decision_record(summary, OBSERVATIONS, sha), verdict=summary["verdict"],
-        confidence=summary["confidence"], effect=primary["effect"], margin=primary["margin"],
-        ci=[primary["lower"], primary["upper"]]))
 
 
 @pytest.fixture(scope="module")

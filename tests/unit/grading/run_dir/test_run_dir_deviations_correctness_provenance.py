@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from test_validation import BASELINE, RESTORATION_EVIDENCE, TREATMENT, build_gs1_run, optimizer_check
+from records import BASELINE, RESTORATION_EVIDENCE, TREATMENT, build_gs1_run, optimizer_check
 
 from experiment.grading.run_dir import _RunFiles, _Validator
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_dir_edits_rd3 import (
+from records import (
     BASELINE,
     EVAL_ID,
     ITEM_IDS,
@@ -18,6 +18,7 @@ from run_dir_edits_rd3 import (
     PROVENANCE,
     TREATMENT,
     append_gate_event,
+    build_gs1_run,
     copy_run,
     edit_json_evidence,
     edit_result,
@@ -26,7 +27,6 @@ from run_dir_edits_rd3 import (
     put_evidence,
     read_jsonl,
 )
-from test_validation import build_gs1_run
 
 from experiment.stats.evaluation import evaluator_id, prediction_row
 

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_validation import feasibility  # the consistent GS1 feasibility record
+from records import feasibility  # the consistent GS1 feasibility record
+from grading_contexts.run_dir import checks as _checks, found as _found
 
 from experiment.grading.run_dir import _RunFiles, _Validator
 
@@ -75,14 +76,6 @@ def _validator(run_dir: Path, result: dict, plan: dict, spec: dict, passed=()) -
     files = _RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest=manifest,
                       plan=plan, spec=spec, setup_problems=[])
     return _Validator(files)
-
-
-def _found(validator: _Validator) -> list[tuple[str, str]]:
-    return [(problem.check, problem.message) for problem in validator.report.problems]
-
-
-def _checks(validator: _Validator) -> list[str]:
-    return [problem.check for problem in validator.report.problems]
 
 
 # ------------------------------------------------------------------------------------------ GA

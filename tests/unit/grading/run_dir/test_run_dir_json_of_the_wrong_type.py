@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_validation import build_gs1_run
+from records import build_gs1_run
 
 from experiment.grading.run_dir import RunDirError, run_validation
 

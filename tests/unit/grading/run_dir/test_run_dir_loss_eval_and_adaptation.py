@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_mut_grading_run_dir_rd4_audit_feas import _checks, _found  # the problem lists, one home
+from grading_contexts.run_dir import checks as _checks, found as _found  # the problem lists, one home
 
 from experiment.grading.run_dir import _RunFiles, _Validator
 

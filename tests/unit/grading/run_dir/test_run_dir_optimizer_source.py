@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_validation import BASELINE, build_gs1_run, rewrite_result
+from records import BASELINE, build_gs1_run, rewrite_result
 
 from experiment.grading.run_dir import validate_run
 from experiment.run.store import RunStore

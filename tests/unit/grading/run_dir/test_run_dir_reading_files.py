@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from suite import GS1_SPEC
-from test_validation import record_gate
+from records import record_gate
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
