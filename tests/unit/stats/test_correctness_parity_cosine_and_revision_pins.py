@@ -1,4 +1,4 @@
-"""experiment.stats.correctness beyond test_mut_correctness.py (issue 28 item 7, the complete
+"""experiment.stats.correctness beyond test_correctness_tolerances_and_pins.py (issue 28 item 7, the complete
 mutation run's survivors): parity errors of small and mismatched inputs, cosine kept in [-1, 1],
 min_cosine above its bound, one reason per tolerance, negative update norms, and the revision pins
 (the revision file's mapping form, skipped entries, unresolved pins, per-key status)."""

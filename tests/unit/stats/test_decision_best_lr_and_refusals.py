@@ -1,4 +1,4 @@
-"""experiment.stats.decision beyond test_mut_decision.py (issue 28 item 7, the complete mutation run's
+"""experiment.stats.decision beyond test_decision_paired_hoeffding.py (issue 28 item 7, the complete mutation run's
 survivors): the best-LR threshold rule (DEC-8 of the TriMuon recorded revision), the defaults of the
 simultaneous adjustment, which observation a missing-observation error names, the seed rule of
 direction+confidence, and the refusals of unknown methods and vocabularies. Expected values are

@@ -1,4 +1,4 @@
-"""experiment.stats.evaluation beyond test_mut_evaluation.py (issue 28 item 7, the complete mutation
+"""experiment.stats.evaluation beyond test_evaluation_ids_and_records.py (issue 28 item 7, the complete mutation
 run's survivors): the contract's canonical JSON escapes non-ASCII, named code files, an id that sorts
 after the true one, comparisons of more than two arms, and grading failures. Expected values are
 literals or the contract's formulas (exchange-contract.md, EVAL-2)."""

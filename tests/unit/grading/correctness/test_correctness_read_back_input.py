@@ -5,7 +5,7 @@ the grader; that input missing (or not usable inline) is unverified, an input th
 an update error over the recomputed bound is invalid.
 
 Each test builds only that evidence: a small npz written here with numpy. Most tests stand a recording analysis in
-for experiment.stats.update_tolerance.input_tolerances (tested on its own in test_mut_update_tolerance*), with
+for experiment.stats.update_tolerance.input_tolerances (tested on its own in test_update_tolerance_formulas*), with
 tolerances fixed here, so every expected finding is worked out from CORR-4's acceptance rule
 (`max_abs_error <= atol + rtol * reference_max_abs` and `cosine_similarity >= min_cosine`); one test runs the
 real analysis on errors far inside and far outside any bound an update of that size can have."""

@@ -52,7 +52,7 @@ def test_with_two_evaluators_a_selection_naming_neither_cannot_be_recomputed(ada
 
 def test_a_choice_the_selection_items_do_not_give_is_graded_against_the_recomputed_candidate(adaptive):
     """The cheater records grpo_gs4 (best on the confirmation items) with its decision; the selection items
-    choose gs1_kernel (test_adaptive_selection._values: it scores 1 on every selection item, grpo_gs4 0), so
+    choose gs1_kernel (records.adaptive_values: it scores 1 on every selection item, grpo_gs4 0), so
     the decision is graded with gs1_kernel as the treatment: its observations are missing and the recorded
     role_to_arm is not that mapping."""
 

@@ -72,7 +72,7 @@ def test_reported_seeds_other_than_the_number_the_rule_schedules_are_invalid(mon
 def test_best_lr_decision_objects_are_compared_per_criterion_not_as_a_paired_decision_record():
     """A best-LR rule computes point estimates per arm (DEC-8: no interval, no alpha, no adjustment), so a
     decision object that carries it, with its observations file named, is compared on its criteria (c1 =
-    nll(a1) - nll(b1) = 1 - 3, c2 = time(a1) = 5: test_mut_grading_decision_recompute's two-arm example),
+    nll(a1) - nll(b1) = 1 - 3, c2 = time(a1) = 5: test_decision_recomputation_helpers's two-arm example),
     never rebuilt as a paired_hoeffding decision record."""
 
     ctx = _two_arm_best_lr_ctx(vocabulary="three_way")

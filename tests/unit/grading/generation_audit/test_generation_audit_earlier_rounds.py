@@ -1,6 +1,6 @@
 """GA-11's earlier audit rounds, each held to the last round's checks by rebuilding its audit file with the run's
 own functions (experiment/grading/generation_audit.py GA_11_files, _rebuilt_round), on the suite's paired self-
-generation record given a failed first round (tests/unit/test_grading_leaf_holes.py builds it). In the mutation
+generation record given a failed first round (tests/records.py, with_two_audit_rounds, builds it). In the mutation
 run's test list (issue 28 item 7), which does not run test_grading_leaf_holes.py."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 `_selection_items`, `_check_observation_evaluators`; docs/contract-rules.md DEC-6, DEC-13), each condition from
 both sides (issue 28 item 7: survivors of lines 1213-1218, 1240-1242, 1312-1314).
 
-The run directory holds the record test_adaptive_selection builds with the run's own code for the corpus
+The run directory holds the record records.adaptive_record builds with the run's own code for the corpus
 variant `adaptive-two-treatments` (candidates gs1_kernel and grpo_gs4 for the treatment role, baseline
 grpo_gs8, 12 items split 6/6): the selection items choose gs1_kernel, the observations are of the confirmation
 items only. Its decision has no problem; each test breaks one thing."""

@@ -169,7 +169,7 @@ def test_a_decision_needs_exactly_one_of_inline_observations_and_the_file(run, b
 def test_only_paired_hoeffding_decisions_are_recomputed(run, edit):
     """A decision without a spec rule, or under the TriMuon plan's best_lr_threshold, is not recomputed as a
     paired_hoeffding decision here (its verdict is not compared with a paired recomputation). An unknown method
-    name is test_run_dir_bug_rd3's."""
+    name is test_run_dir_decision_adjustment_and_method's."""
     edit_json_evidence(run, SPEC, edit)
     edit_result(run, lambda result: result.update(verdict="supported"))
     assert found(run, "decision.") == []

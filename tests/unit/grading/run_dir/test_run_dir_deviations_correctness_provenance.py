@@ -2,7 +2,7 @@
 (experiment/grading/run_dir.py, `_check_deviations_recorded_before_use` to `check_evaluation`;
 docs/contract-rules.md GEN-6, CORR-1..6, REST-1..7, EVAL-1/7/8 and the run-dir table's check ids).
 
-One consistent GS1 run (test_validation.build_gs1_run) is built and loaded once per module; each test takes
+One consistent GS1 run (records.build_gs1_run) is built and loaded once per module; each test takes
 deep copies of its RESULT, events, plan and spec, breaks one thing and validates the copy in memory (the
 evidence files stay the built ones, read-only). Expected findings are worked out from the rules' text: a
 value on each side of a comparison, each operand of a condition, a later entry after one that is skipped
@@ -562,7 +562,7 @@ def test_an_unverified_check_does_not_stop_the_next_check(run):
 
 
 def test_a_check_without_a_source_does_not_stop_the_checks_of_the_next_arm(run):
-    """Whatever a check without a `source` grades (bug file test_run_dir_bug_rd2: REST-6 asks server_response),
+    """Whatever a check without a `source` grades (test_run_dir_optimizer_source: REST-6 asks server_response),
     the validation goes on: the next arm's flaw is still reported."""
     del _entry(run)["optimizer_checks"][0]["source"]
     _entry(run, TREATMENT)["initialization"]["before_first_update"] = False

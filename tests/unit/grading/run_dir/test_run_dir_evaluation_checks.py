@@ -206,7 +206,7 @@ def test_without_scheduled_seeds_the_scored_seeds_are_covered(run, decision):
 
 
 def not_about_scores(run):
-    """The evaluation problems besides EVAL-7's (whether a score that is no object is one: test_run_dir_bug_rd3)."""
+    """The evaluation problems besides EVAL-7's (whether a score that is no object is one: test_run_dir_decision_adjustment_and_method)."""
     return [problem for problem in found(run, "evaluation.") if problem[0] != "evaluation.scores"]
 
 
