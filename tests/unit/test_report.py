@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_validation import BASELINE, ITEM_IDS, TREATMENT, build_gs1_run
+from records import BASELINE, ITEM_IDS, TREATMENT, build_gs1_run
 
 from experiment.gates import GateVerdict
 from experiment.report.plots import arm_scores_png

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 from suite import REPO_ROOT
-from test_validation import BASELINE, TREATMENT, build_gs1_run
+from records import BASELINE, TREATMENT, build_gs1_run
 
 from flows.runs import main
 
