@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from experiment import PROJECT_ROOT
 DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
@@ -301,3 +301,38 @@ def first_n_shuffled(items: list[T], n: int, seed: int = 0) -> list[T]:
         raise DataError(f"asked for {n} items but only {len(items)} exist")
     return seeded_shuffle(items, seed)[:n]
 
+
+
+def unreadable_data(spec: Any, rehearse: bool) -> str | None:
+    """One line when a run outside a rehearsal could not read its data here, else None: checked before the run is
+    claimed (a dataset the run cannot read crashed it at its first read, after the claim). Files a spec names
+    were read at intake; what is left is the data a spec names by source: GSM8K (data/gsm8k/<split>.jsonl) for
+    training_type rl, a Hugging Face dataset (dataset.hf_path, read through `datasets`) for sft. A rehearsal reads
+    its local stand-ins instead."""
+    if rehearse:
+        return None
+    raw = spec.to_dict()
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    evaluation = raw.get("eval") if isinstance(raw.get("eval"), dict) else {}
+    needed = []
+    if raw.get("training_type") == "rl":
+        needed += [("dataset", "train")] if not dataset.get("path") else []
+        needed += [("eval", "test")] if not evaluation.get("path") else []
+        for section, split in needed:
+            if not (DEFAULT_GSM8K_DIR / f"{split}.jsonl").is_file():
+                return (f"{section}: GSM8K {split} is read from {DEFAULT_GSM8K_DIR / f'{split}.jsonl'}, which is not "
+                        "here: put the split there, or name a task file (path); a rehearsal runs on its stand-in")
+        return None
+    if dataset.get("path") and evaluation.get("path") or not dataset.get("hf_path"):
+        return None
+    try:
+        from datasets import load_dataset_builder  # heavy: only a run outside a rehearsal reads the Hub
+
+        load_dataset_builder(str(dataset["hf_path"]))
+    except Exception as err:  # noqa: BLE001 - whatever `datasets` raises, the run could not read it either
+        first = (str(err).splitlines() or [type(err).__name__])[0][:200]
+        return (f"dataset.hf_path: {dataset['hf_path']} cannot be read here ({type(err).__name__}: {first}); a run "
+                "outside a rehearsal reads its data as the spec names it: make it readable (its cache, or "
+                "HF_HUB_OFFLINE unset), or name local files (dataset.path, eval.path); --rehearse runs on the "
+                "local stand-in")
+    return None
