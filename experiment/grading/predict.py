@@ -129,17 +129,17 @@ def _budget_outlook(plan: Any, grades: dict[str, dict[str, Any]]) -> None:
     may stop the run at the feasibility pilot: the categories measured after it would grade unknown
     (`if_stopped_at_feasibility`); one not enforced may be overrun, which the record says (RESULT.budget_use)."""
     gate = plan.gate("feasibility_pilot")
-    cost = gate.details.get("static_estimate")
-    budget = float((plan.budget or {}).get("max_wall_minutes") or 0)
+    cost = (gate.details or {}).get("static_estimate")
+    budget = float((getattr(plan, "budget", None) or {}).get("max_wall_minutes") or 0)
     if cost and cost.get("may_not_fit"):
         why = (f"the static estimate on the production service's rates is {cost['estimate_seconds']:.0f} s against "
                f"the {cost['budget_seconds']:.0f} s budget")
-    elif plan.rehearsal and 0 < budget < REHEARSAL_ROOM_MINUTES:
+    elif getattr(plan, "rehearsal", None) and 0 < budget < REHEARSAL_ROOM_MINUTES:
         why = (f"a rehearsal is given {REHEARSAL_ROOM_MINUTES} min on a loaded 2-core machine and this one's budget "
                f"is {budget:g} min")
     else:
         return
-    if not gate.enforced:
+    if not getattr(gate, "enforced", True):
         grades["feasibility"]["reason"] += (f"; the budget may be overrun ({why}); it is not enforced "
                                             "(feasibility_required is not true), so the run goes on and its record "
                                             "says so (budget_use)")
