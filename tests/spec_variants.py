@@ -492,6 +492,20 @@ BEFORE_SPENDING: list[Variant] = [
 ]
 CORPUS += BEFORE_SPENDING
 
+
+def _verdict_seeds(values: list[Any]) -> Edit:
+    return lambda spec, revision: revision["verdict_rule"].update(seeds=values)
+
+
+# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed"): planned at seed 0
+# only before, the record then graded DEC-6 "6 observations missing ... seed 1" (issue 46, item 1)
+CORPUS += [
+    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), "verdict_rule.seeds: [0, 1]: training_type sft "
+            "trains one seed per run", "planned before: seed 1 dropped without a word"),
+    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "verdict_rule.seeds: [1], but the run trains seed 0"),
+    Variant("verdict-seeds-0", "trimuon", _verdict_seeds([0]), None),
+]
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).

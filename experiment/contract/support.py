@@ -142,6 +142,27 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
     if len(seeds) > 1 and plan.training_type != "rl":
         raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
                                                "run; supported: a single seed (several seeds: training_type rl)")
+    _check_verdict_rule_seeds(spec, seeds)
+
+
+def _check_verdict_rule_seeds(spec: Spec, seeds: list[int]) -> None:
+    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the seeds the grader expects
+    observations for: the run trains the scheduled seed only, so any other list would be dropped without a word
+    (issue 46: [0, 1] trained seed 0, and the record graded `DEC-6: 6 observations missing ... seed 1`)."""
+    rule = getattr(spec, "verdict_rule", None)
+    if not isinstance(rule, dict) or rule.get("seeds") is None:
+        return
+    stated = rule["seeds"]
+    if (not isinstance(stated, list) or not stated or len(set(map(str, stated))) != len(stated)
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in stated)):
+        raise SpecError("verdict_rule.seeds", f"must be a non-empty list of distinct non-negative integers (got "
+                                              f"{stated!r})")
+    if len(stated) > 1:
+        raise SpecError("verdict_rule.seeds", f"{stated}: training_type {spec.training_type} trains one seed per "
+                                              "run; supported: a single seed (several seeds: training_type rl)")
+    if stated != seeds:
+        raise SpecError("verdict_rule.seeds", f"{stated}, but the run trains seed {seeds[0]} (the arms' seed, else "
+                                              "0); state that seed, or give the arms the seed stated here")
 
 
 def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
