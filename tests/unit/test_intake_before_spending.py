@@ -128,3 +128,13 @@ def test_a_run_that_overran_its_budget_says_so():
     within = budget_use({"max_wall_minutes": 5}, "2026-12-07T10:00:00+00:00", "2026-12-07T10:03:00+00:00")
     assert within["within_budget"] is True and "note" not in within
     assert budget_use({}, "2026-12-07T10:00:00+00:00", "2026-12-07T10:03:00+00:00") is None
+
+
+def test_a_line_past_the_row_cap_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    from experiment.run import data
+
+    monkeypatch.setattr(data, "MAX_DATA_LINE_BYTES", 64)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"id": "t0", "question": "q" * 200, "answer": "1"}) + "\n")
+    with pytest.raises(data.DataError, match=r"tasks.jsonl:1: a line longer than 64 bytes"):
+        count_task_file(path)
