@@ -20,6 +20,7 @@ from experiment.contract.rehearsal import rehearsal_summary
 from experiment.gates import GateVerdict, RunContext
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
 from experiment.run.capacity import is_capacity_refusal
+from experiment.run.data import unreadable_data
 from experiment.run.service import closest_served_model, not_served
 
 
@@ -37,6 +38,10 @@ def run(ctx: RunContext) -> GateVerdict:
     if ctx.plan.base_model not in served and not ctx.plan.rehearsal:  # a substitute tests another hypothesis
         return _service_failure(ctx, not_served(ctx.plan.base_model, f"the service at "
                                                 f"{ctx.service.describe()['base_url']}", served))
+    unreadable = unreadable_data(ctx.spec, rehearse=bool(ctx.plan.rehearsal))  # a deployment run's check (the CLI's
+    if unreadable:                                                              # is before the claim)
+        return GateVerdict(gate="spec_intake", status="failed", reasons=[unreadable],
+                           next_diagnostic="make the spec's data readable where the run runs, or name local files")
     model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
     deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
     fork = fork_deviation(ctx.plan, ctx.service.kind)

@@ -69,6 +69,17 @@ def test_spec_intake_never_substitutes_a_model_outside_a_rehearsal(tmp_path, no_
                      "code-revision.json": "code_revision", "pipeline-code.json": "script"}
 
 
+def test_spec_intake_fails_on_data_a_run_outside_a_rehearsal_cannot_read(tmp_path, no_service_env, monkeypatch):
+    """A deployment run (no CLI preconditions): the TriMuon spec's Hub dataset read offline stops the run at spec
+    intake, before any training call (before: a crash at preflight_probe, exit 3)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with FakeTinkerService(["Qwen/Qwen3.5-4B"]) as fake:
+        ctx = _context(tmp_path, TRIMUON_SPEC, backend=fake.base_url)
+        verdict = run_gate("spec_intake", ctx)
+    assert verdict.status == "failed"
+    assert verdict.reasons[0].startswith("dataset.hf_path: HuggingFaceH4/no_robots cannot be read here")
+
+
 def test_spec_intake_substitutes_a_model_only_in_a_rehearsal_and_as_a_deviation(tmp_path, no_service_env):
     spec = load_spec(TRIMUON_SPEC, rehearse=True, rehearsal_scale="wiring")
     plan = build_plan(spec)
