@@ -53,7 +53,8 @@ from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore, storage_failure
+from experiment.run.store import RunInProgress, RunStore, storage_failure, utc_now
+from experiment.stats.feasibility import budget_use
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
 
@@ -209,9 +210,20 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         service.stop()
         if rehearsal:
             store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+        _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
     return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+
+
+def _record_budget_use(store: RunStore, plan, logger) -> None:
+    """RESULT.budget_use: the run's wall time against its budget; a run that overran it says so (a note)."""
+    use = budget_use(plan.budget, store.run_meta()["started"], utc_now())
+    if use is None:
+        return
+    store.update_result(budget_use=use)
+    if "note" in use:
+        logger.warning(use["note"])
 
 
 def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:

@@ -32,7 +32,9 @@ from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.capacity import ServiceFailedMidRun
 from experiment.run.config import embedded_checkpoint_dir
-from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
+from experiment.run.data import unreadable_data
+from experiment.run.service import (EMBEDDED_MODELS, EXPOSURES, ServiceConfigError, ServiceTarget, embedded_serves,
+                                    not_served, start_embedded_early, stop_early_embedded)
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
 from flows.lifetime import exit_process, imports_frozen, survive_closed_console
@@ -92,7 +94,9 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         return draft_revision(args.spec)
     try:
         if args.rehearse and args.backend != "local":
-            raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
+            raise ServiceConfigError("--rehearse runs on the embedded backend: drop --backend; to rehearse against "
+                                     "an embedded backend served on its own (python -m embedded_tinker serve --port "
+                                     "N), set TINKER_BASE_URL=http://127.0.0.1:N and TINKER_API_KEY=tml-local instead")
         if args.rehearsal_scale != "standard" and not args.rehearse:
             raise SpecError("rehearsal_scale", "--rehearsal-scale goes with --rehearse")
         spec = load_spec(args.spec, rehearse=args.rehearse, rehearsal_scale=args.rehearsal_scale)
@@ -139,8 +143,10 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
             if embedded_backend_started_here(args.backend):
                 start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
             flow_imports.join()
-        problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
-                   or unreachable_prefect_server())
+        required = None if args.rehearse else plan.base_model  # outside a rehearsal the served model is the spec's
+        problem = (problem or unserved_on_embedded(args.backend, required)
+                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S, required)
+                   or unreadable_data(spec, args.rehearse) or unreachable_prefect_server())
         if problem:
             stop_early_embedded()
             flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
@@ -274,6 +280,13 @@ def start_servers_early(backend: str, exposure: str, store: RunStore, flow_impor
         server.use()
 
     return ready
+
+
+def unserved_on_embedded(backend: str, model: str | None) -> str | None:
+    """One line when a run outside a rehearsal asks the embedded backend it starts for a model it does not serve."""
+    if model is None or not embedded_backend_started_here(backend) or embedded_serves(model):
+        return None
+    return not_served(model, "the embedded backend", EMBEDDED_MODELS)
 
 
 def embedded_backend_started_here(backend: str) -> bool:

@@ -271,7 +271,7 @@ def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(m
         raise RunInProgress("a stand-in live run")
 
     monkeypatch.setattr(RunStore, "claim", claim)
-    assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+    assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     assert imported_at_claim == [True, True, 1]
     assert backends_started == [(embedded_checkpoint_dir(tmp_path / "runs"), "embedded")]
 
@@ -308,7 +308,7 @@ def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str,
                         lambda *args: stand_in_import.started.wait(timeout=60) and "backend unreachable (stand-in)")
     monkeypatch.setattr(run_cli, "stop_early_embedded", stand_in_import.released.set)
     try:
-        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+        assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
         stand_in_import.released.set()
         sys.modules.pop(stand_in, None)
@@ -370,7 +370,7 @@ def _settings_read_after_their_import(monkeypatch, tmp_path, stand_in: str) -> b
 
     monkeypatch.setattr(run_cli, "unreachable_prefect_server", prefect_server_check)
     try:
-        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+        assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
         settings.released.set()
         sys.modules.pop(stand_in, None)

@@ -554,14 +554,17 @@ def _three_way_gs1_spec(tmp_path: Path, margin: float) -> Path:
     spec["decision_rule"]["criteria"][0]["margin"] = margin
     path = tmp_path / "gs1_three_way.json"
     path.write_text(json.dumps(spec))
+    # with its revision file, which pins the correctness revisions (intake refuses the spec alone for them)
+    path.with_name("gs1_three_way.plan.json").write_text(GS1_SPEC.with_name(GS1_SPEC.stem + ".plan.json").read_text())
     return path
 
 
 @pytest.mark.parametrize("margin, given, wrong", [
-    # margin 1.0: upper bound 1/12 + 0.50 < 1 -> every criterion fails -> refuted
-    (1.0, "refuted", "supported"),
-    # margin -1.0: lower bound 1/12 - 0.50 > -1 -> every criterion passes -> supported
-    (-1.0, "supported", "refuted"),
+    # margin 0.99 (intake refuses a margin at the effect's range, [-1, 1]): upper bound 1/12 + 0.50 < 0.99 -> every
+    # criterion fails -> refuted
+    (0.99, "refuted", "supported"),
+    # margin -0.99: lower bound 1/12 - 0.50 > -0.99 -> every criterion passes -> supported
+    (-0.99, "supported", "refuted"),
 ])
 def test_three_way_verdict_that_the_observations_do_not_give(tmp_path, margin, given, wrong):
     store = build_gs1_run(tmp_path / "runs", _three_way_gs1_spec(tmp_path, margin))
