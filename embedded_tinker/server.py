@@ -44,7 +44,7 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from . import rest_api, wire
+from . import access, rest_api, wire
 from .checkpoints import CheckpointError, CheckpointStore, TinkerPath
 from .exposure import DEFAULT_EXPOSURE, Exposure, SeedRejected
 from .faults import FaultConfig, FaultInjector
@@ -59,6 +59,7 @@ from .model import (
     resolve_base_model,
 )
 from .optimizers import OptimizerError, create_optimizer
+from .results import ResultStore
 from .sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingError, SamplingSpec
 from .service_profile import ServiceProfile, ServiceSchedule
 
@@ -69,7 +70,15 @@ MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
 MAX_PROTOBUF_BODY_BYTES = 64 * 1024 * 1024
 MAX_DECOMPRESSED_BODY_BYTES = 256 * 1024 * 1024  # a zstd body never expands past this
 PROTOBUF_ENDPOINTS = frozenset({"forward_backward"})
-RETRIEVED_RESULT_RETENTION_SECONDS = 120.0  # a retrieved result stays fetchable this long (retries)
+# One sampling request decodes at most this many tokens (num_samples x max_tokens): 64 times the largest
+# request of the seed specs (8 samples x 512 tokens); 20000 x 1000 asked the server for about 40 GB.
+MAX_SAMPLED_TOKENS_PER_REQUEST = 512 * 512
+# Live training models per process, and the memory their adapters and optimizer state may take together
+# (a rank-32 adapter of tiny-arith is a few MiB with its optimizer state; 16 rank-1024 models took 2.4 GB).
+# A session's models are freed when it finishes (sessions/{id}/finish: ServiceClient.close()).
+MAX_LIVE_MODELS = 64
+MAX_LIVE_MODEL_BYTES = 1024 * 1024 * 1024
+RESULT_SWEEP_SECONDS = 10.0  # how often unretrieved results are expired (results.py)
 PROVENANCE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
 PROTOBUF = "application/x-protobuf"
 
@@ -237,10 +246,17 @@ class TrainingModel:
     optimizer: Any  # an optimizers.OPTIMIZER_FAMILIES instance
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_optim_params: dict | None = None
+    owner: str | None = None  # the client (access.py) that created it
     worker: OrderedWorker = field(init=False)
 
     def __post_init__(self):
         self.worker = OrderedWorker(self.model_id, self.lock)
+
+    def memory_bytes(self) -> int:
+        """What this model holds beyond the shared base weights: adapter, its gradients, optimizer state."""
+        # counted as four adapter-sized copies (weights, gradients, two Adam moments): copying the optimizer's
+        # state to measure it would cost what it measures
+        return 4 * sum(p.numel() * p.element_size() for p in self.adapter.parameters())
 
     def optimizer_report(self) -> dict:
         """Family, config and provenance from the server's own state (see module doc)."""
@@ -258,6 +274,7 @@ class SamplingSession:
     base_model: str
     model_path: str | None
     weights: SamplerWeights
+    owner: str | None = None  # the client (access.py) that created it
 
 
 def _strip_provenance(config: dict | None) -> dict:
@@ -277,8 +294,9 @@ class EmbeddedService:
 
     def __init__(
         self, checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE,
-        profile: ServiceProfile | None = None,
+        profile: ServiceProfile | None = None, api_keys: tuple[str, ...] | None = None,
     ):
+        self.api_keys = tuple(api_keys) if api_keys else access.configured_keys()  # access.py
         self.checkpoints = CheckpointStore(checkpoint_dir)
         self.exposure = Exposure(exposure)  # exposure.py: what clients are shown
         self.runs = rest_api.RunRegistry(self.checkpoints.root)  # training-run records (rest_api.py)
@@ -290,9 +308,15 @@ class EmbeddedService:
         self.sessions: dict[str, dict] = {}
         self.models: dict[str, TrainingModel] = {}
         self.sampling_sessions: dict[str, SamplingSession] = {}
-        self.futures: dict[str, Future] = {}
+        self.results = ResultStore()  # results.py: held until retrieved, unretrieved ones expire
         self._sampler_weights_cache: dict[str, SamplerWeights] = {}
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._sweep_results, name="embedded-result-sweeper", daemon=True).start()
+
+    def _sweep_results(self) -> None:
+        while not self._stopped.wait(RESULT_SWEEP_SECONDS):
+            self.results.sweep()
 
     # ------------------------------------------------------------------ futures
     def _register(
@@ -300,48 +324,71 @@ class EmbeddedService:
     ) -> dict:
         """Start work once per request_id (a retried submission gets the same future). With a service
         profile, the future is held until the call's service time of `kind` on `lane` has passed."""
-        with self._lock:
-            if request_id not in self.futures:
-                work = start()
-                self.futures[request_id] = self.schedule.hold(lane, kind, units, work) if lane else work
+
+        def begin() -> Future:
+            work = start()
+            return self.schedule.hold(lane, kind, units, work) if lane else work
+
+        if not self.results.register(request_id, access.current_client(), begin):
+            raise UserError(f"request_id {request_id!r} belongs to another client")
         return {"request_id": request_id}
 
     async def retrieve(self, request_id: str) -> Response:
-        future = self.futures.get(request_id)
+        future = self.results.get(request_id, access.current_client())
         if future is None:
             return JSONResponse(
-                {"error": f"unknown request_id {request_id!r}", "category": "user"}, status_code=404
+                {"error": f"unknown request_id {request_id!r} (never made, another client's, or expired "
+                 "unretrieved)", "category": "user"}, status_code=404
             )
         await asyncio.wait([asyncio.wrap_future(future)], timeout=LONG_POLL_SECONDS)
         if not future.done():
             return JSONResponse(
                 {"type": "try_again", "request_id": request_id, "queue_state": "active"}, status_code=408
             )
-        asyncio.get_running_loop().call_later(
-            RETRIEVED_RESULT_RETENTION_SECONDS, self.futures.pop, request_id, None
-        )
+        self.results.retrieved(request_id)
         error = future.exception()
         if error is not None:
             return JSONResponse(error_payload(error))
         result = future.result()
         if isinstance(result, bytes):
             return Response(content=result, media_type=PROTOBUF)
-        return JSONResponse(result)
+        try:
+            return JSONResponse(result)
+        except ValueError as error:  # e.g. a non-finite float: the failure is the answer, never an HTTP 500
+            return JSONResponse({"error": f"the result cannot be sent as JSON: {error}", "category": "server"})
 
     # ------------------------------------------------------------------ sessions
     def touch_session(self, session_id: str) -> dict:
-        """Sessions are bookkeeping only; unknown ids (e.g. after a restart) are adopted."""
+        """Sessions are bookkeeping only; unknown ids (e.g. after a restart) are adopted, by the client that
+        first names them (access.py)."""
         with self._lock:
-            return self.sessions.setdefault(session_id, {"finished": False, "created": time.time()})
+            return self.sessions.setdefault(
+                session_id, {"finished": False, "created": time.time(), "owner": access.current_client()})
 
     def create_session(self) -> str:
         session_id = f"sess-{uuid.uuid4().hex[:12]}"
         self.touch_session(session_id)
         return session_id
 
+    def finish_session(self, session_id: str) -> dict:
+        """The client is done with the session (ServiceClient.close()): its training models and sampling
+        sessions are freed; their saved checkpoints stay. Another client's session is left alone."""
+        session = self.touch_session(session_id)
+        if not access.may_access(session["owner"]):
+            return {"freed_models": 0}
+        session["finished"] = True
+        prefix = f"{session_id}:train:"
+        with self._lock:
+            models = [self.models.pop(model_id) for model_id in list(self.models) if model_id.startswith(prefix)]
+            for sampling_id in [i for i in self.sampling_sessions if i.startswith(f"sample-{session_id}-")]:
+                del self.sampling_sessions[sampling_id]
+        for model in models:
+            model.worker.stop()
+        return {"freed_models": len(models)}
+
     # ------------------------------------------------------------------ models
     def _new_training_model(
-        self, model_id: str, base_model: str, lora: LoraConfig, optimizer_config: dict
+        self, model_id: str, base_model: str, lora: LoraConfig, optimizer_config: dict, owner: str | None
     ) -> TrainingModel:
         if self.faults.capacity_exhausted():
             raise CapacityExhausted(
@@ -350,13 +397,38 @@ class EmbeddedService:
         base = load_base_model(base_model)
         adapter = LoraAdapter(base, lora)
         optimizer = create_optimizer(_strip_provenance(optimizer_config), adapter.parameters())
-        return TrainingModel(model_id=model_id, base=base, lora=lora, adapter=adapter, optimizer=optimizer)
+        model = TrainingModel(model_id=model_id, base=base, lora=lora, adapter=adapter, optimizer=optimizer,
+                              owner=owner)
+        self._check_model_capacity(model)
+        return model
+
+    def _check_model_capacity(self, model: TrainingModel) -> None:
+        """Refuse a model past MAX_LIVE_MODELS or MAX_LIVE_MODEL_BYTES (the live models' own memory)."""
+        with self._lock:
+            live = list(self.models.values())
+        held = sum(m.memory_bytes() for m in live)
+        if len(live) >= MAX_LIVE_MODELS or held + model.memory_bytes() > MAX_LIVE_MODEL_BYTES:
+            model.worker.stop()
+            raise UserError(
+                f"this server holds {len(live)} training models ({held / 2**20:.0f} MiB of adapters and optimizer "
+                f"state); a new one of {model.memory_bytes() / 2**20:.0f} MiB would pass its limit of "
+                f"{MAX_LIVE_MODELS} models or {MAX_LIVE_MODEL_BYTES / 2**20:.0f} MiB: close a ServiceClient "
+                "(sessions/{id}/finish) to free its models"
+            )
+
+    def _claim_model_id(self, model_id: str, owner: str | None) -> None:
+        """Refuse a model id whose live model or run record belongs to another client."""
+        live = self.models.get(model_id)
+        if (live is not None and live.owner != owner) or not access.may_access(self.runs.owner(model_id)):
+            raise UserError(f"model id {model_id!r} belongs to another client: use a session of your own")
 
     def create_model(self, body: dict) -> dict:
         body = RequestBody(body)
         session_id, model_seq_id = body.text("session_id"), body.integer("model_seq_id")
         self.touch_session(session_id)
         model_id = f"{session_id}:train:{model_seq_id}"
+        owner = access.current_client()
+        self._claim_model_id(model_id, owner)
         resolve_base_model(body.text("base_model"))  # unknown names: HTTP 400 naming the served models
         self.exposure.check_lora_config(body.get("lora_config"))
         try:
@@ -370,8 +442,8 @@ class EmbeddedService:
             with self._lock:
                 if model_id in self.models:
                     return {"model_id": model_id, "type": "create_model"}
-            model = self._new_training_model(model_id, body["base_model"], lora, optimizer_config)
-            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"))
+            model = self._new_training_model(model_id, body["base_model"], lora, optimizer_config, owner)
+            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"), owner)
             with self._lock:
                 self.models[model_id] = model
             return {"model_id": model_id, "type": "create_model"}
@@ -382,7 +454,7 @@ class EmbeddedService:
         if not isinstance(model_id, str):
             raise UserError(f"request field 'model_id' must be a string (got {_preview(model_id)})")
         model = self.models.get(model_id)
-        if model is None:
+        if model is None or not access.may_access(model.owner):
             raise UserError(
                 f"unknown model_id {model_id!r} (models live until the server stops; create or load one)"
             )
@@ -459,6 +531,10 @@ class EmbeddedService:
                 raise UserError(
                     f"optimizer params {family!r} do not match the model's optimizer {model.optimizer.config}"
                 )
+            if not all(bool(torch.isfinite(p.grad).all()) for p in model.adapter.parameters() if p.grad is not None):
+                model.adapter.zero_grad()
+                raise UserError("the accumulated gradients are not finite (NaN or infinity; e.g. a NaN advantage or "
+                                "logprob in forward_backward): the step was not taken and the gradients were cleared")
             metrics = model.optimizer.step(params)
             model.adapter.zero_grad()
             model.last_optim_params = {"type": family, **{k: v for k, v in params.items() if k != "type"}}
@@ -510,7 +586,7 @@ class EmbeddedService:
             sampling_session_id = f"sample-{session_id}-{sampling_seq_id}"
             with self._lock:
                 self.sampling_sessions[sampling_session_id] = SamplingSession(
-                    sampling_session_id, model.base.name, None, weights
+                    sampling_session_id, model.base.name, None, weights, model.owner
                 )
             return {"sampling_session_id": sampling_session_id, "type": "save_weights_for_sampler"}
 
@@ -518,7 +594,7 @@ class EmbeddedService:
         return self._submit_to_model(body["model_id"], body.get("seq_id"), "save_weights_for_sampler", run, cost)
 
     def load_weights(self, body: dict) -> dict:
-        path = TinkerPath.parse(body["path"])
+        path = self._readable(TinkerPath.parse(body["path"]))
         with_optimizer = bool(body.get("optimizer"))
         metadata = self.checkpoints.metadata(path)  # fail fast (user error) on a missing checkpoint
         if with_optimizer and path.kind != "weights":
@@ -550,6 +626,8 @@ class EmbeddedService:
         session_id, model_seq_id = body.text("session_id"), body.integer("model_seq_id")
         self.touch_session(session_id)
         model_id = f"{session_id}:train:{model_seq_id}"
+        owner = access.current_client()
+        self._claim_model_id(model_id, owner)
         base_model = body.get("base_model") or metadata["base_model"]
         resolve_base_model(base_model)
         lora = LoraConfig(**metadata["lora_config"])
@@ -565,8 +643,8 @@ class EmbeddedService:
                 if model_id in self.models:
                     return {"type": "load_weights", "path": str(path), "model_id": model_id}
             checkpoint = self.checkpoints.load(path, with_optimizer_state=with_optimizer)
-            model = self._new_training_model(model_id, base_model, lora, optimizer_config)
-            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"))
+            model = self._new_training_model(model_id, base_model, lora, optimizer_config, owner)
+            self.runs.created(model_id, model.base.name, lora.to_json(), body.get("user_metadata"), owner)
             model.adapter.load_state_dict(checkpoint.adapter_tensors)
             if with_optimizer:
                 model.optimizer.load_state_dict(checkpoint.optimizer_state)
@@ -579,8 +657,14 @@ class EmbeddedService:
             f"{model_id}:load", lambda: self.executor.submit(create), model_id, "create_from_checkpoint"
         )
 
+    def _readable(self, path: TinkerPath) -> TinkerPath:
+        """`path` when the current client may read it; another client's checkpoint does not exist for it."""
+        if not access.may_access(self.runs.owner(path.model_id)):
+            raise CheckpointError(f"no checkpoint at {path}")
+        return path
+
     def weights_info(self, tinker_path: str) -> dict:
-        metadata = self.checkpoints.metadata(tinker_path)
+        metadata = self.checkpoints.metadata(self._readable(TinkerPath.parse(tinker_path)))
         lora = metadata["lora_config"]
         report = {
             **metadata["optimizer"],
@@ -603,7 +687,7 @@ class EmbeddedService:
     # ------------------------------------------------------------------ sampling
     def sampler_weights_for_path(self, model_path: str) -> SamplerWeights:
         """The exact weights of a checkpoint (verified against its recorded adapter_sha256)."""
-        path = TinkerPath.parse(model_path)
+        path = self._readable(TinkerPath.parse(model_path))
         with self._lock:
             cached = self._sampler_weights_cache.get(str(path))
         if cached is not None:
@@ -628,6 +712,10 @@ class EmbeddedService:
     def create_sampling_session(self, body: dict) -> dict:
         self.touch_session(body["session_id"])
         sampling_session_id = f"sample-{body['session_id']}-{body['sampling_session_seq_id']}"
+        owner = access.current_client()
+        existing = self.sampling_sessions.get(sampling_session_id)
+        if existing is not None and existing.owner != owner:
+            raise UserError(f"sampling session {sampling_session_id!r} belongs to another client")
         if body.get("model_path"):
             weights = self.sampler_weights_for_path(body["model_path"])
             self.schedule.hold_here(sampling_session_id, "sampler_load")  # in a worker thread (the route)
@@ -637,13 +725,13 @@ class EmbeddedService:
             raise UserError("create_sampling_session needs model_path or base_model")
         with self._lock:
             self.sampling_sessions[sampling_session_id] = SamplingSession(
-                sampling_session_id, weights.base.name, body.get("model_path"), weights
+                sampling_session_id, weights.base.name, body.get("model_path"), weights, owner
             )
         return {"type": "create_sampling_session", "sampling_session_id": sampling_session_id}
 
     def sampling_session(self, sampling_session_id: str) -> SamplingSession:
         session = self.sampling_sessions.get(sampling_session_id)
-        if session is None:
+        if session is None or not access.may_access(session.owner):
             raise UserError(f"unknown sampling session {sampling_session_id!r}")
         return session
 
@@ -681,11 +769,17 @@ class EmbeddedService:
         num_samples = RequestBody(body).integer("num_samples", default=1)
         if num_samples < 1:
             raise UserError("num_samples must be >= 1")
+        spec = SamplingSpec.from_request(body.get("sampling_params") or {}, weights.base)
+        if num_samples * spec.max_tokens > MAX_SAMPLED_TOKENS_PER_REQUEST:
+            raise UserError(
+                f"num_samples x max_tokens = {num_samples} x {spec.max_tokens} passes this server's limit of "
+                f"{MAX_SAMPLED_TOKENS_PER_REQUEST} sampled tokens per request: split it into smaller requests"
+            )
         job = SampleJob(
             weights=weights,
             prompt=prompt,
             num_samples=num_samples,
-            spec=SamplingSpec.from_request(body.get("sampling_params") or {}, weights.base),
+            spec=spec,
             want_prompt_logprobs=bool(body.get("prompt_logprobs")),
             prompt_logprobs_last_n=body.get("prompt_logprobs_last_n"),
         )
@@ -712,6 +806,7 @@ class EmbeddedService:
         return response
 
     def stop(self) -> None:
+        self._stopped.set()
         self.sampler.stop()
         for model in list(self.models.values()):
             model.worker.stop()
@@ -831,6 +926,16 @@ class ExposureAndFaults:
         if self.service.exposure.hides(path):
             return await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
         endpoint = path[len("/api/v1/"):].split("/", 1)[0] if path.startswith("/api/v1/") else ""
+        if refused := access.refusal(scope, endpoint, self.service.api_keys, PROTOBUF_ENDPOINTS):
+            status, message = refused
+            return await JSONResponse({"error": message, "category": "user"}, status_code=status)(scope, receive, send)
+        token = access.serve_as(scope)
+        try:
+            await self._count_and_serve(scope, receive, send, path, endpoint)
+        finally:
+            access.reset(token)
+
+    async def _count_and_serve(self, scope, receive, send, path: str, endpoint: str) -> None:
         limit = MAX_PROTOBUF_BODY_BYTES if endpoint in PROTOBUF_ENDPOINTS else MAX_JSON_BODY_BYTES
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:  # refused unread
@@ -894,10 +999,11 @@ async def no_proper_answer(mode: str, send) -> None:
 
 def create_app(
     checkpoint_dir: str | Path, faults: FaultConfig | None = None, exposure: str = DEFAULT_EXPOSURE,
-    profile: ServiceProfile | None = None,
+    profile: ServiceProfile | None = None, api_keys: tuple[str, ...] | None = None,
 ) -> FastAPI:
-    """`profile`: a service profile (service_profile.py) giving each call a service time; None: none."""
-    service = EmbeddedService(checkpoint_dir, faults, exposure, profile)
+    """`profile`: a service profile (service_profile.py) giving each call a service time; None: none.
+    `api_keys`: the keys clients must send (access.py; None: EMBEDDED_TINKER_API_KEYS, else tml-local)."""
+    service = EmbeddedService(checkpoint_dir, faults, exposure, profile, api_keys)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -942,6 +1048,8 @@ def create_app(
             "faults_injected": {"429": injected[429], "503": injected[503], "unanswered": service.faults.unanswered},
             **service.busy_clock.report(),
             "sampler": service.sampler.report(),
+            "results": service.results.report(),
+            "live_models": len(service.models),
             **({"service_profile": report} if (report := service.schedule.report()) else {}),
         }
 
@@ -993,7 +1101,7 @@ def create_app(
 
     @app.post(f"{api}/sessions/{{session_id}}/finish")
     async def finish_session(session_id: str):
-        service.touch_session(session_id)["finished"] = True
+        await in_thread(service.finish_session, session_id)
         return {}
 
     @app.post(f"{api}/create_model")
