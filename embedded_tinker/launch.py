@@ -215,6 +215,7 @@ def start_server(
     if in_process:
         import uvicorn
 
+        from .connections import uvicorn_options
         from .server import create_app
 
         try:
@@ -222,6 +223,7 @@ def start_server(
                 create_app(checkpoint_dir, faults, exposure, profile, api_keys),
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                **uvicorn_options(),
             )
         except BaseException:
             listener.close()
