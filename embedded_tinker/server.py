@@ -65,10 +65,15 @@ from .service_profile import ServiceProfile, ServiceSchedule
 
 LONG_POLL_SECONDS = 25.0
 # Request size caps: a JSON request of the SDK is a few KiB (a sampling prompt of the longest context
-# ~200 KiB); a forward_backward protobuf of a 64 x 2048-token batch is a few MiB.
+# ~200 KiB). forward_backward bodies, measured (benchmarks/request_body_sizes.py, tinker 0.38): the largest
+# batch of the three seed specs at standard scale is one 2,633,648-byte body (selfgen, 128 x 1024 tokens,
+# importance_sampling; SFT 64 x 2048 is 2,101,674), and the SDK itself splits a batch into bodies of about
+# 5,000,000 bytes (fwdbwd_max_chunk_bytes_count). 16 MiB is 6x the largest and 3x the SDK's chunk, and a
+# zstd bomb (decompressed as a stream, stopped at the cap) costs the server at most that much.
 MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
-MAX_PROTOBUF_BODY_BYTES = 64 * 1024 * 1024
-MAX_DECOMPRESSED_BODY_BYTES = 256 * 1024 * 1024  # a zstd body never expands past this
+MAX_PROTOBUF_BODY_BYTES = 16 * 1024 * 1024
+MAX_DECOMPRESSED_BODY_BYTES = 16 * 1024 * 1024  # a zstd body never expands past this
+ZSTD_MAX_WINDOW_BYTES = 8 * 1024 * 1024  # a frame asking for a larger window (memory) is refused
 PROTOBUF_ENDPOINTS = frozenset({"forward_backward"})
 # One sampling request decodes at most this many tokens (num_samples x max_tokens): 64 times the largest
 # request of the seed specs (8 samples x 512 tokens); 20000 x 1000 asked the server for about 40 GB.
@@ -133,7 +138,8 @@ def decompress_zstd(body: bytes, limit: int | None = None) -> bytes:
 
     chunks, size = [], 0
     try:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)) as reader:
+        decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW_BYTES)
+        with decompressor.stream_reader(io.BytesIO(body)) as reader:
             while chunk := reader.read(1024 * 1024):
                 size += len(chunk)
                 if size > limit:
