@@ -65,7 +65,7 @@ from .service_profile import ServiceProfile, ServiceSchedule
 
 LONG_POLL_SECONDS = 25.0
 # Request size caps: a JSON request of the SDK is a few KiB (a sampling prompt of the longest context
-# ~200 KiB). forward_backward bodies, measured (benchmarks/request_body_sizes.py, tinker 0.38): the largest
+# ~200 KiB). forward_backward bodies, measured (embedded_tinker/request_sizes.py, tinker 0.38): the largest
 # batch of the three seed specs at standard scale is one 2,633,648-byte body (selfgen, 128 x 1024 tokens,
 # importance_sampling; SFT 64 x 2048 is 2,101,674), and the SDK itself splits a batch into bodies of about
 # 5,000,000 bytes (fwdbwd_max_chunk_bytes_count). 16 MiB is 6x the largest and 3x the SDK's chunk, and a
@@ -358,10 +358,7 @@ class EmbeddedService:
         result = future.result()
         if isinstance(result, bytes):
             return Response(content=result, media_type=PROTOBUF)
-        try:
-            return JSONResponse(result)
-        except ValueError as error:  # e.g. a non-finite float: the failure is the answer, never an HTTP 500
-            return JSONResponse({"error": f"the result cannot be sent as JSON: {error}", "category": "server"})
+        return json_result(result)
 
     # ------------------------------------------------------------------ sessions
     def touch_session(self, session_id: str) -> dict:
@@ -537,10 +534,7 @@ class EmbeddedService:
                 raise UserError(
                     f"optimizer params {family!r} do not match the model's optimizer {model.optimizer.config}"
                 )
-            if not all(bool(torch.isfinite(p.grad).all()) for p in model.adapter.parameters() if p.grad is not None):
-                model.adapter.zero_grad()
-                raise UserError("the accumulated gradients are not finite (NaN or infinity; e.g. a NaN advantage or "
-                                "logprob in forward_backward): the step was not taken and the gradients were cleared")
+            refuse_non_finite_gradients(model)
             metrics = model.optimizer.step(params)
             model.adapter.zero_grad()
             model.last_optim_params = {"type": family, **{k: v for k, v in params.items() if k != "type"}}
@@ -817,6 +811,25 @@ class EmbeddedService:
         for model in list(self.models.values()):
             model.worker.stop()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def refuse_non_finite_gradients(model: TrainingModel) -> None:
+    """UserError (the optim_step future fails with category "user", retrievable as any result) when the accumulated
+    gradients hold a NaN or an infinity: the step is not taken and the gradients are cleared, so the adapter and the
+    optimizer state stay finite. Before, the step ran and its NaN grad_norm made the answer an HTTP 500."""
+    if not all(bool(torch.isfinite(p.grad).all()) for p in model.adapter.parameters() if p.grad is not None):
+        model.adapter.zero_grad()
+        raise UserError("the accumulated gradients are not finite (NaN or infinity; e.g. a NaN advantage or logprob "
+                        "in forward_backward): the step was not taken and the gradients were cleared")
+
+
+def json_result(result: Any) -> Response:
+    """A JSON result as retrieve_future answers it; one that JSON cannot carry (a non-finite float) is answered as
+    a failed request (category "server"), never an HTTP 500."""
+    try:
+        return JSONResponse(result)
+    except ValueError as error:
+        return JSONResponse({"error": f"the result cannot be sent as JSON: {error}", "category": "server"})
 
 
 def _prompt_tokens(prompt: dict) -> list[int]:

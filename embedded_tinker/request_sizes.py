@@ -1,6 +1,6 @@
 """The largest request bodies the three seed specs make at standard scale, as the stock SDK encodes them.
 
-    python -m benchmarks.request_body_sizes
+    python -m embedded_tinker.request_sizes
 
 forward_backward is the only large request. The stock SDK splits a batch into chunks of at most
 `fwdbwd_max_chunk_bytes_count` (its estimate; 5,000,000 unless client/config says otherwise; the embedded
@@ -21,7 +21,7 @@ from tinker import types
 from tinker.lib.public_interfaces.training_client import TrainingClient
 from tinker.proto.request_conv import forward_backward_request_to_proto
 
-from embedded_tinker.server import MAX_DECOMPRESSED_BODY_BYTES, MAX_PROTOBUF_BODY_BYTES
+from .server import MAX_DECOMPRESSED_BODY_BYTES, MAX_PROTOBUF_BODY_BYTES
 
 VOCABULARY = 151_936
 # (spec, batch_size, max_seq_len, loss, loss inputs besides target_tokens): specs/*.json at standard scale
