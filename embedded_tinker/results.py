@@ -16,6 +16,7 @@ client abandoned (before: 8000 unretrieved requests kept 41 MB for the server's 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 RETRIEVED_RETENTION_SECONDS = 120.0
-UNRETRIEVED_TTL_SECONDS = 900.0
+TTL_ENV = "EMBEDDED_TINKER_UNRETRIEVED_TTL_S"  # lowers the TTL, e.g. to watch expiry (tools/attacks/unretrieved_results.py)
+UNRETRIEVED_TTL_SECONDS = float(os.environ.get(TTL_ENV) or 900.0)
 UNRETRIEVED_MAX_BYTES = 128 * 1024 * 1024
 JSON_RESULT_BYTES = 4096  # what a JSON result (a small dict, with its entry) is counted as
 SWEEP_INTERVAL_SECONDS = 1.0
