@@ -62,6 +62,10 @@ class ResultStore:
         return True
 
     def _done(self, held: HeldResult, future: Future) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            # only the error's text is answered; its traceback would keep the failed call's frames (and what
+            # they referenced: models, tensors) alive as long as the result is held
+            future.exception().__traceback__ = None
         size = JSON_RESULT_BYTES
         if not future.cancelled() and future.exception() is None and isinstance(future.result(), bytes):
             size = len(future.result())

@@ -14,6 +14,7 @@ import gc
 import json
 import time
 
+import httpx
 import tinker
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
@@ -40,7 +41,8 @@ def attack(base_url: str, pid: int, models: int, rank: int) -> dict:
     service.close("success").result()
     gc.collect()
     time.sleep(1.0)
-    return {"models_asked": models, "rank": rank, "models_made": made, "refused": len(refused),
+    live = httpx.get(f"{base_url}/api/v1/healthz").json().get("live_models")
+    return {"live_models_after_finish": live, "models_asked": models, "rank": rank, "models_made": made, "refused": len(refused),
             "first_refusal": refused[0] if refused else None, "server_rss_before_mb": before,
             "server_rss_with_models_mb": with_models, "server_rss_after_finish_mb": rss_mb(pid)}
 
