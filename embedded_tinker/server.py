@@ -334,7 +334,10 @@ class EmbeddedService:
 
     def _sweep_results(self) -> None:
         while not self._stopped.wait(RESULT_SWEEP_SECONDS):
+            expired = self.results.expired
             self.results.sweep()
+            if self.results.expired != expired:
+                release_freed_memory()
 
     # ------------------------------------------------------------------ futures
     def _register(
