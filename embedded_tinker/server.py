@@ -947,7 +947,9 @@ def capped_receive(receive, limit: int, endpoint: str):
 
 class ExposureAndFaults:
     """ASGI middleware in front of every route: a route the production service lacks answers 404
-    (exposure "production"), and the injected latency and 429/503 faults (faults.py) are applied.
+    (exposure "production"), a request access.py refuses (Host, Origin, Content-Type, key) is answered
+    before any route runs, the request's client is made current for the route (access.serve_as), and the
+    injected latency and 429/503 faults (faults.py) are applied.
 
     A plain ASGI callable rather than ``@app.middleware("http")``: that wrapper runs each request
     through extra tasks and memory streams, which costs more than the routes of a small request.
