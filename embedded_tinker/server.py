@@ -31,6 +31,7 @@ import ctypes
 import heapq
 import itertools
 import json
+import os
 import threading
 import time
 import uuid
@@ -43,6 +44,7 @@ from typing import Any
 
 import torch
 from fastapi import FastAPI, Request
+from starlette.requests import ClientDisconnect
 from fastapi.responses import JSONResponse, Response
 
 from . import access, rest_api, wire
@@ -84,6 +86,7 @@ MAX_SAMPLED_TOKENS_PER_REQUEST = 512 * 512
 # A session's models are freed when it finishes (sessions/{id}/finish: ServiceClient.close()).
 MAX_LIVE_MODELS = 64
 MAX_LIVE_MODEL_BYTES = 1024 * 1024 * 1024
+PYQWEST_ENV = "EMBEDDED_TINKER_CLIENT_PYQWEST"  # "0": tell SDK clients to use plain httpx (client/config)
 RESULT_SWEEP_SECONDS = 10.0  # how often unretrieved results are expired (results.py)
 FINISH_JOIN_SECONDS = 5.0  # a finished session's model may first end the request it is running
 PROVENANCE_KEYS = ("adapter_sha256", "optimizer_step", "last_optim_params")
@@ -1080,6 +1083,8 @@ def create_app(
             body = await request.json()
         except RequestTooLarge:
             raise
+        except ClientDisconnect:  # e.g. a client process that exited with a long poll open: no one to answer
+            raise UserError("the client disconnected before its request body arrived") from None
         except (ValueError, RecursionError) as error:
             raise UserError(f"request body is not JSON: {type(error).__name__}") from None
         if not isinstance(body, dict):
@@ -1108,7 +1113,9 @@ def create_app(
         return {
             "pjwt_auth_enabled": False,
             "credential_default_source": "api_key",
-            "use_pyqwest_transport": True,  # the SDK's reqwest transport: less client CPU per request
+            # the SDK's reqwest transport: less client CPU per request; it also leaves Rust (tokio) threads running
+            # in every client process until it exits (docs/embedded-backend.md, "Client exit")
+            "use_pyqwest_transport": os.environ.get(PYQWEST_ENV, "1") != "0",
             "parallel_fwdbwd_chunks": True,
             "proto_compress_fwdbwd": False,
             "sample_use_retrieve_futures": False,
