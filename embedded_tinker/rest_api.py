@@ -88,7 +88,7 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat()
 
 
-def _valid_component(value: str) -> bool:
+def valid_component(value: str) -> bool:
     try:
         TinkerPath.parse(f"tinker://{value}/weights/x")
     except CheckpointError:
@@ -142,7 +142,7 @@ class RunRegistry:
 
     def visible(self, run_id: str) -> bool:
         """Whether the run is a valid id the current client may see (another client's runs do not exist for it)."""
-        return _valid_component(run_id) and access.may_access(self.owner(run_id))
+        return valid_component(run_id) and access.may_access(self.owner(run_id))
 
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -150,7 +150,7 @@ class RunRegistry:
         return [
             entry.name
             for entry in self.root.iterdir()
-            if entry.is_dir() and not entry.name.startswith(".") and _valid_component(entry.name)
+            if entry.is_dir() and not entry.name.startswith(".") and valid_component(entry.name)
             and ((entry / RUN_RECORD).is_file() or any((entry / kind).is_dir() for kind in _CHECKPOINT_TYPES))
         ]
 
@@ -289,7 +289,7 @@ class RunRegistry:
 
 def _export_name(checkpoint_id: str) -> str:
     kind, _, name = checkpoint_id.partition("/")
-    if kind != EXPORT_KIND or not name or "/" in name or not _valid_component(name):
+    if kind != EXPORT_KIND or not name or "/" in name or not valid_component(name):
         raise RunNotFound(f"no external weights checkpoint {checkpoint_id!r}")
     return name
 
@@ -351,7 +351,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
     async def save_weights_external(request: Request):
         body = await request.json()
         name = body.get("path") or f"export-{body.get('seq_id')}"
-        if not _valid_component(name):
+        if not valid_component(name):
             raise CheckpointError(f"invalid export name {name!r}: use letters, digits and ._:=+-")
 
         def run(model: TrainingModel) -> dict:
@@ -388,7 +388,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
         if not hmac.compare_digest(expected, signature) or expires < time.time():
             return JSONResponse({"error": "invalid or expired signature", "category": "user"}, status_code=403)
         path = runs.export_directory(run_id, name) / file
-        if not (_valid_component(run_id) and _valid_component(name) and _valid_component(file)) or not path.is_file():
+        if not (valid_component(run_id) and valid_component(name) and valid_component(file)) or not path.is_file():
             raise RunNotFound("no such file")
         return FileResponse(path, media_type="application/octet-stream")
 

@@ -441,7 +441,10 @@ class EmbeddedService:
             )
 
     def _claim_model_id(self, model_id: str, owner: str | None) -> None:
-        """Refuse a model id whose live model or run record belongs to another client."""
+        """Refuse a model id that is no path component (its run record is written under it: a session id of
+        "../x" wrote outside the checkpoint directory) or whose live model or run record is another client's."""
+        if not rest_api.valid_component(model_id):
+            raise UserError(f"invalid session id in model id {model_id!r}: use letters, digits and ._:=+-")
         live = self.models.get(model_id)
         if (live is not None and live.owner != owner) or not access.may_access(self.runs.owner(model_id)):
             raise UserError(f"model id {model_id!r} belongs to another client: use a session of your own")

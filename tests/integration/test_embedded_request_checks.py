@@ -231,7 +231,7 @@ def test_a_listing_route_does_not_list_outside_the_checkpoint_directory(server, 
     outside.mkdir(parents=True, exist_ok=True)
     (outside / "checkpoint.json").write_text(json.dumps({"created_at": 1.0, "secret": "outside"}))
     with monkeypatch.context() as weak:  # attack first: without the component check, ".." is a run id
-        weak.setattr(rest_api, "_valid_component", lambda value: True)
+        weak.setattr(rest_api, "valid_component", lambda value: True)
         status, answer = _get(server, "/api/v1/training_runs/%2e%2e/checkpoints")
         assert status == 200 and [c["checkpoint_id"] for c in answer["checkpoints"]] == ["weights/planted"]
     for path in ("/api/v1/training_runs/%2e%2e/checkpoints", "/api/v1/training_runs/%2e%2e",
@@ -333,3 +333,18 @@ def test_the_largest_seed_spec_request_fits_the_body_caps_with_margin(server):
     status, answer, _ = Connection(server.base_url).post(
         "forward_backward", zstandard.ZstdCompressor().compress(body), headers)
     assert status == 400 and "expands past" not in answer["error"]
+
+
+def test_a_session_id_cannot_write_outside_the_checkpoint_directory(server, monkeypatch):
+    escape = server.checkpoint_dir.parent / "escaped-run"
+    body = _create_model(session_id="../escaped-run", model_seq_id=0)  # model id "../escaped-run:train:0"
+    with monkeypatch.context() as weak:  # attack first: without the component check the run record lands outside
+        weak.setattr(rest_api, "valid_component", lambda value: True)
+        status, answer, _ = Connection(server.base_url).post("create_model", body)
+        assert status == 200
+        assert _retrieve(server, answer["request_id"])[0] == 200
+        assert (server.checkpoint_dir.parent / "escaped-run:train:0" / "run.json").is_file()
+    body["session_id"] = "../escaped-again"
+    status, answer, _ = Connection(server.base_url).post("create_model", body)
+    assert status == 400 and answer["error"].startswith("invalid session id in model id '../escaped-again:train:0'")
+    assert not (server.checkpoint_dir.parent / "escaped-again:train:0").exists() and not escape.exists()
