@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     from . import qwen3  # noqa: F401 - the served decoder, imported before serving (transformers is not)
     import uvicorn
 
+    from .connections import uvicorn_options
     from .server import create_app
 
     torch.set_num_threads(args.torch_threads)
@@ -110,9 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     gc.enable()
     if listener is None:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, **uvicorn_options())
     else:
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                                **uvicorn_options())
         uvicorn.Server(config).run(sockets=[listener])
 
 
