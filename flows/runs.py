@@ -36,7 +36,7 @@ from typing import Any
 from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
 from experiment.run.store import (RESUMABLE_KINDS, RUN_KINDS, STALE, STALE_MEANING, CorruptRecord, RunIndex,
-                                  default_runs_dir, recover_result, run_kind, shown_status)
+                                  default_runs_dir, intact_result, recover_result, run_kind, shown_status)
 from flows.lifetime import exit_process, survive_closed_console
 
 LIST_COLUMNS = ("run_id", "spec", "scale", "status", "kind", "verdict", "effect", "started", "duration")
@@ -261,11 +261,15 @@ def _metric_text(value: Any) -> str:
 
 
 def recover_run(runs_dir: Path, run_id: str) -> list[str]:
-    """Rebuild `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it."""
+    """Rebuild a damaged `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it.
+    An intact result.json is left as it is."""
     run_id = resolve_run_id(runs_dir, run_id)
     run_dir = runs_dir / run_id
     if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "events.jsonl").is_file():
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
+    intact = intact_result(run_dir)
+    if intact is not None:
+        return [f"{run_dir / 'result.json'} is intact (status {intact.get('status')}); nothing was changed"]
     try:
         result = recover_result(run_dir)
     except (CorruptRecord, OSError, ValueError, KeyError) as err:

@@ -133,6 +133,68 @@ def parse_json_record(path: Path, data: bytes, recovery: str) -> Any:
                             f"writes it atomically; {recovery}") from None
 
 
+EVENTS_FILE, TORN_EVENTS_FILE = "events.jsonl", "events.jsonl.torn"
+
+
+def read_events_file(path: Path) -> list[dict[str, Any]]:
+    """The events of an events.jsonl file. A last line with no newline that does not parse is what a kill -9
+    during an append leaves (a torn write): it is no event and is skipped. Any other line that does not parse
+    is damage from outside the store: CorruptRecord, one line naming the file and the line."""
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: b"" unless the last append was torn
+    events = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            events.append(_event_line(path, number, line))
+    if tail.strip():
+        try:
+            events.append(_event_line(path, len(lines) + 1, tail))  # complete, only its newline missing
+        except CorruptRecord:
+            pass
+    return events
+
+
+def _event_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        event = None
+    if not isinstance(event, dict):
+        raise CorruptRecord(f"{path} line {number} is not a JSON event: damaged outside the store, which only "
+                            "appends whole lines")
+    return event
+
+
+def mend_torn_events(run_dir: Path) -> bool:
+    """End events.jsonl on a whole line before anything is appended to it again: a torn last line (no newline:
+    a kill -9 during an append) is moved to events.jsonl.torn, kept there, and cut from the log (a complete last
+    line only gets its newline). Call only while holding the run. True when the file was changed."""
+    path = Path(run_dir) / EVENTS_FILE
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return False
+    if not data or data.endswith(b"\n"):
+        return False
+    tail = data[data.rfind(b"\n") + 1:]
+    try:
+        complete = isinstance(json.loads(tail), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        complete = False
+    if complete:
+        with open(path, "ab") as handle:
+            handle.write(b"\n")
+        return True
+    with open(Path(run_dir) / TORN_EVENTS_FILE, "ab") as kept:
+        kept.write(tail + b"\n")
+    os.truncate(path, len(data) - len(tail))
+    logger.warning("%s ended in a torn line (%d bytes, no newline: a write cut short); it is kept in %s and the "
+                   "run goes on from the last whole event", path, len(tail), TORN_EVENTS_FILE)
+    return True
+
+
 def result_recovery(run_dir: Path) -> str:
     """How to recover a run whose result.json is damaged."""
     return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
@@ -281,8 +343,12 @@ class RunIndex:
             except OSError:  # a read-only runs dir: rebuilt for this reader only
                 return self._rebuild(str(err), save=False)
 
-    def _read_file(self) -> pd.DataFrame:
+    def _read_file(self, ignoring: str | None = None) -> pd.DataFrame:
+        """The index file; _UnreadableIndex when it cannot be read, or is missing while run directories (other
+        than `ignoring`, the run being added) exist."""
         if not self.path.exists():
+            if self._run_dirs_exist(ignoring):  # deleted (by hand, a cleanup): the runs are still there
+                raise _UnreadableIndex("missing")
             return pd.DataFrame(columns=self.COLUMNS)
         try:
             frame = pd.read_parquet(self.path)
@@ -293,6 +359,14 @@ class RunIndex:
             raise _UnreadableIndex(f"no column {missing[0]}")
         return frame
 
+    def _run_dirs_exist(self, ignoring: str | None = None) -> bool:
+        """Whether the runs dir holds a run directory (one with a run.json) the index would list."""
+        try:
+            return any(entry.name != ignoring and entry.is_dir() and (entry / "run.json").is_file()
+                       for entry in self.path.parent.iterdir())
+        except OSError:
+            return False
+
     def _rebuild(self, why: str, save: bool) -> pd.DataFrame:
         rows = [row for row in (_index_row_from(run_dir) for run_dir in sorted(self.path.parent.iterdir())
                                 if run_dir.is_dir()) if row is not None]
@@ -302,14 +376,15 @@ class RunIndex:
             with suppress(OSError):
                 _write_parquet_atomic(frame, self.path)
                 saved = True
-        logger.warning("%s was unreadable (%s); %s it from %d run directories (it is derived from them)",
-                       self.path, why, "rebuilt" if saved else "read", len(rows))
+        logger.warning("%s was %s; %s it from %d run directories (it is derived from them)",
+                       self.path, "missing" if why == "missing" else f"unreadable ({why})",
+                       "rebuilt" if saved else "read", len(rows))
         return frame
 
     def upsert(self, row: dict[str, Any]) -> None:
         with self._locked():
             try:
-                frame = self._read_file()
+                frame = self._read_file(ignoring=row["run_id"])
             except _UnreadableIndex as err:
                 frame = self._rebuild(str(err), save=False)
             frame = frame[frame["run_id"] != row["run_id"]]
@@ -401,6 +476,7 @@ class RunStore:
             handle = self._lock_file()
             _HELD[key] = [handle, 1]
             self._run_lock = handle
+        mend_torn_events(self.run_dir)  # the run is this process's now: its appends start on a whole line
 
     def _lock_file(self) -> Any:
         handle = open(self.run_dir / RUN_LOCK_FILE, "a+")
@@ -469,6 +545,10 @@ class RunStore:
         with open(locks / f"{plan.spec_sha256}.lock", "a+") as spec_lock:
             fcntl.flock(spec_lock, fcntl.LOCK_EX)
             try:
+                held = None if fresh else cls._held_here(runs_dir, plan.spec_sha256)
+                if held is not None:  # this process claimed it (the CLI, before its flow): that run, not the newest
+                    held.acquire()
+                    return held, "resumed"
                 latest = None if fresh else cls.latest(runs_dir, plan.spec_sha256)
                 if latest is not None and exposure is not None and latest.recorded_exposure() not in (None, exposure):
                     latest = None
@@ -480,6 +560,21 @@ class RunStore:
                 return cls.create(runs_dir, spec, plan), "new"
             finally:
                 fcntl.flock(spec_lock, fcntl.LOCK_UN)
+
+    @classmethod
+    def _held_here(cls, runs_dir: Path, spec_sha256: str) -> RunStore | None:
+        """The run of this spec in `runs_dir` that this process holds, if any. Two `--fresh` runs of one spec
+        side by side each claim their own new run; each one's flow must go on with that run, not with the
+        newest of the spec (which may be the other process's, and refused as in progress)."""
+        where = runs_dir.resolve()
+        with _HELD_GUARD:
+            held = [key for key in _HELD if key.parent == where]
+        for run_dir in held:
+            store = cls(run_dir)
+            with suppress(OSError, ValueError):
+                if store.run_meta().get("spec_sha256") == spec_sha256:
+                    return store
+        return None
 
     @classmethod
     def finished_run(cls, runs_dir: str | Path | None, spec_sha256: str, exposure: str | None = None) -> RunStore | None:
@@ -646,8 +741,7 @@ class RunStore:
         self.append_rows("gates", [row])
 
     def read_events(self) -> list[dict[str, Any]]:
-        lines = (self.run_dir / "events.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_events_file(self.run_dir / EVENTS_FILE)
 
     @_serialized
     def write_table(self, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -748,7 +842,7 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
     """RESULT rebuilt from the run's events.jsonl (the initial RESULT in `run_created`, every update's values,
     each evidence file added and checkpoint listed) and its evidence/ files, for a result.json that was
     damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    events = read_events_file(run_dir / EVENTS_FILE)
     if not events or "result" not in events[0]:
         raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
                             "they were recorded); restore result.json from a copy")
@@ -776,6 +870,17 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
             if entry not in checkpoints:
                 checkpoints.append(entry)
     return result
+
+
+def intact_result(run_dir: Path) -> dict[str, Any] | None:
+    """RESULT when the run's result.json is readable as a RESULT (a JSON object), else None: a damaged or missing
+    file, which `recover_result` rebuilds. An intact file is never rebuilt (nothing would be gained, and the copy
+    kept as damaged would be a second RESULT of the run)."""
+    try:
+        result = json.loads((Path(run_dir) / "result.json").read_bytes())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return result if isinstance(result, dict) else None
 
 
 def recover_result(run_dir: Path) -> dict[str, Any]:
