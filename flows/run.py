@@ -214,12 +214,30 @@ def say_if_left_running(store: RunStore) -> None:
 
 
 def answer_finished(store: RunStore) -> int:
-    """Print a finished run's outcome and return its exit code; nothing is run again."""
+    """Print a finished run's outcome and return its exit code; nothing is run again (its pictures are drawn
+    when they are missing: draw_missing_pictures)."""
     result = store.read_result()
+    draw_missing_pictures(store.run_dir)
     print(printable(finished_message(store.run_id, store.run_dir / "result.json", result)))
     if result.get("summary"):
         print(printable(str(result["summary"])))
     return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
+
+
+def draw_missing_pictures(run_dir: Path) -> None:
+    """Draw a finished run's pictures when its plots/ holds none: the flow draws them after its last gate, so a
+    run killed between its decision and the drawing (kill -9) had none, and answering it never drew them.
+    A run with its pictures is not touched. Drawing is never the reason an answer fails: a problem is one line."""
+    plots = run_dir / "plots"
+    if plots.is_dir() and any(plots.glob("*.png")):
+        return
+    try:
+        from experiment.report.plots import write_run_pictures  # matplotlib, only for a run missing its pictures
+
+        write_run_pictures(run_dir)
+    except Exception as err:  # noqa: BLE001 - e.g. a read-only runs dir: the answer stands without pictures
+        print(printable(f"could not draw the pictures of {run_dir.name}: {type(err).__name__}: {err}".splitlines()[0]),
+              file=sys.stderr)
 
 
 def draft_revision(spec_path: str) -> int:

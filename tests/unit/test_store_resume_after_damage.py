@@ -217,3 +217,32 @@ def test_a_fresh_run_goes_on_with_the_run_it_claimed_when_another_process_runs_a
         held.close()
         mine.release()
     assert all(json.loads((d / "result.json").read_text())["status"] == "running" for d in _run_dirs(runs))
+
+
+def test_a_finished_run_killed_before_its_pictures_gets_them_when_answered(tmp_path, spec_and_plan, capsys):
+    spec, plan = spec_and_plan
+
+    def decided_without_pictures(runs: Path) -> RunStore:  # kill -9 right after the decision: no plots/
+        store = RunStore.create(runs, spec, plan)
+        store.update_result(status="succeeded", verdict="supported", confidence="strong", effect=0.05,
+                            decision={"criteria": [{"id": "primary", "effect": 0.05, "lower": 0.01, "upper": 0.09,
+                                                    "margin": 0.0}]})
+        store.release()
+        return store
+
+    weak_store = decided_without_pictures(tmp_path / "weak")
+    with pytest.MonkeyPatch.context() as weak:  # attack first: the answer of a finished run never drew them
+        weak.setattr(run_cli, "draw_missing_pictures", lambda run_dir: None)
+        assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")]) == run_cli.EXIT_DECISION
+    assert not (weak_store.run_dir / "plots").exists()
+
+    store = decided_without_pictures(tmp_path / "runs")
+    result_before = (store.run_dir / "result.json").read_bytes()
+    assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == run_cli.EXIT_DECISION
+    picture = store.run_dir / "plots" / "paired-effect.png"
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    drawn = picture.stat().st_mtime_ns
+    assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == run_cli.EXIT_DECISION
+    assert picture.stat().st_mtime_ns == drawn  # a run with its pictures is not drawn again
+    assert (store.run_dir / "result.json").read_bytes() == result_before
+    assert "could not draw" not in capsys.readouterr().err
