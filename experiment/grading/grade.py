@@ -22,6 +22,7 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
                                       Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
+from experiment.grading.input_limits import oversized_input
 from experiment.grading.rules import SHAPE_RULES
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.contract.plan import draft_plan
@@ -50,6 +51,9 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
             raise GradeInputError(f"{run_dir} is not a run directory (no result.json)")
     elif not path.is_file():
         raise GradeInputError(f"{path}: no such file or directory")
+    too_large = oversized_input(path, run_dir)  # before any byte is read
+    if too_large:
+        raise GradeInputError(too_large)
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
