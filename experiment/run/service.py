@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import warnings
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 EMBEDDED_API_KEY = "tml-local"
@@ -226,6 +227,57 @@ def start_embedded_early(checkpoint_dir: str | None, exposure: str = "embedded")
 
     threading.Thread(target=boot, name="embedded-early-start", daemon=True).start()
     _EARLY[(checkpoint_dir, exposure)] = future
+
+
+def early_embedded_problem(checkpoint_dir: str | None, exposure: str, budget_s: float,
+                           progress: Callable[[float], None] | None = None, progress_every_s: float = 30.0) -> str | None:
+    """Wait, within `budget_s`, until the embedded backend `start_embedded_early` started answers; one line when it
+    does not, else None (also when none was started early). A start that outlasted the launcher's own start-up
+    timeout is tried again while the budget lasts (a loaded machine boots it slower than the launcher waits).
+    `progress(waited seconds)` is called every `progress_every_s` while waiting. Checked before a run is
+    claimed: a backend that does not start leaves nothing behind."""
+    key = (checkpoint_dir, exposure)
+    started = time.monotonic()
+    deadline, said, tries = started + budget_s, started, 1
+    while True:
+        future = _EARLY.get(key)
+        if future is None:
+            return None
+        try:
+            future.result(timeout=max(0.0, min(deadline, said + progress_every_s) - time.monotonic()))
+            return None
+        except TypeError:  # an exposure this backend does not have: the flow says so (ServiceConfigError)
+            if future.done():
+                return None
+        except Exception:  # noqa: BLE001 - reported as one line
+            pass
+        now = time.monotonic()
+        error = future.exception() if future.done() else None  # (the wait's own timeout is not the start's)
+        if future.done() and error is None:  # it answered just as the wait timed out
+            return None
+        if not future.done():  # still starting
+            if now < deadline:
+                if progress is not None and now - said >= progress_every_s - 0.5:
+                    said = now
+                    progress(now - started)
+                continue
+            reason = f"not answering after {budget_s:.0f} s"
+        elif start_again(error, now < deadline):
+            _EARLY.pop(key, None)
+            start_embedded_early(checkpoint_dir, exposure)
+            tries += 1
+            continue
+        else:
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+        return (f"the embedded backend did not start ({reason}; {tries} {'try' if tries == 1 else 'tries'} in "
+                f"{now - started:.0f} s): nothing was claimed; run the same command again (when the machine is less "
+                "busy)")
+
+
+def start_again(error: BaseException, budget_left: bool) -> bool:
+    """Whether an early start that failed with `error` is tried again: when the launcher gave up waiting
+    (TimeoutError: the machine boots it slower than the launcher waits) and the run's budget has not."""
+    return isinstance(error, TimeoutError) and budget_left
 
 
 def _taken_over(early: Future) -> Any:

@@ -228,6 +228,12 @@ def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
+def in_progress_message(run_id: str, holder: str) -> str:
+    """The one line a second invocation against a live run gets (`holder`: what run.lock says)."""
+    return (f"run {run_id} is in progress ({holder}); a second invocation never takes over a live run: "
+            f"wait for it to finish (re-running then returns its result), or stop it and re-run to resume")
+
+
 def run_lock_held(run_dir: Path) -> bool:
     """Whether a live process holds the run's lock (`run.lock`, flock: a process loses it when it ends, however
     it ends). Opening the existing file writes nothing, so this works on a full or read-only disk."""
@@ -486,10 +492,7 @@ class RunStore:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
-            raise RunInProgress(
-                f"run {self.run_id} is in progress ({holder}); a second invocation never takes over a live run: "
-                f"wait for it to finish (re-running then returns its result), or stop it and re-run to resume"
-            ) from None
+            raise RunInProgress(in_progress_message(self.run_id, holder)) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {utc_now()}\n")
@@ -584,6 +587,22 @@ class RunStore:
         if latest is None or (exposure is not None and latest.recorded_exposure() not in (None, exposure)):
             return None
         return latest if run_finished(latest.read_result()) else None
+
+    @classmethod
+    def in_progress_refusal(cls, runs_dir: str | Path | None, spec_sha256: str, exposure: str | None = None) -> str | None:
+        """The line `claim` would refuse with (RunInProgress) when the newest run of this spec is unfinished and a
+        live process holds it, else None; read without taking any lock or writing anything, so that a run refused
+        anyway starts no server first. (`claim` decides under its lock; this only spares the wait.)"""
+        latest = cls.latest(runs_dir, spec_sha256)
+        if latest is None or (exposure is not None and latest.recorded_exposure() not in (None, exposure)):
+            return None
+        if run_finished(latest.read_result()) or not run_lock_held(latest.run_dir):
+            return None
+        try:
+            holder = (latest.run_dir / RUN_LOCK_FILE).read_text().strip()
+        except OSError:
+            holder = ""
+        return in_progress_message(latest.run_id, holder or "another process")
 
     def settle_unfinished(self, plan: ExecutionPlan, reason: str) -> bool:
         """Mark a run still `running` as stopped (`reason`: a signal, a crash) so that no record is left

@@ -36,6 +36,14 @@ def spec_and_plan():
     return spec, build_plan(spec)
 
 
+@pytest.fixture(autouse=True)
+def servers_answer_at_once(monkeypatch):
+    """FAKE: the servers a local run starts before its claim (a temporary Prefect server, the embedded backend)
+    answer at once and none is started: these tests are about what happens after the claim."""
+    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)
+    monkeypatch.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
+
+
 def _run_dirs(runs_dir: Path) -> list[Path]:
     return [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")] if runs_dir.exists() else []
 
@@ -169,6 +177,8 @@ SIGNALLED_RUN = textwrap.dedent("""
         os.kill(os.getpid(), signal_number)
         time.sleep(60)
     run_cli.start_servers_early = the_signal_arrives_mid_run
+    run_cli.start_embedded_early = lambda *args: None  # FAKE: the servers started before the claim answer at once
+    run_cli.servers_ready_before_claim = lambda *args: (None, None)
     if weak:  # the old code: Python's default handlers, nothing settles the record
         run_cli.interrupts_raised = contextlib.nullcontext
         run_cli.RunStore.settle_unfinished = lambda self, plan, reason: False
