@@ -53,7 +53,7 @@ from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore, storage_failure, utc_now
+from experiment.run.store import RunDirectoryGone, RunInProgress, RunStore, storage_failure, utc_now
 from experiment.stats.feasibility import budget_use
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
@@ -72,7 +72,7 @@ class GateFailedError(Exception):
 
 # a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
 # line and RESULT says why; the engine's traceback of the state's exception is left out
-quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun)
+quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun, RunDirectoryGone)
 
 
 def _publish(store: RunStore, plan, logger) -> list:
@@ -181,8 +181,8 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                 previous = gate_state
                 verdict = gate_state.result()
             except Exception as err:
-                if storage_failure(err):  # a full disk is no verdict on the gate: the run stops resumable
-                    raise
+                if storage_failure(err) or isinstance(err, RunDirectoryGone):  # a full disk or a deleted run
+                    raise  # directory is no verdict on the gate (flows.run_guard ends a CLI run before this)
                 blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],

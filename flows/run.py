@@ -37,6 +37,7 @@ from experiment.run.service import (EMBEDDED_MODELS, EXPOSURES, ServiceConfigErr
                                     embedded_serves, not_served, start_embedded_early, stop_early_embedded)
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
+from flows.run_guard import RunGuard, guarded_api_url, server_home_of
 from flows.lifetime import (TemporaryPrefectServer, exit_process, imports_frozen, startup_budget_s, startup_progress_line,
                             survive_closed_console)
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
@@ -179,12 +180,14 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
                 flow_imports.wait_for(FLOW_MODULE)  # imported in the background, not beside it
                 from flows.experiment_flow import run_experiment
                 prefect_ready()
-            state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
-                args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
-                rehearsal_scale=args.rehearsal_scale,
-                exposure=exposure,
-                spec=spec,  # parsed once, here: the flow does not read the file again
-                return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+            # its directory deleted, or its Prefect server lost, mid-run: one line, exit 2, no hang (flows.run_guard)
+            with RunGuard(store, plan, guarded_api_url(prefect_server), server_home_of(prefect_server)):
+                state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
+                    args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                    rehearsal_scale=args.rehearsal_scale,
+                    exposure=exposure,
+                    spec=spec,  # parsed once, here: the flow does not read the file again
+                    return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
         # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)

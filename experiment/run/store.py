@@ -434,13 +434,38 @@ def _index_row_from(run_dir: Path) -> dict[str, Any] | None:
             "spec": meta.get("spec"), "scale": meta.get("scale"), "kind": run_kind(result)}
 
 
+class RunDirectoryGone(StoreError):
+    """The run's directory was deleted while the run was in progress (str(): one line)."""
+
+
+# Run dir (resolved) -> what to do, at once, when a write finds that directory deleted (when_directory_gone)
+_GONE_HANDLERS: dict[Path, Any] = {}
+
+
+def when_directory_gone(run_dir: Path, handler: Any) -> None:
+    """Call `handler(RunDirectoryGone)` from the store, before anything else happens, when a store write of
+    `run_dir` finds the directory deleted (None: no longer). The CLI ends the run there with one line: left to
+    the flow, each layer the error crossed printed a traceback (four of them), and the index kept a "running" row."""
+    key = Path(run_dir).resolve()
+    if handler is None:
+        _GONE_HANDLERS.pop(key, None)
+    else:
+        _GONE_HANDLERS[key] = handler
+
+
 def _serialized(method):
-    """Store writes are read-modify-write; arms training in threads share one store."""
+    """Store writes are read-modify-write; arms training in threads share one store. A write that finds the run's
+    directory deleted raises RunDirectoryGone (after its handler, when_directory_gone)."""
 
     @wraps(method)
     def locked(self, *args, **kwargs):
         with self._lock:
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except FileNotFoundError:
+                if self.run_dir.is_dir():
+                    raise
+                raise self._directory_gone() from None
 
     return locked
 
@@ -658,14 +683,27 @@ class RunStore:
 
     def _discard_new_run(self) -> None:
         """Remove a run that `create` could not finish making: its index row, its directory, its lock."""
+        self.forget_index_row()
+        self.release()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _directory_gone(self) -> RunDirectoryGone:
+        """RunDirectoryGone for this run, after its handler (when_directory_gone) was told."""
+        gone = RunDirectoryGone(f"run {self.run_id}: its directory {self.run_dir} was deleted while the run was in "
+                                "progress")
+        handler = _GONE_HANDLERS.get(self.run_dir.resolve())
+        if handler is not None:
+            handler(gone)
+        return gone
+
+    def forget_index_row(self) -> None:
+        """Remove this run's row from the index (a run whose directory is gone, or was never finished making)."""
         with suppress(Exception):
             with self.index._locked():
-                frame = self.index._read_file()
+                frame = self.index._read_file(ignoring=self.run_id)
                 if self.run_id in set(frame["run_id"]):
                     _write_parquet_atomic(_typed(frame[frame["run_id"] != self.run_id]), self.index.path)
         _INDEXED_ROW.pop(self.run_dir.resolve(), None)
-        self.release()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def passed_gates(self) -> dict[str, dict[str, Any]]:
         """gate -> the state it handed downstream, for every gate that passed (or did not apply)."""
@@ -696,7 +734,12 @@ class RunStore:
     def read_result(self) -> dict[str, Any]:
         """RESULT as result.json holds it; CorruptRecord (one line: the file, how to recover) if it does not parse."""
         path = self.run_dir / "result.json"
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if self.run_dir.is_dir():
+                raise
+            raise self._directory_gone() from None
         if self._written is not None and self._written[0] == data:
             return _json_copy(self._written[1])
         return parse_json_record(path, data, result_recovery(self.run_dir))
