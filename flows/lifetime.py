@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
 PR_SET_PDEATHSIG = 1
@@ -131,6 +132,35 @@ def startup_progress_line(what: str, waited_s: float, budget_s: float) -> str:
             f"{load:.1f} on {cpus} CPUs)")
 
 
+SERVER_HOME_PREFIX = "rx-prefect-server-"
+SERVER_HOME_OWNER = "owner.pid"  # the CLI process that started the server
+
+
+def remove_abandoned_server_homes() -> list[str]:
+    """Remove the temporary servers' homes whose owning process is gone: a server killed with its CLI (kill -9 of
+    both) could not remove its own. Returns the removed paths."""
+    removed = []
+    for home in Path(tempfile.gettempdir()).glob(f"{SERVER_HOME_PREFIX}*"):
+        try:
+            owner = int((home / SERVER_HOME_OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours, or not yet written: left alone
+        if owner != os.getpid() and not _process_alive(owner):
+            shutil.rmtree(home, ignore_errors=True)
+            removed.append(str(home))
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 class TemporaryPrefectServer:
     """Prefect's temporary server for this process: `start()` launches it and returns at once,
     `wait_until_healthy()` waits for its API, `use()` makes it this process's PREFECT_API_URL, and it
@@ -159,7 +189,9 @@ class TemporaryPrefectServer:
 
         # Its own PREFECT_HOME and database, in a directory of this process's: two runs started side by side never
         # share (or migrate at once) one database, and the user's own `prefect server start` shows none of its runs.
-        self.home = tempfile.mkdtemp(prefix="rx-prefect-server-")
+        remove_abandoned_server_homes()
+        self.home = tempfile.mkdtemp(prefix=SERVER_HOME_PREFIX)
+        Path(self.home, SERVER_HOME_OWNER).write_text(f"{os.getpid()}\n")
         environment = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                        "PREFECT__SERVER_FINAL": "1",
                        **get_current_settings().to_environment_variables(exclude_unset=True),

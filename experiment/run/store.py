@@ -453,19 +453,31 @@ def when_directory_gone(run_dir: Path, handler: Any) -> None:
         _GONE_HANDLERS[key] = handler
 
 
+def _gone_told(method):
+    """A read of the run's files that finds its directory deleted raises RunDirectoryGone (after its handler)."""
+
+    @wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except FileNotFoundError:
+            if self.run_dir.is_dir():
+                raise
+            raise self._directory_gone() from None
+
+    return read
+
+
 def _serialized(method):
     """Store writes are read-modify-write; arms training in threads share one store. A write that finds the run's
     directory deleted raises RunDirectoryGone (after its handler, when_directory_gone)."""
 
+    told = _gone_told(method)
+
     @wraps(method)
     def locked(self, *args, **kwargs):
         with self._lock:
-            try:
-                return method(self, *args, **kwargs)
-            except FileNotFoundError:
-                if self.run_dir.is_dir():
-                    raise
-                raise self._directory_gone() from None
+            return told(self, *args, **kwargs)
 
     return locked
 
@@ -723,6 +735,7 @@ class RunStore:
             raise StoreError(f"{run_dir} is not a run directory (no result.json)")
         return cls(run_dir)
 
+    @_gone_told
     def run_meta(self) -> dict[str, Any]:
         """run id, spec title and hash, start time (run.json)."""
         if self._meta is None:
@@ -731,15 +744,11 @@ class RunStore:
 
     # ---- RESULT ----
 
+    @_gone_told
     def read_result(self) -> dict[str, Any]:
         """RESULT as result.json holds it; CorruptRecord (one line: the file, how to recover) if it does not parse."""
         path = self.run_dir / "result.json"
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            if self.run_dir.is_dir():
-                raise
-            raise self._directory_gone() from None
+        data = path.read_bytes()
         if self._written is not None and self._written[0] == data:
             return _json_copy(self._written[1])
         return parse_json_record(path, data, result_recovery(self.run_dir))
@@ -802,6 +811,7 @@ class RunStore:
             row[key] = json.dumps(row.get(key), default=str, sort_keys=True)
         self.append_rows("gates", [row])
 
+    @_gone_told
     def read_events(self) -> list[dict[str, Any]]:
         return read_events_file(self.run_dir / EVENTS_FILE)
 
@@ -816,6 +826,7 @@ class RunStore:
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> Path:
         return self.write_table(name, self.read_table(name) + rows)
 
+    @_gone_told
     def read_table(self, name: str) -> list[dict[str, Any]]:
         path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
         return pd.read_parquet(path).to_dict("records") if path.exists() else []
@@ -879,6 +890,7 @@ class RunStore:
             self._write_result(result)
         self.append_event("checkpoint", **entry)
 
+    @_gone_told
     def read_manifest(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
 

@@ -10,6 +10,7 @@ servers are FAKES (named below): a slow start cannot be produced on demand.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -195,3 +196,16 @@ def test_an_embedded_backend_that_does_not_start_leaves_no_run_behind(tmp_path, 
     assert line.endswith("): nothing was claimed; run the same command again (when the machine is less busy)")
     assert _run_dirs(runs) == [] and RunIndex(runs).read().empty
     assert service_module._EARLY == {}  # nothing left starting
+
+
+def test_the_home_of_a_server_killed_with_its_process_is_removed_by_the_next_start(tmp_path, monkeypatch):
+    monkeypatch.setattr(lifetime.tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    abandoned, live, foreign = (tmp_path / f"{lifetime.SERVER_HOME_PREFIX}{name}" for name in ("a", "b", "c"))
+    for home, owner in ((abandoned, ended.stdout.strip()), (live, str(os.getppid())), (foreign, None)):
+        home.mkdir()
+        (home / "prefect.db").write_bytes(b"runs of a server killed with its CLI")
+        if owner is not None:
+            (home / lifetime.SERVER_HOME_OWNER).write_text(owner + "\n")
+    assert lifetime.remove_abandoned_server_homes() == [str(abandoned)]
+    assert not abandoned.exists() and live.exists() and foreign.exists()
