@@ -13,7 +13,8 @@ when a write finds the directory gone (experiment.run.store.when_directory_gone)
 what can be written and ends the process there (os._exit, as a kill would, after one line): the flow and
 Prefect's workers are not unwound, since each step of that unwinding would wait on the server that is gone.
 - directory gone: the run's index row is removed (nothing of the run is left to resume or show);
-- Prefect server lost (no answer to GET /health for PREFECT_LOST_AFTER_S): the record gets its interruption
+- Prefect server lost (GET /health refused for PREFECT_LOST_AFTER_S, 30 s, or only timing out for six times as
+  long: a loaded machine's server may answer slowly): the record gets its interruption
   entry (failed, resumable), and running the same command again once a server answers resumes the run.
 Child servers go with the process (the parent-death signal, flows.lifetime).
 """
@@ -33,7 +34,8 @@ from experiment.run.store import RunDirectoryGone, RunStore, when_directory_gone
 from flows.backend_url import public_backend_url
 
 POLL_S = 2.0
-PREFECT_LOST_AFTER_S = 30.0  # a Prefect server that has not answered its health check this long is gone
+PREFECT_LOST_AFTER_S = 30.0  # a Prefect server that has refused its health check this long is gone ...
+SLOW_ANSWER_FACTOR = 6  # ... and one that only timed out, this many times as long (a loaded machine's may be slow)
 HEALTH_ANSWER_S = 5.0
 EXIT_STOPPED = 2  # as a backend lost mid-run: the run's environment failed, not the run (flows.run.EXIT_BAD_INPUT)
 
@@ -48,14 +50,15 @@ def end_process(code: int) -> None:
     os._exit(code)
 
 
-def prefect_health_problem(api_url: str) -> str | None:
-    """Why GET <api_url>/health did not answer 200 (one phrase), or None when it did."""
+def prefect_health_problem(api_url: str) -> tuple[str, bool] | None:
+    """(why GET <api_url>/health did not answer 200, whether it only timed out), or None when it answered."""
     try:
         with urllib.request.urlopen(api_url.rstrip("/") + "/health", timeout=HEALTH_ANSWER_S) as answer:
-            return None if answer.status == 200 else f"HTTP {answer.status}"
+            return None if answer.status == 200 else (f"HTTP {answer.status}", False)
     except (OSError, ValueError) as err:
-        reason = getattr(err, "reason", None)
-        return getattr(reason, "strerror", None) or (str(reason) if reason else "") or type(err).__name__
+        reason = getattr(err, "reason", err)
+        slow = isinstance(reason, TimeoutError)
+        return (getattr(reason, "strerror", None) or str(reason) or type(err).__name__), slow
 
 
 class RunGuard:
@@ -100,8 +103,9 @@ class RunGuard:
                 failing_since = None
                 continue
             now = time.monotonic()
-            failing_since, last = failing_since or now, problem
-            if now - failing_since >= self.lost_after_s and not self._stopped.is_set():
+            (last, slow), failing_since = problem, failing_since or now
+            bound = self.lost_after_s * (SLOW_ANSWER_FACTOR if slow else 1)
+            if now - failing_since >= bound and not self._stopped.is_set():
                 self.prefect_lost(last, now - failing_since)
                 return
 

@@ -115,3 +115,19 @@ def test_a_prefect_server_lost_mid_run_stops_it_resumable(claimed, capsys):
     again, how = RunStore.claim(store.run_dir.parent, spec, plan)
     assert (how, again.run_dir) == ("resumed", store.run_dir)
     again.release()
+
+
+def test_a_server_that_only_answers_slowly_is_told_from_one_that_is_gone(monkeypatch):
+    import socket
+
+    import flows.run_guard as run_guard
+
+    monkeypatch.setattr(run_guard, "HEALTH_ANSWER_S", 0.2)
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers: a busy server
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        problem, slow = run_guard.prefect_health_problem(f"http://127.0.0.1:{silent.getsockname()[1]}/api")
+        assert slow, problem  # waited for longer (SLOW_ANSWER_FACTOR) before it is taken for lost
+        port = silent.getsockname()[1]
+    problem, slow = run_guard.prefect_health_problem(f"http://127.0.0.1:{port}/api")  # nothing listens any more
+    assert (problem, slow) == ("Connection refused", False)
