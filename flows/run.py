@@ -2,7 +2,9 @@
        [--exposure embedded|production]
 
 Exit codes: 0 the run reached a decision, 1 a gate failed (RESULT says which and why),
-2 bad input (spec, plan file, backend) or a run of this spec is in progress in another process,
+2 bad input (spec, plan file, backend) or a run of this spec is in progress in another process, or a server the
+run starts itself did not answer before its claim (servers_ready_before_claim), or what the run stands on went away
+mid-run (its directory deleted, its Prefect server lost: flows.run_guard),
 3 the run crashed (a bug; see the log).
 `--plan` prints the execution plan as JSON and contacts no service (Prefect is not even imported).
 `--rehearse` runs the spec as written plus its revision file at rehearsal scale on the embedded
