@@ -42,6 +42,7 @@ def servers_answer_at_once(monkeypatch):
     answer at once and none is started: these tests are about what happens after the claim."""
     monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)
     monkeypatch.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
+    monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # as if it served the spec's model
 
 
 def _run_dirs(runs_dir: Path) -> list[Path]:
@@ -84,6 +85,7 @@ def test_an_unreachable_backend_leaves_no_run_behind(tmp_path, capsys, monkeypat
 def test_a_prefect_server_that_is_down_is_bad_input_before_the_claim(tmp_path):
     # its own process: Prefect reads PREFECT_API_URL once per process
     probe = ("import sys; from flows import run as run_cli; run_cli.PREFECT_CONNECT_BUDGET_S = 0.0\n"
+             "run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if it served the spec's model\n"
              "sys.exit(run_cli.main([sys.argv[1], '--runs-dir', sys.argv[2]]))")
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PREFECT_API_URL": f"http://127.0.0.1:{_closed_port()}/api"}
@@ -179,6 +181,7 @@ SIGNALLED_RUN = textwrap.dedent("""
     run_cli.start_servers_early = the_signal_arrives_mid_run
     run_cli.start_embedded_early = lambda *args: None  # FAKE: the servers started before the claim answer at once
     run_cli.servers_ready_before_claim = lambda *args: (None, None)
+    run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if the embedded backend served the spec's model
     if weak:  # the old code: Python's default handlers, nothing settles the record
         run_cli.interrupts_raised = contextlib.nullcontext
         run_cli.RunStore.settle_unfinished = lambda self, plan, reason: False

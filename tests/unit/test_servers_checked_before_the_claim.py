@@ -65,6 +65,7 @@ def local_run(monkeypatch):
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
     monkeypatch.delenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", raising=False)
     monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)  # no backend: each test says
+    monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # FAKE: it serves the spec's model
     yield
     service_module._EARLY.clear()
 
