@@ -31,11 +31,17 @@ FLOAT_TOL = 1e-9  # relative (and, unless told, absolute) tolerance for a recomp
 ABS_TOL = 1e-12  # the contract's absolute tolerance where it states one (docs/contract-rules.md: rel 1e-9, abs 1e-12)
 
 
+# What an issue says is absent (experiment.grading.precedence): evidence the category rests on that is missing
+# or not retained, or a field of the record that only summarises what that evidence would have given.
+MISSING_EVIDENCE, MISSING_SUMMARY = "evidence", "summary"
+
+
 @dataclass(frozen=True)
 class Issue:
     rule: str  # e.g. "EVAL-2"
     status: str  # invalid | unverified | unknown
     message: str
+    absence: str = ""  # MISSING_EVIDENCE, MISSING_SUMMARY, or "" for a finding about what the record does say
 
     def sentence(self) -> str:
         text = self.message.strip()

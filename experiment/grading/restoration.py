@@ -19,7 +19,7 @@ from experiment.contract.spec import (
     OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256, optimizer_family,
 )
 from experiment.grading.common import (
-    HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
+    HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     equal_json, is_integer, is_number, model_issues, run_checks, short,
 )
 
@@ -423,23 +423,28 @@ def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _evidence_refs(value: Any) -> set[str]:
+    """Every evidence_ref named anywhere in a provenance entry."""
+    if isinstance(value, dict):
+        return set().union(*(({inner} if key == "evidence_ref" and isinstance(inner, str) else _evidence_refs(inner))
+                             for key, inner in value.items()))
+    if isinstance(value, list):
+        return set().union(*(_evidence_refs(inner) for inner in value))
+    return set()
+
+
 def REST_8(ctx: GradeContext) -> list[Issue]:
-    refs: set[str] = set()
-
-    def collect(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                if key == "evidence_ref" and isinstance(inner, str):
-                    refs.add(inner)
-                else:
-                    collect(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                collect(inner)
-
-    collect(_arms(ctx))
-    return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}")
+    refs = _evidence_refs(_arms(ctx))
+    return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}", MISSING_EVIDENCE)
             for ref in sorted(refs) if not ctx.evidence.usable(ref)]
+
+
+def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
+    """REST-1 per arm, in the exchange's words (contract-details A-5.8): an arm whose provenance names evidence the
+    record does not retain has missing arm evidence."""
+    return [Issue("REST-1", UNVERIFIED, f"{arm}: missing or duplicate arm evidence", MISSING_EVIDENCE)
+            for arm, entry in _arms(ctx).items()
+            if any(not ctx.evidence.usable(ref) for ref in _evidence_refs(entry))]
 
 
 def REST_9(ctx: GradeContext) -> list[Issue]:
@@ -858,7 +863,7 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
