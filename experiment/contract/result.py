@@ -30,7 +30,11 @@ RESULT_STATUSES = ("running", "succeeded", "failed")
 DIRECTION_VERDICTS = ("supported", "refuted")
 THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
 THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
-DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
+# The contract's deviation fields, then the settings outside them a rehearsal changes, each named for what changed
+# (experiment.contract.rehearsal.deviation_field; project reading, issue 45).
+CONTRACT_DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
+DEVIATION_FIELDS = CONTRACT_DEVIATION_FIELDS + ("learning_rate", "lora_rank", "max_seq_len", "rollout", "budget",
+                                                "tolerance")
 
 
 def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
