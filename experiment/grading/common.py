@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from experiment.contract.generation import generation_settings
 from experiment.contract.spec import SpecError
 from experiment.grading.evidence import EvidenceAccess
-from experiment.selfgen.task_generation import generation_settings
 
 PASS = "verified"
 NOT_APPLICABLE = "not_applicable"
@@ -127,7 +127,7 @@ class GradeContext:
 
     @property
     def generation_settings(self) -> Any:
-        """The spec's task-generation settings (experiment.selfgen.task_generation.generation_settings: target,
+        """The spec's task-generation settings (experiment.contract.generation.generation_settings: target,
         filter samples, keep band); None without a typed spec, or where the spec states none usable."""
         if self.spec_model is None:
             return None

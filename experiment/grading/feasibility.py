@@ -108,7 +108,7 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
 
 def _generation_settings_issues(ctx: GradeContext, generation: dict, measurements: dict) -> list[Issue]:
     """FEAS-7 *(project reading)*: the generation target and the filter's samples per candidate are the spec's
-    (experiment.selfgen.task_generation.generation_settings), the generation phase's units are the candidates
+    (experiment.contract.generation.generation_settings), the generation phase's units are the candidates
     attempted, and the audit phase's units the distinct candidates re-solved over the audit rounds."""
     issues = []
     settings = ctx.generation_settings

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
+from experiment.contract.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
 
 EXPOSURES = ("embedded", "production")
 
@@ -119,7 +119,7 @@ def _feasibility(plan: Any) -> dict[str, str]:
 
 def _weight_readback(entry: dict[str, str], correctness: Any, exposure: str) -> dict[str, str]:
     """An optimizer path is measured through the service: its weights must be readable, and its baseline
-    check measures a parity only where the two sides are distinct code (experiment/sft/readback.py)."""
+    check measures a parity only where the two sides are distinct code (experiment/contract/readback.py)."""
     paths = [p for p in correctness.details.get("paths") or [] if isinstance(p, dict) and p.get("kind") == "optimizer"]
     if correctness.applicable is not True or not paths:
         return entry

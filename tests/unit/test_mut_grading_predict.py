@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading.predict import predict_grades
-from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
+from experiment.contract.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
 
 
 def _plan(gates=None, decision=None, supplied=()):

@@ -1,0 +1,108 @@
+"""The grader's re-derivations (issue 45 item 12) give what the pipeline's code gives on honest inputs.
+
+The grader imports no code of experiment.rl or experiment.sft (tests/unit/test_import_layers.py): it restates
+the GS1 kernel baseline, the group-mean advantages (experiment.grading.kernel_baseline) and the held-out loss
+rules (experiment.grading.loss) from their definitions. These tests hold each restatement to the pipeline's own
+code on seeded inputs (and the pinned constants to the estimator's), so the two can only disagree where one of
+them is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from experiment.grading import kernel_baseline as mine
+from experiment.grading.loss import held_out_loss, record_problems
+from experiment.rl import advantages as loop
+from experiment.sft import loss_eval
+
+
+def test_the_pinned_constants_are_the_estimators():
+    assert (mine.BANDWIDTH, mine.WINDOW_SIZE, mine.MIN_KERNEL_MASS) == (
+        loop.DEFAULT_BANDWIDTH, loop.DEFAULT_WINDOW_SIZE, loop.DEFAULT_MIN_KERNEL_MASS)
+
+
+def test_group_mean_advantages_are_the_loops():
+    rng = np.random.default_rng(0)
+    groups = [rng.random(rng.integers(1, 6)).tolist() for _ in range(7)]
+    assert mine.group_mean_advantages(groups) == pytest.approx(
+        [a for g in loop.grpo_group_mean_advantages(groups) for a in g], abs=1e-15)
+    with pytest.raises(ValueError):
+        mine.group_mean_advantages([[1.0], []])
+
+
+@pytest.mark.parametrize("case", ["steps", "overflowing history", "fallbacks", "constant features", "one rollout"])
+def test_kernel_steps_are_the_loops(case):
+    """Several steps with the window carried: advantages, baselines, effective neighbours, fallbacks."""
+    rng = np.random.default_rng(len(case))
+    batch, steps, window_size, min_mass = 8, 4, 256, 1e-3
+    if case == "overflowing history":
+        batch, steps, window_size = 6, 5, 13
+    if case == "fallbacks":
+        min_mass = 1e6  # more than any window can hold: every rollout falls back to the window mean
+    if case == "one rollout":
+        batch = 1
+    history, state = mine.KernelHistory(), loop.KernelBaselineState(capacity=window_size)
+    for _ in range(steps):
+        rewards = rng.integers(0, 2, batch).astype(float).tolist()
+        lengths = rng.integers(5, 80, batch).astype(float).tolist()
+        logprobs = (-rng.random(batch) * 3).tolist()
+        if case == "constant features":
+            lengths, logprobs = [17.0] * batch, [-1.25] * batch
+        got = history.kernel_step(rewards, lengths, logprobs, window_size=window_size, min_kernel_mass=min_mass)
+        advantages, diagnostics = loop.gs1_kernel_advantages(rewards, lengths, logprobs, state,
+                                                             window_size=window_size, min_kernel_mass=min_mass)
+        state = loop.append_batch_to_window(state, rewards, lengths, logprobs)
+        assert got["advantages"] == pytest.approx(advantages.tolist(), rel=1e-12, abs=1e-12)
+        assert got["baseline_values"] == pytest.approx(diagnostics.baseline.tolist(), rel=1e-12, abs=1e-12)
+        assert got["effective_neighbors"] == pytest.approx(diagnostics.effective_neighbors.tolist(), rel=1e-12, abs=1e-12)
+        assert got["kernel_fallbacks"] == int(diagnostics.fell_back.sum())
+    if case == "fallbacks":
+        assert got["kernel_fallbacks"] == batch
+
+
+def test_a_kernel_step_refuses_what_the_loop_refuses():
+    with pytest.raises(ValueError):
+        mine.KernelHistory().kernel_step([1.0, 0.0], [3.0], [-1.0, -1.0])
+    with pytest.raises(ValueError):
+        mine.KernelHistory().kernel_step([1.0], [0.5], [-1.0])
+    with pytest.raises(ValueError):
+        mine.KernelHistory().kernel_step([1.0] * 4, [3.0] * 4, [-1.0] * 4, window_size=2)
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "example_mean"])
+def test_held_out_loss_is_the_loss_evaluators(aggregation):
+    rng = np.random.default_rng(3)
+    totals = [(float(rng.random() * 40), int(rng.integers(0, 30))) for _ in range(50)] + [(0.0, 0)]
+    theirs = loss_eval.summarize([loss_eval.ExampleTotal(nll, n) for nll, n in totals], aggregation)
+    ours = held_out_loss(totals, aggregation)
+    assert ours.keys() == theirs.keys()
+    assert all(math.isclose(ours[k], theirs[k], rel_tol=1e-15) for k in ours)
+    assert math.isnan(held_out_loss([(0.0, 0)], aggregation)["value"])
+
+
+def _entry(aggregation="token_mean", **changes):
+    entry = {"aggregation": aggregation, "value": 1.5, "token_mean": 1.5, "example_mean": 1.4, "nll_sum": 15.0,
+             "n_tokens": 10, "n_examples": 3, "n_empty": 0}
+    return {**entry, **changes}
+
+
+@pytest.mark.parametrize("record", [
+    {"aggregation": "token_mean", "arms": {"a": _entry(), "b": _entry()}},
+    {"aggregation": "example_mean", "arms": {"a": _entry("example_mean", value=1.4)}},
+    {"aggregation": "token_mean", "arms": {"a": _entry(value=1.6)}},
+    {"aggregation": "token_mean", "arms": {"a": _entry(), "b": _entry(n_tokens=11, nll_sum=16.5)}},
+    {"aggregation": "token_mean", "arms": {"a": _entry(aggregation="example_mean")}},
+    {"aggregation": "token_mean", "arms": {"a": _entry(n_tokens=0)}},
+    {"aggregation": "token_mean", "arms": {"a": _entry(value=math.inf)}},
+    {"aggregation": "token_mean", "arms": {"a": {**_entry(), "runs": {"0.01": _entry(value=2.0)}}}},
+    {"aggregation": "token_mean", "arms": {}},
+    {"aggregation": "mean", "arms": {"a": _entry()}},
+], ids=["consistent", "example mean", "value", "other tokens", "aggregation", "no tokens", "not finite", "a run",
+        "no arm", "unknown aggregation"])
+def test_the_record_rules_find_what_the_loss_evaluators_check_finds(record):
+    assert bool(record_problems(record)) == bool(loss_eval.check(record))
+    assert len(record_problems(record)) == len(loss_eval.check(record))
