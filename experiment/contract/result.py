@@ -138,6 +138,15 @@ def interruption_update(plan: ExecutionPlan, reason: str, at: str) -> dict[str, 
     return update
 
 
+def resumed_update() -> dict[str, Any]:
+    """RESULT fields of a run a re-run resumes (after a capacity block or an interruption): running again, and none
+    of what the stop posted as final (its verdict, outcome_reason and reasoning, the stop records). A stop's
+    `inconclusive` left in a running record fails the run's own check at the decision (vocabulary.verdict_timing:
+    a verdict only in the final update), so a resumed run would post validation failed for its crashed attempt."""
+    return {"status": "running", "verdict": None, "outcome_reason": None, "reasoning": None, "capacity_block": None,
+            "capacity_wait": None, "interruption": None}
+
+
 def gate_failure_message(verdict: GateVerdict) -> str:
     """One line for logs and the Failed state's message."""
     return f"gate {verdict.gate} failed: {'; '.join(verdict.reasons) or 'no reason recorded'}"
