@@ -67,7 +67,16 @@ def test_a_wiring_record_grades_as_predicted(wiring_records, family):
     assert not graded.problems, graded.problems
 
 
-@pytest.mark.parametrize("family", list(SPECS))
+# The one ranked perturbation of the TriMuon wiring record the grader misses (found when the draws became
+# deterministic, issue 45; the parent grader misses it too): a setting the service reports beyond the requested
+# ones (`lora_rank`) removed from the update check's actual_config. Strict: it fails here once REST-10 catches it.
+REST10_ACTUAL_CONFIG_GAP = pytest.mark.xfail(strict=True, reason=(
+    "remove evidence:restoration-update-check.json:dimuon_lite.optimizer_check_after_restore.actual_config.lora_rank "
+    "leaves the grade green: REST-10 compares only the requested keys of actual_config"))
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=REST10_ACTUAL_CONFIG_GAP) if f == "trimuon" else f
+                                    for f in SPECS])
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
     L.assert_ranked_perturbations_caught(wiring_records[family], 60)
 
