@@ -192,6 +192,12 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _as_requested(check: dict[str, Any]) -> dict[str, Any]:
+    """An optimizer check's `requested` with the spec's key aliases read as the config's names (`lr` is
+    `learning_rate`, as the spec's own restoration groups write it; REST-5)."""
+    return {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(check.get("requested")).items()}
+
+
 def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
     """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
     lrs: dict[str, list[float]] = {}
@@ -229,7 +235,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         spec_wants = wanted.get(arm)
         if spec_wants is None or where in reported:
             continue
-        requested = as_dict(check.get("requested"))
+        requested = _as_requested(check)
         wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
                  for k, v in spec_wants.items() if k not in ("family", "learning_rate")
                  and (k not in requested or not equal_json(requested[k], v))]
@@ -254,7 +260,7 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     for where_, _, check, _ in _check_entries(ctx):
         where = f"{where_}, after_restore {check.get('after_restore')}"
-        requested = as_dict(check.get("requested"))
+        requested = _as_requested(check)
         if check.get("source") != "server_response" or check.get("actual_family") is None:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
                                                       "response"))
@@ -333,7 +339,7 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     if reported is None:
         return []
     family, config = reported
-    requested, actual = as_dict(check.get("requested")), as_dict(check.get("actual_config"))
+    requested, actual = _as_requested(check), as_dict(check.get("actual_config"))
     issues = []
     if _family(family) != _family(check.get("actual_family")):
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "

@@ -199,3 +199,15 @@ def test_a_wrong_role_mapping_is_invalid_although_the_observations_are_missing()
     decision = grade_record(record).categories["decision"]
     assert decision.status == "invalid"
     assert any(issue.rule == "DEC-11" for issue in decision.issues)
+
+
+def test_its_requested_lr_is_read_as_the_learning_rate_the_spec_plans():
+    """The record's `requested` writes `lr`, as the spec's restoration groups do: no finding that it names none."""
+    restoration = grade_record(earlier_run_record()).categories["restoration"]
+    assert not [issue for issue in restoration.issues if issue.rule == "REST-5"]
+    record = earlier_run_record()
+    for arm in ARMS:
+        check = record["initialization_provenance"]["arms"][arm]["optimizer_checks"][0]
+        check["requested"] = {**check["requested"], "lr": 4e-04}
+    wrong = grade_record(record).categories["restoration"]
+    assert wrong.status == "invalid" and any(issue.rule == "REST-5" for issue in wrong.issues)
