@@ -23,11 +23,9 @@ from experiment.grading.common import (
     ABS_TOL, INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_number, short,
 )
 from experiment.contract.generation import generation_settings
-from experiment.contract.support import GROUP_MEAN_ADVANTAGE as GROUP_MEAN, KERNEL_ADVANTAGE as KERNEL_BASELINE
-from experiment.grading.kernel_baseline import (
-    BANDWIDTH as DEFAULT_BANDWIDTH, MIN_KERNEL_MASS as DEFAULT_MIN_KERNEL_MASS, WINDOW_SIZE as DEFAULT_WINDOW_SIZE,
-    KernelHistory, group_mean_advantages,
-)
+from experiment.contract.support import GROUP_MEAN_ADVANTAGE, KERNEL_ADVANTAGE
+from experiment.grading.kernel_baseline import (BANDWIDTH, MIN_KERNEL_MASS, WINDOW_SIZE, KernelHistory,
+                                                group_mean_advantages)
 from experiment.run.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 
@@ -155,15 +153,15 @@ class _ArmLoop:
     group_size: int
     groups_per_batch: int
     kernel_bandwidth: float
-    kernel_window: int = DEFAULT_WINDOW_SIZE
-    kernel_min_mass: float = DEFAULT_MIN_KERNEL_MASS
+    kernel_window: int = WINDOW_SIZE
+    kernel_min_mass: float = MIN_KERNEL_MASS
 
 
 def _arm_settings(ctx: GradeContext, bandwidth: float | None) -> dict[str, _ArmLoop]:
     raw = {str(as_dict(a).get("name")): as_dict(a) for a in as_list((ctx.spec or {}).get("arms"))}
-    return {arm.name: _ArmLoop(arm.name, str(raw.get(arm.name, {}).get("advantage") or GROUP_MEAN),
+    return {arm.name: _ArmLoop(arm.name, str(raw.get(arm.name, {}).get("advantage") or GROUP_MEAN_ADVANTAGE),
                                int(arm.group_size), int(arm.groups_per_batch),
-                               bandwidth if bandwidth is not None else DEFAULT_BANDWIDTH)
+                               bandwidth if bandwidth is not None else BANDWIDTH)
             for arm in ctx.plan.trained_arms if arm.group_size and arm.groups_per_batch}
 
 
@@ -218,7 +216,7 @@ def _expected_advantages(settings: _ArmLoop, rows: list[dict[str, Any]]) -> list
         rewards, ids = [float(r) for r in row["rewards"]], row["item_ids"]
         size = len(rewards) // len(ids)
         groups = [rewards[k * size:(k + 1) * size] for k in range(len(ids))]
-        if settings.advantage != KERNEL_BASELINE:
+        if settings.advantage != KERNEL_ADVANTAGE:
             expected.append({"advantages": group_mean_advantages(groups)})
             continue
         features = [as_list(f) for f in row["prompt_features"]]
@@ -267,7 +265,7 @@ def _advantage_problems(arm: str, settings: _ArmLoop, rows: list[dict[str, Any]]
         expected = _expected_advantages(settings, rows)
     except (TypeError, ValueError, IndexError) as err:
         return [f"{arm}: the advantages cannot be recomputed ({type(err).__name__}: {short(str(err), 80)})"]
-    kernel = settings.advantage == KERNEL_BASELINE
+    kernel = settings.advantage == KERNEL_ADVANTAGE
     problems = []
     for row, wants in zip(rows, expected):
         wrong = [key for key, value in wants.items() if not (
