@@ -9,6 +9,7 @@ are refused at intake (`--plan`, exit 2, one line), by `python -m flows.decide` 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -85,6 +86,13 @@ def test_no_decision_is_computed_from_zero_range_weights(weights):
     with pytest.raises(DecisionError, match="contrast"):
         best_lr_threshold({"a": {"acc": 1.0}, "b": {"acc": 0.0}}, {"a": "a", "b": "b"}, {"a": 1e-3, "b": 1e-3},
                           [{"id": "c", "metric": "acc", "weights": weights, "margin": 0.0}], "acc")
+
+
+def test_each_undefined_vector_is_refused_for_its_own_reason():
+    assert "name no arm" in weights_problem({}) and "name no arm" in weights_problem(None)
+    assert "every weight is 0" in weights_problem({"a": 0, "b": 0.0})
+    assert "not a finite number" in weights_problem({"a": math.inf, "b": -1})
+    assert "sum to 0.5" in weights_problem({"a": 1, "b": -0.5})
 
 
 @pytest.mark.parametrize("weights", [{"treatment": 1, "baseline": -1}, {"rl_selfgen": 1, "rl_gsm8k": -0.5, "base": -0.5},

@@ -211,3 +211,14 @@ def test_its_requested_lr_is_read_as_the_learning_rate_the_spec_plans():
         check["requested"] = {**check["requested"], "lr": 4e-04}
     wrong = grade_record(record).categories["restoration"]
     assert wrong.status == "invalid" and any(issue.rule == "REST-5" for issue in wrong.issues)
+
+
+def test_only_the_arm_whose_evidence_is_not_retained_has_missing_arm_evidence():
+    record = earlier_run_record()
+    name = "full/grpo_gs8/init.json"
+    record["evidence"]["files"].append(_file(name, "metrics", json.dumps({"get_info": {}})))
+    entry = record["initialization_provenance"]["arms"]["grpo_gs8"]
+    for part in (entry["initialization"], entry["initial_output"], *entry["optimizer_checks"]):
+        part["evidence_ref"] = name
+    said = {issue.message for issue in grade_record(record).categories["restoration"].issues if issue.rule == "REST-1"}
+    assert said == {"gs1_kernel: missing or duplicate arm evidence"}

@@ -106,3 +106,29 @@ def _entry(aggregation="token_mean", **changes):
 def test_the_record_rules_find_what_the_loss_evaluators_check_finds(record):
     assert bool(record_problems(record)) == bool(loss_eval.check(record))
     assert len(record_problems(record)) == len(loss_eval.check(record))
+
+
+def _both_steps(rewards, lengths, logprobs, **settings):
+    got = mine.KernelHistory().kernel_step(rewards, lengths, logprobs, **settings)
+    advantages, diagnostics = loop.gs1_kernel_advantages(rewards, lengths, logprobs, loop.KernelBaselineState(),
+                                                         **settings)
+    return got, advantages.tolist(), int(diagnostics.fell_back.sum())
+
+
+def test_a_kernel_mass_at_the_threshold_is_no_fallback():
+    """Two rollouts with the same features: each weighs the other 1, exactly the minimum mass asked for."""
+    got, advantages, fallbacks = _both_steps([1.0, 0.0], [9.0, 9.0], [-1.0, -1.0], min_kernel_mass=1.0)
+    assert got["kernel_fallbacks"] == fallbacks == 0 and got["advantages"] == pytest.approx(advantages)
+
+
+def test_a_step_one_larger_than_the_window_fits_it():
+    """Each rollout's window is the step's other rollouts: window_size + 1 rollouts fill it exactly."""
+    got, advantages, _ = _both_steps([1.0, 0.0, 1.0], [5.0, 9.0, 14.0], [-1.0, -0.5, -2.0], window_size=2)
+    assert got["advantages"] == pytest.approx(advantages, abs=1e-12)
+
+
+def test_a_boolean_token_count_is_no_count():
+    """Stricter than the run's own check: True is not one token."""
+    record = {"aggregation": "token_mean", "arms": {"a": _entry(n_tokens=True, nll_sum=1.5)}}
+    assert "a: value, nll_sum and n_tokens must be finite with n_tokens > 0" in record_problems(record)
+    assert not loss_eval.check(record)  # the run's own check counts it
