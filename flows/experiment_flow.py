@@ -5,7 +5,7 @@ stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESU
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
 
 Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
-its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
+its limit end the run as `Failed(name="CapacityBlocked")` with a `capacity_block` record, this
 run's clients released and, for a deployment run, a re-queued run scheduled. A service that broke while
 the run waited on it (no answer within the answer deadline, or one the SDK cannot read: ServiceFailedMidRun)
 stops it the same way but ends `Failed(name="ServiceFailed")`, one line and no traceback. Resume: a run of the
@@ -53,7 +53,8 @@ from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore, storage_failure
+from experiment.run.store import RunInProgress, RunStore, storage_failure, utc_now
+from experiment.stats.feasibility import budget_use
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
 
@@ -208,9 +209,20 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         service.stop()
         if rehearsal:
             store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+        _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
     return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+
+
+def _record_budget_use(store: RunStore, plan, logger) -> None:
+    """RESULT.budget_use: the run's wall time against its budget; a run that overran it says so (a note)."""
+    use = budget_use(plan.budget, store.run_meta()["started"], utc_now())
+    if use is None:
+        return
+    store.update_result(budget_use=use)
+    if "note" in use:
+        logger.warning(use["note"])
 
 
 def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:

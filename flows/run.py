@@ -32,7 +32,9 @@ from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.capacity import ServiceFailedMidRun
 from experiment.run.config import embedded_checkpoint_dir
-from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
+from experiment.run.data import unreadable_data
+from experiment.run.service import (EMBEDDED_MODELS, EXPOSURES, ServiceConfigError, ServiceTarget, embedded_serves,
+                                    not_served, start_embedded_early, stop_early_embedded)
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
 from flows.lifetime import exit_process, imports_frozen, survive_closed_console
@@ -42,11 +44,10 @@ from experiment.contract.text import printable
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLOCKED = 0, 1, 2, 3, 4
-# What the CLI imports while the temporary Prefect server boots: the module the SDK's get_tokenizer() loads
-# its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores), then the gate modules in order (their
-# steps import the cookbook's environments and recipes).
-IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
-                                *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
+# What the CLI imports while the temporary Prefect server boots, after the flow's module (which imports the gate
+# table, experiment.gates, and with it every family's steps: the cookbook's environments and recipes): the module
+# the SDK's get_tokenizer() loads its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores).
+IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",)
 # What a run imports in the background from before the preconditions of its claim (BackgroundImports):
 # Prefect's settings first (the preconditions read them), the flow's module (Prefect, torch, the SDK), then
 # what the first gates import.
@@ -93,7 +94,9 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         return draft_revision(args.spec)
     try:
         if args.rehearse and args.backend != "local":
-            raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
+            raise ServiceConfigError("--rehearse runs on the embedded backend: drop --backend; to rehearse against "
+                                     "an embedded backend served on its own (python -m embedded_tinker serve --port "
+                                     "N), set TINKER_BASE_URL=http://127.0.0.1:N and TINKER_API_KEY=tml-local instead")
         if args.rehearsal_scale != "standard" and not args.rehearse:
             raise SpecError("rehearsal_scale", "--rehearsal-scale goes with --rehearse")
         spec = load_spec(args.spec, rehearse=args.rehearse, rehearsal_scale=args.rehearsal_scale)
@@ -142,8 +145,10 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
             if embedded_backend_started_here(args.backend):
                 start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
             flow_imports.join()
-        problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
-                   or unreachable_prefect_server())
+        required = None if args.rehearse else plan.base_model  # outside a rehearsal the served model is the spec's
+        problem = (problem or unserved_on_embedded(args.backend, required)
+                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S, required)
+                   or unreadable_data(spec, args.rehearse) or unreachable_prefect_server())
         if problem:
             stop_early_embedded()
             flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
@@ -279,6 +284,13 @@ def start_servers_early(backend: str, exposure: str, store: RunStore, flow_impor
     return ready
 
 
+def unserved_on_embedded(backend: str, model: str | None) -> str | None:
+    """One line when a run outside a rehearsal asks the embedded backend it starts for a model it does not serve."""
+    if model is None or not embedded_backend_started_here(backend) or embedded_serves(model):
+        return None
+    return not_served(model, "the embedded backend", EMBEDDED_MODELS)
+
+
 def embedded_backend_started_here(backend: str) -> bool:
     """Whether this run's service is the embedded backend it starts itself (local, no TINKER_BASE_URL)."""
     return backend == "local" and not os.environ.get("TINKER_BASE_URL")
@@ -339,11 +351,12 @@ def exit_code_for(state) -> int:
         print(state.message, file=sys.stderr)
         return EXIT_BAD_INPUT
     result_path = result_path_in(state.message or "")
+    if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
+        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "capacity blocked")
+        print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
+        return EXIT_CAPACITY_BLOCKED
     if state.is_completed():
         print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
-        if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
-            print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
-            return EXIT_CAPACITY_BLOCKED
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
     run_dir = getattr(outcome, "run_dir", None)

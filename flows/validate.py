@@ -11,8 +11,12 @@ Prints one line per category (evaluator, decision, restoration, correctness, fea
 generation_audit) with its status (verified, not_applicable, invalid, unverified, unknown), each
 issue as one sentence beneath it, then record-level problems. `--json` prints
 {"categories": {"<name>": {"status", "issues"}}, "problems": [...]}.
-Exit status: 0 when no category is invalid, unverified or unknown and no problem was found;
-1 otherwise; 2 on unreadable input, a record nested too deeply included (one line on stderr).
+The last line gives the grade's level (experiment.report.levels), which is also the exit status:
+  0  green: every category verified or not applicable, no problem;
+  3  amber: nothing found wrong, but a category is unverified or unknown (each named with what would settle it);
+  1  red: a category is invalid, or the record has a problem;
+  2  the input could not be read, a record nested too deeply included (one line on stderr).
+`--json` adds {"level": "green|amber|red", "settle": {category: what would settle it}}.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 
 from experiment.contract.text import printable, printable_line
 from experiment.grading import GradeInputError, grade_path
+from experiment.report.levels import level
 from flows.lifetime import exit_process, survive_closed_console
 
 
@@ -41,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {printable_line(args.path)}: a record nests too deeply to read (a RESULT is a few levels "
               "deep); it was not written by this pipeline", file=sys.stderr)
         return 2
+    graded = grade.to_dict()
+    verdict = level(graded)
     if args.json:
-        print(json.dumps(grade.to_dict(), indent=2))
+        print(json.dumps({**graded, "level": verdict.word, "settle": verdict.open_categories}, indent=2))
     else:
         lines = []  # record text quoted in issues is printed escaped (experiment.contract.text)
         for name, category in grade.categories.items():
@@ -52,9 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         if grade.problems:
             lines.append(f"problems: {len(grade.problems)}")
             lines += [f"  {problem}" for problem in grade.problems]
-        lines.append(f"graded against {grade.spec_source or 'no spec'}: {'green' if grade.ok else 'red'}")
+        lines.append(f"graded against {grade.spec_source or 'no spec'}")
+        lines += verdict.lines()
         print("\n".join(printable(line) for line in lines))
-    return 0 if grade.ok else 1
+    return verdict.exit_status
 
 
 if __name__ == "__main__":

@@ -85,14 +85,16 @@ CALIBRATED_LR = {"rl": 1e-3, "sft": 0.04}
 REHEARSAL_BUDGET = {"gpu_hours": 0.1, "max_wall_minutes": 60}  # room for a shared, loaded 2-core machine
 # Generation of self-generated tasks by the embedded generator (embedded_tinker/assets/selfgen-generator):
 # it writes short problems (so a lower word floor), answers fit in 16 tokens, and a candidate cap of
-# 25 per accepted task; the audit re-solves a sample of at least generation_audit.min_sample_size, so
-# with a small accepted set it needs more rounds.
+# 60 per accepted task (most of what it writes is ill-posed: the generator's label check keeps about 4% of
+# its candidates, filter 5 about two thirds of those, and the audit replaces what it still finds wrong); the
+# audit re-solves a sample of at least generation_audit.min_sample_size, so with a small accepted set it needs
+# more rounds.
 REHEARSAL_GENERATION = {
     "min_words": 8,
     "filter_max_tokens": 16,
     "generation_max_tokens": 96,
     "solver_max_tokens": 16,
-    "candidates_per_accept": 25,
+    "candidates_per_accept": 60,
     "batch_size": 32,
     "max_audit_rounds": 12,
 }

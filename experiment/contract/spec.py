@@ -492,6 +492,9 @@ def _unresolved_paths(value: Any, where: str = "") -> list[str]:
 
 def _merge_plan_file(spec_path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], SpecRevision | None]:
     plan_path = plan_file_path(spec_path)
+    if plan_path.is_symlink():  # a dangling link or a loop is no "absent" revision file (exists() says False)
+        raise SpecError("", f"{plan_path} is a symbolic link: a revision file is a regular file beside its spec, "
+                            "recorded with it; copy the file itself there")
     if not plan_path.exists():
         missing = [name for name in STRUCTURE_A_PLAN_FILE_SUPPLIES if name not in raw]
         if "arms" in missing:

@@ -20,11 +20,12 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import rollout_settings
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.stats.decision import weights_problem
-from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
+from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 
 if TYPE_CHECKING:
     from experiment.contract.spec import Spec
@@ -79,6 +80,19 @@ RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
 
+
+# Why an RL arm's LR grid is refused (issue 46; docs/changelog.md, 7 December 2026). The contract's LR-grid row
+# (exchange-contract.md section 1, item 8) runs every grid point under the same budget and reports the selected LR
+# per arm, with grid_edge; it says nothing of the items the LR is selected on. An RL decision is a paired
+# comparison on the evaluation items, so an LR chosen on those items would decide on the items it was chosen by.
+RL_LR_GRID_REFUSAL = (
+    "training_type rl trains one learning rate per arm (lr, or optimizer.lr). The contract's LR-grid row "
+    "(exchange-contract.md section 1, item 8: every grid point under the same budget, the selected LR per arm "
+    "reported) defines no held-out split to select an RL arm's LR on, and selecting it on the paired decision's "
+    "evaluation items would bias the decision; give one lr per arm, or compare the LRs as arms of one role with "
+    "experiment_features.adaptive_selection (chosen on half the items, frozen, decided on the other half). "
+    "Per-arm LR grids: training_type sft (best LR by held-out loss)")
+
 def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
@@ -89,6 +103,7 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
         _check_rl(spec, plan)
     else:
         _check_sft(spec, plan)
+    check_before_spending(spec, plan)
 
 
 def _check_features(spec: Spec) -> None:
@@ -156,6 +171,27 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
     if len(seeds) > 1 and plan.training_type != "rl":
         raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
                                                "run; supported: a single seed (several seeds: training_type rl)")
+    _check_verdict_rule_seeds(spec, seeds)
+
+
+def _check_verdict_rule_seeds(spec: Spec, seeds: list[int]) -> None:
+    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the seeds the grader expects
+    observations for: the run trains the scheduled seed only, so any other list would be dropped without a word
+    (issue 46: [0, 1] trained seed 0, and the record graded `DEC-6: 6 observations missing ... seed 1`)."""
+    rule = getattr(spec, "verdict_rule", None)
+    if not isinstance(rule, dict) or rule.get("seeds") is None:
+        return
+    stated = rule["seeds"]
+    if (not isinstance(stated, list) or not stated or len(set(map(str, stated))) != len(stated)
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in stated)):
+        raise SpecError("verdict_rule.seeds", f"must be a non-empty list of distinct non-negative integers (got "
+                                              f"{stated!r})")
+    if len(stated) > 1:
+        raise SpecError("verdict_rule.seeds", f"{stated}: training_type {spec.training_type} trains one seed per "
+                                              "run; supported: a single seed (several seeds: training_type rl)")
+    if stated != seeds:
+        raise SpecError("verdict_rule.seeds", f"{stated}, but the run trains seed {seeds[0]} (the arms' seed, else "
+                                              "0); state that seed, or give the arms the seed stated here")
 
 
 def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
@@ -255,9 +291,7 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     _check_group_learning_rates(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
-            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
-                                                      "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
-                                                      "(per-arm LR grids: training_type sft)")
+            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: {RL_LR_GRID_REFUSAL}")
         if arm.trained and arm.steps is not None and arm.steps != spec.steps:
             raise SpecError(f"arms[{index}].steps", f"arm {arm.name}: {arm.steps} steps, but training_type rl trains "
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
@@ -355,6 +389,7 @@ def _check_initialization(plan: PlanView, family: str) -> None:
 
 
 def _check_sft(spec: Spec, plan: PlanView) -> None:
+    _check_sft_data(spec)
     if spec.decision_rule is not None:
         raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
                                          "(best_lr_threshold), not by a decision_rule")
@@ -412,10 +447,10 @@ def _check_rl_data(spec: Spec) -> None:
     if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), evaluation.get("metric")):
         raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
                                 "named by eval.path")
-    available = _items_in(evaluation.get("path"), "test")
+    available = _items_in(evaluation.get("path"), "test", "eval.path")
     if available is not None and spec.eval.n_examples > available:
         raise SpecError("eval.n_examples", f"is {spec.eval.n_examples} but the held-out set has {available} items")
-    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
+    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train", "dataset.path")
     if isinstance(wanted, int) and pool is not None and wanted > pool:
         raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
 
@@ -447,7 +482,7 @@ def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:
     generation = raw.get("generation") if isinstance(raw.get("generation"), dict) else {}
     stated = dataset.get("n_examples")
     sizes = {"dataset": ("dataset.n_examples", stated if isinstance(stated, int) and not isinstance(stated, bool)
-                         else _items_in(dataset.get("path"), "train")),
+                         else _items_in(dataset.get("path"), "train", "dataset.path")),
              "generated_tasks": ("generation.n_accept", generation.get("n_accept")
                                  if isinstance(generation.get("n_accept"), int) else None)}
     pilot = _unique_role(plan, "treatment") if plan.gate("activation_gate").blocks else None
@@ -470,12 +505,32 @@ def _names_gsm8k(*texts: object) -> bool:
     return any("gsm8k" in str(text or "").lower() for text in texts)
 
 
-def _items_in(path: str | None, gsm8k_split: str) -> int | None:
-    """Items in a task file, or in the GSM8K split read when there is none (None when it is not here to count)."""
+def _items_in(path: str | None, gsm8k_split: str, field: str = "") -> int | None:
+    """Items in a task file (every row checked: a file that cannot be read as one is refused, SpecError on
+    `field`), or in the GSM8K split read when there is none (None when it is not here to count)."""
+    if path:
+        try:
+            return count_task_file(resolve_data_path(path))
+        except DataError as err:
+            raise SpecError(field, f"{err}; a task file is UTF-8 JSONL, one {{id, question, answer}} object a line "
+                                   "with unique ids") from None
     try:
-        if path:
-            return len(load_task_file(resolve_data_path(path)))
         split = DEFAULT_GSM8K_DIR / f"{gsm8k_split}.jsonl"
         return sum(1 for line in split.read_text().splitlines() if line.strip()) if split.is_file() else None
-    except (DataError, OSError):
+    except OSError:
         return None
+
+
+def _check_sft_data(spec: Spec) -> None:
+    """An SFT spec's own data files (dataset.path, eval.path; JSONL) read as the run reads them: a file that cannot
+    be is refused here instead of at the run's first read, after the claim."""
+    raw = spec.to_dict()
+    for section in ("dataset", "eval"):
+        block = raw.get(section) if isinstance(raw.get(section), dict) else {}
+        path = block.get("path")
+        if not isinstance(path, str) or path.endswith(".parquet"):
+            continue
+        try:
+            count_jsonl_rows(resolve_data_path(path))
+        except DataError as err:
+            raise SpecError(f"{section}.path", f"{err}; a data file is UTF-8 JSONL, one object a line") from None

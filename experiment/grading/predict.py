@@ -101,6 +101,7 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     grades["correctness"] = _weight_readback(grades["correctness"], correctness, exposure)
 
     grades["feasibility"] = _feasibility(plan)
+    _budget_outlook(plan, grades)
     audit = plan.gate("generation_audit")
     if audit.applicable is False:
         grades["generation_audit"] = _entry("not_applicable", audit.reason)
@@ -158,6 +159,39 @@ def _feasibility(plan: Any) -> dict[str, str]:
                                  "measures less than stated")
     return _entry("verified", "a measured pilot with config and effective_config recorded identically and the "
                               "pilot's size in measurements")
+
+
+# A rehearsal is budgeted this much room on a shared, loaded 2-core machine (experiment.contract.rehearsal's
+# REHEARSAL_BUDGET, stated here since the grader does not import the rehearsal rules' module for one number).
+REHEARSAL_ROOM_MINUTES = 60
+
+
+def _budget_outlook(plan: Any, grades: dict[str, dict[str, Any]]) -> None:
+    """A budget that may not hold the run: the static estimate on the production service's rates exceeds it
+    (experiment.contract.cost), or a rehearsal's budget is below the room a rehearsal is given. An enforced budget
+    may stop the run at the feasibility pilot: the categories measured after it would grade unknown
+    (`if_stopped_at_feasibility`); one not enforced may be overrun, which the record says (RESULT.budget_use)."""
+    gate = plan.gate("feasibility_pilot")
+    cost = (gate.details or {}).get("static_estimate")
+    budget = float((getattr(plan, "budget", None) or {}).get("max_wall_minutes") or 0)
+    if cost and cost.get("may_not_fit"):
+        why = (f"the static estimate on the production service's rates is {cost['estimate_seconds']:.0f} s against "
+               f"the {cost['budget_seconds']:.0f} s budget")
+    elif getattr(plan, "rehearsal", None) and 0 < budget < REHEARSAL_ROOM_MINUTES:
+        why = (f"a rehearsal is given {REHEARSAL_ROOM_MINUTES} min on a loaded 2-core machine and this one's budget "
+               f"is {budget:g} min")
+    else:
+        return
+    if not getattr(gate, "enforced", True):
+        grades["feasibility"]["reason"] += (f"; the budget may be overrun ({why}); it is not enforced "
+                                            "(feasibility_required is not true), so the run goes on and its record "
+                                            "says so (budget_use)")
+        return
+    grades["feasibility"]["reason"] += f"; may stop at feasibility: {why}"
+    grades["feasibility"]["may_stop_at_feasibility"] = True
+    for category in ("evaluator", "decision"):
+        if grades[category]["grade"] != "not_applicable":
+            grades[category]["if_stopped_at_feasibility"] = "unknown"
 
 
 def _weight_readback(entry: dict[str, str], correctness: Any, exposure: str) -> dict[str, str]:

@@ -125,7 +125,7 @@ class ServiceTarget:
         """The Modal proxy headers for this target (the fork's with fork=True), from the environment; {} if none."""
         return {} if self.kind == "embedded" else _proxy_headers(fork)
 
-    def answer_problem(self, budget_s: float) -> str | None:
+    def answer_problem(self, budget_s: float, model: str | None = None) -> str | None:
         """One line when a remote service does not answer `get_server_capabilities` usably within `budget_s`
         (it hangs, answers something that is not a capability list, or drops the connection), else None.
         One plain request, no retries: checked before a run is claimed, so such a service leaves no run
@@ -155,6 +155,9 @@ class ServiceTarget:
         if not isinstance(models, list):
             return (f"{where} answered get_server_capabilities with something that is not a capability list "
                     f"(HTTP {response.status_code}, {len(response.content)} bytes): is it a Tinker service?")
+        served = [str(m.get("model_name")) for m in models if isinstance(m, dict) and m.get("model_name")]
+        if model is not None and model not in served:
+            return not_served(model, f"{where}", served)
         return None
 
 
@@ -251,6 +254,23 @@ def _close_quietly(client: Any) -> None:
         client.close("success").result(timeout=CLOSE_ANSWER_SECONDS)
     except Exception:  # closing is best effort; the capabilities call already succeeded or raised
         pass
+
+
+# What the embedded backend serves (its contract, docs/ARCHITECTURE.md): these names, and a local directory
+# holding a checkpoint.
+EMBEDDED_MODELS = ("embedded/tiny-arith", "embedded/tiny-random")
+
+
+def not_served(model: str, where: str, served: list[str] | tuple[str, ...]) -> str:
+    """The one line refusing a run whose model the service does not serve: outside a rehearsal the run never
+    substitutes one (a substitute tests another hypothesis)."""
+    return (f"{where} does not serve {model} (it serves {', '.join(served) or 'nothing'}); outside a rehearsal a "
+            "run never substitutes another model: pass a --backend that serves it, or --rehearse to rehearse the "
+            "spec on the embedded model (the substitution then recorded as a deviation)")
+
+
+def embedded_serves(model: str) -> bool:
+    return model in EMBEDDED_MODELS or os.path.isdir(model)
 
 
 def closest_served_model(requested: str, served: list[str]) -> tuple[str, str | None]:

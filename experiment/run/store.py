@@ -202,6 +202,33 @@ def storage_failure(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in STORAGE_ERRNOS
 
 
+RUN_KINDS = {  # what became of a run, as flows.runs shows and filters it
+    "decided": "reached a verdict",
+    "gate_failed": "a gate failed; the record says which and the next diagnostic",
+    "capacity_blocked": "the service refused capacity past the contract's limits; resumable: run the same command again",
+    "interrupted": "stopped by a signal or a crash before its verdict; resumable: run the same command again",
+    "running": "in progress",
+    "unreadable": "its result.json cannot be read: python -m flows.runs recover RUN_ID",
+}
+RESUMABLE_KINDS = ("capacity_blocked", "interrupted")
+
+
+def run_kind(result: dict[str, Any]) -> str:
+    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record."""
+    status = result.get("status")
+    if status == "running":
+        return "running"
+    if result.get("capacity_block"):
+        return "capacity_blocked"
+    if result.get("interruption"):
+        return "interrupted"
+    if status == "succeeded":
+        return "decided"
+    if status == "failed":
+        return "gate_failed"
+    return "unreadable"
+
+
 def run_finished(result: dict[str, Any]) -> bool:
     """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work)."""
     return (result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
@@ -222,7 +249,8 @@ def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 class RunIndex:
     """runs/index.parquet: one row per run, safe when several runs update it at once."""
 
-    COLUMNS = ["run_id", "spec_title", "spec_sha256", "status", "verdict", "effect", "started", "finished"]
+    COLUMNS = ["run_id", "spec_title", "spec_sha256", "status", "verdict", "effect", "started", "finished",
+               "spec", "scale", "kind"]
 
     def __init__(self, runs_dir: Path):
         self.path = Path(runs_dir) / "index.parquet"
@@ -295,7 +323,8 @@ class _UnreadableIndex(Exception):
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id"):
+    for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id", "spec", "scale",
+                   "kind"):
         frame[column] = frame[column].astype("string")
     frame["effect"] = frame["effect"].astype("float64")
     return frame
@@ -320,7 +349,8 @@ def _index_row_from(run_dir: Path) -> dict[str, Any] | None:
     return {"run_id": meta.get("run_id", run_dir.name), "spec_title": meta.get("spec_title"),
             "spec_sha256": meta.get("spec_sha256"), "started": meta.get("started"), "status": status,
             "verdict": result.get("verdict"), "finished": finished,
-            "effect": float(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else None}
+            "effect": float(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else None,
+            "spec": meta.get("spec"), "scale": meta.get("scale"), "kind": run_kind(result)}
 
 
 def _serialized(method):
@@ -496,8 +526,10 @@ class RunStore:
         store = cls(run_dir)
         store.acquire()  # before the index lists the run, so no other process can see it unlocked
         try:
+            rehearsal = spec.source.rehearsal
             run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256,
-                        "started": utc_now()}
+                        "started": utc_now(), "spec": Path(str(plan.spec_path)).name, "spec_path": str(plan.spec_path),
+                        "scale": rehearsal.get("scale", "standard") if rehearsal else "as-written"}
             _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
             _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
             (run_dir / "events.jsonl").touch()
@@ -588,12 +620,13 @@ class RunStore:
         _write_atomic(self.run_dir / "result.json", data)
         with suppress(_NotPlainJson):
             self._written = (data, _json_copy(result))
-        row, key = (result.get("status"), result.get("verdict"), result.get("effect")), self.run_dir.resolve()
+        row = (result.get("status"), result.get("verdict"), result.get("effect"), run_kind(result))
+        key = self.run_dir.resolve()
         if _INDEXED_ROW.get(key) == row:
             return
         finished = utc_now() if row[0] in FINISHED_STATUSES else None
         self.index.upsert({**self.run_meta(), "status": row[0], "verdict": row[1], "effect": row[2],
-                           "finished": finished})
+                           "finished": finished, "kind": row[3]})
         _INDEXED_ROW[key] = row
 
     # ---- events and tables ----

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
-from experiment.selfgen.exact_solver import Solution
+from experiment.selfgen.text_resolver import Solution
 from experiment.selfgen.task_generation import REJECTED
 from experiment.stats.generation_audit import (  # noqa: F401 (the record functions, re-exported)
     DEFAULT_SAMPLE_SIZE, SUPPORTED_STRATEGIES, AuditValidation, UnsupportedComparison, answer_agreement, build_report,

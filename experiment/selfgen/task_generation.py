@@ -5,12 +5,18 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
   - each completion is parsed into problem text and a `solve()` function; solve() runs in the
     sandbox (experiment/selfgen/sandbox.py) and its integer return value is the label;
   - filters, in the spec's order (the first that fails decides the disposition):
-      1. parse and execution succeed          (parse failure: rejected; sandbox failure: execution_error)
+      1. parse and execution succeed          (no solve() to run, or a sandbox failure: execution_error; where
+                                              no problem text could be parsed, the raw text is the prompt, since
+                                              every candidate row has one, GA-3)
       2. the problem text does not contain the answer
       3. the problem is min_words..max_words words long
       4. no normalized exact match with any evaluation question
       5. the base model solves it from text alone in keep_band of filter_samples samples at the
          spec's max_tokens (the cookbook math env, the same env and reward as training);
+    and, before filter 5 (this pipeline's own, issue 45): the generator's label check
+    (experiment/selfgen/text_label_check.py) holds solve() against the text it claims to solve (the asked
+    object is one the text counts, the program's numbers are the text's, its arithmetic adds like objects,
+    the label is a whole number), so ill-posed texts are rejected before training ("label check: ...");
   - the first n_accept accepted candidates, in generation order, form the training set.
 A batch's candidates are screened (filters 1-4) one after another in a worker thread while filter 5's
 rollouts of the survivors screened so far are sampled, so the service is not idle through the sandbox;
@@ -34,7 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
-from experiment.contract.generation import GenerationSettings, generation_settings  # noqa: F401 (re-exported)
+from experiment.contract.generation import (  # noqa: F401 (re-exported)
+    LABEL_CHECKED_GENERATORS, GenerationSettings, generation_settings,
+)
+from experiment.selfgen import text_label_check
 from experiment.stats.generation_audit import (  # noqa: F401 (re-exported)
     ACCEPTED, DISPOSITIONS, EXECUTION_ERROR, REJECTED, normalize_prompt,
 )
@@ -47,6 +56,7 @@ if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) 
 
 ITEM_ID_FORMAT = "selfgen-{index:06d}"
 MAX_KEPT_COMPLETION_CHARS = 2000
+LABEL_CHECK = "label check"  # the rejection reason's prefix of the generator's own well-posedness filter
 
 
 # ---- parsing ----
@@ -246,18 +256,19 @@ class TaskGenerator:
         return texts
 
     def _screen(self, index: int, completion: str) -> dict[str, Any]:
-        """Filters 1-4 (everything but the base-model solve rate); disposition None = survived."""
+        """Filters 1-4 and the label check (everything but the base-model solve rate); disposition None = survived."""
         parsed = parse_completion(completion)
         row: dict[str, Any] = {
-            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
+            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index,
+            "prompt": parsed.problem or completion[:MAX_KEPT_COMPLETION_CHARS],
             "answer": None, "disposition": None, "code": parsed.code, "error": None,
             # the raw text only where parsing failed (prompt + code carry it otherwise; keeps the file small)
             "completion": completion[:MAX_KEPT_COMPLETION_CHARS] if parsed.error else None,
             "word_count": word_count(parsed.problem) if parsed.problem else 0, "base_solved": None,
             "execution_seconds": None,
         }
-        if parsed.error:
-            row.update(disposition=REJECTED, error=f"filter 1: {parsed.error}")
+        if parsed.error:  # no program to run: its execution failed (GA-3 asks an answer of every other candidate)
+            row.update(disposition=EXECUTION_ERROR, error=f"filter 1: {parsed.error}")
             return row
         result = self.sandbox.run(parsed.code)
         self.measurements.execution_seconds += result.seconds
@@ -274,6 +285,10 @@ class TaskGenerator:
         elif normalize_prompt(parsed.problem) in self.evaluation_prompts:
             match = self.evaluation_prompts[normalize_prompt(parsed.problem)]
             row.update(disposition=REJECTED, error=f"filter 4: normalized exact match with evaluation item {match}")
+        elif self.settings.label_checked and (unclear := text_label_check.problems(parsed.problem, parsed.code,
+                                                                                  result.value)):
+            row.update(disposition=REJECTED, error=f"{LABEL_CHECK}: the problem text does not determine the label: "
+                                                   f"{'; '.join(unclear)}")
         return row
 
 

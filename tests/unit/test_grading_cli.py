@@ -24,7 +24,7 @@ def cli(module: str, *args: str) -> subprocess.CompletedProcess:
                           timeout=300, check=False)
 
 
-def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
+def test_bare_result_json_grades_green_then_amber_when_a_category_is_unknown(graded_record, tmp_path):
     result, _ = graded_record("paired")
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
@@ -33,14 +33,16 @@ def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
     lines = green.stdout.splitlines()
     assert [line.split(":")[0] for line in lines if not line.startswith(" ")][:6] == CATEGORIES
     as_json = json.loads(cli("flows.validate", str(path), "--json").stdout)
-    assert set(as_json) == {"categories", "problems"} and list(as_json["categories"]) == CATEGORIES
+    assert set(as_json) == {"categories", "problems", "level", "settle"} and as_json["level"] == "green"
+    assert list(as_json["categories"]) == CATEGORIES
     assert all(set(entry) >= {"status", "issues"} for entry in as_json["categories"].values())
 
     result["feasibility"]["config"]["steps"] = 40
     path.write_text(json.dumps(result))
-    red = cli("flows.validate", str(path))
-    assert red.returncode == 1
-    assert "feasibility: unknown" in red.stdout and "FEAS-2: Re-projection required: steps changed" in red.stdout
+    amber = cli("flows.validate", str(path))
+    assert amber.returncode == 3, amber.stdout  # amber: unknown, no category invalid, no problem
+    assert amber.stdout.splitlines()[-2].startswith("AMBER: ") and "feasibility would be settled by: " in amber.stdout
+    assert "feasibility: unknown" in amber.stdout and "FEAS-2: Re-projection required: steps changed" in amber.stdout
 
 
 def test_grading_against_a_given_spec(graded_record, tmp_path):
@@ -48,8 +50,11 @@ def test_grading_against_a_given_spec(graded_record, tmp_path):
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
     graded = cli("flows.validate", str(path), "--spec", "specs/trimuon_vs_dimuon_no_robots.json", "--json")
-    assert graded.returncode == 1, graded.stdout  # red: its correctness pins come from the recorded revision
-    categories = json.loads(graded.stdout)["categories"]
+    assert graded.returncode == 3, graded.stdout  # amber: its correctness pins come from the recorded revision
+    graded = json.loads(graded.stdout)
+    assert graded["level"] == "amber" and list(graded["settle"]) == ["correctness"]
+    assert "revision file" in graded["settle"]["correctness"]  # CORR-6's hint: what would settle it
+    categories = graded["categories"]
     assert [name for name, c in categories.items() if c["status"] not in ("verified", "not_applicable")] == ["correctness"]
     assert categories["correctness"]["status"] == "unverified"
     assert any("unverified until its own spec carries them" in issue for issue in categories["correctness"]["issues"])

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 import pytest
-from test_grading_rules import CASES, SPEC_CASES, spec_dict
-from test_validation import build_gs1_run
+from rule_cases import CASES, SPEC_CASES, spec_dict
+from records import build_gs1_run
 
 from experiment.grading import grade as grade_module
 from experiment.grading import grade_record, run_dir

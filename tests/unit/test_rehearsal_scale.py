@@ -17,7 +17,7 @@ import pytest
 
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import build_plan, draft_plan
 from experiment.contract.result import DEVIATION_FIELDS
 from experiment.contract.result_models import Deviation
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
@@ -139,8 +139,10 @@ def test_gs1_alone_keeps_its_revisions_unresolved(tmp_path):
     shutil.copy(GS1_SPEC, alone)
     spec = load_spec(alone)
     assert spec.source.revision is None
-    assert build_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert draft_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
     assert load_spec(alone, rehearse=True).source.revision is None
+    with pytest.raises(SpecError, match="UNRESOLVED and the spec has no revision file"):  # refused before spending
+        build_plan(load_spec(alone, rehearse=True))
 
 
 def test_selfgen_arm_data_decides_which_arm_trains_on_generated_tasks(tmp_path):
@@ -207,7 +209,8 @@ def test_cli_rehearsal_refuses_a_service_url(capsys, tmp_path):
 
     code = run_cli.main([str(GS1_SPEC), "--rehearse", "--backend", "https://example.invalid", "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()
-    assert code == run_cli.EXIT_BAD_INPUT and err == "--rehearse runs on the embedded backend; drop --backend"
+    assert code == run_cli.EXIT_BAD_INPUT and err.startswith("--rehearse runs on the embedded backend: drop --backend; ")
+    assert "TINKER_BASE_URL=http://127.0.0.1:N" in err  # the route that rehearses against a backend served on its own
 
 
 @pytest.mark.parametrize("path", SEED_SPECS, ids=lambda p: p.stem)

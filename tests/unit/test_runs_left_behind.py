@@ -350,9 +350,9 @@ def test_a_run_whose_failure_marker_a_full_disk_refused_is_shown_stale_and_resum
         with monkeypatch.context() as weak:  # attack first: the listing trusts the record: a dead run "running"
             weak.setattr(runs_cli, "shown_status", lambda run_dir, status: status)
             assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-            assert f"{run_dir.name}  running" in capsys.readouterr().out
+            assert listed_status(capsys.readouterr().out, run_dir.name)[0] == "running"
         assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-        assert f"{run_dir.name}  stale" in capsys.readouterr().out
+        assert listed_status(capsys.readouterr().out, run_dir.name) == ("stale", "interrupted (resumable)")
         assert runs_cli.main(["show", run_dir.name, "--runs-dir", str(runs)]) == 0
         assert "status:    stale (its record says running, but no process holds the run" in capsys.readouterr().out
 
@@ -362,7 +362,7 @@ def test_a_run_whose_failure_marker_a_full_disk_refused_is_shown_stale_and_resum
         try:
             assert (how, store.run_dir) == ("resumed", run_dir)
             assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-            assert f"{run_dir.name}  running" in capsys.readouterr().out  # live again: its process holds it
+            assert listed_status(capsys.readouterr().out, run_dir.name)[0] == "running"  # live again: its process holds it
         finally:
             store.release()
     finally:
@@ -403,7 +403,7 @@ def test_the_cli_says_so_when_a_full_disk_refused_the_failure_marker(tmp_path, c
             "again resumes it") in err
     assert "Traceback" not in err
     assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-    assert f"{run_dir.name}  stale" in capsys.readouterr().out
+    assert listed_status(capsys.readouterr().out, run_dir.name) == ("stale", "interrupted (resumable)")
 
 
 # ---- a backend that hangs, answers garbage or drops the connection: refused before the claim ----
@@ -481,3 +481,11 @@ def test_a_damaged_result_is_rebuilt_from_the_events(tmp_path, spec_and_plan, ca
     assert capsys.readouterr().out.startswith(f"rebuilt {path} from ")
     assert json.loads(path.read_text()) == original
     assert (store.run_dir / "result.json.damaged").stat().st_size == 300
+
+
+def listed_status(listing: str, run_id: str) -> tuple[str, str]:
+    """(status, kind) of one run in `python -m flows.runs`'s table, read by the header's columns."""
+    header, *rows = listing.splitlines()
+    row = next(line for line in rows if line.split()[0] == run_id)
+    status, kind = header.index("status"), header.index("kind")
+    return row[status:].split()[0], " ".join(row[kind:header.index("verdict")].split())
