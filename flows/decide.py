@@ -49,11 +49,13 @@ def decide(spec_path, observations_path) -> dict:
     from experiment.stats.decision import bytes_sha256, decision_summary, read_observations_jsonl
     from experiment.contract.plan import draft_plan
     from experiment.contract.spec import load_spec
+    from experiment.contract.support import check_criteria_weights
 
     spec = load_spec(spec_path)
     decision_rule = spec.section("decision_rule")
     if not decision_rule:
         raise ValueError(f"{spec_path}: the spec has no decision_rule")
+    check_criteria_weights(spec)  # a vector the contract does not define decides nothing (as at intake)
     plan = draft_plan(spec)
     observations = read_observations_jsonl(observations_path)
     # The plan fixes the interval adjustment (Bonferroni over several criteria).

@@ -51,7 +51,7 @@ from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
-from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
+from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
 from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunDirectoryGone, RunInProgress, RunStore, storage_failure, utc_now
 from experiment.stats.feasibility import budget_use
@@ -138,8 +138,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         config.keep_checkpoints_beside(store.run_dir.parent)
         reused = store.passed_gates() if how == "resumed" else {}
         if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
-            store.update_result(status="running", capacity_block=None, capacity_wait=None, interruption=None,
-                                outcome_reason=None)
+            store.update_result(**resumed_update())
         with service_requests_limited(request_slots):
             return _run_claimed(spec, plan, store, config, reused, logger)
     except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"

@@ -110,10 +110,12 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         print(err, file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.plan:
-        from experiment.grading.predict import predict_grades
+        from experiment.grading.predict import predict_grades, predicted_stop
 
         exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
+        stop = predicted_stop(plan, exposure)
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
+                          "predicted_stop": {"gate": stop[0], "reason": stop[1]} if stop else None,
                           "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
     exposure = args.exposure or "embedded"

@@ -167,23 +167,37 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-# The deviation fields (GEN-6) for each setting a rule changes; the
-# LR and the rank follow the model (calibrated for it), the answer length and sequence length belong
-# to what one optimizer step processes, the budget follows the step count.
+# The deviation field (GEN-6) of each setting a rule changes names what changed: the contract's field where one
+# says it (a substituted model, a smaller batch, fewer steps, another dataset or eval set), else the setting
+# itself (issue 45): a learning rate wherever it is stated (the optimizer, an arm, its grid, a preflight's probes)
+# is `learning_rate`, never `model`; the budget is `budget`, never `steps`; the rollout settings (answer length,
+# temperature, renderer) are `rollout`, never `effective_batch` (sequences per optimizer step); a correctness
+# path's pre-registered tolerances and the analysis they come from are `tolerance`, never `model`.
+_LEARNING_RATE_KEYS = ("lr", "lr_grid", "learning_rate", "learning_rates", "update_learning_rates")
 _CATEGORIES = (
-    (("base_model", "lora_rank", "optimizer.lr", "restoration_preflight", "correctness_preflight"), "model"),
-    (("max_seq_len", "batch_size", "rollout"), "effective_batch"),
-    (("steps", "budget", "decision_rule", "verdict_rule"), "steps"),
+    (("base_model",), "model"),
+    (("lora_rank",), "lora_rank"),
+    (("max_seq_len",), "max_seq_len"),
+    (("batch_size",), "effective_batch"),
+    (("rollout",), "rollout"),
+    (("budget",), "budget"),
+    (("correctness_preflight",), "tolerance"),
+    (("steps", "decision_rule", "verdict_rule"), "steps"),
     (("dataset", "generation"), "dataset"),
     (("eval", "command"), "evaluator"),
 )
-_ARM_CATEGORIES = {"lr": "model", "lr_grid": "model", "groups_per_batch": "effective_batch", "steps": "steps"}
+_ARM_CATEGORIES = {"groups_per_batch": "effective_batch", "steps": "steps"}
 
 
 def deviation_field(setting: str) -> str:
-    """The contract's deviation `field` for a setting path such as `arms[x].lr` or `dataset.path`."""
+    """The deviation `field` for a setting path such as `arms[x].lr` or `dataset.path`: what changed."""
+    last = setting.rsplit(".", 1)[-1]
+    if last in _LEARNING_RATE_KEYS:
+        return "learning_rate"
+    if last == "lora_rank":
+        return "lora_rank"
     if setting.startswith("arms["):
-        return _ARM_CATEGORIES[setting.rsplit(".", 1)[-1]]
+        return _ARM_CATEGORIES[last]
     head = setting.split(".", 1)[0].split("[", 1)[0]
     for heads, category in _CATEGORIES:
         if head in heads or setting in heads:
@@ -521,12 +535,12 @@ def _rewrite_generation(r: _Rewriter, block: dict[str, Any], pool: int) -> None:
 
 
 def rehearsal_summary(summary: str, record: dict[str, Any]) -> str:
-    """The run's summary, led by the rehearsal mark (idempotent). It names every `model` deviation's
-    effective value, as the contract asks of a substituted model."""
+    """The run's summary, led by the rehearsal mark (idempotent). It names the substituted model and the settings
+    calibrated for it (learning rates, rank), as the contract asks of a substituted model."""
     aliases = {"learning_rate": "lr", "learning_rates": "lr_grid"}
     model_settings: list[str] = []
     for s in record["substitutions"]:
-        if s["field"] == "model" and s["setting"] != "base_model" and not s["setting"].startswith(
+        if s["field"] in ("learning_rate", "lora_rank") and not s["setting"].startswith(
                 ("correctness_preflight", "restoration_preflight")):  # the preflights' own settings stay in deviations
             name = s["setting"].rsplit(".", 1)[-1]
             text = f"{aliases.get(name, name)} {s['effective']}"

@@ -24,6 +24,7 @@ from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import rollout_settings
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
+from experiment.stats.decision import weights_problem
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ RL_LR_GRID_REFUSAL = (
 def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
+    check_criteria_weights(spec)
     _check_seeds(spec, plan)
     if plan.training_type == "rl":
         _check_adaptive_selection(spec, plan)
@@ -124,6 +126,20 @@ def _check_features(spec: Spec) -> None:
         if needed and spec.training_type != needed:
             raise SpecError(where, f"true is supported for training_type {needed} only ({IMPLEMENTED_FEATURES[name]}); "
                                    f"this spec's training_type is {spec.training_type}")
+
+
+def check_criteria_weights(spec: Spec) -> None:
+    """Every criterion of the decision_rule (or the recorded revision's verdict_rule) weights the arms by a contrast
+    the contract defines (experiment.stats.decision.weights_problem): never all zero, never a level."""
+    rules = {"decision_rule": spec.decision_rule.model_dump() if spec.decision_rule is not None else None,
+             "verdict_rule": getattr(spec, "verdict_rule", None)}
+    for name, rule in rules.items():
+        criteria = rule.get("criteria") if isinstance(rule, dict) else None
+        for index, criterion in enumerate(criteria if isinstance(criteria, list) else []):
+            weights = criterion.get("weights") if isinstance(criterion, dict) else None
+            problem = weights_problem(weights)
+            if problem is not None:
+                raise SpecError(f"{name}.criteria[{index}].weights", problem)
 
 
 def scheduled_seeds(spec: Spec) -> list[int]:

@@ -23,6 +23,7 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
 from experiment.grading.input_limits import oversized_input
+from experiment.grading.precedence import with_precedence
 from experiment.grading.rules import SHAPE_RULES
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.contract.plan import draft_plan
@@ -242,9 +243,9 @@ def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
 
 def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
     """One category's grade; a record too malformed for the category's own guards is invalid there, under the
-    category's shape rule (rules.SHAPE_RULES)."""
+    category's shape rule (rules.SHAPE_RULES). Missing evidence takes precedence (experiment.grading.precedence)."""
     try:
-        return module.grade(ctx)
+        return with_precedence(module.grade(ctx))
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
         return CategoryGrade(name, INVALID, [Issue(SHAPE_RULES[name], INVALID, f"the record has an unexpected shape "
                                                                                f"({type(err).__name__}: {err})")])

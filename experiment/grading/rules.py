@@ -145,7 +145,7 @@ CONTRACT_RULES = (
       "decision.ADAPT_1"),
     # REST: restoration category
     C("REST-1", R, IVK, "initialization_provenance has one entry per restoration arm (and per planned LR run)",
-      "restoration.REST_1", "restoration.REST_1_runs", "restoration.grade"),
+      "restoration.REST_1", "restoration.REST_1_runs", "restoration.REST_1_evidence", "restoration.grade"),
     C("REST-2", R, IV, "initialization proof: a measured adapter hash or an immutable full-initialization checkpoint",
       "restoration.REST_2", "restoration.REST_2_seed"),
     C("REST-3", R, IV, "all arms of a group load the same initial adapter or checkpoint",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import typing
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ import pytest
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
 from experiment.contract.plan import build_plan, draft_plan
+from experiment.contract.result import DEVIATION_FIELDS
+from experiment.contract.result_models import Deviation
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
 
 SEED_SPECS = [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC]
@@ -49,10 +52,9 @@ def test_every_substitution_is_a_deviation(path):
     named = [s["setting"] for s in record["substitutions"]]
     for key in changed:  # each changed leaf is, or lies under, a field some deviation names
         assert any(key == f or key.startswith(f + ".") or key.startswith(f + "[") for f in named), key
-    contract_fields = {"model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint"}
     for substitution, deviation in zip(record["substitutions"], record["deviations"]):
         assert set(deviation) == {"field", "original", "effective", "reason"}  # the contract's shape
-        assert deviation["field"] == substitution["field"] in contract_fields - {"objective", "endpoint"}
+        assert deviation["field"] == substitution["field"] in set(DEVIATION_FIELDS) - {"objective", "endpoint"}
         assert deviation["reason"].startswith(f"rehearsal: {substitution['setting']}: ")
         assert all(isinstance(deviation[key], str) for key in deviation)
     assert rehearsed.source.sha256 != written.source.sha256
@@ -229,3 +231,26 @@ def test_wiring_scale_is_smaller_and_says_so(path):
 def test_an_unknown_rehearsal_scale_is_refused():
     with pytest.raises(SpecError, match="unknown rehearsal scale 'huge'"):
         load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="huge")
+
+
+# What each kind of setting is labelled (issue 45): the setting that changed, never a neighbouring contract field.
+LABELS = {"learning_rate": lambda s: s.rsplit(".", 1)[-1] in ("lr", "lr_grid", "learning_rate", "learning_rates",
+                                                               "update_learning_rates"),
+          "budget": lambda s: s.startswith("budget."),
+          "rollout": lambda s: s == "rollout",
+          "tolerance": lambda s: s.startswith("correctness_preflight") and not s.endswith("learning_rates"),
+          "model": lambda s: s == "base_model"}
+
+
+@pytest.mark.parametrize("path", SEED_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("scale", ["standard", "wiring"])
+def test_every_deviation_field_names_what_changed(path, scale):
+    substitutions = load_spec(path, rehearse=True, rehearsal_scale=scale).source.rehearsal["substitutions"]
+    for substitution in substitutions:
+        for label, names in LABELS.items():
+            assert names(substitution["setting"]) == (substitution["field"] == label), substitution
+    assert {s["field"] for s in substitutions} >= {"learning_rate", "budget", "model"}
+
+
+def test_the_typed_record_takes_every_deviation_field():
+    assert typing.get_args(Deviation.model_fields["field"].annotation) == DEVIATION_FIELDS

@@ -263,7 +263,7 @@ def test_an_overlap_count_of_false_is_not_zero_overlaps():
 
 def test_counts_with_false_for_zero_are_not_the_candidates_counts():
     ctx = _audit_ctx([], overlap_count=0)
-    counts = generation_audit._audit().counts_of(AUDIT_TASKS)
+    counts = generation_audit.records.counts_of(AUDIT_TASKS)
     ctx.result["generation_audit"]["counts"] = counts
     assert generation_audit.GA_4(ctx) == []
     ctx.result["generation_audit"]["counts"] = {k: (False if v == 0 else v) for k, v in counts.items()}

@@ -7,12 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.grading.predict import predict_grades
-from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
+from experiment.grading.predict import predict_grades, predicted_stop
+from experiment.contract.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
 
 
-def _plan(gates=None, decision=None, supplied=()):
-    """A plan whose every gate is applicable with a pinned plan unless `gates` says otherwise."""
+def _plan(gates=None, decision=None, supplied=(), families=("adamw", "adam")):
+    """A plan whose every gate is applicable with a pinned plan unless `gates` says otherwise, its trained arms
+    on these optimizer families."""
     defaults = {"restoration_preflight": (True, {}), "correctness_preflight": (True, {"paths": ["p1"]}),
                 "generation_audit": (True, {}), "feasibility_pilot": (True, {})}
     defaults.update(gates or {})
@@ -21,8 +22,9 @@ def _plan(gates=None, decision=None, supplied=()):
         applicable, details = defaults[name]
         return SimpleNamespace(applicable=applicable, reason=f"{name} reason", details=details)
 
+    arms = [SimpleNamespace(name=f"arm{i}", optimizer={"family": family}) for i, family in enumerate(families)]
     return SimpleNamespace(spec_revision={"supplied": list(supplied)} if supplied else None,
-                           decision=decision, gate=gate)
+                           decision=decision, gate=gate, trained_arms=arms)
 
 
 def _grades(plan, exposure="embedded"):
@@ -158,3 +160,19 @@ def test_a_stated_pilot_of_one_step_where_no_run_states_its_steps_measures_less(
     assert predict_grades(plan)["feasibility"] == {"grade": "unknown", "reason": (
         "the spec states its pilot (spec command), but this spec has 50 eval items and 0 steps per arm, so the pilot "
         "measures less than stated")}
+
+
+def test_an_optimizer_production_does_not_serve_stops_the_run_at_the_probe():
+    """Production trains every model with AdamW: arms of another family are refused by the preflight probe, so
+    every category whose gate comes later has no record (correctness: a missing required check, unverified)."""
+    forked = _plan(families=("trimuon", "dimuon"), supplied=("verdict_rule",))
+    gate, why = predicted_stop(forked, "production")
+    assert gate == "preflight_probe" and "arm0, arm1" in why and "dimuon, trimuon" in why
+    assert _grades(forked, "production") == {
+        "evaluator": "unknown", "decision": "unknown", "restoration": "unknown", "correctness": "unverified",
+        "feasibility": "unknown", "generation_audit": "unknown"}
+    assert _grades(_plan({"generation_audit": (False, {})}, families=("trimuon",)), "production")[
+        "generation_audit"] == "not_applicable"  # an opted-out category stays so
+    assert _grades(_plan(families=("trimuon",)), "production")["decision"] == "not_applicable"  # no rule at all
+    assert predicted_stop(forked, "embedded") is None  # the embedded backend serves every family
+    assert predicted_stop(_plan(), "production") is None  # adam is the AdamW family

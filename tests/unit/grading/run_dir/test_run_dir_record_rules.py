@@ -478,7 +478,8 @@ def test_every_deviation_is_checked_after_one_that_is_no_object():
     assert [p for p in problems if p[0] == "deviations.shape"] == [
         ("deviations.shape", "deviations[0] is not an object"),
         ("deviations.shape", "deviations[1].field 'speed' is not one of "
-                             "model, objective, effective_batch, steps, dataset, evaluator, endpoint"),
+                             "model, objective, effective_batch, steps, dataset, evaluator, endpoint, "
+                             "learning_rate, lora_rank, max_seq_len, rollout, budget, tolerance"),
     ]
 
 

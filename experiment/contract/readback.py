@@ -23,3 +23,12 @@ NOT_EXPOSED_IN_PRODUCTION = (
 SAME_CODE_ON_EMBEDDED = (
     "the embedded backend runs the treatment-disabled TriMuon and DiMuon-lite from one file (embedded_tinker/muon.py), "
     "so the baseline parity check compares one code path with itself and grades unverified")
+
+# What the production service trains: every model with AdamW, whatever optimizer was declared at creation
+# (embedded_tinker/exposure.py mirrors it in its production profile). An arm of another family is not served.
+PRODUCTION_OPTIMIZER_FAMILY = "adamw"
+NOT_SERVED_IN_PRODUCTION = (
+    "the production service trains every model with AdamW (get_info reports {{\"type\": \"adamw\"}}) and no fork is "
+    "deployed, so the preflight probe finds arm(s) {arms} on AdamW instead of their optimizer ({families}) and stops the "
+    "run at preflight_probe before any training (never a silently swapped optimizer); deploy the fork that serves "
+    "them and route those arms to it, then rerun")
