@@ -14,10 +14,14 @@ from experiment.stats.decision import decision_record, decision_summary, read_ob
 
 
 def spec_with_rule(tmp, name, edit):
+    """An edited copy of the GS1 spec with its revision file beside it (the revision pins the correctness revisions
+    the spec leaves UNRESOLVED; intake refuses the spec without them)."""
     spec = json.loads(GS1_SPEC.read_text())
     edit(spec)
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(spec))
+    revision = GS1_SPEC.with_name(GS1_SPEC.name.removesuffix(".json") + ".plan.json")
+    path.with_name(f"{name}.plan.json").write_text(revision.read_text())
     return path
 
 
