@@ -28,9 +28,17 @@ import json
 import sys
 
 from experiment.contract.text import printable, printable_line
-from experiment.grading import GradeInputError, grade_record, load_input
-from experiment.grading.reproduce import ServiceUnreachable, apply, open_service, reproduce
+from experiment.grading import GradeInputError, grade_path, load_input
+from experiment.grading.reproduce import ServiceUnreachable, apply, reproduce
 from flows.lifetime import exit_process, survive_closed_console
+
+
+def open_service(backend: str):
+    """A session on the service for --reproduce (experiment.grading.reproduce.service). The tinker SDK is imported
+    here, only when a service is given: a plain grade and an offline --reproduce load no SDK (a second, not several)."""
+    from experiment.grading.reproduce.service import open_session
+
+    return open_session(backend)
 
 
 def _cost(reproduction) -> dict:
@@ -53,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     reproduction = None
     try:
-        result, run_dir = load_input(args.path)
-        grade = grade_record(result, run_dir=run_dir, spec=args.spec)
+        grade = grade_path(args.path, spec=args.spec)
         if args.reproduce:
+            result, run_dir = load_input(args.path)
             session = open_service(args.backend) if args.backend is not None else None
             reproduction = reproduce(grade, result, run_dir, session)
             apply(grade, reproduction)

@@ -8,7 +8,7 @@ evaluation items scored again from the recorded checkpoints, RL greedy predictio
 (REPRO-4). Nothing here imports the pipeline's experiment.rl, .sft or .selfgen: a bug there is not repeated here.
 
     reproduction = reproduce(grade, result, run_dir)             # offline
-    reproduction = reproduce(grade, result, run_dir, open_service(url))   # and the service checks
+    reproduction = reproduce(grade, result, run_dir, service.open_session(url))   # and the service checks
     apply(grade, reproduction)                                   # its findings join the grade's categories
 """
 
@@ -74,14 +74,6 @@ def reproduce(grade: Grade, result: dict[str, Any], run_dir: str | Path | None =
         done.service_calls = session.calls
     done.seconds = time.perf_counter() - started
     return done
-
-
-def open_service(backend: str) -> Any:
-    """A session on the service at `backend` for the service checks (service.open_session); the tinker SDK is
-    imported here, only when a service is given: a plain grade, and an offline --reproduce, load no SDK."""
-    from experiment.grading.reproduce import service
-
-    return service.open_session(backend)
 
 
 def apply(grade: Grade, reproduction: Reproduction) -> None:
