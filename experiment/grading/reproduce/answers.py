@@ -7,8 +7,9 @@ Written apart from the pipeline's evaluator (experiment/rl/math_eval.py grades w
 - `number_of(text)`: the number an answer names (`1,234`, `$12`, `-3.50`, `\\frac{3}{4}`, `7/2`, `\\text{12}`,
   `12 apples`), as an exact Fraction, None when it names no plain number;
 - `score(prediction, gold)`: True or False when the grader can decide (no boxed answer is wrong; two numbers are
-  compared exactly; two texts equal after normalising are right), None when it cannot (a boxed expression
-  that is no plain number and differs from the gold text: the pipeline's symbolic grader may rightly accept it).
+  compared exactly; two texts equal after normalising are right; a boxed text without a digit is wrong for a number),
+  None when it cannot (a boxed expression with digits that is no plain number and differs from the gold text: the
+  pipeline's symbolic grader may rightly accept it).
 
 `gold_answers(spec)` reads the evaluation items' gold answers from the data file the spec names (`eval.path`, rows of
 `{id, question, answer}`) or, for GSM8K, from data/gsm8k/test.jsonl (ids `gsm8k-test-<line index>`, the answer is
@@ -85,6 +86,8 @@ def score(prediction: str, gold: str) -> bool | None:
         return given_number == gold_number
     if normalized(given) == normalized(gold):
         return True
+    if gold_number is not None and not any(character.isdigit() for character in given):
+        return False  # no digit in it: no expression of a number
     return None
 
 

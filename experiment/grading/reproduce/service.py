@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+import httpx
 import numpy as np
 import tinker
 from tinker_cookbook import renderers
@@ -49,12 +50,14 @@ from experiment.grading.reproduce import ServiceUnreachable
 from experiment.grading.reproduce.answers import evaluation_items, score
 from experiment.grading.reproduce.offline import text_prediction_files
 from experiment.run.data import DataError, read_capped_text, resolve_data_path
-from experiment.run.service import EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
+from experiment.run.service import CAPABILITIES_PATH, EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
 
 SAMPLE_ITEMS = 4  # evaluation items re-scored per arm (or LR-grid run)
 NLL_REL_TOL = 1e-4  # a re-scored held-out nll_sum against the recorded one (float32 forward, other batching)
 NLL_ABS_TOL = 1e-4
 FEW_SHOT_PREFIX = "cookbook MathEnv.standard_fewshot_prefix() then "
+PROBE_SECONDS = 15.0  # one plain request before the SDK client: an unreachable service is bad input, said at once
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class _DropExtensionPropertyWarning(logging.Filter):
@@ -86,24 +89,35 @@ class Session:
 
 
 def open_session(backend: str) -> Session:
-    """A stock `tinker.ServiceClient` for `backend` (credentials from the environment, as a run reads them)."""
+    """A stock `tinker.ServiceClient` for `backend` (credentials from the environment, as a run reads them; a loopback
+    embedded backend takes its local key when none is set), after one plain request that it answers (the SDK itself
+    would retry an unreachable service for minutes)."""
     try:
         target = ServiceTarget.from_backend(backend)
         if target.kind == "embedded":
             raise ServiceUnreachable("--backend names no service URL; start one (python -m embedded_tinker serve --port N "
                                      "--checkpoint-dir RUNS_DIR/.embedded-checkpoints) and pass http://127.0.0.1:N")
-        loopback = urlsplit(target.base_url or "").hostname in ("127.0.0.1", "localhost", "::1")
-        client = tinker.ServiceClient(base_url=target.base_url, api_key=EMBEDDED_API_KEY) \
-            if loopback and not os.environ.get("TINKER_API_KEY") else target.service_client()
+        where = target.describe()["base_url"]
+        if urlsplit(target.base_url or "").hostname in LOOPBACK and not os.environ.get("TINKER_API_KEY"):
+            problem = _loopback_problem(str(target.base_url), where)
+            client = None if problem else tinker.ServiceClient(base_url=target.base_url, api_key=EMBEDDED_API_KEY)
+        else:
+            problem = target.answer_problem(PROBE_SECONDS)
+            client = None if problem else target.service_client()
     except ServiceConfigError as err:
         raise ServiceUnreachable(str(err)) from None
-    session = Session(client, checks=(REPRO_3, REPRO_4))
+    if problem:
+        raise ServiceUnreachable(problem)
+    return Session(client, checks=(REPRO_3, REPRO_4))
+
+
+def _loopback_problem(base_url: str, where: str) -> str | None:
     try:
-        session.call(lambda: session.client.get_server_capabilities())
-    except Exception as err:  # noqa: BLE001 - any failure to answer is "cannot be reached", said in one line
-        raise ServiceUnreachable(f"{target.describe()['base_url']}: the service does not answer ({type(err).__name__})") \
-            from None
-    return session
+        response = httpx.get(base_url.rstrip("/") + CAPABILITIES_PATH, headers={"X-API-Key": EMBEDDED_API_KEY},
+                             timeout=httpx.Timeout(PROBE_SECONDS, connect=5.0))
+    except httpx.HTTPError as err:
+        return f"backend {where} does not answer get_server_capabilities ({type(err).__name__}): is the service running?"
+    return None if response.status_code < 300 else f"backend {where} answered HTTP {response.status_code}"
 
 
 def record_id(result: dict[str, Any]) -> str:
