@@ -157,3 +157,32 @@ def generated_label_and_resolver_answer_changed(result: dict[str, Any], well_pos
     relabel(audit_file["samples"] if isinstance(audit_file, dict) else audit_file)
     rewrite_evidence(result, audit["audit_file"], json.dumps(audit_file, indent=2))
     return task["item_id"]
+
+
+def rl_prediction_rewritten(result: dict[str, Any], arm: str, item: str, gold: str) -> None:
+    """One RL prediction of `arm` (an arm no decision criterion weights: the base) rewritten so that it scores the
+    other way (its text's boxed answer set to the gold answer, or off it by one) in its predictions file and the
+    observations, and the arm's score and reported accuracy recomputed. Its text is consistent with its value, so
+    only sampling the item again from the checkpoint shows it was not the model's output."""
+    score = next(s for s in result["evaluation"]["scores"] if s["arm"] == arm)
+    rows = _rows(result, score["predictions_ref"])
+    row = next(r for r in rows if r["item_id"] == item)
+    right = row["value"] != 1.0
+    row["prediction"] = f"\\boxed{{{gold if right else int(gold) + 1}}}"
+    row["value"] = 1.0 if right else 0.0
+    _write_rows(result, score["predictions_ref"], rows)
+    observations_name = result["decision"]["observations_file"]["name"]
+    observations = _rows(result, observations_name)
+    for observation in observations:
+        if observation["arm"] == arm and observation["item_id"] == item:
+            observation["value"] = row["value"]
+    rewrite_evidence(result, observations_name, "".join(json.dumps(o, sort_keys=True, separators=(",", ":")) + "\n"
+                                                        for o in observations))
+    old, new = score["value"], sum(r["value"] for r in rows) / len(rows)
+    score["value"] = new
+    for holder in (result["metrics"], result["metrics"]["arms"].get(arm, {}),
+                   result["evidence"].get("per_arm_metrics", {}).get(arm, {})):
+        for key in ("accuracy", f"{arm}_model_accuracy"):
+            if holder.get(key) == old:
+                holder[key] = new
+    _prose_follows(result, {old: new})
