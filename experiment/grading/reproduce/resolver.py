@@ -70,19 +70,20 @@ def _number_text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else str(float(value))
 
 
-def _target(question: str) -> tuple[str, ...] | None:
-    """The (singular) words of the thing asked for after "how many", "more" left out; None without one."""
+def _target(question: str) -> tuple[tuple[str, ...], str] | None:
+    """The (singular) words of the thing asked for after "how many", "more" left out, and those words as written;
+    None without one."""
     found = re.search(r"how\s+many\s+(.*)$", question)
     if not found:
         return None
-    words = []
+    words: list[str] = []
     for word in _WORD.findall(found.group(1)):
         if word in _QUESTION_STOP or not word[0].isalpha() or len(words) == 2:
             break
         if word in ("more", "extra"):
             continue
-        words.append(_singular(word))
-    return tuple(words) or None
+        words.append(word)
+    return (tuple(_singular(word) for word in words), " ".join(words)) if words else None
 
 
 def _quantities(statement: str) -> list[tuple[Fraction, tuple[str, ...]]]:
@@ -121,17 +122,17 @@ def resolve(text: str) -> Resolution:
     if cut < 0:
         return Resolution(NOT_UNDERSTOOD, None, "no 'how many' question")
     statement, question = text[:cut], text[cut:]
-    target = _target(question)
+    asked = _target(question)
     quantities = _quantities(statement)
-    if target is None or not quantities:
+    if asked is None or not quantities:
         return Resolution(NOT_UNDERSTOOD, None, "no target or no stated number")
+    target, shown = asked
     numbers = [value for value, _ in quantities]
     sentences = [part for part in re.split(r"[.!?]", text) if part.strip()]
     if (len(numbers) != 2 or len(sentences) > MAX_SENTENCES or text.count("how many") != 1
             or re.search(r"\d", question) or _OUTSIDE_ITS_READING.search(text)):
         return Resolution(NOT_UNDERSTOOD, None, "not a two-number problem of the forms it reads")
     matching = [value for value, unit in quantities if _counts(unit, target)]
-    shown = " ".join(target)
     if _RATE_CUES.search(text):
         if not matching:
             return Resolution(ILL_POSED, None, f"rate: the text counts no {shown}")
