@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
               "deep); it was not written by this pipeline", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({**grade.to_dict(), **({"reproduced": _cost(reproduction)} if reproduction else {})}, indent=2))
+        print(json.dumps({**grade.to_dict(), **({"reproduced": _cost(reproduction)} if reproduction is not None else {})}, indent=2))
     else:
         lines = []  # record text quoted in issues is printed escaped (experiment.contract.text)
         for name, category in grade.categories.items():

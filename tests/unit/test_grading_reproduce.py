@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import types
 
 import pytest
 from reexecution_forgeries import generated_label_and_resolver_answer_changed
@@ -190,3 +191,15 @@ def test_a_backend_that_cannot_serve_the_reproduction_is_bad_input_in_one_line(g
     assert validate_cli.main([str(path), *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and said in err and "Traceback" not in err
+
+
+def test_a_service_that_fails_mid_check_leaves_that_check_unverified_without_a_traceback():
+    def REPRO_3(ctx, session, notes):  # noqa: N802 - FAKE: a service that drops the connection mid-sample
+        raise ConnectionError("the service closed the connection")
+
+    fake_session = types.SimpleNamespace(checks=(REPRO_3,), calls=3)
+    spec = _wiring_spec()
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")}, spec=spec)
+    reproduction = reproduce(grade, _text_record(spec), None, fake_session)
+    assert [(issue.rule, issue.status) for issue in reproduction.issues] == [("REPRO-3", "unverified")]
+    assert reproduction.service_calls == 3

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from experiment.grading.common import (INVALID, NOT_APPLICABLE, Grade, GradeContext, Issue, category_status,
+from experiment.grading.common import (INVALID, NOT_APPLICABLE, UNVERIFIED, Grade, GradeContext, Issue, category_status,
                                       rule_of_check, short)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.reproduce.offline import REPRO_1, REPRO_2
@@ -52,6 +52,17 @@ def _run(check: Callable[..., list[Issue]], *args: Any) -> list[Issue]:
                                      f"({type(err).__name__}: {short(str(err), 80)})")]
 
 
+def _run_on_service(check: Callable[..., list[Issue]], *args: Any) -> list[Issue]:
+    """A service check's findings; a service that fails mid-check (it stops answering, refuses a request) leaves the
+    check unverified, said in one sentence, never a traceback."""
+    try:
+        return _run(check, *args)
+    except Exception as err:  # noqa: BLE001 - whatever the SDK raises, the measurement was not re-run
+        rule = rule_of_check(check.__name__)
+        return [Issue(rule, UNVERIFIED, f"the service failed while {rule} re-scored the sample ({type(err).__name__}: "
+                                        f"{short(str(err), 80)})")]
+
+
 def context(grade: Grade, result: dict[str, Any], run_dir: str | Path | None) -> GradeContext:
     spec = grade.spec
     events = read_event_lines(Path(run_dir))[0] if run_dir is not None else None
@@ -70,7 +81,7 @@ def reproduce(grade: Grade, result: dict[str, Any], run_dir: str | Path | None =
         done.issues += _run(check, ctx, done.notes)
     if session is not None:
         for check in session.checks:
-            done.issues += _run(check, ctx, session, done.notes)
+            done.issues += _run_on_service(check, ctx, session, done.notes)
         done.service_calls = session.calls
     done.seconds = time.perf_counter() - started
     return done
