@@ -203,3 +203,91 @@ def test_a_service_that_fails_mid_check_leaves_that_check_unverified_without_a_t
     reproduction = reproduce(grade, _text_record(spec), None, fake_session)
     assert [(issue.rule, issue.status) for issue in reproduction.issues] == [("REPRO-3", "unverified")]
     assert reproduction.service_calls == 3
+
+
+# ---- what the re-execution says and where (exact sentences: the counts are the measurement)
+
+
+@pytest.mark.parametrize("word,singular", [
+    ("berries", "berry"), ("boxes", "box"), ("watches", "watch"), ("dishes", "dish"), ("glasses", "glass"),
+    ("glass", "glass"), ("apples", "apple"), ("pies", "pie"), ("us", "us"), ("fish", "fish")])
+def test_two_mentions_of_one_thing_compare_alike(word, singular):
+    from experiment.grading.reproduce.resolver import _singular
+
+    assert _singular(word) == singular
+
+
+@pytest.mark.parametrize("text", [
+    "Ana has 3 pens and 4 cups and 5 hats. How many pens does Ana have?",  # three numbers
+    "Ana has 3 pens. It is sunny. It is warm. Ben gives her 4 more. How many pens does Ana have?",  # four sentences
+    "Ana has 3 pens and 4 cups. How many pens and how many cups are there?",  # two questions
+    "Ana has 3 pens and 4 cups. How many pens will she have in 2 years?",  # a number in the question
+    "Ana has 3 pens and twice as many cups. How many cups does Ana have?",  # a spelled-out relation
+    "Ana has 3 pens and 4 cups.",  # no question
+    "Ana has pens. How many pens does Ana have?",  # no number
+    "Ana had 9 pens and 4 cups. How many more pens does Ana have?"])  # a difference without a removal
+def test_a_text_outside_the_forms_it_reads_is_not_answered(text):
+    assert resolve(text).status == NOT_UNDERSTOOD
+
+
+@pytest.mark.parametrize("text,answer", [
+    ("What is 7 - 9?", "-2"), ("What is 6 * 7?", "42"), ("What is 6 x 7?", "42"), ("What is 7 / 2?", "3.5"),
+    ("Ana had 9 pens. She lost 4. How many pens does Ana have now?", "5"),
+    ("Ana has 9 pens. Ben gives her 4 more. How many pens does Ana have now?", "13"),
+    ("Ana has 3 boxes with 4 pens in each box. How many pens are there?", "12"),
+    ("Ana has 3 pens and 4 cups. How many things does Ana have altogether?", "7")])
+def test_each_form_gives_its_operation(text, answer):
+    assert (resolve(text).status, resolve(text).answer) == (SOLVED, answer)
+
+
+def test_division_by_zero_is_ill_posed():
+    assert resolve("What is 4 / 0?").status == ILL_POSED
+
+
+def test_gold_answers_come_from_the_gsm8k_file_when_the_spec_names_no_path():
+    from tinker_cookbook.recipes.math_rl.math_env import extract_gsm8k_final_answer
+
+    rows = [json.loads(line) for line in (REPO_ROOT / "data/gsm8k/test.jsonl").read_text().splitlines()]
+    gold = evaluation_items({"eval": {"benchmark": "GSM8K test"}})
+    assert list(gold)[:2] == ["gsm8k-test-0", "gsm8k-test-1"] and len(gold) == len(rows)
+    assert [gold[f"gsm8k-test-{i}"]["answer"] for i in range(len(rows))] == [
+        extract_gsm8k_final_answer(row["answer"]).replace(",", "") for row in rows]
+    assert gold["gsm8k-test-0"]["question"] == rows[0]["question"]
+
+
+def test_the_notes_count_what_was_re_run(graded_record):
+    spec = _wiring_spec()
+    result = _edit_rows(_text_record(spec), lambda rows: rows[2].update(prediction="\\boxed{2+3}") or
+                        rows[3].update(grading="timeout"))
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")}, spec=spec)
+    reproduction = reproduce(grade, result)
+    assert reproduction.notes == ["REPRO-1: 2 retained prediction(s) of 1 file(s) re-scored against the data file's gold "
+                                  "answers; 1 the grader's parser cannot decide, 1 recorded as not graded"]
+    paired, _ = graded_record("paired")
+    notes = reproduce(grade_record(paired), paired).notes
+    sampled = len(paired["generation_audit"]["samples"])
+    assert notes[-1] == (f"REPRO-2: {sampled} audited task(s) re-solved from their text by the grader's own re-solver: "
+                         f"{sampled} solved, 0 ill-posed, 0 not in the forms it reads")
+
+
+def test_findings_and_notes_join_their_category_and_a_category_the_spec_opts_out_of_stays_so():
+    from experiment.grading.common import Issue, NOT_APPLICABLE
+    from experiment.grading.reproduce import Reproduction
+
+    grade = Grade(categories={"evaluator": CategoryGrade("evaluator", PASS),
+                              "generation_audit": CategoryGrade("generation_audit", NOT_APPLICABLE)})
+    apply(grade, Reproduction(issues=[Issue("REPRO-1", INVALID, "a"), Issue("REPRO-2", INVALID, "b")],
+                              notes=["REPRO-1: counted", "REPRO-2: counted"]))
+    assert (grade.categories["evaluator"].status, grade.categories["evaluator"].notes) == (INVALID, ["REPRO-1: counted"])
+    assert [i.rule for i in grade.categories["evaluator"].issues] == ["REPRO-1"]
+    assert grade.categories["generation_audit"].status == NOT_APPLICABLE
+    assert (grade.categories["generation_audit"].issues, grade.categories["generation_audit"].notes) == ([], [])
+
+
+def test_a_record_too_malformed_to_re_run_is_invalid_under_the_rule_not_a_traceback():
+    from experiment.grading.reproduce import _run
+
+    def REPRO_2(ctx, notes):  # noqa: N802 - named as the re-execution names its checks
+        raise KeyError("a missing key")
+
+    assert [(issue.rule, issue.status) for issue in _run(REPRO_2, None, [])] == [("REPRO-2", INVALID)]
