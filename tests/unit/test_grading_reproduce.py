@@ -291,3 +291,60 @@ def test_a_record_too_malformed_to_re_run_is_invalid_under_the_rule_not_a_traceb
         raise KeyError("a missing key")
 
     assert [(issue.rule, issue.status) for issue in _run(REPRO_2, None, [])] == [("REPRO-2", INVALID)]
+
+
+def _audited(tasks: list[dict], samples: list[dict], disagreements: list[str], retained: bool = True) -> dict:
+    content = "".join(json.dumps(task) + "\n" for task in tasks)
+    files = [{"name": "tasks.jsonl", "kind": "generated_tasks", "content": content,
+              "sha256": hashlib.sha256(content.encode()).hexdigest()}] if retained else []
+    return {"generation_audit": {"dataset_file": "tasks.jsonl", "samples": samples,
+                                 "disagreements": [{"item_id": item} for item in disagreements]},
+            "evidence": {"files": files}}
+
+
+WELL_POSED = "Ana has 3 pens and 4 pens. How many pens does Ana have?"  # 7
+ILL_POSED_TEXT = "Ana has 3 pens and 4 cups. How many hats does Ana have?"
+
+
+def test_each_audited_task_is_judged_by_its_text_unless_the_audit_lists_it():
+    tasks = [{"item_id": "right", "prompt": WELL_POSED, "answer": "7"},
+             {"item_id": "wrong-listed", "prompt": WELL_POSED, "answer": "8"},
+             {"item_id": "ill", "prompt": ILL_POSED_TEXT, "answer": "7"},
+             {"item_id": "ill-listed", "prompt": ILL_POSED_TEXT, "answer": "7"},
+             {"item_id": "unread", "prompt": "Write a poem.", "answer": "7"},
+             {"item_id": "resolver-wrong", "prompt": WELL_POSED, "answer": "7.0"}]
+    samples = [{"item_id": task["item_id"], "independent_answer": "7"} for task in tasks]
+    samples[-1]["independent_answer"] = "6"
+    samples.append({"item_id": "no-such-task", "independent_answer": "1"})
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, _audited(tasks, samples, ["wrong-listed", "ill-listed"]))
+    assert [(issue.rule, issue.status, issue.message.split(":")[0]) for issue in reproduction.issues] == [
+        ("REPRO-2", INVALID, "ill"), ("REPRO-2", INVALID, "resolver-wrong")]
+    assert reproduction.issues[1].message.endswith("(3, 4)), not the recorded re-solver's answer '6', and the audit "
+                                                   "lists no disagreement")
+    assert reproduction.notes == ["REPRO-2: 7 audited task(s) re-solved from their text by the grader's own re-solver: "
+                                  "3 solved, 2 ill-posed, 1 not in the forms it reads"]
+
+
+def test_a_wrong_label_and_a_wrong_resolver_answer_are_both_named():
+    tasks = [{"item_id": "both", "prompt": WELL_POSED, "answer": "9"}]
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, _audited(tasks, [{"item_id": "both", "independent_answer": "9"}], []))
+    assert [issue.message for issue in reproduction.issues] == [
+        "both: the task's text gives 7 (collection: sum of the pens counted (3, 4)), not the label '9' nor the recorded "
+        "re-solver's answer '9', and the audit lists no disagreement"]
+
+
+def test_audited_tasks_not_retained_inline_are_unverified():
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, _audited([], [{"item_id": "a", "independent_answer": "1"}], [], retained=False))
+    assert [(issue.rule, issue.status) for issue in reproduction.issues] == [("REPRO-2", "unverified")]
+    assert reproduce(grade, _audited([], [], [])).issues == []
+
+
+@pytest.mark.parametrize("a,b,same", [("7", "7.0", True), ("1,000", "1000", True), ("blue", " blue.", True),
+                                      ("blue", "red", False), ("7", "blue", False), ("None", "None", True)])
+def test_two_answers_are_the_same_by_number_else_by_text(a, b, same):
+    from experiment.grading.reproduce.offline import _same_answer
+
+    assert _same_answer(a, b) is same

@@ -113,12 +113,12 @@ def REPRO_2(ctx: GradeContext, notes: list[str]) -> list[Issue]:
             solved += 1
             problems = []
             if not _same_answer(task.get("answer"), resolution.answer):
-                problems.append(f"label {short(task.get('answer'), 16)}")
+                problems.append(f"the label {short(task.get('answer'), 16)}")
             if not _same_answer(sample.get("independent_answer"), resolution.answer):
                 problems.append(f"the recorded re-solver's answer {short(sample.get('independent_answer'), 16)}")
             if problems and item not in listed:
                 issues.append(Issue("REPRO-2", INVALID, f"{item}: the task's text gives {resolution.answer} "
-                                                        f"({resolution.reasoning}), not the {' nor '.join(problems)}, "
+                                                        f"({resolution.reasoning}), not {' nor '.join(problems)}, "
                                                         "and the audit lists no disagreement"))
         elif resolution.status == ILL_POSED:
             ill_posed += 1
