@@ -71,6 +71,7 @@ class Grade:
     categories: dict[str, CategoryGrade]
     problems: list[str] = field(default_factory=list)
     spec_source: str | None = None
+    spec: Any = field(default=None, repr=False, compare=False)  # the Spec graded against (flows.validate --reproduce)
 
     @property
     def ok(self) -> bool:

@@ -293,7 +293,7 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
             problems += [f"{p.check}: {p.message}" for p in run_validation(run_dir).problems]
         except RunDirError as err:
             problems.append(f"run: {err}")
-    return Grade(categories=categories, problems=problems, spec_source=source)
+    return Grade(categories=categories, problems=problems, spec_source=source, spec=spec_obj)
 
 
 def grade_path(path: str | Path, spec: Any = None) -> Grade:
