@@ -62,15 +62,29 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
                           "chosen between on selection items, frozen as decision.selection before confirmation, and "
                           "the decision uses the disjoint confirmation items only (training_type rl, DEC-13)",
 }
-# Features refused when true: why, and what is supported instead.
+# Features refused when true, each with what the contract says of it and what it leaves undefined, quoted so a
+# researcher can ask the exchange for the missing definition (issue 46, deliverable 3). One line each.
 REFUSED_FEATURES: dict[str, str] = {
-    "checkpoint_restore": "no arm of this pipeline trains resumed from a saved checkpoint as part of the design "
-                          "(a lone resumed arm, REST-3); supported: false (the pipeline's own save/restore for "
-                          "capacity waits and resumes is always on and recorded in initialization_provenance)",
-    "warmup_adaptation": "no arm phase before the steps arms share (treatment-only warmup, ADAPT-1) is built; "
-                         "supported: false (paired arms run identical batches in identical order)",
-    "learned_generator": "a generator trained during the run is not built; supported: false (generated_training_data "
-                         "uses the frozen generator of the self-generated-tasks family)",
+    "checkpoint_restore": "the contract defines it only as a restoration-group rule (contract-details.md A-5.3, from the seeds: \"A lone "
+                          "resumed training arm may form one group only when checkpoint_restore=true, "
+                          "paired_training_arms=false, and it records at least one actual restore\") and the evidence "
+                          "of a restore (exchange-contract.md section 5: restore_count, one optimizer_check per restore); it leaves undefined "
+                          "when a designed restore happens (no spec field states the step or the checkpoint) and how a "
+                          "lone resumed arm reaches a verdict (section 7 decides paired arms only); supported: false "
+                          "(the pipeline's own save/restore for capacity waits and resumes is always on and recorded in "
+                          "initialization_provenance)",
+    "warmup_adaptation": "the contract defines the manifest (exchange-contract.md section 9: each training arm reports {arm, pair, "
+                         "warmup_batches, adaptation_batch_ids, adaptation_batch_hash}; \"a treatment-only warmup is "
+                         "iterated separately\") and when it applies (contract-details.md A-9.1: \"any arm has a phase before the steps it "
+                         "shares with another arm\"); it leaves undefined how many warmup batches an arm runs and where "
+                         "a spec states it (the seeds' ADAPT_STEPS and WARMUP constants have no spec field), so no run "
+                         "can be checked against a warmup the spec fixed; supported: false (paired arms run identical "
+                         "batches in identical order)",
+    "learned_generator": "the contract says only (contract-details.md, field table): \"a feature the applicability "
+                         "checker reads. The seeds do not say which check it triggers. Carry it, and ask\"; it leaves "
+                         "undefined what the generator is trained on, when, and which audit a trained generator's "
+                         "tasks must pass (section 10 audits a frozen generator's tasks); supported: false "
+                         "(generated_training_data uses the frozen generator of the self-generated-tasks family)",
 }
 # Features that only one training type carries.
 FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
