@@ -418,6 +418,10 @@ def _first_error(err: ValidationError) -> SpecError:
     where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in first["loc"]).replace(".[", "[")
     if first["type"] == "missing":
         return SpecError(where, "required field is missing")
+    if is_unresolved(first.get("input")):  # the spec leaves it open: a revision pins it (issue 46, onboarding)
+        return SpecError(where, f"the spec leaves this value open ({first['input']!r}); pin it in the spec's revision "
+                                "file (<name>.plan.json beside the spec; `python -m flows.run SPEC --draft-revision` "
+                                "drafts the pin)")
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] != "value_error":
         message = f"{message} (got {first.get('input')!r})"
