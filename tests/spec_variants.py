@@ -522,6 +522,26 @@ def _decision_method(method: str) -> Edit:
 CORPUS += [Variant("decision-method-bootstrap-bca", seed, _decision_method("paired_bootstrap_bca"),
                    "the contract defines one decision method, exchange-contract.md section 7") for seed in ("gs1", "selfgen")]
 
+
+
+def _open_margin(pinned: float | None) -> Edit:
+    """The spec leaves its margin UNRESOLVED; the revision pins it (`pinned`) or not."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        spec["decision_rule"]["criteria"][0]["margin"] = "UNRESOLVED: the noninferiority margin"
+        if pinned is not None:
+            revision["decision_rule"] = {"criteria": [{"id": spec["decision_rule"]["criteria"][0]["id"], "margin": pinned}]}
+    return edit
+
+
+# A margin the spec leaves open (issue 46, onboarding): refused with where to pin it (before: pydantic's "Input should
+# be a valid number, unable to parse string as a number"), planned once the revision file pins it.
+CORPUS += [
+    Variant("margin-open", "gs1", _open_margin(None), "the spec leaves this value open ('UNRESOLVED: the "
+            "noninferiority margin'); pin it in the spec's revision file"),
+    Variant("margin-open-pinned", "gs1", _open_margin(-0.03), None),
+    Variant("margin-open", "selfgen", _open_margin(None), "pin it in the spec's revision file"),
+]
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).
