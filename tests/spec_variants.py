@@ -542,6 +542,33 @@ CORPUS += [
     Variant("margin-open", "selfgen", _open_margin(None), "pin it in the spec's revision file"),
 ]
 
+
+
+def _chat_rows(prefix: str, n: int) -> bytes:
+    return b"".join(CHAT_ROW.replace(b'"c0"', f'"{prefix}{i}"'.encode()).replace(b"Hello", f"Hello {i}".encode())
+                    for i in range(n))
+
+
+def _task_rows(prefix: str, n: int) -> bytes:
+    return b"".join(TASK_ROW.replace(b'"t0"', f'"{prefix}{i}"'.encode()).replace(b"2 plus 3", f"2 plus {i}".encode())
+                    .replace(b'"5"', f'"{2 + i}"'.encode()) for i in range(n))
+
+
+def _own_chat_data(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["dataset"] = {"name": "hg arithmetic chat", "path": "{dir}/chat_train.jsonl", "n_examples": 64}
+    spec["eval"].update(path="{dir}/chat_test.jsonl", benchmark="hg arithmetic chat test")
+
+
+# The researcher's own local data in a rehearsal (issue 46, deliverable 1): used as given, scaled, never swapped
+# for a stand-in (before: --plan accepted SFT on local chat JSONL, --rehearse refused "no local stand-in for 'hg
+# arithmetic chat'"; RL eval.path was swapped for the stand-in's test split). Each planned at --plan and --rehearse.
+CORPUS += [
+    Variant("dataset-own-chat-files", "trimuon", _own_chat_data, None,
+            data=(("chat_train.jsonl", _chat_rows("c", 64)), ("chat_test.jsonl", _chat_rows("e", 16)))),
+    Variant("eval-own-task-file", "gs1", lambda spec, revision: spec["eval"].update(path="{dir}/test.jsonl", n_examples=40),
+            None, data=(("test.jsonl", _task_rows("e", 40)),)),
+]
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).
