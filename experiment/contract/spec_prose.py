@@ -10,7 +10,8 @@ proposal the researcher confirms; what the prose does not state stays `UNRESOLVE
   names besides these, in a sentence about arms that does not defer them ("follow-up specs, not part of
   this decision"), is one more arm, its role open;
 - settings written `name=value` or `name value` (beta1, beta2, eps, weight_decay, grad_clip_norm, momentum) in
-  the baseline text are the baseline's, in the method text the treatment's; a TriMuon treatment against a
+  the baseline text are the baseline's, in the method text the treatment's, over the tinker SDK's defaults for
+  the family's step (AdamParams, DimuonParams: every setting the update takes is stated); a TriMuon treatment against a
   DiMuon baseline keeps DiMuon's settings (TriMuon "keeps DiMuon's ... rules", and the correctness preflight's
   parity check compares exactly that), and "Polar Express" names DiMuon's polar step;
 - an LR grid is a braced or bracketed list of numbers (`{5e-5, 1e-4, 2e-4}`); a sentence that names families
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+import tinker.types
 
 # family words in prose -> (the family a service reports, the arm's proposed name); longest alternatives first
 _FAMILY_WORDS = re.compile(r"\b(trimuon|dimuon[- _]lite|dimuon|adamw|adam|muon|sgd)\b", re.IGNORECASE)
@@ -60,6 +63,19 @@ def _families(text: str) -> list[tuple[str, str]]:
 
 def _settings(text: str) -> dict[str, float]:
     return {key.lower(): float(value) for key, value in _SETTINGS.findall(text)}
+
+
+# The tinker SDK's step parameters of a family: the settings an arm's update takes (AdamParams: beta1, beta2, eps,
+# weight_decay, grad_clip_norm), stated in full so the update the restoration check measures is the requested one.
+SDK_PARAMS = {"adamw": "AdamParams", "dimuon": "DimuonParams", "trimuon": "DimuonParams"}
+
+
+def sdk_defaults(family: str) -> dict[str, Any]:
+    """The SDK's defaults for a family's step settings (learning rate aside), {} for a family it does not define."""
+    params = getattr(tinker.types, SDK_PARAMS.get(family, ""), None)
+    fields = getattr(params, "model_fields", {})
+    return {name: field.default for name, field in fields.items() if name not in ("learning_rate", "type")
+            and isinstance(field.default, (int, float)) and not isinstance(field.default, bool)}
 
 
 def _sentences(text: str) -> list[str]:
@@ -110,7 +126,7 @@ def arms_from_text(spec: dict[str, Any]) -> list[dict[str, Any]]:
                          "optimizer": f"UNRESOLVED: the {role}'s optimizer family (the {role} text names none)"})
             continue
         family, name = found
-        config = _settings(text)
+        config = {**sdk_defaults(family), **_settings(text)}
         if role == "baseline" and family == "dimuon" and re.search(r"polar[- ]express", baseline, re.IGNORECASE):
             config["polar_step"] = "polar_express"
         arms.append({"name": name, "role": role, "trained": True, "data": data,
@@ -120,7 +136,7 @@ def arms_from_text(spec: dict[str, Any]) -> list[dict[str, Any]]:
     for family, name in others:
         arms.append({"name": name, "role": f"UNRESOLVED: the role of {name} (the method names {family} besides the "
                                            "treatment and the baseline)", "trained": True, "data": data,
-                     "optimizer": {"family": family, "config": {}}})
+                     "optimizer": {"family": family, "config": sdk_defaults(family)}})
     if forked:
         for arm in arms:
             arm["service"] = "fork"  # "Run every arm on the fork so the comparison is fair" (the contract's source)

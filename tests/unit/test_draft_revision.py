@@ -14,6 +14,7 @@ from experiment.contract import spec as spec_module
 from experiment.contract.draft import DRAFT_KEY, FEATURES, write_draft
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
+from experiment.contract.spec_prose import sdk_defaults
 from experiment.stats.update_tolerance import update_check_plan
 from flows.run import main
 
@@ -55,8 +56,8 @@ def test_a_new_spec_gets_every_missing_entry_with_its_reason_and_the_draft_never
     assert all(item["why"] and item["action"] in ("add", "pin") for item in draft[DRAFT_KEY])
     # the arms the method and baseline texts describe: "Treatment dimuon-lite ..., baseline AdamW (beta1 0.9, beta2 0.95)"
     assert [(arm["name"], arm["role"], arm["optimizer"]) for arm in draft["arms"]] == [
-        ("dimuon_lite", "treatment", {"family": "dimuon", "config": {}}),
-        ("adamw", "baseline", {"family": "adamw", "config": {"beta1": 0.9, "beta2": 0.95}})]
+        ("dimuon_lite", "treatment", {"family": "dimuon", "config": sdk_defaults("dimuon")}),
+        ("adamw", "baseline", {"family": "adamw", "config": {**sdk_defaults("adamw"), "beta1": 0.9, "beta2": 0.95}})]
     assert draft["arms"][0]["lr_grid"] == [5e-05, 0.0001, 0.0002]  # "a grid around 1e-4": optimizer.lr x factors
     assert draft["verdict_rule"]["criteria"][0]["margin"] == 0.01  # "at least 0.01 nats below"
     # as written the draft is refused at load, with what to do (exit 2, one line)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment.contract.spec_prose import arms_from_text, margin_from_text
+from experiment.contract.spec_prose import arms_from_text, margin_from_text, sdk_defaults
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 
@@ -22,16 +22,27 @@ def _spec(method: str, baseline: str, optimizer: str | None = "dimuon") -> dict:
 
 
 def _summary(arms: list[dict]) -> list[tuple]:
+    """(name, role, family, the settings the text states over the SDK's step defaults, grid) of each arm."""
     return [(a["name"], a["role"] if not a["role"].startswith("UNRESOLVED") else "open", a["optimizer"]["family"],
-             a["optimizer"]["config"], a.get("lr_grid")) for a in arms]
+             {k: v for k, v in a["optimizer"]["config"].items() if sdk_defaults(a["optimizer"]["family"]).get(k, "-") != v},
+             a.get("lr_grid")) for a in arms]
+
+
+def test_every_step_setting_of_a_family_the_sdk_defines_is_stated():
+    """The restoration check compares the update an arm took with the requested config (REST-10): a setting the
+    request leaves out but the step takes (AdamW's eps) would not be the requested optimizer's."""
+    arms = arms_from_text(_spec("Treatment dimuon-lite.", "AdamW (beta1 0.8)"))
+    assert arms[1]["optimizer"]["config"] == {**sdk_defaults("adamw"), "beta1": 0.8}
+    assert set(sdk_defaults("adamw")) >= {"beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"}
+    assert arms[0]["optimizer"]["config"] == sdk_defaults("dimuon")
 
 
 def test_a_stated_adamw_grid_is_the_baseline_arms_and_the_treatment_takes_the_common_one():
     spec = _spec("Treatment dimuon-lite; each arm sweeps LR over {5e-5, 1e-4, 2e-4}.",
-                 "AdamW (beta1 0.9, beta2 0.95) swept over LR [1e-4, 3e-4, 1e-3]. Same model and data order.")
+                 "AdamW (beta1 0.8, beta2 0.99) swept over LR [1e-4, 3e-4, 1e-3]. Same model and data order.")
     assert _summary(arms_from_text(spec)) == [
         ("dimuon_lite", "treatment", "dimuon", {}, [5e-5, 1e-4, 2e-4]),
-        ("adamw", "baseline", "adamw", {"beta1": 0.9, "beta2": 0.95}, [1e-4, 3e-4, 1e-3])]
+        ("adamw", "baseline", "adamw", {"beta1": 0.8, "beta2": 0.99}, [1e-4, 3e-4, 1e-3])]
 
 
 def test_the_baseline_text_names_the_baseline_optimizer_and_same_lr_grid_shares_the_treatments():
