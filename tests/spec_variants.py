@@ -187,8 +187,9 @@ FEATURE_TRUE = {
                           "trimuon": "decision_rule: required because experiment_features.paired_comparison is true"},
     "paired_training_arms": {"gs1": None, "selfgen": None, "trimuon": None},
     # refused with the contract's words and what it leaves undefined (issue 46, deliverable 3)
-    "checkpoint_restore": dict.fromkeys(SEEDS, "checkpoint_restore: true is not supported: the contract defines it "
-                                               "only as a restoration-group rule (contract-details.md A-5.3"),
+    # a designed mid-run save and restore of every RL arm (before: refused, "true is not supported")
+    "checkpoint_restore": {"gs1": None, "selfgen": None,
+                           "trimuon": "checkpoint_restore: true is supported for training_type rl only"},
     "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported: the contract defines the "
                                               "manifest (exchange-contract.md section 9"),
     "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,

@@ -173,10 +173,6 @@ def _draft_lrs(spec: dict[str, Any], arms: list[dict[str, Any]], training: Any, 
             draft.note(f"arms[{arm['name']}].lr", "add", "the spec states no optimizer.lr and the arm no lr")
 
 
-# Features the pipeline refuses when true (experiment/contract/support.py quotes what the contract leaves undefined)
-REFUSED_WHEN_TRUE = ("checkpoint_restore", "warmup_adaptation", "learned_generator")
-
-
 def _draft_features(spec: dict[str, Any], arms: list[dict[str, Any]], training: Any, draft: _Draft) -> dict[str, Any]:
     """Each feature the spec does not state, proposed from what it does state (to confirm), so that the draft is
     complete in one pass and `--plan`'s support checks can run on it."""
@@ -199,6 +195,8 @@ def _draft_features(spec: dict[str, Any], arms: list[dict[str, Any]], training: 
                          if "nll" in _text(spec.get("eval")).lower() else "the eval metric is no loss"),
         "adaptive_selection": (False, "one candidate per role (true, training_type rl: two or more arms hold the role "
                                       "the primary criterion weights, one is chosen on half the eval items)"),
+        "checkpoint_restore": (False, "no designed save and restore is asked for (true, training_type rl: every arm "
+                                      "continues at its midpoint step on a client restored from its saved state)"),
     }
     missing = {}
     for name in FEATURES:
