@@ -218,9 +218,23 @@ def _draft_arm_data(spec: dict[str, Any], arms: list[dict[str, Any]], features: 
     texts = sorted({str(a.get("data")) for a in arms if a.get("data") is not None})
     if not texts:
         return
-    draft.revision["arm_data"] = {text: unresolved("dataset, generated_tasks or none") for text in texts}
+    draft.revision["arm_data"] = {text: _data_source(text) for text in texts}
     draft.note("arm_data", "add", "maps each arm's data text to its source; required when generated training data "
-                                  "may be declared, so the generated set's arm is named, not guessed")
+                                  "may be declared, so the generated set's arm is named, not guessed; proposed from "
+                                  "each text's words (generated -> generated_tasks, none -> none, a dataset -> dataset)")
+
+
+def _data_source(text: str) -> str:
+    """The source an arm's data text names: "640 audited ...-generated tasks" -> generated_tasks, "none" -> none,
+    "640 GSM8K train problems" -> dataset; UNRESOLVED when it says neither."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "no data", "nothing"):
+        return "none"
+    if re.search(r"\bgenerat", lowered):
+        return "generated_tasks"
+    if re.search(r"\b(train|dataset|problems|examples|split)\b", lowered):
+        return "dataset"
+    return unresolved("dataset, generated_tasks or none")
 
 
 def _correctness_required(spec: dict[str, Any], arms: list[dict[str, Any]], features: dict[str, Any]) -> bool:

@@ -224,3 +224,13 @@ def test_a_draft_that_plan_would_refuse_says_so_with_the_refusal(tmp_path):
     fix = [item for item in items if item["action"] == "fix"]
     assert len(fix) == 1 and fix[0]["field"] == "decision_rule.method"
     assert "--plan refuses the spec" in fix[0]["why"] and "paired_hoeffding" in fix[0]["why"]
+
+
+def test_the_selfgen_spec_alone_gets_its_arm_data_from_the_arms_data_texts(tmp_path):
+    """Before: every arm_data entry UNRESOLVED. The arms' data texts name their source as the recorded revision
+    maps it ("640 audited Qwen3.5-2B-generated tasks" -> generated_tasks)."""
+    spec_path = _copy(tmp_path, SPECS / "selfgen_tasks_vs_gsm8k.json")
+    recorded = json.loads((SPECS / "selfgen_tasks_vs_gsm8k.plan.json").read_text())
+    target, items = write_draft(spec_path)
+    assert json.loads(target.read_text())["arm_data"] == recorded["arm_data"]
+    assert not [item for item in items if item["action"] in ("check", "fix")]
