@@ -268,6 +268,9 @@ def draft_revision(spec_path: str) -> int:
     print(f"wrote {target} ({len(items)} entries to add or pin):")
     for item in items:
         print(f"  {item['action']} {item['field']}: {item['why']}")
+    if not any(item["action"] in ("check", "fix") for item in items):  # experiment.contract.draft.plan_check passed
+        print("taken as proposed, the draft passes --plan and --plan --rehearse --rehearsal-scale wiring; confirm "
+              "each entry, then delete draft_items")
     return EXIT_DECISION
 
 

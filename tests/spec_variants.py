@@ -186,11 +186,17 @@ FEATURE_TRUE = {
     "paired_comparison": {"gs1": None, "selfgen": None,
                           "trimuon": "decision_rule: required because experiment_features.paired_comparison is true"},
     "paired_training_arms": {"gs1": None, "selfgen": None, "trimuon": None},
-    "checkpoint_restore": dict.fromkeys(SEEDS, "checkpoint_restore: true is not supported"),
-    "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported"),
+    # refused with the contract's words and what it leaves undefined (issue 46, deliverable 3)
+    # a designed mid-run save and restore of every RL arm (before: refused, "true is not supported")
+    "checkpoint_restore": {"gs1": None, "selfgen": None,
+                           "trimuon": "checkpoint_restore: true is supported for training_type rl only"},
+    "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported: the contract defines the "
+                                              "manifest (exchange-contract.md section 9"),
     "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,
                                     trimuon="no trained arm's data maps to generated_tasks"),
-    "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported"),
+    "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported: the contract says only "
+                                              "(contract-details.md, field table): \"a feature the applicability "
+                                              "checker reads"),
     "heldout_loss": {"gs1": "heldout_loss: true is supported for training_type sft only",
                      "selfgen": "heldout_loss: true is supported for training_type sft only", "trimuon": None},
     # one treatment arm: nothing to choose between (the planned form: ADAPTIVE, two treatment candidates)
@@ -504,6 +510,64 @@ CORPUS += [
             "trains one seed per run", "planned before: seed 1 dropped without a word"),
     Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "verdict_rule.seeds: [1], but the run trains seed 0"),
     Variant("verdict-seeds-0", "trimuon", _verdict_seeds([0]), None),
+]
+
+
+
+def _decision_method(method: str) -> Edit:
+    return lambda spec, revision: spec["decision_rule"].update(method=method)
+
+
+# A decision method the contract does not define: refused with what it does define (issue 46, deliverable 3;
+# before: "unknown method" and the known names, without the contract's definition or what is missing)
+CORPUS += [Variant("decision-method-bootstrap-bca", seed, _decision_method("paired_bootstrap_bca"),
+                   "the contract defines one decision method, exchange-contract.md section 7") for seed in ("gs1", "selfgen")]
+
+
+
+def _open_margin(pinned: float | None) -> Edit:
+    """The spec leaves its margin UNRESOLVED; the revision pins it (`pinned`) or not."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        spec["decision_rule"]["criteria"][0]["margin"] = "UNRESOLVED: the noninferiority margin"
+        if pinned is not None:
+            revision["decision_rule"] = {"criteria": [{"id": spec["decision_rule"]["criteria"][0]["id"], "margin": pinned}]}
+    return edit
+
+
+# A margin the spec leaves open (issue 46, onboarding): refused with where to pin it (before: pydantic's "Input should
+# be a valid number, unable to parse string as a number"), planned once the revision file pins it.
+CORPUS += [
+    Variant("margin-open", "gs1", _open_margin(None), "the spec leaves this value open ('UNRESOLVED: the "
+            "noninferiority margin'); pin it in the spec's revision file"),
+    Variant("margin-open-pinned", "gs1", _open_margin(-0.03), None),
+    Variant("margin-open", "selfgen", _open_margin(None), "pin it in the spec's revision file"),
+]
+
+
+
+def _chat_rows(prefix: str, n: int) -> bytes:
+    return b"".join(CHAT_ROW.replace(b'"c0"', f'"{prefix}{i}"'.encode()).replace(b"Hello", f"Hello {i}".encode())
+                    for i in range(n))
+
+
+def _task_rows(prefix: str, n: int) -> bytes:
+    return b"".join(TASK_ROW.replace(b'"t0"', f'"{prefix}{i}"'.encode()).replace(b"2 plus 3", f"2 plus {i}".encode())
+                    .replace(b'"5"', f'"{2 + i}"'.encode()) for i in range(n))
+
+
+def _own_chat_data(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["dataset"] = {"name": "hg arithmetic chat", "path": "{dir}/chat_train.jsonl", "n_examples": 64}
+    spec["eval"].update(path="{dir}/chat_test.jsonl", benchmark="hg arithmetic chat test")
+
+
+# The researcher's own local data in a rehearsal (issue 46, deliverable 1): used as given, scaled, never swapped
+# for a stand-in (before: --plan accepted SFT on local chat JSONL, --rehearse refused "no local stand-in for 'hg
+# arithmetic chat'"; RL eval.path was swapped for the stand-in's test split). Each planned at --plan and --rehearse.
+CORPUS += [
+    Variant("dataset-own-chat-files", "trimuon", _own_chat_data, None,
+            data=(("chat_train.jsonl", _chat_rows("c", 64)), ("chat_test.jsonl", _chat_rows("e", 16)))),
+    Variant("eval-own-task-file", "gs1", lambda spec, revision: spec["eval"].update(path="{dir}/test.jsonl", n_examples=40),
+            None, data=(("test.jsonl", _task_rows("e", 40)),)),
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.run.data import DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import PILOT_STEPS
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
@@ -159,6 +160,19 @@ def _stand_in_key(dataset: dict[str, Any]) -> str:
                                f"a rehearsal knows {', '.join(STAND_INS)}")
 
 
+def _local_rows(block: dict[str, Any], training: str) -> int | None:
+    """Rows of the section's own data file when it is here (a path in the project's data directories, read as the
+    run reads it), else None: such a file is used as given in a rehearsal."""
+    path = block.get("path")
+    if not isinstance(path, str) or not path or path.endswith(".parquet"):
+        return None
+    try:
+        resolved = resolve_data_path(path)
+        return count_task_file(resolved) if training == "rl" else count_jsonl_rows(resolved)
+    except DataError:
+        return None
+
+
 def _round_lr(value: float) -> float:
     return float(f"{value:.6g}")
 
@@ -242,7 +256,11 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     r = _Rewriter(raw)
     s = r.spec
     training = spec.training_type
-    key = _stand_in_key(s.get("dataset") or {})
+    # the researcher's own files (dataset.path, eval.path in the data directories) are used as given, scaled by the
+    # rules below, never swapped for a stand-in; the stand-in then only sets the kind (SFT chat, RL tasks)
+    local_train = _local_rows(s.get("dataset") or {}, training)
+    local_eval = _local_rows(s.get("eval") or {}, training)
+    key = ("gsm8k" if training == "rl" else "no_robots") if local_train is not None else _stand_in_key(s.get("dataset") or {})
     stand_in = STAND_INS[key]
     trained = [arm for arm in s.get("arms", []) if arm.get("trained", True)]
     generated = [arm for arm in trained if spec.data_source(arm["name"]) == "generated_tasks"]
@@ -291,24 +309,28 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
                   f"at most {SFT_MAX_BATCH} rows per SFT step")
         per_step = int(s.get("batch_size") or SFT_MAX_BATCH)
     # at least the two steps of prompts a kernel arm's correctness preflight and the activation pilot take
-    pool = min(max(steps, PILOT_STEPS) * per_step, STAND_IN_TRAIN_ROWS[key])
+    pool = min(max(steps, PILOT_STEPS) * per_step, STAND_IN_TRAIN_ROWS[key] if local_train is None else local_train)
 
     # ---- data ----
     dataset = s.setdefault("dataset", {})
-    why = f"local stand-in of the same kind ({stand_in.kind}) for {dataset.get('name') or dataset.get('hf_path')}"
-    r.set("dataset.name", dataset, "name", stand_in.name, why)
-    r.set("dataset.path", dataset, "path", stand_in.train, why)
-    for field_name in ("hf_path", "split"):
-        r.drop(f"dataset.{field_name}", dataset, field_name, why)
+    if local_train is None:
+        why = f"local stand-in of the same kind ({stand_in.kind}) for {dataset.get('name') or dataset.get('hf_path')}"
+        r.set("dataset.name", dataset, "name", stand_in.name, why)
+        r.set("dataset.path", dataset, "path", stand_in.train, why)
+        for field_name in ("hf_path", "split"):
+            r.drop(f"dataset.{field_name}", dataset, field_name, why)
     if dataset.get("n_examples") is not None:
         r.set("dataset.n_examples", dataset, "n_examples", min(int(dataset["n_examples"]), pool),
               "training pool = rehearsal steps x distinct prompts per step (each seen once)")
     evaluation = s["eval"]
-    r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
-    r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
-    max_eval = min(stand_in.max_eval, size.max_eval or stand_in.max_eval)
+    if local_eval is None:
+        r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
+        r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
+    held_out = stand_in.max_eval if local_eval is None else local_eval
+    max_eval = min(held_out, size.max_eval or held_out)
     r.set("eval.n_examples", evaluation, "n_examples", min(int(evaluation["n_examples"]), max_eval),
-          f"at most the stand-in's {stand_in.max_eval} held-out items" if max_eval == stand_in.max_eval
+          (f"at most the stand-in's {stand_in.max_eval} held-out items" if local_eval is None else
+           f"at most the {local_eval} items of the spec's own eval.path") if max_eval == held_out
           else f"at most {max_eval} held-out items at the {scale} scale")
 
     _restate_pilot_size(r, s, steps, int(evaluation["n_examples"]))
@@ -355,7 +377,12 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
         "backend": "embedded",
         "model": EMBEDDED_MODEL,
         "spec_model": spec.base_model,
-        "stand_in": {"for": key, "train": stand_in.train, "test": stand_in.test},
+        "stand_in": {"for": key, "train": stand_in.train if local_train is None else None,
+                     "test": stand_in.test if local_eval is None else None},
+        # the researcher's own data files, used as given (scaled, never swapped)
+        "local_data": {name: block.get("path") for name, block, rows in (("dataset", dataset, local_train),
+                                                                         ("eval", evaluation, local_eval))
+                       if rows is not None},
         "rules": "experiment/contract/rehearsal.py",
         "rules_sha256": rules_sha256(),
         "substitution_count": len(r.substitutions),

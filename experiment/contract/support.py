@@ -59,23 +59,44 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
     "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
     "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
     "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
+    "checkpoint_restore": "a designed mid-run save and restore (training_type rl): every trained arm continues "
+                          "from its own saved state at the midpoint step, on a client restored from it, its "
+                          "optimizer verified from the server's response and the restore recorded in "
+                          "initialization_provenance (restore_count, restores, one optimizer_check each; "
+                          "exchange-contract.md section 5)",
     "adaptive_selection": "the candidates (two or more arms holding the role the primary criterion weights) are "
                           "chosen between on selection items, frozen as decision.selection before confirmation, and "
                           "the decision uses the disjoint confirmation items only (training_type rl, DEC-13)",
 }
-# Features refused when true: why, and what is supported instead.
+# Features refused when true, each with what the contract says of it and what it leaves undefined, quoted so a
+# researcher can ask the exchange for the missing definition (issue 46, deliverable 3). One line each.
 REFUSED_FEATURES: dict[str, str] = {
-    "checkpoint_restore": "no arm of this pipeline trains resumed from a saved checkpoint as part of the design "
-                          "(a lone resumed arm, REST-3); supported: false (the pipeline's own save/restore for "
-                          "capacity waits and resumes is always on and recorded in initialization_provenance)",
-    "warmup_adaptation": "no arm phase before the steps arms share (treatment-only warmup, ADAPT-1) is built; "
-                         "supported: false (paired arms run identical batches in identical order)",
-    "learned_generator": "a generator trained during the run is not built; supported: false (generated_training_data "
-                         "uses the frozen generator of the self-generated-tasks family)",
+    "warmup_adaptation": "the contract defines the manifest (exchange-contract.md section 9: each training arm reports {arm, pair, "
+                         "warmup_batches, adaptation_batch_ids, adaptation_batch_hash}; \"a treatment-only warmup is "
+                         "iterated separately\") and when it applies (contract-details.md A-9.1: \"any arm has a phase before the steps it "
+                         "shares with another arm\"); it leaves undefined how many warmup batches an arm runs and where "
+                         "a spec states it (the seeds' ADAPT_STEPS and WARMUP constants have no spec field), so no run "
+                         "can be checked against a warmup the spec fixed; supported: false (paired arms run identical "
+                         "batches in identical order)",
+    "learned_generator": "the contract says only (contract-details.md, field table): \"a feature the applicability "
+                         "checker reads. The seeds do not say which check it triggers. Carry it, and ask\"; it leaves "
+                         "undefined what the generator is trained on, when, and which audit a trained generator's "
+                         "tasks must pass (section 10 audits a frozen generator's tasks); supported: false "
+                         "(generated_training_data uses the frozen generator of the self-generated-tasks family)",
 }
 # Features that only one training type carries.
 FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
-                          "heldout_loss": "sft", "adaptive_selection": "rl"}
+                          "heldout_loss": "sft", "adaptive_selection": "rl", "checkpoint_restore": "rl"}
+
+
+def designed_restore_step(spec: Spec) -> int | None:
+    """checkpoint_restore true: the step (0-based) before which every trained arm continues on a client restored
+    from its own state saved after the previous step, the midpoint of its steps (a project reading: the contract
+    defines the evidence of a restore, section 5, and that a lone resumed arm records at least one, A-5.3, not
+    when it happens). None when the feature is not true."""
+    if spec.feature("checkpoint_restore") is not True or not spec.steps:
+        return None
+    return max(1, int(spec.steps) // 2)
 RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
@@ -297,6 +318,10 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
                                                     "leave the arm's steps out or state the spec's")
     _check_initialization(plan, "training_type rl")
+    if designed_restore_step(spec) is not None and int(spec.steps or 0) < 2:
+        raise SpecError("experiment_features.checkpoint_restore", f"true saves and restores every arm mid-run, "
+                                                                  f"between two steps; this spec trains {spec.steps}; "
+                                                                  "give at least 2 steps")
     grouped = {str(a.get("name")) for g in plan.gate("restoration_preflight").details.get("groups") or [] for a in g.get("arms") or []}
     outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
     if outside:

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from spec_variants import variant, write_variant
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
 from experiment.contract.plan import build_plan, draft_plan
 from experiment.contract.result import DEVIATION_FIELDS
 from experiment.contract.result_models import Deviation
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
+from experiment.run.data import DATA_DIRS_ENV
 
 SEED_SPECS = [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC]
 
@@ -113,6 +115,25 @@ def test_a_dataset_without_a_stand_in_cannot_be_rehearsed(tmp_path):
     path.write_text(json.dumps(spec))
     with pytest.raises(SpecError, match="no local stand-in for 'math500'"):
         load_spec(path, rehearse=True)
+
+
+@pytest.mark.parametrize("name, seed", [("dataset-own-chat-files", "trimuon"), ("eval-own-task-file", "gs1")])
+def test_the_researchers_own_data_files_are_used_as_given_and_scaled(tmp_path, monkeypatch, name, seed):
+    """Issue 46: SFT on local chat JSONL was refused at --rehearse ("no local stand-in for 'hg arithmetic chat'"),
+    and an RL eval.path was swapped for the stand-in's test split. A local file is used as given, scaled by the
+    rules (its item count caps eval.n_examples), and named in the record's local_data, never a substitution."""
+    monkeypatch.setenv(DATA_DIRS_ENV, str(tmp_path))
+    path = write_variant(variant(name, seed), tmp_path)
+    written = json.loads(path.read_text())
+    rehearsed = load_spec(path, rehearse=True, rehearsal_scale="wiring")
+    record = rehearsed.source.rehearsal
+    own = {section: written[section]["path"] for section in ("dataset", "eval") if "path" in written[section]}
+    assert record["local_data"] == own
+    for section, file in own.items():
+        assert rehearsed.to_dict()[section]["path"] == file
+        assert not [d for d in record["substitutions"] if d["setting"] in (f"{section}.path", f"{section}.name",
+                                                                           f"{section}.benchmark")]
+    assert rehearsed.eval.n_examples <= sum(1 for _ in open(own["eval"]))
 
 
 # ---- recorded revision files ----
