@@ -15,6 +15,8 @@ from .launch import GRACEFUL_SHUTDOWN_SECONDS, serving_socket
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Long because: the command line's options and subcommands are declared in one place, as --help shows them.
+    """
     parser = argparse.ArgumentParser(prog="python -m embedded_tinker")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the Tinker REST API on loopback")

@@ -201,7 +201,11 @@ def start_server(
     its name and time factor). Without one, a subprocess server still takes the profile from the
     environment (EMBEDDED_TINKER_SERVICE_PROFILE, EMBEDDED_TINKER_TIME_FACTOR). ``api_keys``: the keys its
     clients must send, each key one client (access.py); None: EMBEDDED_TINKER_API_KEYS, else LOCAL_API_KEY.
-    They reach a subprocess through its environment, never its command line (which other users can read)."""
+    They reach a subprocess through its environment, never its command line (which other users can read).
+
+    Long because: the server's start-up (socket, process or thread, health wait, cleanup on failure) is one sequence
+    whose failure paths share its handles.
+    """
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("the embedded backend serves loopback only")
     check_exposure(exposure)

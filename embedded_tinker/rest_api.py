@@ -299,7 +299,10 @@ def _not_found(error: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI, service: EmbeddedService) -> None:
-    """Add the training-run, checkpoint and export routes to the service's app."""
+    """Add the training-run, checkpoint and export routes to the service's app.
+
+    Long because: the REST routes are declared in one place, a few lines each, as the protocol document lists them.
+    """
     runs: RunRegistry = service.runs
     api = "/api/v1"
 

@@ -1058,7 +1058,11 @@ def create_app(
     profile: ServiceProfile | None = None, api_keys: tuple[str, ...] | None = None,
 ) -> FastAPI:
     """`profile`: a service profile (service_profile.py) giving each call a service time; None: none.
-    `api_keys`: the keys clients must send (access.py; None: EMBEDDED_TINKER_API_KEYS, else tml-local)."""
+    `api_keys`: the keys clients must send (access.py; None: EMBEDDED_TINKER_API_KEYS, else tml-local).
+
+    Long because: the service's routes are declared in one place, a few lines each, in the order of the tinker
+    protocol; the request handling itself lives in the modules they call.
+    """
     service = EmbeddedService(checkpoint_dir, faults, exposure, profile, api_keys)
 
     @asynccontextmanager

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, imports: ExitStack) -> int:
+    """Long because: the CLI's start-up order (preconditions before the claim, servers side by side, background imports,
+    exit codes) is what the function is about; each step is commented where it happens.
+    """
     args = _parse_args(argv)
     if args.draft_revision:
         return draft_revision(args.spec)

@@ -248,7 +248,11 @@ class _Rewriter:
 def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec, scale: str = "standard"
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) and its parsed form,
-    at one of SCALES."""
+    at one of SCALES.
+
+    Long because: the rehearsal rules are one written sequence of substitutions, each recorded where it happens;
+    rules_sha256 covers this order.
+    """
     if scale not in SCALES:
         raise SpecError("rehearsal_scale", f"unknown rehearsal scale {scale!r}; choose one of {', '.join(SCALES)}")
     size = SCALES[scale]

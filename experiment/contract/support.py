@@ -281,6 +281,9 @@ def _arm_advantage(spec: Spec, name: str) -> str:
 
 
 def _check_rl(spec: Spec, plan: PlanView) -> None:
+    """Long because: the RL family's support checks, one after another in the order a spec states them; each is a few
+    lines and a one-line refusal.
+    """
     rule = spec.decision_rule
     if rule is None:
         raise SpecError("decision_rule", "training_type rl decides by a decision_rule (method paired_hoeffding); "

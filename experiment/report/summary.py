@@ -225,7 +225,10 @@ def _criterion_outcome(criterion: dict[str, Any]) -> str:
 
 def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, pictures: list[Path] = ()) -> str:
     """A markdown summary of RESULT: verdict, effect against the margin in words, grades, the decision
-    table per criterion, and the run's pictures embedded as data URIs (viewable with no file access)."""
+    table per criterion, and the run's pictures embedded as data URIs (viewable with no file access).
+
+    Long because: one page, built top to bottom in reading order; each block is a few appended lines.
+    """
     plan = plan or {}
     title = plan.get("spec_title") or "Experiment run"
     lines = [f"# {title}", ""]

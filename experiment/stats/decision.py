@@ -170,6 +170,10 @@ def paired_hoeffding(
     must be present.  Default: the seeds that occur in the observations.
     ``item_ids``: the evaluated items; default: every item that occurs for the
     criterion's metric (in any arm).  Observations of arms no criterion weights are ignored.
+
+    Long because: the contract's decision is one computation, per criterion from observations to paired effects,
+    bounds, adjustment, seeds and verdict, in the order section 7 gives; the grader and flows.decide re-run it line by
+    line against that text.
     """
     alpha = _finite_number(alpha, "alpha")
     if not 0 < alpha < 1:

@@ -64,6 +64,9 @@ DISABLED = TRIMUON_DISABLED  # TriMuon with its polar step switched back to DiMu
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    """Long because: a gate step reads top to bottom as the correctness protocol (fixed input, both paths, tolerances,
+    read-back, LR scaling); its parts share the probe's clients.
+    """
     details = ctx.plan.gate("correctness_preflight").details
     paths = details.get("paths") or []
     if not paths:  # CORR-7: a custom path with no accepted plan is required/unverified
