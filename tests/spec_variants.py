@@ -195,7 +195,7 @@ FEATURE_TRUE = {
     "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,
                                     trimuon="no trained arm's data maps to generated_tasks"),
     "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported: the contract says only "
-                                              "(contract-details.md, field table): \"a feature the applicability "
+                                              "(its table of experiment_features): \"a feature the applicability "
                                               "checker reads"),
     "heldout_loss": {"gs1": "heldout_loss: true is supported for training_type sft only",
                      "selfgen": "heldout_loss: true is supported for training_type sft only", "trimuon": None},

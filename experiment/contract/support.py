@@ -73,12 +73,12 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
 REFUSED_FEATURES: dict[str, str] = {
     "warmup_adaptation": "the contract defines the manifest (exchange-contract.md section 9: each training arm reports {arm, pair, "
                          "warmup_batches, adaptation_batch_ids, adaptation_batch_hash}; \"a treatment-only warmup is "
-                         "iterated separately\") and when it applies (contract-details.md A-9.1: \"any arm has a phase before the steps it "
+                         "iterated separately\") and when it applies (ADAPT-1, the contract's adaptation rule: \"any arm has a phase before the steps it "
                          "shares with another arm\"); it leaves undefined how many warmup batches an arm runs and where "
                          "a spec states it (the seeds' ADAPT_STEPS and WARMUP constants have no spec field), so no run "
                          "can be checked against a warmup the spec fixed; supported: false (paired arms run identical "
                          "batches in identical order)",
-    "learned_generator": "the contract says only (contract-details.md, field table): \"a feature the applicability "
+    "learned_generator": "the contract says only (its table of experiment_features): \"a feature the applicability "
                          "checker reads. The seeds do not say which check it triggers. Carry it, and ask\"; it leaves "
                          "undefined what the generator is trained on, when, and which audit a trained generator's "
                          "tasks must pass (section 10 audits a frozen generator's tasks); supported: false "
@@ -92,7 +92,7 @@ FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "gener
 def designed_restore_step(spec: Spec) -> int | None:
     """checkpoint_restore true: the step (0-based) before which every trained arm continues on a client restored
     from its own state saved after the previous step, the midpoint of its steps (a project reading: the contract
-    defines the evidence of a restore, section 5, and that a lone resumed arm records at least one, A-5.3, not
+    defines the evidence of a restore, section 5, and that a lone resumed arm records at least one, REST-9, not
     when it happens). None when the feature is not true."""
     if spec.feature("checkpoint_restore") is not True or not spec.steps:
         return None

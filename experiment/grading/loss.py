@@ -1,7 +1,7 @@
 """The held-out loss rules re-derived by the grader (LOSS-2, LOSS-3), from the contract's text, not the pipeline's code.
 
 The grader imports no code of experiment.sft: the run's loss evaluator (experiment/sft/loss_eval.py) would
-otherwise pass its own check. Exchange contract §8 and contract-details A-8.3:
+otherwise pass its own check. Exchange contract §8 (LOSS-2, LOSS-3 in docs/contract-rules.md):
 
 - a token counts when its weight is > 0; totals are kept per example, an example with no counted token is
   `n_empty` and left out of both means;

@@ -1,5 +1,5 @@
-"""Missing evidence takes precedence (the exchange's rule, docs/exchange-contract.md §6-7, contract-details A-5.8,
-A-6.6, A-7.2): evidence that is missing or not retained makes a category unverified (unknown where its rule says
+"""Missing evidence takes precedence (the exchange's rule, docs/exchange-contract.md §6-7, and REST-1,
+DEC-3, FEAS-1 in docs/contract-rules.md): evidence that is missing or not retained makes a category unverified (unknown where its rule says
 so), and the grade does not add findings that only restate the absence.
 
 Each category's issues are read after its checks ran (`with_precedence`, called by experiment.grading.grade for
@@ -16,7 +16,7 @@ graded by its own rule as before. A finding about a value the record does carry 
 with a prose hash stays invalid although its predictions are not retained.
 
 With the decision unverified for missing evidence, the exchange sets `outcome_reason: insufficient_evidence`
-whatever the run reported (contract-details A-6.6); the decision category says so in a note.
+whatever the run reported (DEC-3); the decision category says so in a note.
 """
 
 from __future__ import annotations

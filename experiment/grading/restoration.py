@@ -446,7 +446,7 @@ def REST_8(ctx: GradeContext) -> list[Issue]:
 
 
 def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
-    """REST-1 per arm, in the exchange's words (contract-details A-5.8): an arm whose provenance names evidence the
+    """REST-1 per arm, in the exchange's words (REST-1): an arm whose provenance names evidence the
     record does not retain has missing arm evidence."""
     return [Issue("REST-1", UNVERIFIED, f"{arm}: missing or duplicate arm evidence", MISSING_EVIDENCE)
             for arm, entry in _arms(ctx).items()

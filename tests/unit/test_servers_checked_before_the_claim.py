@@ -60,13 +60,19 @@ class FakeServer:
 
 @pytest.fixture
 def local_run(monkeypatch):
-    """A local run with no Prefect server configured, whose servers are fakes (set by each test)."""
+    """A local run with no Prefect server configured, whose servers are fakes (set by each test). The setting is
+    reset in-process too: where the suite's own Prefect server is up (an xdist worker that ran an integration test
+    first), Prefect's settings still name it after the variable is gone."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
     monkeypatch.delenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", raising=False)
     monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)  # no backend: each test says
     monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # FAKE: it serves the spec's model
-    yield
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert not PREFECT_API_URL.value()
+        yield
     service_module._EARLY.clear()
 
 
