@@ -448,8 +448,7 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
             if consumed != ids:
                 problems.append(f"{where}: {short(run)} consumed {len(consumed)} batches in {SFT_STEPS} that are not "
                                 "the manifest's")
-    status = UNVERIFIED if all("not retained" in p for p in problems) else INVALID
-    return [Issue("TRACE-4", status, p) for p in problems]
+    return [Issue("TRACE-4", UNVERIFIED, p) if "not retained" in p else Issue("TRACE-4", INVALID, p) for p in problems]
 
 
 # ---------------------------------------------------------------------------- TRACE-5: service routing
