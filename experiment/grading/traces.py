@@ -267,6 +267,15 @@ def _training_client(ctx: GradeContext, owner: str, sft: dict[str, list[dict[str
     return client if isinstance(client, str) else None
 
 
+def _replica_label(ctx: GradeContext, owner: str, seed: Any) -> str:
+    """The name an arm trains under at a scheduled seed (the plan's replica label: the arm's own name at the
+    first seed, `<arm>-seed<s>` after it), which names its client's final save and its provenance entry."""
+    for replica in getattr(ctx.plan, "replicas", None) or []:
+        if replica.arm == owner and is_integer(seed) and replica.seed == seed:
+            return replica.label
+    return owner
+
+
 def _is_float(text: str) -> bool:
     try:
         float(text)
@@ -288,21 +297,23 @@ def TRACE_2(ctx: GradeContext) -> list[Issue]:
     listed: dict[str, list[dict[str, Any]]] = {}
     for checkpoint in checkpoints:
         listed.setdefault(str(checkpoint.get("arm")), []).append(checkpoint)
+    seeds = list(getattr(ctx.plan, "seeds", None) or [0])
     if _succeeded(ctx) and ctx.trained:
         for owner in owners:
-            if len(listed.get(owner, [])) != 1:
-                problems.append(f"evidence.checkpoints lists {len(listed.get(owner, []))} final checkpoints of {owner}, "
-                                "not one")
+            found = listed.get(owner, [])
+            wanted = len(seeds) if len(seeds) > 1 and found and all("seed" in c for c in found) else 1
+            if len(found) != wanted:
+                problems.append(f"evidence.checkpoints lists {len(found)} final checkpoints of {owner}, not {wanted}")
     for owner, found in listed.items():
-        client = _training_client(ctx, owner, sft)
         for checkpoint in found:
-            uri = checkpoint.get("uri")
+            uri, label = checkpoint.get("uri"), _replica_label(ctx, owner, checkpoint.get("seed"))
             if not isinstance(uri, str):
                 continue
-            if not uri.endswith(f"/{_slug(owner)}-final"):
-                problems.append(f"checkpoint {short(uri)} of {owner} is not named {_slug(owner)}-final")
+            client = _training_client(ctx, label, sft)
+            if not uri.endswith(f"/{_slug(label)}-final"):
+                problems.append(f"checkpoint {short(uri)} of {label} is not named {_slug(label)}-final")
             if client is not None and not uri.startswith(f"tinker://{client}/"):
-                problems.append(f"checkpoint {short(uri)} of {owner} was not saved by its training client {short(client)}")
+                problems.append(f"checkpoint {short(uri)} of {label} was not saved by its training client {short(client)}")
     logged = _event_rows(ctx, "checkpoint")
     if logged is not None:
         mine = sorted(json.dumps(c, sort_keys=True) for c in checkpoints)
@@ -525,7 +536,7 @@ READ_BY_RULES = re.compile(
     r"|correctness-(fixed-batch|fixed-input|preflight)\.json|correctness-start-state\.npz"
     r"|activation-pilot-[\w.\-]+\.jsonl|generated-tasks-v\d+\.jsonl|generation-audit-v\d+\.json"
     r"|generation-evaluation-set\.jsonl|predictions-[\w.\-@=]+\.jsonl|restoration-[\w.\-@=]+\.json"
-    r"|script-[\w.\-]+\.py|run\.py)$")
+    r"|script-[\w.\-]+\.py|run\.py|spec-revision-request\.json|adaptive-selection\.json)$")
 
 
 def _named_in(value: Any, names: set[str], found: set[str]) -> None:

@@ -493,3 +493,28 @@ def test_a_baseline_parity_check_on_the_embedded_backend_is_the_same_code(graded
     ctx = _ctx(result)
     result["rehearsal"] = {"backend": "embedded"}  # after the spec is read: a rehearsal's own spec is derived
     assert len(correctness.CORR_3_same_code(ctx)) == len(baseline)
+
+
+def test_each_seeds_final_checkpoint_is_its_replicas():
+    """Several scheduled seeds: an arm lists one final checkpoint per seed, each saved by that seed's replica
+    (`<arm>-seed<s>` after the first seed) under the replica's name."""
+    from types import SimpleNamespace
+
+    replicas = [SimpleNamespace(label="a", arm="a", seed=0), SimpleNamespace(label="a-seed1", arm="a", seed=1)]
+    plan = SimpleNamespace(training_runs=[], trained_arms=[SimpleNamespace(name="a")], seeds=[0, 1], replicas=replicas)
+    checkpoints = [{"arm": "a", "step": 2, "seed": 0, "uri": "tinker://c0/sampler_weights/a-final"},
+                   {"arm": "a", "step": 2, "seed": 1, "uri": "tinker://c1/sampler_weights/a-seed1-final"}]
+    result = {"status": "succeeded", "completed_arms": ["a"], "evidence": {"files": [], "checkpoints": checkpoints},
+              "initialization_provenance": {"arms": {"a": {"restores": [{"client": "c0"}]},
+                                                     "a-seed1": {"restores": [{"client": "c1"}]}}}}
+
+    def messages(record):
+        return [i.message for i in traces.TRACE_2(GradeContext(result=record, evidence=EvidenceAccess(record), plan=plan))]
+
+    assert messages(result) == []
+    swapped = copy.deepcopy(result)
+    swapped["evidence"]["checkpoints"][1]["uri"] = "tinker://c0/sampler_weights/a-seed1-final"
+    assert ["was not saved by its training client 'c1'" in m for m in messages(swapped)] == [True]
+    one = copy.deepcopy(result)
+    one["evidence"]["checkpoints"] = one["evidence"]["checkpoints"][:1]
+    assert messages(one) == ["evidence.checkpoints lists 1 final checkpoints of a, not 2"]
