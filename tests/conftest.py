@@ -277,13 +277,19 @@ def _build_graded_record(kind: str):
             scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
                            "predictions_ref": ref})
             step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
-            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(run.steps or 3)]
+            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time, "batch_id": f"step{step:04d}-{'ab' * 8}"}
+                          for step in range(run.steps or 3)]
             rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
                           "evaluator_id": eid},
                          {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
                           "value": step_time, "evaluator_id": eid}]
             result["metrics"]["arms"][run.name] = {metric: value, "median_optim_step_seconds": step_time}
         keep("sft-steps.jsonl", "metrics", jsonl(step_rows))
+        batch_ids = [row["batch_id"] for row in step_rows if row["run"] == runs[0].name]  # every run: the same batches
+        result["adaptation_manifests"] = [  # one per arm, the batches its runs consumed (TRACE-4)
+            {"arm": arm, "pair": "lr_grid_comparison", "warmup_batches": 0, "adaptation_batch_ids": batch_ids,
+             "adaptation_batch_hash": hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest(),
+             "runs": [run.name for run in runs if run.arm == arm]} for arm in dict.fromkeys(run.arm for run in runs)]
         rule = spec.to_dict().get("decision_rule") or spec.to_dict()["verdict_rule"]
         values = {}
         for row in rows_obs:

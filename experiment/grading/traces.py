@@ -428,13 +428,20 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
     """Each adaptation manifest restates the batches its runs consumed: every run's sft-steps.jsonl rows, in
     step order, carry exactly the manifest's batch ids; the runs are the plan's runs of the arm."""
     manifests = ctx.result.get("adaptation_manifests")
-    if not isinstance(manifests, list):
-        return []
     sft = _sft_rows(ctx)
     planned: dict[str, list[str]] = {}
     for run in (ctx.plan.training_runs if ctx.plan else []):
-        planned.setdefault(run.arm, []).append(run.name)
+        if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's
+            planned.setdefault(run.arm, []).append(run.name)
+    if not isinstance(manifests, list):
+        if manifests is None and planned and sft and _succeeded(ctx):
+            return [Issue("TRACE-4", INVALID, "a succeeded LR-grid comparison retains its step log but no "
+                                              "adaptation_manifests")]
+        return []
     problems = []
+    arms = sorted(str(as_dict(m).get("arm")) for m in manifests if "runs" in as_dict(m))
+    if planned and _succeeded(ctx) and arms != sorted(planned):
+        problems.append(f"adaptation_manifests cover arms {arms}, not each of the plan's {sorted(planned)} once")
     for index, manifest in enumerate(manifests):
         manifest = as_dict(manifest)
         arm, ids, runs = manifest.get("arm"), manifest.get("adaptation_batch_ids"), manifest.get("runs")

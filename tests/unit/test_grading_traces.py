@@ -518,3 +518,12 @@ def test_each_seeds_final_checkpoint_is_its_replicas():
     one = copy.deepcopy(result)
     one["evidence"]["checkpoints"] = one["evidence"]["checkpoints"][:1]
     assert messages(one) == ["evidence.checkpoints lists 1 final checkpoints of a, not 2"]
+
+
+def test_a_succeeded_lr_grid_comparison_has_one_manifest_per_arm(sft_record):
+    dropped, doubled = copy.deepcopy(sft_record), copy.deepcopy(sft_record)
+    del dropped["adaptation_manifests"]
+    assert _messages(traces.TRACE_4, dropped) == [
+        "a succeeded LR-grid comparison retains its step log but no adaptation_manifests"]
+    doubled["adaptation_manifests"].append(doubled["adaptation_manifests"][-1])
+    assert ["not each of the plan's" in m for m in _messages(traces.TRACE_4, doubled)] == [True]
