@@ -244,7 +244,9 @@ def disguised_same_code_parity(result: dict[str, Any]) -> None:
     rewrite_evidence(result, "correctness-preflight.json", json.dumps(probe, sort_keys=True))
 
 
-# family -> tampering name -> function (each runs on the wiring record of that family)
+# family -> tampering name -> function (each runs on the wiring record of that family). The disguised parity check
+# (item 7) is not here: it aims at removing a finding, not at evading a new one, so what holds it is that the
+# same-code finding stays (tests/e2e/test_grader_traces.py).
 CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
     "gs1": {
         "training steps 40 and rewards raised": training_steps_and_rewards_inflated,
@@ -271,7 +273,6 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "service routing says fork": service_routing_says_fork,
         "unread contradicting file added": contradicting_file_added,
         "self-grade upgraded": self_grade_upgraded,
-        "disguised same-code parity": disguised_same_code_parity,
     },
 }
 

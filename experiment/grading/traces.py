@@ -592,28 +592,31 @@ def TRACE_8_validation(ctx: GradeContext) -> list[Issue]:
     return [Issue("TRACE-8", INVALID, f"RESULT.validation: {'; '.join(wrong)}")] if wrong else []
 
 
+def _rule_ids(findings: Any) -> list[str]:
+    """The rule ids of a grade's findings ("CORR-6: ..." -> "CORR-6"), in order: what a finding says is its wording."""
+    return [str(text).split(":", 1)[0] for text in as_list(findings)]
+
+
 def self_grade_problems(stored: Any, fresh: dict[str, Any]) -> list[str]:
     """TRACE-8: RESULT.grade (the run's grade of itself, bare, as posted) against a fresh bare grade of the same
-    record (`Grade.record()`): every category's status, issues and notes, the problems and the spec source."""
+    record (`Grade.record()`): the version, the spec source, every category's status and the rules of its issues,
+    the rules of the problems. The wording of a finding is not compared: a grader that words a finding anew must
+    not turn an honest older record red."""
     if stored is None:
         return []
     stored = as_dict(stored)
     if not stored.get("categories") and any("grader failed" in str(p) for p in as_list(stored.get("problems"))):
         return ["TRACE-8: RESULT.grade records that the run's grader failed; graded afresh here."]
-    differ = []
-    for key in ("version", "spec_source", "problems"):
-        if not equal_json(stored.get(key), fresh.get(key)):
-            differ.append(key)
+    differ = [key for key in ("version", "spec_source") if not equal_json(stored.get(key), fresh.get(key))]
+    if not isinstance(stored.get("problems"), list) or _rule_ids(stored["problems"]) != _rule_ids(fresh["problems"]):
+        differ.append("problems")
     mine, theirs = as_dict(stored.get("categories")), fresh["categories"]
     if set(mine) != set(theirs):
         differ.append("categories")
     for name in sorted(set(mine) & set(theirs)):
         entry = as_dict(mine[name])
-        if not equal_json({k: entry.get(k) for k in ("status", "issues", "notes")},
-                          {k: theirs[name].get(k, [] if k == "notes" else None) for k in ("status", "issues", "notes")}) \
-                and not (entry.get("notes") is None and not theirs[name].get("notes")
-                         and equal_json([entry.get("status"), entry.get("issues")],
-                                        [theirs[name]["status"], theirs[name]["issues"]])):
+        if entry.get("status") != theirs[name]["status"] or not isinstance(entry.get("issues"), list) \
+                or _rule_ids(entry["issues"]) != _rule_ids(theirs[name]["issues"]):
             differ.append(f"categories.{name} (stored {short(entry.get('status'))}, afresh {theirs[name]['status']})")
     extra = sorted(set(stored) - {"version", "spec_source", "categories", "problems"})
     differ += [f"key {key}" for key in extra]

@@ -31,7 +31,7 @@ AIMED_AT = {  # tampering -> the rule that must catch it (TRACE-8 follows any of
     "arm-level restore_count lowered": "TRACE-3", "adaptation batches replaced": "TRACE-4",
     "service routing says fork": "TRACE-5", "re-solver code hash replaced": "TRACE-6",
     "unread contradicting file added": "TRACE-7", "self-grade upgraded": "TRACE-8",
-    "validation passed over a problem": "TRACE-8", "disguised same-code parity": "TRACE-8",
+    "validation passed over a problem": "TRACE-8",
 }
 CASES = [(family, name) for family, tampers in T.CORPUS.items() for name in tampers]
 RUN_CASES = [(family, name) for family, tampers in T.RUN_DIR_CORPUS.items() for name in tampers]

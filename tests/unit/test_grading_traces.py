@@ -474,6 +474,21 @@ def test_a_stored_grade_with_keys_a_grade_does_not_have_is_reported():
     assert traces.self_grade_problems({**fresh, "categories": {}}, fresh)[0].endswith("categories.")
 
 
+def test_a_stored_grade_is_compared_by_its_findings_rules_not_their_wording():
+    fresh = {"version": 1, "spec_source": "s", "problems": ["EVID-6: a checkpoint is listed twice."],
+             "categories": {"correctness": {"status": "unverified", "issues": ["CORR-6: its pins come from a revision."]}}}
+    reworded = copy.deepcopy(fresh)
+    reworded["categories"]["correctness"]["issues"] = ["CORR-6: the pins are the revision's."]
+    reworded["problems"] = ["EVID-6: checkpoint listed twice."]
+    assert traces.self_grade_problems(reworded, fresh) == []
+    hidden = copy.deepcopy(fresh)
+    hidden["categories"]["correctness"]["issues"] = []
+    hidden["problems"] = []
+    assert traces.self_grade_problems(hidden, fresh) == [
+        "TRACE-8: RESULT.grade is not what grading the record afresh gives: problems, categories.correctness "
+        "(stored 'unverified', afresh unverified)."]
+
+
 # ---------------------------------------------------------------------------- CORR-3 on the embedded backend
 
 
