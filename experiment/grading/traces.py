@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import statistics
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from experiment.grading.common import (
@@ -329,16 +329,18 @@ def TRACE_2(ctx: GradeContext) -> list[Issue]:
 
 
 def _time(text: Any) -> datetime | None:
+    """An ISO time (one without a zone is UTC, as the run writes its times), None where the text is none."""
     try:
-        return datetime.fromisoformat(str(text))
+        at = datetime.fromisoformat(str(text))
     except ValueError:
         return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def TRACE_3(ctx: GradeContext) -> list[Issue]:
     """Restores in order and in time: an entry's restore times never go back; an arm trained as an LR grid
     restates its runs' restores in plan order (restore_count their sum); in a run directory every restore
-    lies within the run, a creation restore before the arm's first training step, and the restoration
+    lies within the run, a creation restore before the arm's (last) first training step, and the restoration
     gate's initialization checkpoint and initial outputs are the record's."""
     arms = as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms"))
     problems: list[str] = []
@@ -384,11 +386,11 @@ def _restores_in_run(ctx: GradeContext, arms: dict[str, Any]) -> list[str]:
     if not stamps:
         return []
     start, end = stamps[0], max(stamps)
-    first_step: dict[str, datetime] = {}
+    started: dict[str, datetime] = {}  # the last start of each arm (run): its last step-0 event (a retry starts over)
     for event in _event_rows(ctx, "training_step") or []:
         owner, at = event.get("run") or event.get("arm"), _time(event.get("ts"))
-        if isinstance(owner, str) and at is not None:
-            first_step.setdefault(owner, at)
+        if isinstance(owner, str) and at is not None and event.get("step") == 0:
+            started[owner] = at
     problems = []
     for arm, entry in arms.items():
         entry = as_dict(entry)
@@ -403,7 +405,7 @@ def _restores_in_run(ctx: GradeContext, arms: dict[str, Any]) -> list[str]:
             if at.replace(microsecond=0) < start.replace(microsecond=0) or at > end:
                 problems.append(f"arm {arm}: restore {short(restore.get('restore'))} at {restore.get('at')} is outside "
                                 "the run's events")
-            elif restore.get("with_optimizer_state") is False and owner in first_step and at > first_step[owner]:
+            elif restore.get("with_optimizer_state") is False and owner in started and at > started[owner]:
                 problems.append(f"arm {arm}: restore {short(restore.get('restore'))} created {owner} at "
                                 f"{restore.get('at')}, after its first training step")
     gate = next((e for e in reversed(_event_rows(ctx, "gate") or []) if e.get("gate") == "restoration_preflight"), None)

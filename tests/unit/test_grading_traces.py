@@ -315,6 +315,17 @@ def test_a_run_directorys_restores_lie_within_the_run_before_the_first_step(grad
             for m in _messages(traces.TRACE_3, late, events=events, run_dir=tmp_path)] == [True]
 
 
+def test_a_retried_runs_new_creation_restore_precedes_its_restart(graded_record, tmp_path):
+    """A run that crashed and started over from the initialization state has a second creation restore after its
+    first attempt's steps, before its restart's step 0; a restore time without a zone is UTC."""
+    result, _ = graded_record("paired")
+    events = _restoration_events(result)
+    events.append({"event": "training_step", "ts": "2026-01-01T00:00:08+00:00", "arm": "rl_gsm8k", "step": 0})
+    arm = result["initialization_provenance"]["arms"]["rl_gsm8k"]
+    arm["restores"].append({**arm["restores"][0], "restore": 2, "at": "2026-01-01T00:00:07"})
+    assert _messages(traces.TRACE_3, result, events=events, run_dir=tmp_path) == []
+
+
 def test_a_run_directorys_restoration_gate_logged_the_records_initial_state(graded_record, tmp_path):
     result, _ = graded_record("paired")
     events = _restoration_events(result)
