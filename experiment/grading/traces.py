@@ -229,7 +229,8 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
 
 
 def _heldout(ctx: GradeContext, arm: str, label: str) -> dict[str, Any]:
-    entry = as_dict(as_dict(as_dict(as_dict(as_dict(ctx.result.get("loss_eval")).get("arms")).get(arm)).get("runs")).get(label))
+    arms = as_dict(as_dict(ctx.result.get("loss_eval")).get("arms"))
+    entry = as_dict(as_dict(as_dict(arms.get(arm)).get("runs")).get(label))
     return {"heldout_nll_token_mean": entry.get("token_mean"), "heldout_nll_example_mean": entry.get("example_mean"),
             "heldout_n_tokens": entry.get("n_tokens")} if entry else {}
 
