@@ -100,7 +100,10 @@ def _sft_row_problems(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     for run, steps in rows.items():
         for row in steps:
             loss, tokens, nll = row.get("loss_sum"), row.get("n_tokens"), row.get("train_nll_token_mean")
-            if is_number(loss) and is_integer(tokens) and tokens > 0 and not close(nll, loss / tokens):
+            if "train_nll_token_mean" in row and not (is_number(loss) and is_integer(tokens) and tokens > 0):
+                problems.append(f"{SFT_STEPS}: {run} step {row.get('step')}: a train NLL without the loss_sum and "
+                                "n_tokens it is computed from")
+            elif is_number(loss) and is_integer(tokens) and tokens > 0 and not close(nll, loss / tokens):
                 problems.append(f"{SFT_STEPS}: {run} step {row.get('step')}: train_nll_token_mean {short(nll)} is not "
                                 f"loss_sum / n_tokens ({loss / tokens:.12g})")
     return problems

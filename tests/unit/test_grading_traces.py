@@ -211,6 +211,13 @@ def test_a_steps_train_nll_is_its_loss_over_its_tokens(sft_record):
     assert ["loss_sum / n_tokens" in m for m in _messages(traces.TRACE_1, sft_record)] == [True]
 
 
+def test_a_steps_train_nll_without_its_loss_is_reported(sft_record):
+    rows = [json.loads(line) for line in _files(sft_record)[traces.SFT_STEPS]["content"].splitlines()]
+    del rows[0]["loss_sum"]
+    rewrite_evidence(sft_record, traces.SFT_STEPS, "".join(json.dumps(r) + "\n" for r in rows))
+    assert ["without the loss_sum and n_tokens" in m for m in _messages(traces.TRACE_1, sft_record)] == [True]
+
+
 def test_sft_rows_are_their_training_step_events(sft_record, tmp_path):
     rows = [json.loads(line) for line in _files(sft_record)[traces.SFT_STEPS]["content"].splitlines()]
     events = [{"event": "training_step", "ts": "2026-12-07T10:00:00+00:00",
