@@ -560,3 +560,72 @@ def test_a_succeeded_lr_grid_comparison_has_one_manifest_per_arm(sft_record):
         "a succeeded LR-grid comparison retains its step log but no adaptation_manifests"]
     doubled["adaptation_manifests"].append(doubled["adaptation_manifests"][-1])
     assert ["not each of the plan's" in m for m in _messages(traces.TRACE_4, doubled)] == [True]
+
+
+# ---------------------------------------------------------------------------- the helpers, at their edges
+
+
+def test_a_bare_record_reads_no_events_and_a_run_directory_only_well_formed_ones(rl_record, tmp_path):
+    raised = [{**e, "mean_reward": 0.9} if e.get("event") == "training_step" else e for e in _rl_events(rl_record)]
+    assert _messages(traces.TRACE_1, rl_record, events=raised) == []  # no run directory: nothing to read
+    noise = ["not an event", {"event": "training_step", "arm": 5, "step": 0, "mean_reward": 0.0},
+             {"event": "training_step", "arm": "rl_gsm8k", "step": None, "mean_reward": 0.0},
+             {"event": "training_step", "arm": "rl_gsm8k", "step": True, "mean_reward": 0.0}]
+    assert _messages(traces.TRACE_1, rl_record, events=_rl_events(rl_record) + noise, run_dir=tmp_path) == []
+
+
+def test_a_redone_step_counts_once_with_its_last_log():
+    rows = [{"arm": "a", "step": 0, "mean_reward": 0.0}, {"arm": "a", "step": 1, "mean_reward": 0.1},
+            {"arm": "a", "step": 0, "mean_reward": 0.5}, {"arm": "b", "step": 0, "mean_reward": 0.2}]
+    assert traces._by_step(rows, "arm") == {"a": [rows[2], rows[1]], "b": [rows[3]]}
+
+
+def test_the_same_measurement_is_a_number_within_float_noise_or_equal_json():
+    assert traces._same(1, 1.0) and traces._same(0.1 + 0.2, 0.3) and traces._same("x", "x")
+    assert not traces._same(True, 1) and not traces._same(None, 0) and not traces._same(1.0, 1.001)
+    assert not traces._same("1", 1)
+
+
+def test_a_log_with_a_value_that_is_no_number_recomputes_nothing():
+    rows = [{"mean_reward": 0.5, "optim_seconds": 0.1}, {"mean_reward": None, "optim_seconds": 0.1}]
+    assert traces._rl_expected(rows) == {} and traces._rl_expected([]) == {}
+    assert traces._rl_expected(rows[:1]) == {"first_step_mean_reward": 0.5, "final_step_mean_reward": 0.5,
+                                             "mean_train_reward": 0.5, "median_optimizer_step_seconds": 0.1}
+    sft = [{"optim_seconds": 0.1, "train_nll_token_mean": 2.0}, {"optim_seconds": 0.3, "train_nll_token_mean": "x"}]
+    assert traces._sft_expected(sft) == {} and traces._sft_expected([]) == {}
+    assert traces._sft_expected([sft[0], {**sft[1], "train_nll_token_mean": 1.0}]) == {
+        "median_optim_step_seconds": 0.2, "mean_optim_step_seconds": 0.2, "first_step_train_nll_token_mean": 2.0,
+        "last_step_train_nll_token_mean": 1.0}
+
+
+def test_a_step_rows_nll_message_names_the_recomputed_value():
+    rows = {"r": [{"step": 0, "loss_sum": 9.0, "n_tokens": 3, "train_nll_token_mean": 2.0},
+                  {"step": 1, "loss_sum": 9.0, "n_tokens": 0, "train_nll_token_mean": 3.0},
+                  {"step": 2, "loss_sum": 9.0, "n_tokens": 3, "train_nll_token_mean": 3.0}]}
+    assert traces._sft_row_problems(rows) == [
+        "sft-steps.jsonl: r step 0: train_nll_token_mean 2.0 is not loss_sum / n_tokens (3)",
+        "sft-steps.jsonl: r step 1: a train NLL without the loss_sum and n_tokens it is computed from"]
+
+
+def test_every_runs_rows_are_held_to_its_events(sft_record, tmp_path):
+    rows = [json.loads(line) for line in _files(sft_record)[traces.SFT_STEPS]["content"].splitlines()]
+    events = [{"event": "training_step", "ts": "t", **{k: v for k, v in row.items() if k != "model_id"}} for row in rows]
+    first, second = sorted({row["run"] for row in rows})[:2]  # checked in this order
+    extra = {**next(e for e in events if e["run"] == first), "step": 99}
+    wrong = [{**e, "grad_norm": 7.0} if e["run"] == second and e["step"] == 0 else e for e in events]
+    found = _messages(traces.TRACE_1, sft_record, events=wrong + [extra], run_dir=tmp_path)
+    assert found == [f"{traces.SFT_STEPS}: {first} has {sum(r['run'] == first for r in rows)} step rows, events.jsonl "
+                     f"logged {sum(r['run'] == first for r in rows) + 1} steps",
+                     f"{traces.SFT_STEPS}: {second} step 0: grad_norm differ from its training_step event"]
+
+
+def test_an_arms_step_count_is_held_to_its_events_either_way():
+    rows = [{"step": 0, "mean_reward": 0.5, "optim_seconds": 0.1}, {"step": 1, "mean_reward": 0.5, "optim_seconds": 0.1}]
+    entry = {"steps_completed": 2}
+    assert traces._rl_log_problems("m", entry, rows) == []
+    assert traces._rl_log_problems("m", {"steps_completed": 3}, rows) == [
+        "m.steps_completed 3, but events.jsonl logged 2 training steps"]
+    assert traces._rl_log_problems("m", {"steps_completed": 1}, rows)[0] == \
+        "m.steps_completed 1, but events.jsonl logged 2 training steps"
+    assert traces._rl_log_problems("m", entry, [rows[0], {**rows[1], "step": 2}]) == [
+        "m: the training_step events are not steps 0..1"]
