@@ -629,3 +629,73 @@ def test_an_arms_step_count_is_held_to_its_events_either_way():
         "m.steps_completed 1, but events.jsonl logged 2 training steps"
     assert traces._rl_log_problems("m", entry, [rows[0], {**rows[1], "step": 2}]) == [
         "m: the training_step events are not steps 0..1"]
+
+
+def test_a_run_without_metrics_does_not_hide_the_next_runs(sft_record):
+    runs = sft_record["metrics"]["arms"]["trimuon"]["runs"]
+    first, second = list(runs)[:2]
+    del runs[first]
+    runs[second]["steps_completed"] += 1
+    assert [f"runs.{second}.steps_completed" in m for m in _messages(traces.TRACE_1, sft_record)] == [True, True]
+
+
+def _trace_2(result, plan):
+    return [i.message for i in traces.TRACE_2(GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan))]
+
+
+def _one_arm(seeds=(0,), checkpoints=(), status="succeeded", provenance=None, files=()):
+    from types import SimpleNamespace
+
+    replicas = [SimpleNamespace(label="a" if s == seeds[0] else f"a-seed{s}", arm="a", seed=s) for s in reversed(seeds)]
+    plan = SimpleNamespace(training_runs=[], trained_arms=[SimpleNamespace(name="a")], seeds=list(seeds),
+                           replicas=replicas)
+    result = {"status": status, "completed_arms": ["a"], "evidence": {"files": list(files), "checkpoints": list(checkpoints)},
+              "initialization_provenance": {"arms": provenance or {}}}
+    return result, plan
+
+
+def test_a_single_seed_arm_lists_exactly_one_final_checkpoint_and_a_failed_run_is_not_counted():
+    uri = "tinker://c/sampler_weights/a-final"
+    twice, plan = _one_arm(checkpoints=[{"arm": "a", "uri": uri}, {"arm": "a", "uri": uri + "2"}])
+    assert "evidence.checkpoints lists 2 final checkpoints of a, not 1" in _trace_2(twice, plan)
+    failed, plan = _one_arm(status="failed")
+    assert _trace_2(failed, plan) == []
+    unseeded, plan = _one_arm(seeds=(0, 1), checkpoints=[{"arm": "a", "uri": uri}])
+    assert _trace_2(unseeded, plan) == []  # checkpoints that name no seed: one final checkpoint
+
+
+def test_each_of_three_seeds_is_its_own_replica():
+    checkpoints = [{"arm": "a", "seed": s, "uri": f"tinker://c{s}/sampler_weights/{'a' if s == 0 else f'a-seed{s}'}-final"}
+                   for s in (0, 1, 2)]
+    provenance = {("a" if s == 0 else f"a-seed{s}"): {"restores": [{"client": f"c{s}"}]} for s in (0, 1, 2)}
+    result, plan = _one_arm(seeds=(0, 1, 2), checkpoints=checkpoints, provenance=provenance)
+    assert _trace_2(result, plan) == []
+
+
+def test_the_training_client_is_the_last_restores_or_the_step_rows_one():
+    provenance = {"a": {"restores": [{"client": "first"}, {"client": "last"}]}}
+    on_last, plan = _one_arm(checkpoints=[{"arm": "a", "uri": "tinker://last/sampler_weights/a-final"}],
+                             provenance=provenance)
+    assert _trace_2(on_last, plan) == []
+    on_first, plan = _one_arm(checkpoints=[{"arm": "a", "uri": "tinker://first/sampler_weights/a-final"}],
+                              provenance=provenance)
+    assert ["'last'" in m for m in _trace_2(on_first, plan)] == [True]
+    rows = "".join(json.dumps({"run": "a", "step": s, "model_id": m}) + "\n" for s, m in enumerate(["x", "y"]))
+    two_clients, plan = _one_arm(checkpoints=[{"arm": "a", "uri": "tinker://last/sampler_weights/a-final"}],
+                                 provenance=provenance)
+    _add_file(two_clients, traces.SFT_STEPS, rows)
+    assert _trace_2(two_clients, plan) == []  # rows that name two clients name none: the last restore's is used
+
+
+def test_an_lr_grid_runs_client_is_its_runs_last_restore():
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(training_runs=[SimpleNamespace(name="a@lr=0.02", arm="a")], trained_arms=[], seeds=[0],
+                           replicas=[])
+    result = {"status": "succeeded", "completed_arms": ["a"],
+              "evidence": {"files": [], "checkpoints": [{"arm": "a@lr=0.02", "uri": "tinker://r/sampler_weights/a-lr0.02-final"}]},
+              "initialization_provenance": {"arms": {"a": {"runs": {"0.02": {"restores": [{"client": "r"}]}}}}}}
+    assert _trace_2(result, plan) == []
+    result["evidence"]["checkpoints"][0]["uri"] = "tinker://s/sampler_weights/a-lr0.02-final"
+    assert ["training client 'r'" in m for m in _trace_2(result, plan)] == [True]
+    assert traces._is_float("0.02") and not traces._is_float("lr")
