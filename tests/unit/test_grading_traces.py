@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -699,3 +700,27 @@ def test_an_lr_grid_runs_client_is_its_runs_last_restore():
     result["evidence"]["checkpoints"][0]["uri"] = "tinker://s/sampler_weights/a-lr0.02-final"
     assert ["training client 'r'" in m for m in _trace_2(result, plan)] == [True]
     assert traces._is_float("0.02") and not traces._is_float("lr")
+
+
+def test_logged_checkpoints_are_compared_whatever_their_key_order():
+    uri = "tinker://c/sampler_weights/a-final"
+    result, plan = _one_arm(checkpoints=[{"arm": "a", "step": 2, "uri": uri}])
+    logged = [{"uri": uri, "event": "checkpoint", "step": 2, "ts": "t", "arm": "a"}]
+    ctx = GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=Path("."), events=logged)
+    assert traces.TRACE_2(ctx) == []
+    extra = [*logged, {**logged[0], "uri": "tinker://b/sampler_weights/a-final"}]
+    ctx = GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=Path("."), events=extra)
+    assert [i.message for i in traces.TRACE_2(ctx)] == [
+        "evidence.checkpoints are not the checkpoints events.jsonl logged (1 listed, 2 logged, 1 differ)"]
+
+
+def test_an_arms_restores_never_go_back_in_time_and_may_share_a_second(graded_record):
+    result, _ = graded_record("paired")
+    arm = result["initialization_provenance"]["arms"]["rl_gsm8k"]
+    arm["restores"] = [{**arm["restores"][0], "at": "2026-01-01T00:00:05+00:00"},
+                       {**arm["restores"][0], "restore": 2, "at": "2026-01-01T00:00:05+00:00"}]
+    assert _messages(traces.TRACE_3, result) == []
+    arm["restores"][1]["at"] = "2026-01-01T00:00:04+00:00"
+    assert _messages(traces.TRACE_3, result) == [
+        "arm rl_gsm8k: restores are not in the order they happened (a later restore is earlier)"]
+    assert traces._time("not a time") is None and traces._time(None) is None
