@@ -724,3 +724,10 @@ def test_an_arms_restores_never_go_back_in_time_and_may_share_a_second(graded_re
     assert _messages(traces.TRACE_3, result) == [
         "arm rl_gsm8k: restores are not in the order they happened (a later restore is earlier)"]
     assert traces._time("not a time") is None and traces._time(None) is None
+
+
+def test_an_lr_grid_arms_restores_follow_the_plans_order_not_the_records_key_order(graded_record):
+    result, _ = graded_record("best_lr")
+    arm = _grid(result)
+    arm["runs"] = dict(reversed(list(arm["runs"].items())))  # written in another order than the plan's
+    assert _messages(traces.TRACE_3, result) == []
