@@ -731,3 +731,59 @@ def test_an_lr_grid_arms_restores_follow_the_plans_order_not_the_records_key_ord
     arm = _grid(result)
     arm["runs"] = dict(reversed(list(arm["runs"].items())))  # written in another order than the plan's
     assert _messages(traces.TRACE_3, result) == []
+
+
+def _restore_at(result, at, arm="rl_gsm8k"):
+    result["initialization_provenance"]["arms"][arm]["restores"][0]["at"] = at
+    return result
+
+
+def test_a_restore_is_dated_against_the_runs_first_and_last_events(graded_record, tmp_path):
+    result, _ = graded_record("paired")
+    events = [e for e in _restoration_events(result) if e["event"] != "training_step"]  # dated by the run alone
+    events.insert(1, {"event": "run_config", "ts": "2026-01-01T00:00:03+00:00"})
+    assert _messages(traces.TRACE_3, _restore_at(result, "2026-01-01T00:00:02+00:00"), events=events,
+                     run_dir=tmp_path) == []  # after the first event, before a later one
+    assert _messages(traces.TRACE_3, _restore_at(result, "2026-01-01T00:10:00+00:00"), events=events,
+                     run_dir=tmp_path) == []  # at the last event
+    late = _messages(traces.TRACE_3, _restore_at(result, "2026-01-01T00:10:01+00:00"), events=events, run_dir=tmp_path)
+    assert late == ["arm rl_gsm8k: restore 1 at 2026-01-01T00:10:01+00:00 is outside the run's events"]
+    assert _messages(traces.TRACE_3, result, events=events) == []  # a bare record has no events to date it by
+
+
+def test_a_creation_restore_may_share_its_second_with_the_first_step(graded_record, tmp_path):
+    result, _ = graded_record("paired")
+    events = _restoration_events(result, step="2026-01-01T00:00:05+00:00")
+    events.append({"event": "training_step", "ts": "2026-01-01T00:00:09+00:00", "arm": "rl_gsm8k", "step": 1})
+    assert _messages(traces.TRACE_3, _restore_at(result, "2026-01-01T00:00:05+00:00"), events=events,
+                     run_dir=tmp_path) == []
+    after = _messages(traces.TRACE_3, _restore_at(result, "2026-01-01T00:00:06+00:00"), events=events, run_dir=tmp_path)
+    assert after == ["arm rl_gsm8k: restore 1 created rl_gsm8k at 2026-01-01T00:00:06+00:00, after its first training step"]
+
+
+def test_an_lr_grid_runs_restores_are_dated_too_and_the_last_restoration_gate_counts(graded_record, tmp_path):
+    result, _ = graded_record("best_lr")
+    arm = _grid(result)
+    label = next(iter(arm["runs"]))
+    events = [{"event": "run_created", "ts": "2026-01-01T00:00:00+00:00"},
+              {"event": "gate", "gate": "restoration_preflight", "ts": "2026-01-01T00:00:09+00:00",
+               "measured": {"init_checkpoint": arm["initialization"]["checkpoint_uri"]}},
+              {"event": "gate", "gate": "summary", "ts": "2026-01-01T00:00:10+00:00",
+               "measured": {"init_checkpoint": "tinker://elsewhere"}}]
+    assert _messages(traces.TRACE_3, result, events=events, run_dir=tmp_path) == []
+    arm["runs"][label]["restores"][0]["at"] = "2025-01-01T00:00:00+00:00"
+    found = _messages(traces.TRACE_3, result, events=events, run_dir=tmp_path)
+    assert any("is outside the run's events" in m for m in found)
+
+
+def test_missing_manifests_are_reported_only_for_a_succeeded_lr_grid_with_its_log(sft_record, rl_record):
+    failed, no_log = copy.deepcopy(sft_record), copy.deepcopy(sft_record)
+    for record in (failed, no_log):
+        del record["adaptation_manifests"]
+    failed["status"] = "failed"
+    no_log["evidence"]["files"] = [e for e in no_log["evidence"]["files"] if e["name"] != traces.SFT_STEPS]
+    assert _messages(traces.TRACE_4, failed) == [] and _messages(traces.TRACE_4, no_log) == []
+    assert _messages(traces.TRACE_4, rl_record) == []  # an RL comparison has no LR grid
+    short_ = copy.deepcopy(sft_record)
+    short_["adaptation_manifests"] = short_["adaptation_manifests"][:1]
+    assert ["not each of the plan's" in m for m in _messages(traces.TRACE_4, short_)] == [True]
