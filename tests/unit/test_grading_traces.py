@@ -787,3 +787,73 @@ def test_missing_manifests_are_reported_only_for_a_succeeded_lr_grid_with_its_lo
     short_ = copy.deepcopy(sft_record)
     short_["adaptation_manifests"] = short_["adaptation_manifests"][:1]
     assert ["not each of the plan's" in m for m in _messages(traces.TRACE_4, short_)] == [True]
+
+
+def test_service_routing_is_logged_exactly_once(graded_record, tmp_path):
+    result, _ = graded_record("best_lr")
+    routing = _routed(result)
+    logged = {"event": "service_routing", "ts": "t", **routing}
+    for events in ([], [logged, logged]):
+        assert _messages(traces.TRACE_5, result, events=events, run_dir=tmp_path) == [
+            f"{traces.SERVICE_ROUTING} is not the routing the service_routing event logged"]
+
+
+def test_a_resolver_hash_is_compared_in_full_and_quoted_by_twelve_characters(graded_record):
+    result, _ = graded_record("paired")
+    code = "def solve(text):\n    return 0\n"
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    _add_file(result, traces.PIPELINE_CODE, json.dumps({"files": {"s.py": {"content": code}}}), "pipeline_code")
+    result["generation_audit"]["resolver"] = {"code": "s.py", "code_sha256": digest}
+    for sample in result["generation_audit"]["samples"]:
+        sample["resolver_id"] = f"exact (sha256:{digest[:12]})"
+    assert _messages(traces.TRACE_6, result) == []
+    for other in ("0" * 64, "f" * 64):
+        result["generation_audit"]["resolver"]["code_sha256"] = other
+        assert _messages(traces.TRACE_6, result) == [
+            f"generation_audit.resolver.code_sha256 '{other[:56]}... is not the hash of the retained s.py "
+            f"({digest[:12]}...)"]
+    result["generation_audit"]["resolver"]["code_sha256"] = digest
+    wrong_twelfth = digest[:11] + ("0" if digest[11] != "0" else "1")
+    result["generation_audit"]["samples"][0]["resolver_id"] = f"exact (sha256:{wrong_twelfth})"
+    assert _messages(traces.TRACE_6, result) == ["1 audit sample(s) name a re-solver whose code hash is not the "
+                                                 "retained s.py's"]
+
+
+def test_a_file_named_inside_a_list_field_is_read_and_the_evidence_list_names_nothing(graded_record):
+    result, _ = graded_record("paired")
+    _add_file(result, "extra.jsonl", "{}\n")
+    result["notes_files"] = [{"file": "extra.jsonl"}]
+    assert _messages(traces.TRACE_7, result) == []
+    del result["notes_files"]
+    result["evidence"]["extra_refs"] = ["extra.jsonl"]  # the evidence block lists files; listing is not reading
+    assert len(_messages(traces.TRACE_7, result)) == 1
+
+
+def test_a_validation_summary_holds_strings_and_takes_each_problems_check(graded_record):
+    result, _ = graded_record("paired")
+    result["validation"] = {"version": 1, "status": "failed", "problem_count": 1, "failed_checks": ["x"],
+                            "problems": [1]}
+    assert _messages(traces.TRACE_8_validation, result) == ["RESULT.validation has no list of problems"]
+    result["validation"] = {"version": 2, "status": "failed", "problem_count": 2, "failed_checks": ["a.b", "c.d"],
+                            "problems": ["c.d: one: two", "a.b: three"]}
+    assert _messages(traces.TRACE_8_validation, result) == [
+        "RESULT.validation: version 2 (its problems give 1)"]
+
+
+def test_a_stored_grade_differs_in_any_direction():
+    fresh = {"version": 1, "spec_source": "s", "problems": ["B-1: x"],
+             "categories": {"c": {"status": "unverified", "issues": ["B-2: y"]}}}
+    variants = {"problems": {**fresh, "problems": ["A-1: x"]}, "problems ": {**fresh, "problems": ["C-1: x"]},
+                "spec_source": {**fresh, "spec_source": "t"}, "version": {**fresh, "version": 2},
+                "categories": {**fresh, "categories": {**fresh["categories"], "d": {"status": "verified", "issues": []}}}}
+    for key, stored in variants.items():
+        assert traces.self_grade_problems(stored, fresh) == [
+            f"TRACE-8: RESULT.grade is not what grading the record afresh gives: {key.strip()}."], key
+    for status in ("invalid", "verified"):
+        stored = {**fresh, "categories": {"c": {"status": status, "issues": ["B-2: y"]}}}
+        assert traces.self_grade_problems(stored, fresh)[0].endswith(f"categories.c (stored '{status}', afresh unverified).")
+    for issues in (["A-2: y"], ["C-2: y"], "B-2: y"):
+        stored = {**fresh, "categories": {"c": {"status": "unverified", "issues": issues}}}
+        assert traces.self_grade_problems(stored, fresh)[0].endswith("categories.c (stored 'unverified', afresh unverified).")
+    assert traces.self_grade_problems({**fresh, "problems": "B-1: x"}, fresh)[0].endswith(": problems.")
+    assert traces._rule_ids(["A-1: x: y", "B-2"]) == ["A-1", "B-2"]
