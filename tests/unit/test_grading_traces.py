@@ -857,3 +857,21 @@ def test_a_stored_grade_differs_in_any_direction():
         assert traces.self_grade_problems(stored, fresh)[0].endswith("categories.c (stored 'unverified', afresh unverified).")
     assert traces.self_grade_problems({**fresh, "problems": "B-1: x"}, fresh)[0].endswith(": problems.")
     assert traces._rule_ids(["A-1: x: y", "B-2"]) == ["A-1", "B-2"]
+
+
+@pytest.mark.parametrize("edit", ["pair a", "pair z", "runs fewer", "runs more", "ids earlier", "ids later",
+                                  "consumed fewer", "consumed more"])
+def test_an_adaptation_manifest_differs_in_any_direction(sft_record, edit):
+    manifest = sft_record["adaptation_manifests"][0]
+    ids = manifest["adaptation_batch_ids"]
+    what, how = edit.split()
+    if what == "pair":
+        manifest["pair"] = how
+    elif what == "runs":
+        manifest["runs"] = manifest["runs"][:-1] if how == "fewer" else [*manifest["runs"], "zz@lr=1"]
+    elif what == "ids":
+        manifest["adaptation_batch_ids"] = [ids[0].replace("step0000", "step0001" if how == "later" else "step000x"),
+                                            *ids[1:]]
+    else:
+        manifest["adaptation_batch_ids"] = ids[:-1] if how == "fewer" else [*ids, f"step{len(ids):04d}-{'ab' * 8}"]
+    assert _messages(traces.TRACE_4, sft_record), edit
