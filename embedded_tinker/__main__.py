@@ -15,6 +15,8 @@ from .launch import GRACEFUL_SHUTDOWN_SECONDS, serving_socket
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Long because: the command line's options and subcommands are declared in one place, as --help shows them.
+    """
     parser = argparse.ArgumentParser(prog="python -m embedded_tinker")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the Tinker REST API on loopback")
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     from . import qwen3  # noqa: F401 - the served decoder, imported before serving (transformers is not)
     import uvicorn
 
+    from .connections import uvicorn_options
     from .server import create_app
 
     torch.set_num_threads(args.torch_threads)
@@ -110,9 +113,10 @@ def main(argv: list[str] | None = None) -> None:
     gc.enable()
     if listener is None:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, **uvicorn_options())
     else:
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                                **uvicorn_options())
         uvicorn.Server(config).run(sockets=[listener])
 
 

@@ -37,7 +37,24 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z0-9._:=+-]+$")
 
 
 class CheckpointError(ValueError):
-    """Bad checkpoint path or name, missing checkpoint, or an attempt to overwrite one."""
+    """Bad checkpoint path or name, missing or unreadable checkpoint, or an attempt to overwrite one."""
+
+
+def read_metadata(file: Path, what: str) -> dict:
+    """A checkpoint's (or run's) JSON record; CheckpointError (HTTP 400, naming `what`) when it is not a JSON
+    object: a damaged file is reported, not a server error."""
+    try:
+        record = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"the record of {what} is unreadable ({type(error).__name__}): the file is damaged") \
+            from None
+    if not isinstance(record, dict):
+        raise CheckpointError(f"the record of {what} is not a JSON object: the file is damaged")
+    return record
+
+
+_REQUIRED_METADATA = ("base_model", "lora_config", "adapter_tensor_order", "adapter_sha256", "optimizer",
+                      "optimizer_step")
 
 
 @dataclass(frozen=True)
@@ -115,7 +132,7 @@ class CheckpointStore:
         target = self.directory(path)
         with self._lock:
             if target.exists():
-                existing = json.loads((target / "checkpoint.json").read_text())
+                existing = read_metadata(target / "checkpoint.json", str(path))
                 same = all(
                     existing.get(key) == metadata[key]
                     for key in ("adapter_sha256", "optimizer_state_sha256", "base_model")
@@ -142,9 +159,7 @@ class CheckpointStore:
     def load(self, path: TinkerPath | str, with_optimizer_state: bool = False) -> Checkpoint:
         path = TinkerPath.parse(path) if isinstance(path, str) else path
         directory = self.directory(path)
-        if not (directory / "checkpoint.json").is_file():
-            raise CheckpointError(f"no checkpoint at {path}")
-        metadata = json.loads((directory / "checkpoint.json").read_text())
+        metadata = self.metadata(path)
         loaded = load_file(str(directory / "adapter.safetensors"))
         adapter_tensors = {name: loaded[name] for name in metadata["adapter_tensor_order"]}
         optimizer_state = None
@@ -159,7 +174,11 @@ class CheckpointStore:
         file = self.directory(path) / "checkpoint.json"
         if not file.is_file():
             raise CheckpointError(f"no checkpoint at {path}")
-        return json.loads(file.read_text())
+        metadata = read_metadata(file, str(path))
+        missing = [key for key in _REQUIRED_METADATA if key not in metadata]
+        if missing:
+            raise CheckpointError(f"the record of {path} lacks {', '.join(missing)}: the file is damaged")
+        return metadata
 
     def list(self, model_id: str) -> list[dict]:
         found = []
@@ -167,5 +186,5 @@ class CheckpointStore:
             kind_dir = self.root / model_id / kind
             if kind_dir.is_dir():
                 for file in sorted(kind_dir.glob("*/checkpoint.json")):
-                    found.append(json.loads(file.read_text()))
+                    found.append(read_metadata(file, f"tinker://{model_id}/{kind}/{file.parent.name}"))
         return found

@@ -42,13 +42,14 @@ from typing import NoReturn
 
 import httpx
 
+from .access import API_KEYS_ENV, DEFAULT_API_KEY
 from .exposure import DEFAULT_EXPOSURE, check_exposure
 from .faults import FaultConfig
 from .service_profile import ServiceProfile
 
 STARTUP_TIMEOUT_SECONDS = 120.0
 GRACEFUL_SHUTDOWN_SECONDS = 3  # on stop, do not wait out the clients' 25 s long polls
-LOCAL_API_KEY = "tml-local"  # the SDK requires keys starting with "tml-"; the server ignores it
+LOCAL_API_KEY = DEFAULT_API_KEY  # the key the server accepts unless started with others (access.py)
 
 
 PR_SET_PDEATHSIG = 1
@@ -193,11 +194,18 @@ def start_server(
     in_process: bool = False,
     exposure: str = DEFAULT_EXPOSURE,
     profile: ServiceProfile | None = None,
+    api_keys: tuple[str, ...] | None = None,
 ) -> RunningServer:
     """``exposure="production"`` answers as the production service does (see exposure.py);
     ``profile`` gives each call a service time (service_profile.py; the subprocess is started with
     its name and time factor). Without one, a subprocess server still takes the profile from the
-    environment (EMBEDDED_TINKER_SERVICE_PROFILE, EMBEDDED_TINKER_TIME_FACTOR)."""
+    environment (EMBEDDED_TINKER_SERVICE_PROFILE, EMBEDDED_TINKER_TIME_FACTOR). ``api_keys``: the keys its
+    clients must send, each key one client (access.py); None: EMBEDDED_TINKER_API_KEYS, else LOCAL_API_KEY.
+    They reach a subprocess through its environment, never its command line (which other users can read).
+
+    Long because: the server's start-up (socket, process or thread, health wait, cleanup on failure) is one sequence
+    whose failure paths share its handles.
+    """
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("the embedded backend serves loopback only")
     check_exposure(exposure)
@@ -211,13 +219,15 @@ def start_server(
     if in_process:
         import uvicorn
 
+        from .connections import uvicorn_options
         from .server import create_app
 
         try:
             config = uvicorn.Config(
-                create_app(checkpoint_dir, faults, exposure, profile),
+                create_app(checkpoint_dir, faults, exposure, profile, api_keys),
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                **uvicorn_options(),
             )
         except BaseException:
             listener.close()
@@ -251,6 +261,8 @@ def start_server(
     if profile is not None:
         command += [f"--service-profile={profile.name}", f"--time-factor={profile.time_factor}"]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TINKER_TELEMETRY": "0"}
+    if api_keys:
+        environment[API_KEYS_ENV] = ",".join(api_keys)
     repo_root = str(Path(__file__).resolve().parent.parent)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [repo_root, environment.get("PYTHONPATH")]))
     try:

@@ -47,7 +47,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from safetensors.torch import save_file
 
-from .checkpoints import CheckpointError, TinkerPath
+from . import access
+from .checkpoints import CheckpointError, TinkerPath, read_metadata
 from .model import LORA_ALPHA, adapter_sha256
 
 
@@ -87,7 +88,7 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat()
 
 
-def _valid_component(value: str) -> bool:
+def valid_component(value: str) -> bool:
     try:
         TinkerPath.parse(f"tinker://{value}/weights/x")
     except CheckpointError:
@@ -106,9 +107,12 @@ class RunRegistry:
         self.url_secret = secrets.token_bytes(32)
 
     # ------------------------------------------------------------------ records
-    def created(self, model_id: str, base_model: str, lora_config: dict, user_metadata: Any) -> None:
+    def created(self, model_id: str, base_model: str, lora_config: dict, user_metadata: Any,
+                owner: str | None = None) -> None:
+        """`owner`: the client (access.py) that created the run; only it may use, list or load what it saves."""
         metadata = {str(k): str(v) for k, v in (user_metadata or {}).items()} or None
         record = {
+            "owner": owner,
             "training_run_id": model_id,
             "base_model": base_model,
             "lora_config": lora_config,
@@ -129,8 +133,16 @@ class RunRegistry:
     def _record(self, run_id: str) -> dict | None:
         file = self.root / run_id / RUN_RECORD
         if file.is_file():
-            return json.loads(file.read_text())
+            return read_metadata(file, f"training run {run_id!r}")
         return None
+
+    def owner(self, run_id: str) -> str | None:
+        """The client that created the run (None: no record, or one written before owners were recorded)."""
+        return (self._record(run_id) or {}).get("owner")
+
+    def visible(self, run_id: str) -> bool:
+        """Whether the run is a valid id the current client may see (another client's runs do not exist for it)."""
+        return valid_component(run_id) and access.may_access(self.owner(run_id))
 
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -138,7 +150,7 @@ class RunRegistry:
         return [
             entry.name
             for entry in self.root.iterdir()
-            if entry.is_dir() and not entry.name.startswith(".") and _valid_component(entry.name)
+            if entry.is_dir() and not entry.name.startswith(".") and valid_component(entry.name)
             and ((entry / RUN_RECORD).is_file() or any((entry / kind).is_dir() for kind in _CHECKPOINT_TYPES))
         ]
 
@@ -154,7 +166,7 @@ class RunRegistry:
                 directory = file.parent
                 if directory.name.startswith("."):
                     continue
-                metadata = json.loads(file.read_text())
+                metadata = read_metadata(file, f"tinker://{run_id}/{kind}/{directory.name}")
                 created = metadata.get("created_at") or file.stat().st_mtime
                 checkpoint_id = f"{kind}/{directory.name}"
                 expires = self._ttl.get(f"{run_id}/{checkpoint_id}")
@@ -213,7 +225,7 @@ class RunRegistry:
     def _first_checkpoint_metadata(self, run_id: str) -> dict:
         for kind in _CHECKPOINT_TYPES:
             for file in sorted((self.root / run_id / kind).glob("*/checkpoint.json")):
-                return json.loads(file.read_text())
+                return read_metadata(file, f"tinker://{run_id}/{kind}/{file.parent.name}")
         return {}
 
     # ------------------------------------------------------------------ exports
@@ -277,7 +289,7 @@ class RunRegistry:
 
 def _export_name(checkpoint_id: str) -> str:
     kind, _, name = checkpoint_id.partition("/")
-    if kind != EXPORT_KIND or not name or "/" in name or not _valid_component(name):
+    if kind != EXPORT_KIND or not name or "/" in name or not valid_component(name):
         raise RunNotFound(f"no external weights checkpoint {checkpoint_id!r}")
     return name
 
@@ -287,7 +299,10 @@ def _not_found(error: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI, service: EmbeddedService) -> None:
-    """Add the training-run, checkpoint and export routes to the service's app."""
+    """Add the training-run, checkpoint and export routes to the service's app.
+
+    Long because: the REST routes are declared in one place, a few lines each, as the protocol document lists them.
+    """
     runs: RunRegistry = service.runs
     api = "/api/v1"
 
@@ -295,13 +310,20 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
         return service.models.get(run_id)
 
     def checked_run(run_id: str) -> dict:
+        """The run's record: RunNotFound for an invalid id (a path component check: ``%2e%2e`` is ``..``)
+        and for another client's run."""
+        if not runs.visible(run_id):
+            raise RunNotFound(f"no training run {run_id!r} on this server")
         return runs.training_run(run_id, live(run_id))
+
+    def visible_run_ids() -> list[str]:
+        return [run_id for run_id in runs.run_ids() if runs.visible(run_id)]
 
     app.add_exception_handler(RunNotFound, lambda request, error: _not_found(error))
 
     @app.get(f"{api}/training_runs")
     async def list_training_runs(limit: int = 20, offset: int = 0):
-        every = [checked_run(run_id) for run_id in runs.run_ids()]
+        every = [checked_run(run_id) for run_id in visible_run_ids()]
         every.sort(key=lambda run: run["last_request_time"], reverse=True)
         page = every[offset : offset + limit] if limit > 0 else every[offset:]
         return {
@@ -311,8 +333,6 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
 
     @app.get(f"{api}/training_runs/{{run_id}}")
     async def get_training_run(run_id: str):
-        if not _valid_component(run_id):
-            raise RunNotFound(f"no training run {run_id!r} on this server")
         return checked_run(run_id)
 
     @app.get(f"{api}/training_runs/{{run_id}}/checkpoints")
@@ -322,7 +342,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
 
     @app.get(f"{api}/checkpoints")
     async def list_user_checkpoints(limit: int = 100, offset: int = 0):
-        every = [c for run_id in runs.run_ids() for c in runs.checkpoints(run_id)]
+        every = [c for run_id in visible_run_ids() for c in runs.checkpoints(run_id)]
         every.sort(key=lambda c: c["_created"], reverse=True)
         page = every[offset : offset + limit] if limit > 0 else every[offset:]
         return {
@@ -334,7 +354,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
     async def save_weights_external(request: Request):
         body = await request.json()
         name = body.get("path") or f"export-{body.get('seq_id')}"
-        if not _valid_component(name):
+        if not valid_component(name):
             raise CheckpointError(f"invalid export name {name!r}: use letters, digits and ._:=+-")
 
         def run(model: TrainingModel) -> dict:
@@ -351,7 +371,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
     async def external_weights_urls(run_id: str, checkpoint_id: str, request: Request):
         name = _export_name(checkpoint_id)
         directory = runs.export_directory(run_id, name)
-        if not _valid_component(run_id) or not (directory / "checkpoint.json").is_file():
+        if not runs.visible(run_id) or not (directory / "checkpoint.json").is_file():
             raise RunNotFound(f"no external weights checkpoint tinker://{run_id}/{checkpoint_id}")
         expires = int(time.time()) + URL_LIFETIME_SECONDS
         base = str(request.base_url).rstrip("/")
@@ -371,7 +391,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
         if not hmac.compare_digest(expected, signature) or expires < time.time():
             return JSONResponse({"error": "invalid or expired signature", "category": "user"}, status_code=403)
         path = runs.export_directory(run_id, name) / file
-        if not (_valid_component(run_id) and _valid_component(name) and _valid_component(file)) or not path.is_file():
+        if not (valid_component(run_id) and valid_component(name) and valid_component(file)) or not path.is_file():
             raise RunNotFound("no such file")
         return FileResponse(path, media_type="application/octet-stream")
 
@@ -383,7 +403,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
                 "and never expire (only external-weights exports take a TTL)"
             )
         name = _export_name(checkpoint_id)
-        if not (runs.export_directory(run_id, name) / "checkpoint.json").is_file():
+        if not runs.visible(run_id) or not (runs.export_directory(run_id, name) / "checkpoint.json").is_file():
             raise RunNotFound(f"no external weights checkpoint tinker://{run_id}/{checkpoint_id}")
         body = await request.json() if await request.body() else {}
         runs.set_ttl(run_id, checkpoint_id, body.get("ttl_seconds"))
@@ -399,7 +419,7 @@ def install(app: FastAPI, service: EmbeddedService) -> None:
             )
         name = _export_name(checkpoint_id)
         directory = runs.export_directory(run_id, name)
-        if not _valid_component(run_id) or not directory.is_dir():
+        if not runs.visible(run_id) or not directory.is_dir():
             raise RunNotFound(f"no external weights checkpoint tinker://{run_id}/{checkpoint_id}")
         shutil.rmtree(directory)
         runs.set_ttl(run_id, checkpoint_id, None)

@@ -31,21 +31,37 @@ def role_to_arm_names(role_to_arm: dict) -> dict[str, str]:
     return {role: (entry["arm"] if isinstance(entry, dict) else entry) for role, entry in role_to_arm.items()}
 
 
+def refuse_unknown_arms(observations, spec, role_to_arm: dict[str, str], selection: dict | None,
+                        observations_path) -> None:
+    """ValueError (one line) when a row names an arm the spec does not have: such rows were dropped silently
+    (no criterion reads them), so a file for another spec, or with a mistyped arm, gave a decision as if whole."""
+    known = {arm.name for arm in spec.arms or []} | set(role_to_arm.values()) | set((selection or {}).get("candidates") or ())
+    unknown = sorted({observation.arm for observation in observations} - known)
+    if unknown:
+        rows = sum(observation.arm in unknown for observation in observations)
+        raise ValueError(f"{observations_path}: {rows} rows name arms the spec does not have "
+                         f"({', '.join(map(repr, unknown[:5]))}{', ...' if len(unknown) > 5 else ''}; "
+                         f"its arms: {', '.join(sorted(known))})")
+
+
 def decide(spec_path, observations_path) -> dict:
     """The decision JSON for one spec and one observations file."""
     from experiment.stats.decision import bytes_sha256, decision_summary, read_observations_jsonl
     from experiment.contract.plan import draft_plan
     from experiment.contract.spec import load_spec
+    from experiment.contract.support import check_criteria_weights
 
     spec = load_spec(spec_path)
     decision_rule = spec.section("decision_rule")
     if not decision_rule:
         raise ValueError(f"{spec_path}: the spec has no decision_rule")
+    check_criteria_weights(spec)  # a vector the contract does not define decides nothing (as at intake)
     plan = draft_plan(spec)
     observations = read_observations_jsonl(observations_path)
     # The plan fixes the interval adjustment (Bonferroni over several criteria).
     simultaneous = (plan.decision or {}).get("adjustment") == "bonferroni"
     role_to_arm = role_to_arm_names(plan.role_to_arm)
+    refuse_unknown_arms(observations, spec, role_to_arm, plan.selection, observations_path)
     if plan.selection is not None:  # adaptive selection: the one candidate the confirmation observations hold
         observed = sorted({o.arm for o in observations} & set(plan.selection["candidates"]))
         if len(observed) != 1:

@@ -5,7 +5,7 @@ stops at the first failed gate, ending as `Failed(name="GateFailed")` after RESU
 why, and the cheapest next diagnostic. A run that passes every gate ends `Completed`.
 
 Capacity (CAP-1): service calls go through the run's capacity policy; refusals past
-its limit end the run as `Completed(name="CapacityBlocked")` with a `capacity_block` record, this
+its limit end the run as `Failed(name="CapacityBlocked")` with a `capacity_block` record, this
 run's clients released and, for a deployment run, a re-queued run scheduled. A service that broke while
 the run waited on it (no answer within the answer deadline, or one the SDK cannot read: ServiceFailedMidRun)
 stops it the same way but ends `Failed(name="ServiceFailed")`, one line and no traceback. Resume: a run of the
@@ -51,9 +51,10 @@ from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
-from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update
+from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
 from experiment.contract.spec import Spec, load_spec
-from experiment.run.store import RunInProgress, RunStore, storage_failure
+from experiment.run.store import RunDirectoryGone, RunInProgress, RunStore, storage_failure, utc_now
+from experiment.stats.feasibility import budget_use
 from tasks import GATE_TASKS
 from tasks.arms import run_arm_tasks
 
@@ -71,7 +72,7 @@ class GateFailedError(Exception):
 
 # a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
 # line and RESULT says why; the engine's traceback of the state's exception is left out
-quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun)
+quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun, RunDirectoryGone)
 
 
 def _publish(store: RunStore, plan, logger) -> list:
@@ -137,8 +138,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         config.keep_checkpoints_beside(store.run_dir.parent)
         reused = store.passed_gates() if how == "resumed" else {}
         if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
-            store.update_result(status="running", capacity_block=None, capacity_wait=None, interruption=None,
-                                outcome_reason=None)
+            store.update_result(**resumed_update())
         with service_requests_limited(request_slots):
             return _run_claimed(spec, plan, store, config, reused, logger)
     except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"
@@ -180,8 +180,8 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
                 previous = gate_state
                 verdict = gate_state.result()
             except Exception as err:
-                if storage_failure(err):  # a full disk is no verdict on the gate: the run stops resumable
-                    raise
+                if storage_failure(err) or isinstance(err, RunDirectoryGone):  # a full disk or a deleted run
+                    raise  # directory is no verdict on the gate (flows.run_guard ends a CLI run before this)
                 blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
                 if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
                     crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
@@ -209,9 +209,20 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         service.stop()
         if rehearsal:
             store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+        _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
     return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+
+
+def _record_budget_use(store: RunStore, plan, logger) -> None:
+    """RESULT.budget_use: the run's wall time against its budget; a run that overran it says so (a note)."""
+    use = budget_use(plan.budget, store.run_meta()["started"], utc_now())
+    if use is None:
+        return
+    store.update_result(budget_use=use)
+    if "note" in use:
+        logger.warning(use["note"])
 
 
 def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:

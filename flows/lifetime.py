@@ -24,13 +24,16 @@ import ctypes
 import gc
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
 PR_SET_PDEATHSIG = 1
@@ -90,10 +93,72 @@ def popen_dying_with_parent(*args: Any, **kwargs: Any) -> subprocess.Popen:
 # listening socket argv[1]. Not uvicorn's --fd: it labels the socket AF_UNIX with protocol 0, and asyncio then leaves
 # TCP_NODELAY off every connection, so each answer waited out the client's delayed ACK (45.5 ms per sequential
 # /api/health, against 1.3 ms; embedded_tinker/launch.py's serving_socket is the same for the embedded server).
-_PREFECT_SERVER_ON_SOCKET = """import socket, sys, uvicorn
+# argv[2] is the server's own PREFECT_HOME (its database), removed when the server ends: SIGTERM from stop(), or the
+# parent-death signal after a kill -9 of the CLI.
+_PREFECT_SERVER_ON_SOCKET = """import shutil, socket, sys, uvicorn
 config = uvicorn.Config("prefect.server.api.server:create_app", factory=True, log_level="error", lifespan="on")
-uvicorn.Server(config).run(sockets=[socket.socket(fileno=int(sys.argv[1]))])
+try:
+    uvicorn.Server(config).run(sockets=[socket.socket(fileno=int(sys.argv[1]))])
+finally:
+    shutil.rmtree(sys.argv[2], ignore_errors=True)
 """
+
+# A server's start-up timeout on an idle machine; on a loaded one it grows with the load (startup_budget_s)
+STARTUP_BASE_S = 120.0
+STARTUP_MAX_S = 900.0  # however loaded the machine: a server that has not answered in 15 minutes is not coming
+STARTUP_PROGRESS_S = 30.0  # a line every this many seconds while a server is still starting
+
+
+def machine_load() -> tuple[float, int]:
+    """(1-minute load average, CPUs)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        load = 0.0
+    return load, os.cpu_count() or 1
+
+
+def startup_budget_s(base_s: float = STARTUP_BASE_S) -> float:
+    """How long a server the CLI starts may take to answer: `base_s` on an idle machine, times the load per CPU
+    when that is above 1 (a wiring rehearsal at load average 15-38 on 2 CPUs outlasted a fixed 120 s), at most
+    STARTUP_MAX_S."""
+    load, cpus = machine_load()
+    return min(STARTUP_MAX_S, base_s * max(1.0, load / cpus))
+
+
+def startup_progress_line(what: str, waited_s: float, budget_s: float) -> str:
+    load, cpus = machine_load()
+    return (f"still waiting for {what} to start ({waited_s:.0f} s of at most {budget_s:.0f} s; load average "
+            f"{load:.1f} on {cpus} CPUs)")
+
+
+SERVER_HOME_PREFIX = "rx-prefect-server-"
+SERVER_HOME_OWNER = "owner.pid"  # the CLI process that started the server
+
+
+def remove_abandoned_server_homes() -> list[str]:
+    """Remove the temporary servers' homes whose owning process is gone: a server killed with its CLI (kill -9 of
+    both) could not remove its own. Returns the removed paths."""
+    removed = []
+    for home in Path(tempfile.gettempdir()).glob(f"{SERVER_HOME_PREFIX}*"):
+        try:
+            owner = int((home / SERVER_HOME_OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours, or not yet written: left alone
+        if owner != os.getpid() and not _process_alive(owner):
+            shutil.rmtree(home, ignore_errors=True)
+            removed.append(str(home))
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 class TemporaryPrefectServer:
@@ -107,10 +172,12 @@ class TemporaryPrefectServer:
     embedded server is waited for the same way in embedded_tinker/launch.py; the import boundary keeps
     the pipeline from using the backend's helpers.)"""
 
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float, progress: Callable[[str], None] | None = None):
         self.timeout_s = timeout_s
+        self.progress = progress  # told a line every STARTUP_PROGRESS_S while the server starts
         self.port = 0
         self.process: subprocess.Popen | None = None
+        self.home: str | None = None
         atexit.register(self.stop)
 
     @property
@@ -120,9 +187,16 @@ class TemporaryPrefectServer:
     def start(self) -> TemporaryPrefectServer:
         from prefect.settings import get_current_settings
 
+        # Its own PREFECT_HOME and database, in a directory of this process's: two runs started side by side never
+        # share (or migrate at once) one database, and the user's own `prefect server start` shows none of its runs.
+        remove_abandoned_server_homes()
+        self.home = tempfile.mkdtemp(prefix=SERVER_HOME_PREFIX)
+        Path(self.home, SERVER_HOME_OWNER).write_text(f"{os.getpid()}\n")
         environment = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                        "PREFECT__SERVER_FINAL": "1",
-                       **get_current_settings().to_environment_variables(exclude_unset=True)}
+                       **get_current_settings().to_environment_variables(exclude_unset=True),
+                       "PREFECT_HOME": self.home,
+                       "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self.home}/prefect.db"}
         # The port is bound here and the socket handed to the server: a port probed free and bound by the server
         # seconds later could be taken meanwhile, and another process's server would answer this one's health check.
         with socket.socket() as listener:
@@ -130,7 +204,7 @@ class TemporaryPrefectServer:
             listener.bind(("127.0.0.1", 0))
             listener.listen(2048)
             self.port = listener.getsockname()[1]
-            command = [sys.executable, "-c", _PREFECT_SERVER_ON_SOCKET, str(listener.fileno())]
+            command = [sys.executable, "-c", _PREFECT_SERVER_ON_SOCKET, str(listener.fileno()), self.home]
             self.process = popen_dying_with_parent(command, env=environment, pass_fds=(listener.fileno(),))
         return self
 
@@ -139,9 +213,13 @@ class TemporaryPrefectServer:
         the timeout."""
         import httpx
 
-        deadline = time.monotonic() + self.timeout_s
+        started = time.monotonic()
+        deadline, said = started + self.timeout_s, started
         with httpx.Client(timeout=5) as client:
             while time.monotonic() < deadline:
+                if self.progress is not None and time.monotonic() - said >= STARTUP_PROGRESS_S:
+                    said = time.monotonic()
+                    self.progress(startup_progress_line("the temporary Prefect server", said - started, self.timeout_s))
                 code = self.process.poll()
                 if code is not None:
                     raise RuntimeError(f"the temporary Prefect server exited with code {code} while starting")
@@ -170,6 +248,8 @@ class TemporaryPrefectServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.home is not None:  # the server removes it as it ends; not when it was killed
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 class _ConsoleStream:

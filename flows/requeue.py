@@ -2,7 +2,7 @@
 
 A run started from a deployment schedules a new run of the same deployment `delay_seconds` later
 (`run_deployment(..., scheduled_time=..., timeout=0, as_subflow=False, idempotency_key=...)`) and
-then ends as `Completed(name="CapacityBlocked")`; the serve process or worker picks the new run up
+then ends as `Failed(name="CapacityBlocked")` (no decision: not green in the UI); the serve process or worker picks the new run up
 at that time. It does so only while the re-queue counter is under its maximum and the new start
 still lies inside the spec's wall budget. An ad-hoc run (`python -m flows.run`) has no deployment to
 re-queue into and says so. Returning Scheduled/AwaitingRetry from the flow would make it Crashed
@@ -24,7 +24,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from prefect.states import Completed, State
+from prefect.states import Failed, State
 
 AD_HOC_REASON = "not re-queued: ad-hoc run (python -m flows.run); re-run the same command to resume"
 
@@ -116,5 +116,7 @@ def requeue_after_capacity_block(
 
 
 def capacity_blocked_state(blocked: Exception, decision: RequeueDecision) -> State:
-    """The flow's final state after a capacity block: Completed(name="CapacityBlocked")."""
-    return Completed(name="CapacityBlocked", message=f"{blocked}; {decision.reason}")
+    """The flow's final state after a capacity block: Failed(name="CapacityBlocked"). No decision was reached, so the
+    UI must not show the run green (Completed); the name says it is no failure of the code or a gate, and the
+    message says whether it was re-queued. The CLI exits 4 on it (flows.run.exit_code_for)."""
+    return Failed(name="CapacityBlocked", message=f"{blocked}; {decision.reason}", data=blocked)

@@ -2,7 +2,9 @@
        [--exposure embedded|production]
 
 Exit codes: 0 the run reached a decision, 1 a gate failed (RESULT says which and why),
-2 bad input (spec, plan file, backend) or a run of this spec is in progress in another process,
+2 bad input (spec, plan file, backend) or a run of this spec is in progress in another process, or a server the
+run starts itself did not answer before its claim (servers_ready_before_claim), or what the run stands on went away
+mid-run (its directory deleted, its Prefect server lost: flows.run_guard),
 3 the run crashed (a bug; see the log).
 `--plan` prints the execution plan as JSON and contacts no service (Prefect is not even imported).
 `--rehearse` runs the spec as written plus its revision file at rehearsal scale on the embedded
@@ -32,21 +34,24 @@ from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.capacity import ServiceFailedMidRun
 from experiment.run.config import embedded_checkpoint_dir
-from experiment.run.service import EXPOSURES, ServiceConfigError, ServiceTarget, start_embedded_early, stop_early_embedded
+from experiment.run.data import unreadable_data
+from experiment.run.service import (EMBEDDED_MODELS, EXPOSURES, ServiceConfigError, ServiceTarget, early_embedded_problem,
+                                    embedded_serves, not_served, start_embedded_early, stop_early_embedded)
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
-from flows.lifetime import exit_process, imports_frozen, survive_closed_console
+from flows.run_guard import RunGuard, guarded_api_url, server_home_of
+from flows.lifetime import (TemporaryPrefectServer, exit_process, imports_frozen, startup_budget_s, startup_progress_line,
+                            survive_closed_console)
 from experiment.contract.rehearsal import SCALES as REHEARSAL_SCALES
 from experiment.contract.spec import SpecError, load_spec
 from experiment.contract.text import printable
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 
 EXIT_DECISION, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CRASHED, EXIT_CAPACITY_BLOCKED = 0, 1, 2, 3, 4
-# What the CLI imports while the temporary Prefect server boots: the module the SDK's get_tokenizer() loads
-# its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores), then the gate modules in order (their
-# steps import the cookbook's environments and recipes).
-IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",
-                                *(f"experiment.gates.{gate}" for gate in GATE_ORDER))
+# What the CLI imports while the temporary Prefect server boots, after the flow's module (which imports the gate
+# table, experiment.gates, and with it every family's steps: the cookbook's environments and recipes): the module
+# the SDK's get_tokenizer() loads its tokenizer with (transformers' AutoTokenizer, 4.8 s on 2 cores).
+IMPORTED_WHILE_PREFECT_BOOTS = ("transformers.models.auto.tokenization_auto",)
 # What a run imports in the background from before the preconditions of its claim (BackgroundImports):
 # Prefect's settings first (the preconditions read them), the flow's module (Prefect, torch, the SDK), then
 # what the first gates import.
@@ -88,12 +93,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, imports: ExitStack) -> int:
+    """Long because: the CLI's start-up order (preconditions before the claim, servers side by side, background imports,
+    exit codes) is what the function is about; each step is commented where it happens.
+    """
     args = _parse_args(argv)
     if args.draft_revision:
         return draft_revision(args.spec)
     try:
         if args.rehearse and args.backend != "local":
-            raise ServiceConfigError("--rehearse runs on the embedded backend; drop --backend")
+            raise ServiceConfigError("--rehearse runs on the embedded backend: drop --backend; to rehearse against "
+                                     "an embedded backend served on its own (python -m embedded_tinker serve --port "
+                                     "N), set TINKER_BASE_URL=http://127.0.0.1:N and TINKER_API_KEY=tml-local instead")
         if args.rehearsal_scale != "standard" and not args.rehearse:
             raise SpecError("rehearsal_scale", "--rehearsal-scale goes with --rehearse")
         spec = load_spec(args.spec, rehearse=args.rehearse, rehearsal_scale=args.rehearsal_scale)
@@ -103,16 +113,15 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         print(err, file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.plan:
-        from experiment.grading.predict import predict_grades
+        from experiment.grading.predict import predict_grades, predicted_stop
 
         exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
+        stop = predicted_stop(plan, exposure)
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
+                          "predicted_stop": {"gate": stop[0], "reason": stop[1]} if stop else None,
                           "predicted_grades": predict_grades(plan, exposure)}, indent=2))
         return EXIT_DECISION
     exposure = args.exposure or "embedded"
-    # A loaded 2-core machine can take longer than Prefect's default 20 s to start its temporary server
-    # (set before the first read of Prefect's settings, in unreachable_prefect_server).
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     try:
         # A finished run is answered at once, before any precondition: no service, no Prefect, no write.
         finished = None if args.fresh else RunStore.finished_run(args.runs_dir, plan.spec_sha256, exposure)
@@ -120,6 +129,12 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
             return answer_finished(finished)
         # Every precondition before the claim: a refused run leaves no run directory and no index row.
         runs_dir = writable_runs_dir(args.runs_dir)  # RunsDirError (a StoreError) when it is a URL or may not be written
+        # a run of this spec in progress in another process is refused at once, before anything is imported or
+        # started for it (the claim decides, under its lock; this spares the wait)
+        refusal = None if args.fresh else RunStore.in_progress_refusal(runs_dir, plan.spec_sha256, exposure)
+        if refusal:
+            print(printable(refusal), file=sys.stderr)
+            return EXIT_BAD_INPUT
         # What the flow imports (Prefect, torch, the SDK: 9-37 s on a loaded machine) is imported from here on,
         # beside the preconditions below, instead of after the claim with the run's service waiting on it.
         imports.enter_context(imports_frozen())  # the run's garbage collections skip what is imported from here
@@ -132,20 +147,24 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         # what follows reads Prefect's settings, imports httpx or starts the backend (its launcher imports httpx
         # and rich): after the thread has imported them
         flow_imports.wait_for(PREFECT_SETTINGS_MODULE)
+        if embedded_backend_started_here(args.backend) and not problem:
+            start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)  # boots beside the checks and imports
         if os.environ.get("PREFECT_API_URL") and not problem:
             # A Prefect server is up (as a deployment has one): nothing boots after the claim to hide the imports
-            # behind, so the run is claimed once they are done, as a deployment's flow process claims it, and a
-            # local run's embedded backend starts beside them. (With no server, the imports go on beside the
-            # temporary server's start and the backend's, after the claim.)
-            if embedded_backend_started_here(args.backend):
-                start_embedded_early(embedded_checkpoint_dir(runs_dir), exposure)
+            # behind, so the run is claimed once they are done, as a deployment's flow process claims it. (With no
+            # server, the imports go on beside the temporary server's start, before the claim.)
             flow_imports.join()
-        problem = (problem or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S)
-                   or unreachable_prefect_server())
+        required = None if args.rehearse else plan.base_model  # outside a rehearsal the served model is the spec's
+        problem = (problem or unserved_on_embedded(args.backend, required)
+                   or ServiceTarget.from_backend(args.backend, exposure).answer_problem(ANSWER_BUDGET_S, required)
+                   or unreadable_data(spec, args.rehearse) or unreachable_prefect_server())
+        if not problem:
+            # the temporary Prefect server and the embedded backend answer before the claim, or nothing is claimed
+            prefect_server, problem = servers_ready_before_claim(args.backend, exposure, runs_dir)
         if problem:
             stop_early_embedded()
             flow_imports.finish()  # after the module in progress: a refused run does not wait for the rest
-            print(problem, file=sys.stderr)
+            print(printable(problem), file=sys.stderr)
             return EXIT_BAD_INPUT
         # Claim the run before the flow starts: this process then holds the run's lock and the flow's own claim
         # finds it (re-entrant); a live run is refused here.
@@ -164,16 +183,18 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
     try:
         with interrupts_raised():  # SIGTERM as well as SIGINT unwinds the run, so its record says so
             with imports:  # (imports_frozen) the run's garbage collections skip what is imported until here
-                prefect_ready = start_servers_early(backend, exposure, store, flow_imports)
+                prefect_ready = start_servers_early(backend, exposure, store, flow_imports, prefect_server)
                 flow_imports.wait_for(FLOW_MODULE)  # imported in the background, not beside it
                 from flows.experiment_flow import run_experiment
                 prefect_ready()
-            state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
-                args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
-                rehearsal_scale=args.rehearsal_scale,
-                exposure=exposure,
-                spec=spec,  # parsed once, here: the flow does not read the file again
-                return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
+            # its directory deleted, or its Prefect server lost, mid-run: one line, exit 2, no hang (flows.run_guard)
+            with RunGuard(store, plan, guarded_api_url(prefect_server), server_home_of(prefect_server)):
+                state = run_experiment.with_options(flow_run_name=store.run_id)(  # named after the run from its first log line
+                    args.spec, backend=backend, runs_dir=args.runs_dir, rehearse=args.rehearse,
+                    rehearsal_scale=args.rehearsal_scale,
+                    exposure=exposure,
+                    spec=spec,  # parsed once, here: the flow does not read the file again
+                    return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
         # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)
@@ -209,12 +230,30 @@ def say_if_left_running(store: RunStore) -> None:
 
 
 def answer_finished(store: RunStore) -> int:
-    """Print a finished run's outcome and return its exit code; nothing is run again."""
+    """Print a finished run's outcome and return its exit code; nothing is run again (its pictures are drawn
+    when they are missing: draw_missing_pictures)."""
     result = store.read_result()
+    draw_missing_pictures(store.run_dir)
     print(printable(finished_message(store.run_id, store.run_dir / "result.json", result)))
     if result.get("summary"):
         print(printable(str(result["summary"])))
     return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
+
+
+def draw_missing_pictures(run_dir: Path) -> None:
+    """Draw a finished run's pictures when its plots/ holds none: the flow draws them after its last gate, so a
+    run killed between its decision and the drawing (kill -9) had none, and answering it never drew them.
+    A run with its pictures is not touched. Drawing is never the reason an answer fails: a problem is one line."""
+    plots = run_dir / "plots"
+    if plots.is_dir() and any(plots.glob("*.png")):
+        return
+    try:
+        from experiment.report.plots import write_run_pictures  # matplotlib, only for a run missing its pictures
+
+        write_run_pictures(run_dir)
+    except Exception as err:  # noqa: BLE001 - e.g. a read-only runs dir: the answer stands without pictures
+        print(printable(f"could not draw the pictures of {run_dir.name}: {type(err).__name__}: {err}".splitlines()[0]),
+              file=sys.stderr)
 
 
 def draft_revision(spec_path: str) -> int:
@@ -232,49 +271,73 @@ def draft_revision(spec_path: str) -> int:
     print(f"wrote {target} ({len(items)} entries to add or pin):")
     for item in items:
         print(f"  {item['action']} {item['field']}: {item['why']}")
+    if not any(item["action"] in ("check", "fix") for item in items):  # experiment.contract.draft.plan_check passed
+        print("taken as proposed, the draft passes --plan and --plan --rehearse --rehearsal-scale wiring; confirm "
+              "each entry, then delete draft_items")
     return EXIT_DECISION
 
 
-def start_servers_early(backend: str, exposure: str, store: RunStore, flow_imports: BackgroundImports):
-    """Start, side by side and in the background, the servers the flow would otherwise start one after
-    the other: a temporary Prefect server (when no PREFECT_API_URL is configured; flows.lifetime) and the
-    embedded backend (the local backend without TINKER_BASE_URL), while `flow_imports` go on.
-    Returns a function that waits until the Prefect server is up and makes it this process's
-    PREFECT_API_URL; the flow's ServiceTarget takes the embedded server over (same checkpoint dir and
-    exposure as on demand)."""
-    if embedded_backend_started_here(backend):
-        start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+def servers_ready_before_claim(backend: str, exposure: str, runs_dir: Path) -> tuple[TemporaryPrefectServer | None, str | None]:
+    """(the temporary Prefect server, None), or (None, one line) when a server the run starts itself did not answer.
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        # a configured server (or none allowed): nothing to start, and the flow's imports were done before
-        # the claim; what the gates import later, they import themselves
-        return flow_imports.finish
-    from flows.lifetime import TemporaryPrefectServer
+    Side by side, while the flow's imports go on: a temporary Prefect server, started here (no PREFECT_API_URL
+    configured; flows.lifetime, with its own database), and the embedded backend (the local backend without
+    TINKER_BASE_URL), started beside the checks before. Both must answer before the run is claimed: a server that is slow or fails to start is a
+    precondition, refused with nothing left behind, not a crash after the claim. Their start-up budget grows with
+    the machine's load (flows.lifetime.startup_budget_s; $PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, when set,
+    is used as given), with a line on stderr every 30 s while they start."""
+    explicit = os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")
+    budget_s = float(explicit) if explicit else startup_budget_s()
+    started = time.monotonic()
+    embedded = embedded_backend_started_here(backend)  # started beside the checks before (start_embedded_early)
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
-    server = TemporaryPrefectServer(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()).start()
-    box: dict = {}
-
-    def wait() -> None:
+    server = None
+    if not PREFECT_API_URL.value() and PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        server = TemporaryPrefectServer(budget_s, progress=say).start()
         try:
             server.wait_until_healthy()
-        except BaseException as err:  # raised again in the main thread
-            box["error"] = err
+        except RuntimeError as err:
+            server.stop()
+            return None, f"{err}: nothing was claimed; run the same command again (when the machine is less busy)"
+    if embedded:
+        problem = early_embedded_problem(
+            embedded_checkpoint_dir(runs_dir), exposure, max(0.0, budget_s - (time.monotonic() - started)),
+            progress=lambda waited: say(startup_progress_line("the embedded backend", waited, budget_s)))
+        if problem:
+            if server is not None:
+                server.stop()
+            return None, problem
+    return server, None
 
-    thread = threading.Thread(target=wait, name="prefect-early-start", daemon=True)
-    thread.start()
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def start_servers_early(backend: str, exposure: str, store: RunStore, flow_imports: BackgroundImports,
+                        prefect_server: TemporaryPrefectServer | None = None):
+    """After the claim: hand the flow the servers started before it (servers_ready_before_claim). The flow's
+    ServiceTarget takes the embedded server over (same checkpoint dir and exposure as on demand; started here when
+    it was not yet). Returns a function that ends the background imports after the module in progress (the gates
+    import the rest themselves) and makes the temporary Prefect server, if any, this process's PREFECT_API_URL."""
+    if embedded_backend_started_here(backend):
+        start_embedded_early(embedded_checkpoint_dir(store.run_dir.parent), exposure)
+    if prefect_server is None:  # a configured server (or none allowed): the flow's imports were done before the claim
+        return flow_imports.finish
 
     def ready() -> None:
-        # the flow could not start before the server anyway: the imports go on while it boots, one module at a
-        # time, so the flow waits for at most one import past the server's start
-        flow_imports.wanted = thread.is_alive
-        flow_imports.join()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        server.use()
+        flow_imports.finish()
+        prefect_server.use()
 
     return ready
+
+
+def unserved_on_embedded(backend: str, model: str | None) -> str | None:
+    """One line when a run outside a rehearsal asks the embedded backend it starts for a model it does not serve."""
+    if model is None or not embedded_backend_started_here(backend) or embedded_serves(model):
+        return None
+    return not_served(model, "the embedded backend", EMBEDDED_MODELS)
 
 
 def embedded_backend_started_here(backend: str) -> bool:
@@ -337,11 +400,12 @@ def exit_code_for(state) -> int:
         print(state.message, file=sys.stderr)
         return EXIT_BAD_INPUT
     result_path = result_path_in(state.message or "")
+    if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
+        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "capacity blocked")
+        print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
+        return EXIT_CAPACITY_BLOCKED
     if state.is_completed():
         print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
-        if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
-            print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
-            return EXIT_CAPACITY_BLOCKED
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
     run_dir = getattr(outcome, "run_dir", None)

@@ -1,6 +1,9 @@
 """CLI: list runs from the cross-run index, or show one run's summary.
 
     python -m flows.runs [--runs-dir DIR]                 one aligned row per run, newest first
+    python -m flows.runs --spec gs1 --status failed --kind capacity_blocked --sort duration --json
+                                                          filtered (substring of spec file or title; exact status;
+                                                          exact kind), sorted, or as a JSON list
     python -m flows.runs show RUN_ID [--runs-dir DIR]     one run: status, verdict, effect, gates, arms
     python -m flows.runs recover RUN_ID [--runs-dir DIR]  rebuild a damaged result.json from events.jsonl
 
@@ -12,6 +15,9 @@ shown as escapes (experiment.contract.text): a record cannot clear or rewrite th
 
 A run whose record says "running" while no process holds its lock is shown as "stale": it stopped without
 recording why (killed, or a full disk refused its failure marker); running its command again resumes it.
+Its kind says what became of it (experiment.run.store.RUN_KINDS): decided, gate_failed, capacity_blocked and
+interrupted (both resumable: `show` prints the command), running, unreadable. A run that stopped before its
+verdict shows verdict "-" (the three-way vocabulary spells that absence "inconclusive" in RESULT).
 The runs directory defaults to $RX_RUNS_DIR or ./runs. An empty index prints one friendly line
 (exit 0); an unknown run id or an unreadable index prints one line (exit 2).
 """
@@ -22,17 +28,19 @@ import argparse
 import datetime as dt
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from experiment.contract.text import printable
 from experiment.report.summary import arm_metric_rows, gate_table_rows
-from experiment.run.store import (STALE, STALE_MEANING, CorruptRecord, RunIndex, default_runs_dir, recover_result,
-                                  shown_status)
+from experiment.run.store import (RESUMABLE_KINDS, RUN_KINDS, STALE, STALE_MEANING, CorruptRecord, RunIndex,
+                                  default_runs_dir, intact_result, recover_result, run_kind, shown_status)
 from flows.lifetime import exit_process, survive_closed_console
 
-LIST_COLUMNS = ("run_id", "status", "verdict", "effect", "started", "duration")
+LIST_COLUMNS = ("run_id", "spec", "scale", "status", "kind", "verdict", "effect", "started", "duration")
+SORT_KEYS = ("started", "duration", "spec", "status", "kind")
 
 
 class RunsCliError(Exception):
@@ -81,28 +89,71 @@ def aligned_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> list[
     return lines
 
 
-def list_runs(runs_dir: Path) -> list[str]:
-    """The lines of the run list (newest first), or one friendly line when there are none."""
+def _value(value: Any) -> Any:
+    """A value of the index as JSON gives it: pandas' missing values are None."""
+    text = _text(value)
+    return None if text == "-" else value
+
+
+def _seconds(started: Any, finished: Any) -> float | None:
+    start, end = _parse_time(started), _parse_time(finished)
+    return (end - start).total_seconds() if start and end else None
+
+
+def run_rows(runs_dir: Path, spec: str | None = None, status: str | None = None, kind: str | None = None,
+             sort: str = "started") -> list[dict[str, Any]]:
+    """The index's runs as plain values, filtered and sorted (newest, longest or by name first)."""
     try:
         frame = RunIndex(runs_dir).read()
     except (OSError, ValueError) as err:
         raise RunsCliError(f"cannot read the run index {runs_dir / 'index.parquet'}: {err}") from None
-    if frame.empty:
+    rows = []
+    for record in frame.to_dict("records"):
+        record = {column: _value(record.get(column)) for column in RunIndex.COLUMNS}
+        record["status"] = shown_status(runs_dir / str(record["run_id"]), record["status"])
+        if record["status"] == STALE:
+            record["kind"] = "interrupted"  # it stopped without recording why: resumable, as an interrupted run
+        record["resumable"] = record["kind"] in RESUMABLE_KINDS
+        if record["kind"] != "decided" and record["kind"] is not None and record["kind"] != "running":
+            record["verdict"] = None  # stopped before its verdict, whatever the vocabulary spells the absence
+        record["duration_s"] = _seconds(record["started"], record["finished"])
+        if spec and spec.lower() not in f"{record['spec'] or ''} {record['spec_title'] or ''}".lower():
+            continue
+        if (status and record["status"] != status) or (kind and record["kind"] != kind):
+            continue
+        rows.append(record)
+    if sort == "duration":
+        rows.sort(key=lambda row: -1.0 if row["duration_s"] is None else row["duration_s"], reverse=True)
+    elif sort == "started":
+        rows.sort(key=lambda row: str(row["started"] or ""), reverse=True)
+    else:
+        rows.sort(key=lambda row: (str(row[sort] or ""), str(row["started"] or "")))
+    return rows
+
+
+def list_runs(runs_dir: Path, spec: str | None = None, status: str | None = None, kind: str | None = None,
+              sort: str = "started") -> list[str]:
+    """The lines of the run list (newest first), or one friendly line when there are none."""
+    rows = run_rows(runs_dir, spec, status, kind, sort)
+    if not rows:
+        if spec or status or kind:
+            return [f"no runs in {runs_dir} match the filter"]
         return [f"no runs yet in {runs_dir} (start one with: python -m flows.run SPEC)"]
-    records = frame.to_dict("records")
-    records.sort(key=lambda record: str(record.get("started") or ""), reverse=True)
-    rows = [
+    shown = [
         {
-            "run_id": _text(record.get("run_id")),
-            "status": _text(shown_status(runs_dir / str(record.get("run_id")), record.get("status"))),
-            "verdict": _text(record.get("verdict")),
-            "effect": _text(record.get("effect")),
-            "started": _started(record.get("started")),
-            "duration": _duration(record.get("started"), record.get("finished")),
+            "run_id": _text(row["run_id"]),
+            "spec": _text(row["spec"]),
+            "scale": _text(row["scale"]),
+            "status": _text(row["status"]),
+            "kind": _text(row["kind"]) + (" (resumable)" if row["resumable"] else ""),
+            "verdict": _text(row["verdict"]),
+            "effect": _text(row["effect"]),
+            "started": _started(row["started"]),
+            "duration": _duration(row["started"], row["finished"]),
         }
-        for record in records
+        for row in rows
     ]
-    return aligned_table(rows, LIST_COLUMNS)  # ids whole: what is shown is what `show` accepts
+    return aligned_table(shown, LIST_COLUMNS)  # ids whole: what is shown is what `show` accepts
 
 
 def _started(value: Any) -> str:
@@ -137,8 +188,12 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
     result = _read_json(run_dir / "result.json")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
     status = shown_status(run_dir, result.get("status", "-"))
+    kind = "interrupted" if status == STALE else run_kind(result)
     lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}",
-             f"  status:    {status}" + (f" ({STALE_MEANING})" if status == STALE else "")]
+             f"  status:    {status}" + (f" ({STALE_MEANING})" if status == STALE else ""),
+             f"  kind:      {kind} ({RUN_KINDS[kind]})"]
+    if kind in RESUMABLE_KINDS:
+        lines.append(f"  resume:    {resume_command(meta, runs_dir)}")
     if "verdict" in result:
         verdict = str(result["verdict"])
         if result.get("confidence"):
@@ -190,16 +245,31 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
     return lines
 
 
+def resume_command(meta: dict[str, Any], runs_dir: Path) -> str:
+    """The command that resumes a run: the one that started it (a run of the same spec resumes its unfinished run)."""
+    spec_path = meta.get("spec_path") or "SPEC"
+    scale = meta.get("scale")
+    words = ["python -m flows.run", shlex.quote(str(spec_path))]
+    if scale in ("standard", "wiring"):
+        words.append("--rehearse" + (" --rehearsal-scale wiring" if scale == "wiring" else ""))
+    words.append(f"--runs-dir {shlex.quote(str(runs_dir))}")
+    return " ".join(words) + "  (add --backend URL if it ran on a service)"
+
+
 def _metric_text(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def recover_run(runs_dir: Path, run_id: str) -> list[str]:
-    """Rebuild `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it."""
+    """Rebuild a damaged `<run>/result.json` from its events.jsonl and evidence/; the damaged file is kept beside it.
+    An intact result.json is left as it is."""
     run_id = resolve_run_id(runs_dir, run_id)
     run_dir = runs_dir / run_id
     if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "events.jsonl").is_file():
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
+    intact = intact_result(run_dir)
+    if intact is not None:
+        return [f"{run_dir / 'result.json'} is intact (status {intact.get('status')}); nothing was changed"]
     try:
         result = recover_result(run_dir)
     except (CorruptRecord, OSError, ValueError, KeyError) as err:
@@ -235,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     runs_dir_help = "runs directory (default: $RX_RUNS_DIR or ./runs)"
     parser = argparse.ArgumentParser(prog="python -m flows.runs", description="List runs or show one run.")
     parser.add_argument("--runs-dir", type=Path, default=None, help=runs_dir_help)
+    parser.add_argument("--spec", default=None, help="only runs whose spec file or title contains this text")
+    parser.add_argument("--status", default=None, help="only runs of this status (running, succeeded, failed, stale)")
+    parser.add_argument("--kind", default=None, choices=sorted(RUN_KINDS), help="only runs of this kind")
+    parser.add_argument("--sort", default="started", choices=SORT_KEYS, help="newest first (default), longest first, "
+                                                                             "or by spec, status or kind")
+    parser.add_argument("--json", action="store_true", help="print the runs as a JSON list")
     commands = parser.add_subparsers(dest="command")
     show = commands.add_parser("show", help="show one run's summary")
     show.add_argument("run_id")
@@ -250,8 +326,11 @@ def main(argv: list[str] | None = None) -> int:
             lines = show_run(runs_dir, args.run_id)
         elif args.command == "recover":
             lines = recover_run(runs_dir, args.run_id)
+        elif args.json:
+            print(json.dumps(run_rows(runs_dir, args.spec, args.status, args.kind, args.sort), default=str, indent=1))
+            return 0
         else:
-            lines = list_runs(runs_dir)
+            lines = list_runs(runs_dir, args.spec, args.status, args.kind, args.sort)
     except RunsCliError as err:
         print(f"error: {printable(str(err))}", file=sys.stderr)
         return 2

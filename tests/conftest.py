@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from xdist.scheduler import LoadFileScheduling
 
 # Bytecode caches are written: where PYTHONDONTWRITEBYTECODE is set (as on the workplace's machines),
@@ -29,6 +30,12 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"] = "false"
 
 from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, SPECS_DIR, TRIMUON_SPEC, FakeTinkerService  # noqa: F401
+
+# Every property test is deterministic (issue 45): hypothesis draws the same examples on every run and machine
+# (derandomize: seeded from the test's own text), keeps no example database between runs, and times nothing. A
+# test's own @settings(...) keeps these unless it names them.
+hypothesis_settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+hypothesis_settings.load_profile("deterministic")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -489,6 +489,43 @@ def assert_drawn_perturbations_caught(record: dict[str, Any], max_examples: int,
     perturbed()
 
 
+def ranked_perturbations(result: dict[str, Any], count: int, entries: list[Ungraded] | None = None,
+                         ) -> list[tuple[Leaf, str]]:
+    """`count` perturbations chosen by the record's shape alone, never by a draw: one leaf per pattern (the first
+    in record order), each (pattern, kind) ranked by the sha256 of its text, the first `count` that apply and are
+    not on the ungraded list. A record rebuilt by another run of the same shape (other times, ids and timings)
+    gives the same choice, and the new value is `changed` or `swapped` of the leaf's own value: the same test
+    every run."""
+    entries = ungraded_fields() if entries is None else entries
+    chosen = []
+    for leaf, kind in sorted(((leaf, kind) for leaf in representatives(result) for kind in KINDS),
+                             key=lambda pair: hashlib.sha256(f"{pair[0].pattern} {pair[1]}".encode()).hexdigest()):
+        if len(chosen) == count:
+            break
+        if (kind == "swap" and not isinstance(leaf.value, (bool, int, float, str))) or \
+                (kind == "change" and isinstance(leaf.value, dict)) or (kind == "remove" and not leaf.path):
+            continue
+        if not is_ungraded(leaf.pattern, kind, entries):
+            chosen.append((leaf, kind))
+    return chosen
+
+
+def assert_ranked_perturbations_caught(record: dict[str, Any], count: int) -> None:
+    """The every-leaf property on a record rebuilt each run (the e2e wiring records): the `ranked_perturbations`
+    each leave the grade green, and never crash the grader."""
+    baseline, candidates = findings(record), pool(record)
+    missed = []
+    for leaf, kind in ranked_perturbations(record, count):
+        tampered = perturb(record, leaf, kind, swapped(leaf.value, candidates) if kind == "swap" else _MISSING)
+        if tampered is None:
+            continue
+        found, crash = caught(tampered, baseline)
+        assert crash is None, f"{kind} {leaf}: the grader crashed ({crash})"
+        if not found:
+            missed.append(f"{kind} {leaf}")
+    assert not missed, f"leave the grade as it was and are not on docs/ungraded-fields.md: {missed}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tests/leaves.py", description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="result.json files that grade green")

@@ -34,6 +34,12 @@ class Variant:
     edit: Edit
     refused: str | None  # None: planned; else a fragment of the one-line refusal
     why: str = ""
+    # how the revision file lies beside the spec: "file" (written), "none" (no revision file), "symlink" (a link
+    # to the written file), "dangling" (a link to nothing), "loop" (a link to itself)
+    revision_as: str = "file"
+    # data files written beside the spec (name -> bytes); "{dir}" in a dataset or eval path names that directory
+    # (tests put it among the data directories, $RX_DATA_DIRS)
+    data: tuple[tuple[str, bytes], ...] = ()
 
 
 def seed_files(seed: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -46,8 +52,24 @@ def write_variant(variant: Variant, directory: Path) -> Path:
     spec, revision = (copy.deepcopy(part) for part in seed_files(variant.seed))
     variant.edit(spec, revision)
     path = directory / f"{SEEDS[variant.seed].name.split('_')[0]}_{variant.name.replace('-', '_')}.json"
+    for name, content in variant.data:
+        (directory / name).write_bytes(content)
+    for section in ("dataset", "eval"):
+        if isinstance(spec.get(section), dict) and isinstance(spec[section].get("path"), str):
+            spec[section]["path"] = spec[section]["path"].replace("{dir}", str(directory))
     path.write_text(json.dumps(spec, indent=1))
-    path.with_name(path.name.replace(".json", ".plan.json")).write_text(json.dumps(revision, indent=1))
+    revision_path = path.with_name(path.name.replace(".json", ".plan.json"))
+    if variant.revision_as == "file":
+        revision_path.write_text(json.dumps(revision, indent=1))
+    elif variant.revision_as == "symlink":
+        kept = directory / "kept" / revision_path.name
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(json.dumps(revision, indent=1))
+        revision_path.symlink_to(kept)
+    elif variant.revision_as == "dangling":
+        revision_path.symlink_to(directory / "gone.plan.json")
+    elif variant.revision_as == "loop":
+        revision_path.symlink_to(revision_path)
     return path
 
 
@@ -164,11 +186,17 @@ FEATURE_TRUE = {
     "paired_comparison": {"gs1": None, "selfgen": None,
                           "trimuon": "decision_rule: required because experiment_features.paired_comparison is true"},
     "paired_training_arms": {"gs1": None, "selfgen": None, "trimuon": None},
-    "checkpoint_restore": dict.fromkeys(SEEDS, "checkpoint_restore: true is not supported"),
-    "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported"),
+    # refused with the contract's words and what it leaves undefined (issue 46, deliverable 3)
+    # a designed mid-run save and restore of every RL arm (before: refused, "true is not supported")
+    "checkpoint_restore": {"gs1": None, "selfgen": None,
+                           "trimuon": "checkpoint_restore: true is supported for training_type rl only"},
+    "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported: the contract defines the "
+                                              "manifest (exchange-contract.md section 9"),
     "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,
                                     trimuon="no trained arm's data maps to generated_tasks"),
-    "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported"),
+    "learned_generator": dict.fromkeys(SEEDS, "learned_generator: true is not supported: the contract says only "
+                                              "(contract-details.md, field table): \"a feature the applicability "
+                                              "checker reads"),
     "heldout_loss": {"gs1": "heldout_loss: true is supported for training_type sft only",
                      "selfgen": "heldout_loss: true is supported for training_type sft only", "trimuon": None},
     # one treatment arm: nothing to choose between (the planned form: ADAPTIVE, two treatment candidates)
@@ -302,7 +330,7 @@ CORPUS: list[Variant] = _feature_variants() + [
             "arm gs1_kernel: 5 steps, but training_type rl trains every arm the spec's 40 steps",
             "planned 5 steps for the arm while the run trained it the spec's 40"),
     Variant("lr-grid-rl", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_grid=[2e-05, 4e-05, 8e-05]),
-            "training_type rl trains one learning rate per arm"),
+            "defines no held-out split to select an RL arm's LR on"),  # the refusal cites the contract's LR-grid row
     Variant("lr-grid-wider", "trimuon", _trimuon_grid([1e-4, 3e-4, 1e-3, 3e-3]), None),
     Variant("lr-grid-one-point", "trimuon", _trimuon_grid([1e-4]), None),
     Variant("lr-grid-without-the-spec-lr", "trimuon", _trimuon_grid([3e-4]), "leaves out the spec's optimizer.lr"),
@@ -340,9 +368,13 @@ CORPUS: list[Variant] = _feature_variants() + [
             + [m["optimizer_config"].update(seed=1) for g in s["restoration_preflight"]["groups"] for m in g["arms"]], None),
     Variant("margin-positive", "gs1", lambda s, r: s["decision_rule"]["criteria"][0].update(margin=0.05), None),
     Variant("lora-rank-1", "gs1", lambda s, r: s.update(lora_rank=1), None),
-    Variant("max-seq-len-64", "gs1", lambda s, r: s.update(max_seq_len=64), None),
+    Variant("max-seq-len-64", "gs1", lambda s, r: s.update(max_seq_len=64),
+            "max_tokens 512 (from spec prose (method/command)) leaves no room for the prompt in max_seq_len 64",
+            "planned before (issue 46): 512-token answers in 64-token sequences"),
     Variant("eval-one-item", "gs1", _set("eval", n_examples=1), None),
-    Variant("budget-tiny", "gs1", lambda s, r: s["budget"].update(gpu_hours=0.001, max_wall_minutes=1), None),
+    Variant("budget-tiny", "gs1", lambda s, r: s["budget"].update(gpu_hours=0.001, max_wall_minutes=1),
+            "1 min (60 s) cannot hold the run: even the floor of the static estimate is 174 s",
+            "planned before (issue 46): 40 production steps never fit a minute"),
     Variant("audit-300", "selfgen", lambda s, r: s["generation_audit"].update(min_sample_size=300), None),
     Variant("filter-one-sample", "selfgen", lambda s, r: r["generation"].update(filter_samples=1, keep_band=[0, 1]), None),
     Variant("eval-five-items", "selfgen", _set("eval", n_examples=5), None),
@@ -383,6 +415,159 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("eval-benchmark-unknown", "gs1", _set("eval", benchmark="MATH500 test", metric="exact match"),
             "training_type rl scores GSM8K test"),
     Variant("steps-negative", "gs1", lambda s, r: s.update(steps=-3), "steps: must be a positive integer"),
+]
+
+# ---------------------------------------------------------------- refused before any spending (issue 46)
+
+def _criterion(**values: Any) -> Edit:
+    return lambda spec, revision: spec["decision_rule"]["criteria"][0].update(values)
+
+
+def _budget(minutes: float, **spec_values: Any) -> Edit:
+    return lambda spec, revision: [spec["budget"].update(max_wall_minutes=minutes), spec.update(spec_values)]
+
+
+def _data_file(section: str, name: str) -> Edit:
+    """The section's data is the variant's own file (written beside the spec)."""
+    return lambda spec, revision: spec[section].update(path="{dir}/" + name)
+
+
+TASK_ROW = b'{"id": "t0", "question": "What is 2 plus 3?", "answer": "5"}\n'
+CHAT_ROW = b'{"id": "c0", "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}\n'
+BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00" * 8
+MALFORMED = TASK_ROW + b'{"id": "t1", "question": "What is 1 plus 1?", "answer": \n'
+DUPLICATE_ID = TASK_ROW + TASK_ROW.replace(b"2 plus 3", b"2 plus 4").replace(b'"5"', b'"6"')
+NESTED = b'{"id": "t0", "question": ' + b"[" * 40 + b'"x"' + b"]" * 40 + b', "answer": "1"}\n'
+NESTED_PAST_THE_PARSER = b'{"id": "t0", "question": "q", "answer": "1", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}\n"
+NOT_OBJECTS = b'["t0", "What is 2 plus 3?", "5"]\n'
+
+BEFORE_SPENDING: list[Variant] = [
+    # correctness revisions UNRESOLVED: the run stopped at the correctness preflight after the probe (350 s)
+    Variant("pins-unresolved-no-revision", "gs1", lambda s, r: None,
+            "are UNRESOLVED and the spec has no revision file", "planned before, stopped at the correctness preflight",
+            revision_as="none"),
+    Variant("pins-unresolved-revision-without-pins", "gs1", lambda s, r: r.pop("correctness_preflight"),
+            "are UNRESOLVED and its revision file"),
+    # a wall budget the static estimate shows cannot hold the run (feasibility_required: the pilot stops it)
+    Variant("budget-six-seconds", "gs1", _budget(0.1), "cannot hold the run: even the floor of the static estimate",
+            "planned before, stopped at the feasibility pilot (projected 84 s exceeds 6 s) after the preflights"),
+    Variant("budget-two-minutes", "selfgen", _budget(2), "cannot hold the run"),
+    Variant("budget-may-not-fit", "gs1", _budget(20), None, "planned; predicted: may stop at feasibility"),
+    Variant("budget-tiny-short-run", "gs1", _budget(1, steps=2), None, "planned; predicted: may stop at feasibility"),
+    Variant("budget-tiny-not-enforced", "gs1", _budget(1, feasibility_required=False), None,
+            "planned; predicted: the budget may be overrun, and the record says so (budget_use)"),
+    Variant("budget-one-minute", "trimuon", _budget(1), None, "TriMuon does not enforce its budget"),
+    # bounds and margin on the metric's scale
+    Variant("bounds-percent", "gs1", _criterion(bounds=[0, 100], margin=-3), "[0, 100] is not the range of accuracy",
+            "planned before: a margin of -3 on bounds [0, 100] can never be met"),
+    Variant("bounds-percent-fraction-margin", "gs1", _criterion(bounds=[0, 100]), "is not the range of accuracy"),
+    Variant("bounds-symmetric", "gs1", _criterion(bounds=[-1, 1]), "[-1, 1] is not the range of accuracy"),
+    Variant("margin-in-points", "gs1", _criterion(margin=-3), "-3 lies outside the effect's range (-1, 1)"),
+    Variant("bounds-percent", "selfgen", _criterion(bounds=[0, 100]), "is not the range of accuracy"),
+    # max_tokens against max_seq_len
+    Variant("rollout-fills-seq-len", "gs1", lambda s, r: [s.update(max_seq_len=32768), r.update(
+        rollout={"max_tokens": 32768, "temperature": 1.0})], "max_tokens 32768 (from spec.rollout) leaves no room"),
+    Variant("max-seq-len-512", "selfgen", lambda s, r: s.update(max_seq_len=512), "leaves no room for the prompt"),
+    Variant("max-seq-len-600", "gs1", lambda s, r: s.update(max_seq_len=600), None),
+    # revision files that are not regular files beside the spec
+    Variant("revision-symlink", "gs1", lambda s, r: None, "is a symbolic link", revision_as="symlink"),
+    Variant("revision-dangling", "gs1", lambda s, r: None, "is a symbolic link",
+            "planned before as a spec with no revision file", revision_as="dangling"),
+    Variant("revision-loop", "gs1", lambda s, r: None, "is a symbolic link", revision_as="loop"),
+    Variant("revision-dangling", "trimuon", lambda s, r: None, "is a symbolic link", revision_as="dangling"),
+    # data files validated at intake
+    Variant("dataset-binary", "gs1", _data_file("dataset", "train.bin.jsonl"), "train.bin.jsonl:1: not UTF-8 text",
+            "planned before: intake counted nothing and said nothing", data=(("train.bin.jsonl", BINARY),)),
+    Variant("dataset-nul-bytes", "gs1", _data_file("dataset", "train.jsonl"), "train.jsonl:2: binary data (a NUL byte)",
+            data=(("train.jsonl", TASK_ROW + b"\x00\x01\x02\x03" * 16 + b"\n"),)),
+    Variant("dataset-malformed", "gs1", _data_file("dataset", "train.jsonl"), "not valid JSON",
+            data=(("train.jsonl", MALFORMED),)),
+    Variant("dataset-duplicate-id", "gs1", _data_file("dataset", "train.jsonl"), "duplicate id 't0'",
+            data=(("train.jsonl", DUPLICATE_ID),)),
+    Variant("dataset-deeply-nested", "gs1", _data_file("dataset", "train.jsonl"), "nested deeper than 16 levels",
+            data=(("train.jsonl", NESTED),)),
+    Variant("dataset-nested-past-the-parser", "gs1", _data_file("dataset", "train.jsonl"), "nested deeper than",
+            "a traceback before (RecursionError)", data=(("train.jsonl", NESTED_PAST_THE_PARSER),)),
+    Variant("dataset-rows-not-objects", "gs1", _data_file("dataset", "train.jsonl"), "each line must be a JSON object",
+            data=(("train.jsonl", NOT_OBJECTS),)),
+    Variant("eval-file-malformed", "gs1", _data_file("eval", "test.jsonl"), "eval.path", data=(("test.jsonl", MALFORMED),)),
+    Variant("dataset-binary", "trimuon", _data_file("dataset", "train.jsonl"), "train.jsonl:1: not UTF-8 text",
+            data=(("train.jsonl", BINARY),)),
+    Variant("eval-file-duplicate-id", "trimuon", _data_file("eval", "test.jsonl"), "duplicate id 'c0'",
+            data=(("test.jsonl", CHAT_ROW + CHAT_ROW),)),
+]
+CORPUS += BEFORE_SPENDING
+
+
+def _verdict_seeds(values: list[Any]) -> Edit:
+    return lambda spec, revision: revision["verdict_rule"].update(seeds=values)
+
+
+# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed"): planned at seed 0
+# only before, the record then graded DEC-6 "6 observations missing ... seed 1" (issue 46, item 1)
+CORPUS += [
+    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), "verdict_rule.seeds: [0, 1]: training_type sft "
+            "trains one seed per run", "planned before: seed 1 dropped without a word"),
+    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "verdict_rule.seeds: [1], but the run trains seed 0"),
+    Variant("verdict-seeds-0", "trimuon", _verdict_seeds([0]), None),
+]
+
+
+
+def _decision_method(method: str) -> Edit:
+    return lambda spec, revision: spec["decision_rule"].update(method=method)
+
+
+# A decision method the contract does not define: refused with what it does define (issue 46, deliverable 3;
+# before: "unknown method" and the known names, without the contract's definition or what is missing)
+CORPUS += [Variant("decision-method-bootstrap-bca", seed, _decision_method("paired_bootstrap_bca"),
+                   "the contract defines one decision method, exchange-contract.md section 7") for seed in ("gs1", "selfgen")]
+
+
+
+def _open_margin(pinned: float | None) -> Edit:
+    """The spec leaves its margin UNRESOLVED; the revision pins it (`pinned`) or not."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        spec["decision_rule"]["criteria"][0]["margin"] = "UNRESOLVED: the noninferiority margin"
+        if pinned is not None:
+            revision["decision_rule"] = {"criteria": [{"id": spec["decision_rule"]["criteria"][0]["id"], "margin": pinned}]}
+    return edit
+
+
+# A margin the spec leaves open (issue 46, onboarding): refused with where to pin it (before: pydantic's "Input should
+# be a valid number, unable to parse string as a number"), planned once the revision file pins it.
+CORPUS += [
+    Variant("margin-open", "gs1", _open_margin(None), "the spec leaves this value open ('UNRESOLVED: the "
+            "noninferiority margin'); pin it in the spec's revision file"),
+    Variant("margin-open-pinned", "gs1", _open_margin(-0.03), None),
+    Variant("margin-open", "selfgen", _open_margin(None), "pin it in the spec's revision file"),
+]
+
+
+
+def _chat_rows(prefix: str, n: int) -> bytes:
+    return b"".join(CHAT_ROW.replace(b'"c0"', f'"{prefix}{i}"'.encode()).replace(b"Hello", f"Hello {i}".encode())
+                    for i in range(n))
+
+
+def _task_rows(prefix: str, n: int) -> bytes:
+    return b"".join(TASK_ROW.replace(b'"t0"', f'"{prefix}{i}"'.encode()).replace(b"2 plus 3", f"2 plus {i}".encode())
+                    .replace(b'"5"', f'"{2 + i}"'.encode()) for i in range(n))
+
+
+def _own_chat_data(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["dataset"] = {"name": "hg arithmetic chat", "path": "{dir}/chat_train.jsonl", "n_examples": 64}
+    spec["eval"].update(path="{dir}/chat_test.jsonl", benchmark="hg arithmetic chat test")
+
+
+# The researcher's own local data in a rehearsal (issue 46, deliverable 1): used as given, scaled, never swapped
+# for a stand-in (before: --plan accepted SFT on local chat JSONL, --rehearse refused "no local stand-in for 'hg
+# arithmetic chat'"; RL eval.path was swapped for the stand-in's test split). Each planned at --plan and --rehearse.
+CORPUS += [
+    Variant("dataset-own-chat-files", "trimuon", _own_chat_data, None,
+            data=(("chat_train.jsonl", _chat_rows("c", 64)), ("chat_test.jsonl", _chat_rows("e", 16)))),
+    Variant("eval-own-task-file", "gs1", lambda spec, revision: spec["eval"].update(path="{dir}/test.jsonl", n_examples=40),
+            None, data=(("test.jsonl", _task_rows("e", 40)),)),
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,

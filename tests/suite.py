@@ -69,7 +69,7 @@ FILE_SECONDS = {
     "tests/unit/test_sandbox_vocabulary.py": 3,
     "tests/unit/test_cli_backend_checks.py": 3,
     "tests/unit/test_grading_secrets.py": 3,
-    "tests/unit/test_mut_store.py": 3,
+    "tests/unit/test_store_evidence_caps.py": 3,
     "tests/integration/test_credentials.py": 3,
     "tests/unit/test_plots.py": 3,
     "tests/integration/test_sft_loop.py": 3,

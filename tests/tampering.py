@@ -322,3 +322,9 @@ def tampered(result: dict[str, Any], tamper: Callable[[dict[str, Any]], None]) -
     copy_ = copy.deepcopy(result)
     tamper(copy_)
     return copy_
+
+
+# tampering name -> the class it belongs to (issue 45's classes; "issue 28" for the earlier round's edits that keep a
+# record consistent with itself). tools/tamper_corpus.py reports caught/total per class.
+ISSUE_28 = "issue 28: a consistent edit of the record"
+CLASSES: dict[str, str] = {name: ISSUE_28 for tampers in CORPUS.values() for name in tampers}

@@ -107,7 +107,7 @@ def test_files(tree: Path, module: Module) -> list[str]:
 
 
 def tests_first_for(module_file: Path, tests: list[str]) -> list[str]:
-    """The same tests, those named after the mutated file (test_mut_grading_predict.py for
+    """The same tests, those named after the mutated file (test_predicted_grades.py for
     grading/predict.py) first: under -x a mutant they kill stops before the slower others run."""
     return sorted(tests, key=lambda test: module_file.stem not in Path(test).stem)
 

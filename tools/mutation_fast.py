@@ -167,6 +167,9 @@ def _docstring_ids(tree: ast.AST) -> set[int]:
 
 
 def generate(source: str, relative: str, excluded: re.Pattern | None = None) -> list[Mutant]:
+    """Long because: mutant generation walks every operator of the source in one pass; the operators are listed in the
+    order docs/testing.md gives.
+    """
     tree = ast.parse(source)
     sp = _Splicer(source)
     parents = _statement_parents(tree)
@@ -1181,7 +1184,10 @@ def _not_run_here(stats: dict) -> bool:
 def write_report(rows: list[dict], commands: list[str], selfcheck_rows: list[dict] | None,
                  path: Path = REPORT, previous: dict | None = None) -> str:
     """`previous` ([fast.previous] of tools/mutation.toml): an earlier session's figures, shown (marked as
-    such, outside the totals) for the modules this checkout's cache has no result for."""
+    such, outside the totals) for the modules this checkout's cache has no result for.
+
+    Long because: the report is one document written top to bottom, table by table.
+    """
     previous = previous or {}
     earlier = [r for r in rows if _not_run_here(r)]
     rows = [r for r in rows if not _not_run_here(r)]

@@ -22,6 +22,7 @@ from experiment.stats.correctness import pinned_revisions, unresolved_revisions
 from experiment.stats.feasibility import pilot_size
 from experiment.stats.selection import CHOICE_RULE, SPLIT_RULE, split_sizes
 from experiment.contract.verdict import GATE_ORDER
+from experiment.contract.cost import static_cost
 from experiment.contract.spec import ArmSpec, Spec, SpecError
 from experiment.contract.support import check_supported, scheduled_seeds
 
@@ -543,8 +544,10 @@ def _gate_feasibility_pilot(spec: Spec, arms: list[PlannedArm]) -> GatePlan:
     size = pilot_size(spec.to_dict())
     stated = ({"steps_per_arm": size.steps_per_arm, "eval_items": size.eval_items, "source": size.source}
               if size.source.startswith("spec") else None)  # a pilot size the spec's own words fix (FEAS-10)
+    cost = static_cost(spec)  # the budget against the production service's rates (None on an embedded model)
     return GatePlan("feasibility_pilot", True, reason, enforced=required,
-                    details={"budget": spec.budget.model_dump(), "stated_pilot": stated})
+                    details={"budget": spec.budget.model_dump(), "stated_pilot": stated,
+                             "static_estimate": cost.to_dict() if cost else None})
 
 
 def _gate_activation_gate(spec: Spec, arms: list[PlannedArm]) -> GatePlan:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.run.data import DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import PILOT_STEPS
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
@@ -85,14 +86,16 @@ CALIBRATED_LR = {"rl": 1e-3, "sft": 0.04}
 REHEARSAL_BUDGET = {"gpu_hours": 0.1, "max_wall_minutes": 60}  # room for a shared, loaded 2-core machine
 # Generation of self-generated tasks by the embedded generator (embedded_tinker/assets/selfgen-generator):
 # it writes short problems (so a lower word floor), answers fit in 16 tokens, and a candidate cap of
-# 25 per accepted task; the audit re-solves a sample of at least generation_audit.min_sample_size, so
-# with a small accepted set it needs more rounds.
+# 60 per accepted task (most of what it writes is ill-posed: the generator's label check keeps about 4% of
+# its candidates, filter 5 about two thirds of those, and the audit replaces what it still finds wrong); the
+# audit re-solves a sample of at least generation_audit.min_sample_size, so with a small accepted set it needs
+# more rounds.
 REHEARSAL_GENERATION = {
     "min_words": 8,
     "filter_max_tokens": 16,
     "generation_max_tokens": 96,
     "solver_max_tokens": 16,
-    "candidates_per_accept": 25,
+    "candidates_per_accept": 60,
     "batch_size": 32,
     "max_audit_rounds": 12,
 }
@@ -157,6 +160,19 @@ def _stand_in_key(dataset: dict[str, Any]) -> str:
                                f"a rehearsal knows {', '.join(STAND_INS)}")
 
 
+def _local_rows(block: dict[str, Any], training: str) -> int | None:
+    """Rows of the section's own data file when it is here (a path in the project's data directories, read as the
+    run reads it), else None: such a file is used as given in a rehearsal."""
+    path = block.get("path")
+    if not isinstance(path, str) or not path or path.endswith(".parquet"):
+        return None
+    try:
+        resolved = resolve_data_path(path)
+        return count_task_file(resolved) if training == "rl" else count_jsonl_rows(resolved)
+    except DataError:
+        return None
+
+
 def _round_lr(value: float) -> float:
     return float(f"{value:.6g}")
 
@@ -165,23 +181,37 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-# The deviation fields (GEN-6) for each setting a rule changes; the
-# LR and the rank follow the model (calibrated for it), the answer length and sequence length belong
-# to what one optimizer step processes, the budget follows the step count.
+# The deviation field (GEN-6) of each setting a rule changes names what changed: the contract's field where one
+# says it (a substituted model, a smaller batch, fewer steps, another dataset or eval set), else the setting
+# itself (issue 45): a learning rate wherever it is stated (the optimizer, an arm, its grid, a preflight's probes)
+# is `learning_rate`, never `model`; the budget is `budget`, never `steps`; the rollout settings (answer length,
+# temperature, renderer) are `rollout`, never `effective_batch` (sequences per optimizer step); a correctness
+# path's pre-registered tolerances and the analysis they come from are `tolerance`, never `model`.
+_LEARNING_RATE_KEYS = ("lr", "lr_grid", "learning_rate", "learning_rates", "update_learning_rates")
 _CATEGORIES = (
-    (("base_model", "lora_rank", "optimizer.lr", "restoration_preflight", "correctness_preflight"), "model"),
-    (("max_seq_len", "batch_size", "rollout"), "effective_batch"),
-    (("steps", "budget", "decision_rule", "verdict_rule"), "steps"),
+    (("base_model",), "model"),
+    (("lora_rank",), "lora_rank"),
+    (("max_seq_len",), "max_seq_len"),
+    (("batch_size",), "effective_batch"),
+    (("rollout",), "rollout"),
+    (("budget",), "budget"),
+    (("correctness_preflight",), "tolerance"),
+    (("steps", "decision_rule", "verdict_rule"), "steps"),
     (("dataset", "generation"), "dataset"),
     (("eval", "command"), "evaluator"),
 )
-_ARM_CATEGORIES = {"lr": "model", "lr_grid": "model", "groups_per_batch": "effective_batch", "steps": "steps"}
+_ARM_CATEGORIES = {"groups_per_batch": "effective_batch", "steps": "steps"}
 
 
 def deviation_field(setting: str) -> str:
-    """The contract's deviation `field` for a setting path such as `arms[x].lr` or `dataset.path`."""
+    """The deviation `field` for a setting path such as `arms[x].lr` or `dataset.path`: what changed."""
+    last = setting.rsplit(".", 1)[-1]
+    if last in _LEARNING_RATE_KEYS:
+        return "learning_rate"
+    if last == "lora_rank":
+        return "lora_rank"
     if setting.startswith("arms["):
-        return _ARM_CATEGORIES[setting.rsplit(".", 1)[-1]]
+        return _ARM_CATEGORIES[last]
     head = setting.split(".", 1)[0].split("[", 1)[0]
     for heads, category in _CATEGORIES:
         if head in heads or setting in heads:
@@ -218,7 +248,11 @@ class _Rewriter:
 def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec, scale: str = "standard"
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(rehearsal spec dict, rehearsal record) for a merged spec (file + revision file) and its parsed form,
-    at one of SCALES."""
+    at one of SCALES.
+
+    Long because: the rehearsal rules are one written sequence of substitutions, each recorded where it happens;
+    rules_sha256 covers this order.
+    """
     if scale not in SCALES:
         raise SpecError("rehearsal_scale", f"unknown rehearsal scale {scale!r}; choose one of {', '.join(SCALES)}")
     size = SCALES[scale]
@@ -226,7 +260,11 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
     r = _Rewriter(raw)
     s = r.spec
     training = spec.training_type
-    key = _stand_in_key(s.get("dataset") or {})
+    # the researcher's own files (dataset.path, eval.path in the data directories) are used as given, scaled by the
+    # rules below, never swapped for a stand-in; the stand-in then only sets the kind (SFT chat, RL tasks)
+    local_train = _local_rows(s.get("dataset") or {}, training)
+    local_eval = _local_rows(s.get("eval") or {}, training)
+    key = ("gsm8k" if training == "rl" else "no_robots") if local_train is not None else _stand_in_key(s.get("dataset") or {})
     stand_in = STAND_INS[key]
     trained = [arm for arm in s.get("arms", []) if arm.get("trained", True)]
     generated = [arm for arm in trained if spec.data_source(arm["name"]) == "generated_tasks"]
@@ -275,24 +313,28 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
                   f"at most {SFT_MAX_BATCH} rows per SFT step")
         per_step = int(s.get("batch_size") or SFT_MAX_BATCH)
     # at least the two steps of prompts a kernel arm's correctness preflight and the activation pilot take
-    pool = min(max(steps, PILOT_STEPS) * per_step, STAND_IN_TRAIN_ROWS[key])
+    pool = min(max(steps, PILOT_STEPS) * per_step, STAND_IN_TRAIN_ROWS[key] if local_train is None else local_train)
 
     # ---- data ----
     dataset = s.setdefault("dataset", {})
-    why = f"local stand-in of the same kind ({stand_in.kind}) for {dataset.get('name') or dataset.get('hf_path')}"
-    r.set("dataset.name", dataset, "name", stand_in.name, why)
-    r.set("dataset.path", dataset, "path", stand_in.train, why)
-    for field_name in ("hf_path", "split"):
-        r.drop(f"dataset.{field_name}", dataset, field_name, why)
+    if local_train is None:
+        why = f"local stand-in of the same kind ({stand_in.kind}) for {dataset.get('name') or dataset.get('hf_path')}"
+        r.set("dataset.name", dataset, "name", stand_in.name, why)
+        r.set("dataset.path", dataset, "path", stand_in.train, why)
+        for field_name in ("hf_path", "split"):
+            r.drop(f"dataset.{field_name}", dataset, field_name, why)
     if dataset.get("n_examples") is not None:
         r.set("dataset.n_examples", dataset, "n_examples", min(int(dataset["n_examples"]), pool),
               "training pool = rehearsal steps x distinct prompts per step (each seen once)")
     evaluation = s["eval"]
-    r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
-    r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
-    max_eval = min(stand_in.max_eval, size.max_eval or stand_in.max_eval)
+    if local_eval is None:
+        r.set("eval.benchmark", evaluation, "benchmark", stand_in.benchmark, "held-out split of the stand-in task")
+        r.set("eval.path", evaluation, "path", stand_in.test, "held-out split of the stand-in task")
+    held_out = stand_in.max_eval if local_eval is None else local_eval
+    max_eval = min(held_out, size.max_eval or held_out)
     r.set("eval.n_examples", evaluation, "n_examples", min(int(evaluation["n_examples"]), max_eval),
-          f"at most the stand-in's {stand_in.max_eval} held-out items" if max_eval == stand_in.max_eval
+          (f"at most the stand-in's {stand_in.max_eval} held-out items" if local_eval is None else
+           f"at most the {local_eval} items of the spec's own eval.path") if max_eval == held_out
           else f"at most {max_eval} held-out items at the {scale} scale")
 
     _restate_pilot_size(r, s, steps, int(evaluation["n_examples"]))
@@ -339,7 +381,12 @@ def rehearse_spec(raw: dict[str, Any], stem: str, spec_sha256: str, parsed: Spec
         "backend": "embedded",
         "model": EMBEDDED_MODEL,
         "spec_model": spec.base_model,
-        "stand_in": {"for": key, "train": stand_in.train, "test": stand_in.test},
+        "stand_in": {"for": key, "train": stand_in.train if local_train is None else None,
+                     "test": stand_in.test if local_eval is None else None},
+        # the researcher's own data files, used as given (scaled, never swapped)
+        "local_data": {name: block.get("path") for name, block, rows in (("dataset", dataset, local_train),
+                                                                         ("eval", evaluation, local_eval))
+                       if rows is not None},
         "rules": "experiment/contract/rehearsal.py",
         "rules_sha256": rules_sha256(),
         "substitution_count": len(r.substitutions),
@@ -519,12 +566,12 @@ def _rewrite_generation(r: _Rewriter, block: dict[str, Any], pool: int) -> None:
 
 
 def rehearsal_summary(summary: str, record: dict[str, Any]) -> str:
-    """The run's summary, led by the rehearsal mark (idempotent). It names every `model` deviation's
-    effective value, as the contract asks of a substituted model."""
+    """The run's summary, led by the rehearsal mark (idempotent). It names the substituted model and the settings
+    calibrated for it (learning rates, rank), as the contract asks of a substituted model."""
     aliases = {"learning_rate": "lr", "learning_rates": "lr_grid"}
     model_settings: list[str] = []
     for s in record["substitutions"]:
-        if s["field"] == "model" and s["setting"] != "base_model" and not s["setting"].startswith(
+        if s["field"] in ("learning_rate", "lora_rank") and not s["setting"].startswith(
                 ("correctness_preflight", "restoration_preflight")):  # the preflights' own settings stay in deviations
             name = s["setting"].rsplit(".", 1)[-1]
             text = f"{aliases.get(name, name)} {s['effective']}"

@@ -30,7 +30,11 @@ RESULT_STATUSES = ("running", "succeeded", "failed")
 DIRECTION_VERDICTS = ("supported", "refuted")
 THREE_WAY_VERDICTS = ("supported", "refuted", "inconclusive")
 THREE_WAY_REASONS = ("supported", "refuted", "tie", "mixed_criteria", "insufficient_evidence", "incomplete_execution")
-DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
+# The contract's deviation fields, then the settings outside them a rehearsal changes, each named for what changed
+# (experiment.contract.rehearsal.deviation_field; project reading, issue 45).
+CONTRACT_DEVIATION_FIELDS = ("model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint")
+DEVIATION_FIELDS = CONTRACT_DEVIATION_FIELDS + ("learning_rate", "lora_rank", "max_seq_len", "rollout", "budget",
+                                                "tolerance")
 
 
 def initial_result(plan: ExecutionPlan) -> dict[str, Any]:
@@ -132,6 +136,15 @@ def interruption_update(plan: ExecutionPlan, reason: str, at: str) -> dict[str, 
                       reasoning="The run was stopped before the comparison was measured; completed gates and arm "
                                 "checkpoints stay in the store and a re-run of the same spec resumes from them.")
     return update
+
+
+def resumed_update() -> dict[str, Any]:
+    """RESULT fields of a run a re-run resumes (after a capacity block or an interruption): running again, and none
+    of what the stop posted as final (its verdict, outcome_reason and reasoning, the stop records). A stop's
+    `inconclusive` left in a running record fails the run's own check at the decision (vocabulary.verdict_timing:
+    a verdict only in the final update), so a resumed run would post validation failed for its crashed attempt."""
+    return {"status": "running", "verdict": None, "outcome_reason": None, "reasoning": None, "capacity_block": None,
+            "capacity_wait": None, "interruption": None}
 
 
 def gate_failure_message(verdict: GateVerdict) -> str:

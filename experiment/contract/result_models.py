@@ -334,7 +334,8 @@ class AdaptationManifest(_Open):
 
 
 class Deviation(_Open):
-    field: Literal["model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint"]
+    field: Literal["model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint",
+                   "learning_rate", "lora_rank", "max_seq_len", "rollout", "budget", "tolerance"]  # DEVIATION_FIELDS
     original: Any = ""
     effective: Any = ""
     reason: str = ""

@@ -43,6 +43,14 @@ DECISION_METHODS = {
     # best grid point of each arm compared against a fixed margin, no interval (TriMuon plan file)
     "best_lr_threshold",
 }
+# What the contract defines of decision methods, quoted when a spec names another (issue 46: paired_bootstrap_bca).
+CONTRACT_DECISION_METHODS = (
+    "the contract defines one decision method, exchange-contract.md section 7: \"method\": \"paired_hoeffding\" (the "
+    "per-item statistic sum_arm w_arm * value_arm(item), its range sum |w| * (hi - lo), the one-sided Hoeffding "
+    "half-width range * sqrt(ln(1/alpha) / (2 n)), passed when the lower bound exceeds margin), and for an SFT "
+    "LR-grid spec the best LR per arm (section 1, item 8), which the revision file states as best_lr_threshold; it "
+    "defines no resampling interval (no bootstrap, BCa or its resample count, seed or acceptance rule), so a verdict "
+    "by any other method could not be recomputed by the exchange")
 ROLE_LABELS = ("treatment", "baseline", "untrained_base")
 TRAINING_TYPES = ("rl", "sft")
 # Where a trained arm's data comes from (plan file `arm_data`: the spec's `arms[].data` text -> source).
@@ -410,6 +418,10 @@ def _first_error(err: ValidationError) -> SpecError:
     where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in first["loc"]).replace(".[", "[")
     if first["type"] == "missing":
         return SpecError(where, "required field is missing")
+    if is_unresolved(first.get("input")):  # the spec leaves it open: a revision pins it (issue 46, onboarding)
+        return SpecError(where, f"the spec leaves this value open ({first['input']!r}); pin it in the spec's revision "
+                                "file (<name>.plan.json beside the spec; `python -m flows.run SPEC --draft-revision` "
+                                "drafts the pin)")
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] != "value_error":
         message = f"{message} (got {first.get('input')!r})"
@@ -492,6 +504,9 @@ def _unresolved_paths(value: Any, where: str = "") -> list[str]:
 
 def _merge_plan_file(spec_path: Path, raw: dict[str, Any]) -> tuple[dict[str, Any], SpecRevision | None]:
     plan_path = plan_file_path(spec_path)
+    if plan_path.is_symlink():  # a dangling link or a loop is no "absent" revision file (exists() says False)
+        raise SpecError("", f"{plan_path} is a symbolic link: a revision file is a regular file beside its spec, "
+                            "recorded with it; copy the file itself there")
     if not plan_path.exists():
         missing = [name for name in STRUCTURE_A_PLAN_FILE_SUPPLIES if name not in raw]
         if "arms" in missing:
@@ -523,7 +538,8 @@ def _check_decision_rule(spec: Spec) -> None:
         return
     rule = spec.decision_rule
     if rule.method not in DECISION_METHODS:
-        raise SpecError("decision_rule.method", f"unknown method {rule.method!r} (known: {', '.join(sorted(DECISION_METHODS))})")
+        raise SpecError("decision_rule.method", f"unknown method {rule.method!r} (known: {', '.join(sorted(DECISION_METHODS))}); "
+                                                f"{CONTRACT_DECISION_METHODS}")
     if not rule.criteria:
         raise SpecError("decision_rule.criteria", "must list at least one criterion")
     if rule.alpha is not None and not 0 < rule.alpha < 1:

@@ -20,10 +20,12 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import rollout_settings
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
-from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, load_task_file, resolve_data_path
+from experiment.stats.decision import weights_problem
+from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 
 if TYPE_CHECKING:
     from experiment.contract.spec import Spec
@@ -57,36 +59,72 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
     "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
     "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
     "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
+    "checkpoint_restore": "a designed mid-run save and restore (training_type rl): every trained arm continues "
+                          "from its own saved state at the midpoint step, on a client restored from it, its "
+                          "optimizer verified from the server's response and the restore recorded in "
+                          "initialization_provenance (restore_count, restores, one optimizer_check each; "
+                          "exchange-contract.md section 5)",
     "adaptive_selection": "the candidates (two or more arms holding the role the primary criterion weights) are "
                           "chosen between on selection items, frozen as decision.selection before confirmation, and "
                           "the decision uses the disjoint confirmation items only (training_type rl, DEC-13)",
 }
-# Features refused when true: why, and what is supported instead.
+# Features refused when true, each with what the contract says of it and what it leaves undefined, quoted so a
+# researcher can ask the exchange for the missing definition (issue 46, deliverable 3). One line each.
 REFUSED_FEATURES: dict[str, str] = {
-    "checkpoint_restore": "no arm of this pipeline trains resumed from a saved checkpoint as part of the design "
-                          "(a lone resumed arm, REST-3); supported: false (the pipeline's own save/restore for "
-                          "capacity waits and resumes is always on and recorded in initialization_provenance)",
-    "warmup_adaptation": "no arm phase before the steps arms share (treatment-only warmup, ADAPT-1) is built; "
-                         "supported: false (paired arms run identical batches in identical order)",
-    "learned_generator": "a generator trained during the run is not built; supported: false (generated_training_data "
-                         "uses the frozen generator of the self-generated-tasks family)",
+    "warmup_adaptation": "the contract defines the manifest (exchange-contract.md section 9: each training arm reports {arm, pair, "
+                         "warmup_batches, adaptation_batch_ids, adaptation_batch_hash}; \"a treatment-only warmup is "
+                         "iterated separately\") and when it applies (contract-details.md A-9.1: \"any arm has a phase before the steps it "
+                         "shares with another arm\"); it leaves undefined how many warmup batches an arm runs and where "
+                         "a spec states it (the seeds' ADAPT_STEPS and WARMUP constants have no spec field), so no run "
+                         "can be checked against a warmup the spec fixed; supported: false (paired arms run identical "
+                         "batches in identical order)",
+    "learned_generator": "the contract says only (contract-details.md, field table): \"a feature the applicability "
+                         "checker reads. The seeds do not say which check it triggers. Carry it, and ask\"; it leaves "
+                         "undefined what the generator is trained on, when, and which audit a trained generator's "
+                         "tasks must pass (section 10 audits a frozen generator's tasks); supported: false "
+                         "(generated_training_data uses the frozen generator of the self-generated-tasks family)",
 }
 # Features that only one training type carries.
 FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
-                          "heldout_loss": "sft", "adaptive_selection": "rl"}
+                          "heldout_loss": "sft", "adaptive_selection": "rl", "checkpoint_restore": "rl"}
+
+
+def designed_restore_step(spec: Spec) -> int | None:
+    """checkpoint_restore true: the step (0-based) before which every trained arm continues on a client restored
+    from its own state saved after the previous step, the midpoint of its steps (a project reading: the contract
+    defines the evidence of a restore, section 5, and that a lone resumed arm records at least one, A-5.3, not
+    when it happens). None when the feature is not true."""
+    if spec.feature("checkpoint_restore") is not True or not spec.steps:
+        return None
+    return max(1, int(spec.steps) // 2)
 RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
 
+
+# Why an RL arm's LR grid is refused (issue 46; docs/changelog.md, 7 December 2026). The contract's LR-grid row
+# (exchange-contract.md section 1, item 8) runs every grid point under the same budget and reports the selected LR
+# per arm, with grid_edge; it says nothing of the items the LR is selected on. An RL decision is a paired
+# comparison on the evaluation items, so an LR chosen on those items would decide on the items it was chosen by.
+RL_LR_GRID_REFUSAL = (
+    "training_type rl trains one learning rate per arm (lr, or optimizer.lr). The contract's LR-grid row "
+    "(exchange-contract.md section 1, item 8: every grid point under the same budget, the selected LR per arm "
+    "reported) defines no held-out split to select an RL arm's LR on, and selecting it on the paired decision's "
+    "evaluation items would bias the decision; give one lr per arm, or compare the LRs as arms of one role with "
+    "experiment_features.adaptive_selection (chosen on half the items, frozen, decided on the other half). "
+    "Per-arm LR grids: training_type sft (best LR by held-out loss)")
+
 def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
+    check_criteria_weights(spec)
     _check_seeds(spec, plan)
     if plan.training_type == "rl":
         _check_adaptive_selection(spec, plan)
         _check_rl(spec, plan)
     else:
         _check_sft(spec, plan)
+    check_before_spending(spec, plan)
 
 
 def _check_features(spec: Spec) -> None:
@@ -109,6 +147,20 @@ def _check_features(spec: Spec) -> None:
         if needed and spec.training_type != needed:
             raise SpecError(where, f"true is supported for training_type {needed} only ({IMPLEMENTED_FEATURES[name]}); "
                                    f"this spec's training_type is {spec.training_type}")
+
+
+def check_criteria_weights(spec: Spec) -> None:
+    """Every criterion of the decision_rule (or the recorded revision's verdict_rule) weights the arms by a contrast
+    the contract defines (experiment.stats.decision.weights_problem): never all zero, never a level."""
+    rules = {"decision_rule": spec.decision_rule.model_dump() if spec.decision_rule is not None else None,
+             "verdict_rule": getattr(spec, "verdict_rule", None)}
+    for name, rule in rules.items():
+        criteria = rule.get("criteria") if isinstance(rule, dict) else None
+        for index, criterion in enumerate(criteria if isinstance(criteria, list) else []):
+            weights = criterion.get("weights") if isinstance(criterion, dict) else None
+            problem = weights_problem(weights)
+            if problem is not None:
+                raise SpecError(f"{name}.criteria[{index}].weights", problem)
 
 
 def scheduled_seeds(spec: Spec) -> list[int]:
@@ -140,6 +192,27 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
     if len(seeds) > 1 and plan.training_type != "rl":
         raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
                                                "run; supported: a single seed (several seeds: training_type rl)")
+    _check_verdict_rule_seeds(spec, seeds)
+
+
+def _check_verdict_rule_seeds(spec: Spec, seeds: list[int]) -> None:
+    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the seeds the grader expects
+    observations for: the run trains the scheduled seed only, so any other list would be dropped without a word
+    (issue 46: [0, 1] trained seed 0, and the record graded `DEC-6: 6 observations missing ... seed 1`)."""
+    rule = getattr(spec, "verdict_rule", None)
+    if not isinstance(rule, dict) or rule.get("seeds") is None:
+        return
+    stated = rule["seeds"]
+    if (not isinstance(stated, list) or not stated or len(set(map(str, stated))) != len(stated)
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in stated)):
+        raise SpecError("verdict_rule.seeds", f"must be a non-empty list of distinct non-negative integers (got "
+                                              f"{stated!r})")
+    if len(stated) > 1:
+        raise SpecError("verdict_rule.seeds", f"{stated}: training_type {spec.training_type} trains one seed per "
+                                              "run; supported: a single seed (several seeds: training_type rl)")
+    if stated != seeds:
+        raise SpecError("verdict_rule.seeds", f"{stated}, but the run trains seed {seeds[0]} (the arms' seed, else "
+                                              "0); state that seed, or give the arms the seed stated here")
 
 
 def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
@@ -208,6 +281,9 @@ def _arm_advantage(spec: Spec, name: str) -> str:
 
 
 def _check_rl(spec: Spec, plan: PlanView) -> None:
+    """Long because: the RL family's support checks, one after another in the order a spec states them; each is a few
+    lines and a one-line refusal.
+    """
     rule = spec.decision_rule
     if rule is None:
         raise SpecError("decision_rule", "training_type rl decides by a decision_rule (method paired_hoeffding); "
@@ -239,14 +315,16 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
     _check_group_learning_rates(spec, plan)
     for index, arm in enumerate(spec.arms or []):
         if arm.lr_grid:
-            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: training_type rl trains one learning rate "
-                                                      "per arm (lr, or optimizer.lr); supported: an lr, not a grid "
-                                                      "(per-arm LR grids: training_type sft)")
+            raise SpecError(f"arms[{index}].lr_grid", f"arm {arm.name}: {RL_LR_GRID_REFUSAL}")
         if arm.trained and arm.steps is not None and arm.steps != spec.steps:
             raise SpecError(f"arms[{index}].steps", f"arm {arm.name}: {arm.steps} steps, but training_type rl trains "
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
                                                     "leave the arm's steps out or state the spec's")
     _check_initialization(plan, "training_type rl")
+    if designed_restore_step(spec) is not None and int(spec.steps or 0) < 2:
+        raise SpecError("experiment_features.checkpoint_restore", f"true saves and restores every arm mid-run, "
+                                                                  f"between two steps; this spec trains {spec.steps}; "
+                                                                  "give at least 2 steps")
     grouped = {str(a.get("name")) for g in plan.gate("restoration_preflight").details.get("groups") or [] for a in g.get("arms") or []}
     outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
     if outside:
@@ -339,6 +417,7 @@ def _check_initialization(plan: PlanView, family: str) -> None:
 
 
 def _check_sft(spec: Spec, plan: PlanView) -> None:
+    _check_sft_data(spec)
     if spec.decision_rule is not None:
         raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
                                          "(best_lr_threshold), not by a decision_rule")
@@ -396,10 +475,10 @@ def _check_rl_data(spec: Spec) -> None:
     if not evaluation.get("path") and not _names_gsm8k(evaluation.get("benchmark"), evaluation.get("metric")):
         raise SpecError("eval", f"{evaluation.get('benchmark')!r}: training_type rl scores GSM8K test or a task file "
                                 "named by eval.path")
-    available = _items_in(evaluation.get("path"), "test")
+    available = _items_in(evaluation.get("path"), "test", "eval.path")
     if available is not None and spec.eval.n_examples > available:
         raise SpecError("eval.n_examples", f"is {spec.eval.n_examples} but the held-out set has {available} items")
-    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train")
+    wanted, pool = dataset.get("n_examples"), _items_in(dataset.get("path"), "train", "dataset.path")
     if isinstance(wanted, int) and pool is not None and wanted > pool:
         raise SpecError("dataset.n_examples", f"is {wanted} but the training set has {pool} items")
 
@@ -431,7 +510,7 @@ def _check_prompts_suffice(spec: Spec, plan: PlanView) -> None:
     generation = raw.get("generation") if isinstance(raw.get("generation"), dict) else {}
     stated = dataset.get("n_examples")
     sizes = {"dataset": ("dataset.n_examples", stated if isinstance(stated, int) and not isinstance(stated, bool)
-                         else _items_in(dataset.get("path"), "train")),
+                         else _items_in(dataset.get("path"), "train", "dataset.path")),
              "generated_tasks": ("generation.n_accept", generation.get("n_accept")
                                  if isinstance(generation.get("n_accept"), int) else None)}
     pilot = _unique_role(plan, "treatment") if plan.gate("activation_gate").blocks else None
@@ -454,12 +533,32 @@ def _names_gsm8k(*texts: object) -> bool:
     return any("gsm8k" in str(text or "").lower() for text in texts)
 
 
-def _items_in(path: str | None, gsm8k_split: str) -> int | None:
-    """Items in a task file, or in the GSM8K split read when there is none (None when it is not here to count)."""
+def _items_in(path: str | None, gsm8k_split: str, field: str = "") -> int | None:
+    """Items in a task file (every row checked: a file that cannot be read as one is refused, SpecError on
+    `field`), or in the GSM8K split read when there is none (None when it is not here to count)."""
+    if path:
+        try:
+            return count_task_file(resolve_data_path(path))
+        except DataError as err:
+            raise SpecError(field, f"{err}; a task file is UTF-8 JSONL, one {{id, question, answer}} object a line "
+                                   "with unique ids") from None
     try:
-        if path:
-            return len(load_task_file(resolve_data_path(path)))
         split = DEFAULT_GSM8K_DIR / f"{gsm8k_split}.jsonl"
         return sum(1 for line in split.read_text().splitlines() if line.strip()) if split.is_file() else None
-    except (DataError, OSError):
+    except OSError:
         return None
+
+
+def _check_sft_data(spec: Spec) -> None:
+    """An SFT spec's own data files (dataset.path, eval.path; JSONL) read as the run reads them: a file that cannot
+    be is refused here instead of at the run's first read, after the claim."""
+    raw = spec.to_dict()
+    for section in ("dataset", "eval"):
+        block = raw.get(section) if isinstance(raw.get(section), dict) else {}
+        path = block.get("path")
+        if not isinstance(path, str) or path.endswith(".parquet"):
+            continue
+        try:
+            count_jsonl_rows(resolve_data_path(path))
+        except DataError as err:
+            raise SpecError(f"{section}.path", f"{err}; a data file is UTF-8 JSONL, one object a line") from None

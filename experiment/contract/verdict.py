@@ -49,5 +49,5 @@ def not_implemented(gate: str, missing: str, next_diagnostic: str | None = None)
         gate=gate,
         status="failed",
         reasons=[f"not implemented: {missing}"],
-        next_diagnostic=next_diagnostic or f"implement experiment/gates/{gate}.py ({missing})",
+        next_diagnostic=next_diagnostic or f"implement the step in experiment.gates.GATES[{gate!r}] ({missing})",
     )

@@ -1,4 +1,4 @@
-"""Gate `decision`: the verdict, from the retained evidence, in the spec's vocabulary, graded before it is posted.
+"""Gate `decision`'s steps: each family's verdict step with the grader's checks handed down (experiment.gates.GATES).
 
 RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
 from the retained predictions, role labels mapped to arms, the decision object posted. SFT (no
@@ -16,19 +16,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from experiment.gates import GateVerdict, RunContext, dispatch
+from experiment.contract.verdict import GateVerdict
 from experiment.grading import grade_record
 from experiment.grading.grade import SPECS_DIR
 from experiment.grading.run_dir import validate_run, validation_summary
 from experiment.rl.steps import decision as rl_step
+from experiment.run.context import RunContext
 from experiment.sft.steps import decision as sft_step
-
-GATE = "decision"
-
-
-def run(ctx: RunContext) -> GateVerdict:
-    """This gate with the step of the run's family (experiment.gates.dispatch)."""
-    return dispatch(GATE, STEPS, ctx)
 
 
 def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 The spec and plan were parsed before the run was created (a bad spec never gets a run). Here the
 run records what it will execute, before any training:
 - the spec file, the companion plan file (a spec revision) and the execution plan, as evidence;
-- the served model, resolved against the service (a substitute is a `model` deviation and is said
-  in `summary`; a missing model is never a reason to stop); arms planned on a fork while no fork is
+- the served model, resolved against the service: outside a rehearsal the spec's model or the gate fails
+  (a substitute would test another hypothesis); in a rehearsal a substitute is a `model` deviation, said
+  in `summary`; arms planned on a fork while no fork is
   deployed (the embedded backend) are a `model` deviation too;
 - a `status: running` RESULT update carrying every deviation.
 """
@@ -16,10 +17,12 @@ from pathlib import Path
 
 from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.gates import GateVerdict, RunContext
+from experiment.contract.verdict import GateVerdict
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
 from experiment.run.capacity import is_capacity_refusal
-from experiment.run.service import closest_served_model
+from experiment.run.context import RunContext
+from experiment.run.data import unreadable_data
+from experiment.run.service import closest_served_model, not_served
 
 
 def run(ctx: RunContext) -> GateVerdict:
@@ -33,6 +36,13 @@ def run(ctx: RunContext) -> GateVerdict:
                                      f"{type(err).__name__}: {err}")
     if not served:
         return _service_failure(ctx, "the service lists no served models")
+    if ctx.plan.base_model not in served and not ctx.plan.rehearsal:  # a substitute tests another hypothesis
+        return _service_failure(ctx, not_served(ctx.plan.base_model, f"the service at "
+                                                f"{ctx.service.describe()['base_url']}", served))
+    unreadable = unreadable_data(ctx.spec, rehearse=bool(ctx.plan.rehearsal))  # a deployment run's check (the CLI's
+    if unreadable:                                                              # is before the claim)
+        return GateVerdict(gate="spec_intake", status="failed", reasons=[unreadable],
+                           next_diagnostic="make the spec's data readable where the run runs, or name local files")
     model, deviation_reason = closest_served_model(ctx.plan.base_model, served)
     deviations = [model_deviation(ctx.plan.base_model, model, deviation_reason)] if deviation_reason else []
     fork = fork_deviation(ctx.plan, ctx.service.kind)

@@ -22,13 +22,11 @@ from typing import Any
 from experiment.grading.common import (
     ABS_TOL, INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_number, short,
 )
-from experiment.rl.advantages import (
-    DEFAULT_BANDWIDTH, DEFAULT_MIN_KERNEL_MASS, DEFAULT_WINDOW_SIZE, GROUP_MEAN, KERNEL_BASELINE, KernelBaselineState,
-    append_batch_to_window, grpo_group_mean_advantages, gs1_kernel_advantages,
-)
-from experiment.rl.recipe import uses_generated_tasks
+from experiment.contract.generation import generation_settings
+from experiment.contract.support import GROUP_MEAN_ADVANTAGE, KERNEL_ADVANTAGE
+from experiment.grading.kernel_baseline import (BANDWIDTH, MIN_KERNEL_MASS, WINDOW_SIZE, KernelHistory,
+                                                group_mean_advantages)
 from experiment.run.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
-from experiment.selfgen.task_generation import generation_settings
 from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 
 PILOT_LOG_PREFIX = "activation-pilot-"
@@ -155,15 +153,15 @@ class _ArmLoop:
     group_size: int
     groups_per_batch: int
     kernel_bandwidth: float
-    kernel_window: int = DEFAULT_WINDOW_SIZE
-    kernel_min_mass: float = DEFAULT_MIN_KERNEL_MASS
+    kernel_window: int = WINDOW_SIZE
+    kernel_min_mass: float = MIN_KERNEL_MASS
 
 
 def _arm_settings(ctx: GradeContext, bandwidth: float | None) -> dict[str, _ArmLoop]:
     raw = {str(as_dict(a).get("name")): as_dict(a) for a in as_list((ctx.spec or {}).get("arms"))}
-    return {arm.name: _ArmLoop(arm.name, str(raw.get(arm.name, {}).get("advantage") or GROUP_MEAN),
+    return {arm.name: _ArmLoop(arm.name, str(raw.get(arm.name, {}).get("advantage") or GROUP_MEAN_ADVANTAGE),
                                int(arm.group_size), int(arm.groups_per_batch),
-                               bandwidth if bandwidth is not None else DEFAULT_BANDWIDTH)
+                               bandwidth if bandwidth is not None else BANDWIDTH)
             for arm in ctx.plan.trained_arms if arm.group_size and arm.groups_per_batch}
 
 
@@ -209,29 +207,25 @@ def _dataset_order(ctx: GradeContext) -> list[str] | None:
 
 def _expected_advantages(settings: _ArmLoop, rows: list[dict[str, Any]]) -> list[dict[str, list[float]]]:
     """Per step of one arm: the advantages (and for the kernel baseline its baselines and effective
-    neighbours, and the fallback count) the loop's own functions give from the logged rewards and prompt
-    features, the kernel window carried from step to step as the loop carries it."""
+    neighbours, and the fallback count) the estimator's definition gives from the logged rewards and prompt
+    features (experiment.grading.kernel_baseline, not the loop's code), the kernel window carried from step to
+    step as the loop carries it."""
     expected = []
-    window = KernelBaselineState(capacity=settings.kernel_window)
+    window = KernelHistory()
     for row in rows:
         rewards, ids = [float(r) for r in row["rewards"]], row["item_ids"]
         size = len(rewards) // len(ids)
         groups = [rewards[k * size:(k + 1) * size] for k in range(len(ids))]
-        if settings.advantage != KERNEL_BASELINE:
-            expected.append({"advantages": [a for g in grpo_group_mean_advantages(groups) for a in g]})
+        if settings.advantage != KERNEL_ADVANTAGE:
+            expected.append({"advantages": group_mean_advantages(groups)})
             continue
         features = [as_list(f) for f in row["prompt_features"]]
         if len(features) != len(ids) or any(len(f) != 2 for f in features):
             raise ValueError("prompt_features are not one (length, mean logprob) pair per prompt")
         lengths = [float(f[0]) for f in features for _ in range(size)]
         logprobs = [float(f[1]) for f in features for _ in range(size)]
-        advantages, diagnostics = gs1_kernel_advantages(
-            rewards, lengths, logprobs, window, bandwidth=settings.kernel_bandwidth,
-            window_size=settings.kernel_window, min_kernel_mass=settings.kernel_min_mass)
-        expected.append({"advantages": advantages.tolist(), "baseline_values": diagnostics.baseline.tolist(),
-                         "effective_neighbors": diagnostics.effective_neighbors.tolist(),
-                         "kernel_fallbacks": int(diagnostics.fell_back.sum())})
-        window = append_batch_to_window(window, rewards, lengths, logprobs)  # the window holds rollouts
+        expected.append(window.kernel_step(rewards, lengths, logprobs, bandwidth=settings.kernel_bandwidth,
+                                           window_size=settings.kernel_window, min_kernel_mass=settings.kernel_min_mass))
     return expected
 
 
@@ -271,7 +265,7 @@ def _advantage_problems(arm: str, settings: _ArmLoop, rows: list[dict[str, Any]]
         expected = _expected_advantages(settings, rows)
     except (TypeError, ValueError, IndexError) as err:
         return [f"{arm}: the advantages cannot be recomputed ({type(err).__name__}: {short(str(err), 80)})"]
-    kernel = settings.advantage == KERNEL_BASELINE
+    kernel = settings.advantage == KERNEL_ADVANTAGE
     problems = []
     for row, wants in zip(rows, expected):
         wrong = [key for key, value in wants.items() if not (
@@ -316,7 +310,7 @@ def _log_problems(ctx: GradeContext, name: str, rows: list[dict[str, Any]]) -> l
 
 def _trains_on_generated(ctx: GradeContext, arm: str) -> bool:
     try:
-        return bool(uses_generated_tasks(ctx.spec_model, arm))
+        return ctx.spec_model.data_source(arm) == "generated_tasks"  # an arm on the audited self-generated tasks
     except (KeyError, TypeError, ValueError):
         return False
 

@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from experiment.contract.generation import generation_settings
 from experiment.contract.spec import SpecError
 from experiment.grading.evidence import EvidenceAccess
-from experiment.selfgen.task_generation import generation_settings
 
 PASS = "verified"
 NOT_APPLICABLE = "not_applicable"
@@ -31,11 +31,17 @@ FLOAT_TOL = 1e-9  # relative (and, unless told, absolute) tolerance for a recomp
 ABS_TOL = 1e-12  # the contract's absolute tolerance where it states one (docs/contract-rules.md: rel 1e-9, abs 1e-12)
 
 
+# What an issue says is absent (experiment.grading.precedence): evidence the category rests on that is missing
+# or not retained, or a field of the record that only summarises what that evidence would have given.
+MISSING_EVIDENCE, MISSING_SUMMARY = "evidence", "summary"
+
+
 @dataclass(frozen=True)
 class Issue:
     rule: str  # e.g. "EVAL-2"
     status: str  # invalid | unverified | unknown
     message: str
+    absence: str = ""  # MISSING_EVIDENCE, MISSING_SUMMARY, or "" for a finding about what the record does say
 
     def sentence(self) -> str:
         text = self.message.strip()
@@ -65,6 +71,7 @@ class Grade:
     categories: dict[str, CategoryGrade]
     problems: list[str] = field(default_factory=list)
     spec_source: str | None = None
+    spec: Any = field(default=None, repr=False, compare=False)  # the Spec graded against (flows.validate --reproduce)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +128,7 @@ class GradeContext:
 
     @property
     def generation_settings(self) -> Any:
-        """The spec's task-generation settings (experiment.selfgen.task_generation.generation_settings: target,
+        """The spec's task-generation settings (experiment.contract.generation.generation_settings: target,
         filter samples, keep band); None without a typed spec, or where the spec states none usable."""
         if self.spec_model is None:
             return None

@@ -18,7 +18,7 @@ from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
-    FLOAT_TOL, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
+    FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     close, equal_json, float_of, is_number, model_issues, run_checks, short,
 )
 from experiment.grading.evaluator import loss_from_predictions
@@ -259,7 +259,8 @@ def DEC_2(ctx: GradeContext) -> list[Issue]:
 
 def DEC_3(ctx: GradeContext) -> list[Issue]:
     rows, why = _rows(ctx)
-    return [Issue("DEC-3", UNVERIFIED, f"observations cannot be read from the record: {why}")] if rows is None else []
+    return [Issue("DEC-3", UNVERIFIED, f"observations cannot be read from the record: {why}", MISSING_EVIDENCE)] \
+        if rows is None else []
 
 
 def DEC_4(ctx: GradeContext) -> list[Issue]:
@@ -521,11 +522,12 @@ def DEC_11(ctx: GradeContext) -> list[Issue]:
         mapping = as_dict(record.get("role_to_arm"))
         expected = {role: arm for role, arm in _role_to_arm(ctx).items() if role in roles}
         if mapping != expected:
-            issues.append(Issue("DEC-11", INVALID, f"role_to_arm {short(mapping)} is not the spec's mapping {expected}"))
+            issues.append(Issue("DEC-11", INVALID, f"role_to_arm {short(mapping)} is not the spec's mapping {expected}",
+                                "" if "role_to_arm" in record else MISSING_SUMMARY))
     if ctx.plan is not None and (ctx.plan.decision or {}).get("adjustment") == "bonferroni" \
             and record.get("adjustment") != "bonferroni":
         issues.append(Issue("DEC-11", INVALID, "simultaneous criteria: the decision object does not record the "
-                                               "Bonferroni adjustment"))
+                                               "Bonferroni adjustment", "" if "adjustment" in record else MISSING_SUMMARY))
     return issues
 
 

@@ -10,7 +10,7 @@ import json
 import math
 from typing import Any
 
-from experiment.sft import loss_eval as loss_rules
+from experiment.grading.loss import held_out_loss, record_problems
 from experiment.contract.result_models import Evaluation, PredictionRow
 from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading.common import (
@@ -322,7 +322,7 @@ def LOSS_2(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("loss_eval")
     if not isinstance(record, dict) or not record:
         return []
-    return [Issue("LOSS-2", INVALID, problem) for problem in loss_rules.check(record)]
+    return [Issue("LOSS-2", INVALID, problem) for problem in record_problems(record)]
 
 
 def LOSS_3(ctx: GradeContext) -> list[Issue]:
@@ -381,12 +381,12 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
 
 def loss_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> dict[str, Any] | None:
     """The held-out NLL summary of one scored run recomputed from its retained per-example prediction rows
-    (each `prediction` a {nll_sum, n_tokens}), by the run's own definitions (experiment.sft.loss_eval.summarize);
-    None where there are no rows or a row is not such a pair."""
+    (each `prediction` a {nll_sum, n_tokens}), by the contract's definitions (experiment.grading.loss, not the
+    run's code); None where there are no rows or a row is not such a pair."""
     totals = [as_dict(row.get("prediction")) for row in rows]
     if not all(is_number(t.get("nll_sum")) and is_integer(t.get("n_tokens")) for t in totals) or not totals:
         return None
-    return loss_rules.summarize([loss_rules.ExampleTotal(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
+    return held_out_loss([(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
 
 
 def LOSS_4(ctx: GradeContext) -> list[Issue]:

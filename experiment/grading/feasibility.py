@@ -12,7 +12,7 @@ from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
-    FLOAT_TOL, INVALID, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
+    FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
     is_number, model_issues, run_checks, short,
 )
 
@@ -35,7 +35,8 @@ def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
     keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or not equal_json(config[k], effective[k])]
     # one problem per key, in the exchange's words for the earlier run (FEAS-2)
-    return [Issue("FEAS-2", UNKNOWN, f"Re-projection required: {key} changed or was not recorded") for key in keys]
+    return [Issue("FEAS-2", UNKNOWN, f"Re-projection required: {key} changed or was not recorded",
+                  MISSING_EVIDENCE if key not in config or key not in effective else "") for key in keys]
 
 
 def FEAS_3(ctx: GradeContext) -> list[Issue]:
@@ -107,7 +108,7 @@ def FEAS_7(ctx: GradeContext) -> list[Issue]:
 
 def _generation_settings_issues(ctx: GradeContext, generation: dict, measurements: dict) -> list[Issue]:
     """FEAS-7 *(project reading)*: the generation target and the filter's samples per candidate are the spec's
-    (experiment.selfgen.task_generation.generation_settings), the generation phase's units are the candidates
+    (experiment.contract.generation.generation_settings), the generation phase's units are the candidates
     attempted, and the audit phase's units the distinct candidates re-solved over the audit rounds."""
     issues = []
     settings = ctx.generation_settings
@@ -190,7 +191,7 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     record, budget = _record(ctx), (ctx.plan.budget if ctx.plan is not None else None)
     projection = record.get("projection")
     if not isinstance(projection, dict):
-        return [Issue("FEAS-12", UNKNOWN, "no projection against the budget is recorded")]
+        return [Issue("FEAS-12", UNKNOWN, "no projection against the budget is recorded", MISSING_SUMMARY)]
     if budget is None:
         return []
     measurements = as_dict(record.get("measurements"))

@@ -1,5 +1,7 @@
 """Generation-audit category (GA-*): applicability, then every number re-derived from the inline
-candidates and evaluation files with the project's audit helpers (experiment.selfgen.generation_audit)."""
+candidates and evaluation files with the contract's record functions (experiment.stats.generation_audit). The
+re-solver's independence (GA-6) is re-derived here from the contract's text, not taken from the audit run
+(experiment.selfgen.generation_audit), whose own notion of "the same model" would pass its own check."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
 from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
+from experiment.stats import generation_audit as records
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,
     is_integer, model_issues, run_checks, short,
@@ -17,10 +20,33 @@ NAME = "generation_audit"
 SUPPORTED = ("numeric_exact", "categorical_exact")
 
 
-def _audit():  # the helpers load the tinker SDK; imported only when an audit is graded
-    from experiment.selfgen import generation_audit
+# The roles the re-solver must be independent of (GA-6): the generator, the filter's model, the trained base model.
+DEPENDENT_ROLES = ("generator", "filter_base_model", "trained_base_model")
 
-    return generation_audit
+
+def _one_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same model or program under both identities: one name (case, spaces and a trailing / aside), or one
+    weights or code sha256."""
+    def name(identity: dict[str, Any]) -> str:
+        return str(identity.get("name") or "").strip().lower().rstrip("/")
+
+    return bool(name(a)) and name(a) == name(b) or any(
+        a.get(key) and a.get(key) == b.get(key) for key in ("weights_sha256", "code_sha256"))
+
+
+def independence_problems(resolver: Any, identities: Any) -> list[str]:
+    """GA-6: why the re-solver is no independent check of the generator, the filter's model and the trained base
+    model ([] when it is); an identity not recorded is a problem too."""
+    if not isinstance(resolver, dict) or not resolver.get("name"):
+        return ["the re-solver's identity is not recorded"]
+    problems = []
+    for role in DEPENDENT_ROLES:
+        other = identities.get(role) if isinstance(identities, dict) else None
+        if not isinstance(other, dict) or not other.get("name"):
+            problems.append(f"the {role.replace('_', ' ')}'s identity is not recorded")
+        elif _one_model(resolver, other):
+            problems.append(f"the re-solver {resolver['name']} is the {role.replace('_', ' ')} ({other['name']})")
+    return problems
 
 
 def applicability(spec: dict[str, Any] | None) -> tuple[Any, str]:
@@ -103,7 +129,7 @@ def GA_4(ctx: GradeContext) -> list[Issue]:
     tasks = _tasks(ctx)
     if tasks is None:
         return []
-    counts = _audit().counts_of(tasks)
+    counts = records.counts_of(tasks)
     if not equal_json(_record(ctx).get("counts"), counts):
         return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
     return []
@@ -149,7 +175,7 @@ def GA_5(ctx: GradeContext) -> list[Issue]:
     tasks, seed = _tasks(ctx), _record(ctx).get("sample_seed")
     if tasks is None or not is_integer(seed):
         return []
-    audit = _audit()
+    audit = records
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
     size = audit.sample_size(audit.counts_of(tasks)["accepted"], spec_audit)
     expected = [str(t["item_id"]) for t in audit.select_sample(tasks, size, seed)]
@@ -199,7 +225,7 @@ def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
             if str(identity.get("name")) not in names:
                 issues.append(Issue("GA-6", INVALID, f"the audit's {role.replace('_', ' ')} {short(identity.get('name'))} "
                                                      f"is not the spec's {' or '.join(sorted(names))}"))
-    problems = _audit().independence_problems(resolver, compared)
+    problems = independence_problems(resolver, compared)
     for problem in problems:
         issues.append(Issue("GA-6", INVALID, f"{problem}: the re-solve is no independent check"))
     if (record.get("resolver_independent"), record.get("resolver_independence_problems")) != (not problems, problems):
@@ -223,7 +249,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
     tasks, evaluation = _tasks(ctx), _evaluation(ctx)
     record, issues = _record(ctx), []
     strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
-    audit = _audit()
+    audit = records
     if tasks is not None and strategy in SUPPORTED:
         labels = {str(t.get("item_id")): t.get("answer") for t in tasks}
         errors = sum(not audit.answer_agreement(labels.get(str(as_dict(s).get("item_id"))),
@@ -291,7 +317,7 @@ def GA_11(ctx: GradeContext) -> list[Issue]:
     """*(project reading)* Every audit round recomputes from its own retained files (counts from its candidates,
     label errors from its sampled re-solves against the candidates' labels, its sample size), the last round
     is the record's, and the record's disagreements and duplicate count are what its files give."""
-    record, audit = _record(ctx), _audit()
+    record, audit = _record(ctx), records
     strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
     rounds = [as_dict(r) for r in as_list(record.get("rounds"))]
     problems = []
@@ -342,11 +368,11 @@ def _candidate_problems(tasks: list[dict[str, Any]]) -> list[str]:
 def _rebuilt_round(ctx: GradeContext, number: int, entry: dict[str, Any], retained: dict[str, Any],
                    tasks: list[dict[str, Any]], evaluation: list[dict[str, Any]]) -> dict[str, Any]:
     """The audit file round `number` must be, rebuilt with the run's own functions
-    (experiment.selfgen.generation_audit.build_report, validate) from what the grader cannot recompute: the
+    (experiment.stats.generation_audit.build_report, validate) from what the grader cannot recompute: the
     round's candidates, the evaluation set, and the re-solver's answers and reasoning for the samples the
     round's seed selects (the record's seed, one less per earlier round); the independence record is the
     record's, `rounds` the record's rounds up to this one."""
-    audit, record = _audit(), _record(ctx)
+    audit, record = records, _record(ctx)
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
     rounds = as_list(record.get("rounds"))
     seed = record.get("sample_seed")

@@ -22,6 +22,8 @@ from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS
                                       Issue)
 from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
+from experiment.grading.input_limits import oversized_input
+from experiment.grading.precedence import with_precedence
 from experiment.grading.rules import SHAPE_RULES
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.grading.traces import self_grade_problems
@@ -51,6 +53,9 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
             raise GradeInputError(f"{run_dir} is not a run directory (no result.json)")
     elif not path.is_file():
         raise GradeInputError(f"{path}: no such file or directory")
+    too_large = oversized_input(path, run_dir)  # before any byte is read
+    if too_large:
+        raise GradeInputError(too_large)
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -239,9 +244,9 @@ def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
 
 def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
     """One category's grade; a record too malformed for the category's own guards is invalid there, under the
-    category's shape rule (rules.SHAPE_RULES)."""
+    category's shape rule (rules.SHAPE_RULES). Missing evidence takes precedence (experiment.grading.precedence)."""
     try:
-        return module.grade(ctx)
+        return with_precedence(module.grade(ctx))
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
         return CategoryGrade(name, INVALID, [Issue(SHAPE_RULES[name], INVALID, f"the record has an unexpected shape "
                                                                                f"({type(err).__name__}: {err})")])
@@ -293,7 +298,7 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
         fresh = Grade(categories=categories, problems=list(problems), spec_source=source) if run_dir is None else \
             grade_record({k: v for k, v in result.items() if k != "grade"}, self_consistency=False)
         problems += self_grade_problems(result["grade"], fresh.record())
-    return Grade(categories=categories, problems=problems, spec_source=source)
+    return Grade(categories=categories, problems=problems, spec_source=source, spec=spec_obj)
 
 
 def grade_path(path: str | Path, spec: Any = None) -> Grade:

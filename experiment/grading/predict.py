@@ -7,7 +7,11 @@ status the exchange will give each category and why. Exposures:
 - `production`: the production service reports only the optimizer family in `get_info`
   (`{"type": family}`) and no adapter hash (`save_weights_external` is absent), so initialization
   is proven with the immutable full-initialization checkpoint and the optimizer config stays
-  unverified (REST-6).
+  unverified (REST-6); it trains every model with AdamW, so an arm of another optimizer family is
+  refused by the preflight probe and the run stops there.
+Where the run is predicted to stop at a gate (`predicted_stop`), every category that gate comes before is graded
+as the grader grades a run stopped there: unknown (no record), a required correctness check unverified (a missing
+check blocks like a failed one), and an opted-out category stays not_applicable.
 Imports nothing heavy: it runs where `--plan` runs, without a service.
 """
 
@@ -15,9 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.sft.readback import NOT_EXPOSED_IN_PRODUCTION, SAME_CODE_ON_EMBEDDED
+from experiment.contract.readback import (NOT_EXPOSED_IN_PRODUCTION, NOT_SERVED_IN_PRODUCTION,
+                                          PRODUCTION_OPTIMIZER_FAMILY, SAME_CODE_ON_EMBEDDED)
+from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES
+from experiment.contract.verdict import GATE_ORDER
 
 EXPOSURES = ("embedded", "production")
+# The gate each category's record comes from (a run stopped before it has none).
+CATEGORY_GATES = {"evaluator": "evaluation", "decision": "decision", "restoration": "restoration_preflight",
+                  "correctness": "correctness_preflight", "feasibility": "feasibility_pilot",
+                  "generation_audit": "generation_audit"}
 
 
 def _entry(grade: str, reason: str) -> dict[str, str]:
@@ -90,6 +101,7 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     grades["correctness"] = _weight_readback(grades["correctness"], correctness, exposure)
 
     grades["feasibility"] = _feasibility(plan)
+    _budget_outlook(plan, grades)
     audit = plan.gate("generation_audit")
     if audit.applicable is False:
         grades["generation_audit"] = _entry("not_applicable", audit.reason)
@@ -102,7 +114,39 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     else:
         grades["generation_audit"] = _entry("verified", "candidates and the evaluation set are retained inline and "
                                                         "the audit passes before any optimizer update")
-    return grades
+    stop = predicted_stop(plan, exposure)
+    return _stopped(grades, plan, *stop) if stop else grades
+
+
+def predicted_stop(plan: Any, exposure: str = "embedded") -> tuple[str, str] | None:
+    """(gate, why) where the run is predicted to stop before its comparison, from the plan and the exposure;
+    None where it is predicted to run every gate."""
+    if exposure == "production":
+        refused = [arm for arm in plan.trained_arms if OPTIMIZER_FAMILY_ALIASES.get(
+            str(arm.optimizer.get("family")), str(arm.optimizer.get("family"))) != PRODUCTION_OPTIMIZER_FAMILY]
+        if refused:
+            return "preflight_probe", NOT_SERVED_IN_PRODUCTION.format(
+                arms=", ".join(arm.name for arm in refused),
+                families=", ".join(sorted({str(arm.optimizer.get("family")) for arm in refused})))
+    return None
+
+
+def _stopped(grades: dict[str, dict[str, str]], plan: Any, gate: str, why: str) -> dict[str, dict[str, str]]:
+    """The grades of a run stopped at `gate`: a category whose gate comes after it has no record. A decision
+    rule, the spec's or its revision's verdict rule, leaves the decision unknown (no verdict), not opted out."""
+    supplied = set((plan.spec_revision or {}).get("supplied") or [])
+    decides = plan.decision is not None or bool({"decision_rule", "verdict_rule"} & supplied)
+    stopped = {}
+    for name, entry in grades.items():
+        later = GATE_ORDER.index(CATEGORY_GATES[name]) > GATE_ORDER.index(gate)
+        if not later or entry["grade"] == "not_applicable" and (name != "decision" or not decides):
+            stopped[name] = entry
+        elif name == "correctness":  # a required check never made blocks like a failed one (CORR-1)
+            stopped[name] = _entry("unverified", f"the run stops at {gate} before the correctness preflight: {why}. "
+                                                 f"Past it, the check would grade {entry['grade']}: {entry['reason']}")
+        else:
+            stopped[name] = _entry("unknown", f"the run stops at {gate}, so it makes no {name} record: {why}")
+    return stopped
 
 
 def _feasibility(plan: Any) -> dict[str, str]:
@@ -117,9 +161,42 @@ def _feasibility(plan: Any) -> dict[str, str]:
                               "pilot's size in measurements")
 
 
+# A rehearsal is budgeted this much room on a shared, loaded 2-core machine (experiment.contract.rehearsal's
+# REHEARSAL_BUDGET, stated here since the grader does not import the rehearsal rules' module for one number).
+REHEARSAL_ROOM_MINUTES = 60
+
+
+def _budget_outlook(plan: Any, grades: dict[str, dict[str, Any]]) -> None:
+    """A budget that may not hold the run: the static estimate on the production service's rates exceeds it
+    (experiment.contract.cost), or a rehearsal's budget is below the room a rehearsal is given. An enforced budget
+    may stop the run at the feasibility pilot: the categories measured after it would grade unknown
+    (`if_stopped_at_feasibility`); one not enforced may be overrun, which the record says (RESULT.budget_use)."""
+    gate = plan.gate("feasibility_pilot")
+    cost = (gate.details or {}).get("static_estimate")
+    budget = float((getattr(plan, "budget", None) or {}).get("max_wall_minutes") or 0)
+    if cost and cost.get("may_not_fit"):
+        why = (f"the static estimate on the production service's rates is {cost['estimate_seconds']:.0f} s against "
+               f"the {cost['budget_seconds']:.0f} s budget")
+    elif getattr(plan, "rehearsal", None) and 0 < budget < REHEARSAL_ROOM_MINUTES:
+        why = (f"a rehearsal is given {REHEARSAL_ROOM_MINUTES} min on a loaded 2-core machine and this one's budget "
+               f"is {budget:g} min")
+    else:
+        return
+    if not getattr(gate, "enforced", True):
+        grades["feasibility"]["reason"] += (f"; the budget may be overrun ({why}); it is not enforced "
+                                            "(feasibility_required is not true), so the run goes on and its record "
+                                            "says so (budget_use)")
+        return
+    grades["feasibility"]["reason"] += f"; may stop at feasibility: {why}"
+    grades["feasibility"]["may_stop_at_feasibility"] = True
+    for category in ("evaluator", "decision"):
+        if grades[category]["grade"] != "not_applicable":
+            grades[category]["if_stopped_at_feasibility"] = "unknown"
+
+
 def _weight_readback(entry: dict[str, str], correctness: Any, exposure: str) -> dict[str, str]:
     """An optimizer path is measured through the service: its weights must be readable, and its baseline
-    check measures a parity only where the two sides are distinct code (experiment/sft/readback.py)."""
+    check measures a parity only where the two sides are distinct code (experiment/contract/readback.py)."""
     paths = [p for p in correctness.details.get("paths") or [] if isinstance(p, dict) and p.get("kind") == "optimizer"]
     if correctness.applicable is not True or not paths:
         return entry

@@ -19,7 +19,7 @@ from experiment.contract.spec import (
     OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256, optimizer_family,
 )
 from experiment.grading.common import (
-    HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
+    HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     equal_json, is_integer, is_number, model_issues, run_checks, short,
 )
 
@@ -192,6 +192,12 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _as_requested(check: dict[str, Any]) -> dict[str, Any]:
+    """An optimizer check's `requested` with the spec's key aliases read as the config's names (`lr` is
+    `learning_rate`, as the spec's own restoration groups write it; REST-5)."""
+    return {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(check.get("requested")).items()}
+
+
 def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
     """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
     lrs: dict[str, list[float]] = {}
@@ -229,7 +235,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
         spec_wants = wanted.get(arm)
         if spec_wants is None or where in reported:
             continue
-        requested = as_dict(check.get("requested"))
+        requested = _as_requested(check)
         wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
                  for k, v in spec_wants.items() if k not in ("family", "learning_rate")
                  and (k not in requested or not equal_json(requested[k], v))]
@@ -254,7 +260,7 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     for where_, _, check, _ in _check_entries(ctx):
         where = f"{where_}, after_restore {check.get('after_restore')}"
-        requested = as_dict(check.get("requested"))
+        requested = _as_requested(check)
         if check.get("source") != "server_response" or check.get("actual_family") is None:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
                                                       "response"))
@@ -333,7 +339,7 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     if reported is None:
         return []
     family, config = reported
-    requested, actual = as_dict(check.get("requested")), as_dict(check.get("actual_config"))
+    requested, actual = _as_requested(check), as_dict(check.get("actual_config"))
     issues = []
     if _family(family) != _family(check.get("actual_family")):
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "
@@ -423,23 +429,28 @@ def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def _evidence_refs(value: Any) -> set[str]:
+    """Every evidence_ref named anywhere in a provenance entry."""
+    if isinstance(value, dict):
+        return set().union(*(({inner} if key == "evidence_ref" and isinstance(inner, str) else _evidence_refs(inner))
+                             for key, inner in value.items()))
+    if isinstance(value, list):
+        return set().union(*(_evidence_refs(inner) for inner in value))
+    return set()
+
+
 def REST_8(ctx: GradeContext) -> list[Issue]:
-    refs: set[str] = set()
-
-    def collect(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                if key == "evidence_ref" and isinstance(inner, str):
-                    refs.add(inner)
-                else:
-                    collect(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                collect(inner)
-
-    collect(_arms(ctx))
-    return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}")
+    refs = _evidence_refs(_arms(ctx))
+    return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}", MISSING_EVIDENCE)
             for ref in sorted(refs) if not ctx.evidence.usable(ref)]
+
+
+def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
+    """REST-1 per arm, in the exchange's words (contract-details A-5.8): an arm whose provenance names evidence the
+    record does not retain has missing arm evidence."""
+    return [Issue("REST-1", UNVERIFIED, f"{arm}: missing or duplicate arm evidence", MISSING_EVIDENCE)
+            for arm, entry in _arms(ctx).items()
+            if any(not ctx.evidence.usable(ref) for ref in _evidence_refs(entry))]
 
 
 def REST_9(ctx: GradeContext) -> list[Issue]:
@@ -858,7 +869,7 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -145,7 +145,7 @@ CONTRACT_RULES = (
       "decision.ADAPT_1"),
     # REST: restoration category
     C("REST-1", R, IVK, "initialization_provenance has one entry per restoration arm (and per planned LR run)",
-      "restoration.REST_1", "restoration.REST_1_runs", "restoration.grade"),
+      "restoration.REST_1", "restoration.REST_1_runs", "restoration.REST_1_evidence", "restoration.grade"),
     C("REST-2", R, IV, "initialization proof: a measured adapter hash or an immutable full-initialization checkpoint",
       "restoration.REST_2", "restoration.REST_2_seed"),
     C("REST-3", R, IV, "all arms of a group load the same initial adapter or checkpoint",
@@ -213,6 +213,15 @@ CONTRACT_RULES = (
     C("GA-10", G, V, "the record's samples are the retained audit file's", "generation_audit.GA_10"),
     C("GA-11", G, I, "every audit round recomputes from its own retained files",
       "generation_audit.GA_11", "generation_audit.GA_11_files"),
+    # REPRO: re-execution, only with `flows.validate --reproduce` (experiment/grading/reproduce; docs/reproduce.md)
+    C("REPRO-1", E, IV, "retained text predictions re-scored by the grader's own parser against the data file's gold",
+      "reproduce.offline.REPRO_1"),
+    C("REPRO-2", G, IV, "audited generated tasks re-solved from their text by the grader's own re-solver",
+      "reproduce.offline.REPRO_2"),
+    C("REPRO-3", E, IV, "a seeded sample of RL items re-sampled greedily from the recorded checkpoints (service)",
+      "reproduce.service.REPRO_3"),
+    C("REPRO-4", E, IV, "a seeded sample of held-out rows re-scored by forward from the recorded checkpoints (service)",
+      "reproduce.service.REPRO_4"),
     # ACT: the activation gate, graded record-level
     C("ACT-1", RECORD, I, "every activation check measured and in range before full training", "activation.ACT_1"),
     C("ACT-2", RECORD, IV, "only the pre-registered calibration; values recompute from the last pilot log",

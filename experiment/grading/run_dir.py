@@ -29,7 +29,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -148,7 +148,7 @@ def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], li
     path = run_dir / "events.jsonl"
     if not path.is_file():
         return events, not_json, not_objects
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -161,6 +161,14 @@ def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], li
         else:
             not_objects.append(number)
     return events, not_json, not_objects
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines as `read_text(encoding="utf-8", errors="replace").splitlines()` gives them, read one
+    line at a time (streamed: the file's text is never held whole)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for physical in handle:
+            yield from physical.splitlines()
 
 
 @dataclass

@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from experiment.report.levels import level
+
 OUTCOME_BY_STATUS = {
     "passes": "shown (lower bound above the margin)",
     "fails": "ruled out (upper bound below the margin)",
@@ -223,15 +225,25 @@ def _criterion_outcome(criterion: dict[str, Any]) -> str:
 
 def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, pictures: list[Path] = ()) -> str:
     """A markdown summary of RESULT: verdict, effect against the margin in words, grades, the decision
-    table per criterion, and the run's pictures embedded as data URIs (viewable with no file access)."""
+    table per criterion, and the run's pictures embedded as data URIs (viewable with no file access).
+
+    Long because: one page, built top to bottom in reading order; each block is a few appended lines.
+    """
     plan = plan or {}
     title = plan.get("spec_title") or "Experiment run"
-    lines = [f"# {title}", "", f"**Status:** {result.get('status', 'unknown')}"]
+    lines = [f"# {title}", ""]
+    rehearsal = result.get("rehearsal")
+    if isinstance(rehearsal, dict):  # the first thing a reader sees, above the verdict and the pictures
+        lines += [f"> **REHEARSAL ({_md_cell(rehearsal.get('scale', 'standard'))} scale): not a result to submit.** "
+                  f"Tested instead: {_md_cell(result.get('tested_instead') or 'see deviations')}", ""]
+    lines.append(f"**Status:** {result.get('status', 'unknown')}")
     if "verdict" in result:
         verdict = f"**Verdict:** {result['verdict']}"
         if result.get("confidence"):
             verdict += f" ({result['confidence']} confidence)"
         lines.append(verdict)
+        if result["verdict"] is not None and not result.get("decision"):
+            lines.append(f"**How it was decided:** {_md_cell(decided_without_decision_rule(result, plan))}")
     if result.get("outcome_reason"):
         lines.append(f"**Outcome reason:** {result['outcome_reason']}")
     if isinstance(result.get("effect"), (int, float)):
@@ -246,6 +258,9 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, picture
     grades = grade_lines(result)
     if grades:
         lines.append("**Grade:** " + "; ".join(_md_cell(grade) for grade in grades))
+    if isinstance(result.get("grade"), dict):
+        lines += [f"**Grade level:** {_md_cell(line.strip())}" if i == 0 else f"- {_md_cell(line.strip())}"
+                  for i, line in enumerate(level(result["grade"]).lines())]
     for picture in pictures:
         lines += ["", f"![{Path(picture).stem}]({png_data_uri(picture)})"]
     lines += ["", result.get("summary") or "(no summary)"]
@@ -293,6 +308,21 @@ def result_markdown(result: dict[str, Any], plan: dict[str, Any] | None, picture
     completed = result.get("completed_arms") or []
     lines += ["", f"Completed arms: {', '.join(completed) if completed else 'none'}"]
     return "\n".join(lines) + "\n"
+
+
+def decided_without_decision_rule(result: dict[str, Any], plan: dict[str, Any]) -> str:
+    """Why a verdict stands beside no decision object (decision: not_applicable), and how it was reached.
+
+    The exchange's spec has no decision_rule (TriMuon): the verdict comes from the recorded revision file's
+    verdict_rule, each criterion's effect against its margin, a point estimate with no interval."""
+    supplied = (plan.get("spec_revision") or {}).get("supplied") or []
+    source = "the recorded revision file's verdict_rule" if "verdict_rule" in supplied else "the spec's verdict rule"
+    effect, margin = result.get("effect"), result.get("margin")
+    against = (f" (effect {_fmt(effect)} against margin {_fmt(margin)})"
+               if isinstance(effect, (int, float)) and isinstance(margin, (int, float)) else "")
+    return (f"the spec has no decision_rule, so there is no decision object and the decision category is "
+            f"not_applicable; the verdict follows {source}: every criterion's effect at the best learning rate "
+            f"against its margin{against}, a point estimate with no interval, hence weak confidence")
 
 
 def _decoded(value: Any, empty: Any) -> Any:

@@ -172,7 +172,11 @@ async def run_gs1_loss_path_preflight(
     gs1_arm: RLArmSettings,
     spec_path: dict[str, Any],
 ) -> PreflightOutcome:
-    """Sample the fixed input once, compare both path pairs, accept only within tolerances."""
+    """Sample the fixed input once, compare both path pairs, accept only within tolerances.
+
+    Long because: one measurement protocol (sample the fixed input once, compare both path pairs, accept within
+    tolerances) whose steps share the sampled input.
+    """
     sampler = await answered(training_client.save_weights_and_get_sampling_client())
 
     # Fixed input: one GRPO batch and two consecutive GS1 batches (window, then current).

@@ -40,6 +40,9 @@ def reference_gs1_advantages(
     ``history_*`` are the previous steps' rollouts, oldest first (as appended).
     ``diagnostics`` is a dict of lists keyed ``baseline``, ``kernel_mass``,
     ``effective_neighbors``, ``fell_back``, ``window_length``.
+
+    Long because: the independent reference writes the spec's estimator out step by step and shares no helper with the
+    pipeline's, by design.
     """
     batch_size = len(rewards)
     if len(prompt_token_lengths) != batch_size or len(prompt_mean_logprobs) != batch_size:

@@ -18,7 +18,8 @@ import random
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from experiment import PROJECT_ROOT
 DEFAULT_GSM8K_DIR = PROJECT_ROOT / "data" / "gsm8k"
@@ -27,6 +28,8 @@ DATA_DIRS = (PROJECT_ROOT / "data", PROJECT_ROOT / "embedded_tinker" / "tasks" /
 DATA_DIRS_ENV = "RX_DATA_DIRS"  # more allowed directories, separated by os.pathsep
 MAX_DATA_FILE_BYTES = 512 * 1024 * 1024  # GSM8K train is 4 MiB; a data file past this is refused
 GSM8K_SPLITS = ("train", "test")
+MAX_DATA_LINE_BYTES = 1024 * 1024  # one row of a JSONL data file (a GSM8K row is under 2 KiB)
+MAX_DATA_DEPTH = 16  # a row's nesting (a chat row: row -> messages -> message -> content is 3)
 
 T = TypeVar("T")
 
@@ -102,20 +105,65 @@ def read_capped_text(path: str | Path, cap: int | None = None) -> str:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    rows = []
-    for number, line in enumerate(read_capped_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{number}: each line must be a JSON object")
-        rows.append(row)
-    return rows
+    return list(jsonl_rows(path))
+
+
+def jsonl_rows(path: str | Path, cap: int | None = None) -> Iterator[dict]:
+    """The JSON objects of a JSONL file, one line at a time (memory: one line, at most MAX_DATA_LINE_BYTES),
+    refused with one line naming the file (and line) when it is past `cap`, binary, not UTF-8, not JSON,
+    not an object or nested deeper than MAX_DATA_DEPTH."""
+    path = Path(path)
+    cap = MAX_DATA_FILE_BYTES if cap is None else cap
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: not a regular file") from None
+    with handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise DataError(f"{path}: not a regular file")
+        if info.st_size > cap:
+            raise DataError(f"{path}: larger than the {cap}-byte cap for a data file")
+        total = 0
+        for number, raw in enumerate(iter(lambda: handle.readline(MAX_DATA_LINE_BYTES + 1), b""), start=1):
+            total += len(raw)  # what is read counts, not what stat said (a file may grow)
+            if total > cap:
+                raise DataError(f"{path}: larger than the {cap}-byte cap for a data file")
+            if len(raw) > MAX_DATA_LINE_BYTES and not raw.endswith(b"\n"):
+                raise DataError(f"{path}:{number}: a line longer than {MAX_DATA_LINE_BYTES} bytes (one row a line)")
+            if b"\0" in raw:
+                raise DataError(f"{path}:{number}: binary data (a NUL byte), not JSONL text")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(f"{path}:{number}: not UTF-8 text ({err.reason})") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+            except RecursionError:
+                raise DataError(f"{path}:{number}: nested deeper than {MAX_DATA_DEPTH} levels") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{number}: each line must be a JSON object")
+            if _depth(row) > MAX_DATA_DEPTH:
+                raise DataError(f"{path}:{number}: nested deeper than {MAX_DATA_DEPTH} levels")
+            yield row
+
+
+def _depth(value: object, limit: int = MAX_DATA_DEPTH) -> int:
+    """How many levels of objects and lists a JSON value nests (a flat row: 1), counted up to limit + 1."""
+    depth, level = 0, [value]
+    while depth <= limit:
+        containers = [each for each in level if isinstance(each, (dict, list))]
+        if not containers:
+            break
+        depth += 1
+        level = [child for each in containers for child in (each.values() if isinstance(each, dict) else each)]
+    return depth
 
 
 def load_gsm8k(split: str, data_dir: str | Path = DEFAULT_GSM8K_DIR) -> list[TaskItem]:
@@ -174,15 +222,70 @@ def _parse_task_file_version(path: str, size: int, mtime_ns: int, cap: int) -> t
 def _parse_task_file(path: Path) -> tuple[TaskItem, ...]:
     items, seen = [], set()
     for index, row in enumerate(_read_jsonl(path)):
-        missing = [key for key in ("id", "question", "answer") if key not in row]
-        if missing:
-            raise DataError(f"{path}: row {index} lacks {', '.join(missing)}")
-        item_id = str(row["id"])
+        item = task_item(path, index, row)
+        if item.id in seen:
+            raise DataError(f"{path}: duplicate id {item.id!r}")
+        seen.add(item.id)
+        items.append(item)
+    return tuple(items)
+
+
+def task_item(path: Path, index: int, row: dict) -> TaskItem:
+    """One `{id, question, answer}` row: id a string or integer, question a string, answer a string or number."""
+    missing = [key for key in ("id", "question", "answer") if key not in row]
+    if missing:
+        raise DataError(f"{path}: row {index} lacks {', '.join(missing)}")
+    kinds = {"id": (str, int), "question": (str,), "answer": (str, int, float)}
+    for key, allowed in kinds.items():
+        if isinstance(row[key], bool) or not isinstance(row[key], allowed):
+            raise DataError(f"{path}: row {index} {key} must be {' or '.join(_KIND_NAMES[k] for k in allowed)} "
+                            f"(got {type(row[key]).__name__})")
+    return TaskItem(str(row["id"]), row["question"], str(row["answer"]))
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
+
+
+def count_task_file(path: str | Path) -> int:
+    """The items of a task file, every row checked as `load_task_file` checks it (ids unique), read one line at
+    a time: intake checks a file this way without holding its items (memory: its ids). Counted once per file
+    version (intake checks the spec as written and its rehearsal)."""
+    path = Path(path)
+    try:
+        version = path.stat()
+    except OSError:
+        return _count_task_file(path)  # raises the reader's own error for a missing file
+    return _count_task_file_version(str(path.resolve()), version.st_size, version.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _count_task_file_version(path: str, size: int, mtime_ns: int) -> int:
+    return _count_task_file(Path(path))
+
+
+def _count_task_file(path: Path) -> int:
+    seen: set[str] = set()
+    for index, row in enumerate(jsonl_rows(path)):
+        item_id = task_item(path, index, row).id
         if item_id in seen:
             raise DataError(f"{path}: duplicate id {item_id!r}")
         seen.add(item_id)
-        items.append(TaskItem(item_id, str(row["question"]), str(row["answer"])))
-    return tuple(items)
+    return len(seen)
+
+
+def count_jsonl_rows(path: str | Path) -> int:
+    """The rows of a JSONL data file of any schema (a chat file), each checked as `jsonl_rows` checks it, and
+    their `id`s unique where rows carry one."""
+    path = Path(path)
+    seen: set[str] = set()
+    count = 0
+    for count, row in enumerate(jsonl_rows(path), start=1):
+        if "id" in row:
+            item_id = json.dumps(row["id"], sort_keys=True)
+            if item_id in seen:
+                raise DataError(f"{path}: duplicate id {row['id']!r}")
+            seen.add(item_id)
+    return count
 
 
 def seeded_shuffle(items: list[T], seed: int = 0) -> list[T]:
@@ -198,3 +301,38 @@ def first_n_shuffled(items: list[T], n: int, seed: int = 0) -> list[T]:
         raise DataError(f"asked for {n} items but only {len(items)} exist")
     return seeded_shuffle(items, seed)[:n]
 
+
+
+def unreadable_data(spec: Any, rehearse: bool) -> str | None:
+    """One line when a run outside a rehearsal could not read its data here, else None: checked before the run is
+    claimed (a dataset the run cannot read crashed it at its first read, after the claim). Files a spec names
+    were read at intake; what is left is the data a spec names by source: GSM8K (data/gsm8k/<split>.jsonl) for
+    training_type rl, a Hugging Face dataset (dataset.hf_path, read through `datasets`) for sft. A rehearsal reads
+    its local stand-ins instead."""
+    if rehearse:
+        return None
+    raw = spec.to_dict()
+    dataset = raw.get("dataset") if isinstance(raw.get("dataset"), dict) else {}
+    evaluation = raw.get("eval") if isinstance(raw.get("eval"), dict) else {}
+    needed = []
+    if raw.get("training_type") == "rl":
+        needed += [("dataset", "train")] if not dataset.get("path") else []
+        needed += [("eval", "test")] if not evaluation.get("path") else []
+        for section, split in needed:
+            if not (DEFAULT_GSM8K_DIR / f"{split}.jsonl").is_file():
+                return (f"{section}: GSM8K {split} is read from {DEFAULT_GSM8K_DIR / f'{split}.jsonl'}, which is not "
+                        "here: put the split there, or name a task file (path); a rehearsal runs on its stand-in")
+        return None
+    if dataset.get("path") and evaluation.get("path") or not dataset.get("hf_path"):
+        return None
+    try:
+        from datasets import load_dataset_builder  # heavy: only a run outside a rehearsal reads the Hub
+
+        load_dataset_builder(str(dataset["hf_path"]))
+    except Exception as err:  # noqa: BLE001 - whatever `datasets` raises, the run could not read it either
+        first = (str(err).splitlines() or [type(err).__name__])[0][:200]
+        return (f"dataset.hf_path: {dataset['hf_path']} cannot be read here ({type(err).__name__}: {first}); a run "
+                "outside a rehearsal reads its data as the spec names it: make it readable (its cache, or "
+                "HF_HUB_OFFLINE unset), or name local files (dataset.path, eval.path); --rehearse runs on the "
+                "local stand-in")
+    return None

@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import warnings
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 EMBEDDED_API_KEY = "tml-local"
@@ -125,7 +126,7 @@ class ServiceTarget:
         """The Modal proxy headers for this target (the fork's with fork=True), from the environment; {} if none."""
         return {} if self.kind == "embedded" else _proxy_headers(fork)
 
-    def answer_problem(self, budget_s: float) -> str | None:
+    def answer_problem(self, budget_s: float, model: str | None = None) -> str | None:
         """One line when a remote service does not answer `get_server_capabilities` usably within `budget_s`
         (it hangs, answers something that is not a capability list, or drops the connection), else None.
         One plain request, no retries: checked before a run is claimed, so such a service leaves no run
@@ -155,6 +156,9 @@ class ServiceTarget:
         if not isinstance(models, list):
             return (f"{where} answered get_server_capabilities with something that is not a capability list "
                     f"(HTTP {response.status_code}, {len(response.content)} bytes): is it a Tinker service?")
+        served = [str(m.get("model_name")) for m in models if isinstance(m, dict) and m.get("model_name")]
+        if model is not None and model not in served:
+            return not_served(model, f"{where}", served)
         return None
 
 
@@ -225,6 +229,57 @@ def start_embedded_early(checkpoint_dir: str | None, exposure: str = "embedded")
     _EARLY[(checkpoint_dir, exposure)] = future
 
 
+def early_embedded_problem(checkpoint_dir: str | None, exposure: str, budget_s: float,
+                           progress: Callable[[float], None] | None = None, progress_every_s: float = 30.0) -> str | None:
+    """Wait, within `budget_s`, until the embedded backend `start_embedded_early` started answers; one line when it
+    does not, else None (also when none was started early). A start that outlasted the launcher's own start-up
+    timeout is tried again while the budget lasts (a loaded machine boots it slower than the launcher waits).
+    `progress(waited seconds)` is called every `progress_every_s` while waiting. Checked before a run is
+    claimed: a backend that does not start leaves nothing behind."""
+    key = (checkpoint_dir, exposure)
+    started = time.monotonic()
+    deadline, said, tries = started + budget_s, started, 1
+    while True:
+        future = _EARLY.get(key)
+        if future is None:
+            return None
+        try:
+            future.result(timeout=max(0.0, min(deadline, said + progress_every_s) - time.monotonic()))
+            return None
+        except TypeError:  # an exposure this backend does not have: the flow says so (ServiceConfigError)
+            if future.done():
+                return None
+        except Exception:  # noqa: BLE001 - reported as one line
+            pass
+        now = time.monotonic()
+        error = future.exception() if future.done() else None  # (the wait's own timeout is not the start's)
+        if future.done() and error is None:  # it answered just as the wait timed out
+            return None
+        if not future.done():  # still starting
+            if now < deadline:
+                if progress is not None and now - said >= progress_every_s - 0.5:
+                    said = now
+                    progress(now - started)
+                continue
+            reason = f"not answering after {budget_s:.0f} s"
+        elif start_again(error, now < deadline):
+            _EARLY.pop(key, None)
+            start_embedded_early(checkpoint_dir, exposure)
+            tries += 1
+            continue
+        else:
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+        return (f"the embedded backend did not start ({reason}; {tries} {'try' if tries == 1 else 'tries'} in "
+                f"{now - started:.0f} s): nothing was claimed; run the same command again (when the machine is less "
+                "busy)")
+
+
+def start_again(error: BaseException, budget_left: bool) -> bool:
+    """Whether an early start that failed with `error` is tried again: when the launcher gave up waiting
+    (TimeoutError: the machine boots it slower than the launcher waits) and the run's budget has not."""
+    return isinstance(error, TimeoutError) and budget_left
+
+
 def _taken_over(early: Future) -> Any:
     """The early-started server, or None when its start failed (e.g. it outlasted its start-up timeout
     while the machine was busiest): then the run starts one on demand, as it would have anyway."""
@@ -251,6 +306,23 @@ def _close_quietly(client: Any) -> None:
         client.close("success").result(timeout=CLOSE_ANSWER_SECONDS)
     except Exception:  # closing is best effort; the capabilities call already succeeded or raised
         pass
+
+
+# What the embedded backend serves (its contract, docs/ARCHITECTURE.md): these names, and a local directory
+# holding a checkpoint.
+EMBEDDED_MODELS = ("embedded/tiny-arith", "embedded/tiny-random")
+
+
+def not_served(model: str, where: str, served: list[str] | tuple[str, ...]) -> str:
+    """The one line refusing a run whose model the service does not serve: outside a rehearsal the run never
+    substitutes one (a substitute tests another hypothesis)."""
+    return (f"{where} does not serve {model} (it serves {', '.join(served) or 'nothing'}); outside a rehearsal a "
+            "run never substitutes another model: pass a --backend that serves it, or --rehearse to rehearse the "
+            "spec on the embedded model (the substitution then recorded as a deviation)")
+
+
+def embedded_serves(model: str) -> bool:
+    return model in EMBEDDED_MODELS or os.path.isdir(model)
 
 
 def closest_served_model(requested: str, served: list[str]) -> tuple[str, str | None]:

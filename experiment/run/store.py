@@ -133,6 +133,68 @@ def parse_json_record(path: Path, data: bytes, recovery: str) -> Any:
                             f"writes it atomically; {recovery}") from None
 
 
+EVENTS_FILE, TORN_EVENTS_FILE = "events.jsonl", "events.jsonl.torn"
+
+
+def read_events_file(path: Path) -> list[dict[str, Any]]:
+    """The events of an events.jsonl file. A last line with no newline that does not parse is what a kill -9
+    during an append leaves (a torn write): it is no event and is skipped. Any other line that does not parse
+    is damage from outside the store: CorruptRecord, one line naming the file and the line."""
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: b"" unless the last append was torn
+    events = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            events.append(_event_line(path, number, line))
+    if tail.strip():
+        try:
+            events.append(_event_line(path, len(lines) + 1, tail))  # complete, only its newline missing
+        except CorruptRecord:
+            pass
+    return events
+
+
+def _event_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        event = None
+    if not isinstance(event, dict):
+        raise CorruptRecord(f"{path} line {number} is not a JSON event: damaged outside the store, which only "
+                            "appends whole lines")
+    return event
+
+
+def mend_torn_events(run_dir: Path) -> bool:
+    """End events.jsonl on a whole line before anything is appended to it again: a torn last line (no newline:
+    a kill -9 during an append) is moved to events.jsonl.torn, kept there, and cut from the log (a complete last
+    line only gets its newline). Call only while holding the run. True when the file was changed."""
+    path = Path(run_dir) / EVENTS_FILE
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return False
+    if not data or data.endswith(b"\n"):
+        return False
+    tail = data[data.rfind(b"\n") + 1:]
+    try:
+        complete = isinstance(json.loads(tail), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        complete = False
+    if complete:
+        with open(path, "ab") as handle:
+            handle.write(b"\n")
+        return True
+    with open(Path(run_dir) / TORN_EVENTS_FILE, "ab") as kept:
+        kept.write(tail + b"\n")
+    os.truncate(path, len(data) - len(tail))
+    logger.warning("%s ended in a torn line (%d bytes, no newline: a write cut short); it is kept in %s and the "
+                   "run goes on from the last whole event", path, len(tail), TORN_EVENTS_FILE)
+    return True
+
+
 def result_recovery(run_dir: Path) -> str:
     """How to recover a run whose result.json is damaged."""
     return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
@@ -164,6 +226,12 @@ def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
 
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def in_progress_message(run_id: str, holder: str) -> str:
+    """The one line a second invocation against a live run gets (`holder`: what run.lock says)."""
+    return (f"run {run_id} is in progress ({holder}); a second invocation never takes over a live run: "
+            f"wait for it to finish (re-running then returns its result), or stop it and re-run to resume")
 
 
 def run_lock_held(run_dir: Path) -> bool:
@@ -202,6 +270,33 @@ def storage_failure(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in STORAGE_ERRNOS
 
 
+RUN_KINDS = {  # what became of a run, as flows.runs shows and filters it
+    "decided": "reached a verdict",
+    "gate_failed": "a gate failed; the record says which and the next diagnostic",
+    "capacity_blocked": "the service refused capacity past the contract's limits; resumable: run the same command again",
+    "interrupted": "stopped by a signal or a crash before its verdict; resumable: run the same command again",
+    "running": "in progress",
+    "unreadable": "its result.json cannot be read: python -m flows.runs recover RUN_ID",
+}
+RESUMABLE_KINDS = ("capacity_blocked", "interrupted")
+
+
+def run_kind(result: dict[str, Any]) -> str:
+    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record."""
+    status = result.get("status")
+    if status == "running":
+        return "running"
+    if result.get("capacity_block"):
+        return "capacity_blocked"
+    if result.get("interruption"):
+        return "interrupted"
+    if status == "succeeded":
+        return "decided"
+    if status == "failed":
+        return "gate_failed"
+    return "unreadable"
+
+
 def run_finished(result: dict[str, Any]) -> bool:
     """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work)."""
     return (result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
@@ -222,7 +317,8 @@ def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 class RunIndex:
     """runs/index.parquet: one row per run, safe when several runs update it at once."""
 
-    COLUMNS = ["run_id", "spec_title", "spec_sha256", "status", "verdict", "effect", "started", "finished"]
+    COLUMNS = ["run_id", "spec_title", "spec_sha256", "status", "verdict", "effect", "started", "finished",
+               "spec", "scale", "kind"]
 
     def __init__(self, runs_dir: Path):
         self.path = Path(runs_dir) / "index.parquet"
@@ -253,8 +349,12 @@ class RunIndex:
             except OSError:  # a read-only runs dir: rebuilt for this reader only
                 return self._rebuild(str(err), save=False)
 
-    def _read_file(self) -> pd.DataFrame:
+    def _read_file(self, ignoring: str | None = None) -> pd.DataFrame:
+        """The index file; _UnreadableIndex when it cannot be read, or is missing while run directories (other
+        than `ignoring`, the run being added) exist."""
         if not self.path.exists():
+            if self._run_dirs_exist(ignoring):  # deleted (by hand, a cleanup): the runs are still there
+                raise _UnreadableIndex("missing")
             return pd.DataFrame(columns=self.COLUMNS)
         try:
             frame = pd.read_parquet(self.path)
@@ -265,6 +365,14 @@ class RunIndex:
             raise _UnreadableIndex(f"no column {missing[0]}")
         return frame
 
+    def _run_dirs_exist(self, ignoring: str | None = None) -> bool:
+        """Whether the runs dir holds a run directory (one with a run.json) the index would list."""
+        try:
+            return any(entry.name != ignoring and entry.is_dir() and (entry / "run.json").is_file()
+                       for entry in self.path.parent.iterdir())
+        except OSError:
+            return False
+
     def _rebuild(self, why: str, save: bool) -> pd.DataFrame:
         rows = [row for row in (_index_row_from(run_dir) for run_dir in sorted(self.path.parent.iterdir())
                                 if run_dir.is_dir()) if row is not None]
@@ -274,14 +382,15 @@ class RunIndex:
             with suppress(OSError):
                 _write_parquet_atomic(frame, self.path)
                 saved = True
-        logger.warning("%s was unreadable (%s); %s it from %d run directories (it is derived from them)",
-                       self.path, why, "rebuilt" if saved else "read", len(rows))
+        logger.warning("%s was %s; %s it from %d run directories (it is derived from them)",
+                       self.path, "missing" if why == "missing" else f"unreadable ({why})",
+                       "rebuilt" if saved else "read", len(rows))
         return frame
 
     def upsert(self, row: dict[str, Any]) -> None:
         with self._locked():
             try:
-                frame = self._read_file()
+                frame = self._read_file(ignoring=row["run_id"])
             except _UnreadableIndex as err:
                 frame = self._rebuild(str(err), save=False)
             frame = frame[frame["run_id"] != row["run_id"]]
@@ -295,7 +404,8 @@ class _UnreadableIndex(Exception):
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id"):
+    for column in ("verdict", "finished", "status", "spec_title", "spec_sha256", "started", "run_id", "spec", "scale",
+                   "kind"):
         frame[column] = frame[column].astype("string")
     frame["effect"] = frame["effect"].astype("float64")
     return frame
@@ -320,16 +430,54 @@ def _index_row_from(run_dir: Path) -> dict[str, Any] | None:
     return {"run_id": meta.get("run_id", run_dir.name), "spec_title": meta.get("spec_title"),
             "spec_sha256": meta.get("spec_sha256"), "started": meta.get("started"), "status": status,
             "verdict": result.get("verdict"), "finished": finished,
-            "effect": float(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else None}
+            "effect": float(effect) if isinstance(effect, (int, float)) and not isinstance(effect, bool) else None,
+            "spec": meta.get("spec"), "scale": meta.get("scale"), "kind": run_kind(result)}
+
+
+class RunDirectoryGone(StoreError):
+    """The run's directory was deleted while the run was in progress (str(): one line)."""
+
+
+# Run dir (resolved) -> what to do, at once, when a write finds that directory deleted (when_directory_gone)
+_GONE_HANDLERS: dict[Path, Any] = {}
+
+
+def when_directory_gone(run_dir: Path, handler: Any) -> None:
+    """Call `handler(RunDirectoryGone)` from the store, before anything else happens, when a store write of
+    `run_dir` finds the directory deleted (None: no longer). The CLI ends the run there with one line: left to
+    the flow, each layer the error crossed printed a traceback (four of them), and the index kept a "running" row."""
+    key = Path(run_dir).resolve()
+    if handler is None:
+        _GONE_HANDLERS.pop(key, None)
+    else:
+        _GONE_HANDLERS[key] = handler
+
+
+def _gone_told(method):
+    """A read of the run's files that finds its directory deleted raises RunDirectoryGone (after its handler)."""
+
+    @wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except FileNotFoundError:
+            if self.run_dir.is_dir():
+                raise
+            raise self._directory_gone() from None
+
+    return read
 
 
 def _serialized(method):
-    """Store writes are read-modify-write; arms training in threads share one store."""
+    """Store writes are read-modify-write; arms training in threads share one store. A write that finds the run's
+    directory deleted raises RunDirectoryGone (after its handler, when_directory_gone)."""
+
+    told = _gone_told(method)
 
     @wraps(method)
     def locked(self, *args, **kwargs):
         with self._lock:
-            return method(self, *args, **kwargs)
+            return told(self, *args, **kwargs)
 
     return locked
 
@@ -371,6 +519,7 @@ class RunStore:
             handle = self._lock_file()
             _HELD[key] = [handle, 1]
             self._run_lock = handle
+        mend_torn_events(self.run_dir)  # the run is this process's now: its appends start on a whole line
 
     def _lock_file(self) -> Any:
         handle = open(self.run_dir / RUN_LOCK_FILE, "a+")
@@ -380,10 +529,7 @@ class RunStore:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
-            raise RunInProgress(
-                f"run {self.run_id} is in progress ({holder}); a second invocation never takes over a live run: "
-                f"wait for it to finish (re-running then returns its result), or stop it and re-run to resume"
-            ) from None
+            raise RunInProgress(in_progress_message(self.run_id, holder)) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {utc_now()}\n")
@@ -439,6 +585,10 @@ class RunStore:
         with open(locks / f"{plan.spec_sha256}.lock", "a+") as spec_lock:
             fcntl.flock(spec_lock, fcntl.LOCK_EX)
             try:
+                held = None if fresh else cls._held_here(runs_dir, plan.spec_sha256)
+                if held is not None:  # this process claimed it (the CLI, before its flow): that run, not the newest
+                    held.acquire()
+                    return held, "resumed"
                 latest = None if fresh else cls.latest(runs_dir, plan.spec_sha256)
                 if latest is not None and exposure is not None and latest.recorded_exposure() not in (None, exposure):
                     latest = None
@@ -452,6 +602,21 @@ class RunStore:
                 fcntl.flock(spec_lock, fcntl.LOCK_UN)
 
     @classmethod
+    def _held_here(cls, runs_dir: Path, spec_sha256: str) -> RunStore | None:
+        """The run of this spec in `runs_dir` that this process holds, if any. Two `--fresh` runs of one spec
+        side by side each claim their own new run; each one's flow must go on with that run, not with the
+        newest of the spec (which may be the other process's, and refused as in progress)."""
+        where = runs_dir.resolve()
+        with _HELD_GUARD:
+            held = [key for key in _HELD if key.parent == where]
+        for run_dir in held:
+            store = cls(run_dir)
+            with suppress(OSError, ValueError):
+                if store.run_meta().get("spec_sha256") == spec_sha256:
+                    return store
+        return None
+
+    @classmethod
     def finished_run(cls, runs_dir: str | Path | None, spec_sha256: str, exposure: str | None = None) -> RunStore | None:
         """The newest run of this spec when it finished (under `exposure`), read without taking any lock or
         writing anything: a finished run is answered before any precondition of a new run is checked."""
@@ -459,6 +624,22 @@ class RunStore:
         if latest is None or (exposure is not None and latest.recorded_exposure() not in (None, exposure)):
             return None
         return latest if run_finished(latest.read_result()) else None
+
+    @classmethod
+    def in_progress_refusal(cls, runs_dir: str | Path | None, spec_sha256: str, exposure: str | None = None) -> str | None:
+        """The line `claim` would refuse with (RunInProgress) when the newest run of this spec is unfinished and a
+        live process holds it, else None; read without taking any lock or writing anything, so that a run refused
+        anyway starts no server first. (`claim` decides under its lock; this only spares the wait.)"""
+        latest = cls.latest(runs_dir, spec_sha256)
+        if latest is None or (exposure is not None and latest.recorded_exposure() not in (None, exposure)):
+            return None
+        if run_finished(latest.read_result()) or not run_lock_held(latest.run_dir):
+            return None
+        try:
+            holder = (latest.run_dir / RUN_LOCK_FILE).read_text().strip()
+        except OSError:
+            holder = ""
+        return in_progress_message(latest.run_id, holder or "another process")
 
     def settle_unfinished(self, plan: ExecutionPlan, reason: str) -> bool:
         """Mark a run still `running` as stopped (`reason`: a signal, a crash) so that no record is left
@@ -496,8 +677,10 @@ class RunStore:
         store = cls(run_dir)
         store.acquire()  # before the index lists the run, so no other process can see it unlocked
         try:
+            rehearsal = spec.source.rehearsal
             run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256,
-                        "started": utc_now()}
+                        "started": utc_now(), "spec": Path(str(plan.spec_path)).name, "spec_path": str(plan.spec_path),
+                        "scale": rehearsal.get("scale", "standard") if rehearsal else "as-written"}
             _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
             _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
             (run_dir / "events.jsonl").touch()
@@ -512,14 +695,27 @@ class RunStore:
 
     def _discard_new_run(self) -> None:
         """Remove a run that `create` could not finish making: its index row, its directory, its lock."""
+        self.forget_index_row()
+        self.release()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _directory_gone(self) -> RunDirectoryGone:
+        """RunDirectoryGone for this run, after its handler (when_directory_gone) was told."""
+        gone = RunDirectoryGone(f"run {self.run_id}: its directory {self.run_dir} was deleted while the run was in "
+                                "progress")
+        handler = _GONE_HANDLERS.get(self.run_dir.resolve())
+        if handler is not None:
+            handler(gone)
+        return gone
+
+    def forget_index_row(self) -> None:
+        """Remove this run's row from the index (a run whose directory is gone, or was never finished making)."""
         with suppress(Exception):
             with self.index._locked():
-                frame = self.index._read_file()
+                frame = self.index._read_file(ignoring=self.run_id)
                 if self.run_id in set(frame["run_id"]):
                     _write_parquet_atomic(_typed(frame[frame["run_id"] != self.run_id]), self.index.path)
         _INDEXED_ROW.pop(self.run_dir.resolve(), None)
-        self.release()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def passed_gates(self) -> dict[str, dict[str, Any]]:
         """gate -> the state it handed downstream, for every gate that passed (or did not apply)."""
@@ -539,6 +735,7 @@ class RunStore:
             raise StoreError(f"{run_dir} is not a run directory (no result.json)")
         return cls(run_dir)
 
+    @_gone_told
     def run_meta(self) -> dict[str, Any]:
         """run id, spec title and hash, start time (run.json)."""
         if self._meta is None:
@@ -547,6 +744,7 @@ class RunStore:
 
     # ---- RESULT ----
 
+    @_gone_told
     def read_result(self) -> dict[str, Any]:
         """RESULT as result.json holds it; CorruptRecord (one line: the file, how to recover) if it does not parse."""
         path = self.run_dir / "result.json"
@@ -588,12 +786,13 @@ class RunStore:
         _write_atomic(self.run_dir / "result.json", data)
         with suppress(_NotPlainJson):
             self._written = (data, _json_copy(result))
-        row, key = (result.get("status"), result.get("verdict"), result.get("effect")), self.run_dir.resolve()
+        row = (result.get("status"), result.get("verdict"), result.get("effect"), run_kind(result))
+        key = self.run_dir.resolve()
         if _INDEXED_ROW.get(key) == row:
             return
         finished = utc_now() if row[0] in FINISHED_STATUSES else None
         self.index.upsert({**self.run_meta(), "status": row[0], "verdict": row[1], "effect": row[2],
-                           "finished": finished})
+                           "finished": finished, "kind": row[3]})
         _INDEXED_ROW[key] = row
 
     # ---- events and tables ----
@@ -612,9 +811,9 @@ class RunStore:
             row[key] = json.dumps(row.get(key), default=str, sort_keys=True)
         self.append_rows("gates", [row])
 
+    @_gone_told
     def read_events(self) -> list[dict[str, Any]]:
-        lines = (self.run_dir / "events.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_events_file(self.run_dir / EVENTS_FILE)
 
     @_serialized
     def write_table(self, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -627,6 +826,7 @@ class RunStore:
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> Path:
         return self.write_table(name, self.read_table(name) + rows)
 
+    @_gone_told
     def read_table(self, name: str) -> list[dict[str, Any]]:
         path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
         return pd.read_parquet(path).to_dict("records") if path.exists() else []
@@ -690,6 +890,7 @@ class RunStore:
             self._write_result(result)
         self.append_event("checkpoint", **entry)
 
+    @_gone_told
     def read_manifest(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
 
@@ -715,7 +916,7 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
     """RESULT rebuilt from the run's events.jsonl (the initial RESULT in `run_created`, every update's values,
     each evidence file added and checkpoint listed) and its evidence/ files, for a result.json that was
     damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    events = read_events_file(run_dir / EVENTS_FILE)
     if not events or "result" not in events[0]:
         raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
                             "they were recorded); restore result.json from a copy")
@@ -743,6 +944,17 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
             if entry not in checkpoints:
                 checkpoints.append(entry)
     return result
+
+
+def intact_result(run_dir: Path) -> dict[str, Any] | None:
+    """RESULT when the run's result.json is readable as a RESULT (a JSON object), else None: a damaged or missing
+    file, which `recover_result` rebuilds. An intact file is never rebuilt (nothing would be gained, and the copy
+    kept as damaged would be a second RESULT of the run)."""
+    try:
+        result = json.loads((Path(run_dir) / "result.json").read_bytes())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return result if isinstance(result, dict) else None
 
 
 def recover_result(run_dir: Path) -> dict[str, Any]:

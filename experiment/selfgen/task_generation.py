@@ -5,12 +5,18 @@ Spec selfgen_tasks_vs_gsm8k, "Generation (custom, client-side)":
   - each completion is parsed into problem text and a `solve()` function; solve() runs in the
     sandbox (experiment/selfgen/sandbox.py) and its integer return value is the label;
   - filters, in the spec's order (the first that fails decides the disposition):
-      1. parse and execution succeed          (parse failure: rejected; sandbox failure: execution_error)
+      1. parse and execution succeed          (no solve() to run, or a sandbox failure: execution_error; where
+                                              no problem text could be parsed, the raw text is the prompt, since
+                                              every candidate row has one, GA-3)
       2. the problem text does not contain the answer
       3. the problem is min_words..max_words words long
       4. no normalized exact match with any evaluation question
       5. the base model solves it from text alone in keep_band of filter_samples samples at the
          spec's max_tokens (the cookbook math env, the same env and reward as training);
+    and, before filter 5 (this pipeline's own, issue 45): the generator's label check
+    (experiment/selfgen/text_label_check.py) holds solve() against the text it claims to solve (the asked
+    object is one the text counts, the program's numbers are the text's, its arithmetic adds like objects,
+    the label is a whole number), so ill-posed texts are rejected before training ("label check: ...");
   - the first n_accept accepted candidates, in generation order, form the training set.
 A batch's candidates are screened (filters 1-4) one after another in a worker thread while filter 5's
 rollouts of the survivors screened so far are sampled, so the service is not idle through the sandbox;
@@ -34,7 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
-from experiment.contract.spec import Spec, SpecError
+from experiment.contract.generation import (  # noqa: F401 (re-exported)
+    LABEL_CHECKED_GENERATORS, GenerationSettings, generation_settings,
+)
+from experiment.selfgen import text_label_check
+from experiment.stats.generation_audit import (  # noqa: F401 (re-exported)
+    ACCEPTED, DISPOSITIONS, EXECUTION_ERROR, REJECTED, normalize_prompt,
+)
 
 if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) load no SDK and no torch
     import tinker
@@ -42,131 +54,9 @@ if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) 
     from experiment.rl.loop import RLArmSettings
     from experiment.selfgen.sandbox import Sandbox
 
-ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
-DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)
 ITEM_ID_FORMAT = "selfgen-{index:06d}"
 MAX_KEPT_COMPLETION_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class GenerationSettings:
-    """Everything generation, filtering and the audit's re-solve need, from the spec."""
-
-    instruction: str
-    generator_model: str  # base model name the generator runs on
-    generator_path: str | None  # a tinker:// sampler checkpoint (a trained generator), else None
-    solver_model: str
-    solver_path: str | None
-    n_accept: int
-    filter_samples: int
-    keep_band: tuple[int, int]
-    min_words: int
-    max_words: int
-    filter_max_tokens: int
-    generation_max_tokens: int
-    solver_max_tokens: int
-    temperature: float
-    sandbox_timeout_s: float
-    max_candidates: int
-    batch_size: int = 16
-    seed: int = 0
-    audit_seed: int = 0
-    max_audit_rounds: int = 3
-    source: str = ""
-
-    @property
-    def generator_id(self) -> str:
-        return self.generator_path or self.generator_model
-
-    @property
-    def solver_id(self) -> str:
-        return self.solver_path or self.solver_model
-
-
-def generation_settings(spec: Spec) -> GenerationSettings:
-    """A structured `generation` block when the spec has one, else the spec's prose (method).
-
-    A number the spec does not state is an error, never a silent default (except batching,
-    seeds and the audit round cap, which are this pipeline's own)."""
-    raw = spec.to_dict()
-    block = raw.get("generation")
-    if isinstance(block, dict):
-        return _settings_from_block(block)
-    return _settings_from_prose(raw)
-
-
-def _settings_from_block(block: dict[str, Any]) -> GenerationSettings:
-    required = ("instruction", "generator_model", "solver_model", "n_accept", "filter_samples", "keep_band",
-                "words", "filter_max_tokens", "sandbox_timeout_s", "max_candidates")
-    missing = [key for key in required if key not in block]
-    if missing:
-        raise SpecError("generation", f"lacks {', '.join(missing)}")
-    low, high = block["keep_band"]
-    min_words, max_words = block["words"]
-    return GenerationSettings(
-        instruction=str(block["instruction"]),
-        generator_model=str(block["generator_model"]),
-        generator_path=block.get("generator_path"),
-        solver_model=str(block["solver_model"]),
-        solver_path=block.get("solver_path"),
-        n_accept=int(block["n_accept"]),
-        filter_samples=int(block["filter_samples"]),
-        keep_band=(int(low), int(high)),
-        min_words=int(min_words),
-        max_words=int(max_words),
-        filter_max_tokens=int(block["filter_max_tokens"]),
-        generation_max_tokens=int(block.get("generation_max_tokens", block["filter_max_tokens"])),
-        solver_max_tokens=int(block.get("solver_max_tokens", block["filter_max_tokens"])),
-        temperature=float(block.get("temperature", 1.0)),
-        sandbox_timeout_s=float(block["sandbox_timeout_s"]),
-        max_candidates=int(block["max_candidates"]),
-        batch_size=int(block.get("batch_size", 16)),
-        seed=int(block.get("seed", 0)),
-        audit_seed=int(block.get("audit_seed", 0)),
-        max_audit_rounds=int(block.get("max_audit_rounds", 3)),
-        source="spec.generation",
-    )
-
-
-_PROSE_PATTERNS = {
-    "instruction": r"one fixed instruction:\s*'([^']+)'",
-    "generator": r"Frozen base ([\w./-]+?),? through the sampling client",
-    "temperature": r"sampling client at T=(\d+(?:\.\d+)?)",
-    "timeout": r"sandbox with a (\d+(?:\.\d+)?) ?s timeout",
-    "words": r"(\d+) to (\d+) words long",
-    "band": r"solves the problem from text alone in (\d+) to (\d+) of (\d+) samples at max_tokens=(\d+)",
-    "n_accept": r"first (\d+) accepted tasks",
-    "solver": r"re-solved blind from the problem text alone by ([\w./-]+?),",
-}
-
-
-def _settings_from_prose(raw: dict[str, Any]) -> GenerationSettings:
-    method = str(raw.get("method", ""))
-    found = {key: re.search(pattern, method) for key, pattern in _PROSE_PATTERNS.items()}
-    missing = [key for key, match in found.items() if match is None]
-    if missing:
-        raise SpecError("method", f"the generation design does not state: {', '.join(missing)}")
-    n_accept = int(found["n_accept"].group(1))
-    max_tokens = int(found["band"].group(4))
-    return GenerationSettings(
-        instruction=found["instruction"].group(1),
-        generator_model=found["generator"].group(1),
-        generator_path=None,
-        solver_model=found["solver"].group(1),
-        solver_path=None,
-        n_accept=n_accept,
-        filter_samples=int(found["band"].group(3)),
-        keep_band=(int(found["band"].group(1)), int(found["band"].group(2))),
-        min_words=int(found["words"].group(1)),
-        max_words=int(found["words"].group(2)),
-        filter_max_tokens=max_tokens,
-        generation_max_tokens=max_tokens,
-        solver_max_tokens=max_tokens,
-        temperature=float(found["temperature"].group(1)),
-        sandbox_timeout_s=float(found["timeout"].group(1)),
-        max_candidates=20 * n_accept,  # a hard stop of this pipeline, recorded with the counts
-        source="spec prose (method)",
-    )
+LABEL_CHECK = "label check"  # the rejection reason's prefix of the generator's own well-posedness filter
 
 
 # ---- parsing ----
@@ -206,11 +96,6 @@ def parse_completion(text: str) -> ParsedCompletion:
 
 def word_count(text: str) -> int:
     return len(text.split())
-
-
-def normalize_prompt(text: str) -> str:
-    """NFKC, casefold, whitespace runs collapsed to one space (the GA-8 overlap rule)."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def contains_answer(problem: str, answer: int) -> bool:
@@ -371,18 +256,19 @@ class TaskGenerator:
         return texts
 
     def _screen(self, index: int, completion: str) -> dict[str, Any]:
-        """Filters 1-4 (everything but the base-model solve rate); disposition None = survived."""
+        """Filters 1-4 and the label check (everything but the base-model solve rate); disposition None = survived."""
         parsed = parse_completion(completion)
         row: dict[str, Any] = {
-            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index, "prompt": parsed.problem,
+            "item_id": ITEM_ID_FORMAT.format(index=index), "index": index,
+            "prompt": parsed.problem or completion[:MAX_KEPT_COMPLETION_CHARS],
             "answer": None, "disposition": None, "code": parsed.code, "error": None,
             # the raw text only where parsing failed (prompt + code carry it otherwise; keeps the file small)
             "completion": completion[:MAX_KEPT_COMPLETION_CHARS] if parsed.error else None,
             "word_count": word_count(parsed.problem) if parsed.problem else 0, "base_solved": None,
             "execution_seconds": None,
         }
-        if parsed.error:
-            row.update(disposition=REJECTED, error=f"filter 1: {parsed.error}")
+        if parsed.error:  # no program to run: its execution failed (GA-3 asks an answer of every other candidate)
+            row.update(disposition=EXECUTION_ERROR, error=f"filter 1: {parsed.error}")
             return row
         result = self.sandbox.run(parsed.code)
         self.measurements.execution_seconds += result.seconds
@@ -399,6 +285,10 @@ class TaskGenerator:
         elif normalize_prompt(parsed.problem) in self.evaluation_prompts:
             match = self.evaluation_prompts[normalize_prompt(parsed.problem)]
             row.update(disposition=REJECTED, error=f"filter 4: normalized exact match with evaluation item {match}")
+        elif self.settings.label_checked and (unclear := text_label_check.problems(parsed.problem, parsed.code,
+                                                                                  result.value)):
+            row.update(disposition=REJECTED, error=f"{LABEL_CHECK}: the problem text does not determine the label: "
+                                                   f"{'; '.join(unclear)}")
         return row
 
 

@@ -37,7 +37,7 @@ from tinker import types
 
 from experiment.run.capacity import is_capacity_refusal
 from experiment.run.clients import ClientSession
-from experiment.sft.readback import HOW_TO_EXPOSE
+from experiment.contract.readback import HOW_TO_EXPOSE
 from experiment.sft.loop import optim_params
 
 WARMUP_STEPS = 2

@@ -102,8 +102,46 @@ def _finite_number(value, what: str) -> float:
     return float(value)
 
 
+# The contract's decision compares arms on paired items: "the server recomputes paired effects" of "fixed
+# checkpoint items" (contract-source §7 and the specs' estimands, "paired difference"), with the per-item statistic
+# sum_arm w_arm * value_arm(item) and its range sum |w| * (hi - lo) (exchange-contract §7). A criterion's weights are
+# therefore a contrast of the arms: finite numbers, not all zero, summing to zero (treatment 1, baseline -1;
+# rl_selfgen 1, rl_gsm8k -0.5, base -0.5). Any other vector is one the contract does not define.
+CONTRAST_REASON = ("the contract's decision is a paired effect between arms: the per-item statistic sum w*value, "
+                   "with range sum|w|*(hi-lo), needs weights that form a contrast (finite, not all zero, summing to "
+                   "0, e.g. treatment 1, baseline -1)")
+
+
+def zero_range_problem(weights) -> str | None:
+    """Why these weights give no interval at all (none, a weight that is no finite number, or every weight zero:
+    the statistic is 0 on every item and its range sum|w|*(hi-lo) is 0, so any negative margin would 'pass'),
+    or None. Every decision computed here refuses them."""
+    if not isinstance(weights, dict) or not weights:
+        return f"weights {weights!r} name no arm; {CONTRAST_REASON}"
+    for key, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            return f"weight {key!r} is {weight!r}, not a finite number; {CONTRAST_REASON}"
+    if all(weight == 0 for weight in weights.values()):
+        return (f"every weight is 0 ({weights!r}): the statistic is 0 on every item and its range is 0, so the "
+                f"criterion compares nothing; {CONTRAST_REASON}")
+    return None
+
+
+def weights_problem(weights) -> str | None:
+    """Why a criterion's weights are not a contrast the contract defines (zero_range_problem, or weights that do
+    not sum to 0: they would measure the arms' level, not their paired difference), or None. Spec intake and
+    `python -m flows.decide` refuse them."""
+    problem = zero_range_problem(weights)
+    if problem is None and not math.isclose(sum(weights.values()), 0.0, abs_tol=1e-9 * sum(map(abs, weights.values()))):
+        problem = f"weights {weights!r} sum to {sum(weights.values())!r}, not 0; {CONTRAST_REASON}"
+    return problem
+
+
 def _arm_weights(weights: dict, role_to_arm: dict | None, criterion_id: str) -> tuple[dict, dict]:
     """Weights keyed by arm name, and the role -> arm pairs that were used."""
+    problem = zero_range_problem(weights)
+    if problem is not None:
+        raise DecisionError(f"criterion {criterion_id}: {problem}")
     arm_weights: dict[str, float] = {}
     used_roles: dict[str, str] = {}
     for key, weight in weights.items():
@@ -132,6 +170,10 @@ def paired_hoeffding(
     must be present.  Default: the seeds that occur in the observations.
     ``item_ids``: the evaluated items; default: every item that occurs for the
     criterion's metric (in any arm).  Observations of arms no criterion weights are ignored.
+
+    Long because: the contract's decision is one computation, per criterion from observations to paired effects,
+    bounds, adjustment, seeds and verdict, in the order section 7 gives; the grader and flows.decide re-run it line by
+    line against that text.
     """
     alpha = _finite_number(alpha, "alpha")
     if not 0 < alpha < 1:
@@ -442,6 +484,9 @@ def best_lr_threshold(run_values: dict, run_arm: dict, run_lr: dict, criteria: l
     results = []
     for criterion in criteria:
         metric = criterion["metric"]
+        problem = zero_range_problem(criterion["weights"])
+        if problem is not None:
+            raise DecisionError(f"criterion {criterion.get('id')}: {problem}")
         effect = 0.0
         for arm, weight in criterion["weights"].items():
             if arm not in per_arm:

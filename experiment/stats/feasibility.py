@@ -12,6 +12,7 @@ waits the run has already met (a service that refused once may refuse again).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -272,3 +273,22 @@ def feasibility_record(
             "note": PROJECTION_NOTE,
         },
     }
+
+
+def budget_use(budget: dict[str, Any], started: str, finished: str) -> dict[str, Any] | None:
+    """RESULT.budget_use: the wall time from the run's start (run.json `started`) to its end against the spec's
+    wall budget, and a note when the run overran it (a projection that fit by a noisy measurement, or a budget
+    the run does not enforce: the record says so instead of leaving it to the reader). None without a budget."""
+    minutes = budget.get("max_wall_minutes") if isinstance(budget, dict) else None
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes <= 0:
+        return None
+    elapsed = (dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)).total_seconds()
+    budget_seconds = float(minutes) * 60
+    use = {"budget_wall_seconds": budget_seconds, "elapsed_wall_seconds": elapsed,
+           "within_budget": elapsed <= budget_seconds,
+           "measured": "wall time from the run's start (run.json started) to its end, any stop before a resume "
+                       "included"}
+    if elapsed > budget_seconds:
+        use["note"] = (f"the run overran its wall budget: {elapsed:.0f} s of a {budget_seconds:.0f} s budget "
+                       f"({elapsed / budget_seconds:.1f}x)")
+    return use

@@ -263,6 +263,7 @@ def test_capacity_block_is_requeued_and_the_requeued_run_completes(served_deploy
 
         first = _wait_for(lambda: finished(first_id), 240, "blocked run final state", log=serve_log)
         assert first["state"]["name"] == "CapacityBlocked", first["state"].get("message")
+        assert first["state"]["type"] == "FAILED"  # no decision: not a green Completed badge in the UI
         assert "re-queued as flow run" in first["state"]["message"]
 
         def requeued_run():

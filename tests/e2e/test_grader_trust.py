@@ -3,8 +3,9 @@
 
 - every tampering of tests/tampering.py leaves the grade green (a new finding: a category that
   passed fails, or a rule fires that did not);
-- hypothesis perturbs leaves of each record (tests/leaves.py): the grade leaves green unless the
-  leaf is on docs/ungraded-fields.md;
+- perturbed leaves of each record (tests/leaves.py, ranked_perturbations: chosen by the record's shape, never
+  drawn, so each run tries the same ones although the record is rebuilt) leave the grade green unless the leaf
+  is on docs/ungraded-fields.md;
 - every entry of that list still names a leaf of some record (no stale entries).
 
 `RX_WIRING_RECORDS=<dir>` with `<family>.json` records in it (built by the same command) reuses them.
@@ -66,9 +67,24 @@ def test_a_wiring_record_grades_as_predicted(wiring_records, family):
     assert not graded.problems, graded.problems
 
 
-@pytest.mark.parametrize("family", list(SPECS))
+# The ranked perturbations the grader misses (found once the draws became deterministic, issue 45); strict: each
+# fails here once the grader catches it or docs/ungraded-fields.md lists it with a reason.
+# - TriMuon: a setting the service reports beyond the requested ones (`lora_rank`) removed from the update check's
+#   actual_config (the parent grader misses it too): REST-10 compares only the requested keys;
+# - GS1 and self-generated: RESULT.budget_use (added with the intake's budget check, issue 46) is neither graded nor
+#   listed: its `measured` sentence swapped for another string of the record leaves the grade green.
+KNOWN_GAPS = {
+    "trimuon": "remove evidence:restoration-update-check.json:dimuon_lite.optimizer_check_after_restore.actual_config."
+               "lora_rank leaves the grade green: REST-10 compares only the requested keys of actual_config",
+    "gs1": "swap budget_use.measured leaves the grade green: RESULT.budget_use is neither graded nor listed",
+    "selfgen": "swap budget_use.measured leaves the grade green: RESULT.budget_use is neither graded nor listed",
+}
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[f]))
+                                    if f in KNOWN_GAPS else f for f in SPECS])
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
-    L.assert_drawn_perturbations_caught(wiring_records[family], 60)
+    L.assert_ranked_perturbations_caught(wiring_records[family], 60)
 
 
 def test_every_ungraded_entry_names_a_leaf(wiring_records, graded_record):

@@ -82,10 +82,10 @@ def test_run_succeeds_with_a_verdict_and_every_record(finished_run):
 
 def test_validator_finds_no_problem(finished_run):
     """Nothing fails but what --plan predicts: the correctness pins come from the recorded revision, so
-    correctness is unverified, as the exchange grades it (CORR-6); the exit status is therefore 1."""
+    correctness is unverified, as the exchange grades it (CORR-6); the exit status is therefore 3 (amber)."""
     checked = run_cli("flows.validate", str(finished_run), "--json", timeout=120)
     graded = json.loads(checked.stdout)
-    assert checked.returncode == 1 and not graded["problems"], checked.stdout + checked.stderr
+    assert checked.returncode == 3 and graded["level"] == "amber" and not graded["problems"], checked.stdout + checked.stderr
     failing = {name: c for name, c in graded["categories"].items() if c["status"] not in ("verified", "not_applicable")}
     assert list(failing) == ["correctness"] and failing["correctness"]["status"] == "unverified", failing
     assert all(issue.startswith("CORR-6") for issue in failing["correctness"]["issues"]), failing

@@ -160,10 +160,10 @@ def test_evaluator_is_frozen_with_explicit_items(result):
 def test_validator_finds_no_problem_and_leaves_only_correctness_unverified(finished_run):
     """Nothing fails but what --plan predicts: the embedded backend's baseline check compares a file with
     itself (CORR-3, same code), and the correctness pins come from the recorded revision, so correctness is
-    unverified as the exchange grades it (CORR-6); the exit status is therefore 1."""
+    unverified as the exchange grades it (CORR-6); the exit status is therefore 3 (amber)."""
     checked = run_cli("flows.validate", str(finished_run), "--json", timeout=120)
     graded = json.loads(checked.stdout)
-    assert checked.returncode == 1 and graded["problems"] == [], checked.stdout + checked.stderr
+    assert checked.returncode == 3 and graded["level"] == "amber" and graded["problems"] == [], checked.stdout + checked.stderr
     correctness = graded["categories"].pop("correctness")
     issues = correctness["issues"]
     assert correctness["status"] == "unverified"

@@ -164,14 +164,17 @@ def test_a_backend_that_broke_mid_run_exits_2_with_one_line(capsys, monkeypatch)
 def test_a_capacity_block_exits_4_not_as_a_decision(capsys):  # State objects alone
     """A run stopped by a capacity block reached no decision. Its final state (the flow's, made by
     flows.requeue.capacity_blocked_state; tests/integration/test_quiet_logs.py runs a real blocked flow to it) is a
-    Completed one, which before was read as any completed run: exit 0, which the README reserves for a decision."""
-    from prefect.states import Completed
+    Failed one named CapacityBlocked (not green in the UI); an unnamed state of either kind is read as any other:
+    a completed one exits 0, which the README reserves for a decision, a failed one 3, a crash."""
+    from prefect.states import Completed, Failed
 
     from flows.requeue import RequeueDecision, capacity_blocked_state
 
     blocked = capacity_blocked_state(RuntimeError("capacity exhausted"), RequeueDecision(False, "not deployed", 0))
+    assert blocked.is_failed() and not blocked.is_completed()
     as_before = Completed(message=blocked.message)  # the attack: the branch every completed state took before
-    assert blocked.is_completed() and exit_code_for(as_before) == EXIT_DECISION
+    assert exit_code_for(as_before) == EXIT_DECISION
+    assert exit_code_for(Failed(message=blocked.message, data=RuntimeError("capacity exhausted"))) != 4
     capsys.readouterr()
     assert exit_code_for(blocked) == EXIT_CAPACITY_BLOCKED == 4
     err = capsys.readouterr().err.strip().splitlines()
@@ -226,10 +229,12 @@ def test_imports_made_while_prefect_boots_stop_when_it_is_up():
     from tinker.lib.public_interfaces.sampling_client import _load_tokenizer_from_model_info
 
     assert FLOW_IMPORTS[:2] == ("prefect.settings", "flows.experiment_flow")
-    tokenizer_module, *gates = IMPORTED_WHILE_PREFECT_BOOTS
+    (tokenizer_module,) = IMPORTED_WHILE_PREFECT_BOOTS
     assert FLOW_IMPORTS[2:] == IMPORTED_WHILE_PREFECT_BOOTS
     assert f"from {tokenizer_module} import AutoTokenizer" in inspect.getsource(_load_tokenizer_from_model_info)
-    assert gates == [f"experiment.gates.{gate}" for gate in GATE_ORDER]
+    import flows.experiment_flow  # noqa: F401 - the flow's module brings in every gate's steps (one gate table)
+
+    assert {f"experiment.{family}.steps.arm_training" for family in ("rl", "sft")} <= set(sys.modules)
 
 
 def test_with_a_prefect_server_up_nothing_is_left_to_import_after_the_claim(monkeypatch):
@@ -266,7 +271,7 @@ def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(m
         raise RunInProgress("a stand-in live run")
 
     monkeypatch.setattr(RunStore, "claim", claim)
-    assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+    assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     assert imported_at_claim == [True, True, 1]
     assert backends_started == [(embedded_checkpoint_dir(tmp_path / "runs"), "embedded")]
 
@@ -303,7 +308,7 @@ def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str,
                         lambda *args: stand_in_import.started.wait(timeout=60) and "backend unreachable (stand-in)")
     monkeypatch.setattr(run_cli, "stop_early_embedded", stand_in_import.released.set)
     try:
-        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+        assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
         stand_in_import.released.set()
         sys.modules.pop(stand_in, None)
@@ -365,7 +370,7 @@ def _settings_read_after_their_import(monkeypatch, tmp_path, stand_in: str) -> b
 
     monkeypatch.setattr(run_cli, "unreachable_prefect_server", prefect_server_check)
     try:
-        assert main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
+        assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
         settings.released.set()
         sys.modules.pop(stand_in, None)

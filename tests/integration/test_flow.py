@@ -52,20 +52,45 @@ def test_spec_intake_fails_when_the_service_serves_nothing(tmp_path, no_service_
     assert verdict.reasons == ["the service lists no served models"]
 
 
-def test_spec_intake_records_spec_plan_and_model_deviation(tmp_path, no_service_env):
+def test_spec_intake_never_substitutes_a_model_outside_a_rehearsal(tmp_path, no_service_env):
+    """Issue 46: the TriMuon spec (Qwen/Qwen3.5-4B) against a service serving 2B and 27B was run on the 2B model, with
+    a deviation, and recorded original_hypothesis_tested true. Outside a rehearsal the gate now fails and names the
+    model; the spec's evidence is still recorded."""
     with FakeTinkerService(["Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-27B"]) as fake:
         ctx = _context(tmp_path, TRIMUON_SPEC, backend=fake.base_url)
         verdict = run_gate("spec_intake", ctx)
-    assert verdict.status == "passed"
-    assert verdict.measured["served_model"] == "Qwen/Qwen3.5-2B"
+    assert verdict.status == "failed"
+    assert "does not serve Qwen/Qwen3.5-4B (it serves Qwen/Qwen3.5-2B, Qwen/Qwen3.5-27B)" in verdict.reasons[0]
+    assert "never substitutes" in verdict.reasons[0]
     result = ctx.store.read_result()
-    assert result["status"] == "running"
-    assert result["deviations"] == [
-        {"field": "model", "original": "Qwen/Qwen3.5-4B", "effective": "Qwen/Qwen3.5-2B", "reason": verdict.reasons[0]}
-    ]
+    assert result["deviations"] == [] and "served_model" not in verdict.measured
     names = {entry["name"]: entry["kind"] for entry in result["evidence"]["files"]}
     assert names == {"spec.json": "spec", "spec-revision.plan.json": "spec_revision", "execution-plan.json": "effective_config",
                      "code-revision.json": "code_revision", "pipeline-code.json": "script"}
+
+
+def test_spec_intake_fails_on_data_a_run_outside_a_rehearsal_cannot_read(tmp_path, no_service_env, monkeypatch):
+    """A deployment run (no CLI preconditions): the TriMuon spec's Hub dataset read offline stops the run at spec
+    intake, before any training call (before: a crash at preflight_probe, exit 3)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with FakeTinkerService(["Qwen/Qwen3.5-4B"]) as fake:
+        ctx = _context(tmp_path, TRIMUON_SPEC, backend=fake.base_url)
+        verdict = run_gate("spec_intake", ctx)
+    assert verdict.status == "failed"
+    assert verdict.reasons[0].startswith("dataset.hf_path: HuggingFaceH4/no_robots cannot be read here")
+
+
+def test_spec_intake_substitutes_a_model_only_in_a_rehearsal_and_as_a_deviation(tmp_path, no_service_env):
+    spec = load_spec(TRIMUON_SPEC, rehearse=True, rehearsal_scale="wiring")
+    plan = build_plan(spec)
+    with FakeTinkerService(["Qwen/Qwen3.5-2B"]) as fake:
+        ctx = RunContext(spec=spec, plan=plan, store=RunStore.create(tmp_path, spec, plan),
+                         service=ServiceTarget.from_backend(fake.base_url))
+        verdict = run_gate("spec_intake", ctx)
+    assert verdict.status == "passed" and verdict.measured["served_model"] == "Qwen/Qwen3.5-2B"
+    deviation = {"field": "model", "original": plan.base_model, "effective": "Qwen/Qwen3.5-2B",
+                 "reason": verdict.reasons[0]}
+    assert deviation in ctx.store.read_result()["deviations"]
 
 
 def test_flow_stops_at_the_first_failed_gate(tmp_path, prefect_harness, no_service_env):

@@ -343,7 +343,7 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
 
     secret = "rx-fake-secret-gate-5d1e77"
     monkeypatch.setenv("TINKER_API_KEY", secret)
-    ctx = _gate_context(tmp_path, _local_spec(tmp_path, n_accept=3, max_candidates=64, batch_size=32,
+    ctx = _gate_context(tmp_path, _local_spec(tmp_path, n_accept=3, max_candidates=192, batch_size=32,
                                               max_audit_rounds=3))
     try:
         client = ctx.service.service_client()

@@ -75,6 +75,7 @@ def test_a_capacity_block_logs_one_warning_line(tmp_path, prefect_harness, no_se
 
     state, records = _blocked_run(tmp_path, monkeypatch, "real")
     assert state.name == "CapacityBlocked", state.message
+    assert state.is_failed() and not state.is_completed()  # no decision: never a green Completed in the UI
     assert [record.levelname for record in records if record.levelno >= logging.ERROR] == []
     assert not any(record.exc_info or "Traceback" in record.getMessage() for record in records)
     warnings = [record.getMessage() for record in records if record.levelno == logging.WARNING]

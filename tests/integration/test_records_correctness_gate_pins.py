@@ -11,12 +11,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from embedded_tinker.launch import LOCAL_API_KEY
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, RunContext, run_gate
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import build_plan, draft_plan
 from experiment.run.service import ServiceTarget
-from experiment.contract.spec import load_spec
+from experiment.contract.spec import SpecError, load_spec
 from experiment.run.store import RunStore
 
 # the seed spec as written (its recorded revision file is not copied): both revisions UNRESOLVED
@@ -25,7 +27,9 @@ GS1 = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.
 
 def _run_until_correctness(spec_path: Path, runs_dir: Path, base_url: str) -> tuple[RunContext, object]:
     spec = load_spec(spec_path, rehearse=True)  # the embedded backend runs the rehearsal scale
-    plan = build_plan(spec)
+    # intake refuses UNRESOLVED pins before any spending (experiment/contract/before_spending.py); the gate's own
+    # stop, measured here on the plan without that check, stays as a second line for a plan that reaches it
+    plan = draft_plan(spec)
     # the session's embedded backend, reached by URL like any service (no server start per run)
     ctx = RunContext(spec=spec, plan=plan, store=RunStore.create(runs_dir, spec, plan),
                      service=ServiceTarget("remote", base_url))
@@ -49,6 +53,8 @@ def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revisio
     spec_path.parent.mkdir()
     shutil.copy(GS1, spec_path)
 
+    with pytest.raises(SpecError, match="UNRESOLVED and the spec has no revision file"):
+        build_plan(load_spec(spec_path, rehearse=True))
     ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-unresolved", embedded_server.base_url)
     assert verdict.gate == "correctness_preflight" and verdict.failed
     assert "UNRESOLVED" in verdict.reasons[0] and "unverified" in verdict.reasons[0]
@@ -65,6 +71,7 @@ def test_unresolved_revisions_stop_the_run_with_a_request_and_the_pinned_revisio
 
     spec_path.with_name(spec_path.name.removesuffix(".json") + ".plan.json").write_text(
         json.dumps(request["revision_file_fragment"]))
+    build_plan(load_spec(spec_path, rehearse=True))  # pinned: intake plans it
     ctx, verdict = _run_until_correctness(spec_path, tmp_path / "runs-pinned", embedded_server.base_url)
     assert verdict.gate == "correctness_preflight" and verdict.status == "passed", verdict.reasons
     record = ctx.store.read_result()["correctness_preflight"]

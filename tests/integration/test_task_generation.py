@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from experiment.contract.rehearsal import EMBEDDED_GENERATOR
+
 from experiment.run.data import TaskItem
 from experiment.contract.spec import load_spec
 from experiment.selfgen.task_generation import (
@@ -111,9 +113,9 @@ def sandbox():
     return Sandbox()
 
 
-def _screener(sandbox, evaluation=()) -> TaskGenerator:
+def _screener(sandbox, evaluation=(), **settings) -> TaskGenerator:
     """A generator used only for filters 1-4 (its samplers are never called by _screen)."""
-    return TaskGenerator(settings=_settings(), generator=None, filter_sampler=None, renderer=None,
+    return TaskGenerator(settings=_settings(**settings), generator=None, filter_sampler=None, renderer=None,
                          evaluation_prompts=evaluation_prompt_index(list(evaluation)), sandbox=sandbox,
                          filter_arm=None)
 
@@ -124,7 +126,7 @@ def test_filters_1_to_4_in_the_spec_order(sandbox):
     screen = _screener(sandbox, [held_out])._screen
     code = "\n\ndef solve():\n    return 37 + 45 + 12\n"
     cases = {
-        "unparsable": ("Tom has 3 apples.", REJECTED, "filter 1: parse"),
+        "unparsable": ("Tom has 3 apples.", EXECUTION_ERROR, "filter 1: parse"),
         "crashes": (PROBLEM + "\n\ndef solve():\n    return 1 // 0\n", EXECUTION_ERROR, "filter 1: exception"),
         "returns a float": (PROBLEM + "\n\ndef solve():\n    return 94.0\n", EXECUTION_ERROR, "filter 1: not_an_integer"),
         "loops": (PROBLEM + "\n\ndef solve():\n    while True:\n        pass\n", EXECUTION_ERROR, "filter 1: timeout"),
@@ -139,9 +141,40 @@ def test_filters_1_to_4_in_the_spec_order(sandbox):
         assert row["error"].startswith(error), (name, row["error"])
         assert row["item_id"] == f"selfgen-{index:06d}"
         assert row["completion"] == (completion if name == "unparsable" else None)
+        assert isinstance(row["prompt"], str) and row["prompt"]  # every candidate row has a prompt (GA-3)
     survivor = _screener(sandbox)._screen(9, PROBLEM + code)
     assert survivor["disposition"] is None and survivor["answer"] == "94" and survivor["error"] is None
     assert survivor["word_count"] == len(PROBLEM.split()) and survivor["code"] == code.strip("\n") + "\n"
+
+
+@needs_sandbox
+def test_the_label_check_rejects_an_ill_posed_text_before_filter_5(sandbox):
+    """The generator's own label check (issue 45): a text that does not determine its label ("7 apples in a crate
+    and 2 toy cars ... how many toy cars", labelled 9) is rejected at screening, before the solvability filter, where
+    the embedded generator writes the tasks (the family the check reads)."""
+    screen = _screener(sandbox, generator_model=EMBEDDED_GENERATOR)._screen
+    ill_posed = ("There are 7 apples in a crate and 2 toy cars on the table. How many toy cars are there altogether?"
+                 "\n\ndef solve():\n    return 7 + 2\n")
+    row = screen(0, ill_posed)
+    assert row["disposition"] == REJECTED and row["answer"] == "9" and row["base_solved"] is None
+    assert row["error"] == ("label check: the problem text does not determine the label: the program adds apple and "
+                            "car/toy")
+    well_posed = screen(1, ill_posed.replace("7 apples in a crate", "7 toy cars in a crate"))
+    assert well_posed["disposition"] is None and well_posed["error"] is None
+
+
+@needs_sandbox
+def test_a_specs_own_generator_keeps_the_specs_filters_and_no_other(sandbox):
+    """The label check reads the embedded family's sentence forms only (it rejects about 5% of sound GSM8K questions):
+    a spec's own generator (Qwen in the exchange's spec) is screened by the spec's filters alone, so the production
+    path adds no filter the spec does not name. The same ill-posed text passes screening there (the audit's
+    re-solve and the spec's solvability filter judge it)."""
+    assert not _settings(generator_model="Qwen/Qwen3.5-2B").label_checked
+    assert _settings(generator_model=EMBEDDED_GENERATOR).label_checked
+    ill_posed = ("There are 7 apples in a crate and 2 toy cars on the table. How many toy cars are there altogether?"
+                 "\n\ndef solve():\n    return 7 + 2\n")
+    row = _screener(sandbox, generator_model="Qwen/Qwen3.5-2B")._screen(0, ill_posed)
+    assert row["disposition"] is None and row["error"] is None and row["answer"] == "9"
 
 
 @needs_sandbox
@@ -316,5 +349,5 @@ def test_screening_beside_the_filter_records_what_screening_first_records(embedd
     screened = ("item_id", "index", "prompt", "answer", "code", "completion", "word_count")
     assert [[row[key] for key in screened] for row in generator.candidates] == [[row[key] for key in screened]
                                                                                for row in rows]
-    assert [row["disposition"] for row in generator.candidates][1] == REJECTED  # the unparsable one
+    assert [row["disposition"] for row in generator.candidates][1] == EXECUTION_ERROR  # the unparsable one
     assert generator.measurements.filter_rollouts == len(survivors) * settings.filter_samples

@@ -56,6 +56,9 @@ print(json.dumps({
     "ui_link": url_for("flow-run", obj_id=str(runs[0].id)),
     "server_module_imported": "prefect.server.api.server" in sys.modules,
     "server_pid": server.process.pid,
+    "server_home": server.home,
+    "server_database": [line.split("=", 1)[1] for line in open(f"/proc/{server.process.pid}/environ").read().split(chr(0))
+                        if line.startswith("PREFECT_API_DATABASE_CONNECTION_URL=")],
 }))
 """
 
@@ -82,3 +85,8 @@ def test_the_temporary_server_records_the_flow_runs_and_ends_with_the_process(tm
     with socket.socket() as probe:  # nothing listens on its port any more (SO_REUSEADDR: closed connections do not count)
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", report["port"]))
+    # its runs were in a database of its own (issue 47, O1): two runs side by side never share one, and the user's
+    # PREFECT_HOME holds none of them (a later `prefect server start` there shows none); gone with the server
+    assert report["server_database"] == [f"sqlite+aiosqlite:///{report['server_home']}/prefect.db"]
+    assert not (tmp_path / "prefect-home").exists() or not list((tmp_path / "prefect-home").glob("*.db*"))
+    assert not os.path.exists(report["server_home"])

@@ -18,20 +18,26 @@ import json
 
 import pytest
 from spec_variants import Variant, both, gs1_adaptive_two_treatments, set_feature, variant, weights, write_variant
+from records import (
+    ADAPTIVE_BASELINE as BASELINE,
+    ADAPTIVE_ITEMS as ITEMS,
+    adaptive_decide as _decide,
+    graded_decision as _decision,
+    adaptive_observations as _observations,
+    adaptive_record as _record,
+    refreeze_adaptive_selection as _refreeze,
+    adaptive_values as _values,
+)
 
 from experiment.contract.plan import build_plan
-from experiment.contract.result_models import evidence_file
 from experiment.contract.spec import load_spec
 from experiment.grading import decision as decision_module
 from experiment.grading import grade_record
 from experiment.grading.predict import predict_grades
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
-from experiment.stats.evaluation import evaluator_id
 
-ITEMS = [f"item-{i}" for i in range(12)]
 CANDIDATES = ("grpo_gs4", "gs1_kernel")
-BASELINE = "grpo_gs8"
 
 
 # ---------------------------------------------------------------- the split and the choice
@@ -50,22 +56,6 @@ def test_the_split_is_a_function_of_the_item_ids_alone_disjoint_and_covering():
         sel.split_items(["only-one"])
     with pytest.raises(d.DecisionError, match="repeat"):
         sel.split_items(["a", "a", "b"])
-
-
-def _values(split: sel.ItemSplit) -> dict[str, dict[str, float]]:
-    """gs1_kernel wins on the selection items, grpo_gs4 on the confirmation items; the baseline scores 0.5."""
-    values: dict[str, dict[str, float]] = {}
-    for item in ITEMS:
-        on_selection = item in split.selection_ids
-        values.setdefault("gs1_kernel", {})[item] = 1.0 if on_selection else 0.0
-        values.setdefault("grpo_gs4", {})[item] = 0.0 if on_selection else 1.0
-        values.setdefault(BASELINE, {})[item] = float(ITEMS.index(item) % 2)
-    return values
-
-
-def _observations(values, evaluator="e" * 64, seeds=(0,)) -> list[d.Observation]:
-    return [d.Observation(item, arm, seed, "accuracy", value, evaluator)
-            for arm, by_item in values.items() for item, value in by_item.items() for seed in seeds]
 
 
 CRITERION = {"id": "primary", "metric": "accuracy", "weights": {"treatment": 1, "baseline": -1}, "margin": -0.03,
@@ -113,63 +103,6 @@ def test_the_plan_shows_the_split_and_predicts_the_decision_verified(tmp_path):
 # ---------------------------------------------------------------- the graded record
 
 
-def _record(plan, rule: dict) -> dict:
-    """The decision, evaluation and evidence parts of a finished adaptive run, made as the decision step makes them."""
-    provenance = {"code_sha256": "a" * 64, "prompt_template": "{question}",
-                  "decoding": {"temperature": 0.0, "max_tokens": 16, "stop": ["<|im_end|>"]},
-                  "parser": "boxed integer", "items": {"ids": ITEMS}}
-    eid = evaluator_id(provenance)
-    split = sel.split_items(ITEMS)
-    values = _values(split)
-    files, scores = [], []
-    for arm, by_item in values.items():
-        rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": value, "prediction": "1",
-                 "reference": "1", "correct": bool(value), "evaluator_id": eid} for item, value in by_item.items()]
-        name = f"predictions-{arm}.jsonl"
-        files.append(evidence_file(name, "predictions", "".join(json.dumps(r) + "\n" for r in rows).encode()))
-        scores.append({"arm": arm, "metric": "accuracy", "value": sum(by_item.values()) / len(by_item),
-                       "evaluator_id": eid, "seed": 0, "predictions_ref": name})
-    every = _observations(values, eid)
-    selected, effects = sel.choose(every, rule["criteria"][0], "treatment", plan.selection["candidates"],
-                                   {"baseline": BASELINE}, [0], split.selection_ids)
-    record = sel.selection_record(split, eid, "treatment", plan.selection["candidates"], "primary", selected, effects)
-    files.append(evidence_file(sel.SELECTION_FILE_NAME, "metrics", sel.selection_file_bytes(record)))
-    selection = {**record, "file": {"name": sel.SELECTION_FILE_NAME, "sha256": files[-1]["sha256"]}}
-    compared = {selected, BASELINE}
-    observations = [o for o in every if o.arm in compared and o.item_id in split.confirmation_ids]
-    result = {"status": "succeeded", "evaluation": {"version": 1, "evaluators": {eid: provenance}, "scores": scores,
-                                                    "comparisons": [{"metric": "accuracy", "arms": list(values)}]},
-              "evidence": {"version": 1, "files": files}}
-    _decide(result, rule, observations, selection)
-    return result
-
-
-def _decide(result: dict, rule: dict, observations: list[d.Observation], selection: dict) -> None:
-    """(Re)write the observations file, the decision and the verdict fields from these observations."""
-    files = [f for f in result["evidence"]["files"] if f["name"] != d.OBSERVATIONS_FILE_NAME]
-    files.append(evidence_file(d.OBSERVATIONS_FILE_NAME, "metrics", d.observations_jsonl_bytes(observations)))
-    result["evidence"]["files"] = files
-    summary = d.decision_summary(rule, observations, "direction_confidence",
-                                 role_to_arm={"treatment": selection["selected"], "baseline": BASELINE})
-    result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, files[-1]["sha256"], selection=selection)
-    primary = summary["criteria"][0]
-    result.update(verdict=summary["verdict"], confidence=summary["confidence"], effect=primary["effect"],
-                  margin=primary["margin"], ci=[primary["lower"], primary["upper"]], seeds=1, grid_edge=False)
-
-
-def _refreeze(result: dict, edit) -> None:
-    """Edit decision.selection as a cheater would: digest, retained file and its sha256 made to match."""
-    selection = result["decision"]["selection"]
-    edit(selection)
-    body = {k: v for k, v in selection.items() if k not in ("file", "record_sha256")}
-    selection["record_sha256"] = sel.record_sha256(body)
-    frozen = {k: v for k, v in selection.items() if k != "file"}
-    entry = evidence_file(sel.SELECTION_FILE_NAME, "metrics", sel.selection_file_bytes(frozen))
-    result["evidence"]["files"] = [entry if f["name"] == sel.SELECTION_FILE_NAME else f
-                                   for f in result["evidence"]["files"]]
-    selection["file"]["sha256"] = entry["sha256"]
-
-
 @pytest.fixture
 def adaptive(tmp_path):
     """(the variant's spec path, its decision_rule, a finished adaptive record graded against it)."""
@@ -177,11 +110,6 @@ def adaptive(tmp_path):
     spec = load_spec(path)
     rule = spec.section("decision_rule")
     return path, rule, _record(build_plan(spec), rule)
-
-
-def _decision(result, spec_path):
-    graded = grade_record(copy.deepcopy(result), spec=spec_path, self_consistency=False).categories["decision"]
-    return graded.status, [issue.sentence() for issue in graded.issues]
 
 
 def _without_dec13(monkeypatch):

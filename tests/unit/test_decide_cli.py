@@ -106,3 +106,19 @@ def test_decision_and_advantage_modules_do_not_mention_prefect():
     for name in ("experiment/rl/advantages.py", "experiment/rl/gs1_reference.py", "experiment/stats/correctness.py",
                  "experiment/stats/decision.py", "experiment/stats/evaluation.py", "flows/decide.py"):
         assert "prefect" not in (ROOT / name).read_text().lower(), name
+
+
+def test_rows_for_arms_not_in_the_spec_exit_2_with_one_line(tmp_path, monkeypatch):
+    from flows import decide as decide_cli
+
+    rng = np.random.default_rng(2)
+    values = (rng.random(200) < 0.6).astype(float)
+    path = _write(tmp_path / "obs.jsonl", {"gs1_kernel": values, "grpo_gs8": values, "gs1_kernle": values})
+    with monkeypatch.context() as weak:  # attack first: without the check, the mistyped arm's rows are dropped
+        weak.setattr(decide_cli, "refuse_unknown_arms", lambda *args: None)
+        assert decide_cli.decide(GS1_SPEC, path)["observations_file"]["rows"] == 600
+    completed = _run(GS1_SPEC, path)
+    assert completed.returncode == 2 and completed.stdout == ""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr
+    assert "200 rows name arms the spec does not have ('gs1_kernle'" in lines[0]

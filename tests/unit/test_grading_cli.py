@@ -24,7 +24,7 @@ def cli(module: str, *args: str) -> subprocess.CompletedProcess:
                           timeout=300, check=False)
 
 
-def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
+def test_bare_result_json_grades_green_then_amber_when_a_category_is_unknown(graded_record, tmp_path):
     result, _ = graded_record("paired")
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
@@ -33,14 +33,16 @@ def test_bare_result_json_grades_green_and_red(graded_record, tmp_path):
     lines = green.stdout.splitlines()
     assert [line.split(":")[0] for line in lines if not line.startswith(" ")][:6] == CATEGORIES
     as_json = json.loads(cli("flows.validate", str(path), "--json").stdout)
-    assert set(as_json) == {"categories", "problems"} and list(as_json["categories"]) == CATEGORIES
+    assert set(as_json) == {"categories", "problems", "level", "settle"} and as_json["level"] == "green"
+    assert list(as_json["categories"]) == CATEGORIES
     assert all(set(entry) >= {"status", "issues"} for entry in as_json["categories"].values())
 
     result["feasibility"]["config"]["steps"] = 40
     path.write_text(json.dumps(result))
-    red = cli("flows.validate", str(path))
-    assert red.returncode == 1
-    assert "feasibility: unknown" in red.stdout and "FEAS-2: Re-projection required: steps changed" in red.stdout
+    amber = cli("flows.validate", str(path))
+    assert amber.returncode == 3, amber.stdout  # amber: unknown, no category invalid, no problem
+    assert amber.stdout.splitlines()[-2].startswith("AMBER: ") and "feasibility would be settled by: " in amber.stdout
+    assert "feasibility: unknown" in amber.stdout and "FEAS-2: Re-projection required: steps changed" in amber.stdout
 
 
 def test_grading_against_a_given_spec(graded_record, tmp_path):
@@ -48,8 +50,11 @@ def test_grading_against_a_given_spec(graded_record, tmp_path):
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
     graded = cli("flows.validate", str(path), "--spec", "specs/trimuon_vs_dimuon_no_robots.json", "--json")
-    assert graded.returncode == 1, graded.stdout  # red: its correctness pins come from the recorded revision
-    categories = json.loads(graded.stdout)["categories"]
+    assert graded.returncode == 3, graded.stdout  # amber: its correctness pins come from the recorded revision
+    graded = json.loads(graded.stdout)
+    assert graded["level"] == "amber" and list(graded["settle"]) == ["correctness"]
+    assert "revision file" in graded["settle"]["correctness"]  # CORR-6's hint: what would settle it
+    categories = graded["categories"]
     assert [name for name, c in categories.items() if c["status"] not in ("verified", "not_applicable")] == ["correctness"]
     assert categories["correctness"]["status"] == "unverified"
     assert any("unverified until its own spec carries them" in issue for issue in categories["correctness"]["issues"])
@@ -132,3 +137,78 @@ def test_record_text_in_the_grade_reaches_the_terminal_escaped(graded_record, tm
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\u202e" not in out
     assert "  summary says \\x1b[2J\\u202eall clear" in out
+
+
+def _sparse(path: Path, size: int) -> Path:
+    """A file of `size` bytes that takes no disk (a hole): only its size is real."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as handle:
+        handle.truncate(size)
+    return path
+
+
+@pytest.mark.parametrize("where", ["result.json", "events.jsonl", "evidence/predictions.jsonl"])
+def test_a_file_past_its_cap_is_refused_before_it_is_read(graded_record, tmp_path, monkeypatch, where):
+    from experiment.grading import grade, grade_path, input_limits
+
+    result, _ = graded_record("paired")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "result.json").write_text(json.dumps(result))
+    read: list[Path] = []
+    real_read_text = Path.read_text
+
+    def recording_read_text(self, *args, **kwargs):
+        read.append(self)
+        return real_read_text(self, *args, **kwargs)
+
+    with monkeypatch.context() as weak:  # attack first: without the check, a file past the cap is read whole
+        weak.setattr(grade, "oversized_input", lambda path, run_dir: None)
+        weak.setattr(input_limits, "MAX_RESULT_BYTES", 1000)
+        weak.setattr(Path, "read_text", recording_read_text)
+        grade_path(run_dir / "result.json")
+        assert run_dir / "result.json" in read and (run_dir / "result.json").stat().st_size > 1000
+    cap = input_limits.MAX_RESULT_BYTES if where == "result.json" else input_limits.MAX_RUN_FILE_BYTES
+    path = _sparse(run_dir / where, cap + 1)
+    run = cli("flows.validate", str(run_dir))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"error: {path} is {cap + 1:,} bytes; the grader reads at most {cap // input_limits.MIB} MiB for "
+        f"{'a RESULT' if where == 'result.json' else 'a file of a run directory'} (more than the pipeline writes), "
+        "so it was not read"]
+
+
+def test_a_file_at_its_cap_is_read(graded_record, tmp_path, monkeypatch):
+    from experiment.grading import grade_path, input_limits
+
+    result, _ = graded_record("paired")
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    monkeypatch.setattr(input_limits, "MAX_RESULT_BYTES", path.stat().st_size)
+    assert grade_path(path).categories  # graded, not refused
+
+
+def test_events_are_read_line_by_line_as_the_whole_text_splits_them(tmp_path):
+    import random
+
+    from experiment.grading.run_dir import read_event_lines
+
+    rng = random.Random(47)
+    pieces = ['{"event": "a"}', '{"event": "b"}', "[1]", "{torn", "", " ", "\n", "\r", "\r\n", "\x0c", "\x1c",
+              "\u2028", "\x85", "é", "\n"]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        (tmp_path / "events.jsonl").write_bytes(text.encode("utf-8") + (b"\xff" if rng.random() < 0.3 else b""))
+        lines = (tmp_path / "events.jsonl").read_text(encoding="utf-8", errors="replace").splitlines()
+        events, not_json, not_objects = read_event_lines(tmp_path)
+        expected_events, expected_not_json, expected_not_objects = [], [], []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                expected_not_json.append(number)
+                continue
+            (expected_events.append(value) if isinstance(value, dict) else expected_not_objects.append(number))
+        assert (events, not_json, not_objects) == (expected_events, expected_not_json, expected_not_objects)

@@ -10,12 +10,20 @@ this run": DEC-3); restoration unverified, per arm ("missing or duplicate arm ev
 revisions (CORR-6); feasibility unknown with one "Re-projection required: <key> changed or was not
 recorded" problem per key, ten keys, because `config` was `{"pilot": "<prose>"}` (FEAS-2);
 generation_audit not_applicable (the spec opts out).
+
+Issue 45 item 9 adds what the record held: its `decision` block was only `{"version": 1, "observations_file":
+{"name", "sha256"}}` (no method, role mapping or criteria), its restoration `requested` optimizer used the key `lr`,
+and every `evidence_ref` named a file that was not retained. Missing evidence takes precedence
+(experiment.grading.precedence): the decision is unverified for the observations file alone, restoration
+unverified with "<arm>: missing or duplicate arm evidence." per arm, feasibility unknown with the ten re-projection
+problems, and no invalid finding restates an absence; in a run directory alike.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from experiment.contract.spec import canonical_sha256
 from experiment.grading import grade_record
@@ -45,7 +53,7 @@ def earlier_run_record() -> dict:
     evaluator = "3180ae93" + "0" * 56  # the id it reported; its provenance hashes to something else
     scores = [{"arm": arm, "metric": "accuracy", "value": value, "evaluator_id": evaluator, "seed": 0,
                "predictions_ref": f"predictions-{arm}.jsonl"} for arm, value in zip(ARMS, (0.70, 0.66))]
-    optimizer = {"family": "adamw", "learning_rate": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "lora_rank": 32,
+    optimizer = {"family": "adamw", "lr": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "lora_rank": 32,
                  "seed": 0}
     provenance_arms = {arm: {
         "initialization": {"base_checkpoint": spec["base_model"], "source": "server_response",
@@ -83,10 +91,7 @@ def earlier_run_record() -> dict:
         "completed_arms": list(ARMS),
         "evaluation": {"version": 1, "evaluators": {evaluator: provenance}, "scores": scores,
                        "comparisons": [{"metric": "accuracy", "arms": list(ARMS)}]},
-        "decision": {"version": 1, "method": "paired_hoeffding", "observations_file": {
-            "name": "scored-observations.jsonl", "sha256": observations_sha},
-            "role_to_arm": {"treatment": "gs1_kernel", "baseline": "grpo_gs8"},
-            "criteria": [{"id": "primary", "effect": 0.04, "lower": -0.01, "upper": 0.09, "status": "inconclusive"}]},
+        "decision": {"version": 1, "observations_file": {"name": "scored-observations.jsonl", "sha256": observations_sha}},
         "initialization_provenance": {"version": 1, "arms": provenance_arms},
         "correctness_preflight": {"required": True, "paths": [{
             "id": path["id"], "fixed_input": {"sha256": canonical_sha256(json.loads(fixed_input)),
@@ -144,3 +149,76 @@ def test_its_feasibility_lists_one_reprojection_problem_per_key():
     assert len(reprojection) == len(PROJECTION_KEYS) == 10
     assert [issue.message for issue in reprojection] == [
         f"Re-projection required: {key} changed or was not recorded" for key in PROJECTION_KEYS]
+
+
+def _statuses(graded) -> dict[str, str]:
+    return {name: c.status for name, c in graded.categories.items()}
+
+
+def _run_dir(record: dict, where: Path) -> Path:
+    """The record as a run directory holds it: result.json, and evidence/ with the files it retained inline."""
+    (where / "evidence").mkdir(parents=True)
+    (where / "result.json").write_text(json.dumps(record))
+    for entry in record["evidence"]["files"]:
+        if "content" in entry:
+            (where / "evidence" / entry["name"]).write_text(entry["content"])
+    return where
+
+
+def test_its_decision_says_only_that_the_observations_file_is_not_retained():
+    """No method, role mapping or criteria were recorded: the exchange said only that the observations are not
+    retained, and set outcome_reason insufficient_evidence; the absent role mapping adds no invalid finding."""
+    decision = grade_record(earlier_run_record()).categories["decision"]
+    assert [issue.rule for issue in decision.issues] == ["DEC-3"]
+    assert any("insufficient_evidence" in note for note in decision.notes)
+
+
+def test_its_restoration_says_missing_arm_evidence_per_arm():
+    restoration = grade_record(earlier_run_record()).categories["restoration"]
+    said = {issue.message for issue in restoration.issues if issue.rule == "REST-1"}
+    assert said == {f"{arm}: missing or duplicate arm evidence" for arm in ARMS}
+
+
+def test_its_feasibility_has_exactly_the_ten_problems_the_exchange_listed():
+    feasibility = grade_record(earlier_run_record()).categories["feasibility"]
+    assert feasibility.status == "unknown"
+    assert [issue.rule for issue in feasibility.issues] == ["FEAS-2"] * 10
+
+
+def test_its_run_directory_grades_as_the_bare_record(tmp_path):
+    record = earlier_run_record()
+    graded = grade_record(record, run_dir=_run_dir(record, tmp_path / "run"))
+    assert _statuses(graded) == EXCHANGE, graded.to_dict()
+    assert not [issue for issue in graded.categories["decision"].issues if issue.status == "invalid"]
+
+
+def test_a_wrong_role_mapping_is_invalid_although_the_observations_are_missing():
+    """Precedence leaves out findings that restate an absence, never one about what the record does say."""
+    record = earlier_run_record()
+    record["decision"]["role_to_arm"] = {"treatment": "grpo_gs8", "baseline": "gs1_kernel"}
+    decision = grade_record(record).categories["decision"]
+    assert decision.status == "invalid"
+    assert any(issue.rule == "DEC-11" for issue in decision.issues)
+
+
+def test_its_requested_lr_is_read_as_the_learning_rate_the_spec_plans():
+    """The record's `requested` writes `lr`, as the spec's restoration groups do: no finding that it names none."""
+    restoration = grade_record(earlier_run_record()).categories["restoration"]
+    assert not [issue for issue in restoration.issues if issue.rule == "REST-5"]
+    record = earlier_run_record()
+    for arm in ARMS:
+        check = record["initialization_provenance"]["arms"][arm]["optimizer_checks"][0]
+        check["requested"] = {**check["requested"], "lr": 4e-04}
+    wrong = grade_record(record).categories["restoration"]
+    assert wrong.status == "invalid" and any(issue.rule == "REST-5" for issue in wrong.issues)
+
+
+def test_only_the_arm_whose_evidence_is_not_retained_has_missing_arm_evidence():
+    record = earlier_run_record()
+    name = "full/grpo_gs8/init.json"
+    record["evidence"]["files"].append(_file(name, "metrics", json.dumps({"get_info": {}})))
+    entry = record["initialization_provenance"]["arms"]["grpo_gs8"]
+    for part in (entry["initialization"], entry["initial_output"], *entry["optimizer_checks"]):
+        part["evidence_ref"] = name
+    said = {issue.message for issue in grade_record(record).categories["restoration"].issues if issue.rule == "REST-1"}
+    assert said == {"gs1_kernel: missing or duplicate arm evidence"}

@@ -21,27 +21,19 @@ import pytest
 
 import leaves as L
 from experiment.contract.spec import load_spec
-from experiment.contract.result_models import evidence_file
 from experiment.grading import feasibility, generation_audit, grade_record, restoration
-from experiment.selfgen import generation_audit as ga
 from experiment.selfgen.task_generation import generation_settings
 from experiment.stats.feasibility import pilot_size
 from suite import SELFGEN_SPEC
+from records import (
+    files_by_name as _files,
+    record_leaf as _leaf,
+    put_record_file as _put,
+    retained_spec_of as _spec,
+    with_two_audit_rounds as _two_audit_rounds,
+)
 
 LOGPROBS = [[-1.5, -0.25, -3.0], [-0.5, -2.0]]
-
-
-def _files(record) -> dict[str, dict]:
-    return {f["name"]: f for f in record["evidence"]["files"]}
-
-
-def _put(record, name: str, kind: str, text: str) -> None:
-    record["evidence"]["files"] = [f for f in record["evidence"]["files"] if f["name"] != name] + [
-        evidence_file(name, kind, text.encode())]
-
-
-def _spec(record) -> dict:
-    return json.loads(_files(record)["spec.json"]["content"])
 
 
 def _run_shaped_restoration(record) -> dict:
@@ -74,53 +66,9 @@ def _run_shaped_restoration(record) -> dict:
     return record
 
 
-def _two_audit_rounds(record) -> dict:
-    """The paired record's audit as its second round, after a first round (seed one less) on a copy of the
-    candidates with one sampled label wrong, which failed; both audit files whole records, as the run writes them."""
-    record = copy.deepcopy(record)
-    audit, files = record["generation_audit"], _files(record)
-    spec_audit = _spec(record)["generation_audit"]
-    tasks = [json.loads(line) for line in files[audit["dataset_file"]]["content"].splitlines()]
-    evaluation = [json.loads(line) for line in files[audit["evaluation_file"]]["content"].splitlines()]
-    independence = {k: audit[k] for k in ("resolver", "compared_identities", "resolver_independent",
-                                          "resolver_independence_problems")}
-    resolver_id = audit["samples"][0]["resolver_id"]
-    first = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec_audit), audit["sample_seed"] - 1)
-    wrong = first[0]["item_id"]
-    earlier = [{**t, "answer": "999"} if t["item_id"] == wrong else t for t in tasks]
-    history, reports = [], []
-    for number, (candidates, seed, name) in enumerate(
-            [(earlier, audit["sample_seed"] - 1, "r1"), (tasks, audit["sample_seed"], "r2")], 1):
-        resolved = {t["item_id"]: {"independent_answer": str(2 * int(t["item_id"].split("-")[1])),
-                                   "reasoning": "added the numbers"} for t in candidates}
-        report = ga.build_report(tasks=candidates, evaluation=evaluation, resolved=resolved, resolver_id=resolver_id,
-                                 spec_audit=spec_audit, seed=seed, dataset_file=f"generated-tasks-{name}.jsonl",
-                                 evaluation_file=audit["evaluation_file"], audit_file=f"generation-audit-{name}.json")
-        validation = ga.validate(report, spec_audit, candidates, evaluation)
-        history.append({"round": number, "dataset_file": report["dataset_file"], "audit_file": report["audit_file"],
-                        "counts": report["counts"], "sample_size": report["sample_size"],
-                        "label_error_count": report["label_error_count"], "overlap_count": report["overlap_count"],
-                        "status": validation.status})
-        report.update(independence, round=number, status=validation.status, validation_reasons=validation.reasons,
-                      rounds=list(history))
-        _put(record, report["dataset_file"], "generated_tasks",
-             "".join(json.dumps(t, sort_keys=True) + "\n" for t in candidates))
-        _put(record, report["audit_file"], "generated_tasks", json.dumps(report, indent=2) + "\n")
-        reports.append(report)
-    assert [r["status"] for r in reports] == ["failed", "passed"]
-    record["generation_audit"] = reports[-1]
-    for old in (audit["dataset_file"], audit["audit_file"]):
-        record["evidence"]["files"] = [f for f in record["evidence"]["files"] if f["name"] != old]
-    return record
-
-
 @pytest.fixture(scope="module")
 def paired(graded_record):
     return graded_record("paired")[0]
-
-
-def _leaf(record, file: str | None, path: tuple) -> L.Leaf:
-    return next(leaf for leaf in L.leaves(record) if leaf.file == file and leaf.path == path)
 
 
 def _hole_then_caught(monkeypatch, module, check, record, tampered) -> set:

@@ -16,12 +16,13 @@ import re
 from pathlib import Path
 
 import pytest
-from test_grading_rules import CASES, SPEC_CASES, spec_dict
-from test_validation import build_gs1_run
+from rule_cases import CASES, SPEC_CASES, spec_dict
+from records import build_gs1_run
 
 from experiment.grading import grade as grade_module
 from experiment.grading import grade_record, run_dir
 from experiment.grading.common import CATEGORIES, INVALID, applied, rule_of_check
+from experiment.grading.reproduce import CATEGORY_OF as REPRODUCED_IN
 from experiment.grading.rules import BY_ID, PROBLEM, RECORD, RULES, RUN_DIR_RULES, SHAPE_RULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,9 @@ STATUSES_FROM_HELPERS = {"REST-6", "REST-10"}
 
 
 def _sources() -> dict[str, str]:
-    return {path.stem: path.read_text(encoding="utf-8") for path in sorted(GRADING.glob("*.py"))}
+    """Each grading module's source by its name under experiment/grading (`reproduce/offline` for a subpackage's)."""
+    return {path.relative_to(GRADING).with_suffix("").as_posix(): path.read_text(encoding="utf-8")
+            for path in sorted(GRADING.rglob("*.py"))}
 
 
 def _emitted() -> dict[str, set[str]]:
@@ -104,6 +107,8 @@ def test_the_category_of_a_row_is_where_its_checks_report():
             continue
         if rule.category == RECORD:
             assert not modules & set(CATEGORY_MODULES), (rule.id, modules)
+        elif modules == {"reproduce"}:  # re-execution (--reproduce): its findings join the category its row names
+            assert REPRODUCED_IN[rule.id] == rule.category, rule.id
         else:
             assert modules == {rule.category}, (rule.id, modules)
 
@@ -112,6 +117,8 @@ def test_every_check_a_row_names_exists():
     for rule in RULES:
         for check in rule.checks:
             module, _, attribute = check.partition(".")
+            if module == "reproduce":  # a subpackage: its module, then the function
+                module, _, attribute = check.rpartition(".")[0], None, check.rpartition(".")[2]
             target = importlib.import_module(f"experiment.grading.{module}")
             for part in attribute.split("."):
                 target = getattr(target, part)

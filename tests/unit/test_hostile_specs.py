@@ -239,6 +239,8 @@ def test_newlines_and_tabs_stay_allowed():
 ])
 def test_optimizer_lr_out_of_range_is_refused(tmp_path, capsys, monkeypatch, literal, problem):
     path = _with_text(tmp_path, '"lr": 4e-05\n  }', f'"lr": {literal}\n  }}')
+    # with its revision file, which pins the correctness revisions (--plan refuses the spec alone for them)
+    path.with_name("hostile.plan.json").write_text(GS1_SPEC.with_name(GS1_SPEC.stem + ".plan.json").read_text())
     with monkeypatch.context() as weak:  # attack first: unchecked, --plan accepts the rate
         weak.setattr(spec_module, "_check_learning_rates", lambda spec: None)
         assert run_cli.main([str(path), "--plan"]) == run_cli.EXIT_DECISION

@@ -82,3 +82,12 @@ def test_a_circle_hidden_under_type_checking_is_found(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _cycles("circled", exclude_type_checking_imports=True) == []  # the old check: no circle seen
     assert _cycles("circled") == [["circled.high", "circled.low", "circled.high"]]
+
+
+@pytest.mark.parametrize("family", ["experiment.rl", "experiment.sft", "experiment.selfgen"])
+def test_the_grader_imports_no_pipeline_code_of_a_family(family, monkeypatch):
+    """Contract `grader-independence` (issue 45): no chain of imports, inside functions and type-only ones
+    included, leads from experiment.grading to a family's code; a bug there would pass its own check."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    graph = grimp.build_graph("experiment", exclude_type_checking_imports=False)
+    assert graph.find_shortest_chains("experiment.grading", family) == set()

@@ -88,9 +88,10 @@ def test_configuration_and_equivalents_file_are_well_formed():
 
 
 def test_tests_named_after_the_mutated_file_run_first_in_their_given_order():
-    tests = ["tests/unit/test_mut_grading_common.py", "tests/unit/test_grading_rules.py",
-             "tests/unit/test_mut_grading_predict.py", "tests/unit/test_grading_tamper.py"]
+    tests = ["tests/unit/grading/general/test_common_issues_and_worst_status.py", "tests/unit/test_grading_rules.py",
+             "tests/unit/grading/grade/test_predicted_grades.py", "tests/unit/test_grading_tamper.py"]
     ordered = mutation.tests_first_for(Path("/tree/experiment/grading/predict.py"), tests)
-    assert ordered == ["tests/unit/test_mut_grading_predict.py", "tests/unit/test_mut_grading_common.py",
+    assert ordered == ["tests/unit/grading/grade/test_predicted_grades.py",
+                       "tests/unit/grading/general/test_common_issues_and_worst_status.py",
                        "tests/unit/test_grading_rules.py", "tests/unit/test_grading_tamper.py"]
     assert mutation.tests_first_for(Path("/tree/experiment/grading/__init__.py"), tests) == tests

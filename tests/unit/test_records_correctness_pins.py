@@ -13,10 +13,12 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from experiment.stats.correctness import pinned_revisions, revision_status, unresolved_revisions
 from experiment.rl.steps.correctness_preflight import spec_revision_request
-from experiment.contract.plan import build_plan
-from experiment.contract.spec import load_spec
+from experiment.contract.plan import build_plan, draft_plan
+from experiment.contract.spec import SpecError, load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 GS1 = SPECS / "gs1_kernel_vs_grpo_gsm8k.json"
@@ -46,7 +48,9 @@ def test_the_seed_specs_leave_both_revisions_unresolved(tmp_path):
         assert pins[PATH_ID]["baseline_revision"]["spec_text"].startswith("UNRESOLVED")
     spec = load_spec(_copy_spec(tmp_path))
     assert spec.source.revision is None
-    assert build_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert draft_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    with pytest.raises(SpecError, match="UNRESOLVED and the spec has no revision file"):  # refused before spending
+        build_plan(spec)
     recorded = load_spec(GS1)
     assert recorded.source.revision is not None and recorded.source.revision.path.endswith(GS1_PLAN_NAME)
     pins = pinned_revisions(recorded.to_dict(), recorded.source.revision.supplied)
@@ -73,7 +77,9 @@ def test_the_paths_form_of_the_revision_file_and_a_partial_pin(tmp_path):
     pins = pinned_revisions(spec.to_dict(), spec.source.revision.supplied)
     assert pins[PATH_ID]["baseline_revision"]["pinned"] == BASELINE_PIN
     assert unresolved_revisions(pins) == [(PATH_ID, "reference_revision")]  # an UNRESOLVED pin pins nothing
-    assert build_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert draft_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    with pytest.raises(SpecError, match="reference_revision are UNRESOLVED and its revision file .* does not pin"):
+        build_plan(spec)
 
 
 def test_a_pin_in_the_spec_itself_wins():
@@ -98,7 +104,7 @@ def test_reported_revisions_are_checked_against_the_pins():
 
 def test_the_spec_revision_request_names_what_to_pin_with_the_values_the_pipeline_would_pin(tmp_path):
     spec_path = _copy_spec(tmp_path)
-    plan = build_plan(load_spec(spec_path))
+    plan = draft_plan(load_spec(spec_path))  # a plan intake refuses (the pins are UNRESOLVED); the request says what to pin
     record = {"id": PATH_ID, "baseline_revision": BASELINE_PIN, "reference_revision": REFERENCE_PIN,
               "implementation_revision": "experiment/rl/advantages.py sha256:" + "d" * 64,
               "errors": {"baseline_loss": {"max_abs_error": 0.0}}, "fixed_input": {"sha256": "e" * 64}}

@@ -103,7 +103,7 @@ def test_pipeline_code_bundle_is_the_code_that_runs_with_the_revision_hashes():
     bundle = json.loads(pipeline_code_bundle(include_backend=False))
     revision = code_revision()["files_sha256"]
     assert bundle["entry_point"] == "flows/run.py"
-    assert {"flows/run.py", "flows/experiment_flow.py", "experiment/gates/evaluation.py"} <= set(bundle["files"])
+    assert {"flows/run.py", "flows/experiment_flow.py", "experiment/gates/__init__.py"} <= set(bundle["files"])
     assert not any(path.startswith("embedded_tinker/") for path in bundle["files"])
     for path, entry in bundle["files"].items():
         assert entry["sha256"] == revision[path]

@@ -7,8 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from experiment.gates import RunContext
-from experiment.gates import generation_audit as gate
+from experiment.gates import RunContext, run_gate
 from experiment.contract.plan import build_plan
 from experiment.run.service import ServiceTarget
 from experiment.contract.spec import load_spec
@@ -38,7 +37,7 @@ def _context(tmp_path: Path, answer_comparison) -> RunContext:
 def test_a_missing_comparison_strategy_is_recorded_unverified(tmp_path):
     for strategy in (None, "fuzzy_numeric"):
         ctx = _context(tmp_path / str(strategy), strategy)
-        verdict = gate.run(ctx)
+        verdict = run_gate("generation_audit", ctx)
         assert verdict.failed
         record = ctx.store.read_result()["generation_audit"]
         assert record["status"] == "unverified" and record["stage"] == "before_training"

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import typing
 from pathlib import Path
 
 import pytest
 
+from spec_variants import variant, write_variant
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from experiment.contract import rehearsal as rules
-from experiment.contract.plan import build_plan
+from experiment.contract.plan import build_plan, draft_plan
+from experiment.contract.result import DEVIATION_FIELDS
+from experiment.contract.result_models import Deviation
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
+from experiment.run.data import DATA_DIRS_ENV
 
 SEED_SPECS = [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC]
 
@@ -49,10 +54,9 @@ def test_every_substitution_is_a_deviation(path):
     named = [s["setting"] for s in record["substitutions"]]
     for key in changed:  # each changed leaf is, or lies under, a field some deviation names
         assert any(key == f or key.startswith(f + ".") or key.startswith(f + "[") for f in named), key
-    contract_fields = {"model", "objective", "effective_batch", "steps", "dataset", "evaluator", "endpoint"}
     for substitution, deviation in zip(record["substitutions"], record["deviations"]):
         assert set(deviation) == {"field", "original", "effective", "reason"}  # the contract's shape
-        assert deviation["field"] == substitution["field"] in contract_fields - {"objective", "endpoint"}
+        assert deviation["field"] == substitution["field"] in set(DEVIATION_FIELDS) - {"objective", "endpoint"}
         assert deviation["reason"].startswith(f"rehearsal: {substitution['setting']}: ")
         assert all(isinstance(deviation[key], str) for key in deviation)
     assert rehearsed.source.sha256 != written.source.sha256
@@ -113,6 +117,25 @@ def test_a_dataset_without_a_stand_in_cannot_be_rehearsed(tmp_path):
         load_spec(path, rehearse=True)
 
 
+@pytest.mark.parametrize("name, seed", [("dataset-own-chat-files", "trimuon"), ("eval-own-task-file", "gs1")])
+def test_the_researchers_own_data_files_are_used_as_given_and_scaled(tmp_path, monkeypatch, name, seed):
+    """Issue 46: SFT on local chat JSONL was refused at --rehearse ("no local stand-in for 'hg arithmetic chat'"),
+    and an RL eval.path was swapped for the stand-in's test split. A local file is used as given, scaled by the
+    rules (its item count caps eval.n_examples), and named in the record's local_data, never a substitution."""
+    monkeypatch.setenv(DATA_DIRS_ENV, str(tmp_path))
+    path = write_variant(variant(name, seed), tmp_path)
+    written = json.loads(path.read_text())
+    rehearsed = load_spec(path, rehearse=True, rehearsal_scale="wiring")
+    record = rehearsed.source.rehearsal
+    own = {section: written[section]["path"] for section in ("dataset", "eval") if "path" in written[section]}
+    assert record["local_data"] == own
+    for section, file in own.items():
+        assert rehearsed.to_dict()[section]["path"] == file
+        assert not [d for d in record["substitutions"] if d["setting"] in (f"{section}.path", f"{section}.name",
+                                                                           f"{section}.benchmark")]
+    assert rehearsed.eval.n_examples <= sum(1 for _ in open(own["eval"]))
+
+
 # ---- recorded revision files ----
 
 
@@ -137,8 +160,10 @@ def test_gs1_alone_keeps_its_revisions_unresolved(tmp_path):
     shutil.copy(GS1_SPEC, alone)
     spec = load_spec(alone)
     assert spec.source.revision is None
-    assert build_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
+    assert draft_plan(spec).gate("correctness_preflight").details["revisions_unresolved"] is True
     assert load_spec(alone, rehearse=True).source.revision is None
+    with pytest.raises(SpecError, match="UNRESOLVED and the spec has no revision file"):  # refused before spending
+        build_plan(load_spec(alone, rehearse=True))
 
 
 def test_selfgen_arm_data_decides_which_arm_trains_on_generated_tasks(tmp_path):
@@ -205,7 +230,8 @@ def test_cli_rehearsal_refuses_a_service_url(capsys, tmp_path):
 
     code = run_cli.main([str(GS1_SPEC), "--rehearse", "--backend", "https://example.invalid", "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()
-    assert code == run_cli.EXIT_BAD_INPUT and err == "--rehearse runs on the embedded backend; drop --backend"
+    assert code == run_cli.EXIT_BAD_INPUT and err.startswith("--rehearse runs on the embedded backend: drop --backend; ")
+    assert "TINKER_BASE_URL=http://127.0.0.1:N" in err  # the route that rehearses against a backend served on its own
 
 
 @pytest.mark.parametrize("path", SEED_SPECS, ids=lambda p: p.stem)
@@ -226,3 +252,26 @@ def test_wiring_scale_is_smaller_and_says_so(path):
 def test_an_unknown_rehearsal_scale_is_refused():
     with pytest.raises(SpecError, match="unknown rehearsal scale 'huge'"):
         load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="huge")
+
+
+# What each kind of setting is labelled (issue 45): the setting that changed, never a neighbouring contract field.
+LABELS = {"learning_rate": lambda s: s.rsplit(".", 1)[-1] in ("lr", "lr_grid", "learning_rate", "learning_rates",
+                                                               "update_learning_rates"),
+          "budget": lambda s: s.startswith("budget."),
+          "rollout": lambda s: s == "rollout",
+          "tolerance": lambda s: s.startswith("correctness_preflight") and not s.endswith("learning_rates"),
+          "model": lambda s: s == "base_model"}
+
+
+@pytest.mark.parametrize("path", SEED_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("scale", ["standard", "wiring"])
+def test_every_deviation_field_names_what_changed(path, scale):
+    substitutions = load_spec(path, rehearse=True, rehearsal_scale=scale).source.rehearsal["substitutions"]
+    for substitution in substitutions:
+        for label, names in LABELS.items():
+            assert names(substitution["setting"]) == (substitution["field"] == label), substitution
+    assert {s["field"] for s in substitutions} >= {"learning_rate", "budget", "model"}
+
+
+def test_the_typed_record_takes_every_deviation_field():
+    assert typing.get_args(Deviation.model_fields["field"].annotation) == DEVIATION_FIELDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_validation import BASELINE, ITEM_IDS, TREATMENT, build_gs1_run
+from records import BASELINE, ITEM_IDS, TREATMENT, build_gs1_run
 
 from experiment.gates import GateVerdict
 from experiment.report.plots import arm_scores_png
@@ -171,3 +171,35 @@ def test_arm_score_points_carry_the_item_count(run):
         assert point["n"] == len(ITEM_IDS)
         assert point["value"] == result["metrics"]["arms"][point["arm"]]["accuracy"]
     assert arm_score_points(result, metric="nll") == []
+
+
+def test_a_rehearsals_summary_starts_with_its_banner_above_the_verdict(run):
+    """The UI summary's first line under the title says REHEARSAL (issue 49): before, the only such line was
+    RESULT.summary's own prefix, printed below the pictures."""
+    result = {**run.read_result(), "rehearsal": {"rehearsal": True, "scale": "wiring"},
+              "tested_instead": "embedded/tiny-arith on local arithmetic word problems"}
+    lines = result_markdown(result, plan_of(run)).splitlines()
+    assert lines[2].startswith("> **REHEARSAL (wiring scale): not a result to submit.**")
+    assert "embedded/tiny-arith on local arithmetic word problems" in lines[2]
+    assert lines.index(lines[2]) < next(i for i, line in enumerate(lines) if line.startswith("**Verdict:**"))
+    assert not any("REHEARSAL" in line for line in result_markdown(run.read_result(), plan_of(run)).splitlines()[:3])
+
+
+def test_a_verdict_without_a_decision_object_says_how_it_was_decided(run):
+    """TriMuon: `Verdict: refuted` beside decision not_applicable and an effect without interval is explained."""
+    result = {**run.read_result(), "decision": None, "verdict": "refuted", "effect": -0.0123, "margin": 0.0, "ci": None}
+    plan = {**plan_of(run), "spec_revision": {"supplied": ["verdict_rule"]}}
+    text = result_markdown(result, plan)
+    how = next(line for line in text.splitlines() if line.startswith("**How it was decided:**"))
+    assert "no decision_rule" in how and "not_applicable" in how and "revision file's verdict_rule" in how
+    assert "effect -0.0123 against margin 0" in how and "no interval" in how
+    assert "How it was decided" not in result_markdown(run.read_result(), plan_of(run))  # a decision object: its table says it
+
+
+def test_the_summary_gives_the_grade_level_with_what_would_settle_an_open_category(run):
+    grade = {"categories": {"decision": {"status": "verified", "issues": []},
+                            "correctness": {"status": "unverified", "issues": ["CORR-6: pins from the revision file."]}},
+             "problems": []}
+    text = result_markdown({**run.read_result(), "grade": grade}, plan_of(run))
+    assert "**Grade level:** AMBER: nothing found wrong, but not everything could be verified (correctness)" in text
+    assert "- correctness would be settled by: pin the correctness revisions in the spec itself" in text

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 from suite import REPO_ROOT
-from test_validation import BASELINE, TREATMENT, build_gs1_run
+from records import BASELINE, TREATMENT, build_gs1_run
 
 from flows.runs import main
 
@@ -42,7 +43,7 @@ def test_list_shows_one_aligned_row_per_run(runs_dir, capsys):
     assert main(["--runs-dir", str(runs_dir)]) == 0
     lines = capsys.readouterr().out.splitlines()
     header, rows = lines[0], lines[1:]
-    assert header.split() == ["run_id", "status", "verdict", "effect", "started", "duration"]
+    assert header.split() == ["run_id", "spec", "scale", "status", "kind", "verdict", "effect", "started", "duration"]
     assert len(rows) == 2
     assert {row.split()[0] for row in rows} == {path.name for path in runs_dir.iterdir() if path.is_dir()
                                                 and not path.name.startswith(".")}  # whole ids, never cut
@@ -157,3 +158,78 @@ def test_show_takes_a_run_id_that_starts_with_a_dash(runs_dir, capsys, monkeypat
     assert f"run:       {dashed}" in capsys.readouterr().out
     assert main(["show", dashed, "--runs-dir", str(runs_dir)]) == 0
     assert main(["show", "--runs-dir", str(runs_dir), dashed]) == 0
+
+
+# ---- for a team: filters, kinds, JSON, sorting, and how to resume ----
+
+
+def _blocked(store, **record):
+    """The store's run stopped as the flow stops it: failed, no verdict, with the record that says why."""
+    store.update_result(status="failed", verdict=None, outcome_reason="incomplete_execution", **record)
+    store.release()
+    return store
+
+
+@pytest.fixture
+def team_runs(tmp_path):
+    """Four runs of one runs dir: decided, capacity-blocked, interrupted (GS1) and a gate failure of another spec."""
+    from experiment.contract.plan import build_plan
+    from experiment.contract.spec import load_spec
+    from experiment.run.store import RunStore
+
+    runs = tmp_path / "runs"
+    decided = build_gs1_run(runs)
+    decided.release()
+    blocked = _blocked(build_gs1_run(runs), capacity_block={"gate": "arm_training", "reason": "capacity exhausted"})
+    interrupted = _blocked(build_gs1_run(runs), interruption={"reason": "SIGTERM", "at": "now", "resumable": True})
+    selfgen = load_spec(REPO_ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json", rehearse=True, rehearsal_scale="wiring")
+    other = _blocked(RunStore.create(runs, selfgen, build_plan(selfgen)))  # stopped at a gate: failed, no record
+    return runs, {"decided": decided, "capacity_blocked": blocked, "interrupted": interrupted, "gate_failed": other}
+
+
+def test_the_list_names_each_runs_spec_scale_and_kind(team_runs, capsys):
+    runs, stores = team_runs
+    assert main(["--runs-dir", str(runs), "--json"]) == 0
+    rows = {row["run_id"]: row for row in json.loads(capsys.readouterr().out)}
+    assert {rows[store.run_id]["kind"]: kind for kind, store in stores.items()} == {kind: kind for kind in stores}
+    gs1 = rows[stores["decided"].run_id]
+    assert gs1["spec"] == "gs1_kernel_vs_grpo_gsm8k.json" and gs1["scale"] == "as-written" and gs1["resumable"] is False
+    assert gs1["verdict"] is not None
+    for kind in ("capacity_blocked", "interrupted"):
+        assert rows[stores[kind].run_id]["resumable"] is True and rows[stores[kind].run_id]["verdict"] is None
+    assert rows[stores["gate_failed"].run_id]["resumable"] is False
+
+
+def test_filters_by_spec_status_and_kind_combine(team_runs, capsys):
+    runs, stores = team_runs
+    assert main(["--runs-dir", str(runs), "--json", "--spec", "selfgen"]) == 0
+    assert [row["run_id"] for row in json.loads(capsys.readouterr().out)] == [stores["gate_failed"].run_id]
+    assert main(["--runs-dir", str(runs), "--json", "--spec", "GS1", "--status", "failed"]) == 0
+    assert {row["run_id"] for row in json.loads(capsys.readouterr().out)} == {
+        stores["capacity_blocked"].run_id, stores["interrupted"].run_id}
+    assert main(["--runs-dir", str(runs), "--kind", "capacity_blocked"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[0] for row in rows] == [stores["capacity_blocked"].run_id]
+    assert "capacity_blocked (resumable)" in rows[0]
+    assert main(["--runs-dir", str(runs), "--kind", "decided", "--spec", "selfgen"]) == 0
+    assert capsys.readouterr().out.strip() == f"no runs in {runs} match the filter"
+
+
+def test_sorting_by_spec_puts_each_spec_together(team_runs, capsys):
+    runs, stores = team_runs
+    assert main(["--runs-dir", str(runs), "--json", "--sort", "spec"]) == 0
+    specs = [row["spec"] for row in json.loads(capsys.readouterr().out)]
+    assert specs == sorted(specs) and len(set(specs)) == 2
+    assert {row["scale"] for row in json.loads(main(["--runs-dir", str(runs), "--json"]) or capsys.readouterr().out)
+            if row["spec"].startswith("selfgen")} == {"wiring"}  # a rehearsal's scale
+
+
+def test_show_says_how_to_resume_a_blocked_run_and_not_a_decided_one(team_runs, capsys):
+    runs, stores = team_runs
+    assert main(["--runs-dir", str(runs), "show", stores["capacity_blocked"].run_id]) == 0
+    out = capsys.readouterr().out
+    assert "  kind:      capacity_blocked (the service refused capacity" in out
+    assert f"  resume:    python -m flows.run {stores['capacity_blocked'].run_meta()['spec_path']} --runs-dir {runs}" in out
+    assert main(["--runs-dir", str(runs), "show", stores["decided"].run_id]) == 0
+    out = capsys.readouterr().out
+    assert "  kind:      decided (reached a verdict)" in out and "resume:" not in out

@@ -36,6 +36,15 @@ def spec_and_plan():
     return spec, build_plan(spec)
 
 
+@pytest.fixture(autouse=True)
+def servers_answer_at_once(monkeypatch):
+    """FAKE: the servers a local run starts before its claim (a temporary Prefect server, the embedded backend)
+    answer at once and none is started: these tests are about what happens after the claim."""
+    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)
+    monkeypatch.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
+    monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # as if it served the spec's model
+
+
 def _run_dirs(runs_dir: Path) -> list[Path]:
     return [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")] if runs_dir.exists() else []
 
@@ -76,6 +85,7 @@ def test_an_unreachable_backend_leaves_no_run_behind(tmp_path, capsys, monkeypat
 def test_a_prefect_server_that_is_down_is_bad_input_before_the_claim(tmp_path):
     # its own process: Prefect reads PREFECT_API_URL once per process
     probe = ("import sys; from flows import run as run_cli; run_cli.PREFECT_CONNECT_BUDGET_S = 0.0\n"
+             "run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if it served the spec's model\n"
              "sys.exit(run_cli.main([sys.argv[1], '--runs-dir', sys.argv[2]]))")
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PREFECT_API_URL": f"http://127.0.0.1:{_closed_port()}/api"}
@@ -169,6 +179,9 @@ SIGNALLED_RUN = textwrap.dedent("""
         os.kill(os.getpid(), signal_number)
         time.sleep(60)
     run_cli.start_servers_early = the_signal_arrives_mid_run
+    run_cli.start_embedded_early = lambda *args: None  # FAKE: the servers started before the claim answer at once
+    run_cli.servers_ready_before_claim = lambda *args: (None, None)
+    run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if the embedded backend served the spec's model
     if weak:  # the old code: Python's default handlers, nothing settles the record
         run_cli.interrupts_raised = contextlib.nullcontext
         run_cli.RunStore.settle_unfinished = lambda self, plan, reason: False
@@ -350,9 +363,9 @@ def test_a_run_whose_failure_marker_a_full_disk_refused_is_shown_stale_and_resum
         with monkeypatch.context() as weak:  # attack first: the listing trusts the record: a dead run "running"
             weak.setattr(runs_cli, "shown_status", lambda run_dir, status: status)
             assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-            assert f"{run_dir.name}  running" in capsys.readouterr().out
+            assert listed_status(capsys.readouterr().out, run_dir.name)[0] == "running"
         assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-        assert f"{run_dir.name}  stale" in capsys.readouterr().out
+        assert listed_status(capsys.readouterr().out, run_dir.name) == ("stale", "interrupted (resumable)")
         assert runs_cli.main(["show", run_dir.name, "--runs-dir", str(runs)]) == 0
         assert "status:    stale (its record says running, but no process holds the run" in capsys.readouterr().out
 
@@ -362,7 +375,7 @@ def test_a_run_whose_failure_marker_a_full_disk_refused_is_shown_stale_and_resum
         try:
             assert (how, store.run_dir) == ("resumed", run_dir)
             assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-            assert f"{run_dir.name}  running" in capsys.readouterr().out  # live again: its process holds it
+            assert listed_status(capsys.readouterr().out, run_dir.name)[0] == "running"  # live again: its process holds it
         finally:
             store.release()
     finally:
@@ -403,7 +416,7 @@ def test_the_cli_says_so_when_a_full_disk_refused_the_failure_marker(tmp_path, c
             "again resumes it") in err
     assert "Traceback" not in err
     assert runs_cli.main(["--runs-dir", str(runs)]) == 0
-    assert f"{run_dir.name}  stale" in capsys.readouterr().out
+    assert listed_status(capsys.readouterr().out, run_dir.name) == ("stale", "interrupted (resumable)")
 
 
 # ---- a backend that hangs, answers garbage or drops the connection: refused before the claim ----
@@ -481,3 +494,11 @@ def test_a_damaged_result_is_rebuilt_from_the_events(tmp_path, spec_and_plan, ca
     assert capsys.readouterr().out.startswith(f"rebuilt {path} from ")
     assert json.loads(path.read_text()) == original
     assert (store.run_dir / "result.json.damaged").stat().st_size == 300
+
+
+def listed_status(listing: str, run_id: str) -> tuple[str, str]:
+    """(status, kind) of one run in `python -m flows.runs`'s table, read by the header's columns."""
+    header, *rows = listing.splitlines()
+    row = next(line for line in rows if line.split()[0] == run_id)
+    status, kind = header.index("status"), header.index("kind")
+    return row[status:].split()[0], " ".join(row[kind:header.index("verdict")].split())

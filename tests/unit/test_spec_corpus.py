@@ -21,6 +21,7 @@ import experiment.contract.plan as plan_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
 from experiment.grading.predict import EXPOSURES, predict_grades
+from experiment.run.data import DATA_DIRS_ENV
 
 
 def _intake(path, rehearse: bool):
@@ -32,7 +33,8 @@ def _intake(path, rehearse: bool):
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[f"{v.seed}-{v.name}" for v in CORPUS])
-def test_every_variant_is_planned_or_refused_at_intake(case, tmp_path):
+def test_every_variant_is_planned_or_refused_at_intake(case, tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_DIRS_ENV, str(tmp_path))  # a variant's own data files lie beside it
     path = write_variant(case, tmp_path)
     for rehearse in (False, True):
         plan, refusal = _intake(path, rehearse)

@@ -1,8 +1,6 @@
 """Validation of run directories: the grader's run-dir layer (experiment/grading/run_dir.py, flows/validate.py).
 
-The builder below (also used by test_report.py and test_runs_cli.py) makes small but real run
-directories with RunStore.
-
+The run directories are built with tests/records.py (small but real, with RunStore):
 `build_gs1_run(runs_dir)` writes a finished GS1 run whose every record is consistent: spec and
 plan evidence, gate events, a pinned correctness record, restoration provenance with retained
 evidence, a frozen evaluator with prediction files, a retained observations file and the decision
@@ -17,26 +15,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from records import BASELINE, TREATMENT, build_gs1_run, optimizer_check, record_gate, rewrite_result
 from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
 
-from experiment.stats.correctness import parity_errors
-from experiment.stats.decision import (
-    OBSERVATIONS_FILE_NAME,
-    decision_record,
-    decision_summary,
-    observations_jsonl_bytes,
-)
-from experiment.stats.evaluation import (
-    evaluator_id,
-    observations_from_predictions,
-    prediction_row,
-    score_entry,
-)
-from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config
-from experiment.gates import GateVerdict
+from experiment.stats.decision import OBSERVATIONS_FILE_NAME
+from experiment.stats.evaluation import evaluator_id
 from experiment.contract.plan import build_plan
 from experiment.contract.result import adaptation_batch_hash
 from experiment.contract.spec import load_spec
@@ -47,242 +32,6 @@ from experiment.grading.run_dir import (
     validate_run,
     validation_summary,
 )
-
-ITEM_IDS = [f"gsm8k-test-{index:04d}" for index in range(24)]
-TREATMENT, BASELINE = "gs1_kernel", "grpo_gs8"
-RESTORATION_EVIDENCE = "restoration-provenance.json"
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def arm_is_correct(arm: str, index: int) -> bool:
-    """A fixed pattern: the baseline solves 2 of 3 items, the treatment 3 of 4."""
-    return index % 3 != 0 if arm == BASELINE else index % 4 != 0
-
-
-def record_gate(store: RunStore, gate: str, status: str, **measured: Any) -> None:
-    store.record_gate(GateVerdict(gate=gate, status=status, reasons=[f"{gate} {status}"], measured=measured,
-                                  duration_s=1.5))
-
-
-def evaluator() -> tuple[str, dict[str, Any]]:
-    provenance = {
-        "code_sha256": sha256_text("def grade(prediction, reference): ..."),
-        "prompt_template": "{question} Write your answer in \\boxed{} format.",
-        "decoding": {"temperature": 0, "max_tokens": 512, "stop": ["<|im_end|>"]},
-        "parser": "last \\boxed{} integer",
-        "items": {"ids": list(ITEM_IDS)},
-    }
-    return evaluator_id(provenance), provenance
-
-
-def optimizer_check(after_restore: int) -> dict[str, Any]:
-    requested = {
-        "family": "adamw",
-        "learning_rate": 4e-05,
-        "beta1": 0.9,
-        "beta2": 0.95,
-        "eps": 1e-08,
-        "lora_rank": 32,
-        "seed": 0,
-    }
-    return {
-        "after_restore": after_restore,
-        "before_next_update": True,
-        "requested": requested,
-        "actual_family": "adamw",
-        "actual_config": {"learning_rate": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08},
-        "source": "server_response",
-        "evidence_ref": f"{RESTORATION_EVIDENCE}#optimizer_checks",
-    }
-
-
-def provenance_entry() -> dict[str, Any]:
-    return {
-        "initialization": {
-            "base_checkpoint": "Qwen/Qwen3.5-2B",
-            "source": "server_response",
-            "checkpoint_uri": "tinker://run/init/state-0000",
-            "checkpoint_immutable": True,
-            "checkpoint_scope": "full_initialization",
-            "loaded_checkpoint_uri": "tinker://run/init/state-0000",
-            "load_succeeded": True,
-            "evidence_ref": RESTORATION_EVIDENCE,
-            "before_first_update": True,
-        },
-        "restore_count": 1,
-        "optimizer_checks": [optimizer_check(0), optimizer_check(1)],
-        "initial_output": {
-            "available": True,
-            "batch_sha256": sha256_text("fixed batch"),
-            "output_sha256": sha256_text("fixed batch logprobs"),
-            "evidence_ref": RESTORATION_EVIDENCE,
-            "before_first_update": True,
-        },
-    }
-
-
-def correctness_record() -> dict[str, Any]:
-    errors = parity_errors([0.5, -1.25, 2.0], [0.5, -1.25, 2.0 + 1e-9])
-    return {
-        "required": True,
-        "paths": [
-            {
-                "id": "gs1_kernel_advantage_loop",
-                "fixed_input": {
-                    "sha256": sha256_text("fixed advantage input"),
-                    "description": "8 rollouts, fixed rewards",
-                },
-                "baseline_revision": "tinker-cookbook==0.5.8",
-                "reference_revision": "experiment/rl/gs1_reference.py sha256:" + sha256_text("reference"),
-                "implementation_revision": "experiment/rl/advantages.py sha256:" + sha256_text("implementation"),
-                "precision": "float64",
-                "normalization": "sum over tokens",
-                "errors": {
-                    key: dict(errors)
-                    for key in ("baseline_loss", "baseline_gradient", "reference_loss", "reference_gradient")
-                },
-                "lr_scaling": [
-                    {"learning_rate": 4e-05, "update_norm": 0.01},
-                    {"learning_rate": 8e-05, "update_norm": 0.02},
-                ],
-            }
-        ],
-    }
-
-
-def feasibility() -> dict[str, Any]:
-    config = projection_config(
-        base_model="Qwen/Qwen3.5-2B",
-        lora_rank=32,
-        dataset="openai/gsm8k main/train",
-        steps=40,
-        batch_size=64,
-        max_seq_len=1024,
-        max_tokens=512,
-        arms=[BASELINE, TREATMENT],
-        n_examples=2560,
-        n_eval=1319,
-    )
-    phase = PhaseTiming(seconds=12.0, units=2, planned_units=40, samples=128, gpu_count=None, allocation_source=None)
-    return feasibility_record(
-        config=config,
-        effective_config=dict(config),
-        primary_endpoint="gsm8k_test_exact_match_accuracy_final_checkpoint",
-        source="feasibility-pilot.json",
-        setup=phase,
-        training=phase,
-        evaluation=phase,
-        budget={"gpu_hours": 2.0, "max_wall_minutes": 120},
-    )
-
-
-def activation_values(plan) -> dict[str, Any]:
-    """A measured value inside every prespecified range of the plan's activation checks."""
-    values = {}
-    for check in plan.gate("activation_gate").details["checks"]:
-        if "one_of" in check:
-            values[check["metric"]] = int(check["one_of"][0])
-        else:
-            low = check.get("min", 0.0)
-            values[check["metric"]] = (low + check["max"]) / 2 if "max" in check else low + 1.0
-    return values
-
-
-def build_gs1_run(runs_dir: Path, spec_path: Path = GS1_SPEC) -> RunStore:
-    spec = load_spec(spec_path)
-    plan = build_plan(spec)
-    store = RunStore.create(runs_dir, spec, plan)
-    store.add_evidence("spec.json", "spec", spec_path.read_bytes())
-    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), indent=2, sort_keys=True))
-    record_gate(store, "spec_intake", "passed", deviations=0)
-    store.update_result(status="running", summary="Running the GS1 spec as written.", deviations=[])
-    for gate in ("preflight_probe",):
-        record_gate(store, gate, "passed")
-    record_gate(store, "generation_audit", "not_applicable")
-    store.update_result(correctness_preflight=correctness_record())
-    record_gate(store, "correctness_preflight", "passed")
-    store.add_evidence(RESTORATION_EVIDENCE, "metrics", json.dumps({"responses": "server get_info and load_state"}))
-    store.update_result(
-        initialization_provenance={"version": 1, "arms": {BASELINE: provenance_entry(), TREATMENT: provenance_entry()}}
-    )
-    record_gate(store, "restoration_preflight", "passed")
-    store.add_evidence("feasibility-pilot.json", "metrics", json.dumps({"pilot": "2 steps per arm"}))
-    store.update_result(feasibility=feasibility())
-    record_gate(store, "feasibility_pilot", "passed")
-    store.update_result(activation_calibration={"values": activation_values(plan), "note": "2-step pilot"})
-    record_gate(store, "activation_gate", "passed")
-    store.add_evidence("rl-loop.py", "script", "def train(): ...\n")
-    store.add_evidence("code-revision.txt", "code_revision", "working tree sha256 " + sha256_text("tree") + "\n")
-    record_gate(store, "arm_training", "passed")
-
-    eval_id, provenance = evaluator()
-    rows_by_arm, scores = {}, []
-    for arm in (BASELINE, TREATMENT):
-        rows = [
-            prediction_row(
-                item,
-                arm,
-                "7" if arm_is_correct(arm, index) else "8",
-                "7",
-                arm_is_correct(arm, index),
-                eval_id,
-                0,
-                f"tinker://run/{arm}/final",
-            )
-            for index, item in enumerate(ITEM_IDS)
-        ]
-        rows_by_arm[arm] = rows
-        name = f"predictions-{arm}.jsonl"
-        store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
-        scores.append(score_entry(arm, sum(row["value"] for row in rows) / len(rows), eval_id, 0, name))
-    evaluation = {
-        "version": 1,
-        "evaluators": {eval_id: provenance},
-        "scores": scores,
-        "comparisons": [{"metric": "accuracy", "arms": [BASELINE, TREATMENT]}],
-    }
-    store.update_result(
-        evaluation=evaluation,
-        completed_arms=[BASELINE, TREATMENT],
-        metrics={"arms": {score["arm"]: {"accuracy": score["value"]} for score in scores}},
-    )
-    record_gate(store, "evaluation", "passed")
-
-    observations = observations_from_predictions(rows_by_arm[BASELINE] + rows_by_arm[TREATMENT])
-    data = observations_jsonl_bytes(observations)
-    entry = store.add_evidence(OBSERVATIONS_FILE_NAME, "metrics", data)
-    role_to_arm = {role: mapped["arm"] for role, mapped in plan.role_to_arm.items()}
-    summary = decision_summary(
-        spec.to_dict()["decision_rule"], observations, plan.vocabulary, role_to_arm=role_to_arm, limits=["one seed"]
-    )
-    primary = summary["criteria"][0]
-    store.update_result(
-        status="succeeded",
-        summary="Both arms trained and were scored on the same items.",
-        decision=decision_record(summary, OBSERVATIONS_FILE_NAME, entry["sha256"]),
-        verdict=summary["verdict"],
-        confidence=summary.get("confidence"),  # None (dropped) in the three-way vocabulary
-        effect=primary["effect"],
-        margin=primary["margin"],
-        ci=[primary["lower"], primary["upper"]],
-        seeds=1,
-        grid_edge=False,
-        reasoning="The paired effect was measured on fixed items. One seed limits confidence. "
-        "The spec's correctness revisions are unresolved, so the exchange may grade that check unverified.",
-    )
-    record_gate(store, "decision", "passed")
-    return store
-
-
-def rewrite_result(store: RunStore, **fields: Any) -> dict[str, Any]:
-    """Replace RESULT fields verbatim (bypassing update_result's merge), as a broken pipeline might."""
-    result = store.read_result()
-    result.update(fields)
-    (store.run_dir / "result.json").write_text(json.dumps(result, indent=2))
-    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -805,14 +554,17 @@ def _three_way_gs1_spec(tmp_path: Path, margin: float) -> Path:
     spec["decision_rule"]["criteria"][0]["margin"] = margin
     path = tmp_path / "gs1_three_way.json"
     path.write_text(json.dumps(spec))
+    # with its revision file, which pins the correctness revisions (intake refuses the spec alone for them)
+    path.with_name("gs1_three_way.plan.json").write_text(GS1_SPEC.with_name(GS1_SPEC.stem + ".plan.json").read_text())
     return path
 
 
 @pytest.mark.parametrize("margin, given, wrong", [
-    # margin 1.0: upper bound 1/12 + 0.50 < 1 -> every criterion fails -> refuted
-    (1.0, "refuted", "supported"),
-    # margin -1.0: lower bound 1/12 - 0.50 > -1 -> every criterion passes -> supported
-    (-1.0, "supported", "refuted"),
+    # margin 0.99 (intake refuses a margin at the effect's range, [-1, 1]): upper bound 1/12 + 0.50 < 0.99 -> every
+    # criterion fails -> refuted
+    (0.99, "refuted", "supported"),
+    # margin -0.99: lower bound 1/12 - 0.50 > -0.99 -> every criterion passes -> supported
+    (-0.99, "supported", "refuted"),
 ])
 def test_three_way_verdict_that_the_observations_do_not_give(tmp_path, margin, given, wrong):
     store = build_gs1_run(tmp_path / "runs", _three_way_gs1_spec(tmp_path, margin))

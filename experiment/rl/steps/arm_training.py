@@ -10,7 +10,10 @@ next step needs (the GS1 kernel window), so that:
   is redone on a client restored from the last saved state (never on top of half-accumulated
   gradients, so no optimizer step is ever applied twice);
 - a re-run of the same spec (a killed process, a re-queued run) continues each arm from its last
-  saved step instead of starting over.
+  saved step instead of starting over;
+- with `experiment_features.checkpoint_restore` true, every arm continues at its midpoint step on a
+  client restored from the state saved after the step before (a designed save and restore,
+  experiment.contract.support.designed_restore_step).
 
 Every restore is verified like a creation: optimizer family/config from the server's response,
 appended to `initialization_provenance` (`restore_count`, `optimizer_checks`). Each arm's metrics
@@ -29,6 +32,7 @@ from experiment.rl.advantages import KernelBaselineState
 from experiment.run.capacity import CapacityBlocked
 from experiment.run.clients import ClientSession, open_session
 from experiment.contract.plan import at_replica_seed
+from experiment.contract.support import designed_restore_step
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
@@ -111,7 +115,10 @@ class ArmTrainer:
             client = self._restore(self.saved["uri"] if self.saved else self._init_checkpoint)
         renderer = renderer_for(client, arm.renderer_name)
         order = arm_training_order(ctx.spec, ctx.state, arm.spec_arm)
+        designed = designed_restore_step(ctx.spec)
         for step in range(start, self.steps):
+            if step == designed and step > start:  # checkpoint_restore: continue from the state saved after the last step
+                client = self._restore(self._last_uri(step))
             client, window = self._step_with_capacity(client, renderer, order, step, window)
         uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)
         ctx.store.add_checkpoint(arm.spec_arm, self.steps, uri, seed=arm.seed)  # the arm's name, not its replica label

@@ -30,6 +30,9 @@ PROGRESS_EVERY = 100
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    """Long because: a gate step reads top to bottom as the gate's protocol (freeze the evaluator, score base and arms,
+    post); its parts share the run's clients and records.
+    """
     checkpoints: dict[str, str] = ctx.state.final_checkpoints
     # every arm at every scheduled seed (plan.replicas); a replica's label names its checkpoint and files
     trained = [replica for replica in ctx.plan.replicas if replica.trained]

@@ -33,6 +33,9 @@ FIXED_BATCH_SIZE = 8
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    """Long because: a gate step reads top to bottom as the restoration protocol (save, create every arm from it,
+    compare, restore check); its parts share the arms' clients.
+    """
     model, rank = ctx.state.served_model, int(ctx.spec.lora_rank)
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     replicas = rl_replica_settings(ctx.spec, ctx.plan)

@@ -46,7 +46,7 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
 from experiment.sft.loop import FIXED_BATCH_SIZE, sft_settings, training_examples
 from experiment.sft.runs import open_sft_session, served_model_and_rank, sft_runs, to_datums
-from experiment.sft.readback import HOW_TO_EXPOSE
+from experiment.contract.readback import HOW_TO_EXPOSE
 from experiment.sft.service_probe import (
     WARMUP_STEPS, ServiceObservation, UpdateJob, WeightsNotExposed, factors, observe_updates,
 )
@@ -64,6 +64,9 @@ DISABLED = TRIMUON_DISABLED  # TriMuon with its polar step switched back to DiMu
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    """Long because: a gate step reads top to bottom as the correctness protocol (fixed input, both paths, tolerances,
+    read-back, LR scaling); its parts share the probe's clients.
+    """
     details = ctx.plan.gate("correctness_preflight").details
     paths = details.get("paths") or []
     if not paths:  # CORR-7: a custom path with no accepted plan is required/unverified

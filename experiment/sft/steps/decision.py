@@ -29,7 +29,11 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     success criterion is met, "refuted" otherwise; "strong" confidence only when an interval or at
     least two seeds settle the margin, so one seed and point estimates keep it "weak". How the
     prose criterion is measured (selection, metrics, margins) is the plan file's `verdict_rule`,
-    fixed before training."""
+    fixed before training.
+
+    Long because: the verdict's record is assembled field by field in the order the contract lists it; splitting it
+    would scatter one record.
+    """
     if ctx.spec.decision_rule is not None:
         return GateVerdict(gate="decision", status="failed",
                            reasons=["an SFT spec with a decision_rule needs its decision object; only the "

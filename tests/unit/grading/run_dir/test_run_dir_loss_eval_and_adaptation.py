@@ -1,0 +1,273 @@
+"""The run-dir layer's loss_eval (LOSS-1, LOSS-2) and adaptation (ADAPT-1) checks
+(experiment/grading/run_dir.py, `_Validator.check_loss_eval` and `check_adaptation`), each condition tried
+with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
+
+Each test builds the validator over an in-memory run (RESULT, plan, spec, events) and runs the one check: the
+expected problems are worked out from docs/contract-rules.md (`loss_eval.*`, `adaptation.*`):
+LOSS-2: one aggregation, token_mean or example_mean, the spec's, equal in every arm; value, nll_sum, n_tokens
+finite with n_tokens > 0; value is nll_sum / n_tokens under token_mean, example_mean under example_mean; every arm
+on the same (n_tokens, n_examples). ADAPT-1: adaptation_batch_hash = sha256(json.dumps(ids)); a pair whose arms
+consumed different batches limits the result (confidence weak, or no definitive verdict)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from grading_contexts.run_dir import checks as _checks, found as _found  # the problem lists, one home
+
+from experiment.grading.run_dir import _RunFiles, _Validator
+
+A, B = "baseline", "treatment"
+
+
+def _validator(run_dir: Path, result: dict, plan: dict | None = None, spec: dict | None = None,
+               passed: tuple[str, ...] = ()) -> _Validator:
+    events = [{"event": "gate", "gate": gate, "status": "passed"} for gate in passed]
+    files = _RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest={"files": []},
+                      plan=plan, spec=spec, setup_problems=[])
+    return _Validator(files)
+
+
+
+# ------------------------------------------------------------------------------------------ LOSS-2
+
+NLL_SUM, N_TOKENS, N_EXAMPLES = 250.0, 100, 10
+TOKEN_MEAN = NLL_SUM / N_TOKENS  # 2.5: not a whole number, so nll_sum // n_tokens (2) is not it
+EXAMPLE_MEAN = 2.7  # a per-example mean differs from the per-token one
+
+
+def _entry(aggregation: str = "token_mean", **changes) -> dict:
+    """One arm's loss_eval entry, consistent: value is the aggregation's mean."""
+    entry = {
+        "aggregation": aggregation,
+        "value": TOKEN_MEAN if aggregation == "token_mean" else EXAMPLE_MEAN,
+        "token_mean": TOKEN_MEAN,
+        "example_mean": EXAMPLE_MEAN,
+        "nll_sum": NLL_SUM,
+        "n_tokens": N_TOKENS,
+        "n_examples": N_EXAMPLES,
+        "n_empty": 0,
+    }
+    entry.update(changes)
+    return entry
+
+
+def _loss(tmp_path, record, plan_aggregation: str | None = None) -> _Validator:
+    plan_eval = {"loss_eval": True}
+    if plan_aggregation is not None:
+        plan_eval["aggregation"] = plan_aggregation
+    validator = _validator(tmp_path, {"loss_eval": record}, plan={"eval": plan_eval}, passed=("evaluation",))
+    validator.check_loss_eval()
+    return validator
+
+
+def _record(aggregation: str = "token_mean", **arms) -> dict:
+    return {"aggregation": aggregation, "arms": arms or {A: _entry(aggregation), B: _entry(aggregation)}}
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "example_mean"])
+@pytest.mark.parametrize("spec_states_it", [True, False])
+def test_a_consistent_loss_eval_of_either_aggregation_has_no_problem(tmp_path, aggregation, spec_states_it):
+    # token_mean: value = token_mean = nll_sum / n_tokens = 2.5; example_mean: value = example_mean = 2.7,
+    # while its token_mean field is still 2.5 (the two means of the same examples differ)
+    validator = _loss(tmp_path, _record(aggregation), aggregation if spec_states_it else None)
+    assert _found(validator) == []
+
+
+def test_one_consistent_arm_has_no_problem(tmp_path):
+    assert _found(_loss(tmp_path, _record(**{A: _entry()}), "token_mean")) == []
+
+
+def test_a_loss_eval_that_is_not_an_object_with_arms_is_one_shape_problem(tmp_path):
+    for record in ("2.5", [_entry()], {"aggregation": "token_mean", "arms": [_entry()]}, {"aggregation": "token_mean"}):
+        found = _found(_loss(tmp_path, record, "token_mean"))
+        assert [check for check, _ in found] == ["loss_eval.shape"], record
+        assert "{aggregation, arms" in found[0][1]
+
+
+def test_an_aggregation_neither_token_mean_nor_example_mean_is_flagged_and_its_values_are_not_judged(tmp_path):
+    # LOSS-2 says what value is under token_mean and under example_mean only: under another aggregation (one
+    # sorting after both, one before both) no mean is judged, neither value (not nll_sum / n_tokens nor
+    # example_mean) nor the token_mean field (off here), and only the aggregation is the problem (as the
+    # exchange grader's LOSS-2 reports an unknown aggregation alone)
+    for other in ("weighted_mean", "batch_mean"):
+        arms = {A: _entry(other, value=1.0, token_mean=1.0), B: _entry(other, value=1.0, token_mean=1.0)}
+        found = _found(_loss(tmp_path, {"aggregation": other, "arms": arms}))
+        assert [check for check, _ in found] == ["loss_eval.aggregation"], other
+        assert other in found[0][1] and "token_mean or example_mean" in found[0][1]
+
+
+@pytest.mark.parametrize("recorded, stated", [("example_mean", "token_mean"), ("token_mean", "example_mean")])
+def test_the_aggregation_is_the_specs(tmp_path, recorded, stated):
+    found = _found(_loss(tmp_path, _record(recorded), stated))
+    assert [check for check, _ in found] == ["loss_eval.aggregation"]
+    assert recorded in found[0][1] and stated in found[0][1]
+
+
+@pytest.mark.parametrize("top, arm", [("token_mean", "example_mean"), ("example_mean", "token_mean")])
+def test_each_arms_aggregation_is_the_top_level_one(tmp_path, top, arm):
+    other = _entry(arm, value=_entry(top)["value"])  # its value is right for the top level aggregation
+    found = _found(_loss(tmp_path, _record(top, **{A: _entry(top), B: other})))
+    assert [check for check, _ in found] == ["loss_eval.aggregation"]
+    assert found[0][1].startswith(f"arm {B}:") and arm in found[0][1] and top in found[0][1]
+
+
+def test_an_arm_missing_a_key_is_a_shape_problem_naming_the_key(tmp_path):
+    entry = _entry()
+    del entry["token_mean"]
+    found = _found(_loss(tmp_path, _record(**{A: _entry(), B: entry}), "token_mean"))
+    assert found == [("loss_eval.shape", f"arm {B}: missing token_mean")]
+    entry = _entry("example_mean")
+    del entry["n_empty"], entry["token_mean"]
+    found = _found(_loss(tmp_path, _record("example_mean", **{A: _entry("example_mean"), B: entry})))
+    assert found == [("loss_eval.shape", f"arm {B}: missing token_mean, n_empty")]
+
+
+@pytest.mark.parametrize("changes", [
+    {"value": None}, {"value": "2.5"}, {"nll_sum": None}, {"nll_sum": float("nan")}, {"n_tokens": None},
+    {"n_tokens": 0}, {"n_tokens": -100}, {"n_tokens": True},
+])
+def test_value_nll_sum_and_n_tokens_are_finite_with_n_tokens_positive(tmp_path, changes):
+    # the arm with the bad numbers is one values problem (and is left out of the same-tokens comparison);
+    # the first arm still has its own value checked: it is off (3.75, not 2.5)
+    arms = {A: _entry(**changes), B: _entry(value=3.75)}
+    found = _found(_loss(tmp_path, _record(**arms), "token_mean"))
+    assert [check for check, _ in found] == ["loss_eval.values", "loss_eval.value"]
+    assert found[0][1].startswith(f"arm {A}:") and found[1][1].startswith(f"arm {B}:")
+    # alone, the bad arm gives the values problem only (no arm is left to compare tokens with)
+    assert [check for check, _ in _found(_loss(tmp_path, _record(**{A: _entry(**changes)}), "token_mean"))] == [
+        "loss_eval.values"]
+
+
+def test_a_single_token_is_a_positive_count(tmp_path):
+    arms = {arm: _entry(nll_sum=2.5, n_tokens=1, value=2.5, token_mean=2.5) for arm in (A, B)}
+    assert _found(_loss(tmp_path, _record(**arms), "token_mean")) == []
+
+
+def test_an_arm_that_is_not_an_object_does_not_stop_the_next_arm_being_checked(tmp_path):
+    found = _found(_loss(tmp_path, _record(**{A: 2.5, B: _entry(value=3.75)}), "token_mean"))
+    assert [check for check, _ in found] == ["loss_eval.shape", "loss_eval.value"]
+    assert found[0][1] == f"arm {A}: entry must be an object" and found[1][1].startswith(f"arm {B}:")
+
+
+@pytest.mark.parametrize("value", [3.75, 2.0, 2.5 * (1 + 1e-3)])
+def test_a_token_mean_value_that_is_not_nll_sum_over_n_tokens(tmp_path, value):
+    found = _found(_loss(tmp_path, _record(**{A: _entry(), B: _entry(value=value)}), "token_mean"))
+    assert [check for check, _ in found] == ["loss_eval.value"]
+    assert found[0][1].startswith(f"arm {B}: value {value}") and found[0][1].endswith(f"= {TOKEN_MEAN}")
+
+
+def test_a_token_mean_value_within_the_relative_tolerance_is_the_same(tmp_path):
+    arms = {A: _entry(value=TOKEN_MEAN * (1 + 1e-8), token_mean=TOKEN_MEAN * (1 - 1e-8)), B: _entry()}
+    assert _found(_loss(tmp_path, _record(**arms), "token_mean")) == []
+
+
+@pytest.mark.parametrize("token_mean", [3.75, 2.0, 2.5 * (1 + 1e-3)])
+def test_a_token_mean_field_that_is_not_nll_sum_over_n_tokens(tmp_path, token_mean):
+    found = _found(_loss(tmp_path, _record(**{A: _entry(token_mean=token_mean), B: _entry()}), "token_mean"))
+    assert found == [("loss_eval.value", f"arm {A}: token_mean {token_mean} is not nll_sum / n_tokens")]
+
+
+@pytest.mark.parametrize("value", [EXAMPLE_MEAN * 1.5, TOKEN_MEAN, EXAMPLE_MEAN * (1 + 1e-3)])
+def test_an_example_mean_value_that_is_not_its_example_mean(tmp_path, value):
+    # the value 2.5 is nll_sum / n_tokens, right under token_mean but not under example_mean
+    arms = {A: _entry("example_mean"), B: _entry("example_mean", value=value)}
+    found = _found(_loss(tmp_path, _record("example_mean", **arms), "example_mean"))
+    assert [check for check, _ in found] == ["loss_eval.value"]
+    assert found[0][1].startswith(f"arm {B}: value {value}") and str(EXAMPLE_MEAN) in found[0][1]
+
+
+def test_arms_scored_on_different_tokens_or_examples(tmp_path):
+    for changes, listed in (({"n_examples": 11}, f"{A}=(100, 10), {B}=(100, 11)"),
+                            ({"n_tokens": 80, "nll_sum": 200.0}, f"{A}=(100, 10), {B}=(80, 10)")):
+        found = _found(_loss(tmp_path, _record(**{A: _entry(), B: _entry(**changes)}), "token_mean"))
+        assert [check for check, _ in found] == ["loss_eval.same_tokens"]
+        assert found[0][1].endswith(listed)
+
+
+# ------------------------------------------------------------------------------------------ ADAPT-1
+
+IDS = [["b0", "b1"], ["b2", "b3"]]
+
+
+def _hash(ids) -> str:
+    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def _manifest(arm, ids=IDS, pair="p", **changes) -> dict:
+    manifest = {"arm": arm, "pair": pair, "warmup_batches": 2, "adaptation_batch_ids": ids,
+                "adaptation_batch_hash": _hash(ids)}
+    manifest.update(changes)
+    return manifest
+
+
+def _adapt(tmp_path, manifests=None, features=None, passed=("arm_training",), **result) -> _Validator:
+    spec = {} if features is None else {"experiment_features": features}
+    record = {"verdict": "supported", "confidence": "strong", **result}
+    if manifests is not None:
+        record["adaptation_manifests"] = manifests
+    validator = _validator(tmp_path, record, plan={}, spec=spec, passed=passed)
+    validator.check_adaptation()
+    return validator
+
+
+def test_warmup_adaptation_without_manifests_after_arm_training_passed(tmp_path):
+    assert _checks(_adapt(tmp_path, features={"warmup_adaptation": True})) == ["adaptation.missing"]
+    assert _checks(_adapt(tmp_path, features={"warmup_adaptation": True}, passed=())) == []  # not trained yet
+
+
+@pytest.mark.parametrize("features", [None, {}, {"warmup_adaptation": False}, {"warmup_adaptation": "true"},
+                                      ["warmup_adaptation"]])
+def test_no_manifests_are_owed_unless_warmup_adaptation_is_true(tmp_path, features):
+    assert _checks(_adapt(tmp_path, features=features)) == []
+
+
+def test_consistent_manifests_of_a_pair_on_the_same_batches(tmp_path):
+    assert _checks(_adapt(tmp_path, [_manifest(A), _manifest(B)], {"warmup_adaptation": True})) == []
+    assert _checks(_adapt(tmp_path, [_manifest(A)])) == []
+
+
+def test_a_manifest_that_is_not_an_object_does_not_stop_the_next_being_checked(tmp_path):
+    found = _found(_adapt(tmp_path, ["manifest", _manifest(B, adaptation_batch_hash="0" * 64)]))
+    assert [check for check, _ in found] == ["adaptation.shape", "adaptation.hash"]
+    assert found[0][1] == "adaptation_manifests[0] is not an object" and found[1][1].startswith(f"arm {B}:")
+
+
+def test_ids_that_are_not_a_list_do_not_stop_the_next_manifest_being_checked(tmp_path):
+    found = _found(_adapt(tmp_path, [_manifest(A, ids="b0,b1"), _manifest(B, adaptation_batch_hash="0" * 64)]))
+    assert [check for check, _ in found] == ["adaptation.shape", "adaptation.hash"]
+    assert found[0][1].startswith(f"arm {A}:") and found[1][1].startswith(f"arm {B}:")
+
+
+@pytest.mark.parametrize("digest", ["0" * 64, "f" * 64, _hash(IDS).upper(), _hash(list(reversed(IDS)))])
+def test_a_hash_that_is_not_sha256_of_json_dumps_of_the_ids(tmp_path, digest):
+    found = _found(_adapt(tmp_path, [_manifest(A), _manifest(B, adaptation_batch_hash=digest)]))
+    assert [check for check, _ in found] == ["adaptation.hash"] and found[0][1].startswith(f"arm {B}:")
+
+
+def _mismatched(tmp_path, **result) -> list[str]:
+    return _checks(_adapt(tmp_path, [_manifest(A), _manifest(B, ids=list(reversed(IDS)))], **result))
+
+
+def test_a_pair_on_different_batches_must_limit_the_result(tmp_path):
+    assert _mismatched(tmp_path, verdict="supported", confidence="strong") == ["adaptation.pair_mismatch"]
+    assert _mismatched(tmp_path, verdict="refuted", confidence="strong") == ["adaptation.pair_mismatch"]
+    # a confidence that is not "weak" (here one sorting after it) does not limit the result either
+    assert _mismatched(tmp_path, verdict="supported", confidence="weaker") == ["adaptation.pair_mismatch"]
+    # limited: weak confidence, or no definitive verdict
+    assert _mismatched(tmp_path, verdict="supported", confidence="weak") == []
+    assert _mismatched(tmp_path, verdict="inconclusive", confidence="strong") == []
+    assert _mismatched(tmp_path, verdict=None, confidence="strong") == []
+
+
+def test_the_pair_mismatch_names_the_pair_and_its_arms(tmp_path):
+    found = _found(_adapt(tmp_path, [_manifest(A), _manifest(B, ids=list(reversed(IDS)))]))
+    assert len(found) == 1 and found[0][1].startswith(f"pair p: arms {A}, {B} ")
+
+
+def test_arms_of_different_pairs_may_consume_different_batches(tmp_path):
+    manifests = [_manifest(A, pair="p1"), _manifest(B, pair="p2", ids=list(reversed(IDS)))]
+    assert _checks(_adapt(tmp_path, manifests)) == []
