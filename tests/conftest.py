@@ -247,7 +247,7 @@ def _build_graded_record(kind: str):
     if kind == "paired":
         correct = {"base": [0, 0, 1, 0, 0, 0], "rl_gsm8k": [1, 0, 1, 1, 0, 1], "rl_selfgen": [1, 1, 1, 1, 0, 1]}
         for arm, values in correct.items():
-            checkpoint = plan.base_model if arm == "base" else f"tinker://run/{arm}"
+            checkpoint = plan.base_model if arm == "base" else f"tinker://s:train:{arm}/sampler_weights/{arm}-final"
             rows = [{"item_id": item, "arm": arm, "prediction": str(v), "reference": "1", "metric": metric,
                      "value": float(v), "evaluator_id": eid, "seed": 0, "checkpoint": checkpoint}
                     for item, v in zip(items, values)]
@@ -273,7 +273,7 @@ def _build_graded_record(kind: str):
             nll = [3.0 + 0.01 * index + 0.001 * i for i in range(6)]
             rows = [{"item_id": item, "arm": run.name, "prediction": {"nll_sum": s * t, "n_tokens": t},
                      "reference": "teacher-forced", "metric": metric, "evaluator_id": eid, "seed": 0,
-                     "checkpoint": f"tinker://run/{run.name.replace('@lr=', '-lr')}"}
+                     "checkpoint": f"tinker://s:train:{run.arm}/sampler_weights/{run.name.replace('@lr=', '-lr')}-final"}
                     for item, s, t in zip(items, nll, n_tokens)]
             ref = keep(f"predictions-{run.name.replace('@lr=', '-lr')}.jsonl", "predictions", jsonl(rows))
             nll_sum = sum(s * t for s, t in zip(nll, n_tokens))
@@ -284,13 +284,19 @@ def _build_graded_record(kind: str):
             scores.append({"arm": run.name, "metric": metric, "value": value, "evaluator_id": eid, "seed": 0,
                            "predictions_ref": ref})
             step_time = 0.02 + (0.01 if run.arm == "trimuon" else 0.0)
-            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time} for step in range(run.steps or 3)]
+            step_rows += [{"run": run.name, "step": step, "optim_seconds": step_time, "batch_id": f"step{step:04d}-{'ab' * 8}"}
+                          for step in range(run.steps or 3)]
             rows_obs += [{"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": metric, "value": value,
                           "evaluator_id": eid},
                          {"item_id": "heldout_set", "arm": run.name, "seed": 0, "metric": "median_optim_step_seconds",
                           "value": step_time, "evaluator_id": eid}]
             result["metrics"]["arms"][run.name] = {metric: value, "median_optim_step_seconds": step_time}
         keep("sft-steps.jsonl", "metrics", jsonl(step_rows))
+        batch_ids = [row["batch_id"] for row in step_rows if row["run"] == runs[0].name]  # every run: the same batches
+        result["adaptation_manifests"] = [  # one per arm, the batches its runs consumed (TRACE-4)
+            {"arm": arm, "pair": "lr_grid_comparison", "warmup_batches": 0, "adaptation_batch_ids": batch_ids,
+             "adaptation_batch_hash": hashlib.sha256(json.dumps(batch_ids).encode()).hexdigest(),
+             "runs": [run.name for run in runs if run.arm == arm]} for arm in dict.fromkeys(run.arm for run in runs)]
         rule = spec.to_dict().get("decision_rule") or spec.to_dict()["verdict_rule"]
         values = {}
         for row in rows_obs:
@@ -463,9 +469,10 @@ def _build_graded_record(kind: str):
                                                      evaluation={**phase, "units": 100, "planned_units": 1319})
 
     project(result["feasibility"])
-    checkpoints = ([{"arm": arm.name, "step": arm.steps, "uri": f"tinker://run/{arm.name}"} for arm in plan.trained_arms]
-                   if kind == "paired" else [{"arm": run.name, "step": run.steps or 3,
-                                              "uri": f"tinker://run/{run.name.replace('@lr=', '-lr')}"} for run in runs])
+    checkpoints = ([{"arm": arm.name, "step": arm.steps, "uri": f"tinker://s:train:{arm.name}/sampler_weights/{arm.name}-final"}
+                    for arm in plan.trained_arms]  # saved by the arm's training client (TRACE-2)
+                   if kind == "paired" else [{"arm": run.name, "step": run.steps or 3, "uri": f"tinker://s:train:{run.arm}/"
+                                              f"sampler_weights/{run.name.replace('@lr=', '-lr')}-final"} for run in runs])
     result["evidence"] = {"version": 1, "files": files, "checkpoints": checkpoints,
                           "per_arm_metrics": {arm: result["metrics"]["arms"][arm] for arm in result["completed_arms"]}}
     events = [{"event": "run_created"}, {"event": "result_updated", "status": "running", "deviations": []}]

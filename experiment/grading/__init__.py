@@ -1,7 +1,8 @@
 """The grader: a RESULT graded category by category, the way the exchange grades it.
 
 One module per category (`evaluator`, `decision`, `restoration`, `correctness`, `feasibility`,
-`generation_audit`), record-level rules in `general`, evidence access in `evidence`, the secret
+`generation_audit`), record-level rules in `general` (and `traces`: the leaves a record restates from its run
+against the traces that produced them, TRACE-*), evidence access in `evidence`, the secret
 scan in `secrets`, prediction before spending in `predict`, and the run-dir layer in `run_dir` (what
 only a run directory's files show; `grade_record(result, run_dir=...)` adds it to the rules a bare
 result.json gets). Every check function is named after the rule of docs/contract-rules.md it

@@ -32,6 +32,7 @@ from experiment.grading.common import (
 NAME = "correctness"
 PIN_FIELDS = ("correctness_pins", "correctness_revisions")
 ERROR_KEYS = ("max_abs_error", "reference_max_abs", "relative_l2_error", "cosine_similarity")
+SERVICE_ROUTING = "service-routing.json"  # where every arm ran (the SFT preflight probe retains it)
 EXCHANGE_NOTE = ("its pins come from the recorded spec revision, not the exchange's spec: the exchange grades "
                  "correctness unverified until its own spec carries them, and so does this grader")
 
@@ -111,21 +112,35 @@ def _same_code(record: dict[str, Any]) -> bool:
     return any(as_dict(entry).get("same_code") is True for entry in as_dict(record.get("parity_sides")).values())
 
 
+def _on_embedded(ctx: GradeContext, record: dict[str, Any]) -> bool:
+    """The path was measured on the embedded backend: its probe's service, the run's routing target, or a
+    rehearsal (whose backend is the embedded one) says so."""
+    service = as_dict(as_dict(record.get("measured_through")).get("service"))
+    routing = ctx.evidence.json(SERVICE_ROUTING) if ctx.evidence.usable(SERVICE_ROUTING) else None
+    rehearsal = as_dict(ctx.result.get("rehearsal"))
+    return service.get("kind") == "embedded" or as_dict(as_dict(routing).get("target")).get("kind") == "embedded" \
+        or rehearsal.get("backend") == "embedded"
+
+
 def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
-    """A parity check whose two sides are the same code measures nothing: reported so, or recognised
-    from bitwise-identical optimizer updates (a baseline_update check with errors exactly 0), it stays
-    unverified. A loss or gradient check may match exactly: two independent estimators of simple
-    arithmetic (GS1's advantages) give the same inputs to the same service computation."""
+    """A parity check whose two sides are the same code measures nothing: reported so, recognised from
+    bitwise-identical optimizer updates (a baseline_update check with errors exactly 0), or known from
+    where it ran (the embedded backend serves the treatment-disabled side and the baseline from one file,
+    embedded_tinker/muon.py, whatever the record says of its sides), it stays unverified. A loss or gradient
+    check may match exactly: two independent estimators of simple arithmetic (GS1's advantages) give the
+    same inputs to the same service computation."""
     issues = []
     for path_id, record in _record_paths(ctx).items():
         sides = as_dict(record.get("parity_sides"))
+        embedded = _on_embedded(ctx, record)
         for key, entry in as_dict(record.get("errors")).items():
             entry = as_dict(entry)
             reported = as_dict(sides.get(key)).get("same_code") is True
-            identical = entry.get("max_abs_error") == 0.0 and entry.get("relative_l2_error") == 0.0 \
-                and str(key).startswith("baseline_update")
-            if reported or identical:
-                why = as_dict(sides.get(key)).get("reason") or "bitwise-identical updates"
+            baseline = str(key).startswith("baseline_update")
+            identical = entry.get("max_abs_error") == 0.0 and entry.get("relative_l2_error") == 0.0 and baseline
+            if reported or identical or (embedded and baseline):
+                why = as_dict(sides.get(key)).get("reason") or ("bitwise-identical updates" if identical else
+                                                                "the embedded backend serves both sides from one file")
                 issues.append(Issue("CORR-3", UNVERIFIED, f"path {path_id}, check {key}: both sides are the same code "
                                                           f"({why}): no parity was measured"))
     return issues

@@ -26,6 +26,7 @@ from experiment.grading.input_limits import oversized_input
 from experiment.grading.precedence import with_precedence
 from experiment.grading.rules import SHAPE_RULES
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
+from experiment.grading.traces import self_grade_problems
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
@@ -293,6 +294,10 @@ def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec
             problems += [f"{p.check}: {p.message}" for p in run_validation(run_dir).problems]
         except RunDirError as err:
             problems.append(f"run: {err}")
+    if spec is None and "grade" in result:  # TRACE-8: the run's grade of itself, as it posted it (bare, unsaid spec)
+        fresh = Grade(categories=categories, problems=list(problems), spec_source=source) if run_dir is None else \
+            grade_record({k: v for k, v in result.items() if k != "grade"}, self_consistency=False)
+        problems += self_grade_problems(result["grade"], fresh.record())
     return Grade(categories=categories, problems=problems, spec_source=source, spec=spec_obj)
 
 
