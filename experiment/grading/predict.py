@@ -36,6 +36,8 @@ def _entry(grade: str, reason: str) -> dict[str, str]:
 
 
 def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str, str]]:
+    """Long because: one prediction per category in the exchange's category order; each is a few lines that say why.
+    """
     if exposure not in EXPOSURES:
         raise ValueError(f"exposure must be one of {', '.join(EXPOSURES)}, got {exposure!r}")
     supplied = set((plan.spec_revision or {}).get("supplied") or [])

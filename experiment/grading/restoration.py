@@ -641,7 +641,10 @@ def REST_10(ctx: GradeContext) -> list[Issue]:
 def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: bool) -> list[tuple[str, str]]:
     """(status, problem) for one retained create-save-restore check beyond its recomputed difference: whose
     check it is, the clients and the restore it names, the optimizer it requested (the spec's) and the
-    service reported, the update it took, the fixed tolerance, and its outputs' hashes."""
+    service reported, the update it took, the fixed tolerance, and its outputs' hashes.
+
+    Long because: one retained check's problems, each a short condition in the order of the rule's text.
+    """
     problems: list[tuple[str, str]] = []
     label, wanted = check.get("label"), _requested(ctx)
     if (keyed and label != key) or label not in wanted:

@@ -747,6 +747,9 @@ class _Validator:
     # ---- correctness preflight (CORR-*) ----
 
     def check_correctness(self) -> None:
+        """Long because: the run-dir correctness checks, one after another in the order of CORR-1..CORR-11; each is a few
+        lines.
+        """
         record = self.result.get("correctness_preflight")
         gate = self.plan_gate("correctness_preflight")
         applies = gate.get("applicable") is not False if gate else False
