@@ -294,3 +294,83 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: summary's item count": summary_item_count_changed,
     },
 }
+
+
+# ---------------------------------------------------------------------------- run directories
+
+
+def _read_events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _write_events(run_dir: Path, events: list[dict[str, Any]]) -> None:
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+
+
+def _drop_table_rows(run_dir: Path, table: str, keep: Callable[[dict[str, Any]], bool]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run_dir / "tables" / f"{table}.parquet"
+    if path.is_file():
+        read = pq.read_table(path)
+        pq.write_table(pa.Table.from_pylist([row for row in read.to_pylist() if keep(row)], schema=read.schema), path)
+
+
+def dropped_step_events(run_dir: Path) -> None:
+    """The first arm's (run's) last training step: its training_step event and its training_steps row dropped
+    (issue 45: steps 10 and 11 of a standard rehearsal; a wiring rehearsal trains two steps per arm)."""
+    events = _read_events(run_dir)
+    steps = [e for e in events if e.get("event") == "training_step"]
+    key = "run" if "run" in steps[0] else "arm"
+    first = steps[0][key]
+    last = max(e["step"] for e in steps if e[key] == first)
+    _write_events(run_dir, [e for e in events if not (e.get("event") == "training_step" and e[key] == first
+                                                      and e["step"] == last)])
+    _drop_table_rows(run_dir, "training_steps", lambda row: not (row.get(key) == first and row.get("step") == last))
+
+
+def evaluator_frozen_after_evaluation(run_dir: Path) -> None:
+    """The evaluator_frozen event moved after the evaluation's gate event (its time the gate's)."""
+    events = _read_events(run_dir)
+    frozen = next(e for e in events if e.get("event") == "evaluator_frozen")
+    events.remove(frozen)
+    gate = next(i for i, e in enumerate(events) if e.get("event") == "gate" and e.get("gate") == "evaluation")
+    frozen["ts"] = events[gate]["ts"]
+    events.insert(gate + 1, frozen)
+    _write_events(run_dir, events)
+
+
+def dropped_failed_pilot_log_in_run_dir(run_dir: Path) -> None:
+    """The failed pilot's log gone from the run directory: evidence/, its manifest, RESULT's evidence and its
+    evidence_added event."""
+    result = json.loads((run_dir / "result.json").read_text())
+    logs = sorted(e["name"] for e in result["evidence"]["files"] if e["name"].startswith("activation-pilot-bw"))
+    assert len(logs) > 1, "no failed pilot in this record"
+    name = logs[0]
+    result["evidence"]["files"] = [e for e in result["evidence"]["files"] if e["name"] != name]
+    (run_dir / "result.json").write_text(json.dumps(result, indent=2))
+    manifest = json.loads((run_dir / "evidence" / "manifest.json").read_text())
+    manifest["files"] = [e for e in manifest["files"] if e["name"] != name]
+    (run_dir / "evidence" / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (run_dir / "evidence" / name).unlink()
+    _write_events(run_dir, [e for e in _read_events(run_dir)
+                            if not (e.get("event") == "evidence_added" and e.get("name") == name)])
+
+
+# family -> tampering name -> function on a copy of the run directory
+RUN_DIR_CORPUS: dict[str, dict[str, Callable[[Path], None]]] = {
+    "gs1": {
+        "required (run dir): a training step's event dropped": dropped_step_events,
+        "required (run dir): evaluator_frozen after the evaluation": evaluator_frozen_after_evaluation,
+        "required (run dir): failed pilot log dropped": dropped_failed_pilot_log_in_run_dir,
+    },
+    "selfgen": {
+        "required (run dir): a training step's event dropped": dropped_step_events,
+        "required (run dir): evaluator_frozen after the evaluation": evaluator_frozen_after_evaluation,
+    },
+    "trimuon": {
+        "required (run dir): a training step's event dropped": dropped_step_events,
+        "required (run dir): evaluator_frozen after the evaluation": evaluator_frozen_after_evaluation,
+    },
+}

@@ -156,8 +156,8 @@ def _fixed_evaluator(ctx: GradeContext) -> dict[str, Any]:
     """What the spec fixes of the evaluator: key -> value (decoding keys under `decoding.`)."""
     spec, sft = ctx.spec or {}, _training_type(ctx) == "sft"
     fixed: dict[str, Any] = {}
-    if sft:
-        fixed["decoding"] = dict(TEACHER_FORCED)
+    if sft:  # a held-out loss samples nothing
+        fixed["decoding.temperature"] = 0.0
     elif as_dict(getattr(ctx.plan, "eval", None)).get("decoding") == "greedy" or "greedy" in str(
             as_dict(spec.get("eval")).get("metric", "")):
         fixed["decoding.temperature"] = 0.0
@@ -167,7 +167,7 @@ def _fixed_evaluator(ctx: GradeContext) -> dict[str, Any]:
         renderer = as_dict(spec.get("rollout")).get("renderer") or DEFAULT_RENDERER
         aggregation = as_dict(getattr(ctx.plan, "eval", None)).get("aggregation") or "token_mean"
         fixed.update(prompt_template=sft_prompt_template(str(renderer), int(spec.get("max_seq_len") or 0)),
-                     parser=sft_parser(str(aggregation)))
+                     parser=sft_parser(str(aggregation)), decoding=dict(TEACHER_FORCED))
     elif _training_type(ctx) == "rl" and ctx.spec_model is not None:
         rollout = rollout_settings(ctx.spec_model)
         fixed.update({"prompt_template": rl_prompt_template(rollout.few_shot), "parser": RL_PARSER,
