@@ -1,0 +1,342 @@
+"""The record held to what it cannot choose (experiment/grading/spec_anchor.py, issue 45): the spec's eval set, the
+evaluator the spec fixes, the retained evaluator code, the plan's steps/LRs/seeds, the evidence the spec requires,
+and prose that says what the record says.
+
+The honest evaluator of each test is built by the pipeline's own code (its eval-item selection, its code files and
+provenance); the grader re-derives each value independently and must accept it, and must refuse each edit a
+tamperer would make consistently (the evaluator id re-derived: these checks read the values, not the id). The same
+edits on whole wiring records, graded by the parent commit and by this one, are tests/tampering_spec.py (run by
+tests/e2e/test_grader_trust.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from experiment.contract.evaluators import RL_QUESTION_SUFFIX, rl_prompt_template
+from experiment.contract.plan import build_plan
+from experiment.contract.result_models import evidence_file
+from experiment.contract.spec import load_spec
+from experiment.grading import spec_anchor
+from experiment.grading.common import INVALID, UNVERIFIED, GradeContext
+from experiment.grading.evidence import EvidenceAccess
+from experiment.report.code_revision import code_revision, pipeline_code_bundle
+from experiment.stats import evaluation as ev
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+
+SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
+
+
+def _spec(family: str, scale: str | None = "wiring"):
+    spec = load_spec(SPECS[family], rehearse=scale is not None, rehearsal_scale=scale or "standard")
+    return spec, build_plan(spec)
+
+
+def _pipeline_items(spec) -> list[str]:
+    """The eval items the pipeline's own evaluation step takes."""
+    if spec.training_type == "sft":
+        from experiment.sft.loop import heldout_examples
+
+        return [example.id for example in heldout_examples(spec)]
+    from experiment.rl.recipe import eval_items
+
+    return [item.id for item in eval_items(spec)]
+
+
+@pytest.fixture(scope="module")
+def retained_code() -> list[dict]:
+    """This checkout's pipeline code and code revision, as a run retains them (evidence files)."""
+    return [evidence_file("pipeline-code.json", "script", pipeline_code_bundle(include_backend=True).encode()),
+            evidence_file("code-revision.json", "code_revision", json.dumps(code_revision()).encode())]
+
+
+def _provenance(spec, plan) -> dict:
+    """The evaluator the pipeline's evaluation step freezes for this spec (no service: stop strings are the
+    renderer's, which the anchor does not hold)."""
+    items = _pipeline_items(spec)
+    if spec.training_type == "sft":
+        from experiment import PROJECT_ROOT
+        from experiment.contract.evaluators import SFT_EVALUATOR_CODE, TEACHER_FORCED, sft_parser, sft_prompt_template
+        from experiment.sft.loop import sft_settings
+
+        settings = sft_settings(spec)
+        return ev.evaluator_provenance([PROJECT_ROOT / f for f in SFT_EVALUATOR_CODE],
+                                       sft_prompt_template(settings.renderer_name, settings.max_seq_len),
+                                       dict(TEACHER_FORCED), sft_parser(plan.eval.get("aggregation") or "token_mean"),
+                                       items)
+    from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, prompt_template
+    from experiment.contract.rollout import rollout_settings
+
+    rollout = rollout_settings(spec)
+    files = evaluator_code_files()
+    provenance = ev.evaluator_provenance(files, prompt_template(rollout.few_shot),
+                                         {"temperature": 0.0, "max_tokens": rollout.max_tokens, "stop": ["<|im_end|>"]},
+                                         PARSER_DESCRIPTION, items)
+    provenance["code_files"] = ev.code_files_manifest(files)
+    return provenance
+
+
+def _ctx(spec, plan, provenance: dict, files: list[dict], **result) -> GradeContext:
+    record = {"status": "succeeded", "evidence": {"version": 1, "files": files},
+              "evaluation": {"version": 1, "evaluators": {ev.evaluator_id(provenance): provenance}, "scores": []},
+              **result}
+    return GradeContext(result=record, evidence=EvidenceAccess(record), spec=spec.to_dict(), spec_model=spec, plan=plan)
+
+
+def _evaluator_issues(ctx: GradeContext) -> list[tuple[str, str]]:
+    found = spec_anchor.eval_set_issues(ctx) + spec_anchor.provenance_issues(ctx) + spec_anchor.code_hash_issues(ctx)
+    return [(issue.rule, issue.status) for issue in found]
+
+
+# ---------------------------------------------------------------------------- the eval set
+
+
+@pytest.mark.parametrize("family,scale", [("gs1", "wiring"), ("gs1", "standard"), ("gs1", None), ("selfgen", "wiring"),
+                                          ("selfgen", None), ("trimuon", "wiring"), ("trimuon", "standard")])
+def test_the_graders_eval_set_is_the_one_the_pipeline_selects(family, scale):
+    spec, _ = _spec(family, scale)
+    ids, _ = spec_anchor.spec_eval_ids(spec.to_dict())
+    n = spec.to_dict()["eval"]["n_examples"]
+    assert ids is not None and len(ids) >= n
+    assert ids[:n] == _pipeline_items(spec)
+
+
+def test_an_sft_eval_set_on_the_hub_is_held_to_its_count_only():
+    spec, _ = _spec("trimuon", None)
+    assert spec_anchor.spec_eval_ids(spec.to_dict())[0] is None
+
+
+# ---------------------------------------------------------------------------- the evaluator
+
+
+def _edited(provenance: dict, edit) -> dict:
+    copy = json.loads(json.dumps(provenance))
+    edit(copy)
+    return copy
+
+
+def _cut(p: dict) -> None:
+    p["items"]["ids"] = [i for n, i in enumerate(p["items"]["ids"]) if n % 3]
+
+
+def _reordered(p: dict) -> None:
+    p["items"]["ids"] = list(reversed(p["items"]["ids"]))
+
+
+def _swapped(p: dict) -> None:
+    p["items"]["ids"] = p["items"]["ids"][:-1] + ["train-item-that-is-no-eval-item"]
+
+
+EDITS = {
+    "cut eval set": (_cut, ("EVAL-13", INVALID)),
+    "reordered eval set": (_reordered, ("EVAL-13", INVALID)),
+    "one item swapped": (_swapped, ("EVAL-13", INVALID)),
+    "reworded template": (lambda p: p.update(prompt_template="Think step by step. " + p["prompt_template"]),
+                          ("EVAL-14", INVALID)),
+    "sampled at temperature 1": (lambda p: p["decoding"].update(temperature=1.0), ("EVAL-14", INVALID)),
+    "another parser": (lambda p: p.update(parser="the last integer"), ("EVAL-14", INVALID)),
+    "a code hash of other code": (lambda p: p.update(code_sha256=hashlib.sha256(b"other").hexdigest()),
+                                  ("EVAL-15", INVALID)),
+}
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_the_pipelines_own_evaluator_is_the_one_the_spec_fixes(family, retained_code):
+    spec, plan = _spec(family)
+    assert _evaluator_issues(_ctx(spec, plan, _provenance(spec, plan), retained_code)) == []
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_evaluator_edited_consistently_is_refused(family, edit, retained_code):
+    spec, plan = _spec(family)
+    change, expected = EDITS[edit]
+    provenance = _edited(_provenance(spec, plan), change)
+    assert expected in _evaluator_issues(_ctx(spec, plan, provenance, retained_code))
+
+
+@pytest.mark.parametrize("family", ["gs1", "selfgen"])
+def test_an_rl_answer_length_other_than_the_rollouts_is_refused(family, retained_code):
+    spec, plan = _spec(family)
+    provenance = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(max_tokens=512))
+    assert ("EVAL-14", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, retained_code))
+
+
+def test_an_rl_code_manifest_rewritten_with_its_hash_is_held_to_the_retained_code(retained_code):
+    """A tamperer who edits the manifest's entry for a project file and recomputes code_sha256 from it."""
+    spec, plan = _spec("gs1")
+
+    def forge(p: dict) -> None:
+        p["code_files"]["experiment/rl/math_eval.py"] = hashlib.sha256(b"an edited grader").hexdigest()
+        p["code_sha256"] = ev.manifest_sha256(p["code_files"])
+
+    forged = _edited(_provenance(spec, plan), forge)
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, forged, retained_code))
+    cookbook = _edited(_provenance(spec, plan), lambda p: p["code_files"].update(
+        {"tinker_cookbook/recipes/math_rl/math_grading.py": "0" * 64}))
+    cookbook["code_sha256"] = ev.manifest_sha256(cookbook["code_files"])
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, cookbook, retained_code))
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_an_evaluator_whose_code_is_not_retained_is_unverified(family, retained_code):
+    spec, plan = _spec(family)
+    revision_only = [f for f in retained_code if f["name"] == "code-revision.json"]
+    assert _evaluator_issues(_ctx(spec, plan, _provenance(spec, plan), revision_only,
+                                  rehearsal={"scale": "wiring"})) == [("EVAL-15", UNVERIFIED)]
+
+
+def test_an_rl_evaluator_without_its_code_manifest_is_unverified(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.pop("code_files"))
+    assert _evaluator_issues(_ctx(spec, plan, provenance, retained_code)) == [("EVAL-15", UNVERIFIED)]
+
+
+def test_a_record_of_another_pipeline_is_held_to_greedy_decoding_only():
+    """No pipeline code, no rehearsal, a code revision that lists none of this pipeline's files: its item ids,
+    template and parser are its own pipeline's; greedy decoding is still the spec's."""
+    spec, plan = _spec("gs1", None)
+    other = [evidence_file("code-revision.json", "code_revision", json.dumps({"commit": "0" * 40}).encode())]
+    provenance = {"code_sha256": "ab" * 32, "prompt_template": "{question}", "parser": "last number",
+                  "decoding": {"temperature": 0.0, "max_tokens": 16, "stop": []}, "items": {"ids": ["a", "b"]}}
+    assert _evaluator_issues(_ctx(spec, plan, provenance, other)) == []
+    hot = _edited(provenance, lambda p: p["decoding"].update(temperature=0.7))
+    assert _evaluator_issues(_ctx(spec, plan, hot, other)) == [("EVAL-14", INVALID)]
+
+
+def test_the_contracts_rl_evaluator_is_the_math_envs():
+    from tinker_cookbook.recipes.math_rl.math_env import MathEnv
+
+    from experiment.rl.math_eval import prompt_template
+
+    assert RL_QUESTION_SUFFIX == MathEnv.question_suffix()
+    assert [rl_prompt_template(f) for f in (False, True)] == [prompt_template(f) for f in (False, True)]
+
+
+# ---------------------------------------------------------------------------- events: frozen first, every step
+
+
+def _with_events(family: str, events: list[dict], **result) -> GradeContext:
+    spec, plan = _spec(family)
+    provenance = {"code_sha256": "ab" * 32, "items": {"ids": ["x"]}}
+    ctx = _ctx(spec, plan, provenance, [], completed_arms=[arm.name for arm in plan.trained_arms], **result)
+    ctx.events = events
+    return ctx
+
+
+def _frozen(eid: str = "") -> dict:
+    return {"event": "evaluator_frozen", "evaluator_id": eid}
+
+
+def test_the_evaluator_is_frozen_before_the_evaluation_begins():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    began = [{"event": "evidence_added", "kind": "predictions", "name": "predictions-base.jsonl"},
+             {"event": "gate", "gate": "evaluation", "status": "passed"}]
+    ctx.events = [_frozen(eid), *began]
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx.events = [began[0], _frozen(eid), began[1]]
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [INVALID]
+    ctx.events = began
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [UNVERIFIED]
+    ctx.events = [_frozen("another evaluator"), *began]
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [INVALID]
+
+
+@pytest.mark.parametrize("family,key", [("gs1", "arm"), ("trimuon", "run")])
+def test_every_planned_training_step_has_its_event(family, key):
+    spec, plan = _spec(family)
+    names = ([run.name for run in plan.training_runs] if key == "run" else [arm.name for arm in plan.trained_arms])
+    steps = {run.name: run.steps for run in plan.training_runs}
+    every = [{"event": "training_step", key: name, "step": step} for name in names for step in range(steps[name])]
+    assert spec_anchor.EVID_11(_with_events(family, every)) == []
+    dropped = [e for e in every if not (e[key] == names[0] and e["step"] == steps[names[0]] - 1)]
+    assert [i.status for i in spec_anchor.EVID_11(_with_events(family, dropped))] == [UNVERIFIED]
+    assert [i.status for i in spec_anchor.EVID_11(_with_events(family, every + every[:1]))] == [UNVERIFIED]
+    assert spec_anchor.EVID_11(_with_events(family, dropped, status="failed")) == []  # a stopped run trained less
+
+
+# ---------------------------------------------------------------------------- the failed pilot's log
+
+
+def test_a_calibration_keeps_the_failed_candidates_log():
+    spec, plan = _spec("gs1")
+
+    def ctx(logs: list[str], bandwidth: float) -> GradeContext:
+        files = [evidence_file(f"activation-pilot-bw{b}.jsonl", "metrics", b"{}\n") for b in logs]
+        return _ctx(spec, plan, {"items": {"ids": []}}, files, completed_arms=["gs1_kernel"],
+                    metrics={"arms": {"gs1_kernel": {"kernel_bandwidth": bandwidth}}})
+
+    assert spec_anchor.ACT_4(ctx(["0.5", "1.0"], 1.0)) == []
+    assert spec_anchor.ACT_4(ctx(["0.5"], 0.5)) == []  # the first candidate passed: nothing failed
+    assert [i.status for i in spec_anchor.ACT_4(ctx(["1.0"], 1.0))] == [UNVERIFIED]
+    assert [i.status for i in spec_anchor.ACT_4(ctx([], 1.0))] == [UNVERIFIED]  # the arm trained at the second
+
+
+# ---------------------------------------------------------------------------- steps, LRs, seeds
+
+
+@pytest.mark.parametrize("family", ["gs1", "trimuon"])
+def test_the_steps_learning_rates_and_seeds_stated_are_the_plans(family):
+    spec, plan = _spec(family)
+    arms: dict = {}
+    for run in plan.training_runs:
+        entry = {"steps_completed": run.steps, "learning_rate": run.lr}
+        if run.name == run.arm:
+            arms[run.arm] = entry
+        else:
+            arms.setdefault(run.arm, {"runs": {}})["runs"][f"{run.lr:g}"] = entry
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, [], metrics={"arms": arms})
+    assert spec_anchor.PLAN_1(ctx) == []
+    first = next(iter(arms.values()))
+    target = next(iter(first["runs"].values())) if "runs" in first else first
+    for key, value in (("steps_completed", 40), ("learning_rate", target["learning_rate"] * 10)):
+        saved, target[key] = target[key], value
+        assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"], key
+        target[key] = saved
+    ctx.result["evaluation"]["scores"] = [{"arm": "x", "seed": 3}]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
+# ---------------------------------------------------------------------------- prose
+
+
+def _prose(family: str, **result) -> GradeContext:
+    spec, plan = _spec(family)
+    return _ctx(spec, plan, {"items": {"ids": [f"i{n}" for n in range(48)]}}, [], **result)
+
+
+def test_the_prose_states_the_records_verdict():
+    honest = _prose("gs1", verdict="refuted", summary="Scored on 48 held-out items. The effect is +0.0000.",
+                    reasoning="The bound misses. So the claim is not supported: verdict refuted (accuracy a 0.5).")
+    assert spec_anchor.PROSE_1(honest) == [] and spec_anchor.PROSE_4(honest) == []
+    for text in ("So the claim is supported.", "Overall the verdict is supported."):
+        honest.result["reasoning"] = text
+        assert [i.rule for i in spec_anchor.PROSE_1(honest)] == ["PROSE-1"], text
+    three_way = _prose("selfgen", verdict="inconclusive", outcome_reason="insufficient_evidence",
+                       summary="Verdict inconclusive (insufficient_evidence): a +0.02 [-0.3, 0.4].")
+    assert spec_anchor.PROSE_1(three_way) == []
+    three_way.result["summary"] = "Verdict inconclusive (tie): a +0.02."
+    assert [i.rule for i in spec_anchor.PROSE_1(three_way)] == ["PROSE-1"]
+
+
+def test_the_prose_states_the_evaluators_item_count():
+    ctx = _prose("gs1", verdict="refuted", summary="Scored the final checkpoints on 1319 held-out items.")
+    assert [i.rule for i in spec_anchor.PROSE_4(ctx)] == ["PROSE-4"]
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_a_rehearsal_says_what_the_rules_derive(family):
+    from experiment.contract.rehearsal import rehearsal_summary
+
+    spec, plan = _spec(family)
+    derived = spec.source.rehearsal
+    summary = rehearsal_summary("Trained every arm. The effect is recorded.", derived)
+    ctx = _prose(family, rehearsal=derived, summary=summary, tested_instead=derived["tested_instead"])
+    assert spec_anchor.PROSE_2(ctx) == [] and spec_anchor.PROSE_3(ctx) == []
+    ctx.result["summary"] = summary.split("): ", 1)[1]
+    ctx.result["tested_instead"] = derived["tested_instead"].replace(" instead of ", " as in ", 1)
+    assert [i.rule for i in spec_anchor.PROSE_2(ctx) + spec_anchor.PROSE_3(ctx)] == ["PROSE-2", "PROSE-3"]
