@@ -392,7 +392,7 @@ def EVID_11(ctx: GradeContext) -> list[Issue]:
 
 
 VERDICTS = ("supported", "refuted", "inconclusive")
-_VERDICT_WORD = re.compile(r"\bverdict (?:is |was |would be )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
+_VERDICT_WORD = re.compile(r"\bverdict (?:is |was )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
 _CLAIM = re.compile(r"\bthe claim is (not )?supported\b", re.I)
 _ITEMS = re.compile(r"\bon (\d+) (?:held-out items|held-out conversations|conversations|items)\b")
 
