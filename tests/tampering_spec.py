@@ -138,6 +138,23 @@ def longer_answers(result: dict[str, Any]) -> None:
     _edit_evaluator(result, lambda p: p["decoding"].update(max_tokens=p["decoding"]["max_tokens"] * 4 + 7))
 
 
+def decoding_with_top_p(result: dict[str, Any]) -> None:
+    """A sampling setting the spec does not fix (top_p 0.9) added to the decoding."""
+    _edit_evaluator(result, lambda p: p["decoding"].update(top_p=0.9))
+
+
+def cookbook_left_out_of_code_files(result: dict[str, Any]) -> None:
+    """The cookbook's grader left out of the code manifest, code_sha256 recomputed from what is left (a tamperer who
+    changed the grader and so cannot list its true hash)."""
+    def drop(provenance: dict[str, Any]) -> None:
+        files = provenance["code_files"]
+        files.pop("tinker_cookbook/recipes/math_rl/math_grading.py")
+        manifest = "".join(f"{files[name]}  {name}\n" for name in sorted(files))  # the contract's code hash (EVAL-3)
+        provenance["code_sha256"] = hashlib.sha256(manifest.encode()).hexdigest()
+
+    _edit_evaluator(result, drop)
+
+
 def reworded_parser(result: dict[str, Any]) -> None:
     _edit_evaluator(result, lambda p: p.update(parser="the first integer in the answer, else the last number"))
 
@@ -199,6 +216,8 @@ def seeds_in_predictions(result: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------- required evidence
 
 
+
+
 def dropped_failed_pilot_log(result: dict[str, Any]) -> None:
     """The failed activation pilot's log (the first bandwidth tried) dropped; the spec says failed pilot logs are kept."""
     logs = [e["name"] for e in result["evidence"]["files"] if e["name"].startswith("activation-pilot-bw")]
@@ -237,6 +256,21 @@ def tested_instead_rewritten(result: dict[str, Any]) -> None:
                                 f"{result['rehearsal']['model']} in place of {result['rehearsal']['spec_model']}.")
 
 
+def effect_in_summary_changed(result: dict[str, Any]) -> None:
+    """The effect the summary states moved by 0.25 (RESULT.effect and the decision left as they are)."""
+    import re
+
+    match = (re.search(r"effect (?:is |of )?([+-]\d+\.\d+)", result["summary"])
+             or re.search(r"(?:rl|gain) ([+-]\d+\.\d+) \[", result["summary"])
+             or re.search(r"\) ([+-]?\d+\.\d+) nats", result["summary"]))
+    assert match, "no effect in the summary"
+    old = match.group(1)
+    new = f"{float(old) + 0.25:+.4f}"
+    result["summary"] = result["summary"][: match.start(1)] + new + result["summary"][match.end(1):]
+    if result.get("reasoning"):
+        result["reasoning"] = result["reasoning"].replace(f"effect -0.004811", f"effect {float(old) + 0.25:.6f}")
+
+
 def summary_item_count_changed(result: dict[str, Any]) -> None:
     """The summary says the checkpoints were scored on the spec's 1319 (500) items, not the 48 that were."""
     written = json.loads(_files(result)["spec.json"]["content"])["eval"]["n_examples"]
@@ -255,7 +289,9 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "evaluator: temperature 1.0": hot_decoding,
         "evaluator: max_tokens raised": longer_answers,
         "evaluator: parser reworded": reworded_parser,
+        "evaluator: top_p added to the decoding": decoding_with_top_p,
         "evaluator: code hash of other code": wrong_code_hash,
+        "evaluator: cookbook grader left out of code_files": cookbook_left_out_of_code_files,
         "plan: 40 steps claimed": more_steps_claimed,
         "plan: learning rate x10 in metrics": learning_rate_in_metrics,
         "required: failed pilot log dropped": dropped_failed_pilot_log,
@@ -264,6 +300,7 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: REHEARSAL prefix removed": rehearsal_prefix_removed,
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
+        "prose: the effect the summary states": effect_in_summary_changed,
     },
     "selfgen": {
         "eval: cherry-picked items, decision recomputed": cherry_picked_evaluation,
@@ -271,13 +308,16 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "evaluator: temperature 1.0": hot_decoding,
         "evaluator: max_tokens raised": longer_answers,
         "evaluator: parser reworded": reworded_parser,
+        "evaluator: top_p added to the decoding": decoding_with_top_p,
         "evaluator: code hash of other code": wrong_code_hash,
+        "evaluator: cookbook grader left out of code_files": cookbook_left_out_of_code_files,
         "plan: 40 steps claimed": more_steps_claimed,
         "plan: learning rate x10 in metrics": learning_rate_in_metrics,
         "prose: summary claims the other verdict": summary_claims_supported,
         "prose: REHEARSAL prefix removed": rehearsal_prefix_removed,
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
+        "prose: the effect the summary states": effect_in_summary_changed,
     },
     "trimuon": {
         "evaluator: prompt template reworded": reworded_prompt_template,
@@ -292,6 +332,7 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: REHEARSAL prefix removed": rehearsal_prefix_removed,
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
+        "prose: the effect the summary states": effect_in_summary_changed,
     },
 }
 
@@ -330,6 +371,25 @@ def dropped_step_events(run_dir: Path) -> None:
     _drop_table_rows(run_dir, "training_steps", lambda row: not (row.get(key) == first and row.get("step") == last))
 
 
+def group_size_in_step_events(run_dir: Path) -> None:
+    """The baseline's training steps say group size 1 x 64 rollouts (the treatment's shape), in events.jsonl and in
+    the training_steps table alike: the arms did not differ in what the spec makes them differ in."""
+    events = _read_events(run_dir)
+    first = next(e for e in events if e.get("event") == "training_step")["arm"]
+    for event in events:
+        if event.get("event") == "training_step" and event["arm"] == first:
+            event["executed_group_size"] = 1.0
+    _write_events(run_dir, events)
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run_dir / "tables" / "training_steps.parquet"
+    read = pq.read_table(path)
+    rows = [{**row, "executed_group_size": 1.0} if row["arm"] == first else row for row in read.to_pylist()]
+    pq.write_table(pa.Table.from_pylist(rows, schema=read.schema), path)
+
+
 def evaluator_frozen_after_evaluation(run_dir: Path) -> None:
     """The evaluator_frozen event moved after the evaluation's gate event (its time the gate's)."""
     events = _read_events(run_dir)
@@ -364,10 +424,12 @@ RUN_DIR_CORPUS: dict[str, dict[str, Callable[[Path], None]]] = {
         "required (run dir): a training step's event dropped": dropped_step_events,
         "required (run dir): evaluator_frozen after the evaluation": evaluator_frozen_after_evaluation,
         "required (run dir): failed pilot log dropped": dropped_failed_pilot_log_in_run_dir,
+        "plan (run dir): the baseline's steps at group size 1": group_size_in_step_events,
     },
     "selfgen": {
         "required (run dir): a training step's event dropped": dropped_step_events,
         "required (run dir): evaluator_frozen after the evaluation": evaluator_frozen_after_evaluation,
+        "plan (run dir): the baseline's steps at group size 1": group_size_in_step_events,
     },
     "trimuon": {
         "required (run dir): a training step's event dropped": dropped_step_events,

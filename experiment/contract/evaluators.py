@@ -25,6 +25,11 @@ RL_FEW_SHOT_PREFIX = "cookbook MathEnv.standard_fewshot_prefix() then "
 RL_TEMPERATURE = 0.0  # greedy
 # the project files the RL evaluator's code hash covers (besides the cookbook's and the tokenizer's)
 RL_EVALUATOR_PROJECT_CODE = ("experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/run/data.py")
+# the cookbook files it always covers (the grader, the env, the renderer's base), by the name the manifest gives them
+RL_EVALUATOR_COOKBOOK_CODE = ("tinker_cookbook/recipes/math_rl/math_env.py", "tinker_cookbook/recipes/math_rl/math_grading.py",
+                              "tinker_cookbook/rl/problem_env.py", "tinker_cookbook/renderers/__init__.py",
+                              "tinker_cookbook/renderers/base.py")
+RL_DECODING_KEYS = ("temperature", "max_tokens", "stop")  # nothing else is set on the sampler
 
 
 def rl_prompt_template(few_shot: bool) -> str:

@@ -97,7 +97,7 @@ CONTRACT_RULES = (
       "general.EVID_8", "grade.read_events"),
     C("EVID-9", RECORD, IV, "the retained execution plan is the plan of the spec graded against", "general.EVID_9"),
     C("EVID-10", RECORD, I, "the retained pipeline code is the code code-revision.json names", "general.EVID_10"),
-    C("EVID-11", RECORD, V, "in a run directory, every planned training step of every arm has its event, once",
+    C("EVID-11", RECORD, V, "every planned training step has its event (run dir) and its sft-steps.jsonl row, once",
       "spec_anchor.EVID_11"),
     C("SEC-1", RECORD, I, "no credentials stored: keys, tokens, credential headers, signed URLs", "general.SEC_1"),
     # PLAN, PROSE: the record's stated settings and its words against the plan and the record
@@ -108,6 +108,7 @@ CONTRACT_RULES = (
     C("PROSE-2", RECORD, I, "a rehearsal's summary begins with the rehearsal mark the rules derive", "spec_anchor.PROSE_2"),
     C("PROSE-3", RECORD, I, "a rehearsal's tested_instead is the one the rules derive", "spec_anchor.PROSE_3"),
     C("PROSE-4", RECORD, I, "the item count the prose states is the evaluator's", "spec_anchor.PROSE_4"),
+    C("PROSE-5", RECORD, I, "the effects and intervals the prose states are the record's", "spec_anchor.PROSE_5"),
     # EVAL, LOSS: evaluator category
     C("EVAL-1", E, IK, "evaluation = {version: 1, evaluators, scores, comparisons} with the contract's shape",
       "evaluator.EVAL_1"),

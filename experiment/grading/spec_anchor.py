@@ -18,13 +18,16 @@ Evaluator category (experiment/grading/evaluator.py calls these under its rule i
   event or gate event; missing: **unverified**.
 
 Record level (experiment/grading/general.py runs RECORD_CHECKS; findings go to `problems`):
-- PLAN-1 the steps completed, learning rates and seeds the record states are the plan's.
+- PLAN-1 the steps completed, learning rates and seeds the record states are the plan's (and, in a run directory,
+  every RL training step's executed group size and rollout count).
 - ACT-4 the spec keeps failed pilot logs: every calibration candidate tried before the chosen one has its log.
-- EVID-11 (run directory) every planned training step of every arm (run) has its `training_step` event, once.
+- EVID-11 every planned training step of every arm (run) has its `training_step` event (run directory), and every
+  SFT run's step its row of the retained sft-steps.jsonl, once.
 - PROSE-1 summary and reasoning state the record's verdict (and outcome reason), never another.
 - PROSE-2 a rehearsal's summary carries the rehearsal mark the rules derive.
 - PROSE-3 a rehearsal's `tested_instead` is the one the rules derive from the spec and its rehearsal.
 - PROSE-4 the item count the summary or reasoning states is the evaluator's.
+- PROSE-5 the effects and intervals the summary or reasoning states are the record's, to the decimals stated.
 
 Only a record of this pipeline (it carries `pipeline-code.json` or a rehearsal, or its code revision lists the
 pipeline's files) is held to this pipeline's evaluator (item ids, template, parser, answer length, code); a record of
@@ -42,12 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from experiment import PROJECT_ROOT
-from experiment.contract.evaluators import (RL_EVALUATOR_PROJECT_CODE, RL_PARSER, SFT_EVALUATOR_CODE,
-                                            TEACHER_FORCED, rl_prompt_template, sft_parser, sft_prompt_template)
+from experiment.contract.evaluators import (RL_DECODING_KEYS, RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE,
+                                            RL_PARSER, SFT_EVALUATOR_CODE, TEACHER_FORCED, rl_prompt_template,
+                                            sft_parser, sft_prompt_template)
 from experiment.contract.rehearsal import NOT_FOR_SUBMISSION, rehearsal_summary
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json,
-                                       float_of, is_integer, short)
+                                       float_of, is_integer, is_number, short)
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
 from experiment.stats.evaluation import manifest_sha256
 
@@ -188,6 +192,9 @@ def provenance_issues(ctx: GradeContext) -> list[Issue]:
             given = as_dict(provenance.get(head)).get(leaf) if leaf else provenance.get(head)
             if not equal_json(given, value):
                 wrong.append(f"{key} {short(given, 50)} (the spec's: {short(value, 50)})")
+        extra = sorted(set(as_dict(provenance.get("decoding"))) - set(RL_DECODING_KEYS))
+        if extra and _training_type(ctx) == "rl" and is_this_pipeline(ctx):
+            wrong.append(f"decoding sets {', '.join(extra)}, which the spec does not")
         if wrong:
             issues.append(Issue("EVAL-14", INVALID, f"evaluator {eid[:12]} is not the evaluator the spec fixes: "
                                                     + "; ".join(wrong)))
@@ -249,6 +256,10 @@ def _manifest_issues(ctx: GradeContext, eid: str, provenance: dict[str, Any], co
                                              "recomputed from the retained code")]
     if manifest_sha256({str(k): str(v) for k, v in manifest.items()}) != provenance.get("code_sha256"):
         return [Issue("EVAL-15", INVALID, f"evaluator {eid[:12]}'s code_sha256 is not the hash of its code_files")]
+    unnamed = [path for path in RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE if path not in manifest]
+    if unnamed:
+        return [Issue("EVAL-15", INVALID, f"evaluator {eid[:12]}'s code_files leave out code it runs: "
+                                          f"{', '.join(unnamed[:3])}")]
     wrong = [path for path in RL_EVALUATOR_PROJECT_CODE if path in code and manifest.get(path) != _sha(code[path])]
     absent = [path for path in RL_EVALUATOR_PROJECT_CODE if path not in code]
     cookbook = _installed_cookbook(ctx)
@@ -327,8 +338,31 @@ def PLAN_1(ctx: GradeContext) -> list[Issue]:
         stray = sorted({str(as_dict(row).get("seed")) for row in rows or [] if as_dict(row).get("seed") not in seeds})
         if stray:
             wrong.append(f"{as_dict(score).get('predictions_ref')}: seed {', '.join(stray)} (scheduled {sorted(seeds)})")
+    for checkpoint in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints")):
+        seed = as_dict(checkpoint).get("seed")
+        if seed is not None and seed not in seeds:
+            wrong.append(f"checkpoint of {short(as_dict(checkpoint).get('arm'))}: seed {short(seed)}")
+    wrong += _rollout_shape(ctx)
     return [Issue("PLAN-1", INVALID, "the record's steps, learning rates or seeds are not the plan's: "
                                      + "; ".join(wrong[:4]) + (" ..." if len(wrong) > 4 else ""))] if wrong else []
+
+
+def _rollout_shape(ctx: GradeContext) -> list[str]:
+    """(run directory, RL) Each training step's executed group size and rollout count are the plan's for its arm."""
+    if ctx.events is None or _training_type(ctx) != "rl":
+        return []
+    shapes = {replica.label: arm for arm in ctx.plan.trained_arms for replica in ctx.plan.replicas_of(arm.name)}
+    wrong = []
+    for event in ctx.events:
+        arm = shapes.get(str(as_dict(event).get("arm"))) if as_dict(event).get("event") == "training_step" else None
+        if arm is None or not (is_integer(arm.group_size) and is_integer(arm.groups_per_batch)):
+            continue
+        group, rollouts = event.get("executed_group_size"), event.get("n_rollouts")
+        if (group is not None and not equal_json(group, arm.group_size)) or (
+                rollouts is not None and not equal_json(rollouts, arm.group_size * arm.groups_per_batch)):
+            wrong.append(f"{event.get('arm')} step {short(event.get('step'))}: group size {short(group)}, "
+                         f"{short(rollouts)} rollouts (planned {arm.group_size} x {arm.groups_per_batch})")
+    return wrong
 
 
 # ---------------------------------------------------------------------------- ACT-4: failed pilot logs kept
@@ -361,15 +395,33 @@ def ACT_4(ctx: GradeContext) -> list[Issue]:
 # ---------------------------------------------------------------------------- EVID-11: every step's event
 
 
+SFT_STEPS = "sft-steps.jsonl"
+
+
 def EVID_11(ctx: GradeContext) -> list[Issue]:
-    """(run directory) Every planned step of every trained arm (SFT: run) has its training_step event, once."""
-    if ctx.events is None or ctx.plan is None or ctx.result.get("status") != "succeeded" or not ctx.trained:
+    """Every planned step of every trained arm (SFT: run) has its training_step event (run directory), and every SFT
+    run's step its row of the retained sft-steps.jsonl (bare record too), once."""
+    if ctx.plan is None or ctx.result.get("status") != "succeeded" or not ctx.trained:
         return []
     sft = _training_type(ctx) == "sft"
+    issues = []
+    if sft and is_this_pipeline(ctx):
+        rows = ctx.evidence.jsonl(SFT_STEPS) if SFT_STEPS in ctx.evidence.by_name else None
+        if rows is None:
+            issues.append(Issue("EVID-11", UNVERIFIED, f"{SFT_STEPS} (every SFT step's row) is not retained inline"))
+        else:
+            issues += _step_issues(ctx, [(str(as_dict(r).get("run")), as_dict(r).get("step")) for r in rows], SFT_STEPS)
+    if ctx.events is not None:
+        issues += _step_issues(ctx, [(str(e.get("run" if sft else "arm")), e.get("step")) for e in ctx.events
+                                     if isinstance(e, dict) and e.get("event") == "training_step"], "events.jsonl")
+    return issues
+
+
+def _step_issues(ctx: GradeContext, steps: list[tuple[str, Any]], where: str) -> list[Issue]:
+    sft = _training_type(ctx) == "sft"
     seen: dict[str, list[Any]] = {}
-    for event in ctx.events:
-        if isinstance(event, dict) and event.get("event") == "training_step":
-            seen.setdefault(str(event.get("run" if sft else "arm")), []).append(event.get("step"))
+    for name, step in steps:
+        seen.setdefault(name, []).append(step)
     planned = ([(run.name, run.steps) for run in ctx.plan.training_runs] if sft else
                [(replica.label, next((a.steps for a in ctx.plan.trained_arms if a.name == replica.arm), None))
                 for replica in ctx.plan.replicas if replica.trained])
@@ -382,9 +434,9 @@ def EVID_11(ctx: GradeContext) -> list[Issue]:
         twice = sorted({step for step in got if got.count(step) > 1}, key=str)
         if missing or twice:
             wrong.append(f"{name}: " + ", ".join(
-                ([f"step(s) {', '.join(map(str, missing[:6]))} without an event"] if missing else [])
+                ([f"step(s) {', '.join(map(str, missing[:6]))} missing"] if missing else [])
                 + ([f"step(s) {', '.join(map(str, twice[:6]))} twice"] if twice else [])))
-    return [Issue("EVID-11", UNVERIFIED, "events.jsonl does not hold every planned training step once: "
+    return [Issue("EVID-11", UNVERIFIED, f"{where} does not hold every planned training step once: "
                                          + "; ".join(wrong[:4]))] if wrong else []
 
 
@@ -465,4 +517,43 @@ def PROSE_4(ctx: GradeContext) -> list[Issue]:
                                       f"{'; '.join(wrong)}")] if wrong else []
 
 
-RECORD_CHECKS = [PLAN_1, ACT_4, EVID_11, PROSE_1, PROSE_2, PROSE_3, PROSE_4]
+_NUMBER = r"([+\-\u2212]?\d+\.\d+)"
+_EFFECT = re.compile(r"\beffect(?: \([^)]*\))?(?: is| of)? " + _NUMBER)
+_INTERVAL = re.compile(r"(?:\binterval |\d )\[" + _NUMBER + ", " + _NUMBER + r"\]")
+VERDICT_CRITERIA = "verdict-criteria.json"
+
+
+def _value(text: str) -> tuple[float, float]:
+    """A stated number and half a unit of its last decimal (what rounding it to its decimals allows)."""
+    text = text.replace("\u2212", "-")
+    return float(text), 0.5 * 10 ** -len(text.split(".")[1]) + 1e-12
+
+
+def PROSE_5(ctx: GradeContext) -> list[Issue]:
+    """The effects and intervals the prose states ("effect is +0.0000 (interval [-0.3533, 0.3533] ...",
+    "<criterion> +0.0208 [-0.3712, 0.4129] vs") are the record's, to the decimals stated."""
+    decision = as_dict(ctx.result.get("decision"))
+    verdict_file = ctx.evidence.json(VERDICT_CRITERIA) if VERDICT_CRITERIA in ctx.evidence.by_name else None
+    criteria = [as_dict(c) for c in as_list(decision.get("criteria")) + as_list(as_dict(verdict_file).get("criteria"))]
+    effects = [v for v in [ctx.result.get("effect"), *(c.get("effect") for c in criteria)] if is_number(v)]
+    intervals = [tuple(pair) for pair in [as_list(ctx.result.get("ci")), *([c.get("lower"), c.get("upper")]
+                                                                           for c in criteria)]
+                 if len(pair) == 2 and all(is_number(v) for v in pair)]
+    named = {str(c.get("id")): c.get("effect") for c in criteria if c.get("id") and is_number(c.get("effect"))}
+    wrong = []
+    for field, text in _texts(ctx):
+        stated = [m.group(1) for m in _EFFECT.finditer(text)]
+        stated += [m.group(1) for name in named for m in re.finditer(rf"\b{re.escape(name)} {_NUMBER} \[", text)]
+        for number in stated:
+            value, slack = _value(number)
+            if not any(abs(value - known) <= slack for known in effects):
+                wrong.append(f"{field} states an effect of {number}")
+        for match in _INTERVAL.finditer(text):
+            (low, low_slack), (high, high_slack) = _value(match.group(1)), _value(match.group(2))
+            if not any(abs(low - a) <= low_slack and abs(high - b) <= high_slack for a, b in intervals):
+                wrong.append(f"{field} states an interval [{match.group(1)}, {match.group(2)}]")
+    return [Issue("PROSE-5", INVALID, f"the prose states numbers the record does not hold: {'; '.join(wrong[:4])}")] \
+        if wrong else []
+
+
+RECORD_CHECKS = [PLAN_1, ACT_4, EVID_11, PROSE_1, PROSE_2, PROSE_3, PROSE_4, PROSE_5]

@@ -138,6 +138,7 @@ EDITS = {
                           ("EVAL-14", INVALID)),
     "sampled at temperature 1": (lambda p: p["decoding"].update(temperature=1.0), ("EVAL-14", INVALID)),
     "another parser": (lambda p: p.update(parser="the last integer"), ("EVAL-14", INVALID)),
+    "a sampling setting the spec does not fix": (lambda p: p["decoding"].update(top_p=0.9), ("EVAL-14", INVALID)),
     "a code hash of other code": (lambda p: p.update(code_sha256=hashlib.sha256(b"other").hexdigest()),
                                   ("EVAL-15", INVALID)),
 }
@@ -179,6 +180,9 @@ def test_an_rl_code_manifest_rewritten_with_its_hash_is_held_to_the_retained_cod
         {"tinker_cookbook/recipes/math_rl/math_grading.py": "0" * 64}))
     cookbook["code_sha256"] = ev.manifest_sha256(cookbook["code_files"])
     assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, cookbook, retained_code))
+    left_out = _edited(_provenance(spec, plan), lambda p: p["code_files"].pop("tinker_cookbook/rl/problem_env.py"))
+    left_out["code_sha256"] = ev.manifest_sha256(left_out["code_files"])
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, left_out, retained_code))
 
 
 @pytest.mark.parametrize("family", list(SPECS))
@@ -214,6 +218,10 @@ def test_the_contracts_rl_evaluator_is_the_math_envs():
 
     assert RL_QUESTION_SUFFIX == MathEnv.question_suffix()
     assert [rl_prompt_template(f) for f in (False, True)] == [prompt_template(f) for f in (False, True)]
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+    from experiment.rl.math_eval import evaluator_code_files
+
+    assert set(RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE) <= set(evaluator_code_files())
 
 
 # ---------------------------------------------------------------------------- events: frozen first, every step
@@ -259,6 +267,32 @@ def test_every_planned_training_step_has_its_event(family, key):
     assert spec_anchor.EVID_11(_with_events(family, dropped, status="failed")) == []  # a stopped run trained less
 
 
+def test_every_sft_step_has_its_row_in_the_retained_steps_file(retained_code):
+    spec, plan = _spec("trimuon")
+    rows = [{"run": run.name, "step": step} for run in plan.training_runs for step in range(run.steps)]
+
+    def ctx(kept: list[dict]) -> GradeContext:
+        steps = evidence_file("sft-steps.jsonl", "metrics", "".join(json.dumps(r) + "\n" for r in kept).encode())
+        return _ctx(spec, plan, {"items": {"ids": []}}, [*retained_code, steps],
+                    completed_arms=[run.name for run in plan.training_runs])
+
+    assert spec_anchor.EVID_11(ctx(rows)) == []
+    assert [i.status for i in spec_anchor.EVID_11(ctx(rows[:-1]))] == [UNVERIFIED]
+    gone = _ctx(spec, plan, {"items": {"ids": []}}, retained_code, completed_arms=["trimuon@lr=0.02"])
+    assert [i.status for i in spec_anchor.EVID_11(gone)] == [UNVERIFIED]
+
+
+def test_each_rl_step_ran_at_the_plans_group_size():
+    spec, plan = _spec("gs1")
+    events = [{"event": "training_step", "arm": arm.name, "step": step, "executed_group_size": float(arm.group_size),
+               "n_rollouts": arm.group_size * arm.groups_per_batch} for arm in plan.trained_arms
+              for step in range(arm.steps)]
+    ctx = _with_events("gs1", events)
+    assert spec_anchor.PLAN_1(ctx) == []
+    events[0]["executed_group_size"] = 1.0 if events[0]["executed_group_size"] != 1.0 else 8.0
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
 # ---------------------------------------------------------------------------- the failed pilot's log
 
 
@@ -298,6 +332,9 @@ def test_the_steps_learning_rates_and_seeds_stated_are_the_plans(family):
         assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"], key
         target[key] = saved
     ctx.result["evaluation"]["scores"] = [{"arm": "x", "seed": 3}]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+    ctx.result["evaluation"]["scores"] = []
+    ctx.result["evidence"]["checkpoints"] = [{"arm": "x", "seed": 5, "uri": "tinker://x"}]
     assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
 
 
@@ -340,3 +377,20 @@ def test_a_rehearsal_says_what_the_rules_derive(family):
     ctx.result["summary"] = summary.split("): ", 1)[1]
     ctx.result["tested_instead"] = derived["tested_instead"].replace(" instead of ", " as in ", 1)
     assert [i.rule for i in spec_anchor.PROSE_2(ctx) + spec_anchor.PROSE_3(ctx)] == ["PROSE-2", "PROSE-3"]
+
+
+def test_the_prose_states_the_records_effects_and_intervals():
+    ctx = _prose("gs1", verdict="refuted", effect=0.0, ci=[-0.3533018, 0.3533018],
+                 summary="Scored. The primary effect is +0.0000 (interval [-0.3533, 0.3533], margin -0.03).",
+                 reasoning="The bound gives an effect (a \u2212 b) of +0.0000 with interval [\u22120.3533, 0.3533]. Done.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = ctx.result["summary"].replace("+0.0000", "+0.2700")
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    ctx.result["summary"] = "Scored. The primary effect is +0.0000 (interval [0.0250, 0.5150], margin -0.03)."
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    three_way = _prose("selfgen", verdict="inconclusive", decision={"criteria": [
+        {"id": "gain", "effect": 0.0208333, "lower": -0.3712, "upper": 0.41287}]},
+        summary="Verdict inconclusive (insufficient_evidence): gain +0.0208 [-0.3712, 0.4129] vs 0.")
+    assert spec_anchor.PROSE_5(three_way) == []
+    three_way.result["summary"] = three_way.result["summary"].replace("+0.0208", "+0.2708")
+    assert [i.rule for i in spec_anchor.PROSE_5(three_way)] == ["PROSE-5"]
