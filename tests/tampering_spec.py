@@ -271,6 +271,28 @@ def effect_in_summary_changed(result: dict[str, Any]) -> None:
         result["reasoning"] = result["reasoning"].replace(f"effect -0.004811", f"effect {float(old) + 0.25:.6f}")
 
 
+def arm_number_in_prose(result: dict[str, Any]) -> None:
+    """The first per-arm number the summary or reasoning states ("rl_selfgen 0.3958", "trimuon held-out NLL 12.9069")
+    moved by 0.25, the record left as it is."""
+    import re
+
+    for field in ("summary", "reasoning"):
+        text = result.get(field) or ""
+        for arm in result["metrics"]["arms"]:
+            match = re.search(rf"{re.escape(arm)}(?: held-out NLL)? (\d+\.\d+)", text)
+            if match:
+                new = f"{float(match.group(1)) + 0.25:.4f}"
+                result[field] = text[: match.start(1)] + new + text[match.end(1):]
+                return
+    raise AssertionError("no per-arm number in the prose")
+
+
+def hypothesis_phrase_claims_supported(result: dict[str, Any]) -> None:
+    """The summary's last sentence ends ", so the hypothesis is supported" while the verdict is not."""
+    text = result["summary"].rstrip()
+    result["summary"] = text.rstrip(".") + ", so the hypothesis is supported."
+
+
 def summary_item_count_changed(result: dict[str, Any]) -> None:
     """The summary says the checkpoints were scored on the spec's 1319 (500) items, not the 48 that were."""
     written = json.loads(_files(result)["spec.json"]["content"])["eval"]["n_examples"]
@@ -301,6 +323,8 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
         "prose: the effect the summary states": effect_in_summary_changed,
+        "prose: a per-arm number": arm_number_in_prose,
+        "prose: 'the hypothesis is supported'": hypothesis_phrase_claims_supported,
     },
     "selfgen": {
         "eval: cherry-picked items, decision recomputed": cherry_picked_evaluation,
@@ -318,6 +342,8 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
         "prose: the effect the summary states": effect_in_summary_changed,
+        "prose: a per-arm number": arm_number_in_prose,
+        "prose: 'the hypothesis is supported'": hypothesis_phrase_claims_supported,
     },
     "trimuon": {
         "evaluator: prompt template reworded": reworded_prompt_template,
@@ -333,6 +359,8 @@ SPEC_CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: tested_instead rewritten": tested_instead_rewritten,
         "prose: summary's item count": summary_item_count_changed,
         "prose: the effect the summary states": effect_in_summary_changed,
+        "prose: a per-arm number": arm_number_in_prose,
+        "prose: 'the hypothesis is supported'": hypothesis_phrase_claims_supported,
     },
 }
 

@@ -445,7 +445,8 @@ def _step_issues(ctx: GradeContext, steps: list[tuple[str, Any]], where: str) ->
 
 VERDICTS = ("supported", "refuted", "inconclusive")
 _VERDICT_WORD = re.compile(r"\bverdict (?:is |was )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
-_CLAIM = re.compile(r"\bthe claim is (not )?supported\b", re.I)
+_CLAIM = re.compile(r"\b(?:claim|hypothesis|result|outcome|conclusion)\b[^.;:]{0,40}?\b(?:is|was|are|were|stands) "
+                    r"(not )?(supported|refuted|inconclusive)\b", re.I)
 _ITEMS = re.compile(r"\bon (\d+) (?:held-out items|held-out conversations|conversations|items)\b")
 
 
@@ -466,7 +467,7 @@ def PROSE_1(ctx: GradeContext) -> list[Issue]:
             elif match.group(2) and reason is not None and match.group(2) != reason:
                 wrong.append(f"{field} says outcome {match.group(2)}")
         for match in _CLAIM.finditer(text):
-            if (match.group(1) is None) != (verdict == "supported"):
+            if (match.group(1) is None) != (verdict == match.group(2).lower()):
                 wrong.append(f"{field} says {match.group(0).lower()!r}")
     return [Issue("PROSE-1", INVALID, f"the prose contradicts the verdict {verdict}: {'; '.join(wrong)}")] if wrong else []
 
@@ -518,7 +519,7 @@ def PROSE_4(ctx: GradeContext) -> list[Issue]:
 
 
 _NUMBER = r"([+\-\u2212]?\d+\.\d+)"
-_EFFECT = re.compile(r"\beffect(?: \([^)]*\))?(?: is| of)? " + _NUMBER)
+_EFFECT = re.compile(r"\b(?:effect|gap)(?: \([^)]*\))?(?: is| of)? " + _NUMBER)
 _INTERVAL = re.compile(r"(?:\binterval |\d )\[" + _NUMBER + ", " + _NUMBER + r"\]")
 VERDICT_CRITERIA = "verdict-criteria.json"
 
@@ -552,8 +553,36 @@ def PROSE_5(ctx: GradeContext) -> list[Issue]:
             (low, low_slack), (high, high_slack) = _value(match.group(1)), _value(match.group(2))
             if not any(abs(low - a) <= low_slack and abs(high - b) <= high_slack for a, b in intervals):
                 wrong.append(f"{field} states an interval [{match.group(1)}, {match.group(2)}]")
+    wrong += _arm_numbers(ctx)
     return [Issue("PROSE-5", INVALID, f"the prose states numbers the record does not hold: {'; '.join(wrong[:4])}")] \
         if wrong else []
+
+
+def _numbers(value: Any) -> list[float]:
+    if is_number(value):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    return [n for v in value for n in _numbers(v)] if isinstance(value, list) else []
+
+
+def _arm_numbers(ctx: GradeContext) -> list[str]:
+    """A number stated right after an arm's name ("accuracy gs1_kernel 0.3750", "trimuon held-out NLL 12.9069") is
+    one the record holds for that arm (its metrics, loss_eval or the decision's per-arm means)."""
+    arms = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
+    means = [as_dict(c.get("per_arm_means")) for c in map(as_dict, as_list(as_dict(ctx.result.get("decision"))
+                                                                            .get("criteria")))]
+    wrong = []
+    for arm in arms:
+        known = _numbers(arms[arm]) + _numbers(as_dict(as_dict(ctx.result.get("loss_eval")).get("arms")).get(arm)) \
+            + [float(m[arm]) for m in means if is_number(m.get(arm))]
+        pattern = re.compile(rf"(?<![\w-]){re.escape(str(arm))}(?: held-out NLL)? {_NUMBER}(?!\d)")
+        for field, text in _texts(ctx):
+            for match in pattern.finditer(text):
+                value, slack = _value(match.group(1))
+                if not any(abs(value - k) <= slack for k in known):
+                    wrong.append(f"{field} states {arm} {match.group(1)}")
+    return wrong
 
 
 RECORD_CHECKS = [PLAN_1, ACT_4, EVID_11, PROSE_1, PROSE_2, PROSE_3, PROSE_4, PROSE_5]

@@ -350,7 +350,8 @@ def test_the_prose_states_the_records_verdict():
     honest = _prose("gs1", verdict="refuted", summary="Scored on 48 held-out items. The effect is +0.0000.",
                     reasoning="The bound misses. So the claim is not supported: verdict refuted (accuracy a 0.5).")
     assert spec_anchor.PROSE_1(honest) == [] and spec_anchor.PROSE_4(honest) == []
-    for text in ("So the claim is supported.", "Overall the verdict is supported."):
+    for text in ("So the claim is supported.", "Overall the verdict is supported.", "The hypothesis is supported.",
+                 "So the result is not refuted."):
         honest.result["reasoning"] = text
         assert [i.rule for i in spec_anchor.PROSE_1(honest)] == ["PROSE-1"], text
     three_way = _prose("selfgen", verdict="inconclusive", outcome_reason="insufficient_evidence",
@@ -394,3 +395,14 @@ def test_the_prose_states_the_records_effects_and_intervals():
     assert spec_anchor.PROSE_5(three_way) == []
     three_way.result["summary"] = three_way.result["summary"].replace("+0.0208", "+0.2708")
     assert [i.rule for i in spec_anchor.PROSE_5(three_way)] == ["PROSE-5"]
+
+
+def test_a_number_stated_for_an_arm_is_one_the_record_holds_for_it():
+    ctx = _prose("gs1", verdict="refuted", metrics={"arms": {"gs1_kernel": {"accuracy": 0.375},
+                                                             "grpo_gs8": {"accuracy": 0.4375}}},
+                 reasoning="So the claim is not supported: verdict refuted (accuracy gs1_kernel 0.3750, grpo_gs8 0.4375).")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["reasoning"] = ctx.result["reasoning"].replace("gs1_kernel 0.3750", "gs1_kernel 0.6250")
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    ctx.result["reasoning"] = ctx.result["reasoning"].replace("gs1_kernel 0.6250", "gs1_kernel 0.4375")  # another arm's
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
