@@ -333,14 +333,23 @@ def PLAN_1(ctx: GradeContext) -> list[Issue]:
             wrong.append(f"{run.name}: learning_rate {short(lr)} (planned {run.lr:g})")
     seeds = set(ctx.plan.seeds)
     evaluation = as_dict(ctx.result.get("evaluation"))
-    for score in as_list(evaluation.get("scores")):
-        seed = as_dict(score).get("seed")
+    runs = {run.name: run for run in ctx.plan.training_runs if run.name != run.arm}
+    for score in map(as_dict, as_list(evaluation.get("scores"))):
+        seed = score.get("seed")
         if seed is not None and seed not in seeds:
-            wrong.append(f"score of {short(as_dict(score).get('arm'))}: seed {short(seed)} (scheduled {sorted(seeds)})")
-        rows = ctx.evidence.jsonl(as_dict(score).get("predictions_ref")) if as_dict(score).get("predictions_ref") else None
+            wrong.append(f"score of {short(score.get('arm'))}: seed {short(seed)} (scheduled {sorted(seeds)})")
+        rows = ctx.evidence.jsonl(score.get("predictions_ref")) if score.get("predictions_ref") else None
         stray = sorted({str(as_dict(row).get("seed")) for row in rows or [] if as_dict(row).get("seed") not in seeds})
         if stray:
-            wrong.append(f"{as_dict(score).get('predictions_ref')}: seed {', '.join(stray)} (scheduled {sorted(seeds)})")
+            wrong.append(f"{score.get('predictions_ref')}: seed {', '.join(stray)} (scheduled {sorted(seeds)})")
+        if "run" in score:  # an LR grid's run: the score and every row name the run and its planned learning rate
+            run = runs.get(str(score["run"]))
+            if run is None or not close(score.get("learning_rate"), float(run.lr)):
+                wrong.append(f"score of run {short(score['run'])}: learning_rate {short(score.get('learning_rate'))} "
+                             "is no planned run's")
+            elif any(as_dict(row).get("run") != run.name or not close(as_dict(row).get("learning_rate"), float(run.lr))
+                     for row in rows or []):
+                wrong.append(f"{score.get('predictions_ref')}: a row does not name run {run.name} at its learning rate")
     for checkpoint in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints")):
         seed = as_dict(checkpoint).get("seed")
         if seed is not None and seed not in seeds:

@@ -406,3 +406,23 @@ def test_a_number_stated_for_an_arm_is_one_the_record_holds_for_it():
     assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
     ctx.result["reasoning"] = ctx.result["reasoning"].replace("gs1_kernel 0.6250", "gs1_kernel 0.4375")  # another arm's
     assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+
+
+def test_an_lr_grid_runs_score_and_rows_name_the_planned_run_and_rate():
+    spec, plan = _spec("trimuon")
+    run = plan.training_runs[1]
+    rows = [{"item_id": f"i{n}", "arm": run.arm, "run": run.name, "learning_rate": run.lr, "seed": 0} for n in range(3)]
+
+    def ctx(score_lr: float, kept: list[dict]) -> GradeContext:
+        name = "predictions-x.jsonl"
+        files = [evidence_file(name, "predictions", "".join(json.dumps(r) + "\n" for r in kept).encode())]
+        made = _ctx(spec, plan, {"items": {"ids": []}}, files)
+        made.result["evaluation"]["scores"] = [{"arm": run.arm, "run": run.name, "learning_rate": score_lr, "seed": 0,
+                                                "predictions_ref": name}]
+        return made
+
+    assert spec_anchor.PLAN_1(ctx(run.lr, rows)) == []
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx(run.lr * 10, rows))] == ["PLAN-1"]
+    unnamed = [dict(rows[0]), *rows[1:]]
+    del unnamed[0]["run"]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx(run.lr, unnamed))] == ["PLAN-1"]
