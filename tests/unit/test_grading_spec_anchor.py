@@ -426,3 +426,37 @@ def test_an_lr_grid_runs_score_and_rows_name_the_planned_run_and_rate():
     unnamed = [dict(rows[0]), *rows[1:]]
     del unnamed[0]["run"]
     assert [i.rule for i in spec_anchor.PLAN_1(ctx(run.lr, unnamed))] == ["PLAN-1"]
+
+
+def test_a_record_says_it_is_this_pipelines_by_its_code_its_rehearsal_or_its_code_revision():
+    spec, plan = _spec("gs1")
+    bundle = evidence_file("pipeline-code.json", "script", b'{"files": {}}')
+    ours = evidence_file("code-revision.json", "code_revision", json.dumps(
+        {"files_sha256": {"experiment/rl/loop.py": "ab" * 32}}).encode())
+    other = evidence_file("code-revision.json", "code_revision", json.dumps(
+        {"files_sha256": {"rx_gs1.py": "ab" * 32}}).encode())
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [bundle]))
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [], rehearsal={"scale": "wiring"}))
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [ours]))
+    assert not spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [other]))
+    assert not spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, []))
+
+
+def test_eval_data_that_cannot_be_read_here_fixes_no_ids():
+    for path in ("/etc/passwd", "data/no-such-file.jsonl", "embedded_tinker/tasks/data/missing.parquet"):
+        assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": path, "n_examples": 2}})[0] is None
+
+
+def test_an_eval_set_finding_says_what_differs(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _provenance(spec, plan)
+    n = len(provenance["items"]["ids"])
+
+    def message(edit) -> str:
+        (issue,) = spec_anchor.eval_set_issues(_ctx(spec, plan, _edited(provenance, edit), retained_code))
+        return issue.message
+
+    assert f"scores {n - 1} items, the spec's eval set is {n}" in message(lambda p: p["items"]["ids"].pop())
+    assert "in another order" in message(_reordered)
+    assert "1 of its items are not in it (first" in message(_swapped)
+    assert "are not the spec's eval set, the first 48 rows of embedded_tinker/tasks/data/test.jsonl" in message(_swapped)
