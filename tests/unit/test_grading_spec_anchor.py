@@ -209,6 +209,9 @@ def test_a_record_of_another_pipeline_is_held_to_greedy_decoding_only():
     assert _evaluator_issues(_ctx(spec, plan, provenance, other)) == []
     hot = _edited(provenance, lambda p: p["decoding"].update(temperature=0.7))
     assert _evaluator_issues(_ctx(spec, plan, hot, other)) == [("EVAL-14", INVALID)]
+    sft, sft_plan = _spec("trimuon", None)  # a held-out loss samples nothing, whoever scores it
+    assert _evaluator_issues(_ctx(sft, sft_plan, provenance, other)) == []
+    assert _evaluator_issues(_ctx(sft, sft_plan, hot, other)) == [("EVAL-14", INVALID)]
 
 
 def test_the_contracts_rl_evaluator_is_the_math_envs():
