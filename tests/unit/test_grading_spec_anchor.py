@@ -463,3 +463,37 @@ def test_an_eval_set_finding_says_what_differs(retained_code):
     assert "in another order" in message(_reordered)
     assert "1 of its items are not in it (first" in message(_swapped)
     assert "are not the spec's eval set, the first 48 rows of embedded_tinker/tasks/data/test.jsonl" in message(_swapped)
+
+
+def test_only_the_evaluations_own_events_start_it_and_the_finding_names_the_lines():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    before = [{"event": "gate", "gate": "arm_training"}, {"event": "evidence_added", "kind": "metrics", "name": "m"},
+              {"event": "training_step", "arm": "a", "step": 0}, {"event": "result_updated"}]
+    ctx.events = [*before, _frozen(eid), {"event": "evaluation_progress", "arm": "base"}]
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx.events = [*before, {"event": "evaluation_progress", "arm": "base"}, _frozen(eid), _frozen(eid)]
+    (issue,) = spec_anchor.frozen_order_issues(ctx)
+    assert (issue.status, issue.message) == (INVALID, "the evaluator_frozen event (line 6) comes after the evaluation "
+                                                      "began (line 5)")
+    ctx.events = [_frozen(eid), {"event": "evaluation_progress"}, _frozen(eid)]  # frozen again on a resume
+    assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+def test_an_evaluator_finding_names_what_differs_from_the_spec(retained_code):
+    spec, plan = _spec("trimuon")
+    hot = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(temperature=1.0))
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, hot, retained_code))
+    assert "decoding {'temperature': 1.0, 'max_tokens': 0, 'stop': []} (the spec's: {'temperature': 0.0" in issue.message
+    other = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256="ab" * 32))
+    (issue,) = spec_anchor.code_hash_issues(_ctx(spec, plan, other, retained_code))
+    expected = _provenance(spec, plan)["code_sha256"]
+    assert issue.message.endswith(f"is not the hash of the retained evaluator code ({expected[:12]}...)")
+
+
+def test_a_run_that_did_not_succeed_is_not_held_to_its_planned_steps():
+    spec, plan = _spec("gs1")
+    arm = plan.trained_arms[0]
+    stopped = _ctx(spec, plan, {"items": {"ids": []}}, [], status="failed",
+                   metrics={"arms": {arm.name: {"steps_completed": 1}}})
+    assert spec_anchor.PLAN_1(stopped) == []
