@@ -1,20 +1,24 @@
-"""The tamper corpus, measured: every tampering of tests/tampering.py on real records, caught or not, by class.
+"""The tamper corpus, measured: every tampering the tests keep, on real records, caught or not, by class.
 
-    python -m tools.tamper_corpus --runs-dir DIR [--json] [--run-dirs] [--family gs1 ...]
+    python -m tools.tamper_corpus --runs-dir DIR [--json] [--run-dirs] [--family gs1 ...] [--only TEXT ...]
 
 DIR holds a wiring (or standard) rehearsal run directory of each seed spec family (gs1-..., selfgen-...,
 trimuon-...: what `python -m flows.run specs/<spec>.json --rehearse --rehearsal-scale wiring --runs-dir DIR`
-leaves). Each tampering of `tampering.CORPUS[family]` is applied to the family's RESULT as a tamperer would
-(every hash kept consistent, tests/leaves.py rewrite_evidence) and graded as the exchange receives it (the bare
-RESULT); with `--run-dirs` also as a run directory: the honest run directory copied, its result.json replaced and
-every evidence file rewritten from the tampered record's inline copy (evidence/<name>, manifest sha256), graded
-by `flows.validate RUN_DIR`'s path. A tampering is caught when its grade finds something the honest record's
-does not (tests/leaves.py findings: a new failing category, or a rule firing more often).
+leaves). The corpora, each a module of tests/ with tamperings by family:
+- tampering.py (CORPUS, classed by CLASSES): the consistent edits of issue 28;
+- tampering_spec.py (SPEC_CORPUS, RUN_DIR_CORPUS): the record against the spec, its data, the retained code, the
+  evidence the spec requires and its own prose (issue 45 items 1, 2, 4, 5); the class is the name before its colon;
+- tampering_traces.py (CORPUS, RUN_DIR_CORPUS): leaves a record restates from its run, and the disguised
+  same-code parity check (issue 45 items 3, 6, 7).
+Each record tampering is applied to the family's RESULT as a tamperer would (every hash kept consistent) and graded
+as the exchange receives it (the bare RESULT); with `--run-dirs` also as a run directory (the honest run directory
+copied, its result.json replaced and every evidence file rewritten from the tampered record's inline copy). Each
+run-directory tampering edits a copy of the run directory. A tampering is caught when its grade finds something
+the honest record's does not (a new failing category, or a rule firing more often).
 
-"Before a fix" figures: run it with the grader of an older commit first on PYTHONPATH (a worktree of that commit),
-the tamperings of this checkout stay the same (run as a script from the old worktree, so that its `experiment`
-comes first on sys.path):
-    cd /path/to/old-worktree && PYTHONPATH=$PWD python /path/to/this/tools/tamper_corpus.py --runs-dir DIR \
+"Before a fix" figures: run it as a script from a worktree of the older commit, so that its `experiment` comes
+first on sys.path, with the tamperings of this checkout:
+    cd /path/to/old-worktree && PYTHONPATH=$PWD python /path/to/this/tools/tamper_corpus.py --runs-dir DIR \\
         --tests-dir /path/to/this/tests
 """
 
@@ -24,15 +28,17 @@ import argparse
 import collections
 import copy
 import hashlib
+import importlib
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 FAMILIES = ("gs1", "selfgen", "trimuon")
 PREFIX = {"gs1": "gs1-", "selfgen": "selfgen-", "trimuon": "trimuon-"}
+TRACE_CLASSES = {"same-code parity": "item 7: a disguised same-code parity check"}
 
 
 def family_run_dirs(runs_dir: Path) -> dict[str, Path]:
@@ -43,10 +49,33 @@ def family_run_dirs(runs_dir: Path) -> dict[str, Path]:
             continue
         for family, prefix in PREFIX.items():
             if run_dir.name.startswith(prefix):
-                status = json.loads((run_dir / "result.json").read_text()).get("status")
-                if status == "succeeded":
+                if json.loads((run_dir / "result.json").read_text()).get("status") == "succeeded":
                     found[family] = run_dir
     return found
+
+
+def corpora() -> tuple[list[tuple[str, str, str, Callable]], list[tuple[str, str, str, Callable]]]:
+    """(record tamperings, run-directory tamperings) as (family, name, class, function), every corpus of tests/."""
+    records, run_dirs = [], []
+    tampering = importlib.import_module("tampering")
+    for family, tampers in tampering.CORPUS.items():
+        records += [(family, name, tampering.CLASSES.get(name, "issue 28"), tamper) for name, tamper in tampers.items()]
+    spec = importlib.import_module("tampering_spec")
+    for family, tampers in spec.SPEC_CORPUS.items():
+        records += [(family, name, f"spec: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    for family, tampers in spec.RUN_DIR_CORPUS.items():
+        run_dirs += [(family, name, f"spec: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    traces = importlib.import_module("tampering_traces")
+
+    def trace_class(name: str) -> str:
+        return next((klass for key, klass in TRACE_CLASSES.items() if key in name),
+                    "items 3, 6: leaves restated from the run")
+
+    for family, tampers in traces.CORPUS.items():
+        records += [(family, name, trace_class(name), tamper) for name, tamper in tampers.items()]
+    for family, tampers in traces.RUN_DIR_CORPUS.items():
+        run_dirs += [(family, name, "items 3, 6 (run dir): the run's own traces", tamper) for name, tamper in tampers.items()]
+    return records, run_dirs
 
 
 def write_run_dir(honest: Path, result: dict[str, Any], into: Path) -> Path:
@@ -87,57 +116,74 @@ def run_dir_findings(run_dir: Path) -> frozenset:
     return frozenset((*key, n) for key, total in counts.items() for n in range(1, total + 1))
 
 
-def measure(runs_dir: Path, families: list[str], with_run_dirs: bool) -> list[dict[str, Any]]:
-    import leaves
-    from tampering import CLASSES, CORPUS, tampered
+def _copied_run_dir(honest: Path, tamper: Callable[[Path], None], tmp: Path) -> Path:
+    run_dir = tmp / honest.name
+    shutil.copytree(honest, run_dir, ignore=shutil.ignore_patterns("*.lock", "lock"))
+    tamper(run_dir)
+    return run_dir
 
+
+def measure(runs_dir: Path, families: list[str], with_run_dirs: bool, only: list[str]) -> list[dict[str, Any]]:
+    import leaves
+
+    honest_dirs = {family: path for family, path in family_run_dirs(runs_dir).items() if family in families}
+    records, run_dir_tamperings = corpora()
+    wanted = (lambda name: not only or any(text in name for text in only))
+    baselines: dict[str, Any] = {}
+    dir_baselines: dict[str, frozenset] = {}
     rows = []
-    for family, honest_dir in sorted(family_run_dirs(runs_dir).items()):
-        if family not in families:
+    for family, name, klass, tamper in records:
+        if family not in honest_dirs or not wanted(name):
             continue
-        record = json.loads((honest_dir / "result.json").read_text())
-        baseline = leaves.findings(record)
-        dir_baseline = run_dir_findings(honest_dir) if with_run_dirs else frozenset()
-        for name, tamper in CORPUS.get(family, {}).items():
-            row = {"family": family, "tampering": name, "class": CLASSES.get(name, "unclassed")}
+        record = json.loads((honest_dirs[family] / "result.json").read_text())
+        if family not in baselines:
+            baselines[family] = leaves.findings(record)
+        row = {"family": family, "tampering": name, "class": klass, "kind": "record"}
+        try:
+            changed = copy.deepcopy(record)
+            tamper(changed)
+        except Exception as err:  # noqa: BLE001 - a tampering that does not apply to this record
+            rows.append({**row, "applies": False, "error": f"{type(err).__name__}: {err}"})
+            continue
+        row["applies"] = json.dumps(changed, sort_keys=True) != json.dumps(record, sort_keys=True)  # True != 1
+        row["caught_bare"] = bool(leaves.findings(changed) - baselines[family])
+        if with_run_dirs:
+            dir_baselines.setdefault(family, run_dir_findings(honest_dirs[family]))
+            with tempfile.TemporaryDirectory() as tmp:
+                row["caught_run_dir"] = bool(run_dir_findings(write_run_dir(honest_dirs[family], changed, Path(tmp)))
+                                             - dir_baselines[family])
+        rows.append(row)
+    for family, name, klass, tamper in run_dir_tamperings:
+        if family not in honest_dirs or not wanted(name):
+            continue
+        dir_baselines.setdefault(family, run_dir_findings(honest_dirs[family]))
+        row = {"family": family, "tampering": name, "class": klass, "kind": "run_dir", "applies": True}
+        with tempfile.TemporaryDirectory() as tmp:
             try:
-                changed = tampered(record, tamper)
-            except Exception as err:  # noqa: BLE001 - a tampering that does not apply to this record
+                row["caught_run_dir"] = bool(run_dir_findings(_copied_run_dir(honest_dirs[family], tamper, Path(tmp)))
+                                             - dir_baselines[family])
+            except Exception as err:  # noqa: BLE001
                 row.update(applies=False, error=f"{type(err).__name__}: {err}")
-                rows.append(row)
-                continue
-            row["applies"] = json.dumps(changed, sort_keys=True) != json.dumps(record, sort_keys=True)  # True != 1
-            row["caught_bare"] = bool(leaves.findings(changed) - baseline)
-            if with_run_dirs:
-                with tempfile.TemporaryDirectory() as tmp:
-                    row["caught_run_dir"] = bool(run_dir_findings(write_run_dir(honest_dir, copy.deepcopy(changed),
-                                                                                Path(tmp))) - dir_baseline)
-            rows.append(row)
+        rows.append(row)
     return rows
 
 
-def summary_lines(rows: list[dict[str, Any]], with_run_dirs: bool) -> list[str]:
+def caught(row: dict[str, Any]) -> bool:
+    """Caught wherever it was graded: bare, and as a run directory when that was graded too."""
+    return all(row[key] for key in ("caught_bare", "caught_run_dir") if key in row)
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     by_class: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for row in rows:
         if row.get("applies"):
             by_class[row["class"]].append(row)
-    lines = [f"{'class':44s} {'bare':>9s}" + (f" {'run dir':>9s}" if with_run_dirs else "")]
-    total = collections.Counter()
+    lines = [f"{'class':60s} caught"]
     for name, members in sorted(by_class.items()):
-        bare = sum(row["caught_bare"] for row in members)
-        total["n"] += len(members)
-        total["bare"] += bare
-        line = f"{name:44s} {bare:>4d}/{len(members):<4d}"
-        if with_run_dirs:
-            in_dir = sum(row["caught_run_dir"] for row in members)
-            total["dir"] += in_dir
-            line += f" {in_dir:>4d}/{len(members):<4d}"
-        lines.append(line)
-    lines.append(f"{'all':44s} {total['bare']:>4d}/{total['n']:<4d}"
-                 + (f" {total['dir']:>4d}/{total['n']:<4d}" if with_run_dirs else ""))
-    missed = [row for row in rows if row.get("applies") and not (row["caught_bare"]
-                                                                 and row.get("caught_run_dir", True))]
-    lines += [f"  not caught: {row['family']}: {row['tampering']}" for row in missed]
+        lines.append(f"{name:60s} {sum(map(caught, members)):>4d}/{len(members)}")
+    applied = [row for row in rows if row.get("applies")]
+    lines.append(f"{'all':60s} {sum(map(caught, applied)):>4d}/{len(applied)}")
+    lines += [f"  not caught: {row['family']}: {row['tampering']}" for row in applied if not caught(row)]
     lines += [f"  does not apply: {row['family']}: {row['tampering']} {row.get('error', '')}".rstrip()
               for row in rows if not row.get("applies")]
     return lines
@@ -147,14 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.tamper_corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", type=Path, required=True, help="run directories of the three families")
     parser.add_argument("--tests-dir", type=Path, default=Path(__file__).resolve().parents[1] / "tests",
-                        help="where tampering.py and leaves.py are (default: this checkout's tests/)")
+                        help="where the corpora and leaves.py are (default: this checkout's tests/)")
     parser.add_argument("--family", action="append", choices=FAMILIES, help="only these families (default: all)")
-    parser.add_argument("--run-dirs", action="store_true", help="also grade each tampering as a run directory")
+    parser.add_argument("--only", nargs="*", default=[], help="only tamperings whose name contains one of these")
+    parser.add_argument("--run-dirs", action="store_true", help="also grade each record tampering as a run directory")
     parser.add_argument("--json", action="store_true", help="one JSON row per tampering")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(args.tests_dir))
-    rows = measure(args.runs_dir, args.family or list(FAMILIES), args.run_dirs)
-    print(json.dumps(rows, indent=1) if args.json else "\n".join(summary_lines(rows, args.run_dirs)))
+    rows = measure(args.runs_dir, args.family or list(FAMILIES), args.run_dirs, args.only)
+    print(json.dumps(rows, indent=1) if args.json else "\n".join(summary_lines(rows)))
     return 0
 
 

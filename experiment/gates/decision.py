@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from experiment.contract.rehearsal import rehearsal_summary
 from experiment.contract.verdict import GateVerdict
 from experiment.grading import grade_record
 from experiment.grading.grade import SPECS_DIR
@@ -33,6 +34,9 @@ def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[st
     record = {key: value for key, value in {**ctx.store.read_result(), **(pending or {})}.items()
               if value is not None}
     record.pop("grade", None)
+    if isinstance(record.get("rehearsal"), dict) and isinstance(record.get("summary"), str):
+        # the summary as the flow posts it: led by the rehearsal mark (graded, PROSE-2)
+        record["summary"] = rehearsal_summary(record["summary"], record["rehearsal"])
     # A spec of specs/ is attested from there, as the exchange's grader does; any other spec (the exchange's
     # next one) is graded against the file this run was given, as `flows.validate RUN --spec SPEC` does:
     # attested from specs/ alone, every category of a new spec's record graded unverified (SPEC-1).

@@ -13,6 +13,7 @@ from typing import Any
 from experiment.grading.loss import held_out_loss, record_problems
 from experiment.contract.result_models import Evaluation, PredictionRow
 from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
+from experiment.grading import spec_anchor
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     equal_json, float_of, is_integer, is_number, model_issues, run_checks, short,
@@ -443,8 +444,28 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def EVAL_13(ctx: GradeContext) -> list[Issue]:
+    """The evaluator's items are the spec's eval set (experiment.grading.spec_anchor)."""
+    return spec_anchor.eval_set_issues(ctx)
+
+
+def EVAL_14(ctx: GradeContext) -> list[Issue]:
+    """The evaluator's prompt template, decoding and parser are the ones the spec fixes."""
+    return spec_anchor.provenance_issues(ctx)
+
+
+def EVAL_15(ctx: GradeContext) -> list[Issue]:
+    """code_sha256 is the hash of the evaluator code retained in the pipeline-code evidence."""
+    return spec_anchor.code_hash_issues(ctx)
+
+
+def EVAL_16(ctx: GradeContext) -> list[Issue]:
+    """(run directory) The evaluator_frozen event comes before the evaluation began."""
+    return spec_anchor.frozen_order_issues(ctx)
+
+
 CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_9_values, EVAL_10, EVAL_12,
-          LOSS_1, LOSS_2, LOSS_3, LOSS_4]
+          EVAL_13, EVAL_14, EVAL_15, EVAL_16, LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

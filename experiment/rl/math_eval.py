@@ -25,18 +25,14 @@ import tinker_cookbook
 from tinker_cookbook import renderers
 from tinker_cookbook.recipes.math_rl import math_env, math_grading
 
+from experiment.contract.evaluators import RL_FEW_SHOT_PREFIX, RL_PARSER
 from experiment.run.capacity import answered
 from experiment.run.data import TaskItem
 from experiment.rl.loop import make_env, prompt_tokens
 
 GRADING_TIMEOUT_SECONDS = 1.0  # the cookbook MathEnv's own limit
 GRADING_RETRY_TIMEOUT_SECONDS = 10.0  # one retry before a timeout is recorded
-PARSER_DESCRIPTION = (
-    "renderer.parse_response -> get_text_content -> last \\boxed{} (math_grading.extract_boxed) "
-    "graded by the MathEnv grader (sympy grade_answer) under a 1 s timeout, retried once with 10 s; "
-    "no \\boxed{} = incorrect (grading no_boxed); a grading timeout or grader error scores 0 and is "
-    "recorded in the row (grading timeout | grader_error)"
-)
+PARSER_DESCRIPTION = RL_PARSER  # the evaluator the spec fixes: experiment/contract/evaluators.py
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                    "merges.txt", "chat_template.jinja")
 
@@ -106,7 +102,7 @@ def grade_answer(content: str, reference: str, grader: Callable[[str, str], bool
 
 
 def prompt_template(few_shot: bool) -> str:
-    prefix = "cookbook MathEnv.standard_fewshot_prefix() then " if few_shot else ""
+    prefix = RL_FEW_SHOT_PREFIX if few_shot else ""
     return prefix + "user: {question}" + math_env.MathEnv.question_suffix()
 
 

@@ -47,6 +47,17 @@ def code_files_sha256(code_files, code_root=None) -> str:
 
     `code_files` is a list of paths (named as described in the module docstring) or a mapping
     {stable name: path} when the files come from several roots (project, installed packages)."""
+    return manifest_sha256(code_files_manifest(code_files, code_root))
+
+
+def manifest_sha256(named: dict) -> str:
+    """The code hash of {name: sha256 of the file's bytes}: the sha256 of its sha256sum lines, sorted by name."""
+    manifest = "".join(f"{named[name]}  {name}\n" for name in sorted(named))
+    return hashlib.sha256(manifest.encode("utf-8")).hexdigest()
+
+
+def code_files_manifest(code_files, code_root=None) -> dict:
+    """{name: sha256 of its bytes} of the evaluator's code files, named as `code_files_sha256` names them."""
     if not code_files:
         raise EvaluationError("no evaluator code files given")
     named = {}
@@ -60,8 +71,7 @@ def code_files_sha256(code_files, code_root=None) -> str:
         if name in named:
             raise EvaluationError(f"two code files share the name {name!r}; pass code_root")
         named[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest = "".join(f"{named[name]}  {name}\n" for name in sorted(named))
-    return hashlib.sha256(manifest.encode("utf-8")).hexdigest()
+    return named
 
 
 def _checked_item_ids(item_ids) -> list[str]:

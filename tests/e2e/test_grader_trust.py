@@ -7,20 +7,26 @@
   drawn, so each run tries the same ones although the record is rebuilt) leave the grade green unless the leaf
   is on docs/ungraded-fields.md;
 - every entry of that list still names a leaf of some record (no stale entries).
+- every tampering of tests/tampering_spec.py (the record against the spec, its data, the retained code, the
+  evidence the spec requires and its own prose; issue 45) leaves green, on the bare record and, for those that edit
+  a run directory, on a copy of the run directory.
 
-`RX_WIRING_RECORDS=<dir>` with `<family>.json` records in it (built by the same command) reuses them.
+`RX_WIRING_RECORDS=<dir>` with `<family>.json` records in it (built by the same command) reuses them, and
+`<family>/` run directories in it reuse those.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from tampering import CORPUS, tampered
+from tampering_spec import RUN_DIR_CORPUS, SPEC_CORPUS
 import leaves as L
 
 SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
@@ -50,6 +56,44 @@ def test_every_tampering_leaves_green(wiring_records, family, name):
     baseline = L.findings(record)
     new = L.findings(tampered(record, CORPUS[family][name])) - baseline
     assert new, f"{family}: '{name}' still grades as the untouched record"
+
+
+SPEC_CASES = [(family, name) for family, tampers in SPEC_CORPUS.items() for name in tampers]
+
+
+@pytest.mark.parametrize("family,name", SPEC_CASES, ids=[f"{f}: {n}" for f, n in SPEC_CASES])
+def test_every_tampering_against_the_spec_leaves_green(wiring_records, family, name):
+    record = wiring_records[family]
+    new = L.findings(tampered(record, SPEC_CORPUS[family][name])) - L.findings(record)
+    assert new, f"{family}: '{name}' still grades as the untouched record"
+
+
+@pytest.fixture(scope="session")
+def wiring_run_dirs(request) -> dict[str, Path]:
+    """Each family's clean wiring run directory (or `<family>/` of RX_WIRING_RECORDS)."""
+    cached = os.environ.get("RX_WIRING_RECORDS")
+    return {family: (Path(cached) / family if cached and (Path(cached) / family / "result.json").is_file()
+                     else request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]) for family in SPECS}
+
+
+def _run_dir_findings(run_dir: Path) -> set[tuple[str, str, str]]:
+    from experiment.grading import grade_record
+
+    graded = grade_record(json.loads((run_dir / "result.json").read_text()), run_dir=run_dir)
+    found = {(name, issue.rule, issue.status) for name, grade in graded.categories.items() for issue in grade.issues}
+    return found | {("problems", problem.split(":", 1)[0], problem) for problem in graded.problems}
+
+
+RUN_DIR_CASES = [(family, name) for family, tampers in RUN_DIR_CORPUS.items() for name in tampers]
+
+
+@pytest.mark.parametrize("family,name", RUN_DIR_CASES, ids=[f"{f}: {n}" for f, n in RUN_DIR_CASES])
+def test_every_run_dir_tampering_leaves_green(wiring_run_dirs, tmp_path, family, name):
+    copy_ = tmp_path / family
+    shutil.copytree(wiring_run_dirs[family], copy_)
+    RUN_DIR_CORPUS[family][name](copy_)
+    new = _run_dir_findings(copy_) - _run_dir_findings(wiring_run_dirs[family])
+    assert new, f"{family}: '{name}' still grades as the untouched run directory"
 
 
 @pytest.mark.parametrize("family", list(SPECS))

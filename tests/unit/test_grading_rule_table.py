@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GRADING = ROOT / "experiment" / "grading"
 DOCS = ROOT / "docs" / "contract-rules.md"
 CATEGORY_MODULES = ("evaluator", "decision", "restoration", "correctness", "feasibility", "generation_audit")
-RECORD_MODULES = ("general", "activation", "traces")
+RECORD_MODULES = ("general", "activation", "traces", "spec_anchor")
 STATUS = {"INVALID": "invalid", "UNVERIFIED": "unverified", "UNKNOWN": "unknown"}
 # REST-6 and REST-10 take their statuses from (status, problem) helpers (restoration._response_problems,
 # _check_problems), which the literal scan below does not attribute to the rule.

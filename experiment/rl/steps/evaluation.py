@@ -47,11 +47,15 @@ def run(ctx: RunContext) -> GateVerdict:
         base_sampler = session.base_sampler(ctx.state.served_model)
         renderer = renderer_named(ctx.state.tokenizer_id, rollout.renderer_name)
         stop_strings = _stop_strings(renderer)
+        code_files = evaluator_code_files(renderer)
         provenance = ev.evaluator_provenance(
-            evaluator_code_files(renderer), prompt_template(rollout.few_shot),
+            code_files, prompt_template(rollout.few_shot),
             {"temperature": 0.0, "max_tokens": rollout.max_tokens, "stop": stop_strings},
             PARSER_DESCRIPTION, [item.id for item in items],
         )
+        # the files the code hash covers, by name (the cookbook's and the tokenizer's are not retained): the grader
+        # recomputes the hash from them and holds the project's to the retained pipeline code (EVAL-15)
+        provenance["code_files"] = ev.code_files_manifest(code_files)
         evaluator_id = ev.evaluator_id(provenance)
         comparisons = _comparisons(ctx)
         evaluation = ev.evaluation_record({evaluator_id: provenance}, [], comparisons)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from experiment import PROJECT_ROOT
+from experiment.contract.evaluators import SFT_EVALUATOR_CODE, TEACHER_FORCED, sft_parser, sft_prompt_template
 from experiment.contract.verdict import GateVerdict
 from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
@@ -21,9 +22,7 @@ from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 from experiment.stats.evaluation import BASE_LABEL, evaluation_record, evaluator_id, evaluator_provenance, score_entry
 
 
-EVALUATOR_CODE = ("experiment/sft/loss_eval.py", "experiment/sft/loop.py")
-PARSER = "NLL = -logprob summed over tokens with loss weight > 0, totals per example (experiment/sft/loss_eval.py)"
-TEACHER_FORCED = {"temperature": 0.0, "max_tokens": 0, "stop": []}  # scored by forward(): nothing is sampled
+EVALUATOR_CODE = SFT_EVALUATOR_CODE  # the evaluator the spec fixes: experiment/contract/evaluators.py
 
 
 def run(ctx: RunContext) -> GateVerdict:
@@ -39,10 +38,9 @@ def run(ctx: RunContext) -> GateVerdict:
     base_client = eval_session.client_from_state(ctx.state.init_checkpoint, runs[0].requested)
     renderer = renderer_for(base_client, settings.renderer_name)
     datums, ids = to_datums(items, renderer, settings), [item.id for item in items]
-    template = (f"renderer {settings.renderer_name}; conversation_to_datum(train_on_what=all_assistant_messages, "
-                f"reduction=none, max_length={settings.max_seq_len}); forward(..., cross_entropy)")
-    provenance = evaluator_provenance([PROJECT_ROOT / f for f in EVALUATOR_CODE], template, TEACHER_FORCED,
-                                      f"{PARSER}; aggregation {aggregation}", ids)
+    template = sft_prompt_template(settings.renderer_name, settings.max_seq_len)
+    provenance = evaluator_provenance([PROJECT_ROOT / f for f in EVALUATOR_CODE], template, dict(TEACHER_FORCED),
+                                      sft_parser(aggregation), ids)
     evaluator = evaluator_id(provenance)
     arms = list(dict.fromkeys(run.arm for run in runs))
     comparisons = [{"metric": f"heldout_nll_{aggregation}", "arms": arms}]

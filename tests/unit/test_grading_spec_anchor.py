@@ -1,0 +1,499 @@
+"""The record held to what it cannot choose (experiment/grading/spec_anchor.py, issue 45): the spec's eval set, the
+evaluator the spec fixes, the retained evaluator code, the plan's steps/LRs/seeds, the evidence the spec requires,
+and prose that says what the record says.
+
+The honest evaluator of each test is built by the pipeline's own code (its eval-item selection, its code files and
+provenance); the grader re-derives each value independently and must accept it, and must refuse each edit a
+tamperer would make consistently (the evaluator id re-derived: these checks read the values, not the id). The same
+edits on whole wiring records, graded by the parent commit and by this one, are tests/tampering_spec.py (run by
+tests/e2e/test_grader_trust.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from experiment.contract.evaluators import RL_QUESTION_SUFFIX, rl_prompt_template
+from experiment.contract.plan import build_plan
+from experiment.contract.result_models import evidence_file
+from experiment.contract.spec import load_spec
+from experiment.grading import spec_anchor
+from experiment.grading.common import INVALID, UNVERIFIED, GradeContext
+from experiment.grading.evidence import EvidenceAccess
+from experiment.report.code_revision import code_revision, pipeline_code_bundle
+from experiment.stats import evaluation as ev
+from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
+
+SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
+
+
+def _spec(family: str, scale: str | None = "wiring"):
+    spec = load_spec(SPECS[family], rehearse=scale is not None, rehearsal_scale=scale or "standard")
+    return spec, build_plan(spec)
+
+
+def _pipeline_items(spec) -> list[str]:
+    """The eval items the pipeline's own evaluation step takes."""
+    if spec.training_type == "sft":
+        from experiment.sft.loop import heldout_examples
+
+        return [example.id for example in heldout_examples(spec)]
+    from experiment.rl.recipe import eval_items
+
+    return [item.id for item in eval_items(spec)]
+
+
+@pytest.fixture(scope="module")
+def retained_code() -> list[dict]:
+    """This checkout's pipeline code and code revision, as a run retains them (evidence files)."""
+    return [evidence_file("pipeline-code.json", "script", pipeline_code_bundle(include_backend=True).encode()),
+            evidence_file("code-revision.json", "code_revision", json.dumps(code_revision()).encode())]
+
+
+def _provenance(spec, plan) -> dict:
+    """The evaluator the pipeline's evaluation step freezes for this spec (no service: stop strings are the
+    renderer's, which the anchor does not hold)."""
+    items = _pipeline_items(spec)
+    if spec.training_type == "sft":
+        from experiment import PROJECT_ROOT
+        from experiment.contract.evaluators import SFT_EVALUATOR_CODE, TEACHER_FORCED, sft_parser, sft_prompt_template
+        from experiment.sft.loop import sft_settings
+
+        settings = sft_settings(spec)
+        return ev.evaluator_provenance([PROJECT_ROOT / f for f in SFT_EVALUATOR_CODE],
+                                       sft_prompt_template(settings.renderer_name, settings.max_seq_len),
+                                       dict(TEACHER_FORCED), sft_parser(plan.eval.get("aggregation") or "token_mean"),
+                                       items)
+    from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, prompt_template
+    from experiment.contract.rollout import rollout_settings
+
+    rollout = rollout_settings(spec)
+    files = evaluator_code_files()
+    provenance = ev.evaluator_provenance(files, prompt_template(rollout.few_shot),
+                                         {"temperature": 0.0, "max_tokens": rollout.max_tokens, "stop": ["<|im_end|>"]},
+                                         PARSER_DESCRIPTION, items)
+    provenance["code_files"] = ev.code_files_manifest(files)
+    return provenance
+
+
+def _ctx(spec, plan, provenance: dict, files: list[dict], **result) -> GradeContext:
+    record = {"status": "succeeded", "evidence": {"version": 1, "files": files},
+              "evaluation": {"version": 1, "evaluators": {ev.evaluator_id(provenance): provenance}, "scores": []},
+              **result}
+    return GradeContext(result=record, evidence=EvidenceAccess(record), spec=spec.to_dict(), spec_model=spec, plan=plan)
+
+
+def _evaluator_issues(ctx: GradeContext) -> list[tuple[str, str]]:
+    found = spec_anchor.eval_set_issues(ctx) + spec_anchor.provenance_issues(ctx) + spec_anchor.code_hash_issues(ctx)
+    return [(issue.rule, issue.status) for issue in found]
+
+
+# ---------------------------------------------------------------------------- the eval set
+
+
+@pytest.mark.parametrize("family,scale", [("gs1", "wiring"), ("gs1", "standard"), ("gs1", None), ("selfgen", "wiring"),
+                                          ("selfgen", None), ("trimuon", "wiring"), ("trimuon", "standard")])
+def test_the_graders_eval_set_is_the_one_the_pipeline_selects(family, scale):
+    spec, _ = _spec(family, scale)
+    ids, _ = spec_anchor.spec_eval_ids(spec.to_dict())
+    n = spec.to_dict()["eval"]["n_examples"]
+    assert ids is not None and len(ids) >= n
+    assert ids[:n] == _pipeline_items(spec)
+
+
+def test_an_sft_eval_set_on_the_hub_is_held_to_its_count_only():
+    spec, _ = _spec("trimuon", None)
+    assert spec_anchor.spec_eval_ids(spec.to_dict())[0] is None
+
+
+# ---------------------------------------------------------------------------- the evaluator
+
+
+def _edited(provenance: dict, edit) -> dict:
+    copy = json.loads(json.dumps(provenance))
+    edit(copy)
+    return copy
+
+
+def _cut(p: dict) -> None:
+    p["items"]["ids"] = [i for n, i in enumerate(p["items"]["ids"]) if n % 3]
+
+
+def _reordered(p: dict) -> None:
+    p["items"]["ids"] = list(reversed(p["items"]["ids"]))
+
+
+def _swapped(p: dict) -> None:
+    p["items"]["ids"] = p["items"]["ids"][:-1] + ["train-item-that-is-no-eval-item"]
+
+
+EDITS = {
+    "cut eval set": (_cut, ("EVAL-13", INVALID)),
+    "reordered eval set": (_reordered, ("EVAL-13", INVALID)),
+    "one item swapped": (_swapped, ("EVAL-13", INVALID)),
+    "reworded template": (lambda p: p.update(prompt_template="Think step by step. " + p["prompt_template"]),
+                          ("EVAL-14", INVALID)),
+    "sampled at temperature 1": (lambda p: p["decoding"].update(temperature=1.0), ("EVAL-14", INVALID)),
+    "another parser": (lambda p: p.update(parser="the last integer"), ("EVAL-14", INVALID)),
+    "a sampling setting the spec does not fix": (lambda p: p["decoding"].update(top_p=0.9), ("EVAL-14", INVALID)),
+    "a code hash of other code": (lambda p: p.update(code_sha256=hashlib.sha256(b"other").hexdigest()),
+                                  ("EVAL-15", INVALID)),
+}
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_the_pipelines_own_evaluator_is_the_one_the_spec_fixes(family, retained_code):
+    spec, plan = _spec(family)
+    assert _evaluator_issues(_ctx(spec, plan, _provenance(spec, plan), retained_code)) == []
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_evaluator_edited_consistently_is_refused(family, edit, retained_code):
+    spec, plan = _spec(family)
+    change, expected = EDITS[edit]
+    provenance = _edited(_provenance(spec, plan), change)
+    assert expected in _evaluator_issues(_ctx(spec, plan, provenance, retained_code))
+
+
+@pytest.mark.parametrize("family", ["gs1", "selfgen"])
+def test_an_rl_answer_length_other_than_the_rollouts_is_refused(family, retained_code):
+    spec, plan = _spec(family)
+    provenance = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(max_tokens=512))
+    assert ("EVAL-14", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, retained_code))
+
+
+def test_an_rl_code_manifest_rewritten_with_its_hash_is_held_to_the_retained_code(retained_code):
+    """A tamperer who edits the manifest's entry for a project file and recomputes code_sha256 from it."""
+    spec, plan = _spec("gs1")
+
+    def forge(p: dict) -> None:
+        p["code_files"]["experiment/rl/math_eval.py"] = hashlib.sha256(b"an edited grader").hexdigest()
+        p["code_sha256"] = ev.manifest_sha256(p["code_files"])
+
+    forged = _edited(_provenance(spec, plan), forge)
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, forged, retained_code))
+    cookbook = _edited(_provenance(spec, plan), lambda p: p["code_files"].update(
+        {"tinker_cookbook/recipes/math_rl/math_grading.py": "0" * 64}))
+    cookbook["code_sha256"] = ev.manifest_sha256(cookbook["code_files"])
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, cookbook, retained_code))
+    left_out = _edited(_provenance(spec, plan), lambda p: p["code_files"].pop("tinker_cookbook/rl/problem_env.py"))
+    left_out["code_sha256"] = ev.manifest_sha256(left_out["code_files"])
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, left_out, retained_code))
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_an_evaluator_whose_code_is_not_retained_is_unverified(family, retained_code):
+    spec, plan = _spec(family)
+    revision_only = [f for f in retained_code if f["name"] == "code-revision.json"]
+    assert _evaluator_issues(_ctx(spec, plan, _provenance(spec, plan), revision_only,
+                                  rehearsal={"scale": "wiring"})) == [("EVAL-15", UNVERIFIED)]
+
+
+def test_an_rl_evaluator_without_its_code_manifest_is_unverified(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.pop("code_files"))
+    assert _evaluator_issues(_ctx(spec, plan, provenance, retained_code)) == [("EVAL-15", UNVERIFIED)]
+
+
+def test_a_record_of_another_pipeline_is_held_to_greedy_decoding_only():
+    """No pipeline code, no rehearsal, a code revision that lists none of this pipeline's files: its item ids,
+    template and parser are its own pipeline's; greedy decoding is still the spec's."""
+    spec, plan = _spec("gs1", None)
+    other = [evidence_file("code-revision.json", "code_revision", json.dumps({"commit": "0" * 40}).encode())]
+    provenance = {"code_sha256": "ab" * 32, "prompt_template": "{question}", "parser": "last number",
+                  "decoding": {"temperature": 0.0, "max_tokens": 16, "stop": []}, "items": {"ids": ["a", "b"]}}
+    assert _evaluator_issues(_ctx(spec, plan, provenance, other)) == []
+    hot = _edited(provenance, lambda p: p["decoding"].update(temperature=0.7))
+    assert _evaluator_issues(_ctx(spec, plan, hot, other)) == [("EVAL-14", INVALID)]
+    sft, sft_plan = _spec("trimuon", None)  # a held-out loss samples nothing, whoever scores it
+    assert _evaluator_issues(_ctx(sft, sft_plan, provenance, other)) == []
+    assert _evaluator_issues(_ctx(sft, sft_plan, hot, other)) == [("EVAL-14", INVALID)]
+
+
+def test_the_contracts_rl_evaluator_is_the_math_envs():
+    from tinker_cookbook.recipes.math_rl.math_env import MathEnv
+
+    from experiment.rl.math_eval import prompt_template
+
+    assert RL_QUESTION_SUFFIX == MathEnv.question_suffix()
+    assert [rl_prompt_template(f) for f in (False, True)] == [prompt_template(f) for f in (False, True)]
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+    from experiment.rl.math_eval import evaluator_code_files
+
+    assert set(RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE) <= set(evaluator_code_files())
+
+
+# ---------------------------------------------------------------------------- events: frozen first, every step
+
+
+def _with_events(family: str, events: list[dict], **result) -> GradeContext:
+    spec, plan = _spec(family)
+    provenance = {"code_sha256": "ab" * 32, "items": {"ids": ["x"]}}
+    ctx = _ctx(spec, plan, provenance, [], completed_arms=[arm.name for arm in plan.trained_arms], **result)
+    ctx.events = events
+    return ctx
+
+
+def _frozen(eid: str = "") -> dict:
+    return {"event": "evaluator_frozen", "evaluator_id": eid}
+
+
+def test_the_evaluator_is_frozen_before_the_evaluation_begins():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    began = [{"event": "evidence_added", "kind": "predictions", "name": "predictions-base.jsonl"},
+             {"event": "gate", "gate": "evaluation", "status": "passed"}]
+    ctx.events = [_frozen(eid), *began]
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx.events = [began[0], _frozen(eid), began[1]]
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [INVALID]
+    ctx.events = began
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [UNVERIFIED]
+    ctx.events = [_frozen("another evaluator"), *began]
+    assert [i.status for i in spec_anchor.frozen_order_issues(ctx)] == [INVALID]
+
+
+@pytest.mark.parametrize("family,key", [("gs1", "arm"), ("trimuon", "run")])
+def test_every_planned_training_step_has_its_event(family, key):
+    spec, plan = _spec(family)
+    names = ([run.name for run in plan.training_runs] if key == "run" else [arm.name for arm in plan.trained_arms])
+    steps = {run.name: run.steps for run in plan.training_runs}
+    every = [{"event": "training_step", key: name, "step": step} for name in names for step in range(steps[name])]
+    assert spec_anchor.EVID_11(_with_events(family, every)) == []
+    dropped = [e for e in every if not (e[key] == names[0] and e["step"] == steps[names[0]] - 1)]
+    assert [i.status for i in spec_anchor.EVID_11(_with_events(family, dropped))] == [UNVERIFIED]
+    assert [i.status for i in spec_anchor.EVID_11(_with_events(family, every + every[:1]))] == [UNVERIFIED]
+    assert spec_anchor.EVID_11(_with_events(family, dropped, status="failed")) == []  # a stopped run trained less
+
+
+def test_every_sft_step_has_its_row_in_the_retained_steps_file(retained_code):
+    spec, plan = _spec("trimuon")
+    rows = [{"run": run.name, "step": step} for run in plan.training_runs for step in range(run.steps)]
+
+    def ctx(kept: list[dict]) -> GradeContext:
+        steps = evidence_file("sft-steps.jsonl", "metrics", "".join(json.dumps(r) + "\n" for r in kept).encode())
+        return _ctx(spec, plan, {"items": {"ids": []}}, [*retained_code, steps],
+                    completed_arms=[run.name for run in plan.training_runs])
+
+    assert spec_anchor.EVID_11(ctx(rows)) == []
+    assert [i.status for i in spec_anchor.EVID_11(ctx(rows[:-1]))] == [UNVERIFIED]
+    gone = _ctx(spec, plan, {"items": {"ids": []}}, retained_code, completed_arms=["trimuon@lr=0.02"])
+    assert [i.status for i in spec_anchor.EVID_11(gone)] == [UNVERIFIED]
+
+
+def test_each_rl_step_ran_at_the_plans_group_size():
+    spec, plan = _spec("gs1")
+    events = [{"event": "training_step", "arm": arm.name, "step": step, "executed_group_size": float(arm.group_size),
+               "n_rollouts": arm.group_size * arm.groups_per_batch} for arm in plan.trained_arms
+              for step in range(arm.steps)]
+    ctx = _with_events("gs1", events)
+    assert spec_anchor.PLAN_1(ctx) == []
+    events[0]["executed_group_size"] = 1.0 if events[0]["executed_group_size"] != 1.0 else 8.0
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
+# ---------------------------------------------------------------------------- the failed pilot's log
+
+
+def test_a_calibration_keeps_the_failed_candidates_log():
+    spec, plan = _spec("gs1")
+
+    def ctx(logs: list[str], bandwidth: float) -> GradeContext:
+        files = [evidence_file(f"activation-pilot-bw{b}.jsonl", "metrics", b"{}\n") for b in logs]
+        return _ctx(spec, plan, {"items": {"ids": []}}, files, completed_arms=["gs1_kernel"],
+                    metrics={"arms": {"gs1_kernel": {"kernel_bandwidth": bandwidth}}})
+
+    assert spec_anchor.ACT_4(ctx(["0.5", "1.0"], 1.0)) == []
+    assert spec_anchor.ACT_4(ctx(["0.5"], 0.5)) == []  # the first candidate passed: nothing failed
+    assert [i.status for i in spec_anchor.ACT_4(ctx(["1.0"], 1.0))] == [UNVERIFIED]
+    assert [i.status for i in spec_anchor.ACT_4(ctx([], 1.0))] == [UNVERIFIED]  # the arm trained at the second
+
+
+# ---------------------------------------------------------------------------- steps, LRs, seeds
+
+
+@pytest.mark.parametrize("family", ["gs1", "trimuon"])
+def test_the_steps_learning_rates_and_seeds_stated_are_the_plans(family):
+    spec, plan = _spec(family)
+    arms: dict = {}
+    for run in plan.training_runs:
+        entry = {"steps_completed": run.steps, "learning_rate": run.lr}
+        if run.name == run.arm:
+            arms[run.arm] = entry
+        else:
+            arms.setdefault(run.arm, {"runs": {}})["runs"][f"{run.lr:g}"] = entry
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, [], metrics={"arms": arms})
+    assert spec_anchor.PLAN_1(ctx) == []
+    first = next(iter(arms.values()))
+    target = next(iter(first["runs"].values())) if "runs" in first else first
+    for key, value in (("steps_completed", 40), ("learning_rate", target["learning_rate"] * 10)):
+        saved, target[key] = target[key], value
+        assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"], key
+        target[key] = saved
+    ctx.result["evaluation"]["scores"] = [{"arm": "x", "seed": 3}]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+    ctx.result["evaluation"]["scores"] = []
+    ctx.result["evidence"]["checkpoints"] = [{"arm": "x", "seed": 5, "uri": "tinker://x"}]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
+# ---------------------------------------------------------------------------- prose
+
+
+def _prose(family: str, **result) -> GradeContext:
+    spec, plan = _spec(family)
+    return _ctx(spec, plan, {"items": {"ids": [f"i{n}" for n in range(48)]}}, [], **result)
+
+
+def test_the_prose_states_the_records_verdict():
+    honest = _prose("gs1", verdict="refuted", summary="Scored on 48 held-out items. The effect is +0.0000.",
+                    reasoning="The bound misses. So the claim is not supported: verdict refuted (accuracy a 0.5).")
+    assert spec_anchor.PROSE_1(honest) == [] and spec_anchor.PROSE_4(honest) == []
+    for text in ("So the claim is supported.", "Overall the verdict is supported.", "The hypothesis is supported.",
+                 "So the result is not refuted."):
+        honest.result["reasoning"] = text
+        assert [i.rule for i in spec_anchor.PROSE_1(honest)] == ["PROSE-1"], text
+    three_way = _prose("selfgen", verdict="inconclusive", outcome_reason="insufficient_evidence",
+                       summary="Verdict inconclusive (insufficient_evidence): a +0.02 [-0.3, 0.4].")
+    assert spec_anchor.PROSE_1(three_way) == []
+    three_way.result["summary"] = "Verdict inconclusive (tie): a +0.02."
+    assert [i.rule for i in spec_anchor.PROSE_1(three_way)] == ["PROSE-1"]
+
+
+def test_the_prose_states_the_evaluators_item_count():
+    ctx = _prose("gs1", verdict="refuted", summary="Scored the final checkpoints on 1319 held-out items.")
+    assert [i.rule for i in spec_anchor.PROSE_4(ctx)] == ["PROSE-4"]
+
+
+@pytest.mark.parametrize("family", list(SPECS))
+def test_a_rehearsal_says_what_the_rules_derive(family):
+    from experiment.contract.rehearsal import rehearsal_summary
+
+    spec, plan = _spec(family)
+    derived = spec.source.rehearsal
+    summary = rehearsal_summary("Trained every arm. The effect is recorded.", derived)
+    ctx = _prose(family, rehearsal=derived, summary=summary, tested_instead=derived["tested_instead"])
+    assert spec_anchor.PROSE_2(ctx) == [] and spec_anchor.PROSE_3(ctx) == []
+    ctx.result["summary"] = summary.split("): ", 1)[1]
+    ctx.result["tested_instead"] = derived["tested_instead"].replace(" instead of ", " as in ", 1)
+    assert [i.rule for i in spec_anchor.PROSE_2(ctx) + spec_anchor.PROSE_3(ctx)] == ["PROSE-2", "PROSE-3"]
+
+
+def test_the_prose_states_the_records_effects_and_intervals():
+    ctx = _prose("gs1", verdict="refuted", effect=0.0, ci=[-0.3533018, 0.3533018],
+                 summary="Scored. The primary effect is +0.0000 (interval [-0.3533, 0.3533], margin -0.03).",
+                 reasoning="The bound gives an effect (a \u2212 b) of +0.0000 with interval [\u22120.3533, 0.3533]. Done.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = ctx.result["summary"].replace("+0.0000", "+0.2700")
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    ctx.result["summary"] = "Scored. The primary effect is +0.0000 (interval [0.0250, 0.5150], margin -0.03)."
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    three_way = _prose("selfgen", verdict="inconclusive", decision={"criteria": [
+        {"id": "gain", "effect": 0.0208333, "lower": -0.3712, "upper": 0.41287}]},
+        summary="Verdict inconclusive (insufficient_evidence): gain +0.0208 [-0.3712, 0.4129] vs 0.")
+    assert spec_anchor.PROSE_5(three_way) == []
+    three_way.result["summary"] = three_way.result["summary"].replace("+0.0208", "+0.2708")
+    assert [i.rule for i in spec_anchor.PROSE_5(three_way)] == ["PROSE-5"]
+
+
+def test_a_number_stated_for_an_arm_is_one_the_record_holds_for_it():
+    ctx = _prose("gs1", verdict="refuted", metrics={"arms": {"gs1_kernel": {"accuracy": 0.375},
+                                                             "grpo_gs8": {"accuracy": 0.4375}}},
+                 reasoning="So the claim is not supported: verdict refuted (accuracy gs1_kernel 0.3750, grpo_gs8 0.4375).")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["reasoning"] = ctx.result["reasoning"].replace("gs1_kernel 0.3750", "gs1_kernel 0.6250")
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+    ctx.result["reasoning"] = ctx.result["reasoning"].replace("gs1_kernel 0.6250", "gs1_kernel 0.4375")  # another arm's
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+
+
+def test_an_lr_grid_runs_score_and_rows_name_the_planned_run_and_rate():
+    spec, plan = _spec("trimuon")
+    run = plan.training_runs[1]
+    rows = [{"item_id": f"i{n}", "arm": run.arm, "run": run.name, "learning_rate": run.lr, "seed": 0} for n in range(3)]
+
+    def ctx(score_lr: float, kept: list[dict]) -> GradeContext:
+        name = "predictions-x.jsonl"
+        files = [evidence_file(name, "predictions", "".join(json.dumps(r) + "\n" for r in kept).encode())]
+        made = _ctx(spec, plan, {"items": {"ids": []}}, files)
+        made.result["evaluation"]["scores"] = [{"arm": run.arm, "run": run.name, "learning_rate": score_lr, "seed": 0,
+                                                "predictions_ref": name}]
+        return made
+
+    assert spec_anchor.PLAN_1(ctx(run.lr, rows)) == []
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx(run.lr * 10, rows))] == ["PLAN-1"]
+    unnamed = [dict(rows[0]), *rows[1:]]
+    del unnamed[0]["run"]
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx(run.lr, unnamed))] == ["PLAN-1"]
+
+
+def test_a_record_says_it_is_this_pipelines_by_its_code_its_rehearsal_or_its_code_revision():
+    spec, plan = _spec("gs1")
+    bundle = evidence_file("pipeline-code.json", "script", b'{"files": {}}')
+    ours = evidence_file("code-revision.json", "code_revision", json.dumps(
+        {"files_sha256": {"experiment/rl/loop.py": "ab" * 32}}).encode())
+    other = evidence_file("code-revision.json", "code_revision", json.dumps(
+        {"files_sha256": {"rx_gs1.py": "ab" * 32}}).encode())
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [bundle]))
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [], rehearsal={"scale": "wiring"}))
+    assert spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [ours]))
+    assert not spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, [other]))
+    assert not spec_anchor.is_this_pipeline(_ctx(spec, plan, {}, []))
+
+
+def test_eval_data_that_cannot_be_read_here_fixes_no_ids():
+    for path in ("/etc/passwd", "data/no-such-file.jsonl", "embedded_tinker/tasks/data/missing.parquet"):
+        assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": path, "n_examples": 2}})[0] is None
+
+
+def test_an_eval_set_finding_says_what_differs(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _provenance(spec, plan)
+    n = len(provenance["items"]["ids"])
+
+    def message(edit) -> str:
+        (issue,) = spec_anchor.eval_set_issues(_ctx(spec, plan, _edited(provenance, edit), retained_code))
+        return issue.message
+
+    assert f"scores {n - 1} items, the spec's eval set is {n}" in message(lambda p: p["items"]["ids"].pop())
+    assert "in another order" in message(_reordered)
+    assert "1 of its items are not in it (first" in message(_swapped)
+    assert "are not the spec's eval set, the first 48 rows of embedded_tinker/tasks/data/test.jsonl" in message(_swapped)
+
+
+def test_only_the_evaluations_own_events_start_it_and_the_finding_names_the_lines():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    before = [{"event": "gate", "gate": "arm_training"}, {"event": "evidence_added", "kind": "metrics", "name": "m"},
+              {"event": "training_step", "arm": "a", "step": 0}, {"event": "result_updated"}]
+    ctx.events = [*before, _frozen(eid), {"event": "evaluation_progress", "arm": "base"}]
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx.events = [*before, {"event": "evaluation_progress", "arm": "base"}, _frozen(eid), _frozen(eid)]
+    (issue,) = spec_anchor.frozen_order_issues(ctx)
+    assert (issue.status, issue.message) == (INVALID, "the evaluator_frozen event (line 6) comes after the evaluation "
+                                                      "began (line 5)")
+    ctx.events = [_frozen(eid), {"event": "evaluation_progress"}, _frozen(eid)]  # frozen again on a resume
+    assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+def test_an_evaluator_finding_names_what_differs_from_the_spec(retained_code):
+    spec, plan = _spec("trimuon")
+    hot = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(temperature=1.0))
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, hot, retained_code))
+    assert "decoding {'temperature': 1.0, 'max_tokens': 0, 'stop': []} (the spec's: {'temperature': 0.0" in issue.message
+    other = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256="ab" * 32))
+    (issue,) = spec_anchor.code_hash_issues(_ctx(spec, plan, other, retained_code))
+    expected = _provenance(spec, plan)["code_sha256"]
+    assert issue.message.endswith(f"is not the hash of the retained evaluator code ({expected[:12]}...)")
+
+
+def test_a_run_that_did_not_succeed_is_not_held_to_its_planned_steps():
+    spec, plan = _spec("gs1")
+    arm = plan.trained_arms[0]
+    stopped = _ctx(spec, plan, {"items": {"ids": []}}, [], status="failed",
+                   metrics={"arms": {arm.name: {"steps_completed": 1}}})
+    assert spec_anchor.PLAN_1(stopped) == []
