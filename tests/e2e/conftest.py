@@ -9,6 +9,7 @@ killed run must reach again): it runs once per session, shared by the xdist work
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from pathlib import Path
 
@@ -74,3 +75,33 @@ def gs1_wiring_rehearsal(wiring_rehearsal, prefect_server) -> dict:
     run = wiring_rehearsal("gs1")
     (flow_run,) = prefect_server.flow_runs_of(run["run_dir"].parent)
     return {**run, "flow_run": flow_run}
+
+
+# ---- the three families' clean wiring records and run dirs, for the grader's tamper and trace tests ----
+
+WIRING_FAMILIES = ("gs1", "selfgen", "trimuon")
+
+
+@pytest.fixture(scope="session")
+def wiring_records(request) -> dict[str, dict]:
+    """Each family's clean wiring record (tests/e2e/conftest.py: wiring_rehearsal, run once per session), or
+    the records a directory in RX_WIRING_RECORDS holds (<family>.json), to iterate on the grader without runs."""
+    cached = os.environ.get("RX_WIRING_RECORDS")
+    records = {}
+    for family in WIRING_FAMILIES:
+        if cached and (Path(cached) / f"{family}.json").is_file():
+            records[family] = json.loads((Path(cached) / f"{family}.json").read_text())
+            continue
+        run_dir = request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]
+        records[family] = json.loads((run_dir / "result.json").read_text())
+    return records
+
+
+@pytest.fixture(scope="session")
+def wiring_run_dirs(request) -> dict[str, Path]:
+    """Each family's clean wiring run directory (or `<family>/` of RX_WIRING_RECORDS)."""
+    cached = os.environ.get("RX_WIRING_RECORDS")
+    return {family: (Path(cached) / family if cached and (Path(cached) / family / "result.json").is_file()
+                     else request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]) for family in WIRING_FAMILIES}
+
+

@@ -17,7 +17,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_grader_trust import wiring_records  # noqa: F401 (the session's records of each family)
 
 import leaves as L
 import tampering_traces as T

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -30,21 +29,6 @@ from tampering_spec import RUN_DIR_CORPUS, SPEC_CORPUS
 import leaves as L
 
 SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
-
-
-@pytest.fixture(scope="session")
-def wiring_records(request) -> dict[str, dict]:
-    """Each family's clean wiring record (tests/e2e/conftest.py: wiring_rehearsal, run once per session), or
-    the records a directory in RX_WIRING_RECORDS holds (<family>.json), to iterate on the grader without runs."""
-    cached = os.environ.get("RX_WIRING_RECORDS")
-    records = {}
-    for family in SPECS:
-        if cached and (Path(cached) / f"{family}.json").is_file():
-            records[family] = json.loads((Path(cached) / f"{family}.json").read_text())
-            continue
-        run_dir = request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]
-        records[family] = json.loads((run_dir / "result.json").read_text())
-    return records
 
 
 CASES = [(family, name) for family, tampers in CORPUS.items() for name in tampers]
@@ -66,14 +50,6 @@ def test_every_tampering_against_the_spec_leaves_green(wiring_records, family, n
     record = wiring_records[family]
     new = L.findings(tampered(record, SPEC_CORPUS[family][name])) - L.findings(record)
     assert new, f"{family}: '{name}' still grades as the untouched record"
-
-
-@pytest.fixture(scope="session")
-def wiring_run_dirs(request) -> dict[str, Path]:
-    """Each family's clean wiring run directory (or `<family>/` of RX_WIRING_RECORDS)."""
-    cached = os.environ.get("RX_WIRING_RECORDS")
-    return {family: (Path(cached) / family if cached and (Path(cached) / family / "result.json").is_file()
-                     else request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]) for family in SPECS}
 
 
 def _run_dir_findings(run_dir: Path) -> set[tuple[str, str, str]]:
