@@ -11,7 +11,11 @@ eval items"), else one step per arm and 32 items. Each part runs as the full run
   checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does; each
   model's items in three calls (one item, an eighth of the rest, the remainder), so that the time an
   evaluation takes whatever its size (`evaluation_latency`, once per scored model) is apart from the
-  items' pace (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace.
+  items' pace (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace;
+- the activation gate that follows (experiment.stats.feasibility.ActivationWork): its clients and steps from
+  the setup's and the steps' own times (the steps without their saves), and, for the GS1 kernel pilot, a
+  held-out sampling of HELDOUT_PILOT_PROMPTS prompts timed on the treatment's pilot client as the activation
+  pilot samples its held-out means.
 
 Each phase records the units' own times summed (service time) and the wall time of the schedule;
 the projection takes wall time from the measured schedule (concurrency measured, never assumed).
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from experiment.run.clients import open_session
@@ -51,6 +55,14 @@ from experiment.rl.advantages import KernelBaselineState
 GATE = "feasibility_pilot"
 # prompts of the held-out sampling the pilot times for the GS1 activation gate (HELDOUT_SAMPLES each)
 HELDOUT_PILOT_PROMPTS = 4
+TIMING_SOURCE = ("client-side: each unit timed from the client (the service reports no server-side duration per call: "
+                 "the Tinker API's answers carry none, and the embedded backend's healthz counts only totals); not "
+                 "corrected for the client's CPU contention")
+ACTIVATION_NOTE = ("the activation gate after the pilot, projected from this pilot's clients (activation_setup), its "
+                   "steps without their saves (activation_steps: every step in service, the longest lane's in wall), "
+                   "a held-out sampling of heldout_pilot_prompts prompts (activation_heldout, and its sampler) and, "
+                   "where the spec pre-registers a calibration, one client and the pilot steps per further candidate "
+                   "(activation_calibration, counted in the plan though it runs only when the first candidate fails)")
 
 
 @dataclass(frozen=True)
@@ -217,6 +229,9 @@ def run(ctx: RunContext) -> GateVerdict:
         },
         capacity_waits_seconds=capacity_waits_so_far(ctx),
         pilot={"steps_per_arm": pilot_steps, "eval_items": len(pilot_items), "size_source": size.source,
+               "timing_source": TIMING_SOURCE,
+               **({"activation_gate": {**asdict(activation), "heldout_pilot_prompts": HELDOUT_PILOT_PROMPTS,
+                                       "note": ACTIVATION_NOTE}} if activation else {}),
                "pilot_measurements": {
                    "base_model_accuracy_on_pilot_items": pilot_accuracy,
                    "note": "scored before the evaluator was frozen: a pilot (timing) measurement only, never an "
