@@ -13,6 +13,11 @@ the CLI (PREFECT_API_URL), as deployments have one. The rehearsal then also repo
 the time at least one call was in service on some lane; arms' lanes side by side count once),
 goal <= 1.05; where the service sat idle (per gate, between gates, before the first call, after the
 last); and the feasibility pilot's projection against the measured run, per phase (``projection``).
+``busy_seconds`` is the critical path *as the client scheduled it*: a run that did independent work one gate
+after another scores about 1.0 against it. ``dependency_critical_path`` is the longest chain of dependent
+gates (experiment.contract.dependencies.critical_path over each gate's service busy seconds; without a
+profile, over each gate's recorded duration), with the time to verdict against it from the claim and from
+the CLI's start: what a schedule that overlaps every independent gate could reach.
 
 Every API call to the embedded server waits --latency-ms first (the server's fault injection,
 embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
@@ -62,6 +67,7 @@ from tinker import types
 from embedded_tinker.faults import FaultConfig
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
 from embedded_tinker.service_profile import profile_named
+from experiment.contract.dependencies import critical_path
 
 DEFAULT_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 
@@ -204,6 +210,9 @@ def rehearsal(base_url: str | None, spec: Path, scale: str, timeout_s: float, pr
         "recorded": gate_durations(Path(runs_dir)),
         "service_idle_s": idle_by_gate(Path(runs_dir), watcher),
     }
+    report["dependency_critical_path"] = dependency_report(
+        report["recorded"]["gate_duration_s"], watcher.verdict_at, watcher.claimed_at, started_wall,
+        basis="each gate's recorded duration_s (wall time: the pipeline's own work included)")
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
     if profile_before is not None:
@@ -292,10 +301,26 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
                                 for gate, (start, end) in windows.items()},
         "projection": projection_against_run(runs_dir, windows, watcher),
     }
+    report["dependency_critical_path"] = dependency_report(report["gate_service_busy_s"], verdict, claimed, cli_started)
     if report["time_to_verdict_over_critical_path"] and after["time_factor"] != 1:
         # the pipeline's own time does not scale with the service; the critical path does (when no call overran)
         overhead = to_verdict - critical
         report["extrapolated_ratio_at_time_factor_1"] = round(1 + overhead / (critical / after["time_factor"]), 3)
+    return report
+
+
+def dependency_report(gate_seconds: dict[str, float], verdict: float | None, claimed: float | None,
+                      cli_started: float | None, basis: str = "each gate's service busy seconds (the profile's "
+                      "busy_seconds inside the gate's window)") -> dict:
+    """The longest chain of dependent gates (experiment.contract.dependencies: the preflights that read only
+    the initial state side by side, the two pilots side by side, arms side by side inside arm training) and
+    the time to verdict against it, from the run's claim and from the CLI's start (time.time() values)."""
+    path = critical_path(gate_seconds)
+    report = {**path.to_dict(), "durations": basis, "gates_one_after_another_s": round(sum(gate_seconds.values()), 2)}
+    for name, start in (("claim", claimed), ("cli_start", cli_started)):
+        to_verdict = verdict - start if verdict and start else None
+        report[f"{name}_to_verdict_s"] = round(to_verdict, 2) if to_verdict else None
+        report[f"{name}_to_verdict_over_path"] = round(to_verdict / path.seconds, 3) if to_verdict and path.seconds else None
     return report
 
 
@@ -321,7 +346,10 @@ def projection_against_run(runs_dir: Path, windows: dict[str, tuple[float, float
     phases = projected.get("phases") or {}
     comparison, totals = {}, {"projected_wall_s": 0.0, "measured_wall_s": 0.0,
                               "projected_service_s": 0.0, "measured_service_s": 0.0}
+    calibrated = any(len(e.get("pilots") or ()) > 1 for e in run_events(runs_dir) if e.get("event") == "activation_pilots")
     for gate, names in GATE_PHASES.items():
+        if gate == "activation_gate" and calibrated:  # the spec's calibration tried a further candidate
+            names = (*names, "activation_calibration")
         names = tuple(name for name in names if name in phases)  # the SFT pilot has no checkpoint/load phases
         if gate not in windows or not names:
             continue
@@ -352,7 +380,9 @@ def _with_ratios(row: dict) -> dict:
 
 
 # The gates of the full run and the projected phases that stand for them.
-GATE_PHASES = {"arm_training": ("training", "final_checkpoints"),
+GATE_PHASES = {"activation_gate": ("activation_setup", "activation_steps", "activation_heldout",
+                                   "activation_heldout_sampler"),
+               "arm_training": ("training", "final_checkpoints"),
                "evaluation": ("evaluation", "evaluation_latency", "sampler_loads", "evaluation_setup")}
 
 

@@ -17,9 +17,7 @@ from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers
 from experiment.rl.restoration import requested_optimizer
-from experiment.stats.activation import PILOT_STEPS
-
-HELDOUT_SAMPLES = 8
+from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
 
 
 def pilot_client(ctx, session, arm):

@@ -52,6 +52,7 @@ def as_one_of_string(value: float) -> str:
 GS1_ACTIVATION_METRICS = ("executed_group_size_treatment", "executed_group_size_baseline", "pilot_mean_reward",
                           "kernel_effective_neighbors_p10", "frac_nonzero_advantage_treatment", "baseline_reward_corr")
 PILOT_STEPS = 2  # treatment steps of an activation pilot (then one baseline step); the grader checks logs by it
+HELDOUT_SAMPLES = 8  # extra samples per step-0 prompt of the first GS1 treatment pilot (never trained on)
 
 SELFGEN_ACTIVATION_METRICS = ("treatment_fraction_batches_from_generated_set",
                               "baseline_fraction_batches_from_gsm8k_train",

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
+
 # The keys a re-projection watches (FEAS-2): config and effective_config
 # both record all of them.
 PROJECTION_KEYS = (
@@ -89,6 +91,68 @@ def rl_pilot_units(*, trained_arms: int, seeds: int, base_per_seed: bool, pilot_
             # fixed per scored model, whatever its items (EvaluationPace): the base model and each arm
             "evaluation_latency": PhaseUnits(trained_arms + 1, scored),
             "final_checkpoints": per_replica, "sampler_loads": per_replica}
+
+
+@dataclass(frozen=True)
+class ActivationWork:
+    """What the activation gate runs after the pilot, in the units the pilot measures (its pilot steps are
+    experiment.stats.activation.PILOT_STEPS; the steps in experiment/rl/steps/activation_gate.py and
+    experiment/selfgen/steps/activation_gate.py):
+
+    - `clients`: throwaway clients from the initialization checkpoint, created one after another;
+    - `steps`: training steps over its pilots (service time), `lane_steps` of them on its longest lane (wall
+      time: the GS1 baseline's one step runs beside the treatment's, the self-generated pilots one after
+      another);
+    - `heldout_samples` and `heldout_samplers`: the GS1 treatment pilot's held-out samples (HELDOUT_SAMPLES per
+      step-0 prompt) from a sampler of its own;
+    - `calibration_candidates`: further candidates a calibration the spec pre-registers may try (GS1:
+      bandwidth in {0.5, 1.0}), each a client and PILOT_STEPS steps, after the first candidate failed."""
+
+    clients: int
+    steps: int
+    lane_steps: int
+    heldout_samples: int = 0
+    heldout_samplers: int = 0
+    calibration_candidates: int = 0
+
+    @classmethod
+    def kernel_pilot(cls, treatment_prompts: int, candidates: int = 1) -> ActivationWork:
+        """GS1: a baseline pilot of one step beside the first treatment pilot (held-out samples, PILOT_STEPS)."""
+        return cls(clients=2, steps=PILOT_STEPS + 1, lane_steps=PILOT_STEPS,
+                   heldout_samples=HELDOUT_SAMPLES * treatment_prompts, heldout_samplers=1,
+                   calibration_candidates=max(0, candidates - 1))
+
+    @classmethod
+    def generated_tasks_pilot(cls) -> ActivationWork:
+        """Self-generated tasks: PILOT_STEPS treatment steps, then one baseline step, one after another."""
+        return cls(clients=2, steps=PILOT_STEPS + 1, lane_steps=PILOT_STEPS + 1)
+
+
+def activation_phases(work: ActivationWork, *, setup: tuple[float, int], steps: tuple[float, int],
+                      heldout: tuple[float, int] = (0.0, 0), heldout_sampler_seconds: float = 0.0,
+                      gpu_count: int | None, allocation_source: str | None) -> dict[str, PhaseTiming]:
+    """The activation gate's phases, projected from the pilot's own measurements: `setup` (the clients' own
+    seconds summed, clients), `steps` (the training steps' own seconds summed without the saves arm training
+    adds, steps), `heldout` (seconds, samples of a held-out sampling the pilot ran as the activation gate does)
+    and the sampler it drew them from. A phase's wall time is its lane's: clients and held-out samples one
+    after another, steps `lane_steps` of `steps`. A calibration candidate is one client and PILOT_STEPS steps."""
+    (setup_seconds, clients), (step_seconds, step_units) = setup, steps
+    if clients <= 0 or step_units <= 0:
+        return {}
+
+    def phase(seconds: float, units: int, planned: int, samples: int = 0, wall: float | None = None) -> PhaseTiming:
+        return PhaseTiming(seconds, units, planned, samples, gpu_count, allocation_source, wall)
+    phases = {"activation_setup": phase(setup_seconds, clients, work.clients),
+              "activation_steps": phase(step_seconds, step_units, work.steps, 0,
+                                        step_seconds * work.lane_steps / work.steps)}
+    heldout_seconds, samples = heldout
+    if work.heldout_samples and samples > 0:
+        phases["activation_heldout"] = phase(heldout_seconds, samples, work.heldout_samples, samples)
+        phases["activation_heldout_sampler"] = phase(heldout_sampler_seconds, 1, work.heldout_samplers)
+    if work.calibration_candidates:
+        candidate = setup_seconds / clients + PILOT_STEPS * step_seconds / step_units
+        phases["activation_calibration"] = phase(candidate, 1, work.calibration_candidates)
+    return phases
 
 
 @dataclass(frozen=True)

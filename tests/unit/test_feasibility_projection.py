@@ -9,9 +9,15 @@ per-step save_state understated it.
 
 from __future__ import annotations
 
-import pytest
+from types import SimpleNamespace
 
-from experiment.stats.feasibility import RECOVERY_FRACTION, PhaseTiming, feasibility_record, projection_config
+import pytest
+from grading_contexts.feasibility import context
+
+from experiment.grading import feasibility as rules
+from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
+from experiment.stats.feasibility import (RECOVERY_FRACTION, ActivationWork, PhaseTiming, activation_phases,
+                                          feasibility_record, projection_config)
 
 BUDGET = {"gpu_hours": None, "max_wall_minutes": 60}
 
@@ -59,3 +65,60 @@ def test_the_recovery_reserve_covers_the_capacity_waits_met_so_far():
     assert record["recovery"]["seconds"] == pytest.approx(waited)
     assert record["projection"]["wall_seconds"] == pytest.approx(planned + waited)
     assert f"{waited:.0f} s of capacity waits" in record["projection"]["recovery_basis"]
+
+
+# ---------------------------------------------------------------- the activation gate after the pilot (issue 48)
+
+
+def _activation(work, **overrides):
+    measured = dict(setup=(20.0, 2), steps=(16.0, 2), heldout=(3.2, 32), heldout_sampler_seconds=5.0,
+                    gpu_count=None, allocation_source=None)
+    measured.update(overrides)
+    return activation_phases(work, **measured)
+
+
+def test_the_gs1_activation_pilot_is_projected_from_the_pilots_clients_steps_and_heldout_samples():
+    work = ActivationWork.kernel_pilot(treatment_prompts=64)
+    assert (work.clients, work.steps, work.lane_steps) == (2, PILOT_STEPS + 1, PILOT_STEPS)
+    assert work.heldout_samples == HELDOUT_SAMPLES * 64 and work.calibration_candidates == 0
+    phases = _activation(work)
+    setup, steps, heldout, sampler = (phases[name] for name in (
+        "activation_setup", "activation_steps", "activation_heldout", "activation_heldout_sampler"))
+    # clients one after another: each 10 s of service and of wall
+    assert (setup.projected_seconds, setup.projected_wall_seconds) == (20.0, 20.0)
+    # 8 s a step: every pilot step in service, the treatment's lane in wall (the baseline's step beside it)
+    assert steps.projected_seconds == pytest.approx(8.0 * (PILOT_STEPS + 1))
+    assert steps.projected_wall_seconds == pytest.approx(8.0 * PILOT_STEPS)
+    # 0.1 s a held-out sample on one lane, and one sampler for them
+    assert heldout.projected_seconds == heldout.projected_wall_seconds == pytest.approx(0.1 * HELDOUT_SAMPLES * 64)
+    assert sampler.projected_seconds == 5.0
+    assert "activation_calibration" not in phases
+
+
+def test_a_pre_registered_calibration_adds_a_client_and_the_pilot_steps_per_further_candidate():
+    phases = _activation(ActivationWork.kernel_pilot(treatment_prompts=64, candidates=2))
+    assert phases["activation_calibration"].projected_seconds == pytest.approx(10.0 + PILOT_STEPS * 8.0)
+
+
+def test_the_generated_tasks_pilots_run_one_after_another_without_heldout_samples():
+    phases = _activation(ActivationWork.generated_tasks_pilot())
+    assert set(phases) == {"activation_setup", "activation_steps"}
+    steps = phases["activation_steps"]
+    assert steps.projected_wall_seconds == steps.projected_seconds == pytest.approx(8.0 * (PILOT_STEPS + 1))
+
+
+def test_a_pilot_that_measured_no_clients_or_steps_projects_no_activation():
+    assert _activation(ActivationWork.generated_tasks_pilot(), steps=(0.0, 0)) == {}
+
+
+def test_the_activation_phases_count_in_the_plan_the_reserve_and_the_graders_recomputation():
+    phases = _activation(ActivationWork.kernel_pilot(treatment_prompts=64, candidates=2))
+    without, record = _record(), _record(extra_phases=phases)
+    added = sum(phase.projected_wall_seconds for phase in phases.values())
+    assert record["projection"]["planned_seconds"] == pytest.approx(without["projection"]["planned_seconds"] + added)
+    assert record["recovery"]["seconds"] == pytest.approx(RECOVERY_FRACTION * record["projection"]["planned_seconds"])
+    ctx = context(record)
+    ctx.plan = SimpleNamespace(budget=BUDGET)
+    assert rules.FEAS_12(ctx) == []  # the grader recomputes the same projection from the measurements
+    record["projection"]["planned_seconds"] = without["projection"]["planned_seconds"]  # activation left out
+    assert [issue.rule for issue in rules.FEAS_12(ctx)] == ["FEAS-12"]

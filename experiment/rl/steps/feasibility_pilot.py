@@ -11,7 +11,11 @@ eval items"), else one step per arm and 32 items. Each part runs as the full run
   checkpoint (a sampler loaded from its path), arms side by side, as the evaluation gate does; each
   model's items in three calls (one item, an eighth of the rest, the remainder), so that the time an
   evaluation takes whatever its size (`evaluation_latency`, once per scored model) is apart from the
-  items' pace (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace.
+  items' pace (`evaluation`, per item): experiment.stats.feasibility.EvaluationPace;
+- the activation gate that follows (experiment.stats.feasibility.ActivationWork): its clients and steps from
+  the setup's and the steps' own times (the steps without their saves), and, for the GS1 kernel pilot, a
+  held-out sampling of HELDOUT_PILOT_PROMPTS prompts timed on the treatment's pilot client as the activation
+  pilot samples its held-out means.
 
 Each phase records the units' own times summed (service time) and the wall time of the schedule;
 the projection takes wall time from the measured schedule (concurrency measured, never assumed).
@@ -27,25 +31,38 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
-from experiment.stats.feasibility import (GENERATION_KEYS, EvaluationPace, PhaseTiming, feasibility_record, pilot_size,
-                                          projection_config, rl_pilot_units, service_allocation)
+from experiment.run.capacity import answered
+from experiment.stats.activation import HELDOUT_SAMPLES
+from experiment.stats.feasibility import (GENERATION_KEYS, ActivationWork, EvaluationPace, PhaseTiming,
+                                          activation_phases, feasibility_record, pilot_size, projection_config,
+                                          rl_pilot_units, service_allocation)
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
 from experiment.rl.restoration import requested_optimizer
-from experiment.rl.loop import train_one_step
+from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
+from experiment.rl.steps.activation_gate import CALIBRATION_BANDWIDTHS, CALIBRATION_SENTENCE
 from experiment.rl.recipe import (
     arm_training_order, eval_items, renderer_for, requested_optimizers, rl_arm_settings, rollout_settings, run_async,
 )
 from experiment.rl.advantages import KernelBaselineState
 
 GATE = "feasibility_pilot"
-
+# prompts of the held-out sampling the pilot times for the GS1 activation gate (HELDOUT_SAMPLES each)
+HELDOUT_PILOT_PROMPTS = 4
+TIMING_SOURCE = ("client-side: each unit timed from the client (the service reports no server-side duration per call: "
+                 "the Tinker API's answers carry none, and the embedded backend's healthz counts only totals); not "
+                 "corrected for the client's CPU contention")
+ACTIVATION_NOTE = ("the activation gate after the pilot, projected from this pilot's clients (activation_setup), its "
+                   "steps without their saves (activation_steps: every step in service, the longest lane's in wall), "
+                   "a held-out sampling of heldout_pilot_prompts prompts (activation_heldout, and its sampler) and, "
+                   "where the spec pre-registers a calibration, one client and the pilot steps per further candidate "
+                   "(activation_calibration, counted in the plan though it runs only when the first candidate fails)")
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,8 @@ def run(ctx: RunContext) -> GateVerdict:
         clients = setup.results
         renderer = renderer_for(next(iter(clients.values())), next(iter(arms.values())).renderer_name)
 
+        step_seconds: dict[str, float] = {}  # each arm's steps without the saves (the activation pilots make none)
+
         def pilot_steps_of(name: str) -> Callable[[], None]:
             arm, client = arms[name], clients[name]
             arm_renderer = renderer_for(client, arm.renderer_name)
@@ -130,8 +149,10 @@ def run(ctx: RunContext) -> GateVerdict:
             def train() -> None:  # throwaway clients: the pilot never leaks into training
                 window = KernelBaselineState(capacity=arm.kernel_window) if arm.advantage != "group_mean" else None
                 for step in range(pilot_steps):
+                    started = time.perf_counter()
                     _, window = ctx.wait_for_service(lambda: run_async(train_one_step(
                         client, arm_renderer, arm, order, step=step, kernel_state=window)))
+                    step_seconds[name] = step_seconds.get(name, 0.0) + time.perf_counter() - started
                     checkpoint = f"pilot-{name}-step-{step + 1:04d}"  # saved as arm training saves
                     ctx.call_service(lambda: client.save_state(checkpoint).result())
             return train
@@ -154,6 +175,13 @@ def run(ctx: RunContext) -> GateVerdict:
                 return rows, EvaluationPace.of_calls(timed)
             return timed_calls
 
+        activation = activation_work(ctx, arms)
+        heldout = (0.0, 0.0, 0)
+        if activation is not None and activation.heldout_samples:  # timed as the GS1 activation pilot samples it
+            treatment = ctx.plan.role_to_arm["treatment"]["arm"]
+            heldout = ctx.wait_for_service(lambda: run_async(heldout_sampling(
+                clients[treatment], renderer_for(clients[treatment], arms[treatment].renderer_name), arms[treatment],
+                arm_training_order(ctx.spec, ctx.state, treatment))))
         base_sampler = session.base_sampler(ctx.state.served_model)
         base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})
         loads = timed_side_by_side("pilot-sampler-load", {
@@ -194,9 +222,16 @@ def run(ctx: RunContext) -> GateVerdict:
             "final_checkpoints": timing("final_checkpoints", final.total_seconds, final.wall_seconds),
             "sampler_loads": timing("sampler_loads", loads.total_seconds, loads.wall_seconds),
             **generation_phases(ctx),
+            **(activation_phases(activation, setup=(setup.total_seconds, n_arms),
+                                 steps=(sum(step_seconds.values()), n_arms * pilot_steps),
+                                 heldout=(heldout[1], heldout[2]), heldout_sampler_seconds=heldout[0],
+                                 gpu_count=gpu_count, allocation_source=allocation) if activation else {}),
         },
         capacity_waits_seconds=capacity_waits_so_far(ctx),
         pilot={"steps_per_arm": pilot_steps, "eval_items": len(pilot_items), "size_source": size.source,
+               "timing_source": TIMING_SOURCE,
+               **({"activation_gate": {**asdict(activation), "heldout_pilot_prompts": HELDOUT_PILOT_PROMPTS,
+                                       "note": ACTIVATION_NOTE}} if activation else {}),
                "pilot_measurements": {
                    "base_model_accuracy_on_pilot_items": pilot_accuracy,
                    "note": "scored before the evaluator was frozen: a pilot (timing) measurement only, never an "
@@ -222,6 +257,36 @@ def run(ctx: RunContext) -> GateVerdict:
                   "pilot_measurement_base_accuracy": pilot_accuracy},
         next_diagnostic=None if fits else "downsize per FEAS-11: drop optional evals/seeds first, then shorten training with a recorded deviation",
     )
+
+
+def activation_work(ctx: RunContext, arms: dict) -> ActivationWork | None:
+    """What the activation gate will run after the pilot (None when it does not run, or has no pilot for these
+    arms): the GS1 kernel pilot (its calibration candidates when the spec pre-registers them) or the
+    self-generated tasks' pilot."""
+    gate = ctx.plan.gate("activation_gate")
+    treatment = arms.get(ctx.plan.role_to_arm.get("treatment", {}).get("arm", ""))
+    baseline = arms.get(ctx.plan.role_to_arm.get("baseline", {}).get("arm", ""))
+    if not gate.blocks or treatment is None or baseline is None:
+        return None
+    if treatment.advantage == KERNEL_BASELINE:
+        calibrated = CALIBRATION_SENTENCE in ctx.spec.to_dict().get("command", "")
+        order = arm_training_order(ctx.spec, ctx.state, treatment.name)
+        return ActivationWork.kernel_pilot(len({p.id for p in step_problems(order, treatment, 0)}),
+                                           len(CALIBRATION_BANDWIDTHS) if calibrated else 1)
+    if ctx.plan.gate("generation_audit").blocks:
+        return ActivationWork.generated_tasks_pilot()
+    return None
+
+
+async def heldout_sampling(client, renderer, arm, order) -> tuple[float, float, int]:
+    """The GS1 activation pilot's held-out sampling on HELDOUT_PILOT_PROMPTS of its prompts: (seconds of the
+    sampler, seconds of the samples, samples)."""
+    started = time.perf_counter()
+    sampler = await answered(client.save_weights_and_get_sampling_client())
+    saved = time.perf_counter()
+    problems = step_problems(order, arm, 0)[:HELDOUT_PILOT_PROMPTS]
+    await collect_rollouts(sampler, renderer, problems, replace(arm, group_size=HELDOUT_SAMPLES), base_seed=7_000_000)
+    return saved - started, time.perf_counter() - saved, len(problems) * HELDOUT_SAMPLES
 
 
 def generation_block(ctx: RunContext) -> dict | None:
