@@ -120,6 +120,9 @@ def capacity_waits_so_far(ctx: RunContext) -> float:
 
 
 def run(ctx: RunContext) -> GateVerdict:
+    """Long because: a gate step reads top to bottom as the pilot's protocol (clients, training steps per arm, evaluation
+    calls, projection, publish); its parts share the measured clients.
+    """
     arms = rl_arm_settings(ctx.spec, ctx.plan)
     optimizers = requested_optimizers(ctx.plan)
     items = eval_items(ctx.spec)
