@@ -52,7 +52,8 @@ def _reproduced(result: dict, run_dir: Path | None, url: str | None) -> tuple[di
 @pytest.mark.parametrize("family", ["gs1", "trimuon"])
 def test_an_honest_rehearsal_re_scores_as_recorded_from_its_checkpoints(service_of, family, capsys):
     run_dir, url = service_of(family)
-    assert validate_cli.main([str(run_dir), "--reproduce", "--backend", url]) in (0, 1)  # correctness: as predicted
+    code = validate_cli.main([str(run_dir), "--reproduce", "--backend", url])
+    assert code in (0, 3)  # green, or amber as predicted (correctness: CORR-6)
     out = capsys.readouterr().out
     assert "REPRO-" in out and not [line for line in out.splitlines() if line.startswith("  REPRO-")], out
     cost = next(line for line in out.splitlines() if line.startswith("reproduced: "))
@@ -82,7 +83,9 @@ def test_trimuon_nll_forgery_passes_the_plain_grade_and_the_checkpoints_refute_i
     assert (honest["verdict"], forged["verdict"]) == ("refuted", "supported")
     plain_honest, _ = _reproduced(honest, None, None)
     plain_forged, offline = _reproduced(forged, None, None)
-    assert plain_forged == plain_honest and offline == []  # the attack succeeds without the service
+    # the attack passes every category without the service; the record-level prose and self-grade checks (PROSE-5,
+    # TRACE-8) see that its reasoning and stored grade were not rewritten to match, which a careful forger would do
+    assert plain_forged["categories"] == plain_honest["categories"] and offline == []
     _, found = _reproduced(forged, None, url)
     assert {(rule, status) for rule, status, _ in found} == {("REPRO-4", "invalid")}
     assert {message.split(":")[0] for _, _, message in found} == {
@@ -111,6 +114,8 @@ def test_a_rewritten_rl_prediction_passes_the_plain_grade_and_re_sampling_refute
     rl_prediction_rewritten(forged, "base", item, gold[item]["answer"])
     plain_honest, _ = _reproduced(honest, None, None)
     plain_forged, offline = _reproduced(forged, None, None)
-    assert plain_forged == plain_honest and offline == []  # consistent text and value: the scorer agrees
+    # consistent text and value: the scorer agrees, every category as the honest record's (the prose and self-grade
+    # checks, record-level, see the numbers the forger left in the reasoning and the stored grade)
+    assert plain_forged["categories"] == plain_honest["categories"] and offline == []
     _, found = _reproduced(forged, None, url)
     assert [(rule, status) for rule, status, _ in found] == [("REPRO-3", "invalid")] and item in found[0][2]
