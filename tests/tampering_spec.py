@@ -403,7 +403,9 @@ def group_size_in_step_events(run_dir: Path) -> None:
     """The baseline's training steps say group size 1 x 64 rollouts (the treatment's shape), in events.jsonl and in
     the training_steps table alike: the arms did not differ in what the spec makes them differ in."""
     events = _read_events(run_dir)
-    first = next(e for e in events if e.get("event") == "training_step")["arm"]
+    # the baseline: the arm whose steps do not already run at group size 1 (arms train side by side, so the first
+    # step event may be either arm's)
+    first = next(e for e in events if e.get("event") == "training_step" and e.get("executed_group_size") != 1)["arm"]
     for event in events:
         if event.get("event") == "training_step" and event["arm"] == first:
             event["executed_group_size"] = 1.0
