@@ -385,8 +385,6 @@ def findings(result: dict[str, Any]) -> frozenset[tuple[str, str, str, int]]:
     ("problems", rule, "", n) for record-level problems, ("status", category, status, 1) per failing
     category. SEC-1 is left out: it only adds failures, perturbations add no secret, and it costs
     90% of the grading time."""
-    from collections import Counter
-
     from experiment.grading import general, grade_record
 
     checks = general.CHECKS
@@ -395,6 +393,13 @@ def findings(result: dict[str, Any]) -> frozenset[tuple[str, str, str, int]]:
         grade = grade_record(result)
     finally:
         general.CHECKS = checks
+    return grade_findings(grade)
+
+
+def grade_findings(grade: Any) -> frozenset[tuple[str, str, str, int]]:
+    """A grade's findings, counted as `findings` counts them (tools/tamper_corpus reads a run directory's grade so)."""
+    from collections import Counter
+
     counts: Counter[tuple[str, str, str]] = Counter()
     for name, category in grade.categories.items():
         if category.failing:

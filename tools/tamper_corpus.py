@@ -81,8 +81,7 @@ def corpora() -> tuple[list[tuple[str, str, str, Callable]], list[tuple[str, str
 def write_run_dir(honest: Path, result: dict[str, Any], into: Path) -> Path:
     """A copy of the honest run directory holding the tampered RESULT, its evidence files rewritten from the
     record's inline copies (a consistent tamperer edits both), the manifest's hashes to match."""
-    run_dir = into / honest.name
-    shutil.copytree(honest, run_dir, ignore=shutil.ignore_patterns("*.lock", "lock"))
+    run_dir = _copy_run_dir(honest, into)
     manifest_path = run_dir / "evidence" / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {"version": 1, "files": []}
     by_name = {entry.get("name"): entry for entry in manifest.get("files", []) if isinstance(entry, dict)}
@@ -102,23 +101,22 @@ def write_run_dir(honest: Path, result: dict[str, Any], into: Path) -> Path:
 
 
 def run_dir_findings(run_dir: Path) -> frozenset:
+    """What grading the run directory finds, counted as tests/leaves.py counts a bare record's findings."""
+    import leaves
     from experiment.grading import grade_path
 
-    grade = grade_path(run_dir)
-    counts: collections.Counter = collections.Counter()
-    for name, category in grade.categories.items():
-        if category.failing:
-            counts[("status", name, category.status)] += 1
-        for issue in category.issues:
-            counts[(name, issue.rule, issue.status)] += 1
-    for problem in grade.problems:
-        counts[("problems", str(problem).split(":", 1)[0], "")] += 1
-    return frozenset((*key, n) for key, total in counts.items() for n in range(1, total + 1))
+    return leaves.grade_findings(grade_path(run_dir))
+
+
+def _copy_run_dir(honest: Path, into: Path) -> Path:
+    """A copy of the honest run directory in `into` (its lock files left behind)."""
+    run_dir = into / honest.name
+    shutil.copytree(honest, run_dir, ignore=shutil.ignore_patterns("*.lock", "lock"))
+    return run_dir
 
 
 def _copied_run_dir(honest: Path, tamper: Callable[[Path], None], tmp: Path) -> Path:
-    run_dir = tmp / honest.name
-    shutil.copytree(honest, run_dir, ignore=shutil.ignore_patterns("*.lock", "lock"))
+    run_dir = _copy_run_dir(honest, tmp)
     tamper(run_dir)
     return run_dir
 
