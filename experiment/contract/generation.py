@@ -11,13 +11,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from experiment.contract.rehearsal import EMBEDDED_GENERATOR
 from experiment.contract.spec import Spec, SpecError
 
 # The label check reads the embedded generator's arithmetic family (its sentence forms) and nothing else: on real
 # GSM8K questions it rejects about 5% of sound ones (61 of 1,319 test questions with their true answers), so it runs
 # only where that family is generated (a rehearsal's embedded generator). A spec's own generator keeps the spec's
 # filters, unchanged: the production path adds no filter the spec does not name.
-LABEL_CHECKED_GENERATORS = ("embedded_tinker/assets/selfgen-generator",)
+LABEL_CHECKED_GENERATORS = (EMBEDDED_GENERATOR,)
+
 
 @dataclass(frozen=True)
 class GenerationSettings:
