@@ -5,6 +5,7 @@ import these names from here (`from suite import ...`), never from conftest.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPECS_DIR = REPO_ROOT / "specs"
@@ -202,3 +204,23 @@ class FakeTinkerService:
         self._server.server_close()
 
 
+def raw_request(base_url: str, method: str, path: str, headers: dict[str, str], body: bytes | None = None,
+                ) -> tuple[int, dict]:
+    """(status, JSON answer, or {"raw": text}) of one HTTP request sent as given: the path unnormalized (a
+    `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body."""
+    parts = urlsplit(base_url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(body or b"")))
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        payload = answer.read()
+    finally:
+        connection.close()
+    try:
+        return answer.status, json.loads(payload)
+    except ValueError:
+        return answer.status, {"raw": payload.decode(errors="replace")}

@@ -8,12 +8,12 @@ two keys so each guard can first be weakened (monkeypatched away) to show the at
 
 from __future__ import annotations
 
-import http.client
 import json
 from urllib.parse import urlsplit
 
 import pytest
 import tinker
+from suite import raw_request
 
 import embedded_tinker.access as access
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
@@ -34,21 +34,7 @@ def request(server, method: str, path: str, body: bytes | None = b"{}", headers:
     parts = urlsplit(server.base_url)
     defaults = {"Host": f"127.0.0.1:{parts.port}", "Content-Type": "application/json", "X-API-Key": KEY_A}
     merged = {k: v for k, v in {**defaults, **(headers or {})}.items() if v is not None}
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    try:
-        connection.putrequest(method, f"/api/v1/{path}", skip_host=True, skip_accept_encoding=True)
-        for name, value in merged.items():
-            connection.putheader(name, value)
-        connection.putheader("Content-Length", str(len(body or b"")))
-        connection.endheaders(body)
-        answer = connection.getresponse()
-        payload = answer.read()
-    finally:
-        connection.close()
-    try:
-        return answer.status, json.loads(payload)
-    except ValueError:
-        return answer.status, {"raw": payload.decode(errors="replace")}
+    return raw_request(server.base_url, method, f"/api/v1/{path}", merged, body)
 
 
 BROWSER_ATTACKS = {

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import tinker
+from suite import raw_request
 
 import embedded_tinker.rest_api as rest_api
 import embedded_tinker.server as server_module
@@ -194,18 +195,8 @@ def test_a_zstd_bomb_is_refused_at_the_decompressed_cap(server, monkeypatch):
 
 
 def _get(server, path: str) -> tuple[int, dict]:
-    parts = urlsplit(server.base_url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    try:
-        connection.request("GET", path, headers={"X-API-Key": LOCAL_API_KEY})
-        answer = connection.getresponse()
-        payload = answer.read()
-    finally:
-        connection.close()
-    try:
-        return answer.status, json.loads(payload)
-    except ValueError:
-        return answer.status, {"raw": payload.decode(errors="replace")}
+    return raw_request(server.base_url, "GET", path,
+                       {"Host": f"127.0.0.1:{urlsplit(server.base_url).port}", "X-API-Key": LOCAL_API_KEY})
 
 
 @pytest.fixture(scope="module")
