@@ -313,6 +313,17 @@ def rewrite_evidence(result: dict[str, Any], name: str, text: str) -> None:
                 pending.append((other["name"], content.replace(old, new)))
 
 
+def replace_value_everywhere(result: dict[str, Any], old: str, new: str) -> None:
+    """Every value of RESULT equal to `old`, and every mention of it in the inline evidence files (re-hashed in
+    turn, rewrite_evidence), becomes `new`: a renamed id as a consistent tamperer renames it."""
+    for path, value in list(_walk(result, ())):
+        if value == old and path[:2] != ("evidence", "files"):
+            _set(result, path, new)
+    for entry in result["evidence"]["files"]:
+        if isinstance(entry.get("content"), str) and old in entry["content"]:
+            rewrite_evidence(result, entry["name"], entry["content"].replace(old, new))
+
+
 def perturb(result: dict[str, Any], leaf: Leaf, kind: str, new: Any = _MISSING) -> dict[str, Any] | None:
     """A perturbed deep copy of RESULT (None when the perturbation does not apply to this leaf)."""
     if kind == "remove" and not leaf.path:

@@ -14,7 +14,7 @@ import json
 from typing import Any, Callable
 
 from experiment.stats.evaluation import evaluator_id
-from leaves import _set, _walk, rewrite_evidence
+from leaves import replace_value_everywhere, rewrite_evidence
 
 
 def _files(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -258,12 +258,7 @@ def boolean_max_tokens(result: dict[str, Any]) -> None:
         provenance["decoding"]["max_tokens"] = True
         new = evaluator_id(provenance)
         evaluators[new] = provenance
-        for path, value in list(_walk(result, ())):
-            if value == old and path[:2] != ("evidence", "files"):
-                _set(result, path, new)
-        for entry in result["evidence"]["files"]:
-            if isinstance(entry.get("content"), str) and old in entry["content"]:
-                rewrite_evidence(result, entry["name"], entry["content"].replace(old, new))
+        replace_value_everywhere(result, old, new)
 
 
 # family -> tampering name -> function. GS1 and TriMuon speak direction+confidence, the self-generated

@@ -19,23 +19,13 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from experiment.stats.evaluation import evaluator_id
-from leaves import _set, _walk, rewrite_evidence
+from leaves import replace_value_everywhere, rewrite_evidence
 from tampering import _edit_jsonl_file, _files
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _replace_everywhere(result: dict[str, Any], old: str, new: str) -> None:
-    """Every mention of `old` in RESULT and in the inline evidence files (re-hashed) names `new`."""
-    for path, value in list(_walk(result, ())):
-        if value == old and path[:2] != ("evidence", "files"):
-            _set(result, path, new)
-    for entry in result["evidence"]["files"]:
-        if isinstance(entry.get("content"), str) and old in entry["content"]:
-            rewrite_evidence(result, entry["name"], entry["content"].replace(old, new))
 
 
 def _edit_evaluator(result: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> None:
@@ -46,7 +36,7 @@ def _edit_evaluator(result: dict[str, Any], edit: Callable[[dict[str, Any]], Non
         edit(provenance)
         new = evaluator_id(provenance)
         evaluators[new] = provenance
-        _replace_everywhere(result, old, new)
+        replace_value_everywhere(result, old, new)
 
 
 def _plan_of(result: dict[str, Any]):
