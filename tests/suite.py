@@ -5,7 +5,7 @@ import these names from here (`from suite import ...`), never from conftest.
 
 from __future__ import annotations
 
-import http.client
+import importlib.util
 import json
 import os
 import signal
@@ -18,6 +18,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# tools/ is a repository folder, not an installed package: the attack scripts' request sender, loaded from its file
+_LOOPBACK = importlib.util.spec_from_file_location("attack_loopback", REPO_ROOT / "tools" / "attacks" / "loopback.py")
+_loopback = importlib.util.module_from_spec(_LOOPBACK)
+_LOOPBACK.loader.exec_module(_loopback)
 SPECS_DIR = REPO_ROOT / "specs"
 GS1_SPEC = SPECS_DIR / "gs1_kernel_vs_grpo_gsm8k.json"
 SELFGEN_SPEC = SPECS_DIR / "selfgen_tasks_vs_gsm8k.json"
@@ -207,20 +211,8 @@ class FakeTinkerService:
 def raw_request(base_url: str, method: str, path: str, headers: dict[str, str], body: bytes | None = None,
                 ) -> tuple[int, dict]:
     """(status, JSON answer, or {"raw": text}) of one HTTP request sent as given: the path unnormalized (a
-    `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body."""
+    `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body (the attack
+    scripts' own sender, tools/attacks/loopback.py)."""
     parts = urlsplit(base_url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    try:
-        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        for name, value in headers.items():
-            connection.putheader(name, value)
-        connection.putheader("Content-Length", str(len(body or b"")))
-        connection.endheaders(body)
-        answer = connection.getresponse()
-        payload = answer.read()
-    finally:
-        connection.close()
-    try:
-        return answer.status, json.loads(payload)
-    except ValueError:
-        return answer.status, {"raw": payload.decode(errors="replace")}
+    status, payload = _loopback.send_request(parts.hostname, parts.port, method, path, headers, body)
+    return status, _loopback.json_answer(payload)
