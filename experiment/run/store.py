@@ -279,16 +279,18 @@ RUN_KINDS = {  # what became of a run, as flows.runs shows and filters it
     "unreadable": "its result.json cannot be read: python -m flows.runs recover RUN_ID",
 }
 RESUMABLE_KINDS = ("capacity_blocked", "interrupted")
+FINISHED_KINDS = ("decided", "gate_failed")  # a re-run returns these as they are (RunStore.claim)
 
 
 def run_kind(result: dict[str, Any]) -> str:
-    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record."""
+    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record (a
+    null one is none: update_result removes a field set to None, and the grader reads null as absent)."""
     status = result.get("status")
     if status == "running":
         return "running"
-    if result.get("capacity_block"):
+    if result.get("capacity_block") is not None:
         return "capacity_blocked"
-    if result.get("interruption"):
+    if result.get("interruption") is not None:
         return "interrupted"
     if status == "succeeded":
         return "decided"
@@ -298,9 +300,9 @@ def run_kind(result: dict[str, Any]) -> str:
 
 
 def run_finished(result: dict[str, Any]) -> bool:
-    """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work)."""
-    return (result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
-            and "interruption" not in result)
+    """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work):
+    one of the FINISHED_KINDS, so a re-run and flows.runs never disagree on a record."""
+    return run_kind(result) in FINISHED_KINDS
 
 
 def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
