@@ -17,7 +17,7 @@ mkdir -p "$PREFECT_HOME" "$RUNS"
 
 prefect server start --host 127.0.0.1 --port "$PORT" > "$WORK/server.log" 2>&1 &
 SERVER=$!
-python -m embedded_tinker serve --port "$BACKEND_PORT" --capacity-exhausted-seconds 36000 > "$WORK/backend.log" 2>&1 &
+python -m embedded_tinker serve --port "$BACKEND_PORT" --capacity-exhausted-seconds 36000 --checkpoint-dir "$WORK/backend-checkpoints" > "$WORK/backend.log" 2>&1 &
 BACKEND=$!
 trap 'kill $SERVER $BACKEND 2>/dev/null || true' EXIT
 until curl -sf "$PREFECT_API_URL/health" > /dev/null && curl -sf "http://127.0.0.1:$BACKEND_PORT/api/v1/healthz" > /dev/null; do
