@@ -5,7 +5,6 @@ import these names from here (`from suite import ...`), never from conftest.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,11 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tools.attacks.loopback import json_answer, send_request
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# tools/ is a repository folder, not an installed package: the attack scripts' request sender, loaded from its file
-_LOOPBACK = importlib.util.spec_from_file_location("attack_loopback", REPO_ROOT / "tools" / "attacks" / "loopback.py")
-_loopback = importlib.util.module_from_spec(_LOOPBACK)
-_LOOPBACK.loader.exec_module(_loopback)
 SPECS_DIR = REPO_ROOT / "specs"
 GS1_SPEC = SPECS_DIR / "gs1_kernel_vs_grpo_gsm8k.json"
 SELFGEN_SPEC = SPECS_DIR / "selfgen_tasks_vs_gsm8k.json"
@@ -214,5 +211,5 @@ def raw_request(base_url: str, method: str, path: str, headers: dict[str, str], 
     `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body (the attack
     scripts' own sender, tools/attacks/loopback.py)."""
     parts = urlsplit(base_url)
-    status, payload = _loopback.send_request(parts.hostname, parts.port, method, path, headers, body)
-    return status, _loopback.json_answer(payload)
+    status, payload = send_request(parts.hostname, parts.port, method, path, headers, body)
+    return status, json_answer(payload)
