@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import (
@@ -482,9 +483,6 @@ REST10_EVIDENCE = "restoration-update-check.json"
 UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_save", "optimizer_state_restored",
                      "clients", "restore", "batch_sha256", "update", "optimizer_check_after_restore",
                      "max_abs_difference", "atol", "problems", "output_sha256", "logprobs_after_second_step", "passed")
-# The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
-# the families' params) leave them at the SDK's default.
-UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
 # The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
 # of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
 STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
@@ -700,13 +698,15 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         problems.append((INVALID, "the service reports another optimizer config than requested"))
     elif any(k not in actual for k in keys):
         problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
+    problems += _reported_rank_problems(ctx, str(label), optimizer)
     update = check.get("update")
     if "update" in check and not (isinstance(update, dict) and "learning_rate" in update):
         problems.append((INVALID, "the update it took names no learning rate"))
     elif isinstance(update, dict):
+        defaults = step_defaults(requested.get("family"))  # what an unstated setting means: the SDK's documented value
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
-            else equal_json(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and equal_json(v, UPDATE_DEFAULTS[k]))]
+            else equal_json(v, requested[k]) if k in requested else k in defaults and equal_json(v, defaults[k]))]
         wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
             problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))
@@ -727,6 +727,24 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     if "problems" in check and check.get("problems") != optimizer.get("mismatches"):
         problems.append((INVALID, "problems are not its optimizer check's mismatches"))
     return problems
+
+
+def _reported_rank_problems(ctx: GradeContext, label: str, optimizer: dict[str, Any]) -> list[tuple[str, str]]:
+    """The LoRA rank the service reports after the restore (actual_config.lora_rank, which the run reads from the
+    same get_info as the optimizer config) is the rank the spec asks for, where the request does not already name
+    it (an RL group's optimizer_config does, and is compared above; an SFT run asks for it at model creation)."""
+    requested, actual = as_dict(optimizer.get("requested")), optimizer.get("actual_config")
+    rank = as_dict(_requested(ctx).get(label)).get("lora_rank", (ctx.spec or {}).get("lora_rank"))
+    if rank is None or "lora_rank" in requested or not isinstance(actual, dict) or \
+            optimizer.get("source") != "server_response":
+        return []
+    if "lora_rank" not in actual:
+        return [(UNVERIFIED, f"the service's LoRA rank after the restore is not in its actual_config (the spec asks "
+                             f"for rank {short(rank)})")]
+    if not equal_json(actual["lora_rank"], rank):
+        return [(INVALID, f"the service reports LoRA rank {short(actual['lora_rank'])} after the restore, the spec "
+                          f"asks for {short(rank)}")]
+    return []
 
 
 def REST_10_check(ctx: GradeContext) -> list[Issue]:
