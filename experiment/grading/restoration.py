@@ -471,6 +471,45 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def REST_11(ctx: GradeContext) -> list[Issue]:
+    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica) records a
+    designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the optimizer
+    state, whose optimizer check after that restore is read from the server's response with no mismatch, and whose
+    retained evidence file names the same state. None recorded: unverified (the declared restore is not proven);
+    one that is not such a restore, or whose evidence contradicts it: invalid."""
+    if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
+            or ctx.plan is None:
+        return []
+    arms, issues = _arms(ctx), []
+    for label in [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
+            [a.name for a in ctx.plan.trained_arms]:
+        entry = as_dict(arms.get(label))
+        init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
+        designed = [as_dict(r) for r in as_list(entry.get("restores")) if as_dict(r).get("loaded_from") not in (None, init_uri)]
+        if not designed:
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: checkpoint_restore is declared, but no mid-run "
+                                                       "restore from a state the arm saved is recorded"))
+            continue
+        restore = designed[0]
+        check = next((as_dict(c) for c in as_list(entry.get("optimizer_checks"))
+                      if as_dict(c).get("after_restore") == restore.get("restore")), {})
+        retained = ctx.evidence.json(restore.get("evidence_ref")) if ctx.evidence.usable(restore.get("evidence_ref")) else None
+        wrong = [what for what, ok in (
+            ("with its optimizer state", restore.get("with_optimizer_state") is True),
+            ("an optimizer check after it, before the next update, without mismatches",
+             check.get("before_next_update") is True and check.get("mismatches") == []),
+            ("its retained evidence naming the same state",
+             retained is None or (as_dict(retained).get("restored_from") == restore.get("loaded_from")
+                                  and as_dict(retained).get("with_optimizer_state") is True))) if not ok]
+        if wrong:
+            issues.append(Issue("REST-11", INVALID, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
+                                                    f"(checkpoint_restore) lacks {'; '.join(wrong)}"))
+        elif retained is None or check.get("source") != "server_response":
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
+                                                       "(checkpoint_restore) is not proven by a retained server response"))
+    return issues
+
+
 # ---- restore counts from the load evidence (REST-4) and the create-save-restore update (REST-10) ----
 
 RESTORE_METHODS = ("create_training_client_from_state", "create_training_client_from_state_with_optimizer", "load_state")
@@ -890,7 +929,7 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check, REST_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:
