@@ -145,7 +145,7 @@ def _revision_pins(ctx: GradeContext) -> list[str]:
         return []
     try:
         _, resolved = apply_revision(raw, recorded)
-    except (SpecError, TypeError, ValueError, KeyError):
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
         return []
     return pinned_decision_values(resolved)
 

@@ -234,20 +234,28 @@ def FEAS_13(ctx: GradeContext) -> list[Issue]:
         return []
     elapsed = as_dict(use).get("elapsed_wall_seconds")
     if not is_number(elapsed) or not math.isfinite(float(elapsed)) or float(elapsed) < 0:
-        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is not a number of seconds")]
+        return [Issue("FEAS-13", INVALID,
+                      f"budget_use.elapsed_wall_seconds {short(elapsed)} is not a number of seconds")]
     start = datetime(1970, 1, 1, tzinfo=timezone.utc)
-    expected = budget_use(ctx.plan.budget, start.isoformat(), (start + timedelta(seconds=float(elapsed))).isoformat())
+    try:
+        end = start + timedelta(seconds=float(elapsed))
+    except OverflowError:
+        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is no run's wall time")]
+    expected = budget_use(ctx.plan.budget, start.isoformat(), end.isoformat())
     if expected is None:
         return [Issue("FEAS-13", INVALID, "budget_use is recorded, but the spec states no wall budget")]
     expected["elapsed_wall_seconds"] = elapsed  # the one measured input: the rest follows from it and the budget
-    wrong = [key for key in sorted(set(expected) | set(as_dict(use))) if not equal_json(as_dict(use).get(key), expected.get(key))]
+    recorded = as_dict(use)
+    wrong = [key for key in sorted(set(expected) | set(recorded))
+             if not equal_json(recorded.get(key), expected.get(key))]
     issues = [Issue("FEAS-13", INVALID, f"budget_use {', '.join(wrong)} is not what the spec's wall budget and the "
                                         "recorded elapsed time give")] if wrong else []
     pilot = [as_dict(phase).get("wall_seconds") for phase in as_dict(_record(ctx).get("measurements")).values()]
     pilot_wall = math.fsum(float(s) for s in pilot if is_number(s))
     if float(elapsed) + 1 < pilot_wall:
         issues.append(Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is less than the "
-                                                f"wall time the feasibility pilot measured inside the run ({pilot_wall:.3g} s)"))
+                                                "wall time the feasibility pilot measured inside the run "
+                                                f"({pilot_wall:.3g} s)"))
     return issues + _budget_use_posted(ctx, float(elapsed))
 
 
@@ -259,13 +267,13 @@ def _budget_use_posted(ctx: GradeContext, elapsed: float) -> list[Issue]:
     posted budget_use (the run computes it just before posting it)."""
     if ctx.run_dir is None or not ctx.events:
         return []
-    posted = [e.get("ts") for e in ctx.events if e.get("event") == "result_updated" and "budget_use" in as_list(e.get("fields"))]
+    posted = [e.get("ts") for e in ctx.events
+              if e.get("event") == "result_updated" and "budget_use" in as_list(e.get("fields"))]
     try:
         started = datetime.fromisoformat(json.loads((ctx.run_dir / "run.json").read_text(encoding="utf-8"))["started"])
-        at = datetime.fromisoformat(str(posted[-1]))
+        span = (datetime.fromisoformat(str(posted[-1])) - started).total_seconds()
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return []  # run.json and the events are the run-dir layer's to grade
-    span = (at - started).total_seconds()
     if not 0 <= span - elapsed <= BUDGET_USE_POST_SECONDS:
         return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is not the time from "
                                           f"run.json's start to the event that posted it ({span:g} s)")]

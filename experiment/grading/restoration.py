@@ -485,7 +485,8 @@ def REST_11(ctx: GradeContext) -> list[Issue]:
             [a.name for a in ctx.plan.trained_arms]:
         entry = as_dict(arms.get(label))
         init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
-        designed = [as_dict(r) for r in as_list(entry.get("restores")) if as_dict(r).get("loaded_from") not in (None, init_uri)]
+        designed = [as_dict(r) for r in as_list(entry.get("restores"))
+                    if as_dict(r).get("loaded_from") not in (None, init_uri)]
         if not designed:
             issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: checkpoint_restore is declared, but no mid-run "
                                                        "restore from a state the arm saved is recorded"))
@@ -493,20 +494,22 @@ def REST_11(ctx: GradeContext) -> list[Issue]:
         restore = designed[0]
         check = next((as_dict(c) for c in as_list(entry.get("optimizer_checks"))
                       if as_dict(c).get("after_restore") == restore.get("restore")), {})
-        retained = ctx.evidence.json(restore.get("evidence_ref")) if ctx.evidence.usable(restore.get("evidence_ref")) else None
+        ref = restore.get("evidence_ref")
+        retained = ctx.evidence.json(ref) if ctx.evidence.usable(ref) else None
         wrong = [what for what, ok in (
-            ("with its optimizer state", restore.get("with_optimizer_state") is True),
+            ("the optimizer state", restore.get("with_optimizer_state") is True),
             ("an optimizer check after it, before the next update, without mismatches",
              check.get("before_next_update") is True and check.get("mismatches") == []),
-            ("its retained evidence naming the same state",
+            ("retained evidence naming the same state",
              retained is None or (as_dict(retained).get("restored_from") == restore.get("loaded_from")
                                   and as_dict(retained).get("with_optimizer_state") is True))) if not ok]
         if wrong:
             issues.append(Issue("REST-11", INVALID, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
                                                     f"(checkpoint_restore) lacks {'; '.join(wrong)}"))
         elif retained is None or check.get("source") != "server_response":
-            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
-                                                       "(checkpoint_restore) is not proven by a retained server response"))
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: the mid-run restore "
+                                                       f"{short(restore.get('restore'))} (checkpoint_restore) is not "
+                                                       "proven by a retained server response"))
     return issues
 
 
@@ -929,7 +932,8 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check, REST_11]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check,
+          REST_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

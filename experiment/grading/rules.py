@@ -183,7 +183,7 @@ CONTRACT_RULES = (
     C("REST-9", R, V, "a lone resumed arm forms a group only with a recorded actual restore", "restoration.REST_9"),
     C("REST-10", R, IV, "a create-save-restore fixed-gradient update matches the uninterrupted client",
       "restoration.REST_10", "restoration.REST_10_check"),
-    C("REST-11", R, IV, "checkpoint_restore declared: every trained arm records a proven mid-run restore of its own state",
+    C("REST-11", R, IV, "checkpoint_restore declared: every trained arm records a proven mid-run restore of its state",
       "restoration.REST_11"),
     # CORR: correctness category
     C("CORR-1", CO, IVK, "a correctness preflight when a custom or forked path runs; stock-only: required false",

@@ -57,7 +57,8 @@ def test_the_budget_use_the_run_writes_grades_green(paired):
     lambda u: u.update(elapsed_wall_seconds=-1.0),
     lambda u: u.update(elapsed_wall_seconds="120"),
     lambda u: u.update(elapsed_wall_seconds=9000.0),  # over the budget, yet within_budget and no note
-], ids=["measured", "budget", "within", "note", "no measured", "negative", "text", "overrun hidden"])
+    lambda u: u.update(elapsed_wall_seconds=1e300),  # no wall time at all (and no crash)
+], ids=["measured", "budget", "within", "note", "no measured", "negative", "text", "overrun hidden", "huge"])
 def test_a_budget_use_the_budget_and_its_elapsed_time_do_not_give_is_invalid(paired, edit):
     use = _honest()
     edit(use)

@@ -62,7 +62,7 @@ def test_a_declared_restore_the_record_never_made_is_not_green():
 
 def test_a_mid_run_restore_without_the_optimizer_state_is_invalid():
     ctx = _ctx({"T": _entry(FIRST, _restore(2, SAVED, with_optimizer=False))})
-    assert _found(ctx) == [("REST-11", "invalid", "arm T: the mid-run restore 2 (checkpoint_restore) lacks with its "
+    assert _found(ctx) == [("REST-11", "invalid", "arm T: the mid-run restore 2 (checkpoint_restore) lacks the "
                                                   "optimizer state")]
 
 
@@ -77,7 +77,7 @@ def test_the_designed_restore_with_its_evidence_is_green():
     (None, None, ("invalid", "lacks an optimizer check after it, before the next update, without mismatches")),
     ({"after_restore": 2, "before_next_update": True, "mismatches": [], "source": "server_response"},
      {"restored_from": "tinker://arms/weights/T-step-0003", "with_optimizer_state": True},
-     ("invalid", "lacks its retained evidence naming the same state")),
+     ("invalid", "lacks retained evidence naming the same state")),
     ({"after_restore": 2, "before_next_update": True, "mismatches": [], "source": "declared"}, None,
      ("unverified", "is not proven by a retained server response")),
     ({"after_restore": 2, "before_next_update": True, "mismatches": [], "source": "server_response"}, {},
