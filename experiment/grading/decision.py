@@ -16,7 +16,7 @@ from typing import Any
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
-from experiment.contract.spec import ROLE_LABELS
+from experiment.contract.spec import ROLE_LABELS, SpecError, apply_revision
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     close, equal_json, float_of, is_number, model_issues, run_checks, short,
@@ -114,9 +114,49 @@ def _record(ctx: GradeContext) -> dict[str, Any]:
 
 def _from_revision(ctx: GradeContext) -> bool:
     """The rule comes only from the recorded spec revision (a decision_rule it adds, or its verdict_rule
-    for a spec without one), not the exchange's spec."""
+    for a spec without one), not the exchange's spec. A revision that only pins values the spec's own
+    decision_rule leaves UNRESOLVED adds no rule: the spec has one (DEC-1), and DEC-15 grades the pins."""
     spec = ctx.spec or {}
-    return "decision_rule" in ctx.revision_fields or (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
+    return ("decision_rule" in ctx.revision_fields and not _revision_pins(ctx)) or \
+        (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
+
+
+def pinned_decision_values(resolved: Any) -> list[str]:
+    """The decision_rule values (paths) a spec revision pins where the spec as written says UNRESOLVED
+    (SpecRevision.resolved): the spec has its own decision_rule, whose open values come from the revision."""
+    return [str(path) for path in as_list(resolved) if str(path).startswith("decision_rule.")]
+
+
+def _revision_pins(ctx: GradeContext) -> list[str]:
+    """pinned_decision_values of the revision the record is graded with: the loaded spec's own (load_spec records
+    what it resolved), else merged again from the run's retained spec.json and revision file, as load_spec merges."""
+    if "decision_rule" not in ctx.revision_fields:
+        return []
+    try:
+        revision = ctx.spec_model.source.revision
+    except (AttributeError, RuntimeError):
+        revision = None
+    if revision is not None and revision.resolved:
+        return pinned_decision_values(revision.resolved)
+    raw = ctx.evidence.json("spec.json") if ctx.evidence.usable("spec.json") else None
+    recorded = next((ctx.evidence.json(e.get("name")) for e in ctx.evidence.entries
+                     if e.get("kind") == "spec_revision" and ctx.evidence.usable(e.get("name"))), None)
+    if not isinstance(raw, dict) or not isinstance(recorded, dict):
+        return []
+    try:
+        _, resolved = apply_revision(raw, recorded)
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+        return []
+    return pinned_decision_values(resolved)
+
+
+def DEC_15(ctx: GradeContext) -> list[Issue]:
+    """A decision_rule value the spec leaves UNRESOLVED and only its recorded revision pins: the exchange grades
+    the decision against its own copy of the spec, which still says UNRESOLVED (as CORR-6 for correctness pins)."""
+    pins = _revision_pins(ctx)
+    return [Issue("DEC-15", UNVERIFIED, f"{', '.join(pins)}: UNRESOLVED in the spec, pinned by the recorded revision "
+                                        "only; the exchange grades the decision against its own spec, which does not "
+                                        "carry the pin")] if pins else []
 
 
 def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
@@ -687,7 +727,8 @@ def ADAPT_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, ADAPT_1]
+CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, DEC_15,
+          ADAPT_1]
 
 
 REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the exchange's own spec has none, so the "

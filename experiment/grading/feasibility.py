@@ -7,9 +7,13 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 
 from __future__ import annotations
 
+import json
+import math
+from datetime import datetime, timedelta, timezone
+
 from experiment.contract.result_models import Feasibility
 from experiment.stats.feasibility import (
-    FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
+    FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, budget_use, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
@@ -218,7 +222,65 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     return []
 
 
-CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12]
+def FEAS_13(ctx: GradeContext) -> list[Issue]:
+    """RESULT.budget_use, where recorded, is what the run's own function (experiment.stats.feasibility.budget_use)
+    gives for the spec's wall budget and the recorded elapsed time: the budget, within_budget, the overrun note and
+    the sentence saying what was measured. The elapsed time is at least the wall time the feasibility pilot
+    measured inside the run (the record's own timings; timestamps have whole seconds, hence one second's slack),
+    and in a run directory it is the time from run.json's start to the event that posted it (at most
+    BUDGET_USE_POST_SECONDS later)."""
+    use = ctx.result.get("budget_use")
+    if use is None or ctx.plan is None:
+        return []
+    elapsed = as_dict(use).get("elapsed_wall_seconds")
+    if not is_number(elapsed) or not math.isfinite(float(elapsed)) or float(elapsed) < 0:
+        return [Issue("FEAS-13", INVALID,
+                      f"budget_use.elapsed_wall_seconds {short(elapsed)} is not a number of seconds")]
+    start = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    try:
+        end = start + timedelta(seconds=float(elapsed))
+    except OverflowError:
+        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is no run's wall time")]
+    expected = budget_use(ctx.plan.budget, start.isoformat(), end.isoformat())
+    if expected is None:
+        return [Issue("FEAS-13", INVALID, "budget_use is recorded, but the spec states no wall budget")]
+    expected["elapsed_wall_seconds"] = elapsed  # the one measured input: the rest follows from it and the budget
+    recorded = as_dict(use)
+    wrong = [key for key in sorted(set(expected) | set(recorded))
+             if not equal_json(recorded.get(key), expected.get(key))]
+    issues = [Issue("FEAS-13", INVALID, f"budget_use {', '.join(wrong)} is not what the spec's wall budget and the "
+                                        "recorded elapsed time give")] if wrong else []
+    pilot = [as_dict(phase).get("wall_seconds") for phase in as_dict(_record(ctx).get("measurements")).values()]
+    pilot_wall = math.fsum(float(s) for s in pilot if is_number(s))
+    if float(elapsed) + 1 < pilot_wall:
+        issues.append(Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is less than the "
+                                                "wall time the feasibility pilot measured inside the run "
+                                                f"({pilot_wall:.3g} s)"))
+    return issues + _budget_use_posted(ctx, float(elapsed))
+
+
+BUDGET_USE_POST_SECONDS = 5  # from computing budget_use to the event that posts it (whole-second timestamps)
+
+
+def _budget_use_posted(ctx: GradeContext, elapsed: float) -> list[Issue]:
+    """In a run directory: elapsed_wall_seconds is the time from run.json's `started` to the last event that
+    posted budget_use (the run computes it just before posting it)."""
+    if ctx.run_dir is None or not ctx.events:
+        return []
+    posted = [e.get("ts") for e in ctx.events
+              if e.get("event") == "result_updated" and "budget_use" in as_list(e.get("fields"))]
+    try:
+        started = datetime.fromisoformat(json.loads((ctx.run_dir / "run.json").read_text(encoding="utf-8"))["started"])
+        span = (datetime.fromisoformat(str(posted[-1])) - started).total_seconds()
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return []  # run.json and the events are the run-dir layer's to grade
+    if not 0 <= span - elapsed <= BUDGET_USE_POST_SECONDS:
+        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is not the time from "
+                                          f"run.json's start to the event that posted it ({span:g} s)")]
+    return []
+
+
+CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12, FEAS_13]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

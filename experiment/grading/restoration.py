@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import (
@@ -470,6 +471,48 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+def REST_11(ctx: GradeContext) -> list[Issue]:
+    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica) records a
+    designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the optimizer
+    state, whose optimizer check after that restore is read from the server's response with no mismatch, and whose
+    retained evidence file names the same state. None recorded: unverified (the declared restore is not proven);
+    one that is not such a restore, or whose evidence contradicts it: invalid."""
+    if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
+            or ctx.plan is None:
+        return []
+    arms, issues = _arms(ctx), []
+    for label in [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
+            [a.name for a in ctx.plan.trained_arms]:
+        entry = as_dict(arms.get(label))
+        init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
+        designed = [as_dict(r) for r in as_list(entry.get("restores"))
+                    if as_dict(r).get("loaded_from") not in (None, init_uri)]
+        if not designed:
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: checkpoint_restore is declared, but no mid-run "
+                                                       "restore from a state the arm saved is recorded"))
+            continue
+        restore = designed[0]
+        check = next((as_dict(c) for c in as_list(entry.get("optimizer_checks"))
+                      if as_dict(c).get("after_restore") == restore.get("restore")), {})
+        ref = restore.get("evidence_ref")
+        retained = ctx.evidence.json(ref) if ctx.evidence.usable(ref) else None
+        wrong = [what for what, ok in (
+            ("the optimizer state", restore.get("with_optimizer_state") is True),
+            ("an optimizer check after it, before the next update, without mismatches",
+             check.get("before_next_update") is True and check.get("mismatches") == []),
+            ("retained evidence naming the same state",
+             retained is None or (as_dict(retained).get("restored_from") == restore.get("loaded_from")
+                                  and as_dict(retained).get("with_optimizer_state") is True))) if not ok]
+        if wrong:
+            issues.append(Issue("REST-11", INVALID, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
+                                                    f"(checkpoint_restore) lacks {'; '.join(wrong)}"))
+        elif retained is None or check.get("source") != "server_response":
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: the mid-run restore "
+                                                       f"{short(restore.get('restore'))} (checkpoint_restore) is not "
+                                                       "proven by a retained server response"))
+    return issues
+
+
 # ---- restore counts from the load evidence (REST-4) and the create-save-restore update (REST-10) ----
 
 RESTORE_METHODS = ("create_training_client_from_state", "create_training_client_from_state_with_optimizer", "load_state")
@@ -482,9 +525,6 @@ REST10_EVIDENCE = "restoration-update-check.json"
 UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_save", "optimizer_state_restored",
                      "clients", "restore", "batch_sha256", "update", "optimizer_check_after_restore",
                      "max_abs_difference", "atol", "problems", "output_sha256", "logprobs_after_second_step", "passed")
-# The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
-# the families' params) leave them at the SDK's default.
-UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
 # The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
 # of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
 STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
@@ -700,13 +740,15 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         problems.append((INVALID, "the service reports another optimizer config than requested"))
     elif any(k not in actual for k in keys):
         problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
+    problems += _reported_rank_problems(ctx, str(label), optimizer)
     update = check.get("update")
     if "update" in check and not (isinstance(update, dict) and "learning_rate" in update):
         problems.append((INVALID, "the update it took names no learning rate"))
     elif isinstance(update, dict):
+        defaults = step_defaults(requested.get("family"))  # what an unstated setting means: the SDK's documented value
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
-            else equal_json(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and equal_json(v, UPDATE_DEFAULTS[k]))]
+            else equal_json(v, requested[k]) if k in requested else k in defaults and equal_json(v, defaults[k]))]
         wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
             problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))
@@ -727,6 +769,24 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     if "problems" in check and check.get("problems") != optimizer.get("mismatches"):
         problems.append((INVALID, "problems are not its optimizer check's mismatches"))
     return problems
+
+
+def _reported_rank_problems(ctx: GradeContext, label: str, optimizer: dict[str, Any]) -> list[tuple[str, str]]:
+    """The LoRA rank the service reports after the restore (actual_config.lora_rank, which the run reads from the
+    same get_info as the optimizer config) is the rank the spec asks for, where the request does not already name
+    it (an RL group's optimizer_config does, and is compared above; an SFT run asks for it at model creation)."""
+    requested, actual = as_dict(optimizer.get("requested")), optimizer.get("actual_config")
+    rank = as_dict(_requested(ctx).get(label)).get("lora_rank", (ctx.spec or {}).get("lora_rank"))
+    if rank is None or "lora_rank" in requested or not isinstance(actual, dict) or \
+            optimizer.get("source") != "server_response":
+        return []
+    if "lora_rank" not in actual:
+        return [(UNVERIFIED, f"the service's LoRA rank after the restore is not in its actual_config (the spec asks "
+                             f"for rank {short(rank)})")]
+    if not equal_json(actual["lora_rank"], rank):
+        return [(INVALID, f"the service reports LoRA rank {short(actual['lora_rank'])} after the restore, the spec "
+                          f"asks for {short(rank)}")]
+    return []
 
 
 def REST_10_check(ctx: GradeContext) -> list[Issue]:
@@ -872,7 +932,8 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check,
+          REST_11]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

@@ -160,6 +160,8 @@ CONTRACT_RULES = (
       "decision.DEC_13"),
     C("DEC-14", D, V, "in a run directory, the events log the decision gate and the observations file",
       "decision.DEC_14"),
+    C("DEC-15", D, V, "a decision_rule value the spec leaves UNRESOLVED, pinned by the recorded revision only",
+      "decision.DEC_15"),
     C("ADAPT-1", D, I, "paired arms run their shared steps on identical batches (adaptation_batch_hash)",
       "decision.ADAPT_1"),
     # REST: restoration category
@@ -181,6 +183,8 @@ CONTRACT_RULES = (
     C("REST-9", R, V, "a lone resumed arm forms a group only with a recorded actual restore", "restoration.REST_9"),
     C("REST-10", R, IV, "a create-save-restore fixed-gradient update matches the uninterrupted client",
       "restoration.REST_10", "restoration.REST_10_check"),
+    C("REST-11", R, IV, "checkpoint_restore declared: every trained arm records a proven mid-run restore of its state",
+      "restoration.REST_11"),
     # CORR: correctness category
     C("CORR-1", CO, IVK, "a correctness preflight when a custom or forked path runs; stock-only: required false",
       "correctness.CORR_1", "correctness.grade"),
@@ -214,6 +218,8 @@ CONTRACT_RULES = (
     C("FEAS-11", F, (), "downsizing keeps the primary endpoint, each cut a recorded deviation"),
     C("FEAS-12", F, K, "the projection and recovery recompute from the measurements and the budget",
       "feasibility.FEAS_12"),
+    C("FEAS-13", F, I, "budget_use is the spec's wall budget against the run's own elapsed time",
+      "feasibility.FEAS_13"),
     # GA: generation_audit category
     C("GA-1", G, K, "the audit applies when generated training data is used (applicability unknown: unknown)",
       "generation_audit.grade"),
