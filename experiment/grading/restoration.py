@@ -22,6 +22,7 @@ from experiment.grading.common import (
     HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     equal_json, is_integer, is_number, model_issues, run_checks, short,
 )
+from experiment.grading.registry import implements, rule
 
 NAME = "restoration"
 # Keys of a group's optimizer_config that describe the model; the seed is proven by the shared
@@ -93,6 +94,7 @@ def _output_sha256(logprobs: list[Any]) -> str:
     return digest.hexdigest()
 
 
+@rule("REST-1", "restoration", "invalid|unverified|unknown", "initialization_provenance has one entry per restoration arm (and per planned LR run)")
 def REST_1(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("initialization_provenance")
     if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
@@ -111,6 +113,7 @@ def REST_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("REST-1")
 def REST_1_runs(ctx: GradeContext) -> list[Issue]:
     """REST-1, an LR grid *(project reading)*: an arm trained at several learning rates has one provenance entry
     per planned run under `runs` (each run is created and checked like an arm), labelled by its learning rate."""
@@ -133,6 +136,7 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-2", "restoration", "invalid|unverified", "initialization proof: a measured adapter hash or an immutable full-initialization checkpoint")
 def REST_2(ctx: GradeContext) -> list[Issue]:
     issues = []
     for arm, entry in _arms(ctx).items():
@@ -156,6 +160,7 @@ def REST_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-3", "restoration", "invalid|unverified", "all arms of a group load the same initial adapter or checkpoint")
 def REST_3(ctx: GradeContext) -> list[Issue]:
     issues, arms = [], _arms(ctx)
     for group in _groups(ctx):
@@ -178,6 +183,7 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-4", "restoration", "invalid|unverified", "optimizer_checks at creation and after every restore; restores counted from their evidence")
 def REST_4(ctx: GradeContext) -> list[Issue]:
     issues = []
     for arm, entry in _arms(ctx).items():
@@ -227,6 +233,7 @@ def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = N
     return found
 
 
+@rule("REST-5", "restoration", "invalid|unverified", "each check's requested optimizer is the spec's group arm's, at a planned learning rate")
 def REST_5(ctx: GradeContext) -> list[Issue]:
     """Requested optimizer settings are the spec's: family and config, and the learning rate is one
     the plan trains the arm (or the run) at."""
@@ -256,6 +263,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-6", "restoration", "invalid|unverified", "actual optimizer family and config from a retained server response, equal to the requested")
 def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     for where_, _, check, _ in _check_entries(ctx):
@@ -361,6 +369,7 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     return issues
 
 
+@rule("REST-7", "restoration", "invalid|unverified", "initial_output with hashes and evidence, equal across the group, or unavailable with a reason")
 def REST_7(ctx: GradeContext) -> list[Issue]:
     issues, arms = [], _arms(ctx)
     fixed_batch = as_dict((ctx.spec or {}).get("restoration_preflight")).get("fixed_batch_required") is True
@@ -395,6 +404,7 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
 FIXED_BATCH_EVIDENCE = "restoration-fixed-batch.json"
 
 
+@implements("REST-7")
 def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
     """REST-7, the batch *(project reading)*: where the run retains its fixed batch, every arm's initial output
     (and the create-save-restore check) was taken on it: their batch_sha256 is the batch's canonical hash."""
@@ -411,6 +421,7 @@ def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
                                      f"{FIXED_BATCH_EVIDENCE}")] if wrong else []
 
 
+@implements("REST-3")
 def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     """REST-3, the initialization checkpoint *(project reading)*: where an arm names the adapter hash of the
     checkpoint it was created from, it is the arm's own adapter hash and the one the retained checkpoint
@@ -439,12 +450,14 @@ def _evidence_refs(value: Any) -> set[str]:
     return set()
 
 
+@rule("REST-8", "restoration", "unverified", "every evidence_ref names a retained evidence file with inline content")
 def REST_8(ctx: GradeContext) -> list[Issue]:
     refs = _evidence_refs(_arms(ctx))
     return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}", MISSING_EVIDENCE)
             for ref in sorted(refs) if not ctx.evidence.usable(ref)]
 
 
+@implements("REST-1")
 def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
     """REST-1 per arm, in the exchange's words (REST-1): an arm whose provenance names evidence the
     record does not retain has missing arm evidence."""
@@ -453,6 +466,7 @@ def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
             if any(not ctx.evidence.usable(ref) for ref in _evidence_refs(entry))]
 
 
+@rule("REST-9", "restoration", "unverified", "a lone resumed arm forms a group only with a recorded actual restore")
 def REST_9(ctx: GradeContext) -> list[Issue]:
     groups = _groups(ctx)
     lone = [g for g in groups if len(g) == 1]
@@ -505,6 +519,7 @@ def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
     return info.get("model_id"), loaded
 
 
+@implements("REST-4")
 def REST_4_restores(ctx: GradeContext) -> list[Issue]:
     """restore_count is the number of recorded loads of saved state into the arm's clients (`restores`:
     which client, which checkpoint, how, when, evidence), and an arm whose initialization is a saved
@@ -595,6 +610,7 @@ def _max_difference(a: Any, b: Any) -> float | None:
     return worst
 
 
+@rule("REST-10", "restoration", "invalid|unverified", "a create-save-restore fixed-gradient update matches the uninterrupted client")
 def REST_10(ctx: GradeContext) -> list[Issue]:
     """A create-save-restore fixed-gradient update (one optimizer step before the save, so moments are
     restored) against the uninterrupted client, recomputed from the retained logprobs of both clients
@@ -729,6 +745,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     return problems
 
 
+@implements("REST-10")
 def REST_10_check(ctx: GradeContext) -> list[Issue]:
     """REST-10, the retained check itself: every field a reviewer reads is the arm's, the spec's, or
     recomputes (see `_check_problems`)."""
@@ -828,6 +845,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
     return problems
 
 
+@implements("REST-6")
 def REST_6_response(ctx: GradeContext) -> list[Issue]:
     """REST-6, the retained response *(project reading)*: every field of each arm's restoration evidence (the run's
     file: the load, the get_info after creation, the initialization checkpoint's weights info) is the arm's, its
@@ -854,6 +872,7 @@ def REST_6_response(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("REST-2")
 def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     """REST-2, the seed *(project reading)*: an arm's `init_seed`, where the service took one, is the seed its
     replica is scheduled at (the arm at the first seed, `<arm>-seed<s>` at s)."""
@@ -875,6 +894,7 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
 CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
 
 
+@implements("REST-1")
 def grade(ctx: GradeContext) -> CategoryGrade:
     applicable = ctx.gate_applicable("restoration_preflight")
     if ctx.spec is None:

@@ -67,6 +67,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_TOTAL_BYTES,
     REQUIRED_EVIDENCE_KINDS,
 )
+from experiment.grading.registry import run_dir_checks
 
 LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
@@ -183,6 +184,10 @@ class _RunFiles:
     setup_problems: list[Problem]
 
     @classmethod
+    @run_dir_checks(
+        ("run", "EVID-8", "the path is not a run directory that can be read (no result.json, bad JSON)"),
+        ("evidence.manifest", "EVID-8", "evidence/manifest.json is missing or not JSON"),
+    )
     def load(cls, run_dir: Path) -> _RunFiles:
         if not run_dir.is_dir():
             raise RunDirError(f"{run_dir}: no such directory")
@@ -265,6 +270,9 @@ class _RunFiles:
 
     # ---- plan and spec ----
 
+    @run_dir_checks(
+        ("run.plan", "EVID-9", "neither the retained spec/plan nor the spec file named by run_created can be read"),
+    )
     def _load_plan_and_spec(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         plan = spec = None
         plan_bytes = self.evidence_bytes("execution-plan.json")
@@ -419,6 +427,14 @@ class _Validator:
         gate = SECTION_GATES[section]
         return self.files.gate_passed(gate)
 
+    @run_dir_checks(
+        ("events.shape", "RUN-1", "the events check could not be applied to a malformed record"),
+        ("result.shape", "GEN-2", "the RESULT check could not be applied to a malformed record"),
+        ("vocabulary.shape", "GEN-3", "the vocabulary check could not be applied to a malformed record"),
+        ("activation.shape", "ACT-1", "the activation check could not be applied to a malformed record"),
+        ("evidence.shape", "EVID-8", "the evidence check could not be applied to a malformed record"),
+        ("secrets.shape", "SEC-1", "the secret scan could not be applied"),
+    )
     def run(self) -> ValidationReport:
         checks = [
             ("events", self.check_events),
@@ -451,6 +467,11 @@ class _Validator:
 
     # ---- events and gates ----
 
+    @run_dir_checks(
+        ("events.format", "EVID-8", "every events.jsonl line is a JSON object"),
+        ("events.gate_order", "RUN-1", "gates were recorded in the contract's order"),
+        ("events.stop_on_failure", "RUN-1", "no gate ran after a failed one; a failed gate is no succeeded run"),
+    )
     def check_events(self) -> None:
         if self.files.bad_event_lines:
             self.problem("events.format", f"events.jsonl lines {self.files.bad_event_lines[:5]} are not JSON objects")
@@ -477,6 +498,16 @@ class _Validator:
 
     # ---- RESULT shape ----
 
+    @run_dir_checks(
+        ("result.status", "GEN-2", "status is running, succeeded or failed"),
+        ("result.summary", "GEN-8", "summary is present"),
+        ("result.metrics", "GEN-5", "metrics and metrics.arms are objects"),
+        ("result.flat_arm_keys", "GEN-5", "no flat <arm>_<metric> keys in metrics"),
+        ("result.completed_arms", "GEN-5", "completed_arms are plan arms with metrics"),
+        ("result.tested_instead", "GEN-6", "original_hypothesis_tested false comes with tested_instead"),
+        ("result.conditional", "GEN-7", "decision and loss_eval only when the spec asks for them"),
+        ("result.capacity_block", "GEN-7", "capacity_block has its shape and appears only in a failed run"),
+    )
     def check_result_shape(self) -> None:
         result = self.result
         status = result.get("status")
@@ -539,6 +570,10 @@ class _Validator:
                     f"capacity_block appears only when capacity stopped the run (status is {status})",
                 )
 
+    @run_dir_checks(
+        ("vocabulary.every_arm_ran", "GEN-5", "a supported/refuted verdict only when every trained arm completed"),
+        ("vocabulary.unknown", "GEN-3", "the plan's vocabulary is a known one"),
+    )
     def check_vocabulary(self) -> None:
         if self.result.get("verdict") in ("supported", "refuted"):
             trained = [
@@ -558,6 +593,13 @@ class _Validator:
         elif self.plan:
             self.problem("vocabulary.unknown", f"the plan's vocabulary {short(self.vocabulary)} is not known")
 
+    @run_dir_checks(
+        ("vocabulary.verdict_timing", "GEN-3", "a verdict only in the final update"),
+        ("vocabulary.verdict", "GEN-3", "the verdict is one of the vocabulary's"),
+        ("vocabulary.confidence", "GEN-3", "confidence strong or weak, only with a verdict, weak at a grid edge"),
+        ("vocabulary.reasoning", "GEN-8", "a verdict comes with reasoning"),
+        ("vocabulary.outcome_reason", "GEN-4", "outcome_reason is one the vocabulary allows, agreeing with the verdict"),
+    )
     def _check_direction_confidence(self) -> None:
         result = self.result
         status, verdict = result.get("status"), result.get("verdict")
@@ -591,6 +633,9 @@ class _Validator:
                 "vocabulary.verdict", "status is succeeded and the spec has a decision_rule, but there is no verdict"
             )
 
+    @run_dir_checks(
+        ("vocabulary.three_way_fields", "GEN-4", "the three-way shape has none of the direction-only fields"),
+    )
     def _check_three_way(self) -> None:
         result = self.result
         status, verdict, reason = result.get("status"), result.get("verdict"), result.get("outcome_reason")
@@ -641,6 +686,11 @@ class _Validator:
         rehearsal = self.result.get("rehearsal") if isinstance(self.result.get("rehearsal"), dict) else {}
         return {name for name in (self.spec.get("base_model"), rehearsal.get("spec_model")) if name}
 
+    @run_dir_checks(
+        ("deviations.shape", "GEN-6", "deviations is a list of {field, original, effective, reason}"),
+        ("deviations.model_in_summary", "GEN-6", "a substituted spec model is named in summary"),
+        ("deviations.hypothesis", "GEN-6", "a changed objective or endpoint sets original_hypothesis_tested false"),
+    )
     def check_deviations(self) -> None:
         deviations = self.result.get("deviations", [])
         if not isinstance(deviations, list):
@@ -675,6 +725,9 @@ class _Validator:
         if deviations:
             self._check_deviations_recorded_before_use(deviations)
 
+    @run_dir_checks(
+        ("deviations.unrecorded", "GEN-6", "every deviation was posted in a running update before use"),
+    )
     def _check_deviations_recorded_before_use(self, deviations: list[Any]) -> None:
         """Each deviation must appear in a `status: running` update recorded in events.jsonl.
 
@@ -715,6 +768,11 @@ class _Validator:
 
     # ---- activation gate (ACT-1, ACT-2) ----
 
+    @run_dir_checks(
+        ("activation.missing", "ACT-1", "a passed activation gate posted a value for every check"),
+        ("activation.separate", "ACT-1", "activation values live only in activation_calibration"),
+        ("activation.range", "ACT-1", "every activation value of a passed gate is in its range"),
+    )
     def check_activation_calibration(self) -> None:
         """When the activation gate passed, every prespecified check has a measured value in range."""
         gate = self.plan_gate("activation_gate")
@@ -746,6 +804,16 @@ class _Validator:
 
     # ---- correctness preflight (CORR-*) ----
 
+    @run_dir_checks(
+        ("correctness.missing", "CORR-1", "a passed correctness gate left its record"),
+        ("correctness.shape", "CORR-2", "correctness_preflight is {required, paths}; stock-only has no paths"),
+        ("correctness.required", "CORR-1", "required is true when the plan says the preflight applies"),
+        ("correctness.paths", "CORR-2", "one record per spec path and no other"),
+        ("correctness.fixed_input", "CORR-9", "fixed_input.sha256 is a 64-hex hash"),
+        ("correctness.revisions", "CORR-6", "revisions pinned and equal to the spec's"),
+        ("correctness.lr_scaling", "CORR-5", "every LR probe has a numeric learning_rate and update_norm"),
+        ("correctness.unresolved_note", "CORR-6", "UNRESOLVED spec revisions are named as unverified in reasoning"),
+    )
     def check_correctness(self) -> None:
         """Long because: the run-dir correctness checks, one after another in the order of CORR-1..CORR-11; each is a few
         lines.
@@ -832,6 +900,10 @@ class _Validator:
                 "the spec's correctness revisions are UNRESOLVED; reasoning must say the exchange may grade the check unverified",
             )
 
+    @run_dir_checks(
+        ("correctness.errors", "CORR-3", "measured errors for every tolerance key"),
+        ("correctness.acceptance", "CORR-4", "no run went on past a check that fails its tolerance"),
+    )
     def _check_correctness_errors(self, path_id: Any, path: dict[str, Any], tolerances: dict[str, Any]) -> None:
         errors = path.get("errors")
         if not isinstance(errors, dict):
@@ -853,6 +925,11 @@ class _Validator:
 
     # ---- initialization provenance (REST-*) ----
 
+    @run_dir_checks(
+        ("provenance.missing", "REST-1", "a passed restoration gate left initialization_provenance"),
+        ("provenance.shape", "REST-1", "initialization_provenance is {version: 1, arms}"),
+        ("provenance.arm_missing", "REST-1", "every restoration arm has an entry"),
+    )
     def check_initialization_provenance(self) -> None:
         record = self.result.get("initialization_provenance")
         groups = (self.spec.get("restoration_preflight") or {}).get("groups") or []
@@ -898,6 +975,10 @@ class _Validator:
         for names in group_arms or [expected]:
             self._check_group_consistency([name for name in names if isinstance(arms.get(name), dict)], arms)
 
+    @run_dir_checks(
+        ("provenance.initialization", "REST-2", "initialization proof before the first update"),
+        ("provenance.evidence_ref", "REST-8", "every evidence_ref names a retained evidence file"),
+    )
     def _check_initialization(self, arm: str, init: Any) -> None:
         if not isinstance(init, dict):
             self.problem("provenance.initialization", f"arm {arm}: initialization is missing")
@@ -926,6 +1007,12 @@ class _Validator:
         if init.get("before_first_update") is not True:
             self.problem("provenance.initialization", f"arm {arm}: initialization.before_first_update is not true")
 
+    @run_dir_checks(
+        ("provenance.restore_count", "REST-4", "restore_count is a non-negative integer, never a boolean"),
+        ("provenance.optimizer_checks", "REST-4", "one optimizer check at creation and per restore, before updates"),
+        ("provenance.unverified", "REST-6", "actual optimizer family and config come from a server response"),
+        ("provenance.optimizer_mismatch", "REST-6", "actual family and config are the requested"),
+    )
     def _check_optimizer_checks(self, arm: str, entry: dict[str, Any], spec_arm: dict[str, Any] | None) -> None:
         restore_count = entry.get("restore_count")
         if not is_integer(restore_count) or restore_count < 0:
@@ -979,6 +1066,9 @@ class _Validator:
                 )
             self._check_actual_config(where, requested, check["actual_config"])
 
+    @run_dir_checks(
+        ("provenance.requested", "REST-5", "the requested optimizer is the spec group's"),
+    )
     def _check_requested_matches_spec(self, where: str, requested: dict[str, Any], spec_arm: dict[str, Any]) -> None:
         """`requested` is the spec group's optimizer and optimizer_config (adam == adamw, lr == learning_rate)."""
         family = str(spec_arm.get("optimizer") or "").split(" ")[0].lower()
@@ -994,6 +1084,9 @@ class _Validator:
                     f"{where}: requested {key} is {short(got)} but the spec's group asks for {short(value)}",
                 )
 
+    @run_dir_checks(
+        ("provenance.actual_config", "REST-6", "actual_config holds the requested values"),
+    )
     def _check_actual_config(self, where: str, requested: dict[str, Any], actual: dict[str, Any]) -> None:
         wanted = {key: value for key, value in requested.items() if key != "family"}
         shared = [key for key in wanted if key in actual]
@@ -1010,6 +1103,9 @@ class _Validator:
                     "provenance.optimizer_mismatch", f"{where}: {key} is {short(b)} but {short(a)} was requested"
                 )
 
+    @run_dir_checks(
+        ("provenance.initial_output", "REST-7", "initial_output with hashes before the first update, or a reason"),
+    )
     def _check_initial_output(self, arm: str, output: Any) -> None:
         if not isinstance(output, dict):
             self.problem("provenance.initial_output", f"arm {arm}: initial_output is missing")
@@ -1034,6 +1130,9 @@ class _Validator:
         if output.get("before_first_update") is not True:
             self.problem("provenance.initial_output", f"arm {arm}: initial_output.before_first_update is not true")
 
+    @run_dir_checks(
+        ("provenance.group_mismatch", "REST-3", "a group's initialization and initial outputs are equal"),
+    )
     def _check_group_consistency(self, names: list[str], arms: dict[str, Any]) -> None:
         if len(names) < 2:
             return
@@ -1054,6 +1153,12 @@ class _Validator:
 
     # ---- evaluation (EVAL-*) ----
 
+    @run_dir_checks(
+        ("evaluation.missing", "EVAL-1", "a passed evaluation gate left its record"),
+        ("evaluation.shape", "EVAL-1", "evaluation is {version: 1, evaluators, scores, comparisons}"),
+        ("evaluation.scores", "EVAL-7", "every score names a known evaluator and a finite value"),
+        ("evaluation.predictions_missing", "EVAL-8", "prediction files are retained for the scored arms"),
+    )
     def check_evaluation(self) -> None:
         record = self.result.get("evaluation")
         if record is None or record == {}:
@@ -1085,6 +1190,13 @@ class _Validator:
                 )
         self._check_predictions_cover(evaluators, scores)
 
+    @run_dir_checks(
+        ("evaluation.evaluator_id", "EVAL-2", "the evaluator id is the hash of its provenance"),
+        ("evaluation.code_sha256", "EVAL-3", "code_sha256 is a 64-hex hash"),
+        ("evaluation.item_ids", "EVAL-4", "items.ids is an explicit list of unique id strings"),
+        ("evaluation.decoding", "EVAL-5", "decoding.stop is a list of strings"),
+        ("evaluation.provenance", "EVAL-6", "the provenance names no scored arm or checkpoint"),
+    )
     def _check_evaluator(self, identifier: str, provenance: Any) -> None:
         if not isinstance(provenance, dict):
             self.problem("evaluation.shape", f"evaluator {identifier[:12]}: provenance must be an object")
@@ -1140,6 +1252,11 @@ class _Validator:
             {score.get("seed") for score in scores if isinstance(score, dict) and isinstance(score.get("seed"), int)}
         )
 
+    @run_dir_checks(
+        ("evaluation.predictions_format", "EVAL-9", "prediction files are JSONL rows with the required fields"),
+        ("evaluation.predictions_cover", "EVAL-9", "a prediction row for every item, arm and seed"),
+        ("evaluation.score_reproduces", "EVAL-9", "every score is the mean of its prediction rows"),
+    )
     def _check_predictions_cover(self, evaluators: dict[str, Any], scores: list[Any]) -> None:
         rows: list[dict[str, Any]] = []
         for name in sorted(
@@ -1207,6 +1324,12 @@ class _Validator:
 
     # ---- decision (DEC-*) ----
 
+    @run_dir_checks(
+        ("decision.missing", "DEC-1", "a decision object once the decision stage finished"),
+        ("decision.shape", "DEC-2", "decision {version: 1} with exactly one of observations and observations_file"),
+        ("decision.recompute", "DEC-8", "the decision recomputes from the observations to the recorded criteria"),
+        ("decision.selection", "DEC-13", "the adaptive selection recomputes and holds confirmation items only"),
+    )
     def check_decision(self) -> None:
         record = self.result.get("decision")
         rule = self.spec.get("decision_rule")
@@ -1283,6 +1406,13 @@ class _Validator:
             return None
         return _explicit_item_ids(evaluators[identifier])
 
+    @run_dir_checks(
+        ("decision.observations_file", "DEC-3", "observations_file is {name, sha256} of a metrics file"),
+        ("decision.observations_missing", "DEC-3", "the observations file is retained"),
+        ("decision.observations_sha256", "DEC-3", "the observations file hashes to the recorded and manifest sha256"),
+        ("decision.observations_cap", "DEC-4", "at most 10 MiB and 100 000 observations"),
+        ("decision.observations_format", "DEC-5", "observations parse as the contract's rows"),
+    )
     def _observations_from_file(self, reference: Any) -> list[Any] | None:
         if not isinstance(reference, dict) or not isinstance(reference.get("name"), str):
             self.problem("decision.observations_file", "observations_file must be {name, sha256}")
@@ -1330,6 +1460,10 @@ class _Validator:
             self.problem("decision.observations_format", str(err))
             return None
 
+    @run_dir_checks(
+        ("decision.evaluator", "DEC-7", "observations name evaluators of RESULT.evaluation"),
+        ("decision.observations_cover", "DEC-6", "observations cover the evaluator's items"),
+    )
     def _check_observation_evaluators(self, observations: list[Any]) -> None:
         evaluation = self.result.get("evaluation")
         evaluators = evaluation.get("evaluators") if isinstance(evaluation, dict) else None
@@ -1358,6 +1492,13 @@ class _Validator:
                     f"observations of evaluator {identifier[:12]} cover {len(observed)} items, the evaluator lists {len(ids)}",
                 )
 
+    @run_dir_checks(
+        ("decision.effect", "DEC-8", "RESULT effect is the recomputed primary effect"),
+        ("decision.ci", "DEC-8", "RESULT ci is the recomputed interval"),
+        ("decision.margin", "DEC-8", "RESULT margin is the criterion's margin"),
+        ("decision.verdict", "DEC-9", "the verdict is the recomputed one"),
+        ("decision.confidence", "DEC-9", "no strong confidence when an interval straddles its margin"),
+    )
     def _compare_decision(self, record: dict[str, Any], summary: dict[str, Any]) -> None:
         criteria = summary["criteria"]
         recorded = {_text_key(c.get("id")): c for c in as_list(record.get("criteria")) if isinstance(c, dict)}
@@ -1412,6 +1553,9 @@ class _Validator:
                 f"RESULT verdict {verdict} but the observations give {summary['verdict']} ({summary.get('outcome_reason')})",
             )
 
+    @run_dir_checks(
+        ("decision.arm_means", "DEC-10", "per-arm, per-seed observation means are the scores"),
+    )
     def _compare_arm_means(self, criteria: list[dict[str, Any]]) -> None:
         """Unrounded per-arm, per-seed means from the observations reproduce the evaluation scores (not with
         adaptive selection: the scores cover every evaluated item, the observations the confirmation items)."""
@@ -1434,6 +1578,14 @@ class _Validator:
 
     # ---- loss evaluation (LOSS-1, LOSS-2) ----
 
+    @run_dir_checks(
+        ("loss_eval.missing", "LOSS-1", "a loss endpoint's passed evaluation left loss_eval"),
+        ("loss_eval.shape", "LOSS-1", "loss_eval is {aggregation, arms} with every arm key"),
+        ("loss_eval.aggregation", "LOSS-2", "one aggregation, token_mean or example_mean, the spec's"),
+        ("loss_eval.values", "LOSS-2", "value, nll_sum and n_tokens finite with n_tokens > 0"),
+        ("loss_eval.value", "LOSS-2", "value is nll_sum / n_tokens (token_mean) or example_mean"),
+        ("loss_eval.same_tokens", "LOSS-2", "every arm scored on the same (n_tokens, n_examples)"),
+    )
     def check_loss_eval(self) -> None:
         record = self.result.get("loss_eval")
         plan_eval = self.plan.get("eval") or {}
@@ -1498,6 +1650,12 @@ class _Validator:
 
     # ---- adaptation manifests (ADAPT-1) ----
 
+    @run_dir_checks(
+        ("adaptation.missing", "ADAPT-1", "warmup adaptation left adaptation_manifests"),
+        ("adaptation.shape", "ADAPT-1", "adaptation_manifests is a list of manifests with counts and ids"),
+        ("adaptation.hash", "ADAPT-1", "adaptation_batch_hash is sha256(json.dumps(ids))"),
+        ("adaptation.pair_mismatch", "ADAPT-1", "a pair on different batches limits the result"),
+    )
     def check_adaptation(self) -> None:
         manifests = self.result.get("adaptation_manifests")
         applies = (
@@ -1546,6 +1704,14 @@ class _Validator:
 
     # ---- generation audit (GA-*) ----
 
+    @run_dir_checks(
+        ("generation_audit.missing", "GA-2", "a passed audit gate left its record"),
+        ("generation_audit.shape", "GA-2", "generation_audit {version: 1, stage before_training, integer seed}"),
+        ("generation_audit.files", "GA-3", "dataset, evaluation and audit files are retained and parse"),
+        ("generation_audit.counts", "GA-4", "counts are integers (never booleans) that add up and match the dataset file"),
+        ("generation_audit.sample", "GA-5", "the sample is the deterministic one, re-solved blind"),
+        ("generation_audit.limits", "GA-9", "a passed audit is within the spec's label-error and overlap limits"),
+    )
     def check_generation_audit(self) -> None:
         record = self.result.get("generation_audit")
         gate = self.plan_gate("generation_audit")
@@ -1643,6 +1809,16 @@ class _Validator:
 
     # ---- feasibility (FEAS-*) ----
 
+    @run_dir_checks(
+        ("feasibility.missing", "FEAS-1", "a passed feasibility pilot left its record"),
+        ("feasibility.shape", "FEAS-1", "feasibility is an object"),
+        ("feasibility.config", "FEAS-2", "config and effective_config hold the projection keys"),
+        ("feasibility.source", "FEAS-3", "source names the pilot evidence"),
+        ("feasibility.primary_endpoint", "FEAS-8", "primary_endpoint is the spec's"),
+        ("feasibility.phases", "FEAS-4", "every measured phase has its keys and measured seconds"),
+        ("feasibility.recovery", "FEAS-5", "recovery.seconds is a positive reserve"),
+        ("feasibility.generation", "FEAS-7", "generated training data has a generation record with its keys"),
+    )
     def check_feasibility(self) -> None:
         record = self.result.get("feasibility")
         if record is None or record == {}:
@@ -1689,6 +1865,15 @@ class _Validator:
 
     # ---- evidence (EVID-*) ----
 
+    @run_dir_checks(
+        ("evidence.caps", "EVID-3", "evidence within its caps"),
+        ("evidence.missing_file", "EVID-8", "every manifest file is in evidence/"),
+        ("evidence.immutable", "EVID-7", "every evidence file still hashes to its manifest sha256"),
+        ("evidence.unlisted", "EVID-8", "every file in evidence/ is in the manifest"),
+        ("evidence.required_kinds", "EVID-4", "a succeeded run retains the required evidence kinds"),
+        ("evidence.checkpoints", "EVID-6", "checkpoints are tinker:// references without a query string"),
+        ("evidence.result_files", "EVID-8", "RESULT.evidence lists files with the manifest's sha256"),
+    )
     def check_evidence(self) -> None:
         if self.files.manifest is None:
             return
@@ -1748,6 +1933,11 @@ class _Validator:
 
     # ---- credentials (SEC-1) ----
 
+    @run_dir_checks(
+        ("secrets.value", "SEC-1", "no file holds the value of a credential variable"),
+        ("secrets.url", "SEC-1", "no file holds a credential-bearing URL"),
+        ("secrets.header", "SEC-1", "no file holds a credential header with a value"),
+    )
     def check_no_credentials(self) -> None:
         secrets = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}
         secrets = {name: value for name, value in secrets.items() if len(value) > 4}

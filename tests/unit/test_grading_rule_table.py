@@ -23,7 +23,8 @@ from experiment.grading import grade as grade_module
 from experiment.grading import grade_record, run_dir
 from experiment.grading.common import CATEGORIES, INVALID, applied, rule_of_check
 from experiment.grading.reproduce import CATEGORY_OF as REPRODUCED_IN
-from experiment.grading.rules import BY_ID, PROBLEM, RECORD, RULES, RUN_DIR_RULES, SHAPE_RULES
+from experiment.grading import registry
+from experiment.grading.rules import BY_ID, PROBLEM, RECORD, RULES, RUN_DIR_RULES, SHAPE_RULES, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADING = ROOT / "experiment" / "grading"
@@ -113,16 +114,50 @@ def test_the_category_of_a_row_is_where_its_checks_report():
             assert modules == {rule.category}, (rule.id, modules)
 
 
+def _resolve(check: str):
+    """The function a row's check names: the longest importable module prefix, then attributes."""
+    parts = check.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            target = importlib.import_module("experiment.grading." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[cut:]:
+            target = getattr(target, part)
+        return target
+    raise AssertionError(f"no grading module for {check}")
+
+
 def test_every_check_a_row_names_exists():
     for rule in RULES:
         for check in rule.checks:
-            module, _, attribute = check.partition(".")
-            if module == "reproduce":  # a subpackage: its module, then the function
-                module, _, attribute = check.rpartition(".")[0], None, check.rpartition(".")[2]
-            target = importlib.import_module(f"experiment.grading.{module}")
-            for part in attribute.split("."):
-                target = getattr(target, part)
-            assert callable(target), (rule.id, check)
+            assert callable(_resolve(check)), (rule.id, check)
+
+
+def test_the_rows_are_the_registrations_at_the_implementations():
+    """A row with checks was registered by its check functions (experiment.grading.registry), not written in a
+    table: each check names a function of a grading module, and a rule is one row."""
+    assert len(BY_ID) == len(RULES)
+    for rule in RULES:
+        for check in rule.checks:
+            target = _resolve(check)
+            assert registry.where(getattr(target, "__func__", target)) == check, (rule.id, check)
+
+
+def test_a_rule_is_registered_once(monkeypatch):
+    monkeypatch.setattr(registry, "_declared", dict(registry._declared))
+    with pytest.raises(ValueError, match="EVAL-2 is registered twice"):
+        registry.rule("EVAL-2", "evaluator", "invalid", "a second EVAL-2")(_resolve("evaluator.EVAL_3"))
+    with pytest.raises(ValueError, match="unknown severity"):
+        registry.rule("EVAL-99", "evaluator", "wrong", "a rule with an unknown status")(_resolve("evaluator.EVAL_3"))
+    with pytest.raises(ValueError, match="category"):
+        registry.declare("EVAL-98", "nowhere", "a rule of no category")
+
+
+def test_a_further_check_of_an_undeclared_rule_is_refused(monkeypatch):
+    monkeypatch.setattr(registry, "_further", {**registry._further, "EVAL-97": ["evaluator.EVAL_3"]})
+    with pytest.raises(ValueError, match="EVAL-97"):
+        registry.table()
 
 
 def test_every_check_function_is_listed_under_the_rule_it_is_named_after():
@@ -173,6 +208,14 @@ def test_the_docs_name_the_statuses_the_table_gives():
             continue
         assert documented[rule.id][1] == set(rule.severity) - {PROBLEM}, (rule.id, documented[rule.id][1],
                                                                            rule.severity)
+
+
+def test_the_docs_run_dir_list_is_the_generated_one():
+    """docs/contract-rules.md's run-directory checks are `python -m experiment.grading.rules --markdown`'s output."""
+    text = DOCS.read_text(encoding="utf-8")
+    marker = "<!-- generated: python -m experiment.grading.rules --markdown -->\n"
+    assert marker in text
+    assert text.split(marker, 1)[1] == markdown()
 
 
 def test_the_docs_say_which_rule_each_run_dir_check_restates():
