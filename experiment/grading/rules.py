@@ -34,7 +34,7 @@ from experiment.grading import (  # noqa: F401 - imported for their registration
     activation, correctness, decision, evaluator, feasibility, general, generation_audit, grade, restoration, run_dir,
     spec_anchor, traces,
 )
-from experiment.grading.common import CATEGORIES, INVALID, UNKNOWN, UNVERIFIED
+from experiment.grading.common import INVALID, UNKNOWN, UNVERIFIED
 from experiment.grading.registry import PROBLEM, RECORD, SEVERITIES, SHAPE_RULES, Rule, declare, table
 from experiment.grading.reproduce import offline, service  # noqa: F401 - imported for their registrations
 

@@ -58,7 +58,7 @@ def _emitted() -> dict[str, set[str]]:
                 emitted.setdefault(rule, set()).add(PROBLEM)
             for rule in re.findall(r'problems\.append\(f"(\w+): \{err\}', text):
                 emitted.setdefault(rule, set()).add(PROBLEM)
-        if module == "run_dir":
+        if module.startswith("run_dir/"):  # the run-dir layer's package
             for check in re.findall(r'(?:self\.problem|Problem)\(\s*"([a-z_]+\.[a-z_0-9]+)"', text):
                 emitted.setdefault(check, set()).add(PROBLEM)
             for group in re.findall(r'\("([a-z_]+)", self\.check_\w+\)', text):
