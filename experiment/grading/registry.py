@@ -49,6 +49,7 @@ class Rule:
 
 _declared: dict[str, Rule] = {}  # id -> the rule as registered (its first check)
 _further: dict[str, list[str]] = {}  # id -> the checks registered by `implements`
+_shared: dict[str, Callable] = {}  # run-dir check id -> the contract rule's check function it runs
 
 
 def where(function: Callable) -> str:
@@ -100,11 +101,16 @@ def implements(rule_id: str) -> Callable[[F], F]:
     return register
 
 
-def run_dir_checks(*checks: tuple[str, str, str]) -> Callable[[F], F]:
+def run_dir_checks(*checks: tuple[str, str, str] | tuple[str, str, str, Callable]) -> Callable[[F], F]:
     """The run-dir layer's check ids the decorated method emits: (`<section>.<check>`, the contract rule it
-    restates, one line). Each is a record-level problem."""
+    restates, one line[, the contract rule's check function]). Each is a record-level problem. A check given the
+    contract rule's function runs that one implementation on the run directory's files (`shared`), and the
+    function is one of its row's checks."""
     def register(function: F) -> F:
-        for check_id, restates, description in checks:
+        for check_id, restates, description, *implementation in checks:
+            if implementation:
+                _shared[check_id] = implementation[0]
+                _further.setdefault(check_id, []).append(where(implementation[0]))
             found = Rule(check_id, RECORD, (PROBLEM,), description, (where(function),), restates)
             if check_id in _declared:  # one id emitted by several methods: one row, every method its check
                 _further.setdefault(check_id, []).append(found.checks[0])
@@ -112,6 +118,11 @@ def run_dir_checks(*checks: tuple[str, str, str]) -> Callable[[F], F]:
             _register(found)
         return function
     return register
+
+
+def shared(check_id: str) -> Callable:
+    """The contract rule's check function the run-dir check `check_id` runs (registered with `run_dir_checks`)."""
+    return _shared[check_id]
 
 
 def table() -> tuple[Rule, ...]:

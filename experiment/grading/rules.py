@@ -70,8 +70,12 @@ BY_ID = {found.id: found for found in RULES}
 
 
 def markdown() -> str:
-    """The run-directory checks' list of docs/contract-rules.md: one line per run-dir id, with the rule it restates."""
-    return "".join(f"- `{r.id}` ({r.restates}) {r.description[0].upper()}{r.description[1:]}.\n" for r in RUN_DIR_RULES)
+    """The run-directory checks' list of docs/contract-rules.md: one line per run-dir id, with the rule it restates
+    and, where it runs that rule's own check function on the run directory's files, the function."""
+    def line(r: Rule) -> str:
+        shared = "".join(f" Runs `{check}`." for check in r.checks[1:])
+        return f"- `{r.id}` ({r.restates}) {r.description[0].upper()}{r.description[1:]}.{shared}\n"
+    return "".join(line(r) for r in RUN_DIR_RULES)
 
 
 def main(argv: list[str] | None = None) -> int:

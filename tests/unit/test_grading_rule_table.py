@@ -59,7 +59,7 @@ def _emitted() -> dict[str, set[str]]:
             for rule in re.findall(r'problems\.append\(f"(\w+): \{err\}', text):
                 emitted.setdefault(rule, set()).add(PROBLEM)
         if module.startswith("run_dir/"):  # the run-dir layer's package
-            for check in re.findall(r'(?:self\.problem|Problem)\(\s*"([a-z_]+\.[a-z_0-9]+)"', text):
+            for check in re.findall(r'(?:self\.problem|Problem|self\.restated)\(\s*"([a-z_]+\.[a-z_0-9]+)"', text):
                 emitted.setdefault(check, set()).add(PROBLEM)
             for group in re.findall(r'\("([a-z_]+)", self\.check_\w+\)', text):
                 emitted.setdefault(f"{group}.shape", set()).add(PROBLEM)
@@ -103,6 +103,10 @@ def _module_of(name: str) -> str:
 
 def test_the_category_of_a_row_is_where_its_checks_report():
     for rule in RULES:
+        if rule in RUN_DIR_RULES:  # the run-dir layer's own method, and the restated rule's check where it runs it
+            assert {_module_of(check) for check in rule.checks} - {"run_dir"} <= \
+                {_module_of(check) for check in BY_ID[rule.restates].checks}, rule.id
+            continue
         modules = {_module_of(check) for check in rule.checks}
         if not modules:  # enforced by the run, not graded
             continue

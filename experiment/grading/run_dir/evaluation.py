@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from experiment.stats.evaluation import evaluator_id
+from experiment.grading.evaluator import EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6
 from experiment.grading.common import ABS_TOL, close, equal_json, is_number, short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key, _explicit_item_ids, _is_hex64, _jsonl_rows, LOSS_ARM_KEYS
+from experiment.grading.run_dir.files import _text_key, _explicit_item_ids, _jsonl_rows, LOSS_ARM_KEYS
 
 
 class _EvaluationChecks:
@@ -36,7 +35,9 @@ class _EvaluationChecks:
             return
         evaluators = record["evaluators"]
         for identifier, provenance in evaluators.items():
-            self._check_evaluator(identifier, provenance)
+            if not isinstance(provenance, dict):
+                self.problem("evaluation.shape", f"evaluator {identifier[:12]}: provenance must be an object")
+        self._check_evaluators()
         scores = record.get("scores") if isinstance(record.get("scores"), list) else []
         for score in scores:
             if not isinstance(score, dict):
@@ -54,58 +55,19 @@ class _EvaluationChecks:
         self._check_predictions_cover(evaluators, scores)
 
     @run_dir_checks(
-        ("evaluation.evaluator_id", "EVAL-2", "the evaluator id is the hash of its provenance"),
-        ("evaluation.code_sha256", "EVAL-3", "code_sha256 is a 64-hex hash"),
-        ("evaluation.item_ids", "EVAL-4", "items.ids is an explicit list of unique id strings"),
-        ("evaluation.decoding", "EVAL-5", "decoding.stop is a list of strings"),
-        ("evaluation.provenance", "EVAL-6", "the provenance names no scored arm or checkpoint"),
+        ("evaluation.evaluator_id", "EVAL-2", "the evaluator id is the hash of its provenance", EVAL_2),
+        ("evaluation.code_sha256", "EVAL-3", "code_sha256 is a 64-hex hash", EVAL_3),
+        ("evaluation.item_ids", "EVAL-4", "items.ids is an explicit list of unique id strings", EVAL_4),
+        ("evaluation.decoding", "EVAL-5", "decoding gives temperature, max_tokens and stop as a list of strings", EVAL_5),
+        ("evaluation.provenance", "EVAL-6", "the provenance names no scored arm or checkpoint", EVAL_6),
     )
-    def _check_evaluator(self, identifier: str, provenance: Any) -> None:
-        if not isinstance(provenance, dict):
-            self.problem("evaluation.shape", f"evaluator {identifier[:12]}: provenance must be an object")
-            return
-        try:
-            recomputed = evaluator_id(provenance)
-        except (TypeError, ValueError) as err:
-            self.problem(
-                "evaluation.evaluator_id", f"evaluator {identifier[:12]}: provenance is not canonical JSON ({err})"
-            )
-            return
-        if recomputed != identifier:
-            self.problem(
-                "evaluation.evaluator_id",
-                f"evaluator id {identifier[:12]}... is not the hash of its provenance ({recomputed[:12]}...)",
-            )
-        if not _is_hex64(provenance.get("code_sha256")):
-            self.problem(
-                "evaluation.code_sha256",
-                f"evaluator {identifier[:12]}: code_sha256 {short(provenance.get('code_sha256'), 40)} is not a 64-hex hash",
-            )
-        items = provenance.get("items")
-        ids = items.get("ids") if isinstance(items, dict) else None
-        if isinstance(items, dict) and "manifest_ref" in items and ids is None:
-            if self.plan.get("decision") is not None:
-                self.problem(
-                    "evaluation.item_ids",
-                    f"evaluator {identifier[:12]}: a decision_rule needs explicit items.ids, not a manifest",
-                )
-        elif not isinstance(ids, list) or not ids or not all(isinstance(item, str) and item for item in ids):
-            self.problem(
-                "evaluation.item_ids",
-                f"evaluator {identifier[:12]}: items.ids must be an explicit list of item id strings (got {short(ids, 40)})",
-            )
-        elif len(set(ids)) != len(ids):
-            self.problem("evaluation.item_ids", f"evaluator {identifier[:12]}: items.ids has duplicates")
-        decoding = provenance.get("decoding")
-        stop = decoding.get("stop") if isinstance(decoding, dict) else None
-        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-            self.problem(
-                "evaluation.decoding", f"evaluator {identifier[:12]}: decoding.stop must be a list of stop strings"
-            )
-        text = json.dumps(provenance)
-        for key in ("arm", "checkpoint"):
-            if f'"{key}":' in text:
-                self.problem("evaluation.provenance", f"evaluator {identifier[:12]}: provenance names the scored {key}")
+    def _check_evaluators(self) -> None:
+        """EVAL-2..6 by their one implementation (experiment.grading.evaluator), on this run's RESULT and evidence/."""
+        self.restated("evaluation.evaluator_id")
+        self.restated("evaluation.code_sha256")
+        self.restated("evaluation.item_ids")
+        self.restated("evaluation.decoding")
+        self.restated("evaluation.provenance")
 
     def _scheduled_seeds(self, scores: list[Any]) -> list[int]:
         seeds = (self.plan.get("decision") or {}).get("seeds")

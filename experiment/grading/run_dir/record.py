@@ -8,8 +8,9 @@ from typing import Any
 
 from experiment.contract.verdict import GATE_ORDER
 from experiment.contract.result import (
-    DEVIATION_FIELDS, DIRECTION_VERDICTS, RESULT_STATUSES, THREE_WAY_ABSENT_FIELDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
+    DEVIATION_FIELDS, DIRECTION_VERDICTS, THREE_WAY_ABSENT_FIELDS, THREE_WAY_REASONS, THREE_WAY_VERDICTS,
 )
+from experiment.grading.general import GEN_2
 from experiment.grading.common import as_dict, as_list, is_integer, is_number, short
 from experiment.grading.registry import run_dir_checks
 
@@ -51,7 +52,7 @@ class _RecordChecks:
     # ---- RESULT shape ----
 
     @run_dir_checks(
-        ("result.status", "GEN-2", "status is running, succeeded or failed"),
+        ("result.status", "GEN-2", "status is running, succeeded or failed", GEN_2),
         ("result.summary", "GEN-8", "summary is present"),
         ("result.metrics", "GEN-5", "metrics and metrics.arms are objects"),
         ("result.flat_arm_keys", "GEN-5", "no flat <arm>_<metric> keys in metrics"),
@@ -63,8 +64,7 @@ class _RecordChecks:
     def check_result_shape(self) -> None:
         result = self.result
         status = result.get("status")
-        if status not in RESULT_STATUSES:
-            self.problem("result.status", f"status {short(status)} is not one of {', '.join(RESULT_STATUSES)}")
+        self.restated("result.status")
         if not isinstance(result.get("summary"), str) or not result.get("summary", "").strip():
             self.problem("result.summary", "summary is missing or empty")
         metrics = result.get("metrics")

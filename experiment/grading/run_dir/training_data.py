@@ -7,6 +7,7 @@ from typing import Any
 
 from experiment.stats.feasibility import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS
 from experiment.contract.result import adaptation_batch_hash
+from experiment.grading.feasibility import FEAS_3, FEAS_5
 from experiment.grading.common import equal_json, is_integer, is_number, short
 from experiment.grading.registry import run_dir_checks
 from experiment.grading.run_dir.files import _jsonl_rows, audit_sample_ids
@@ -180,10 +181,10 @@ class _TrainingDataChecks:
         ("feasibility.missing", "FEAS-1", "a passed feasibility pilot left its record"),
         ("feasibility.shape", "FEAS-1", "feasibility is an object"),
         ("feasibility.config", "FEAS-2", "config and effective_config hold the projection keys"),
-        ("feasibility.source", "FEAS-3", "source names the pilot evidence"),
+        ("feasibility.source", "FEAS-3", "source names the pilot evidence", FEAS_3),
         ("feasibility.primary_endpoint", "FEAS-8", "primary_endpoint is the spec's"),
         ("feasibility.phases", "FEAS-4", "every measured phase has its keys and measured seconds"),
-        ("feasibility.recovery", "FEAS-5", "recovery.seconds is a positive reserve"),
+        ("feasibility.recovery", "FEAS-5", "recovery.seconds is a positive reserve", FEAS_5),
         ("feasibility.generation", "FEAS-7", "generated training data has a generation record with its keys"),
     )
     def check_feasibility(self) -> None:
@@ -200,8 +201,7 @@ class _TrainingDataChecks:
             missing = [k for k in PROJECTION_KEYS if not isinstance(config, dict) or k not in config]
             if missing:
                 self.problem("feasibility.config", f"{key} lacks the projection keys {', '.join(missing)}")
-        if not record.get("source"):
-            self.problem("feasibility.source", "source (the pilot evidence) is not recorded")
+        self.restated("feasibility.source")
         endpoint = self.plan.get("primary_endpoint")
         if endpoint and record.get("primary_endpoint") != endpoint:
             self.problem(
@@ -218,9 +218,7 @@ class _TrainingDataChecks:
                 self.problem(
                     "feasibility.phases", f"measurements.{phase}.seconds must be a measured non-negative number"
                 )
-        recovery = record.get("recovery")
-        if not isinstance(recovery, dict) or not is_number(recovery.get("seconds")) or recovery["seconds"] <= 0:
-            self.problem("feasibility.recovery", "recovery.seconds must be a positive reserve")
+        self.restated("feasibility.recovery")
         generation = record.get("generation")
         generated = self.plan_gate("generation_audit").get("applicable") is True
         if generated and not isinstance(generation, dict):

@@ -3,10 +3,13 @@ raises on a malformed record is the problem `<group>.shape`."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from experiment.grading.registry import run_dir_checks
+from experiment.grading.common import GradeContext
+from experiment.grading.registry import run_dir_checks, shared
+from experiment.grading.run_dir.evidence import contract_context
 from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, _RunFiles
 from experiment.grading.run_dir.record import _RecordChecks
 from experiment.grading.run_dir.preflights import _PreflightChecks
@@ -30,6 +33,18 @@ class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionCh
 
     def problem(self, check: str, message: str) -> None:
         self.report.problems.append(Problem(check, message))
+
+    @cached_property
+    def contract(self) -> GradeContext:
+        """RESULT, spec and evidence/ as the contract rules read a record (built when a restated check first runs)."""
+        return contract_context(self.files)
+
+    def restated(self, check: str) -> None:
+        """The run-dir check `check` restates a contract rule: run that rule's one implementation (the check function
+        registered with the check id, experiment.grading.registry.shared) on this run directory's RESULT, spec and
+        evidence/ files; each finding is a problem under `check`."""
+        for issue in shared(check)(self.contract):
+            self.problem(check, issue.message)
 
     @property
     def vocabulary(self) -> str | None:

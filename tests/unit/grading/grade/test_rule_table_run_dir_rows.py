@@ -17,3 +17,14 @@ def test_a_run_dir_row_names_the_method_that_emits_it():
 def test_every_run_dir_row_restates_a_contract_rule_that_is_checked():
     for row in rules.RUN_DIR_RULES:
         assert row.restates in rules.BY_ID and rules.BY_ID[row.restates] in rules.CONTRACT_RULES, row.id
+
+
+def test_a_run_dir_check_that_shares_its_rules_implementation_names_and_runs_that_function():
+    """A run-dir row registered with its contract rule's check function (run_dir_checks' fourth element) lists that
+    function among its checks, which is one of the restated rule's own checks, and the layer runs exactly it."""
+    shared = [row for row in rules.RUN_DIR_RULES if len(row.checks) > 1]
+    assert {"result.status", "evaluation.evaluator_id", "evaluation.code_sha256", "evaluation.item_ids",
+            "evaluation.decoding", "evaluation.provenance"} <= {row.id for row in shared}
+    for row in shared:
+        assert row.checks[1:] == (registry.where(registry.shared(row.id)),), row.id
+        assert set(row.checks[1:]) <= set(rules.BY_ID[row.restates].checks), row.id
