@@ -19,6 +19,7 @@ from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
     is_number, model_issues, run_checks, short,
 )
+from experiment.grading.registry import rule
 
 NAME = "feasibility"
 PHASES = ("setup", "training", "evaluation")
@@ -29,12 +30,14 @@ def _record(ctx: GradeContext) -> dict:
     return as_dict(ctx.result.get("feasibility"))
 
 
+@rule("FEAS-1", "feasibility", "unknown", "a measured feasibility record before the full comparison")
 def FEAS_1(ctx: GradeContext) -> list[Issue]:
     if not _record(ctx):
         return [Issue("FEAS-1", UNKNOWN, "RESULT has no measured feasibility record")]
     return model_issues(Feasibility, _record(ctx), "FEAS-1", UNKNOWN, "feasibility")
 
 
+@rule("FEAS-2", "feasibility", "unknown", "config and effective_config record the ten projection keys identically")
 def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
     keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or not equal_json(config[k], effective[k])]
@@ -43,10 +46,12 @@ def FEAS_2(ctx: GradeContext) -> list[Issue]:
                   MISSING_EVIDENCE if key not in config or key not in effective else "") for key in keys]
 
 
+@rule("FEAS-3", "feasibility", "unknown", "source names the pilot evidence")
 def FEAS_3(ctx: GradeContext) -> list[Issue]:
     return [] if _record(ctx).get("source") else [Issue("FEAS-3", UNKNOWN, "the pilot evidence source is not recorded")]
 
 
+@rule("FEAS-4", "feasibility", "unknown", "each measured phase gives seconds, units, planned_units, samples, gpu_count, allocation_source")
 def FEAS_4(ctx: GradeContext) -> list[Issue]:
     issues = []
     measurements = as_dict(_record(ctx).get("measurements"))
@@ -61,6 +66,7 @@ def FEAS_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-5", "feasibility", "unknown", "recovery.seconds is a positive reserve")
 def FEAS_5(ctx: GradeContext) -> list[Issue]:
     recovery = as_dict(_record(ctx).get("recovery"))
     if not (is_number(recovery.get("seconds")) and recovery["seconds"] > 0):
@@ -68,6 +74,7 @@ def FEAS_5(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-6", "feasibility", "unknown", "GPU counts only from allocation evidence, one count for the service")
 def FEAS_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     record = _record(ctx)
@@ -86,6 +93,7 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-7", "feasibility", "invalid|unknown", "generated tasks: a generation record whose yield and settings are the audit's and the spec's")
 def FEAS_7(ctx: GradeContext) -> list[Issue]:
     generated = ctx.gate_applicable("generation_audit") is True
     generation = _record(ctx).get("generation")
@@ -143,6 +151,7 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     return issues
 
 
+@rule("FEAS-8", "feasibility", "unknown", "primary_endpoint is the spec's")
 def FEAS_8(ctx: GradeContext) -> list[Issue]:
     endpoint = ctx.plan.primary_endpoint if ctx.plan is not None else None
     recorded = _record(ctx).get("primary_endpoint")
@@ -151,6 +160,7 @@ def FEAS_8(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-9", "feasibility", "invalid", "a projection that does not fit the budget gives no definitive verdict")
 def FEAS_9(ctx: GradeContext) -> list[Issue]:
     projection = as_dict(_record(ctx).get("projection"))
     if projection.get("fits") is False and ctx.result.get("verdict") in ("supported", "refuted"):
@@ -158,6 +168,7 @@ def FEAS_9(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-10", "feasibility", "unknown", "the spec's stated pilot size is honoured and recorded")
 def FEAS_10(ctx: GradeContext) -> list[Issue]:
     """The pilot size the spec states (its command: "timing pilot: N steps per arm plus M eval items")
     was measured; a spec whose eval set is smaller than M (a rehearsal's) pilots all of it."""
@@ -187,6 +198,7 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-12", "feasibility", "unknown", "the projection and recovery recompute from the measurements and the budget")
 def FEAS_12(ctx: GradeContext) -> list[Issue]:
     """The projection is recomputed from the measurements and the spec's budget
     (experiment.stats.feasibility.feasibility_record, the function the pilot used): every field of it
@@ -222,6 +234,7 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-13", "feasibility", "invalid", "budget_use is the spec's wall budget against the run's own elapsed time")
 def FEAS_13(ctx: GradeContext) -> list[Issue]:
     """RESULT.budget_use, where recorded, is what the run's own function (experiment.stats.feasibility.budget_use)
     gives for the spec's wall budget and the recorded elapsed time: the budget, within_budget, the overrun note and

@@ -24,6 +24,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
+from experiment.grading.registry import implements, rule
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
 MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
@@ -35,12 +36,14 @@ def vocabulary(ctx: GradeContext) -> str | None:
     return ctx.plan.vocabulary if ctx.plan is not None else None
 
 
+@rule("GEN-2", "record", "invalid", "status is running, succeeded or failed")
 def GEN_2(ctx: GradeContext) -> list[Issue]:
     if ctx.result.get("status") not in ("running", "succeeded", "failed"):
         return [Issue("GEN-2", INVALID, f"status {short(ctx.result.get('status'))} is not running, succeeded or failed")]
     return []
 
 
+@rule("GEN-3", "record", "invalid", "direction+confidence vocabulary: verdict only at the end, supported or refuted, with confidence")
 def GEN_3(ctx: GradeContext) -> list[Issue]:
     if vocabulary(ctx) != "direction_confidence":
         return []
@@ -59,6 +62,7 @@ def GEN_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-4", "record", "invalid", "three-way vocabulary: verdict and outcome_reason agree; none of the direction-only fields")
 def GEN_4(ctx: GradeContext) -> list[Issue]:
     if vocabulary(ctx) != "three_way":
         return []
@@ -83,6 +87,7 @@ def GEN_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-5", "record", "invalid", "per-arm numbers under metrics.arms; completed_arms names each trained arm once")
 def GEN_5(ctx: GradeContext) -> list[Issue]:
     metrics = as_dict(ctx.result.get("metrics"))
     arms = set(as_dict(metrics.get("arms"))) | set(as_list(ctx.result.get("completed_arms")))
@@ -108,6 +113,7 @@ def GEN_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-6", "record", "invalid", "deviations recorded before use; a changed experiment says original_hypothesis_tested false")
 def GEN_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     deviations = ctx.result.get("deviations")
@@ -135,6 +141,7 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("GEN-6")
 def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     """GEN-6, the hypothesis a record tests: a rehearsal (RESULT.rehearsal: another model, data and eval
     set) does not test the spec's hypothesis, so it says `original_hypothesis_tested: false` and what it
@@ -158,6 +165,7 @@ def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-7", "record", "invalid", "conditional fields (capacity_block, decision, loss_eval, adaptation_manifests) only when they apply")
 def GEN_7(ctx: GradeContext) -> list[Issue]:
     issues = []
     block = ctx.result.get("capacity_block")
@@ -168,6 +176,7 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-8", "record", "invalid", "summary at most two sentences, reasoning two to four")
 def GEN_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     summary = ctx.result.get("summary")
@@ -187,6 +196,7 @@ def GEN_8(ctx: GradeContext) -> list[Issue]:
 # ---------------------------------------------------------------------------- evidence
 
 
+@rule("EVID-1", "record", "invalid|unverified|unknown", "every evidence file carries its bytes inline (or an /attachments/ URL)")
 def EVID_1(ctx: GradeContext) -> list[Issue]:
     issues = []
     evidence = ctx.result.get("evidence")
@@ -213,6 +223,7 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-2", "record", "unverified", "an evidence file's sha256 is the sha256 of its bytes")
 def EVID_2(ctx: GradeContext) -> list[Issue]:
     bad = [entry.get("name") for entry in ctx.evidence.entries
            if isinstance(entry.get("content"), str) and ctx.evidence.state(entry.get("name"))[0] == "corrupt"]
@@ -223,6 +234,7 @@ def EVID_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-3", "record", "invalid", "evidence caps: 10 MiB a file, 64 files, 40 MiB a run")
 def EVID_3(ctx: GradeContext) -> list[Issue]:
     issues, total = [], 0
     entries = ctx.evidence.entries
@@ -239,6 +251,7 @@ def EVID_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-4", "record", "unverified", "a finished run retains script, effective config, code revision, predictions and metrics")
 def EVID_4(ctx: GradeContext) -> list[Issue]:
     if ctx.result.get("status") != "succeeded":
         return []
@@ -250,6 +263,7 @@ def EVID_4(ctx: GradeContext) -> list[Issue]:
     return [Issue("EVID-4", UNVERIFIED, f"a finished run retains no evidence of kind {', '.join(missing)}")] if missing else []
 
 
+@rule("EVID-5", "record", "invalid|unverified", "evidence.per_arm_metrics is metrics.arms")
 def EVID_5(ctx: GradeContext) -> list[Issue]:
     per_arm = as_dict(as_dict(ctx.result.get("evidence")).get("per_arm_metrics"))
     missing = [arm for arm in as_list(ctx.result.get("completed_arms")) if arm not in per_arm]
@@ -263,6 +277,7 @@ def EVID_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-9", "record", "invalid|unverified", "the retained execution plan is the plan of the spec graded against")
 def EVID_9(ctx: GradeContext) -> list[Issue]:
     """The retained execution plan (kind effective_config, execution-plan.json) is the plan of the
     spec graded against (experiment.contract.plan.build_plan, serialised as the run keeps it)."""
@@ -292,6 +307,7 @@ def _located(plan: Any) -> Any:
     return plan
 
 
+@rule("EVID-10", "record", "invalid", "the retained pipeline code is the code code-revision.json names")
 def EVID_10(ctx: GradeContext) -> list[Issue]:
     """The retained pipeline code (kind script, pipeline-code.json) is the code the code revision
     names: every file's content hashes to its sha256, and the files and commit are code-revision.json's."""
@@ -313,6 +329,7 @@ def EVID_10(ctx: GradeContext) -> list[Issue]:
                                       f"({', '.join(wrong[:4])}{' ...' if len(wrong) > 4 else ''})")] if wrong else []
 
 
+@rule("EVID-6", "record", "invalid", "checkpoints are tinker:// references, listed once, every scored one listed")
 def EVID_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     checkpoints = as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))
@@ -377,12 +394,14 @@ def _final_checkpoint_steps(ctx: GradeContext, checkpoints: list[Any]) -> list[I
     return issues
 
 
+@rule("EVID-7", "record", "invalid", "evidence file names are immutable: one name, one content")
 def EVID_7(ctx: GradeContext) -> list[Issue]:
     names = [entry.get("name") for entry in ctx.evidence.entries]
     dup = sorted({str(name) for name in names if names.count(name) > 1})  # listed twice, same content or not
     return [Issue("EVID-7", INVALID, f"evidence names listed more than once: {', '.join(dup)}")] if dup else []
 
 
+@rule("EVID-8", "record", "invalid|unverified|problem", "a run directory's events, tables and evidence agree with RESULT")
 def EVID_8(ctx: GradeContext) -> list[Issue]:
     """Run directory only: events, tables and evidence/ agree with RESULT."""
     if ctx.run_dir is None:
@@ -430,6 +449,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("SEC-1", "record", "invalid", "no credentials stored: keys, tokens, credential headers, signed URLs")
 def SEC_1(ctx: GradeContext) -> list[Issue]:
     issues = []
     texts = {"result.json": json.dumps(ctx.result)}
