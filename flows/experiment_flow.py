@@ -52,6 +52,7 @@ from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
 from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
+from experiment.contract.run_layout import result_path
 from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunDirectoryGone, RunInProgress, RunStore, storage_failure, utc_now
 from experiment.stats.feasibility import budget_use
@@ -131,7 +132,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
     _label(store.run_id, tags, logger)
     logger = get_run_logger()  # its lines now carry the run id as the flow run's name
     if how == "finished":
-        message = finished_message(store.run_id, store.run_dir / "result.json", store.read_result())
+        message = finished_message(store.run_id, result_path(store.run_dir), store.read_result())
         logger.info("%s", message)
         return Completed(name="AlreadyFinished", message=message)
     try:
@@ -212,7 +213,7 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
-    return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+    return Completed(message=f"{closing[0]}; {RESULT_MARKER}{result_path(store.run_dir)}")
 
 
 def _record_budget_use(store: RunStore, plan, logger) -> None:

@@ -30,6 +30,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from experiment.contract.plan import build_plan
+from experiment.contract.run_layout import plots_dir, result_path
 from experiment.contract.verdict import GATE_ORDER
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
 from experiment.run.capacity import ServiceFailedMidRun
@@ -234,7 +235,7 @@ def answer_finished(store: RunStore) -> int:
     when they are missing: draw_missing_pictures)."""
     result = store.read_result()
     draw_missing_pictures(store.run_dir)
-    print(printable(finished_message(store.run_id, store.run_dir / "result.json", result)))
+    print(printable(finished_message(store.run_id, result_path(store.run_dir), result)))
     if result.get("summary"):
         print(printable(str(result["summary"])))
     return EXIT_DECISION if result.get("status") == "succeeded" else EXIT_GATE_FAILED
@@ -244,7 +245,7 @@ def draw_missing_pictures(run_dir: Path) -> None:
     """Draw a finished run's pictures when its plots/ holds none: the flow draws them after its last gate, so a
     run killed between its decision and the drawing (kill -9) had none, and answering it never drew them.
     A run with its pictures is not touched. Drawing is never the reason an answer fails: a problem is one line."""
-    plots = run_dir / "plots"
+    plots = plots_dir(run_dir)
     if plots.is_dir() and any(plots.glob("*.png")):
         return
     try:
@@ -399,20 +400,20 @@ def exit_code_for(state) -> int:
     if state.name == "RunInProgress":
         print(state.message, file=sys.stderr)
         return EXIT_BAD_INPUT
-    result_path = result_path_in(state.message or "")
+    result_file = result_path_in(state.message or "")
     if state.name == "CapacityBlocked":  # flows.requeue.capacity_blocked_state; no decision: the service had no capacity past the contract's limits
-        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "capacity blocked")
+        print("\n".join(closing_lines_for(result_file)) if result_file else state.message or "capacity blocked")
         print(f"no decision: {state.message}; running the same command again resumes the run", file=sys.stderr)
         return EXIT_CAPACITY_BLOCKED
     if state.is_completed():
-        print("\n".join(closing_lines_for(result_path)) if result_path else state.message or "run completed")
+        print("\n".join(closing_lines_for(result_file)) if result_file else state.message or "run completed")
         return EXIT_DECISION
     outcome = state.result(raise_on_failure=False)
     run_dir = getattr(outcome, "run_dir", None)
-    if run_dir and (Path(run_dir) / "result.json").is_file():
-        result_path = Path(run_dir) / "result.json"
-    if result_path:
-        print("\n".join(closing_lines_for(result_path)))
+    if run_dir and result_path(run_dir).is_file():
+        result_file = result_path(run_dir)
+    if result_file:
+        print("\n".join(closing_lines_for(result_file)))
     if isinstance(outcome, ServiceFailedMidRun):  # the backend broke mid-run: as a backend refused at the start
         print(f"the run stopped: {outcome}; its record says so (failed, resumable): run the same command again "
               "once the service answers", file=sys.stderr)

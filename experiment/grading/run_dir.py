@@ -67,6 +67,8 @@ from experiment.run.store import (
     MAX_EVIDENCE_TOTAL_BYTES,
     REQUIRED_EVIDENCE_KINDS,
 )
+from experiment.contract import run_layout
+from experiment.contract.run_layout import EVIDENCE_DIR, GATES_TABLE, MANIFEST_FILE, events_path, evidence_path, result_path, table_path
 
 LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
@@ -145,7 +147,7 @@ def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], li
     events: list[dict[str, Any]] = []
     not_json: list[int] = []
     not_objects: list[int] = []
-    path = run_dir / "events.jsonl"
+    path = events_path(run_dir)
     if not path.is_file():
         return events, not_json, not_objects
     for number, line in enumerate(_lines(path), 1):
@@ -186,14 +188,14 @@ class _RunFiles:
     def load(cls, run_dir: Path) -> _RunFiles:
         if not run_dir.is_dir():
             raise RunDirError(f"{run_dir}: no such directory")
-        if not (run_dir / "result.json").is_file():
+        if not result_path(run_dir).is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no result.json)")
-        result = _read_json(run_dir / "result.json", "RESULT")
+        result = _read_json(result_path(run_dir), "RESULT")
         if not isinstance(result, dict):
-            raise RunDirError(f"{run_dir / 'result.json'}: RESULT must be a JSON object")
+            raise RunDirError(f"{result_path(run_dir)}: RESULT must be a JSON object")
         events, not_json, not_objects = read_event_lines(run_dir)
         bad_lines = sorted(not_json + not_objects)
-        manifest_path = run_dir / "evidence" / "manifest.json"
+        manifest_path = run_layout.manifest_path(run_dir)
         manifest = None
         setup: list[Problem] = []
         if manifest_path.is_file():
@@ -231,7 +233,7 @@ class _RunFiles:
         """The bytes of a retained evidence file (listed in the manifest and present), else None."""
         if name not in self.evidence_names or "/" in name or name.startswith("."):
             return None
-        path = self.run_dir / "evidence" / name
+        path = evidence_path(self.run_dir, name)
         return path.read_bytes() if path.is_file() else None
 
     def is_retained(self, ref: Any) -> bool:
@@ -250,7 +252,7 @@ class _RunFiles:
             if event.get("event") == "gate" and event.get("gate") == gate:
                 status = event.get("status")
         if status is None:
-            table = self.run_dir / "tables" / "gates.parquet"
+            table = table_path(self.run_dir, GATES_TABLE)
             if table.is_file():
                 try:
                     for row in pd.read_parquet(table).to_dict("records"):
@@ -1308,7 +1310,7 @@ class _Validator:
             )
         if len(data) > MAX_EVIDENCE_FILE_BYTES:
             self.problem("decision.observations_cap", f"observations file {name} is over 10 MiB")
-        path = self.files.run_dir / "evidence" / name
+        path = evidence_path(self.files.run_dir, name)
         try:
             observations = read_observations_jsonl(path)
         except DecisionError as err:
@@ -1696,7 +1698,7 @@ class _Validator:
         if len(entries) > MAX_EVIDENCE_FILES:
             self.problem("evidence.caps", f"{len(entries)} evidence files exceed the cap of {MAX_EVIDENCE_FILES}")
         total = 0
-        evidence_dir = self.files.run_dir / "evidence"
+        evidence_dir = self.files.run_dir / EVIDENCE_DIR
         for entry in entries:
             name = entry.get("name")
             path = evidence_dir / str(name)
@@ -1713,7 +1715,7 @@ class _Validator:
                 )
         if total > MAX_EVIDENCE_TOTAL_BYTES:
             self.problem("evidence.caps", f"evidence totals {total} bytes, over the 40 MiB cap")
-        listed = self.files.evidence_names | {"manifest.json"}
+        listed = self.files.evidence_names | {MANIFEST_FILE}
         for path in sorted(evidence_dir.iterdir()) if evidence_dir.is_dir() else []:
             if path.is_file() and not path.name.startswith(".") and path.name not in listed:
                 self.problem("evidence.unlisted", f"evidence/{path.name} is not in the manifest")
