@@ -433,7 +433,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
 
 def SEC_1(ctx: GradeContext) -> list[Issue]:
     issues = []
-    texts = {"result.json": json.dumps(ctx.result)}
+    texts = {RESULT_FILE: json.dumps(ctx.result)}
     for entry in ctx.evidence.entries:
         data = ctx.evidence.bytes(entry.get("name"))
         if data is not None:

@@ -200,7 +200,7 @@ def mend_torn_events(run_dir: Path) -> bool:
 
 def result_recovery(run_dir: Path) -> str:
     """How to recover a run whose result.json is damaged."""
-    return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
+    return (f"{events_path(run_dir)} holds every update, so `python -m flows.runs recover {run_dir.name} "
             f"--runs-dir {run_dir.parent}` rebuilds it (the damaged file is kept as result.json.damaged)")
 
 
@@ -921,7 +921,7 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
     damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
     events = read_events_file(events_path(run_dir))
     if not events or "result" not in events[0]:
-        raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
+        raise CorruptRecord(f"{events_path(run_dir)} does not hold the RESULT values of this run (made before "
                             "they were recorded); restore result.json from a copy")
     result: dict[str, Any] = json.loads(json.dumps(events[0]["result"]))
     inline: list[dict[str, Any]] = []
