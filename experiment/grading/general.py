@@ -24,6 +24,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
+from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, table_path
 from experiment.grading.registry import implements, rule
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
@@ -419,7 +420,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVID-8", INVALID, f"{name} is in RESULT.evidence but no evidence_added event logs it"))
         elif logged[name] != entry.get("sha256"):
             issues.append(Issue("EVID-8", INVALID, f"{name}: RESULT's sha256 differs from the one events.jsonl logged"))
-        path = ctx.run_dir / "evidence" / str(name)
+        path = evidence_path(ctx.run_dir, str(name))
         if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
             issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk does not hash to RESULT's sha256"))
         data = ctx.evidence.bytes(name)
@@ -429,7 +430,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
     for event in events:
         if event.get("event") == "gate":
             gates[event.get("gate")] = event.get("status")
-    table = ctx.run_dir / "tables" / "gates.parquet"
+    table = table_path(ctx.run_dir, GATES_TABLE)
     if table.is_file():
         try:
             import pandas as pd
@@ -452,14 +453,14 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
 @rule("SEC-1", "record", "invalid", "no credentials stored: keys, tokens, credential headers, signed URLs")
 def SEC_1(ctx: GradeContext) -> list[Issue]:
     issues = []
-    texts = {"result.json": json.dumps(ctx.result)}
+    texts = {RESULT_FILE: json.dumps(ctx.result)}
     for entry in ctx.evidence.entries:
         data = ctx.evidence.bytes(entry.get("name"))
         if data is not None:
             texts[f"evidence {entry.get('name')}"] = data.decode("utf-8", errors="replace")
     if ctx.run_dir is not None:
         for path in sorted(ctx.run_dir.rglob("*")):
-            if path.is_file() and path.name != "result.json" and path.stat().st_size <= 64 * 1024 * 1024:
+            if path.is_file() and path.name != RESULT_FILE and path.stat().st_size <= 64 * 1024 * 1024:
                 texts[str(path.relative_to(ctx.run_dir))] = searchable_text(path.read_bytes())
     for where, text in texts.items():
         found = find_secrets(text)

@@ -24,14 +24,14 @@ from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
 from experiment.grading.input_limits import oversized_input
 from experiment.grading.precedence import with_precedence
-from experiment.grading.registry import SHAPE_RULES
+from experiment.grading.registry import SHAPE_RULES, implements, rule
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.grading.traces import self_grade_problems
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
+from experiment.contract.run_layout import evidence_path, result_path
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
                              parse_spec, plan_file_path)
-from experiment.grading.registry import implements, rule
 
 REHEARSAL_SPEC_NAME = "rehearsal-spec.json"
 
@@ -49,7 +49,7 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
     path = Path(path)
     run_dir = None
     if path.is_dir():
-        run_dir, path = path, path / "result.json"
+        run_dir, path = path, result_path(path)
         if not path.is_file():
             raise GradeInputError(f"{run_dir} is not a run directory (no result.json)")
     elif not path.is_file():
@@ -84,9 +84,9 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
     def read(name: str) -> tuple[Any, str]:
         if evidence.usable(name):
             return evidence.json(name), "inline"
-        if run_dir is not None and name in evidence.by_name and (run_dir / "evidence" / name).is_file():
+        if run_dir is not None and name in evidence.by_name and evidence_path(run_dir, name).is_file():
             try:
-                return json.loads((run_dir / "evidence" / name).read_text(encoding="utf-8")), "evidence/"
+                return json.loads(evidence_path(run_dir, name).read_text(encoding="utf-8")), "evidence/"
             except (OSError, UnicodeDecodeError, json.JSONDecodeError):
                 return None, ""
         return None, ""

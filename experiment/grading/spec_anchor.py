@@ -57,6 +57,7 @@ from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue,
                                        float_of, is_integer, is_number, short)
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
 from experiment.stats.evaluation import manifest_sha256
+from experiment.contract.run_layout import EVENTS_FILE
 from experiment.grading.registry import rule
 
 PIPELINE_CODE, CODE_REVISION = "pipeline-code.json", "code-revision.json"
@@ -429,7 +430,7 @@ def EVID_11(ctx: GradeContext) -> list[Issue]:
             issues += _step_issues(ctx, [(str(as_dict(r).get("run")), as_dict(r).get("step")) for r in rows], SFT_STEPS)
     if ctx.events is not None:
         issues += _step_issues(ctx, [(str(e.get("run" if sft else "arm")), e.get("step")) for e in ctx.events
-                                     if isinstance(e, dict) and e.get("event") == "training_step"], "events.jsonl")
+                                     if isinstance(e, dict) and e.get("event") == "training_step"], EVENTS_FILE)
     return issues
 
 

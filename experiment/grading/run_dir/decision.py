@@ -8,6 +8,7 @@ from typing import Any
 from experiment.stats.decision import DecisionError, decision_summary, observation_from_row, read_observations_jsonl
 from experiment.stats.selection import confirmation_only_problems, selection_problems, split_items
 from experiment.contract.spec import DECISION_METHODS
+from experiment.contract.run_layout import evidence_path
 from experiment.grading.common import ABS_TOL, as_list, close, equal_json, is_number, short
 from experiment.run.store import MAX_EVIDENCE_FILE_BYTES
 from experiment.grading.registry import run_dir_checks
@@ -133,7 +134,7 @@ class _DecisionChecks:
             )
         if len(data) > MAX_EVIDENCE_FILE_BYTES:
             self.problem("decision.observations_cap", f"observations file {name} is over 10 MiB")
-        path = self.files.run_dir / "evidence" / name
+        path = evidence_path(self.files.run_dir, name)
         try:
             observations = read_observations_jsonl(path)
         except DecisionError as err:

@@ -13,6 +13,8 @@ import pandas as pd
 
 from experiment.contract.plan import draft_plan
 from experiment.contract.spec import SpecError, apply_revision, load_spec
+from experiment.contract import run_layout
+from experiment.contract.run_layout import GATES_TABLE, events_path, evidence_path, result_path, table_path
 from experiment.grading.common import HEX64, as_dict
 from experiment.grading.registry import run_dir_checks
 
@@ -83,7 +85,7 @@ def read_event_lines(run_dir: Path) -> tuple[list[dict[str, Any]], list[int], li
     events: list[dict[str, Any]] = []
     not_json: list[int] = []
     not_objects: list[int] = []
-    path = run_dir / "events.jsonl"
+    path = events_path(run_dir)
     if not path.is_file():
         return events, not_json, not_objects
     for number, line in enumerate(_lines(path), 1):
@@ -128,14 +130,14 @@ class _RunFiles:
     def load(cls, run_dir: Path) -> _RunFiles:
         if not run_dir.is_dir():
             raise RunDirError(f"{run_dir}: no such directory")
-        if not (run_dir / "result.json").is_file():
+        if not result_path(run_dir).is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no result.json)")
-        result = _read_json(run_dir / "result.json", "RESULT")
+        result = _read_json(result_path(run_dir), "RESULT")
         if not isinstance(result, dict):
-            raise RunDirError(f"{run_dir / 'result.json'}: RESULT must be a JSON object")
+            raise RunDirError(f"{result_path(run_dir)}: RESULT must be a JSON object")
         events, not_json, not_objects = read_event_lines(run_dir)
         bad_lines = sorted(not_json + not_objects)
-        manifest_path = run_dir / "evidence" / "manifest.json"
+        manifest_path = run_layout.manifest_path(run_dir)
         manifest = None
         setup: list[Problem] = []
         if manifest_path.is_file():
@@ -173,7 +175,7 @@ class _RunFiles:
         """The bytes of a retained evidence file (listed in the manifest and present), else None."""
         if name not in self.evidence_names or "/" in name or name.startswith("."):
             return None
-        path = self.run_dir / "evidence" / name
+        path = evidence_path(self.run_dir, name)
         return path.read_bytes() if path.is_file() else None
 
     def is_retained(self, ref: Any) -> bool:
@@ -192,7 +194,7 @@ class _RunFiles:
             if event.get("event") == "gate" and event.get("gate") == gate:
                 status = event.get("status")
         if status is None:
-            table = self.run_dir / "tables" / "gates.parquet"
+            table = table_path(self.run_dir, GATES_TABLE)
             if table.is_file():
                 try:
                     for row in pd.read_parquet(table).to_dict("records"):

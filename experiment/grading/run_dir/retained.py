@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
+from experiment.contract.run_layout import EVIDENCE_DIR, MANIFEST_FILE
 from experiment.grading.common import as_dict, as_list, short
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL, searchable_text
 from experiment.run.store import (
@@ -36,7 +37,7 @@ class _RetainedFileChecks:
         if len(entries) > MAX_EVIDENCE_FILES:
             self.problem("evidence.caps", f"{len(entries)} evidence files exceed the cap of {MAX_EVIDENCE_FILES}")
         total = 0
-        evidence_dir = self.files.run_dir / "evidence"
+        evidence_dir = self.files.run_dir / EVIDENCE_DIR
         for entry in entries:
             name = entry.get("name")
             path = evidence_dir / str(name)
@@ -53,7 +54,7 @@ class _RetainedFileChecks:
                 )
         if total > MAX_EVIDENCE_TOTAL_BYTES:
             self.problem("evidence.caps", f"evidence totals {total} bytes, over the 40 MiB cap")
-        listed = self.files.evidence_names | {"manifest.json"}
+        listed = self.files.evidence_names | {MANIFEST_FILE}
         for path in sorted(evidence_dir.iterdir()) if evidence_dir.is_dir() else []:
             if path.is_file() and not path.name.startswith(".") and path.name not in listed:
                 self.problem("evidence.unlisted", f"evidence/{path.name} is not in the manifest")
