@@ -12,6 +12,7 @@ import math
 from datetime import datetime, timedelta, timezone
 
 from experiment.contract.result_models import Feasibility
+from experiment.contract.run_layout import run_meta_path
 from experiment.stats.feasibility import (
     FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, budget_use, feasibility_record, pilot_size,
 )
@@ -283,7 +284,7 @@ def _budget_use_posted(ctx: GradeContext, elapsed: float) -> list[Issue]:
     posted = [e.get("ts") for e in ctx.events
               if e.get("event") == "result_updated" and "budget_use" in as_list(e.get("fields"))]
     try:
-        started = datetime.fromisoformat(json.loads((ctx.run_dir / "run.json").read_text(encoding="utf-8"))["started"])
+        started = datetime.fromisoformat(json.loads(run_meta_path(ctx.run_dir).read_text(encoding="utf-8"))["started"])
         span = (datetime.fromisoformat(str(posted[-1])) - started).total_seconds()
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return []  # run.json and the events are the run-dir layer's to grade

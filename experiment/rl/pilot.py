@@ -13,6 +13,7 @@ import json
 from dataclasses import replace
 from types import SimpleNamespace
 
+from experiment.contract.run_layout import evidence_path
 from experiment.run.capacity import answered
 from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
@@ -79,7 +80,7 @@ def kept_pilot(ctx, bandwidth, arms: tuple[str, ...]) -> dict | None:
     name = pilot_log_name(bandwidth)
     if not any(entry.get("name") == name for entry in ctx.store.read_manifest()["files"]):
         return None
-    rows = [json.loads(line) for line in (ctx.store.run_dir / "evidence" / name).read_text().splitlines() if line]
+    rows = [json.loads(line) for line in evidence_path(ctx.store.run_dir, name).read_text().splitlines() if line]
     steps = {arm: [SimpleNamespace(**row, log_row=row) for row in rows if row.get("arm") == arm] for arm in arms}
     heldout = next((row["heldout_mean_reward"] for row in rows if "heldout_mean_reward" in row), {})
     ctx.store.append_event("activation_pilot_reused", evidence=name,
