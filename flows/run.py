@@ -81,6 +81,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="write the skeleton of the spec's revision file (<name>.plan.json, or <name>.plan.draft.json "
                              "beside an existing one): every entry the spec leaves to add or pin, with its reason "
                              "(docs/new-spec.md); contacts no service")
+    parser.add_argument("--overlap-gates", action="store_true",
+                        help="run independent gates side by side (the preflights that read only the initial state; the "
+                             "feasibility pilot beside the activation gate); opt-in: it departs from the contract's "
+                             "listed order. --plan states what a failing gate could waste under it")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new replicate even if a run of this spec already finished")
     return parser.parse_args(argv)
@@ -194,6 +198,7 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
                     rehearsal_scale=args.rehearsal_scale,
                     exposure=exposure,
                     spec=spec,  # parsed once, here: the flow does not read the file again
+                    overlap_gates=args.overlap_gates,
                     return_state=True)  # not fresh: the claimed run (a new replicate if asked) is the one
         # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
