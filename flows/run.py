@@ -118,12 +118,14 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         return EXIT_BAD_INPUT
     if args.plan:
         from experiment.grading.predict import predict_grades, predicted_stop
+        from experiment.run.schedule_outlook import gate_schedule_outlook
 
         exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
         stop = predicted_stop(plan, exposure)
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
                           "predicted_stop": {"gate": stop[0], "reason": stop[1]} if stop else None,
-                          "predicted_grades": predict_grades(plan, exposure)}, indent=2))
+                          "predicted_grades": predict_grades(plan, exposure),
+                          "gate_schedule": gate_schedule_outlook(plan, args.overlap_gates, args.runs_dir)}, indent=2))
         return EXIT_DECISION
     exposure = args.exposure or "embedded"
     try:

@@ -32,7 +32,8 @@ def gate_waves(gates: Iterable[str], overlap: bool = True, without_work: Iterabl
     """`gates` (those the run executes, any order; they run in GATE_ORDER) as waves. Without `overlap`, one gate
     a wave, in order. With it, each gate in the first wave after everything it depends on, and never before a gate
     listed before it. `without_work`: gates among them that do no work (the plan marks them not applicable): they
-    hold nothing back (their dependents wait for what they depend on) and join the wave of the next gate in order."""
+    hold nothing back (their dependents wait for what they depend on) and join the wave of the gate with work listed
+    before them (so arm training never shares its wave)."""
     listed = set(gates)
     idle = set(without_work) & listed
     if not overlap:
@@ -56,9 +57,9 @@ def gate_waves(gates: Iterable[str], overlap: bool = True, without_work: Iterabl
         if wave[gate] == len(waves):
             waves.append(())
         waves[-1] += (gate,)
-    for gate in (g for g in GATE_ORDER if g in idle):  # beside the next gate with work, in order
-        later = [wave[g] for g in gates if GATE_ORDER.index(g) > GATE_ORDER.index(gate)]
-        at = min(later) if later else max(len(waves) - 1, 0)
+    for gate in (g for g in GATE_ORDER if g in idle):  # beside the gate with work listed before it
+        earlier = [wave[g] for g in gates if GATE_ORDER.index(g) < GATE_ORDER.index(gate)]
+        at = max(earlier) if earlier else 0
         if not waves:
             waves.append(())
         waves[at] = tuple(g for g in GATE_ORDER if g in set(waves[at]) | {gate})
