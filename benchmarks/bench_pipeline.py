@@ -243,7 +243,7 @@ def cli_started_rehearsal(spec: Path, scale: str, timeout_s: float, prefect_api_
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
     if watcher.last_profile is not None:  # counted from the server's start: the run is its only client
-        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "calls": 0, "overran": 0}
+        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "scheduled_seconds": 0.0, "calls": 0, "overran": 0}
         report["profiled"] = profiled_report(Path(runs_dir), watcher, before, watcher.last_profile, started_wall)
         report["profiled"]["note"] = ("healthz is polled from the spec_intake gate's end (where the run names the "
                                       "backend's URL) to the verdict; the service's first call comes before it")
@@ -278,6 +278,8 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
         "claim_to_flow_start_s": round(flow_started - claimed, 2) if flow_started and claimed else None,
         "critical_path_s": round(critical, 2),
         "service_seconds": round(after["service_seconds"] - before["service_seconds"], 2),
+        # the same at the profile's rates: what the machine's load adds to calls that overran is left out
+        "scheduled_service_seconds": round(after.get("scheduled_seconds", 0.0) - before.get("scheduled_seconds", 0.0), 2),
         "time_to_verdict_over_critical_path": round(to_verdict / critical, 3) if to_verdict and critical else None,
         "flow_start_to_verdict_over_critical_path":
             round(flow_to_verdict / critical, 3) if flow_to_verdict and critical else None,
@@ -537,7 +539,8 @@ def compare_schedules(faults: FaultConfig, profile, args, prefect_api_url: str |
         return round(after[key] / before[key], 3) if before.get(key) and after.get(key) else None
 
     return {**runs, "overlap_over_one_at_a_time": {
-        key: ratio(key) for key in ("claim_to_verdict_s", "flow_start_to_verdict_s", "critical_path_s", "service_seconds")},
+        key: ratio(key) for key in ("claim_to_verdict_s", "flow_start_to_verdict_s", "critical_path_s", "service_seconds",
+                                    "scheduled_service_seconds", "calls")},
         "goal_claim_to_verdict": 0.75}
 
 
