@@ -14,6 +14,7 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC
 
 from experiment.contract.verdict import GateVerdict
+from experiment.run.capacity import CapacityBlocked
 from experiment.gates import GATES, Gate
 from experiment.run.store import RunStore
 
@@ -24,9 +25,9 @@ class FakeGateSteps:
     """Fake steps for every gate after spec_intake; `outcome[gate]` decides what each does."""
 
     def __init__(self, barriers: dict[str, threading.Barrier] | None = None, failing: str | None = None,
-                 waits_for_stop: str | None = None):
+                 waits_for_stop: str | None = None, capacity_blocked: str | None = None):
         self.barriers = barriers or {}
-        self.failing, self.waits_for_stop = failing, waits_for_stop
+        self.failing, self.waits_for_stop, self.capacity_blocked = failing, waits_for_stop, capacity_blocked
         self.trace: list[tuple[str, str]] = []  # (event, gate) in the order they happened
         self.lock = threading.Lock()
         self.ended = set()
@@ -45,11 +46,14 @@ class FakeGateSteps:
                         self.barriers[gate].wait(RENDEZVOUS_BOUND_S)
                     except threading.BrokenBarrierError:
                         self._note("met nobody", gate)
+                if gate == self.capacity_blocked:  # refusals past the policy, as capacity_guarded_caller raises
+                    raise CapacityBlocked("fake: the service stayed busy", 0, 600.0)
                 if gate == self.failing:
                     return GateVerdict(gate=gate, status="failed", reasons=["fake failure"], next_diagnostic="none")
-                if gate == self.waits_for_stop:  # keeps calling the service until the flow stops it
-                    stopped = threading.Event()
-                    while not stopped.wait(0.01):
+                if gate == self.waits_for_stop:  # keeps calling the service until the flow stops it (bounded:
+                    pause = threading.Event()    # a flow that never stops it sees it pass after the bound)
+                    for _ in range(RENDEZVOUS_BOUND_S * 100):
+                        pause.wait(0.01)
                         ctx.call_service(lambda: None)
                 return GateVerdict(gate=gate, status="passed")
             finally:
@@ -127,3 +131,19 @@ def test_a_failed_gate_in_a_wave_stops_the_gates_beside_it_and_the_run(
     assert [(e["gate"], e["status"], e["ended_by"]) for e in stopped] == [(beside, "stopped", failing)]
     result = store.read_result()
     assert result["status"] == "failed" and result["outcome_reason"] == "incomplete_execution"
+
+
+def test_a_capacity_stop_in_a_wave_stops_the_gates_beside_it_and_keeps_the_passed_ones_for_the_resume(
+        tmp_path, prefect_harness, no_service_env, monkeypatch):
+    fakes = FakeGateSteps(capacity_blocked="correctness_preflight", waits_for_stop="restoration_preflight")
+    fakes.install(monkeypatch)
+    state = _run(tmp_path)
+    assert state.name == "CapacityBlocked"
+    assert ("end", "restoration_preflight") in fakes.trace and ("start", "feasibility_pilot") not in fakes.trace
+    store = RunStore.open(next(p for p in tmp_path.iterdir() if (p / "result.json").exists()))
+    assert _gate_events(store) == [("spec_intake", "passed"), ("preflight_probe", "passed"),
+                                   ("generation_audit", "not_applicable")]  # a resumed run reuses these
+    stopped = [(e["gate"], e["status"]) for e in store.read_events() if e["event"] == "gate_beside_stop"]
+    assert stopped == [("restoration_preflight", "stopped")]
+    result = store.read_result()
+    assert result["status"] != "running" and result["capacity_block"]
