@@ -18,6 +18,9 @@ after another scores about 1.0 against it. ``dependency_critical_path`` is the l
 gates (experiment.contract.dependencies.critical_path over each gate's service busy seconds; without a
 profile, over each gate's recorded duration), with the time to verdict against it from the claim and from
 the CLI's start: what a schedule that overlaps every independent gate could reach.
+``--compare-schedules`` runs the rehearsal twice at once, one gate at a time and ``--overlap-gates``, each
+on its own profiled server, and reports both with their ratios (time to verdict; service seconds as billed and
+at the profile's rates, ``scheduled_service_seconds``; calls).
 
 Every API call to the embedded server waits --latency-ms first (the server's fault injection,
 embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
