@@ -18,6 +18,9 @@ after another scores about 1.0 against it. ``dependency_critical_path`` is the l
 gates (experiment.contract.dependencies.critical_path over each gate's service busy seconds; without a
 profile, over each gate's recorded duration), with the time to verdict against it from the claim and from
 the CLI's start: what a schedule that overlaps every independent gate could reach.
+``--compare-schedules`` runs the rehearsal twice at once, one gate at a time and ``--overlap-gates``, each
+on its own profiled server, and reports both with their ratios (time to verdict; service seconds as billed and
+at the profile's rates, ``scheduled_service_seconds``; calls).
 
 Every API call to the embedded server waits --latency-ms first (the server's fault injection,
 embedded_tinker.faults.FaultConfig), so that service time dominates and what the pipeline adds
@@ -177,7 +180,7 @@ class CallWatcher:
 
 
 def rehearsal(base_url: str | None, spec: Path, scale: str, timeout_s: float, prefect_api_url: str | None = None,
-              profile=None) -> dict:
+              profile=None, overlap_gates: bool = False) -> dict:
     """The pipeline CLI's rehearsal of ``spec`` against the server; wall time against busy time.
     With a service profile on the server: time to verdict against the critical path (profiled_report).
     base_url None: the CLI starts the embedded backend itself, with `profile` from the environment."""
@@ -188,7 +191,7 @@ def rehearsal(base_url: str | None, spec: Path, scale: str, timeout_s: float, pr
     if prefect_api_url:
         env.update(PREFECT_API_URL=prefect_api_url, PREFECT_UI_URL="")
     command = [sys.executable, "-m", "flows.run", str(spec), "--rehearse", "--rehearsal-scale", scale,
-               "--fresh", "--runs-dir", runs_dir]
+               "--fresh", "--runs-dir", runs_dir] + (["--overlap-gates"] if overlap_gates else [])
     before = busy(base_url)
     profile_before = service_profile_report(base_url)
     with CallWatcher(base_url, runs_dir=Path(runs_dir)) as watcher:
@@ -243,7 +246,7 @@ def cli_started_rehearsal(spec: Path, scale: str, timeout_s: float, prefect_api_
     if completed.returncode != 0:
         report["output_tail"] = (completed.stdout + completed.stderr)[-2000:]
     if watcher.last_profile is not None:  # counted from the server's start: the run is its only client
-        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "calls": 0, "overran": 0}
+        before = {"busy_seconds": 0.0, "service_seconds": 0.0, "scheduled_seconds": 0.0, "calls": 0, "overran": 0}
         report["profiled"] = profiled_report(Path(runs_dir), watcher, before, watcher.last_profile, started_wall)
         report["profiled"]["note"] = ("healthz is polled from the spec_intake gate's end (where the run names the "
                                       "backend's URL) to the verdict; the service's first call comes before it")
@@ -278,6 +281,8 @@ def profiled_report(runs_dir: Path, watcher: CallWatcher, before: dict, after: d
         "claim_to_flow_start_s": round(flow_started - claimed, 2) if flow_started and claimed else None,
         "critical_path_s": round(critical, 2),
         "service_seconds": round(after["service_seconds"] - before["service_seconds"], 2),
+        # the same at the profile's rates: what the machine's load adds to calls that overran is left out
+        "scheduled_service_seconds": round(after.get("scheduled_seconds", 0.0) - before.get("scheduled_seconds", 0.0), 2),
         "time_to_verdict_over_critical_path": round(to_verdict / critical, 3) if to_verdict and critical else None,
         "flow_start_to_verdict_over_critical_path":
             round(flow_to_verdict / critical, 3) if flow_to_verdict and critical else None,
@@ -514,6 +519,34 @@ def started_server(faults: FaultConfig, profile=None, attempts: int = 3):
                 raise
 
 
+def compare_schedules(faults: FaultConfig, profile, args, prefect_api_url: str | None) -> dict:
+    """The same rehearsal twice at once, one gate at a time and with --overlap-gates, each on its own profiled
+    server (so each server's busy and service seconds are its run's alone), under the same load; the time to
+    verdict and the service seconds of the two against each other."""
+    runs: dict[str, dict] = {}
+
+    def one(name: str, overlap: bool) -> None:
+        with started_server(faults, profile) as server:
+            runs[name] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s, prefect_api_url,
+                                   overlap_gates=overlap)
+
+    threads = [threading.Thread(target=one, args=(name, overlap)) for name, overlap in
+               (("one_gate_at_a_time", False), ("overlap_gates", True))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    before, after = (runs.get(name, {}).get("profiled") or {} for name in ("one_gate_at_a_time", "overlap_gates"))
+
+    def ratio(key: str) -> float | None:
+        return round(after[key] / before[key], 3) if before.get(key) and after.get(key) else None
+
+    return {**runs, "overlap_over_one_at_a_time": {
+        key: ratio(key) for key in ("claim_to_verdict_s", "flow_start_to_verdict_s", "critical_path_s", "service_seconds",
+                                    "scheduled_service_seconds", "calls")},
+        "goal_claim_to_verdict": 0.75}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -532,6 +565,10 @@ def main() -> None:
                         help="create_model refused for this long after the first one (a run with capacity refusals)")
     parser.add_argument("--backend-by-cli", action="store_true",
                         help="with --profile: the CLI starts the embedded backend itself (profile via the environment)")
+    parser.add_argument("--overlap-gates", action="store_true", help="the rehearsal with --overlap-gates")
+    parser.add_argument("--compare-schedules", action="store_true",
+                        help="with --profile: two rehearsals side by side, each on its own server, one gate at a time "
+                             "and --overlap-gates (the same load for both); reports both and the ratios")
     parser.add_argument("--skip-arms-and-evaluation", action="store_true",
                         help="only the rehearsal (the arms and evaluation parts take minutes under a profile)")
     args = parser.parse_args()
@@ -557,10 +594,19 @@ def main() -> None:
         report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         print(json.dumps(report) if args.json else json.dumps(report, indent=2))
         return
+    if args.compare_schedules:
+        if not profile:
+            parser.error("--compare-schedules goes with --profile")
+        report["schedules"] = compare_schedules(faults, profile, args, prefect.api_url if prefect else
+                                                os.environ.get("PREFECT_API_URL"))
+        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+        return
     with started_server(faults, profile) as server:
         if not args.skip_rehearsal:
             report["rehearsal"] = rehearsal(server.base_url, args.spec, args.scale, args.rehearsal_timeout_s,
-                                            prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"))
+                                            prefect.api_url if prefect else os.environ.get("PREFECT_API_URL"),
+                                            overlap_gates=args.overlap_gates)
             if prefect:
                 report["rehearsal"]["prefect_server"] = "started before the run and handed to it (PREFECT_API_URL)"
         if args.skip_arms_and_evaluation:

@@ -24,7 +24,9 @@ Accounting (healthz ``service_profile``): ``service_seconds``, the sum over lane
 lane was serving a call (what a GPU service bills; calls whose real work overran their slots and
 overlap on their lane count once); ``busy_seconds``, the time during which at least one call
 was in service or queued on its lane (the service's critical path as the client scheduled it: side
-by side lanes count once); ``calls``; ``overran``.
+by side lanes count once); ``scheduled_seconds``, the sum over answered calls of their service time at the
+profile's rates (the bill on a service whose time per call is the profile's: unlike ``service_seconds``, what
+the machine's load adds to calls that overran their slots is not in it); ``calls``; ``overran``.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ class ServiceSchedule:
         self._busy_since = 0.0
         self.busy_seconds = 0.0
         self.service_seconds = 0.0
+        self.scheduled_seconds = 0.0
         self.calls = 0
         self.overran = 0
         self.overran_by_kind: dict[str, int] = {}
@@ -185,6 +188,8 @@ class ServiceSchedule:
                 failed = finished.cancelled() or finished.exception() is not None
                 if failed and self._lane_free_at.get(lane) == end:
                     self._lane_free_at[lane] = now  # the lane is free again: the refused call was not served
+                if not failed:
+                    self.scheduled_seconds += end - start
                 if not failed and now > end:
                     self.overran += 1
                     self.overran_by_kind[kind] = self.overran_by_kind.get(kind, 0) + 1
@@ -201,6 +206,7 @@ class ServiceSchedule:
             return
         with self._lock:
             start, end = self._enter(lane, self.profile.seconds(kind, units))
+            self.scheduled_seconds += end - start
         time.sleep(max(0.0, end - time.monotonic()))
         with self._lock:
             now = time.monotonic()
@@ -231,6 +237,7 @@ class ServiceSchedule:
             return {**self.profile.describe(), "calls": self.calls, "overran": self.overran,
                     "overran_by_kind": dict(self.overran_by_kind),
                     "service_seconds": round(self.service_seconds, 6),
+                    "scheduled_seconds": round(self.scheduled_seconds, 6),
                     "busy_seconds": round(self.busy_seconds + open_interval, 6)}
 
 

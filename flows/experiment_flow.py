@@ -47,8 +47,10 @@ from flows.concurrency import (
     service_requests_limited,
 )
 from flows.expected_outcomes import quiet_expected_outcomes
+from flows.gate_schedule import GateStoppedBeside, ends_the_run, record_beside_stop, run_wave
 from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
+from experiment.contract.schedule import gate_waves
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
 from experiment.contract.run_layout import result_path
@@ -72,7 +74,7 @@ class GateFailedError(Exception):
 
 # a deployment run refused (another process runs this spec) or stopped by a gate: the flow logs one
 # line and RESULT says why; the engine's traceback of the state's exception is left out
-quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun, RunDirectoryGone)
+quiet_expected_outcomes(RunInProgress, GateFailedError, ServiceFailedMidRun, RunDirectoryGone, GateStoppedBeside)
 
 
 def _publish(store: RunStore, plan, logger) -> list:
@@ -101,12 +103,16 @@ def _projected_seconds(store: RunStore) -> float | None:
 @flow(name="run-experiment", flow_run_name=initial_flow_run_name)
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
-                   fresh: bool = False, rehearsal_scale: str = "standard", prepared: PreparedRun | None = None) -> State:
+                   fresh: bool = False, rehearsal_scale: str = "standard", prepared: PreparedRun | None = None,
+                   overlap_gates: bool = False) -> State:
     """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run.
 
     `prepared`: the run the CLI prepared already (experiment.run.prepare.prepare_run: spec parsed with `rehearse`
     and `rehearsal_scale` applied, plan built, run claimed, configuration composed); None (a deployment run)
-    parses `spec_path` and prepares the run here, the same way."""
+    parses `spec_path` and prepares the run here, the same way.
+
+    `overlap_gates`: run independent gates side by side (experiment.contract.schedule.gate_waves; opt-in: it departs
+    from the contract's listed order, a gate listed later may start before an earlier one is published)."""
     logger = get_run_logger()
     refusal = credentials_refusal(backend)  # e.g. a deployment run given --param backend=https://user:key@...
     if refusal:
@@ -142,7 +148,7 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         if prepared.how == "resumed":  # a capacity block or an interruption ends here: the run is running again
             store.update_result(**resumed_update())
         with service_requests_limited(request_slots):
-            return _run_claimed(spec, plan, store, config, reused, logger)
+            return _run_claimed(spec, plan, store, config, reused, logger, overlap_gates)
     except BaseException as err:  # a crash outside any gate, a signal: the record never stays "running"
         store.settle_unfinished(plan, stop_reason(err))
         raise
@@ -151,8 +157,10 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
             store.release()
 
 
-def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: dict, logger) -> State:
-    """The gates, in order, of a run this process holds (new, or resumed with `reused` gates)."""
+def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: dict, logger,
+                 overlap_gates: bool = False) -> State:
+    """The gates of a run this process holds (new, or resumed with `reused` gates), wave by wave: one gate a wave in
+    contract order, or with `overlap_gates` the independent gates side by side (experiment.contract.schedule)."""
     rehearsal = spec.source.rehearsal
     if rehearsal and not store.read_result().get("rehearsal"):
         _mark_rehearsal(store, spec, rehearsal)
@@ -171,42 +179,38 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
     for line in plan_lines(plan.to_dict(), sorted(reused), _projected_seconds(store)):
         logger.info(line)
     pictures: list = []
-    previous = None  # each gate waits on the previous gate's verdict: the UI draws one chain
+    for name in GATE_ORDER:
+        if name in reused:
+            ctx.state.receive(reused[name])  # what the gate handed on when it passed
+    to_run = [name for name in GATE_ORDER if name not in reused]
+    waves = gate_waves(to_run, overlap=overlap_gates, without_work=[n for n in to_run if not plan.gate(n).blocks])
+    if overlap_gates:
+        store.append_event("gate_schedule", overlap_gates=True, waves=[list(wave) for wave in waves])
+        logger.info("gates side by side (--overlap-gates): %s", " -> ".join("+".join(wave) for wave in waves))
+    previous = None  # each wave waits on the previous wave's gates: the UI draws one chain
     try:
-        for name in GATE_ORDER:
-            if name in reused:
-                ctx.state.receive(reused[name])  # what the gate handed on when it passed
-                continue
-            try:
-                gate_state = GATE_TASKS[name](quote(ctx), wait_for=[previous] if previous else None,
-                                              return_state=True)
-                previous = gate_state
-                verdict = gate_state.result()
-            except Exception as err:
-                if storage_failure(err) or isinstance(err, RunDirectoryGone):  # a full disk or a deleted run
-                    raise  # directory is no verdict on the gate (flows.run_guard ends a CLI run before this)
-                blocked = as_capacity_block(err, ctx.state.comparison_steps_completed)
-                if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
-                    crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(err).__name__}: {err}"],
-                                        next_diagnostic="read the traceback in the flow log and fix the gate")
-                    store.record_gate(crash)
-                    store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
-                    raise
-                return _capacity_stop(ctx, name, blocked, config, logger)
-            if not isinstance(verdict, GateVerdict):  # a capacity refusal, handed back as the gate task's value
-                return _capacity_stop(ctx, name, as_capacity_block(verdict, ctx.state.comparison_steps_completed),
-                                      config, logger)
-            ctx.state.receive(verdict.state)
-            store.record_gate(verdict)
-            logger.info(gate_line(verdict))
-            if name == "feasibility_pilot" and verdict.status == "passed":
-                for line in plan_lines(plan.to_dict(), list(GATE_ORDER[:GATE_ORDER.index(name) + 1]),
-                                       _projected_seconds(store))[-1:]:
-                    logger.info(line)
-            if verdict.failed:
-                store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
-                error = GateFailedError(verdict, str(store.run_dir))
-                return Failed(name="GateFailed", message=str(error), data=error)
+        for wave in waves:
+            if len(wave) == 1:
+                try:
+                    gate_state = GATE_TASKS[wave[0]](quote(ctx), wait_for=previous, return_state=True)
+                    previous = [gate_state]
+                    outcomes = {wave[0]: gate_state.result()}
+                except Exception as err:  # noqa: BLE001 - settled below, as a gate of a wave is
+                    outcomes = {wave[0]: err}
+            else:
+                outcomes, previous = run_wave(GATE_TASKS, wave, ctx, previous)
+            ending = [name for name, outcome in outcomes.items() if ends_the_run(outcome)]
+            ended_by = next((name for name in ending if not isinstance(outcomes[name], GateStoppedBeside)),
+                            ending[0] if ending else None)
+            for name, outcome in outcomes.items():
+                if ended_by and name != ended_by and (isinstance(outcome, GateStoppedBeside)
+                                                      or wave.index(name) > wave.index(ended_by)):
+                    record_beside_stop(ctx, name, outcome, ended_by)
+            for name in wave[:wave.index(ended_by) + 1] if ended_by else wave:
+                if name == ended_by or not isinstance(outcomes[name], GateStoppedBeside):
+                    end = _settle_gate(ctx, name, outcomes[name], config, logger)
+                    if end is not None:
+                        return end
     finally:
         release_sessions(ctx)
         service.stop()
@@ -216,6 +220,39 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
     return Completed(message=f"{closing[0]}; {RESULT_MARKER}{result_path(store.run_dir)}")
+
+
+def _settle_gate(ctx: RunContext, name: str, outcome, config: RunConfig, logger) -> State | None:
+    """Record one gate's outcome (its verdict, a capacity refusal, or the exception its task raised): None when
+    the run goes on, else the state the run ends in (a crash is recorded, then raised)."""
+    store, plan = ctx.store, ctx.plan
+    if isinstance(outcome, Exception):
+        if storage_failure(outcome) or isinstance(outcome, RunDirectoryGone):  # a full disk or a deleted run
+            raise outcome  # directory is no verdict on the gate (flows.run_guard ends a CLI run before this)
+        blocked = as_capacity_block(outcome, ctx.state.comparison_steps_completed)
+        if blocked is None:  # a bug: RESULT still says where the run stopped, then the flow fails
+            crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(outcome).__name__}: {outcome}"],
+                                next_diagnostic="read the traceback in the flow log and fix the gate")
+            store.record_gate(crash)
+            store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
+            raise outcome
+        return _capacity_stop(ctx, name, blocked, config, logger)
+    verdict = outcome
+    if not isinstance(verdict, GateVerdict):  # a capacity refusal, handed back as the gate task's value
+        return _capacity_stop(ctx, name, as_capacity_block(verdict, ctx.state.comparison_steps_completed),
+                              config, logger)
+    ctx.state.receive(verdict.state)
+    store.record_gate(verdict)
+    logger.info(gate_line(verdict))
+    if name == "feasibility_pilot" and verdict.status == "passed":
+        for line in plan_lines(plan.to_dict(), list(GATE_ORDER[:GATE_ORDER.index(name) + 1]),
+                               _projected_seconds(store))[-1:]:
+            logger.info(line)
+    if verdict.failed:
+        store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
+        error = GateFailedError(verdict, str(store.run_dir))
+        return Failed(name="GateFailed", message=str(error), data=error)
+    return None
 
 
 def _record_budget_use(store: RunStore, plan, logger) -> None:

@@ -60,6 +60,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="write the skeleton of the spec's revision file (<name>.plan.json, or <name>.plan.draft.json "
                              "beside an existing one): every entry the spec leaves to add or pin, with its reason "
                              "(docs/new-spec.md); contacts no service")
+    parser.add_argument("--overlap-gates", action="store_true",
+                        help="run independent gates side by side (the preflights that read only the initial state; the "
+                             "feasibility pilot beside the activation gate); opt-in: it departs from the contract's "
+                             "listed order. --plan states what a failing gate could waste under it")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new replicate even if a run of this spec already finished")
     return parser.parse_args(argv)
@@ -92,15 +96,17 @@ def _main(argv: list[str] | None, imports: ExitStack) -> int:
         return EXIT_BAD_INPUT
     if args.plan:
         from experiment.grading.predict import predict_grades, predicted_stop
+        from experiment.run.schedule_outlook import gate_schedule_outlook
 
         exposure = args.exposure or ("embedded" if embedded_backend_started_here(args.backend) else "production")
         stop = predicted_stop(plan, exposure)
         print(json.dumps({**plan.to_dict(), "exposure": exposure,
                           "predicted_stop": {"gate": stop[0], "reason": stop[1]} if stop else None,
-                          "predicted_grades": predict_grades(plan, exposure)}, indent=2))
+                          "predicted_grades": predict_grades(plan, exposure),
+                          "gate_schedule": gate_schedule_outlook(plan, args.overlap_gates, args.runs_dir)}, indent=2))
         return EXIT_DECISION
     request = RunRequest(args.spec, spec, plan, args.backend, args.runs_dir, args.exposure or "embedded",
-                         args.rehearse, args.rehearsal_scale, args.fresh)
+                         args.rehearse, args.rehearsal_scale, args.fresh, args.overlap_gates)
     started = start_run(request, imports)  # the preconditions and the one claim (flows.startup)
     if isinstance(started, Claimed):
         started = run_flow(request, started, imports)  # the flow, under its guards

@@ -81,6 +81,7 @@ class RunRequest:
     rehearse: bool
     rehearsal_scale: str
     fresh: bool
+    overlap_gates: bool = False  # --overlap-gates: independent gates side by side (experiment.contract.schedule)
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ def run_flow(request: RunRequest, claimed: Claimed, imports: ExitStack) -> Start
                     request.spec_path, backend=prepared.config.backend, runs_dir=request.runs_dir,
                     rehearse=request.rehearse, rehearsal_scale=request.rehearsal_scale, exposure=request.exposure,
                     prepared=prepared,  # parsed, planned and claimed once, here: the flow goes on with it
-                    return_state=True)
+                    overlap_gates=request.overlap_gates, return_state=True)
         # A flow that ended without writing its outcome (it crashed outside any gate) leaves no run "running".
         store.settle_unfinished(plan, f"the flow ended {state.name} without an outcome: {state.message or ''}".strip())
     except Exception as err:  # Prefect itself failed (e.g. its temporary server did not start)

@@ -70,6 +70,7 @@ def test_calls_on_one_lane_are_served_one_after_another_and_lanes_side_by_side()
     report = schedule.report()
     assert report["calls"] == 3 and report["overran"] == 0
     assert report["service_seconds"] >= 3 * cost - 1e-6
+    assert report["scheduled_seconds"] == pytest.approx(3 * cost)  # the profile's rates, whatever the machine did
 
 
 def test_every_call_of_an_rl_step_is_held_for_its_service_time(tmp_path):
@@ -95,6 +96,7 @@ def test_every_call_of_an_rl_step_is_held_for_its_service_time(tmp_path):
     assert report["name"] == "spindle-qwen3.5-2b" and report["time_factor"] == 0.01
     assert report["calls"] == 6
     assert report["service_seconds"] >= expected - 1e-6
+    assert report["scheduled_seconds"] == pytest.approx(expected)
     assert report["busy_seconds"] >= expected - 1e-6  # one client, one call after another
 
 
