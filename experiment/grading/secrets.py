@@ -23,6 +23,19 @@ CREDENTIAL_ENV_VARS = (
     "RUNS_PROXY_TOKEN_ID",
     "RUNS_PROXY_TOKEN_SECRET",
 )
+# Keys that are published, not secret: the embedded backend's default key (embedded_tinker/access.py
+# DEFAULT_API_KEY, written in its source, the README's commands and the CLI's own hints). A run against the
+# embedded backend with TINKER_API_KEY set to it retains that source in its pipeline code; finding the value
+# there discloses nothing.
+PUBLISHED_KEYS = frozenset({"tml-local"})
+
+
+def environment_secrets(extra_values: dict[str, str] | None = None) -> dict[str, str]:
+    """name -> value of this environment's credential variables (and `extra_values`) that could be a secret:
+    longer than four characters (shorter ones cannot be told from ordinary text) and not a published key."""
+    values = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}
+    values.update(extra_values or {})
+    return {name: value for name, value in values.items() if len(value) > 4 and value not in PUBLISHED_KEYS}
 # The run-dir layer's file scan (experiment.grading.run_dir, checks secrets.*): a header or key followed by a
 # token-like value (6+ characters with a digit) that is not a placeholder ($VAR, <...>, ***, [redacted]) ...
 HEADER_WITH_VALUE = re.compile(
@@ -111,7 +124,5 @@ def find_secrets(text: str, extra_values: dict[str, str] | None = None) -> list[
     """What credential shapes (and environment secret values) the text contains."""
     folded = _folded(text)
     found = [shape.what for shape in _PATTERNS if shape.found_in(text, folded)]
-    values = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}
-    values.update(extra_values or {})
-    found += [f"the value of {name}" for name, value in values.items() if len(value) > 4 and value in text]
+    found += [f"the value of {name}" for name, value in environment_secrets(extra_values).items() if value in text]
     return found

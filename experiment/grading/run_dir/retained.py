@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import hashlib
-import os
 
 from experiment.contract.run_layout import EVIDENCE_DIR, MANIFEST_FILE
 from experiment.grading.common import as_dict, as_list, short
-from experiment.grading.secrets import CREDENTIAL_ENV_VARS, HEADER_WITH_VALUE, SIGNED_URL, searchable_text
+from experiment.grading.secrets import HEADER_WITH_VALUE, SIGNED_URL, environment_secrets, searchable_text
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
@@ -95,8 +94,7 @@ class _RetainedFileChecks:
         ("secrets.header", "SEC-1", "no file holds a credential header with a value"),
     )
     def check_no_credentials(self) -> None:
-        secrets = {name: os.environ.get(name, "") for name in CREDENTIAL_ENV_VARS}
-        secrets = {name: value for name, value in secrets.items() if len(value) > 4}
+        secrets = environment_secrets()
         for path in sorted(self.files.run_dir.rglob("*")):
             if not path.is_file():
                 continue
