@@ -243,7 +243,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("seeds-sft", "trimuon", lambda s, r: s.update(decision_rule={
         "version": 1, "method": "best_lr_threshold", "seeds": [0, 1],
         "criteria": [{"id": "primary", "metric": "nll", "weights": {"trimuon": 1, "dimuon_lite": -1}, "margin": 0}]}),
-            "training_type sft trains one seed per run"),
+            "training_type sft decides by the recorded revision's verdict_rule (best_lr_threshold), not by a "
+            "decision_rule"),
     # arms and roles
     Variant("roles-explicit", "gs1", gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline"}), None),
     Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
@@ -503,13 +504,20 @@ def _verdict_seeds(values: list[Any]) -> Edit:
     return lambda spec, revision: revision["verdict_rule"].update(seeds=values)
 
 
-# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed"): planned at seed 0
-# only before, the record then graded DEC-6 "6 observations missing ... seed 1" (issue 46, item 1)
+# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed", scheduled before
+# anything is measured): every arm's LR grid trains at each seed, in that seed's data order (issue 46, item 1; the
+# first round planned seed 0 only and the record graded DEC-6 "6 observations missing ... seed 1", the second
+# refused two seeds at intake)
 CORPUS += [
-    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), "verdict_rule.seeds: [0, 1]: training_type sft "
-            "trains one seed per run", "planned before: seed 1 dropped without a word"),
-    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "verdict_rule.seeds: [1], but the run trains seed 0"),
+    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), None,
+            "refused before: training_type sft trains one seed per run"),
+    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "arms[0].seed: 0 is not a scheduled seed "
+            "(verdict_rule.seeds [1])"),
+    Variant("verdict-seeds-1-unseeded-arms", "trimuon", both(_verdict_seeds([1]),
+                                                             lambda s, r: [arm.pop("seed") for arm in r["arms"]]), None),
     Variant("verdict-seeds-0", "trimuon", _verdict_seeds([0]), None),
+    Variant("verdict-seeds-repeated", "trimuon", _verdict_seeds([0, 0]), "verdict_rule.seeds: must be a non-empty "
+            "list of distinct non-negative integers"),
 ]
 
 
@@ -573,7 +581,7 @@ CORPUS += [
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).
-REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments")
+REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments", ("verdict-seeds-0-1", "trimuon"))
 
 
 def accepted() -> list[Variant]:
@@ -581,5 +589,7 @@ def accepted() -> list[Variant]:
     return [each for each in CORPUS if each.refused is None]
 
 
-def variant(name: str, seed: str = "gs1") -> Variant:
+def variant(name: str | tuple[str, str], seed: str = "gs1") -> Variant:
+    """A variant by name (and seed family, default gs1), or by a (name, seed family) pair as REHEARSED lists it."""
+    name, seed = name if isinstance(name, tuple) else (name, seed)
     return next(v for v in CORPUS if v.name == name and v.seed == seed)

@@ -7,8 +7,8 @@ something else, only after the first training call:
 
 - `experiment_features`: the ten features of the contract, each implemented end to end or refused
   (IMPLEMENTED_FEATURES and REFUSED_FEATURES say which, and how);
-- the decision and the seed schedule (`decision_rule.seeds`: every arm trains at every scheduled
-  seed in the RL families; the SFT family trains one seed);
+- the decision and the seed schedule (`decision_rule.seeds`, or the SFT family's `verdict_rule.seeds`: every
+  arm, and every point of its LR grid, trains at every scheduled seed);
 - the gate steps each family has: the RL correctness preflight measures one loss path (group-mean
   against the kernel baseline), the activation pilots need one treatment and one baseline arm, the
   SFT family has no activation pilot and decides by the recorded revision's `verdict_rule`.
@@ -164,12 +164,33 @@ def check_criteria_weights(spec: Spec) -> None:
 
 
 def scheduled_seeds(spec: Spec) -> list[int]:
-    """The seeds every arm trains and is scored at: decision_rule.seeds, else the arms' own seed (default 0)."""
+    """The seeds every arm trains and is scored at: decision_rule.seeds, else the recorded revision's
+    verdict_rule.seeds (the SFT family's rule), else the arms' own seed (default 0)."""
     rule = spec.decision_rule
     if rule is not None and rule.seeds:
         return list(rule.seeds)
+    stated = _verdict_rule_seeds(spec)
+    if stated is not None and _valid_seeds(stated):
+        return list(stated)
     arm_seeds = sorted({arm.seed for arm in spec.arms or [] if arm.trained and arm.seed is not None})
     return arm_seeds or [0]
+
+
+def _verdict_rule_seeds(spec: Spec) -> Any:
+    rule = getattr(spec, "verdict_rule", None)
+    return rule.get("seeds") if isinstance(rule, dict) else None
+
+
+def _valid_seeds(seeds: Any) -> bool:
+    return (isinstance(seeds, list) and bool(seeds) and len(set(map(str, seeds))) == len(seeds)
+            and all(not isinstance(s, bool) and isinstance(s, int) and s >= 0 for s in seeds))
+
+
+def _seeds_key(spec: Spec) -> str:
+    """The field the scheduled seeds come from, for the refusals that name it."""
+    if spec.decision_rule is not None and spec.decision_rule.seeds:
+        return "decision_rule.seeds"
+    return "verdict_rule.seeds" if _verdict_rule_seeds(spec) is not None else "decision_rule.seeds"
 
 
 def _check_seeds(spec: Spec, plan: PlanView) -> None:
@@ -179,40 +200,34 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
             raise SpecError("decision_rule.seeds", "is empty; schedule at least one seed (e.g. [0])")
         if any(isinstance(s, bool) or s < 0 for s in rule.seeds) or len(set(rule.seeds)) != len(rule.seeds):
             raise SpecError("decision_rule.seeds", f"must be distinct non-negative integers (got {rule.seeds!r})")
-    seeds = scheduled_seeds(spec)
+    _check_verdict_rule_seeds(spec)
+    seeds, key = scheduled_seeds(spec), _seeds_key(spec)
     for index, arm in enumerate(spec.arms or []):
         if arm.trained and arm.seed is not None and arm.seed not in seeds:
-            raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed (decision_rule.seeds "
+            raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed ({key} "
                                                    f"{seeds}); every arm trains at every scheduled seed, so give "
                                                    "the arm one of them or leave its seed out")
     _check_group_seeds(spec, seeds)
-    if len(seeds) > 1 and (rule is None or not rule.seeds):
+    if len(seeds) > 1 and (rule is None or not rule.seeds) and _verdict_rule_seeds(spec) is None:
         raise SpecError("arms", f"arms state different seeds {seeds}; schedule them in decision_rule.seeds "
                                 "(every arm then trains at every seed)")
-    if len(seeds) > 1 and plan.training_type != "rl":
-        raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
-                                               "run; supported: a single seed (several seeds: training_type rl)")
-    _check_verdict_rule_seeds(spec, seeds)
 
 
-def _check_verdict_rule_seeds(spec: Spec, seeds: list[int]) -> None:
-    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the seeds the grader expects
-    observations for: the run trains the scheduled seed only, so any other list would be dropped without a word
-    (issue 46: [0, 1] trained seed 0, and the record graded `DEC-6: 6 observations missing ... seed 1`)."""
-    rule = getattr(spec, "verdict_rule", None)
-    if not isinstance(rule, dict) or rule.get("seeds") is None:
+def _check_verdict_rule_seeds(spec: Spec) -> None:
+    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the scheduled seeds: every arm's
+    LR grid trains at each of them, in that seed's data order, and the grader expects observations for each
+    (issue 46: [0, 1] once trained seed 0 only, and the record graded `DEC-6: 6 observations missing ... seed 1`).
+    A spec with a decision_rule schedules its seeds there."""
+    stated = _verdict_rule_seeds(spec)
+    if stated is None:
         return
-    stated = rule["seeds"]
-    if (not isinstance(stated, list) or not stated or len(set(map(str, stated))) != len(stated)
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in stated)):
+    if not _valid_seeds(stated):
         raise SpecError("verdict_rule.seeds", f"must be a non-empty list of distinct non-negative integers (got "
                                               f"{stated!r})")
-    if len(stated) > 1:
-        raise SpecError("verdict_rule.seeds", f"{stated}: training_type {spec.training_type} trains one seed per "
-                                              "run; supported: a single seed (several seeds: training_type rl)")
-    if stated != seeds:
-        raise SpecError("verdict_rule.seeds", f"{stated}, but the run trains seed {seeds[0]} (the arms' seed, else "
-                                              "0); state that seed, or give the arms the seed stated here")
+    rule = spec.decision_rule  # (training_type sft refuses a decision_rule, with what it decides by instead)
+    if spec.training_type != "sft" and rule is not None and rule.seeds and list(rule.seeds) != stated:
+        raise SpecError("verdict_rule.seeds", f"{stated}, but decision_rule.seeds schedules {list(rule.seeds)}; "
+                                              "state the seeds once")
 
 
 def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
@@ -234,7 +249,7 @@ def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
         seed = config.get("seed")
         if seed is not None and seed not in seeds:
             raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
-                            f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
+                            f"{seed!r} is not a scheduled seed ({_seeds_key(spec)} {seeds}); every arm trains "
                             "at every scheduled seed and its replica at each seed requests that seed, so state "
                             "one of them or leave the seed out")
 

@@ -169,7 +169,7 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
                 return None, f"metric {metric} is not recomputable from the retained evidence"
             if value is None:
                 return None, f"run {run.name}: {metric} does not recompute from the retained evidence"
-            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": 0, "metric": metric,
+            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": int(run.seed or 0), "metric": metric,
                          "value": value, "evaluator_id": evaluator})
     return rows, ""
 
@@ -228,7 +228,7 @@ def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
                 {name: v for name, v in values.items() if name in runs},
                 {name: runs[name].arm for name in values if name in runs},
                 {name: runs[name].lr for name in values if name in runs},
-                criteria, criteria[0]["metric"])
+                criteria, criteria[0]["metric"], {name: int(runs[name].seed or 0) for name in values if name in runs})
             return result, ""
     except (d.DecisionError, KeyError, TypeError, IndexError) as err:
         return None, str(err)
@@ -319,8 +319,10 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
             except d.DecisionError:
                 pass  # DEC-13 says why
         have = {(o.arm, o.item_id, o.seed) for o in rows}
-        missing = [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled
-                   if (arm, item, seed) not in have]
+        expected = ([(run.name, item, int(run.seed or 0)) for run in ctx.plan.training_runs
+                     if run.name in _compared_arms(ctx) for item in items] if best_lr and ctx.plan is not None else
+                    [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled])
+        missing = [key for key in expected if key not in have]
         if missing or not rows:
             first = missing[0] if missing else ("any arm", "any item", "any seed")
             issues.append(Issue("DEC-6", UNVERIFIED, f"criterion {criterion.get('id')}: {len(missing) or 'all'} "
@@ -475,8 +477,9 @@ def DEC_9(ctx: GradeContext) -> list[Issue]:
         return []
     if recomputed.get("method") == "best_lr_threshold":
         expected, issues = recomputed["verdict"], []
-        if ctx.result.get("confidence") == "strong":
-            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval (one seed, point estimates)"))
+        if ctx.result.get("confidence") == "strong" and not recomputed.get("settled_by_seeds"):
+            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval, and no two seeds settle every "
+                                                  "margin (point estimates)"))
     else:
         expected, issues = recomputed["verdict"], []
         if ctx.plan.vocabulary == "direction_confidence" and recomputed.get("confidence") == "weak" \
@@ -563,7 +566,8 @@ def _run_metrics(ctx: GradeContext) -> list[Issue]:
         reported = as_dict(arms.get(run.name))
         if not reported:
             by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-            reported = as_dict(next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
+            reported = as_dict(by_label.get(run.label) if run.label in by_label else
+                               next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
         if not close(reported.get(row["metric"]), row["value"]):
             wrong.append(f"{run.name} {row['metric']}")
     return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []

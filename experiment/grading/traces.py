@@ -201,7 +201,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
     """An arm of an LR grid: each run's numbers restate sft-steps.jsonl; the arm's grid is the plan's."""
     problems = []
     runs = as_dict(metrics.get("runs"))
-    grid = sorted(float(run.lr) for run in planned if run.lr is not None)
+    grid = sorted({float(run.lr) for run in planned if run.lr is not None})  # each LR once, whatever the seeds
     where = f"metrics.arms.{name}"
     if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list)
                                      and equal_json(sorted(map(float, metrics["lr_grid"])), grid)):
@@ -211,7 +211,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
                         "the plan trains")
     family = _requested_family(ctx, name)
     for run in planned:
-        label = f"{float(run.lr):g}" if run.lr is not None else run.name
+        label = run.label if run.lr is not None else run.name
         entry = as_dict(runs.get(label))
         if not entry:
             continue
@@ -365,7 +365,7 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
 
 
 def _grid_restores(ctx: GradeContext, arm: str, entry: dict[str, Any], runs: dict[str, Any]) -> list[str]:
-    order = [f"{float(run.lr):g}" for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
+    order = [run.label for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
     labels = [label for label in order if label in runs] + [label for label in runs if label not in order]
     expected = []
     for label in labels:
@@ -435,17 +435,29 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
     step order, carry exactly the manifest's batch ids; the runs are the plan's runs of the arm."""
     manifests = ctx.result.get("adaptation_manifests")
     sft = _sft_rows(ctx)
-    planned: dict[str, list[str]] = {}
+    planned: dict[str, list[str]] = {}  # "<arm>" (first seed) or "<arm> at seed <s>" -> the plan's runs, in order
+    pairs: dict[str, str] = {}  # the same key -> the pair of that seed's runs
+    seeds = list(getattr(ctx.plan, "seeds", None) or [0]) if ctx.plan else [0]
     for run in (ctx.plan.training_runs if ctx.plan else []):
-        if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's
-            planned.setdefault(run.arm, []).append(run.name)
+        if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's, one pair per scheduled seed
+            first = run.seed is None or run.seed == seeds[0]
+            key = run.arm if first else f"{run.arm} at seed {run.seed}"
+            planned.setdefault(key, []).append(run.name)
+            pairs[key] = ADAPTATION_PAIR if first else f"{ADAPTATION_PAIR}-seed{run.seed}"
     if not isinstance(manifests, list):
         if manifests is None and planned and sft and _succeeded(ctx):
             return [Issue("TRACE-4", INVALID, "a succeeded LR-grid comparison retains its step log but no "
                                               "adaptation_manifests")]
         return []
     problems = []
-    arms = sorted(str(as_dict(m).get("arm")) for m in manifests if "runs" in as_dict(m))
+    by_pair = {pair: key for key, pair in pairs.items()}
+
+    def key_of(manifest: dict[str, Any]) -> str:
+        pair = manifest.get("pair")
+        seed_suffix = pair.removeprefix(ADAPTATION_PAIR) if isinstance(pair, str) else ""
+        return str(manifest.get("arm")) + (f" at seed {seed_suffix.removeprefix('-seed')}" if seed_suffix else "")
+
+    arms = sorted(key_of(as_dict(m)) for m in manifests if "runs" in as_dict(m))
     if planned and _succeeded(ctx) and arms != sorted(planned):
         problems.append(f"adaptation_manifests cover arms {arms}, not each of the plan's {sorted(planned)} once")
     for index, manifest in enumerate(manifests):
@@ -454,10 +466,10 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
         where = f"adaptation_manifests[{index}] ({short(arm)})"
         if "runs" not in manifest:
             continue  # an RL pair's manifest: its arms' batches are not logged per step (ADAPT-1 pairs the hashes)
-        if manifest.get("pair") != ADAPTATION_PAIR or not equal_json(manifest.get("warmup_batches"), 0):
-            problems.append(f"{where}: an LR-grid comparison's manifest is pair {ADAPTATION_PAIR} with no warmup "
-                            "batches")
-        if ctx.plan is not None and _succeeded(ctx) and runs != planned.get(str(arm)):
+        if manifest.get("pair") not in (by_pair or {ADAPTATION_PAIR: ""}) or not equal_json(manifest.get("warmup_batches"), 0):
+            problems.append(f"{where}: an LR-grid comparison's manifest is pair {ADAPTATION_PAIR} (-seed<s> at a "
+                            "further scheduled seed) with no warmup batches")
+        if ctx.plan is not None and _succeeded(ctx) and runs != planned.get(key_of(manifest)):
             problems.append(f"{where}: runs {short(runs)} are not the plan's runs of {short(arm)}")
         if not isinstance(ids, list):
             continue

@@ -102,11 +102,12 @@ def load_chat_hub(hf_path: str, split: str) -> list[ChatExample]:
     return [_example(row, index, f"{hf_path}:{split}") for index, row in enumerate(dataset)]
 
 
-def training_examples(spec: Spec) -> list[ChatExample]:
-    """The spec's training rows in the shared seed-0 order (the first dataset.n_examples of it)."""
+def training_examples(spec: Spec, seed: int | None = None) -> list[ChatExample]:
+    """The spec's training rows in the order every run at `seed` shares (default: the arms' seed, else 0; one
+    shuffle per seed), the first dataset.n_examples of it."""
     dataset = spec.to_dict()["dataset"]
     rows = load_chat_file(resolve_data_path(dataset["path"])) if dataset.get("path") else load_chat_hub(dataset["hf_path"], "train")
-    ordered = seeded_shuffle(rows, seed=sft_settings(spec).seed)
+    ordered = seeded_shuffle(rows, seed=sft_settings(spec).seed if seed is None else seed)
     n = int(dataset.get("n_examples") or len(ordered))
     if n > len(ordered):
         raise ValueError(f"dataset.n_examples is {n} but the training split has {len(ordered)} rows")

@@ -17,6 +17,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import pair_mismatches
 from experiment.sft.runs import service_routing, sft_runs
+from experiment.stats.decision import best_lr_threshold
 
 # (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
 RunDirValidator = Callable[[Path], dict[str, Any]]
@@ -51,32 +52,37 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     if missing:
         return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
 
+    # one value per training run and criterion metric (the rule names the held-out NLL by its token-mean key)
+    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
+    wanted = {criterion["metric"] for criterion in rule["criteria"]} | set(metric_values)
+    run_values = {run.name: {metric: per_arm[run.arm]["runs"][run.label][metric_values.get(metric, metric)]
+                             for metric in wanted} for run in runs}
+    computed = best_lr_threshold(run_values, {run.name: run.arm for run in runs},
+                                 {run.name: run.learning_rate for run in runs}, rule["criteria"],
+                                 "heldout_nll_token_mean", {run.name: run.seed for run in runs})
+    seeds = computed["seeds"]
     arms: dict[str, dict[str, Any]] = {}
-    for arm in ctx.plan.trained_arms:
-        arm_runs = [run for run in runs if run.arm == arm.name]
-        grid = sorted(run.learning_rate for run in arm_runs)
-        measured = per_arm[arm.name]["runs"]
-        best = min(arm_runs, key=lambda run: measured[run.label][nll_key])
-        arms[arm.name] = {
-            "selected_lr": best.learning_rate, "selected_run": best.name,
-            nll_key: measured[best.label][nll_key],
-            "median_optim_step_seconds": measured[best.label]["median_optim_step_seconds"],
+    for arm, entry in computed["per_arm"].items():
+        measured = per_arm[arm]["runs"]
+        arm_runs = [run for run in runs if run.arm == arm]
+        arms[arm] = {
+            "selected_lr": entry["selected_lr"], "selected_run": entry["selected_run"],
+            nll_key: entry["values"]["heldout_nll_token_mean"],
+            "median_optim_step_seconds": entry["values"]["median_optim_step_seconds"],  # the seeds' mean
             "median_optim_step_seconds_all_runs": statistics.median(
                 measured[run.label]["median_optim_step_seconds"] for run in arm_runs),
-            "lr_grid": grid, "grid_edge": best.learning_rate in (grid[0], grid[-1]),
+            "lr_grid": entry["lr_grid"], "grid_edge": entry["grid_edge"],
+            **({"selected_runs": entry["selected_runs"]} if len(seeds) > 1 else {}),
         }
-    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
-    criteria = []
-    for criterion in rule["criteria"]:
-        key = metric_values.get(criterion["metric"], criterion["metric"])
-        effect = sum(weight * arms[arm][key] for arm, weight in criterion["weights"].items())
-        met = effect >= criterion["margin"] if criterion.get("comparison", "at_least") == "at_least" else effect > criterion["margin"]
-        criteria.append({"id": criterion["id"], "metric": criterion["metric"], "effect": effect,
-                         "margin": criterion["margin"], "met": met})
+    criteria = computed["criteria"]
     mismatches = pair_mismatches(result.get("adaptation_manifests") or [])  # before any verdict
-    grid_edge = any(entry["grid_edge"] for entry in arms.values())
-    supported = all(c["met"] for c in criteria)
-    limits = ["one seed and no interval: the best-LR comparison is a point estimate"]
+    grid_edge = computed["grid_edge"]
+    supported = computed["verdict"] == "supported"
+    limits = [] if computed["settled_by_seeds"] else [
+        "one seed and no interval: the best-LR comparison is a point estimate" if len(seeds) == 1 else
+        f"no interval, and the {len(seeds)} seeds do not settle every margin: "
+        + "; ".join(f"{c['id']} per-seed effects {', '.join(f'{v:+.4g}' for v in c['per_seed_effects'].values())}"
+                    for c in criteria if not c["settled_by_seeds"])]
     limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
     limits += mismatches
     limits += changed_experiment_limit(result)
@@ -90,7 +96,8 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     summary_arms = {arm: {nll_key: v[nll_key], "selected_lr": v["selected_lr"], "selected_run": v["selected_run"],
                           "median_optim_step_seconds": v["median_optim_step_seconds"],
                           "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"],
-                          "grid_edge": v["grid_edge"]}
+                          "grid_edge": v["grid_edge"],
+                          **({"selected_runs": v["selected_runs"]} if "selected_runs" in v else {})}
                     for arm, v in arms.items()}
     verdict_record = {"rule": "GEN-3 (no decision_rule): effect against margin, per criterion",
                       "selection": selection_ran(per_arm, aggregation),
@@ -98,7 +105,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
     # everything but the verdict first (no decision object: the spec has no decision_rule)
     ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
-                            margin=primary["margin"], seeds=1, grid_edge=grid_edge)
+                            margin=primary["margin"], seeds=len(seeds), grid_edge=grid_edge)
     validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
     problem_count = validation["problem_count"]
     if problem_count:
@@ -110,17 +117,20 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
         f"Verdict {'supported' if supported else 'refuted'}: "
         + "; ".join(f"{c['id']} effect {c['effect']:+.4g} {'meets' if c['met'] else 'misses'} margin {c['margin']:g}"
                     for c in criteria)
-        + f". Confidence is weak: {'; '.join(limits)}. Routing: {routing['reason']}."
+        + (f". Confidence is weak: {'; '.join(limits)}." if limits else
+           f". Confidence is strong: each of the {len(seeds)} seeds settles every margin.")
+        + f" Routing: {routing['reason']}."
     )
     ctx.store.update_result(
         validation=validation,
         status="succeeded",
-        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid) from one proven initial state on "
+        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid"
+                 f"{f' x {len(seeds)} seeds' if len(seeds) > 1 else ''}) from one proven initial state on "
                  f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
                  f"Best-LR gap ({baseline} minus {treatment}) {primary['effect']:+.4f} nats; verdict "
                  f"{'supported' if supported else 'refuted'}."),
-        verdict="supported" if supported else "refuted", confidence="weak",
-        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=1, grid_edge=grid_edge,
+        verdict="supported" if supported else "refuted", confidence="weak" if limits else "strong",
+        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=len(seeds), grid_edge=grid_edge,
         reasoning=reasoning, outcome_reason=None,
     )
     return GateVerdict(
