@@ -578,6 +578,34 @@ CORPUS += [
             None, data=(("test.jsonl", _task_rows("e", 40)),)),
 ]
 
+def _trimuon_three_optimizers(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """Three optimizers in one SFT spec, each with its own LR grid: TriMuon (treatment) against DiMuon-lite and
+    AdamW (both baselines); the verdict rule contrasts TriMuon's best LR with each baseline's."""
+    adamw = copy.deepcopy(revision["arms"][1])
+    adamw.update(name="adamw", optimizer={"family": "adamw", "config": {"beta1": 0.9, "grad_clip_norm": 0.0}},
+                 lr_grid=[1e-4, 3e-4, 1e-3])
+    revision["arms"].append(adamw)
+    criteria = revision["verdict_rule"]["criteria"]
+    criteria.insert(1, {**copy.deepcopy(criteria[0]), "id": "nll_gap_adamw", "weights": {"adamw": 1, "trimuon": -1}})
+
+
+# Any number of SFT arms, each with its own LR grid (issue 46, item 1: "three optimizers in one SFT spec (AdamW,
+# DiMuon, TriMuon with LR grids)" was refused, "needs exactly one arm with role treatment and one with role
+# baseline"); the correctness preflight measures the one TriMuon/DiMuon-lite path whatever other arms run.
+CORPUS += [
+    Variant("three-optimizers-grids", "trimuon", _trimuon_three_optimizers, None,
+            "refused before: needs exactly one arm with role treatment and one with role baseline"),
+    Variant("three-optimizers-grids-two-seeds", "trimuon", both(_trimuon_three_optimizers, _verdict_seeds([0, 1])),
+            None),
+    Variant("three-optimizers-role-weights", "trimuon", both(_trimuon_three_optimizers, lambda s, r: r["verdict_rule"][
+        "criteria"][1].update(weights={"baseline": 1, "treatment": -1})),
+            "verdict_rule.criteria[1].weights: key 'baseline' is not a trained arm"),
+    Variant("three-optimizers-no-dimuon", "trimuon", both(_trimuon_three_optimizers, lambda s, r: r["arms"][1][
+        "optimizer"].update(family="adamw", config={"beta1": 0.9, "grad_clip_norm": 0.0})),
+            "training_type sft checks one optimizer path"),
+    Variant("one-arm", "trimuon", lambda s, r: r["arms"].pop(1), "training_type sft compares two or more trained arms"),
+]
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).

@@ -440,7 +440,7 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
     if not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
         raise SpecError("verdict_rule", "training_type sft needs a verdict_rule with method best_lr_threshold "
                                         "in its recorded revision")
-    _two_roles_or_refuse(plan, "arms", "training_type sft")
+    _check_sft_arms(plan, rule)
     if plan.gate("activation_gate").blocks:
         raise SpecError("activation_gate", "training_type sft has no activation pilot; set "
                                            "activation_gate.applicable false")
@@ -450,8 +450,26 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
         raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
                                                        "optimizer paths (kind optimizer) only")
     if paths and plan.gate("correctness_preflight").blocks:
-        _check_optimizer_parity(plan)
+        sft_correctness_pair(plan)
     _check_initialization(plan, "training_type sft")
+
+
+def _check_sft_arms(plan: PlanView, rule: dict[str, Any]) -> None:
+    """Any number of trained arms (two or more), each with its own LR grid (or one lr): the verdict_rule's criteria
+    contrast them by arm name, and per arm the best LR is selected (best_lr_threshold). Its weights name trained
+    arms only, by name (the method selects each arm's best run, so a role label held by several arms, or by none,
+    names no run to select)."""
+    trained = [arm.name for arm in plan.trained_arms]
+    if len(trained) < 2:
+        raise SpecError("arms", f"training_type sft compares two or more trained arms (trained: {trained})")
+    for index, criterion in enumerate(rule.get("criteria") if isinstance(rule.get("criteria"), list) else []):
+        weights = criterion.get("weights") if isinstance(criterion, dict) else None
+        for key in weights if isinstance(weights, dict) else {}:
+            if key not in trained:
+                raise SpecError(f"verdict_rule.criteria[{index}].weights", f"key {key!r} is not a trained arm; the "
+                                                                          "best-LR rule selects each weighted arm's "
+                                                                          "best run, so key the weights by arm name "
+                                                                          f"({', '.join(trained)})")
 
 
 # TriMuon with its one change switched off: DiMuon-lite's polar step. The SFT correctness preflight's baseline
@@ -459,23 +477,38 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
 TRIMUON_DISABLED = {"polar_step": "polar_express"}
 
 
-def _check_optimizer_parity(plan: PlanView) -> None:
-    """The optimizer path the SFT correctness preflight measures: a TriMuon treatment against a DiMuon-lite
-    baseline with the same settings, since the baseline check compares the treatment with its change switched
-    off (TRIMUON_DISABLED) to the baseline arm's updates. Any other pair fails that check by construction, at
-    the correctness preflight, after the probe's training calls."""
+def sft_correctness_pair(plan: PlanView) -> tuple[str, str]:
+    """(treatment, baseline): the arms whose optimizer path the SFT correctness preflight measures, a TriMuon
+    treatment against a DiMuon-lite baseline with the same settings, since the baseline check compares the
+    treatment with its change switched off (TRIMUON_DISABLED) to the baseline arm's updates. Any other pair fails
+    that check by construction, at the correctness preflight, after the probe's training calls. With several
+    baseline arms (three optimizers: AdamW, DiMuon-lite, TriMuon), the baseline is the one arm of role baseline
+    the parity holds for; SpecError when there is none."""
+    treatment = _unique_role(plan, "treatment")
+    if treatment is None:
+        _two_roles_or_refuse(plan, "arms", "the correctness preflight of training_type sft")
+    baselines = [arm.name for arm in plan.arms if arm.role == "baseline"]
+    matching = [name for name in baselines if _optimizer_parity_problem(plan, treatment, name) is None]
+    if matching:
+        return treatment, matching[0]
+    if not baselines:
+        _two_roles_or_refuse(plan, "arms", "the correctness preflight of training_type sft")
+    raise SpecError("correctness_preflight", _optimizer_parity_problem(plan, treatment, baselines[0]))
+
+
+def _optimizer_parity_problem(plan: PlanView, treatment_name: str, baseline_name: str) -> str | None:
+    """Why the treatment and this baseline are not the path the SFT correctness preflight measures, or None."""
     arms = {arm.name: arm for arm in plan.arms}
-    treatment, baseline = (arms[plan.role_to_arm[role]["arm"]] for role in ("treatment", "baseline"))
+    treatment, baseline = arms[treatment_name], arms[baseline_name]
     families = [(arm.optimizer or {}).get("family") for arm in (treatment, baseline)]
     configs = [dict((arm.optimizer or {}).get("config") or {}) for arm in (treatment, baseline)]
     disabled, stock = {**configs[0], **TRIMUON_DISABLED}, {**TRIMUON_DISABLED, **configs[1]}
     if families != ["trimuon", "dimuon"] or disabled != stock:
-        raise SpecError("correctness_preflight", f"training_type sft checks one optimizer path: a trimuon treatment "
-                                                 f"whose updates with {TRIMUON_DISABLED} are the dimuon baseline's "
-                                                 f"(the same settings otherwise); treatment {treatment.name} is "
-                                                 f"{families[0]} {configs[0]}, baseline {baseline.name} {families[1]} "
-                                                 f"{configs[1]}; supported otherwise: correctness_preflight.required "
-                                                 "false with no custom optimizer")
+        return (f"training_type sft checks one optimizer path: a trimuon treatment whose updates with "
+                f"{TRIMUON_DISABLED} are the dimuon baseline's (the same settings otherwise); treatment "
+                f"{treatment.name} is {families[0]} {configs[0]}, baseline {baseline.name} {families[1]} {configs[1]}; "
+                "supported otherwise: correctness_preflight.required false with no custom optimizer")
+    return None
 
 
 def _check_rl_data(spec: Spec) -> None:

@@ -145,7 +145,8 @@ def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
     run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
     if run is not None and run.lr is not None:
         runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-        entry = next((v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
+        entry = runs[run.label] if run.label in runs else next(  # its label; else its learning rate
+            (v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
         return as_dict(entry).get(metric)
     if owner == "base":
         return metrics.get(f"base_model_{metric}", metrics.get(f"base_{metric}"))
@@ -338,9 +339,10 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
         arm, run = score.get("arm"), score.get("run")
         entry = as_dict(arms.get(arm))
         if run is not None and entry:
-            label = next((key for key, value in as_dict(entry.get("runs")).items()
-                          if f"{arm}@lr={key}" == run or (is_number(score.get("learning_rate"))
-                                                           and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL))), None)
+            by_label = as_dict(entry.get("runs"))  # the run's own label (`<lr>`, `<lr>-seed<s>`), else its learning rate
+            label = next((key for key in by_label if f"{arm}@lr={key}" == run), None) or next(
+                (key for key in by_label if is_number(score.get("learning_rate"))
+                 and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL)), None)
             if label is None:
                 issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for run {run}"))
                 continue

@@ -58,7 +58,9 @@ def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
 def _seed_replicas(ctx: GradeContext) -> list[Any]:
     """The arms' replicas at scheduled seeds after the first (the plan's labels, `<arm>-seed<s>`)."""
     plan = ctx.plan
-    return [r for r in getattr(plan, "replicas", []) if r.trained and r.label != r.arm] if plan else []
+    if plan is None or getattr(plan, "training_type", None) == "sft":
+        return []  # an SFT arm's runs at every seed start from its one initialization: entries under its `runs`
+    return [r for r in getattr(plan, "replicas", []) if r.trained and r.label != r.arm]
 
 
 def _groups(ctx: GradeContext) -> list[list[str]]:
@@ -119,17 +121,17 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
             if isinstance(v, dict)}
     if not any("runs" in entry for entry in arms.values()):
         return []  # a record without per-run entries: REST-5 grades each check's learning rate against the grid
-    for arm, lrs in _planned_lrs(ctx).items():
-        if len(lrs) < 2 or arm not in arms:
+    planned: dict[str, list[str]] = {}  # arm -> its runs' labels (`<lr>`, `<lr>-seed<s>` at a further seed)
+    for run in (ctx.plan.training_runs if ctx.plan is not None else []):
+        if run.lr is not None:
+            planned.setdefault(run.arm, []).append(run.label)
+    for arm, labels_planned in planned.items():
+        if len(labels_planned) < 2 or arm not in arms:
             continue
         labels = list(as_dict(arms[arm].get("runs")))
-        try:
-            found = sorted(float(label) for label in labels)
-        except ValueError:
-            found = []
-        if found != sorted(lrs):
+        if sorted(labels) != sorted(labels_planned):
             issues.append(Issue("REST-1", UNVERIFIED, f"arm {arm}: provenance for runs {', '.join(labels) or 'none'}, the "
-                                                      f"plan trains {', '.join(f'{lr:g}' for lr in sorted(lrs))}"))
+                                                      f"plan trains {', '.join(labels_planned)}"))
     return issues
 
 
@@ -218,8 +220,8 @@ def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = N
         for check in as_list(entry.get("optimizer_checks")):
             found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
         for label, run in as_dict(entry.get("runs")).items():
-            try:
-                lr = [float(label)]
+            try:  # a run's label is its learning rate, with -seed<s> at a further scheduled seed
+                lr = [float(label.split("-seed")[0])]
             except ValueError:
                 lr = planned.get(arm)
             for check in as_list(as_dict(run).get("optimizer_checks")):

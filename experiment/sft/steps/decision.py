@@ -90,8 +90,6 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
         if note:
             limits.append(note)
     routing = ctx.state.service_routing or service_routing(ctx)
-    treatment = ctx.plan.role_to_arm["treatment"]["arm"]
-    baseline = ctx.plan.role_to_arm["baseline"]["arm"]
     primary = criteria[0]
     summary_arms = {arm: {nll_key: v[nll_key], "selected_lr": v["selected_lr"], "selected_run": v["selected_run"],
                           "median_optim_step_seconds": v["median_optim_step_seconds"],
@@ -111,9 +109,9 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     if problem_count:
         limits.append(f"validation found {problem_count} problem(s): {', '.join(validation['failed_checks'])}")
     reasoning = (
-        f"Best-LR {treatment} held-out NLL {arms[treatment][nll_key]:.4f} (LR {arms[treatment]['selected_lr']:g}) vs "
-        f"{baseline} {arms[baseline][nll_key]:.4f} (LR {arms[baseline]['selected_lr']:g}); median optimizer step "
-        f"{arms[treatment]['median_optim_step_seconds']:.4f}s vs {arms[baseline]['median_optim_step_seconds']:.4f}s. "
+        "Best-LR held-out NLL " + ", ".join(f"{arm} {v[nll_key]:.4f} (LR {v['selected_lr']:g})" for arm, v in arms.items())
+        + "; median optimizer step " + ", ".join(f"{arm} {v['median_optim_step_seconds']:.4f}s" for arm, v in arms.items())
+        + ". "
         f"Verdict {'supported' if supported else 'refuted'}: "
         + "; ".join(f"{c['id']} effect {c['effect']:+.4g} {'meets' if c['met'] else 'misses'} margin {c['margin']:g}"
                     for c in criteria)
@@ -127,7 +125,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
         summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid"
                  f"{f' x {len(seeds)} seeds' if len(seeds) > 1 else ''}) from one proven initial state on "
                  f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
-                 f"Best-LR gap ({baseline} minus {treatment}) {primary['effect']:+.4f} nats; verdict "
+                 f"Best-LR {primary['id']} ({contrast(rule['criteria'][0]['weights'])}) {primary['effect']:+.4f}; verdict "
                  f"{'supported' if supported else 'refuted'}."),
         verdict="supported" if supported else "refuted", confidence="weak" if limits else "strong",
         effect=primary["effect"], margin=primary["margin"], ci=None, seeds=len(seeds), grid_edge=grid_edge,
@@ -141,6 +139,13 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
                   "validation_problems": problem_count,
                   **{c["id"]: c["effect"] for c in criteria}},
     )
+
+
+def contrast(weights: dict[str, float]) -> str:
+    """A criterion's weights as the contrast they compute ("dimuon_lite minus trimuon")."""
+    plus = [arm if weight == 1 else f"{weight:g} x {arm}" for arm, weight in weights.items() if weight > 0]
+    minus = [arm if weight == -1 else f"{-weight:g} x {arm}" for arm, weight in weights.items() if weight < 0]
+    return " + ".join(plus) + (" minus " + " + ".join(minus) if minus else "")
 
 
 def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
