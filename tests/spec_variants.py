@@ -243,8 +243,7 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("seeds-sft", "trimuon", lambda s, r: s.update(decision_rule={
         "version": 1, "method": "best_lr_threshold", "seeds": [0, 1],
         "criteria": [{"id": "primary", "metric": "nll", "weights": {"trimuon": 1, "dimuon_lite": -1}, "margin": 0}]}),
-            "training_type sft decides by the recorded revision's verdict_rule (best_lr_threshold), not by a "
-            "decision_rule"),
+            "verdict_rule: the spec has a decision_rule too: one rule decides"),
     # arms and roles
     Variant("roles-explicit", "gs1", gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline"}), None),
     Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
@@ -604,6 +603,42 @@ CORPUS += [
         "optimizer"].update(family="adamw", config={"beta1": 0.9, "grad_clip_norm": 0.0})),
             "training_type sft checks one optimizer path"),
     Variant("one-arm", "trimuon", lambda s, r: r["arms"].pop(1), "training_type sft compares two or more trained arms"),
+]
+
+def _trimuon_paired_decision(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """The TriMuon comparison decided by a paired Hoeffding rule on each held-out conversation's NLL (the contract's
+    section 7 decision on a per-item held-out measure): one LR per arm, example-mean aggregation, no verdict_rule."""
+    for arm in revision["arms"]:
+        arm.pop("lr_grid")
+        arm["lr"] = 1e-4
+    revision.pop("verdict_rule")
+    revision["experiment_features"]["paired_comparison"] = True
+    spec["eval"]["aggregation"] = "example_mean"
+    spec["decision_rule"] = {
+        "version": 1, "method": "paired_hoeffding", "alpha": 0.05, "unit": "held-out conversation", "seeds": [0],
+        "criteria": [{"id": "nll_gap", "metric": "heldout_nll_example_mean", "margin": 0.01, "bounds": [0, 40],
+                      "weights": {"dimuon_lite": 1, "trimuon": -1}}]}
+
+
+# Paired decisions on per-item held-out measures for SFT (issue 46, item 1: "SFT with a paired_hoeffding decision
+# on held-out items" was refused): each conversation's held-out NLL is the paired observation.
+CORPUS += [
+    Variant("paired-decision", "trimuon", _trimuon_paired_decision, None, "refused before: training_type sft "
+            "decides by the recorded revision's verdict_rule"),
+    Variant("paired-decision-two-seeds", "trimuon", both(_trimuon_paired_decision,
+                                                         lambda s, r: s["decision_rule"].update(seeds=[0, 1])), None),
+    Variant("paired-decision-role-weights", "trimuon", both(_trimuon_paired_decision, lambda s, r: s["decision_rule"][
+        "criteria"][0].update(weights={"baseline": 1, "treatment": -1})), None),
+    Variant("paired-decision-token-mean", "trimuon", both(_trimuon_paired_decision,
+                                                          lambda s, r: s["eval"].update(aggregation="token_mean")),
+            "eval.aggregation: 'token_mean': a paired decision on held-out NLL observes each conversation's own NLL"),
+    Variant("paired-decision-lr-grid", "trimuon", both(_trimuon_paired_decision, _trimuon_grid([5e-5, 1e-4, 2e-4])),
+            "a decision_rule on training_type sft compares arms of one learning rate each"),
+    Variant("paired-decision-bounds-above-zero", "trimuon", both(_trimuon_paired_decision, lambda s, r: s[
+        "decision_rule"]["criteria"][0].update(bounds=[1, 40])), "a held-out NLL is at least 0"),
+    Variant("paired-decision-beside-verdict-rule", "trimuon", both(
+        _trimuon_paired_decision, lambda s, r: r.update(verdict_rule=seed_files("trimuon")[1]["verdict_rule"])),
+            "one rule decides"),
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,

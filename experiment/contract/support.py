@@ -433,14 +433,14 @@ def _check_initialization(plan: PlanView, family: str) -> None:
 
 def _check_sft(spec: Spec, plan: PlanView) -> None:
     _check_sft_data(spec)
-    if spec.decision_rule is not None:
-        raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
-                                         "(best_lr_threshold), not by a decision_rule")
     rule = getattr(spec, "verdict_rule", None)
-    if not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
+    if spec.decision_rule is not None:
+        _check_sft_decision_rule(spec, plan, rule)
+    elif not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
         raise SpecError("verdict_rule", "training_type sft needs a verdict_rule with method best_lr_threshold "
-                                        "in its recorded revision")
-    _check_sft_arms(plan, rule)
+                                        "in its recorded revision, or a decision_rule (paired_hoeffding on "
+                                        "per-conversation held-out NLL)")
+    _check_sft_arms(plan, rule if spec.decision_rule is None else {})
     if plan.gate("activation_gate").blocks:
         raise SpecError("activation_gate", "training_type sft has no activation pilot; set "
                                            "activation_gate.applicable false")
@@ -452,6 +452,51 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
     if paths and plan.gate("correctness_preflight").blocks:
         sft_correctness_pair(plan)
     _check_initialization(plan, "training_type sft")
+
+
+# The per-item measure of an SFT paired decision: each held-out conversation's NLL over its counted tokens. The
+# contract's statistic is per item (section 7: "the per-item statistic sum_arm w_arm * value_arm(item)", its mean
+# over the n items), so the arm's mean of it is section 8's example_mean, never its token_mean.
+SFT_PAIRED_METRIC = "heldout_nll_example_mean"
+SFT_DECISION_LR_GRID_REFUSAL = (
+    "a decision_rule on training_type sft compares arms of one learning rate each (arms[i].lr): the contract's "
+    "LR-grid row (exchange-contract.md section 1, item 8: every grid point under the same budget, the selected LR "
+    "per arm reported) defines no held-out split to select an LR on, and selecting it on the paired decision's "
+    "held-out items would decide on the items it was chosen by; give one lr per arm, or drop the decision_rule "
+    "and decide by the revision's verdict_rule (best_lr_threshold)")
+
+
+def _check_sft_decision_rule(spec: Spec, plan: PlanView, verdict_rule: Any) -> None:
+    """A decision_rule on an SFT spec (issue 46: paired decisions on per-item held-out measures): the contract's
+    section 7 decision, paired_hoeffding with alpha, on each held-out conversation's NLL (SFT_PAIRED_METRIC,
+    aggregation example_mean), bounds that contain an NLL's floor 0, arms of one learning rate each, and no
+    verdict_rule beside it (one rule decides)."""
+    rule = spec.decision_rule
+    if isinstance(verdict_rule, dict) and verdict_rule:
+        raise SpecError("verdict_rule", "the spec has a decision_rule too: one rule decides; drop the revision's "
+                                        "verdict_rule (best-LR threshold) or the decision_rule (paired)")
+    if rule.method != "paired_hoeffding":
+        raise SpecError("decision_rule.method", f"{rule.method!r}: training_type sft supports paired_hoeffding")
+    if rule.alpha is None:
+        raise SpecError("decision_rule.alpha", "paired_hoeffding needs alpha (e.g. 0.05)")
+    gridded = [arm.name for arm in plan.trained_arms if arm.lr_grid]
+    if gridded:
+        raise SpecError(f"arms[{gridded[0]}].lr_grid", SFT_DECISION_LR_GRID_REFUSAL)
+    if plan.eval.get("aggregation") != "example_mean":
+        raise SpecError("eval.aggregation", f"{plan.eval.get('aggregation')!r}: a paired decision on held-out NLL "
+                                            "observes each conversation's own NLL and averages the items (the "
+                                            "contract's per-item statistic, section 7), which is section 8's "
+                                            "example_mean; set eval.aggregation \"example_mean\"")
+    for index, criterion in enumerate(rule.criteria):
+        where = f"decision_rule.criteria[{index}]"
+        if criterion.metric != SFT_PAIRED_METRIC:
+            raise SpecError(f"{where}.metric", f"{criterion.metric!r}: training_type sft observes "
+                                               f"{SFT_PAIRED_METRIC} per held-out conversation")
+        bounds = criterion.bounds
+        if not bounds or len(bounds) != 2 or not bounds[0] <= 0 < bounds[1]:
+            raise SpecError(f"{where}.bounds", f"{bounds!r}: a held-out NLL is at least 0, so the bounds [lo, hi] "
+                                               "need lo <= 0 < hi (hi the largest per-conversation NLL the spec "
+                                               "allows; a value past it stops the decision, never clipped)")
 
 
 def _check_sft_arms(plan: PlanView, rule: dict[str, Any]) -> None:

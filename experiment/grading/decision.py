@@ -19,7 +19,7 @@ from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    close, equal_json, float_of, is_number, model_issues, run_checks, short,
+    close, equal_json, float_of, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 from experiment.grading.evaluator import loss_from_predictions
 
@@ -169,7 +169,7 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
                 return None, f"metric {metric} is not recomputable from the retained evidence"
             if value is None:
                 return None, f"run {run.name}: {metric} does not recompute from the retained evidence"
-            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": int(run.seed or 0), "metric": metric,
+            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": run_seed(run), "metric": metric,
                          "value": value, "evaluator_id": evaluator})
     return rows, ""
 
@@ -228,7 +228,7 @@ def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
                 {name: v for name, v in values.items() if name in runs},
                 {name: runs[name].arm for name in values if name in runs},
                 {name: runs[name].lr for name in values if name in runs},
-                criteria, criteria[0]["metric"], {name: int(runs[name].seed or 0) for name in values if name in runs})
+                criteria, criteria[0]["metric"], {name: run_seed(runs[name]) for name in values if name in runs})
             return result, ""
     except (d.DecisionError, KeyError, TypeError, IndexError) as err:
         return None, str(err)
@@ -319,7 +319,7 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
             except d.DecisionError:
                 pass  # DEC-13 says why
         have = {(o.arm, o.item_id, o.seed) for o in rows}
-        expected = ([(run.name, item, int(run.seed or 0)) for run in ctx.plan.training_runs
+        expected = ([(run.name, item, run_seed(run)) for run in ctx.plan.training_runs
                      if run.name in _compared_arms(ctx) for item in items] if best_lr and ctx.plan is not None else
                     [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled])
         missing = [key for key in expected if key not in have]
@@ -566,7 +566,7 @@ def _run_metrics(ctx: GradeContext) -> list[Issue]:
         reported = as_dict(arms.get(run.name))
         if not reported:
             by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-            reported = as_dict(by_label.get(run.label) if run.label in by_label else
+            reported = as_dict(by_label.get(run_label(run)) if run_label(run) in by_label else
                                next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
         if not close(reported.get(row["metric"]), row["value"]):
             wrong.append(f"{run.name} {row['metric']}")

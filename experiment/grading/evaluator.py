@@ -16,7 +16,7 @@ from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading import spec_anchor
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short,
+    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 
 NAME = "evaluator"
@@ -145,7 +145,7 @@ def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
     run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
     if run is not None and run.lr is not None:
         runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-        entry = runs[run.label] if run.label in runs else next(  # its label; else its learning rate
+        entry = runs[run_label(run)] if run_label(run) in runs else next(  # its label; else its learning rate
             (v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
         return as_dict(entry).get(metric)
     if owner == "base":

@@ -20,7 +20,7 @@ from experiment.contract.spec import (
 )
 from experiment.grading.common import (
     HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, is_integer, is_number, model_issues, run_checks, short,
+    equal_json, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 
 NAME = "restoration"
@@ -124,7 +124,7 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
     planned: dict[str, list[str]] = {}  # arm -> its runs' labels (`<lr>`, `<lr>-seed<s>` at a further seed)
     for run in (ctx.plan.training_runs if ctx.plan is not None else []):
         if run.lr is not None:
-            planned.setdefault(run.arm, []).append(run.label)
+            planned.setdefault(run.arm, []).append(run_label(run))
     for arm, labels_planned in planned.items():
         if len(labels_planned) < 2 or arm not in arms:
             continue

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from experiment.grading.common import (
-    INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_integer, is_number, short,
+    INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_integer, is_number, short, run_label, run_seed,
 )
 
 SFT_STEPS = "sft-steps.jsonl"
@@ -211,7 +211,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
                         "the plan trains")
     family = _requested_family(ctx, name)
     for run in planned:
-        label = run.label if run.lr is not None else run.name
+        label = run_label(run)
         entry = as_dict(runs.get(label))
         if not entry:
             continue
@@ -365,7 +365,7 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
 
 
 def _grid_restores(ctx: GradeContext, arm: str, entry: dict[str, Any], runs: dict[str, Any]) -> list[str]:
-    order = [run.label for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
+    order = [run_label(run) for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
     labels = [label for label in order if label in runs] + [label for label in runs if label not in order]
     expected = []
     for label in labels:
@@ -440,10 +440,10 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
     seeds = list(getattr(ctx.plan, "seeds", None) or [0]) if ctx.plan else [0]
     for run in (ctx.plan.training_runs if ctx.plan else []):
         if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's, one pair per scheduled seed
-            first = run.seed is None or run.seed == seeds[0]
-            key = run.arm if first else f"{run.arm} at seed {run.seed}"
+            first = run_seed(run) == seeds[0]
+            key = run.arm if first else f"{run.arm} at seed {run_seed(run)}"
             planned.setdefault(key, []).append(run.name)
-            pairs[key] = ADAPTATION_PAIR if first else f"{ADAPTATION_PAIR}-seed{run.seed}"
+            pairs[key] = ADAPTATION_PAIR if first else f"{ADAPTATION_PAIR}-seed{run_seed(run)}"
     if not isinstance(manifests, list):
         if manifests is None and planned and sft and _succeeded(ctx):
             return [Issue("TRACE-4", INVALID, "a succeeded LR-grid comparison retains its step log but no "

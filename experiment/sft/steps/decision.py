@@ -1,7 +1,9 @@
 """SFT step of gate `decision`: the best-LR comparison against the plan's thresholds, then the verdict.
 
-The spec has no decision_rule, so no decision object is posted; the plan file's `verdict_rule`
-(method best_lr_threshold, fixed before training) says how the prose success criterion is measured.
+A spec without a decision_rule posts no decision object; the plan file's `verdict_rule` (method
+best_lr_threshold, fixed before training) says how the prose success criterion is measured. A spec with a
+decision_rule (paired_hoeffding on per-conversation held-out NLL) gets the contract's decision object
+(`paired_decision`).
 The record is validated before the verdict is written; the gate grades it right after.
 """
 
@@ -12,12 +14,14 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from experiment.contract.result import changed_experiment_limit
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import pair_mismatches
 from experiment.sft.runs import service_routing, sft_runs
-from experiment.stats.decision import best_lr_threshold
+from experiment.stats.decision import (OBSERVATIONS_FILE_NAME, best_lr_threshold, decision_record, decision_summary,
+                                       observations_jsonl_bytes)
+from experiment.stats.evaluation import observations_from_predictions
 
 # (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
 RunDirValidator = Callable[[Path], dict[str, Any]]
@@ -36,9 +40,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     would scatter one record.
     """
     if ctx.spec.decision_rule is not None:
-        return GateVerdict(gate="decision", status="failed",
-                           reasons=["an SFT spec with a decision_rule needs its decision object; only the "
-                                    "no-decision_rule verdict (verdict_rule) is built for SFT specs"])
+        return paired_decision(ctx, validate)
     rule = ctx.spec.section("verdict_rule") or None  # the plan file's rule (no typed field)
     if not rule or rule.get("method") != "best_lr_threshold":
         return GateVerdict(gate="decision", status="failed",
@@ -156,3 +158,75 @@ def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
     return (f"per arm, the LR grid point with the lowest held-out {aggregation.replace('_', '-')} NLL after the "
             f"{trained} steps each run completed")
 
+
+
+def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
+    """A spec WITH a decision_rule (paired_hoeffding on per-item held-out NLL; intake allows it for arms of one
+    learning rate each, aggregation example_mean): the contract's section 7 decision on the retained prediction
+    rows, one observation per (arm, held-out conversation, scheduled seed) whose value is that conversation's
+    mean NLL over its counted tokens, retained as scored-observations.jsonl, with the same computation as RL and
+    `python -m flows.decide` (experiment.stats.decision), role labels mapped to arms and recorded."""
+    rule = ctx.spec.section("decision_rule")
+    role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
+    compared = {role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]}
+    evaluation = ctx.store.read_result().get("evaluation") or {}
+    rows = []
+    for score in evaluation.get("scores") or []:
+        if score.get("arm") in compared:
+            text = (ctx.store.run_dir / "evidence" / score["predictions_ref"]).read_text()
+            rows += [json.loads(line) for line in text.splitlines() if line.strip()]
+    empty = [f"{row['arm']}/{row['item_id']}" for row in rows if "value" not in row]
+    if empty:
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=[f"held-out conversations with no counted token have no per-item NLL for the "
+                                    f"paired decision: {', '.join(empty[:5])}"])
+    observations = observations_from_predictions(rows)
+    entry = ctx.store.add_evidence(OBSERVATIONS_FILE_NAME, "metrics", observations_jsonl_bytes(observations))
+    result = ctx.store.read_result()
+    limits = [note for note in (ctx.state.correctness_note, ctx.state.restoration_note) if note]
+    limits += pair_mismatches(result.get("adaptation_manifests") or [])
+    if ctx.plan.vocabulary == "direction_confidence":  # three-way: the exchange keeps the verdict for the changed experiment
+        limits += changed_experiment_limit(result)
+    simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"
+
+    def decide(extra: list[str]) -> dict[str, Any]:
+        return decision_summary(rule, observations, ctx.plan.vocabulary, role_to_arm=role_to_arm,
+                                simultaneous=simultaneous, limits=limits + extra)
+
+    summary = decide([])
+    primary = summary["criteria"][0]
+    measured = ({} if ctx.plan.vocabulary == "three_way" else
+                {"effect": primary["effect"], "margin": primary["margin"], "ci": [primary["lower"], primary["upper"]],
+                 "seeds": len(summary["seeds"]), "grid_edge": False})
+    ctx.store.update_result(decision=decision_record(summary, OBSERVATIONS_FILE_NAME, entry["sha256"]), **measured)
+    validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
+    if validation["problem_count"]:
+        summary = decide([f"validation failed: {', '.join(validation['failed_checks'])}"])
+    means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
+    bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs margin {c['margin']:g}"
+                       for c in summary["criteria"])
+    ran = (f"Trained {len(sft_runs(ctx))} LoRA SFT runs and scored per-conversation held-out NLL on {primary['n']} "
+           f"conversations ({means}).")
+    if ctx.plan.vocabulary == "three_way":
+        final = {"verdict": summary["verdict"], "outcome_reason": summary["outcome_reason"],
+                 "summary": f"{ran} Verdict {summary['verdict']} ({summary['outcome_reason']}): {bounds}.",
+                 **{field: None for field in THREE_WAY_ABSENT_FIELDS}}
+    else:
+        limits_text = "; ".join(limit.rstrip(". ") for limit in summary["limits"])
+        final = {"verdict": summary["verdict"], "confidence": summary["confidence"], **measured,
+                 "summary": f"{ran} The {primary['id']} effect is {primary['effect']:+.4f} (interval "
+                            f"[{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
+                 "reasoning": (f"The paired Hoeffding bound over {primary['n']} held-out conversations: {bounds}. "
+                               f"Verdict {summary['verdict']}. "
+                               + (f"Confidence is weak because of: {limits_text}." if limits_text
+                                  else "Nothing else limits the result.")),
+                 "outcome_reason": None}
+    ctx.store.update_result(validation=validation, status="succeeded", **final)
+    return GateVerdict(
+        gate="decision", status="passed",
+        reasons=[f"verdict {summary['verdict']}"] + [f"{c['id']}: effect {c['effect']:+.4g} [{c['lower']:.4g}, "
+                                                     f"{c['upper']:.4g}] vs margin {c['margin']:g}"
+                                                     for c in summary["criteria"]],
+        measured={"verdict": summary["verdict"], "validation_problems": validation["problem_count"],
+                  **{c["id"]: c["effect"] for c in summary["criteria"]}},
+    )

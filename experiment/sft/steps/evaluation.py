@@ -119,6 +119,8 @@ def _post_score(ctx, record, run: SFTRun | None, scored, evaluator, checkpoint, 
     extra = {"run": run.name, "learning_rate": run.learning_rate} if run else {}
     rows = [{"item_id": item_id, "arm": arm, **extra,
              "prediction": {"nll_sum": total.nll_sum, "n_tokens": total.n_tokens},
+             # the item's own held-out NLL (nats per counted token): a paired decision's per-item observation
+             **({"value": total.nll_sum / total.n_tokens} if total.n_tokens else {}),
              "reference": "the held-out row's assistant messages (teacher-forced)", "metric": f"heldout_nll_{aggregation}",
              "evaluator_id": evaluator, "seed": run.seed if run else runs_seed(ctx), "checkpoint": checkpoint}
             for item_id, total in zip(scored.example_ids, scored.examples)]
