@@ -487,6 +487,8 @@ UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_s
 # The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
 # the families' params) leave them at the SDK's default.
 UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
+# A family's own step defaults: an AdamW step that states no beta2 or eps takes the stock SDK's (tinker AdamParams)
+FAMILY_UPDATE_DEFAULTS = {"adamw": {"beta2": 0.95, "eps": 1e-12}}
 # The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
 # of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
 STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
@@ -706,9 +708,10 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     if "update" in check and not (isinstance(update, dict) and "learning_rate" in update):
         problems.append((INVALID, "the update it took names no learning rate"))
     elif isinstance(update, dict):
+        defaults = {**UPDATE_DEFAULTS, **FAMILY_UPDATE_DEFAULTS.get(_family(requested.get("family")), {})}
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
-            else equal_json(v, requested[k]) if k in requested else k in UPDATE_DEFAULTS and equal_json(v, UPDATE_DEFAULTS[k]))]
+            else equal_json(v, requested[k]) if k in requested else k in defaults and equal_json(v, defaults[k]))]
         wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
             problems.append((INVALID, f"the update it took ({', '.join(wrong)}) is not the requested optimizer's"))

@@ -182,8 +182,9 @@ def optim_params(family: str, learning_rate: float, config: dict[str, Any]) -> A
     clip = float(config.get("grad_clip_norm", 0.0))
     if family == "dimuon":
         return types.DimuonParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
-    if family == "adamw":
-        return types.AdamParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
+    if family == "adamw":  # the AdamW settings the arm states (beta2, eps, weight_decay), else the SDK's defaults
+        stated = {key: float(config[key]) for key in ("beta2", "eps", "weight_decay") if key in config}
+        return types.AdamParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip, **stated)
     return OptimParamsBase(type=family, learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
 
 

@@ -89,7 +89,8 @@ def run(ctx: RunContext) -> GateVerdict:
     model, rank = served_model_and_rank(ctx)
     hyper = {"beta1": float(treatment.config.get("beta1", 0.9)),
              "grad_clip_norm": float(treatment.config.get("grad_clip_norm", 0.0))}
-    update_lrs = sorted({run.learning_rate for run in runs})  # every LR the sweep trains the two arms at
+    # every LR the sweep trains the two arms at, and every LR the path's plan names (its tolerances are keyed by them)
+    update_lrs = sorted({run.learning_rate for run in runs} | {float(lr) for lr in path.get("update_learning_rates") or []})
     scaling_plan = path.get("lr_scaling") or {}
     scaling_lrs = [float(lr) for lr in scaling_plan.get("learning_rates", [])]
     jobs = _jobs(treatment.family, baseline.family, treatment.config, baseline.config, hyper,
