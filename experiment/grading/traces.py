@@ -365,12 +365,12 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
 
 
 def _grid_restores(ctx: GradeContext, arm: str, entry: dict[str, Any], runs: dict[str, Any]) -> list[str]:
-    order = [run_label(run) for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
-    labels = [label for label in order if label in runs] + [label for label in runs if label not in order]
+    names = {run_label(run): run.name for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr}
+    labels = [label for label in names if label in runs] + [label for label in runs if label not in names]
     expected = []
     for label in labels:
         for restore in as_list(as_dict(runs[label]).get("restores")):
-            expected.append({**as_dict(restore), "run": f"{arm}@lr={label}"})
+            expected.append({**as_dict(restore), "run": names.get(label, f"{arm}@lr={label}")})
     expected = [{**restore, "restore": number} for number, restore in enumerate(expected, 1)]
     problems = []
     if not equal_json(as_list(entry.get("restores")), expected):
@@ -439,7 +439,8 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
     pairs: dict[str, str] = {}  # the same key -> the pair of that seed's runs
     seeds = list(getattr(ctx.plan, "seeds", None) or [0]) if ctx.plan else [0]
     for run in (ctx.plan.training_runs if ctx.plan else []):
-        if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's, one pair per scheduled seed
+        # an SFT comparison's runs (an LR grid's, or an arm's one LR), one pair per scheduled seed
+        if "@lr=" in run.name or getattr(ctx.plan, "training_type", None) == "sft":
             first = run_seed(run) == seeds[0]
             key = run.arm if first else f"{run.arm} at seed {run_seed(run)}"
             planned.setdefault(key, []).append(run.name)
