@@ -115,12 +115,14 @@ def _post_score(ctx, record, run: SFTRun | None, scored, evaluator, checkpoint, 
     """One scored target (a training run, or the untrained base when `run` is None): its per-example
     prediction rows as evidence, its score, its metrics under its arm."""
     summary = scored.summary()
+    paired = ctx.spec.decision_rule is not None
     arm = run.arm if run else BASE_LABEL
     extra = {"run": run.name, "learning_rate": run.learning_rate} if run else {}
     rows = [{"item_id": item_id, "arm": arm, **extra,
              "prediction": {"nll_sum": total.nll_sum, "n_tokens": total.n_tokens},
-             # the item's own held-out NLL (nats per counted token): a paired decision's per-item observation
-             **({"value": total.nll_sum / total.n_tokens} if total.n_tokens else {}),
+             # with a decision_rule, the item's own held-out NLL (nats per counted token): its per-item observation
+             # (the aggregation is then example_mean, so the score is the mean of these values)
+             **({"value": total.nll_sum / total.n_tokens} if total.n_tokens and paired else {}),
              "reference": "the held-out row's assistant messages (teacher-forced)", "metric": f"heldout_nll_{aggregation}",
              "evaluator_id": evaluator, "seed": run.seed if run else runs_seed(ctx), "checkpoint": checkpoint}
             for item_id, total in zip(scored.example_ids, scored.examples)]
