@@ -636,6 +636,10 @@ CORPUS += [
             "a decision_rule on training_type sft compares arms of one learning rate each"),
     Variant("paired-decision-bounds-above-zero", "trimuon", both(_trimuon_paired_decision, lambda s, r: s[
         "decision_rule"]["criteria"][0].update(bounds=[1, 40])), "a held-out NLL is at least 0"),
+    Variant("decision-rule-best-lr-seeds", "trimuon", lambda s, r: (r.pop("verdict_rule"), s.update(decision_rule={
+        "version": 1, "method": "best_lr_threshold", "seeds": [0, 1], "criteria": [
+            {"id": "primary", "metric": "heldout_nll_token_mean", "weights": {"trimuon": -1, "dimuon_lite": 1},
+             "margin": 0.01}]})), "a best-LR threshold is the revision's verdict_rule (its seeds in verdict_rule.seeds)"),
     Variant("paired-decision-beside-verdict-rule", "trimuon", both(
         _trimuon_paired_decision, lambda s, r: r.update(verdict_rule=seed_files("trimuon")[1]["verdict_rule"])),
             "one rule decides"),

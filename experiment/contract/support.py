@@ -476,7 +476,9 @@ def _check_sft_decision_rule(spec: Spec, plan: PlanView, verdict_rule: Any) -> N
         raise SpecError("verdict_rule", "the spec has a decision_rule too: one rule decides; drop the revision's "
                                         "verdict_rule (best-LR threshold) or the decision_rule (paired)")
     if rule.method != "paired_hoeffding":
-        raise SpecError("decision_rule.method", f"{rule.method!r}: training_type sft supports paired_hoeffding")
+        raise SpecError("decision_rule.method", f"{rule.method!r}: a decision_rule on training_type sft is "
+                                                "paired_hoeffding; a best-LR threshold is the revision's verdict_rule "
+                                                "(its seeds in verdict_rule.seeds)")
     if rule.alpha is None:
         raise SpecError("decision_rule.alpha", "paired_hoeffding needs alpha (e.g. 0.05)")
     gridded = [arm.name for arm in plan.trained_arms if arm.lr_grid]
