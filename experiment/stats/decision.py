@@ -476,39 +476,8 @@ def best_lr_threshold(run_values: dict, run_arm: dict, run_lr: dict, criteria: l
     """
     run_seed = run_seed or {}
     seeds = sorted({int(run_seed.get(run, 0)) for run in run_arm if run in run_values})
-    per_arm: dict = {}
-    for arm in sorted(set(run_arm.values())):
-        runs = [run for run, owner in run_arm.items() if owner == arm and run in run_values]
-        if not runs:
-            raise DecisionError(f"no values for any run of arm {arm!r}")
-        points: dict = {}  # learning rate -> {seed: run}
-        for run in runs:
-            _finite_number(run_values[run].get(select_metric), f"{select_metric} of {run}")
-            at_seed = points.setdefault(run_lr[run], {})
-            seed = int(run_seed.get(run, 0))
-            if seed in at_seed:
-                raise DecisionError(f"arm {arm!r}: runs {at_seed[seed]!r} and {run!r} are the same LR at seed {seed}")
-            at_seed[seed] = run
-        for lr, at_seed in points.items():
-            if sorted(at_seed) != seeds:
-                raise DecisionError(f"arm {arm!r} at LR {lr:g}: runs at seeds {sorted(at_seed)}, not at every "
-                                    f"scheduled seed {seeds}")
-
-        def mean(lr, metric, points=points):
-            return sum(_finite_number(run_values[run].get(metric), f"{metric} of {run}")
-                       for run in points[lr].values()) / len(points[lr])
-
-        grid = sorted(points)
-        best = min(grid, key=lambda lr: mean(lr, select_metric))
-        selected = [points[best][seed] for seed in seeds]
-        metrics = sorted({metric for run in selected for metric in run_values[run]})
-        per_arm[arm] = {"selected_run": selected[0], "selected_lr": best, "lr_grid": grid,
-                        "grid_edge": len(grid) > 1 and best in (grid[0], grid[-1]),
-                        "values": {metric: mean(best, metric) for metric in metrics
-                                   if all(metric in run_values[run] for run in selected)}}
-        if len(seeds) > 1:
-            per_arm[arm]["selected_runs"] = selected
-            per_arm[arm]["per_seed_values"] = {str(seed): dict(run_values[points[best][seed]]) for seed in seeds}
+    per_arm = {arm: _best_lr_point(arm, run_values, run_arm, run_lr, run_seed, seeds, select_metric)
+               for arm in sorted(set(run_arm.values()))}
     results = []
     for criterion in criteria:
         metric = criterion["metric"]
@@ -543,3 +512,41 @@ def best_lr_threshold(run_values: dict, run_arm: dict, run_lr: dict, criteria: l
             "grid_edge": any(entry["grid_edge"] for entry in per_arm.values()),
             "settled_by_seeds": len(seeds) > 1 and bool(results) and all(c["settled_by_seeds"] for c in results),
             "verdict": "supported" if results and all(c["met"] for c in results) else "refuted"}
+
+
+def _best_lr_point(arm: str, run_values: dict, run_arm: dict, run_lr: dict, run_seed: dict, seeds: list[int],
+                   select_metric: str) -> dict:
+    """One arm of best_lr_threshold: its grid points (an LR at every scheduled seed), the one with the lowest mean
+    `select_metric` selected, with its values (the seeds' means) and, at several seeds, each seed's own."""
+    runs = [run for run, owner in run_arm.items() if owner == arm and run in run_values]
+    if not runs:
+        raise DecisionError(f"no values for any run of arm {arm!r}")
+    points: dict = {}  # learning rate -> {seed: run}
+    for run in runs:
+        _finite_number(run_values[run].get(select_metric), f"{select_metric} of {run}")
+        at_seed = points.setdefault(run_lr[run], {})
+        seed = int(run_seed.get(run, 0))
+        if seed in at_seed:
+            raise DecisionError(f"arm {arm!r}: runs {at_seed[seed]!r} and {run!r} are the same LR at seed {seed}")
+        at_seed[seed] = run
+    for lr, at_seed in points.items():
+        if sorted(at_seed) != seeds:
+            raise DecisionError(f"arm {arm!r} at LR {lr:g}: runs at seeds {sorted(at_seed)}, not at every "
+                                f"scheduled seed {seeds}")
+
+    def mean(lr, metric, points=points):
+        return sum(_finite_number(run_values[run].get(metric), f"{metric} of {run}")
+                   for run in points[lr].values()) / len(points[lr])
+
+    grid = sorted(points)
+    best = min(grid, key=lambda lr: mean(lr, select_metric))
+    selected = [points[best][seed] for seed in seeds]
+    metrics = sorted({metric for run in selected for metric in run_values[run]})
+    entry = {"selected_run": selected[0], "selected_lr": best, "lr_grid": grid,
+             "grid_edge": len(grid) > 1 and best in (grid[0], grid[-1]),
+             "values": {metric: mean(best, metric) for metric in metrics
+                        if all(metric in run_values[run] for run in selected)}}
+    if len(seeds) > 1:
+        entry["selected_runs"] = selected
+        entry["per_seed_values"] = {str(seed): dict(run_values[points[best][seed]]) for seed in seeds}
+    return entry

@@ -80,7 +80,7 @@ def test_a_refused_variant_exits_2_with_one_line_and_leaves_no_run(tmp_path):
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
-    assert "training_type sft decides by the recorded revision's verdict_rule" in done.stderr
+    assert "verdict_rule: the spec has a decision_rule too: one rule decides" in done.stderr
     assert not runs.exists() or not any(runs.iterdir())
 
 
