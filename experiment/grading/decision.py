@@ -352,6 +352,9 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
             continue
         for row in rows:
             value = row.get("value", 1.0 if row.get("correct") else 0.0 if "correct" in row else None)
+            totals = as_dict(row.get("prediction"))  # a held-out NLL row: its own totals, never the value it states
+            if is_number(totals.get("nll_sum")) and is_number(totals.get("n_tokens")) and totals["n_tokens"] > 0:
+                value = totals["nll_sum"] / totals["n_tokens"]
             if value is not None:
                 predicted[(str(row.get("arm")), str(row.get("item_id")), int(row.get("seed") or 0),
                            str(row.get("metric", score.get("metric"))))] = value
