@@ -11,7 +11,8 @@ something else, only after the first training call:
   arm, and every point of its LR grid, trains at every scheduled seed);
 - the gate steps each family has: the RL correctness preflight measures one loss path (group-mean
   against the kernel baseline), the activation pilots need one treatment and one baseline arm, the
-  SFT family has no activation pilot and decides by the recorded revision's `verdict_rule`.
+  SFT family has no activation pilot and decides by the recorded revision's `verdict_rule` (best LR per arm,
+  any number of arms) or by a paired `decision_rule` on per-conversation held-out NLL (one LR per arm).
 """
 
 from __future__ import annotations
