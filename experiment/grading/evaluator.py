@@ -293,7 +293,8 @@ def EVAL_12(ctx: GradeContext) -> list[Issue]:
         if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
             continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
         compared = {arm for c in comparisons if c.get("metric") == metric for arm in as_list(c.get("arms"))}
-        runs = ctx.plan.training_runs if ctx.plan is not None else []
+        # the runs of the arms not named whole (an arm named by its own name is compared with every run it has)
+        runs = [run for run in (ctx.plan.training_runs if ctx.plan is not None else []) if run.arm not in compared]
         whole = {run.arm for run in runs if run.name in compared} - {run.arm for run in runs if run.name not in compared}
         if {run.arm for run in runs if run.name in compared} - whole:
             issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} names some runs of an arm's LR grid, "
@@ -340,7 +341,9 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
         entry = as_dict(arms.get(arm))
         if run is not None and entry:
             by_label = as_dict(entry.get("runs"))  # the run's own label (`<lr>`, `<lr>-seed<s>`), else its learning rate
-            label = next((key for key in by_label if f"{arm}@lr={key}" == run), None) or next(
+            planned = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == run), None)
+            label = (run_label(planned) if planned is not None and run_label(planned) in by_label else None) or next(
+                (key for key in by_label if f"{arm}@lr={key}" == run), None) or next(
                 (key for key in by_label if is_number(score.get("learning_rate"))
                  and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL)), None)
             if label is None:
