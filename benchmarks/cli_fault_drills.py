@@ -14,9 +14,10 @@ line that says why, tracebacks on stderr, and what `python -m flows.runs` lists 
 Each drill takes 2-4 minutes on a loaded 2-core machine; the runs dirs are removed at the end (--keep keeps them).
 
 Known (7 December, 5 kill-prefect drills): the re-run resumed to exit 0 in 3, and exited 3 in 2, both stopped
-inside activation_gate: the resumed gate runs its pilot again and adds `activation-pilot-bw0.5.jsonl` with other
-bytes (its step_seconds and optim_seconds differ), which the store refuses ("evidence names are immutable"). Any
-stop inside that gate (SIGTERM, kill -9, a crash) meets the same on resume; not fixed here.
+inside activation_gate: the resumed gate ran its pilot again and added `activation-pilot-bw0.5.jsonl` with other
+bytes (its step_seconds and optim_seconds differ), which the store refuses ("evidence names are immutable").
+Fixed since: a resumed gate reuses every pilot whose log the stopped attempt kept (experiment.rl.pilot.kept_pilot;
+tests/integration/test_activation_gate_resume.py stops the gate at that point deterministically).
 """
 
 from __future__ import annotations

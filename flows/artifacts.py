@@ -34,6 +34,7 @@ from prefect.utilities.annotations import quote
 
 from experiment.report.summary import arm_metric_rows, artifact_key, evidence_index_markdown, gate_table_rows, result_markdown
 from experiment.run.store import RunStore
+from experiment.contract.run_layout import GATES_TABLE
 
 PROGRESS_MIN_INTERVAL_S = 2.0
 RUN_ID_TAIL = 22  # "<yyyymmddTHHMMSS>-<6 hex>" of a run id
@@ -92,7 +93,7 @@ def publish_records(store: RunStore) -> None:
     their own section, so the flow-run section holds the summary alone (its order is otherwise random)."""
     run_id = store.run_id
     result = store.read_result()
-    gates = store.read_table("gates")
+    gates = store.read_table(GATES_TABLE)
     if gates:
         create_table_artifact(gate_table_rows(gates), key=keyed("gates", run_id), description="gate verdicts")
     arm_rows = arm_metric_rows(result)

@@ -18,10 +18,9 @@ a second invocation against a live run ends `Failed(name="RunInProgress")` and t
 A `backend` parameter carrying credentials is refused before anything runs
 (`Failed(name="CredentialsInParameter")`): they belong in the environment, never in a parameter.
 
-The entry parses the spec once (a deployment run gets its path; the CLI, which parsed it already to
-claim the run, hands the parsed `spec` down) and composes the run's configuration once
-(experiment.run.config.RunConfig: runs dir, service target and exposure profile, capacity policy,
-re-queue chain); everything below receives them.
+The entry takes the run the CLI prepared (experiment.run.prepare.prepare_run: spec parsed, plan built, run
+claimed, configuration composed: runs dir, service target and exposure profile, capacity policy, re-queue
+chain); a deployment run, given its spec's path, prepares it here the same way. Everything below receives them.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_sum
 from experiment.run.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
                                      capacity_block_record)
 from experiment.run.config import RunConfig
+from experiment.run.prepare import PreparedRun, prepare_run
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, GateVerdict, RunContext
 from flows.interrupts import stop_reason
@@ -49,9 +49,9 @@ from flows.concurrency import (
 from flows.expected_outcomes import quiet_expected_outcomes
 from flows.labels import initial_flow_run_name, label_flow_run, run_tags
 from flows.requeue import capacity_blocked_state, requeue_after_capacity_block
-from experiment.contract.plan import build_plan
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message, gate_line, plan_lines
 from experiment.contract.result import capacity_block_update, gate_failure_message, gate_failure_update, resumed_update
+from experiment.contract.run_layout import result_path
 from experiment.contract.spec import Spec, load_spec
 from experiment.run.store import RunDirectoryGone, RunInProgress, RunStore, storage_failure, utc_now
 from experiment.stats.feasibility import budget_use
@@ -101,43 +101,45 @@ def _projected_seconds(store: RunStore) -> float | None:
 @flow(name="run-experiment", flow_run_name=initial_flow_run_name)
 def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None = None, requeue_count: int = 0,
                    chain_started_at: str | None = None, exposure: str = "embedded", rehearse: bool = False,
-                   fresh: bool = False, rehearsal_scale: str = "standard", spec: Spec | None = None) -> State:
+                   fresh: bool = False, rehearsal_scale: str = "standard", prepared: PreparedRun | None = None) -> State:
     """Carry one spec to a verdict. A re-run of the same spec content resumes an unfinished run.
 
-    `spec`: the spec at `spec_path` as the caller already parsed it (the CLI, with `rehearse` and
-    `rehearsal_scale` applied); None (a deployment run) parses `spec_path` here."""
+    `prepared`: the run the CLI prepared already (experiment.run.prepare.prepare_run: spec parsed with `rehearse`
+    and `rehearsal_scale` applied, plan built, run claimed, configuration composed); None (a deployment run)
+    parses `spec_path` and prepares the run here, the same way."""
     logger = get_run_logger()
     refusal = credentials_refusal(backend)  # e.g. a deployment run given --param backend=https://user:key@...
     if refusal:
         logger.error("%s", refusal)
         return Failed(name="CredentialsInParameter", message=refusal)
-    if spec is None:
-        spec = load_spec(spec_path, rehearse=rehearse, rehearsal_scale=rehearsal_scale)
-    plan = build_plan(spec)
-    config = RunConfig.compose(backend, with_credentials(backend), runs_dir, exposure,  # the parameter carries no credentials
-                               requeue_count=requeue_count, chain_started_at=chain_started_at)
+    spec = prepared.spec if prepared is not None else load_spec(spec_path, rehearse=rehearse,
+                                                                rehearsal_scale=rehearsal_scale)
     tags = run_tags(spec.source.stem, spec.source.rehearsal, exposure)
     try:
         request_slots = service_request_slots()  # before the run is claimed: a refusal leaves nothing behind
     except ServiceLimitMissing as err:
         logger.error("%s", err)
         return Failed(name="ServiceLimitMissing", message=str(err))
-    try:
-        store, how = RunStore.claim(runs_dir, spec, plan, fresh=fresh, exposure=exposure)
-    except RunInProgress as err:
-        _label(None, tags, logger)
-        logger.error("%s", err)
-        return Failed(name="RunInProgress", message=str(err), data=err)
+    claimed_here = prepared is None  # a run the CLI prepared is the CLI's to release
+    if prepared is None:
+        config = RunConfig.compose(backend, with_credentials(backend), runs_dir, exposure,  # the parameter carries
+                                   requeue_count=requeue_count, chain_started_at=chain_started_at)  # no credentials
+        try:
+            prepared = prepare_run(spec, config, fresh=fresh)
+        except RunInProgress as err:
+            _label(None, tags, logger)
+            logger.error("%s", err)
+            return Failed(name="RunInProgress", message=str(err), data=err)
+    store, plan, config = prepared.store, prepared.plan, prepared.config
     _label(store.run_id, tags, logger)
     logger = get_run_logger()  # its lines now carry the run id as the flow run's name
-    if how == "finished":
-        message = finished_message(store.run_id, store.run_dir / "result.json", store.read_result())
+    if prepared.how == "finished":
+        message = finished_message(store.run_id, result_path(store.run_dir), store.read_result())
         logger.info("%s", message)
         return Completed(name="AlreadyFinished", message=message)
     try:
-        config.keep_checkpoints_beside(store.run_dir.parent)
-        reused = store.passed_gates() if how == "resumed" else {}
-        if how == "resumed":  # a capacity block or an interruption ends here: the run is running again
+        reused = store.passed_gates() if prepared.how == "resumed" else {}
+        if prepared.how == "resumed":  # a capacity block or an interruption ends here: the run is running again
             store.update_result(**resumed_update())
         with service_requests_limited(request_slots):
             return _run_claimed(spec, plan, store, config, reused, logger)
@@ -145,7 +147,8 @@ def run_experiment(spec_path: str, backend: str = "local", runs_dir: str | None 
         store.settle_unfinished(plan, stop_reason(err))
         raise
     finally:
-        store.release()
+        if claimed_here:
+            store.release()
 
 
 def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: dict, logger) -> State:
@@ -212,7 +215,7 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
         _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
-    return Completed(message=f"{closing[0]}; {RESULT_MARKER}{store.run_dir / 'result.json'}")
+    return Completed(message=f"{closing[0]}; {RESULT_MARKER}{result_path(store.run_dir)}")
 
 
 def _record_budget_use(store: RunStore, plan, logger) -> None:

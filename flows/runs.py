@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from experiment.contract.text import printable
+from experiment.contract.run_layout import RESULT_FILE, events_path, result_path, run_meta_path
 from experiment.report.summary import arm_metric_rows, gate_table_rows
 from experiment.run.store import (RESUMABLE_KINDS, RUN_KINDS, STALE, STALE_MEANING, CorruptRecord, RunIndex,
                                   default_runs_dir, intact_result, recover_result, run_kind, shown_status)
@@ -163,9 +164,9 @@ def _started(value: Any) -> str:
 
 def resolve_run_id(runs_dir: Path, given: str) -> str:
     """A run id, also from a unique prefix or suffix of one."""
-    if (runs_dir / given / "result.json").is_file() or "/" in given or not given.strip("."):
+    if result_path(runs_dir / given).is_file() or "/" in given or not given.strip("."):
         return given
-    matches = [path.name for path in runs_dir.iterdir() if path.is_dir() and (path / "result.json").is_file()
+    matches = [path.name for path in runs_dir.iterdir() if path.is_dir() and result_path(path).is_file()
                and (path.name.startswith(given) or path.name.endswith(given))] if runs_dir.is_dir() else []
     if len(matches) > 1:
         raise RunsCliError(f"{given!r} matches {len(matches)} runs: {', '.join(sorted(matches))}")
@@ -183,10 +184,10 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
     """The lines of one run's summary."""
     run_id = resolve_run_id(runs_dir, run_id)
     run_dir = runs_dir / run_id
-    if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "result.json").is_file():
+    if "/" in run_id or run_id in ("", ".", "..") or not result_path(run_dir).is_file():
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
-    result = _read_json(run_dir / "result.json")
-    meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
+    result = _read_json(result_path(run_dir))
+    meta = _read_json(run_meta_path(run_dir)) if run_meta_path(run_dir).is_file() else {}
     status = shown_status(run_dir, result.get("status", "-"))
     kind = "interrupted" if status == STALE else run_kind(result)
     lines = [f"{meta.get('spec_title', run_id)}", f"  run:       {run_id}",
@@ -211,8 +212,8 @@ def show_run(runs_dir: Path, run_id: str) -> list[str]:
         lines.append(f"  effect:    {effect}")
     lines.append(f"  summary:   {result.get('summary', '-')}")
     events = []
-    if (run_dir / "events.jsonl").is_file():
-        for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines():
+    if events_path(run_dir).is_file():
+        for line in events_path(run_dir).read_text(encoding="utf-8").splitlines():
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
@@ -265,17 +266,17 @@ def recover_run(runs_dir: Path, run_id: str) -> list[str]:
     An intact result.json is left as it is."""
     run_id = resolve_run_id(runs_dir, run_id)
     run_dir = runs_dir / run_id
-    if "/" in run_id or run_id in ("", ".", "..") or not (run_dir / "events.jsonl").is_file():
+    if "/" in run_id or run_id in ("", ".", "..") or not events_path(run_dir).is_file():
         raise RunsCliError(f"unknown run id {run_id!r} in {runs_dir} (list runs with: python -m flows.runs)")
     intact = intact_result(run_dir)
     if intact is not None:
-        return [f"{run_dir / 'result.json'} is intact (status {intact.get('status')}); nothing was changed"]
+        return [f"{result_path(run_dir)} is intact (status {intact.get('status')}); nothing was changed"]
     try:
         result = recover_result(run_dir)
     except (CorruptRecord, OSError, ValueError, KeyError) as err:
-        raise RunsCliError(f"cannot rebuild {run_dir / 'result.json'}: {err}") from None
-    return [f"rebuilt {run_dir / 'result.json'} from {run_dir / 'events.jsonl'} (status {result.get('status')}); "
-            f"the damaged file is {run_dir / 'result.json.damaged'}"]
+        raise RunsCliError(f"cannot rebuild {result_path(run_dir)}: {err}") from None
+    return [f"rebuilt {result_path(run_dir)} from {events_path(run_dir)} (status {result.get('status')}); "
+            f"the damaged file is {run_dir / (RESULT_FILE + '.damaged')}"]
 
 
 def run_ids_as_positionals(argv: list[str]) -> list[str]:

@@ -376,7 +376,9 @@ def _build_graded_record(kind: str):
                         "at": "2026-01-01T00:00:00+00:00", "evidence_ref": "restoration-update-check.json"},
             "optimizer_check_after_restore": {
                 "after_restore": 1, "before_next_update": True, "requested": requested[arm], "actual_family": family,
-                "actual_config": {k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
+                # the service's get_info reports the model's LoRA rank beside the optimizer config (REST-10 holds it)
+                "actual_config": {**{k: v for k, v in requested[arm].items() if k not in ("family", "seed")},
+                                  "lora_rank": requested[arm].get("lora_rank", spec.lora_rank)},
                 "source": "server_response", "evidence_ref": "restoration-update-check.json", "mismatches": []},
             "batch_sha256": "cd" * 32,
             "update": {k: v for k, v in requested[arm].items()  # the step's params: the settings a step carries

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import leaves as L
+from spec_variants import variant, write_variant
 from suite import GS1_SPEC
 
 from experiment.contract.plan import build_plan
@@ -423,6 +424,15 @@ def adaptive_record(plan, rule: dict) -> dict:
               "evidence": {"version": 1, "files": files}}
     adaptive_decide(result, rule, observations, selection)
     return result
+
+
+def adaptive_variant_record(directory: Path) -> tuple[Path, dict, dict]:
+    """(the adaptive-two-treatments variant written in `directory`, its decision_rule, a finished adaptive record
+    graded against it): what the adaptive-selection tests of the run code and of the grader start from."""
+    path = write_variant(variant("adaptive-two-treatments"), directory)
+    spec = load_spec(path)
+    rule = spec.section("decision_rule")
+    return path, rule, adaptive_record(build_plan(spec), rule)
 
 
 def adaptive_decide(result: dict, rule: dict, observations: list[d.Observation], selection: dict) -> None:

@@ -5,7 +5,6 @@ import these names from here (`from suite import ...`), never from conftest.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -16,6 +15,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from tools.attacks.loopback import json_answer, send_request
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPECS_DIR = REPO_ROOT / "specs"
@@ -207,20 +208,8 @@ class FakeTinkerService:
 def raw_request(base_url: str, method: str, path: str, headers: dict[str, str], body: bytes | None = None,
                 ) -> tuple[int, dict]:
     """(status, JSON answer, or {"raw": text}) of one HTTP request sent as given: the path unnormalized (a
-    `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body."""
+    `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body (the attack
+    scripts' own sender, tools/attacks/loopback.py)."""
     parts = urlsplit(base_url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    try:
-        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        for name, value in headers.items():
-            connection.putheader(name, value)
-        connection.putheader("Content-Length", str(len(body or b"")))
-        connection.endheaders(body)
-        answer = connection.getresponse()
-        payload = answer.read()
-    finally:
-        connection.close()
-    try:
-        return answer.status, json.loads(payload)
-    except ValueError:
-        return answer.status, {"raw": payload.decode(errors="replace")}
+    status, payload = send_request(parts.hostname, parts.port, method, path, headers, body)
+    return status, json_answer(payload)

@@ -28,6 +28,7 @@ from experiment.grading.kernel_baseline import (BANDWIDTH, MIN_KERNEL_MASS, WIND
                                                 group_mean_advantages)
 from experiment.run.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
+from experiment.grading.registry import implements, rule
 
 PILOT_LOG_PREFIX = "activation-pilot-"
 # the self-generated spec's checks the pilot log determines (the fractions with the generated tasks and the
@@ -53,6 +54,7 @@ def _values(ctx: GradeContext) -> dict[str, Any] | None:
     return values if isinstance(values, dict) else None
 
 
+@rule("ACT-1", "record", "invalid", "every activation check measured and in range before full training")
 def ACT_1(ctx: GradeContext) -> list[Issue]:
     checks = _checks(ctx)
     if not checks or not ctx.trained:
@@ -107,6 +109,7 @@ def _recomputed(ctx: GradeContext, rows: list[dict[str, Any]], metrics: set[str]
     return values
 
 
+@rule("ACT-2", "record", "invalid|unverified", "only the pre-registered calibration; values recompute from the last pilot log")
 def ACT_2(ctx: GradeContext) -> list[Issue]:
     checks = _checks(ctx)
     values = _values(ctx)
@@ -315,6 +318,7 @@ def _trains_on_generated(ctx: GradeContext, arm: str) -> bool:
         return False
 
 
+@implements("ACT-2")
 def ACT_2_calibration(ctx: GradeContext) -> list[Issue]:
     """ACT-2, the calibration *(project reading)*: a pilot log before the last is a candidate the calibration
     tried and rejected, so its recomputed values fail some check (else the first candidate would have run)."""
@@ -336,6 +340,7 @@ def ACT_2_calibration(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("ACT-3", "record", "invalid", "every retained pilot log is what the pilot does")
 def ACT_3(ctx: GradeContext) -> list[Issue]:
     """*(project reading)* Every retained pilot log holds the pilot's steps as the gate runs them (the
     treatment's PILOT_STEPS steps, then one baseline step, then the held-out means), each step on its arm's

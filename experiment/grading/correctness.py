@@ -28,6 +28,7 @@ from experiment.grading.common import (
     HEX64, INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     is_number, model_issues, run_checks, short,
 )
+from experiment.grading.registry import implements, rule
 
 NAME = "correctness"
 PIN_FIELDS = ("correctness_pins", "correctness_revisions")
@@ -68,6 +69,8 @@ def _unresolved(value: Any) -> bool:
     return not value or "UNRESOLVED" in str(value).upper()
 
 
+@rule("CORR-1", "correctness", "invalid|unverified|unknown", "a correctness preflight when a custom or forked path runs; stock-only: required false")
+@rule("CORR-7", "correctness", "unverified", "a custom path with no accepted plan in the spec is required and unverified")
 def CORR_1(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("correctness_preflight")
     if not isinstance(record, dict):
@@ -81,6 +84,7 @@ def CORR_1(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("CORR-2", "correctness", "invalid|unverified", "one path record per spec path, with fixed input, revisions, precision, normalization, errors")
 def CORR_2(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id in _spec_paths(ctx):
@@ -95,6 +99,7 @@ def CORR_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("CORR-3", "correctness", "unverified", "measured errors for every tolerance key; a same-code parity check measures nothing")
 def CORR_3(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -122,6 +127,7 @@ def _on_embedded(ctx: GradeContext, record: dict[str, Any]) -> bool:
         or rehearsal.get("backend") == "embedded"
 
 
+@implements("CORR-3")
 def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
     """A parity check whose two sides are the same code measures nothing: reported so, recognised from
     bitwise-identical optimizer updates (a baseline_update check with errors exactly 0), or known from
@@ -146,6 +152,7 @@ def CORR_3_same_code(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("CORR-4", "correctness", "invalid|unverified", "every check within the spec's tolerances (also on the read-back input)")
 def CORR_4(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -197,6 +204,7 @@ def _treatment_beta1(ctx: GradeContext) -> float:
     return 0.9
 
 
+@implements("CORR-4")
 def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
     """A path measured through the service is also held to the a-priori bound on its read-back input,
     recomputed here from the retained input (never the record's own numbers)."""
@@ -227,6 +235,7 @@ def CORR_4_on_input(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("CORR-5", "correctness", "invalid|unverified", "LR scaling probes within the spec's tolerance, covering the planned rates")
 def CORR_5(ctx: GradeContext) -> list[Issue]:
     issues, recorded = [], _record_paths(ctx)
     for path_id, spec_path in _spec_paths(ctx).items():
@@ -252,6 +261,7 @@ def CORR_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("CORR-6", "correctness", "invalid|unverified", "reported revisions are the pins, compared exactly; unresolved or revision-file pins: unverified")
 def CORR_6(ctx: GradeContext) -> list[Issue]:
     """Reported revisions equal the pinned ones exactly (a pin inside other text is not the pin), and
     pins the exchange's own spec does not carry (they come from the recorded revision) stay
@@ -274,6 +284,7 @@ def CORR_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("CORR-6")
 def CORR_6_revision_check(ctx: GradeContext) -> list[Issue]:
     """CORR-6, the run's own comparison *(project reading)*: a path's `revision_check`, where it has one, is what
     the plan's pins and the reported revisions give (experiment.stats.correctness.revision_status)."""
@@ -289,6 +300,7 @@ def CORR_6_revision_check(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("CORR-8", "correctness", "unverified", "no full run while the correctness preflight is unresolved or failed")
 def CORR_8(ctx: GradeContext) -> list[Issue]:
     if not (ctx.trained and ctx.result.get("status") == "succeeded"):
         return []
@@ -300,6 +312,7 @@ def CORR_8(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("CORR-9", "correctness", "unverified", "probe scripts and the fixed input are retained as their own evidence")
 def CORR_9(ctx: GradeContext) -> list[Issue]:
     """The fixed input is retained as its own evidence file: one whose bytes hash to the digest, or
     whose JSON content's canonical hash is the digest (a digest merely mentioned in a file is not it)."""
@@ -328,6 +341,7 @@ def _is_fixed_input(ctx: GradeContext, name: Any, digest: str) -> bool:
 _FILE_HASH = re.compile(r"([\w./-]+\.py)\s+sha256:([0-9a-f]{64})|sha256:([0-9a-f]{64})\s+\(([\w./-]+\.py)\)")
 
 
+@rule("CORR-10", "correctness", "invalid|unverified", "every path names its implementation, precision and normalization")
 def CORR_10(ctx: GradeContext) -> list[Issue]:
     """Every path names the implementation it tested, its precision and normalization, and a revision that names a pipeline file with
     its sha256 (`path sha256:<hex>` or `sha256:<hex> (path)`) is that file of the code revision."""
@@ -363,6 +377,7 @@ def _same_json(a: Any, b: Any) -> bool:
 RECORD_ONLY_KEYS = ("revision_check",)  # added to the path record after the probe ran (CORR-6 checks it)
 
 
+@rule("CORR-11", "correctness", "unverified", "the path record is the probe's own retained record")
 def CORR_11(ctx: GradeContext) -> list[Issue]:
     """The path record is the probe's retained record (a JSON evidence file with the path's `id` and
     `errors`): the grader cannot re-run the probe, so RESULT's measured errors, revisions and probes
@@ -391,6 +406,7 @@ CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, COR
           CORR_11]
 
 
+@implements("CORR-1")
 def grade(ctx: GradeContext) -> CategoryGrade:
     if ctx.spec is None:
         return CategoryGrade(NAME, UNKNOWN, [Issue("CORR-1", UNKNOWN, "no spec to grade correctness against")])

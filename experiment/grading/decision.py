@@ -16,12 +16,13 @@ from typing import Any
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
 from experiment.contract.result_models import Decision
-from experiment.contract.spec import ROLE_LABELS
+from experiment.contract.spec import ROLE_LABELS, SpecError, apply_revision
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     close, equal_json, float_of, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 from experiment.grading.evaluator import loss_from_predictions
+from experiment.grading.registry import implements, rule
 
 NAME = "decision"
 MAX_OBSERVATIONS, MAX_FILE_BYTES = 100_000, 10 * 1024 * 1024
@@ -114,9 +115,50 @@ def _record(ctx: GradeContext) -> dict[str, Any]:
 
 def _from_revision(ctx: GradeContext) -> bool:
     """The rule comes only from the recorded spec revision (a decision_rule it adds, or its verdict_rule
-    for a spec without one), not the exchange's spec."""
+    for a spec without one), not the exchange's spec. A revision that only pins values the spec's own
+    decision_rule leaves UNRESOLVED adds no rule: the spec has one (DEC-1), and DEC-15 grades the pins."""
     spec = ctx.spec or {}
-    return "decision_rule" in ctx.revision_fields or (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
+    return ("decision_rule" in ctx.revision_fields and not _revision_pins(ctx)) or \
+        (not spec.get("decision_rule") and bool(spec.get("verdict_rule")))
+
+
+def pinned_decision_values(resolved: Any) -> list[str]:
+    """The decision_rule values (paths) a spec revision pins where the spec as written says UNRESOLVED
+    (SpecRevision.resolved): the spec has its own decision_rule, whose open values come from the revision."""
+    return [str(path) for path in as_list(resolved) if str(path).startswith("decision_rule.")]
+
+
+def _revision_pins(ctx: GradeContext) -> list[str]:
+    """pinned_decision_values of the revision the record is graded with: the loaded spec's own (load_spec records
+    what it resolved), else merged again from the run's retained spec.json and revision file, as load_spec merges."""
+    if "decision_rule" not in ctx.revision_fields:
+        return []
+    try:
+        revision = ctx.spec_model.source.revision
+    except (AttributeError, RuntimeError):
+        revision = None
+    if revision is not None and revision.resolved:
+        return pinned_decision_values(revision.resolved)
+    raw = ctx.evidence.json("spec.json") if ctx.evidence.usable("spec.json") else None
+    recorded = next((ctx.evidence.json(e.get("name")) for e in ctx.evidence.entries
+                     if e.get("kind") == "spec_revision" and ctx.evidence.usable(e.get("name"))), None)
+    if not isinstance(raw, dict) or not isinstance(recorded, dict):
+        return []
+    try:
+        _, resolved = apply_revision(raw, recorded)
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+        return []
+    return pinned_decision_values(resolved)
+
+
+@rule("DEC-15", "decision", "unverified", "a decision_rule value the spec leaves UNRESOLVED, pinned by the recorded revision only")
+def DEC_15(ctx: GradeContext) -> list[Issue]:
+    """A decision_rule value the spec leaves UNRESOLVED and only its recorded revision pins: the exchange grades
+    the decision against its own copy of the spec, which still says UNRESOLVED (as CORR-6 for correctness pins)."""
+    pins = _revision_pins(ctx)
+    return [Issue("DEC-15", UNVERIFIED, f"{', '.join(pins)}: UNRESOLVED in the spec, pinned by the recorded revision "
+                                        "only; the exchange grades the decision against its own spec, which does not "
+                                        "carry the pin")] if pins else []
 
 
 def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
@@ -238,6 +280,7 @@ def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
 # ---------------------------------------------------------------------------- rules
 
 
+@rule("DEC-1", "decision", "invalid|unverified|unknown", "a decision object exactly when the spec has a decision_rule")
 def DEC_1(ctx: GradeContext) -> list[Issue]:
     if ctx.result.get("decision") is None:
         if ctx.result.get("verdict") is not None and ctx.measured:
@@ -246,6 +289,7 @@ def DEC_1(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("DEC-2", "decision", "invalid", "decision = {version: 1} with exactly one of observations and observations_file")
 def DEC_2(ctx: GradeContext) -> list[Issue]:
     record = _record(ctx)
     issues = model_issues(Decision, record, "DEC-2", INVALID, "decision")
@@ -257,12 +301,14 @@ def DEC_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-3", "decision", "unverified", "the observations file is a retained, inline evidence file with its sha256")
 def DEC_3(ctx: GradeContext) -> list[Issue]:
     rows, why = _rows(ctx)
     return [Issue("DEC-3", UNVERIFIED, f"observations cannot be read from the record: {why}", MISSING_EVIDENCE)] \
         if rows is None else []
 
 
+@rule("DEC-4", "decision", "unverified", "at most 10 MiB and 100 000 observations")
 def DEC_4(ctx: GradeContext) -> list[Issue]:
     rows, _ = _rows(ctx)
     name = as_dict(_record(ctx).get("observations_file")).get("name")
@@ -272,6 +318,7 @@ def DEC_4(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("DEC-5", "decision", "invalid", "each observation has item_id, arm, seed, metric, finite value, evaluator_id")
 def DEC_5(ctx: GradeContext) -> list[Issue]:
     rows, _ = _rows(ctx)
     for index, row in enumerate(rows or []):
@@ -298,6 +345,7 @@ def _evaluator_items(ctx: GradeContext, evaluator: Any) -> list[str] | None:
     return [str(i) for i in ids] if isinstance(ids, list) else None
 
 
+@rule("DEC-6", "decision", "invalid|unverified", "observations cover every compared arm, item and scheduled seed, and no other seed")
 def DEC_6(ctx: GradeContext) -> list[Issue]:
     observations = _observations(ctx)
     if observations is None:
@@ -330,6 +378,7 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-7", "decision", "invalid|unverified", "observations agree with the evaluation record and the retained predictions")
 def DEC_7(ctx: GradeContext) -> list[Issue]:
     observations = _observations(ctx)
     if observations is None:
@@ -375,6 +424,7 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-8", "decision", "invalid", "the decision recomputed from the observations reproduces criteria, effect and ci")
 def DEC_8(ctx: GradeContext) -> list[Issue]:
     if _observations(ctx) is None or DEC_6(ctx):
         return []
@@ -471,6 +521,7 @@ def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Iss
     return issues
 
 
+@rule("DEC-9", "decision", "invalid", "the verdict follows the recomputed decision in the spec's vocabulary")
 def DEC_9(ctx: GradeContext) -> list[Issue]:
     verdict = ctx.result.get("verdict")
     if verdict is None or _observations(ctx) is None:
@@ -496,6 +547,7 @@ def DEC_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-10", "decision", "invalid", "unrounded per-arm and per-seed means reproduce and match the scores")
 def DEC_10(ctx: GradeContext) -> list[Issue]:
     recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
     if recomputed is None or recomputed.get("method") == "best_lr_threshold":
@@ -519,6 +571,7 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-11", "decision", "invalid", "role-keyed weights mapped to arms from the spec, the mapping and adjustment recorded")
 def DEC_11(ctx: GradeContext) -> list[Issue]:
     issues, record = [], _record(ctx)
     arm_names = {arm.name for arm in ctx.plan.arms} if ctx.plan is not None else set()
@@ -537,6 +590,7 @@ def DEC_11(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("DEC-12", "decision", "invalid", "a grid-edge LR sets grid_edge true with confidence weak")
 def DEC_12(ctx: GradeContext) -> list[Issue]:
     recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
     if recomputed is None or recomputed.get("method") != "best_lr_threshold":
@@ -608,6 +662,7 @@ def _selection_summaries(ctx: GradeContext, recomputed: dict[str, Any]) -> list[
     return issues
 
 
+@rule("DEC-13", "decision", "invalid|unverified", "seeds scheduled in advance; adaptive selection frozen before confirmation, recomputed")
 def DEC_13(ctx: GradeContext) -> list[Issue]:
     """Adaptive selection: the choice recomputed from the selection items, the split from the evaluator's items,
     observations from confirmation items only, the frozen flag, and the freeze in the evidence (the selection
@@ -661,6 +716,7 @@ def _frozen_in_evidence(ctx: GradeContext, recorded: dict[str, Any]) -> list[Iss
     return []
 
 
+@rule("DEC-14", "decision", "unverified", "in a run directory, the events log the decision gate and the observations file")
 def DEC_14(ctx: GradeContext) -> list[Issue]:
     if ctx.run_dir is None or (not ctx.result.get("decision") and ctx.result.get("verdict") is None):
         return []
@@ -676,6 +732,7 @@ def DEC_14(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("ADAPT-1", "decision", "invalid", "paired arms run their shared steps on identical batches (adaptation_batch_hash)")
 def ADAPT_1(ctx: GradeContext) -> list[Issue]:
     issues, by_pair = [], {}
     for entry in as_list(ctx.result.get("adaptation_manifests")):
@@ -694,7 +751,8 @@ def ADAPT_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, ADAPT_1]
+CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, DEC_15,
+          ADAPT_1]
 
 
 REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the exchange's own spec has none, so the "
@@ -702,6 +760,7 @@ REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the e
                  "predictions and per-step log, and any disagreement with RESULT grades invalid")
 
 
+@implements("DEC-1")
 def grade(ctx: GradeContext) -> CategoryGrade:
     if ctx.spec is None:
         return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no spec to grade the decision against")])

@@ -18,6 +18,7 @@ from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
     equal_json, float_of, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
+from experiment.grading.registry import implements, rule
 
 NAME = "evaluator"
 
@@ -31,6 +32,7 @@ def _scores(ctx: GradeContext) -> list[dict[str, Any]]:
     return [s for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores")) if isinstance(s, dict)]
 
 
+@rule("EVAL-1", "evaluator", "invalid|unknown", "evaluation = {version: 1, evaluators, scores, comparisons} with the contract's shape")
 def EVAL_1(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("evaluation")
     if record is None or record == {}:
@@ -41,6 +43,7 @@ def EVAL_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-2", "evaluator", "invalid", "evaluator_id is the sha256 of the canonical provenance stored under it")
 def EVAL_2(ctx: GradeContext) -> list[Issue]:
     issues = []
     for key, provenance in _evaluators(ctx).items():
@@ -55,12 +58,14 @@ def EVAL_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-3", "evaluator", "invalid", "code_sha256 is a 64-hex hash, never prose")
 def EVAL_3(ctx: GradeContext) -> list[Issue]:
     return [Issue("EVAL-3", INVALID, f"evaluator {key[:12]}: code_sha256 {short(p.get('code_sha256'))} is not a 64-hex hash")
             for key, p in _evaluators(ctx).items()
             if not (isinstance(p.get("code_sha256"), str) and HEX64.match(p["code_sha256"]))]
 
 
+@rule("EVAL-4", "evaluator", "invalid|unverified", "items are an explicit items.ids list (a manifest: unverified with a decision_rule)")
 def EVAL_4(ctx: GradeContext) -> list[Issue]:
     issues = []
     has_rule = bool(ctx.spec and ctx.spec.get("decision_rule"))
@@ -84,6 +89,7 @@ def EVAL_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-5", "evaluator", "invalid", "decoding gives temperature, max_tokens and stop as a list of strings")
 def EVAL_5(ctx: GradeContext) -> list[Issue]:
     issues = []
     for key, provenance in _evaluators(ctx).items():
@@ -96,6 +102,7 @@ def EVAL_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-6", "evaluator", "invalid", "the provenance never names the scored arm or checkpoint")
 def EVAL_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     for key, provenance in _evaluators(ctx).items():
@@ -108,6 +115,7 @@ def EVAL_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-7", "evaluator", "invalid|unknown", "every score names a defined evaluator, arm, metric, finite value and seed, once")
 def EVAL_7(ctx: GradeContext) -> list[Issue]:
     issues = []
     known = set(_evaluators(ctx))
@@ -153,6 +161,7 @@ def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
     return None
 
 
+@implements("EVAL-7")
 def EVAL_7_metrics(ctx: GradeContext) -> list[Issue]:
     """EVAL-7, the posted numbers *(project reading)*: where the run posts a scored arm's (or run's) metric
     (`_posted`), it is the score's value."""
@@ -169,6 +178,7 @@ def EVAL_7_metrics(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-8", "evaluator", "unverified", "every score's predictions_ref is a retained evidence file with inline content")
 def EVAL_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     for ref in sorted({s.get("predictions_ref") for s in _scores(ctx)}, key=str):
@@ -177,6 +187,7 @@ def EVAL_8(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-9", "evaluator", "invalid|unverified", "prediction rows: one per item with the required fields, one checkpoint, the score their mean (the base model's, unverified without a spec)")
 def EVAL_9(ctx: GradeContext) -> list[Issue]:
     issues = []
     evaluators = _evaluators(ctx)
@@ -213,6 +224,7 @@ def EVAL_9(ctx: GradeContext) -> list[Issue]:
 GRADINGS = ("graded", "no_boxed", "timeout", "grader_error")  # experiment.rl.math_eval.grade_answer's outcomes
 
 
+@implements("EVAL-9")
 def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
     """EVAL-9, the score *(project reading)*: a score of per-item values (accuracy) is the mean of its rows'
     values (of its metric and seed), and a row not graded (`grading` other than `graded`) scores 0."""
@@ -239,6 +251,7 @@ def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-10", "evaluator", "invalid", "the evaluator is frozen before the first score; compared arms share it")
 def EVAL_10(ctx: GradeContext) -> list[Issue]:
     """Compared arms (and the base) scored under one evaluator before a definitive verdict."""
     issues = []
@@ -278,6 +291,7 @@ def _weighted_arms(ctx: GradeContext) -> dict[str, list[str]]:
     return arms
 
 
+@rule("EVAL-12", "evaluator", "invalid", "comparisons name every arm each criterion weights, the base too")
 def EVAL_12(ctx: GradeContext) -> list[Issue]:
     """Each criterion's metric has a comparison naming every arm the criterion weights (the base
     model too), and each of them is scored under the comparison's evaluator."""
@@ -313,6 +327,7 @@ def _loss_applies(ctx: GradeContext) -> bool:
     return bool(ctx.plan.eval.get("loss_eval"))
 
 
+@rule("LOSS-1", "evaluator", "unverified", "a loss endpoint reports loss_eval")
 def LOSS_1(ctx: GradeContext) -> list[Issue]:
     if not _loss_applies(ctx) or not ctx.trained:
         return []
@@ -321,6 +336,7 @@ def LOSS_1(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("LOSS-2", "evaluator", "invalid", "loss_eval's values are consistent (aggregation, nll_sum / n_tokens, same token counts)")
 def LOSS_2(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("loss_eval")
     if not isinstance(record, dict) or not record:
@@ -328,6 +344,7 @@ def LOSS_2(ctx: GradeContext) -> list[Issue]:
     return [Issue("LOSS-2", INVALID, problem) for problem in record_problems(record)]
 
 
+@rule("LOSS-3", "evaluator", "invalid|unverified", "loss_eval recomputes from the retained per-example prediction rows")
 def LOSS_3(ctx: GradeContext) -> list[Issue]:
     """loss_eval is what the retained per-example prediction rows give: every run's entry (an arm
     of an LR grid keeps its runs under `runs`, its own entry is its selected run's) recomputed."""
@@ -395,6 +412,7 @@ def loss_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> dict[
     return held_out_loss([(t["nll_sum"], t["n_tokens"]) for t in totals], aggregation)
 
 
+@rule("LOSS-4", "evaluator", "invalid", "loss_eval's aggregation is the spec's")
 def LOSS_4(ctx: GradeContext) -> list[Issue]:
     """loss_eval's aggregation (top level and every arm and run) is the one the spec's eval states."""
     record = ctx.result.get("loss_eval")
@@ -420,6 +438,7 @@ def _base_names(ctx: GradeContext) -> set[str]:
     return {name for name in names if isinstance(name, str) and name}
 
 
+@implements("EVAL-9")
 def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     """EVAL-9, the scored model *(project reading)*: every row of a score names one checkpoint: the base
     model (as served, or the shared initialization) for the base, else the checkpoint evidence.checkpoints
@@ -449,21 +468,25 @@ def EVAL_9_checkpoints(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVAL-13", "evaluator", "invalid", "the evaluator's items are the spec's eval set: n_examples items, the first rows of its eval data")
 def EVAL_13(ctx: GradeContext) -> list[Issue]:
     """The evaluator's items are the spec's eval set (experiment.grading.spec_anchor)."""
     return spec_anchor.eval_set_issues(ctx)
 
 
+@rule("EVAL-14", "evaluator", "invalid", "the evaluator's prompt template, decoding and parser are the ones the spec fixes")
 def EVAL_14(ctx: GradeContext) -> list[Issue]:
     """The evaluator's prompt template, decoding and parser are the ones the spec fixes."""
     return spec_anchor.provenance_issues(ctx)
 
 
+@rule("EVAL-15", "evaluator", "invalid|unverified", "code_sha256 is the hash of the evaluator code retained in the pipeline-code evidence")
 def EVAL_15(ctx: GradeContext) -> list[Issue]:
     """code_sha256 is the hash of the evaluator code retained in the pipeline-code evidence."""
     return spec_anchor.code_hash_issues(ctx)
 
 
+@rule("EVAL-16", "evaluator", "invalid|unverified", "in a run directory, the evaluator_frozen event comes before the evaluation began")
 def EVAL_16(ctx: GradeContext) -> list[Issue]:
     """(run directory) The evaluator_frozen event comes before the evaluation began."""
     return spec_anchor.frozen_order_issues(ctx)

@@ -7,14 +7,20 @@ must be recorded identically in `config` and `effective_config` (the pilot's own
 
 from __future__ import annotations
 
+import json
+import math
+from datetime import datetime, timedelta, timezone
+
 from experiment.contract.result_models import Feasibility
+from experiment.contract.run_layout import run_meta_path
 from experiment.stats.feasibility import (
-    FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, feasibility_record, pilot_size,
+    FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS, PhaseTiming, budget_use, feasibility_record, pilot_size,
 )
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, UNKNOWN, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json, is_integer,
     is_number, model_issues, run_checks, short,
 )
+from experiment.grading.registry import rule
 
 NAME = "feasibility"
 PHASES = ("setup", "training", "evaluation")
@@ -25,12 +31,14 @@ def _record(ctx: GradeContext) -> dict:
     return as_dict(ctx.result.get("feasibility"))
 
 
+@rule("FEAS-1", "feasibility", "unknown", "a measured feasibility record before the full comparison")
 def FEAS_1(ctx: GradeContext) -> list[Issue]:
     if not _record(ctx):
         return [Issue("FEAS-1", UNKNOWN, "RESULT has no measured feasibility record")]
     return model_issues(Feasibility, _record(ctx), "FEAS-1", UNKNOWN, "feasibility")
 
 
+@rule("FEAS-2", "feasibility", "unknown", "config and effective_config record the ten projection keys identically")
 def FEAS_2(ctx: GradeContext) -> list[Issue]:
     config, effective = as_dict(_record(ctx).get("config")), as_dict(_record(ctx).get("effective_config"))
     keys = [k for k in PROJECTION_KEYS if k not in config or k not in effective or not equal_json(config[k], effective[k])]
@@ -39,10 +47,12 @@ def FEAS_2(ctx: GradeContext) -> list[Issue]:
                   MISSING_EVIDENCE if key not in config or key not in effective else "") for key in keys]
 
 
+@rule("FEAS-3", "feasibility", "unknown", "source names the pilot evidence")
 def FEAS_3(ctx: GradeContext) -> list[Issue]:
     return [] if _record(ctx).get("source") else [Issue("FEAS-3", UNKNOWN, "the pilot evidence source is not recorded")]
 
 
+@rule("FEAS-4", "feasibility", "unknown", "each measured phase gives seconds, units, planned_units, samples, gpu_count, allocation_source")
 def FEAS_4(ctx: GradeContext) -> list[Issue]:
     issues = []
     measurements = as_dict(_record(ctx).get("measurements"))
@@ -57,6 +67,7 @@ def FEAS_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-5", "feasibility", "unknown", "recovery.seconds is a positive reserve")
 def FEAS_5(ctx: GradeContext) -> list[Issue]:
     recovery = as_dict(_record(ctx).get("recovery"))
     if not (is_number(recovery.get("seconds")) and recovery["seconds"] > 0):
@@ -64,6 +75,7 @@ def FEAS_5(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-6", "feasibility", "unknown", "GPU counts only from allocation evidence, one count for the service")
 def FEAS_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     record = _record(ctx)
@@ -82,6 +94,7 @@ def FEAS_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-7", "feasibility", "invalid|unknown", "generated tasks: a generation record whose yield and settings are the audit's and the spec's")
 def FEAS_7(ctx: GradeContext) -> list[Issue]:
     generated = ctx.gate_applicable("generation_audit") is True
     generation = _record(ctx).get("generation")
@@ -139,6 +152,7 @@ def _generation_settings_issues(ctx: GradeContext, generation: dict, measurement
     return issues
 
 
+@rule("FEAS-8", "feasibility", "unknown", "primary_endpoint is the spec's")
 def FEAS_8(ctx: GradeContext) -> list[Issue]:
     endpoint = ctx.plan.primary_endpoint if ctx.plan is not None else None
     recorded = _record(ctx).get("primary_endpoint")
@@ -147,6 +161,7 @@ def FEAS_8(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-9", "feasibility", "invalid", "a projection that does not fit the budget gives no definitive verdict")
 def FEAS_9(ctx: GradeContext) -> list[Issue]:
     projection = as_dict(_record(ctx).get("projection"))
     if projection.get("fits") is False and ctx.result.get("verdict") in ("supported", "refuted"):
@@ -154,6 +169,7 @@ def FEAS_9(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("FEAS-10", "feasibility", "unknown", "the spec's stated pilot size is honoured and recorded")
 def FEAS_10(ctx: GradeContext) -> list[Issue]:
     """The pilot size the spec states (its command: "timing pilot: N steps per arm plus M eval items")
     was measured; a spec whose eval set is smaller than M (a rehearsal's) pilots all of it."""
@@ -183,6 +199,7 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-12", "feasibility", "unknown", "the projection and recovery recompute from the measurements and the budget")
 def FEAS_12(ctx: GradeContext) -> list[Issue]:
     """The projection is recomputed from the measurements and the spec's budget
     (experiment.stats.feasibility.feasibility_record, the function the pilot used): every field of it
@@ -218,7 +235,66 @@ def FEAS_12(ctx: GradeContext) -> list[Issue]:
     return []
 
 
-CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12]
+@rule("FEAS-13", "feasibility", "invalid", "budget_use is the spec's wall budget against the run's own elapsed time")
+def FEAS_13(ctx: GradeContext) -> list[Issue]:
+    """RESULT.budget_use, where recorded, is what the run's own function (experiment.stats.feasibility.budget_use)
+    gives for the spec's wall budget and the recorded elapsed time: the budget, within_budget, the overrun note and
+    the sentence saying what was measured. The elapsed time is at least the wall time the feasibility pilot
+    measured inside the run (the record's own timings; timestamps have whole seconds, hence one second's slack),
+    and in a run directory it is the time from run.json's start to the event that posted it (at most
+    BUDGET_USE_POST_SECONDS later)."""
+    use = ctx.result.get("budget_use")
+    if use is None or ctx.plan is None:
+        return []
+    elapsed = as_dict(use).get("elapsed_wall_seconds")
+    if not is_number(elapsed) or not math.isfinite(float(elapsed)) or float(elapsed) < 0:
+        return [Issue("FEAS-13", INVALID,
+                      f"budget_use.elapsed_wall_seconds {short(elapsed)} is not a number of seconds")]
+    start = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    try:
+        end = start + timedelta(seconds=float(elapsed))
+    except OverflowError:
+        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is no run's wall time")]
+    expected = budget_use(ctx.plan.budget, start.isoformat(), end.isoformat())
+    if expected is None:
+        return [Issue("FEAS-13", INVALID, "budget_use is recorded, but the spec states no wall budget")]
+    expected["elapsed_wall_seconds"] = elapsed  # the one measured input: the rest follows from it and the budget
+    recorded = as_dict(use)
+    wrong = [key for key in sorted(set(expected) | set(recorded))
+             if not equal_json(recorded.get(key), expected.get(key))]
+    issues = [Issue("FEAS-13", INVALID, f"budget_use {', '.join(wrong)} is not what the spec's wall budget and the "
+                                        "recorded elapsed time give")] if wrong else []
+    pilot = [as_dict(phase).get("wall_seconds") for phase in as_dict(_record(ctx).get("measurements")).values()]
+    pilot_wall = math.fsum(float(s) for s in pilot if is_number(s))
+    if float(elapsed) + 1 < pilot_wall:
+        issues.append(Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is less than the "
+                                                "wall time the feasibility pilot measured inside the run "
+                                                f"({pilot_wall:.3g} s)"))
+    return issues + _budget_use_posted(ctx, float(elapsed))
+
+
+BUDGET_USE_POST_SECONDS = 5  # from computing budget_use to the event that posts it (whole-second timestamps)
+
+
+def _budget_use_posted(ctx: GradeContext, elapsed: float) -> list[Issue]:
+    """In a run directory: elapsed_wall_seconds is the time from run.json's `started` to the last event that
+    posted budget_use (the run computes it just before posting it)."""
+    if ctx.run_dir is None or not ctx.events:
+        return []
+    posted = [e.get("ts") for e in ctx.events
+              if e.get("event") == "result_updated" and "budget_use" in as_list(e.get("fields"))]
+    try:
+        started = datetime.fromisoformat(json.loads(run_meta_path(ctx.run_dir).read_text(encoding="utf-8"))["started"])
+        span = (datetime.fromisoformat(str(posted[-1])) - started).total_seconds()
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return []  # run.json and the events are the run-dir layer's to grade
+    if not 0 <= span - elapsed <= BUDGET_USE_POST_SECONDS:
+        return [Issue("FEAS-13", INVALID, f"budget_use.elapsed_wall_seconds {short(elapsed)} is not the time from "
+                                          f"run.json's start to the event that posted it ({span:g} s)")]
+    return []
+
+
+CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12, FEAS_13]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

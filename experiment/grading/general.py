@@ -24,6 +24,8 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
+from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, table_path
+from experiment.grading.registry import implements, rule
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
 MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES = MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
@@ -35,12 +37,14 @@ def vocabulary(ctx: GradeContext) -> str | None:
     return ctx.plan.vocabulary if ctx.plan is not None else None
 
 
+@rule("GEN-2", "record", "invalid", "status is running, succeeded or failed")
 def GEN_2(ctx: GradeContext) -> list[Issue]:
     if ctx.result.get("status") not in ("running", "succeeded", "failed"):
         return [Issue("GEN-2", INVALID, f"status {short(ctx.result.get('status'))} is not running, succeeded or failed")]
     return []
 
 
+@rule("GEN-3", "record", "invalid", "direction+confidence vocabulary: verdict only at the end, supported or refuted, with confidence")
 def GEN_3(ctx: GradeContext) -> list[Issue]:
     if vocabulary(ctx) != "direction_confidence":
         return []
@@ -59,6 +63,7 @@ def GEN_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-4", "record", "invalid", "three-way vocabulary: verdict and outcome_reason agree; none of the direction-only fields")
 def GEN_4(ctx: GradeContext) -> list[Issue]:
     if vocabulary(ctx) != "three_way":
         return []
@@ -83,6 +88,7 @@ def GEN_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-5", "record", "invalid", "per-arm numbers under metrics.arms; completed_arms names each trained arm once")
 def GEN_5(ctx: GradeContext) -> list[Issue]:
     metrics = as_dict(ctx.result.get("metrics"))
     arms = set(as_dict(metrics.get("arms"))) | set(as_list(ctx.result.get("completed_arms")))
@@ -108,6 +114,7 @@ def GEN_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-6", "record", "invalid", "deviations recorded before use; a changed experiment says original_hypothesis_tested false")
 def GEN_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     deviations = ctx.result.get("deviations")
@@ -135,6 +142,7 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("GEN-6")
 def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     """GEN-6, the hypothesis a record tests: a rehearsal (RESULT.rehearsal: another model, data and eval
     set) does not test the spec's hypothesis, so it says `original_hypothesis_tested: false` and what it
@@ -158,6 +166,7 @@ def GEN_6_hypothesis(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-7", "record", "invalid", "conditional fields (capacity_block, decision, loss_eval, adaptation_manifests) only when they apply")
 def GEN_7(ctx: GradeContext) -> list[Issue]:
     issues = []
     block = ctx.result.get("capacity_block")
@@ -168,6 +177,7 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GEN-8", "record", "invalid", "summary at most two sentences, reasoning two to four")
 def GEN_8(ctx: GradeContext) -> list[Issue]:
     issues = []
     summary = ctx.result.get("summary")
@@ -187,6 +197,7 @@ def GEN_8(ctx: GradeContext) -> list[Issue]:
 # ---------------------------------------------------------------------------- evidence
 
 
+@rule("EVID-1", "record", "invalid|unverified|unknown", "every evidence file carries its bytes inline (or an /attachments/ URL)")
 def EVID_1(ctx: GradeContext) -> list[Issue]:
     issues = []
     evidence = ctx.result.get("evidence")
@@ -213,6 +224,7 @@ def EVID_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-2", "record", "unverified", "an evidence file's sha256 is the sha256 of its bytes")
 def EVID_2(ctx: GradeContext) -> list[Issue]:
     bad = [entry.get("name") for entry in ctx.evidence.entries
            if isinstance(entry.get("content"), str) and ctx.evidence.state(entry.get("name"))[0] == "corrupt"]
@@ -223,6 +235,7 @@ def EVID_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-3", "record", "invalid", "evidence caps: 10 MiB a file, 64 files, 40 MiB a run")
 def EVID_3(ctx: GradeContext) -> list[Issue]:
     issues, total = [], 0
     entries = ctx.evidence.entries
@@ -239,6 +252,7 @@ def EVID_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-4", "record", "unverified", "a finished run retains script, effective config, code revision, predictions and metrics")
 def EVID_4(ctx: GradeContext) -> list[Issue]:
     if ctx.result.get("status") != "succeeded":
         return []
@@ -250,6 +264,7 @@ def EVID_4(ctx: GradeContext) -> list[Issue]:
     return [Issue("EVID-4", UNVERIFIED, f"a finished run retains no evidence of kind {', '.join(missing)}")] if missing else []
 
 
+@rule("EVID-5", "record", "invalid|unverified", "evidence.per_arm_metrics is metrics.arms")
 def EVID_5(ctx: GradeContext) -> list[Issue]:
     per_arm = as_dict(as_dict(ctx.result.get("evidence")).get("per_arm_metrics"))
     missing = [arm for arm in as_list(ctx.result.get("completed_arms")) if arm not in per_arm]
@@ -263,6 +278,7 @@ def EVID_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("EVID-9", "record", "invalid|unverified", "the retained execution plan is the plan of the spec graded against")
 def EVID_9(ctx: GradeContext) -> list[Issue]:
     """The retained execution plan (kind effective_config, execution-plan.json) is the plan of the
     spec graded against (experiment.contract.plan.build_plan, serialised as the run keeps it)."""
@@ -292,6 +308,7 @@ def _located(plan: Any) -> Any:
     return plan
 
 
+@rule("EVID-10", "record", "invalid", "the retained pipeline code is the code code-revision.json names")
 def EVID_10(ctx: GradeContext) -> list[Issue]:
     """The retained pipeline code (kind script, pipeline-code.json) is the code the code revision
     names: every file's content hashes to its sha256, and the files and commit are code-revision.json's."""
@@ -313,6 +330,7 @@ def EVID_10(ctx: GradeContext) -> list[Issue]:
                                       f"({', '.join(wrong[:4])}{' ...' if len(wrong) > 4 else ''})")] if wrong else []
 
 
+@rule("EVID-6", "record", "invalid", "checkpoints are tinker:// references, listed once, every scored one listed")
 def EVID_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     checkpoints = as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))
@@ -377,12 +395,14 @@ def _final_checkpoint_steps(ctx: GradeContext, checkpoints: list[Any]) -> list[I
     return issues
 
 
+@rule("EVID-7", "record", "invalid", "evidence file names are immutable: one name, one content")
 def EVID_7(ctx: GradeContext) -> list[Issue]:
     names = [entry.get("name") for entry in ctx.evidence.entries]
     dup = sorted({str(name) for name in names if names.count(name) > 1})  # listed twice, same content or not
     return [Issue("EVID-7", INVALID, f"evidence names listed more than once: {', '.join(dup)}")] if dup else []
 
 
+@rule("EVID-8", "record", "invalid|unverified|problem", "a run directory's events, tables and evidence agree with RESULT")
 def EVID_8(ctx: GradeContext) -> list[Issue]:
     """Run directory only: events, tables and evidence/ agree with RESULT."""
     if ctx.run_dir is None:
@@ -400,7 +420,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("EVID-8", INVALID, f"{name} is in RESULT.evidence but no evidence_added event logs it"))
         elif logged[name] != entry.get("sha256"):
             issues.append(Issue("EVID-8", INVALID, f"{name}: RESULT's sha256 differs from the one events.jsonl logged"))
-        path = ctx.run_dir / "evidence" / str(name)
+        path = evidence_path(ctx.run_dir, str(name))
         if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
             issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk does not hash to RESULT's sha256"))
         data = ctx.evidence.bytes(name)
@@ -410,7 +430,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
     for event in events:
         if event.get("event") == "gate":
             gates[event.get("gate")] = event.get("status")
-    table = ctx.run_dir / "tables" / "gates.parquet"
+    table = table_path(ctx.run_dir, GATES_TABLE)
     if table.is_file():
         try:
             import pandas as pd
@@ -430,16 +450,17 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("SEC-1", "record", "invalid", "no credentials stored: keys, tokens, credential headers, signed URLs")
 def SEC_1(ctx: GradeContext) -> list[Issue]:
     issues = []
-    texts = {"result.json": json.dumps(ctx.result)}
+    texts = {RESULT_FILE: json.dumps(ctx.result)}
     for entry in ctx.evidence.entries:
         data = ctx.evidence.bytes(entry.get("name"))
         if data is not None:
             texts[f"evidence {entry.get('name')}"] = data.decode("utf-8", errors="replace")
     if ctx.run_dir is not None:
         for path in sorted(ctx.run_dir.rglob("*")):
-            if path.is_file() and path.name != "result.json" and path.stat().st_size <= 64 * 1024 * 1024:
+            if path.is_file() and path.name != RESULT_FILE and path.stat().st_size <= 64 * 1024 * 1024:
                 texts[str(path.relative_to(ctx.run_dir))] = searchable_text(path.read_bytes())
     for where, text in texts.items():
         found = find_secrets(text)

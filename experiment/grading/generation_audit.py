@@ -15,6 +15,7 @@ from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,
     is_integer, model_issues, run_checks, short,
 )
+from experiment.grading.registry import implements, rule
 
 NAME = "generation_audit"
 SUPPORTED = ("numeric_exact", "categorical_exact")
@@ -76,12 +77,14 @@ def _evaluation(ctx: GradeContext) -> list[dict[str, Any]] | None:
     return ctx.evidence.jsonl(_record(ctx).get("evaluation_file"))
 
 
+@rule("GA-2", "generation_audit", "invalid|unknown", "generation_audit has the contract's shape")
 def GA_2(ctx: GradeContext) -> list[Issue]:
     if not _record(ctx):
         return [Issue("GA-2", UNKNOWN, "RESULT has no generation_audit record")]
     return model_issues(GenerationAudit, _record(ctx), "GA-2", INVALID, "generation_audit")
 
 
+@rule("GA-3", "generation_audit", "invalid|unverified", "the candidates file and the full frozen evaluation set are retained inline")
 def GA_3(ctx: GradeContext) -> list[Issue]:
     issues = []
     for key in ("dataset_file", "evaluation_file", "audit_file"):
@@ -113,6 +116,7 @@ def _held_out_set(ctx: GradeContext) -> list[tuple[str, str]] | None:
     return _HELD_OUT[key]
 
 
+@implements("GA-3")
 def GA_3_evaluation_set(ctx: GradeContext) -> list[Issue]:
     """GA-3, the evaluation file *(project reading)*: it is the spec's whole held-out set, every item's id and
     text as the data gives them (the overlap GA-8 recomputes is only as good as this set)."""
@@ -125,6 +129,7 @@ def GA_3_evaluation_set(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("GA-4", "generation_audit", "invalid", "counts and every disposition are what the candidates file and the filter give")
 def GA_4(ctx: GradeContext) -> list[Issue]:
     tasks = _tasks(ctx)
     if tasks is None:
@@ -152,6 +157,7 @@ def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: 
     return wrong
 
 
+@implements("GA-4")
 def GA_4_filter(ctx: GradeContext) -> list[Issue]:
     """GA-4, the filter *(project reading)*: in every candidates file, each candidate's disposition is what the
     filter's count (`base_solved`) and the spec's keep band give (see `_filter_problems`)."""
@@ -171,6 +177,7 @@ def GA_4_filter(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GA-5", "generation_audit", "invalid", "the sample is the first accepted ids sorted by sha256(json.dumps([seed, item_id]))")
 def GA_5(ctx: GradeContext) -> list[Issue]:
     tasks, seed = _tasks(ctx), _record(ctx).get("sample_seed")
     if tasks is None or not is_integer(seed):
@@ -186,6 +193,7 @@ def GA_5(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("GA-6", "generation_audit", "invalid|unverified", "each sample re-solved blind by a re-solver independent of generator, filter and base")
 def GA_6(ctx: GradeContext) -> list[Issue]:
     for sample in as_list(_record(ctx).get("samples")):
         sample = as_dict(sample)
@@ -210,6 +218,7 @@ def _spec_identities(ctx: GradeContext) -> dict[str, set[str]]:
             "solver": {str(block.get("solver_path") or block.get("solver_model"))}}
 
 
+@implements("GA-6")
 def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
     """GA-6, independence: the record names its re-solver and the generator, filter and trained base model
     it is compared with, each the one the spec names, and the re-solver is none of them (name, weights or code)."""
@@ -238,6 +247,7 @@ def GA_6_independent_resolver(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GA-7", "generation_audit", "unverified", "answers compared by the spec's answer_comparison")
 def GA_7(ctx: GradeContext) -> list[Issue]:
     strategy = as_dict((ctx.spec or {}).get("generation_audit")).get("answer_comparison")
     if strategy not in SUPPORTED:
@@ -245,6 +255,7 @@ def GA_7(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("GA-8", "generation_audit", "invalid", "label errors and evaluation overlaps recompute")
 def GA_8(ctx: GradeContext) -> list[Issue]:
     tasks, evaluation = _tasks(ctx), _evaluation(ctx)
     record, issues = _record(ctx), []
@@ -269,6 +280,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GA-9", "generation_audit", "invalid", "the audit passes before any optimizer update on generated data")
 def GA_9(ctx: GradeContext) -> list[Issue]:
     record = _record(ctx)
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
@@ -287,6 +299,7 @@ def GA_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("GA-10", "generation_audit", "unverified", "the record's samples are the retained audit file's")
 def GA_10(ctx: GradeContext) -> list[Issue]:
     """*(project reading)* The record's audit samples are the retained audit file's: the same items,
     in the same order, each with the same fields the record reports (the file may add fields)."""
@@ -313,6 +326,7 @@ def _samples_of(value: Any) -> list[dict[str, Any]] | None:
     return [as_dict(x) for x in samples] if isinstance(samples, list) else None
 
 
+@rule("GA-11", "generation_audit", "invalid", "every audit round recomputes from its own retained files")
 def GA_11(ctx: GradeContext) -> list[Issue]:
     """*(project reading)* Every audit round recomputes from its own retained files (counts from its candidates,
     label errors from its sampled re-solves against the candidates' labels, its sample size), the last round
@@ -392,6 +406,7 @@ def _rebuilt_round(ctx: GradeContext, number: int, entry: dict[str, Any], retain
     return report
 
 
+@implements("GA-11")
 def GA_11_files(ctx: GradeContext) -> list[Issue]:
     """GA-11, every round's audit file field by field *(project reading)*: each round (the last included) is held
     to the checks of the record's audit (GA-3 on its candidates, GA-5 its sample from its seed, GA-8 its label
@@ -435,6 +450,7 @@ CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_4_filter, GA_5, GA_6, GA_6_i
           GA_11_files]
 
 
+@rule("GA-1", "generation_audit", "unknown", "the audit applies when generated training data is used (applicability unknown: unknown)")
 def grade(ctx: GradeContext) -> CategoryGrade:
     applicable, why = applicability(ctx.spec)
     if applicable is False:

@@ -24,11 +24,12 @@ from experiment.grading.evidence import EvidenceAccess
 from experiment.grading.general import general_issues
 from experiment.grading.input_limits import oversized_input
 from experiment.grading.precedence import with_precedence
-from experiment.grading.rules import SHAPE_RULES
+from experiment.grading.registry import SHAPE_RULES, implements, rule
 from experiment.grading.run_dir import RunDirError, read_event_lines, run_validation
 from experiment.grading.traces import self_grade_problems
 from experiment.contract.plan import draft_plan
 from experiment.contract.rehearsal import rules_sha256
+from experiment.contract.run_layout import evidence_path, result_path
 from experiment.contract.spec import (Spec, SpecError, SpecRevision, SpecSource, apply_revision, canonical_sha256, load_spec,
                              parse_spec, plan_file_path)
 
@@ -48,7 +49,7 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
     path = Path(path)
     run_dir = None
     if path.is_dir():
-        run_dir, path = path, path / "result.json"
+        run_dir, path = path, result_path(path)
         if not path.is_file():
             raise GradeInputError(f"{run_dir} is not a run directory (no result.json)")
     elif not path.is_file():
@@ -65,6 +66,7 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
     return result, run_dir
 
 
+@implements("EVID-8")
 def read_events(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The run's events and an EVID-8 problem per line that is not JSON (a JSON line that is no object is skipped
     here; the run-dir layer reports it, events.format)."""
@@ -82,9 +84,9 @@ def _recorded_spec(result: dict[str, Any], evidence: EvidenceAccess,
     def read(name: str) -> tuple[Any, str]:
         if evidence.usable(name):
             return evidence.json(name), "inline"
-        if run_dir is not None and name in evidence.by_name and (run_dir / "evidence" / name).is_file():
+        if run_dir is not None and name in evidence.by_name and evidence_path(run_dir, name).is_file():
             try:
-                return json.loads((run_dir / "evidence" / name).read_text(encoding="utf-8")), "evidence/"
+                return json.loads(evidence_path(run_dir, name).read_text(encoding="utf-8")), "evidence/"
             except (OSError, UnicodeDecodeError, json.JSONDecodeError):
                 return None, ""
         return None, ""
@@ -180,6 +182,9 @@ def _spec_as_written(result: dict[str, Any], evidence: EvidenceAccess) -> tuple[
                   "written with its revision file")
 
 
+@rule("SPEC", "record", "problem", "the spec graded against cannot be read, parsed or planned: spec-dependent rules are unknown")
+@rule("SPEC-1", "record", "unverified|problem", "a record whose spec cannot be attested grades every category unverified")
+@rule("SPEC-2", "record", "problem", "a rehearsal record is the rehearsal the rules derive from the attested spec")
 def _attested(result: dict[str, Any], evidence: EvidenceAccess, run_dir: Path | None) -> Attestation:
     path, with_revision, why = _spec_as_written(result, evidence)
     rehearsal = result.get("rehearsal") if isinstance(result.get("rehearsal"), dict) else None
@@ -210,6 +215,7 @@ def _attested(result: dict[str, Any], evidence: EvidenceAccess, run_dir: Path | 
     return Attestation(spec, text, supplied, problems)
 
 
+@implements("SPEC-2")
 def _rehearsal_problems(result: dict[str, Any], evidence: EvidenceAccess, spec: Spec) -> list[str]:
     """SPEC-2: the record's rehearsal spec and rehearsal record are the ones the rules derive."""
     derived = dict(spec.source.rehearsal or {})
@@ -233,6 +239,7 @@ def _rehearsal_problems(result: dict[str, Any], evidence: EvidenceAccess, spec: 
     return problems
 
 
+@implements("SPEC-1")
 def _unattested(categories: dict[str, CategoryGrade], why: str) -> None:
     """Without an attested spec nothing spec-dependent is verified: a category that would pass (or
     opt out, which the spec decides too) is unverified, with the reason."""
@@ -252,6 +259,7 @@ def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
                                                                                f"({type(err).__name__}: {err})")])
 
 
+@implements("SPEC")
 def grade_record(result: dict[str, Any], run_dir: str | Path | None = None, spec: Any = None,
                  self_consistency: bool = True) -> Grade:
     """Grade one RESULT. `run_dir` grades it by the same rules as a bare result.json and adds the run

@@ -23,6 +23,7 @@ from experiment.contract.readback import (NOT_EXPOSED_IN_PRODUCTION, NOT_SERVED_
                                           PRODUCTION_OPTIMIZER_FAMILY, SAME_CODE_ON_EMBEDDED)
 from experiment.contract.spec import OPTIMIZER_FAMILY_ALIASES
 from experiment.contract.verdict import GATE_ORDER
+from experiment.grading.decision import pinned_decision_values
 
 EXPOSURES = ("embedded", "production")
 # The gate each category's record comes from (a run stopped before it has none).
@@ -41,19 +42,25 @@ def predict_grades(plan: Any, exposure: str = "embedded") -> dict[str, dict[str,
     if exposure not in EXPOSURES:
         raise ValueError(f"exposure must be one of {', '.join(EXPOSURES)}, got {exposure!r}")
     supplied = set((plan.spec_revision or {}).get("supplied") or [])
+    pinned = pinned_decision_values((plan.spec_revision or {}).get("resolved"))
     grades: dict[str, dict[str, str]] = {}
 
     grades["evaluator"] = _entry("verified", "the evaluator is frozen with explicit item ids before the first score "
                                              "and its predictions are retained inline")
     if plan.decision is None:
         grades["decision"] = _entry("not_applicable", "the spec has no decision_rule")
-    elif "decision_rule" in supplied or "verdict_rule" in supplied:
+    elif ("decision_rule" in supplied and not pinned) or "verdict_rule" in supplied:
         grades["decision"] = _entry("not_applicable", "the exchange's spec has no decision_rule (only the recorded "
                                                       f"revision does): no decision object; the project recomputes "
                                                       f"{plan.decision['method']} from loss_eval and metrics")
     elif plan.gate("correctness_preflight").details.get("revisions_unresolved") and "correctness_pins" not in supplied:
         grades["decision"] = _entry("unknown", "the run stops before the full run while the correctness revisions are "
                                                "UNRESOLVED, so no decision is measured")
+    elif pinned:
+        grades["decision"] = _entry("unverified", f"{', '.join(pinned)}: UNRESOLVED in the spec and pinned by the "
+                                                  "recorded revision only; the run posts a decision object (the spec "
+                                                  "has a decision_rule), which the exchange grades against its own "
+                                                  "spec (DEC-15)")
     elif getattr(plan, "selection", None):
         split = plan.selection["split"]
         grades["decision"] = _entry(

@@ -7,31 +7,27 @@ arms), normalised like the run normalises them (`adam` is `adamw`, `lr` is `lear
 
 from __future__ import annotations
 
-import hashlib
-from datetime import datetime
 from typing import Any
 
-import numpy as np
-
+from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.result_models import ArmProvenance
-from experiment.contract.spec import (
-    OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256, optimizer_family,
-)
+from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256
 from experiment.grading.common import (
     HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
+    equal_json, is_integer, model_issues, run_checks, short, run_label,
 )
+from experiment.grading.initialization_provenance import (
+    NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, _arms, _as_requested, _check_entries, _evidence_info, _evidence_load, _family,
+    _fresh_optimizer_problems, _output_sha256, _planned_lrs, _reported, _server_optimizer,
+)
+from experiment.grading.restoration_evidence import (
+    REST10_ATOL, REST10_EVIDENCE, RESTORE_METHODS, STEP_SETTINGS, UPDATE_CHECK_KEYS, _evidence_refs, _is_time,
+    _max_difference, _update_checks,
+)
+from experiment.grading.registry import implements, rule
 
 NAME = "restoration"
-# Keys of a group's optimizer_config that describe the model; the seed is proven by the shared
-# initialization (equal adapter hashes), never by an optimizer response (project reading).
-NOT_OPTIMIZER_KEYS = ("seed",)
-
-
-def _family(name: Any) -> str:
-    """The spec's optimizer name as a server reports it (`adam` is `adamw`; REST-5)."""
-    return optimizer_family(str(name)) if name else ""
 
 
 def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
@@ -74,27 +70,7 @@ def _groups(ctx: GradeContext) -> list[list[str]]:
     return [group for group in groups if group]
 
 
-def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
-    """arm -> its provenance entry, and for an arm of an LR grid each run's own entry as "<arm> run <lr>"
-    (each run is created and checked like an arm)."""
-    arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
-            if isinstance(v, dict)}
-    runs = {f"{arm} run {label}": run for arm, entry in arms.items()
-            for label, run in as_dict(entry.get("runs")).items() if isinstance(run, dict)}
-    return {**arms, **runs}
-
-
-def _output_sha256(logprobs: list[Any]) -> str:
-    """experiment.rl.restoration.output_sha256 of retained logprobs: per datum its length (int64 LE),
-    then its values as float32 LE (rewritten here: the grader loads no training code)."""
-    digest = hashlib.sha256()
-    for values in logprobs:
-        array = np.asarray(values, dtype=np.float64).reshape(-1)
-        digest.update(np.int64(array.size).astype("<i8").tobytes())
-        digest.update(array.astype("<f4").tobytes())
-    return digest.hexdigest()
-
-
+@rule("REST-1", "restoration", "invalid|unverified|unknown", "initialization_provenance has one entry per restoration arm (and per planned LR run)")
 def REST_1(ctx: GradeContext) -> list[Issue]:
     record = ctx.result.get("initialization_provenance")
     if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
@@ -113,6 +89,7 @@ def REST_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("REST-1")
 def REST_1_runs(ctx: GradeContext) -> list[Issue]:
     """REST-1, an LR grid *(project reading)*: an arm trained at several learning rates has one provenance entry
     per planned run under `runs` (each run is created and checked like an arm), labelled by its learning rate."""
@@ -135,6 +112,7 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-2", "restoration", "invalid|unverified", "initialization proof: a measured adapter hash or an immutable full-initialization checkpoint")
 def REST_2(ctx: GradeContext) -> list[Issue]:
     issues = []
     for arm, entry in _arms(ctx).items():
@@ -158,6 +136,7 @@ def REST_2(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-3", "restoration", "invalid|unverified", "all arms of a group load the same initial adapter or checkpoint")
 def REST_3(ctx: GradeContext) -> list[Issue]:
     issues, arms = [], _arms(ctx)
     for group in _groups(ctx):
@@ -180,6 +159,7 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-4", "restoration", "invalid|unverified", "optimizer_checks at creation and after every restore; restores counted from their evidence")
 def REST_4(ctx: GradeContext) -> list[Issue]:
     issues = []
     for arm, entry in _arms(ctx).items():
@@ -194,41 +174,7 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def _as_requested(check: dict[str, Any]) -> dict[str, Any]:
-    """An optimizer check's `requested` with the spec's key aliases read as the config's names (`lr` is
-    `learning_rate`, as the spec's own restoration groups write it; REST-5)."""
-    return {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(check.get("requested")).items()}
-
-
-def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
-    """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
-    lrs: dict[str, list[float]] = {}
-    for run in (ctx.plan.training_runs if ctx.plan is not None else []):
-        if run.lr is not None:
-            lrs.setdefault(run.arm, []).append(float(run.lr))
-    return lrs
-
-
-def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = None
-                   ) -> list[tuple[str, str, dict[str, Any], list[float] | None]]:
-    """(where, arm, optimizer check, the learning rates it may request) for every optimizer check:
-    the arm's own and, for an arm of several runs (an LR grid), each run's under `runs.<label>`
-    (a run's label is its learning rate)."""
-    planned = planned or {}
-    found = []
-    for arm, entry in _arms(ctx).items():
-        for check in as_list(entry.get("optimizer_checks")):
-            found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
-        for label, run in as_dict(entry.get("runs")).items():
-            try:  # a run's label is its learning rate, with -seed<s> at a further scheduled seed
-                lr = [float(label.split("-seed")[0])]
-            except ValueError:
-                lr = planned.get(arm)
-            for check in as_list(as_dict(run).get("optimizer_checks")):
-                found.append((f"arm {arm} run {label}", arm, as_dict(check), lr))
-    return found
-
-
+@rule("REST-5", "restoration", "invalid|unverified", "each check's requested optimizer is the spec's group arm's, at a planned learning rate")
 def REST_5(ctx: GradeContext) -> list[Issue]:
     """Requested optimizer settings are the spec's: family and config, and the learning rate is one
     the plan trains the arm (or the run) at."""
@@ -258,6 +204,7 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-6", "restoration", "invalid|unverified", "actual optimizer family and config from a retained server response, equal to the requested")
 def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
     for where_, _, check, _ in _check_entries(ctx):
@@ -295,45 +242,6 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def _server_optimizer(value: Any) -> dict[str, Any] | None:
-    """The optimizer config of the retained server response after creation (`get_info_after_creation`,
-    else `get_info`), else the first `optimizer_config` / `optimizer` the file holds."""
-    if isinstance(value, dict):
-        for key in ("get_info_after_creation", "get_info"):
-            found = _server_optimizer(value.get(key)) if isinstance(value.get(key), dict) else None
-            if found is not None:
-                return found
-        for key in ("optimizer_config", "optimizer"):
-            if isinstance(value.get(key), dict):
-                return value[key]
-        for inner in value.values():
-            found = _server_optimizer(inner)
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for inner in value:
-            found = _server_optimizer(inner)
-            if found is not None:
-                return found
-    return None
-
-
-def _reported(value: Any) -> tuple[Any, dict[str, Any]] | None:
-    """(family, config) the retained get_info response reports, read as the run reads it
-    (experiment.rl.restoration.optimizer_check): the optimizer config's `type`, its settings without the
-    server's state, and the model's lora_rank; None without a response."""
-    data = as_dict(value)
-    info = next((data[k] for k in ("get_info_after_restore", "get_info_after_creation", "get_info")
-                 if isinstance(data.get(k), dict)), None)
-    if info is None:
-        return None
-    optimizer = as_dict(info.get("optimizer_config") or info.get("optimizer"))
-    config = {k: v for k, v in optimizer.items() if k not in ("type", "family", *SERVER_STATE_KEYS)}
-    if "lora_rank" in info:
-        config.setdefault("lora_rank", info["lora_rank"])
-    return optimizer.get("type", optimizer.get("family")), config
-
-
 def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> list[Issue]:
     """REST-6: the family and every setting the check calls actual are in the retained response, as it says them
     (a response that names another seed than requested is wrong too)."""
@@ -363,6 +271,7 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
     return issues
 
 
+@rule("REST-7", "restoration", "invalid|unverified", "initial_output with hashes and evidence, equal across the group, or unavailable with a reason")
 def REST_7(ctx: GradeContext) -> list[Issue]:
     issues, arms = [], _arms(ctx)
     fixed_batch = as_dict((ctx.spec or {}).get("restoration_preflight")).get("fixed_batch_required") is True
@@ -397,6 +306,7 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
 FIXED_BATCH_EVIDENCE = "restoration-fixed-batch.json"
 
 
+@implements("REST-7")
 def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
     """REST-7, the batch *(project reading)*: where the run retains its fixed batch, every arm's initial output
     (and the create-save-restore check) was taken on it: their batch_sha256 is the batch's canonical hash."""
@@ -413,6 +323,7 @@ def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
                                      f"{FIXED_BATCH_EVIDENCE}")] if wrong else []
 
 
+@implements("REST-3")
 def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     """REST-3, the initialization checkpoint *(project reading)*: where an arm names the adapter hash of the
     checkpoint it was created from, it is the arm's own adapter hash and the one the retained checkpoint
@@ -431,22 +342,14 @@ def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def _evidence_refs(value: Any) -> set[str]:
-    """Every evidence_ref named anywhere in a provenance entry."""
-    if isinstance(value, dict):
-        return set().union(*(({inner} if key == "evidence_ref" and isinstance(inner, str) else _evidence_refs(inner))
-                             for key, inner in value.items()))
-    if isinstance(value, list):
-        return set().union(*(_evidence_refs(inner) for inner in value))
-    return set()
-
-
+@rule("REST-8", "restoration", "unverified", "every evidence_ref names a retained evidence file with inline content")
 def REST_8(ctx: GradeContext) -> list[Issue]:
     refs = _evidence_refs(_arms(ctx))
     return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}", MISSING_EVIDENCE)
             for ref in sorted(refs) if not ctx.evidence.usable(ref)]
 
 
+@implements("REST-1")
 def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
     """REST-1 per arm, in the exchange's words (REST-1): an arm whose provenance names evidence the
     record does not retain has missing arm evidence."""
@@ -455,6 +358,7 @@ def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
             if any(not ctx.evidence.usable(ref) for ref in _evidence_refs(entry))]
 
 
+@rule("REST-9", "restoration", "unverified", "a lone resumed arm forms a group only with a recorded actual restore")
 def REST_9(ctx: GradeContext) -> list[Issue]:
     groups = _groups(ctx)
     lone = [g for g in groups if len(g) == 1]
@@ -472,43 +376,53 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("REST-11", "restoration", "invalid|unverified", "checkpoint_restore declared: every trained arm records a proven mid-run restore of its state")
+def REST_11(ctx: GradeContext) -> list[Issue]:
+    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica) records a
+    designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the optimizer
+    state, whose optimizer check after that restore is read from the server's response with no mismatch, and whose
+    retained evidence file names the same state. None recorded: unverified (the declared restore is not proven);
+    one that is not such a restore, or whose evidence contradicts it: invalid."""
+    if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
+            or ctx.plan is None:
+        return []
+    arms, issues = _arms(ctx), []
+    for label in [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
+            [a.name for a in ctx.plan.trained_arms]:
+        entry = as_dict(arms.get(label))
+        init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
+        designed = [as_dict(r) for r in as_list(entry.get("restores"))
+                    if as_dict(r).get("loaded_from") not in (None, init_uri)]
+        if not designed:
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: checkpoint_restore is declared, but no mid-run "
+                                                       "restore from a state the arm saved is recorded"))
+            continue
+        restore = designed[0]
+        check = next((as_dict(c) for c in as_list(entry.get("optimizer_checks"))
+                      if as_dict(c).get("after_restore") == restore.get("restore")), {})
+        ref = restore.get("evidence_ref")
+        retained = ctx.evidence.json(ref) if ctx.evidence.usable(ref) else None
+        wrong = [what for what, ok in (
+            ("the optimizer state", restore.get("with_optimizer_state") is True),
+            ("an optimizer check after it, before the next update, without mismatches",
+             check.get("before_next_update") is True and check.get("mismatches") == []),
+            ("retained evidence naming the same state",
+             retained is None or (as_dict(retained).get("restored_from") == restore.get("loaded_from")
+                                  and as_dict(retained).get("with_optimizer_state") is True))) if not ok]
+        if wrong:
+            issues.append(Issue("REST-11", INVALID, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
+                                                    f"(checkpoint_restore) lacks {'; '.join(wrong)}"))
+        elif retained is None or check.get("source") != "server_response":
+            issues.append(Issue("REST-11", UNVERIFIED, f"arm {label}: the mid-run restore "
+                                                       f"{short(restore.get('restore'))} (checkpoint_restore) is not "
+                                                       "proven by a retained server response"))
+    return issues
+
+
 # ---- restore counts from the load evidence (REST-4) and the create-save-restore update (REST-10) ----
 
-RESTORE_METHODS = ("create_training_client_from_state", "create_training_client_from_state_with_optimizer", "load_state")
-# Fixed before measuring (experiment.rl.restoration.RESTORE_UPDATE_ATOL): how closely a restored client must
-# reproduce the uninterrupted client's second update.
-REST10_ATOL = 1e-6
-REST10_EVIDENCE = "restoration-update-check.json"
-# What a create-save-restore check holds (experiment.rl.restoration.restore_update_check); `config_unverified` is
-# the run's own summary (docs/ungraded-fields.md).
-UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_save", "optimizer_state_restored",
-                     "clients", "restore", "batch_sha256", "update", "optimizer_check_after_restore",
-                     "max_abs_difference", "atol", "problems", "output_sha256", "logprobs_after_second_step", "passed")
-# The update's settings a spec's optimizer does not state are off: the params the run builds (AdamParams,
-# the families' params) leave them at the SDK's default.
-UPDATE_DEFAULTS = {"weight_decay": 0.0, "grad_clip_norm": 0.0}
-# A family's own step defaults: an AdamW step that states no beta2 or eps takes the stock SDK's (tinker AdamParams)
-FAMILY_UPDATE_DEFAULTS = {"adamw": {"beta2": 0.95, "eps": 1e-12}}
-# The settings an optimizer step's params carry (tinker's AdamParams, the Muon families' params); a requested setting
-# of the client's optimizer config that is none of them (a Muon polar_step) is not part of the step.
-STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
 
-
-def _evidence_info(ctx: GradeContext, ref: Any) -> dict[str, Any]:
-    """The service's get_info a restoration evidence file retains (after the restore, after creation, or plain)."""
-    data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    return as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
-
-
-def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
-    """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
-    the path the service's load response names, else the path the run recorded loading (None when absent)."""
-    data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    info = _evidence_info(ctx, ref)
-    loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
-    return info.get("model_id"), loaded
-
-
+@implements("REST-4")
 def REST_4_restores(ctx: GradeContext) -> list[Issue]:
     """restore_count is the number of recorded loads of saved state into the arm's clients (`restores`:
     which client, which checkpoint, how, when, evidence), and an arm whose initialization is a saved
@@ -569,36 +483,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-def _is_time(value: Any) -> bool:
-    """An ISO 8601 date and time (when a restore happened)."""
-    try:
-        datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return "T" in str(value)
-
-
-def _update_checks(data: Any) -> dict[str, dict[str, Any]]:
-    """label -> check of the retained REST-10 evidence (one check, or one per arm)."""
-    data = as_dict(data)
-    if "max_abs_difference" in data:
-        return {str(data.get("label")): data}
-    return {str(label): as_dict(check) for label, check in data.items()}
-
-
-def _max_difference(a: Any, b: Any) -> float | None:
-    rows_a, rows_b = as_list(a), as_list(b)
-    if not rows_a or len(rows_a) != len(rows_b):
-        return None
-    worst = 0.0
-    for x, y in zip(rows_a, rows_b):
-        x, y = as_list(x), as_list(y)
-        if len(x) != len(y) or not all(is_number(v) for v in x + y):
-            return None
-        worst = max([worst] + [abs(float(u) - float(v)) for u, v in zip(x, y)])
-    return worst
-
-
+@rule("REST-10", "restoration", "invalid|unverified", "a create-save-restore fixed-gradient update matches the uninterrupted client")
 def REST_10(ctx: GradeContext) -> list[Issue]:
     """A create-save-restore fixed-gradient update (one optimizer step before the save, so moments are
     restored) against the uninterrupted client, recomputed from the retained logprobs of both clients
@@ -704,11 +589,12 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
         problems.append((INVALID, "the service reports another optimizer config than requested"))
     elif any(k not in actual for k in keys):
         problems.append((UNVERIFIED, "the service does not expose the whole requested optimizer config"))
+    problems += _reported_rank_problems(ctx, str(label), optimizer)
     update = check.get("update")
     if "update" in check and not (isinstance(update, dict) and "learning_rate" in update):
         problems.append((INVALID, "the update it took names no learning rate"))
     elif isinstance(update, dict):
-        defaults = {**UPDATE_DEFAULTS, **FAMILY_UPDATE_DEFAULTS.get(_family(requested.get("family")), {})}
+        defaults = step_defaults(requested.get("family"))  # what an unstated setting means: the SDK's documented value
         wrong = [k for k, v in update.items() if not (
             _family(v) == _family(requested.get("family")) if k in ("type", "family")
             else equal_json(v, requested[k]) if k in requested else k in defaults and equal_json(v, defaults[k]))]
@@ -734,6 +620,25 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     return problems
 
 
+def _reported_rank_problems(ctx: GradeContext, label: str, optimizer: dict[str, Any]) -> list[tuple[str, str]]:
+    """The LoRA rank the service reports after the restore (actual_config.lora_rank, which the run reads from the
+    same get_info as the optimizer config) is the rank the spec asks for, where the request does not already name
+    it (an RL group's optimizer_config does, and is compared above; an SFT run asks for it at model creation)."""
+    requested, actual = as_dict(optimizer.get("requested")), optimizer.get("actual_config")
+    rank = as_dict(_requested(ctx).get(label)).get("lora_rank", (ctx.spec or {}).get("lora_rank"))
+    if rank is None or "lora_rank" in requested or not isinstance(actual, dict) or \
+            optimizer.get("source") != "server_response":
+        return []
+    if "lora_rank" not in actual:
+        return [(UNVERIFIED, f"the service's LoRA rank after the restore is not in its actual_config (the spec asks "
+                             f"for rank {short(rank)})")]
+    if not equal_json(actual["lora_rank"], rank):
+        return [(INVALID, f"the service reports LoRA rank {short(actual['lora_rank'])} after the restore, the spec "
+                          f"asks for {short(rank)}")]
+    return []
+
+
+@implements("REST-10")
 def REST_10_check(ctx: GradeContext) -> list[Issue]:
     """REST-10, the retained check itself: every field a reviewer reads is the arm's, the spec's, or
     recomputes (see `_check_problems`)."""
@@ -744,22 +649,6 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
     return [Issue("REST-10", status, f"create-save-restore check {label}: {problem}")
             for label, check in _update_checks(data).items()
             for status, problem in _check_problems(ctx, label, check, keyed)]
-
-
-# What the run's restoration evidence file of an arm holds (experiment.rl.restoration.restore_member): a file that
-# holds any of these is that file and holds them all.
-RUN_FILE_KEYS = ("loaded_from", "load_method", "loaded_at", "get_info_after_creation", "load_response",
-                 "checkpoint_weights_info", "initial_output_logprobs")
-
-
-def _fresh_optimizer_problems(optimizer: dict[str, Any]) -> list[str]:
-    """A state before any update: the service's optimizer step (where reported) is 0, no last step's params."""
-    wrong = []
-    if "optimizer_step" in optimizer and optimizer["optimizer_step"] != 0:
-        wrong.append(f"optimizer_step {short(optimizer['optimizer_step'])}")
-    if optimizer.get("last_optim_params") is not None:
-        wrong.append("last_optim_params")
-    return wrong
 
 
 def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data: dict[str, Any],
@@ -833,6 +722,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
     return problems
 
 
+@implements("REST-6")
 def REST_6_response(ctx: GradeContext) -> list[Issue]:
     """REST-6, the retained response *(project reading)*: every field of each arm's restoration evidence (the run's
     file: the load, the get_info after creation, the initialization checkpoint's weights info) is the arm's, its
@@ -859,6 +749,7 @@ def REST_6_response(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("REST-2")
 def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     """REST-2, the seed *(project reading)*: an arm's `init_seed`, where the service took one, is the seed its
     replica is scheduled at (the arm at the first seed, `<arm>-seed<s>` at s)."""
@@ -877,9 +768,11 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check]
+CHECKS = [REST_1, REST_1_runs, REST_1_evidence, REST_2, REST_2_seed, REST_3, REST_3_checkpoint, REST_4, REST_4_restores, REST_5, REST_6, REST_6_response, REST_7, REST_7_fixed_batch, REST_8, REST_9, REST_10, REST_10_check,
+          REST_11]
 
 
+@implements("REST-1")
 def grade(ctx: GradeContext) -> CategoryGrade:
     applicable = ctx.gate_applicable("restoration_preflight")
     if ctx.spec is None:

@@ -57,6 +57,8 @@ from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue,
                                        float_of, is_integer, is_number, short)
 from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
 from experiment.stats.evaluation import manifest_sha256
+from experiment.contract.run_layout import EVENTS_FILE
+from experiment.grading.registry import rule
 
 PIPELINE_CODE, CODE_REVISION = "pipeline-code.json", "code-revision.json"
 COOKBOOK = "tinker-cookbook"
@@ -312,6 +314,7 @@ def _stated(entry: Any, key: str) -> Any:
     return as_dict(entry).get(key)
 
 
+@rule("PLAN-1", "record", "invalid", "the steps completed, learning rates and seeds the record states are the plan's")
 def PLAN_1(ctx: GradeContext) -> list[Issue]:
     """The steps completed, learning rates and seeds the record states are the plan's (a succeeded run)."""
     if ctx.plan is None or ctx.result.get("status") != "succeeded":
@@ -384,6 +387,7 @@ _CALIBRATION = re.compile(r"calibration is bandwidth in \{([^}]*)\}")
 PILOT_LOG = "activation-pilot-bw{}.jsonl"
 
 
+@rule("ACT-4", "record", "unverified", "the spec keeps failed pilot logs: every calibration candidate tried before the chosen one")
 def ACT_4(ctx: GradeContext) -> list[Issue]:
     """The spec keeps its failed pilot logs ("Keep the original failed pilot logs"): with a pre-registered calibration,
     every candidate tried before the chosen one (the last retained log's, or the bandwidth an arm trained at) failed,
@@ -410,6 +414,7 @@ def ACT_4(ctx: GradeContext) -> list[Issue]:
 SFT_STEPS = "sft-steps.jsonl"
 
 
+@rule("EVID-11", "record", "unverified", "every planned training step has its event (run dir) and its sft-steps.jsonl row, once")
 def EVID_11(ctx: GradeContext) -> list[Issue]:
     """Every planned step of every trained arm (SFT: run) has its training_step event (run directory), and every SFT
     run's step its row of the retained sft-steps.jsonl (bare record too), once."""
@@ -425,7 +430,7 @@ def EVID_11(ctx: GradeContext) -> list[Issue]:
             issues += _step_issues(ctx, [(str(as_dict(r).get("run")), as_dict(r).get("step")) for r in rows], SFT_STEPS)
     if ctx.events is not None:
         issues += _step_issues(ctx, [(str(e.get("run" if sft else "arm")), e.get("step")) for e in ctx.events
-                                     if isinstance(e, dict) and e.get("event") == "training_step"], "events.jsonl")
+                                     if isinstance(e, dict) and e.get("event") == "training_step"], EVENTS_FILE)
     return issues
 
 
@@ -466,6 +471,7 @@ def _texts(ctx: GradeContext) -> list[tuple[str, str]]:
     return [(field, ctx.result[field]) for field in ("summary", "reasoning") if isinstance(ctx.result.get(field), str)]
 
 
+@rule("PROSE-1", "record", "invalid", "summary and reasoning state the record's verdict and outcome reason, never another")
 def PROSE_1(ctx: GradeContext) -> list[Issue]:
     """Summary and reasoning state the record's verdict and outcome reason, never another."""
     verdict, reason = ctx.result.get("verdict"), ctx.result.get("outcome_reason")
@@ -494,6 +500,7 @@ def _derived_rehearsal(ctx: GradeContext) -> dict[str, Any] | None:
     return derived if isinstance(derived, dict) and derived.get("tested_instead") else None
 
 
+@rule("PROSE-2", "record", "invalid", "a rehearsal's summary begins with the rehearsal mark the rules derive")
 def PROSE_2(ctx: GradeContext) -> list[Issue]:
     """A rehearsal's summary starts with the rehearsal mark the rules derive (what ran, not a result to submit)."""
     if not isinstance(ctx.result.get("rehearsal"), dict) or not isinstance(ctx.result.get("summary"), str):
@@ -505,6 +512,7 @@ def PROSE_2(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("PROSE-3", "record", "invalid", "a rehearsal's tested_instead is the one the rules derive")
 def PROSE_3(ctx: GradeContext) -> list[Issue]:
     """A rehearsal's tested_instead is the one the rules derive from the spec and its rehearsal."""
     derived = _derived_rehearsal(ctx)
@@ -516,6 +524,7 @@ def PROSE_3(ctx: GradeContext) -> list[Issue]:
     return []
 
 
+@rule("PROSE-4", "record", "invalid", "the item count the prose states is the evaluator's")
 def PROSE_4(ctx: GradeContext) -> list[Issue]:
     """The item count the summary or reasoning states ("on 48 held-out items") is the evaluator's."""
     counts = {len(as_dict(p.get("items")).get("ids") or []) for p in _scoring_evaluators(ctx).values()}
@@ -542,6 +551,7 @@ def _value(text: str) -> tuple[float, float]:
     return float(text), 0.5 * 10 ** -len(text.split(".")[1]) + 1e-12
 
 
+@rule("PROSE-5", "record", "invalid", "the effects and intervals the prose states are the record's")
 def PROSE_5(ctx: GradeContext) -> list[Issue]:
     """The effects and intervals the prose states ("effect is +0.0000 (interval [-0.3533, 0.3533] ...",
     "<criterion> +0.0208 [-0.3712, 0.4129] vs") are the record's, to the decimals stated."""

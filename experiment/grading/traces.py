@@ -27,6 +27,7 @@ from typing import Any
 from experiment.grading.common import (
     INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_integer, is_number, short, run_label, run_seed,
 )
+from experiment.grading.registry import implements, rule
 
 SFT_STEPS = "sft-steps.jsonl"
 SERVICE_ROUTING = "service-routing.json"
@@ -129,6 +130,7 @@ def _sft_log_against_events(ctx: GradeContext, rows: dict[str, list[dict[str, An
     return problems
 
 
+@rule("TRACE-1", "record", "invalid", "per-arm training metrics are the plan's and recompute from the training log")
 def TRACE_1(ctx: GradeContext) -> list[Issue]:
     """Per-arm (per-run) training numbers are the plan's and restate the training log."""
     if ctx.plan is None:
@@ -288,6 +290,7 @@ def _is_float(text: str) -> bool:
     return True
 
 
+@rule("TRACE-2", "record", "invalid", "one final checkpoint per trained arm or run, saved by its training client, as logged")
 def TRACE_2(ctx: GradeContext) -> list[Issue]:
     """Each final checkpoint was saved by its arm's (run's) training client as `<name>-final`; a succeeded run
     lists one per trained arm or run; in a run directory, exactly the checkpoints the events logged."""
@@ -341,6 +344,7 @@ def _time(text: Any) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
+@rule("TRACE-3", "record", "invalid", "restores in order and in time; an LR-grid arm restates its runs' restores")
 def TRACE_3(ctx: GradeContext) -> list[Issue]:
     """Restores in order and in time: an entry's restore times never go back; an arm trained as an LR grid
     restates its runs' restores in plan order (restore_count their sum); in a run directory every restore
@@ -430,6 +434,7 @@ def _restores_in_run(ctx: GradeContext, arms: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------- TRACE-4: adaptation manifests
 
 
+@rule("TRACE-4", "record", "invalid|unverified", "adaptation manifests restate the batches each run consumed in sft-steps.jsonl")
 def TRACE_4(ctx: GradeContext) -> list[Issue]:
     """Each adaptation manifest restates the batches its runs consumed: every run's sft-steps.jsonl rows, in
     step order, carry exactly the manifest's batch ids; the runs are the plan's runs of the arm."""
@@ -499,6 +504,7 @@ def expected_routing(ctx: GradeContext, target: dict[str, Any]) -> dict[str, Any
     return {"fork": not embedded and "fork" in planned.values(), "planned_services": planned}
 
 
+@rule("TRACE-5", "record", "invalid|unverified", "service-routing.json is the plan's routing on the service used, as logged")
 def TRACE_5(ctx: GradeContext) -> list[Issue]:
     """service-routing.json is the plan's routing for the service the run used (the correctness probe's
     service where one is recorded) and, in a run directory, what the service_routing event logged."""
@@ -527,6 +533,7 @@ def TRACE_5(ctx: GradeContext) -> list[Issue]:
 # ---------------------------------------------------------------------------- TRACE-6: the re-solver's code
 
 
+@rule("TRACE-6", "record", "invalid|unverified", "the re-solver's code_sha256 is the hash of the retained code it names")
 def TRACE_6(ctx: GradeContext) -> list[Issue]:
     """A re-solver that is a program names its code and hash: the hash is that of the retained code file."""
     audit = as_dict(ctx.result.get("generation_audit"))
@@ -577,6 +584,7 @@ def _named_in(value: Any, names: set[str], found: set[str]) -> None:
             _named_in(inner, names, found)
 
 
+@rule("TRACE-7", "record", "invalid", "every evidence file is read by a rule or named by a field of RESULT")
 def TRACE_7(ctx: GradeContext) -> list[Issue]:
     """Every evidence file is read by some rule or named by a field of RESULT: a file nothing reads could say
     anything (a contradicting log added beside the record), so an unread file is reported, not ignored."""
@@ -591,6 +599,7 @@ def TRACE_7(ctx: GradeContext) -> list[Issue]:
 # ---------------------------------------------------------------------------- TRACE-8: the record's self-check
 
 
+@rule("TRACE-8", "record", "invalid", "RESULT.grade and RESULT.validation are what checking the record afresh gives")
 def TRACE_8_validation(ctx: GradeContext) -> list[Issue]:
     """RESULT.validation (the run-dir checks' summary) says what its own problem list gives: status, count and
     failed checks; a failed validation limits the decision (the run records "validation failed" there)."""
@@ -616,6 +625,7 @@ def _rule_ids(findings: Any) -> list[str]:
     return [str(text).split(":", 1)[0] for text in as_list(findings)]
 
 
+@implements("TRACE-8")
 def self_grade_problems(stored: Any, fresh: dict[str, Any]) -> list[str]:
     """TRACE-8: RESULT.grade (the run's grade of itself, bare, as posted) against a fresh bare grade of the same
     record (`Grade.record()`): the version, the spec source, every category's status and the rules of its issues,

@@ -19,6 +19,7 @@ from statistics import NormalDist, median
 from typing import Any
 
 import matplotlib
+from experiment.contract.run_layout import plots_dir, result_path, table_path
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -316,16 +317,16 @@ def write_run_pictures(run_dir: str | Path) -> list[Path]:
     import pandas as pd
 
     run_dir = Path(run_dir)
-    out = run_dir / "plots"
+    out = plots_dir(run_dir)
     out.mkdir(exist_ok=True)
-    result = json.loads((run_dir / "result.json").read_text())
+    result = json.loads(result_path(run_dir).read_text())
     written = []
-    steps_table = run_dir / "tables" / "training_steps.parquet"
+    steps_table = table_path(run_dir, "training_steps")
     if steps_table.is_file():
         rows = pd.read_parquet(steps_table).to_dict("records")
         metric = "mean_reward" if rows and "mean_reward" in rows[0] else "loss"
         written.append(training_curves_png(rows, out / f"training-{metric.replace('_', '-')}.png", metric))
-    sft_steps = run_dir / "tables" / "sft_steps.parquet"
+    sft_steps = table_path(run_dir, "sft_steps")
     if sft_steps.is_file():
         rows = pd.read_parquet(sft_steps).to_dict("records")
         if any(row.get("train_nll_token_mean") is not None for row in rows):

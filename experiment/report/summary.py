@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from experiment.report.levels import level
+from experiment.contract.run_layout import (EVENTS_FILE, EVIDENCE_DIR, RESULT_FILE, RUN_META, TABLE_SUFFIX, TABLES_DIR,
+                                             evidence_path, manifest_path, plots_dir, result_path)
 
 OUTCOME_BY_STATUS = {
     "passes": "shown (lower bound above the margin)",
@@ -177,9 +179,9 @@ def closing_lines(result: dict[str, Any], run_dir: str | Path, pictures: list[Pa
     grades = grade_lines(result)
     if grades:
         lines.append("grade: " + "; ".join(grades))
-    lines.append(f"{RESULT_MARKER}{run_dir / 'result.json'}")
+    lines.append(f"{RESULT_MARKER}{result_path(run_dir)}")
     if pictures is None:
-        pictures = sorted((run_dir / "plots").glob("*.png"))
+        pictures = sorted(plots_dir(run_dir).glob("*.png"))
     if pictures:
         lines.append("plots: " + ", ".join(str(p) for p in pictures))
     return lines
@@ -429,20 +431,20 @@ def evidence_index_rows(run_dir: str | Path) -> list[dict[str, Any]]:
         rows.append({"file": str(path.relative_to(run_dir)), "kind": kind, "bytes": path.stat().st_size,
                      "sha256": (sha256 or "")[:12]})
 
-    for name, kind in (("result.json", "RESULT"), ("events.jsonl", "events"), ("run.json", "run")):
+    for name, kind in ((RESULT_FILE, "RESULT"), (EVENTS_FILE, "events"), (RUN_META, "run")):
         add(run_dir / name, kind)
-    for path in sorted((run_dir / "tables").glob("*.parquet")):
+    for path in sorted((run_dir / TABLES_DIR).glob("*" + TABLE_SUFFIX)):
         add(path, "table")
-    manifest_path = run_dir / "evidence" / "manifest.json"
+    manifest = manifest_path(run_dir)
     try:
-        entries = json.loads(manifest_path.read_text()).get("files", []) if manifest_path.is_file() else []
+        entries = json.loads(manifest.read_text()).get("files", []) if manifest.is_file() else []
     except (json.JSONDecodeError, AttributeError):
         entries = []
-    add(manifest_path, "manifest")
+    add(manifest, "manifest")
     for entry in entries:
         if isinstance(entry, dict) and entry.get("name"):
-            add(run_dir / "evidence" / str(entry["name"]), str(entry.get("kind", "evidence")), entry.get("sha256"))
-    for path in sorted((run_dir / "evidence").glob("*")):
+            add(evidence_path(run_dir, str(entry["name"])), str(entry.get("kind", "evidence")), entry.get("sha256"))
+    for path in sorted((run_dir / EVIDENCE_DIR).glob("*")):
         add(path, "evidence")
     for path in sorted(run_dir.rglob("*.png")):
         add(path, "picture")

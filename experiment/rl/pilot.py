@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
+from experiment.contract.run_layout import evidence_path
 from experiment.run.capacity import answered
 from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
@@ -46,10 +48,41 @@ async def pilot(ctx, client, arm, steps: int, heldout: bool = False):
     return {"steps": records, "heldout": heldout_means}
 
 
+def pilot_log_name(bandwidth) -> str:
+    return f"activation-pilot-bw{bandwidth}.jsonl"
+
+
+def _log_row(rec) -> dict:
+    """A step's line of the pilot log: the step as it was measured, or as its kept log holds it (kept_pilot)."""
+    kept = getattr(rec, "log_row", None)
+    if kept is not None:
+        return kept
+    return {**rec.summary(), "item_ids": rec.item_ids, "rewards": rec.rewards, "advantages": rec.advantages,
+            "baseline_values": rec.baseline_values, "effective_neighbors": rec.effective_neighbors,
+            "prompt_features": rec.prompt_features}
+
+
 def keep_pilot_log(ctx, bandwidth, records, heldout) -> None:
     """The pilot's steps (rewards, advantages, baselines per item) and held-out means as evidence."""
-    lines = [json.dumps({**rec.summary(), "item_ids": rec.item_ids, "rewards": rec.rewards, "advantages": rec.advantages,
-                         "baseline_values": rec.baseline_values, "effective_neighbors": rec.effective_neighbors,
-                         "prompt_features": rec.prompt_features}) for rec in records]
+    lines = [json.dumps(_log_row(rec)) for rec in records]
     lines.append(json.dumps({"heldout_mean_reward": heldout}))
-    ctx.store.add_evidence(f"activation-pilot-bw{bandwidth}.jsonl", "metrics", "\n".join(lines) + "\n")
+    ctx.store.add_evidence(pilot_log_name(bandwidth), "metrics", "\n".join(lines) + "\n")
+
+
+def kept_pilot(ctx, bandwidth, arms: tuple[str, ...]) -> dict | None:
+    """The pilot an earlier attempt of this gate ran and kept (its log, read back from the run's evidence), or
+    None. A run stopped inside activation_gate after a pilot's log was kept resumes with that pilot instead of
+    running it again: evidence names are immutable, and a pilot run again keeps other bytes (its step timings
+    at least, and on a sampling service its rewards), which the store refuses. The activation values follow
+    from the log (ACT-2 recomputes them from it), so the reused pilot gives the values the stopped attempt
+    measured. {"steps": {arm: [step, ...]} for each of `arms`, "heldout": means}; each step carries the fields
+    the activation values read and its log line (`log_row`), which keep_pilot_log writes back unchanged."""
+    name = pilot_log_name(bandwidth)
+    if not any(entry.get("name") == name for entry in ctx.store.read_manifest()["files"]):
+        return None
+    rows = [json.loads(line) for line in evidence_path(ctx.store.run_dir, name).read_text().splitlines() if line]
+    steps = {arm: [SimpleNamespace(**row, log_row=row) for row in rows if row.get("arm") == arm] for arm in arms}
+    heldout = next((row["heldout_mean_reward"] for row in rows if "heldout_mean_reward" in row), {})
+    ctx.store.append_event("activation_pilot_reused", evidence=name,
+                           reason="the run resumed inside activation_gate after this pilot's log was kept")
+    return {"steps": steps, "heldout": heldout}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
 from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.contract.plan import ExecutionPlan
+from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.rollout import DEFAULT_RENDERER, RolloutSettings, rollout_settings  # noqa: F401  (re-exported)
 from experiment.contract.spec import Spec
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec i
 from experiment import PROJECT_ROOT
 
 T = TypeVar("T")
+
+ADAMW_DEFAULTS = step_defaults("adamw")
 
 
 def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -60,9 +63,9 @@ def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | N
             temperature=rollout.temperature,
             seed=int(arm.seed if arm.seed is not None else plan.seeds[0]),
             kernel_bandwidth=kernel_bandwidth if kernel_bandwidth is not None else 0.5,
-            adam_beta1=float(config.get("beta1", 0.9)),
-            adam_beta2=float(config.get("beta2", 0.95)),
-            adam_eps=float(config.get("eps", 1e-8)),
+            adam_beta1=float(config.get("beta1", ADAMW_DEFAULTS["beta1"])),
+            adam_beta2=float(config.get("beta2", ADAMW_DEFAULTS["beta2"])),
+            adam_eps=float(config.get("eps", ADAMW_DEFAULTS["eps"])),  # a bare name: the SDK's documented defaults
             renderer_name=rollout.renderer_name,
             few_shot=rollout.few_shot,
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiment.run.capacity import CapacityPolicy
-from experiment.run.service import ServiceTarget
+from experiment.run.service import EarlyEmbedded, ServiceTarget
 
 CHECKPOINTS_SUBDIR = ".embedded-checkpoints"  # the embedded backend's checkpoints, beside the runs
 
@@ -35,11 +35,14 @@ class RunConfig:
 
     @classmethod
     def compose(cls, backend: str, full_backend: str, runs_dir: str | None, exposure: str,
-                requeue_count: int = 0, chain_started_at: str | None = None) -> RunConfig:
+                requeue_count: int = 0, chain_started_at: str | None = None,
+                early_embedded: EarlyEmbedded | None = None) -> RunConfig:
         """The one composition: the service target from `full_backend` (the backend with the credentials
-        the environment holds), the capacity policy from the environment."""
-        return cls(backend=backend, runs_dir=runs_dir, exposure=exposure,
-                   service=ServiceTarget.from_backend(full_backend, exposure=exposure),
+        the environment holds), the capacity policy from the environment. `early_embedded`: the embedded
+        backend the CLI started ahead of the run, which the service target takes over."""
+        service = ServiceTarget.from_backend(full_backend, exposure=exposure)
+        service.early = early_embedded
+        return cls(backend=backend, runs_dir=runs_dir, exposure=exposure, service=service,
                    capacity=CapacityPolicy.from_env(), requeue_count=requeue_count, chain_started_at=chain_started_at)
 
     def keep_checkpoints_beside(self, runs_dir: Path) -> None:

@@ -53,6 +53,8 @@ class ServiceTarget:
     # exposes is detected from its responses and kept in `observed`.
     exposure: str = "embedded"
     observed: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Embedded only: the server the CLI started ahead of the run (EarlyEmbedded), taken over by start()
+    early: EarlyEmbedded | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_backend(cls, backend: str, exposure: str = "embedded") -> ServiceTarget:
@@ -88,11 +90,14 @@ class ServiceTarget:
 
     def start(self) -> str:
         """Make sure the service is reachable at base_url; starts the embedded server if needed (or takes
-        over the one `start_embedded_early` started for the same checkpoint dir and exposure)."""
+        over the one started early for it, `early`, when it has the same checkpoint dir and exposure)."""
         if self.kind == "embedded" and self._server is None:
-            early = _EARLY.pop((self.checkpoint_dir, self.exposure), None)
+            early, self.early = self.early, None
+            if early is not None and not early.serves(self.checkpoint_dir, self.exposure):
+                early.stop()  # started for another checkpoint dir or exposure: not this run's server
+                early = None
             try:
-                self._server = _taken_over(early) if early is not None else None
+                self._server = early.take() if early is not None else None
                 if self._server is None:
                     self._server = _start_embedded(self.checkpoint_dir, self.exposure)
             except TypeError as err:  # a backend built before exposure profiles existed
@@ -206,99 +211,102 @@ def _start_embedded(checkpoint_dir: str | None, exposure: str) -> Any:
     return start_server(port=0, checkpoint_dir=checkpoint_dir, **options)
 
 
-# Embedded servers started ahead of the flow (the CLI starts one while Prefect starts), keyed by
-# (checkpoint_dir, exposure); the first ServiceTarget.start() with that key takes it over.
-_EARLY: dict[tuple[str | None, str], Future] = {}
+class EarlyEmbedded:
+    """The embedded backend started ahead of its run, in the background (the CLI starts it while Prefect starts):
+    the handle the CLI gives the run's ServiceTarget (`RunConfig.compose(early_embedded=...)`), whose start() then
+    takes this server over instead of starting one after the other. Nothing about the server differs from one
+    started on demand (port 0, same checkpoint dir and exposure)."""
 
+    def __init__(self, checkpoint_dir: str | None, exposure: str = "embedded"):
+        self.checkpoint_dir, self.exposure = checkpoint_dir, exposure
+        self._future: Future | None = None
+        self._boot()
 
-def start_embedded_early(checkpoint_dir: str | None, exposure: str = "embedded") -> None:
-    """Start the embedded backend now, in the background, for a run that will use `checkpoint_dir`;
-    its ServiceTarget.start() then waits for it instead of starting one after the other. Nothing
-    about the server differs from one started on demand (port 0, same checkpoint dir and exposure)."""
-    if (checkpoint_dir, exposure) in _EARLY:
-        return
-    future: Future = Future()
+    def _boot(self) -> None:
+        future: Future = Future()
 
-    def boot() -> None:
-        try:
-            future.set_result(_start_embedded(checkpoint_dir, exposure))
-        except BaseException as err:  # raised again where the run takes it over
-            future.set_exception(err)
+        def boot() -> None:
+            try:
+                future.set_result(_start_embedded(self.checkpoint_dir, self.exposure))
+            except BaseException as err:  # raised again where the run takes it over
+                future.set_exception(err)
 
-    threading.Thread(target=boot, name="embedded-early-start", daemon=True).start()
-    _EARLY[(checkpoint_dir, exposure)] = future
+        threading.Thread(target=boot, name="embedded-early-start", daemon=True).start()
+        self._future = future
 
+    def serves(self, checkpoint_dir: str | None, exposure: str) -> bool:
+        """Whether this is the server a target with this checkpoint dir and exposure would start."""
+        return self._future is not None and (self.checkpoint_dir, self.exposure) == (checkpoint_dir, exposure)
 
-def early_embedded_problem(checkpoint_dir: str | None, exposure: str, budget_s: float,
-                           progress: Callable[[float], None] | None = None, progress_every_s: float = 30.0) -> str | None:
-    """Wait, within `budget_s`, until the embedded backend `start_embedded_early` started answers; one line when it
-    does not, else None (also when none was started early). A start that outlasted the launcher's own start-up
-    timeout is tried again while the budget lasts (a loaded machine boots it slower than the launcher waits).
-    `progress(waited seconds)` is called every `progress_every_s` while waiting. Checked before a run is
-    claimed: a backend that does not start leaves nothing behind."""
-    key = (checkpoint_dir, exposure)
-    started = time.monotonic()
-    deadline, said, tries = started + budget_s, started, 1
-    while True:
-        future = _EARLY.get(key)
+    def problem(self, budget_s: float, progress: Callable[[float], None] | None = None,
+                progress_every_s: float = 30.0) -> str | None:
+        """Wait, within `budget_s`, until the server answers; one line when it does not, else None. A start that
+        outlasted the launcher's own start-up timeout is tried again while the budget lasts (a loaded machine boots
+        it slower than the launcher waits). `progress(waited seconds)` is called every `progress_every_s` while
+        waiting. Checked before a run is claimed: a backend that does not start leaves nothing behind."""
+        started = time.monotonic()
+        deadline, said, tries = started + budget_s, started, 1
+        while True:
+            future = self._future
+            if future is None:
+                return None
+            try:
+                future.result(timeout=max(0.0, min(deadline, said + progress_every_s) - time.monotonic()))
+                return None
+            except TypeError:  # an exposure this backend does not have: the flow says so (ServiceConfigError)
+                if future.done():
+                    return None
+            except Exception:  # noqa: BLE001 - reported as one line
+                pass
+            now = time.monotonic()
+            error = future.exception() if future.done() else None  # (the wait's own timeout is not the start's)
+            if future.done() and error is None:  # it answered just as the wait timed out
+                return None
+            if not future.done():  # still starting
+                if now < deadline:
+                    if progress is not None and now - said >= progress_every_s - 0.5:
+                        said = now
+                        progress(now - started)
+                    continue
+                reason = f"not answering after {budget_s:.0f} s"
+            elif start_again(error, now < deadline):
+                self._boot()
+                tries += 1
+                continue
+            else:
+                reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+            return (f"the embedded backend did not start ({reason}; {tries} {'try' if tries == 1 else 'tries'} in "
+                    f"{now - started:.0f} s): nothing was claimed; run the same command again (when the machine is "
+                    "less busy)")
+
+    def take(self) -> Any:
+        """The server, now the taker's to stop, or None when its start failed (e.g. it outlasted its start-up
+        timeout while the machine was busiest): then the run starts one on demand, as it would have anyway."""
+        future, self._future = self._future, None
         if future is None:
             return None
         try:
-            future.result(timeout=max(0.0, min(deadline, said + progress_every_s) - time.monotonic()))
+            return future.result()
+        except TypeError:
+            raise  # an exposure this backend does not have: the on-demand start would fail the same way
+        except Exception:  # noqa: BLE001 - retried on demand, where a lasting problem is raised
             return None
-        except TypeError:  # an exposure this backend does not have: the flow says so (ServiceConfigError)
-            if future.done():
-                return None
-        except Exception:  # noqa: BLE001 - reported as one line
+
+    def stop(self) -> None:
+        """Stop the server unless a run took it over (e.g. the run stopped before its first call)."""
+        future, self._future = self._future, None
+        if future is None:
+            return
+        try:
+            future.result().stop()
+        except BaseException:  # noqa: BLE001 - it never started; nothing to stop
             pass
-        now = time.monotonic()
-        error = future.exception() if future.done() else None  # (the wait's own timeout is not the start's)
-        if future.done() and error is None:  # it answered just as the wait timed out
-            return None
-        if not future.done():  # still starting
-            if now < deadline:
-                if progress is not None and now - said >= progress_every_s - 0.5:
-                    said = now
-                    progress(now - started)
-                continue
-            reason = f"not answering after {budget_s:.0f} s"
-        elif start_again(error, now < deadline):
-            _EARLY.pop(key, None)
-            start_embedded_early(checkpoint_dir, exposure)
-            tries += 1
-            continue
-        else:
-            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
-        return (f"the embedded backend did not start ({reason}; {tries} {'try' if tries == 1 else 'tries'} in "
-                f"{now - started:.0f} s): nothing was claimed; run the same command again (when the machine is less "
-                "busy)")
 
 
 def start_again(error: BaseException, budget_left: bool) -> bool:
     """Whether an early start that failed with `error` is tried again: when the launcher gave up waiting
     (TimeoutError: the machine boots it slower than the launcher waits) and the run's budget has not."""
     return isinstance(error, TimeoutError) and budget_left
-
-
-def _taken_over(early: Future) -> Any:
-    """The early-started server, or None when its start failed (e.g. it outlasted its start-up timeout
-    while the machine was busiest): then the run starts one on demand, as it would have anyway."""
-    try:
-        return early.result()
-    except TypeError:
-        raise  # an exposure this backend does not have: the on-demand start would fail the same way
-    except Exception:  # noqa: BLE001 - retried on demand, where a lasting problem is raised
-        return None
-
-
-def stop_early_embedded() -> None:
-    """Stop every early-started server no run took over (e.g. the run stopped before its first call)."""
-    while _EARLY:
-        _, future = _EARLY.popitem()
-        try:
-            future.result().stop()
-        except BaseException:  # noqa: BLE001 - it never started; nothing to stop
-            pass
 
 
 def _close_quietly(client: Any) -> None:

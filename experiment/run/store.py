@@ -43,6 +43,9 @@ from experiment.contract.plan import ExecutionPlan
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.contract.result import initial_result, interruption_update
 from experiment.contract.spec import Spec
+from experiment.contract.run_layout import (EVENTS_FILE, EVIDENCE_DIR, MANIFEST_FILE, RESULT_FILE, TABLES_DIR, events_path,
+                                             evidence_path, manifest_path, result_path, run_meta_path, table_path)
+from experiment.contract.run_layout import GATES_TABLE
 
 # EVID-3
 MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
@@ -133,7 +136,7 @@ def parse_json_record(path: Path, data: bytes, recovery: str) -> Any:
                             f"writes it atomically; {recovery}") from None
 
 
-EVENTS_FILE, TORN_EVENTS_FILE = "events.jsonl", "events.jsonl.torn"
+TORN_EVENTS_FILE = EVENTS_FILE + ".torn"
 
 
 def read_events_file(path: Path) -> list[dict[str, Any]]:
@@ -170,7 +173,7 @@ def mend_torn_events(run_dir: Path) -> bool:
     """End events.jsonl on a whole line before anything is appended to it again: a torn last line (no newline:
     a kill -9 during an append) is moved to events.jsonl.torn, kept there, and cut from the log (a complete last
     line only gets its newline). Call only while holding the run. True when the file was changed."""
-    path = Path(run_dir) / EVENTS_FILE
+    path = events_path(run_dir)
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -197,7 +200,7 @@ def mend_torn_events(run_dir: Path) -> bool:
 
 def result_recovery(run_dir: Path) -> str:
     """How to recover a run whose result.json is damaged."""
-    return (f"{run_dir / 'events.jsonl'} holds every update, so `python -m flows.runs recover {run_dir.name} "
+    return (f"{events_path(run_dir)} holds every update, so `python -m flows.runs recover {run_dir.name} "
             f"--runs-dir {run_dir.parent}` rebuilds it (the damaged file is kept as result.json.damaged)")
 
 
@@ -279,16 +282,18 @@ RUN_KINDS = {  # what became of a run, as flows.runs shows and filters it
     "unreadable": "its result.json cannot be read: python -m flows.runs recover RUN_ID",
 }
 RESUMABLE_KINDS = ("capacity_blocked", "interrupted")
+FINISHED_KINDS = ("decided", "gate_failed")  # a re-run returns these as they are (RunStore.claim)
 
 
 def run_kind(result: dict[str, Any]) -> str:
-    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record."""
+    """One of RUN_KINDS for a RESULT: a failed run is told apart by its capacity_block or interruption record (a
+    null one is none: update_result removes a field set to None, and the grader reads null as absent)."""
     status = result.get("status")
     if status == "running":
         return "running"
-    if result.get("capacity_block"):
+    if result.get("capacity_block") is not None:
         return "capacity_blocked"
-    if result.get("interruption"):
+    if result.get("interruption") is not None:
         return "interrupted"
     if status == "succeeded":
         return "decided"
@@ -298,9 +303,9 @@ def run_kind(result: dict[str, Any]) -> str:
 
 
 def run_finished(result: dict[str, Any]) -> bool:
-    """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work)."""
-    return (result.get("status") in FINISHED_STATUSES and "capacity_block" not in result
-            and "interruption" not in result)
+    """A run that ended with a verdict or at a failed gate (a capacity block or an interruption is unfinished work):
+    one of the FINISHED_KINDS, so a re-run and flows.runs never disagree on a record."""
+    return run_kind(result) in FINISHED_KINDS
 
 
 def _merge_keep_numbers(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -368,7 +373,7 @@ class RunIndex:
     def _run_dirs_exist(self, ignoring: str | None = None) -> bool:
         """Whether the runs dir holds a run directory (one with a run.json) the index would list."""
         try:
-            return any(entry.name != ignoring and entry.is_dir() and (entry / "run.json").is_file()
+            return any(entry.name != ignoring and entry.is_dir() and run_meta_path(entry).is_file()
                        for entry in self.path.parent.iterdir())
         except OSError:
             return False
@@ -414,17 +419,17 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 def _index_row_from(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's index row from its run.json and result.json (None when it is not a run)."""
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = json.loads(run_meta_path(run_dir).read_text())
     except (OSError, ValueError):
         return None
     try:
-        result = json.loads((run_dir / "result.json").read_text())
+        result = json.loads(result_path(run_dir).read_text())
     except (OSError, ValueError):
         result = {"status": "unreadable"}
     status = result.get("status")
     finished = None
     if status in FINISHED_STATUSES:
-        stamp = (run_dir / "result.json").stat().st_mtime
+        stamp = result_path(run_dir).stat().st_mtime
         finished = dt.datetime.fromtimestamp(stamp, dt.timezone.utc).isoformat(timespec="seconds")
     effect = result.get("effect")
     return {"run_id": meta.get("run_id", run_dir.name), "spec_title": meta.get("spec_title"),
@@ -565,7 +570,7 @@ class RunStore:
             return None
         candidates = index[index["spec_sha256"] == spec_sha256].sort_values("started", ascending=False)
         for run_id in candidates["run_id"]:
-            if (runs_dir / run_id / "result.json").is_file():
+            if result_path(runs_dir / run_id).is_file():
                 return cls(runs_dir / run_id)
         return None
 
@@ -672,7 +677,7 @@ class RunStore:
         runs_dir = runs_dir_path(runs_dir)
         stem = spec.source.stem + ("-rehearsal" if spec.source.rehearsal else "")
         run_dir = runs_dir / new_run_id(stem)
-        for sub in ("tables", "evidence"):
+        for sub in (TABLES_DIR, EVIDENCE_DIR):
             (run_dir / sub).mkdir(parents=True, exist_ok=False)
         store = cls(run_dir)
         store.acquire()  # before the index lists the run, so no other process can see it unlocked
@@ -681,9 +686,9 @@ class RunStore:
             run_meta = {"run_id": store.run_id, "spec_title": plan.spec_title, "spec_sha256": plan.spec_sha256,
                         "started": utc_now(), "spec": Path(str(plan.spec_path)).name, "spec_path": str(plan.spec_path),
                         "scale": rehearsal.get("scale", "standard") if rehearsal else "as-written"}
-            _write_atomic(run_dir / "run.json", json.dumps(run_meta, indent=2))
-            _write_atomic(run_dir / "evidence" / "manifest.json", json.dumps({"version": 1, "files": []}, indent=2))
-            (run_dir / "events.jsonl").touch()
+            _write_atomic(run_meta_path(run_dir), json.dumps(run_meta, indent=2))
+            _write_atomic(manifest_path(run_dir), json.dumps({"version": 1, "files": []}, indent=2))
+            events_path(run_dir).touch()
             initial = initial_result(plan)
             store._write_result(initial)
             store.append_event("run_created", spec_path=plan.spec_path, spec_sha256=plan.spec_sha256,
@@ -731,7 +736,7 @@ class RunStore:
     @classmethod
     def open(cls, run_dir: str | Path) -> RunStore:
         run_dir = Path(run_dir)
-        if not (run_dir / "result.json").is_file():
+        if not result_path(run_dir).is_file():
             raise StoreError(f"{run_dir} is not a run directory (no result.json)")
         return cls(run_dir)
 
@@ -739,7 +744,7 @@ class RunStore:
     def run_meta(self) -> dict[str, Any]:
         """run id, spec title and hash, start time (run.json)."""
         if self._meta is None:
-            self._meta = json.loads((self.run_dir / "run.json").read_text())
+            self._meta = json.loads(run_meta_path(self.run_dir).read_text())
         return dict(self._meta)
 
     # ---- RESULT ----
@@ -747,7 +752,7 @@ class RunStore:
     @_gone_told
     def read_result(self) -> dict[str, Any]:
         """RESULT as result.json holds it; CorruptRecord (one line: the file, how to recover) if it does not parse."""
-        path = self.run_dir / "result.json"
+        path = result_path(self.run_dir)
         data = path.read_bytes()
         if self._written is not None and self._written[0] == data:
             return _json_copy(self._written[1])
@@ -783,7 +788,7 @@ class RunStore:
     def _write_result(self, result: dict[str, Any]) -> None:
         data = (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8")
         self._written = None  # until the new bytes are in place
-        _write_atomic(self.run_dir / "result.json", data)
+        _write_atomic(result_path(self.run_dir), data)
         with suppress(_NotPlainJson):
             self._written = (data, _json_copy(result))
         row = (result.get("status"), result.get("verdict"), result.get("effect"), run_kind(result))
@@ -800,7 +805,7 @@ class RunStore:
     @_serialized
     def append_event(self, event: str, **data: Any) -> None:
         line = json.dumps({"ts": utc_now(), "event": event, **data}, default=str)
-        with open(self.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
+        with open(events_path(self.run_dir), "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
     def record_gate(self, verdict: Any) -> None:
@@ -809,16 +814,16 @@ class RunStore:
         row = verdict.to_dict()
         for key in ("reasons", "measured", "state"):
             row[key] = json.dumps(row.get(key), default=str, sort_keys=True)
-        self.append_rows("gates", [row])
+        self.append_rows(GATES_TABLE, [row])
 
     @_gone_told
     def read_events(self) -> list[dict[str, Any]]:
-        return read_events_file(self.run_dir / EVENTS_FILE)
+        return read_events_file(events_path(self.run_dir))
 
     @_serialized
     def write_table(self, name: str, rows: list[dict[str, Any]]) -> Path:
         """tables/<name>.parquet holding exactly `rows` (replaces an earlier version)."""
-        path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
+        path = table_path(self.run_dir, _checked_name(name))
         _write_parquet_atomic(pd.DataFrame(rows), path)
         return path
 
@@ -828,7 +833,7 @@ class RunStore:
 
     @_gone_told
     def read_table(self, name: str) -> list[dict[str, Any]]:
-        path = self.run_dir / "tables" / f"{_checked_name(name)}.parquet"
+        path = table_path(self.run_dir, _checked_name(name))
         return pd.read_parquet(path).to_dict("records") if path.exists() else []
 
     # ---- evidence ----
@@ -854,7 +859,7 @@ class RunStore:
                     return entry
                 raise StoreError(f"evidence {name!r} already exists with other content; evidence names are immutable")
         unfit = evidence_cap_problem(name, len(payload), [e for e in manifest["files"] if e.get("inline", True)])
-        path = self.run_dir / "evidence" / name
+        path = evidence_path(self.run_dir, name)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.")
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -863,7 +868,7 @@ class RunStore:
         if source:
             entry["source"] = source
         manifest["files"].append(entry)
-        _write_atomic(self.run_dir / "evidence" / "manifest.json", json.dumps(manifest, indent=2))
+        _write_atomic(manifest_path(self.run_dir), json.dumps(manifest, indent=2))
         result = self.read_result()
         evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
         if unfit is None:
@@ -892,7 +897,7 @@ class RunStore:
 
     @_gone_told
     def read_manifest(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "evidence" / "manifest.json").read_text())
+        return json.loads(manifest_path(self.run_dir).read_text())
 
 
 def _apply_update(result: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
@@ -916,9 +921,9 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
     """RESULT rebuilt from the run's events.jsonl (the initial RESULT in `run_created`, every update's values,
     each evidence file added and checkpoint listed) and its evidence/ files, for a result.json that was
     damaged. CorruptRecord when the events do not hold the values (a run made before they did)."""
-    events = read_events_file(run_dir / EVENTS_FILE)
+    events = read_events_file(events_path(run_dir))
     if not events or "result" not in events[0]:
-        raise CorruptRecord(f"{run_dir / 'events.jsonl'} does not hold the RESULT values of this run (made before "
+        raise CorruptRecord(f"{events_path(run_dir)} does not hold the RESULT values of this run (made before "
                             "they were recorded); restore result.json from a copy")
     result: dict[str, Any] = json.loads(json.dumps(events[0]["result"]))
     inline: list[dict[str, Any]] = []
@@ -928,7 +933,7 @@ def recovered_result(run_dir: Path) -> dict[str, Any]:
             result = _apply_update(result, json.loads(json.dumps(event["values"])))
         elif kind == "evidence_added":
             evidence = result.setdefault("evidence", {"version": 1, "files": [], "checkpoints": [], "per_arm_metrics": {}})
-            payload = (run_dir / "evidence" / event["name"]).read_bytes()
+            payload = evidence_path(run_dir, event["name"]).read_bytes()
             if event.get("inline", True):
                 evidence.setdefault("files", []).append(evidence_file_entry(event["name"], event["kind"], payload))
                 inline.append(event)
@@ -951,7 +956,7 @@ def intact_result(run_dir: Path) -> dict[str, Any] | None:
     file, which `recover_result` rebuilds. An intact file is never rebuilt (nothing would be gained, and the copy
     kept as damaged would be a second RESULT of the run)."""
     try:
-        result = json.loads((Path(run_dir) / "result.json").read_bytes())
+        result = json.loads(result_path(run_dir).read_bytes())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None
     return result if isinstance(result, dict) else None
@@ -962,9 +967,9 @@ def recover_result(run_dir: Path) -> dict[str, Any]:
     result.json.damaged and the index row follows the rebuilt RESULT. Returns the rebuilt RESULT."""
     run_dir = Path(run_dir)
     result = recovered_result(run_dir)
-    path = run_dir / "result.json"
+    path = result_path(run_dir)
     if path.is_file():
-        os.replace(path, run_dir / "result.json.damaged")
+        os.replace(path, run_dir / (RESULT_FILE + ".damaged"))
     RunStore(run_dir)._write_result(result)
     return result
 
@@ -992,7 +997,7 @@ def _json_copy(value: Any) -> Any:
 
 
 def _checked_name(name: str) -> str:
-    if not _SAFE_NAME.match(name) or name == "manifest.json":
+    if not _SAFE_NAME.match(name) or name == MANIFEST_FILE:
         raise StoreError(f"bad file name {name!r}: use letters, digits, '.', '_' or '-' (not manifest.json)")
     return name
 

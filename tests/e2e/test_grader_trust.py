@@ -87,22 +87,10 @@ def test_a_wiring_record_grades_as_predicted(wiring_records, family):
     assert not graded.problems, graded.problems
 
 
-# The ranked perturbations the grader misses (found once the draws became deterministic, issue 45); strict: each
-# fails here once the grader catches it or docs/ungraded-fields.md lists it with a reason.
-# - TriMuon: a setting the service reports beyond the requested ones (`lora_rank`) removed from the update check's
-#   actual_config (the parent grader misses it too): REST-10 compares only the requested keys;
-# - GS1 and self-generated: RESULT.budget_use (added with the intake's budget check, issue 46) is neither graded nor
-#   listed: its `measured` sentence swapped for another string of the record leaves the grade green.
-KNOWN_GAPS = {
-    "trimuon": "remove evidence:restoration-update-check.json:dimuon_lite.optimizer_check_after_restore.actual_config."
-               "lora_rank leaves the grade green: REST-10 compares only the requested keys of actual_config",
-    "gs1": "swap budget_use.measured leaves the grade green: RESULT.budget_use is neither graded nor listed",
-    "selfgen": "swap budget_use.measured leaves the grade green: RESULT.budget_use is neither graded nor listed",
-}
-
-
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[f]))
-                                    if f in KNOWN_GAPS else f for f in SPECS])
+# The ranked perturbations the grader missed once the draws became deterministic (issue 45), caught since: TriMuon's
+# `actual_config.lora_rank` of the update check removed (REST-10 holds the reported rank to the spec's), and
+# RESULT.budget_use's `measured` swapped (FEAS-13 grades budget_use).
+@pytest.mark.parametrize("family", list(SPECS))
 def test_perturbed_leaves_leave_green_unless_listed(wiring_records, family):
     L.assert_ranked_perturbations_caught(wiring_records[family], 60)
 

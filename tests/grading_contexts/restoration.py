@@ -24,6 +24,41 @@ def messages(issues):
     return [(issue.rule, issue.status, issue.message) for issue in issues]
 
 
+ADAPTER = "a" * 64
+
+
+def initialization(**changes):
+    """An arm's initialization record: measured by the server before the first update."""
+    return {"base_checkpoint": "org/base", "source": "server_response", "adapter_sha256": ADAPTER,
+            "evidence_ref": "info.json", "before_first_update": True, **changes}
+
+
+# REST-2's finding for an arm whose initialization neither a hash nor a loaded checkpoint proves, and a checkpoint
+# initialization that proves it
+NEITHER_PROVEN = ("unverified", "arm T: initialization is proven neither by a measured adapter_sha256 nor by a loaded "
+                                "immutable full-initialization checkpoint")
+CHECKPOINT_INITIALIZATION = {"adapter_sha256": None, "checkpoint_uri": "tinker://init", "checkpoint_immutable": True,
+                             "checkpoint_scope": "full_initialization", "loaded_checkpoint_uri": "tinker://init",
+                             "load_succeeded": True}
+
+
+def initial_output(**changes):
+    """An arm's initial output, taken on the fixed batch before the first update."""
+    return {"available": True, "batch_sha256": "b" * 64, "output_sha256": "c" * 64, "evidence_ref": "out.json",
+            "before_first_update": True, **changes}
+
+
+# the retained get_info after a client's creation, and the optimizer check that reads it
+CREATION_INFO = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+                                             "lora_rank": 8}}
+
+
+def optimizer_check(**changes):
+    return {"after_restore": 0, "source": "server_response", "actual_family": "adamw", "evidence_ref": "info.json",
+            "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
+            "actual_config": {"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8}, **changes}
+
+
 class EvidenceFiles:
     def __init__(self, files):
         self.files = files  # name -> JSON value

@@ -16,7 +16,8 @@ GS1_SPEC = REPO_ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 SECRET_PASSWORD = "tml-password-do-not-store-7f3a"
 SECRET_TOKEN = "token-do-not-store-91c2"
 
-WEAKENED = ("import sys, flows.run as cli; cli.hide_backend_credentials = lambda backend: backend; "
+WEAKENED = ("import sys, flows.run as cli, flows.startup as startup; "
+            "startup.hide_backend_credentials = lambda backend: backend; "
             "cli.survive_closed_console(); cli.exit_process(cli.main(sys.argv[1:]))")
 
 

@@ -16,8 +16,8 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.contract.verdict import GATE_ORDER
-from flows.run import (EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, FLOW_IMPORTS, IMPORTED_WHILE_PREFECT_BOOTS,
-                       BackgroundImports, exit_code_for, main, start_servers_early)
+from flows.run import EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, exit_code_for, main
+from flows.startup import FLOW_IMPORTS, IMPORTED_WHILE_PREFECT_BOOTS, BackgroundImports, start_servers_early
 
 
 def _cli_env(env: dict | None = None) -> dict:
@@ -246,7 +246,7 @@ def test_with_a_prefect_server_up_nothing_is_left_to_import_after_the_claim(monk
     imports = BackgroundImports(("email.mime.image", "xml.dom.expatbuilder"))
     imports.join()
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-        assert start_servers_early("local", "embedded", None, imports) == imports.finish
+        assert start_servers_early(imports, None) == imports.finish
 
 
 def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(monkeypatch, tmp_path, cli_env):
@@ -254,17 +254,17 @@ def test_with_a_prefect_server_up_the_run_is_claimed_once_the_flow_is_imported(m
     embedded backend starting, and claims the run after them, so the claimed run's service never waits on those
     imports (stand-in modules this process has not imported for FLOW_IMPORTS; the backend's start recorded, not
     made; the claim is refused as for a live run, to stop there)."""
-    import flows.run as run_cli
+    import flows.startup as startup
     from experiment.run.config import embedded_checkpoint_dir
     from experiment.run.store import RunInProgress, RunStore
 
     modules = ("tabnanny", "pyclbr")
     assert not any(module in sys.modules for module in modules)
-    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", modules)
+    monkeypatch.setattr(startup, "FLOW_IMPORTS", modules)
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-    monkeypatch.setattr(run_cli, "unreachable_prefect_server", lambda: None)  # as if it answered
+    monkeypatch.setattr(startup, "unreachable_prefect_server", lambda: None)  # as if it answered
     backends_started, imported_at_claim = [], []
-    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: backends_started.append(args))
+    monkeypatch.setattr(startup, "start_embedded_early", lambda *args: backends_started.append(args))
 
     def claim(*args, **kwargs):
         imported_at_claim.extend([*(module in sys.modules for module in modules), len(backends_started)])
@@ -298,15 +298,15 @@ def _refused_mid_import(monkeypatch, tmp_path, stand_in: str, others: tuple[str,
     """main() refused by its backend check while the first of the stand-in flow modules is being imported
     (it goes on until the refusal stops the run's early backend, right after the imports are told to stop):
     which of the others the refused run left imported."""
-    import flows.run as run_cli
+    import flows.startup as startup
 
     assert not any(module in sys.modules for module in (stand_in, *others))
     stand_in_import = _ImportedUntilReleased(stand_in)
     monkeypatch.setattr(sys, "meta_path", [stand_in_import, *sys.meta_path])
-    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", (stand_in, *others))
-    monkeypatch.setattr(run_cli, "unreachable_backend",
+    monkeypatch.setattr(startup, "FLOW_IMPORTS", (stand_in, *others))
+    monkeypatch.setattr(startup, "unreachable_backend",
                         lambda *args: stand_in_import.started.wait(timeout=60) and "backend unreachable (stand-in)")
-    monkeypatch.setattr(run_cli, "stop_early_embedded", stand_in_import.released.set)
+    monkeypatch.setattr(startup, "stop_early_embedded", lambda early: stand_in_import.released.set())
     try:
         assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
@@ -323,10 +323,10 @@ def test_a_run_refused_before_its_claim_waits_only_for_the_flow_module_being_imp
     a fresh `python -m flows.run` refused at its preconditions paid for Prefect, torch, the SDK, transformers'
     tokenizer and every gate module (about 7.5 CPU-s) before it could exit. Weakened first: imports that ignore
     the refusal import the rest of the list before the refused run returns."""
-    import flows.run as run_cli
+    import flows.startup as startup
 
     with monkeypatch.context() as weak:
-        weak.setattr(run_cli.BackgroundImports, "finish", run_cli.BackgroundImports.join)  # imports every module
+        weak.setattr(startup.BackgroundImports, "finish", startup.BackgroundImports.join)  # imports every module
         assert _refused_mid_import(weak, tmp_path / "weak", "stand_in_flow_weak", ("sched", "netrc")) == [True, True]
     assert _refused_mid_import(monkeypatch, tmp_path / "real", "stand_in_flow", ("graphlib", "mailbox")) == [False, False]
 
@@ -354,12 +354,12 @@ def _settings_read_after_their_import(monkeypatch, tmp_path, stand_in: str) -> b
     """main() of a local run (no PREFECT_API_URL) with a stand-in for Prefect's settings first among the flow's
     background imports: whether that import had finished when the main thread read the settings (the
     Prefect-server check; refused there, to stop)."""
-    import flows.run as run_cli
+    import flows.startup as startup
 
     settings = _ImportedUntilWaitedFor(stand_in)
     monkeypatch.setattr(sys, "meta_path", [settings, *sys.meta_path])
-    monkeypatch.setattr(run_cli, "PREFECT_SETTINGS_MODULE", stand_in)
-    monkeypatch.setattr(run_cli, "FLOW_IMPORTS", (stand_in,))
+    monkeypatch.setattr(startup, "PREFECT_SETTINGS_MODULE", stand_in)
+    monkeypatch.setattr(startup, "FLOW_IMPORTS", (stand_in,))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     read_after_import = []
 
@@ -368,7 +368,7 @@ def _settings_read_after_their_import(monkeypatch, tmp_path, stand_in: str) -> b
         settings.released.set()
         return "the Prefect server check (stand-in) refuses, to stop here"
 
-    monkeypatch.setattr(run_cli, "unreachable_prefect_server", prefect_server_check)
+    monkeypatch.setattr(startup, "unreachable_prefect_server", prefect_server_check)
     try:
         assert main([str(GS1_SPEC), "--rehearse", "--runs-dir", str(tmp_path / "runs")]) == EXIT_BAD_INPUT
     finally:
@@ -382,9 +382,9 @@ def test_the_main_thread_reads_prefect_settings_only_after_the_background_import
     background thread was importing Prefect for the flow, and Prefect printed "Failed to initialize plugins:
     cannot import name 'SettingsContext' from partially initialized module 'prefect.context'" (1 of 3 local runs
     of the README's command). Weakened first: without the wait, the settings are read mid-import."""
-    import flows.run as run_cli
+    import flows.startup as startup
 
     with monkeypatch.context() as weak:
-        weak.setattr(run_cli.BackgroundImports, "wait_for", lambda self, module: None)
+        weak.setattr(startup.BackgroundImports, "wait_for", lambda self, module: None)
         assert not _settings_read_after_their_import(weak, tmp_path / "weak", "stand_in_settings_weak")
     assert _settings_read_after_their_import(monkeypatch, tmp_path / "real", "stand_in_settings")

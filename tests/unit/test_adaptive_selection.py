@@ -24,9 +24,9 @@ from records import (
     adaptive_decide as _decide,
     graded_decision as _decision,
     adaptive_observations as _observations,
-    adaptive_record as _record,
     refreeze_adaptive_selection as _refreeze,
     adaptive_values as _values,
+    adaptive_variant_record,
 )
 
 from experiment.contract.plan import build_plan
@@ -106,10 +106,7 @@ def test_the_plan_shows_the_split_and_predicts_the_decision_verified(tmp_path):
 @pytest.fixture
 def adaptive(tmp_path):
     """(the variant's spec path, its decision_rule, a finished adaptive record graded against it)."""
-    path = write_variant(variant("adaptive-two-treatments"), tmp_path)
-    spec = load_spec(path)
-    rule = spec.section("decision_rule")
-    return path, rule, _record(build_plan(spec), rule)
+    return adaptive_variant_record(tmp_path)
 
 
 def _without_dec13(monkeypatch):

@@ -7,7 +7,7 @@ import socket
 import time
 
 from flows.backend_url import BACKEND_URL_ENV, with_credentials
-from flows.run import hide_backend_credentials, unreachable_backend
+from flows.startup import hide_backend_credentials, unreachable_backend
 
 
 def closed_port() -> int:

@@ -22,6 +22,7 @@ from spec_variants import CORPUS, variant, write_variant
 
 import experiment.grading.grade as grade_module
 from experiment.contract.plan import at_replica_seed, build_plan, draft_plan
+from experiment.contract.support import designed_restore_step
 from experiment.contract.result_models import evidence_file
 from experiment.contract.spec import canonical_sha256, load_spec
 from experiment.grading import grade_record
@@ -36,12 +37,10 @@ from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot
                                           rl_pilot_units)
 
 PLANNED_RL = [v for v in CORPUS if v.refused is None and v.seed in ("gs1", "selfgen")]
-# A margin the spec leaves UNRESOLVED and the revision file pins: the revision "supplies" decision_rule (a key the
-# spec has), so --plan predicts decision not_applicable and DEC-1 expects no decision object, while the run posts
-# one (the spec has a decision_rule). Which is right is the exchange's to say (as CORR-6 for revision pins); the
-# grader and the predictor agree with each other and not with the run, so the case is held open here.
-OPEN_QUESTIONS = {"margin-open-pinned": "a revision-pinned margin: decision predicted not_applicable, the run posts "
-                                        "a decision object (DEC-1 grades it invalid)"}
+# margin-open-pinned (a margin the spec leaves UNRESOLVED, pinned by the revision file) was a strict xfail here: --plan
+# predicted decision not_applicable and DEC-1 graded the run's decision object invalid, as if the revision supplied the
+# whole decision_rule. The spec has one, so the run posts the object; the pin is graded unverified (DEC-15) and
+# predicted so.
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +114,8 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
             "optimizer_checks": [r.optimizer_check(info, requested, after, ref) for after in (0, 1)],
             "initial_output": {"available": True, "batch_sha256": "cd" * 32, "output_sha256": _output_sha256(),
                                "evidence_ref": ref, "before_first_update": True}}
+        if designed_restore_step(spec) is not None:  # checkpoint_restore: the midpoint restore, as record_restore adds it
+            _designed_restore(arms[replica.label], keep, replica.label, requested, designed_restore_step(spec))
     provenance = {"version": 1, "arms": arms}
     if len(seeds) > 1:
         provenance["seed_groups"] = {str(s): {"arms": [rep.label for rep in plan.replicas if rep.trained and rep.seed == s]}
@@ -139,6 +140,24 @@ def run_shaped_records(spec, plan, correct=_hashed) -> dict:
               "evidence": {"version": 1, "files": files, "checkpoints": []}}
     _evaluate_and_decide(record, spec, plan, correct)
     return record
+
+
+def _designed_restore(entry: dict, keep, label: str, requested: dict, step: int) -> None:
+    """The arm's restore at its midpoint step (experiment.rl.steps.arm_training: checkpoint_restore) as
+    experiment.rl.restoration.record_restore appends it: from the state saved after the previous step, with the
+    optimizer state, its get_info retained and its optimizer check."""
+    saved = f"tinker://arms:train:{label}/weights/{label}-step-{step:04d}"
+    client = f"arms:train:{label}-restored"
+    config, info = _server_info(requested)
+    count = entry["restore_count"] + 1
+    evidence = keep(f"restoration-{label}-restore-{count}.json", {
+        "arm": label, "run": None, "restored_from": saved, "with_optimizer_state": True,
+        "get_info_after_restore": {"type": "get_info", "model_id": client, "optimizer_config": config,
+                                   "lora_rank": requested.get("lora_rank")}})
+    entry["restore_count"] = count
+    entry["restores"].append(r.restore_record(count, client, r.CREATE_FROM_STATE_WITH_OPTIMIZER, saved, True, evidence,
+                                              "2026-12-02T00:01:00Z"))
+    entry["optimizer_checks"].append(r.optimizer_check(info, requested, count, evidence))
 
 
 def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
@@ -229,9 +248,7 @@ def _feasibility(spec, plan) -> dict:
                     "filter_samples_per_candidate": generation_settings(spec).filter_samples} if generated else None)
 
 
-@pytest.mark.parametrize("case", [pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=OPEN_QUESTIONS[v.name]))
-                                  if v.name in OPEN_QUESTIONS else v for v in PLANNED_RL],
-                         ids=[f"{v.seed}-{v.name}" for v in PLANNED_RL])
+@pytest.mark.parametrize("case", PLANNED_RL, ids=[f"{v.seed}-{v.name}" for v in PLANNED_RL])
 def test_every_planned_rl_variant_grades_as_predicted_on_run_shaped_records(case, tmp_path):
     """Scores and observations per arm and seed, the decision's seeds and confidence, restoration groups per
     seed, each replica's requested seed, the pilot's units with more arms and seeds: a record shaped as the run

@@ -23,7 +23,8 @@ from experiment.grading import grade as grade_module
 from experiment.grading import grade_record, run_dir
 from experiment.grading.common import CATEGORIES, INVALID, applied, rule_of_check
 from experiment.grading.reproduce import CATEGORY_OF as REPRODUCED_IN
-from experiment.grading.rules import BY_ID, PROBLEM, RECORD, RULES, RUN_DIR_RULES, SHAPE_RULES
+from experiment.grading import registry
+from experiment.grading.rules import BY_ID, PROBLEM, RECORD, RULES, RUN_DIR_RULES, SHAPE_RULES, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADING = ROOT / "experiment" / "grading"
@@ -57,8 +58,8 @@ def _emitted() -> dict[str, set[str]]:
                 emitted.setdefault(rule, set()).add(PROBLEM)
             for rule in re.findall(r'problems\.append\(f"(\w+): \{err\}', text):
                 emitted.setdefault(rule, set()).add(PROBLEM)
-        if module == "run_dir":
-            for check in re.findall(r'(?:self\.problem|Problem)\(\s*"([a-z_]+\.[a-z_0-9]+)"', text):
+        if module.startswith("run_dir/"):  # the run-dir layer's package
+            for check in re.findall(r'(?:self\.problem|Problem|self\.restated)\(\s*"([a-z_]+\.[a-z_0-9]+)"', text):
                 emitted.setdefault(check, set()).add(PROBLEM)
             for group in re.findall(r'\("([a-z_]+)", self\.check_\w+\)', text):
                 emitted.setdefault(f"{group}.shape", set()).add(PROBLEM)
@@ -102,6 +103,10 @@ def _module_of(name: str) -> str:
 
 def test_the_category_of_a_row_is_where_its_checks_report():
     for rule in RULES:
+        if rule in RUN_DIR_RULES:  # the run-dir layer's own method, and the restated rule's check where it runs it
+            assert {_module_of(check) for check in rule.checks} - {"run_dir"} <= \
+                {_module_of(check) for check in BY_ID[rule.restates].checks}, rule.id
+            continue
         modules = {_module_of(check) for check in rule.checks}
         if not modules:  # enforced by the run, not graded
             continue
@@ -113,16 +118,50 @@ def test_the_category_of_a_row_is_where_its_checks_report():
             assert modules == {rule.category}, (rule.id, modules)
 
 
+def _resolve(check: str):
+    """The function a row's check names: the longest importable module prefix, then attributes."""
+    parts = check.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            target = importlib.import_module("experiment.grading." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[cut:]:
+            target = getattr(target, part)
+        return target
+    raise AssertionError(f"no grading module for {check}")
+
+
 def test_every_check_a_row_names_exists():
     for rule in RULES:
         for check in rule.checks:
-            module, _, attribute = check.partition(".")
-            if module == "reproduce":  # a subpackage: its module, then the function
-                module, _, attribute = check.rpartition(".")[0], None, check.rpartition(".")[2]
-            target = importlib.import_module(f"experiment.grading.{module}")
-            for part in attribute.split("."):
-                target = getattr(target, part)
-            assert callable(target), (rule.id, check)
+            assert callable(_resolve(check)), (rule.id, check)
+
+
+def test_the_rows_are_the_registrations_at_the_implementations():
+    """A row with checks was registered by its check functions (experiment.grading.registry), not written in a
+    table: each check names a function of a grading module, and a rule is one row."""
+    assert len(BY_ID) == len(RULES)
+    for rule in RULES:
+        for check in rule.checks:
+            target = _resolve(check)
+            assert registry.where(getattr(target, "__func__", target)) == check, (rule.id, check)
+
+
+def test_a_rule_is_registered_once(monkeypatch):
+    monkeypatch.setattr(registry, "_declared", dict(registry._declared))
+    with pytest.raises(ValueError, match="EVAL-2 is registered twice"):
+        registry.rule("EVAL-2", "evaluator", "invalid", "a second EVAL-2")(_resolve("evaluator.EVAL_3"))
+    with pytest.raises(ValueError, match="unknown severity"):
+        registry.rule("EVAL-99", "evaluator", "wrong", "a rule with an unknown status")(_resolve("evaluator.EVAL_3"))
+    with pytest.raises(ValueError, match="category"):
+        registry.declare("EVAL-98", "nowhere", "a rule of no category")
+
+
+def test_a_further_check_of_an_undeclared_rule_is_refused(monkeypatch):
+    monkeypatch.setattr(registry, "_further", {**registry._further, "EVAL-97": ["evaluator.EVAL_3"]})
+    with pytest.raises(ValueError, match="EVAL-97"):
+        registry.table()
 
 
 def test_every_check_function_is_listed_under_the_rule_it_is_named_after():
@@ -173,6 +212,14 @@ def test_the_docs_name_the_statuses_the_table_gives():
             continue
         assert documented[rule.id][1] == set(rule.severity) - {PROBLEM}, (rule.id, documented[rule.id][1],
                                                                            rule.severity)
+
+
+def test_the_docs_run_dir_list_is_the_generated_one():
+    """docs/contract-rules.md's run-directory checks are `python -m experiment.grading.rules --markdown`'s output."""
+    text = DOCS.read_text(encoding="utf-8")
+    marker = "<!-- generated: python -m experiment.grading.rules --markdown -->\n"
+    assert marker in text
+    assert text.split(marker, 1)[1] == markdown()
 
 
 def test_the_docs_say_which_rule_each_run_dir_check_restates():

@@ -24,7 +24,7 @@ from suite import GS1_SPEC, REPO_ROOT
 import experiment.run.store as store_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
-from experiment.run.store import RunInProgress, RunStore
+from experiment.run.store import FINISHED_KINDS, RunInProgress, RunStore, run_finished, run_kind
 from flows import run as run_cli
 
 HOLDER = textwrap.dedent("""
@@ -37,6 +37,7 @@ HOLDER = textwrap.dedent("""
     print(how, store.run_id, flush=True)
     time.sleep(120)
 """)
+ABSENT = object()  # a field the record does not hold
 
 
 @pytest.fixture
@@ -126,6 +127,35 @@ def test_a_capacity_blocked_run_is_unfinished_work(tmp_path, spec_and_plan):
     again, how = RunStore.claim(runs_dir, spec, plan)
     assert (how, again.run_id) == ("resumed", first.run_id)
     again.release()
+
+
+def test_a_finished_run_whose_record_holds_null_stop_records_is_not_resumed(tmp_path, spec_and_plan):
+    """`capacity_block: null` is no block (the store removes a field set to None; the grader's GEN-7 reads null as
+    absent): a decided run whose result.json spells its stop records as null (written by another writer or by
+    hand) is finished, as flows.runs shows it, and a re-run returns it instead of resuming it over its verdict."""
+    spec, plan = spec_and_plan
+    runs_dir = tmp_path / "runs"
+    first, _ = RunStore.claim(runs_dir, spec, plan)
+    first.update_result(status="succeeded", verdict="supported", summary="done")
+    first.release()
+    path = first.run_dir / "result.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "capacity_block": None, "interruption": None}))
+    result = RunStore.open(first.run_dir).read_result()
+    assert run_kind(result) == "decided" and run_finished(result)
+    again, how = RunStore.claim(runs_dir, spec, plan)
+    assert (how, again.run_id) == ("finished", first.run_id) and not again.is_live()
+    assert json.loads(path.read_text())["verdict"] == "supported"
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed", "running", None, "pending"])
+def test_a_run_is_finished_exactly_when_its_kind_is_a_finished_one(status):
+    """run_finished (what a re-run returns as is) and run_kind (what flows.runs shows) agree on every stored
+    state: each stop record absent, null, empty or set."""
+    for block in (ABSENT, None, {}, {"error": "trainer capacity exhausted"}):
+        for interruption in (ABSENT, None, {}, {"reason": "SIGTERM", "resumable": True}):
+            result = {key: value for key, value in (("status", status), ("capacity_block", block),
+                                                    ("interruption", interruption)) if value is not ABSENT}
+            assert run_finished(result) == (run_kind(result) in FINISHED_KINDS), result
 
 
 def test_cli_returns_a_finished_run_at_once_without_prefect(tmp_path, spec_and_plan):

@@ -27,6 +27,7 @@ from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
 from experiment.run.store import CorruptRecord, RunIndex, RunStore, run_finished
 from flows import run as run_cli
+from flows import startup
 from flows import runs as runs_cli
 
 
@@ -40,9 +41,9 @@ def spec_and_plan():
 def servers_answer_at_once(monkeypatch):
     """FAKE: the servers a local run starts before its claim (a temporary Prefect server, the embedded backend)
     answer at once and none is started: these tests are about what happens after the claim."""
-    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)
-    monkeypatch.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
-    monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # as if it served the spec's model
+    monkeypatch.setattr(startup, "start_embedded_early", lambda *args: None)
+    monkeypatch.setattr(startup, "servers_ready_before_claim", lambda *args: (None, None))
+    monkeypatch.setattr(startup, "unserved_on_embedded", lambda *args: None)  # as if it served the spec's model
 
 
 def _run_dirs(runs_dir: Path) -> list[Path]:
@@ -69,11 +70,11 @@ def test_an_unreachable_backend_leaves_no_run_behind(tmp_path, capsys, monkeypat
     # attack first: the old order claimed the run, then found the backend unreachable: a run "running" stays
     weak_runs = tmp_path / "weak"
     store, _ = RunStore.claim(weak_runs, spec, plan)
-    assert run_cli.unreachable_backend(backend, budget_s=0)
+    assert startup.unreachable_backend(backend, budget_s=0)
     store.release()
     assert [json.loads((d / "result.json").read_text())["status"] for d in _run_dirs(weak_runs)] == ["running"]
 
-    monkeypatch.setattr(run_cli, "CONNECT_BUDGET_S", 0.0)
+    monkeypatch.setattr(startup, "CONNECT_BUDGET_S", 0.0)
     runs = tmp_path / "runs"
     message = _one_line_exit_2(run_cli.main([str(GS1_SPEC), "--backend", backend, "--runs-dir", str(runs)]),
                                capsys.readouterr().err)
@@ -84,8 +85,8 @@ def test_an_unreachable_backend_leaves_no_run_behind(tmp_path, capsys, monkeypat
 @pytest.mark.slow  # the pipeline's CLI as a process, through a gate (pyproject.toml: markers)
 def test_a_prefect_server_that_is_down_is_bad_input_before_the_claim(tmp_path):
     # its own process: Prefect reads PREFECT_API_URL once per process
-    probe = ("import sys; from flows import run as run_cli; run_cli.PREFECT_CONNECT_BUDGET_S = 0.0\n"
-             "run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if it served the spec's model\n"
+    probe = ("import sys; from flows import run as run_cli, startup; startup.PREFECT_CONNECT_BUDGET_S = 0.0\n"
+             "startup.unserved_on_embedded = lambda *args: None  # FAKE: as if it served the spec's model\n"
              "sys.exit(run_cli.main([sys.argv[1], '--runs-dir', sys.argv[2]]))")
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PREFECT_API_URL": f"http://127.0.0.1:{_closed_port()}/api"}
@@ -146,7 +147,7 @@ def test_a_crash_after_the_claim_marks_the_run_failed_and_resumable(tmp_path, ca
     def prefect_fails_to_start(*args, **kwargs):  # FAKE: the temporary Prefect server never answers
         raise RuntimeError("the temporary Prefect server did not answer within 120 s")
 
-    monkeypatch.setattr(run_cli, "start_servers_early", prefect_fails_to_start)
+    monkeypatch.setattr(startup, "start_servers_early", prefect_fails_to_start)
     with monkeypatch.context() as weak:  # attack first: without settling, the crashed run stays "running"
         weak.setattr(RunStore, "settle_unfinished", lambda self, plan, reason: False)
         assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")]) == run_cli.EXIT_CRASHED
@@ -170,7 +171,7 @@ def test_a_crash_after_the_claim_marks_the_run_failed_and_resumable(tmp_path, ca
 
 SIGNALLED_RUN = textwrap.dedent("""
     import contextlib, os, signal, sys, time
-    from flows import run as run_cli
+    from flows import run as run_cli, startup
     signal_number, weak = int(sys.argv[3]), sys.argv[4] == "weak"
     # as at a terminal: an xdist worker ignores SIGINT and its children inherit that, so the weak run's SIGINT
     # was ignored and it slept out the 60 s below (then failed for another reason: not the attack shown)
@@ -178,12 +179,12 @@ SIGNALLED_RUN = textwrap.dedent("""
     def the_signal_arrives_mid_run(*args, **kwargs):  # FAKE: the point of the run where the signal lands
         os.kill(os.getpid(), signal_number)
         time.sleep(60)
-    run_cli.start_servers_early = the_signal_arrives_mid_run
-    run_cli.start_embedded_early = lambda *args: None  # FAKE: the servers started before the claim answer at once
-    run_cli.servers_ready_before_claim = lambda *args: (None, None)
-    run_cli.unserved_on_embedded = lambda *args: None  # FAKE: as if the embedded backend served the spec's model
+    startup.start_servers_early = the_signal_arrives_mid_run
+    startup.start_embedded_early = lambda *args: None  # FAKE: the servers started before the claim answer at once
+    startup.servers_ready_before_claim = lambda *args: (None, None)
+    startup.unserved_on_embedded = lambda *args: None  # FAKE: as if the embedded backend served the spec's model
     if weak:  # the old code: Python's default handlers, nothing settles the record
-        run_cli.interrupts_raised = contextlib.nullcontext
+        startup.interrupts_raised = contextlib.nullcontext
         run_cli.RunStore.settle_unfinished = lambda self, plan, reason: False
     sys.exit(run_cli.main([sys.argv[1], "--runs-dir", sys.argv[2]]))
 """)
@@ -291,7 +292,7 @@ def test_a_full_disk_stops_the_run_resumable_with_a_clear_reason(tmp_path, capsy
     def disk_full(*args, **kwargs):  # FAKE: a write refused for space (a small tmpfs does it for real)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "runs" / "x" / "tables"))
 
-    monkeypatch.setattr(run_cli, "start_servers_early", disk_full)
+    monkeypatch.setattr(startup, "start_servers_early", disk_full)
     with monkeypatch.context() as weak:  # attack first: read as any crash, the reason blames a bug
         weak.setattr(interrupts, "storage_failure", lambda error: False)
         run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")])
@@ -394,9 +395,9 @@ def run_meeting_a_full_disk_after_its_claim(runs: Path, monkeypatch, say_left_ru
             full.setattr(store_module, "_write_parquet_atomic", no_space)
             no_space()
 
-        full.setattr(run_cli, "start_servers_early", disk_full_from_now_on)
+        full.setattr(startup, "start_servers_early", disk_full_from_now_on)
         if not say_left_running:
-            full.setattr(run_cli, "say_if_left_running", lambda store: None)
+            full.setattr(startup, "say_if_left_running", lambda store: None)
         code = run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)])
     return code, runs
 
@@ -453,11 +454,11 @@ def test_a_backend_that_hangs_or_answers_garbage_is_refused_before_the_claim(tmp
     try:  # a FAKE backend: a socket that misbehaves as a broken service does
         backend = f"http://127.0.0.1:{backend_process.stdout.readline().strip()}"
         monkeypatch.setenv("TINKER_API_KEY", "tml-test-key")
-        monkeypatch.setattr(run_cli, "ANSWER_BUDGET_S", 1.0)
+        monkeypatch.setattr(startup, "ANSWER_BUDGET_S", 1.0)
         # attack first: a TCP connection is all the old precondition asked for, so the run was claimed and its
         # first gate met the broken service (measured: garbage, a failed record in 0.6 s; a dropped connection,
         # 358 s of the SDK's retries; a hang, the SDK's 60 s timeout per try)
-        assert run_cli.unreachable_backend(backend, budget_s=1) is None
+        assert startup.unreachable_backend(backend, budget_s=1) is None
         runs = tmp_path / "runs"
         message = _one_line_exit_2(run_cli.main([str(GS1_SPEC), "--backend", backend, "--runs-dir", str(runs)]),
                                    capsys.readouterr().err)

@@ -23,6 +23,7 @@ import experiment.run.service as service_module
 import flows.lifetime as lifetime
 from experiment.run.store import RunIndex
 from flows import run as run_cli
+from flows import startup
 
 
 def _run_dirs(runs_dir):
@@ -68,12 +69,11 @@ def local_run(monkeypatch):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
     monkeypatch.delenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", raising=False)
-    monkeypatch.setattr(run_cli, "start_embedded_early", lambda *args: None)  # no backend: each test says
-    monkeypatch.setattr(run_cli, "unserved_on_embedded", lambda *args: None)  # FAKE: it serves the spec's model
+    monkeypatch.setattr(startup, "start_embedded_early", lambda *args: None)  # no backend: each test says
+    monkeypatch.setattr(startup, "unserved_on_embedded", lambda *args: None)  # FAKE: it serves the spec's model
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
         assert not PREFECT_API_URL.value()
         yield
-    service_module._EARLY.clear()
 
 
 @contextmanager
@@ -97,14 +97,14 @@ def test_a_temporary_prefect_server_that_does_not_answer_leaves_no_run_behind(tm
         raise RuntimeError("the temporary Prefect server did not answer within 120 s")
 
     with monkeypatch.context() as weak:  # attack first: checked after the claim, the run crashed and stayed behind
-        weak.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
-        weak.setattr(run_cli, "start_servers_early", prefect_answers_too_late)
+        weak.setattr(startup, "servers_ready_before_claim", lambda *args: (None, None))
+        weak.setattr(startup, "start_servers_early", prefect_answers_too_late)
         assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")]) == run_cli.EXIT_CRASHED
         assert len(_run_dirs(tmp_path / "weak")) == 1
     capsys.readouterr()
 
     runs = tmp_path / "runs"
-    monkeypatch.setattr(run_cli, "TemporaryPrefectServer", FakeSlowPrefectServer)
+    monkeypatch.setattr(startup, "TemporaryPrefectServer", FakeSlowPrefectServer)
     assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)]) == run_cli.EXIT_BAD_INPUT
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("the temporary Prefect server did not answer within ")
@@ -112,8 +112,8 @@ def test_a_temporary_prefect_server_that_does_not_answer_leaves_no_run_behind(tm
     assert _run_dirs(runs) == [] and RunIndex(runs).read().empty
 
     # the server answers on the next try: the run is claimed then (stopped right after, to end the test)
-    monkeypatch.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))
-    monkeypatch.setattr(run_cli, "start_servers_early", prefect_answers_too_late)
+    monkeypatch.setattr(startup, "servers_ready_before_claim", lambda *args: (None, None))
+    monkeypatch.setattr(startup, "start_servers_early", prefect_answers_too_late)
     assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(runs)]) == run_cli.EXIT_CRASHED
     assert len(_run_dirs(runs)) == 1
 
@@ -124,11 +124,11 @@ def test_the_start_up_budget_grows_with_the_machines_load(monkeypatch, load, cpu
     monkeypatch.setattr(lifetime.os, "cpu_count", lambda: cpus)
     assert lifetime.startup_budget_s() == budget
     FakeSlowPrefectServer.budgets.clear()
-    monkeypatch.setattr(run_cli, "TemporaryPrefectServer", FakeSlowPrefectServer)
-    server, problem = run_cli.servers_ready_before_claim("local", "embedded", None)
+    monkeypatch.setattr(startup, "TemporaryPrefectServer", FakeSlowPrefectServer)
+    server, problem = startup.servers_ready_before_claim(None)
     assert server is None and problem and FakeSlowPrefectServer.budgets == [budget]
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "45")  # the user's own, used as given
-    run_cli.servers_ready_before_claim("local", "embedded", None)
+    startup.servers_ready_before_claim(None)
     assert FakeSlowPrefectServer.budgets == [budget, 45.0]
 
 
@@ -162,15 +162,13 @@ def test_an_embedded_backend_slower_than_its_launcher_is_retried_within_the_budg
     monkeypatch.setattr(service_module, "_start_embedded", slower_than_the_launcher_once)
     with monkeypatch.context() as weak:  # attack first: one try, as the run had before issue 47
         weak.setattr(service_module, "start_again", lambda error, budget_left: False)
-        service_module.start_embedded_early("ckpt", "embedded")
-        problem = service_module.early_embedded_problem("ckpt", "embedded", budget_s=60)
+        problem = service_module.EarlyEmbedded("ckpt", "embedded").problem(budget_s=60)
         assert problem.startswith("the embedded backend did not start (TimeoutError: ") and "1 try in " in problem
-    service_module._EARLY.clear()
     starts.clear()
-    service_module.start_embedded_early("ckpt", "embedded")
-    assert service_module.early_embedded_problem("ckpt", "embedded", budget_s=60) is None
+    early = service_module.EarlyEmbedded("ckpt", "embedded")
+    assert early.problem(budget_s=60) is None
     assert starts == ["embedded", "embedded"]
-    assert isinstance(service_module._EARLY[("ckpt", "embedded")].result(), FakeServer)  # the flow takes it over
+    assert early.serves("ckpt", "embedded") and isinstance(early.take(), FakeServer)  # the flow takes it over
 
 
 def test_an_embedded_backend_that_does_not_start_leaves_no_run_behind(tmp_path, capsys, monkeypatch, local_run):
@@ -178,21 +176,23 @@ def test_an_embedded_backend_that_does_not_start_leaves_no_run_behind(tmp_path, 
         raise TimeoutError("embedded tinker server at http://127.0.0.1:9 not healthy after 120.0s")
 
     monkeypatch.setattr(service_module, "_start_embedded", never_healthy)
-    monkeypatch.setattr(run_cli, "start_embedded_early", service_module.start_embedded_early)
-    monkeypatch.setattr(run_cli, "TemporaryPrefectServer", None)  # not reached: PREFECT_API_URL is "up" below
-    monkeypatch.setattr(run_cli, "unreachable_prefect_server", lambda: None)
-    monkeypatch.setattr(run_cli.BackgroundImports, "join", run_cli.BackgroundImports.finish)  # no flow imports
+    started: list[service_module.EarlyEmbedded] = []
+    monkeypatch.setattr(startup, "start_embedded_early", lambda *args: started.append(service_module.EarlyEmbedded(*args))
+                        or started[-1])
+    monkeypatch.setattr(startup, "TemporaryPrefectServer", None)  # not reached: PREFECT_API_URL is "up" below
+    monkeypatch.setattr(startup, "unreachable_prefect_server", lambda: None)
+    monkeypatch.setattr(startup.BackgroundImports, "join", startup.BackgroundImports.finish)  # no flow imports
 
-    def the_flow_finds_the_backend_down(backend, exposure, store, *args):  # as the flow's on-demand start did
-        never_healthy(None, exposure)
+    def the_flow_finds_the_backend_down(*args):  # as the flow's on-demand start did
+        never_healthy(None, "embedded")
 
     with monkeypatch.context() as weak, configured_prefect_server(weak):  # attack first: checked after the claim,
-        weak.setattr(run_cli, "servers_ready_before_claim", lambda *args: (None, None))  # the run stays, failed
-        weak.setattr(run_cli, "start_servers_early", the_flow_finds_the_backend_down)
+        weak.setattr(startup, "servers_ready_before_claim", lambda *args: (None, None))  # the run stays, failed
+        weak.setattr(startup, "start_servers_early", the_flow_finds_the_backend_down)
         assert run_cli.main([str(GS1_SPEC), "--runs-dir", str(tmp_path / "weak")]) == run_cli.EXIT_CRASHED
         assert len(_run_dirs(tmp_path / "weak")) == 1
     capsys.readouterr()
-    service_module._EARLY.clear()
+    started.clear()
 
     runs = tmp_path / "runs"
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "2")
@@ -202,7 +202,7 @@ def test_an_embedded_backend_that_does_not_start_leaves_no_run_behind(tmp_path, 
     assert line.startswith("the embedded backend did not start (TimeoutError: embedded tinker server at ")
     assert line.endswith("): nothing was claimed; run the same command again (when the machine is less busy)")
     assert _run_dirs(runs) == [] and RunIndex(runs).read().empty
-    assert service_module._EARLY == {}  # nothing left starting
+    assert started and not any(early.serves(early.checkpoint_dir, early.exposure) for early in started)  # none left
 
 
 def test_the_home_of_a_server_killed_with_its_process_is_removed_by_the_next_start(tmp_path, monkeypatch):
@@ -216,3 +216,45 @@ def test_the_home_of_a_server_killed_with_its_process_is_removed_by_the_next_sta
             (home / lifetime.SERVER_HOME_OWNER).write_text(owner + "\n")
     assert lifetime.remove_abandoned_server_homes() == [str(abandoned)]
     assert not abandoned.exists() and live.exists() and foreign.exists()
+
+
+def test_the_early_started_backend_is_handed_to_the_runs_service_target_and_nowhere_else(monkeypatch):
+    """The CLI hands its early-started embedded backend to the run explicitly, inside the run's service target
+    (RunConfig.compose(early_embedded=...)), not through a module global any ServiceTarget could take it from: the
+    run's target takes it over; a target given none starts its own; one for another checkpoint dir stops it."""
+    from experiment.run.config import RunConfig
+
+    starts: list[tuple[str, str]] = []
+
+    class RecordedServer(FakeServer):  # FAKE: which start made it, and whether it was stopped
+        def __init__(self, checkpoint_dir):
+            self.checkpoint_dir, self.stopped = checkpoint_dir, False
+
+        def stop(self):
+            self.stopped = True
+
+    def recorded_start(checkpoint_dir, exposure):
+        starts.append((checkpoint_dir, exposure))
+        return RecordedServer(checkpoint_dir)
+
+    monkeypatch.setattr(service_module, "_start_embedded", recorded_start)
+    early = service_module.EarlyEmbedded("ckpt", "embedded")
+    assert early.problem(budget_s=60) is None and starts == [("ckpt", "embedded")]
+
+    bystander = service_module.ServiceTarget.from_backend("local")  # another target in the same process
+    bystander.checkpoint_dir = "ckpt"
+    bystander.start()
+    assert starts == [("ckpt", "embedded")] * 2  # it started its own: the early server was not its to take
+
+    config = RunConfig.compose("local", "local", None, "embedded", early_embedded=early)
+    config.service.checkpoint_dir = "ckpt"
+    config.service.start()
+    assert len(starts) == 2 and config.service._server.checkpoint_dir == "ckpt"  # taken over, not started again
+    early.stop()  # the CLI's stop at the end of the run leaves the taken server to its run
+    assert not config.service._server.stopped
+
+    elsewhere = service_module.EarlyEmbedded("ckpt", "embedded")
+    config = RunConfig.compose("local", "local", None, "embedded", early_embedded=elsewhere)
+    config.service.checkpoint_dir = "other-ckpt"  # not what it was started for: stopped, and one started on demand
+    config.service.start()
+    assert starts[-1] == ("other-ckpt", "embedded") and not elsewhere.serves("ckpt", "embedded")

@@ -21,8 +21,8 @@ WAITS = {"result", "run_async"}
 # (file, function): why its wait is bounded although the function itself is not handed to a caller
 BOUNDED_ELSEWHERE = {
     ("experiment/run/service.py", "served_models"): "spec_intake makes it through ctx.call_service",
-    ("experiment/run/service.py", "_taken_over"): "a local Future: the early start of the embedded server",
-    ("experiment/run/service.py", "stop_early_embedded"): "a local Future: the early start of the embedded server",
+    ("experiment/run/service.py", "take"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
+    ("experiment/run/service.py", "stop"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
     ("experiment/rl/recipe.py", "run_async"): "its definition",
     ("experiment/sft/steps/correctness_preflight.py", "_computed"):
         "a local Future: the float64 references computed on the client beside the service's jobs",

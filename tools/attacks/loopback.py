@@ -1,4 +1,4 @@
-"""What every attack script shares: a loopback-only target and one keyed JSON request."""
+"""What every attack script shares: a loopback-only target, one request sent as given, and one keyed JSON request."""
 
 from __future__ import annotations
 
@@ -20,18 +20,38 @@ def loopback_target(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
-def post_json(host: str, port: int, path: str, body: dict, api_key: str, timeout: float = 30.0,
-              headers: dict | None = None) -> tuple[int, dict]:
-    """(status, JSON answer) of one POST /api/v1/<path> on a fresh connection."""
+def send_request(host: str, port: int, method: str, path: str, headers: dict[str, str], body: bytes | None = None,
+                 timeout: float = 60.0) -> tuple[int, bytes]:
+    """(status, answer bytes) of one HTTP request sent as given, on a fresh connection: the path unnormalized
+    (a `%2e%2e` stays), exactly the headers given (Host included), Content-Length from the body.
+    tests/suite.py's raw_request sends its requests with it too."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        connection.request("POST", f"/api/v1/{path}", body=json.dumps(body).encode(), headers={
-            "Content-Type": "application/json", "X-API-Key": api_key, **(headers or {})})
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(body or b"")))
+        connection.endheaders(body)
         answer = connection.getresponse()
-        payload = answer.read()
+        return answer.status, answer.read()
     finally:
         connection.close()
+
+
+def json_answer(payload: bytes, raw_limit: int | None = None) -> dict:
+    """The JSON answer, or {"raw": its text, the first `raw_limit` bytes} for an answer that is not JSON."""
     try:
-        return answer.status, json.loads(payload)
+        return json.loads(payload)
     except ValueError:
-        return answer.status, {"raw": payload[:200].decode(errors="replace")}
+        return {"raw": payload[:raw_limit].decode(errors="replace")}
+
+
+def post_json(host: str, port: int, path: str, body: dict, api_key: str, timeout: float = 30.0,
+              headers: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON answer) of one POST /api/v1/<path> on a fresh connection, with the headers http.client
+    sends by itself (Host, Accept-Encoding) and the SDK's (Content-Type, X-API-Key); `headers` replace them."""
+    host_header = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    status, payload = send_request(host, port, "POST", f"/api/v1/{path}", {
+        "Host": host_header, "Accept-Encoding": "identity", "Content-Type": "application/json", "X-API-Key": api_key,
+        **(headers or {})}, json.dumps(body).encode(), timeout=timeout)
+    return status, json_answer(payload, raw_limit=200)

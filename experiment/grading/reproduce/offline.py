@@ -23,6 +23,7 @@ from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, 
 from experiment.grading.reproduce.answers import evaluation_items, number_of, normalized, score
 from experiment.grading.reproduce.resolver import ILL_POSED, SOLVED, resolve
 from experiment.run.data import DataError
+from experiment.grading.registry import rule
 
 NOT_GRADED_BY_PIPELINE = ("timeout", "grader_error")  # recorded as unscored (EVAL-11): counted, not re-judged
 
@@ -45,6 +46,7 @@ def text_prediction_files(ctx: GradeContext) -> list[str]:
     return names
 
 
+@rule("REPRO-1", "evaluator", "invalid|unverified", "retained text predictions re-scored by the grader's own parser against the data file's gold")
 def REPRO_1(ctx: GradeContext, notes: list[str]) -> list[Issue]:
     files = text_prediction_files(ctx)
     if not files:
@@ -91,6 +93,7 @@ def REPRO_1(ctx: GradeContext, notes: list[str]) -> list[Issue]:
     return issues
 
 
+@rule("REPRO-2", "generation_audit", "invalid|unverified", "audited generated tasks re-solved from their text by the grader's own re-solver")
 def REPRO_2(ctx: GradeContext, notes: list[str]) -> list[Issue]:
     record = as_dict(ctx.result.get("generation_audit"))
     samples = [s for s in as_list(record.get("samples")) if isinstance(s, dict)]

@@ -51,6 +51,7 @@ from experiment.grading.reproduce.answers import evaluation_items, score
 from experiment.grading.reproduce.offline import text_prediction_files
 from experiment.run.data import DataError, read_capped_text, resolve_data_path
 from experiment.run.service import CAPABILITIES_PATH, EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
+from experiment.grading.registry import rule
 
 SAMPLE_ITEMS = 4  # evaluation items re-scored per arm (or LR-grid run)
 NLL_REL_TOL = 1e-4  # a re-scored held-out nll_sum against the recorded one (float32 forward, other batching)
@@ -162,6 +163,7 @@ def _tokenizer(ctx: GradeContext, session: Session, checkpoints: list[str]) -> A
     return session.tokenizer
 
 
+@rule("REPRO-3", "evaluator", "invalid|unverified", "a seeded sample of RL items re-sampled greedily from the recorded checkpoints (service)")
 def REPRO_3(ctx: GradeContext, session: Session, notes: list[str]) -> list[Issue]:
     files = text_prediction_files(ctx)
     if not files:
@@ -251,6 +253,7 @@ def _heldout_rows(spec: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     return rows
 
 
+@rule("REPRO-4", "evaluator", "invalid|unverified", "a seeded sample of held-out rows re-scored by forward from the recorded checkpoints (service)")
 def REPRO_4(ctx: GradeContext, session: Session, notes: list[str]) -> list[Issue]:
     files = _nll_files(ctx)
     if not files:

@@ -10,7 +10,8 @@ same seeds (only the kernel's bandwidth differs, which sampling does not use), s
 samples would measure the same thing again (they came out identical on the embedded backend).
 Ranges come from the spec and are never changed. The only calibration is the one the spec
 pre-registers in its `command` (GS1: bandwidth in {0.5, 1.0}, chosen on pilot training
-prompts only, at most 2 pilot steps and 10 wall minutes); every pilot's log is kept.
+prompts only, at most 2 pilot steps and 10 wall minutes); every pilot's log is kept. A run resumed inside
+this gate reuses every pilot whose log the stopped attempt kept (experiment.rl.pilot.kept_pilot).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import replace
 
 from experiment.contract.verdict import GateVerdict, not_implemented
 from experiment.rl.loop import KERNEL_BASELINE
-from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, pilot, pilot_client
+from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, kept_pilot, pilot, pilot_client
 from experiment.rl.recipe import rl_arm_settings, run_async
 from experiment.run.clients import open_session
 from experiment.run.context import RunContext
@@ -48,19 +49,28 @@ def run(ctx: RunContext) -> GateVerdict:
     with open_session(ctx, "activation-pilot") as session:
         # the baseline pilot and the first treatment pilot are independent: they run side by side
         first = replace(treatment, kernel_bandwidth=candidates[0])
-        baseline_client, first_client = pilot_client(ctx, session, baseline), pilot_client(ctx, session, first)
-        baseline_run, measured = ctx.wait_for_service(lambda: run_async(_side_by_side(
-            pilot(ctx, baseline_client, baseline, steps=1),
-            pilot(ctx, first_client, first, steps=PILOT_STEPS, heldout=True))))
-        baseline_steps = baseline_run["steps"]
+        kept = kept_pilot(ctx, candidates[0], (treatment.name, baseline.name))  # a resumed run's kept pilot
+        if kept is not None:
+            baseline_steps = kept["steps"][baseline.name]
+            measured = {"steps": kept["steps"][treatment.name], "heldout": kept["heldout"]}
+        else:
+            baseline_client, first_client = pilot_client(ctx, session, baseline), pilot_client(ctx, session, first)
+            baseline_run, measured = ctx.wait_for_service(lambda: run_async(_side_by_side(
+                pilot(ctx, baseline_client, baseline, steps=1),
+                pilot(ctx, first_client, first, steps=PILOT_STEPS, heldout=True))))
+            baseline_steps = baseline_run["steps"]
         for bandwidth in candidates:
             if pilots:  # a further calibration candidate, after the first failed
                 if time.monotonic() - started > CALIBRATION_WALL_SECONDS:
                     break  # the calibration's wall cap
-                arm = replace(treatment, kernel_bandwidth=bandwidth)
-                client = pilot_client(ctx, session, arm)
                 heldout = measured["heldout"]  # the first pilot's: same weights, prompts and seeds
-                measured = ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=PILOT_STEPS)))
+                kept = kept_pilot(ctx, bandwidth, (treatment.name,))
+                if kept is not None:
+                    measured = {"steps": kept["steps"][treatment.name]}
+                else:
+                    arm = replace(treatment, kernel_bandwidth=bandwidth)
+                    client = pilot_client(ctx, session, arm)
+                    measured = ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=PILOT_STEPS)))
                 measured["heldout"] = heldout
             values = gs1_activation_values(measured["steps"], baseline_steps, measured["heldout"], measured["steps"][0])
             outcomes = evaluate_checks(checks, values)

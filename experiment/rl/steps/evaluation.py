@@ -24,6 +24,7 @@ from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import PARSER_DESCRIPTION, evaluator_code_files, greedy_predictions, prompt_template
 from experiment.rl.recipe import eval_items, renderer_named, rollout_settings, run_async
+from experiment.contract.run_layout import evidence_path
 
 GATE = "evaluation"
 PROGRESS_EVERY = 100
@@ -122,7 +123,7 @@ def run(ctx: RunContext) -> GateVerdict:
 
 def read_prediction_rows(ctx: RunContext, name: str) -> list[dict[str, Any]]:
     """A retained predictions file (evidence), one row per item."""
-    text = (ctx.store.run_dir / "evidence" / name).read_text()
+    text = evidence_path(ctx.store.run_dir, name).read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

@@ -21,6 +21,7 @@ from experiment.run.context import RunContext
 from experiment.rl.restoration import optimizer_check, requested_optimizer
 from experiment.rl.loop import train_one_step
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
+from experiment.contract.run_layout import EVENTS_FILE
 
 GATE = "preflight_probe"
 
@@ -47,7 +48,7 @@ def run(ctx: RunContext) -> GateVerdict:
                 continue
             info = client.get_info()
             tokenizer_id = info.model_data.tokenizer_id or model
-            check = optimizer_check(info, requested, after_restore=0, evidence_ref="events.jsonl")
+            check = optimizer_check(info, requested, after_restore=0, evidence_ref=EVENTS_FILE)
             renderer = renderer_for(client, arm.renderer_name)
             # one example of the spec's dataset for every arm: never generated data, which is not
             # audited yet at this point (RUN-2, GA-9)

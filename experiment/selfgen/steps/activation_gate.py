@@ -4,13 +4,14 @@ Two treatment steps (on the audited generated tasks) and one baseline step (on t
 in the full-run regime, on throwaway clients from the initialization checkpoint, only after the
 generation audit passed (the gate order guarantees it). Measured: each arm trained on its intended
 data, non-degenerate reward groups on the generated tasks, no overlap with the evaluation set. No
-calibration is planned in this spec; ranges are never changed.
+calibration is planned in this spec; ranges are never changed. A run resumed inside this gate after the pilot's
+log was kept reuses that pilot (experiment.rl.pilot.kept_pilot).
 """
 
 from __future__ import annotations
 
 from experiment.contract.verdict import GateVerdict, not_implemented
-from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, pilot, pilot_client
+from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, kept_pilot, pilot, pilot_client
 from experiment.rl.recipe import eval_items, rl_arm_settings, run_async, training_items
 from experiment.run.clients import open_session
 from experiment.run.context import RunContext
@@ -31,9 +32,13 @@ def run(ctx: RunContext) -> GateVerdict:
     def pilot_steps(client, arm, steps: int) -> list:  # one pilot: a wait on the service under the answer deadline
         return ctx.wait_for_service(lambda: run_async(pilot(ctx, client, arm, steps=steps)))["steps"]
 
-    with open_session(ctx, "activation-pilot") as session:
-        trained = pilot_steps(pilot_client(ctx, session, treatment), treatment, PILOT_STEPS)
-        base = pilot_steps(pilot_client(ctx, session, baseline), baseline, 1)
+    kept = kept_pilot(ctx, "selfgen", (treatment.name, baseline.name))  # a resumed run's kept pilot
+    if kept is not None:
+        trained, base = kept["steps"][treatment.name], kept["steps"][baseline.name]
+    else:
+        with open_session(ctx, "activation-pilot") as session:
+            trained = pilot_steps(pilot_client(ctx, session, treatment), treatment, PILOT_STEPS)
+            base = pilot_steps(pilot_client(ctx, session, baseline), baseline, 1)
     generated = ctx.state.generated_tasks()
     overlaps = evaluation_overlap(
         [{"item_id": t.id, "prompt": t.question, "disposition": "accepted"} for t in generated],

@@ -21,6 +21,7 @@ from experiment.run.context import RunContext
 from experiment.sft.loop import (FIXED_BATCH_SIZE, batch_id, sft_settings, to_datum, train_step, training_examples,
                                  untrained_examples)
 from experiment.sft.runs import SFTRun, open_sft_session, served_model_and_rank, service_routing, sft_runs
+from experiment.contract.run_layout import EVENTS_FILE
 
 
 def run(ctx: RunContext) -> GateVerdict:
@@ -47,7 +48,7 @@ def run(ctx: RunContext) -> GateVerdict:
                 reasons.append(f"{arm}: create_model with {run.family} rejected ({type(err).__name__}: {err}); "
                                "this arm needs a fork, and then every arm runs on it (never a swapped optimizer)")
                 continue
-            check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref="events.jsonl")
+            check = r.optimizer_check(client.get_info(), run.requested, after_restore=0, evidence_ref=EVENTS_FILE)
             renderer = renderer_for(client, settings.renderer_name)
             empty = untrained_examples(training_examples(ctx.spec)[:FIXED_BATCH_SIZE], renderer, settings.max_seq_len)
             if empty:  # every preflight would measure an update of nothing (and the tolerances divide by it)

@@ -5,28 +5,23 @@ that survived test_adaptive_selection.py). Records are made as there, by the run
 from __future__ import annotations
 
 import pytest
-from spec_variants import variant, write_variant
 from records import (
     ADAPTIVE_BASELINE as BASELINE,
     ADAPTIVE_ITEMS as ITEMS,
     adaptive_decide as _decide,
     adaptive_observations as _observations,
-    adaptive_record as _record,
     adaptive_values as _values,
+    adaptive_variant_record,
     graded_decision as _decision,
     refreeze_adaptive_selection as _refreeze,
 )
 
-from experiment.contract.plan import build_plan
-from experiment.contract.spec import load_spec
 from experiment.stats import selection as sel
 
 
 @pytest.fixture
 def adaptive(tmp_path):
-    path = write_variant(variant("adaptive-two-treatments"), tmp_path)
-    spec = load_spec(path)
-    return path, spec.section("decision_rule"), _record(build_plan(spec), spec.section("decision_rule"))
+    return adaptive_variant_record(tmp_path)
 
 
 def test_a_selection_naming_an_evaluator_the_record_lacks_is_recomputed_from_the_records_only_evaluator(adaptive):

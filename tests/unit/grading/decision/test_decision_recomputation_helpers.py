@@ -107,7 +107,32 @@ def test_prediction_rows_that_cannot_be_read_give_no_observations(files):
 def test_the_rule_comes_from_the_revision_only_as_its_docstring_says(spec, revision_fields, from_revision):
     from types import SimpleNamespace
 
-    assert decision._from_revision(SimpleNamespace(spec=spec, revision_fields=revision_fields)) is from_revision
+    from experiment.grading.evidence import EvidenceAccess
+
+    ctx = SimpleNamespace(spec=spec, revision_fields=revision_fields, spec_model=None, evidence=EvidenceAccess({}))
+    assert decision._from_revision(ctx) is from_revision
+
+
+def test_a_revision_that_only_pins_the_specs_open_margin_adds_no_rule():
+    """The spec's own decision_rule with its margin UNRESOLVED, the revision pinning it (tests/spec_variants.py
+    margin-open-pinned): the rule is the spec's (a decision object, DEC-1), the pin graded unverified (DEC-15).
+    On the parent grader _from_revision said True here (the decision graded not_applicable / its object invalid)."""
+    import json
+    from types import SimpleNamespace
+
+    from experiment.contract.result_models import evidence_file
+    from experiment.grading.evidence import EvidenceAccess
+
+    written = {"decision_rule": {"method": "paired_hoeffding", "criteria": [{"id": "c", "margin": "UNRESOLVED: the margin"}]}}
+    revision = {"decision_rule": {"criteria": [{"id": "c", "margin": -0.03}]}}
+    merged = {"decision_rule": {"method": "paired_hoeffding", "criteria": [{"id": "c", "margin": -0.03}]}}
+    files = EvidenceAccess({"evidence": {"files": [evidence_file("spec.json", "spec", json.dumps(written).encode()),
+                                                   evidence_file("spec-revision.plan.json", "spec_revision",
+                                                                 json.dumps(revision).encode())]}})
+    ctx = SimpleNamespace(spec=merged, revision_fields=("decision_rule",), spec_model=None, evidence=files)
+    assert decision._from_revision(ctx) is False
+    assert [(i.rule, i.status) for i in decision.DEC_15(ctx)] == [("DEC-15", "unverified")]
+    assert decision.DEC_15(ctx)[0].message.startswith("decision_rule.criteria[c].margin: UNRESOLVED in the spec")
 
 
 class _Metrics(_Files):

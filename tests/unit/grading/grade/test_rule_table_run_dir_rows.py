@@ -1,24 +1,30 @@
-"""experiment/grading/rules.py's row builder for the run-dir layer's checks (issue 28 item 7: the table is built
-at import, before a test can trace it, so the builder is called here): a check named by a bare method is a
-method of run_dir._Validator, one named `Class.method` is that class's, and either names a real function."""
+"""The rule registry's rows for the run-dir layer's checks (experiment.grading.registry.run_dir_checks): each row
+names the method that emits its check id, as registered there (a classmethod by its function), with the contract
+rule it restates, and is a record-level problem."""
 
 from __future__ import annotations
 
-from experiment.grading import rules, run_dir
+from experiment.grading import registry, rules, run_dir
 
 
-def _resolve(where: str):
-    target = run_dir
-    for part in where.split(".")[1:]:  # "run_dir.<Class>.<method>"
-        target = getattr(target, part)
-    return target
+def test_a_run_dir_row_names_the_method_that_emits_it():
+    events, manifest = rules.BY_ID["events.format"], rules.BY_ID["evidence.manifest"]
+    assert events.checks == (registry.where(run_dir._Validator.check_events),)
+    assert manifest.checks == (registry.where(run_dir._RunFiles.load.__func__),)
+    assert (events.category, events.severity, events.restates) == (rules.RECORD, (rules.PROBLEM,), "EVID-8")
 
 
-def test_a_bare_method_is_the_validators_and_a_dotted_one_is_its_classs():
-    bare = rules._run_dir("events.format", "EVID-8", "every events.jsonl line is a JSON object", "check_events")
-    dotted = rules._run_dir("evidence.manifest", "EVID-8", "the manifest is JSON", "_RunFiles.load")
-    assert bare.checks == ("run_dir._Validator.check_events",)
-    assert dotted.checks == ("run_dir._RunFiles.load",)
-    assert _resolve(bare.checks[0]) is run_dir._Validator.check_events
-    assert _resolve(dotted.checks[0]) == run_dir._RunFiles.load  # a classmethod: bound anew each time
-    assert (bare.id, bare.category, bare.severity, bare.restates) == ("events.format", rules.RECORD, rules.P, "EVID-8")
+def test_every_run_dir_row_restates_a_contract_rule_that_is_checked():
+    for row in rules.RUN_DIR_RULES:
+        assert row.restates in rules.BY_ID and rules.BY_ID[row.restates] in rules.CONTRACT_RULES, row.id
+
+
+def test_a_run_dir_check_that_shares_its_rules_implementation_names_and_runs_that_function():
+    """A run-dir row registered with its contract rule's check function (run_dir_checks' fourth element) lists that
+    function among its checks, which is one of the restated rule's own checks, and the layer runs exactly it."""
+    shared = [row for row in rules.RUN_DIR_RULES if len(row.checks) > 1]
+    assert {"result.status", "evaluation.evaluator_id", "evaluation.code_sha256", "evaluation.item_ids",
+            "evaluation.decoding", "evaluation.provenance"} <= {row.id for row in shared}
+    for row in shared:
+        assert row.checks[1:] == (registry.where(registry.shared(row.id)),), row.id
+        assert set(row.checks[1:]) <= set(rules.BY_ID[row.restates].checks), row.id

@@ -12,12 +12,21 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import restoration as rules
-from grading_contexts.restoration import (  # the run's evidence files, as the rules read them
+from grading_contexts.restoration import (  # the run's evidence files and records, as the rules read them
+    ADAPTER,
+    CHECKPOINT_INITIALIZATION as CHECKPOINT,
+    CREATION_INFO as RESPONSE,
+    LOAD,
+    NEITHER_PROVEN as NEITHER,
+    WHERE10,
     EvidenceFiles as _Files,
+    initial_output as _output,
+    initialization as _init,
+    optimizer_check as _check,
+    restoration_plan as _plan,
+    restore as _restore,
+    update_check as _update,
 )
-
-ADAPTER = "a" * 64
-
 
 def _ctx(arms, plan=None, spec=None, files=None):
     ctx = SimpleNamespace(result={"initialization_provenance": {"version": 1, "arms": arms}}, plan=plan, spec=spec)
@@ -25,19 +34,8 @@ def _ctx(arms, plan=None, spec=None, files=None):
     return ctx
 
 
-def _plan(arms=("T", "B"), base_model="org/base", runs=()):
-    return SimpleNamespace(base_model=base_model, replicas=[],
-                           trained_arms=[SimpleNamespace(name=a, optimizer={}) for a in arms],
-                           arms=[SimpleNamespace(name=a, trained=True) for a in arms], training_runs=list(runs))
-
-
 def _found(issues):
     return [(issue.status, issue.message) for issue in issues]
-
-
-def _init(**changes):
-    return {"base_checkpoint": "org/base", "source": "server_response", "adapter_sha256": ADAPTER,
-            "evidence_ref": "info.json", "before_first_update": True, **changes}
 
 
 def _group(*arms, **extra):
@@ -74,11 +72,6 @@ def test_an_arm_of_one_rate_does_not_stop_the_check_of_the_next():
 
 
 # ---------------------------------------------------------------- REST-2: each exact comparison from both sides
-
-NEITHER = ("unverified", "arm T: initialization is proven neither by a measured adapter_sha256 nor by a loaded immutable "
-                         "full-initialization checkpoint")
-CHECKPOINT = {"adapter_sha256": None, "checkpoint_uri": "tinker://init", "checkpoint_immutable": True,
-              "checkpoint_scope": "full_initialization", "loaded_checkpoint_uri": "tinker://init", "load_succeeded": True}
 
 
 @pytest.mark.parametrize("changes", [
@@ -147,16 +140,6 @@ def test_a_check_without_a_learning_rate_does_not_stop_the_next_arms_check():
                             ("invalid", "arm B: requested beta1 differ from the spec's")]
 
 
-RESPONSE = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
-                                        "lora_rank": 8}}
-
-
-def _check(**changes):
-    return {"after_restore": 0, "source": "server_response", "actual_family": "adamw", "evidence_ref": "info.json",
-            "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
-            "actual_config": {"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8}, **changes}
-
-
 def _rest6(checks, response=RESPONSE):
     return _found(rules.REST_6(_ctx({"T": {"optimizer_checks": checks}}, files={"info.json": response})))
 
@@ -184,11 +167,6 @@ def test_an_actual_setting_is_what_the_retained_get_info_reports():
 
 
 # ---------------------------------------------------------------- REST-7
-
-
-def _output(**changes):
-    return {"available": True, "batch_sha256": "b" * 64, "output_sha256": "c" * 64, "evidence_ref": "out.json",
-            "before_first_update": True, **changes}
 
 
 def test_a_group_whose_arms_name_no_initial_outputs_has_no_differing_outputs():
@@ -248,15 +226,6 @@ def test_an_arm_alone_in_its_group_may_have_been_restored_more_than_once():
 
 
 # ---------------------------------------------------------------- REST-4: restores from the load evidence
-
-
-def _restore(number=1, **changes):
-    return {"restore": number, "method": "load_state", "client": "client-T", "loaded_from": "tinker://ckpt",
-            "at": "2026-12-03T10:00:00Z", "evidence_ref": f"load{number}.json", "with_optimizer_state": False, **changes}
-
-
-LOAD = {"load_method": "load_state", "get_info_after_restore": {"model_id": "client-T"},
-        "load_response": {"path": "tinker://ckpt"}}
 
 
 def _restores(arms, files=None):
@@ -339,21 +308,9 @@ def test_the_largest_difference_needs_rows_of_equal_length_and_is_never_negative
     assert rules._max_difference(a, b) == worst
 
 
-def _update(**changes):
-    return {"label": "adamw", "checkpoint_uri": "tinker://saved", "restored_from": "tinker://state",
-            "steps_before_save": 1, "optimizer_state_restored": True,
-            "clients": {"restored": "client-R", "uninterrupted": "client-U"},
-            "optimizer_check_after_restore": {"source": "server_response", "requested": {"family": "adamw"}},
-            "logprobs_after_second_step": {"uninterrupted": [[-0.5, -1.0]], "restored": [[-0.5, -1.0 + 4e-7]]},
-            "max_abs_difference": 4e-7, **changes}
-
-
 def _rest10(data):
     spec = {"restoration_preflight": {"groups": [{"arms": [{"name": "T", "optimizer": "adamw"}]}]}}
     return _found(rules.REST_10(_ctx({}, spec=spec, files={"restoration-update-check.json": data})))
-
-
-WHERE10 = "create-save-restore check adamw"
 
 
 def test_state_saved_after_several_steps_and_restored_from_a_checkpoint_sorting_first_is_a_restore():

@@ -8,12 +8,19 @@ from types import SimpleNamespace
 
 import pytest
 from grading_contexts.restoration import (
+    ADAPTER,
+    CHECKPOINT_INITIALIZATION as CHECKPOINT,
+    CREATION_INFO as RESPONSE,
     LOAD,
     NEEDS,
+    NEITHER_PROVEN as NEITHER,
     WHERE10,
     EvidenceFiles as _Files,
     context as _ctx,
+    initial_output as _output,
+    initialization as _init,
     messages as _messages,
+    optimizer_check as _check,
     restoration_plan as _plan,
     rest10_findings as _rest10,
     restore as _restore,
@@ -23,14 +30,6 @@ from grading_contexts.restoration import (
 
 from experiment.grading import restoration as rules
 from experiment.grading.common import equal_json
-
-ADAPTER = "a" * 64
-
-
-def _init(**changes):
-    return {"base_checkpoint": "org/base", "source": "server_response", "adapter_sha256": ADAPTER,
-            "evidence_ref": "info.json", "before_first_update": True, **changes}
-
 
 # ---------------------------------------------------------------- REST-1
 
@@ -67,12 +66,6 @@ def test_an_lr_grids_runs_each_have_provenance_labelled_by_their_learning_rate()
 
 def _rest2(init, plan=None):
     return [(s, m) for _, s, m in _messages(rules.REST_2(_ctx({"T": {"initialization": init}}, plan=plan)))]
-
-
-NEITHER = ("unverified", "arm T: initialization is proven neither by a measured adapter_sha256 nor by a loaded immutable "
-                         "full-initialization checkpoint")
-CHECKPOINT = {"adapter_sha256": None, "checkpoint_uri": "tinker://init", "checkpoint_immutable": True,
-              "checkpoint_scope": "full_initialization", "loaded_checkpoint_uri": "tinker://init", "load_succeeded": True}
 
 
 @pytest.mark.parametrize("changes", [{}, {"source": "local_hash"}, CHECKPOINT], ids=["adapter", "local hash", "checkpoint"])
@@ -210,16 +203,6 @@ def test_a_check_place_is_reported_once():
 # ---------------------------------------------------------------- REST-6
 
 
-RESPONSE = {"get_info_after_creation": {"optimizer_config": {"type": "adamw", "learning_rate": 0.01, "beta1": 0.9},
-                                        "lora_rank": 8}}
-
-
-def _check(**changes):
-    return {"after_restore": 0, "source": "server_response", "actual_family": "adamw", "evidence_ref": "info.json",
-            "requested": {"family": "adamw", "learning_rate": 0.01, "beta1": 0.9},
-            "actual_config": {"learning_rate": 0.01, "beta1": 0.9, "lora_rank": 8}, **changes}
-
-
 def _rest6(check, response=RESPONSE):
     ctx = _ctx({"T": {"optimizer_checks": [check]}})
     ctx.evidence = _Files({"info.json": response} if response is not None else {})
@@ -294,11 +277,6 @@ def test_numbers_are_the_same_setting_whatever_their_json_type():
 
 
 # ---------------------------------------------------------------- REST-7, REST-3 checkpoint, REST-8, REST-9
-
-
-def _output(**changes):
-    return {"available": True, "batch_sha256": "b" * 64, "output_sha256": "c" * 64, "evidence_ref": "out.json",
-            "before_first_update": True, **changes}
 
 
 def _rest7(outputs, spec=None, files=None):

@@ -1,4 +1,4 @@
-"""The run-dir grader's decision checks (experiment/grading/run_dir.py `check_decision`, `_observations_from_file`,
+"""The run-dir grader's decision checks (experiment/grading/run_dir/decision.py `check_decision`, `_observations_from_file`,
 `_observations_inline`, `_check_observation_evaluators`, `_compare_decision`, `_compare_arm_means`;
 docs/contract-rules.md DEC-1..10), each condition from both sides on a consistent GS1 run with one record or file
 broken (issue 28 item 7: survivors of lines 1180-1395).
@@ -37,7 +37,7 @@ from records import (
 )
 from grading_contexts.run_dir import spec_with_rule as _spec, two_criteria as _two_criteria, record_decision
 
-from experiment.grading import run_dir as grader
+from experiment.grading.run_dir import decision as grader  # the decision checks and the caps they read
 from experiment.stats.decision import decision_summary, read_observations_jsonl
 
 MANIFEST_REF = "eval-items.json#sha256=" + "a" * 64

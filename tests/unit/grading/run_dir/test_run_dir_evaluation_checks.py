@@ -1,4 +1,5 @@
-"""The run-dir grader's evaluation checks (experiment/grading/run_dir.py `_check_evaluator`,
+"""The run-dir grader's evaluation checks (experiment/grading/run_dir/evaluation.py `_check_evaluators`, which runs
+EVAL-2..6's one implementation, experiment/grading/evaluator.py, on the run directory's files, and
 `_check_predictions_cover`; docs/contract-rules.md EVAL-2..6 and EVAL-9), each condition from both sides on a
 consistent GS1 run with one record or file broken (issue 28 item 7: survivors of lines 1058-1175).
 
@@ -28,6 +29,7 @@ from records import (
     read_jsonl,
 )
 
+from experiment.grading import grade_record
 from experiment.stats.evaluation import evaluator_id, prediction_row
 
 GRPO_FILE, KERNEL_FILE = f"predictions-{BASELINE}.jsonl", f"predictions-{TREATMENT}.jsonl"
@@ -75,13 +77,15 @@ def test_a_provenance_that_is_no_object_is_a_shape_problem(run):
 
 
 def test_a_provenance_that_is_not_canonical_json_is_reported_not_raised(run):
-    """A NaN temperature has no canonical JSON form: the id cannot be recomputed (EVAL-2), one problem."""
+    """A NaN temperature has no canonical JSON form: the id cannot be recomputed (EVAL-2), and a NaN is no numeric
+    temperature (EVAL-5)."""
     provenance = with_provenance(decoding={"temperature": float("nan"), "max_tokens": 512, "stop": ["<|im_end|>"]})
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError):
         evaluator_id(provenance)
     set_provenance(run, provenance)
     assert found(run, "evaluation.") == [
-        ("evaluation.evaluator_id", f"{WHO}: provenance is not canonical JSON ({err.value})")]
+        ("evaluation.evaluator_id", f"{WHO}: provenance is not canonical JSON"),
+        ("evaluation.decoding", f"{WHO}: {DECODING}")]
 
 
 @pytest.mark.parametrize("side", ["below", "above"])
@@ -98,32 +102,46 @@ def test_a_provenance_whose_hash_is_not_the_id_is_reported_whichever_way_it_sort
     set_provenance(run, provenance)
     assert found(run, "evaluation.evaluator_id") == [
         ("evaluation.evaluator_id",
-         f"evaluator id {EVAL_ID[:12]}... is not the hash of its provenance ({recomputed[:12]}...)")]
+         f"evaluator id {EVAL_ID[:12]}... is not the sha256 of its provenance ({recomputed[:12]}...)")]
 
 
-def test_a_prose_code_sha256_is_named_clipped_to_40_characters(run):
+def test_the_run_dir_layer_gives_the_bare_records_eval_2_finding(run):
+    """One implementation: the run-dir check evaluation.evaluator_id is EVAL-2 run on the run directory's files, so
+    it says what grading the same result.json bare says."""
+    set_provenance(run, with_provenance(note="edited after the id was taken"))
+    bare = grade_record(json.loads((run / "result.json").read_text())).categories["evaluator"].issues
+    assert [message for _, message in found(run, "evaluation.evaluator_id")] == \
+        [issue.message for issue in bare if issue.rule == "EVAL-2"] != []
+
+
+def test_a_prose_code_sha256_is_named_clipped_to_60_characters(run):
     code = "sha256:" + "0" * 60  # 67 characters, not 64 hex
     set_provenance(run, with_provenance(code_sha256=code))
-    # the value's repr clipped to 40 characters: its first 37 and "..."
+    # the value's repr (69 characters) clipped to 60: its first 57 and "..."
     assert found(run, "evaluation.code_sha256") == [
-        ("evaluation.code_sha256", f"{WHO}: code_sha256 'sha256:{'0' * 29}... is not a 64-hex hash")]
+        ("evaluation.code_sha256", f"{WHO}: code_sha256 'sha256:{'0' * 49}... is not a 64-hex hash")]
 
 
 # ---------------------------------------------------------------- EVAL-4: explicit, unique item ids
 
 MANIFEST_REF = "eval-items.json#sha256=" + "a" * 64
+NOT_RETAINED = ("evaluation.item_ids", f"{WHO}: item manifest not retained inline with its sha256")
+DECISION_NEEDS_IDS = ("evaluation.item_ids", f"{WHO}: a manifest-only item list is not yet resolved by the decision "
+                                             "validator; list items.ids")
+DECODING = "decoding needs numeric temperature, integer max_tokens and stop as a list of strings"
 
 
-def test_a_manifest_instead_of_item_ids_is_refused_when_the_plan_has_a_decision_rule(run):
+def test_a_manifest_instead_of_item_ids_is_refused_when_the_spec_has_a_decision_rule(run):
     set_provenance(run, with_provenance(items={"manifest_ref": MANIFEST_REF}))
-    assert found(run, "evaluation.item_ids") == [
-        ("evaluation.item_ids", f"{WHO}: a decision_rule needs explicit items.ids, not a manifest")]
+    assert found(run, "evaluation.item_ids") == [NOT_RETAINED, DECISION_NEEDS_IDS]
 
 
-def test_a_manifest_instead_of_item_ids_is_allowed_when_the_plan_has_no_decision(run):
-    edit_json_evidence(run, PLAN, lambda plan: plan.pop("decision"))
-    set_provenance(run, with_provenance(items={"manifest_ref": MANIFEST_REF}))
-    assert found(run, "evaluation.item_ids") == []
+def test_a_retained_manifest_instead_of_item_ids_is_still_refused_under_a_decision_rule(run):
+    """EVAL-4 reads the manifest from the run's evidence/ (the run-dir layer supplies its files): retained with
+    its sha256, only the decision rule's need for explicit ids is left."""
+    digest = put_evidence(run, "eval-items.json", json.dumps(list(ITEM_IDS)), "eval_items")
+    set_provenance(run, with_provenance(items={"manifest_ref": "eval-items.json", "manifest_sha256": digest}))
+    assert found(run, "evaluation.item_ids") == [DECISION_NEEDS_IDS]
 
 
 def test_a_manifest_beside_explicit_item_ids_is_checked_as_the_ids(run):
@@ -134,22 +152,22 @@ def test_a_manifest_beside_explicit_item_ids_is_checked_as_the_ids(run):
 def test_items_without_ids_or_manifest_are_no_explicit_list(run):
     set_provenance(run, with_provenance(items={}))
     assert found(run, "evaluation.item_ids") == [
-        ("evaluation.item_ids", f"{WHO}: items.ids must be an explicit list of item id strings (got None)")]
+        ("evaluation.item_ids", f"{WHO}: items.ids None is not an explicit list of item id strings")]
 
 
-PROSE = "items gsm8k-test-0000 to gsm8k-test-0023"  # 40 characters, its repr 42
+PROSE = "items gsm8k-test-0000 to gsm8k-test-0023"  # 40 characters, its repr 42 (under the 60 a value is clipped to)
 
 
 @pytest.mark.parametrize("ids, shown", [
     ([], "[]"),
-    (PROSE, repr(PROSE)[:37] + "..."),  # a repr over 40 characters: its first 37 and "..."
-    (ITEM_IDS[:2] + [""], repr(ITEM_IDS[:2] + [""])[:37] + "..."),
+    (PROSE, repr(PROSE)),
+    (ITEM_IDS[:2] + [""], repr(ITEM_IDS[:2] + [""])),
     (["gsm8k-test-0000", 7], "['gsm8k-test-0000', 7]"),
 ], ids=["empty", "prose", "an empty id", "a number"])
 def test_item_ids_that_are_not_a_nonempty_list_of_nonempty_strings(run, ids, shown):
     set_provenance(run, with_provenance(items={"ids": ids}))
     assert found(run, "evaluation.item_ids") == [
-        ("evaluation.item_ids", f"{WHO}: items.ids must be an explicit list of item id strings (got {shown})")]
+        ("evaluation.item_ids", f"{WHO}: items.ids {shown} is not an explicit list of item id strings")]
 
 
 def test_duplicate_item_ids(run):
@@ -165,16 +183,21 @@ def test_duplicate_item_ids(run):
 ], ids=["a string", "a number in the list", "none", "empty list", "two strings"])
 def test_decoding_stop_must_be_a_list_of_strings(run, stop, bad):
     set_provenance(run, with_provenance(decoding={"temperature": 0, "max_tokens": 512, "stop": stop}))
-    expected = [("evaluation.decoding", f"{WHO}: decoding.stop must be a list of stop strings")] if bad else []
+    expected = [("evaluation.decoding", f"{WHO}: {DECODING}")] if bad else []
     assert found(run, "evaluation.decoding") == expected
 
 
 def test_a_provenance_naming_the_scored_arm_and_checkpoint_is_reported_for_each(run):
     set_provenance(run, with_provenance(arm=BASELINE, checkpoint="tinker://run/grpo_gs8/final"))
     assert found(run, "evaluation.provenance") == [
-        ("evaluation.provenance", f"{WHO}: provenance names the scored arm"),
-        ("evaluation.provenance", f"{WHO}: provenance names the scored checkpoint"),
-    ]
+        ("evaluation.provenance", f"{WHO}: provenance names the scored arm or checkpoint")]
+
+
+@pytest.mark.parametrize("key", ["arm", "checkpoint"])
+def test_a_provenance_naming_either_deep_inside_is_reported(run, key):
+    set_provenance(run, with_provenance(parser={"name": "gsm8k", "options": [{key: "x"}]}))
+    assert found(run, "evaluation.provenance") == [
+        ("evaluation.provenance", f"{WHO}: provenance names the scored arm or checkpoint")]
 
 
 # ---------------------------------------------------------------- EVAL-9: prediction rows cover items, arms, seeds

@@ -273,7 +273,7 @@ def test_phase_seconds_are_measured_non_negative_numbers(run_dir, seconds, flagg
 def test_the_recovery_reserve_is_a_positive_number_of_seconds(run_dir, recovery, flagged):
     record = dict(feasibility(), recovery=recovery)
     found = _found(_feas(run_dir, record))
-    assert found == ([("feasibility.recovery", "recovery.seconds must be a positive reserve")] if flagged else [])
+    assert found == ([("feasibility.recovery", "recovery.seconds is not a positive reserve")] if flagged else [])
 
 
 def test_training_on_generated_tasks_needs_a_generation_record_with_its_keys(run_dir):

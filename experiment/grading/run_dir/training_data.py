@@ -1,0 +1,229 @@
+"""The training data's records: adaptation manifests (ADAPT-1), the generation audit (GA-*) and
+feasibility (FEAS-*)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiment.stats.feasibility import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS
+from experiment.contract.result import adaptation_batch_hash
+from experiment.grading.feasibility import FEAS_3, FEAS_5
+from experiment.grading.common import equal_json, is_integer, is_number, short
+from experiment.grading.registry import run_dir_checks
+from experiment.grading.run_dir.files import _jsonl_rows, audit_sample_ids
+
+
+class _TrainingDataChecks:
+    """The training data's records: adaptation manifests (ADAPT-1), the generation audit (GA-*) and."""
+
+    # ---- adaptation manifests (ADAPT-1) ----
+
+    @run_dir_checks(
+        ("adaptation.missing", "ADAPT-1", "warmup adaptation left adaptation_manifests"),
+        ("adaptation.shape", "ADAPT-1", "adaptation_manifests is a list of manifests with counts and ids"),
+        ("adaptation.hash", "ADAPT-1", "adaptation_batch_hash is sha256(json.dumps(ids))"),
+        ("adaptation.pair_mismatch", "ADAPT-1", "a pair on different batches limits the result"),
+    )
+    def check_adaptation(self) -> None:
+        manifests = self.result.get("adaptation_manifests")
+        applies = (
+            self.spec.get("experiment_features", {}).get("warmup_adaptation") is True
+            if isinstance(self.spec.get("experiment_features"), dict)
+            else False
+        )
+        if manifests is None:
+            if applies and self.section_required("adaptation_manifests"):
+                self.problem(
+                    "adaptation.missing",
+                    "warmup_adaptation is true and arm training passed, but RESULT has no adaptation_manifests",
+                )
+            return
+        if not isinstance(manifests, list):
+            self.problem("adaptation.shape", "adaptation_manifests must be a list")
+            return
+        hashes_by_pair: dict[Any, dict[str, str]] = {}
+        for index, entry in enumerate(manifests):
+            if not isinstance(entry, dict):
+                self.problem("adaptation.shape", f"adaptation_manifests[{index}] is not an object")
+                continue
+            arm, ids, digest = entry.get("arm"), entry.get("adaptation_batch_ids"), entry.get("adaptation_batch_hash")
+            if not is_integer(entry.get("warmup_batches")):
+                self.problem("adaptation.shape", f"arm {arm}: warmup_batches must be a count")
+            if not isinstance(ids, list):
+                self.problem("adaptation.shape", f"arm {arm}: adaptation_batch_ids must be a list")
+                continue
+            if digest != adaptation_batch_hash(ids):
+                self.problem(
+                    "adaptation.hash",
+                    f"arm {arm}: adaptation_batch_hash is not sha256(json.dumps(adaptation_batch_ids))",
+                )
+            hashes_by_pair.setdefault(entry.get("pair"), {})[str(arm)] = adaptation_batch_hash(ids)
+        for pair, hashes in hashes_by_pair.items():
+            if len(set(hashes.values())) > 1:
+                limited = self.result.get("confidence") == "weak" or self.result.get("verdict") in (
+                    None,
+                    "inconclusive",
+                )
+                if not limited:
+                    self.problem(
+                        "adaptation.pair_mismatch",
+                        f"pair {pair}: arms {', '.join(sorted(hashes))} consumed different batches but the result is not limited (weak/inconclusive)",
+                    )
+
+    # ---- generation audit (GA-*) ----
+
+    @run_dir_checks(
+        ("generation_audit.missing", "GA-2", "a passed audit gate left its record"),
+        ("generation_audit.shape", "GA-2", "generation_audit {version: 1, stage before_training, integer seed}"),
+        ("generation_audit.files", "GA-3", "dataset, evaluation and audit files are retained and parse"),
+        ("generation_audit.counts", "GA-4", "counts are integers (never booleans) that add up and match the dataset file"),
+        ("generation_audit.sample", "GA-5", "the sample is the deterministic one, re-solved blind"),
+        ("generation_audit.limits", "GA-9", "a passed audit is within the spec's label-error and overlap limits"),
+    )
+    def check_generation_audit(self) -> None:
+        record = self.result.get("generation_audit")
+        gate = self.plan_gate("generation_audit")
+        if record is None or record == {}:
+            if gate.get("applicable") is not False and gate and self.section_required("generation_audit"):
+                self.problem(
+                    "generation_audit.missing",
+                    "the generation_audit gate passed but RESULT has no generation_audit record",
+                )
+            return
+        if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
+            self.problem("generation_audit.shape", "generation_audit must be an object with version 1")
+            return
+        if record.get("stage") != "before_training":
+            self.problem("generation_audit.shape", f"stage {short(record.get('stage'))} is not before_training")
+        for key in ("dataset_file", "evaluation_file", "audit_file"):
+            if not self.files.is_retained(record.get(key)):
+                self.problem(
+                    "generation_audit.files", f"{key} {short(record.get(key))} is not a retained evidence file"
+                )
+        seed = record.get("sample_seed")
+        if not is_integer(seed):
+            self.problem("generation_audit.shape", "sample_seed must be an integer")
+            seed = None
+        counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
+        keys = ("generated", "accepted", "rejected", "execution_errors")
+        if not all(is_integer(counts.get(key)) for key in keys):
+            self.problem("generation_audit.counts", f"counts must give integer {', '.join(keys)}")
+            return
+        if counts["generated"] != counts["accepted"] + counts["rejected"] + counts["execution_errors"]:
+            self.problem("generation_audit.counts", "generated is not accepted + rejected + execution_errors")
+        accepted_ids = self._audit_dataset_ids(record.get("dataset_file"), counts)
+        audit_spec = self.spec.get("generation_audit") or {}
+        size = min(counts["accepted"], audit_spec.get("min_sample_size") or 100)
+        samples = record.get("samples") if isinstance(record.get("samples"), list) else []
+        sampled = [sample.get("item_id") for sample in samples if isinstance(sample, dict)]
+        if accepted_ids is not None and seed is not None:
+            expected = audit_sample_ids(accepted_ids, seed, size)
+            if sorted(map(str, sampled)) != sorted(expected):
+                self.problem(
+                    "generation_audit.sample",
+                    f"the {len(sampled)} sampled ids are not the first {size} accepted ids sorted by sha256(json.dumps([seed, item_id]))",
+                )
+        elif len(sampled) != size:
+            self.problem(
+                "generation_audit.sample",
+                f"{len(sampled)} samples, expected min(accepted, min_sample_size or 100) = {size}",
+            )
+        for sample in samples:
+            if isinstance(sample, dict) and (
+                sample.get("method") != "independent_resolve"
+                or sample.get("blind_to_label") is not True
+                or not sample.get("resolver_id")
+            ):
+                self.problem(
+                    "generation_audit.sample",
+                    f"sample {short(sample.get('item_id'))}: needs method independent_resolve, blind_to_label true and a resolver_id",
+                )
+                break
+        for count_key, limit_key in (("label_error_count", "max_label_errors"), ("overlap_count", "max_eval_overlaps")):
+            count = record.get(count_key)
+            if not is_integer(count) or count < 0:
+                self.problem("generation_audit.counts", f"{count_key} must be a non-negative integer")
+            elif (
+                isinstance(audit_spec.get(limit_key), int)
+                and count > audit_spec[limit_key]
+                and self.files.gate_passed("generation_audit")
+            ):
+                self.problem(
+                    "generation_audit.limits",
+                    f"{count_key} {count} exceeds the spec's {limit_key} {audit_spec[limit_key]} but the audit gate passed",
+                )
+
+    def _audit_dataset_ids(self, dataset_file: Any, counts: dict[str, int]) -> list[str] | None:
+        data = self.files.evidence_bytes(str(dataset_file).split("#")[0]) if isinstance(dataset_file, str) else None
+        if data is None:
+            return None
+        rows, error = _jsonl_rows(data, str(dataset_file))
+        if error:
+            self.problem("generation_audit.files", error)
+            return None
+        dispositions = [row.get("disposition") for row in rows]
+        tally = {
+            "generated": len(rows),
+            "accepted": dispositions.count("accepted"),
+            "rejected": dispositions.count("rejected"),
+            "execution_errors": dispositions.count("execution_error"),
+        }
+        for key, value in tally.items():
+            if counts.get(key) != value:
+                self.problem(
+                    "generation_audit.counts", f"counts.{key} is {counts.get(key)} but {dataset_file} has {value}"
+                )
+        return [str(row.get("item_id")) for row in rows if row.get("disposition") == "accepted"]
+
+    # ---- feasibility (FEAS-*) ----
+
+    @run_dir_checks(
+        ("feasibility.missing", "FEAS-1", "a passed feasibility pilot left its record"),
+        ("feasibility.shape", "FEAS-1", "feasibility is an object"),
+        ("feasibility.config", "FEAS-2", "config and effective_config hold the projection keys"),
+        ("feasibility.source", "FEAS-3", "source names the pilot evidence", FEAS_3),
+        ("feasibility.primary_endpoint", "FEAS-8", "primary_endpoint is the spec's"),
+        ("feasibility.phases", "FEAS-4", "every measured phase has its keys and measured seconds"),
+        ("feasibility.recovery", "FEAS-5", "recovery.seconds is a positive reserve", FEAS_5),
+        ("feasibility.generation", "FEAS-7", "generated training data has a generation record with its keys"),
+    )
+    def check_feasibility(self) -> None:
+        record = self.result.get("feasibility")
+        if record is None or record == {}:
+            if self.section_required("feasibility"):
+                self.problem("feasibility.missing", "the feasibility pilot passed but RESULT has no feasibility record")
+            return
+        if not isinstance(record, dict):
+            self.problem("feasibility.shape", "feasibility must be an object")
+            return
+        for key in ("config", "effective_config"):
+            config = record.get(key)
+            missing = [k for k in PROJECTION_KEYS if not isinstance(config, dict) or k not in config]
+            if missing:
+                self.problem("feasibility.config", f"{key} lacks the projection keys {', '.join(missing)}")
+        self.restated("feasibility.source")
+        endpoint = self.plan.get("primary_endpoint")
+        if endpoint and record.get("primary_endpoint") != endpoint:
+            self.problem(
+                "feasibility.primary_endpoint",
+                f"primary_endpoint {short(record.get('primary_endpoint'))} is not the spec's {endpoint}",
+            )
+        measurements = record.get("measurements") if isinstance(record.get("measurements"), dict) else {}
+        for phase in ("setup", "training", "evaluation"):
+            entry = measurements.get(phase)
+            missing = [key for key in FEASIBILITY_PHASE_KEYS if not isinstance(entry, dict) or key not in entry]
+            if missing:
+                self.problem("feasibility.phases", f"measurements.{phase} lacks {', '.join(missing)}")
+            elif not is_number(entry["seconds"]) or entry["seconds"] < 0:
+                self.problem(
+                    "feasibility.phases", f"measurements.{phase}.seconds must be a measured non-negative number"
+                )
+        self.restated("feasibility.recovery")
+        generation = record.get("generation")
+        generated = self.plan_gate("generation_audit").get("applicable") is True
+        if generated and not isinstance(generation, dict):
+            self.problem("feasibility.generation", "training on generated tasks needs a generation record, not null")
+        if isinstance(generation, dict):
+            missing = [key for key in GENERATION_KEYS if key not in generation]
+            if missing:
+                self.problem("feasibility.generation", f"generation lacks {', '.join(missing)}")

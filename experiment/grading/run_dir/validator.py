@@ -1,0 +1,118 @@
+"""The run-dir layer's check class: one object per run directory, its check groups run in turn; a group that
+raises on a malformed record is the problem `<group>.shape`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from experiment.grading.common import GradeContext
+from experiment.grading.registry import run_dir_checks, shared
+from experiment.grading.run_dir.evidence import contract_context
+from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, _RunFiles
+from experiment.grading.run_dir.record import _RecordChecks
+from experiment.grading.run_dir.preflights import _PreflightChecks
+from experiment.grading.run_dir.evaluation import _EvaluationChecks
+from experiment.grading.run_dir.decision import _DecisionChecks
+from experiment.grading.run_dir.training_data import _TrainingDataChecks
+from experiment.grading.run_dir.retained import _RetainedFileChecks
+
+
+class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionChecks, _TrainingDataChecks,
+                 _RetainedFileChecks):
+    """Every check group of the run-dir layer on one run directory (`run()`); the groups live in the modules
+    named after their sections."""
+
+    def __init__(self, files: _RunFiles):
+        self.files = files
+        self.result = files.result
+        self.plan = files.plan or {}
+        self.spec = files.spec or {}
+        self.report = ValidationReport(problems=list(files.setup_problems))
+
+    def problem(self, check: str, message: str) -> None:
+        self.report.problems.append(Problem(check, message))
+
+    @cached_property
+    def contract(self) -> GradeContext:
+        """RESULT, spec and evidence/ as the contract rules read a record (built when a restated check first runs)."""
+        return contract_context(self.files)
+
+    def restated(self, check: str) -> None:
+        """The run-dir check `check` restates a contract rule: run that rule's one implementation (the check function
+        registered with the check id, experiment.grading.registry.shared) on this run directory's RESULT, spec and
+        evidence/ files; each finding is a problem under `check`."""
+        for issue in shared(check)(self.contract):
+            self.problem(check, issue.message)
+
+    @property
+    def vocabulary(self) -> str | None:
+        return self.plan.get("vocabulary")
+
+    @property
+    def final(self) -> bool:
+        return self.result.get("status") in ("succeeded", "failed")
+
+    def plan_arm_names(self) -> list[str]:
+        return [arm["name"] for arm in self.plan.get("arms") or [] if isinstance(arm, dict) and "name" in arm]
+
+    def plan_gate(self, name: str) -> dict[str, Any]:
+        for gate in self.plan.get("gates") or []:
+            if isinstance(gate, dict) and gate.get("name") == name:
+                return gate
+        return {}
+
+    def section_required(self, section: str) -> bool:
+        """True when the gate producing `section` passed, so the section must be present."""
+        gate = SECTION_GATES[section]
+        return self.files.gate_passed(gate)
+
+    @run_dir_checks(
+        ("events.shape", "RUN-1", "the events check could not be applied to a malformed record"),
+        ("result.shape", "GEN-2", "the RESULT check could not be applied to a malformed record"),
+        ("vocabulary.shape", "GEN-3", "the vocabulary check could not be applied to a malformed record"),
+        ("activation.shape", "ACT-1", "the activation check could not be applied to a malformed record"),
+        ("evidence.shape", "EVID-8", "the evidence check could not be applied to a malformed record"),
+        ("secrets.shape", "SEC-1", "the secret scan could not be applied"),
+    )
+    def run(self) -> ValidationReport:
+        checks = [
+            ("events", self.check_events),
+            ("result", self.check_result_shape),
+            ("vocabulary", self.check_vocabulary),
+            ("deviations", self.check_deviations),
+            ("activation", self.check_activation_calibration),
+            ("correctness", self.check_correctness),
+            ("provenance", self.check_initialization_provenance),
+            ("evaluation", self.check_evaluation),
+            ("decision", self.check_decision),
+            ("loss_eval", self.check_loss_eval),
+            ("adaptation", self.check_adaptation),
+            ("generation_audit", self.check_generation_audit),
+            ("feasibility", self.check_feasibility),
+            ("evidence", self.check_evidence),
+            ("secrets", self.check_no_credentials),
+        ]
+        for name, check in checks:
+            try:
+                check()
+            except (AttributeError, KeyError, TypeError, ValueError) as err:
+                # a record so malformed that a rule could not be applied is itself a problem
+                self.problem(
+                    f"{name}.shape",
+                    f"a record has an unexpected shape ({type(err).__name__}: {err}); the rest of this check was skipped",
+                )
+            self.report.checks.append(name)
+        return self.report
+
+
+def validate_run(run_dir: str | Path) -> list[Problem]:
+    """Every problem found in the run directory (empty when the run is consistent)."""
+    return run_validation(run_dir).problems
+
+
+def run_validation(run_dir: str | Path) -> ValidationReport:
+    """Problems plus the names of the checks that ran. Raises RunDirError for a bad directory."""
+    run = _RunFiles.load(Path(run_dir))
+    return _Validator(run).run()
