@@ -243,7 +243,7 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("seeds-sft", "trimuon", lambda s, r: s.update(decision_rule={
         "version": 1, "method": "best_lr_threshold", "seeds": [0, 1],
         "criteria": [{"id": "primary", "metric": "nll", "weights": {"trimuon": 1, "dimuon_lite": -1}, "margin": 0}]}),
-            "training_type sft trains one seed per run"),
+            "verdict_rule: the spec has a decision_rule too: one rule decides"),
     # arms and roles
     Variant("roles-explicit", "gs1", gs1_roles({"gs1_kernel": "treatment", "grpo_gs8": "baseline"}), None),
     Variant("roles-swapped", "gs1", gs1_roles({"gs1_kernel": "baseline", "grpo_gs8": "treatment"}),
@@ -503,13 +503,20 @@ def _verdict_seeds(values: list[Any]) -> Edit:
     return lambda spec, revision: revision["verdict_rule"].update(seeds=values)
 
 
-# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed"): planned at seed 0
-# only before, the record then graded DEC-6 "6 observations missing ... seed 1" (issue 46, item 1)
+# SFT seeds in the recorded revision's verdict_rule (the TriMuon spec's "optional second seed", scheduled before
+# anything is measured): every arm's LR grid trains at each seed, in that seed's data order (issue 46, item 1; the
+# first round planned seed 0 only and the record graded DEC-6 "6 observations missing ... seed 1", the second
+# refused two seeds at intake)
 CORPUS += [
-    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), "verdict_rule.seeds: [0, 1]: training_type sft "
-            "trains one seed per run", "planned before: seed 1 dropped without a word"),
-    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "verdict_rule.seeds: [1], but the run trains seed 0"),
+    Variant("verdict-seeds-0-1", "trimuon", _verdict_seeds([0, 1]), None,
+            "refused before: training_type sft trains one seed per run"),
+    Variant("verdict-seeds-1", "trimuon", _verdict_seeds([1]), "arms[0].seed: 0 is not a scheduled seed "
+            "(verdict_rule.seeds [1])"),
+    Variant("verdict-seeds-1-unseeded-arms", "trimuon", both(_verdict_seeds([1]),
+                                                             lambda s, r: [arm.pop("seed") for arm in r["arms"]]), None),
     Variant("verdict-seeds-0", "trimuon", _verdict_seeds([0]), None),
+    Variant("verdict-seeds-repeated", "trimuon", _verdict_seeds([0, 0]), "verdict_rule.seeds: must be a non-empty "
+            "list of distinct non-negative integers"),
 ]
 
 
@@ -570,10 +577,81 @@ CORPUS += [
             None, data=(("test.jsonl", _task_rows("e", 40)),)),
 ]
 
+def _trimuon_three_optimizers(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """Three optimizers in one SFT spec, each with its own LR grid: TriMuon (treatment) against DiMuon-lite and
+    AdamW (both baselines); the verdict rule contrasts TriMuon's best LR with each baseline's."""
+    adamw = copy.deepcopy(revision["arms"][1])
+    adamw.update(name="adamw", optimizer={"family": "adamw", "config": {"beta1": 0.9, "grad_clip_norm": 0.0}},
+                 lr_grid=[1e-4, 3e-4, 1e-3])
+    revision["arms"].append(adamw)
+    criteria = revision["verdict_rule"]["criteria"]
+    criteria.insert(1, {**copy.deepcopy(criteria[0]), "id": "nll_gap_adamw", "weights": {"adamw": 1, "trimuon": -1}})
+
+
+# Any number of SFT arms, each with its own LR grid (issue 46, item 1: "three optimizers in one SFT spec (AdamW,
+# DiMuon, TriMuon with LR grids)" was refused, "needs exactly one arm with role treatment and one with role
+# baseline"); the correctness preflight measures the one TriMuon/DiMuon-lite path whatever other arms run.
+CORPUS += [
+    Variant("three-optimizers-grids", "trimuon", _trimuon_three_optimizers, None,
+            "refused before: needs exactly one arm with role treatment and one with role baseline"),
+    Variant("three-optimizers-grids-two-seeds", "trimuon", both(_trimuon_three_optimizers, _verdict_seeds([0, 1])),
+            None),
+    Variant("three-optimizers-role-weights", "trimuon", both(_trimuon_three_optimizers, lambda s, r: r["verdict_rule"][
+        "criteria"][1].update(weights={"baseline": 1, "treatment": -1})),
+            "verdict_rule.criteria[1].weights: key 'baseline' is not a trained arm"),
+    Variant("three-optimizers-no-dimuon", "trimuon", both(_trimuon_three_optimizers, lambda s, r: r["arms"][1][
+        "optimizer"].update(family="adamw", config={"beta1": 0.9, "grad_clip_norm": 0.0})),
+            "training_type sft checks one optimizer path"),
+    Variant("one-arm", "trimuon", lambda s, r: r["arms"].pop(1), "training_type sft compares two or more trained arms"),
+]
+
+def _trimuon_paired_decision(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    """The TriMuon comparison decided by a paired Hoeffding rule on each held-out conversation's NLL (the contract's
+    section 7 decision on a per-item held-out measure): one LR per arm, example-mean aggregation, no verdict_rule."""
+    for arm in revision["arms"]:
+        arm.pop("lr_grid")
+        arm["lr"] = 1e-4
+    revision.pop("verdict_rule")
+    revision["experiment_features"]["paired_comparison"] = True
+    spec["eval"]["aggregation"] = "example_mean"
+    spec["decision_rule"] = {
+        "version": 1, "method": "paired_hoeffding", "alpha": 0.05, "unit": "held-out conversation", "seeds": [0],
+        "criteria": [{"id": "nll_gap", "metric": "heldout_nll_example_mean", "margin": 0.01, "bounds": [0, 40],
+                      "weights": {"dimuon_lite": 1, "trimuon": -1}}]}
+
+
+# Paired decisions on per-item held-out measures for SFT (issue 46, item 1: "SFT with a paired_hoeffding decision
+# on held-out items" was refused): each conversation's held-out NLL is the paired observation.
+CORPUS += [
+    Variant("paired-decision", "trimuon", _trimuon_paired_decision, None, "refused before: training_type sft "
+            "decides by the recorded revision's verdict_rule"),
+    Variant("paired-decision-two-seeds", "trimuon", both(_trimuon_paired_decision,
+                                                         lambda s, r: s["decision_rule"].update(seeds=[0, 1])), None),
+    Variant("paired-decision-role-weights", "trimuon", both(_trimuon_paired_decision, lambda s, r: s["decision_rule"][
+        "criteria"][0].update(weights={"baseline": 1, "treatment": -1})), None),
+    Variant("paired-decision-token-mean", "trimuon", both(_trimuon_paired_decision,
+                                                          lambda s, r: s["eval"].update(aggregation="token_mean")),
+            "eval.aggregation: 'token_mean': a paired decision on held-out NLL observes each conversation's own NLL"),
+    Variant("paired-decision-lr-grid", "trimuon", both(_trimuon_paired_decision, _trimuon_grid([5e-5, 1e-4, 2e-4])),
+            "a decision_rule on training_type sft compares arms of one learning rate each"),
+    Variant("paired-decision-bounds-above-zero", "trimuon", both(_trimuon_paired_decision, lambda s, r: s[
+        "decision_rule"]["criteria"][0].update(bounds=[1, 40])), "a held-out NLL is at least 0"),
+    Variant("decision-rule-best-lr-seeds", "trimuon", lambda s, r: (r.pop("verdict_rule"), s.update(decision_rule={
+        "version": 1, "method": "best_lr_threshold", "seeds": [0, 1], "criteria": [
+            {"id": "primary", "metric": "heldout_nll_token_mean", "weights": {"trimuon": -1, "dimuon_lite": 1},
+             "margin": 0.01}]})), "a best-LR threshold is the revision's verdict_rule (its seeds in verdict_rule.seeds)"),
+    Variant("paired-decision-beside-verdict-rule", "trimuon", both(
+        _trimuon_paired_decision, lambda s, r: r.update(verdict_rule=seed_files("trimuon")[1]["verdict_rule"])),
+            "one rule decides"),
+]
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).
-REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments")
+# SFT: two seeds; three optimizers with their own LR grids; a paired decision on per-conversation held-out NLL at
+# two seeds (an arm of one LR at each seed: its runs `trimuon`, `trimuon-seed1`).
+REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments", ("verdict-seeds-0-1", "trimuon"),
+             ("three-optimizers-grids", "trimuon"), ("paired-decision-two-seeds", "trimuon"))
 
 
 def accepted() -> list[Variant]:
@@ -581,5 +659,7 @@ def accepted() -> list[Variant]:
     return [each for each in CORPUS if each.refused is None]
 
 
-def variant(name: str, seed: str = "gs1") -> Variant:
+def variant(name: str | tuple[str, str], seed: str = "gs1") -> Variant:
+    """A variant by name (and seed family, default gs1), or by a (name, seed family) pair as REHEARSED lists it."""
+    name, seed = name if isinstance(name, tuple) else (name, seed)
     return next(v for v in CORPUS if v.name == name and v.seed == seed)

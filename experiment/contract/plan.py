@@ -64,11 +64,22 @@ class PlannedArm:
 
 @dataclass
 class TrainingRun:
-    name: str  # "<arm>" or "<arm>@lr=<lr>" when the arm has an LR grid
+    """One training run: an arm at one learning rate of its grid, at one scheduled seed (training_type sft
+    trains every arm's grid at every seed of its verdict_rule.seeds). The name is the arm's (`<arm>@lr=<lr>`
+    with an LR grid) at the first scheduled seed, with `-seed<s>` appended at each further seed."""
+
+    name: str  # "<arm>", "<arm>@lr=<lr>" with an LR grid; "...-seed<s>" at a further scheduled seed
     arm: str
     lr: float | None
     steps: int | None
     seed: int | None
+
+    @property
+    def label(self) -> str:
+        """The run's key beneath its arm (metrics.arms.<arm>.runs, loss_eval.arms.<arm>.runs): its LR, with
+        `-seed<s>` at a further scheduled seed."""
+        seed_suffix = f"-seed{self.seed}" if self.seed is not None and self.name.endswith(f"-seed{self.seed}") else ""
+        return f"{float(self.lr):g}{seed_suffix}" if self.lr is not None else self.name
 
 
 @dataclass
@@ -201,7 +212,7 @@ def draft_plan(spec: Spec) -> ExecutionPlan:
         vocabulary=_vocabulary(spec),
         primary_endpoint=getattr(spec, "primary_endpoint", None) or spec.eval.metric,
         arms=arms,
-        training_runs=_training_runs(arms),
+        training_runs=_training_runs(arms, seeds if spec.training_type == "sft" else None),
         role_to_arm=_role_to_arm(arms),
         gates=_plan_gates(spec, arms),
         decision=_plan_decision(spec),
@@ -301,15 +312,21 @@ def _role_to_arm(arms: list[PlannedArm]) -> dict[str, dict[str, str]]:
     return {arm.role: {"arm": arm.name, "reason": arm.role_reason} for arm in arms if arm.role in unique}
 
 
-def _training_runs(arms: list[PlannedArm]) -> list[TrainingRun]:
+def _training_runs(arms: list[PlannedArm], seeds: list[int] | None) -> list[TrainingRun]:
+    """Every trained arm x its LR grid (one run without a grid); with `seeds` (training_type sft), all of them at
+    every scheduled seed, seed after seed, named as replicas are (the first seed's run keeps its name)."""
     runs = []
-    for arm in arms:
-        if not arm.trained:
-            continue
-        if arm.lr_grid:
-            runs += [TrainingRun(f"{arm.name}@lr={lr:g}", arm.name, lr, arm.steps, arm.seed) for lr in arm.lr_grid]
-        else:
-            runs.append(TrainingRun(arm.name, arm.name, arm.lr, arm.steps, arm.seed))
+    for seed in seeds or [None]:
+        suffix = "" if seed is None or seed == seeds[0] else f"-seed{seed}"
+        for arm in arms:
+            if not arm.trained:
+                continue
+            at_seed = arm.seed if seed is None else seed
+            if arm.lr_grid:
+                runs += [TrainingRun(f"{arm.name}@lr={lr:g}{suffix}", arm.name, lr, arm.steps, at_seed)
+                         for lr in arm.lr_grid]
+            else:
+                runs.append(TrainingRun(f"{arm.name}{suffix}", arm.name, arm.lr, arm.steps, at_seed))
     return runs
 
 

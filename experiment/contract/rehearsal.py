@@ -519,7 +519,8 @@ def _retolerance_update_checks(r: _Rewriter, s: dict[str, Any]) -> None:
     from experiment.stats.update_tolerance import update_check_plan
 
     rank = int(s.get("lora_rank") or REHEARSAL_LORA_RANK)
-    sweep = sorted({float(lr) for arm in s.get("arms", []) for lr in (arm.get("lr_grid") or [])})
+    sweep = sorted({float(lr) for arm in s.get("arms", [])  # each arm's grid, or its one lr
+                    for lr in (arm.get("lr_grid") or ([arm["lr"]] if arm.get("lr") is not None else []))})
     for path in (s.get("correctness_preflight") or {}).get("paths", []):
         if not (path.get("update_learning_rates") and isinstance(path.get("tolerances"), dict)
                 and any("@lr=" in key for key in path["tolerances"])):

@@ -7,11 +7,12 @@ something else, only after the first training call:
 
 - `experiment_features`: the ten features of the contract, each implemented end to end or refused
   (IMPLEMENTED_FEATURES and REFUSED_FEATURES say which, and how);
-- the decision and the seed schedule (`decision_rule.seeds`: every arm trains at every scheduled
-  seed in the RL families; the SFT family trains one seed);
+- the decision and the seed schedule (`decision_rule.seeds`, or the SFT family's `verdict_rule.seeds`: every
+  arm, and every point of its LR grid, trains at every scheduled seed);
 - the gate steps each family has: the RL correctness preflight measures one loss path (group-mean
   against the kernel baseline), the activation pilots need one treatment and one baseline arm, the
-  SFT family has no activation pilot and decides by the recorded revision's `verdict_rule`.
+  SFT family has no activation pilot and decides by the recorded revision's `verdict_rule` (best LR per arm,
+  any number of arms) or by a paired `decision_rule` on per-conversation held-out NLL (one LR per arm).
 """
 
 from __future__ import annotations
@@ -164,12 +165,33 @@ def check_criteria_weights(spec: Spec) -> None:
 
 
 def scheduled_seeds(spec: Spec) -> list[int]:
-    """The seeds every arm trains and is scored at: decision_rule.seeds, else the arms' own seed (default 0)."""
+    """The seeds every arm trains and is scored at: decision_rule.seeds, else the recorded revision's
+    verdict_rule.seeds (the SFT family's rule), else the arms' own seed (default 0)."""
     rule = spec.decision_rule
     if rule is not None and rule.seeds:
         return list(rule.seeds)
+    stated = _verdict_rule_seeds(spec)
+    if stated is not None and _valid_seeds(stated):
+        return list(stated)
     arm_seeds = sorted({arm.seed for arm in spec.arms or [] if arm.trained and arm.seed is not None})
     return arm_seeds or [0]
+
+
+def _verdict_rule_seeds(spec: Spec) -> Any:
+    rule = getattr(spec, "verdict_rule", None)
+    return rule.get("seeds") if isinstance(rule, dict) else None
+
+
+def _valid_seeds(seeds: Any) -> bool:
+    return (isinstance(seeds, list) and bool(seeds) and len(set(map(str, seeds))) == len(seeds)
+            and all(not isinstance(s, bool) and isinstance(s, int) and s >= 0 for s in seeds))
+
+
+def _seeds_key(spec: Spec) -> str:
+    """The field the scheduled seeds come from, for the refusals that name it."""
+    if spec.decision_rule is not None and spec.decision_rule.seeds:
+        return "decision_rule.seeds"
+    return "verdict_rule.seeds" if _verdict_rule_seeds(spec) is not None else "decision_rule.seeds"
 
 
 def _check_seeds(spec: Spec, plan: PlanView) -> None:
@@ -179,40 +201,34 @@ def _check_seeds(spec: Spec, plan: PlanView) -> None:
             raise SpecError("decision_rule.seeds", "is empty; schedule at least one seed (e.g. [0])")
         if any(isinstance(s, bool) or s < 0 for s in rule.seeds) or len(set(rule.seeds)) != len(rule.seeds):
             raise SpecError("decision_rule.seeds", f"must be distinct non-negative integers (got {rule.seeds!r})")
-    seeds = scheduled_seeds(spec)
+    _check_verdict_rule_seeds(spec)
+    seeds, key = scheduled_seeds(spec), _seeds_key(spec)
     for index, arm in enumerate(spec.arms or []):
         if arm.trained and arm.seed is not None and arm.seed not in seeds:
-            raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed (decision_rule.seeds "
+            raise SpecError(f"arms[{index}].seed", f"{arm.seed} is not a scheduled seed ({key} "
                                                    f"{seeds}); every arm trains at every scheduled seed, so give "
                                                    "the arm one of them or leave its seed out")
     _check_group_seeds(spec, seeds)
-    if len(seeds) > 1 and (rule is None or not rule.seeds):
+    if len(seeds) > 1 and (rule is None or not rule.seeds) and _verdict_rule_seeds(spec) is None:
         raise SpecError("arms", f"arms state different seeds {seeds}; schedule them in decision_rule.seeds "
                                 "(every arm then trains at every seed)")
-    if len(seeds) > 1 and plan.training_type != "rl":
-        raise SpecError("decision_rule.seeds", f"{seeds}: training_type {plan.training_type} trains one seed per "
-                                               "run; supported: a single seed (several seeds: training_type rl)")
-    _check_verdict_rule_seeds(spec, seeds)
 
 
-def _check_verdict_rule_seeds(spec: Spec, seeds: list[int]) -> None:
-    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the seeds the grader expects
-    observations for: the run trains the scheduled seed only, so any other list would be dropped without a word
-    (issue 46: [0, 1] trained seed 0, and the record graded `DEC-6: 6 observations missing ... seed 1`)."""
-    rule = getattr(spec, "verdict_rule", None)
-    if not isinstance(rule, dict) or rule.get("seeds") is None:
+def _check_verdict_rule_seeds(spec: Spec) -> None:
+    """The recorded revision's `verdict_rule.seeds` (the SFT family's rule) are the scheduled seeds: every arm's
+    LR grid trains at each of them, in that seed's data order, and the grader expects observations for each
+    (issue 46: [0, 1] once trained seed 0 only, and the record graded `DEC-6: 6 observations missing ... seed 1`).
+    A spec with a decision_rule schedules its seeds there."""
+    stated = _verdict_rule_seeds(spec)
+    if stated is None:
         return
-    stated = rule["seeds"]
-    if (not isinstance(stated, list) or not stated or len(set(map(str, stated))) != len(stated)
-            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in stated)):
+    if not _valid_seeds(stated):
         raise SpecError("verdict_rule.seeds", f"must be a non-empty list of distinct non-negative integers (got "
                                               f"{stated!r})")
-    if len(stated) > 1:
-        raise SpecError("verdict_rule.seeds", f"{stated}: training_type {spec.training_type} trains one seed per "
-                                              "run; supported: a single seed (several seeds: training_type rl)")
-    if stated != seeds:
-        raise SpecError("verdict_rule.seeds", f"{stated}, but the run trains seed {seeds[0]} (the arms' seed, else "
-                                              "0); state that seed, or give the arms the seed stated here")
+    rule = spec.decision_rule  # (training_type sft refuses a decision_rule, with what it decides by instead)
+    if spec.training_type != "sft" and rule is not None and rule.seeds and list(rule.seeds) != stated:
+        raise SpecError("verdict_rule.seeds", f"{stated}, but decision_rule.seeds schedules {list(rule.seeds)}; "
+                                              "state the seeds once")
 
 
 def _group_members(spec: Spec) -> Iterator[tuple[int, int, dict[str, Any], dict[str, Any]]]:
@@ -234,7 +250,7 @@ def _check_group_seeds(spec: Spec, seeds: list[int]) -> None:
         seed = config.get("seed")
         if seed is not None and seed not in seeds:
             raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.seed",
-                            f"{seed!r} is not a scheduled seed (decision_rule.seeds {seeds}); every arm trains "
+                            f"{seed!r} is not a scheduled seed ({_seeds_key(spec)} {seeds}); every arm trains "
                             "at every scheduled seed and its replica at each seed requests that seed, so state "
                             "one of them or leave the seed out")
 
@@ -418,14 +434,14 @@ def _check_initialization(plan: PlanView, family: str) -> None:
 
 def _check_sft(spec: Spec, plan: PlanView) -> None:
     _check_sft_data(spec)
-    if spec.decision_rule is not None:
-        raise SpecError("decision_rule", "training_type sft decides by the recorded revision's verdict_rule "
-                                         "(best_lr_threshold), not by a decision_rule")
     rule = getattr(spec, "verdict_rule", None)
-    if not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
+    if spec.decision_rule is not None:
+        _check_sft_decision_rule(spec, plan, rule)
+    elif not isinstance(rule, dict) or rule.get("method") != "best_lr_threshold":
         raise SpecError("verdict_rule", "training_type sft needs a verdict_rule with method best_lr_threshold "
-                                        "in its recorded revision")
-    _two_roles_or_refuse(plan, "arms", "training_type sft")
+                                        "in its recorded revision, or a decision_rule (paired_hoeffding on "
+                                        "per-conversation held-out NLL)")
+    _check_sft_arms(plan, rule if spec.decision_rule is None else {})
     if plan.gate("activation_gate").blocks:
         raise SpecError("activation_gate", "training_type sft has no activation pilot; set "
                                            "activation_gate.applicable false")
@@ -435,8 +451,73 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
         raise SpecError("correctness_preflight.paths", f"{', '.join(map(str, wrong))}: training_type sft checks "
                                                        "optimizer paths (kind optimizer) only")
     if paths and plan.gate("correctness_preflight").blocks:
-        _check_optimizer_parity(plan)
+        sft_correctness_pair(plan)
     _check_initialization(plan, "training_type sft")
+
+
+# The per-item measure of an SFT paired decision: each held-out conversation's NLL over its counted tokens. The
+# contract's statistic is per item (section 7: "the per-item statistic sum_arm w_arm * value_arm(item)", its mean
+# over the n items), so the arm's mean of it is section 8's example_mean, never its token_mean.
+SFT_PAIRED_METRIC = "heldout_nll_example_mean"
+SFT_DECISION_LR_GRID_REFUSAL = (
+    "a decision_rule on training_type sft compares arms of one learning rate each (arms[i].lr): the contract's "
+    "LR-grid row (exchange-contract.md section 1, item 8: every grid point under the same budget, the selected LR "
+    "per arm reported) defines no held-out split to select an LR on, and selecting it on the paired decision's "
+    "held-out items would decide on the items it was chosen by; give one lr per arm, or drop the decision_rule "
+    "and decide by the revision's verdict_rule (best_lr_threshold)")
+
+
+def _check_sft_decision_rule(spec: Spec, plan: PlanView, verdict_rule: Any) -> None:
+    """A decision_rule on an SFT spec (issue 46: paired decisions on per-item held-out measures): the contract's
+    section 7 decision, paired_hoeffding with alpha, on each held-out conversation's NLL (SFT_PAIRED_METRIC,
+    aggregation example_mean), bounds that contain an NLL's floor 0, arms of one learning rate each, and no
+    verdict_rule beside it (one rule decides)."""
+    rule = spec.decision_rule
+    if isinstance(verdict_rule, dict) and verdict_rule:
+        raise SpecError("verdict_rule", "the spec has a decision_rule too: one rule decides; drop the revision's "
+                                        "verdict_rule (best-LR threshold) or the decision_rule (paired)")
+    if rule.method != "paired_hoeffding":
+        raise SpecError("decision_rule.method", f"{rule.method!r}: a decision_rule on training_type sft is "
+                                                "paired_hoeffding; a best-LR threshold is the revision's verdict_rule "
+                                                "(its seeds in verdict_rule.seeds)")
+    if rule.alpha is None:
+        raise SpecError("decision_rule.alpha", "paired_hoeffding needs alpha (e.g. 0.05)")
+    gridded = [arm.name for arm in plan.trained_arms if arm.lr_grid]
+    if gridded:
+        raise SpecError(f"arms[{gridded[0]}].lr_grid", SFT_DECISION_LR_GRID_REFUSAL)
+    if plan.eval.get("aggregation") != "example_mean":
+        raise SpecError("eval.aggregation", f"{plan.eval.get('aggregation')!r}: a paired decision on held-out NLL "
+                                            "observes each conversation's own NLL and averages the items (the "
+                                            "contract's per-item statistic, section 7), which is section 8's "
+                                            "example_mean; set eval.aggregation \"example_mean\"")
+    for index, criterion in enumerate(rule.criteria):
+        where = f"decision_rule.criteria[{index}]"
+        if criterion.metric != SFT_PAIRED_METRIC:
+            raise SpecError(f"{where}.metric", f"{criterion.metric!r}: training_type sft observes "
+                                               f"{SFT_PAIRED_METRIC} per held-out conversation")
+        bounds = criterion.bounds
+        if not bounds or len(bounds) != 2 or not bounds[0] <= 0 < bounds[1]:
+            raise SpecError(f"{where}.bounds", f"{bounds!r}: a held-out NLL is at least 0, so the bounds [lo, hi] "
+                                               "need lo <= 0 < hi (hi the largest per-conversation NLL the spec "
+                                               "allows; a value past it stops the decision, never clipped)")
+
+
+def _check_sft_arms(plan: PlanView, rule: dict[str, Any]) -> None:
+    """Any number of trained arms (two or more), each with its own LR grid (or one lr): the verdict_rule's criteria
+    contrast them by arm name, and per arm the best LR is selected (best_lr_threshold). Its weights name trained
+    arms only, by name (the method selects each arm's best run, so a role label held by several arms, or by none,
+    names no run to select)."""
+    trained = [arm.name for arm in plan.trained_arms]
+    if len(trained) < 2:
+        raise SpecError("arms", f"training_type sft compares two or more trained arms (trained: {trained})")
+    for index, criterion in enumerate(rule.get("criteria") if isinstance(rule.get("criteria"), list) else []):
+        weights = criterion.get("weights") if isinstance(criterion, dict) else None
+        for key in weights if isinstance(weights, dict) else {}:
+            if key not in trained:
+                raise SpecError(f"verdict_rule.criteria[{index}].weights", f"key {key!r} is not a trained arm; the "
+                                                                          "best-LR rule selects each weighted arm's "
+                                                                          "best run, so key the weights by arm name "
+                                                                          f"({', '.join(trained)})")
 
 
 # TriMuon with its one change switched off: DiMuon-lite's polar step. The SFT correctness preflight's baseline
@@ -444,23 +525,38 @@ def _check_sft(spec: Spec, plan: PlanView) -> None:
 TRIMUON_DISABLED = {"polar_step": "polar_express"}
 
 
-def _check_optimizer_parity(plan: PlanView) -> None:
-    """The optimizer path the SFT correctness preflight measures: a TriMuon treatment against a DiMuon-lite
-    baseline with the same settings, since the baseline check compares the treatment with its change switched
-    off (TRIMUON_DISABLED) to the baseline arm's updates. Any other pair fails that check by construction, at
-    the correctness preflight, after the probe's training calls."""
+def sft_correctness_pair(plan: PlanView) -> tuple[str, str]:
+    """(treatment, baseline): the arms whose optimizer path the SFT correctness preflight measures, a TriMuon
+    treatment against a DiMuon-lite baseline with the same settings, since the baseline check compares the
+    treatment with its change switched off (TRIMUON_DISABLED) to the baseline arm's updates. Any other pair fails
+    that check by construction, at the correctness preflight, after the probe's training calls. With several
+    baseline arms (three optimizers: AdamW, DiMuon-lite, TriMuon), the baseline is the one arm of role baseline
+    the parity holds for; SpecError when there is none."""
+    treatment = _unique_role(plan, "treatment")
+    if treatment is None:
+        _two_roles_or_refuse(plan, "arms", "the correctness preflight of training_type sft")
+    baselines = [arm.name for arm in plan.arms if arm.role == "baseline"]
+    matching = [name for name in baselines if _optimizer_parity_problem(plan, treatment, name) is None]
+    if matching:
+        return treatment, matching[0]
+    if not baselines:
+        _two_roles_or_refuse(plan, "arms", "the correctness preflight of training_type sft")
+    raise SpecError("correctness_preflight", _optimizer_parity_problem(plan, treatment, baselines[0]))
+
+
+def _optimizer_parity_problem(plan: PlanView, treatment_name: str, baseline_name: str) -> str | None:
+    """Why the treatment and this baseline are not the path the SFT correctness preflight measures, or None."""
     arms = {arm.name: arm for arm in plan.arms}
-    treatment, baseline = (arms[plan.role_to_arm[role]["arm"]] for role in ("treatment", "baseline"))
+    treatment, baseline = arms[treatment_name], arms[baseline_name]
     families = [(arm.optimizer or {}).get("family") for arm in (treatment, baseline)]
     configs = [dict((arm.optimizer or {}).get("config") or {}) for arm in (treatment, baseline)]
     disabled, stock = {**configs[0], **TRIMUON_DISABLED}, {**TRIMUON_DISABLED, **configs[1]}
     if families != ["trimuon", "dimuon"] or disabled != stock:
-        raise SpecError("correctness_preflight", f"training_type sft checks one optimizer path: a trimuon treatment "
-                                                 f"whose updates with {TRIMUON_DISABLED} are the dimuon baseline's "
-                                                 f"(the same settings otherwise); treatment {treatment.name} is "
-                                                 f"{families[0]} {configs[0]}, baseline {baseline.name} {families[1]} "
-                                                 f"{configs[1]}; supported otherwise: correctness_preflight.required "
-                                                 "false with no custom optimizer")
+        return (f"training_type sft checks one optimizer path: a trimuon treatment whose updates with "
+                f"{TRIMUON_DISABLED} are the dimuon baseline's (the same settings otherwise); treatment "
+                f"{treatment.name} is {families[0]} {configs[0]}, baseline {baseline.name} {families[1]} {configs[1]}; "
+                "supported otherwise: correctness_preflight.required false with no custom optimizer")
+    return None
 
 
 def _check_rl_data(spec: Spec) -> None:

@@ -1,8 +1,9 @@
 """Gate `decision`'s steps: each family's verdict step with the grader's checks handed down (experiment.gates.GATES).
 
 RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
-from the retained predictions, role labels mapped to arms, the decision object posted. SFT (no
-decision_rule): the best-LR comparison against the plan file's verdict_rule, no decision object.
+from the retained predictions, role labels mapped to arms, the decision object posted. SFT without a
+decision_rule: the best-LR comparison against the plan file's verdict_rule, no decision object; with one: the
+same paired Hoeffding decision on each held-out conversation's NLL, its decision object posted.
 Either way the record is validated before the verdict (the grader's run-dir checks), and RESULT.grade
 carries the exchange's categories for the record as posted; the grader (experiment.grading) sits above
 the families, so this gate hands both to the step.

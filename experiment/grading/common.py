@@ -244,3 +244,16 @@ def as_list(value: Any) -> list[Any]:
 def short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def run_seed(run: Any) -> int:
+    """A planned training run's scheduled seed (0 where the plan states none)."""
+    seed = getattr(run, "seed", None)
+    return int(seed) if is_integer(seed) else 0
+
+
+def run_label(run: Any) -> str:
+    """A planned training run's key beneath its arm (metrics.arms.<arm>.runs, loss_eval, provenance `runs`): its
+    learning rate, with `-seed<s>` at a further scheduled seed (experiment.contract.plan.TrainingRun.label)."""
+    label = getattr(run, "label", None)
+    return label if isinstance(label, str) else f"{float(run.lr):g}" if run.lr is not None else run.name

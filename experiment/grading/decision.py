@@ -19,7 +19,7 @@ from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS, SpecError, apply_revision
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    close, equal_json, float_of, is_number, model_issues, run_checks, short,
+    close, equal_json, float_of, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 from experiment.grading.evaluator import loss_from_predictions
 from experiment.grading.registry import implements, rule
@@ -211,7 +211,7 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
                 return None, f"metric {metric} is not recomputable from the retained evidence"
             if value is None:
                 return None, f"run {run.name}: {metric} does not recompute from the retained evidence"
-            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": 0, "metric": metric,
+            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": run_seed(run), "metric": metric,
                          "value": value, "evaluator_id": evaluator})
     return rows, ""
 
@@ -270,7 +270,7 @@ def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
                 {name: v for name, v in values.items() if name in runs},
                 {name: runs[name].arm for name in values if name in runs},
                 {name: runs[name].lr for name in values if name in runs},
-                criteria, criteria[0]["metric"])
+                criteria, criteria[0]["metric"], {name: run_seed(runs[name]) for name in values if name in runs})
             return result, ""
     except (d.DecisionError, KeyError, TypeError, IndexError) as err:
         return None, str(err)
@@ -367,8 +367,10 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
             except d.DecisionError:
                 pass  # DEC-13 says why
         have = {(o.arm, o.item_id, o.seed) for o in rows}
-        missing = [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled
-                   if (arm, item, seed) not in have]
+        expected = ([(run.name, item, run_seed(run)) for run in ctx.plan.training_runs
+                     if run.name in _compared_arms(ctx) for item in items] if best_lr and ctx.plan is not None else
+                    [(arm, item, seed) for arm in _compared_arms(ctx) for item in items for seed in scheduled])
+        missing = [key for key in expected if key not in have]
         if missing or not rows:
             first = missing[0] if missing else ("any arm", "any item", "any seed")
             issues.append(Issue("DEC-6", UNVERIFIED, f"criterion {criterion.get('id')}: {len(missing) or 'all'} "
@@ -399,6 +401,9 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
             continue
         for row in rows:
             value = row.get("value", 1.0 if row.get("correct") else 0.0 if "correct" in row else None)
+            totals = as_dict(row.get("prediction"))  # a held-out NLL row: its own totals, never the value it states
+            if is_number(totals.get("nll_sum")) and is_number(totals.get("n_tokens")) and totals["n_tokens"] > 0:
+                value = totals["nll_sum"] / totals["n_tokens"]
             if value is not None:
                 predicted[(str(row.get("arm")), str(row.get("item_id")), int(row.get("seed") or 0),
                            str(row.get("metric", score.get("metric"))))] = value
@@ -526,8 +531,9 @@ def DEC_9(ctx: GradeContext) -> list[Issue]:
         return []
     if recomputed.get("method") == "best_lr_threshold":
         expected, issues = recomputed["verdict"], []
-        if ctx.result.get("confidence") == "strong":
-            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval (one seed, point estimates)"))
+        if ctx.result.get("confidence") == "strong" and not recomputed.get("settled_by_seeds"):
+            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval, and no two seeds settle every "
+                                                  "margin (point estimates)"))
     else:
         expected, issues = recomputed["verdict"], []
         if ctx.plan.vocabulary == "direction_confidence" and recomputed.get("confidence") == "weak" \
@@ -617,7 +623,8 @@ def _run_metrics(ctx: GradeContext) -> list[Issue]:
         reported = as_dict(arms.get(run.name))
         if not reported:
             by_label = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-            reported = as_dict(next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
+            reported = as_dict(by_label.get(run_label(run)) if run_label(run) in by_label else
+                               next((v for k, v in by_label.items() if close(float_of(k), run.lr)), None))
         if not close(reported.get(row["metric"]), row["value"]):
             wrong.append(f"{run.name} {row['metric']}")
     return [Issue("DEC-12", INVALID, f"metrics.arms does not report the recomputed {', '.join(wrong[:4])}")] if wrong else []

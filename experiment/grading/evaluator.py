@@ -16,7 +16,7 @@ from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading import spec_anchor
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short,
+    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
 from experiment.grading.registry import implements, rule
 
@@ -153,7 +153,8 @@ def _posted(ctx: GradeContext, owner: Any, metric: Any) -> Any:
     run = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == owner), None)
     if run is not None and run.lr is not None:
         runs = as_dict(as_dict(arms.get(run.arm)).get("runs"))
-        entry = next((v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
+        entry = runs[run_label(run)] if run_label(run) in runs else next(  # its label; else its learning rate
+            (v for k, v in runs.items() if close(float_of(k), run.lr, abs_tol=ABS_TOL)), None)
         return as_dict(entry).get(metric)
     if owner == "base":
         return metrics.get(f"base_model_{metric}", metrics.get(f"base_{metric}"))
@@ -306,7 +307,8 @@ def EVAL_12(ctx: GradeContext) -> list[Issue]:
         if metric not in {c.get("metric") for c in comparisons} and metric not in {s.get("metric") for s in _scores(ctx)}:
             continue  # a metric the evaluator does not score (an optimizer timing): DEC-* recompute it
         compared = {arm for c in comparisons if c.get("metric") == metric for arm in as_list(c.get("arms"))}
-        runs = ctx.plan.training_runs if ctx.plan is not None else []
+        # the runs of the arms not named whole (an arm named by its own name is compared with every run it has)
+        runs = [run for run in (ctx.plan.training_runs if ctx.plan is not None else []) if run.arm not in compared]
         whole = {run.arm for run in runs if run.name in compared} - {run.arm for run in runs if run.name not in compared}
         if {run.arm for run in runs if run.name in compared} - whole:
             issues.append(Issue("EVAL-12", INVALID, f"the comparison of {metric} names some runs of an arm's LR grid, "
@@ -355,9 +357,12 @@ def LOSS_3(ctx: GradeContext) -> list[Issue]:
         arm, run = score.get("arm"), score.get("run")
         entry = as_dict(arms.get(arm))
         if run is not None and entry:
-            label = next((key for key, value in as_dict(entry.get("runs")).items()
-                          if f"{arm}@lr={key}" == run or (is_number(score.get("learning_rate"))
-                                                           and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL))), None)
+            by_label = as_dict(entry.get("runs"))  # the run's own label (`<lr>`, `<lr>-seed<s>`), else its learning rate
+            planned = next((r for r in (ctx.plan.training_runs if ctx.plan is not None else []) if r.name == run), None)
+            label = (run_label(planned) if planned is not None and run_label(planned) in by_label else None) or next(
+                (key for key in by_label if f"{arm}@lr={key}" == run), None) or next(
+                (key for key in by_label if is_number(score.get("learning_rate"))
+                 and close(float_of(key), score["learning_rate"], abs_tol=ABS_TOL)), None)
             if label is None:
                 issues.append(Issue("LOSS-3", INVALID, f"loss_eval has no entry for run {run}"))
                 continue

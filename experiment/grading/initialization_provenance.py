@@ -71,8 +71,8 @@ def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = N
         for check in as_list(entry.get("optimizer_checks")):
             found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
         for label, run in as_dict(entry.get("runs")).items():
-            try:
-                lr = [float(label)]
+            try:  # a run's label is its learning rate, with -seed<s> at a further scheduled seed
+                lr = [float(label.split("-seed")[0])]
             except ValueError:
                 lr = planned.get(arm)
             for check in as_list(as_dict(run).get("optimizer_checks")):

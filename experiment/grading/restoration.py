@@ -15,7 +15,7 @@ from experiment.contract.result_models import ArmProvenance
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES, SERVER_STATE_KEYS, canonical_sha256
 from experiment.grading.common import (
     HEX64, INVALID, MISSING_EVIDENCE, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, is_integer, model_issues, run_checks, short,
+    equal_json, is_integer, model_issues, run_checks, short, run_label,
 )
 from experiment.grading.initialization_provenance import (
     NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, _arms, _as_requested, _check_entries, _evidence_info, _evidence_load, _family,
@@ -54,7 +54,9 @@ def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
 def _seed_replicas(ctx: GradeContext) -> list[Any]:
     """The arms' replicas at scheduled seeds after the first (the plan's labels, `<arm>-seed<s>`)."""
     plan = ctx.plan
-    return [r for r in getattr(plan, "replicas", []) if r.trained and r.label != r.arm] if plan else []
+    if plan is None or getattr(plan, "training_type", None) == "sft":
+        return []  # an SFT arm's runs at every seed start from its one initialization: entries under its `runs`
+    return [r for r in getattr(plan, "replicas", []) if r.trained and r.label != r.arm]
 
 
 def _groups(ctx: GradeContext) -> list[list[str]]:
@@ -96,17 +98,17 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
             if isinstance(v, dict)}
     if not any("runs" in entry for entry in arms.values()):
         return []  # a record without per-run entries: REST-5 grades each check's learning rate against the grid
-    for arm, lrs in _planned_lrs(ctx).items():
-        if len(lrs) < 2 or arm not in arms:
+    planned: dict[str, list[str]] = {}  # arm -> its runs' labels (`<lr>`, `<lr>-seed<s>` at a further seed)
+    for run in (ctx.plan.training_runs if ctx.plan is not None else []):
+        if run.lr is not None:
+            planned.setdefault(run.arm, []).append(run_label(run))
+    for arm, labels_planned in planned.items():
+        if len(labels_planned) < 2 or arm not in arms:
             continue
         labels = list(as_dict(arms[arm].get("runs")))
-        try:
-            found = sorted(float(label) for label in labels)
-        except ValueError:
-            found = []
-        if found != sorted(lrs):
+        if sorted(labels) != sorted(labels_planned):
             issues.append(Issue("REST-1", UNVERIFIED, f"arm {arm}: provenance for runs {', '.join(labels) or 'none'}, the "
-                                                      f"plan trains {', '.join(f'{lr:g}' for lr in sorted(lrs))}"))
+                                                      f"plan trains {', '.join(labels_planned)}"))
     return issues
 
 

@@ -336,7 +336,7 @@ def PLAN_1(ctx: GradeContext) -> list[Issue]:
             wrong.append(f"{run.name}: learning_rate {short(lr)} (planned {run.lr:g})")
     seeds = set(ctx.plan.seeds)
     evaluation = as_dict(ctx.result.get("evaluation"))
-    runs = {run.name: run for run in ctx.plan.training_runs if run.name != run.arm}
+    runs = {run.name: run for run in ctx.plan.training_runs if run.lr is not None}  # the runs a score may name
     for score in map(as_dict, as_list(evaluation.get("scores"))):
         seed = score.get("seed")
         if seed is not None and seed not in seeds:
@@ -345,7 +345,7 @@ def PLAN_1(ctx: GradeContext) -> list[Issue]:
         stray = sorted({str(as_dict(row).get("seed")) for row in rows or [] if as_dict(row).get("seed") not in seeds})
         if stray:
             wrong.append(f"{score.get('predictions_ref')}: seed {', '.join(stray)} (scheduled {sorted(seeds)})")
-        if "run" in score:  # an LR grid's run: the score and every row name the run and its planned learning rate
+        if "run" in score:  # an SFT run: the score and every row name the run and its planned learning rate
             run = runs.get(str(score["run"]))
             if run is None or not close(score.get("learning_rate"), float(run.lr)):
                 wrong.append(f"score of run {short(score['run'])}: learning_rate {short(score.get('learning_rate'))} "

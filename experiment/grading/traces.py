@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from experiment.grading.common import (
-    INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_integer, is_number, short,
+    INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json, is_integer, is_number, short, run_label, run_seed,
 )
 from experiment.grading.registry import implements, rule
 
@@ -203,7 +203,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
     """An arm of an LR grid: each run's numbers restate sft-steps.jsonl; the arm's grid is the plan's."""
     problems = []
     runs = as_dict(metrics.get("runs"))
-    grid = sorted(float(run.lr) for run in planned if run.lr is not None)
+    grid = sorted({float(run.lr) for run in planned if run.lr is not None})  # each LR once, whatever the seeds
     where = f"metrics.arms.{name}"
     if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list)
                                      and equal_json(sorted(map(float, metrics["lr_grid"])), grid)):
@@ -213,7 +213,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
                         "the plan trains")
     family = _requested_family(ctx, name)
     for run in planned:
-        label = f"{float(run.lr):g}" if run.lr is not None else run.name
+        label = run_label(run)
         entry = as_dict(runs.get(label))
         if not entry:
             continue
@@ -369,12 +369,12 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
 
 
 def _grid_restores(ctx: GradeContext, arm: str, entry: dict[str, Any], runs: dict[str, Any]) -> list[str]:
-    order = [f"{float(run.lr):g}" for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr]
-    labels = [label for label in order if label in runs] + [label for label in runs if label not in order]
+    names = {run_label(run): run.name for run in (ctx.plan.training_runs if ctx.plan else []) if run.arm == arm and run.lr}
+    labels = [label for label in names if label in runs] + [label for label in runs if label not in names]
     expected = []
     for label in labels:
         for restore in as_list(as_dict(runs[label]).get("restores")):
-            expected.append({**as_dict(restore), "run": f"{arm}@lr={label}"})
+            expected.append({**as_dict(restore), "run": names.get(label, f"{arm}@lr={label}")})
     expected = [{**restore, "restore": number} for number, restore in enumerate(expected, 1)]
     problems = []
     if not equal_json(as_list(entry.get("restores")), expected):
@@ -440,17 +440,30 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
     step order, carry exactly the manifest's batch ids; the runs are the plan's runs of the arm."""
     manifests = ctx.result.get("adaptation_manifests")
     sft = _sft_rows(ctx)
-    planned: dict[str, list[str]] = {}
+    planned: dict[str, list[str]] = {}  # "<arm>" (first seed) or "<arm> at seed <s>" -> the plan's runs, in order
+    pairs: dict[str, str] = {}  # the same key -> the pair of that seed's runs
+    seeds = list(getattr(ctx.plan, "seeds", None) or [0]) if ctx.plan else [0]
     for run in (ctx.plan.training_runs if ctx.plan else []):
-        if "@lr=" in run.name:  # an LR grid's runs: the SFT comparison's
-            planned.setdefault(run.arm, []).append(run.name)
+        # an SFT comparison's runs (an LR grid's, or an arm's one LR), one pair per scheduled seed
+        if "@lr=" in run.name or getattr(ctx.plan, "training_type", None) == "sft":
+            first = run_seed(run) == seeds[0]
+            key = run.arm if first else f"{run.arm} at seed {run_seed(run)}"
+            planned.setdefault(key, []).append(run.name)
+            pairs[key] = ADAPTATION_PAIR if first else f"{ADAPTATION_PAIR}-seed{run_seed(run)}"
     if not isinstance(manifests, list):
         if manifests is None and planned and sft and _succeeded(ctx):
             return [Issue("TRACE-4", INVALID, "a succeeded LR-grid comparison retains its step log but no "
                                               "adaptation_manifests")]
         return []
     problems = []
-    arms = sorted(str(as_dict(m).get("arm")) for m in manifests if "runs" in as_dict(m))
+    by_pair = {pair: key for key, pair in pairs.items()}
+
+    def key_of(manifest: dict[str, Any]) -> str:
+        pair = manifest.get("pair")
+        seed_suffix = pair.removeprefix(ADAPTATION_PAIR) if isinstance(pair, str) else ""
+        return str(manifest.get("arm")) + (f" at seed {seed_suffix.removeprefix('-seed')}" if seed_suffix else "")
+
+    arms = sorted(key_of(as_dict(m)) for m in manifests if "runs" in as_dict(m))
     if planned and _succeeded(ctx) and arms != sorted(planned):
         problems.append(f"adaptation_manifests cover arms {arms}, not each of the plan's {sorted(planned)} once")
     for index, manifest in enumerate(manifests):
@@ -459,10 +472,10 @@ def TRACE_4(ctx: GradeContext) -> list[Issue]:
         where = f"adaptation_manifests[{index}] ({short(arm)})"
         if "runs" not in manifest:
             continue  # an RL pair's manifest: its arms' batches are not logged per step (ADAPT-1 pairs the hashes)
-        if manifest.get("pair") != ADAPTATION_PAIR or not equal_json(manifest.get("warmup_batches"), 0):
-            problems.append(f"{where}: an LR-grid comparison's manifest is pair {ADAPTATION_PAIR} with no warmup "
-                            "batches")
-        if ctx.plan is not None and _succeeded(ctx) and runs != planned.get(str(arm)):
+        if manifest.get("pair") not in (by_pair or {ADAPTATION_PAIR: ""}) or not equal_json(manifest.get("warmup_batches"), 0):
+            problems.append(f"{where}: an LR-grid comparison's manifest is pair {ADAPTATION_PAIR} (-seed<s> at a "
+                            "further scheduled seed) with no warmup batches")
+        if ctx.plan is not None and _succeeded(ctx) and runs != planned.get(key_of(manifest)):
             problems.append(f"{where}: runs {short(runs)} are not the plan's runs of {short(arm)}")
         if not isinstance(ids, list):
             continue

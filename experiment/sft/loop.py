@@ -102,11 +102,12 @@ def load_chat_hub(hf_path: str, split: str) -> list[ChatExample]:
     return [_example(row, index, f"{hf_path}:{split}") for index, row in enumerate(dataset)]
 
 
-def training_examples(spec: Spec) -> list[ChatExample]:
-    """The spec's training rows in the shared seed-0 order (the first dataset.n_examples of it)."""
+def training_examples(spec: Spec, seed: int | None = None) -> list[ChatExample]:
+    """The spec's training rows in the order every run at `seed` shares (default: the arms' seed, else 0; one
+    shuffle per seed), the first dataset.n_examples of it."""
     dataset = spec.to_dict()["dataset"]
     rows = load_chat_file(resolve_data_path(dataset["path"])) if dataset.get("path") else load_chat_hub(dataset["hf_path"], "train")
-    ordered = seeded_shuffle(rows, seed=sft_settings(spec).seed)
+    ordered = seeded_shuffle(rows, seed=sft_settings(spec).seed if seed is None else seed)
     n = int(dataset.get("n_examples") or len(ordered))
     if n > len(ordered):
         raise ValueError(f"dataset.n_examples is {n} but the training split has {len(ordered)} rows")
@@ -181,8 +182,9 @@ def optim_params(family: str, learning_rate: float, config: dict[str, Any]) -> A
     clip = float(config.get("grad_clip_norm", 0.0))
     if family == "dimuon":
         return types.DimuonParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
-    if family == "adamw":
-        return types.AdamParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
+    if family == "adamw":  # the AdamW settings the arm states (beta2, eps, weight_decay), else the SDK's defaults
+        stated = {key: float(config[key]) for key in ("beta2", "eps", "weight_decay") if key in config}
+        return types.AdamParams(learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip, **stated)
     return OptimParamsBase(type=family, learning_rate=learning_rate, beta1=beta1, grad_clip_norm=clip)
 
 

@@ -1,7 +1,8 @@
 """The training runs of a supervised fine-tuning spec (training_type "sft": the TriMuon spec) and where they run.
 
-The comparison is a set of training runs (plan.training_runs: every arm x its LR grid), all from
-one proven initial state and all on the same batches in the same order. This module names them
+The comparison is a set of training runs (plan.training_runs: every arm x its LR grid, at every scheduled
+seed), all from one proven initial state; the runs of one seed train on the same batches in the same order
+(that seed's shuffle of the training rows). This module names them
 (`SFTRun`, `sft_runs`), decides where every arm runs (`service_routing`) and holds the helpers the
 SFT gate steps share; the steps themselves are `experiment/sft/steps/<gate>.py`, one per gate:
 
@@ -54,15 +55,12 @@ class SFTRun:
     config: dict[str, Any]  # the arm's optimizer config from the plan (beta1, grad_clip_norm, ...)
     learning_rate: float
     seed: int
-
-    @property
-    def label(self) -> str:
-        """The run's key beneath its arm (metrics.arms.<arm>.runs, loss_eval.arms.<arm>.runs): its LR."""
-        return f"{self.learning_rate:g}"
+    label: str  # the run's key beneath its arm (metrics.arms.<arm>.runs, loss_eval.arms.<arm>.runs): its LR,
+    # with `-seed<s>` at a further scheduled seed (plan.TrainingRun.label)
 
     @property
     def slug(self) -> str:
-        """The name as checkpoint and file names allow it ("trimuon-lr0.04")."""
+        """The name as checkpoint and file names allow it ("trimuon-lr0.04", "trimuon-lr0.04-seed1")."""
         return self.name.replace("@lr=", "-lr")
 
     @property
@@ -75,13 +73,14 @@ class SFTRun:
 
 
 def sft_runs(ctx: RunContext) -> list[SFTRun]:
-    """Every training run of the comparison in plan order (plan.training_runs: each arm x its LR grid)."""
+    """Every training run of the comparison in plan order (plan.training_runs: each arm x its LR grid, at every
+    scheduled seed)."""
     runs = []
     for planned in ctx.plan.training_runs:
         arm = ctx.plan.arm(planned.arm)
         optimizer = arm.optimizer or {"family": "adamw", "config": {}}
         runs.append(SFTRun(planned.name, arm.name, r.optimizer_family(optimizer["family"]), dict(optimizer["config"]),
-                           float(planned.lr), int(planned.seed or 0)))
+                           float(planned.lr), int(planned.seed or 0), planned.label))
     return runs
 
 

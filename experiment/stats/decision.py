@@ -459,43 +459,94 @@ def bytes_sha256(data: bytes) -> str:
 
 
 def best_lr_threshold(run_values: dict, run_arm: dict, run_lr: dict, criteria: list[dict],
-                      select_metric: str) -> dict:
+                      select_metric: str, run_seed: dict | None = None) -> dict:
     """The ``best_lr_threshold`` method (TriMuon recorded revision; docs/contract-rules.md DEC-8).
 
     ``run_values``: {run name: {metric: value}} (one value per training run of an LR grid);
-    ``run_arm`` / ``run_lr``: each run's arm and learning rate. Per arm, the run with the lowest
-    ``select_metric`` is selected; an edge of the arm's grid sets ``grid_edge``. Each criterion's
-    effect is ``sum_arm w_arm * value(selected run of arm)`` and is met when it is at least the
-    margin (``comparison: at_least``, the default) or exceeds it. No interval: point estimates.
-    The verdict (direction vocabulary) is ``supported`` iff every criterion is met.
+    ``run_arm`` / ``run_lr`` / ``run_seed``: each run's arm, learning rate and scheduled seed (default: one
+    seed, 0). A grid point is an arm at one learning rate; its value of each metric is the mean over the
+    scheduled seeds of its runs' values (every point must have run at every seed). Per arm, the point with
+    the lowest ``select_metric`` is selected; an edge of the arm's grid sets ``grid_edge``. Each criterion's
+    effect is ``sum_arm w_arm * value(selected point of arm)`` and is met when it is at least the margin
+    (``comparison: at_least``, the default) or exceeds it. No interval: point estimates. With two or more
+    seeds each criterion also has its effect at each seed alone (the selected points fixed), and is
+    ``settled_by_seeds`` when every seed's effect is met, or missed, as the mean's is (the contract's
+    ">= 2 seeds settle the margin", GEN-3). The verdict (direction vocabulary) is ``supported`` iff every
+    criterion is met.
     """
-    per_arm: dict = {}
-    for arm in sorted(set(run_arm.values())):
-        runs = [run for run, owner in run_arm.items() if owner == arm and run in run_values]
-        if not runs:
-            raise DecisionError(f"no values for any run of arm {arm!r}")
-        for run in runs:
-            _finite_number(run_values[run].get(select_metric), f"{select_metric} of {run}")
-        grid = sorted(run_lr[run] for run in runs)
-        best = min(runs, key=lambda run: run_values[run][select_metric])
-        per_arm[arm] = {"selected_run": best, "selected_lr": run_lr[best], "lr_grid": grid,
-                        "grid_edge": len(grid) > 1 and run_lr[best] in (grid[0], grid[-1]),
-                        "values": dict(run_values[best])}
+    run_seed = run_seed or {}
+    seeds = sorted({int(run_seed.get(run, 0)) for run in run_arm if run in run_values})
+    per_arm = {arm: _best_lr_point(arm, run_values, run_arm, run_lr, run_seed, seeds, select_metric)
+               for arm in sorted(set(run_arm.values()))}
     results = []
     for criterion in criteria:
         metric = criterion["metric"]
         problem = zero_range_problem(criterion["weights"])
         if problem is not None:
             raise DecisionError(f"criterion {criterion.get('id')}: {problem}")
-        effect = 0.0
-        for arm, weight in criterion["weights"].items():
+        for arm in criterion["weights"]:
             if arm not in per_arm:
                 raise DecisionError(f"criterion {criterion.get('id')}: no runs of arm {arm!r}")
-            effect += _finite_number(weight, "weight") * _finite_number(
-                per_arm[arm]["values"].get(metric), f"{metric} of {per_arm[arm]['selected_run']}")
+
+        def effect_of(values_of) -> float:
+            return sum(_finite_number(weight, "weight") * _finite_number(
+                values_of(arm).get(metric), f"{metric} of {per_arm[arm]['selected_run']}")
+                for arm, weight in criterion["weights"].items())
+
         margin = _finite_number(criterion["margin"], f"criterion {criterion.get('id')} margin")
-        met = effect >= margin if criterion.get("comparison", "at_least") == "at_least" else effect > margin
-        results.append({"id": criterion.get("id"), "metric": metric, "effect": effect, "margin": margin, "met": met})
-    return {"method": "best_lr_threshold", "per_arm": per_arm, "criteria": results,
+        at_least = criterion.get("comparison", "at_least") == "at_least"
+
+        def meets(effect: float) -> bool:
+            return effect >= margin if at_least else effect > margin
+
+        effect = effect_of(lambda arm: per_arm[arm]["values"])
+        met = meets(effect)
+        entry = {"id": criterion.get("id"), "metric": metric, "effect": effect, "margin": margin, "met": met}
+        if len(seeds) > 1:
+            per_seed = {str(seed): effect_of(lambda arm, seed=seed: per_arm[arm]["per_seed_values"][str(seed)])
+                        for seed in seeds}
+            entry["per_seed_effects"] = per_seed
+            entry["settled_by_seeds"] = all(meets(value) == met for value in per_seed.values())
+        results.append(entry)
+    return {"method": "best_lr_threshold", "seeds": seeds, "per_arm": per_arm, "criteria": results,
             "grid_edge": any(entry["grid_edge"] for entry in per_arm.values()),
+            "settled_by_seeds": len(seeds) > 1 and bool(results) and all(c["settled_by_seeds"] for c in results),
             "verdict": "supported" if results and all(c["met"] for c in results) else "refuted"}
+
+
+def _best_lr_point(arm: str, run_values: dict, run_arm: dict, run_lr: dict, run_seed: dict, seeds: list[int],
+                   select_metric: str) -> dict:
+    """One arm of best_lr_threshold: its grid points (an LR at every scheduled seed), the one with the lowest mean
+    `select_metric` selected, with its values (the seeds' means) and, at several seeds, each seed's own."""
+    runs = [run for run, owner in run_arm.items() if owner == arm and run in run_values]
+    if not runs:
+        raise DecisionError(f"no values for any run of arm {arm!r}")
+    points: dict = {}  # learning rate -> {seed: run}
+    for run in runs:
+        _finite_number(run_values[run].get(select_metric), f"{select_metric} of {run}")
+        at_seed = points.setdefault(run_lr[run], {})
+        seed = int(run_seed.get(run, 0))
+        if seed in at_seed:
+            raise DecisionError(f"arm {arm!r}: runs {at_seed[seed]!r} and {run!r} are the same LR at seed {seed}")
+        at_seed[seed] = run
+    for lr, at_seed in points.items():
+        if sorted(at_seed) != seeds:
+            raise DecisionError(f"arm {arm!r} at LR {lr:g}: runs at seeds {sorted(at_seed)}, not at every "
+                                f"scheduled seed {seeds}")
+
+    def mean(lr, metric, points=points):
+        return sum(_finite_number(run_values[run].get(metric), f"{metric} of {run}")
+                   for run in points[lr].values()) / len(points[lr])
+
+    grid = sorted(points)
+    best = min(grid, key=lambda lr: mean(lr, select_metric))
+    selected = [points[best][seed] for seed in seeds]
+    metrics = sorted({metric for run in selected for metric in run_values[run]})
+    entry = {"selected_run": selected[0], "selected_lr": best, "lr_grid": grid,
+             "grid_edge": len(grid) > 1 and best in (grid[0], grid[-1]),
+             "values": {metric: mean(best, metric) for metric in metrics
+                        if all(metric in run_values[run] for run in selected)}}
+    if len(seeds) > 1:
+        entry["selected_runs"] = selected
+        entry["per_seed_values"] = {str(seed): dict(run_values[points[best][seed]]) for seed in seeds}
+    return entry

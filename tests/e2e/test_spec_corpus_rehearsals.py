@@ -5,11 +5,12 @@ grades `python -m flows.validate` gives the finished record, category by categor
 The variant rehearsed is the one that exercises most of what intake newly accepts in one run (CI time is
 limited): three GS1 arms (one treatment, two GRPO baselines), criterion weights by arm name, and two
 scheduled seeds, so every arm trains and is scored at seeds 0 and 1 (before: seed 0 only, then a
-DecisionError and exit 3). The cheap half (every variant planned or refused) is
-tests/unit/test_spec_corpus.py.
+DecisionError and exit 3). Three SFT variants follow (issue 46): two seeds in the verdict_rule, three optimizers
+each with its own LR grid, and a paired decision on each held-out conversation's NLL. The cheap half (every
+variant planned or refused) is tests/unit/test_spec_corpus.py.
 
 `RX_REHEARSE_CORPUS=all pytest tests/e2e/test_spec_corpus_rehearsals.py` rehearses every accepted variant
-(spec_variants.accepted(), about 45 s each on 2 cores) instead of the two CI runs.
+(spec_variants.accepted(), about 45 s each on 2 cores) instead of the CI runs (REHEARSED).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def exchange_grade(category: dict) -> str:
     return category["status"]
 
 
-# the two CI rehearses, or with RX_REHEARSE_CORPUS=all every variant intake accepts
+# the CI rehearsals (REHEARSED), or with RX_REHEARSE_CORPUS=all every variant intake accepts
 VARIANTS = (accepted() if os.environ.get("RX_REHEARSE_CORPUS") == "all" else [variant(name) for name in REHEARSED])
 
 

@@ -31,7 +31,7 @@ def _ctx_with_session(monkeypatch, err: BaseException):
                           store=SimpleNamespace(append_event=lambda *a, **k: events.append(a),
                                                 add_evidence=lambda *a, **k: None))
     run = SFTRun(name="trimuon@lr=0.02", arm="trimuon", family="trimuon", config={}, learning_rate=0.02,
-                 seed=0)
+                 seed=0, label="0.02")
 
     @contextmanager
     def session(ctx, purpose):

@@ -80,7 +80,7 @@ def test_a_refused_variant_exits_2_with_one_line_and_leaves_no_run(tmp_path):
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
-    assert "training_type sft trains one seed per run" in done.stderr
+    assert "verdict_rule: the spec has a decision_rule too: one rule decides" in done.stderr
     assert not runs.exists() or not any(runs.iterdir())
 
 
@@ -90,6 +90,18 @@ def test_a_two_seed_plan_schedules_every_arm_at_every_seed(tmp_path):
         ("grpo_gs8", "grpo_gs8", 0), ("gs1_kernel", "gs1_kernel", 0),
         ("grpo_gs8-seed1", "grpo_gs8", 1), ("gs1_kernel-seed1", "gs1_kernel", 1)]
     assert plan.decision["seeds"] == [0, 1]
+
+
+def test_a_two_seed_sft_plan_trains_every_lr_grid_point_at_every_seed(tmp_path):
+    """verdict_rule.seeds [0, 1] (the TriMuon spec's optional second seed, scheduled before anything is measured):
+    every arm x LR at seed 0 under the run names of one seed, then again at seed 1 (issue 46: refused before)."""
+    plan = build_plan(load_spec(write_variant(variant("verdict-seeds-0-1", "trimuon"), tmp_path)))
+    assert plan.seeds == [0, 1]
+    first = [(r.name, r.seed) for r in plan.training_runs if r.seed == 0]
+    again = [(r.name, r.seed) for r in plan.training_runs if r.seed == 1]
+    assert again == [(f"{name}-seed1", 1) for name, _ in first] and len(first) == 6
+    assert [r.label for r in plan.training_runs if r.arm == "trimuon"] == [
+        "5e-05", "0.0001", "0.0002", "5e-05-seed1", "0.0001-seed1", "0.0002-seed1"]
 
 
 def test_intake_knows_exactly_the_metrics_the_activation_pilots_measure():

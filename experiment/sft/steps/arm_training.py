@@ -1,4 +1,5 @@
-"""SFT step of gate `arm_training`: every run of every arm's LR grid, on the same batches in the same order.
+"""SFT step of gate `arm_training`: every run of every arm's LR grid at every scheduled seed; the runs of one seed
+on the same batches in the same order (that seed's shuffle of the training rows; one adaptation pair per seed).
 
 The runs train one after another (so optimizer step times are not shared CPU time), each its own
 task run (`ctx.run_each("train", ...)`), with per-step optimizer wall time and adaptation manifests.
@@ -21,7 +22,7 @@ from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
 from experiment.sft.loop import ChatExample, batch_id, sft_settings, step_batches, train_step, training_examples
 from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 
-PAIR = "lr_grid_comparison"  # every run of the comparison consumes the same batches
+PAIR = "lr_grid_comparison"  # every run of the comparison at the first scheduled seed consumes the same batches
 STEPS_TABLE = "sft_steps"
 RUNS_TABLE = "sft_finished_runs"  # one row per finished training run: what a resumed sweep reuses
 
@@ -29,37 +30,41 @@ RUNS_TABLE = "sft_finished_runs"  # one row per finished training run: what a re
 def run(ctx: RunContext) -> GateVerdict:
     runs = sft_runs(ctx)
     settings = sft_settings(ctx.spec)
-    examples = training_examples(ctx.spec)
-    batches = step_batches(examples, settings.batch_size, settings.steps)
-    ids = [batch_id(step, batch) for step, batch in enumerate(batches)]
+    seeds = list(dict.fromkeys(run.seed for run in runs))
+    batches = {seed: step_batches(training_examples(ctx.spec, seed), settings.batch_size, settings.steps)
+               for seed in seeds}
+    ids = {seed: [batch_id(step, batch) for step, batch in enumerate(batches[seed])] for seed in seeds}
     session = ctx.state.arms_session or open_sft_session(ctx, "arms")
     finished = {row["run"]: row for row in ctx.store.read_table(RUNS_TABLE)}  # a resumed run keeps these
     manifests, final_states, sampler_paths = [], {}, {}
-    tokenized: list[list[Any]] = []  # every step's datums, tokenized once: identical for every run
+    # every step's datums, tokenized once per seed: identical for every run at that seed
+    tokenized: dict[int, list[list[Any]]] = {seed: [] for seed in seeds}
     ctx.state.comparison_steps_completed = settings.steps * len(finished)
     for run in runs:
+        pair = seed_pair(run.seed, seeds)
         if run.name in finished:
             row = finished[run.name]
             final_states[run.name], sampler_paths[run.name] = row["final_state"], row["sampler_path"]
-            manifests.append(adaptation_manifest(run.name, PAIR, json.loads(row["batch_ids"])))
+            manifests.append(adaptation_manifest(run.name, pair, json.loads(row["batch_ids"])))
             continue
         # one run after another (each run's optimizer time is measured on an otherwise idle server), each
         # its own task run under the flow (ctx.run_each: own progress, own retry)
-        outcome = ctx.run_each("train", {run.slug: _run_trainer(ctx, session, run, batches, ids, tokenized)})[run.slug]
+        trainer = _run_trainer(ctx, session, run, batches[run.seed], ids[run.seed], tokenized[run.seed])
+        outcome = ctx.run_each("train", {run.slug: trainer})[run.slug]
         if isinstance(outcome, BaseException):
             raise outcome
         records, final_states[run.name], sampler_paths[run.name] = outcome
-        manifests.append(adaptation_manifest(run.name, PAIR, [rec.batch_id for rec in records]))
+        manifests.append(adaptation_manifest(run.name, pair, [rec.batch_id for rec in records]))
         optim = [rec.optim_seconds for rec in records]
         arm_runs = [other for other in runs if other.arm == run.arm]
         done = run is arm_runs[-1]  # the arm finished: its whole LR grid trained
         ctx.store.update_result(
             adaptation_manifests=arm_manifests(runs, manifests),
             metrics={"arms": {run.arm: {
-                **({"runs_completed": len(arm_runs), "lr_grid": [other.learning_rate for other in arm_runs]}
-                   if done else {}),
+                **({"runs_completed": len(arm_runs),
+                    "lr_grid": list(dict.fromkeys(other.learning_rate for other in arm_runs))} if done else {}),
                 "runs": {run.label: {
-                    "optimizer_family": run.family, "learning_rate": run.learning_rate,
+                    "optimizer_family": run.family, "learning_rate": run.learning_rate, "seed": run.seed,
                     "steps_completed": len(records),
                     "median_optim_step_seconds": statistics.median(optim),
                     "mean_optim_step_seconds": statistics.fmean(optim),
@@ -73,8 +78,9 @@ def run(ctx: RunContext) -> GateVerdict:
     mismatches = pair_mismatches(manifests)
     return GateVerdict(
         gate="arm_training", status="failed" if mismatches else "passed",
-        reasons=[f"{len(runs)} runs x {settings.steps} steps on the same {len(ids)} batches "
-                 f"(adaptation hash {manifests[0]['adaptation_batch_hash'][:12]})"] + mismatches,
+        reasons=[f"{len(runs)} runs x {settings.steps} steps, the runs of each seed on the same {settings.steps} batches "
+                 f"(adaptation hashes {', '.join(m['adaptation_batch_hash'][:12] for m in arm_manifests(runs, manifests))})"]
+        + mismatches,
         measured={"runs": len(runs), "steps_per_run": settings.steps,
                   "comparison_steps_completed": ctx.state.comparison_steps_completed},
         state={"final_checkpoints": sampler_paths, "final_states": final_states},
@@ -118,18 +124,25 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
     return train
 
 
+def seed_pair(seed: int, seeds: list[int]) -> str:
+    """The adaptation pair of the runs at one scheduled seed: PAIR at the first, `PAIR-seed<s>` at each further
+    seed (each seed's runs share that seed's batches; two seeds' runs never do)."""
+    return PAIR if seed == seeds[0] else f"{PAIR}-seed{seed}"
+
+
 def arm_manifests(runs: list[SFTRun], run_manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The adaptation manifests (ADAPT-1), one entry per arm: the batches its runs actually consumed
-    (every run of the arm's grid consumes the same ones; a run that did not is a pair mismatch,
-    reported from the per-run manifests), with the runs it covers."""
+    """The adaptation manifests (ADAPT-1), one entry per arm and scheduled seed: the batches its runs at that seed
+    actually consumed (every run of the arm's grid at one seed consumes the same ones; a run that did not is a
+    pair mismatch, reported from the per-run manifests), with the runs it covers."""
     by_run = {manifest["arm"]: manifest for manifest in run_manifests}
     out = []
-    for arm in dict.fromkeys(run.arm for run in runs):
-        done = [run for run in runs if run.arm == arm and run.name in by_run]
-        if not done:
-            continue
-        first = by_run[done[0].name]
-        out.append({**first, "arm": arm, "runs": [run.name for run in done]})
+    for seed in dict.fromkeys(run.seed for run in runs):
+        for arm in dict.fromkeys(run.arm for run in runs):
+            done = [run for run in runs if run.arm == arm and run.seed == seed and run.name in by_run]
+            if not done:
+                continue
+            first = by_run[done[0].name]
+            out.append({**first, "arm": arm, "runs": [run.name for run in done]})
     return out
 
 

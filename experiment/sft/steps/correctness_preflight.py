@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from experiment import PROJECT_ROOT
-from experiment.contract.support import TRIMUON_DISABLED
+from experiment.contract.support import TRIMUON_DISABLED, sft_correctness_pair
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
@@ -82,13 +82,15 @@ def run(ctx: RunContext) -> GateVerdict:
         return GateVerdict(gate="correctness_preflight", status="failed",
                            reasons=[f"path {path.get('id')}: kind {path.get('kind')!r} is not an optimizer path"])
 
-    runs = sft_runs(ctx)
-    treatment = next(run for run in runs if run.arm == ctx.plan.role_to_arm["treatment"]["arm"])
-    baseline = next(run for run in runs if run.arm == ctx.plan.role_to_arm["baseline"]["arm"])
+    treatment_arm, baseline_arm = sft_correctness_pair(ctx.plan)  # the one path measured, whatever other arms run
+    runs = [run for run in sft_runs(ctx) if run.arm in (treatment_arm, baseline_arm)]
+    treatment = next(run for run in runs if run.arm == treatment_arm)
+    baseline = next(run for run in runs if run.arm == baseline_arm)
     model, rank = served_model_and_rank(ctx)
     hyper = {"beta1": float(treatment.config.get("beta1", 0.9)),
              "grad_clip_norm": float(treatment.config.get("grad_clip_norm", 0.0))}
-    update_lrs = sorted({run.learning_rate for run in runs})  # every LR the sweep trains, both arms' grids
+    # every LR the sweep trains the two arms at, and every LR the path's plan names (its tolerances are keyed by them)
+    update_lrs = sorted({run.learning_rate for run in runs} | {float(lr) for lr in path.get("update_learning_rates") or []})
     scaling_plan = path.get("lr_scaling") or {}
     scaling_lrs = [float(lr) for lr in scaling_plan.get("learning_rates", [])]
     jobs = _jobs(treatment.family, baseline.family, treatment.config, baseline.config, hyper,

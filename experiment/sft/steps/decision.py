@@ -1,7 +1,9 @@
 """SFT step of gate `decision`: the best-LR comparison against the plan's thresholds, then the verdict.
 
-The spec has no decision_rule, so no decision object is posted; the plan file's `verdict_rule`
-(method best_lr_threshold, fixed before training) says how the prose success criterion is measured.
+A spec without a decision_rule posts no decision object; the plan file's `verdict_rule` (method
+best_lr_threshold, fixed before training) says how the prose success criterion is measured. A spec with a
+decision_rule (paired_hoeffding on per-conversation held-out NLL) gets the contract's decision object
+(`paired_decision`).
 The record is validated before the verdict is written; the gate grades it right after.
 """
 
@@ -12,11 +14,14 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from experiment.contract.result import changed_experiment_limit
+from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import pair_mismatches
 from experiment.sft.runs import service_routing, sft_runs
+from experiment.stats.decision import (OBSERVATIONS_FILE_NAME, best_lr_threshold, decision_record, decision_summary,
+                                       observations_jsonl_bytes)
+from experiment.stats.evaluation import observations_from_predictions
 
 # (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
 RunDirValidator = Callable[[Path], dict[str, Any]]
@@ -35,9 +40,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     would scatter one record.
     """
     if ctx.spec.decision_rule is not None:
-        return GateVerdict(gate="decision", status="failed",
-                           reasons=["an SFT spec with a decision_rule needs its decision object; only the "
-                                    "no-decision_rule verdict (verdict_rule) is built for SFT specs"])
+        return paired_decision(ctx, validate)
     rule = ctx.spec.section("verdict_rule") or None  # the plan file's rule (no typed field)
     if not rule or rule.get("method") != "best_lr_threshold":
         return GateVerdict(gate="decision", status="failed",
@@ -51,32 +54,37 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     if missing:
         return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
 
+    # one value per training run and criterion metric (the rule names the held-out NLL by its token-mean key)
+    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
+    wanted = {criterion["metric"] for criterion in rule["criteria"]} | set(metric_values)
+    run_values = {run.name: {metric: per_arm[run.arm]["runs"][run.label][metric_values.get(metric, metric)]
+                             for metric in wanted} for run in runs}
+    computed = best_lr_threshold(run_values, {run.name: run.arm for run in runs},
+                                 {run.name: run.learning_rate for run in runs}, rule["criteria"],
+                                 "heldout_nll_token_mean", {run.name: run.seed for run in runs})
+    seeds = computed["seeds"]
     arms: dict[str, dict[str, Any]] = {}
-    for arm in ctx.plan.trained_arms:
-        arm_runs = [run for run in runs if run.arm == arm.name]
-        grid = sorted(run.learning_rate for run in arm_runs)
-        measured = per_arm[arm.name]["runs"]
-        best = min(arm_runs, key=lambda run: measured[run.label][nll_key])
-        arms[arm.name] = {
-            "selected_lr": best.learning_rate, "selected_run": best.name,
-            nll_key: measured[best.label][nll_key],
-            "median_optim_step_seconds": measured[best.label]["median_optim_step_seconds"],
+    for arm, entry in computed["per_arm"].items():
+        measured = per_arm[arm]["runs"]
+        arm_runs = [run for run in runs if run.arm == arm]
+        arms[arm] = {
+            "selected_lr": entry["selected_lr"], "selected_run": entry["selected_run"],
+            nll_key: entry["values"]["heldout_nll_token_mean"],
+            "median_optim_step_seconds": entry["values"]["median_optim_step_seconds"],  # the seeds' mean
             "median_optim_step_seconds_all_runs": statistics.median(
                 measured[run.label]["median_optim_step_seconds"] for run in arm_runs),
-            "lr_grid": grid, "grid_edge": best.learning_rate in (grid[0], grid[-1]),
+            "lr_grid": entry["lr_grid"], "grid_edge": entry["grid_edge"],
+            **({"selected_runs": entry["selected_runs"]} if len(seeds) > 1 else {}),
         }
-    metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
-    criteria = []
-    for criterion in rule["criteria"]:
-        key = metric_values.get(criterion["metric"], criterion["metric"])
-        effect = sum(weight * arms[arm][key] for arm, weight in criterion["weights"].items())
-        met = effect >= criterion["margin"] if criterion.get("comparison", "at_least") == "at_least" else effect > criterion["margin"]
-        criteria.append({"id": criterion["id"], "metric": criterion["metric"], "effect": effect,
-                         "margin": criterion["margin"], "met": met})
+    criteria = computed["criteria"]
     mismatches = pair_mismatches(result.get("adaptation_manifests") or [])  # before any verdict
-    grid_edge = any(entry["grid_edge"] for entry in arms.values())
-    supported = all(c["met"] for c in criteria)
-    limits = ["one seed and no interval: the best-LR comparison is a point estimate"]
+    grid_edge = computed["grid_edge"]
+    supported = computed["verdict"] == "supported"
+    limits = [] if computed["settled_by_seeds"] else [
+        "one seed and no interval: the best-LR comparison is a point estimate" if len(seeds) == 1 else
+        f"no interval, and the {len(seeds)} seeds do not settle every margin: "
+        + "; ".join(f"{c['id']} per-seed effects {', '.join(f'{v:+.4g}' for v in c['per_seed_effects'].values())}"
+                    for c in criteria if not c["settled_by_seeds"])]
     limits += [f"grid-edge LR selected for {a} ({v['selected_lr']:g})" for a, v in arms.items() if v["grid_edge"]]
     limits += mismatches
     limits += changed_experiment_limit(result)
@@ -84,13 +92,12 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
         if note:
             limits.append(note)
     routing = ctx.state.service_routing or service_routing(ctx)
-    treatment = ctx.plan.role_to_arm["treatment"]["arm"]
-    baseline = ctx.plan.role_to_arm["baseline"]["arm"]
     primary = criteria[0]
     summary_arms = {arm: {nll_key: v[nll_key], "selected_lr": v["selected_lr"], "selected_run": v["selected_run"],
                           "median_optim_step_seconds": v["median_optim_step_seconds"],
                           "median_optim_step_seconds_all_runs": v["median_optim_step_seconds_all_runs"],
-                          "grid_edge": v["grid_edge"]}
+                          "grid_edge": v["grid_edge"],
+                          **({"selected_runs": v["selected_runs"]} if "selected_runs" in v else {})}
                     for arm, v in arms.items()}
     verdict_record = {"rule": "GEN-3 (no decision_rule): effect against margin, per criterion",
                       "selection": selection_ran(per_arm, aggregation),
@@ -98,29 +105,32 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
     # everything but the verdict first (no decision object: the spec has no decision_rule)
     ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
-                            margin=primary["margin"], seeds=1, grid_edge=grid_edge)
+                            margin=primary["margin"], seeds=len(seeds), grid_edge=grid_edge)
     validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
     problem_count = validation["problem_count"]
     if problem_count:
         limits.append(f"validation found {problem_count} problem(s): {', '.join(validation['failed_checks'])}")
     reasoning = (
-        f"Best-LR {treatment} held-out NLL {arms[treatment][nll_key]:.4f} (LR {arms[treatment]['selected_lr']:g}) vs "
-        f"{baseline} {arms[baseline][nll_key]:.4f} (LR {arms[baseline]['selected_lr']:g}); median optimizer step "
-        f"{arms[treatment]['median_optim_step_seconds']:.4f}s vs {arms[baseline]['median_optim_step_seconds']:.4f}s. "
+        "Best-LR held-out NLL " + ", ".join(f"{arm} {v[nll_key]:.4f} (LR {v['selected_lr']:g})" for arm, v in arms.items())
+        + "; median optimizer step " + ", ".join(f"{arm} {v['median_optim_step_seconds']:.4f}s" for arm, v in arms.items())
+        + ". "
         f"Verdict {'supported' if supported else 'refuted'}: "
         + "; ".join(f"{c['id']} effect {c['effect']:+.4g} {'meets' if c['met'] else 'misses'} margin {c['margin']:g}"
                     for c in criteria)
-        + f". Confidence is weak: {'; '.join(limits)}. Routing: {routing['reason']}."
+        + (f". Confidence is weak: {'; '.join(limits)}." if limits else
+           f". Confidence is strong: each of the {len(seeds)} seeds settles every margin.")
+        + f" Routing: {routing['reason']}."
     )
     ctx.store.update_result(
         validation=validation,
         status="succeeded",
-        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid) from one proven initial state on "
+        summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid"
+                 f"{f' x {len(seeds)} seeds' if len(seeds) > 1 else ''}) from one proven initial state on "
                  f"identical batches and scored held-out {aggregation} NLL on {ctx.plan.eval['n_examples']} conversations. "
-                 f"Best-LR gap ({baseline} minus {treatment}) {primary['effect']:+.4f} nats; verdict "
+                 f"Best-LR {primary['id']} ({contrast(rule['criteria'][0]['weights'])}) {primary['effect']:+.4f}; verdict "
                  f"{'supported' if supported else 'refuted'}."),
-        verdict="supported" if supported else "refuted", confidence="weak",
-        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=1, grid_edge=grid_edge,
+        verdict="supported" if supported else "refuted", confidence="weak" if limits else "strong",
+        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=len(seeds), grid_edge=grid_edge,
         reasoning=reasoning, outcome_reason=None,
     )
     return GateVerdict(
@@ -133,6 +143,13 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     )
 
 
+def contrast(weights: dict[str, float]) -> str:
+    """A criterion's weights as the contrast they compute ("dimuon_lite minus trimuon")."""
+    plus = [arm if weight == 1 else f"{weight:g} x {arm}" for arm, weight in weights.items() if weight > 0]
+    minus = [arm if weight == -1 else f"{-weight:g} x {arm}" for arm, weight in weights.items() if weight < 0]
+    return " + ".join(plus) + (" minus " + " + ".join(minus) if minus else "")
+
+
 def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
     """How the best LR was selected, with the step counts the runs completed (the plan's text names the
     spec's steps, which a rehearsal or a stopped run does not train)."""
@@ -141,3 +158,75 @@ def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
     return (f"per arm, the LR grid point with the lowest held-out {aggregation.replace('_', '-')} NLL after the "
             f"{trained} steps each run completed")
 
+
+
+def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
+    """A spec WITH a decision_rule (paired_hoeffding on per-item held-out NLL; intake allows it for arms of one
+    learning rate each, aggregation example_mean): the contract's section 7 decision on the retained prediction
+    rows, one observation per (arm, held-out conversation, scheduled seed) whose value is that conversation's
+    mean NLL over its counted tokens, retained as scored-observations.jsonl, with the same computation as RL and
+    `python -m flows.decide` (experiment.stats.decision), role labels mapped to arms and recorded."""
+    rule = ctx.spec.section("decision_rule")
+    role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
+    compared = {role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]}
+    evaluation = ctx.store.read_result().get("evaluation") or {}
+    rows = []
+    for score in evaluation.get("scores") or []:
+        if score.get("arm") in compared:
+            text = (ctx.store.run_dir / "evidence" / score["predictions_ref"]).read_text()
+            rows += [json.loads(line) for line in text.splitlines() if line.strip()]
+    empty = [f"{row['arm']}/{row['item_id']}" for row in rows if "value" not in row]
+    if empty:
+        return GateVerdict(gate="decision", status="failed",
+                           reasons=[f"held-out conversations with no counted token have no per-item NLL for the "
+                                    f"paired decision: {', '.join(empty[:5])}"])
+    observations = observations_from_predictions(rows)
+    entry = ctx.store.add_evidence(OBSERVATIONS_FILE_NAME, "metrics", observations_jsonl_bytes(observations))
+    result = ctx.store.read_result()
+    limits = [note for note in (ctx.state.correctness_note, ctx.state.restoration_note) if note]
+    limits += pair_mismatches(result.get("adaptation_manifests") or [])
+    if ctx.plan.vocabulary == "direction_confidence":  # three-way: the exchange keeps the verdict for the changed experiment
+        limits += changed_experiment_limit(result)
+    simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni"
+
+    def decide(extra: list[str]) -> dict[str, Any]:
+        return decision_summary(rule, observations, ctx.plan.vocabulary, role_to_arm=role_to_arm,
+                                simultaneous=simultaneous, limits=limits + extra)
+
+    summary = decide([])
+    primary = summary["criteria"][0]
+    measured = ({} if ctx.plan.vocabulary == "three_way" else
+                {"effect": primary["effect"], "margin": primary["margin"], "ci": [primary["lower"], primary["upper"]],
+                 "seeds": len(summary["seeds"]), "grid_edge": False})
+    ctx.store.update_result(decision=decision_record(summary, OBSERVATIONS_FILE_NAME, entry["sha256"]), **measured)
+    validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
+    if validation["problem_count"]:
+        summary = decide([f"validation failed: {', '.join(validation['failed_checks'])}"])
+    means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
+    bounds = "; ".join(f"{c['id']} {c['effect']:+.4f} [{c['lower']:.4f}, {c['upper']:.4f}] vs margin {c['margin']:g}"
+                       for c in summary["criteria"])
+    ran = (f"Trained {len(sft_runs(ctx))} LoRA SFT runs and scored per-conversation held-out NLL on {primary['n']} "
+           f"conversations ({means}).")
+    if ctx.plan.vocabulary == "three_way":
+        final = {"verdict": summary["verdict"], "outcome_reason": summary["outcome_reason"],
+                 "summary": f"{ran} Verdict {summary['verdict']} ({summary['outcome_reason']}): {bounds}.",
+                 **{field: None for field in THREE_WAY_ABSENT_FIELDS}}
+    else:
+        limits_text = "; ".join(limit.rstrip(". ") for limit in summary["limits"])
+        final = {"verdict": summary["verdict"], "confidence": summary["confidence"], **measured,
+                 "summary": f"{ran} The {primary['id']} effect is {primary['effect']:+.4f} (interval "
+                            f"[{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
+                 "reasoning": (f"The paired Hoeffding bound over {primary['n']} held-out conversations: {bounds}. "
+                               f"Verdict {summary['verdict']}. "
+                               + (f"Confidence is weak because of: {limits_text}." if limits_text
+                                  else "Nothing else limits the result.")),
+                 "outcome_reason": None}
+    ctx.store.update_result(validation=validation, status="succeeded", **final)
+    return GateVerdict(
+        gate="decision", status="passed",
+        reasons=[f"verdict {summary['verdict']}"] + [f"{c['id']}: effect {c['effect']:+.4g} [{c['lower']:.4g}, "
+                                                     f"{c['upper']:.4g}] vs margin {c['margin']:g}"
+                                                     for c in summary["criteria"]],
+        measured={"verdict": summary["verdict"], "validation_problems": validation["problem_count"],
+                  **{c["id"]: c["effect"] for c in summary["criteria"]}},
+    )

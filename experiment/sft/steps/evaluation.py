@@ -90,34 +90,50 @@ def run(ctx: RunContext) -> GateVerdict:
 
 
 def selected_runs(runs: list[SFTRun], scored: dict[str, dict[str, loss_eval.LossEval]]) -> dict[str, str]:
-    """The plan's selection rule, fixed before training: per arm, the LR with the lowest held-out
-    NLL, once every run of the arm's grid is scored."""
+    """The plan's selection rule, fixed before training: per arm, the LR with the lowest held-out NLL (its mean
+    over the scheduled seeds), once every run of the arm's grid is scored at every seed; the label of that LR's
+    run at the first seed."""
     selected = {}
     for arm, by_label in scored.items():
-        if len(by_label) == sum(1 for run in runs if run.arm == arm):
-            selected[arm] = min(by_label, key=lambda label: by_label[label].summary()["value"])
+        arm_runs = [run for run in runs if run.arm == arm]
+        if len(by_label) != len(arm_runs):
+            continue
+        by_lr: dict[float, list[SFTRun]] = {}
+        for run in arm_runs:
+            by_lr.setdefault(run.learning_rate, []).append(run)
+        best = min(by_lr, key=lambda lr: sum(by_label[run.label].summary()["value"] for run in by_lr[lr]) / len(by_lr[lr]))
+        selected[arm] = by_lr[best][0].label
     return selected
+
+
+def runs_seed(ctx: RunContext) -> int:
+    """The seed the untrained initialization state is scored at: the first scheduled seed (one state for all)."""
+    return int(ctx.plan.seeds[0])
 
 
 def _post_score(ctx, record, run: SFTRun | None, scored, evaluator, checkpoint, aggregation) -> None:
     """One scored target (a training run, or the untrained base when `run` is None): its per-example
     prediction rows as evidence, its score, its metrics under its arm."""
     summary = scored.summary()
+    paired = ctx.spec.decision_rule is not None
     arm = run.arm if run else BASE_LABEL
     extra = {"run": run.name, "learning_rate": run.learning_rate} if run else {}
     rows = [{"item_id": item_id, "arm": arm, **extra,
              "prediction": {"nll_sum": total.nll_sum, "n_tokens": total.n_tokens},
+             # with a decision_rule, the item's own held-out NLL (nats per counted token): its per-item observation
+             # (the aggregation is then example_mean, so the score is the mean of these values)
+             **({"value": total.nll_sum / total.n_tokens} if total.n_tokens and paired else {}),
              "reference": "the held-out row's assistant messages (teacher-forced)", "metric": f"heldout_nll_{aggregation}",
-             "evaluator_id": evaluator, "seed": 0, "checkpoint": checkpoint}
+             "evaluator_id": evaluator, "seed": run.seed if run else runs_seed(ctx), "checkpoint": checkpoint}
             for item_id, total in zip(scored.example_ids, scored.examples)]
     name = f"predictions-{run.slug if run else BASE_LABEL}.jsonl"
     ctx.store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
-    record["scores"].append({**score_entry(arm, summary["value"], evaluator, 0, name,
+    record["scores"].append({**score_entry(arm, summary["value"], evaluator, run.seed if run else runs_seed(ctx), name,
                                            metric=f"heldout_nll_{aggregation}"), **extra})
     if run is None:
         metrics = {f"base_heldout_nll_{aggregation}": summary["value"]}
     else:
-        metrics = {"arms": {run.arm: {"runs": {run.label: {
+        metrics = {"arms": {run.arm: {"runs": {run.label: {"seed": run.seed,
             f"heldout_nll_{aggregation}": summary["value"], "heldout_nll_example_mean": summary["example_mean"],
             "heldout_n_tokens": summary["n_tokens"]}}}}}
     ctx.store.update_result(evaluation=record, metrics=metrics)

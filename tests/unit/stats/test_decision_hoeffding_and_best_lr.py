@@ -591,3 +591,48 @@ def test_an_unknown_vocabulary_is_refused_whatever_its_name():
 def test_the_observations_file_refuses_a_value_that_is_not_finite():
     with pytest.raises(ValueError):
         observations_jsonl_bytes([Observation(item_id="i0", arm="t", seed=0, metric="accuracy", value=math.nan)])
+
+
+# ---- best_lr_threshold at several scheduled seeds (issue 46: SFT seeds)
+
+def _two_seed_grid(losses: dict[tuple[str, float, int], float]) -> dict:
+    """Arms t and b, each at LRs 1e-4 and 1e-3, at seeds 0 and 1; `losses` (arm, lr, seed) -> held-out loss."""
+    values, run_arm, run_lr, run_seed = {}, {}, {}, {}
+    for (arm, lr, seed), loss in losses.items():
+        name = f"{arm}@lr={lr:g}" + ("" if seed == 0 else f"-seed{seed}")
+        values[name], run_arm[name], run_lr[name], run_seed[name] = {"loss": loss}, arm, lr, seed
+    criteria = [{"id": "gap", "metric": "loss", "weights": {"b": 1, "t": -1}, "margin": 0.01}]
+    return best_lr_threshold(values, run_arm, run_lr, criteria, "loss", run_seed)
+
+
+def test_seeds_select_the_learning_rate_by_its_mean_over_the_seeds():
+    # t at 1e-4: 0.50 and 0.10 (mean 0.30); at 1e-3: 0.35 and 0.35 (mean 0.35). Seed 0 alone would pick 1e-3.
+    result = _two_seed_grid({("t", 1e-4, 0): 0.50, ("t", 1e-4, 1): 0.10, ("t", 1e-3, 0): 0.35, ("t", 1e-3, 1): 0.35,
+                             ("b", 1e-4, 0): 0.40, ("b", 1e-4, 1): 0.40, ("b", 1e-3, 0): 0.60, ("b", 1e-3, 1): 0.60})
+    assert result["seeds"] == [0, 1]
+    assert result["per_arm"]["t"]["selected_lr"] == 1e-4 and result["per_arm"]["t"]["selected_run"] == "t@lr=0.0001"
+    assert result["per_arm"]["t"]["selected_runs"] == ["t@lr=0.0001", "t@lr=0.0001-seed1"]
+    assert result["per_arm"]["t"]["values"]["loss"] == pytest.approx(0.30)
+    assert result["per_arm"]["t"]["lr_grid"] == [1e-4, 1e-3]
+    gap = result["criteria"][0]
+    assert gap["effect"] == pytest.approx(0.40 - 0.30)
+    assert gap["per_seed_effects"] == {"0": pytest.approx(0.40 - 0.50), "1": pytest.approx(0.40 - 0.10)}
+    assert gap["met"] and not gap["settled_by_seeds"] and not result["settled_by_seeds"]
+
+
+def test_two_seeds_that_both_meet_the_margin_settle_it():
+    result = _two_seed_grid({("t", 1e-4, 0): 0.20, ("t", 1e-4, 1): 0.25, ("t", 1e-3, 0): 0.9, ("t", 1e-3, 1): 0.9,
+                             ("b", 1e-4, 0): 0.40, ("b", 1e-4, 1): 0.40, ("b", 1e-3, 0): 0.6, ("b", 1e-3, 1): 0.6})
+    assert result["verdict"] == "supported" and result["settled_by_seeds"]
+
+
+def test_one_seed_never_settles_a_margin_and_records_no_per_seed_effects():
+    result = _two_seed_grid({("t", 1e-4, 0): 0.20, ("t", 1e-3, 0): 0.9, ("b", 1e-4, 0): 0.40, ("b", 1e-3, 0): 0.6})
+    assert result["seeds"] == [0] and not result["settled_by_seeds"]
+    assert "per_seed_effects" not in result["criteria"][0]
+
+
+def test_a_grid_point_missing_a_seed_is_refused():
+    with pytest.raises(DecisionError, match="not at every scheduled seed"):
+        _two_seed_grid({("t", 1e-4, 0): 0.2, ("t", 1e-4, 1): 0.2, ("t", 1e-3, 0): 0.9,
+                        ("b", 1e-4, 0): 0.4, ("b", 1e-4, 1): 0.4, ("b", 1e-3, 0): 0.6, ("b", 1e-3, 1): 0.6})

@@ -504,3 +504,15 @@ def test_a_paired_rule_whose_plan_has_no_decision_section_is_recomputed_without_
     ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision=None, vocabulary="three_way", training_runs=[])
     recomputed, why = decision._recompute(ctx)
     assert why == "" and recomputed["criteria"][0]["effect"] == 0.5
+
+
+def test_a_held_out_nll_observation_is_its_rows_totals_not_the_value_the_row_states():
+    """An SFT paired decision observes each conversation's NLL: the row's nll_sum / n_tokens, recomputed. A row and
+    an observation that restate one another (both 0.5) but not the totals (6 nats over 3 tokens: 2.0) are invalid;
+    the grader before this rule compared the stated value only and let them pass."""
+    row = {"arm": "B", "item_id": "i1", "seed": 0, "metric": "accuracy", "value": 0.5,
+           "prediction": {"nll_sum": 6.0, "n_tokens": 3}}
+    files = {"pa.jsonl": [], "pb.jsonl": [row]}
+    assert _dec7([("B", "i1", 0.5)], files) == [
+        ("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.5)")]
+    assert _dec7([("B", "i1", 2.0)], {"pa.jsonl": [], "pb.jsonl": [{**row, "value": 2.0}]}) == []

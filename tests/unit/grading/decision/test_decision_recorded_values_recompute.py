@@ -26,13 +26,14 @@ def test_a_recorded_interval_bound_that_does_not_recompute_is_invalid(graded_rec
 
 
 def test_best_lr_with_confidence_strong_is_invalid(graded_record):
-    """best_lr_threshold has one seed and point estimates: no interval can make it strong."""
+    """best_lr_threshold has one seed and point estimates: no interval, and no second seed, can make it strong."""
     result, _ = graded_record("best_lr")
     assert grade_record(result).categories["decision"].status == "not_applicable"  # as the exchange grades it
     result["confidence"] = "strong"
     status, messages = _decision_issues(result, "DEC-9")
     assert status == "invalid"
-    assert messages == ["confidence strong without an interval (one seed, point estimates)"]
+    assert messages == ["confidence strong without an interval, and no two seeds settle every margin (point "
+                        "estimates)"]
 
 
 

@@ -689,3 +689,19 @@ def test_an_update_stating_an_unrequested_setting_at_the_sdks_default_of_zero_is
     assert not any(p.startswith("the update it took") for _, p in _problems_of(check))
     check = {"optimizer_check_after_restore": AFTER, "update": {"learning_rate": 0.01, setting: 1.0}}
     assert ("invalid", f"the update it took ({setting}) is not the requested optimizer's") in _problems_of(check)
+
+
+@pytest.mark.parametrize("setting, default", [("beta2", 0.95), ("eps", 1e-12)])
+def test_an_adamw_update_at_the_sdks_own_beta2_and_eps_is_the_requested_optimizers(setting, default):
+    # an AdamW arm that states no beta2 or eps (the three-optimizer SFT spec's AdamW) steps with tinker AdamParams'
+    # defaults; any other value it did not ask for is still not the requested optimizer's
+    check = {"optimizer_check_after_restore": AFTER, "update": {"learning_rate": 0.01, setting: default}}
+    assert not any(p.startswith("the update it took") for _, p in _problems_of(check))
+    check = {"optimizer_check_after_restore": AFTER, "update": {"learning_rate": 0.01, setting: 0.5}}
+    assert ("invalid", f"the update it took ({setting}) is not the requested optimizer's") in _problems_of(check)
+
+
+def test_a_muon_update_carrying_adams_defaults_it_never_asked_for_is_not_the_requested_optimizers():
+    dimuon = {**AFTER, "actual_family": "dimuon", "requested": {"family": "dimuon", "learning_rate": 0.01}}
+    check = {"optimizer_check_after_restore": dimuon, "update": {"learning_rate": 0.01, "beta2": 0.95}}
+    assert ("invalid", "the update it took (beta2) is not the requested optimizer's") in _problems_of(check)
