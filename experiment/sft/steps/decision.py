@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
+from experiment.contract.run_layout import evidence_path
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import pair_mismatches
@@ -173,7 +174,7 @@ def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     rows = []
     for score in evaluation.get("scores") or []:
         if score.get("arm") in compared:
-            text = (ctx.store.run_dir / "evidence" / score["predictions_ref"]).read_text()
+            text = evidence_path(ctx.store.run_dir, score["predictions_ref"]).read_text()
             rows += [json.loads(line) for line in text.splitlines() if line.strip()]
     empty = [f"{row['arm']}/{row['item_id']}" for row in rows if "value" not in row]
     if empty:
