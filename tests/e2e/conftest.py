@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,15 @@ HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items):
+    """Every test here is slow, and has the long files' 30 minutes unless its file names a limit of its own: the
+    first test of a worker to ask for `wiring_records` runs the shared rehearsals it finds not yet run in its setup,
+    one after another (`pytest -m slow` at load 20: the setup of test_grader_traces.py's first test ran the
+    self-generated and TriMuon rehearsals and hit the suite's 600 s, and its 21 tests errored)."""
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(1800))
 
 
 # The clean wiring rehearsals of the three seed specs, each run once per session whichever xdist worker asks
@@ -49,13 +56,20 @@ def wiring_rehearsal(prefect_server, tmp_path_factory):
     shared = _session_dir(tmp_path_factory) / "wiring-rehearsals"
     shared.mkdir(exist_ok=True)
 
-    def rehearsal(family: str) -> dict:
+    def rehearsal(family: str, wait: bool = True) -> dict | None:
+        """With wait=False: None at once where another worker is running it now (see every_wiring_rehearsal)."""
         home = shared / family
         with open(shared / f"{family}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # a second worker waits here while the first one runs it
+            try:  # a second worker waits here while the first one runs it
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
             if not (home / "returncode").is_file():
                 runs_dir = home / "runs"
-                runs_dir.mkdir(parents=True, exist_ok=True)
+                # an attempt that never finished (its test timed out mid-rehearsal): start afresh, not resume it (a
+                # resumed TriMuon run restores every run once more: restore_count 6 where the tests expect 3)
+                shutil.rmtree(runs_dir, ignore_errors=True)
+                runs_dir.mkdir(parents=True)
                 done = run_cli("flows.run", str(WIRING_SPECS[family]), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),
                                env_extra={**prefect_server.cli_env, "MODAL_PROXY_TOKEN_SECRET": FAKE_PROXY_SECRET},
                                timeout=1500)
@@ -82,26 +96,47 @@ def gs1_wiring_rehearsal(wiring_rehearsal, prefect_server) -> dict:
 WIRING_FAMILIES = ("gs1", "selfgen", "trimuon")
 
 
+def every_wiring_rehearsal(request, families) -> dict[str, dict]:
+    """family -> wiring_rehearsal(family) for each of `families`: first those no other worker is running now (run
+    here, or read), then the others, waited for. A worker that needs all three runs one that no worker has started
+    instead of waiting on another worker's lock first (test_grader_traces.py's setup ran two rehearsals one after
+    the other while test_grader_trust.py's worker waited on the first for 476 s)."""
+    if not families:
+        return {}
+    rehearsal = request.getfixturevalue("wiring_rehearsal")
+    found = {family: rehearsal(family, wait=False) for family in families}
+    return {family: run or rehearsal(family) for family, run in found.items()}
+
+
 @pytest.fixture(scope="session")
 def wiring_records(request) -> dict[str, dict]:
     """Each family's clean wiring record (tests/e2e/conftest.py: wiring_rehearsal, run once per session), or
     the records a directory in RX_WIRING_RECORDS holds (<family>.json), to iterate on the grader without runs."""
     cached = os.environ.get("RX_WIRING_RECORDS")
-    records = {}
-    for family in WIRING_FAMILIES:
-        if cached and (Path(cached) / f"{family}.json").is_file():
-            records[family] = json.loads((Path(cached) / f"{family}.json").read_text())
-            continue
-        run_dir = request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]
-        records[family] = json.loads((run_dir / "result.json").read_text())
-    return records
+    kept = {family: Path(cached) / f"{family}.json" for family in WIRING_FAMILIES
+            if cached and (Path(cached) / f"{family}.json").is_file()}
+    runs = every_wiring_rehearsal(request, [family for family in WIRING_FAMILIES if family not in kept])
+    return {family: json.loads((kept[family] if family in kept else runs[family]["run_dir"] / "result.json").read_text())
+            for family in WIRING_FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def wiring_findings(wiring_records) -> dict[str, frozenset]:
+    """Each family's clean wiring record's findings (tests/leaves.py: findings), graded once per session and worker:
+    the tamper tests of test_grader_trust.py and test_grader_traces.py subtract them from a tampered record's
+    (111 tests graded the same untouched record again each, about 0.2 CPU-s a grade)."""
+    import leaves as L
+
+    return {family: L.findings(record) for family, record in wiring_records.items()}
 
 
 @pytest.fixture(scope="session")
 def wiring_run_dirs(request) -> dict[str, Path]:
     """Each family's clean wiring run directory (or `<family>/` of RX_WIRING_RECORDS)."""
     cached = os.environ.get("RX_WIRING_RECORDS")
-    return {family: (Path(cached) / family if cached and (Path(cached) / family / "result.json").is_file()
-                     else request.getfixturevalue("wiring_rehearsal")(family)["run_dir"]) for family in WIRING_FAMILIES}
+    kept = {family: Path(cached) / family for family in WIRING_FAMILIES
+            if cached and (Path(cached) / family / "result.json").is_file()}
+    runs = every_wiring_rehearsal(request, [family for family in WIRING_FAMILIES if family not in kept])
+    return {family: kept[family] if family in kept else runs[family]["run_dir"] for family in WIRING_FAMILIES}
 
 

@@ -37,9 +37,9 @@ RUN_CASES = [(family, name) for family, tampers in T.RUN_DIR_CORPUS.items() for 
 
 
 @pytest.mark.parametrize("family,name", CASES, ids=[f"{f}: {n}" for f, n in CASES])
-def test_a_restated_leaf_edited_against_its_trace_is_caught(wiring_records, family, name):
+def test_a_restated_leaf_edited_against_its_trace_is_caught(wiring_records, wiring_findings, family, name):
     record = wiring_records[family]
-    new = L.findings(tampered(record, T.CORPUS[family][name])) - L.findings(record)
+    new = L.findings(tampered(record, T.CORPUS[family][name])) - wiring_findings[family]
     assert AIMED_AT[name] in {finding[1] for finding in new}, (name, sorted(new))
 
 
@@ -66,14 +66,31 @@ def wiring_runs(request) -> dict[str, Path]:
     return runs
 
 
-@pytest.mark.parametrize("family,name", RUN_CASES, ids=[f"{f}: {n}" for f, n in RUN_CASES])
-def test_a_run_directory_whose_record_disagrees_with_its_events_is_caught(wiring_runs, tmp_path, family, name):
+@pytest.fixture(scope="module")
+def honest_run_grade(wiring_runs, tmp_path_factory):
+    """family -> grade_path of an untouched copy of its run directory, graded once per module (lazily)."""
     from experiment.grading import grade_path
 
-    honest, run = tmp_path / "honest", tmp_path / "tampered"
-    shutil.copytree(wiring_runs[family], honest)
+    graded = {}
+
+    def of(family: str):
+        if family not in graded:
+            honest = tmp_path_factory.mktemp(f"honest-{family}") / "honest"
+            shutil.copytree(wiring_runs[family], honest)
+            graded[family] = grade_path(honest)
+        return graded[family]
+
+    return of
+
+
+@pytest.mark.parametrize("family,name", RUN_CASES, ids=[f"{f}: {n}" for f, n in RUN_CASES])
+def test_a_run_directory_whose_record_disagrees_with_its_events_is_caught(wiring_runs, honest_run_grade, tmp_path,
+                                                                          family, name):
+    from experiment.grading import grade_path
+
+    run = tmp_path / "tampered"
     shutil.copytree(wiring_runs[family], run)
     T.RUN_DIR_CORPUS[family][name](run)
-    before, after = grade_path(honest), grade_path(run)
+    before, after = honest_run_grade(family), grade_path(run)
     assert not before.problems
     assert any(problem.startswith("TRACE-") for problem in set(after.problems) - set(before.problems)), after.problems
