@@ -41,7 +41,7 @@ from experiment.contract.rollout import DEFAULT_RENDERER
 from experiment.rl.math_eval import greedy_predictions
 from experiment.stats.feasibility import EvaluationPace
 from experiment.rl.recipe import renderer_for, run_async
-from experiment.run.data import load_task_file
+from experiment.data import load_task_file
 
 MODEL = "embedded/tiny-arith"
 ITEMS = Path(__file__).resolve().parent.parent / "embedded_tinker" / "tasks" / "data" / "test.jsonl"

@@ -4,7 +4,7 @@
 #   - work pool "local-process" (type process) for the prefect.yaml + worker route
 #   - global concurrency limit "training-service" ($RX_SERVICE_LIMIT_NAME if set) with $RX_SERVICE_CONCURRENCY slots (default 2):
 #     at most that many requests in flight at the training service across all runs (each request
-#     holds one slot: experiment/run/request_slots.py; a deployment run is refused without this limit)
+#     holds one slot: experiment/service/request_slots.py; a deployment run is refused without this limit)
 #
 # Usage: PREFECT_API_URL=http://127.0.0.1:4200/api deployments/setup.sh
 set -euo pipefail

@@ -14,7 +14,7 @@ import os
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-from experiment.run.service import _redact_url as public_backend_url  # one home for what a URL may show
+from experiment.service.target import _redact_url as public_backend_url  # one home for what a URL may show
 
 BACKEND_URL_ENV = "RX_BACKEND_URL_WITH_CREDENTIALS"
 

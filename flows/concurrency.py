@@ -9,12 +9,12 @@ when that server holds the limit. A CLI run on its own temporary Prefect server 
 and runs without one (it shares nothing).
 
 `service_requests_limited()` is entered once around a run: every SDK request of the run's process holds
-one slot while it is in flight (experiment/run/request_slots.py: a fan-out of 48 samples takes at most the
+one slot while it is in flight (experiment/service/request_slots.py: a fan-out of 48 samples takes at most the
 limit's slots and passes them from request to request; slots are given back when no request waits).
 
 `capacity_guarded_caller(store, comparison_steps_completed)` is what the flow hands to the gates
 (which import no Prefect): `call(fn)` runs `fn()`, retries capacity refusals per
-`experiment.run.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
+`experiment.service.capacity.CapacityPolicy.from_env()`, and while waiting writes RESULT.capacity_wait,
 an events.jsonl line and an INFO log line (a wait is expected; the capacity block that may end it
 logs the one WARNING). RESULT.capacity_wait is cleared when the call ends, however it ends. An attempt
 gets no more than the policy's answer deadline without any answer from the service
@@ -35,14 +35,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from experiment.run.capacity import (
+from experiment.service.capacity import (
     AnswerWatch,
     CapacityPolicy,
     WaitInfo,
     call_with_answer_deadline,
     call_with_capacity_policy,
 )
-from experiment.run.request_slots import Release, RequestSlots, requests_limited_by
+from experiment.service.request_slots import Release, RequestSlots, requests_limited_by
 
 TRAINING_SERVICE_LIMIT = "training-service"
 
@@ -140,7 +140,7 @@ def service_request_slots(limit_name: str | None = None) -> RequestSlots | None:
 @contextmanager
 def service_requests_limited(slots: RequestSlots | None, limit_name: str | None = None) -> Iterator[None]:
     """Around one run: each of its requests to the training service holds one of `slots` while it is in
-    flight (experiment/run/request_slots.py); every slot is given back at the end, however the run ends."""
+    flight (experiment/service/request_slots.py); every slot is given back at the end, however the run ends."""
     limit_name = limit_name or service_limit_name()
     logger = _run_logger()
     if slots is None:
@@ -188,7 +188,7 @@ def capacity_guarded_caller(
 ) -> Callable[[Callable[[], T]], T]:
     """call(fn) -> fn(), inside a service slot, with capacity refusals retried and reported.
 
-    Raises experiment.run.capacity.CapacityBlocked when refusals outlast the policy (ServiceFailedMidRun when
+    Raises experiment.service.capacity.CapacityBlocked when refusals outlast the policy (ServiceFailedMidRun when
     the service stopped answering or answered unreadably); user errors and crashes propagate unchanged.
     `watch`: the run's AnswerWatch, shared with its `wait_for_service` (a new one when None)."""
     policy = policy or CapacityPolicy.from_env()

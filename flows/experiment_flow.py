@@ -31,7 +31,7 @@ from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
-from experiment.run.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
+from experiment.service.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
                                      capacity_block_record)
 from experiment.run.config import RunConfig
 from experiment.run.prepare import PreparedRun, prepare_run

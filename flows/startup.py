@@ -37,9 +37,9 @@ from experiment.contract.plan import ExecutionPlan
 from experiment.contract.spec import Spec
 from experiment.contract.text import printable
 from experiment.run.config import RunConfig, embedded_checkpoint_dir
-from experiment.run.data import unreadable_data
+from experiment.data import unreadable_data
 from experiment.run.prepare import PreparedRun, prepare_run
-from experiment.run.service import EMBEDDED_MODELS, EarlyEmbedded, ServiceTarget, embedded_serves, not_served
+from experiment.service.target import EMBEDDED_MODELS, EarlyEmbedded, ServiceTarget, embedded_serves, not_served
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason

@@ -17,7 +17,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from experiment.run.capacity import classify
+from experiment.service.capacity import classify
 from tasks.capacity import capacity_refusal_state
 
 ARM_RETRIES = 1

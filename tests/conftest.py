@@ -412,7 +412,7 @@ def _build_graded_record(kind: str):
         # 32 accepted of 36 candidates: the pilot's two treatment steps of 16 prompts each
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
                   "disposition": "rejected" if i % 9 == 8 else "accepted"} for i in range(36)]
-        from experiment.run.data import gsm8k_questions
+        from experiment.data import gsm8k_questions
 
         evaluation = [{"item_id": item, "prompt": question} for item, question in gsm8k_questions("test")]  # GA-3
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
@@ -438,7 +438,7 @@ def _build_graded_record(kind: str):
         from types import SimpleNamespace
 
         from experiment.rl.advantages import grpo_group_mean_advantages
-        from experiment.run.data import gsm8k_item_ids, seeded_shuffle
+        from experiment.data import gsm8k_item_ids, seeded_shuffle
         from experiment.stats.activation import fraction_nonzero, selfgen_activation_values
 
         generated_order = seeded_shuffle([t["item_id"] for t in tasks if t["disposition"] == "accepted"], seed=0)

@@ -24,7 +24,10 @@ RL_QUESTION_SUFFIX = " Write your answer in \\boxed{} format."
 RL_FEW_SHOT_PREFIX = "cookbook MathEnv.standard_fewshot_prefix() then "
 RL_TEMPERATURE = 0.0  # greedy
 # the project files the RL evaluator's code hash covers (besides the cookbook's and the tokenizer's)
-RL_EVALUATOR_PROJECT_CODE = ("experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/run/data.py")
+RL_EVALUATOR_PROJECT_CODE = ("experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/data.py")
+# a project file's name in records made before it moved (issue 49 put the data readers below the contract): such a
+# record's code manifest and retained code name it there
+RL_EVALUATOR_FORMER_NAMES = {"experiment/data.py": "experiment/run/data.py"}
 # the cookbook files it always covers (the grader, the env, the renderer's base), by the name the manifest gives them
 RL_EVALUATOR_COOKBOOK_CODE = ("tinker_cookbook/recipes/math_rl/math_env.py", "tinker_cookbook/recipes/math_rl/math_grading.py",
                               "tinker_cookbook/rl/problem_env.py", "tinker_cookbook/renderers/__init__.py",

@@ -18,7 +18,7 @@ they parse as 0.0, a key repeated in one object (JSON would keep only the last),
 lone surrogates and bidirectional overrides in any string (experiment.contract.text), learning rates
 outside (0, MAX_LEARNING_RATE], a revision file whose learning rates leave out the spec's
 `optimizer.lr`, files over MAX_SPEC_BYTES, data paths outside the project's data directories
-(experiment.run.data).
+(experiment.data).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, Valida
 from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
 from experiment.contract.rehearsal import rehearse_spec
 from experiment.contract.text import printable_line, unsafe_character
-from experiment.run.data import DataError, resolve_data_path
+from experiment.data import DataError, resolve_data_path
 
 DECISION_METHODS = {
     # per-item paired statistic with a one-sided Hoeffding bound (DEC-8)

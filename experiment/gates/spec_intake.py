@@ -19,10 +19,10 @@ from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE,
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.contract.verdict import GateVerdict
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
-from experiment.run.capacity import is_capacity_refusal
+from experiment.service.capacity import is_capacity_refusal
 from experiment.run.context import RunContext
-from experiment.run.data import unreadable_data
-from experiment.run.service import closest_served_model, not_served
+from experiment.data import unreadable_data
+from experiment.service.target import closest_served_model, not_served
 
 
 def run(ctx: RunContext) -> GateVerdict:

@@ -26,7 +26,7 @@ from experiment.contract.generation import generation_settings
 from experiment.contract.support import GROUP_MEAN_ADVANTAGE, KERNEL_ADVANTAGE
 from experiment.grading.kernel_baseline import (BANDWIDTH, MIN_KERNEL_MASS, WINDOW_SIZE, KernelHistory,
                                                 group_mean_advantages)
-from experiment.run.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
+from experiment.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 from experiment.grading.registry import implements, rule
 

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from experiment.contract.result_models import GenerationAudit
-from experiment.run.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
+from experiment.data import DataError, gsm8k_questions, load_task_file, resolve_data_path
 from experiment.stats import generation_audit as records
 from experiment.grading.common import (
     INVALID, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, equal_json,

@@ -48,14 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from experiment import PROJECT_ROOT
-from experiment.contract.evaluators import (RL_DECODING_KEYS, RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE,
-                                            RL_PARSER, SFT_EVALUATOR_CODE, TEACHER_FORCED, rl_prompt_template,
-                                            sft_parser, sft_prompt_template)
+from experiment.contract.evaluators import (RL_DECODING_KEYS, RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_FORMER_NAMES,
+                                            RL_EVALUATOR_PROJECT_CODE, RL_PARSER, SFT_EVALUATOR_CODE, TEACHER_FORCED,
+                                            rl_prompt_template, sft_parser, sft_prompt_template)
 from experiment.contract.rehearsal import NOT_FOR_SUBMISSION, rehearsal_summary
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json,
                                        float_of, is_integer, is_number, short)
-from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
+from experiment.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
 from experiment.stats.evaluation import manifest_sha256
 from experiment.contract.run_layout import EVENTS_FILE
 from experiment.grading.registry import rule
@@ -261,12 +261,14 @@ def _manifest_issues(ctx: GradeContext, eid: str, provenance: dict[str, Any], co
                                              "recomputed from the retained code")]
     if manifest_sha256({str(k): str(v) for k, v in manifest.items()}) != provenance.get("code_sha256"):
         return [Issue("EVAL-15", INVALID, f"evaluator {eid[:12]}'s code_sha256 is not the hash of its code_files")]
-    unnamed = [path for path in RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE if path not in manifest]
+    project = [path if path in manifest else RL_EVALUATOR_FORMER_NAMES.get(path, path)
+               for path in RL_EVALUATOR_PROJECT_CODE]  # a record made before a file moved names it where it was
+    unnamed = [path for path in project + list(RL_EVALUATOR_COOKBOOK_CODE) if path not in manifest]
     if unnamed:
         return [Issue("EVAL-15", INVALID, f"evaluator {eid[:12]}'s code_files leave out code it runs: "
                                           f"{', '.join(unnamed[:3])}")]
-    wrong = [path for path in RL_EVALUATOR_PROJECT_CODE if path in code and manifest.get(path) != _sha(code[path])]
-    absent = [path for path in RL_EVALUATOR_PROJECT_CODE if path not in code]
+    wrong = [path for path in project if path in code and manifest.get(path) != _sha(code[path])]
+    absent = [path for path in project if path not in code]
     cookbook = _installed_cookbook(ctx)
     if cookbook is not None:
         for name, digest in manifest.items():

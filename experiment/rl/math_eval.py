@@ -26,8 +26,8 @@ from tinker_cookbook import renderers
 from tinker_cookbook.recipes.math_rl import math_env, math_grading
 
 from experiment.contract.evaluators import RL_FEW_SHOT_PREFIX, RL_PARSER
-from experiment.run.capacity import answered
-from experiment.run.data import TaskItem
+from experiment.service.capacity import answered
+from experiment.data import TaskItem
 from experiment.rl.loop import make_env, prompt_tokens
 
 GRADING_TIMEOUT_SECONDS = 1.0  # the cookbook MathEnv's own limit
@@ -47,7 +47,7 @@ def evaluator_code_files(renderer: renderers.Renderer | None = None) -> dict[str
     files = {
         "experiment/rl/math_eval.py": Path(__file__),
         "experiment/rl/loop.py": project / "experiment" / "rl" / "loop.py",  # make_env, prompt_tokens
-        "experiment/run/data.py": project / "experiment" / "run" / "data.py",  # the evaluated items
+        "experiment/data.py": project / "experiment" / "data.py",  # the evaluated items
         "tinker_cookbook/recipes/math_rl/math_env.py": Path(inspect.getfile(math_env)),
         "tinker_cookbook/recipes/math_rl/math_grading.py": Path(inspect.getfile(math_grading)),
         "tinker_cookbook/rl/problem_env.py": cookbook / "rl" / "problem_env.py",

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
-from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 from experiment.contract.plan import ExecutionPlan
 from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.rollout import DEFAULT_RENDERER, RolloutSettings, rollout_settings  # noqa: F401  (re-exported)

@@ -34,7 +34,7 @@ from tinker_cookbook.supervised.data import conversation_to_datum
 from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
 from experiment.contract.spec import SERVER_STATE_KEYS, canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 from experiment.run.store import utc_now
 from experiment.rl.loop import make_env
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 
-from experiment.run.service import CLOSE_ANSWER_SECONDS, ServiceTarget
+from experiment.service.target import CLOSE_ANSWER_SECONDS, ServiceTarget
 
 if TYPE_CHECKING:
     from experiment.run.context import RunContext

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiment.run.capacity import CapacityPolicy
-from experiment.run.service import EarlyEmbedded, ServiceTarget
+from experiment.service.capacity import CapacityPolicy
+from experiment.service.target import EarlyEmbedded, ServiceTarget
 
 CHECKPOINTS_SUBDIR = ".embedded-checkpoints"  # the embedded backend's checkpoints, beside the runs
 

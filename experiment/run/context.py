@@ -11,7 +11,7 @@ from experiment.run.state import RunState
 if TYPE_CHECKING:  # imported for type hints only
     from experiment.contract.plan import ExecutionPlan
     from experiment.contract.spec import Spec
-    from experiment.run.service import ServiceTarget
+    from experiment.service.target import ServiceTarget
     from experiment.run.store import RunStore
 
 
@@ -45,7 +45,7 @@ class RunContext:
     call_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
     # wait_for_service(fn) -> fn(): work that waits on the service through many calls at once (an async
     # rollout batch, a pilot, an evaluation), bounded by the run's answer deadline without capacity retries
-    # (experiment.run.capacity.answer_bounded; the flow installs it). Every service wait goes through one of the two.
+    # (experiment.service.capacity.answer_bounded; the flow installs it). Every service wait goes through one of the two.
     wait_for_service: Callable[[Callable[[], Any]], Any] = lambda fn: fn()
     # run_each(kind, {arm: fn}) -> {arm: result or exception}: per-arm work ("train", "evaluate") side by
     # side. The flow runs each as its own Prefect task run (own progress, own retries).

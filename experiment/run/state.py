@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Protocol
 
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 
 
 class ServiceSession(Protocol):

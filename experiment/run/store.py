@@ -76,7 +76,8 @@ class CorruptRecord(StoreError):
 
 RUN_LOCK_FILE = "run.lock"
 # Run locks this process holds: {run dir: [open lock file, holders]}. A process may claim its own run
-# again (the CLI claims before Prefect starts, then the flow claims the same run); others may not.
+# again (re-entrant: a second claim in the process gets the run it holds); others may not. A run is claimed
+# once (experiment.run.prepare.prepare_run), by the CLI or by a deployment's flow run.
 _HELD: dict[Path, list[Any]] = {}
 _HELD_GUARD = threading.Lock()
 FINISHED_STATUSES = ("succeeded", "failed")

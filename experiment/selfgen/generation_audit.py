@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from experiment.run.capacity import answered
-from experiment.run.data import TaskItem
+from experiment.service.capacity import answered
+from experiment.data import TaskItem
 from experiment.selfgen.text_resolver import Solution
 from experiment.selfgen.task_generation import REJECTED
 from experiment.stats.generation_audit import (  # noqa: F401 (the record functions, re-exported)

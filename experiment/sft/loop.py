@@ -26,7 +26,7 @@ import tinker
 from tinker import types
 from tinker.types.optimizer import OptimParamsBase
 
-from experiment.run.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
+from experiment.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
 from experiment.sft.loss_eval import LossEval
 from experiment.contract.spec import Spec
 

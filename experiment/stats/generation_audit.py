@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 
 ACCEPTED, REJECTED, EXECUTION_ERROR = "accepted", "rejected", "execution_error"
 DISPOSITIONS = (ACCEPTED, REJECTED, EXECUTION_ERROR)

@@ -6,7 +6,7 @@ embedded backend (by URL), then two process workers (`--limit 1` each) started t
 Checked: each queued run executes exactly once (one flow run each, run_count 1, one run directory each,
 one index row each, every index row a directory), both workers took runs (the deployment's own limit no
 longer serialises them), the backend never had more than 2 requests in flight at once (its own count,
-healthz `max_in_flight`: the limit holds per request, experiment/run/request_slots.py), every run's requests
+healthz `max_in_flight`: the limit holds per request, experiment/service/request_slots.py), every run's requests
 took slots of the shared limit (its log says so, and no slot is left held), each flow run is named after its
 run id. Printed: runs per worker, the backend's most requests in flight, the test's time.
 

@@ -24,7 +24,7 @@ from experiment.contract.spec import load_spec
 from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.grading import grade_record
 from experiment.run.clients import release_sessions
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"

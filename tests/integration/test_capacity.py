@@ -14,7 +14,7 @@ import tinker
 from tinker._client import AsyncTinker
 from tinker.types import RequestErrorCategory
 
-from experiment.run.capacity import (
+from experiment.service.capacity import (
     CapacityBlocked,
     CapacityPolicy,
     call_with_capacity_policy,

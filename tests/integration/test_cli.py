@@ -147,7 +147,7 @@ def test_a_backend_that_broke_mid_run_exits_2_with_one_line(capsys, monkeypatch)
     from prefect.states import Failed
 
     import flows.run as run_module
-    from experiment.run.capacity import ServiceAnswerUnreadable
+    from experiment.service.capacity import ServiceAnswerUnreadable
 
     broke = ServiceAnswerUnreadable("train_step (the call at experiment/sft/loop.py:206)", "JSONDecodeError: x", 0)
     state = Failed(name="ServiceFailed", message=str(broke), data=broke)

@@ -8,7 +8,7 @@ import warnings
 import pytest
 from suite import FakeTinkerService, GS1_SPEC
 
-from experiment.run.service import ServiceConfigError, ServiceTarget
+from experiment.service.target import ServiceConfigError, ServiceTarget
 
 SECRETS = {
     "TINKER_API_KEY": "tml-FAKE-SECRET-123",

@@ -8,7 +8,7 @@ from suite import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
 from experiment.gates import GATE_ORDER, RunContext, not_implemented, run_gate
 from experiment.contract.plan import build_plan
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunStore
 

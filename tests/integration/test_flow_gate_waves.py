@@ -14,7 +14,7 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC
 
 from experiment.contract.verdict import GateVerdict
-from experiment.run.capacity import CapacityBlocked
+from experiment.service.capacity import CapacityBlocked
 from experiment.gates import GATES, Gate
 from experiment.run.store import RunStore
 

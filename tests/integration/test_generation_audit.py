@@ -10,7 +10,7 @@ import os
 import pytest
 
 from experiment.selfgen import generation_audit as audit
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 from experiment.run.state import RunState
 from experiment.grading.run_dir import audit_sample_ids, run_validation
 
@@ -271,7 +271,7 @@ def _local_spec(tmp_path, **generation_changes):
 def _gate_context(tmp_path, spec_path):
     from experiment.gates import RunContext
     from experiment.contract.plan import build_plan
-    from experiment.run.service import ServiceTarget
+    from experiment.service.target import ServiceTarget
     from experiment.contract.spec import load_spec
     from experiment.run.store import RunStore
 

@@ -20,7 +20,7 @@ from embedded_tinker.launch import start_server
 from experiment.rl import restoration as r
 from experiment.run.clients import ClientSession, session_weights_info
 from experiment.contract.plan import build_plan
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunStore
 

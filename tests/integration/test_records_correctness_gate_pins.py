@@ -17,7 +17,7 @@ from embedded_tinker.launch import LOCAL_API_KEY
 from experiment.run.clients import release_sessions
 from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.contract.plan import build_plan, draft_plan
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.contract.spec import SpecError, load_spec
 from experiment.run.store import RunStore
 

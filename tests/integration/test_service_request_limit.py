@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 
 SERVICE_LIMIT = 2
 ITEMS = [TaskItem(id=f"item-{n}", question=f"What is {n} plus {n + 3}?", answer=str(2 * n + 3)) for n in range(48)]

@@ -20,7 +20,7 @@ from suite import GS1_SPEC
 
 from embedded_tinker.faults import FaultConfig
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from experiment.run.capacity import CapacityBlocked, CapacityPolicy, ServiceStoppedAnswering
+from experiment.service.capacity import CapacityBlocked, CapacityPolicy, ServiceStoppedAnswering
 from experiment.run.store import RunStore
 
 DEADLINE_SECONDS = 3.0
@@ -84,7 +84,7 @@ def test_a_call_the_service_never_answers_stops_at_the_deadline(tmp_path, prefec
 def test_the_stop_survives_pickling_as_a_capacity_block_with_its_reason():
     import pickle
 
-    from experiment.run.capacity import as_capacity_block, capacity_block_record, is_capacity_refusal
+    from experiment.service.capacity import as_capacity_block, capacity_block_record, is_capacity_refusal
 
     stop = ServiceStoppedAnswering("ArmTrainer._step_with_capacity.attempt", 600.4, 3)
     copy = pickle.loads(pickle.dumps(stop))  # flow states carry it pickled
@@ -118,7 +118,7 @@ def run_callers(tmp_path, deadline_seconds: float):
     """(call_service, wait_for_service) as the flow installs them for a run (flows/experiment_flow.py)."""
     from experiment.contract.plan import build_plan
     from experiment.contract.spec import load_spec
-    from experiment.run.capacity import AnswerWatch, answer_bounded
+    from experiment.service.capacity import AnswerWatch, answer_bounded
     from flows.concurrency import capacity_guarded_caller
 
     spec = load_spec(GS1_SPEC, rehearse=True)
@@ -169,7 +169,7 @@ def evaluation_of(server, n_problems: int):
 
     from experiment.rl.math_eval import greedy_predictions
     from experiment.rl.recipe import run_async
-    from experiment.run.data import TaskItem
+    from experiment.data import TaskItem
 
     problems = [TaskItem(f"q{i}", f"What is {i} plus {i}?", str(2 * i)) for i in range(n_problems)]
     client = tinker.ServiceClient(base_url=server.base_url, api_key=LOCAL_API_KEY)
@@ -202,7 +202,7 @@ def test_every_answer_inside_a_long_wait_counts(tmp_path, prefect_harness, monke
     """A wait is ended by silence, never by its length: eight samples of 0.7 s each (injected latency) take
     longer than the deadline, yet each answer (`answered()` in math_eval) keeps the wait alive. Weakened
     (answers inside the wait not counted) the same evaluation is cut off at the deadline."""
-    from experiment.run import capacity
+    from experiment.service import capacity
 
     faults = FaultConfig(latency_ms=700, endpoints=("asample",))
     with start_server(faults=faults, in_process=True) as server:
@@ -224,8 +224,8 @@ def test_a_garbage_answer_is_a_service_failure_not_a_crash(tmp_path, prefect_har
     stop of the run as on a capacity block (record failed, resumable), naming the call and the answer."""
     import pickle
 
-    from experiment.run import capacity
-    from experiment.run.capacity import ServiceAnswerUnreadable, ServiceFailedMidRun, as_capacity_block, classify
+    from experiment.service import capacity
+    from experiment.service.capacity import ServiceAnswerUnreadable, ServiceFailedMidRun, as_capacity_block, classify
 
     faults = FaultConfig(stop_answering_after=0, endpoints=("save_weights_for_sampler",), stop_answering_mode="garbage")
     with start_server(faults=faults, in_process=True) as server:
@@ -258,7 +258,7 @@ def test_a_connection_the_sdk_gave_up_on_is_an_unreadable_answer():
     above), so its exception is built here, as the SDK builds it."""
     import httpx
 
-    from experiment.run.capacity import ServiceAnswerUnreadable, as_capacity_block, is_capacity_refusal, unreadable_answer
+    from experiment.service.capacity import ServiceAnswerUnreadable, as_capacity_block, is_capacity_refusal, unreadable_answer
 
     request = httpx.Request("POST", "http://127.0.0.1:9/api/v1/forward_backward")
     closed = tinker.APIConnectionError(request=request)

@@ -136,7 +136,7 @@ def _context(tmp_path, drop_from_plan=(), backend="http://127.0.0.1:9"):
     """A run context for a copy of the production TriMuon spec, its plan file minus some fields."""
     from experiment.gates import RunContext
     from experiment.contract.plan import build_plan
-    from experiment.run.service import ServiceTarget
+    from experiment.service.target import ServiceTarget
     from experiment.contract.spec import load_spec
     from experiment.run.store import RunStore
 

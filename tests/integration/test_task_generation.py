@@ -11,7 +11,7 @@ import pytest
 
 from experiment.contract.rehearsal import EMBEDDED_GENERATOR
 
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 from experiment.contract.spec import load_spec
 from experiment.selfgen.task_generation import (
     ACCEPTED,

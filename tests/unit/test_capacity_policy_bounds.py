@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiment.run.capacity import SECRET_ENV_NAMES, CapacityPolicy, safe_error_text
+from experiment.service.capacity import SECRET_ENV_NAMES, CapacityPolicy, safe_error_text
 
 
 @pytest.mark.parametrize("scale", [0.0, -0.5, -1.0])
@@ -48,7 +48,7 @@ def test_error_text_is_one_line_and_cut_to_500_characters(no_secrets):
 
 
 def test_progress_durations_switch_to_whole_seconds_at_ten():
-    from experiment.run.capacity import _seconds
+    from experiment.service.capacity import _seconds
 
     assert _seconds(9.5) == "9.5 s"
     assert _seconds(10.0) == "10 s"

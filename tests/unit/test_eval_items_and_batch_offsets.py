@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment.run.data import TaskItem
+from experiment.data import TaskItem
 from experiment.rl.loop import RLArmSettings, step_problems
 from experiment.rl.recipe import eval_items
 from experiment.contract.spec import load_spec

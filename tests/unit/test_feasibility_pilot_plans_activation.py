@@ -13,7 +13,7 @@ from experiment.contract.spec import load_spec
 from experiment.rl.recipe import rl_arm_settings
 from experiment.rl.steps.feasibility_pilot import activation_work
 from experiment.gates import RunContext
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
 from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
 from experiment.stats.feasibility import ActivationWork

@@ -98,7 +98,7 @@ def test_the_label_check_keeps_most_real_grade_school_problems():
     """The check runs on the real spec's generator too: on the GSM8K test questions with their answers (no program,
     so the text rules and the label's sign only), it rejects few (hypernyms such as "how many animals" after cows
     and chickens, notes after the question)."""
-    from experiment.run.data import load_gsm8k
+    from experiment.data import load_gsm8k
 
     items = load_gsm8k("test")
     rejected = [item for item in items if text_label_check.problems(item.question, None, float(item.answer))]

@@ -28,7 +28,7 @@ from experiment.contract.spec import canonical_sha256, load_spec
 from experiment.grading import grade_record
 from experiment.grading import restoration as restoration_rules
 from experiment.grading.predict import predict_grades
-from experiment.run.data import DATA_DIRS_ENV
+from experiment.data import DATA_DIRS_ENV
 from experiment.rl import restoration as r
 from experiment.rl.recipe import requested_optimizers, rl_arm_settings
 from experiment.run.clients import MODEL_KEYS

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from experiment.contract.evaluators import RL_QUESTION_SUFFIX, rl_prompt_template
+from experiment.contract.evaluators import RL_EVALUATOR_FORMER_NAMES, RL_QUESTION_SUFFIX, rl_prompt_template
 from experiment.contract.plan import build_plan
 from experiment.contract.result_models import evidence_file
 from experiment.contract.spec import load_spec
@@ -497,3 +497,29 @@ def test_a_run_that_did_not_succeed_is_not_held_to_its_planned_steps():
     stopped = _ctx(spec, plan, {"items": {"ids": []}}, [], status="failed",
                    metrics={"arms": {arm.name: {"steps_completed": 1}}})
     assert spec_anchor.PLAN_1(stopped) == []
+
+
+def test_a_record_made_before_a_file_moved_names_it_where_it_was(retained_code):
+    """The data readers moved (experiment/run/data.py -> experiment/data.py): a record made before names the file
+    at its former place in its code manifest and retained code, and grades as it did; the former name does not
+    excuse a manifest that leaves the file out, or one whose hash is not the retained file's."""
+    spec, plan = _spec("gs1")
+    moved, former = next(iter(RL_EVALUATOR_FORMER_NAMES.items()))
+
+    def renamed(files: list[dict], manifest_edit=None) -> tuple[dict, list[dict]]:
+        bundle = json.loads(next(f for f in files if f["name"] == "pipeline-code.json")["content"])
+        bundle["files"][former] = bundle["files"].pop(moved)
+        provenance = _provenance(spec, plan)
+        provenance["code_files"][former] = provenance["code_files"].pop(moved)
+        if manifest_edit:
+            manifest_edit(provenance["code_files"])
+        provenance["code_sha256"] = ev.manifest_sha256(provenance["code_files"])
+        kept = [f for f in files if f["name"] != "pipeline-code.json"]
+        return provenance, kept + [evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode())]
+
+    provenance, files = renamed(retained_code)
+    assert _evaluator_issues(_ctx(spec, plan, provenance, files)) == []
+    provenance, files = renamed(retained_code, lambda m: m.pop(former))
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, files))
+    provenance, files = renamed(retained_code, lambda m: m.update({former: "0" * 64}))
+    assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, files))

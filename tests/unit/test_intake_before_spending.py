@@ -21,7 +21,7 @@ from experiment.contract import cost
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
 from experiment.grading.predict import predict_grades
-from experiment.run.data import DATA_DIRS_ENV, count_task_file
+from experiment.data import DATA_DIRS_ENV, count_task_file
 from experiment.stats.feasibility import budget_use
 
 
@@ -131,7 +131,7 @@ def test_a_run_that_overran_its_budget_says_so():
 
 
 def test_a_line_past_the_row_cap_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
-    from experiment.run import data
+    from experiment import data
 
     monkeypatch.setattr(data, "MAX_DATA_LINE_BYTES", 64)
     path = tmp_path / "tasks.jsonl"

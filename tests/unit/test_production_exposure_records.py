@@ -13,7 +13,7 @@ from tinker import types
 from tinker.types.optimizer import OptimizerConfigBase
 
 from experiment.rl import restoration as r
-from experiment.run.service import ServiceConfigError, ServiceTarget
+from experiment.service.target import ServiceConfigError, ServiceTarget
 
 REQUESTED = {"family": "trimuon", "beta1": 0.9, "grad_clip_norm": 0.0, "learning_rate": 0.04}
 

@@ -73,7 +73,7 @@ def test_grader_errors_and_missing_boxes_are_named():
 
 def test_the_code_hash_covers_prompt_construction_and_the_renderer(renderer):
     files = math_eval.evaluator_code_files(renderer)
-    assert {"experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/run/data.py",
+    assert {"experiment/rl/math_eval.py", "experiment/rl/loop.py", "experiment/data.py",
             "tinker_cookbook/recipes/math_rl/math_grading.py", "tinker_cookbook/renderers/base.py"} <= set(files)
     renderer_modules = [name for name in files if name.startswith("tinker_cookbook/renderers/qwen3")]
     assert renderer_modules, "the renderer's own module is hashed"

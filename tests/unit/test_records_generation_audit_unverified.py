@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiment.gates import RunContext, run_gate
 from experiment.contract.plan import build_plan
-from experiment.run.service import ServiceTarget
+from experiment.service.target import ServiceTarget
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunStore
 

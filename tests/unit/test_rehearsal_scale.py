@@ -22,7 +22,7 @@ from experiment.contract.plan import build_plan, draft_plan
 from experiment.contract.result import DEVIATION_FIELDS
 from experiment.contract.result_models import Deviation
 from experiment.contract.spec import SpecError, load_spec, plan_file_path
-from experiment.run.data import DATA_DIRS_ENV
+from experiment.data import DATA_DIRS_ENV
 
 SEED_SPECS = [GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC]
 

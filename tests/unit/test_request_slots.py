@@ -1,4 +1,4 @@
-"""RequestSlots (experiment/run/request_slots.py): a process's requests in flight never outnumber the slots it
+"""RequestSlots (experiment/service/request_slots.py): a process's requests in flight never outnumber the slots it
 holds of a shared limit; a fan-out passes the slots along; a chain of requests takes one slot once.
 
 The shared limit here is a bounded semaphore in this process (the flow's is a Prefect global concurrency
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from experiment.run.request_slots import RequestSlots
+from experiment.service.request_slots import RequestSlots
 
 
 class SharedLimit:

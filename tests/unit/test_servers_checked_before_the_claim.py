@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import pytest
 
 from suite import GS1_SPEC
-import experiment.run.service as service_module
+import experiment.service.target as service_module
 import flows.lifetime as lifetime
 from experiment.run.store import RunIndex
 from flows import run as run_cli

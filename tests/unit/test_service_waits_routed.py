@@ -3,7 +3,7 @@
 A run stalls on a service that stopped answering wherever the code waits on the SDK itself: an
 SDK future's `.result()`, or `run_async(...)` of coroutines that await SDK calls. Each such wait in
 experiment/ must be made inside a function handed to the run's service caller (`ctx.call_service`,
-`session.call`, `ctx.wait_for_service`: experiment.run.capacity.call_with_answer_deadline), carry its own
+`session.call`, `ctx.wait_for_service`: experiment.service.capacity.call_with_answer_deadline), carry its own
 timeout, or be one of the few listed below with the reason it is bounded elsewhere. The check reads the
 source (ast): a new direct wait fails here with its file and line.
 """
@@ -20,9 +20,9 @@ ROUTED_CALLERS = {"call", "call_service", "wait_for_service"}  # the run's servi
 WAITS = {"result", "run_async"}
 # (file, function): why its wait is bounded although the function itself is not handed to a caller
 BOUNDED_ELSEWHERE = {
-    ("experiment/run/service.py", "served_models"): "spec_intake makes it through ctx.call_service",
-    ("experiment/run/service.py", "take"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
-    ("experiment/run/service.py", "stop"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
+    ("experiment/service/target.py", "served_models"): "spec_intake makes it through ctx.call_service",
+    ("experiment/service/target.py", "take"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
+    ("experiment/service/target.py", "stop"): "a local Future: the early start of the embedded server (EarlyEmbedded)",
     ("experiment/rl/recipe.py", "run_async"): "its definition",
     ("experiment/sft/steps/correctness_preflight.py", "_computed"):
         "a local Future: the float64 references computed on the client beside the service's jobs",

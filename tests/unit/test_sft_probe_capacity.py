@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiment.run.capacity import CapacityBlocked, is_capacity_refusal
+from experiment.service.capacity import CapacityBlocked, is_capacity_refusal
 from experiment.sft.runs import SFTRun
 from experiment.sft.steps import preflight_probe as probe_step
 

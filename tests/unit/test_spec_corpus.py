@@ -21,7 +21,7 @@ import experiment.contract.plan as plan_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
 from experiment.grading.predict import EXPOSURES, predict_grades
-from experiment.run.data import DATA_DIRS_ENV
+from experiment.data import DATA_DIRS_ENV
 
 
 def _intake(path, rehearse: bool):

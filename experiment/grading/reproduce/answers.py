@@ -24,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from experiment.run.data import DEFAULT_GSM8K_DIR, DataError, read_capped_text, resolve_data_path
+from experiment.data import DEFAULT_GSM8K_DIR, DataError, read_capped_text, resolve_data_path
 
 _BOXED = "\\boxed"
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}")

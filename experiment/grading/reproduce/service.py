@@ -49,8 +49,8 @@ from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, 
 from experiment.grading.reproduce import ServiceUnreachable
 from experiment.grading.reproduce.answers import evaluation_items, score
 from experiment.grading.reproduce.offline import text_prediction_files
-from experiment.run.data import DataError, read_capped_text, resolve_data_path
-from experiment.run.service import CAPABILITIES_PATH, EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
+from experiment.data import DataError, read_capped_text, resolve_data_path
+from experiment.service.target import CAPABILITIES_PATH, EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
 from experiment.grading.registry import rule
 
 SAMPLE_ITEMS = 4  # evaluation items re-scored per arm (or LR-grid run)

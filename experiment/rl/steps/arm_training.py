@@ -29,7 +29,7 @@ from typing import Any
 
 from experiment.rl import restoration as r
 from experiment.rl.advantages import KernelBaselineState
-from experiment.run.capacity import CapacityBlocked
+from experiment.service.capacity import CapacityBlocked
 from experiment.run.clients import ClientSession, open_session
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.support import designed_restore_step

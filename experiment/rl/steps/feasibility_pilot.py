@@ -36,7 +36,7 @@ from typing import Any
 
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
-from experiment.run.capacity import answered
+from experiment.service.capacity import answered
 from experiment.stats.activation import HELDOUT_SAMPLES
 from experiment.stats.feasibility import (GENERATION_KEYS, ActivationWork, EvaluationPace, PhaseTiming,
                                           activation_phases, feasibility_record, pilot_size, projection_config,

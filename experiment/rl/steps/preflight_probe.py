@@ -14,7 +14,7 @@ import math
 import time
 
 from experiment.rl.advantages import KernelBaselineState
-from experiment.run.capacity import is_capacity_refusal
+from experiment.service.capacity import is_capacity_refusal
 from experiment.run.clients import open_session
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiment.run.clients import open_session
-from experiment.run.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.selfgen.exact_solver import SOLVERS, is_exact_solver

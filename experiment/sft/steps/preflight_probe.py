@@ -16,7 +16,7 @@ import math
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
-from experiment.run.capacity import is_capacity_refusal
+from experiment.service.capacity import is_capacity_refusal
 from experiment.run.context import RunContext
 from experiment.sft.loop import (FIXED_BATCH_SIZE, batch_id, sft_settings, to_datum, train_step, training_examples,
                                  untrained_examples)

@@ -11,8 +11,8 @@ import pytest
 from experiment.grading import activation as rules
 from grading_contexts.activation import gs1_rows as _gs1_rows  # GS1 pilot rows whose values that file works out
 from grading_contexts.activation import ORDER, SETTINGS, settings_row as _row
-from experiment.run import data as data_module
-from experiment.run.data import seeded_shuffle  # the order the run's recipe trains in
+from experiment import data as data_module
+from experiment.data import seeded_shuffle  # the order the run's recipe trains in
 
 CHECKS = [{"metric": "m1", "min": 0.1, "max": 0.9}, {"metric": "m2", "one_of": ["1"]}]
 
