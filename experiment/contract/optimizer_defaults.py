@@ -1,7 +1,7 @@
 """What an optimizer step takes for a setting the spec does not state: the SDK's documented defaults.
 
 A spec may name an optimizer bare ("adamw", "dimuon") or state only some of its settings. The contract takes the
-`requested` optimizer from the spec's optimizer and optimizer_config (contract-details A-5.7) and the spec's own
+`requested` optimizer from the spec's optimizer and optimizer_config (REST-5) and the spec's own
 command calls the SDK's params with the learning rate alone (GS1: `tinker.AdamParams(learning_rate=4e-5)`; TriMuon's
 baseline: `tinker.types.DimuonParams`), so an unstated setting means the value the SDK documents for it
 (docs/cookbook-notes.md: "SDK defaults: AdamParams eps 1e-12 (cookbook uses 1e-8); DimuonParams(learning_rate,

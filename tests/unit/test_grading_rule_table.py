@@ -153,14 +153,14 @@ def test_a_rule_is_registered_once(monkeypatch):
     with pytest.raises(ValueError, match="EVAL-2 is registered twice"):
         registry.rule("EVAL-2", "evaluator", "invalid", "a second EVAL-2")(_resolve("evaluator.EVAL_3"))
     with pytest.raises(ValueError, match="unknown severity"):
-        registry.rule("EVAL-99", "evaluator", "wrong", "a rule with an unknown status")(_resolve("evaluator.EVAL_3"))
+        registry.rule("UNDECLARED-99", "evaluator", "wrong", "a rule with an unknown status")(_resolve("evaluator.EVAL_3"))
     with pytest.raises(ValueError, match="category"):
-        registry.declare("EVAL-98", "nowhere", "a rule of no category")
+        registry.declare("UNDECLARED-98", "nowhere", "a rule of no category")
 
 
 def test_a_further_check_of_an_undeclared_rule_is_refused(monkeypatch):
-    monkeypatch.setattr(registry, "_further", {**registry._further, "EVAL-97": ["evaluator.EVAL_3"]})
-    with pytest.raises(ValueError, match="EVAL-97"):
+    monkeypatch.setattr(registry, "_further", {**registry._further, "UNDECLARED-97": ["evaluator.EVAL_3"]})
+    with pytest.raises(ValueError, match="UNDECLARED-97"):
         registry.table()
 
 
