@@ -346,8 +346,180 @@ def test_audited_tasks_not_retained_inline_are_unverified():
 
 
 @pytest.mark.parametrize("a,b,same", [("7", "7.0", True), ("1,000", "1000", True), ("blue", " blue.", True),
-                                      ("blue", "red", False), ("7", "blue", False), ("None", "None", True)])
+                                      ("blue", "red", False), ("7", "blue", False), ("None", "None", True),
+                                      ("b", "a", False), ("a", "b", False)])
 def test_two_answers_are_the_same_by_number_else_by_text(a, b, same):
     from experiment.grading.reproduce.offline import _same_answer
 
     assert _same_answer(a, b) is same
+
+
+# ---- the parser's edges, the data file's rows, and where findings, notes and time are said
+
+
+@pytest.mark.parametrize("text,boxed", [("\\boxed{5}", "5"), ("no box: {1}{2}", None), ("\\boxed{a~b}", "a~b"),
+                                        ("\\boxed{café}", "café")])
+def test_a_boxed_answer_at_the_start_or_holding_characters_past_the_brace_is_read_whole(text, boxed):
+    assert last_boxed(text) == boxed
+
+
+def test_commas_that_do_not_group_thousands_name_no_number():
+    assert number_of("1,23") is None and number_of("12,3456") is None
+    assert number_of("1,234") == 1234
+
+
+@pytest.mark.parametrize("prediction,gold,verdict", [
+    ("\\boxed{12}", "7", False), ("\\boxed{3}", "7", False), ("\\boxed{apple}", "banana", None),
+    ("\\boxed{banana}", "apple", None)])
+def test_a_number_or_text_on_either_side_of_the_gold_is_not_a_match(prediction, gold, verdict):
+    assert score(prediction, gold) is verdict
+
+
+def _data_spec(tmp_path, monkeypatch, lines: list[str]) -> dict:
+    """A spec naming a data file of its own (an allowed data directory added through RX_DATA_DIRS)."""
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))
+    path = tmp_path / "eval.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return {"eval": {"path": str(path)}}
+
+
+def test_gold_answers_come_from_the_data_file_the_spec_names(tmp_path, monkeypatch):
+    spec = _data_spec(tmp_path, monkeypatch, [
+        json.dumps({"id": "q1", "question": "How many?", "answer": "Two and two. #### 1,234"}),
+        "",
+        json.dumps({"id": "q2", "question": "And now?", "answer": "42", "solution": "a key the grader does not read"})])
+    assert evaluation_items(spec) == {"q1": {"question": "How many?", "answer": "1234"},
+                                      "q2": {"question": "And now?", "answer": "42"}}
+
+
+@pytest.mark.parametrize("lines,said", [
+    ([json.dumps({"id": "q1", "question": "Q", "answer": "1"}), "{not json"], "eval.jsonl:2: not JSON"),
+    ([json.dumps({"id": "q1", "question": "Q", "answer": "1"}), "[1]"], "eval.jsonl:2: not a JSON object"),
+    ([json.dumps({"id": "q1", "question": "Q"})], "eval.jsonl: a row lacks id, question or answer")])
+def test_a_data_file_row_the_grader_cannot_use_is_refused_by_its_line(tmp_path, monkeypatch, lines, said):
+    from experiment.run.data import DataError
+
+    with pytest.raises(DataError) as refused:
+        evaluation_items(_data_spec(tmp_path, monkeypatch, lines))
+    assert str(refused.value).startswith(said)
+
+
+def test_an_unreadable_data_file_leaves_the_re_scoring_unverified(tmp_path, monkeypatch):
+    spec = _wiring_spec()
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")},
+                  spec=types.SimpleNamespace(to_dict=lambda: _data_spec(tmp_path, monkeypatch, ["{torn"])))
+    reproduction = reproduce(grade, _text_record(spec))
+    assert [(issue.rule, issue.status) for issue in reproduction.issues] == [("REPRO-1", "unverified")]
+    assert reproduction.issues[0].message.startswith("the evaluation data file the spec names cannot be read (")
+
+
+def test_every_row_is_re_scored_after_an_unknown_item_and_an_unscored_row():
+    spec = _wiring_spec()
+
+    def edit(rows):
+        rows[0]["item_id"] = "arith-test-999999"
+        rows[1]["grading"] = "timeout"
+        rows[3]["value"] = 1.0  # a wrong answer recorded right, after both
+
+    messages = [issue.message for issue in
+                reproduce(Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")},
+                                spec=spec), _edit_rows(_text_record(spec), edit)).issues]
+    assert len(messages) == 2
+    assert messages[0].startswith("predictions-base.jsonl: 1 item(s) are not items of the evaluation data file")
+    assert messages[1].startswith("predictions-base.jsonl: the grader's own scorer contradicts 1 recorded value(s)")
+
+
+def test_a_wrong_reference_is_named_with_its_text_cut_to_twenty_characters():
+    spec = _wiring_spec()
+    long_reference = "9" * 30
+
+    def edit(rows):
+        rows[0]["reference"] = long_reference
+
+    record = _edit_rows(_text_record(spec), edit)
+    item = json.loads(record["evidence"]["files"][0]["content"].splitlines()[0])["item_id"]
+    gold = evaluation_items(spec.to_dict())[item]["answer"]
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    messages = [issue.message for issue in reproduce(grade, record).issues]
+    shown = repr(long_reference)[:17] + "..."  # common.short: at most 20 characters of the value's repr
+    assert messages == [f"predictions-base.jsonl: 1 reference(s) are not the data file's gold answer "
+                        f"(first: {item} ({shown} for {gold}))"]
+
+
+def test_a_predictions_file_named_twice_is_re_scored_once_and_non_text_predictions_not_at_all():
+    spec = _wiring_spec()
+    record = _text_record(spec)
+    record["evaluation"]["scores"].append({"arm": "base", "predictions_ref": "predictions-base.jsonl"})
+    nll = "".join(json.dumps({"item_id": f"x{i}", "prediction": {"nll_sum": 1.0, "n_tokens": 2}, "value": 0.5}) + "\n"
+                  for i in range(2))
+    record["evaluation"]["scores"].append({"arm": "tuned", "predictions_ref": "predictions-tuned.jsonl"})
+    record["evidence"]["files"].append({"name": "predictions-tuned.jsonl", "kind": "predictions", "content": nll,
+                                        "sha256": hashlib.sha256(nll.encode()).hexdigest()})
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    reproduction = reproduce(grade, record)
+    assert reproduction.issues == []
+    assert reproduction.notes == ["REPRO-1: 4 retained prediction(s) of 1 file(s) re-scored against the data file's "
+                                  "gold answers; 0 the grader's parser cannot decide, 0 recorded as not graded"]
+
+
+def test_the_service_checks_read_the_run_directorys_events(tmp_path):
+    events = [{"event": "run_started", "tokenizer_id": "tok"}, {"event": "step", "step": 0}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+    seen = []
+
+    def REPRO_3(ctx, session, notes):  # noqa: N802 - FAKE service check: records what it was handed
+        seen.append(ctx.events)
+        return []
+
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduce(grade, {}, tmp_path, types.SimpleNamespace(checks=(REPRO_3,), calls=0))
+    assert seen == [events]
+
+
+def test_a_failing_check_is_named_with_its_error_cut_to_eighty_characters():
+    message = "m" * 200
+
+    def REPRO_3(ctx, session, notes):  # noqa: N802 - FAKE: a service that refuses with a long message
+        raise ConnectionError(message)
+
+    def REPRO_4(ctx, session, notes):  # noqa: N802 - FAKE: a record too malformed for the check
+        raise KeyError(message)
+
+    shown = repr(message)[:77] + "..."
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    issues = reproduce(grade, {}, None, types.SimpleNamespace(checks=(REPRO_3, REPRO_4), calls=2)).issues
+    assert [issue.message for issue in issues] == [
+        f"the service failed while REPRO-3 re-scored the sample (ConnectionError: {shown})",
+        f"the record has an unexpected shape, so REPRO-4 cannot be re-run (KeyError: {repr(repr(message))[:77]}...)"]
+
+
+def test_the_time_a_reproduction_took_is_the_clocks_difference(monkeypatch):
+    import experiment.grading.reproduce as reproduction_module
+
+    readings = iter([100.0])
+    monkeypatch.setattr(reproduction_module.time, "perf_counter", lambda: next(readings, 102.5))  # FAKE clock
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    assert reproduce(grade, {}).seconds == 2.5
+
+
+def test_findings_join_a_category_in_any_status_but_not_applicable():
+    from experiment.grading.common import NOT_APPLICABLE, UNVERIFIED, Issue
+    from experiment.grading.reproduce import Reproduction
+
+    grade = Grade(categories={"evaluator": CategoryGrade("evaluator", INVALID, [Issue("EVAL-2", INVALID, "x")]),
+                              "generation_audit": CategoryGrade("generation_audit", NOT_APPLICABLE)})
+    apply(grade, Reproduction(issues=[Issue("REPRO-2", INVALID, "b"), Issue("REPRO-1", UNVERIFIED, "a")],
+                              notes=["REPRO-2: counted", "REPRO-1: counted"]))
+    assert [i.rule for i in grade.categories["evaluator"].issues] == ["EVAL-2", "REPRO-1"]
+    assert grade.categories["evaluator"].notes == ["REPRO-1: counted"]
+    assert grade.categories["generation_audit"].issues == []
+
+
+def test_a_note_joins_a_verified_category_without_findings():
+    from experiment.grading.reproduce import Reproduction
+
+    grade = Grade(categories={"evaluator": CategoryGrade("evaluator", PASS),
+                              "generation_audit": CategoryGrade("generation_audit", PASS)})
+    apply(grade, Reproduction(notes=["REPRO-1: 4 re-scored", "REPRO-2: 2 re-solved"]))
+    assert (grade.categories["evaluator"].status, grade.categories["evaluator"].notes) == (PASS, ["REPRO-1: 4 re-scored"])
+    assert grade.categories["generation_audit"].notes == ["REPRO-2: 2 re-solved"]
