@@ -523,3 +523,53 @@ def test_a_note_joins_a_verified_category_without_findings():
     apply(grade, Reproduction(notes=["REPRO-1: 4 re-scored", "REPRO-2: 2 re-solved"]))
     assert (grade.categories["evaluator"].status, grade.categories["evaluator"].notes) == (PASS, ["REPRO-1: 4 re-scored"])
     assert grade.categories["generation_audit"].notes == ["REPRO-2: 2 re-solved"]
+
+
+def _rescored_messages(edit) -> tuple[list[str], list[str]]:
+    """The REPRO-1 messages of the wiring record edited, and its four items in row order."""
+    spec = _wiring_spec()
+    record = _edit_rows(_text_record(spec), edit)
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    return [issue.message for issue in reproduce(grade, record).issues], sorted(evaluation_items(spec.to_dict()))[:4]
+
+
+def test_items_outside_the_data_file_are_counted_and_the_first_named_cut_to_forty_characters():
+    first = "not-an-item-" + "x" * 60
+
+    def edit(rows):
+        rows[0]["item_id"], rows[1]["item_id"] = first, "not-an-item-b"
+
+    messages, _ = _rescored_messages(edit)
+    assert messages == ["predictions-base.jsonl: 2 item(s) are not items of the evaluation data file "
+                        f"(first: {repr(first)[:37]}...)"]
+
+
+def test_wrong_references_are_counted_and_the_first_named():
+    def edit(rows):
+        rows[0]["reference"], rows[1]["reference"] = "-1", "-2"
+
+    messages, items = _rescored_messages(edit)
+    gold = evaluation_items(_wiring_spec().to_dict())
+    assert messages == ["predictions-base.jsonl: 2 reference(s) are not the data file's gold answer "
+                        f"(first: {items[0]} ('-1' for {gold[items[0]]['answer']}))"]
+
+
+def test_values_recorded_too_low_or_too_high_are_contradicted_and_the_first_named():
+    """Row 0 answers right but records 0.123456789012; row 1 answers wrong but records 1.0."""
+    def edit(rows):
+        rows[0]["value"], rows[1]["value"] = 0.123456789012, 1.0
+
+    messages, items = _rescored_messages(edit)
+    assert messages == ["predictions-base.jsonl: the grader's own scorer contradicts 2 recorded value(s) "
+                        f"(first: {items[0]} (recorded 0.1234567..., re-scored 1.0))"]
+    messages, items = _rescored_messages(lambda rows: rows[0].update(value=0.0))
+    assert messages == ["predictions-base.jsonl: the grader's own scorer contradicts 1 recorded value(s) "
+                        f"(first: {items[0]} (recorded 0.0, re-scored 1.0))"]
+
+
+def test_audited_tasks_after_a_sample_naming_no_task_are_re_solved():
+    tasks = [{"item_id": "wrong", "prompt": WELL_POSED, "answer": "8"}]
+    samples = [{"item_id": "no-such-task", "independent_answer": "1"}, {"item_id": "wrong", "independent_answer": "7"}]
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, _audited(tasks, samples, []))
+    assert [issue.message.split(":")[0] for issue in reproduction.issues] == ["wrong"]
