@@ -213,7 +213,8 @@ def test_a_service_that_fails_mid_check_leaves_that_check_unverified_without_a_t
 
 @pytest.mark.parametrize("word,singular", [
     ("berries", "berry"), ("boxes", "box"), ("watches", "watch"), ("dishes", "dish"), ("glasses", "glass"),
-    ("glass", "glass"), ("apples", "apple"), ("pies", "pie"), ("us", "us"), ("fish", "fish")])
+    ("glass", "glass"), ("apples", "apple"), ("pies", "pie"), ("us", "us"), ("fish", "fish"), ("flies", "fly"),
+    ("ties", "tie"), ("ies", "ie"), ("ads", "ad"), ("s", "s")])
 def test_two_mentions_of_one_thing_compare_alike(word, singular):
     from experiment.grading.reproduce.resolver import _singular
 
@@ -238,7 +239,9 @@ def test_a_text_outside_the_forms_it_reads_is_not_answered(text):
     ("Ana had 9 pens. She lost 4. How many pens does Ana have now?", "5"),
     ("Ana has 9 pens. Ben gives her 4 more. How many pens does Ana have now?", "13"),
     ("Ana has 3 boxes with 4 pens in each box. How many pens are there?", "12"),
-    ("Ana has 3 pens and 4 cups. How many things does Ana have altogether?", "7")])
+    ("Ana has 3 pens and 4 cups. How many things does Ana have altogether?", "7"),
+    ("There are 3 blue balls and 4 red balls. How many red balls are there?", "4"),
+    ("There are 3 big red balls and 4 big red balls. How many big red balls are there?", "7")])
 def test_each_form_gives_its_operation(text, answer):
     assert (resolve(text).status, resolve(text).answer) == (SOLVED, answer)
 
@@ -573,3 +576,17 @@ def test_audited_tasks_after_a_sample_naming_no_task_are_re_solved():
     grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
     reproduction = reproduce(grade, _audited(tasks, samples, []))
     assert [issue.message.split(":")[0] for issue in reproduction.issues] == ["wrong"]
+
+
+def test_long_labels_and_answers_are_named_cut_to_sixteen_characters():
+    label, answer = "1234567890123456789", "9876543210987654321"
+    tasks = [{"item_id": "wrong", "prompt": WELL_POSED, "answer": label},
+             {"item_id": "ill", "prompt": ILL_POSED_TEXT, "answer": label}]
+    samples = [{"item_id": "wrong", "independent_answer": answer}, {"item_id": "ill", "independent_answer": answer}]
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    messages = [issue.message for issue in reproduce(grade, _audited(tasks, samples, [])).issues]
+    assert messages == [
+        "wrong: the task's text gives 7 (collection: sum of the pens counted (3, 4)), not the label '123456789012... "
+        "nor the recorded re-solver's answer '987654321098..., and the audit lists no disagreement",
+        "ill: the task is ill-posed (collection: the text counts no hats), yet it is accepted with label "
+        "'123456789012... and the audit lists no disagreement"]
