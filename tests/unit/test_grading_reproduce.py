@@ -373,7 +373,7 @@ def test_commas_that_do_not_group_thousands_name_no_number():
 
 @pytest.mark.parametrize("prediction,gold,verdict", [
     ("\\boxed{12}", "7", False), ("\\boxed{3}", "7", False), ("\\boxed{apple}", "banana", None),
-    ("\\boxed{banana}", "apple", None)])
+    ("\\boxed{banana}", "apple", None), ("\\boxed{\\text{blue}}", "blue.", True)])
 def test_a_number_or_text_on_either_side_of_the_gold_is_not_a_match(prediction, gold, verdict):
     assert score(prediction, gold) is verdict
 
