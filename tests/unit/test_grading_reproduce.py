@@ -20,7 +20,7 @@ from experiment.grading import grade_record
 from experiment.grading.common import INVALID, PASS, CategoryGrade, Grade
 from experiment.grading.reproduce import apply, reproduce
 from experiment.grading.reproduce.answers import evaluation_items, last_boxed, number_of, score
-from experiment.grading.reproduce.resolver import ILL_POSED, NOT_UNDERSTOOD, SOLVED, resolve
+from experiment.grading.reproduce.resolver import ILL_POSED, NOT_UNDERSTOOD, SOLVED, Resolution, resolve
 from suite import REPO_ROOT, SELFGEN_SPEC
 
 # ---- the parser and scorer
@@ -590,3 +590,16 @@ def test_long_labels_and_answers_are_named_cut_to_sixteen_characters():
         "nor the recorded re-solver's answer '987654321098..., and the audit lists no disagreement",
         "ill: the task is ill-posed (collection: the text counts no hats), yet it is accepted with label "
         "'123456789012... and the audit lists no disagreement"]
+
+
+@pytest.mark.parametrize("text,status,answer,reasoning", [
+    ("What is 8 / -2?", SOLVED, "-4", "arithmetic: what is 8 / -2?"),
+    ("What is 6 × 7?", SOLVED, "42", "arithmetic: what is 6 × 7?"),
+    ("How many pens are there?", NOT_UNDERSTOOD, None, "no target or no stated number"),
+    ("Ana has 3 pens.", NOT_UNDERSTOOD, None, "no 'how many' question"),
+    ("Ana has 3 pens. How many pens does Ana have?", NOT_UNDERSTOOD, None,
+     "not a two-number problem of the forms it reads"),
+    ("Ana has 3 pens and 4 cups. How many small things does Ana have?", SOLVED, "7",
+     "collection: sum of the small things counted (3, 4)")])
+def test_the_resolution_and_its_reasoning_at_the_edges_of_each_form(text, status, answer, reasoning):
+    assert resolve(text) == Resolution(status, answer, reasoning)
