@@ -500,9 +500,17 @@ def test_the_time_a_reproduction_took_is_the_clocks_difference(monkeypatch):
     import experiment.grading.reproduce as reproduction_module
 
     readings = iter([100.0])
-    monkeypatch.setattr(reproduction_module.time, "perf_counter", lambda: next(readings, 102.5))  # FAKE clock
+    monkeypatch.setattr(reproduction_module.time, "perf_counter", lambda: next(readings, 250.5))  # FAKE clock
     grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
-    assert reproduce(grade, {}).seconds == 2.5
+    reproduction = reproduce(grade, {})
+    assert (reproduction.seconds, reproduction.service_calls) == (150.5, 0)  # offline: no call to a service
+
+
+def test_an_empty_reproduction_says_nothing_ran():
+    from experiment.grading.reproduce import Reproduction
+
+    empty = Reproduction()
+    assert (empty.issues, empty.notes, empty.service_calls, empty.seconds) == ([], [], 0, 0.0)
 
 
 def test_findings_join_a_category_in_any_status_but_not_applicable():
