@@ -497,3 +497,47 @@ def test_a_run_that_did_not_succeed_is_not_held_to_its_planned_steps():
     stopped = _ctx(spec, plan, {"items": {"ids": []}}, [], status="failed",
                    metrics={"arms": {arm.name: {"steps_completed": 1}}})
     assert spec_anchor.PLAN_1(stopped) == []
+
+
+@pytest.mark.parametrize("name", ["eval.csv", "eval.json", "eval.parquet", "eval.txt"])
+def test_an_eval_file_that_is_no_jsonl_fixes_no_ids(tmp_path, monkeypatch, name):
+    """Only a JSON-lines file is read here; a file of another kind (sorting before or after .jsonl) fixes no ids."""
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))
+    path = tmp_path / name
+    path.write_text('{"id": "a"}\n{"id": "b"}\n')
+    assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": str(path)}}) == (None, str(path))
+    jsonl = tmp_path / "eval.jsonl"
+    jsonl.write_text('{"id": "a"}\n\n{"id": "b"}\n[1]\n')
+    assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": str(jsonl)}}) == (
+        ["a", "b", "None"], str(jsonl))
+
+
+def test_an_evaluator_scoring_more_items_than_the_eval_set_is_named_by_its_id(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p["items"]["ids"].append("one-more-item"))
+    n = len(provenance["items"]["ids"]) - 1
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.eval_set_issues(_ctx(spec, plan, provenance, retained_code))] == [
+        (INVALID, f"evaluator {eid[:12]} scores {n + 1} items, the spec's eval set is {n} (eval.n_examples)")]
+
+
+def test_an_evaluator_without_an_item_list_leaves_the_next_one_checked(retained_code):
+    """A provenance without items.ids is EVAL-4's; the other evaluators of the record are still held to the set."""
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    short_one = _edited(honest, lambda p: p["items"]["ids"].pop())
+    ctx = _ctx(spec, plan, short_one, retained_code)
+    ctx.result["evaluation"]["evaluators"] = {"0" * 64: {"items": {}}, ev.evaluator_id(short_one): short_one}
+    assert [i.rule for i in spec_anchor.eval_set_issues(ctx)] == ["EVAL-13"]
+
+
+def test_an_eval_set_with_items_sorting_before_the_spec_s_is_named_with_its_first_missing_item(retained_code):
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    expected = list(honest["items"]["ids"])
+    provenance = _edited(honest, lambda p: p["items"].update(ids=expected[:-2] + ["0-early-a", "0-early-b"]))
+    eid = ev.evaluator_id(provenance)
+    (issue,) = spec_anchor.eval_set_issues(_ctx(spec, plan, provenance, retained_code))
+    assert issue.message == (f"evaluator {eid[:12]}'s items are not the spec's eval set, the first {len(expected)} rows "
+                             f"of embedded_tinker/tasks/data/test.jsonl: 2 of its items are not in it "
+                             f"(first {expected[-2]!r})")
