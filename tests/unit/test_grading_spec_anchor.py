@@ -541,3 +541,66 @@ def test_an_eval_set_with_items_sorting_before_the_spec_s_is_named_with_its_firs
     assert issue.message == (f"evaluator {eid[:12]}'s items are not the spec's eval set, the first {len(expected)} rows "
                              f"of embedded_tinker/tasks/data/test.jsonl: 2 of its items are not in it "
                              f"(first {expected[-2]!r})")
+
+
+def _other_pipelines(spec_dict: dict, plan_eval: dict, provenance: dict) -> GradeContext:
+    """A record of another pipeline (no pipeline code, no rehearsal): only the decoding the spec or plan fixes
+    applies to it."""
+    from types import SimpleNamespace
+
+    record = {"status": "succeeded", "evidence": {"version": 1, "files": []},
+              "evaluation": {"version": 1, "evaluators": {ev.evaluator_id(provenance): provenance}, "scores": []}}
+    return GradeContext(result=record, evidence=EvidenceAccess(record), spec=spec_dict,
+                        plan=SimpleNamespace(eval=plan_eval))
+
+
+@pytest.mark.parametrize("plan_decoding,metric,fixed", [
+    ("greedy", "exact-match accuracy", True),  # the plan says greedy, the metric does not
+    ("sampling", "exact-match accuracy, greedy", True),  # the metric says greedy, the plan another decoding
+    ("beam", "exact-match accuracy, greedy", True),
+    ("sampling", "exact-match accuracy", False),  # neither: nothing fixes the temperature
+    ("beam", "exact-match accuracy", False),
+    (None, "accuracy", False)])
+def test_greedy_decoding_is_fixed_by_the_plan_or_by_the_metric_alone(plan_decoding, metric, fixed):
+    hot = {"decoding": {"temperature": 1.0}, "items": {"ids": ["a"]}}
+    ctx = _other_pipelines({"training_type": "rl", "eval": {"metric": metric}}, {"decoding": plan_decoding}, hot)
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == (["EVAL-14"] if fixed else [])
+    cold = {"decoding": {"temperature": 0.0}, "items": {"ids": ["a"]}}
+    assert spec_anchor.provenance_issues(
+        _other_pipelines({"training_type": "rl", "eval": {"metric": metric}}, {"decoding": plan_decoding}, cold)) == []
+
+
+def test_an_sft_evaluators_template_is_the_spec_renderers_and_sequence_length(retained_code):
+    from experiment.contract.evaluators import sft_prompt_template
+
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.spec = {**ctx.spec, "rollout": {**(ctx.spec.get("rollout") or {}), "renderer": "llama3"}}
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]  # the default renderer's template
+    length = int(ctx.spec.get("max_seq_len") or 0)
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "prompt_template": sft_prompt_template("llama3", length)}}
+    assert spec_anchor.provenance_issues(ctx) == []
+    ctx.spec = {key: value for key, value in ctx.spec.items() if key != "max_seq_len"}  # no length: 0
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "prompt_template": sft_prompt_template("llama3", 0)}}
+    assert spec_anchor.provenance_issues(ctx) == []
+
+
+def test_an_evaluator_finding_quotes_each_value_cut_to_fifty_characters(retained_code):
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    reworded = _edited(honest, lambda p: p.update(prompt_template="Think step by step. " + p["prompt_template"]))
+    eid = ev.evaluator_id(reworded)
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, reworded, retained_code))
+    given, fixed = repr(reworded["prompt_template"]), repr(honest["prompt_template"])
+    assert len(given) > 50 and len(fixed) > 50
+    assert issue.message == (f"evaluator {eid[:12]} is not the evaluator the spec fixes: prompt_template "
+                             f"{given[:47]}... (the spec's: {fixed[:47]}...)")
+
+
+def test_an_sft_evaluators_extra_sampling_setting_is_one_decoding_difference(retained_code):
+    spec, plan = _spec("trimuon")
+    provenance = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(top_p=0.9))
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, provenance, retained_code))
+    assert issue.message.count("decoding") == 1 and "decoding sets" not in issue.message
