@@ -604,3 +604,44 @@ def test_an_sft_evaluators_extra_sampling_setting_is_one_decoding_difference(ret
     provenance = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(top_p=0.9))
     (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, provenance, retained_code))
     assert issue.message.count("decoding") == 1 and "decoding sets" not in issue.message
+
+
+def _cookbook_forged(spec, plan) -> dict:
+    """An RL evaluator whose manifest names another hash for a cookbook file, code_sha256 recomputed from it."""
+    forged = _edited(_provenance(spec, plan), lambda p: p["code_files"].update(
+        {"tinker_cookbook/recipes/math_rl/math_grading.py": "0" * 64}))
+    forged["code_sha256"] = ev.manifest_sha256(forged["code_files"])
+    return forged
+
+
+def _with_cookbook_version(retained_code: list[dict], version: str) -> list[dict]:
+    """The retained code with a code revision that records `version` of the cookbook."""
+    revision = code_revision()
+    revision.setdefault("packages", {})["tinker-cookbook"] = version
+    return [*(f for f in retained_code if f["name"] != "code-revision.json"),
+            evidence_file("code-revision.json", "code_revision", json.dumps(revision).encode())]
+
+
+@pytest.mark.parametrize("version", ["0.0.1", "99.0.0"])
+def test_cookbook_files_are_compared_only_at_the_recorded_cookbook_version(retained_code, version):
+    """The installed cookbook is the reference only when it is the version the run recorded: at another version (one
+    sorting before the installed one, one after) its files cannot be compared, so a cookbook hash is not refused."""
+    import importlib.metadata
+
+    spec, plan = _spec("gs1")
+    forged = _cookbook_forged(spec, plan)
+    installed = importlib.metadata.version("tinker-cookbook")
+    assert ("EVAL-15", INVALID) in _evaluator_issues(
+        _ctx(spec, plan, forged, _with_cookbook_version(retained_code, installed)))
+    assert _evaluator_issues(_ctx(spec, plan, forged, _with_cookbook_version(retained_code, version))) == []
+
+
+def test_without_an_installed_cookbook_its_files_are_not_compared(retained_code, monkeypatch):
+    import importlib.metadata
+
+    def not_installed(name):  # FAKE: a grader's machine without the cookbook (it is installed in this one)
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    spec, plan = _spec("gs1")
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
