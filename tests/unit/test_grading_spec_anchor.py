@@ -638,10 +638,19 @@ def test_cookbook_files_are_compared_only_at_the_recorded_cookbook_version(retai
 
 def test_without_an_installed_cookbook_its_files_are_not_compared(retained_code, monkeypatch):
     import importlib.metadata
+    import importlib.util
+
+    real_version = importlib.metadata.version
 
     def not_installed(name):  # FAKE: a grader's machine without the cookbook (it is installed in this one)
-        raise importlib.metadata.PackageNotFoundError(name)
+        if name == "tinker-cookbook":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
 
     spec, plan = _spec("gs1")
-    monkeypatch.setattr(importlib.metadata, "version", not_installed)
-    assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
+    with monkeypatch.context() as absent:
+        absent.setattr(importlib.metadata, "version", not_installed)
+        assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
+    with monkeypatch.context() as absent:  # FAKE: its metadata left behind, its package gone
+        absent.setattr(importlib.util, "find_spec", lambda name: None)
+        assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
