@@ -654,3 +654,37 @@ def test_without_an_installed_cookbook_its_files_are_not_compared(retained_code,
     with monkeypatch.context() as absent:  # FAKE: its metadata left behind, its package gone
         absent.setattr(importlib.util, "find_spec", lambda name: None)
         assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
+
+
+def test_an_sft_evaluators_code_hash_sorting_before_the_retained_codes_is_refused_by_name(retained_code):
+    spec, plan = _spec("trimuon")
+    expected = _provenance(spec, plan)["code_sha256"]
+    low = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256="0" * 64))
+    eid = ev.evaluator_id(low)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, low, retained_code))] == [
+        (INVALID, f"evaluator {eid[:12]}'s code_sha256 {repr('0' * 64)[:17]}... is not the hash of the retained "
+                  f"evaluator code ({expected[:12]}...)")]
+
+
+def test_each_sft_evaluator_whose_code_is_not_in_the_bundle_is_unverified(retained_code):
+    from experiment.contract.evaluators import SFT_EVALUATOR_CODE
+
+    bundle = json.loads(pipeline_code_bundle(include_backend=True))
+    del bundle["files"][SFT_EVALUATOR_CODE[0]]
+    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
+    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    spec, plan = _spec("trimuon")
+    provenance = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, provenance, files)
+    ctx.result["evaluation"]["evaluators"] = {"a" * 64: provenance, "b" * 64: dict(provenance)}
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(ctx)] == [
+        (UNVERIFIED, f"evaluator code {SFT_EVALUATOR_CODE[0]} is not retained")] * 2
+
+
+def test_every_sft_evaluator_is_held_to_the_retained_code_after_an_honest_one(retained_code):
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    low = _edited(honest, lambda p: p.update(code_sha256="0" * 64))
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.result["evaluation"]["evaluators"] = {ev.evaluator_id(honest): honest, ev.evaluator_id(low): low}
+    assert [(i.rule, i.status) for i in spec_anchor.code_hash_issues(ctx)] == [("EVAL-15", INVALID)]
