@@ -688,3 +688,13 @@ def test_every_sft_evaluator_is_held_to_the_retained_code_after_an_honest_one(re
     ctx = _ctx(spec, plan, honest, retained_code)
     ctx.result["evaluation"]["evaluators"] = {ev.evaluator_id(honest): honest, ev.evaluator_id(low): low}
     assert [(i.rule, i.status) for i in spec_anchor.code_hash_issues(ctx)] == [("EVAL-15", INVALID)]
+
+
+@pytest.mark.parametrize("manifest", [None, {}], ids=["absent", "empty"])
+def test_an_rl_evaluator_with_an_absent_or_empty_code_manifest_is_unverified_by_name(retained_code, manifest):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.update(code_files=manifest))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(UNVERIFIED, f"evaluator {eid[:12]} lists no code_files, so its code_sha256 cannot be recomputed from the "
+                         "retained code")]
