@@ -698,3 +698,12 @@ def test_an_rl_evaluator_with_an_absent_or_empty_code_manifest_is_unverified_by_
     assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
         == [(UNVERIFIED, f"evaluator {eid[:12]} lists no code_files, so its code_sha256 cannot be recomputed from the "
                          "retained code")]
+
+
+@pytest.mark.parametrize("claimed", ["0" * 64, "f" * 64], ids=["sorting before", "sorting after"])
+def test_an_rl_code_hash_that_is_not_its_manifests_is_refused_by_name(retained_code, claimed):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256=claimed))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_sha256 is not the hash of its code_files")]
