@@ -707,3 +707,56 @@ def test_an_rl_code_hash_that_is_not_its_manifests_is_refused_by_name(retained_c
     eid = ev.evaluator_id(provenance)
     assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
         == [(INVALID, f"evaluator {eid[:12]}'s code_sha256 is not the hash of its code_files")]
+
+
+def _manifest_edited(spec, plan, edit) -> dict:
+    """The RL evaluator with its code manifest edited and code_sha256 recomputed from it (a consistent forgery)."""
+    provenance = _edited(_provenance(spec, plan), lambda p: edit(p["code_files"]))
+    provenance["code_sha256"] = ev.manifest_sha256(provenance["code_files"])
+    return provenance
+
+
+def test_a_manifest_leaving_out_code_the_evaluator_runs_names_the_first_three(retained_code):
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+
+    spec, plan = _spec("gs1")
+    every = list(RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE)
+    left_out = every[-4:]
+    provenance = _manifest_edited(spec, plan, lambda files: [files.pop(path) for path in left_out])
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_files leave out code it runs: {', '.join(left_out[:3])}")]
+
+
+@pytest.mark.parametrize("digest", ["0" * 64, "f" * 64], ids=["sorting before", "sorting after"])
+def test_manifest_hashes_of_project_and_cookbook_files_are_compared_either_way(retained_code, digest):
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+
+    spec, plan = _spec("gs1")
+    wrong = [RL_EVALUATOR_PROJECT_CODE[0], RL_EVALUATOR_COOKBOOK_CODE[0], RL_EVALUATOR_COOKBOOK_CODE[1],
+             RL_EVALUATOR_COOKBOOK_CODE[2]]
+    provenance = _manifest_edited(spec, plan, lambda files: files.update({path: digest for path in wrong}))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_files are not the retained (installed) code: "
+                      f"{', '.join(wrong[:3])}")]
+
+
+def test_a_manifest_naming_a_cookbook_file_that_is_not_installed_is_refused(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _manifest_edited(spec, plan, lambda files: files.update(
+        {"tinker_cookbook/no_such_module.py": "ab" * 32}))
+    assert [(i.rule, i.status) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] == [
+        ("EVAL-15", INVALID)]
+
+
+def test_project_evaluator_code_not_in_the_bundle_is_unverified_by_name(retained_code):
+    from experiment.contract.evaluators import RL_EVALUATOR_PROJECT_CODE
+
+    bundle = json.loads(pipeline_code_bundle(include_backend=True))
+    del bundle["files"][RL_EVALUATOR_PROJECT_CODE[0]]
+    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
+    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    spec, plan = _spec("gs1")
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, _provenance(spec, plan), files))] \
+        == [(UNVERIFIED, f"evaluator code {RL_EVALUATOR_PROJECT_CODE[0]} is not retained")]
