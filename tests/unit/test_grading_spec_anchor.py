@@ -760,3 +760,64 @@ def test_project_evaluator_code_not_in_the_bundle_is_unverified_by_name(retained
     spec, plan = _spec("gs1")
     assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, _provenance(spec, plan), files))] \
         == [(UNVERIFIED, f"evaluator code {RL_EVALUATOR_PROJECT_CODE[0]} is not retained")]
+
+
+def _plan_ctx(family: str = "gs1", **result) -> GradeContext:
+    spec, plan = _spec(family)
+    return _ctx(spec, plan, {"items": {"ids": []}}, [], **result)
+
+
+def test_stray_seeds_in_a_predictions_file_are_named():
+    rows = [{"item_id": "i0", "seed": 0}, {"item_id": "i1", "seed": 7}, {"item_id": "i2", "seed": 3}]
+    name = "predictions-grpo_gs8.jsonl"
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "grpo_gs8", "seed": 0, "predictions_ref": name}]})
+    ctx.result["evidence"]["files"] = [evidence_file(name, "predictions",
+                                                     "".join(json.dumps(r) + "\n" for r in rows).encode())]
+    ctx.evidence = EvidenceAccess(ctx.result)
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        f"the record's steps, learning rates or seeds are not the plan's: {name}: seed 3, 7 (scheduled [0])"]
+
+
+def test_more_than_four_plan_differences_are_cut_after_four():
+    arms = {"grpo_gs8": {"steps_completed": 3, "learning_rate": 0.002},
+            "gs1_kernel": {"steps_completed": 4, "learning_rate": 0.003}}
+    ctx = _plan_ctx(metrics={"arms": arms}, evidence={"version": 1, "files": [],
+                                                      "checkpoints": [{"arm": "grpo_gs8", "seed": 9}]})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); gs1_kernel: steps_completed 4 (planned 2); "
+        "gs1_kernel: learning_rate 0.003 (planned 0.001) ..."]
+    arms["gs1_kernel"] = {"steps_completed": 2, "learning_rate": 0.001}
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); checkpoint of 'grpo_gs8': seed 9"]
+
+
+@pytest.mark.parametrize("change", [{"executed_group_size": 4}, {"n_rollouts": 63}, {"n_rollouts": 65}])
+def test_each_rl_step_ran_at_the_plans_group_size_and_rollout_count_after_other_events(change):
+    spec, plan = _spec("gs1")
+    events = [{"event": "run_created"}]
+    events += [{"event": "training_step", "arm": arm.name, "step": step, "executed_group_size": arm.group_size,
+                "n_rollouts": arm.group_size * arm.groups_per_batch} for arm in plan.trained_arms
+               for step in range(arm.steps)]
+    ctx = _with_events("gs1", events)
+    assert spec_anchor.PLAN_1(ctx) == []
+    events[-1].update(change)
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
+def test_a_bare_record_and_a_record_without_evaluators_have_no_frozen_order_to_check():
+    ctx = _with_events("gs1", [{"event": "evaluation_progress"}])
+    ctx.events = None
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx = _with_events("gs1", [{"event": "evaluation_progress"}])
+    ctx.result["evaluation"]["evaluators"] = {}
+    assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+def test_a_frozen_event_of_another_evaluator_is_named_cut_to_twenty_characters():
+    ctx = _with_events("gs1", [])
+    other = "another-evaluator-" + "9" * 40
+    ctx.events = [_frozen(other), {"event": "evaluation_progress"}]
+    assert [(i.status, i.message) for i in spec_anchor.frozen_order_issues(ctx)] == [
+        (INVALID, f"the evaluator_frozen event names {repr(other)[:17]}..., not the record's evaluator")]
