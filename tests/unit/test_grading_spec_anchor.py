@@ -821,3 +821,29 @@ def test_a_frozen_event_of_another_evaluator_is_named_cut_to_twenty_characters()
     ctx.events = [_frozen(other), {"event": "evaluation_progress"}]
     assert [(i.status, i.message) for i in spec_anchor.frozen_order_issues(ctx)] == [
         (INVALID, f"the evaluator_frozen event names {repr(other)[:17]}..., not the record's evaluator")]
+
+
+def _calibrated(candidates: str, logs: list[str], bandwidth, completed=("gs1_kernel",)) -> GradeContext:
+    spec, plan = _spec("gs1")
+    files = [evidence_file(f"activation-pilot-bw{b}.jsonl", "metrics", b"{}\n") for b in logs]
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, files, completed_arms=list(completed),
+               metrics={"arms": {"gs1_kernel": {"kernel_bandwidth": bandwidth}, "grpo_gs8": {}}})
+    ctx.spec = {**ctx.spec, "command": f"Pre-registered: calibration is bandwidth in {{{candidates}}}. Keep logs."}
+    return ctx
+
+
+def test_every_failed_candidate_before_the_chosen_one_has_its_log_named():
+    (issue,) = spec_anchor.ACT_4(_calibrated("0.25, 0.5, 1.0", ["1.0"], 1.0))
+    assert (issue.status, issue.message) == (
+        UNVERIFIED, "the spec keeps failed pilot logs, but activation-pilot-bw0.25.jsonl, activation-pilot-bw0.5.jsonl "
+                    "(a calibration candidate tried before the chosen one) is not retained")
+    assert spec_anchor.ACT_4(_calibrated("0.25, 0.5, 1.0", ["0.25", "0.5"], 0.5)) == []
+
+
+def test_no_calibration_no_training_or_no_chosen_candidate_requires_no_log():
+    ctx = _calibrated("0.5, 1.0", [], 1.0)
+    ctx.spec = {**ctx.spec, "command": "Train both arms."}
+    assert spec_anchor.ACT_4(ctx) == []
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 1.0, completed=())) == []
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 2.0)) == []  # trained at no candidate: nothing was chosen
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], None)) == []
