@@ -847,3 +847,57 @@ def test_no_calibration_no_training_or_no_chosen_candidate_requires_no_log():
     assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 1.0, completed=())) == []
     assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 2.0)) == []  # trained at no candidate: nothing was chosen
     assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], None)) == []
+
+
+def test_the_prose_finding_names_each_contradiction_and_an_outcome_reason_other_than_the_records():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="insufficient_evidence",
+                 summary="Verdict supported (tie). The claim is refuted.",
+                 reasoning="Verdict inconclusive (tie). The outcome stands inconclusive.")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_1(ctx)] == [
+        (INVALID, "the prose contradicts the verdict inconclusive: summary says verdict supported; summary says "
+                  "'claim is refuted'; reasoning says outcome tie")]
+    ctx.result["outcome_reason"] = None  # no reason recorded: a stated one contradicts nothing
+    ctx.result["summary"] = "Verdict inconclusive (tie)."
+    assert spec_anchor.PROSE_1(ctx) == []
+    ctx.result["verdict"] = "undecided"  # no verdict of the contract's: nothing to hold the prose to
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_negated_claim_contradicts_the_verdict_it_names():
+    ctx = _prose("gs1", verdict="supported", summary="The hypothesis is not supported.")
+    assert [i.rule for i in spec_anchor.PROSE_1(ctx)] == ["PROSE-1"]
+    ctx.result["summary"] = "The hypothesis is not refuted. The claim is supported."
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_rehearsal_summary_without_its_mark_is_named_and_a_run_that_is_no_rehearsal_has_none():
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.")
+    ctx.spec_model = None  # the rules' mark cannot be derived: the generic one is required
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_2(ctx)] == [
+        (INVALID, f"a rehearsal's summary does not begin with its mark {NOT_FOR_SUBMISSION!r}")]
+    ctx.result["summary"] = NOT_FOR_SUBMISSION + " Trained every arm."
+    assert spec_anchor.PROSE_2(ctx) == []
+    assert spec_anchor.PROSE_2(_prose("gs1", summary="Trained every arm.")) == []
+    assert spec_anchor.PROSE_3(_prose("gs1", tested_instead="anything")) == []
+
+
+def test_a_rewritten_tested_instead_is_named_with_the_derived_one():
+    spec, plan = _spec("gs1")
+    derived = spec.source.rehearsal
+    ctx = _prose("gs1", rehearsal=derived, tested_instead="something else")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_3(ctx)] == [
+        (INVALID, "tested_instead is not what the rehearsal rules derive from the spec "
+                  f"({spec_anchor.short(derived['tested_instead'], 80)})")]
+
+
+def test_an_item_count_is_the_evaluators_or_a_selection_splits():
+    ctx = _prose("gs1", summary="Selected on 20 items, confirmed on 28 items, scored on 48 items.",
+                 decision={"selection": {"split": {"selection_ids": list(range(20)), "confirmation_ids": list(range(28))}}})
+    assert spec_anchor.PROSE_4(ctx) == []
+    ctx.result["reasoning"] = "Scored on 47 items and on 49 held-out items."
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_4(ctx)] == [
+        (INVALID, "the prose states another item count than the evaluator's 48: reasoning says 47; reasoning says 49")]
+    ctx.result["evaluation"]["evaluators"]["other"] = {"items": {"ids": ["a"]}}  # two counts: none to hold it to
+    assert spec_anchor.PROSE_4(ctx) == []
