@@ -901,3 +901,52 @@ def test_an_item_count_is_the_evaluators_or_a_selection_splits():
         (INVALID, "the prose states another item count than the evaluator's 48: reasoning says 47; reasoning says 49")]
     ctx.result["evaluation"]["evaluators"]["other"] = {"items": {"ids": ["a"]}}  # two counts: none to hold it to
     assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_steps_missing_or_logged_twice_are_named_by_arm():
+    spec, plan = _spec("gs1")
+    steps = {arm.name: arm.steps for arm in plan.trained_arms}
+    events = [{"event": "training_step", "arm": "grpo_gs8", "step": 0}, {"event": "training_step", "arm": "grpo_gs8",
+                                                                          "step": 0},
+              {"event": "training_step", "arm": "grpo_gs8", "step": 1}, {"event": "gate", "gate": "arm_training"}]
+    (issue,) = spec_anchor.EVID_11(_with_events("gs1", events))
+    missing = ", ".join(map(str, range(steps["gs1_kernel"])))
+    assert (issue.status, issue.message) == (
+        UNVERIFIED, f"events.jsonl does not hold every planned training step once: grpo_gs8: step(s) 0 twice; "
+                    f"gs1_kernel: step(s) {missing} missing")
+    untrained = _with_events("gs1", events)
+    untrained.result["completed_arms"] = []  # nothing trained: no step is owed
+    assert spec_anchor.EVID_11(untrained) == []
+
+
+def test_an_sft_record_without_its_steps_file_is_named_unverified(retained_code):
+    spec, plan = _spec("trimuon")
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, retained_code, completed_arms=[run.name for run in plan.training_runs])
+    assert [(i.status, i.message) for i in spec_anchor.EVID_11(ctx)] == [
+        (UNVERIFIED, "sft-steps.jsonl (every SFT step's row) is not retained inline")]
+
+
+def test_stated_effects_intervals_and_criterion_effects_are_held_to_the_stated_decimals():
+    ctx = _prose("selfgen", verdict="inconclusive", effect=0.02083, ci=[-0.37124, 0.41287],
+                 decision={"criteria": [{"id": "gain", "effect": 0.0208333, "lower": -0.3712, "upper": 0.41287}]},
+                 summary="The effect is +0.021 (interval [\u22120.371, 0.413]); gain +0.02 [-0.37, 0.41] vs 0.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = ("The effect is +0.023 (interval [-0.371, 0.415]); gain +0.03 [-0.38, 0.41] vs 0. "
+                             "The effect is +0.025.")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_5(ctx)] == [
+        (INVALID, "the prose states numbers the record does not hold: summary states an effect of +0.023; summary "
+                  "states an effect of +0.025; summary states an effect of +0.03; summary states an interval "
+                  "[-0.371, 0.415]")]
+
+
+def test_an_arm_number_is_any_the_record_holds_for_that_arm():
+    ctx = _prose("gs1", verdict="refuted",
+                 metrics={"arms": {"gs1_kernel": {"accuracy": 0.375, "runs": {"a": {"nll": [1.25]}}}, "grpo_gs8": {}}},
+                 loss_eval={"arms": {"gs1_kernel": {"token_mean": 2.5}}},
+                 decision={"criteria": [{"per_arm_means": {"gs1_kernel": 0.6, "grpo_gs8": 0.7}}]},
+                 summary="gs1_kernel 0.375, gs1_kernel 1.25, gs1_kernel held-out NLL 2.50, gs1_kernel 0.60, "
+                         "grpo_gs8 0.70.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = "gs1_kernel 0.38, grpo_gs8 0.71, x-gs1_kernel 0.99."
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states grpo_gs8 0.71"]
