@@ -950,3 +950,16 @@ def test_an_arm_number_is_any_the_record_holds_for_that_arm():
     ctx.result["summary"] = "gs1_kernel 0.38, grpo_gs8 0.71, x-gs1_kernel 0.99."
     assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
         "the prose states numbers the record does not hold: summary states grpo_gs8 0.71"]
+
+
+def test_only_the_evaluations_own_events_start_it_whatever_sorts_around_them():
+    """Events named or kinded next to the evaluation's own, on either side, do not start it."""
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    others = [{"event": "checkpoint", "kind": "predictions", "gate": "evaluation"},
+              {"event": "training_step", "kind": "predictions", "gate": "evaluation"},
+              {"event": "evidence_added", "kind": "metrics"}, {"event": "evidence_added", "kind": "script"},
+              {"event": "gate", "gate": "arm_training"}, {"event": "gate", "gate": "restoration_preflight"},
+              {"event": "evaluation_done"}, {"event": "evaluator_frozen_not"}]
+    ctx.events = [*others, _frozen(eid), {"event": "evaluation_progress"}]
+    assert spec_anchor.frozen_order_issues(ctx) == []
