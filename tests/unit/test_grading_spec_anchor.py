@@ -963,3 +963,26 @@ def test_only_the_evaluations_own_events_start_it_whatever_sorts_around_them():
               {"event": "evaluation_done"}, {"event": "evaluator_frozen_not"}]
     ctx.events = [*others, _frozen(eid), {"event": "evaluation_progress"}]
     assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+@pytest.mark.parametrize("status", ["running", "failed", None])
+def test_a_run_that_has_not_succeeded_is_held_to_no_planned_step_count(status):
+    spec, plan = _spec("gs1")
+    events = [{"event": "training_step", "arm": "grpo_gs8", "step": 0}]
+    ctx = _with_events("gs1", events, metrics={"arms": {"grpo_gs8": {"steps_completed": 1}}})
+    ctx.result["status"] = status
+    assert spec_anchor.PLAN_1(ctx) == [] and spec_anchor.EVID_11(ctx) == []
+    ctx.result["status"] = "succeeded"
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx) + spec_anchor.EVID_11(ctx)] == ["PLAN-1", "EVID-11"]
+
+
+def test_an_lr_grid_run_is_found_by_its_learning_rate_label_and_held_to_the_plan():
+    spec, plan = _spec("trimuon")
+    run = next(r for r in plan.training_runs if r.name != r.arm)
+    label = f"{run.lr:.3e}"  # the same rate written another way
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, [],
+               metrics={"arms": {run.arm: {"runs": {"not-a-rate": {"steps_completed": 999},
+                                                    label: {"steps_completed": run.steps + 1, "learning_rate": run.lr}}}}})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        f"the record's steps, learning rates or seeds are not the plan's: {run.name}: steps_completed {run.steps + 1} "
+        f"(planned {run.steps})"]
