@@ -986,3 +986,21 @@ def test_an_lr_grid_run_is_found_by_its_learning_rate_label_and_held_to_the_plan
     assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
         f"the record's steps, learning rates or seeds are not the plan's: {run.name}: steps_completed {run.steps + 1} "
         f"(planned {run.steps})"]
+
+
+@pytest.mark.parametrize("aggregation", ["example_mean", "token_mean", None])
+def test_an_sft_evaluators_parser_is_the_plans_aggregation_token_mean_by_default(retained_code, aggregation):
+    from types import SimpleNamespace
+
+    from experiment.contract.evaluators import sft_parser
+
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.plan = SimpleNamespace(eval={**(plan.eval or {}), "aggregation": aggregation})
+    expected = sft_parser(aggregation or "token_mean")
+    other = sft_parser("token_mean" if aggregation == "example_mean" else "example_mean")
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "parser": expected}}
+    assert spec_anchor.provenance_issues(ctx) == []
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "parser": other}}
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]
