@@ -1004,3 +1004,14 @@ def test_an_sft_evaluators_parser_is_the_plans_aggregation_token_mean_by_default
     assert spec_anchor.provenance_issues(ctx) == []
     ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "parser": other}}
     assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]
+
+
+def test_a_late_freeze_names_the_first_start_and_another_evaluators_freeze_the_first_named():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    ctx.events = [{"event": "evaluation_progress"}, {"event": "evaluation_progress"}, _frozen(eid)]
+    assert [i.message for i in spec_anchor.frozen_order_issues(ctx)] == [
+        "the evaluator_frozen event (line 3) comes after the evaluation began (line 1)"]
+    ctx.events = [_frozen("first-other"), _frozen("second-other"), {"event": "evaluation_progress"}]
+    assert [i.message for i in spec_anchor.frozen_order_issues(ctx)] == [
+        "the evaluator_frozen event names 'first-other', not the record's evaluator"]
