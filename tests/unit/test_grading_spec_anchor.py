@@ -1015,3 +1015,23 @@ def test_a_late_freeze_names_the_first_start_and_another_evaluators_freeze_the_f
     ctx.events = [_frozen("first-other"), _frozen("second-other"), {"event": "evaluation_progress"}]
     assert [i.message for i in spec_anchor.frozen_order_issues(ctx)] == [
         "the evaluator_frozen event names 'first-other', not the record's evaluator"]
+
+
+def test_every_arm_is_held_to_the_plan_after_one_without_metrics():
+    ctx = _plan_ctx(metrics={"arms": {"gs1_kernel": {"steps_completed": 5}}})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: gs1_kernel: steps_completed 5 (planned 2)"]
+
+
+def test_a_score_naming_an_arm_as_its_run_is_no_planned_lr_grid_run():
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel", "run": "gs1_kernel", "learning_rate": 0.001,
+                                            "seed": 0}]})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: score of run 'gs1_kernel': learning_rate "
+        "0.001 is no planned run's"]
+
+
+def test_a_checkpoint_or_score_without_a_seed_is_held_to_no_seed():
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel"}]},
+                    evidence={"version": 1, "files": [], "checkpoints": [{"arm": "gs1_kernel", "uri": "tinker://x"}]})
+    assert spec_anchor.PLAN_1(ctx) == []
