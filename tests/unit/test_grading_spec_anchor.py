@@ -791,6 +791,11 @@ def test_more_than_four_plan_differences_are_cut_after_four():
     assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
         "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
         "grpo_gs8: learning_rate 0.002 (planned 0.001); checkpoint of 'grpo_gs8': seed 9"]
+    ctx.result["evaluation"]["scores"] = [{"arm": "grpo_gs8", "seed": 4}]  # exactly four: none cut
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); score of 'grpo_gs8': seed 4 (scheduled [0]); "
+        "checkpoint of 'grpo_gs8': seed 9"]
 
 
 @pytest.mark.parametrize("change", [{"executed_group_size": 4}, {"n_rollouts": 63}, {"n_rollouts": 65}])
@@ -1035,3 +1040,9 @@ def test_a_checkpoint_or_score_without_a_seed_is_held_to_no_seed():
     ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel"}]},
                     evidence={"version": 1, "files": [], "checkpoints": [{"arm": "gs1_kernel", "uri": "tinker://x"}]})
     assert spec_anchor.PLAN_1(ctx) == []
+
+
+def test_only_training_step_events_are_held_to_the_group_size():
+    events = [{"event": name, "arm": "grpo_gs8", "step": 0, "executed_group_size": 3, "n_rollouts": 5}
+              for name in ("checkpoint", "training_started", "training_stepped", "validation")]
+    assert spec_anchor.PLAN_1(_with_events("gs1", events)) == []
