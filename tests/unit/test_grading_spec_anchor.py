@@ -1046,3 +1046,11 @@ def test_only_training_step_events_are_held_to_the_group_size():
     events = [{"event": name, "arm": "grpo_gs8", "step": 0, "executed_group_size": 3, "n_rollouts": 5}
               for name in ("checkpoint", "training_started", "training_stepped", "validation")]
     assert spec_anchor.PLAN_1(_with_events("gs1", events)) == []
+
+
+def test_only_training_step_events_count_as_steps():
+    spec, plan = _spec("gs1")
+    every = [{"event": "training_step", "arm": arm.name, "step": step} for arm in plan.trained_arms
+             for step in range(arm.steps)]
+    lookalikes = [{"event": name, "arm": "grpo_gs8", "step": 0} for name in ("checkpoint", "training_stepped")]
+    assert spec_anchor.EVID_11(_with_events("gs1", [*lookalikes, ["not", "an", "event"], *every])) == []
