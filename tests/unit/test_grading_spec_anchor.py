@@ -1054,3 +1054,33 @@ def test_only_training_step_events_count_as_steps():
              for step in range(arm.steps)]
     lookalikes = [{"event": name, "arm": "grpo_gs8", "step": 0} for name in ("checkpoint", "training_stepped")]
     assert spec_anchor.EVID_11(_with_events("gs1", [*lookalikes, ["not", "an", "event"], *every])) == []
+
+
+def _stub_plan(steps: dict[str, int]):
+    """A plan of RL arms with these step counts, in this order (each arm one trained replica of its own name)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(trained_arms=[SimpleNamespace(name=n, steps=s) for n, s in steps.items()],
+                           replicas=[SimpleNamespace(label=n, arm=n, trained=True) for n in steps],
+                           training_runs=[SimpleNamespace(name=n, arm=n, steps=s, lr=None) for n, s in steps.items()])
+
+
+def _step_events(steps: dict[str, int], repeat: int = 1) -> list[dict]:
+    return [{"event": "training_step", "arm": n, "step": s} for n, count in steps.items() for s in range(count)
+            for _ in range(repeat)]
+
+
+def test_each_arm_is_held_to_its_own_step_count():
+    steps = {"m": 3, "a": 2, "z": 8}
+    ctx = _with_events("gs1", _step_events(steps))
+    ctx.plan = _stub_plan(steps)
+    assert spec_anchor.EVID_11(ctx) == []
+
+
+def test_steps_missing_or_twice_are_named_six_at_most_for_four_arms_at_most():
+    steps = {"a": 8, "b": 8, "c": 1, "d": 1, "e": 1}
+    ctx = _with_events("gs1", _step_events({"b": 8}, repeat=2))
+    ctx.plan = _stub_plan(steps)
+    (issue,) = spec_anchor.EVID_11(ctx)
+    assert issue.message == ("events.jsonl does not hold every planned training step once: a: step(s) 0, 1, 2, 3, 4, 5 "
+                             "missing; b: step(s) 0, 1, 2, 3, 4, 5 twice; c: step(s) 0 missing; d: step(s) 0 missing")
