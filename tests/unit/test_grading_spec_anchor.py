@@ -1084,3 +1084,11 @@ def test_steps_missing_or_twice_are_named_six_at_most_for_four_arms_at_most():
     (issue,) = spec_anchor.EVID_11(ctx)
     assert issue.message == ("events.jsonl does not hold every planned training step once: a: step(s) 0, 1, 2, 3, 4, 5 "
                              "missing; b: step(s) 0, 1, 2, 3, 4, 5 twice; c: step(s) 0 missing; d: step(s) 0 missing")
+
+
+@pytest.mark.parametrize("verdict,stated", [("supported", "refuted"), ("supported", "inconclusive"),
+                                            ("refuted", "inconclusive"), ("inconclusive", "supported")])
+def test_a_stated_verdict_other_than_the_records_contradicts_it_whichever_sorts_first(verdict, stated):
+    ctx = _prose("gs1", verdict=verdict, summary=f"Overall the verdict is {stated}.")
+    assert [(i.rule, i.message) for i in spec_anchor.PROSE_1(ctx)] == [
+        ("PROSE-1", f"the prose contradicts the verdict {verdict}: summary says verdict {stated}")]
