@@ -1092,3 +1092,20 @@ def test_a_stated_verdict_other_than_the_records_contradicts_it_whichever_sorts_
     ctx = _prose("gs1", verdict=verdict, summary=f"Overall the verdict is {stated}.")
     assert [(i.rule, i.message) for i in spec_anchor.PROSE_1(ctx)] == [
         ("PROSE-1", f"the prose contradicts the verdict {verdict}: summary says verdict {stated}")]
+
+
+def test_a_stated_outcome_reason_other_than_the_records_contradicts_it_whichever_sorts_first():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="tie",
+                 summary="Verdict inconclusive (insufficient_evidence).")
+    assert [i.message for i in spec_anchor.PROSE_1(ctx)] == [
+        "the prose contradicts the verdict inconclusive: summary says outcome insufficient_evidence"]
+
+
+def test_a_typed_spec_without_a_rehearsal_source_requires_the_generic_mark():
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.")
+    ctx.spec_model = object()  # no .source to derive the rules' rehearsal from
+    assert [i.rule for i in spec_anchor.PROSE_2(ctx)] == ["PROSE-2"]
+    ctx.result["summary"] = NOT_FOR_SUBMISSION + ": trained every arm."
+    assert spec_anchor.PROSE_2(ctx) == [] and spec_anchor.PROSE_3(ctx) == []
