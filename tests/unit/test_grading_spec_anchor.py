@@ -1109,3 +1109,32 @@ def test_a_typed_spec_without_a_rehearsal_source_requires_the_generic_mark():
     assert [i.rule for i in spec_anchor.PROSE_2(ctx)] == ["PROSE-2"]
     ctx.result["summary"] = NOT_FOR_SUBMISSION + ": trained every arm."
     assert spec_anchor.PROSE_2(ctx) == [] and spec_anchor.PROSE_3(ctx) == []
+
+
+def test_a_rehearsal_derived_without_what_it_tested_instead_requires_the_generic_mark():
+    from types import SimpleNamespace
+
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.", tested_instead="x")
+    ctx.spec_model = SimpleNamespace(source=SimpleNamespace(rehearsal={"scale": "wiring"}))
+    assert [i.message for i in spec_anchor.PROSE_2(ctx)] == [
+        f"a rehearsal's summary does not begin with its mark {NOT_FOR_SUBMISSION!r}"]
+    assert spec_anchor.PROSE_3(ctx) == []
+
+
+def test_a_missing_rehearsal_mark_is_quoted_cut_to_seventy_characters():
+    from experiment.contract.rehearsal import rehearsal_summary
+
+    spec, _ = _spec("gs1")
+    mark = rehearsal_summary("", spec.source.rehearsal)
+    assert len(repr(mark)) > 70
+    ctx = _prose("gs1", rehearsal=spec.source.rehearsal, summary="Trained every arm.")
+    assert [i.message for i in spec_anchor.PROSE_2(ctx)] == [
+        f"a rehearsal's summary does not begin with its mark {repr(mark)[:67]}..."]
+
+
+def test_without_an_evaluator_no_item_count_is_held():
+    ctx = _prose("gs1", summary="Scored on 48 items.")
+    ctx.result["evaluation"]["evaluators"] = {}
+    assert spec_anchor.PROSE_4(ctx) == []
