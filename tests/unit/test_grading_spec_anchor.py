@@ -1138,3 +1138,28 @@ def test_without_an_evaluator_no_item_count_is_held():
     ctx = _prose("gs1", summary="Scored on 48 items.")
     ctx.result["evaluation"]["evaluators"] = {}
     assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_a_stated_effect_is_the_records_within_half_a_unit_of_its_last_decimal():
+    ctx = _prose("gs1", verdict="refuted", effect=0.02124, summary="The effect is +0.0212.")
+    assert spec_anchor.PROSE_5(ctx) == []  # 0.00004 off: within half of 0.0001
+    ctx.result["effect"] = 0.02083
+    ctx.result["summary"] = "The effect is +0.022."  # 0.00117 off: more than half of 0.001
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an effect of +0.022"]
+
+
+def test_effects_of_the_retained_verdict_criteria_count_as_the_records():
+    files = [evidence_file("verdict-criteria.json", "metrics", json.dumps(
+        {"criteria": [{"id": "gain", "effect": 0.125, "lower": -0.25, "upper": 0.5}]}).encode())]
+    spec, plan = _spec("gs1")
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, files, verdict="refuted",
+               summary="The effect is +0.125 (interval [-0.250, 0.500]); gain +0.125 [-0.25, 0.50] vs 0.")
+    assert spec_anchor.PROSE_5(ctx) == []
+
+
+@pytest.mark.parametrize("ci", [[0.1, 0.2, 0.3], [None, 0.2], ["0.1", "0.2"]])
+def test_an_interval_that_is_no_pair_of_numbers_holds_no_stated_interval(ci):
+    ctx = _prose("gs1", verdict="refuted", ci=ci, summary="The interval [0.100, 0.200] holds.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an interval [0.100, 0.200]"]
