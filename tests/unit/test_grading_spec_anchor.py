@@ -1163,3 +1163,10 @@ def test_an_interval_that_is_no_pair_of_numbers_holds_no_stated_interval(ci):
     ctx = _prose("gs1", verdict="refuted", ci=ci, summary="The interval [0.100, 0.200] holds.")
     assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
         "the prose states numbers the record does not hold: summary states an interval [0.100, 0.200]"]
+
+
+def test_a_criterion_without_a_numeric_effect_names_no_effect_to_hold_the_prose_to():
+    ctx = _prose("selfgen", verdict="inconclusive", decision={"criteria": [{"id": "gain", "effect": None}]},
+                 summary="Verdict inconclusive: gain +0.5000 [-0.1, 0.2] vs 0.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an interval [-0.1, 0.2]"]  # no effect
