@@ -1170,3 +1170,17 @@ def test_a_criterion_without_a_numeric_effect_names_no_effect_to_hold_the_prose_
                  summary="Verdict inconclusive: gain +0.5000 [-0.1, 0.2] vs 0.")
     assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
         "the prose states numbers the record does not hold: summary states an interval [-0.1, 0.2]"]  # no effect
+
+
+@pytest.mark.parametrize("stated", ["[-0.300, 0.500]", "[-0.250, 0.550]"], ids=["low end off", "high end off"])
+def test_a_stated_interval_is_the_records_at_both_ends(stated):
+    ctx = _prose("gs1", verdict="refuted", ci=[-0.25, 0.5], summary=f"The interval {stated} holds.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        f"the prose states numbers the record does not hold: summary states an interval {stated}"]
+
+
+def test_an_arm_number_that_is_a_multiple_of_the_records_is_not_the_records():
+    ctx = _prose("gs1", verdict="refuted", metrics={"arms": {"gs1_kernel": {"accuracy": 0.375}, "grpo_gs8": {}}},
+                 summary="Accuracy gs1_kernel 0.7500.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states gs1_kernel 0.7500"]
