@@ -1184,3 +1184,20 @@ def test_an_arm_number_that_is_a_multiple_of_the_records_is_not_the_records():
                  summary="Accuracy gs1_kernel 0.7500.")
     assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
         "the prose states numbers the record does not hold: summary states gs1_kernel 0.7500"]
+
+
+def test_an_arm_without_a_step_count_leaves_the_next_arms_held_to_theirs():
+    ctx = _with_events("gs1", _step_events({"b": 1}))
+    ctx.plan = _stub_plan({"a": None, "b": 2})
+    assert [i.message for i in spec_anchor.EVID_11(ctx)] == [
+        "events.jsonl does not hold every planned training step once: b: step(s) 1 missing"]
+
+
+def test_an_rl_arm_trained_at_a_second_seed_owes_that_replicas_steps_too():
+    from types import SimpleNamespace
+
+    ctx = _with_events("gs1", _step_events({"a": 2}))
+    ctx.plan = _stub_plan({"a": 2})
+    ctx.plan.replicas.append(SimpleNamespace(label="a-seed1", arm="a", trained=True))
+    assert [i.message for i in spec_anchor.EVID_11(ctx)] == [
+        "events.jsonl does not hold every planned training step once: a-seed1: step(s) 0, 1 missing"]
