@@ -1201,3 +1201,27 @@ def test_an_rl_arm_trained_at_a_second_seed_owes_that_replicas_steps_too():
     ctx.plan.replicas.append(SimpleNamespace(label="a-seed1", arm="a", trained=True))
     assert [i.message for i in spec_anchor.EVID_11(ctx)] == [
         "events.jsonl does not hold every planned training step once: a-seed1: step(s) 0, 1 missing"]
+
+
+def test_an_arm_with_half_a_rollout_shape_is_not_held_to_one():
+    from types import SimpleNamespace
+
+    arm = SimpleNamespace(name="a", group_size=8, groups_per_batch=None)
+    ctx = _with_events("gs1", [{"event": "training_step", "arm": "a", "step": 0, "executed_group_size": 3,
+                                "n_rollouts": 5}])
+    ctx.plan = SimpleNamespace(training_runs=[], seeds=[0], trained_arms=[arm],
+                               replicas_of=lambda name: [SimpleNamespace(label=name)])
+    assert spec_anchor.PLAN_1(ctx) == []
+
+
+def test_a_verdict_stated_without_an_outcome_reason_contradicts_no_reason():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="tie", summary="Verdict inconclusive.")
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_one_decimal_effect_is_held_to_half_a_tenth():
+    ctx = _prose("gs1", verdict="refuted", effect=0.553, summary="The effect is +0.5.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an effect of +0.5"]
+    ctx.result["effect"] = 0.549
+    assert spec_anchor.PROSE_5(ctx) == []
