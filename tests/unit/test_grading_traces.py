@@ -875,3 +875,17 @@ def test_an_adaptation_manifest_differs_in_any_direction(sft_record, edit):
     else:
         manifest["adaptation_batch_ids"] = ids[:-1] if how == "fewer" else [*ids, f"step{len(ids):04d}-{'ab' * 8}"]
     assert _messages(traces.TRACE_4, sft_record), edit
+
+
+def test_the_service_routing_event_is_told_from_events_named_around_it(graded_record, tmp_path):
+    result, _ = graded_record("best_lr")
+    routing = _routed(result)
+    around = [{"event": "run_created", "ts": "t", **routing}, {"event": "training_step", "ts": "t", **routing}]
+    logged = {"event": "service_routing", "ts": "t", **routing}
+    assert _messages(traces.TRACE_5, result, events=[around[0], logged, around[1]], run_dir=tmp_path) == []
+
+
+def test_a_record_without_a_status_is_held_to_no_planned_step_count(rl_record):
+    rl_record["metrics"]["arms"]["rl_selfgen"]["steps_completed"] = 1
+    del rl_record["status"]
+    assert _messages(traces.TRACE_1, rl_record) == []
