@@ -1225,3 +1225,16 @@ def test_a_one_decimal_effect_is_held_to_half_a_tenth():
         "the prose states numbers the record does not hold: summary states an effect of +0.5"]
     ctx.result["effect"] = 0.549
     assert spec_anchor.PROSE_5(ctx) == []
+
+
+EDGE = 0.5 * 10 ** -4 + 1e-12  # half a unit of a four-decimal number, plus the float allowance: the most it may be off
+
+
+def test_a_stated_zero_is_the_records_at_exactly_half_a_unit_off():
+    """0.0000 stated for a value EDGE away: abs(0 - EDGE) is EDGE exactly, the edge of what rounding allows."""
+    ctx = _prose("gs1", verdict="refuted", effect=EDGE, ci=[EDGE, 0.0],
+                 metrics={"arms": {"gs1_kernel": {"accuracy": EDGE}, "grpo_gs8": {}}},
+                 summary="The effect is +0.0000 (interval [0.0000, 0.0000]); accuracy gs1_kernel 0.0000.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["ci"] = [0.0, EDGE]
+    assert spec_anchor.PROSE_5(ctx) == []
