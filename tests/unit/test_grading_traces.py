@@ -889,3 +889,10 @@ def test_a_record_without_a_status_is_held_to_no_planned_step_count(rl_record):
     rl_record["metrics"]["arms"]["rl_selfgen"]["steps_completed"] = 1
     del rl_record["status"]
     assert _messages(traces.TRACE_1, rl_record) == []
+
+
+def test_a_step_of_one_counted_token_has_its_loss_as_its_nll():
+    rows = {"r": [{"step": 0, "loss_sum": 2.5, "n_tokens": 1, "train_nll_token_mean": 2.5},
+                  {"step": 1, "loss_sum": 2.5, "n_tokens": 1, "train_nll_token_mean": 2.0}]}
+    assert traces._sft_row_problems(rows) == [
+        "sft-steps.jsonl: r step 1: train_nll_token_mean 2.0 is not loss_sum / n_tokens (2.5)"]
