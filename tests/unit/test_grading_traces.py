@@ -896,3 +896,9 @@ def test_a_step_of_one_counted_token_has_its_loss_as_its_nll():
                   {"step": 1, "loss_sum": 2.5, "n_tokens": 1, "train_nll_token_mean": 2.0}]}
     assert traces._sft_row_problems(rows) == [
         "sft-steps.jsonl: r step 1: train_nll_token_mean 2.0 is not loss_sum / n_tokens (2.5)"]
+
+
+def test_a_step_of_a_negative_token_count_has_no_nll_to_state():
+    rows = {"r": [{"step": 0, "loss_sum": -5.0, "n_tokens": -2, "train_nll_token_mean": 2.5}]}
+    assert traces._sft_row_problems(rows) == [
+        "sft-steps.jsonl: r step 0: a train NLL without the loss_sum and n_tokens it is computed from"]
