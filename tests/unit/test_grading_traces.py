@@ -902,3 +902,7 @@ def test_a_step_of_a_negative_token_count_has_no_nll_to_state():
     rows = {"r": [{"step": 0, "loss_sum": -5.0, "n_tokens": -2, "train_nll_token_mean": 2.5}]}
     assert traces._sft_row_problems(rows) == [
         "sft-steps.jsonl: r step 0: a train NLL without the loss_sum and n_tokens it is computed from"]
+
+
+def test_a_step_without_a_stated_nll_or_counted_tokens_states_nothing_to_check():
+    assert traces._sft_row_problems({"r": [{"step": 0, "loss_sum": 0.0, "n_tokens": 0}]}) == []
