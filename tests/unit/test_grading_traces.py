@@ -905,4 +905,5 @@ def test_a_step_of_a_negative_token_count_has_no_nll_to_state():
 
 
 def test_a_step_without_a_stated_nll_or_counted_tokens_states_nothing_to_check():
-    assert traces._sft_row_problems({"r": [{"step": 0, "loss_sum": 0.0, "n_tokens": 0}]}) == []
+    assert traces._sft_row_problems({"r": [{"step": 0, "loss_sum": 0.0, "n_tokens": 0},
+                                           {"step": 1, "loss_sum": 4.0, "n_tokens": -2}]}) == []
