@@ -907,3 +907,17 @@ def test_a_step_of_a_negative_token_count_has_no_nll_to_state():
 def test_a_step_without_a_stated_nll_or_counted_tokens_states_nothing_to_check():
     assert traces._sft_row_problems({"r": [{"step": 0, "loss_sum": 0.0, "n_tokens": 0},
                                            {"step": 1, "loss_sum": 4.0, "n_tokens": -2}]}) == []
+
+
+def test_an_lr_grid_arm_without_run_metrics_is_still_held_to_the_plans_grid(sft_record):
+    arm = sft_record["metrics"]["arms"]["trimuon"]
+    del arm["runs"]
+    arm["lr_grid"] = [0.01, *arm["lr_grid"]]
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and found[0].startswith("metrics.arms.trimuon.lr_grid ")
+
+
+def test_a_training_step_event_of_an_lr_grid_run_is_no_rl_arms_step(rl_record, tmp_path):
+    events = _rl_events(rl_record) + [{"event": "training_step", "ts": "2026-12-07T10:02:00+00:00", "arm": "rl_gsm8k",
+                                       "run": "rl_gsm8k@lr=0.01", "step": 9, "mean_reward": 0.0, "optim_seconds": 9.0}]
+    assert _messages(traces.TRACE_1, rl_record, events=events, run_dir=tmp_path) == []
