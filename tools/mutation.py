@@ -52,6 +52,8 @@ class Module:
     tests: list[str]
     functions: list[str] = field(default_factory=list)
     timeout: float = 240.0
+    # files under `path` left out (repository-relative), e.g. code that needs a training service
+    exclude: list[str] = field(default_factory=list)
 
 
 def load_config(path: Path = CONFIG) -> tuple[dict, list[Module]]:
@@ -59,7 +61,8 @@ def load_config(path: Path = CONFIG) -> tuple[dict, list[Module]]:
     defaults = config.get("defaults", {})
     modules = [Module(name=m["name"], path=m["path"], tests=list(m["tests"]),
                       functions=list(m.get("functions", [])),
-                      timeout=float(m.get("timeout", defaults.get("timeout", 240))))
+                      timeout=float(m.get("timeout", defaults.get("timeout", 240))),
+                      exclude=list(m.get("exclude", [])))
                for m in config["module"]]
     return defaults, modules
 
@@ -92,7 +95,8 @@ def copy_tree(root: Path = ROOT, tree: Path = TREE) -> None:
 def module_files(tree: Path, module: Module) -> list[Path]:
     target = tree / module.path
     if target.is_dir():
-        return sorted(target.rglob("*.py"))
+        left_out = {tree / name for name in module.exclude}
+        return sorted(f for f in target.rglob("*.py") if f not in left_out)
     return [target] if target.is_file() else []
 
 

@@ -20,7 +20,7 @@ from experiment.grading import grade_record
 from experiment.grading.common import INVALID, PASS, CategoryGrade, Grade
 from experiment.grading.reproduce import apply, reproduce
 from experiment.grading.reproduce.answers import evaluation_items, last_boxed, number_of, score
-from experiment.grading.reproduce.resolver import ILL_POSED, NOT_UNDERSTOOD, SOLVED, resolve
+from experiment.grading.reproduce.resolver import ILL_POSED, NOT_UNDERSTOOD, SOLVED, Resolution, resolve
 from suite import REPO_ROOT, SELFGEN_SPEC
 
 # ---- the parser and scorer
@@ -213,7 +213,8 @@ def test_a_service_that_fails_mid_check_leaves_that_check_unverified_without_a_t
 
 @pytest.mark.parametrize("word,singular", [
     ("berries", "berry"), ("boxes", "box"), ("watches", "watch"), ("dishes", "dish"), ("glasses", "glass"),
-    ("glass", "glass"), ("apples", "apple"), ("pies", "pie"), ("us", "us"), ("fish", "fish")])
+    ("glass", "glass"), ("apples", "apple"), ("pies", "pie"), ("us", "us"), ("fish", "fish"), ("flies", "fly"),
+    ("ties", "tie"), ("ies", "ie"), ("ads", "ad"), ("s", "s")])
 def test_two_mentions_of_one_thing_compare_alike(word, singular):
     from experiment.grading.reproduce.resolver import _singular
 
@@ -238,7 +239,9 @@ def test_a_text_outside_the_forms_it_reads_is_not_answered(text):
     ("Ana had 9 pens. She lost 4. How many pens does Ana have now?", "5"),
     ("Ana has 9 pens. Ben gives her 4 more. How many pens does Ana have now?", "13"),
     ("Ana has 3 boxes with 4 pens in each box. How many pens are there?", "12"),
-    ("Ana has 3 pens and 4 cups. How many things does Ana have altogether?", "7")])
+    ("Ana has 3 pens and 4 cups. How many things does Ana have altogether?", "7"),
+    ("There are 3 blue balls and 4 red balls. How many red balls are there?", "4"),
+    ("There are 3 big red balls and 4 big red balls. How many big red balls are there?", "7")])
 def test_each_form_gives_its_operation(text, answer):
     assert (resolve(text).status, resolve(text).answer) == (SOLVED, answer)
 
@@ -346,8 +349,265 @@ def test_audited_tasks_not_retained_inline_are_unverified():
 
 
 @pytest.mark.parametrize("a,b,same", [("7", "7.0", True), ("1,000", "1000", True), ("blue", " blue.", True),
-                                      ("blue", "red", False), ("7", "blue", False), ("None", "None", True)])
+                                      ("blue", "red", False), ("7", "blue", False), ("None", "None", True),
+                                      ("b", "a", False), ("a", "b", False)])
 def test_two_answers_are_the_same_by_number_else_by_text(a, b, same):
     from experiment.grading.reproduce.offline import _same_answer
 
     assert _same_answer(a, b) is same
+
+
+# ---- the parser's edges, the data file's rows, and where findings, notes and time are said
+
+
+@pytest.mark.parametrize("text,boxed", [("\\boxed{5}", "5"), ("no box: {1}{2}", None), ("\\boxed{a~b}", "a~b"),
+                                        ("\\boxed{café}", "café")])
+def test_a_boxed_answer_at_the_start_or_holding_characters_past_the_brace_is_read_whole(text, boxed):
+    assert last_boxed(text) == boxed
+
+
+def test_commas_that_do_not_group_thousands_name_no_number():
+    assert number_of("1,23") is None and number_of("12,3456") is None
+    assert number_of("1,234") == 1234
+
+
+@pytest.mark.parametrize("prediction,gold,verdict", [
+    ("\\boxed{12}", "7", False), ("\\boxed{3}", "7", False), ("\\boxed{apple}", "banana", None),
+    ("\\boxed{banana}", "apple", None), ("\\boxed{\\text{blue}}", "blue.", True)])
+def test_a_number_or_text_on_either_side_of_the_gold_is_not_a_match(prediction, gold, verdict):
+    assert score(prediction, gold) is verdict
+
+
+def _data_spec(tmp_path, monkeypatch, lines: list[str]) -> dict:
+    """A spec naming a data file of its own (an allowed data directory added through RX_DATA_DIRS)."""
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))
+    path = tmp_path / "eval.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return {"eval": {"path": str(path)}}
+
+
+def test_gold_answers_come_from_the_data_file_the_spec_names(tmp_path, monkeypatch):
+    spec = _data_spec(tmp_path, monkeypatch, [
+        json.dumps({"id": "q1", "question": "How many?", "answer": "Two and two. #### 1,234"}),
+        "",
+        json.dumps({"id": "q2", "question": "And now?", "answer": "42", "solution": "a key the grader does not read"})])
+    assert evaluation_items(spec) == {"q1": {"question": "How many?", "answer": "1234"},
+                                      "q2": {"question": "And now?", "answer": "42"}}
+
+
+@pytest.mark.parametrize("lines,said", [
+    ([json.dumps({"id": "q1", "question": "Q", "answer": "1"}), "{not json"], "eval.jsonl:2: not JSON"),
+    ([json.dumps({"id": "q1", "question": "Q", "answer": "1"}), "[1]"], "eval.jsonl:2: not a JSON object"),
+    ([json.dumps({"id": "q1", "question": "Q"})], "eval.jsonl: a row lacks id, question or answer")])
+def test_a_data_file_row_the_grader_cannot_use_is_refused_by_its_line(tmp_path, monkeypatch, lines, said):
+    from experiment.data import DataError
+
+    with pytest.raises(DataError) as refused:
+        evaluation_items(_data_spec(tmp_path, monkeypatch, lines))
+    assert str(refused.value).startswith(said)
+
+
+def test_an_unreadable_data_file_leaves_the_re_scoring_unverified(tmp_path, monkeypatch):
+    spec = _wiring_spec()
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")},
+                  spec=types.SimpleNamespace(to_dict=lambda: _data_spec(tmp_path, monkeypatch, ["{torn"])))
+    reproduction = reproduce(grade, _text_record(spec))
+    assert [(issue.rule, issue.status) for issue in reproduction.issues] == [("REPRO-1", "unverified")]
+    assert reproduction.issues[0].message.startswith("the evaluation data file the spec names cannot be read (")
+
+
+def test_every_row_is_re_scored_after_an_unknown_item_and_an_unscored_row():
+    spec = _wiring_spec()
+
+    def edit(rows):
+        rows[0]["item_id"] = "arith-test-999999"
+        rows[1]["grading"] = "timeout"
+        rows[3]["value"] = 1.0  # a wrong answer recorded right, after both
+
+    messages = [issue.message for issue in
+                reproduce(Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")},
+                                spec=spec), _edit_rows(_text_record(spec), edit)).issues]
+    assert len(messages) == 2
+    assert messages[0].startswith("predictions-base.jsonl: 1 item(s) are not items of the evaluation data file")
+    assert messages[1].startswith("predictions-base.jsonl: the grader's own scorer contradicts 1 recorded value(s)")
+
+
+def test_a_wrong_reference_is_named_with_its_text_cut_to_twenty_characters():
+    spec = _wiring_spec()
+    long_reference = "9" * 30
+
+    def edit(rows):
+        rows[0]["reference"] = long_reference
+
+    record = _edit_rows(_text_record(spec), edit)
+    item = json.loads(record["evidence"]["files"][0]["content"].splitlines()[0])["item_id"]
+    gold = evaluation_items(spec.to_dict())[item]["answer"]
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    messages = [issue.message for issue in reproduce(grade, record).issues]
+    shown = repr(long_reference)[:17] + "..."  # common.short: at most 20 characters of the value's repr
+    assert messages == [f"predictions-base.jsonl: 1 reference(s) are not the data file's gold answer "
+                        f"(first: {item} ({shown} for {gold}))"]
+
+
+def test_a_predictions_file_named_twice_is_re_scored_once_and_non_text_predictions_not_at_all():
+    spec = _wiring_spec()
+    record = _text_record(spec)
+    record["evaluation"]["scores"].append({"arm": "base", "predictions_ref": "predictions-base.jsonl"})
+    nll = "".join(json.dumps({"item_id": f"x{i}", "prediction": {"nll_sum": 1.0, "n_tokens": 2}, "value": 0.5}) + "\n"
+                  for i in range(2))
+    record["evaluation"]["scores"].append({"arm": "tuned", "predictions_ref": "predictions-tuned.jsonl"})
+    record["evidence"]["files"].append({"name": "predictions-tuned.jsonl", "kind": "predictions", "content": nll,
+                                        "sha256": hashlib.sha256(nll.encode()).hexdigest()})
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    reproduction = reproduce(grade, record)
+    assert reproduction.issues == []
+    assert reproduction.notes == ["REPRO-1: 4 retained prediction(s) of 1 file(s) re-scored against the data file's "
+                                  "gold answers; 0 the grader's parser cannot decide, 0 recorded as not graded"]
+
+
+def test_the_service_checks_read_the_run_directorys_events(tmp_path):
+    events = [{"event": "run_started", "tokenizer_id": "tok"}, {"event": "step", "step": 0}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+    seen = []
+
+    def REPRO_3(ctx, session, notes):  # noqa: N802 - FAKE service check: records what it was handed
+        seen.append(ctx.events)
+        return []
+
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduce(grade, {}, tmp_path, types.SimpleNamespace(checks=(REPRO_3,), calls=0))
+    assert seen == [events]
+
+
+def test_a_failing_check_is_named_with_its_error_cut_to_eighty_characters():
+    message = "m" * 200
+
+    def REPRO_3(ctx, session, notes):  # noqa: N802 - FAKE: a service that refuses with a long message
+        raise ConnectionError(message)
+
+    def REPRO_4(ctx, session, notes):  # noqa: N802 - FAKE: a record too malformed for the check
+        raise KeyError(message)
+
+    shown = repr(message)[:77] + "..."
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    issues = reproduce(grade, {}, None, types.SimpleNamespace(checks=(REPRO_3, REPRO_4), calls=2)).issues
+    assert [issue.message for issue in issues] == [
+        f"the service failed while REPRO-3 re-scored the sample (ConnectionError: {shown})",
+        f"the record has an unexpected shape, so REPRO-4 cannot be re-run (KeyError: {repr(repr(message))[:77]}...)"]
+
+
+def test_the_time_a_reproduction_took_is_the_clocks_difference(monkeypatch):
+    import experiment.grading.reproduce as reproduction_module
+
+    readings = iter([100.0])
+    monkeypatch.setattr(reproduction_module.time, "perf_counter", lambda: next(readings, 250.5))  # FAKE clock
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, {})
+    assert (reproduction.seconds, reproduction.service_calls) == (150.5, 0)  # offline: no call to a service
+
+
+def test_an_empty_reproduction_says_nothing_ran():
+    from experiment.grading.reproduce import Reproduction
+
+    empty = Reproduction()
+    assert (empty.issues, empty.notes, empty.service_calls, empty.seconds) == ([], [], 0, 0.0)
+
+
+def test_findings_join_a_category_in_any_status_but_not_applicable():
+    from experiment.grading.common import NOT_APPLICABLE, UNVERIFIED, Issue
+    from experiment.grading.reproduce import Reproduction
+
+    grade = Grade(categories={"evaluator": CategoryGrade("evaluator", INVALID, [Issue("EVAL-2", INVALID, "x")]),
+                              "generation_audit": CategoryGrade("generation_audit", NOT_APPLICABLE)})
+    apply(grade, Reproduction(issues=[Issue("REPRO-2", INVALID, "b"), Issue("REPRO-1", UNVERIFIED, "a")],
+                              notes=["REPRO-2: counted", "REPRO-1: counted"]))
+    assert [i.rule for i in grade.categories["evaluator"].issues] == ["EVAL-2", "REPRO-1"]
+    assert grade.categories["evaluator"].notes == ["REPRO-1: counted"]
+    assert grade.categories["generation_audit"].issues == []
+
+
+def test_a_note_joins_a_verified_category_without_findings():
+    from experiment.grading.reproduce import Reproduction
+
+    grade = Grade(categories={"evaluator": CategoryGrade("evaluator", PASS),
+                              "generation_audit": CategoryGrade("generation_audit", PASS)})
+    apply(grade, Reproduction(notes=["REPRO-1: 4 re-scored", "REPRO-2: 2 re-solved"]))
+    assert (grade.categories["evaluator"].status, grade.categories["evaluator"].notes) == (PASS, ["REPRO-1: 4 re-scored"])
+    assert grade.categories["generation_audit"].notes == ["REPRO-2: 2 re-solved"]
+
+
+def _rescored_messages(edit) -> tuple[list[str], list[str]]:
+    """The REPRO-1 messages of the wiring record edited, and its four items in row order."""
+    spec = _wiring_spec()
+    record = _edit_rows(_text_record(spec), edit)
+    grade = Grade(categories={n: CategoryGrade(n, PASS) for n in ("evaluator", "generation_audit")}, spec=spec)
+    return [issue.message for issue in reproduce(grade, record).issues], sorted(evaluation_items(spec.to_dict()))[:4]
+
+
+def test_items_outside_the_data_file_are_counted_and_the_first_named_cut_to_forty_characters():
+    first = "not-an-item-" + "x" * 60
+
+    def edit(rows):
+        rows[0]["item_id"], rows[1]["item_id"] = first, "not-an-item-b"
+
+    messages, _ = _rescored_messages(edit)
+    assert messages == ["predictions-base.jsonl: 2 item(s) are not items of the evaluation data file "
+                        f"(first: {repr(first)[:37]}...)"]
+
+
+def test_wrong_references_are_counted_and_the_first_named():
+    def edit(rows):
+        rows[0]["reference"], rows[1]["reference"] = "-1", "-2"
+
+    messages, items = _rescored_messages(edit)
+    gold = evaluation_items(_wiring_spec().to_dict())
+    assert messages == ["predictions-base.jsonl: 2 reference(s) are not the data file's gold answer "
+                        f"(first: {items[0]} ('-1' for {gold[items[0]]['answer']}))"]
+
+
+def test_values_recorded_too_low_or_too_high_are_contradicted_and_the_first_named():
+    """Row 0 answers right but records 0.123456789012; row 1 answers wrong but records 1.0."""
+    def edit(rows):
+        rows[0]["value"], rows[1]["value"] = 0.123456789012, 1.0
+
+    messages, items = _rescored_messages(edit)
+    assert messages == ["predictions-base.jsonl: the grader's own scorer contradicts 2 recorded value(s) "
+                        f"(first: {items[0]} (recorded 0.1234567..., re-scored 1.0))"]
+    messages, items = _rescored_messages(lambda rows: rows[0].update(value=0.0))
+    assert messages == ["predictions-base.jsonl: the grader's own scorer contradicts 1 recorded value(s) "
+                        f"(first: {items[0]} (recorded 0.0, re-scored 1.0))"]
+
+
+def test_audited_tasks_after_a_sample_naming_no_task_are_re_solved():
+    tasks = [{"item_id": "wrong", "prompt": WELL_POSED, "answer": "8"}]
+    samples = [{"item_id": "no-such-task", "independent_answer": "1"}, {"item_id": "wrong", "independent_answer": "7"}]
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    reproduction = reproduce(grade, _audited(tasks, samples, []))
+    assert [issue.message.split(":")[0] for issue in reproduction.issues] == ["wrong"]
+
+
+def test_long_labels_and_answers_are_named_cut_to_sixteen_characters():
+    label, answer = "1234567890123456789", "9876543210987654321"
+    tasks = [{"item_id": "wrong", "prompt": WELL_POSED, "answer": label},
+             {"item_id": "ill", "prompt": ILL_POSED_TEXT, "answer": label}]
+    samples = [{"item_id": "wrong", "independent_answer": answer}, {"item_id": "ill", "independent_answer": answer}]
+    grade = Grade(categories={name: CategoryGrade(name, PASS) for name in ("evaluator", "generation_audit")})
+    messages = [issue.message for issue in reproduce(grade, _audited(tasks, samples, [])).issues]
+    assert messages == [
+        "wrong: the task's text gives 7 (collection: sum of the pens counted (3, 4)), not the label '123456789012... "
+        "nor the recorded re-solver's answer '987654321098..., and the audit lists no disagreement",
+        "ill: the task is ill-posed (collection: the text counts no hats), yet it is accepted with label "
+        "'123456789012... and the audit lists no disagreement"]
+
+
+@pytest.mark.parametrize("text,status,answer,reasoning", [
+    ("What is 8 / -2?", SOLVED, "-4", "arithmetic: what is 8 / -2?"),
+    ("What is 6 × 7?", SOLVED, "42", "arithmetic: what is 6 × 7?"),
+    ("How many pens are there?", NOT_UNDERSTOOD, None, "no target or no stated number"),
+    ("Ana has 3 pens.", NOT_UNDERSTOOD, None, "no 'how many' question"),
+    ("Ana has 3 pens. How many pens does Ana have?", NOT_UNDERSTOOD, None,
+     "not a two-number problem of the forms it reads"),
+    ("Ana has 3 pens and 4 cups. How many small things does Ana have?", SOLVED, "7",
+     "collection: sum of the small things counted (3, 4)")])
+def test_the_resolution_and_its_reasoning_at_the_edges_of_each_form(text, status, answer, reasoning):
+    assert resolve(text) == Resolution(status, answer, reasoning)

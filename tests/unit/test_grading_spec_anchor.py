@@ -523,3 +523,744 @@ def test_a_record_made_before_a_file_moved_names_it_where_it_was(retained_code):
     assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, files))
     provenance, files = renamed(retained_code, lambda m: m.update({former: "0" * 64}))
     assert ("EVAL-15", INVALID) in _evaluator_issues(_ctx(spec, plan, provenance, files))
+
+
+@pytest.mark.parametrize("name", ["eval.csv", "eval.json", "eval.parquet", "eval.txt"])
+def test_an_eval_file_that_is_no_jsonl_fixes_no_ids(tmp_path, monkeypatch, name):
+    """Only a JSON-lines file is read here; a file of another kind (sorting before or after .jsonl) fixes no ids."""
+    monkeypatch.setenv("RX_DATA_DIRS", str(tmp_path))
+    path = tmp_path / name
+    path.write_text('{"id": "a"}\n{"id": "b"}\n')
+    assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": str(path)}}) == (None, str(path))
+    jsonl = tmp_path / "eval.jsonl"
+    jsonl.write_text('{"id": "a"}\n\n{"id": "b"}\n[1]\n')
+    assert spec_anchor.spec_eval_ids({"training_type": "rl", "eval": {"path": str(jsonl)}}) == (
+        ["a", "b", "None"], str(jsonl))
+
+
+def test_an_evaluator_scoring_more_items_than_the_eval_set_is_named_by_its_id(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p["items"]["ids"].append("one-more-item"))
+    n = len(provenance["items"]["ids"]) - 1
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.eval_set_issues(_ctx(spec, plan, provenance, retained_code))] == [
+        (INVALID, f"evaluator {eid[:12]} scores {n + 1} items, the spec's eval set is {n} (eval.n_examples)")]
+
+
+def test_an_evaluator_without_an_item_list_leaves_the_next_one_checked(retained_code):
+    """A provenance without items.ids is EVAL-4's; the other evaluators of the record are still held to the set."""
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    short_one = _edited(honest, lambda p: p["items"]["ids"].pop())
+    ctx = _ctx(spec, plan, short_one, retained_code)
+    ctx.result["evaluation"]["evaluators"] = {"0" * 64: {"items": {}}, ev.evaluator_id(short_one): short_one}
+    assert [i.rule for i in spec_anchor.eval_set_issues(ctx)] == ["EVAL-13"]
+
+
+def test_an_eval_set_with_items_sorting_before_the_spec_s_is_named_with_its_first_missing_item(retained_code):
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    expected = list(honest["items"]["ids"])
+    provenance = _edited(honest, lambda p: p["items"].update(ids=expected[:-2] + ["0-early-a", "0-early-b"]))
+    eid = ev.evaluator_id(provenance)
+    (issue,) = spec_anchor.eval_set_issues(_ctx(spec, plan, provenance, retained_code))
+    assert issue.message == (f"evaluator {eid[:12]}'s items are not the spec's eval set, the first {len(expected)} rows "
+                             f"of embedded_tinker/tasks/data/test.jsonl: 2 of its items are not in it "
+                             f"(first {expected[-2]!r})")
+
+
+def _other_pipelines(spec_dict: dict, plan_eval: dict, provenance: dict) -> GradeContext:
+    """A record of another pipeline (no pipeline code, no rehearsal): only the decoding the spec or plan fixes
+    applies to it."""
+    from types import SimpleNamespace
+
+    record = {"status": "succeeded", "evidence": {"version": 1, "files": []},
+              "evaluation": {"version": 1, "evaluators": {ev.evaluator_id(provenance): provenance}, "scores": []}}
+    return GradeContext(result=record, evidence=EvidenceAccess(record), spec=spec_dict,
+                        plan=SimpleNamespace(eval=plan_eval))
+
+
+@pytest.mark.parametrize("plan_decoding,metric,fixed", [
+    ("greedy", "exact-match accuracy", True),  # the plan says greedy, the metric does not
+    ("sampling", "exact-match accuracy, greedy", True),  # the metric says greedy, the plan another decoding
+    ("beam", "exact-match accuracy, greedy", True),
+    ("sampling", "exact-match accuracy", False),  # neither: nothing fixes the temperature
+    ("beam", "exact-match accuracy", False),
+    (None, "accuracy", False)])
+def test_greedy_decoding_is_fixed_by_the_plan_or_by_the_metric_alone(plan_decoding, metric, fixed):
+    hot = {"decoding": {"temperature": 1.0}, "items": {"ids": ["a"]}}
+    ctx = _other_pipelines({"training_type": "rl", "eval": {"metric": metric}}, {"decoding": plan_decoding}, hot)
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == (["EVAL-14"] if fixed else [])
+    cold = {"decoding": {"temperature": 0.0}, "items": {"ids": ["a"]}}
+    assert spec_anchor.provenance_issues(
+        _other_pipelines({"training_type": "rl", "eval": {"metric": metric}}, {"decoding": plan_decoding}, cold)) == []
+
+
+def test_an_sft_evaluators_template_is_the_spec_renderers_and_sequence_length(retained_code):
+    from experiment.contract.evaluators import sft_prompt_template
+
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.spec = {**ctx.spec, "rollout": {**(ctx.spec.get("rollout") or {}), "renderer": "llama3"}}
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]  # the default renderer's template
+    length = int(ctx.spec.get("max_seq_len") or 0)
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "prompt_template": sft_prompt_template("llama3", length)}}
+    assert spec_anchor.provenance_issues(ctx) == []
+    ctx.spec = {key: value for key, value in ctx.spec.items() if key != "max_seq_len"}  # no length: 0
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "prompt_template": sft_prompt_template("llama3", 0)}}
+    assert spec_anchor.provenance_issues(ctx) == []
+
+
+def test_an_evaluator_finding_quotes_each_value_cut_to_fifty_characters(retained_code):
+    spec, plan = _spec("gs1")
+    honest = _provenance(spec, plan)
+    reworded = _edited(honest, lambda p: p.update(prompt_template="Think step by step. " + p["prompt_template"]))
+    eid = ev.evaluator_id(reworded)
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, reworded, retained_code))
+    given, fixed = repr(reworded["prompt_template"]), repr(honest["prompt_template"])
+    assert len(given) > 50 and len(fixed) > 50
+    assert issue.message == (f"evaluator {eid[:12]} is not the evaluator the spec fixes: prompt_template "
+                             f"{given[:47]}... (the spec's: {fixed[:47]}...)")
+
+
+def test_an_sft_evaluators_extra_sampling_setting_is_one_decoding_difference(retained_code):
+    spec, plan = _spec("trimuon")
+    provenance = _edited(_provenance(spec, plan), lambda p: p["decoding"].update(top_p=0.9))
+    (issue,) = spec_anchor.provenance_issues(_ctx(spec, plan, provenance, retained_code))
+    assert issue.message.count("decoding") == 1 and "decoding sets" not in issue.message
+
+
+def _cookbook_forged(spec, plan) -> dict:
+    """An RL evaluator whose manifest names another hash for a cookbook file, code_sha256 recomputed from it."""
+    forged = _edited(_provenance(spec, plan), lambda p: p["code_files"].update(
+        {"tinker_cookbook/recipes/math_rl/math_grading.py": "0" * 64}))
+    forged["code_sha256"] = ev.manifest_sha256(forged["code_files"])
+    return forged
+
+
+def _with_cookbook_version(retained_code: list[dict], version: str) -> list[dict]:
+    """The retained code with a code revision that records `version` of the cookbook."""
+    revision = code_revision()
+    revision.setdefault("packages", {})["tinker-cookbook"] = version
+    return [*(f for f in retained_code if f["name"] != "code-revision.json"),
+            evidence_file("code-revision.json", "code_revision", json.dumps(revision).encode())]
+
+
+@pytest.mark.parametrize("version", ["0.0.1", "99.0.0"])
+def test_cookbook_files_are_compared_only_at_the_recorded_cookbook_version(retained_code, version):
+    """The installed cookbook is the reference only when it is the version the run recorded: at another version (one
+    sorting before the installed one, one after) its files cannot be compared, so a cookbook hash is not refused."""
+    import importlib.metadata
+
+    spec, plan = _spec("gs1")
+    forged = _cookbook_forged(spec, plan)
+    installed = importlib.metadata.version("tinker-cookbook")
+    assert ("EVAL-15", INVALID) in _evaluator_issues(
+        _ctx(spec, plan, forged, _with_cookbook_version(retained_code, installed)))
+    assert _evaluator_issues(_ctx(spec, plan, forged, _with_cookbook_version(retained_code, version))) == []
+
+
+def test_without_an_installed_cookbook_its_files_are_not_compared(retained_code, monkeypatch):
+    import importlib.metadata
+    import importlib.util
+
+    real_version = importlib.metadata.version
+
+    def not_installed(name):  # FAKE: a grader's machine without the cookbook (it is installed in this one)
+        if name == "tinker-cookbook":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    spec, plan = _spec("gs1")
+    with monkeypatch.context() as absent:
+        absent.setattr(importlib.metadata, "version", not_installed)
+        assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
+    with monkeypatch.context() as absent:  # FAKE: its metadata left behind, its package gone
+        absent.setattr(importlib.util, "find_spec", lambda name: None)
+        assert _evaluator_issues(_ctx(spec, plan, _cookbook_forged(spec, plan), retained_code)) == []
+
+
+def test_an_sft_evaluators_code_hash_sorting_before_the_retained_codes_is_refused_by_name(retained_code):
+    spec, plan = _spec("trimuon")
+    expected = _provenance(spec, plan)["code_sha256"]
+    low = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256="0" * 64))
+    eid = ev.evaluator_id(low)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, low, retained_code))] == [
+        (INVALID, f"evaluator {eid[:12]}'s code_sha256 {repr('0' * 64)[:17]}... is not the hash of the retained "
+                  f"evaluator code ({expected[:12]}...)")]
+
+
+def test_each_sft_evaluator_whose_code_is_not_in_the_bundle_is_unverified(retained_code):
+    from experiment.contract.evaluators import SFT_EVALUATOR_CODE
+
+    bundle = json.loads(pipeline_code_bundle(include_backend=True))
+    del bundle["files"][SFT_EVALUATOR_CODE[0]]
+    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
+    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    spec, plan = _spec("trimuon")
+    provenance = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, provenance, files)
+    ctx.result["evaluation"]["evaluators"] = {"a" * 64: provenance, "b" * 64: dict(provenance)}
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(ctx)] == [
+        (UNVERIFIED, f"evaluator code {SFT_EVALUATOR_CODE[0]} is not retained")] * 2
+
+
+def test_every_sft_evaluator_is_held_to_the_retained_code_after_an_honest_one(retained_code):
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    low = _edited(honest, lambda p: p.update(code_sha256="0" * 64))
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.result["evaluation"]["evaluators"] = {ev.evaluator_id(honest): honest, ev.evaluator_id(low): low}
+    assert [(i.rule, i.status) for i in spec_anchor.code_hash_issues(ctx)] == [("EVAL-15", INVALID)]
+
+
+@pytest.mark.parametrize("manifest", [None, {}], ids=["absent", "empty"])
+def test_an_rl_evaluator_with_an_absent_or_empty_code_manifest_is_unverified_by_name(retained_code, manifest):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.update(code_files=manifest))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(UNVERIFIED, f"evaluator {eid[:12]} lists no code_files, so its code_sha256 cannot be recomputed from the "
+                         "retained code")]
+
+
+@pytest.mark.parametrize("claimed", ["0" * 64, "f" * 64], ids=["sorting before", "sorting after"])
+def test_an_rl_code_hash_that_is_not_its_manifests_is_refused_by_name(retained_code, claimed):
+    spec, plan = _spec("gs1")
+    provenance = _edited(_provenance(spec, plan), lambda p: p.update(code_sha256=claimed))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_sha256 is not the hash of its code_files")]
+
+
+def _manifest_edited(spec, plan, edit) -> dict:
+    """The RL evaluator with its code manifest edited and code_sha256 recomputed from it (a consistent forgery)."""
+    provenance = _edited(_provenance(spec, plan), lambda p: edit(p["code_files"]))
+    provenance["code_sha256"] = ev.manifest_sha256(provenance["code_files"])
+    return provenance
+
+
+def test_a_manifest_leaving_out_code_the_evaluator_runs_names_the_first_three(retained_code):
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+
+    spec, plan = _spec("gs1")
+    every = list(RL_EVALUATOR_PROJECT_CODE + RL_EVALUATOR_COOKBOOK_CODE)
+    left_out = every[-4:]
+    provenance = _manifest_edited(spec, plan, lambda files: [files.pop(path) for path in left_out])
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_files leave out code it runs: {', '.join(left_out[:3])}")]
+
+
+@pytest.mark.parametrize("digest", ["0" * 64, "f" * 64], ids=["sorting before", "sorting after"])
+def test_manifest_hashes_of_project_and_cookbook_files_are_compared_either_way(retained_code, digest):
+    from experiment.contract.evaluators import RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_PROJECT_CODE
+
+    spec, plan = _spec("gs1")
+    wrong = [RL_EVALUATOR_PROJECT_CODE[0], RL_EVALUATOR_COOKBOOK_CODE[0], RL_EVALUATOR_COOKBOOK_CODE[1],
+             RL_EVALUATOR_COOKBOOK_CODE[2]]
+    provenance = _manifest_edited(spec, plan, lambda files: files.update({path: digest for path in wrong}))
+    eid = ev.evaluator_id(provenance)
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] \
+        == [(INVALID, f"evaluator {eid[:12]}'s code_files are not the retained (installed) code: "
+                      f"{', '.join(wrong[:3])}")]
+
+
+def test_a_manifest_naming_a_cookbook_file_that_is_not_installed_is_refused(retained_code):
+    spec, plan = _spec("gs1")
+    provenance = _manifest_edited(spec, plan, lambda files: files.update(
+        {"tinker_cookbook/no_such_module.py": "ab" * 32}))
+    assert [(i.rule, i.status) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, provenance, retained_code))] == [
+        ("EVAL-15", INVALID)]
+
+
+def test_project_evaluator_code_not_in_the_bundle_is_unverified_by_name(retained_code):
+    from experiment.contract.evaluators import RL_EVALUATOR_PROJECT_CODE
+
+    bundle = json.loads(pipeline_code_bundle(include_backend=True))
+    del bundle["files"][RL_EVALUATOR_PROJECT_CODE[0]]
+    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
+    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    spec, plan = _spec("gs1")
+    assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, _provenance(spec, plan), files))] \
+        == [(UNVERIFIED, f"evaluator code {RL_EVALUATOR_PROJECT_CODE[0]} is not retained")]
+
+
+def _plan_ctx(family: str = "gs1", **result) -> GradeContext:
+    spec, plan = _spec(family)
+    return _ctx(spec, plan, {"items": {"ids": []}}, [], **result)
+
+
+def test_stray_seeds_in_a_predictions_file_are_named():
+    rows = [{"item_id": "i0", "seed": 0}, {"item_id": "i1", "seed": 7}, {"item_id": "i2", "seed": 3}]
+    name = "predictions-grpo_gs8.jsonl"
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "grpo_gs8", "seed": 0, "predictions_ref": name}]})
+    ctx.result["evidence"]["files"] = [evidence_file(name, "predictions",
+                                                     "".join(json.dumps(r) + "\n" for r in rows).encode())]
+    ctx.evidence = EvidenceAccess(ctx.result)
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        f"the record's steps, learning rates or seeds are not the plan's: {name}: seed 3, 7 (scheduled [0])"]
+
+
+def test_more_than_four_plan_differences_are_cut_after_four():
+    arms = {"grpo_gs8": {"steps_completed": 3, "learning_rate": 0.002},
+            "gs1_kernel": {"steps_completed": 4, "learning_rate": 0.003}}
+    ctx = _plan_ctx(metrics={"arms": arms}, evidence={"version": 1, "files": [],
+                                                      "checkpoints": [{"arm": "grpo_gs8", "seed": 9}]})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); gs1_kernel: steps_completed 4 (planned 2); "
+        "gs1_kernel: learning_rate 0.003 (planned 0.001) ..."]
+    arms["gs1_kernel"] = {"steps_completed": 2, "learning_rate": 0.001}
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); checkpoint of 'grpo_gs8': seed 9"]
+    ctx.result["evaluation"]["scores"] = [{"arm": "grpo_gs8", "seed": 4}]  # exactly four: none cut
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: grpo_gs8: steps_completed 3 (planned 2); "
+        "grpo_gs8: learning_rate 0.002 (planned 0.001); score of 'grpo_gs8': seed 4 (scheduled [0]); "
+        "checkpoint of 'grpo_gs8': seed 9"]
+
+
+@pytest.mark.parametrize("change", [{"executed_group_size": 4}, {"n_rollouts": 63}, {"n_rollouts": 65}])
+def test_each_rl_step_ran_at_the_plans_group_size_and_rollout_count_after_other_events(change):
+    spec, plan = _spec("gs1")
+    events = [{"event": "run_created"}]
+    events += [{"event": "training_step", "arm": arm.name, "step": step, "executed_group_size": arm.group_size,
+                "n_rollouts": arm.group_size * arm.groups_per_batch} for arm in plan.trained_arms
+               for step in range(arm.steps)]
+    ctx = _with_events("gs1", events)
+    assert spec_anchor.PLAN_1(ctx) == []
+    events[-1].update(change)
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx)] == ["PLAN-1"]
+
+
+def test_a_bare_record_and_a_record_without_evaluators_have_no_frozen_order_to_check():
+    ctx = _with_events("gs1", [{"event": "evaluation_progress"}])
+    ctx.events = None
+    assert spec_anchor.frozen_order_issues(ctx) == []
+    ctx = _with_events("gs1", [{"event": "evaluation_progress"}])
+    ctx.result["evaluation"]["evaluators"] = {}
+    assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+def test_a_frozen_event_of_another_evaluator_is_named_cut_to_twenty_characters():
+    ctx = _with_events("gs1", [])
+    other = "another-evaluator-" + "9" * 40
+    ctx.events = [_frozen(other), {"event": "evaluation_progress"}]
+    assert [(i.status, i.message) for i in spec_anchor.frozen_order_issues(ctx)] == [
+        (INVALID, f"the evaluator_frozen event names {repr(other)[:17]}..., not the record's evaluator")]
+
+
+def _calibrated(candidates: str, logs: list[str], bandwidth, completed=("gs1_kernel",)) -> GradeContext:
+    spec, plan = _spec("gs1")
+    files = [evidence_file(f"activation-pilot-bw{b}.jsonl", "metrics", b"{}\n") for b in logs]
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, files, completed_arms=list(completed),
+               metrics={"arms": {"gs1_kernel": {"kernel_bandwidth": bandwidth}, "grpo_gs8": {}}})
+    ctx.spec = {**ctx.spec, "command": f"Pre-registered: calibration is bandwidth in {{{candidates}}}. Keep logs."}
+    return ctx
+
+
+def test_every_failed_candidate_before_the_chosen_one_has_its_log_named():
+    (issue,) = spec_anchor.ACT_4(_calibrated("0.25, 0.5, 1.0", ["1.0"], 1.0))
+    assert (issue.status, issue.message) == (
+        UNVERIFIED, "the spec keeps failed pilot logs, but activation-pilot-bw0.25.jsonl, activation-pilot-bw0.5.jsonl "
+                    "(a calibration candidate tried before the chosen one) is not retained")
+    assert spec_anchor.ACT_4(_calibrated("0.25, 0.5, 1.0", ["0.25", "0.5"], 0.5)) == []
+
+
+def test_no_calibration_no_training_or_no_chosen_candidate_requires_no_log():
+    ctx = _calibrated("0.5, 1.0", [], 1.0)
+    ctx.spec = {**ctx.spec, "command": "Train both arms."}
+    assert spec_anchor.ACT_4(ctx) == []
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 1.0, completed=())) == []
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], 2.0)) == []  # trained at no candidate: nothing was chosen
+    assert spec_anchor.ACT_4(_calibrated("0.5, 1.0", [], None)) == []
+
+
+def test_the_prose_finding_names_each_contradiction_and_an_outcome_reason_other_than_the_records():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="insufficient_evidence",
+                 summary="Verdict supported (tie). The claim is refuted.",
+                 reasoning="Verdict inconclusive (tie). The outcome stands inconclusive.")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_1(ctx)] == [
+        (INVALID, "the prose contradicts the verdict inconclusive: summary says verdict supported; summary says "
+                  "'claim is refuted'; reasoning says outcome tie")]
+    ctx.result["outcome_reason"] = None  # no reason recorded: a stated one contradicts nothing
+    ctx.result["summary"] = "Verdict inconclusive (tie)."
+    assert spec_anchor.PROSE_1(ctx) == []
+    ctx.result["verdict"] = "undecided"  # no verdict of the contract's: nothing to hold the prose to
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_negated_claim_contradicts_the_verdict_it_names():
+    ctx = _prose("gs1", verdict="supported", summary="The hypothesis is not supported.")
+    assert [i.rule for i in spec_anchor.PROSE_1(ctx)] == ["PROSE-1"]
+    ctx.result["summary"] = "The hypothesis is not refuted. The claim is supported."
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_rehearsal_summary_without_its_mark_is_named_and_a_run_that_is_no_rehearsal_has_none():
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.")
+    ctx.spec_model = None  # the rules' mark cannot be derived: the generic one is required
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_2(ctx)] == [
+        (INVALID, f"a rehearsal's summary does not begin with its mark {NOT_FOR_SUBMISSION!r}")]
+    ctx.result["summary"] = NOT_FOR_SUBMISSION + " Trained every arm."
+    assert spec_anchor.PROSE_2(ctx) == []
+    assert spec_anchor.PROSE_2(_prose("gs1", summary="Trained every arm.")) == []
+    assert spec_anchor.PROSE_3(_prose("gs1", tested_instead="anything")) == []
+
+
+def test_a_rewritten_tested_instead_is_named_with_the_derived_one():
+    spec, plan = _spec("gs1")
+    derived = spec.source.rehearsal
+    ctx = _prose("gs1", rehearsal=derived, tested_instead="something else")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_3(ctx)] == [
+        (INVALID, "tested_instead is not what the rehearsal rules derive from the spec "
+                  f"({spec_anchor.short(derived['tested_instead'], 80)})")]
+
+
+def test_an_item_count_is_the_evaluators_or_a_selection_splits():
+    ctx = _prose("gs1", summary="Selected on 20 items, confirmed on 28 items, scored on 48 items.",
+                 decision={"selection": {"split": {"selection_ids": list(range(20)), "confirmation_ids": list(range(28))}}})
+    assert spec_anchor.PROSE_4(ctx) == []
+    ctx.result["reasoning"] = "Scored on 47 items and on 49 held-out items."
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_4(ctx)] == [
+        (INVALID, "the prose states another item count than the evaluator's 48: reasoning says 47; reasoning says 49")]
+    ctx.result["evaluation"]["evaluators"]["other"] = {"items": {"ids": ["a"]}}  # two counts: none to hold it to
+    assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_steps_missing_or_logged_twice_are_named_by_arm():
+    spec, plan = _spec("gs1")
+    steps = {arm.name: arm.steps for arm in plan.trained_arms}
+    events = [{"event": "training_step", "arm": "grpo_gs8", "step": 0}, {"event": "training_step", "arm": "grpo_gs8",
+                                                                          "step": 0},
+              {"event": "training_step", "arm": "grpo_gs8", "step": 1}, {"event": "gate", "gate": "arm_training"}]
+    (issue,) = spec_anchor.EVID_11(_with_events("gs1", events))
+    missing = ", ".join(map(str, range(steps["gs1_kernel"])))
+    assert (issue.status, issue.message) == (
+        UNVERIFIED, f"events.jsonl does not hold every planned training step once: grpo_gs8: step(s) 0 twice; "
+                    f"gs1_kernel: step(s) {missing} missing")
+    untrained = _with_events("gs1", events)
+    untrained.result["completed_arms"] = []  # nothing trained: no step is owed
+    assert spec_anchor.EVID_11(untrained) == []
+
+
+def test_an_sft_record_without_its_steps_file_is_named_unverified(retained_code):
+    spec, plan = _spec("trimuon")
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, retained_code, completed_arms=[run.name for run in plan.training_runs])
+    assert [(i.status, i.message) for i in spec_anchor.EVID_11(ctx)] == [
+        (UNVERIFIED, "sft-steps.jsonl (every SFT step's row) is not retained inline")]
+
+
+def test_stated_effects_intervals_and_criterion_effects_are_held_to_the_stated_decimals():
+    ctx = _prose("selfgen", verdict="inconclusive", effect=0.02083, ci=[-0.37124, 0.41287],
+                 decision={"criteria": [{"id": "gain", "effect": 0.0208333, "lower": -0.3712, "upper": 0.41287}]},
+                 summary="The effect is +0.021 (interval [\u22120.371, 0.413]); gain +0.02 [-0.37, 0.41] vs 0.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = ("The effect is +0.023 (interval [-0.371, 0.415]); gain +0.03 [-0.38, 0.41] vs 0. "
+                             "The effect is +0.025.")
+    assert [(i.status, i.message) for i in spec_anchor.PROSE_5(ctx)] == [
+        (INVALID, "the prose states numbers the record does not hold: summary states an effect of +0.023; summary "
+                  "states an effect of +0.025; summary states an effect of +0.03; summary states an interval "
+                  "[-0.371, 0.415]")]
+
+
+def test_an_arm_number_is_any_the_record_holds_for_that_arm():
+    ctx = _prose("gs1", verdict="refuted",
+                 metrics={"arms": {"gs1_kernel": {"accuracy": 0.375, "runs": {"a": {"nll": [1.25]}}}, "grpo_gs8": {}}},
+                 loss_eval={"arms": {"gs1_kernel": {"token_mean": 2.5}}},
+                 decision={"criteria": [{"per_arm_means": {"gs1_kernel": 0.6, "grpo_gs8": 0.7}}]},
+                 summary="gs1_kernel 0.375, gs1_kernel 1.25, gs1_kernel held-out NLL 2.50, gs1_kernel 0.60, "
+                         "grpo_gs8 0.70.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = "gs1_kernel 0.38, grpo_gs8 0.71, x-gs1_kernel 0.99."
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states grpo_gs8 0.71"]
+
+
+def test_only_the_evaluations_own_events_start_it_whatever_sorts_around_them():
+    """Events named or kinded next to the evaluation's own, on either side, do not start it."""
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    others = [{"event": "checkpoint", "kind": "predictions", "gate": "evaluation"},
+              {"event": "training_step", "kind": "predictions", "gate": "evaluation"},
+              {"event": "evidence_added", "kind": "metrics"}, {"event": "evidence_added", "kind": "script"},
+              {"event": "gate", "gate": "arm_training"}, {"event": "gate", "gate": "restoration_preflight"},
+              {"event": "evaluation_done"}, {"event": "evaluator_frozen_not"}]
+    ctx.events = [*others, _frozen(eid), {"event": "evaluation_progress"}]
+    assert spec_anchor.frozen_order_issues(ctx) == []
+
+
+@pytest.mark.parametrize("status", ["running", "failed", None])
+def test_a_run_that_has_not_succeeded_is_held_to_no_planned_step_count(status):
+    spec, plan = _spec("gs1")
+    events = [{"event": "training_step", "arm": "grpo_gs8", "step": 0}]
+    ctx = _with_events("gs1", events, metrics={"arms": {"grpo_gs8": {"steps_completed": 1}}})
+    ctx.result["status"] = status
+    assert spec_anchor.PLAN_1(ctx) == [] and spec_anchor.EVID_11(ctx) == []
+    ctx.result["status"] = "succeeded"
+    assert [i.rule for i in spec_anchor.PLAN_1(ctx) + spec_anchor.EVID_11(ctx)] == ["PLAN-1", "EVID-11"]
+
+
+def test_an_lr_grid_run_is_found_by_its_learning_rate_label_and_held_to_the_plan():
+    spec, plan = _spec("trimuon")
+    run = next(r for r in plan.training_runs if r.name != r.arm)
+    label = f"{run.lr:.3e}"  # the same rate written another way
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, [],
+               metrics={"arms": {run.arm: {"runs": {"not-a-rate": {"steps_completed": 999},
+                                                    label: {"steps_completed": run.steps + 1, "learning_rate": run.lr}}}}})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        f"the record's steps, learning rates or seeds are not the plan's: {run.name}: steps_completed {run.steps + 1} "
+        f"(planned {run.steps})"]
+
+
+@pytest.mark.parametrize("aggregation", ["example_mean", "token_mean", None])
+def test_an_sft_evaluators_parser_is_the_plans_aggregation_token_mean_by_default(retained_code, aggregation):
+    from types import SimpleNamespace
+
+    from experiment.contract.evaluators import sft_parser
+
+    spec, plan = _spec("trimuon")
+    honest = _provenance(spec, plan)
+    ctx = _ctx(spec, plan, honest, retained_code)
+    ctx.plan = SimpleNamespace(eval={**(plan.eval or {}), "aggregation": aggregation})
+    expected = sft_parser(aggregation or "token_mean")
+    other = sft_parser("token_mean" if aggregation == "example_mean" else "example_mean")
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "parser": expected}}
+    assert spec_anchor.provenance_issues(ctx) == []
+    ctx.result["evaluation"]["evaluators"] = {"e": {**honest, "parser": other}}
+    assert [i.rule for i in spec_anchor.provenance_issues(ctx)] == ["EVAL-14"]
+
+
+def test_a_late_freeze_names_the_first_start_and_another_evaluators_freeze_the_first_named():
+    ctx = _with_events("gs1", [])
+    eid = next(iter(ctx.result["evaluation"]["evaluators"]))
+    ctx.events = [{"event": "evaluation_progress"}, {"event": "evaluation_progress"}, _frozen(eid)]
+    assert [i.message for i in spec_anchor.frozen_order_issues(ctx)] == [
+        "the evaluator_frozen event (line 3) comes after the evaluation began (line 1)"]
+    ctx.events = [_frozen("first-other"), _frozen("second-other"), {"event": "evaluation_progress"}]
+    assert [i.message for i in spec_anchor.frozen_order_issues(ctx)] == [
+        "the evaluator_frozen event names 'first-other', not the record's evaluator"]
+
+
+def test_every_arm_is_held_to_the_plan_after_one_without_metrics():
+    ctx = _plan_ctx(metrics={"arms": {"gs1_kernel": {"steps_completed": 5}}})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: gs1_kernel: steps_completed 5 (planned 2)"]
+
+
+def test_a_score_naming_an_arm_as_its_run_is_no_planned_lr_grid_run():
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel", "run": "gs1_kernel", "learning_rate": 0.001,
+                                            "seed": 0}]})
+    assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
+        "the record's steps, learning rates or seeds are not the plan's: score of run 'gs1_kernel': learning_rate "
+        "0.001 is no planned run's"]
+
+
+def test_a_checkpoint_or_score_without_a_seed_is_held_to_no_seed():
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel"}]},
+                    evidence={"version": 1, "files": [], "checkpoints": [{"arm": "gs1_kernel", "uri": "tinker://x"}]})
+    assert spec_anchor.PLAN_1(ctx) == []
+
+
+def test_only_training_step_events_are_held_to_the_group_size():
+    events = [{"event": name, "arm": "grpo_gs8", "step": 0, "executed_group_size": 3, "n_rollouts": 5}
+              for name in ("checkpoint", "training_started", "training_stepped", "validation")]
+    assert spec_anchor.PLAN_1(_with_events("gs1", events)) == []
+
+
+def test_only_training_step_events_count_as_steps():
+    spec, plan = _spec("gs1")
+    every = [{"event": "training_step", "arm": arm.name, "step": step} for arm in plan.trained_arms
+             for step in range(arm.steps)]
+    lookalikes = [{"event": name, "arm": "grpo_gs8", "step": 0} for name in ("checkpoint", "training_stepped")]
+    assert spec_anchor.EVID_11(_with_events("gs1", [*lookalikes, ["not", "an", "event"], *every])) == []
+
+
+def _stub_plan(steps: dict[str, int]):
+    """A plan of RL arms with these step counts, in this order (each arm one trained replica of its own name)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(trained_arms=[SimpleNamespace(name=n, steps=s) for n, s in steps.items()],
+                           replicas=[SimpleNamespace(label=n, arm=n, trained=True) for n in steps],
+                           training_runs=[SimpleNamespace(name=n, arm=n, steps=s, lr=None) for n, s in steps.items()])
+
+
+def _step_events(steps: dict[str, int], repeat: int = 1) -> list[dict]:
+    return [{"event": "training_step", "arm": n, "step": s} for n, count in steps.items() for s in range(count)
+            for _ in range(repeat)]
+
+
+def test_each_arm_is_held_to_its_own_step_count():
+    steps = {"m": 3, "a": 2, "z": 8}
+    ctx = _with_events("gs1", _step_events(steps))
+    ctx.plan = _stub_plan(steps)
+    assert spec_anchor.EVID_11(ctx) == []
+
+
+def test_steps_missing_or_twice_are_named_six_at_most_for_four_arms_at_most():
+    steps = {"a": 8, "b": 8, "c": 1, "d": 1, "e": 1}
+    ctx = _with_events("gs1", _step_events({"b": 8}, repeat=2))
+    ctx.plan = _stub_plan(steps)
+    (issue,) = spec_anchor.EVID_11(ctx)
+    assert issue.message == ("events.jsonl does not hold every planned training step once: a: step(s) 0, 1, 2, 3, 4, 5 "
+                             "missing; b: step(s) 0, 1, 2, 3, 4, 5 twice; c: step(s) 0 missing; d: step(s) 0 missing")
+
+
+@pytest.mark.parametrize("verdict,stated", [("supported", "refuted"), ("supported", "inconclusive"),
+                                            ("refuted", "inconclusive"), ("inconclusive", "supported")])
+def test_a_stated_verdict_other_than_the_records_contradicts_it_whichever_sorts_first(verdict, stated):
+    ctx = _prose("gs1", verdict=verdict, summary=f"Overall the verdict is {stated}.")
+    assert [(i.rule, i.message) for i in spec_anchor.PROSE_1(ctx)] == [
+        ("PROSE-1", f"the prose contradicts the verdict {verdict}: summary says verdict {stated}")]
+
+
+def test_a_stated_outcome_reason_other_than_the_records_contradicts_it_whichever_sorts_first():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="tie",
+                 summary="Verdict inconclusive (insufficient_evidence).")
+    assert [i.message for i in spec_anchor.PROSE_1(ctx)] == [
+        "the prose contradicts the verdict inconclusive: summary says outcome insufficient_evidence"]
+
+
+def test_a_typed_spec_without_a_rehearsal_source_requires_the_generic_mark():
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.")
+    ctx.spec_model = object()  # no .source to derive the rules' rehearsal from
+    assert [i.rule for i in spec_anchor.PROSE_2(ctx)] == ["PROSE-2"]
+    ctx.result["summary"] = NOT_FOR_SUBMISSION + ": trained every arm."
+    assert spec_anchor.PROSE_2(ctx) == [] and spec_anchor.PROSE_3(ctx) == []
+
+
+def test_a_rehearsal_derived_without_what_it_tested_instead_requires_the_generic_mark():
+    from types import SimpleNamespace
+
+    from experiment.contract.rehearsal import NOT_FOR_SUBMISSION
+
+    ctx = _prose("gs1", rehearsal={"scale": "wiring"}, summary="Trained every arm.", tested_instead="x")
+    ctx.spec_model = SimpleNamespace(source=SimpleNamespace(rehearsal={"scale": "wiring"}))
+    assert [i.message for i in spec_anchor.PROSE_2(ctx)] == [
+        f"a rehearsal's summary does not begin with its mark {NOT_FOR_SUBMISSION!r}"]
+    assert spec_anchor.PROSE_3(ctx) == []
+
+
+def test_a_missing_rehearsal_mark_is_quoted_cut_to_seventy_characters():
+    from experiment.contract.rehearsal import rehearsal_summary
+
+    spec, _ = _spec("gs1")
+    mark = rehearsal_summary("", spec.source.rehearsal)
+    assert len(repr(mark)) > 70
+    ctx = _prose("gs1", rehearsal=spec.source.rehearsal, summary="Trained every arm.")
+    assert [i.message for i in spec_anchor.PROSE_2(ctx)] == [
+        f"a rehearsal's summary does not begin with its mark {repr(mark)[:67]}..."]
+
+
+def test_without_an_evaluator_no_item_count_is_held():
+    ctx = _prose("gs1", summary="Scored on 48 items.")
+    ctx.result["evaluation"]["evaluators"] = {}
+    assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_a_stated_effect_is_the_records_within_half_a_unit_of_its_last_decimal():
+    ctx = _prose("gs1", verdict="refuted", effect=0.02124, summary="The effect is +0.0212.")
+    assert spec_anchor.PROSE_5(ctx) == []  # 0.00004 off: within half of 0.0001
+    ctx.result["effect"] = 0.02083
+    ctx.result["summary"] = "The effect is +0.022."  # 0.00117 off: more than half of 0.001
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an effect of +0.022"]
+
+
+def test_effects_of_the_retained_verdict_criteria_count_as_the_records():
+    files = [evidence_file("verdict-criteria.json", "metrics", json.dumps(
+        {"criteria": [{"id": "gain", "effect": 0.125, "lower": -0.25, "upper": 0.5}]}).encode())]
+    spec, plan = _spec("gs1")
+    ctx = _ctx(spec, plan, {"items": {"ids": []}}, files, verdict="refuted",
+               summary="The effect is +0.125 (interval [-0.250, 0.500]); gain +0.125 [-0.25, 0.50] vs 0.")
+    assert spec_anchor.PROSE_5(ctx) == []
+
+
+@pytest.mark.parametrize("ci", [[0.1, 0.2, 0.3], [None, 0.2], ["0.1", "0.2"]])
+def test_an_interval_that_is_no_pair_of_numbers_holds_no_stated_interval(ci):
+    ctx = _prose("gs1", verdict="refuted", ci=ci, summary="The interval [0.100, 0.200] holds.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an interval [0.100, 0.200]"]
+
+
+def test_a_criterion_without_a_numeric_effect_names_no_effect_to_hold_the_prose_to():
+    ctx = _prose("selfgen", verdict="inconclusive", decision={"criteria": [{"id": "gain", "effect": None}]},
+                 summary="Verdict inconclusive: gain +0.5000 [-0.1, 0.2] vs 0.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an interval [-0.1, 0.2]"]  # no effect
+
+
+@pytest.mark.parametrize("stated", ["[-0.300, 0.500]", "[-0.250, 0.550]"], ids=["low end off", "high end off"])
+def test_a_stated_interval_is_the_records_at_both_ends(stated):
+    ctx = _prose("gs1", verdict="refuted", ci=[-0.25, 0.5], summary=f"The interval {stated} holds.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        f"the prose states numbers the record does not hold: summary states an interval {stated}"]
+
+
+def test_an_arm_number_that_is_a_multiple_of_the_records_is_not_the_records():
+    ctx = _prose("gs1", verdict="refuted", metrics={"arms": {"gs1_kernel": {"accuracy": 0.375}, "grpo_gs8": {}}},
+                 summary="Accuracy gs1_kernel 0.7500.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states gs1_kernel 0.7500"]
+
+
+def test_an_arm_without_a_step_count_leaves_the_next_arms_held_to_theirs():
+    ctx = _with_events("gs1", _step_events({"b": 1}))
+    ctx.plan = _stub_plan({"a": None, "b": 2})
+    assert [i.message for i in spec_anchor.EVID_11(ctx)] == [
+        "events.jsonl does not hold every planned training step once: b: step(s) 1 missing"]
+
+
+def test_an_rl_arm_trained_at_a_second_seed_owes_that_replicas_steps_too():
+    from types import SimpleNamespace
+
+    ctx = _with_events("gs1", _step_events({"a": 2}))
+    ctx.plan = _stub_plan({"a": 2})
+    ctx.plan.replicas.append(SimpleNamespace(label="a-seed1", arm="a", trained=True))
+    assert [i.message for i in spec_anchor.EVID_11(ctx)] == [
+        "events.jsonl does not hold every planned training step once: a-seed1: step(s) 0, 1 missing"]
+
+
+def test_an_arm_with_half_a_rollout_shape_is_not_held_to_one():
+    from types import SimpleNamespace
+
+    arm = SimpleNamespace(name="a", group_size=8, groups_per_batch=None)
+    ctx = _with_events("gs1", [{"event": "training_step", "arm": "a", "step": 0, "executed_group_size": 3,
+                                "n_rollouts": 5}])
+    ctx.plan = SimpleNamespace(training_runs=[], seeds=[0], trained_arms=[arm],
+                               replicas_of=lambda name: [SimpleNamespace(label=name)])
+    assert spec_anchor.PLAN_1(ctx) == []
+
+
+def test_a_verdict_stated_without_an_outcome_reason_contradicts_no_reason():
+    ctx = _prose("selfgen", verdict="inconclusive", outcome_reason="tie", summary="Verdict inconclusive.")
+    assert spec_anchor.PROSE_1(ctx) == []
+
+
+def test_a_one_decimal_effect_is_held_to_half_a_tenth():
+    ctx = _prose("gs1", verdict="refuted", effect=0.553, summary="The effect is +0.5.")
+    assert [i.message for i in spec_anchor.PROSE_5(ctx)] == [
+        "the prose states numbers the record does not hold: summary states an effect of +0.5"]
+    ctx.result["effect"] = 0.549
+    assert spec_anchor.PROSE_5(ctx) == []
+
+
+EDGE = 0.5 * 10 ** -4 + 1e-12  # half a unit of a four-decimal number, plus the float allowance: the most it may be off
+
+
+def test_a_stated_zero_is_the_records_at_exactly_half_a_unit_off():
+    """0.0000 stated for a value EDGE away: abs(0 - EDGE) is EDGE exactly, the edge of what rounding allows."""
+    ctx = _prose("gs1", verdict="refuted", effect=EDGE, ci=[EDGE, 0.0],
+                 metrics={"arms": {"gs1_kernel": {"accuracy": EDGE}, "grpo_gs8": {}}},
+                 summary="The effect is +0.0000 (interval [0.0000, 0.0000]); accuracy gs1_kernel 0.0000.")
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["ci"] = [0.0, EDGE]
+    assert spec_anchor.PROSE_5(ctx) == []

@@ -875,3 +875,49 @@ def test_an_adaptation_manifest_differs_in_any_direction(sft_record, edit):
     else:
         manifest["adaptation_batch_ids"] = ids[:-1] if how == "fewer" else [*ids, f"step{len(ids):04d}-{'ab' * 8}"]
     assert _messages(traces.TRACE_4, sft_record), edit
+
+
+def test_the_service_routing_event_is_told_from_events_named_around_it(graded_record, tmp_path):
+    result, _ = graded_record("best_lr")
+    routing = _routed(result)
+    around = [{"event": "run_created", "ts": "t", **routing}, {"event": "training_step", "ts": "t", **routing}]
+    logged = {"event": "service_routing", "ts": "t", **routing}
+    assert _messages(traces.TRACE_5, result, events=[around[0], logged, around[1]], run_dir=tmp_path) == []
+
+
+def test_a_record_without_a_status_is_held_to_no_planned_step_count(rl_record):
+    rl_record["metrics"]["arms"]["rl_selfgen"]["steps_completed"] = 1
+    del rl_record["status"]
+    assert _messages(traces.TRACE_1, rl_record) == []
+
+
+def test_a_step_of_one_counted_token_has_its_loss_as_its_nll():
+    rows = {"r": [{"step": 0, "loss_sum": 2.5, "n_tokens": 1, "train_nll_token_mean": 2.5},
+                  {"step": 1, "loss_sum": 2.5, "n_tokens": 1, "train_nll_token_mean": 2.0}]}
+    assert traces._sft_row_problems(rows) == [
+        "sft-steps.jsonl: r step 1: train_nll_token_mean 2.0 is not loss_sum / n_tokens (2.5)"]
+
+
+def test_a_step_of_a_negative_token_count_has_no_nll_to_state():
+    rows = {"r": [{"step": 0, "loss_sum": -5.0, "n_tokens": -2, "train_nll_token_mean": 2.5}]}
+    assert traces._sft_row_problems(rows) == [
+        "sft-steps.jsonl: r step 0: a train NLL without the loss_sum and n_tokens it is computed from"]
+
+
+def test_a_step_without_a_stated_nll_or_counted_tokens_states_nothing_to_check():
+    assert traces._sft_row_problems({"r": [{"step": 0, "loss_sum": 0.0, "n_tokens": 0},
+                                           {"step": 1, "loss_sum": 4.0, "n_tokens": -2}]}) == []
+
+
+def test_an_lr_grid_arm_without_run_metrics_is_still_held_to_the_plans_grid(sft_record):
+    arm = sft_record["metrics"]["arms"]["trimuon"]
+    del arm["runs"]
+    arm["lr_grid"] = [0.01, *arm["lr_grid"]]
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and found[0].startswith("metrics.arms.trimuon.lr_grid ")
+
+
+def test_a_training_step_event_of_an_lr_grid_run_is_no_rl_arms_step(rl_record, tmp_path):
+    events = _rl_events(rl_record) + [{"event": "training_step", "ts": "2026-12-07T10:02:00+00:00", "arm": "rl_gsm8k",
+                                       "run": "rl_gsm8k@lr=0.01", "step": 9, "mean_reward": 0.0, "optim_seconds": 9.0}]
+    assert _messages(traces.TRACE_1, rl_record, events=events, run_dir=tmp_path) == []

@@ -95,3 +95,19 @@ def test_tests_named_after_the_mutated_file_run_first_in_their_given_order():
                        "tests/unit/grading/general/test_common_issues_and_worst_status.py",
                        "tests/unit/test_grading_rules.py", "tests/unit/test_grading_tamper.py"]
     assert mutation.tests_first_for(Path("/tree/experiment/grading/__init__.py"), tests) == tests
+
+
+def test_a_module_leaves_out_the_files_it_excludes(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "inner").mkdir(parents=True)
+    for name in ("a.py", "service.py", "inner/b.py", "inner/service.py"):
+        (package / name).write_text("X = 1\n")
+    module = mutation.Module(name="pkg", path="pkg", tests=["t.py"], exclude=["pkg/service.py"])
+    assert [f.relative_to(tmp_path).as_posix() for f in mutation.module_files(tmp_path, module)] == [
+        "pkg/a.py", "pkg/inner/b.py", "pkg/inner/service.py"]
+    every = mutation.Module(name="pkg", path="pkg", tests=["t.py"])
+    assert len(mutation.module_files(tmp_path, every)) == 4
+    (_, modules) = load_config()
+    (reproduce,) = [m for m in modules if m.name == "grading_reproduce"]
+    assert "experiment/grading/reproduce/service.py" in reproduce.exclude
+    assert all(f.name != "service.py" for f in mutation.module_files(CONFIG.parent.parent, reproduce))

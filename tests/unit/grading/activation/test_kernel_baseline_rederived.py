@@ -85,3 +85,40 @@ def test_a_step_one_larger_than_the_window_fits_it():
     """Each rollout's window is the step's other rollouts: window_size + 1 rollouts fill it exactly."""
     got, advantages, _ = _both_steps([1.0, 0.0, 1.0], [5.0, 9.0, 14.0], [-1.0, -0.5, -2.0], window_size=2)
     assert got["advantages"] == pytest.approx(advantages, abs=1e-12)
+
+
+@pytest.mark.parametrize("rewards, lengths, logprobs", [
+    ([1.0, 0.0, 1.0], [3.0, 4.0], [-1.0, -1.0]),  # more rewards than features
+    ([1.0], [3.0, 4.0], [-1.0, -1.0]),  # fewer rewards than features
+    ([1.0, 0.0], [3.0, 4.0], [-1.0]),  # more lengths than logprobs
+    ([1.0, 0.0], [3.0, 4.0], [-1.0, -1.0, -2.0]),  # fewer lengths than logprobs
+], ids=["rewards longer", "rewards shorter", "lengths longer", "lengths shorter"])
+def test_a_kernel_step_refuses_features_of_another_length_on_either_side(rewards, lengths, logprobs):
+    with pytest.raises(ValueError):
+        mine.KernelHistory().kernel_step(rewards, lengths, logprobs)
+    with pytest.raises(ValueError):
+        loop.gs1_kernel_advantages(rewards, lengths, logprobs, loop.KernelBaselineState())
+
+
+def test_a_one_token_prompt_is_a_valid_length():
+    """log 1 = 0 is a feature like any other: the smallest length the definition allows."""
+    got, advantages, _ = _both_steps([1.0, 0.0, 1.0], [1.0, 1.0, 6.0], [-1.0, -0.5, -2.0])
+    assert got["advantages"] == pytest.approx(advantages, abs=1e-12)
+
+
+@pytest.mark.parametrize("lengths, logprobs", [([17.0] * 4, [-0.2, -1.0, -2.5, -0.7]),
+                                               ([5.0, 9.0, 30.0, 12.0], [-1.25] * 4)],
+                         ids=["constant lengths", "constant logprobs"])
+def test_one_constant_feature_column_leaves_the_other_standardized(lengths, logprobs):
+    rewards = [1.0, 0.0, 0.0, 1.0]
+    got, advantages, _ = _both_steps(rewards, lengths, logprobs)
+    assert got["advantages"] == pytest.approx(advantages, rel=1e-12, abs=1e-12)
+    assert len(set(np.round(got["baseline_values"], 12))) > 1  # the varying column still weighs the rollouts apart
+
+
+@pytest.mark.parametrize("bandwidth", [0.3, 1.0, 2.0])
+def test_kernel_steps_at_other_bandwidths_are_the_loops(bandwidth):
+    """The pinned bandwidth 0.5 has 0.5 ** 2 == 0.5 / 2; other bandwidths tell the kernel's h^2 apart."""
+    got, advantages, _ = _both_steps([1.0, 0.0, 1.0, 0.0], [5.0, 9.0, 30.0, 12.0], [-0.2, -1.0, -2.5, -0.7],
+                                     bandwidth=bandwidth)
+    assert got["advantages"] == pytest.approx(advantages, rel=1e-12, abs=1e-12)

@@ -57,3 +57,44 @@ def test_a_boolean_token_count_is_no_count():
     record = {"aggregation": "token_mean", "arms": {"a": _entry(n_tokens=True, nll_sum=1.5)}}
     assert "a: value, nll_sum and n_tokens must be finite with n_tokens > 0" in record_problems(record)
     assert not loss_eval.check(record)  # the run's own check counts it
+
+
+def test_an_example_without_a_positive_token_count_is_empty():
+    """Only tokens with weight > 0 count; a total of no (or a negative number of) counted tokens is n_empty."""
+    summary = held_out_loss([(3.0, -2), (4.0, 2), (0.0, 0), (9.0, 3)], "token_mean")
+    assert (summary["nll_sum"], summary["n_tokens"], summary["n_examples"], summary["n_empty"]) == (13.0, 5, 2, 2)
+    assert summary["value"] == 13.0 / 5
+
+
+@pytest.mark.parametrize("aggregation", ["", "None", "mean", "token_mean"])
+def test_every_aggregation_but_example_mean_is_valued_by_the_token_mean(aggregation):
+    summary = held_out_loss([(1.0, 1), (9.0, 3)], aggregation)
+    assert summary["value"] == summary["token_mean"] == 10.0 / 4
+    assert held_out_loss([(1.0, 1), (9.0, 3)], "example_mean")["value"] == (1.0 + 3.0) / 2
+
+
+@pytest.mark.parametrize("record_aggregation, entry_aggregation", [("token_mean", "example_mean"),
+                                                                     ("example_mean", "token_mean")])
+def test_an_entry_of_the_other_aggregation_is_a_problem_either_way(record_aggregation, entry_aggregation):
+    value = 1.5 if record_aggregation == "token_mean" else 1.4
+    record = {"aggregation": record_aggregation, "arms": {"a": _entry(entry_aggregation, value=value)}}
+    assert record_problems(record) == [f"a: aggregation {entry_aggregation!r} differs from {record_aggregation!r}"]
+
+
+def test_a_negative_token_count_is_no_count_and_one_token_is():
+    negative = {"aggregation": "token_mean", "arms": {"a": _entry(n_tokens=-10, nll_sum=-15.0)}}
+    assert record_problems(negative) == ["a: value, nll_sum and n_tokens must be finite with n_tokens > 0",
+                                         "no arm has a loss_eval entry"]
+    one = {"aggregation": "token_mean", "arms": {"a": _entry(n_tokens=1, nll_sum=1.5)}}
+    assert record_problems(one) == []
+
+
+def test_every_entry_is_checked_after_one_without_finite_totals():
+    record = {"aggregation": "token_mean", "arms": {"a": _entry(value=math.nan), "b": _entry(value=1.6)}}
+    assert record_problems(record) == ["a: value, nll_sum and n_tokens must be finite with n_tokens > 0",
+                                       "b: value 1.6 does not recompute from its totals (1.5)"]
+
+
+def test_a_boolean_example_mean_is_no_mean():
+    record = {"aggregation": "example_mean", "arms": {"a": _entry("example_mean", value=1.0, example_mean=True)}}
+    assert record_problems(record) == ["a: value 1.0 does not recompute from its totals (True)"]

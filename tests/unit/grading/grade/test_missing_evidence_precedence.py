@@ -41,3 +41,29 @@ def test_precedence_holds_in_every_category():
     projection = Issue("FEAS-12", UNKNOWN, "no projection against the budget is recorded", MISSING_SUMMARY)
     graded = with_precedence(_grade("feasibility", config, projection))
     assert (graded.status, graded.issues, graded.notes) == (UNKNOWN, [config], [])
+
+
+def test_a_summary_beside_findings_alone_is_kept():
+    """Only missing evidence lets a summary go: a finding about a value the record carries is no absence."""
+    graded = with_precedence(_grade("decision", WRONG_VALUE, NO_MAPPING))
+    assert (graded.status, graded.issues, graded.notes) == (INVALID, [WRONG_VALUE, NO_MAPPING], [])
+
+
+def test_the_insufficient_evidence_note_is_the_decisions_alone():
+    for name in ("evaluator", "restoration", "correctness", "feasibility", "generation_audit"):
+        not_retained = Issue("X-1", UNVERIFIED, f"the {name} evidence is not retained", MISSING_EVIDENCE)
+        graded = with_precedence(_grade(name, not_retained, NO_MAPPING))
+        assert (name, graded.status, graded.issues, graded.notes) == (name, UNVERIFIED, [not_retained], [])
+
+
+def test_an_invalid_decision_with_missing_evidence_gets_no_insufficient_evidence_note():
+    graded = with_precedence(_grade("decision", NOT_RETAINED, WRONG_VALUE))
+    assert (graded.status, graded.issues, graded.notes) == (INVALID, [NOT_RETAINED, WRONG_VALUE], [])
+
+
+def test_a_grade_with_nothing_to_leave_out_keeps_the_status_its_rule_gave():
+    """The category's own rule set the status (here DEC-1's first issue, unknown); precedence only ever lowers
+    findings that restate an absence, so with none to leave out the grade is returned as its rule made it."""
+    no_verdict = Issue("DEC-1", UNKNOWN, "no verdict (the comparison was not decided)", MISSING_EVIDENCE)
+    graded = with_precedence(CategoryGrade("decision", UNKNOWN, [no_verdict, NOT_RETAINED]))
+    assert (graded.status, graded.issues, graded.notes) == (UNKNOWN, [no_verdict, NOT_RETAINED], [])
