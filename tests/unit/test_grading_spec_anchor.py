@@ -1054,12 +1054,19 @@ def test_every_arm_is_held_to_the_plan_after_one_without_metrics():
         "the record's steps, learning rates or seeds are not the plan's: gs1_kernel: steps_completed 5 (planned 2)"]
 
 
-def test_a_score_naming_an_arm_as_its_run_is_no_planned_lr_grid_run():
-    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel", "run": "gs1_kernel", "learning_rate": 0.001,
+def test_a_score_naming_an_arm_as_its_run_is_held_to_the_arms_planned_learning_rate():
+    """An arm of one learning rate is its own run (an SFT paired decision's scores name it so): at the planned
+    learning rate it is a planned run, at any other it is no planned run's."""
+    spec, plan = _spec("gs1")
+    planned = next(run.lr for run in plan.training_runs if run.name == "gs1_kernel")
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel", "run": "gs1_kernel", "learning_rate": planned,
+                                            "seed": 0}]})
+    assert spec_anchor.PLAN_1(ctx) == []
+    ctx = _plan_ctx(evaluation={"scores": [{"arm": "gs1_kernel", "run": "gs1_kernel", "learning_rate": planned * 10,
                                             "seed": 0}]})
     assert [i.message for i in spec_anchor.PLAN_1(ctx)] == [
         "the record's steps, learning rates or seeds are not the plan's: score of run 'gs1_kernel': learning_rate "
-        "0.001 is no planned run's"]
+        f"{planned * 10:g} is no planned run's"]
 
 
 def test_a_checkpoint_or_score_without_a_seed_is_held_to_no_seed():
