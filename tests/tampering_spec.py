@@ -252,7 +252,8 @@ def effect_in_summary_changed(result: dict[str, Any]) -> None:
 
     match = (re.search(r"effect (?:is |of )?([+-]\d+\.\d+)", result["summary"])
              or re.search(r"(?:rl|gain) ([+-]\d+\.\d+) \[", result["summary"])
-             or re.search(r"\) ([+-]?\d+\.\d+) nats", result["summary"]))
+             or re.search(r"\) ([+-]?\d+\.\d+) nats", result["summary"])
+             or re.search(r"gap \([^)]*\) ([+-]?\d+\.\d+);", result["summary"]))
     assert match, "no effect in the summary"
     old = match.group(1)
     new = f"{float(old) + 0.25:+.4f}"

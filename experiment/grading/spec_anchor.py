@@ -568,7 +568,8 @@ def PROSE_5(ctx: GradeContext) -> list[Issue]:
     wrong = []
     for field, text in _texts(ctx):
         stated = [m.group(1) for m in _EFFECT.finditer(text)]
-        stated += [m.group(1) for name in named for m in re.finditer(rf"\b{re.escape(name)} {_NUMBER} \[", text)]
+        stated += [m.group(1) or m.group(2) for name in named  # "<criterion> +0.0208 [", "<criterion> (<a> minus <b>) -0.0048"
+                   for m in re.finditer(rf"\b{re.escape(name)}(?: {_NUMBER} \[| \([^)]*\) {_NUMBER})", text)]
         for number in stated:
             value, slack = _value(number)
             if not any(abs(value - known) <= slack for known in effects):

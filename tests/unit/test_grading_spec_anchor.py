@@ -400,6 +400,17 @@ def test_the_prose_states_the_records_effects_and_intervals():
     assert [i.rule for i in spec_anchor.PROSE_5(three_way)] == ["PROSE-5"]
 
 
+def test_a_named_criterions_effect_stated_with_its_contrast_is_the_records():
+    """The SFT summary names its criterion with the contrast it measures ("Best-LR nll_gap (dimuon_lite minus
+    trimuon) -0.0048; verdict refuted."): that number is the criterion's effect, and one moved by a tamperer is not."""
+    criteria = [{"id": "nll_gap", "effect": -0.004810597}, {"id": "step_time_not_higher", "effect": -0.01373}]
+    summary = "Trained 6 runs. Best-LR nll_gap (dimuon_lite minus trimuon) -0.0048; verdict refuted."
+    ctx = _prose("trimuon", verdict="refuted", effect=-0.004810597, decision={"criteria": criteria}, summary=summary)
+    assert spec_anchor.PROSE_5(ctx) == []
+    ctx.result["summary"] = summary.replace("-0.0048", "+0.2452")
+    assert [i.rule for i in spec_anchor.PROSE_5(ctx)] == ["PROSE-5"]
+
+
 def test_a_number_stated_for_an_arm_is_one_the_record_holds_for_it():
     ctx = _prose("gs1", verdict="refuted", metrics={"arms": {"gs1_kernel": {"accuracy": 0.375},
                                                              "grpo_gs8": {"accuracy": 0.4375}}},
