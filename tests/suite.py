@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,6 +153,14 @@ def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int
         env.pop(name, None)
     return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def copy_seed_spec(spec: Path, folder: Path) -> Path:
+    """A seed spec and its revision file (`<stem>.plan.json`) copied into `folder` (made if missing): the copy's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in (spec, spec.with_name(spec.name.replace(".json", ".plan.json"))):
+        shutil.copy(source, folder / source.name)
+    return folder / spec.name
 
 
 def only_run_dir(runs_dir: Path) -> Path:

@@ -12,7 +12,6 @@ activation values as recomputed from that log (ACT-2).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -26,9 +25,8 @@ from experiment.grading import grade_record
 from experiment.run.clients import release_sessions
 from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
+from suite import GS1_SPEC, copy_seed_spec
 
-SPECS = Path(__file__).resolve().parents[2] / "specs"
-GS1 = "gs1_kernel_vs_grpo_gsm8k"
 BEFORE_ACTIVATION = GATE_ORDER[: GATE_ORDER.index("activation_gate")]
 
 
@@ -40,11 +38,7 @@ class FakeStop(BaseException):
 def gs1_spec(tmp_path, monkeypatch):
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
     monkeypatch.setenv("TINKER_API_KEY", LOCAL_API_KEY)
-    folder = tmp_path / "spec"
-    folder.mkdir()
-    for suffix in (".json", ".plan.json"):
-        shutil.copy(SPECS / f"{GS1}{suffix}", folder / f"{GS1}{suffix}")
-    return folder / f"{GS1}.json"
+    return copy_seed_spec(GS1_SPEC, tmp_path / "spec")
 
 
 def _stopped_after_first_pilot_log(monkeypatch, keep_pilot_log):

@@ -9,7 +9,6 @@ baseline check, whose two sides are the same code on this backend, is reported s
 
 from __future__ import annotations
 
-import shutil
 import threading
 from pathlib import Path
 
@@ -24,20 +23,14 @@ from experiment.grading import grade_record
 from experiment.run.clients import release_sessions
 from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
-
-SPECS = Path(__file__).resolve().parents[2] / "specs"
-TRIMUON = "trimuon_vs_dimuon_no_robots"
+from suite import TRIMUON_SPEC, copy_seed_spec
 
 
 @pytest.fixture
 def trimuon_spec(tmp_path, monkeypatch):
     monkeypatch.delenv("TINKER_BASE_URL", raising=False)
     monkeypatch.setenv("TINKER_API_KEY", LOCAL_API_KEY)
-    folder = tmp_path / "spec"
-    folder.mkdir()
-    for suffix in (".json", ".plan.json"):
-        shutil.copy(SPECS / f"{TRIMUON}{suffix}", folder / f"{TRIMUON}{suffix}")
-    return folder / f"{TRIMUON}.json"
+    return copy_seed_spec(TRIMUON_SPEC, tmp_path / "spec")
 
 
 def _run_gates(spec_path: Path, runs_dir: Path, base_url: str, gates: tuple[str, ...]) -> tuple[RunContext, object]:

@@ -211,13 +211,7 @@ class _PreflightChecks:
                 "provenance.initialization",
                 f"arm {arm}: no measured adapter_sha256 and no immutable full-initialization checkpoint proof from a server response",
             )
-        if not self.files.is_retained(init.get("evidence_ref")):
-            self.problem(
-                "provenance.evidence_ref",
-                f"arm {arm}: initialization.evidence_ref {short(init.get('evidence_ref'))} names no retained evidence file",
-            )
-        if init.get("before_first_update") is not True:
-            self.problem("provenance.initialization", f"arm {arm}: initialization.before_first_update is not true")
+        self._check_retained_before_update(arm, "initialization", init)
 
     @run_dir_checks(
         ("provenance.restore_count", "REST-4", "restore_count is a non-negative integer, never a boolean"),
@@ -334,13 +328,18 @@ class _PreflightChecks:
         for key in ("batch_sha256", "output_sha256"):
             if not _is_hex64(output.get(key)):
                 self.problem("provenance.initial_output", f"arm {arm}: initial_output.{key} is not a 64-hex hash")
-        if not self.files.is_retained(output.get("evidence_ref")):
+        self._check_retained_before_update(arm, "initial_output", output)
+
+    def _check_retained_before_update(self, arm: str, field: str, entry: dict[str, Any]) -> None:
+        """An initialization or initial output names a retained evidence file and was taken before the first update
+        (its problems under provenance.evidence_ref and provenance.<field>)."""
+        if not self.files.is_retained(entry.get("evidence_ref")):
             self.problem(
                 "provenance.evidence_ref",
-                f"arm {arm}: initial_output.evidence_ref {short(output.get('evidence_ref'))} names no retained evidence file",
+                f"arm {arm}: {field}.evidence_ref {short(entry.get('evidence_ref'))} names no retained evidence file",
             )
-        if output.get("before_first_update") is not True:
-            self.problem("provenance.initial_output", f"arm {arm}: initial_output.before_first_update is not true")
+        if entry.get("before_first_update") is not True:
+            self.problem(f"provenance.{field}", f"arm {arm}: {field}.before_first_update is not true")
 
     @run_dir_checks(
         ("provenance.group_mismatch", "REST-3", "a group's initialization and initial outputs are equal"),
