@@ -38,10 +38,10 @@ from bench_pipeline import service_profile_report  # benchmarks/ is on sys.path:
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
 from embedded_tinker.service_profile import profile_named
 from experiment.contract.rollout import DEFAULT_RENDERER
-from experiment.rl.math_eval import greedy_predictions
-from experiment.stats.feasibility import EvaluationPace
-from experiment.rl.recipe import renderer_for, run_async
 from experiment.data import load_task_file
+from experiment.rl.math_eval import greedy_predictions
+from experiment.rl.recipe import renderer_for, run_async
+from experiment.stats.feasibility import EvaluationPace
 
 MODEL = "embedded/tiny-arith"
 ITEMS = Path(__file__).resolve().parent.parent / "embedded_tinker" / "tasks" / "data" / "test.jsonl"

@@ -30,9 +30,9 @@ from experiment.contract.run_layout import plots_dir, result_path
 from experiment.contract.spec import SpecError, load_spec
 from experiment.contract.text import printable
 from experiment.report.summary import RESULT_MARKER, closing_lines, finished_message
+from experiment.run.store import RunStore, storage_failure
 from experiment.service.capacity import ServiceFailedMidRun
 from experiment.service.target import EXPOSURES, ServiceConfigError, ServiceTarget
-from experiment.run.store import RunStore, storage_failure
 from flows.interrupts import stop_reason
 from flows.lifetime import exit_process, survive_closed_console
 from flows.startup import (CRASHED, FINISHED, FLOW_ENDED, INTERRUPTED, Claimed, RunRequest, Started,

@@ -36,11 +36,11 @@ from urllib.parse import urlsplit
 from experiment.contract.plan import ExecutionPlan
 from experiment.contract.spec import Spec
 from experiment.contract.text import printable
-from experiment.run.config import RunConfig, embedded_checkpoint_dir
 from experiment.data import unreadable_data
+from experiment.run.config import RunConfig, embedded_checkpoint_dir
 from experiment.run.prepare import PreparedRun, prepare_run
-from experiment.service.target import EMBEDDED_MODELS, EarlyEmbedded, ServiceTarget, embedded_serves, not_served
 from experiment.run.store import STALE, RunStore, StoreError, storage_failure, writable_runs_dir
+from experiment.service.target import EMBEDDED_MODELS, EarlyEmbedded, ServiceTarget, embedded_serves, not_served
 from flows.backend_url import BACKEND_URL_ENV, public_backend_url
 from flows.interrupts import interrupting_signal, interrupts_raised, stop_reason
 from flows.lifetime import TemporaryPrefectServer, imports_frozen, startup_budget_s, startup_progress_line

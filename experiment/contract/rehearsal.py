@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from experiment.contract.errors import SpecError
+from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.data import DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import PILOT_STEPS
-from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.stats.feasibility import STATED_PILOT  # the pattern the pilot's size is read with, one home
 
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import rollout_settings
+from experiment.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.stats.decision import weights_problem
-from experiment.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 
 if TYPE_CHECKING:
     from experiment.contract.spec import Spec

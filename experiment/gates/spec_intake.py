@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
 from experiment.contract.rehearsal import rehearsal_summary
-from experiment.contract.verdict import GateVerdict
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
-from experiment.service.capacity import is_capacity_refusal
-from experiment.run.context import RunContext
+from experiment.contract.verdict import GateVerdict
 from experiment.data import unreadable_data
+from experiment.report.code_revision import ENTRY_POINT, PIPELINE_CODE_EVIDENCE, code_revision, pipeline_code_bundle
+from experiment.run.context import RunContext
+from experiment.service.capacity import is_capacity_refusal
 from experiment.service.target import closest_served_model, not_served
 
 

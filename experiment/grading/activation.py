@@ -27,8 +27,8 @@ from experiment.contract.support import GROUP_MEAN_ADVANTAGE, KERNEL_ADVANTAGE
 from experiment.grading.kernel_baseline import (BANDWIDTH, MIN_KERNEL_MASS, WINDOW_SIZE, KernelHistory,
                                                 group_mean_advantages)
 from experiment.data import DataError, gsm8k_item_ids, load_task_file, resolve_data_path, seeded_shuffle
-from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 from experiment.grading.registry import implements, rule
+from experiment.stats.activation import PILOT_STEPS, check_range, fraction_nonzero, gs1_activation_values
 
 PILOT_LOG_PREFIX = "activation-pilot-"
 # the self-generated spec's checks the pilot log determines (the fractions with the generated tasks and the

@@ -55,10 +55,10 @@ from experiment.contract.rehearsal import NOT_FOR_SUBMISSION, rehearsal_summary
 from experiment.contract.rollout import DEFAULT_RENDERER, rollout_settings
 from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, close, equal_json,
                                        float_of, is_integer, is_number, short)
-from experiment.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
-from experiment.stats.evaluation import manifest_sha256
 from experiment.contract.run_layout import EVENTS_FILE
+from experiment.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
 from experiment.grading.registry import rule
+from experiment.stats.evaluation import manifest_sha256
 
 PIPELINE_CODE, CODE_REVISION = "pipeline-code.json", "code-revision.json"
 COOKBOOK = "tinker-cookbook"

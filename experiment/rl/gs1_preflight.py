@@ -28,14 +28,14 @@ from tinker_cookbook.rl.data_processing import assemble_training_data, compute_a
 
 import experiment
 import tinker_cookbook
-from experiment.service.capacity import answered
+from experiment.data import TaskItem
 from experiment.rl import loop as rl_loop
 from experiment.rl.advantages import KernelBaselineState, append_batch_to_window, gs1_kernel_advantages
-from experiment.stats.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
 from experiment.rl.gs1_reference import reference_gs1_advantages
-from experiment.rl.restoration import batch_json, canonical_sha256
-from experiment.data import TaskItem
 from experiment.rl.loop import RLArmSettings
+from experiment.rl.restoration import batch_json, canonical_sha256
+from experiment.service.capacity import answered
+from experiment.stats.correctness import check_tolerances, file_sha256, importance_sampling_loss_and_grad, parity_errors
 
 PACKAGE_DIR = Path(experiment.__file__).parent
 IMPLEMENTATION_FILES = ("rl/advantages.py", "rl/loop.py")

@@ -33,8 +33,8 @@ from tinker_cookbook.rl.problem_env import ProblemGroupBuilder
 from tinker_cookbook.rl.rollouts import do_group_rollout
 from tinker_cookbook.rl.types import TrajectoryGroup
 
-from experiment.service.capacity import answered
 from experiment.data import TaskItem
+from experiment.service.capacity import answered
 from experiment.stats.activation import fraction_nonzero
 from experiment.rl.advantages import (
     DEFAULT_MIN_KERNEL_MASS,

@@ -26,9 +26,9 @@ from tinker_cookbook import renderers
 from tinker_cookbook.recipes.math_rl import math_env, math_grading
 
 from experiment.contract.evaluators import RL_FEW_SHOT_PREFIX, RL_PARSER
-from experiment.service.capacity import answered
 from experiment.data import TaskItem
 from experiment.rl.loop import make_env, prompt_tokens
+from experiment.service.capacity import answered
 
 GRADING_TIMEOUT_SECONDS = 1.0  # the cookbook MathEnv's own limit
 GRADING_RETRY_TIMEOUT_SECONDS = 10.0  # one retry before a timeout is recorded

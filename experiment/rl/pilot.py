@@ -14,11 +14,11 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from experiment.contract.run_layout import evidence_path
-from experiment.service.capacity import answered
 from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems, train_one_step
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers
 from experiment.rl.restoration import requested_optimizer
+from experiment.service.capacity import answered
 from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
 
 

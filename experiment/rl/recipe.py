@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
-from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
-from experiment.contract.plan import ExecutionPlan
 from experiment.contract.optimizer_defaults import step_defaults
+from experiment.contract.plan import ExecutionPlan
 from experiment.contract.rollout import DEFAULT_RENDERER, RolloutSettings, rollout_settings  # noqa: F401  (re-exported)
 from experiment.contract.spec import Spec
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 
 if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
     from experiment.rl.loop import RLArmSettings

@@ -31,12 +31,12 @@ from tinker_cookbook import renderers
 from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
 
-from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
 from experiment.contract.spec import SERVER_STATE_KEYS, canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
 from experiment.data import TaskItem
-from experiment.run.store import utc_now
 from experiment.rl.loop import make_env
+from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
+from experiment.run.store import utc_now
 
 if TYPE_CHECKING:  # imported for type hints only
     from experiment.run.context import RunContext

@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from experiment.service.capacity import answered
 from experiment.data import TaskItem
-from experiment.selfgen.text_resolver import Solution
 from experiment.selfgen.task_generation import REJECTED
+from experiment.selfgen.text_resolver import Solution
+from experiment.service.capacity import answered
 from experiment.stats.generation_audit import (  # noqa: F401 (the record functions, re-exported)
     DEFAULT_SAMPLE_SIZE, SUPPORTED_STRATEGIES, AuditValidation, UnsupportedComparison, answer_agreement, build_report,
     counts_of, duplicate_count, evaluation_overlap, sample_key, sample_size, select_sample, strict_number, validate,

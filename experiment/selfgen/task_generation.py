@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from experiment.service.capacity import answered
 from experiment.data import TaskItem
+from experiment.service.capacity import answered
 from experiment.contract.generation import (  # noqa: F401 (re-exported)
     LABEL_CHECKED_GENERATORS, GenerationSettings, generation_settings,
 )

@@ -26,9 +26,9 @@ import tinker
 from tinker import types
 from tinker.types.optimizer import OptimParamsBase
 
+from experiment.contract.spec import Spec
 from experiment.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
 from experiment.sft.loss_eval import LossEval
-from experiment.contract.spec import Spec
 
 from experiment import PROJECT_ROOT
 from experiment.contract.rollout import DEFAULT_RENDERER  # noqa: E402  (one home)

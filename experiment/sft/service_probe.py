@@ -35,9 +35,9 @@ import numpy as np
 from safetensors.numpy import load as load_safetensors
 from tinker import types
 
-from experiment.service.capacity import is_capacity_refusal
-from experiment.run.clients import ClientSession
 from experiment.contract.readback import HOW_TO_EXPOSE
+from experiment.run.clients import ClientSession
+from experiment.service.capacity import is_capacity_refusal
 from experiment.sft.loop import optim_params
 
 WARMUP_STEPS = 2

@@ -23,8 +23,8 @@ from experiment.contract.spec import load_spec
 from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.grading import grade_record
 from experiment.run.clients import release_sessions
-from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 from suite import GS1_SPEC, copy_seed_spec
 
 BEFORE_ACTIVATION = GATE_ORDER[: GATE_ORDER.index("activation_gate")]

@@ -21,8 +21,8 @@ from experiment.contract.spec import load_spec
 from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.grading import grade_record
 from experiment.run.clients import release_sessions
-from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 from suite import TRIMUON_SPEC, copy_seed_spec
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from suite import FakeTinkerService, GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 
-from experiment.gates import GATE_ORDER, RunContext, not_implemented, run_gate
 from experiment.contract.plan import build_plan
-from experiment.service.target import ServiceTarget
 from experiment.contract.spec import load_spec
+from experiment.gates import GATE_ORDER, RunContext, not_implemented, run_gate
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 
 
 def _context(tmp_path, spec_path, backend="http://127.0.0.1:9"):

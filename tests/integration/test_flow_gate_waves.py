@@ -14,9 +14,9 @@ import pytest
 from suite import FakeTinkerService, GS1_SPEC
 
 from experiment.contract.verdict import GateVerdict
-from experiment.service.capacity import CapacityBlocked
 from experiment.gates import GATES, Gate
 from experiment.run.store import RunStore
+from experiment.service.capacity import CapacityBlocked
 
 RENDEZVOUS_BOUND_S = 60  # a bound against a hang, never the assertion: a barrier passed or broken decides
 

@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from experiment.selfgen import generation_audit as audit
 from experiment.data import TaskItem
-from experiment.run.state import RunState
 from experiment.grading.run_dir import audit_sample_ids, run_validation
+from experiment.run.state import RunState
+from experiment.selfgen import generation_audit as audit
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
               "max_label_errors": 0, "max_eval_overlaps": 0}

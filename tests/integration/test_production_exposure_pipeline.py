@@ -17,12 +17,12 @@ import pytest
 from tinker import types
 
 from embedded_tinker.launch import start_server
+from experiment.contract.plan import build_plan
+from experiment.contract.spec import load_spec
 from experiment.rl import restoration as r
 from experiment.run.clients import ClientSession, session_weights_info
-from experiment.contract.plan import build_plan
-from experiment.service.target import ServiceTarget
-from experiment.contract.spec import load_spec
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 
 MODEL = "embedded/tiny-random"
 REQUESTED = {"family": "adamw", "learning_rate": 1e-2}

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from embedded_tinker.launch import LOCAL_API_KEY
-from experiment.run.clients import release_sessions
-from experiment.gates import GATE_ORDER, RunContext, run_gate
 from experiment.contract.plan import build_plan, draft_plan
-from experiment.service.target import ServiceTarget
 from experiment.contract.spec import SpecError, load_spec
+from experiment.gates import GATE_ORDER, RunContext, run_gate
+from experiment.run.clients import release_sessions
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 
 # the seed spec as written (its recorded revision file is not copied): both revisions UNRESOLVED
 GS1 = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"

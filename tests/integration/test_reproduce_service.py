@@ -15,12 +15,12 @@ import pytest
 from tinker import types
 
 from experiment.contract.spec import load_spec
+from experiment.data import load_task_file, resolve_data_path
 from experiment.grading.common import INVALID, PASS, CategoryGrade, Grade
 from experiment.grading.reproduce import reproduce
 from experiment.grading.reproduce.service import open_session, record_id, sampled_items
 from experiment.rl.math_eval import greedy_predictions, prompt_template
 from experiment.rl.recipe import renderer_for
-from experiment.data import load_task_file, resolve_data_path
 from experiment.sft.loop import heldout_examples, score_heldout, to_datum
 from suite import SELFGEN_SPEC, TRIMUON_SPEC
 

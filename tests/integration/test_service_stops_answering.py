@@ -20,8 +20,8 @@ from suite import GS1_SPEC
 
 from embedded_tinker.faults import FaultConfig
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
-from experiment.service.capacity import CapacityBlocked, CapacityPolicy, ServiceStoppedAnswering
 from experiment.run.store import RunStore
+from experiment.service.capacity import CapacityBlocked, CapacityPolicy, ServiceStoppedAnswering
 
 DEADLINE_SECONDS = 3.0
 DAY = 86_400.0

@@ -11,8 +11,8 @@ import pytest
 
 from experiment.contract.rehearsal import EMBEDDED_GENERATOR
 
-from experiment.data import TaskItem
 from experiment.contract.spec import load_spec
+from experiment.data import TaskItem
 from experiment.selfgen.task_generation import (
     ACCEPTED,
     EXECUTION_ERROR,

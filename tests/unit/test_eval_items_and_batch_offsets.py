@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from experiment.contract.spec import load_spec
 from experiment.data import TaskItem
 from experiment.rl.loop import RLArmSettings, step_problems
 from experiment.rl.recipe import eval_items
-from experiment.contract.spec import load_spec
 
 GS1_SEED = Path(__file__).resolve().parents[2] / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 

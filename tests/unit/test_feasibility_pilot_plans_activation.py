@@ -10,11 +10,11 @@ from pathlib import Path
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
+from experiment.gates import RunContext
 from experiment.rl.recipe import rl_arm_settings
 from experiment.rl.steps.feasibility_pilot import activation_work
-from experiment.gates import RunContext
-from experiment.service.target import ServiceTarget
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
 from experiment.stats.feasibility import ActivationWork
 

@@ -22,13 +22,13 @@ from spec_variants import CORPUS, variant, write_variant
 
 import experiment.grading.grade as grade_module
 from experiment.contract.plan import at_replica_seed, build_plan, draft_plan
-from experiment.contract.support import designed_restore_step
 from experiment.contract.result_models import evidence_file
 from experiment.contract.spec import canonical_sha256, load_spec
+from experiment.contract.support import designed_restore_step
+from experiment.data import DATA_DIRS_ENV
 from experiment.grading import grade_record
 from experiment.grading import restoration as restoration_rules
 from experiment.grading.predict import predict_grades
-from experiment.data import DATA_DIRS_ENV
 from experiment.rl import restoration as r
 from experiment.rl.recipe import requested_optimizers, rl_arm_settings
 from experiment.run.clients import MODEL_KEYS

@@ -16,9 +16,9 @@ import pytest
 
 from suite import GS1_SPEC, REPO_ROOT
 from experiment import data as data_module
-from experiment.data import DataError, read_capped_bytes, resolve_data_path
 from experiment.contract.spec import MAX_SPEC_DEPTH, SpecError, load_spec
 from experiment.contract.text import is_unsafe, printable, unsafe_character
+from experiment.data import DataError, read_capped_bytes, resolve_data_path
 from flows import run as run_cli
 
 ARITH_TRAIN = "embedded_tinker/tasks/data/train.jsonl"

@@ -20,8 +20,8 @@ import experiment.contract.support as support_module
 from experiment.contract import cost
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
-from experiment.grading.predict import predict_grades
 from experiment.data import DATA_DIRS_ENV, count_task_file
+from experiment.grading.predict import predict_grades
 from experiment.stats.feasibility import budget_use
 
 

@@ -7,11 +7,11 @@ import json
 import shutil
 from pathlib import Path
 
-from experiment.gates import RunContext, run_gate
 from experiment.contract.plan import build_plan
-from experiment.service.target import ServiceTarget
 from experiment.contract.spec import load_spec
+from experiment.gates import RunContext, run_gate
 from experiment.run.store import RunStore
+from experiment.service.target import ServiceTarget
 
 SELFGEN = Path(__file__).resolve().parents[2] / "specs" / "selfgen_tasks_vs_gsm8k.json"
 

@@ -20,8 +20,8 @@ from suite import REPO_ROOT
 import experiment.contract.plan as plan_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
-from experiment.grading.predict import EXPOSURES, predict_grades
 from experiment.data import DATA_DIRS_ENV
+from experiment.grading.predict import EXPOSURES, predict_grades
 
 
 def _intake(path, rehearse: bool):

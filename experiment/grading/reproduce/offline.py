@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from experiment.data import DataError
 from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short
+from experiment.grading.registry import rule
 from experiment.grading.reproduce.answers import evaluation_items, number_of, normalized, score
 from experiment.grading.reproduce.resolver import ILL_POSED, SOLVED, resolve
-from experiment.data import DataError
-from experiment.grading.registry import rule
 
 NOT_GRADED_BY_PIPELINE = ("timeout", "grader_error")  # recorded as unscored (EVAL-11): counted, not re-judged
 

@@ -45,13 +45,13 @@ from tinker_cookbook.tokenizer_utils import get_tokenizer
 
 from experiment.contract.rollout import DEFAULT_RENDERER
 from experiment.contract.spec import canonical_sha256
+from experiment.data import DataError, read_capped_text, resolve_data_path
 from experiment.grading.common import INVALID, UNVERIFIED, GradeContext, Issue, as_dict, as_list, short
+from experiment.grading.registry import rule
 from experiment.grading.reproduce import ServiceUnreachable
 from experiment.grading.reproduce.answers import evaluation_items, score
 from experiment.grading.reproduce.offline import text_prediction_files
-from experiment.data import DataError, read_capped_text, resolve_data_path
 from experiment.service.target import CAPABILITIES_PATH, EMBEDDED_API_KEY, ServiceConfigError, ServiceTarget
-from experiment.grading.registry import rule
 
 SAMPLE_ITEMS = 4  # evaluation items re-scored per arm (or LR-grid run)
 NLL_REL_TOL = 1e-4  # a re-scored held-out nll_sum against the recorded one (float32 forward, other batching)

@@ -27,16 +27,16 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from experiment.rl import restoration as r
-from experiment.rl.advantages import KernelBaselineState
-from experiment.service.capacity import CapacityBlocked
-from experiment.run.clients import ClientSession, open_session
 from experiment.contract.plan import at_replica_seed
 from experiment.contract.support import designed_restore_step
 from experiment.contract.verdict import GateVerdict
-from experiment.run.context import RunContext
+from experiment.rl import restoration as r
+from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import KERNEL_BASELINE, RLArmSettings, train_one_step
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers, rl_replica_settings, run_async
+from experiment.run.clients import ClientSession, open_session
+from experiment.run.context import RunContext
+from experiment.service.capacity import CapacityBlocked
 
 GATE = "arm_training"
 CHECKPOINTS_TABLE = "arm_checkpoints"

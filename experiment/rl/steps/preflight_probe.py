@@ -13,15 +13,15 @@ from __future__ import annotations
 import math
 import time
 
-from experiment.rl.advantages import KernelBaselineState
-from experiment.service.capacity import is_capacity_refusal
-from experiment.run.clients import open_session
+from experiment.contract.run_layout import EVENTS_FILE
 from experiment.contract.verdict import GateVerdict
-from experiment.run.context import RunContext
-from experiment.rl.restoration import optimizer_check, requested_optimizer
+from experiment.rl.advantages import KernelBaselineState
 from experiment.rl.loop import train_one_step
 from experiment.rl.recipe import renderer_for, requested_optimizers, rl_arm_settings, run_async, training_items
-from experiment.contract.run_layout import EVENTS_FILE
+from experiment.rl.restoration import optimizer_check, requested_optimizer
+from experiment.run.clients import open_session
+from experiment.run.context import RunContext
+from experiment.service.capacity import is_capacity_refusal
 
 GATE = "preflight_probe"
 

@@ -23,9 +23,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from experiment.run.clients import open_session
-from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
 from experiment.contract.verdict import GateVerdict
+from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path
+from experiment.run.clients import open_session
 from experiment.run.context import RunContext
 from experiment.selfgen.exact_solver import SOLVERS, is_exact_solver
 from experiment.selfgen.exact_solver import solver_identity as exact_solver_identity

@@ -16,8 +16,8 @@ import math
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
-from experiment.service.capacity import is_capacity_refusal
 from experiment.run.context import RunContext
+from experiment.service.capacity import is_capacity_refusal
 from experiment.sft.loop import (FIXED_BATCH_SIZE, batch_id, sft_settings, to_datum, train_step, training_examples,
                                  untrained_examples)
 from experiment.sft.runs import SFTRun, open_sft_session, served_model_and_rank, service_routing, sft_runs
