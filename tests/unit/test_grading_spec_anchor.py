@@ -53,6 +53,14 @@ def retained_code() -> list[dict]:
             evidence_file("code-revision.json", "code_revision", json.dumps(code_revision()).encode())]
 
 
+def _with_pipeline_code(files: list[dict], edit) -> list[dict]:
+    """The retained evidence `files` with their pipeline-code bundle edited in place by `edit(bundle)`."""
+    bundle = json.loads(next(f for f in files if f["name"] == "pipeline-code.json")["content"])
+    edit(bundle)
+    return [f for f in files if f["name"] != "pipeline-code.json"] + [
+        evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode())]
+
+
 def _provenance(spec, plan) -> dict:
     """The evaluator the pipeline's evaluation step freezes for this spec (no service: stop strings are the
     renderer's, which the anchor does not hold)."""
@@ -518,15 +526,13 @@ def test_a_record_made_before_a_file_moved_names_it_where_it_was(retained_code):
     moved, former = next(iter(RL_EVALUATOR_FORMER_NAMES.items()))
 
     def renamed(files: list[dict], manifest_edit=None) -> tuple[dict, list[dict]]:
-        bundle = json.loads(next(f for f in files if f["name"] == "pipeline-code.json")["content"])
-        bundle["files"][former] = bundle["files"].pop(moved)
         provenance = _provenance(spec, plan)
         provenance["code_files"][former] = provenance["code_files"].pop(moved)
         if manifest_edit:
             manifest_edit(provenance["code_files"])
         provenance["code_sha256"] = ev.manifest_sha256(provenance["code_files"])
-        kept = [f for f in files if f["name"] != "pipeline-code.json"]
-        return provenance, kept + [evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode())]
+        return provenance, _with_pipeline_code(
+            files, lambda bundle: bundle["files"].update({former: bundle["files"].pop(moved)}))
 
     provenance, files = renamed(retained_code)
     assert _evaluator_issues(_ctx(spec, plan, provenance, files)) == []
@@ -706,10 +712,7 @@ def test_an_sft_evaluators_code_hash_sorting_before_the_retained_codes_is_refuse
 def test_each_sft_evaluator_whose_code_is_not_in_the_bundle_is_unverified(retained_code):
     from experiment.contract.evaluators import SFT_EVALUATOR_CODE
 
-    bundle = json.loads(pipeline_code_bundle(include_backend=True))
-    del bundle["files"][SFT_EVALUATOR_CODE[0]]
-    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
-    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    files = _with_pipeline_code(retained_code, lambda bundle: bundle["files"].pop(SFT_EVALUATOR_CODE[0]))
     spec, plan = _spec("trimuon")
     provenance = _provenance(spec, plan)
     ctx = _ctx(spec, plan, provenance, files)
@@ -790,10 +793,7 @@ def test_a_manifest_naming_a_cookbook_file_that_is_not_installed_is_refused(reta
 def test_project_evaluator_code_not_in_the_bundle_is_unverified_by_name(retained_code):
     from experiment.contract.evaluators import RL_EVALUATOR_PROJECT_CODE
 
-    bundle = json.loads(pipeline_code_bundle(include_backend=True))
-    del bundle["files"][RL_EVALUATOR_PROJECT_CODE[0]]
-    files = [f for f in retained_code if f["name"] != "pipeline-code.json"]
-    files.append(evidence_file("pipeline-code.json", "script", json.dumps(bundle).encode()))
+    files = _with_pipeline_code(retained_code, lambda bundle: bundle["files"].pop(RL_EVALUATOR_PROJECT_CODE[0]))
     spec, plan = _spec("gs1")
     assert [(i.status, i.message) for i in spec_anchor.code_hash_issues(_ctx(spec, plan, _provenance(spec, plan), files))] \
         == [(UNVERIFIED, f"evaluator code {RL_EVALUATOR_PROJECT_CODE[0]} is not retained")]
