@@ -30,7 +30,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
-from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
+from experiment.contract.rehearsal import rehearsal_result_fields
 from experiment.service.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
                                      capacity_block_record)
 from experiment.run.config import RunConfig
@@ -214,8 +214,6 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
     finally:
         release_sessions(ctx)
         service.stop()
-        if rehearsal:
-            store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
         _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
@@ -266,13 +264,13 @@ def _record_budget_use(store: RunStore, plan, logger) -> None:
 
 
 def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
-    """RESULT says it is a rehearsal and lists every substitution before anything runs."""
+    """RESULT says it is a rehearsal and lists every substitution before anything runs; from here on the store
+    leads every summary of the record with the rehearsal mark (RunStore.update_result)."""
     import json
 
     store.add_evidence("rehearsal-spec.json", "spec", json.dumps(spec.to_dict(), indent=2, sort_keys=True),
                        source=rehearsal["rules"])
-    store.update_result(**rehearsal_result_fields(rehearsal),
-                        summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+    store.update_result(**rehearsal_result_fields(rehearsal))
 
 
 def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
