@@ -277,7 +277,6 @@ def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config:
     """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
     store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
-    store.update_result(capacity_wait=None)  # the wait ended in the block; the events keep its history
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
     update = capacity_block_update(plan, gate, capacity_block_record(blocked, released),
                                    blocked.waited_seconds, blocked.comparison_steps_completed)

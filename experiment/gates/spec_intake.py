@@ -49,9 +49,9 @@ def run(ctx: RunContext) -> GateVerdict:
     earlier = ctx.store.read_result().get("deviations", [])  # e.g. a rehearsal's substitutions, posted at creation
     merged = earlier + [d for d in deviations if d not in earlier]
     update = intake_update(ctx.plan, model, merged)  # a rehearsal's summary gets its mark from the store
-    ctx.store.update_result(**update)
     if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (CORR-1)
-        ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
+        update["correctness_preflight"] = {"required": False, "paths": []}
+    ctx.store.update_result(**update)
     ctx.state.served_model = model
     return GateVerdict(
         gate="spec_intake",
