@@ -232,7 +232,7 @@ def _settle_gate(ctx: RunContext, name: str, outcome, config: RunConfig, logger)
             crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(outcome).__name__}: {outcome}"],
                                 next_diagnostic="read the traceback in the flow log and fix the gate")
             store.record_gate(crash)
-            store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
+            _post_gate_failure(store, plan, crash)
             raise outcome
         return _capacity_stop(ctx, name, blocked, config, logger)
     verdict = outcome
@@ -247,10 +247,16 @@ def _settle_gate(ctx: RunContext, name: str, outcome, config: RunConfig, logger)
                                _projected_seconds(store))[-1:]:
             logger.info(line)
     if verdict.failed:
-        store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
+        _post_gate_failure(store, plan, verdict)
         error = GateFailedError(verdict, str(store.run_dir))
         return Failed(name="GateFailed", message=str(error), data=error)
     return None
+
+
+def _post_gate_failure(store: RunStore, plan, verdict: GateVerdict) -> None:
+    """RESULT's outcome of a run stopped by a gate (failed, or crashed): failed, no verdict, which gate and why
+    (gate_failure_update), naming a substituted model; the one place that outcome is written."""
+    store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
 
 
 def _record_budget_use(store: RunStore, plan, logger) -> None:
