@@ -378,17 +378,22 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
 
 @rule("REST-11", "restoration", "invalid|unverified", "checkpoint_restore declared: every trained arm records a proven mid-run restore of its state")
 def REST_11(ctx: GradeContext) -> list[Issue]:
-    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica) records a
-    designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the optimizer
-    state, whose optimizer check after that restore is read from the server's response with no mismatch, and whose
-    retained evidence file names the same state. None recorded: unverified (the declared restore is not proven);
-    one that is not such a restore, or whose evidence contradicts it: invalid."""
+    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica; for
+    training_type sft every training run of every arm's LR grid at every seed, its entry under the arm's `runs`)
+    records a designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the
+    optimizer state, whose optimizer check after that restore is read from the server's response with no mismatch,
+    and whose retained evidence file names the same state. None recorded: unverified (the declared restore is not
+    proven); one that is not such a restore, or whose evidence contradicts it: invalid."""
     if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
             or ctx.plan is None:
         return []
     arms, issues = _arms(ctx), []
-    for label in [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
-            [a.name for a in ctx.plan.trained_arms]:
+    if getattr(ctx.plan, "training_type", None) == "sft":  # each run is created, trained and restored like an arm
+        labels = [f"{run.arm} run {run_label(run)}" for run in ctx.plan.training_runs]
+    else:
+        labels = [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
+            [a.name for a in ctx.plan.trained_arms]
+    for label in labels:
         entry = as_dict(arms.get(label))
         init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
         designed = [as_dict(r) for r in as_list(entry.get("restores"))
