@@ -109,7 +109,7 @@ SFT_RUNS = [SimpleNamespace(name=f"T@lr={label}", arm="T", lr=float(label.split(
             for label in ("0.02", "0.04", "0.02-seed1")]
 
 
-def _sft_ctx(designed):
+def _sft_ctx(designed, steps=None):
     """An SFT arm T trained at two LRs and a second seed: each run created from the initialization (restore 1) and
     restored mid-run as `designed(label)` says (None: never), the arm restating its runs' restores in plan order
     (experiment.sft.provenance)."""
@@ -132,6 +132,8 @@ def _sft_ctx(designed):
     plan = SimpleNamespace(training_type="sft", training_runs=SFT_RUNS, replicas=[],
                            trained_arms=[SimpleNamespace(name="T", optimizer={})],
                            arms=[SimpleNamespace(name="T", trained=True)])
+    if steps is not None:
+        files["sft-steps.jsonl"] = steps
     return SimpleNamespace(result={"initialization_provenance": {"version": 1, "arms": {"T": arm}}}, plan=plan,
                            spec={"experiment_features": {"checkpoint_restore": True}}, trained=True,
                            evidence=EvidenceFiles(files))
@@ -156,3 +158,18 @@ def test_an_sft_run_at_a_further_seed_restored_without_the_optimizer_state_is_in
     ctx = _sft_ctx(lambda label, slug: _mid_run(label, slug, with_optimizer=label != "0.02-seed1"))
     assert _found(ctx) == [("REST-11", "invalid", "arm T run 0.02-seed1: the mid-run restore 2 (checkpoint_restore) "
                                                   "lacks the optimizer state")]
+
+
+def _steps(clients):
+    """sft-steps.jsonl: each run's two steps, the first on its created client, the second on `clients(run)`."""
+    return [{"run": run.name, "step": step, "model_id": "c1" if step == 0 else clients(run)}
+            for run in SFT_RUNS for step in (0, 1)]
+
+
+def test_an_sft_run_whose_training_did_not_continue_on_the_restored_client_is_invalid():
+    """The training log says which client each step ran on: a run restored mid-run whose last step still ran on
+    the client it was created with did not continue from the restored state."""
+    assert _found(_sft_ctx(_mid_run, steps=_steps(lambda run: "c2"))) == []
+    ctx = _sft_ctx(_mid_run, steps=_steps(lambda run: "c1" if run.label == "0.04" else "c2"))
+    assert _found(ctx) == [("REST-11", "invalid", "arm T run 0.04: the mid-run restore 2 (checkpoint_restore) lacks "
+                                                  "its run's last step on the restored client (sft-steps.jsonl)")]
