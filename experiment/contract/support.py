@@ -106,6 +106,8 @@ def designed_restore_due(spec: Spec, step: int, start: int = 0) -> bool:
     continues on a restored client). One rule for every family's loop (RL arms, SFT runs)."""
     designed = designed_restore_step(spec)
     return designed is not None and step == designed and step > start
+
+
 RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 

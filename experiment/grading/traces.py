@@ -349,9 +349,8 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
     """Restores in order and in time: an entry's restore times never go back (an LR-grid arm's, run by run: it
     restates its runs' restores in plan order, and a run restored mid-run, checkpoint_restore, is restored after the
     next run was created); an arm trained as an LR grid restates its runs' restores in plan order (restore_count
-    their sum); in a run directory every restore
-    lies within the run, a creation restore before the arm's (last) first training step, and the restoration
-    gate's initialization checkpoint and initial outputs are the record's."""
+    their sum); in a run directory every restore lies within the run, a creation restore before the arm's (last)
+    first training step, and the restoration gate's initialization checkpoint and initial outputs are the record's."""
     arms = as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms"))
     problems: list[str] = []
     for arm, entry in arms.items():
