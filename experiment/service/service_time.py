@@ -39,9 +39,11 @@ def session_id_of(service_client: Any) -> str | None:
 class SessionServiceTime:
     """The service's busy seconds for one session so far (None: the service reports none)."""
 
-    def __init__(self, target: ServiceTarget, session_id: str | None, get: Callable[..., Any] = httpx.get):
+    def __init__(self, target: ServiceTarget, session_id: str | None, get: Callable[..., Any] = httpx.get,
+                 fork: bool = False):
         self.target = target
         self.session_id = session_id
+        self.fork = fork  # the session's client talks to the fork (its credentials)
         self._get = get
         self.unsupported = session_id is None or target.base_url is None
 
@@ -50,7 +52,7 @@ class SessionServiceTime:
             return None
         url = self.target.base_url.rstrip("/") + SERVICE_TIME_PATH + str(self.session_id)
         try:
-            response = self._get(url, headers=self.target.request_headers(), timeout=READ_TIMEOUT_SECONDS)
+            response = self._get(url, headers=self.target.request_headers(self.fork), timeout=READ_TIMEOUT_SECONDS)
         except httpx.HTTPError:
             return None
         if response.status_code in (404, 405, 501):  # no such route: Spindle, the production exposure

@@ -339,6 +339,7 @@ def feasibility_record(
     extra_phases: dict[str, PhaseTiming] | None = None,
     pilot: dict[str, Any] | None = None,
     capacity_waits_seconds: float = 0.0,
+    evaluation_timing: dict[str, TimeScale] | None = None,
 ) -> dict[str, Any]:
     """The `feasibility` record (FEAS-1..FEAS-8) plus a `projection` block (wall seconds, GPU-hours, fits).
 
@@ -346,7 +347,8 @@ def feasibility_record(
     (FEAS-2: any difference means a re-projection); the pilot's own size lives in
     `measurements` (units measured vs planned_units of the full run) and in `pilot`.
     `capacity_waits_seconds`: how long the run has waited for capacity so far; the recovery reserve
-    is at least that."""
+    is at least that. `evaluation_timing`: where each evaluation run's service seconds came from (TimeScale; the
+    record's `evaluation_timing`, timing_sources)."""
     if config != effective_config:
         changed = sorted(k for k in set(config) | set(effective_config) if config.get(k) != effective_config.get(k))
         raise ValueError(f"feasibility config and effective_config differ in {changed}: re-project the full run")
@@ -378,6 +380,7 @@ def feasibility_record(
         "measurements": {name: p.to_dict() for name, p in phases.items()},
         "generation": generation,
         **({"pilot": pilot} if pilot else {}),
+        **({"evaluation_timing": timing_sources(evaluation_timing)} if evaluation_timing else {}),
         "recovery": {
             "seconds": recovery_seconds,
             "gpu_count": setup.gpu_count,

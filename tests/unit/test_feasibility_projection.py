@@ -151,3 +151,6 @@ def test_the_record_names_the_source_of_each_runs_service_seconds():
     assert account["runs"]["arms"]["runqueue_wait_seconds"] == 2.0 and account["runs"]["arms"]["factor"] == 0.75
     assert set(account["notes"]) == {SERVICE_REPORTED, CONTENTION_CORRECTED}
     assert timing_sources({"base": TimeScale.of(4.0)})["sources"] == [CLIENT_SIDE]
+    record = _record(evaluation_timing={"heldout": TimeScale.of(4.0, runqueue_wait_seconds=1.0)})
+    assert record["evaluation_timing"]["sources"] == [CONTENTION_CORRECTED]
+    assert "evaluation_timing" not in _record()  # a pilot that corrected nothing says nothing

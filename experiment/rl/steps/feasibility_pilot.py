@@ -41,7 +41,7 @@ from experiment.service.service_time import SessionServiceTime, measured_run, se
 from experiment.stats.activation import HELDOUT_SAMPLES
 from experiment.stats.feasibility import (GENERATION_KEYS, ActivationWork, EvaluationPace, PhaseTiming, TimeScale,
                                           activation_phases, feasibility_record, pilot_size, projection_config,
-                                          rl_pilot_units, service_allocation, timing_sources)
+                                          rl_pilot_units, service_allocation)
 from experiment.contract.verdict import GateVerdict
 from experiment.run.context import RunContext
 from experiment.rl.math_eval import greedy_predictions
@@ -58,8 +58,8 @@ GATE = "feasibility_pilot"
 HELDOUT_PILOT_PROMPTS = 4
 TIMING_SOURCE = ("client-side: each unit timed from the client, except the evaluation's service seconds "
                  "(evaluation, evaluation_latency), taken from the service's own time for the pilot's session where it "
-                 "reports one, else corrected for the client's CPU contention (pilot.evaluation_timing says which, per "
-                 "run); the Tinker API's answers carry no server-side duration per call")
+                 "reports one, else corrected for the client's CPU contention (the record's evaluation_timing says which, "
+                 "per run); the Tinker API's answers carry no server-side duration per call")
 ACTIVATION_NOTE = ("the activation gate after the pilot, projected from this pilot's clients (activation_setup), its "
                    "steps without their saves (activation_steps: every step in service, the longest lane's in wall), "
                    "a held-out sampling of heldout_pilot_prompts prompts (activation_heldout, and its sampler) and, "
@@ -245,9 +245,9 @@ def run(ctx: RunContext) -> GateVerdict:
                                  gpu_count=gpu_count, allocation_source=allocation) if activation else {}),
         },
         capacity_waits_seconds=capacity_waits_so_far(ctx),
+        evaluation_timing={"base": base_eval[1], "arms": arms_eval[1]},
         pilot={"steps_per_arm": pilot_steps, "eval_items": len(pilot_items), "size_source": size.source,
                "timing_source": TIMING_SOURCE,
-               "evaluation_timing": timing_sources({"base": base_eval[1], "arms": arms_eval[1]}),
                **({"activation_gate": {**asdict(activation), "heldout_pilot_prompts": HELDOUT_PILOT_PROMPTS,
                                        "note": ACTIVATION_NOTE}} if activation else {}),
                "pilot_measurements": {
