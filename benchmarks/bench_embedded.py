@@ -17,7 +17,8 @@ for --rounds rounds so that machine load hits them alike, and medians are report
     --prompts samples of one prompt through the SDK (the same decode work in one HTTP round trip),
     to separate decode from per-request HTTP/SDK cost; and, from the server's engine counters (healthz ``sampler``), how many decode
     steps each took, their rows and milliseconds per step, and when the last concurrent request
-    reached the engine and when its last step ended.
+    reached the engine and when its last step ended; and where the HTTP side's CPU went: the SDK client
+    (this process), the server process, and the engine's steps inside it (docs/embedded-backend.md).
   * forward_backward: cross-entropy forward + backward of a --batch x --length batch on a LoRA
     adapter of rank --rank, through the SDK (sequential: submit, wait; pipelined: submit all,
     then wait) against the same computation in this process (the public model API: LoraAdapter,
@@ -102,16 +103,18 @@ class Meter:
 
     def __init__(self, server_pid: int | None):
         self.server_pid = server_pid
+        self.last_split = (0.0, 0.0)  # the last side's CPU seconds: (this process, the server process)
 
-    def _cpu(self) -> float:
-        return time.process_time() + (process_cpu_seconds(self.server_pid) if self.server_pid else 0.0)
+    def _cpu(self) -> tuple[float, float]:
+        return time.process_time(), (process_cpu_seconds(self.server_pid) if self.server_pid else 0.0)
 
     def rate(self, work) -> tuple[float, float]:
         """(tokens per wall second, tokens per CPU second) of `work()`, which returns the tokens it made."""
-        started, started_cpu = time.perf_counter(), self._cpu()
+        started, (client_before, server_before) = time.perf_counter(), self._cpu()
         tokens = work()
-        wall, cpu = time.perf_counter() - started, self._cpu() - started_cpu
-        return tokens / wall, tokens / max(cpu, 1e-9)
+        wall, (client_after, server_after) = time.perf_counter() - started, self._cpu()
+        self.last_split = (client_after - client_before, server_after - server_before)
+        return tokens / wall, tokens / max(sum(self.last_split), 1e-9)
 
 
 def pin_to_one_cpu(cpu: int | None) -> list[int]:
@@ -259,7 +262,8 @@ def sampling_round(bench: dict, round_index: int) -> dict:
     def served() -> tuple[float, float]:
         before, started = engine_report(bench["base_url"]), time.monotonic()
         rates = meter.rate(lambda: server_tokens(bench["sampler"], prompts, new, seed))
-        engine_seen.update(engine_figures(before, engine_report(bench["base_url"]), started))
+        engine_seen.update(engine_figures(before, engine_report(bench["base_url"]), started),
+                           client_cpu_s=meter.last_split[0], server_cpu_s=meter.last_split[1])
         return rates
 
     rates = in_round_order(round_index, [
@@ -288,6 +292,9 @@ def sampling_round(bench: dict, round_index: int) -> dict:
         "concurrent_step_ms_after_last_arrival": engine_seen["settled_step_ms"],
         "concurrent_step_cpu_ms_after_last_arrival": engine_seen["settled_step_cpu_ms"],
         "concurrent_wall_s": len(prompts) * new / served_rate,
+        # where the HTTP side's CPU went: the SDK client (this process), the server process, the engine's steps in it
+        "concurrent_client_cpu_s": engine_seen["client_cpu_s"], "concurrent_server_cpu_s": engine_seen["server_cpu_s"],
+        "concurrent_engine_cpu_s": engine_seen["steps"] * engine_seen["step_cpu_ms"] / 1e3,
         "one_request_step_ms": single["step_ms"], "one_request_step_cpu_ms": single["step_cpu_ms"],
     }
 
@@ -469,6 +476,8 @@ def report_lines(report: dict) -> list[str]:
         f"  engine, concurrent requests: {engine['concurrent_steps']:.0f} steps x {engine['concurrent_rows_per_step']:.1f} "
         f"rows, {engine['concurrent_step_ms']:.2f} ms/step; last request in at {engine['concurrent_last_arrival_s']:.3f} s,"
         f" last step done at {engine['concurrent_last_step_end_s']:.3f} s of {engine['concurrent_wall_s']:.3f} s",
+        f"  HTTP side's CPU: SDK client {engine['concurrent_client_cpu_s']:.3f} s, server {engine['concurrent_server_cpu_s']:.3f} s"
+        f" (engine steps {engine['concurrent_engine_cpu_s']:.3f} s)",
         f"forward_backward, {fb['batch']} x {fb['length']} tokens, LoRA rank {fb['lora_rank']} (tokens/s, per CPU s)",
         f"  in-process                                    {fb['in_process_tokens_per_s']:>10.0f} "
         f"{fb['in_process_tokens_per_cpu_s']:>10.0f}",

@@ -18,7 +18,8 @@ production service is known to differ on", and the earlier hand run against it):
 - ``weights_info`` answers base_model, is_lora, lora_rank and the train_* flags only;
 - ``save_weights_external``, external-weights URLs and ``sessions/{id}/finish`` answer 404
   (Spindle has no such routes), so no adapter bytes or hash can be obtained and
-  ``ServiceClient.close()`` raises ``NotFoundError``.
+  ``ServiceClient.close()`` raises ``NotFoundError``; so does ``service_time/{session}`` (the embedded
+  backend's own per-session service time, session_time.py), so a client falls back as it must on Spindle.
 
 Everything else (training, sampling, checkpoints, load/save state, training-run listings) behaves
 the same in both profiles. Not mirrored, because the stock 0.38 SDK cannot work without it: the
@@ -40,6 +41,7 @@ _HIDDEN_IN_PRODUCTION = (
     re.compile(r"^/api/v1/training_runs/[^/]+/checkpoints/.+/external_weights_urls/?$"),
     re.compile(r"^/api/v1/external_weights_files/"),
     re.compile(r"^/api/v1/sessions/[^/]+/finish/?$"),
+    re.compile(r"^/api/v1/service_time/"),  # the embedded backend's own per-session service time (session_time.py)
 )
 
 

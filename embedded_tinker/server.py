@@ -65,6 +65,7 @@ from .optimizers import OptimizerError, create_optimizer
 from .results import ResultStore
 from .sampling import SampleJob, SamplerWeights, SamplingEngine, SamplingError, SamplingSpec
 from .service_profile import ServiceProfile, ServiceSchedule
+from .session_time import SessionClock
 
 LONG_POLL_SECONDS = 25.0
 # Request size caps: a JSON request of the SDK is a few KiB (a sampling prompt of the longest context
@@ -324,6 +325,7 @@ class EmbeddedService:
         self.faults = FaultInjector(faults)
         self.busy_clock = BusyClock()  # measured by the ExposureAndFaults middleware
         self.schedule = ServiceSchedule(profile)  # service_profile.py: per-call service time (None: none)
+        self.session_time = SessionClock()  # session_time.py: each session's calls in service, as measured here
         self.sampler = SamplingEngine()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-setup")
         self.sessions: dict[str, dict] = {}
@@ -347,11 +349,12 @@ class EmbeddedService:
         self, request_id: str, start: Callable[[], Future], lane: str | None = None, kind: str = "", units: int = 1
     ) -> dict:
         """Start work once per request_id (a retried submission gets the same future). With a service
-        profile, the future is held until the call's service time of `kind` on `lane` has passed."""
+        profile, the future is held until the call's service time of `kind` on `lane` has passed. The call counts
+        as in service for its lane's session until that future is done (session_time.py)."""
 
         def begin() -> Future:
             work = start()
-            return self.schedule.hold(lane, kind, units, work) if lane else work
+            return self.session_time.track(lane, self.schedule.hold(lane, kind, units, work) if lane else work)
 
         if not self.results.register(request_id, access.current_client(), begin):
             raise UserError(f"request_id {request_id!r} belongs to another client")
@@ -966,7 +969,7 @@ class ExposureAndFaults:
     ``busy_seconds`` with ``api_calls`` and ``max_in_flight`` (the most calls in flight at once); a
     client's wall time minus busy_seconds is time spent elsewhere."""
 
-    BACKGROUND = frozenset({"healthz", "session_heartbeat", "telemetry", "client"})
+    BACKGROUND = frozenset({"healthz", "session_heartbeat", "telemetry", "client", "service_time"})
 
     def __init__(self, app, service: EmbeddedService):
         self.app = app
@@ -1151,6 +1154,15 @@ def create_app(
                 for name in REGISTRY
             ]
         }
+
+    @app.get(f"{api}/service_time/{{session_id}}")
+    async def service_time(session_id: str):
+        # the session's calls in service, as this server measured them (session_time.py); not in the production
+        # exposure, which answers as the production service does (no such route)
+        session = service.sessions.get(session_id)
+        if session is None or not access.may_access(session["owner"]):
+            return JSONResponse({"error": f"unknown session {session_id!r}", "category": "user"}, status_code=404)
+        return service.session_time.report(session_id)
 
     @app.post(f"{api}/create_session")
     async def create_session():

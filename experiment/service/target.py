@@ -131,6 +131,14 @@ class ServiceTarget:
         """The Modal proxy headers for this target (the fork's with fork=True), from the environment; {} if none."""
         return {} if self.kind == "embedded" else _proxy_headers(fork)
 
+    def request_headers(self, fork: bool = False) -> dict[str, str]:
+        """What a plain HTTP request to this service sends as the SDK would: its API key and proxy headers (from the
+        environment; never recorded)."""
+        if self.kind == "embedded":
+            return {"X-API-Key": EMBEDDED_API_KEY}
+        api_key, headers = _remote_credentials(fork)
+        return {"X-API-Key": api_key, **headers}
+
     def answer_problem(self, budget_s: float, model: str | None = None) -> str | None:
         """One line when a remote service does not answer `get_server_capabilities` usably within `budget_s`
         (it hangs, answers something that is not a capability list, or drops the connection), else None.

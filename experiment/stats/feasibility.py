@@ -205,6 +205,71 @@ class EvaluationPace:
         return self.seconds_per_item * self.items
 
 
+# Where a pilot run's service seconds come from (TimeScale.source), best first
+SERVICE_REPORTED = "service-reported"
+CONTENTION_CORRECTED = "contention-corrected"
+CLIENT_SIDE = "client-side"
+TIME_SOURCE_NOTES = {
+    SERVICE_REPORTED: "the service's own busy seconds for the pilot's session over the run (the embedded backend's "
+                      "service_time route: its calls from arrival to result, the client's polling and reading "
+                      "excluded) in place of the client-side seconds, in each unit's share",
+    CONTENTION_CORRECTED: "the service reports no time of its own: the client-side seconds less the client's CPU "
+                          "contention, the largest run-queue wait of one of its threads over the run "
+                          "(/proc/self/task/*/schedstat; a lower bound of what contention added: conservative)",
+    CLIENT_SIDE: "client-side seconds, uncorrected: the service reports no time of its own and this client cannot "
+                 "read its run-queue wait",
+}
+
+
+@dataclass(frozen=True)
+class TimeScale:
+    """How much of one pilot run's client-side time was the service's (issue 48: a client under CPU contention
+    inflates its own timings; the evaluation's service time was over-projected by 29.6% at load 13-34). A run's
+    units' client-side seconds are multiplied by `factor`; its wall time is left as measured (the full run's
+    client pays the same contention). `of` prefers the service's own reported time, else corrects for the
+    client's contention, else leaves the seconds as the client measured them."""
+
+    source: str
+    client_wall_seconds: float
+    service_seconds: float | None = None  # the service's busy seconds for the run (SERVICE_REPORTED)
+    runqueue_wait_seconds: float | None = None  # the client's largest thread run-queue wait (CONTENTION_CORRECTED)
+
+    @classmethod
+    def of(cls, client_wall_seconds: float, service_seconds: float | None = None,
+           runqueue_wait_seconds: float | None = None) -> TimeScale:
+        """A service that reported no time (None) or none at all for the run (0: its calls named no session) is
+        not taken at its word."""
+        if service_seconds is not None and service_seconds > 0:
+            return cls(SERVICE_REPORTED, client_wall_seconds, service_seconds=service_seconds)
+        if runqueue_wait_seconds is not None and runqueue_wait_seconds >= 0:
+            return cls(CONTENTION_CORRECTED, client_wall_seconds, runqueue_wait_seconds=runqueue_wait_seconds)
+        return cls(CLIENT_SIDE, client_wall_seconds)
+
+    @property
+    def factor(self) -> float:
+        """The service's share of the run's client-side time, in [0, 1] (1: uncorrected)."""
+        wall = self.client_wall_seconds
+        if wall <= 0 or self.source == CLIENT_SIDE:
+            return 1.0
+        service = self.service_seconds if self.source == SERVICE_REPORTED else wall - (self.runqueue_wait_seconds or 0.0)
+        return min(1.0, max(0.0, (service or 0.0) / wall))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "client_wall_seconds": self.client_wall_seconds,
+                **({"service_seconds": self.service_seconds} if self.service_seconds is not None else {}),
+                **({"runqueue_wait_seconds": self.runqueue_wait_seconds}
+                   if self.runqueue_wait_seconds is not None else {}),
+                "factor": self.factor}
+
+
+def timing_sources(scales: dict[str, TimeScale]) -> dict[str, Any]:
+    """The record's account of where corrected runs' service seconds came from: each run's scale, the sources used
+    (best first) and what each means."""
+    used = [source for source in TIME_SOURCE_NOTES if any(s.source == source for s in scales.values())]
+    return {"sources": used, "runs": {name: scale.to_dict() for name, scale in scales.items()},
+            "notes": {source: TIME_SOURCE_NOTES[source] for source in used}}
+
+
 def service_allocation(service_kind: str) -> tuple[int | None, str | None]:
     """(gpu_count, allocation_source) from explicit allocation evidence only, else (None, None).
 
@@ -274,6 +339,7 @@ def feasibility_record(
     extra_phases: dict[str, PhaseTiming] | None = None,
     pilot: dict[str, Any] | None = None,
     capacity_waits_seconds: float = 0.0,
+    evaluation_timing: dict[str, TimeScale] | None = None,
 ) -> dict[str, Any]:
     """The `feasibility` record (FEAS-1..FEAS-8) plus a `projection` block (wall seconds, GPU-hours, fits).
 
@@ -281,7 +347,8 @@ def feasibility_record(
     (FEAS-2: any difference means a re-projection); the pilot's own size lives in
     `measurements` (units measured vs planned_units of the full run) and in `pilot`.
     `capacity_waits_seconds`: how long the run has waited for capacity so far; the recovery reserve
-    is at least that."""
+    is at least that. `evaluation_timing`: where each evaluation run's service seconds came from (TimeScale; the
+    record's `evaluation_timing`, timing_sources)."""
     if config != effective_config:
         changed = sorted(k for k in set(config) | set(effective_config) if config.get(k) != effective_config.get(k))
         raise ValueError(f"feasibility config and effective_config differ in {changed}: re-project the full run")
@@ -313,6 +380,7 @@ def feasibility_record(
         "measurements": {name: p.to_dict() for name, p in phases.items()},
         "generation": generation,
         **({"pilot": pilot} if pilot else {}),
+        **({"evaluation_timing": timing_sources(evaluation_timing)} if evaluation_timing else {}),
         "recovery": {
             "seconds": recovery_seconds,
             "gpu_count": setup.gpu_count,

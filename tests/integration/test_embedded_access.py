@@ -141,3 +141,16 @@ def test_client_b_cannot_take_over_client_a_s_model_id(server, client_a_run):
     body = {"session_id": session_id, "model_seq_id": int(seq), "base_model": MODEL}
     status, answer = request(server, "POST", "create_model", json.dumps(body).encode(), headers={"X-API-Key": KEY_B})
     assert status == 400 and "belongs to another client" in answer["error"]
+
+
+def test_client_b_cannot_read_client_a_s_session_service_time(server, monkeypatch, client_a_run):
+    session = client_a_run[0].split(":train:")[0]  # client A's model id names its session
+
+    def read_as(key: str):
+        return request(server, "GET", f"service_time/{session}", body=None, headers={"X-API-Key": key})
+    status, answer = read_as(KEY_A)
+    assert status == 200 and answer["calls"] >= 4  # create, forward_backward, optim_step, the saves
+    with monkeypatch.context() as weak:  # attack first: with no owner check, B reads A's service time
+        weak.setattr(access, "may_access", lambda owner: True)
+        assert read_as(KEY_B)[0] == 200
+    assert read_as(KEY_B)[0] == 404

@@ -16,6 +16,8 @@ import tinker
 from tinker.types.optimizer import DimuonOptimizerConfig, DimuonParams, OptimizerConfigBase
 
 from embedded_tinker.launch import LOCAL_API_KEY, start_server
+from experiment.service.service_time import SessionServiceTime, session_id_of
+from experiment.service.target import ServiceTarget
 
 MODEL = "embedded/tiny-random"
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -141,3 +143,25 @@ def test_closing_a_session_is_not_found_in_production(servers):
     create(production)
     with pytest.raises(tinker.NotFoundError):
         production.close("success").result()
+
+
+def test_a_sessions_own_service_time_is_reported_in_the_embedded_profile_and_absent_in_production(servers, clients):
+    """The pipeline's reader (experiment.service.service_time) of the embedded backend's per-session service time:
+    a sample through the stock SDK adds its time in service to its session's busy seconds; production has no
+    such route, so the reader reports none (the feasibility pilot then corrects for contention instead)."""
+    readings = {}
+    for name, client in clients.items():
+        target = ServiceTarget(kind="embedded", base_url=servers[name].base_url)
+        service_time = SessionServiceTime(target, session_id_of(client))
+        before = service_time.busy_seconds()
+        sampler = client.create_sampling_client(base_model=MODEL)
+        sampler.sample(tinker.ModelInput.from_ints([1, 2, 3]), 2, tinker.SamplingParams(max_tokens=4)).result()
+        readings[name] = (before, service_time.busy_seconds())
+    before, after = readings["embedded"]
+    assert before is not None and after > before
+    assert readings["production"] == (None, None)
+    assert httpx.get(f"{servers['production'].base_url}/api/v1/service_time/{session_id_of(clients['production'])}",
+                     headers={"X-API-Key": LOCAL_API_KEY}).status_code == 404
+    unknown = httpx.get(f"{servers['embedded'].base_url}/api/v1/service_time/sess-none",
+                        headers={"X-API-Key": LOCAL_API_KEY})
+    assert unknown.status_code == 404  # a session the service never saw

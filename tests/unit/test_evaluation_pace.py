@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiment.stats.feasibility import EvaluationPace, PhaseTiming
+from experiment.stats.feasibility import EvaluationPace, PhaseTiming, TimeScale
 
 
 def _calls(n: int, warm: float, fixed: float, pace: float) -> list[tuple[int, float]]:
@@ -112,11 +112,26 @@ def test_the_pilots_evaluation_parts_sum_over_models_and_share_each_runs_wall_ti
     base = Timed({"base": ([], base_pace)}, {"base": base_pace.seconds}, wall_seconds=base_pace.seconds)
     arms = Timed({name: ([], pace) for name, pace in arm_paces.items()},
                  {name: pace.seconds for name, pace in arm_paces.items()}, wall_seconds=1.7)  # side by side
-    items = evaluation_part(lambda pace: pace.item_seconds, base, arms)
-    fixed = evaluation_part(lambda pace: pace.fixed_seconds, base, arms)
+    uncorrected = TimeScale.of(1.0)  # client-side, as measured
+    items = evaluation_part(lambda pace: pace.item_seconds, (base, uncorrected), (arms, uncorrected))
+    fixed = evaluation_part(lambda pace: pace.fixed_seconds, (base, uncorrected), (arms, uncorrected))
     assert items[0] == pytest.approx(32 * 0.01 + 2 * 32 * 0.02)
     assert fixed[0] == pytest.approx(0.2 + 0.2 + 0.3)  # one fixed time per model, not one per call
     # wall: the base model's run alone, then the arms' run, each in the share of its models' time
     seconds = {name: pace.seconds for name, pace in arm_paces.items()}
     assert items[1] == pytest.approx(0.32 + 1.7 * (0.64 / seconds["a"] + 0.64 / seconds["b"]) / 2)
     assert fixed[1] == pytest.approx(0.2 + 1.7 * (0.2 / seconds["a"] + 0.3 / seconds["b"]) / 2)
+
+
+def test_the_pilots_evaluation_service_seconds_take_each_runs_share_of_the_service_and_keep_the_measured_wall():
+    from experiment.rl.steps.feasibility_pilot import Timed, evaluation_part
+
+    pace = EvaluationPace.of_calls(_calls(32, 0.0, 0.2, 0.01))
+    base = Timed({"base": ([], pace)}, {"base": pace.seconds}, wall_seconds=pace.seconds)
+    arms = Timed({"a": ([], pace), "b": ([], pace)}, {"a": pace.seconds, "b": pace.seconds}, wall_seconds=1.0)
+    reported = TimeScale.of(pace.seconds, service_seconds=0.75 * pace.seconds)  # the service: 3/4 of the client's
+    contended = TimeScale.of(1.0, runqueue_wait_seconds=0.5)  # half the arms' run the client waited for a CPU
+    items = evaluation_part(lambda p: p.item_seconds, (base, reported), (arms, contended))
+    assert items[0] == pytest.approx(0.75 * pace.item_seconds + 0.5 * 2 * pace.item_seconds)
+    unscaled = evaluation_part(lambda p: p.item_seconds, (base, TimeScale.of(1.0)), (arms, TimeScale.of(1.0)))
+    assert items[1] == pytest.approx(unscaled[1])  # the wall time stays the client's

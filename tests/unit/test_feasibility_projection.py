@@ -16,8 +16,9 @@ from grading_contexts.feasibility import context
 
 from experiment.grading import feasibility as rules
 from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
-from experiment.stats.feasibility import (RECOVERY_FRACTION, ActivationWork, PhaseTiming, activation_phases,
-                                          feasibility_record, projection_config)
+from experiment.stats.feasibility import (CLIENT_SIDE, CONTENTION_CORRECTED, RECOVERY_FRACTION, SERVICE_REPORTED,
+                                          ActivationWork, PhaseTiming, TimeScale, activation_phases,
+                                          feasibility_record, projection_config, timing_sources)
 
 BUDGET = {"gpu_hours": None, "max_wall_minutes": 60}
 
@@ -122,3 +123,34 @@ def test_the_activation_phases_count_in_the_plan_the_reserve_and_the_graders_rec
     assert rules.FEAS_12(ctx) == []  # the grader recomputes the same projection from the measurements
     record["projection"]["planned_seconds"] = without["projection"]["planned_seconds"]  # activation left out
     assert [issue.rule for issue in rules.FEAS_12(ctx)] == ["FEAS-12"]
+
+
+def test_a_runs_service_seconds_come_from_the_service_where_it_reports_them_else_from_the_clients_contention():
+    reported = TimeScale.of(10.0, service_seconds=7.0, runqueue_wait_seconds=1.0)
+    assert (reported.source, reported.factor) == (SERVICE_REPORTED, pytest.approx(0.7))  # preferred to the wait
+    corrected = TimeScale.of(10.0, service_seconds=None, runqueue_wait_seconds=2.5)
+    assert (corrected.source, corrected.factor) == (CONTENTION_CORRECTED, pytest.approx(0.75))
+    # a service that counted none of the run's calls (0) is not taken at its word
+    assert TimeScale.of(10.0, service_seconds=0.0, runqueue_wait_seconds=2.5).source == CONTENTION_CORRECTED
+    uncorrected = TimeScale.of(10.0)
+    assert (uncorrected.source, uncorrected.factor) == (CLIENT_SIDE, 1.0)
+
+
+def test_the_services_share_of_a_run_stays_between_none_and_all_of_it():
+    assert TimeScale.of(10.0, service_seconds=12.0).factor == 1.0  # never more than the client measured
+    assert TimeScale.of(10.0, runqueue_wait_seconds=15.0).factor == 0.0
+    assert TimeScale.of(0.0, service_seconds=1.0).factor == 1.0  # no wall measured: nothing to scale by
+
+
+def test_the_record_names_the_source_of_each_runs_service_seconds():
+    account = timing_sources({"base": TimeScale.of(4.0, service_seconds=3.0),
+                              "arms": TimeScale.of(8.0, runqueue_wait_seconds=2.0)})
+    assert account["sources"] == [SERVICE_REPORTED, CONTENTION_CORRECTED]  # best first
+    assert account["runs"]["base"] == {"source": SERVICE_REPORTED, "client_wall_seconds": 4.0,
+                                       "service_seconds": 3.0, "factor": 0.75}
+    assert account["runs"]["arms"]["runqueue_wait_seconds"] == 2.0 and account["runs"]["arms"]["factor"] == 0.75
+    assert set(account["notes"]) == {SERVICE_REPORTED, CONTENTION_CORRECTED}
+    assert timing_sources({"base": TimeScale.of(4.0)})["sources"] == [CLIENT_SIDE]
+    record = _record(evaluation_timing={"heldout": TimeScale.of(4.0, runqueue_wait_seconds=1.0)})
+    assert record["evaluation_timing"]["sources"] == [CONTENTION_CORRECTED]
+    assert "evaluation_timing" not in _record()  # a pilot that corrected nothing says nothing

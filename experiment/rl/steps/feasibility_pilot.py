@@ -37,8 +37,9 @@ from typing import Any
 from experiment.run.clients import open_session
 from experiment.run.context import run_side_by_side
 from experiment.service.capacity import answered
+from experiment.service.service_time import SessionServiceTime, measured_run, session_id_of
 from experiment.stats.activation import HELDOUT_SAMPLES
-from experiment.stats.feasibility import (GENERATION_KEYS, ActivationWork, EvaluationPace, PhaseTiming,
+from experiment.stats.feasibility import (GENERATION_KEYS, ActivationWork, EvaluationPace, PhaseTiming, TimeScale,
                                           activation_phases, feasibility_record, pilot_size, projection_config,
                                           rl_pilot_units, service_allocation)
 from experiment.contract.verdict import GateVerdict
@@ -55,9 +56,10 @@ from experiment.rl.advantages import KernelBaselineState
 GATE = "feasibility_pilot"
 # prompts of the held-out sampling the pilot times for the GS1 activation gate (HELDOUT_SAMPLES each)
 HELDOUT_PILOT_PROMPTS = 4
-TIMING_SOURCE = ("client-side: each unit timed from the client (the service reports no server-side duration per call: "
-                 "the Tinker API's answers carry none, and the embedded backend's healthz counts only totals); not "
-                 "corrected for the client's CPU contention")
+TIMING_SOURCE = ("client-side: each unit timed from the client, except the evaluation's service seconds "
+                 "(evaluation, evaluation_latency), taken from the service's own time for the pilot's session where it "
+                 "reports one, else corrected for the client's CPU contention (the record's evaluation_timing says which, "
+                 "per run); the Tinker API's answers carry no server-side duration per call")
 ACTIVATION_NOTE = ("the activation gate after the pilot, projected from this pilot's clients (activation_setup), its "
                    "steps without their saves (activation_steps: every step in service, the longest lane's in wall), "
                    "a held-out sampling of heldout_pilot_prompts prompts (activation_heldout, and its sampler) and, "
@@ -101,16 +103,24 @@ def timed_side_by_side(kind: str, work: dict[str, Callable[[], Any]]) -> Timed:
     return Timed(outcomes, seconds, wall)
 
 
-def evaluation_part(part: Callable[[EvaluationPace], float], *evaluations: Timed) -> tuple[float, float]:
+def evaluation_part(part: Callable[[EvaluationPace], float], *evaluations: tuple[Timed, TimeScale]) -> tuple[float, float]:
     """(service seconds, wall seconds) of one part of the pilot's evaluations (the items at their pace, or
-    the fixed time of one call): the part summed over the models, and each run's wall time (models side by
-    side) in the share of its models' time that part takes."""
+    the fixed time of one call): the part summed over the models, in the service's share of each run's client-side
+    time (its TimeScale), and each run's wall time (models side by side) in the share of its models' time that
+    part takes, as the client measured it."""
     seconds = wall = 0.0
-    for timed in evaluations:
+    for timed, scale in evaluations:
         paces = [pace for _, pace in timed.results.values()]
-        seconds += sum(part(pace) for pace in paces)
+        seconds += scale.factor * sum(part(pace) for pace in paces)
         wall += timed.wall_seconds * sum(part(pace) / pace.seconds for pace in paces) / len(paces)
     return seconds, wall
+
+
+def scaled(run: Callable[[], Timed], service_time: SessionServiceTime) -> tuple[Timed, TimeScale]:
+    """An evaluation run and the service's share of its client-side time: from the service's own busy seconds for
+    the pilot's session where it reports them, else from the client's run-queue wait (TimeScale.of)."""
+    timed, service_seconds, runqueue_wait = measured_run(run, service_time)
+    return timed, TimeScale.of(timed.wall_seconds, service_seconds, runqueue_wait)
 
 
 def capacity_waits_so_far(ctx: RunContext) -> float:
@@ -186,11 +196,15 @@ def run(ctx: RunContext) -> GateVerdict:
                 clients[treatment], renderer_for(clients[treatment], arms[treatment].renderer_name), arms[treatment],
                 arm_training_order(ctx.spec, ctx.state, treatment))))
         base_sampler = session.base_sampler(ctx.state.served_model)
-        base_eval = timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)})
+        # the service's own time for this session, where it reports one (the embedded backend; Spindle does not)
+        service_time = SessionServiceTime(ctx.service, session_id_of(session.service_client))
+        base_eval = scaled(lambda: timed_side_by_side("pilot-evaluate-base", {"base": answers(base_sampler)}),
+                           service_time)
         loads = timed_side_by_side("pilot-sampler-load", {
             name: (lambda name=name: session.sampler_from_path(final.results[name])) for name in arms})
-        arms_eval = timed_side_by_side("pilot-evaluate", {name: answers(loads.results[name]) for name in arms})
-    pilot_rows = base_eval.results["base"][0]
+        arms_eval = scaled(lambda: timed_side_by_side("pilot-evaluate", {name: answers(loads.results[name])
+                                                                         for name in arms}), service_time)
+    pilot_rows = base_eval[0].results["base"][0]
     # Scored before the evaluator is frozen: a pilot measurement only, never a score or metric.
     pilot_accuracy = sum(row["correct"] for row in pilot_rows) / len(pilot_rows)
 
@@ -231,6 +245,7 @@ def run(ctx: RunContext) -> GateVerdict:
                                  gpu_count=gpu_count, allocation_source=allocation) if activation else {}),
         },
         capacity_waits_seconds=capacity_waits_so_far(ctx),
+        evaluation_timing={"base": base_eval[1], "arms": arms_eval[1]},
         pilot={"steps_per_arm": pilot_steps, "eval_items": len(pilot_items), "size_source": size.source,
                "timing_source": TIMING_SOURCE,
                **({"activation_gate": {**asdict(activation), "heldout_pilot_prompts": HELDOUT_PILOT_PROMPTS,

@@ -3,7 +3,9 @@
 Per arm, a throwaway client from the initialization state, one real training step, and the two
 saves arm training makes at the end of each run (final state and sampler weights); then the
 held-out NLL of a FEASIBILITY_EVAL_EXAMPLES slice (and, projected from the setups, the client the
-evaluation gate makes for the initialization state). The full sweep (every run of every grid, one
+evaluation gate makes for the initialization state). The held-out scoring's service seconds are the service's own
+time for the pilot's session where it reports one, else corrected for the client's CPU contention (the record's
+`evaluation_timing` names the source: experiment.stats.feasibility.TimeScale); its wall time is the client's. The full sweep (every run of every grid, one
 after another, as arm training and evaluation run them, plus every held-out scoring) is projected
 from those measurements against the spec's budget; the record is posted before anything else runs.
 """
@@ -17,7 +19,8 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.context import RunContext
 from experiment.sft.loop import batch_id, heldout_examples, score_heldout, sft_settings, step_batches, train_step, training_examples
 from experiment.sft.runs import to_datums, open_sft_session, sft_runs
-from experiment.stats.feasibility import PhaseTiming, feasibility_record, projection_config, service_allocation
+from experiment.service.service_time import SessionServiceTime, measured_run, session_id_of
+from experiment.stats.feasibility import PhaseTiming, TimeScale, feasibility_record, projection_config, service_allocation
 
 FEASIBILITY_EVAL_EXAMPLES = 16
 
@@ -46,8 +49,13 @@ def run(ctx: RunContext) -> GateVerdict:
             save_seconds += time.perf_counter() - started
         pilot = heldout[:FEASIBILITY_EVAL_EXAMPLES]
         started = time.perf_counter()
-        score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot], call=ctx.call_service)
+        # the service's own time for this session where it reports one, else the client's contention (TimeScale)
+        _, service_seconds, runqueue_wait = measured_run(
+            lambda: score_heldout(client, to_datums(pilot, renderer, settings), [e.id for e in pilot],
+                                  call=ctx.call_service),
+            SessionServiceTime(ctx.service, session_id_of(session.service_client), fork=session.fork))
         eval_seconds = time.perf_counter() - started
+        eval_scale = TimeScale.of(eval_seconds, service_seconds, runqueue_wait)
     n_arms, n_runs = len(first_run_per_arm), len(runs)
     dataset = ctx.spec.section("dataset")
     full_run = projection_config(  # config == effective_config: the full run (the pilot's size is in measurements)
@@ -62,12 +70,14 @@ def run(ctx: RunContext) -> GateVerdict:
         setup=PhaseTiming(setup_seconds, n_arms, n_runs, 0, gpu_count, allocation),
         training=PhaseTiming(step_seconds, n_arms, n_runs * settings.steps, n_arms * settings.batch_size,
                              gpu_count, allocation),
-        evaluation=PhaseTiming(eval_seconds, len(pilot), settings.n_eval * (n_runs + 1), len(pilot),
-                               gpu_count, allocation),
+        # service seconds in the service's share of the client-side time; the wall as the client measured it
+        evaluation=PhaseTiming(eval_scale.factor * eval_seconds, len(pilot), settings.n_eval * (n_runs + 1), len(pilot),
+                               gpu_count, allocation, wall_seconds=eval_seconds),
         budget=ctx.plan.budget,
         extra_phases={"final_checkpoints": PhaseTiming(save_seconds, n_arms, n_runs, 0, gpu_count, allocation),
                       # the evaluation gate scores the initialization state on a client of its own
                       "evaluation_setup": PhaseTiming(setup_seconds, n_arms, 1, 0, gpu_count, allocation)},
+        evaluation_timing={"heldout": eval_scale},
     )
     ctx.store.update_result(feasibility=record)
     projection = record["projection"]
