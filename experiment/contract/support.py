@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
 from experiment.contract.rollout import rollout_settings
+from experiment.contract.stated_terms import check_stated_terms
 from experiment.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.stats.decision import weights_problem
@@ -119,6 +120,8 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
     check_criteria_weights(spec)
+    check_stated_terms(spec)
+    _check_settings_stated(spec)
     _check_seeds(spec, plan)
     if plan.training_type == "rl":
         _check_adaptive_selection(spec, plan)
@@ -126,6 +129,19 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
     else:
         _check_sft(spec, plan)
     check_before_spending(spec, plan)
+
+
+# Settings a run reads without a default: every training client is created at the spec's LoRA rank, and an SFT step
+# takes batch_size conversations cut at max_seq_len tokens (experiment.sft.loop.sft_settings). Missing, the run
+# stopped with a TypeError or KeyError at its first service call, after the claim.
+SETTINGS_WITHOUT_DEFAULT = {"rl": ("lora_rank",), "sft": ("lora_rank", "batch_size", "max_seq_len")}
+
+
+def _check_settings_stated(spec: Spec) -> None:
+    for name in SETTINGS_WITHOUT_DEFAULT[spec.training_type]:
+        if getattr(spec, name) is None:
+            raise SpecError(name, f"is missing: training_type {spec.training_type} reads it with no default "
+                                  f"({', '.join(SETTINGS_WITHOUT_DEFAULT[spec.training_type])} are required)")
 
 
 def _check_features(spec: Spec) -> None:
@@ -655,6 +671,9 @@ def _check_sft_data(spec: Spec) -> None:
         if not isinstance(path, str) or path.endswith(".parquet"):
             continue
         try:
-            count_jsonl_rows(resolve_data_path(path))
+            rows = count_jsonl_rows(resolve_data_path(path))
         except DataError as err:
             raise SpecError(f"{section}.path", f"{err}; a data file is UTF-8 JSONL, one object a line") from None
+        wanted = block.get("n_examples")
+        if isinstance(wanted, int) and wanted > rows:  # the run reads exactly n_examples rows of the file
+            raise SpecError(f"{section}.n_examples", f"is {wanted} but {section}.path has {rows} rows")
