@@ -802,6 +802,28 @@ EXCHANGE_NEXT: list[Variant] = [
             "planned before (the RL family refused it): the rehearsal scales n_examples down; production reads 500 of 64", data=(("chats_eval.jsonl", CHATS_INT_IDS),)),
     Variant("eval-own-file", "selfgen", lambda s, r: s["eval"].update(path="{dir}/test.jsonl", n_examples=40), None,
             data=(("test.jsonl", TASKS_INT_IDS),)),
+    # rollout, generation and optimizer settings in other types and values
+    Variant("rollout-max-tokens-string", "gs1", lambda s, r: r.update(rollout={"max_tokens": "8", "temperature": 1.0}),
+            None, "planned: read as 8 by the one reader of rollout settings (experiment.contract.rollout)"),
+    Variant("keep-band-inverted", "selfgen", lambda s, r: r["generation"].update(keep_band=[6, 1]), "generation.keep_band: [6, 1]: the filter keeps a task whose correct count",
+            "planned before: the filter keeps none, generation runs to max_candidates after the preflights"),
+    Variant("n-accept-string", "selfgen", lambda s, r: r["generation"].update(n_accept="640"), "generation.n_accept: must be a positive integer (got '640')",
+            "planned before, past the prompts-per-step check (which read only integers)"),
+    Variant("audit-sample-zero", "selfgen", lambda s, r: s["generation_audit"].update(min_sample_size=0), "generation_audit.min_sample_size: must be a positive integer (got 0)",
+            "planned before: the audit read 0 as 100"),
+    Variant("group-lr-string", "gs1", lambda s, r: [m["optimizer_config"].update(lr="4e-05") for g in s[
+        "restoration_preflight"]["groups"] for m in g["arms"]], "optimizer_config.lr: must be a number (got '4e-05')", "planned before"),
+    Variant("activation-min-string", "gs1", lambda s, r: s["activation_gate"]["checks"][2].update(min="0.1"), "activation_gate.checks[2].min: must be a number (got '0.1')"),
+    Variant("eval-zero-items", "gs1", _set("eval", n_examples=0), "eval.n_examples: must be a positive integer (got 0)"),
+    Variant("dataset-n-string", "gs1", _set("dataset", n_examples="2560"), "dataset.n_examples: must be a positive integer (got '2560')",
+            "planned before, past the training-set size check (which read only integers)"),
+    Variant("verdict-seeds-strings", "trimuon", _verdict_seeds(["0", "1"]), "verdict_rule.seeds: must be a non-empty list of distinct non-negative integers"),
+    Variant("optimizer-family-unknown", "trimuon", lambda s, r: r["arms"][1]["optimizer"].update(family="lion"), "training_type sft checks one optimizer path"),
+    Variant("optimizer-config-unknown-key", "trimuon", lambda s, r: [arm["optimizer"]["config"].update(beta3=0.5)
+                                                                     for arm in r["arms"]], None),
+    Variant("lr-grid-strings", "trimuon", _trimuon_grid(["5e-05", "1e-4"]), "arms[0].lr_grid[0]: must be a positive number (got '5e-05')"),
+    Variant("verdict-select-unknown", "trimuon", lambda s, r: r["verdict_rule"].update(select="last LR"), None,
+            "planned: select is the rule's prose; best_lr_threshold selects the lowest held-out NLL, recorded as such"),
 ]
 CORPUS += EXCHANGE_NEXT
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
+from experiment.contract.generation import check_generation_settings
 from experiment.contract.rollout import rollout_settings
 from experiment.contract.stated_terms import check_stated_terms
 from experiment.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
@@ -142,6 +143,9 @@ def _check_settings_stated(spec: Spec) -> None:
         if getattr(spec, name) is None:
             raise SpecError(name, f"is missing: training_type {spec.training_type} reads it with no default "
                                   f"({', '.join(SETTINGS_WITHOUT_DEFAULT[spec.training_type])} are required)")
+    wanted = spec.section("dataset").get("n_examples")
+    if wanted is not None and (isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1):
+        raise SpecError("dataset.n_examples", f"must be a positive integer (got {wanted!r})")
 
 
 def _check_features(spec: Spec) -> None:
@@ -335,6 +339,8 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         if bounds[0] > 0 or bounds[1] < 1:
             raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
     _check_rl_data(spec)
+    if any(spec.data_source(arm.name) == "generated_tasks" for arm in plan.trained_arms):
+        check_generation_settings(spec)
     _check_prompts_suffice(spec, plan)
     try:
         rollout = rollout_settings(spec)
@@ -603,6 +609,9 @@ def _check_group_learning_rates(spec: Spec, plan: PlanView) -> None:
            for arm in plan.trained_arms}
     for g, a, member, config in _group_members(spec):
         stated, planned = config.get("lr"), lrs.get(member.get("name"))
+        if "lr" in config and (isinstance(stated, bool) or not isinstance(stated, (int, float))):
+            raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
+                            f"must be a number (got {stated!r}): the arm's client is created with it")
         if isinstance(stated, (int, float)) and isinstance(planned, (int, float)) and not math.isclose(
                 stated, planned, rel_tol=1e-12):
             raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
