@@ -758,8 +758,12 @@ EXCHANGE_NEXT: list[Variant] = [
     Variant("verdict-margin-string", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][0].update(margin="0.01"),
             "verdict_rule.criteria[0].margin: must be a number (got '0.01')", "planned before: decision failed after training"),
     # features in combinations
-    Variant("features-missing", "gs1", lambda s, r: s.pop("experiment_features"), None,
-            "planned; the generation audit's applicability unknown (predicted unknown)"),
+    Variant("features-missing", "gs1", lambda s, r: s.pop("experiment_features"), "but no arm trains on generated "
+            "tasks", "planned before (generation audit predicted unknown, the rest verified); the rehearsal stopped at "
+            "the generation audit after the probe (the spec states no generation design), every category unknown"),
+    Variant("features-missing", "selfgen", lambda s, r: s.pop("experiment_features"),
+            "training_type rl checks one custom path"),
+    Variant("features-missing", "trimuon", lambda s, r: r.pop("experiment_features"), None),
     Variant("paired-false-with-decision-rule", "gs1", set_feature("paired_comparison", False), None,
             "planned: the decision_rule the spec states decides"),
     Variant("decision-rule-missing", "gs1", _drop("decision_rule"), "decision_rule: required because experiment_features.paired_comparison is true"),

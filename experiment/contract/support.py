@@ -376,12 +376,13 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
                                 f"family trains exactly one such arm, the one arm with role treatment (roles: {roles}); "
                                 "train one arm on generated tasks and give it, and no other arm, \"role\": \"treatment\"")
-    if plan.gate("generation_audit").applicable is True and not generated:
+    if plan.gate("generation_audit").blocks and not generated:  # applicable, or unknown (which blocks alike)
         raise SpecError("generation_audit", f"the audit applies ({plan.gate('generation_audit').reason}), but no arm "
                                             "trains on generated tasks: it generates and audits the task set of the "
                                             "arm that trains on it, so it would stop the run with nothing to audit; "
-                                            "set generation_audit.required false, or map an arm's data to "
-                                            "generated_tasks (arm_data)")
+                                            "set generation_audit.required false (and "
+                                            "experiment_features.generated_training_data false), or map an arm's "
+                                            "data to generated_tasks (arm_data)")
     correctness = plan.gate("correctness_preflight")
     if correctness.blocks:
         advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
