@@ -828,6 +828,12 @@ EXCHANGE_NEXT: list[Variant] = [
     Variant("lr-grid-strings", "trimuon", _trimuon_grid(["5e-05", "1e-4"]), "arms[0].lr_grid[0]: must be a positive number (got '5e-05')"),
     Variant("verdict-select-unknown", "trimuon", lambda s, r: r["verdict_rule"].update(select="last LR"), None,
             "planned: select is the rule's prose; best_lr_threshold selects the lowest held-out NLL, recorded as such"),
+    # keys in a place the spec language does not read them
+    Variant("seeds-top-level", "gs1", lambda s, r: s.update(seeds=[0, 1]), "seeds: is not read at the top of a spec",
+            "planned before: trained seed 0 alone"),
+    Variant("seeds-top-level", "trimuon", lambda s, r: s.update(seeds=[0, 1]), "the revision's verdict_rule.seeds"),
+    Variant("lr-grid-top-level", "trimuon", lambda s, r: s.update(lr_grid=[5e-05, 1e-4]), "lr_grid: is not read at the top of a spec"),
+    Variant("seed-in-eval", "gs1", _set("eval", seed=3), None, "planned: greedy decoding draws nothing at random; eval keys are descriptive"),
 ]
 CORPUS += EXCHANGE_NEXT
 

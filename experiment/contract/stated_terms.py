@@ -4,7 +4,7 @@ The spec model keeps fields it does not know (experiment.contract.spec, `extra="
 never reads passed intake without a word: an arm's `lr_schedule`, a decision_rule's `adjustment: "holm"` (the
 project applies Bonferroni, exchange-contract.md section 7), a verdict criterion compared `at_most` (read as
 `exceeds`), a verdict metric the SFT runs never measure (a KeyError after every training run), a margin written
-as a string (the decision stopped after training). `check_stated_terms` refuses each before anything runs,
+as a string (the decision stopped after training), a top-level `seeds` (read only inside a rule). `check_stated_terms` refuses each before anything runs,
 saying what the run would do instead.
 """
 
@@ -31,7 +31,22 @@ CONTRACT_ADJUSTMENT = ("the contract leaves the adjustment of simultaneous inter
                        "Bonferroni, alpha split evenly over the criteria (exchange-contract.md section 7)")
 
 
+# Top-level keys the spec language reads elsewhere: at the top a run never sees them (a top-level "seeds": [0, 1]
+# trained seed 0 alone). Each names where it is read.
+MISPLACED_KEYS = {
+    "seeds": "decision_rule.seeds (for training_type sft without a decision_rule: the revision's verdict_rule.seeds)",
+    "seed": "arms[].seed", "lr": "optimizer.lr or arms[].lr", "lr_grid": "arms[].lr_grid",
+    "alpha": "decision_rule.alpha", "margin": "decision_rule.criteria[].margin",
+    "group_size": "arms[].group_size", "groups_per_batch": "arms[].groups_per_batch",
+    "max_tokens": "rollout.max_tokens", "temperature": "rollout.temperature",
+}
+
+
 def check_stated_terms(spec: Spec) -> None:
+    misplaced = sorted(set(spec.model_extra or {}) & set(MISPLACED_KEYS))
+    if misplaced:
+        raise SpecError(misplaced[0], f"is not read at the top of a spec: the spec language reads it as "
+                                      f"{MISPLACED_KEYS[misplaced[0]]}; move it there")
     _check_arm_keys(spec)
     decision = spec.decision_rule.model_dump() if spec.decision_rule is not None else None
     if decision is not None:
