@@ -824,7 +824,11 @@ EXCHANGE_NEXT: list[Variant] = [
     Variant("verdict-seeds-strings", "trimuon", _verdict_seeds(["0", "1"]), "verdict_rule.seeds: must be a non-empty list of distinct non-negative integers"),
     Variant("optimizer-family-unknown", "trimuon", lambda s, r: r["arms"][1]["optimizer"].update(family="lion"), "training_type sft checks one optimizer path"),
     Variant("optimizer-config-unknown-key", "trimuon", lambda s, r: [arm["optimizer"]["config"].update(beta3=0.5)
-                                                                     for arm in r["arms"]], None),
+                                                                     for arm in r["arms"]],
+            "'beta3' is none of them", "planned before; the rehearsal stopped at the preflight probe (create_model "
+            "refused: trimuon config does not take ['beta3'])"),
+    Variant("optimizer-config-polar-switch", "trimuon", lambda s, r: r["arms"][0]["optimizer"]["config"].update(
+        polar_step="polar_switch"), None, "planned: TriMuon's own polar step, stated"),
     Variant("lr-grid-strings", "trimuon", _trimuon_grid(["5e-05", "1e-4"]), "arms[0].lr_grid[0]: must be a positive number (got '5e-05')"),
     Variant("verdict-select-unknown", "trimuon", lambda s, r: r["verdict_rule"].update(select="last LR"), None,
             "planned: select is the rule's prose; best_lr_threshold selects the lowest held-out NLL, recorded as such"),

@@ -4,7 +4,8 @@ The spec model keeps fields it does not know (experiment.contract.spec, `extra="
 never reads passed intake without a word: an arm's `lr_schedule`, a decision_rule's `adjustment: "holm"` (the
 project applies Bonferroni, exchange-contract.md section 7), a verdict criterion compared `at_most` (read as
 `exceeds`), a verdict metric the SFT runs never measure (a KeyError after every training run), a margin written
-as a string (the decision stopped after training), a top-level `seeds` (read only inside a rule). `check_stated_terms` refuses each before anything runs,
+as a string (the decision stopped after training), a top-level `seeds` (read only inside a rule), an SFT
+optimizer setting its family does not take (the probe's client creation was refused). `check_stated_terms` refuses each before anything runs,
 saying what the run would do instead.
 """
 
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
 
 # Arm keys the pipeline reads beyond the typed ones of experiment.contract.spec.ArmSpec: where the arm runs.
 ARM_KEYS_READ = ("service",)
+# The settings an SFT arm's optimizer config may state, per family: what the run's step applies
+# (experiment.sft.loop.optim_params) and the client is created with (the embedded backend declares the same:
+# "trimuon config does not take ['beta3'] (declarable: beta1, grad_clip_norm, learning_rate, polar_step)").
+SFT_OPTIMIZER_SETTINGS = {"adamw": ("beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"),
+                          "dimuon": ("beta1", "grad_clip_norm", "polar_step", "version"),
+                          "trimuon": ("beta1", "grad_clip_norm", "polar_step")}
 # What the SFT family's verdict_rule (best_lr_threshold) can compare: the values every training run records
 # (experiment.sft.steps.decision reads exactly these).
 SFT_VERDICT_METRICS = ("heldout_nll_token_mean", "median_optim_step_seconds")
@@ -48,6 +55,8 @@ def check_stated_terms(spec: Spec) -> None:
         raise SpecError(misplaced[0], f"is not read at the top of a spec: the spec language reads it as "
                                       f"{MISPLACED_KEYS[misplaced[0]]}; move it there")
     _check_arm_keys(spec)
+    if spec.training_type == "sft":
+        _check_sft_optimizer_settings(spec)
     decision = spec.decision_rule.model_dump() if spec.decision_rule is not None else None
     if decision is not None:
         _check_unique_ids("decision_rule", decision["criteria"])
@@ -72,6 +81,20 @@ def _check_arm_keys(spec: Spec) -> None:
             raise SpecError(f"arms[{index}].{unread[0]}", f"arm {arm.name} states {unread[0]!r}, which no run "
                                                           f"applies (an arm states {', '.join(known)}); remove it, "
                                                           "or describe the setting in the method text")
+
+
+def _check_sft_optimizer_settings(spec: Spec) -> None:
+    for index, arm in enumerate(spec.arms or []):
+        optimizer = arm.optimizer if isinstance(arm.optimizer, dict) else {}
+        family, config = str(optimizer.get("family", "")).lower(), optimizer.get("config")
+        declarable = SFT_OPTIMIZER_SETTINGS.get(family)
+        if declarable is None or not isinstance(config, dict):
+            continue
+        unknown = sorted(set(config) - set(declarable))
+        if unknown:
+            raise SpecError(f"arms[{index}].optimizer.config.{unknown[0]}",
+                            f"arm {arm.name}: {family} takes {', '.join(declarable)} (and the learning rate); "
+                            f"{unknown[0]!r} is none of them (the service refuses the client, or the step drops it)")
 
 
 def _check_unique_ids(rule: str, criteria: list[Any]) -> None:
