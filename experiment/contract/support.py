@@ -142,7 +142,7 @@ def _check_settings_stated(spec: Spec) -> None:
     for name in SETTINGS_WITHOUT_DEFAULT[spec.training_type]:
         if getattr(spec, name) is None:
             raise SpecError(name, f"is missing: training_type {spec.training_type} reads it with no default "
-                                  f"({', '.join(SETTINGS_WITHOUT_DEFAULT[spec.training_type])} are required)")
+                                  f"(it needs {', '.join(SETTINGS_WITHOUT_DEFAULT[spec.training_type])})")
     wanted = spec.section("dataset").get("n_examples")
     if wanted is not None and (isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1):
         raise SpecError("dataset.n_examples", f"must be a positive integer (got {wanted!r})")
