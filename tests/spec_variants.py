@@ -763,7 +763,8 @@ EXCHANGE_NEXT: list[Variant] = [
             "the generation audit after the probe (the spec states no generation design), every category unknown"),
     Variant("features-missing", "selfgen", lambda s, r: s.pop("experiment_features"),
             "training_type rl checks one custom path"),
-    Variant("features-missing", "trimuon", lambda s, r: r.pop("experiment_features"), None),
+    Variant("features-missing", "trimuon", lambda s, r: r.pop("experiment_features"), "but no arm trains on "
+            "generated tasks", "planned before; the rehearsal stopped at the generation audit after the probe"),
     Variant("paired-false-with-decision-rule", "gs1", set_feature("paired_comparison", False), None,
             "planned: the decision_rule the spec states decides"),
     Variant("decision-rule-missing", "gs1", _drop("decision_rule"), "decision_rule: required because experiment_features.paired_comparison is true"),

@@ -124,6 +124,7 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
     check_stated_terms(spec)
     _check_settings_stated(spec)
     _check_seeds(spec, plan)
+    _check_audit_has_tasks(spec, plan)
     if plan.training_type == "rl":
         _check_adaptive_selection(spec, plan)
         _check_rl(spec, plan)
@@ -136,6 +137,20 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
 # takes batch_size conversations cut at max_seq_len tokens (experiment.sft.loop.sft_settings). Missing, the run
 # stopped with a TypeError or KeyError at its first service call, after the claim.
 SETTINGS_WITHOUT_DEFAULT = {"rl": ("lora_rank",), "sft": ("lora_rank", "batch_size", "max_seq_len")}
+
+
+def _check_audit_has_tasks(spec: Spec, plan: PlanView) -> None:
+    """The generation audit, where it blocks (applicable, or unknown: experiment_features missing), generates and
+    audits the task set of the arm that trains on it; with no such arm it stopped the run after the probe (both
+    families: the spec states no generation design)."""
+    generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
+    if plan.gate("generation_audit").blocks and not generated:
+        raise SpecError("generation_audit", f"the audit applies ({plan.gate('generation_audit').reason}), but no arm "
+                                            "trains on generated tasks: it generates and audits the task set of the "
+                                            "arm that trains on it, so it would stop the run with nothing to audit; "
+                                            "set generation_audit.required false (and "
+                                            "experiment_features.generated_training_data false), or map an arm's "
+                                            "data to generated_tasks (arm_data)")
 
 
 def _check_settings_stated(spec: Spec) -> None:
@@ -376,13 +391,6 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
                                 f"family trains exactly one such arm, the one arm with role treatment (roles: {roles}); "
                                 "train one arm on generated tasks and give it, and no other arm, \"role\": \"treatment\"")
-    if plan.gate("generation_audit").blocks and not generated:  # applicable, or unknown (which blocks alike)
-        raise SpecError("generation_audit", f"the audit applies ({plan.gate('generation_audit').reason}), but no arm "
-                                            "trains on generated tasks: it generates and audits the task set of the "
-                                            "arm that trains on it, so it would stop the run with nothing to audit; "
-                                            "set generation_audit.required false (and "
-                                            "experiment_features.generated_training_data false), or map an arm's "
-                                            "data to generated_tasks (arm_data)")
     correctness = plan.gate("correctness_preflight")
     if correctness.blocks:
         advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
