@@ -6,6 +6,10 @@ intake must do with it: plan it (`refused=None`) or refuse it with exit 2 and on
 `refused`. `write_variant` writes the pair of files under a directory, named so that the spec family
 (`gs1_`, `selfgen_`, `trimuon_`) and with it the verdict vocabulary stay the seed's.
 
+EXCHANGE_NEXT holds the specs written as the exchange would write its next ones (issue 46, deliverable 9): each
+planned one was rehearsed at the wiring scale and graded with `--spec` when it was added, each refused one checked
+for exit 2 and one line; `why` says what it did before intake refused it.
+
 tests/unit/test_spec_corpus.py takes every variant through intake (as written and under `--rehearse`);
 tests/e2e/test_spec_corpus_rehearsals.py rehearses REHEARSED at the wiring scale and compares the
 grades `--plan` predicted with the grades of the finished record.
