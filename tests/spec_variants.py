@@ -6,6 +6,10 @@ intake must do with it: plan it (`refused=None`) or refuse it with exit 2 and on
 `refused`. `write_variant` writes the pair of files under a directory, named so that the spec family
 (`gs1_`, `selfgen_`, `trimuon_`) and with it the verdict vocabulary stay the seed's.
 
+EXCHANGE_NEXT holds the specs written as the exchange would write its next ones (issue 46, deliverable 9): each
+planned one was rehearsed at the wiring scale and graded with `--spec` when it was added, each refused one checked
+for exit 2 and one line; `why` says what it did before intake refused it.
+
 tests/unit/test_spec_corpus.py takes every variant through intake (as written and under `--rehearse`);
 tests/e2e/test_spec_corpus_rehearsals.py rehearses REHEARSED at the wiring scale and compares the
 grades `--plan` predicted with the grades of the finished record.
@@ -382,7 +386,9 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("margin-negative", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][0].update(margin=-0.01), None),
     Variant("one-criterion", "trimuon", lambda s, r: r["verdict_rule"].update(criteria=r["verdict_rule"]["criteria"][:1]), None),
     Variant("step-time-at-most", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][1].update(comparison="at_most",
-                                                                                                 margin=0.5), None),
+                                                                                                 margin=0.5),
+            "'at_most': a best-LR criterion's effect meets its margin at_least or exceeds it",
+            "planned before: the decision read at_most as exceeds (effect > margin), the opposite"),
     Variant("optimizer-settings-both-arms", "trimuon", lambda s, r: [arm["optimizer"]["config"].update(
         beta1=0.5, grad_clip_norm=1.0) for arm in r["arms"]], None),
     Variant("adamw-baseline", "trimuon", lambda s, r: r["arms"][1]["optimizer"].update(
@@ -564,7 +570,7 @@ def _task_rows(prefix: str, n: int) -> bytes:
 
 def _own_chat_data(spec: dict[str, Any], revision: dict[str, Any]) -> None:
     spec["dataset"] = {"name": "hg arithmetic chat", "path": "{dir}/chat_train.jsonl", "n_examples": 64}
-    spec["eval"].update(path="{dir}/chat_test.jsonl", benchmark="hg arithmetic chat test")
+    spec["eval"].update(path="{dir}/chat_test.jsonl", benchmark="hg arithmetic chat test", n_examples=16)
 
 
 # The researcher's own local data in a rehearsal (issue 46, deliverable 1): used as given, scaled, never swapped
@@ -655,6 +661,201 @@ CORPUS += [
             "checkpoint_restore: true saves and restores every arm mid-run, between two steps"),
 ]
 
+def _rename_arm(old: str, new: str) -> Edit:
+    """An RL arm renamed everywhere the spec names it (arms, restoration groups, weights keyed by name)."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        _arm(spec, old)["name"] = new
+        for group in spec["restoration_preflight"]["groups"]:
+            for arm in group["arms"]:
+                if arm["name"] == old:
+                    arm["name"] = new
+        for criterion in spec["decision_rule"]["criteria"]:
+            if old in criterion["weights"]:
+                criterion["weights"][new] = criterion["weights"].pop(old)
+    return edit
+
+
+def _rename_sft_arm(old: str, new: str) -> Edit:
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        next(arm for arm in revision["arms"] if arm["name"] == old)["name"] = new
+        for criterion in revision["verdict_rule"]["criteria"]:
+            criterion["weights"][new] = criterion["weights"].pop(old)
+    return edit
+
+
+def _per_arm_lr(name: str, lr: float) -> Edit:
+    """One RL arm at its own learning rate, its restoration group entry stating the same."""
+    def edit(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+        _arm(spec, name)["lr"] = lr
+        for group in spec["restoration_preflight"]["groups"]:
+            for arm in group["arms"]:
+                if arm["name"] == name:
+                    arm["optimizer_config"]["lr"] = lr
+    return edit
+
+
+def _rows(rows: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+
+
+# the researcher's own task rows in other shapes: integer ids, extra fields the pipeline does not read
+TASKS_INT_IDS = _rows([{"id": i, "question": f"What is 2 plus {i}?", "answer": str(2 + i), "source": "own",
+                        "difficulty": i % 3, "tags": ["arith"]} for i in range(40)])
+TASKS_MIXED_ID_TYPES = _rows([{"id": 1, "question": "What is 2 plus 1?", "answer": "3"},
+                              {"id": "1", "question": "What is 2 plus 2?", "answer": "4"}])
+CHATS_INT_IDS = _rows([{"id": i, "source": "own", "messages": [
+    {"role": "system", "content": "Answer briefly."}, {"role": "user", "content": f"Add 2 and {i}."},
+    {"role": "assistant", "content": str(2 + i)}]} for i in range(64)])
+
+
+def _decision(**values: Any) -> Edit:
+    return lambda spec, revision: spec["decision_rule"].update(values)
+
+
+def _drop(*keys: str) -> Edit:
+    return lambda spec, revision: [spec.pop(key, None) for key in keys]
+
+
+def _selfgen_third_criterion(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["decision_rule"]["criteria"].append({"id": "beats_base", "metric": "accuracy", "margin": 0.0,
+                                              "weights": {"rl_selfgen": 1, "base": -1}, "bounds": [0, 1]})
+
+
+def _selfgen_without_base(spec: dict[str, Any], revision: dict[str, Any]) -> None:
+    spec["arms"] = [arm for arm in spec["arms"] if arm["name"] != "base"]
+    revision["arms"] = [arm for arm in revision["arms"] if arm["name"] != "base"]
+    spec["decision_rule"]["criteria"] = spec["decision_rule"]["criteria"][:1]
+
+
+# The exchange's next specs (issue 46, deliverable 9): variants written as the exchange would, across the three
+# families, beside the ones above: other seed keys, unicode and unusual names, per-arm settings, decision
+# parameters, budgets, the researcher's own data in other shapes, missing optional keys, unknown keys, wrong types.
+NAME_REFUSAL = "an arm's name names its run's files"
+EXCHANGE_NEXT: list[Variant] = [
+    # names
+    Variant("arm-name-unicode", "gs1", _rename_arm("gs1_kernel", "gs1_κernel_試"), NAME_REFUSAL,
+            "planned before; the rehearsal stopped at the restoration preflight (StoreError: bad file name, exit 3)"),
+    Variant("arm-name-path", "gs1", _rename_arm("grpo_gs8", "../grpo_gs8"), NAME_REFUSAL, "planned before"),
+    Variant("arm-names-duplicate", "gs1", _rename_arm("gs1_kernel", "grpo_gs8"), "duplicate arm name 'grpo_gs8'"),
+    Variant("title-unicode", "gs1", lambda s, r: s.update(title="GS1 κ-baseline vs GRPO — 試験 ✓"), None),
+    Variant("arm-name-unicode", "trimuon", _rename_sft_arm("trimuon", "trimüon_三"), NAME_REFUSAL, "planned before"),
+    # per-arm settings
+    Variant("per-arm-lr", "gs1", _per_arm_lr("grpo_gs8", 2e-05), None),
+    Variant("per-arm-lr-grids-differ", "trimuon", lambda s, r: [r["arms"][1].update(lr_grid=[1e-4, 3e-4])], None),
+    Variant("arm-unknown-key", "gs1", lambda s, r: _arm(s, "gs1_kernel").update(lr_schedule="cosine", warmup_steps=5),
+            "arm gs1_kernel states 'lr_schedule', which no run applies", "planned before: silently trained at a constant lr"),
+    # seeds under the other key / in other types
+    Variant("verdict-seeds-on-rl", "gs1", lambda s, r: r.update(verdict_rule={"seeds": [0, 1]}), "decision_rule.seeds schedules [0]; state the seeds once"),
+    Variant("seeds-as-strings", "gs1", seeds(["0", "1"]), "decision_rule.seeds[0]: must be an integer (got '0')",
+            "planned before as seeds [0, 1] (pydantic turned the strings into integers)"),
+    Variant("seeds-as-bools", "gs1", seeds([False, True]), "decision_rule.seeds[0]: must be an integer (got False)", "planned before as [0, 1]"),
+    Variant("verdict-seeds-0-1", "selfgen", lambda s, r: r.update(verdict_rule={"seeds": [0, 1]}), "state the seeds once"),
+    # decision parameters
+    Variant("alpha-above-one", "gs1", _decision(alpha=1.5), "decision_rule.alpha: must be between 0 and 1 (got 1.5)"),
+    Variant("alpha-zero", "gs1", _decision(alpha=0), "decision_rule.alpha: must be between 0 and 1 (got 0.0)"),
+    Variant("alpha-as-string", "gs1", _decision(alpha="0.05"), "decision_rule.alpha: must be a number (got '0.05')", "planned before as 0.05"),
+    Variant("adjustment-holm", "selfgen", _decision(adjustment="holm"), "decision_rule.adjustment: 'holm', but this rule's 2 criteria are adjusted 'bonferroni'",
+            "planned before: the decision applied Bonferroni without a word"),
+    Variant("criteria-duplicate-ids", "selfgen", lambda s, r: [c.update(id="primary") for c in s["decision_rule"]
+                                                               ["criteria"]], "'primary' names two criteria", "planned before"),
+    Variant("weights-all-zero", "gs1", weights({"treatment": 0, "baseline": 0}), "every weight is 0"),
+    Variant("margin-at-range-edge", "gs1", _criterion(margin=-1), "-1 lies outside the effect's range (-1, 1)"),
+    Variant("criteria-empty", "gs1", _decision(criteria=[]), "decision_rule.criteria: must list at least one criterion"),
+    Variant("three-criteria-bonferroni", "selfgen", _selfgen_third_criterion, None),
+    Variant("no-untrained-base", "selfgen", _selfgen_without_base, None),
+    Variant("verdict-comparison-unknown", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][0].update(
+        comparison="greater"), "'greater': a best-LR criterion's effect meets its margin at_least or exceeds it",
+            "planned before: read as exceeds"),
+    Variant("verdict-metric-unknown", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][0].update(metric="rouge_l"),
+            "'rouge_l': every training run records heldout_nll_token_mean and median_optim_step_seconds",
+            "planned before: the decision read a metric no run records (KeyError after every training run)"),
+    Variant("verdict-margin-string", "trimuon", lambda s, r: r["verdict_rule"]["criteria"][0].update(margin="0.01"),
+            "verdict_rule.criteria[0].margin: must be a number (got '0.01')", "planned before: decision failed after training"),
+    # features in combinations
+    Variant("features-missing", "gs1", lambda s, r: s.pop("experiment_features"), "but no arm trains on generated "
+            "tasks", "planned before (generation audit predicted unknown, the rest verified); the rehearsal stopped at "
+            "the generation audit after the probe (the spec states no generation design), every category unknown"),
+    Variant("features-missing", "selfgen", lambda s, r: s.pop("experiment_features"),
+            "training_type rl checks one custom path"),
+    Variant("features-missing", "trimuon", lambda s, r: r.pop("experiment_features"), "but no arm trains on "
+            "generated tasks", "planned before; the rehearsal stopped at the generation audit after the probe"),
+    Variant("paired-false-with-decision-rule", "gs1", set_feature("paired_comparison", False), None,
+            "planned: the decision_rule the spec states decides"),
+    Variant("decision-rule-missing", "gs1", _drop("decision_rule"), "decision_rule: required because experiment_features.paired_comparison is true"),
+    Variant("heldout-and-custom-loss", "trimuon", both(set_feature("custom_loss", True),
+                                                       set_feature("heldout_loss", False)), "custom_loss: true is supported for training_type rl only"),
+    # budgets
+    Variant("budget-missing", "gs1", _drop("budget"), "budget: required field is missing"),
+    Variant("budget-huge", "gs1", lambda s, r: s["budget"].update(gpu_hours=1e6, max_wall_minutes=1e7), None),
+    Variant("budget-gpu-hours-tiny", "gs1", lambda s, r: s["budget"].update(gpu_hours=0.0001), None,
+            "planned: the embedded backend reports no GPU count, so GPU-hours stay unknown and the rehearsal budget replaces it"),
+    Variant("budget-missing", "trimuon", _drop("budget"), "budget: required field is missing"),
+    # missing optional keys
+    Variant("max-seq-len-missing", "gs1", _drop("max_seq_len"), None),
+    Variant("lora-rank-missing", "gs1", _drop("lora_rank"), "lora_rank: is missing: training_type rl reads it with no default",
+            "planned before: the probe stopped at int(None), after the claim"),
+    Variant("lora-rank-missing", "trimuon", _drop("lora_rank"), "lora_rank: is missing"),
+    Variant("max-seq-len-missing", "trimuon", _drop("max_seq_len"), "max_seq_len: is missing: training_type sft reads it"),
+    Variant("batch-size-missing", "trimuon", _drop("batch_size"), "batch_size: is missing: training_type sft reads it",
+            "planned before: KeyError 'batch_size' at the run's first SFT settings"),
+    Variant("eval-aggregation-missing", "gs1", lambda s, r: s["eval"].pop("aggregation"), None),
+    # wrong types
+    Variant("steps-float", "gs1", lambda s, r: s.update(steps=2.5), "steps: must be a positive integer (got 2.5)"),
+    Variant("steps-whole-float", "gs1", lambda s, r: s.update(steps=2.0), "steps: must be a positive integer (got 2.0)"),
+    Variant("eval-n-as-string", "selfgen", _set("eval", n_examples="100"), "eval.n_examples: must be a positive integer (got '100')"),
+    Variant("arms-not-a-list", "gs1", lambda s, r: s.update(arms={"grpo_gs8": {}}), "arms: Input should be a valid list"),
+    Variant("weights-as-list", "gs1", weights([1, -1]), "weights: Input should be a valid dictionary"),
+    # the researcher's own data in other shapes
+    Variant("eval-own-file-int-ids-extra-fields", "gs1", lambda s, r: s["eval"].update(
+        path="{dir}/test.jsonl", n_examples=40), None, data=(("test.jsonl", TASKS_INT_IDS),)),
+    Variant("eval-own-file-fewer-than-n-eval", "gs1", lambda s, r: s["eval"].update(
+        path="{dir}/test.jsonl", n_examples=400), "eval.n_examples: is 400 but the held-out set has 40 items", data=(("test.jsonl", TASKS_INT_IDS),)),
+    Variant("dataset-own-file-mixed-id-types", "gs1", _data_file("dataset", "train.jsonl"), "duplicate id '1'",
+            data=(("train.jsonl", TASKS_MIXED_ID_TYPES),)),
+    Variant("dataset-own-chat-int-ids-system", "trimuon", lambda s, r: [
+        s.update(dataset={"name": "own chats", "path": "{dir}/chats.jsonl", "n_examples": 64}),
+        s["eval"].update(path="{dir}/chats_eval.jsonl", n_examples=16, benchmark="own chats held out")], None,
+            data=(("chats.jsonl", CHATS_INT_IDS), ("chats_eval.jsonl", CHATS_INT_IDS.replace(b'"id": ', b'"id": 1000')))),
+    Variant("eval-own-chat-fewer-than-n-eval", "trimuon", lambda s, r: s["eval"].update(
+        path="{dir}/chats_eval.jsonl"), "eval.n_examples: is 500 but eval.path has 64 rows",
+            "planned before (the RL family refused it): the rehearsal scales n_examples down; production reads 500 of 64", data=(("chats_eval.jsonl", CHATS_INT_IDS),)),
+    Variant("eval-own-file", "selfgen", lambda s, r: s["eval"].update(path="{dir}/test.jsonl", n_examples=40), None,
+            data=(("test.jsonl", TASKS_INT_IDS),)),
+    # rollout, generation and optimizer settings in other types and values
+    Variant("rollout-max-tokens-string", "gs1", lambda s, r: r.update(rollout={"max_tokens": "8", "temperature": 1.0}),
+            None, "planned: read as 8 by the one reader of rollout settings (experiment.contract.rollout)"),
+    Variant("keep-band-inverted", "selfgen", lambda s, r: r["generation"].update(keep_band=[6, 1]), "generation.keep_band: [6, 1]: the filter keeps a task whose correct count",
+            "planned before: the filter keeps none, generation runs to max_candidates after the preflights"),
+    Variant("n-accept-string", "selfgen", lambda s, r: r["generation"].update(n_accept="640"), "generation.n_accept: must be a positive integer (got '640')",
+            "planned before, past the prompts-per-step check (which read only integers)"),
+    Variant("audit-sample-zero", "selfgen", lambda s, r: s["generation_audit"].update(min_sample_size=0), "generation_audit.min_sample_size: must be a positive integer (got 0)",
+            "planned before: the audit read 0 as 100"),
+    Variant("group-lr-string", "gs1", lambda s, r: [m["optimizer_config"].update(lr="4e-05") for g in s[
+        "restoration_preflight"]["groups"] for m in g["arms"]], "optimizer_config.lr: must be a number (got '4e-05')", "planned before"),
+    Variant("activation-min-string", "gs1", lambda s, r: s["activation_gate"]["checks"][2].update(min="0.1"), "activation_gate.checks[2].min: must be a number (got '0.1')"),
+    Variant("eval-zero-items", "gs1", _set("eval", n_examples=0), "eval.n_examples: must be a positive integer (got 0)"),
+    Variant("dataset-n-string", "gs1", _set("dataset", n_examples="2560"), "dataset.n_examples: must be a positive integer (got '2560')",
+            "planned before, past the training-set size check (which read only integers)"),
+    Variant("verdict-seeds-strings", "trimuon", _verdict_seeds(["0", "1"]), "verdict_rule.seeds: must be a non-empty list of distinct non-negative integers"),
+    Variant("optimizer-family-unknown", "trimuon", lambda s, r: r["arms"][1]["optimizer"].update(family="lion"), "training_type sft checks one optimizer path"),
+    Variant("optimizer-config-unknown-key", "trimuon", lambda s, r: [arm["optimizer"]["config"].update(beta3=0.5)
+                                                                     for arm in r["arms"]],
+            "'beta3' is none of them", "planned before; the rehearsal stopped at the preflight probe (create_model "
+            "refused: trimuon config does not take ['beta3'])"),
+    Variant("optimizer-config-polar-switch", "trimuon", lambda s, r: r["arms"][0]["optimizer"]["config"].update(
+        polar_step="polar_switch"), None, "planned: TriMuon's own polar step, stated"),
+    Variant("lr-grid-strings", "trimuon", _trimuon_grid(["5e-05", "1e-4"]), "arms[0].lr_grid[0]: must be a positive number (got '5e-05')"),
+    Variant("verdict-select-unknown", "trimuon", lambda s, r: r["verdict_rule"].update(select="last LR"), None,
+            "planned: select is the rule's prose; best_lr_threshold selects the lowest held-out NLL, recorded as such"),
+    # keys in a place the spec language does not read them
+    Variant("seeds-top-level", "gs1", lambda s, r: s.update(seeds=[0, 1]), "seeds: is not read at the top of a spec",
+            "planned before: trained seed 0 alone"),
+    Variant("seeds-top-level", "trimuon", lambda s, r: s.update(seeds=[0, 1]), "the revision's verdict_rule.seeds"),
+    Variant("lr-grid-top-level", "trimuon", lambda s, r: s.update(lr_grid=[5e-05, 1e-4]), "lr_grid: is not read at the top of a spec"),
+    Variant("seed-in-eval", "gs1", _set("eval", seed=3), None, "planned: greedy decoding draws nothing at random; eval keys are descriptive"),
+]
+CORPUS += EXCHANGE_NEXT
+
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
 # weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
 # limited: each a wiring rehearsal of about two minutes).
@@ -662,6 +863,9 @@ CORPUS += [
 # two seeds (an arm of one LR at each seed: its runs `trimuon`, `trimuon-seed1`).
 REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments", ("verdict-seeds-0-1", "trimuon"),
              ("three-optimizers-grids", "trimuon"), ("paired-decision-two-seeds", "trimuon"))
+# The exchange's next specs (EXCHANGE_NEXT): three self-generated criteria under Bonferroni (alpha / 3), and GS1 arms
+# at their own learning rates.
+REHEARSED += (("three-criteria-bonferroni", "selfgen"), "per-arm-lr")
 
 
 def accepted() -> list[Variant]:

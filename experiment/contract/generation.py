@@ -73,6 +73,45 @@ def generation_settings(spec: Spec) -> GenerationSettings:
     return _settings_from_prose(raw)
 
 
+# The structured block's counts, read as integers: a string ("640") or a fraction was turned into one by int(),
+# past the intake checks that read them (the prompts-per-step check skipped a string n_accept).
+BLOCK_COUNTS = ("n_accept", "filter_samples", "filter_max_tokens", "max_candidates", "generation_max_tokens",
+                "solver_max_tokens", "batch_size")
+
+
+def check_generation_settings(spec: Spec) -> None:
+    """The generation design read as the run reads it, refused at intake where it cannot run: a count that is not a
+    positive integer, a keep band outside 0..filter_samples or upside down (the filter keeps a task whose correct
+    count lies in the band, so [6, 1] keeps none and generation ran to max_candidates after the preflights)."""
+    block = spec.to_dict().get("generation")
+    if isinstance(block, dict):
+        for key in BLOCK_COUNTS:
+            value = block.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SpecError(f"generation.{key}", f"must be a positive integer (got {value!r})")
+        for key in ("keep_band", "words"):
+            pair = block.get(key)
+            if not (isinstance(pair, list) and len(pair) == 2 and all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in pair)):
+                raise SpecError(f"generation.{key}", f"must be [low, high], two integers (got {pair!r})")
+    audit = spec.to_dict().get("generation_audit")
+    sample = audit.get("min_sample_size") if isinstance(audit, dict) else None
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise SpecError("generation_audit.min_sample_size", f"must be a positive integer (got {sample!r}): the audit "
+                                                            "re-solves that many accepted tasks (0 was read as 100)")
+    try:
+        settings = generation_settings(spec)
+    except (TypeError, ValueError) as err:
+        raise SpecError("generation", f"cannot be read: {err}") from None
+    low, high = settings.keep_band
+    if not 0 <= low <= high <= settings.filter_samples:
+        raise SpecError("generation.keep_band", f"[{low}, {high}]: the filter keeps a task whose correct count of "
+                                                f"{settings.filter_samples} samples lies in the band, so it needs "
+                                                f"0 <= low <= high <= {settings.filter_samples}")
+    if settings.min_words > settings.max_words:
+        raise SpecError("generation.words", f"[{settings.min_words}, {settings.max_words}]: low is above high")
+
+
 def _settings_from_block(block: dict[str, Any]) -> GenerationSettings:
     required = ("instruction", "generator_model", "solver_model", "n_accept", "filter_samples", "keep_band",
                 "words", "filter_max_tokens", "sandbox_timeout_s", "max_candidates")

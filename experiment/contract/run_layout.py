@@ -16,6 +16,7 @@ same files the store writes.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 RUN_META = "run.json"
@@ -27,6 +28,8 @@ TABLES_DIR = "tables"
 TABLE_SUFFIX = ".parquet"
 GATES_TABLE = "gates"  # tables/gates.parquet: one row per gate verdict
 PLOTS_DIR = "plots"
+# what an evidence or table file may be named (an arm's name is part of its files' names: predictions-<arm>.jsonl)
+SAFE_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def result_path(run_dir: Path) -> Path:

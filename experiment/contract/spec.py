@@ -34,6 +34,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, Valida
 
 from experiment.contract.errors import SpecError  # noqa: F401  (re-exported: experiment.contract.spec.SpecError)
 from experiment.contract.rehearsal import rehearse_spec
+from experiment.contract.run_layout import SAFE_FILE_NAME
 from experiment.contract.text import printable_line, unsafe_character
 from experiment.data import DataError, resolve_data_path
 
@@ -83,6 +84,20 @@ def _positive_number(value: Any) -> float:
     return value
 
 
+def _integer(value: Any) -> int:
+    """A JSON integer as written: never a string ("0") or a boolean, which pydantic would turn into one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be an integer (got {value!r})")
+    return value
+
+
+def _number(value: Any) -> float:
+    """A JSON number as written: never a string ("0.05") or a boolean, which pydantic would turn into one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number (got {value!r})")
+    return value
+
+
 def _at_most(limit: int):
     def check(value: Any) -> int:
         value = _positive_int(value)
@@ -105,6 +120,8 @@ Steps = Annotated[int, BeforeValidator(_at_most(MAX_STEPS))]
 BatchSize = Annotated[int, BeforeValidator(_at_most(MAX_BATCH))]
 Examples = Annotated[int, BeforeValidator(_at_most(MAX_EXAMPLES))]
 Rank = Annotated[int, BeforeValidator(_at_most(MAX_LORA_RANK))]
+Integer = Annotated[int, BeforeValidator(_integer)]
+Number = Annotated[float, BeforeValidator(_number)]
 
 
 class _Open(BaseModel):
@@ -136,23 +153,23 @@ class ArmSpec(_Open):
     group_size: BatchSize | None = None
     groups_per_batch: BatchSize | None = None
     steps: Steps | None = None
-    seed: int | None = None
+    seed: Integer | None = None
     advantage: str | None = None
 
 
 class CriterionSpec(_Open):
     id: str
     metric: str
-    weights: dict[str, float]
-    margin: float
-    bounds: list[float] | None = None
+    weights: dict[str, Number]
+    margin: Number
+    bounds: list[Number] | None = None
 
 
 class DecisionRuleSpec(_Open):
     method: str
     criteria: list[CriterionSpec]
-    alpha: float | None = None
-    seeds: list[int] | None = None
+    alpha: Number | None = None
+    seeds: list[Integer] | None = None
     unit: str | None = None
 
 
@@ -563,6 +580,10 @@ def _check_arms(spec: Spec) -> None:
         if arm.name in seen:
             raise SpecError(f"arms[{index}].name", f"duplicate arm name {arm.name!r}")
         seen.add(arm.name)
+        if not SAFE_FILE_NAME.fullmatch(arm.name):
+            raise SpecError(f"arms[{index}].name", f"{arm.name!r}: an arm's name names its run's files (predictions-"
+                                                   "<arm>.jsonl), so it may use ASCII letters, digits, '.', '_' and '-', "
+                                                   "starting with a letter or digit")
         if arm.role is not None and arm.role not in ROLE_LABELS:
             raise SpecError(f"arms[{index}].role", f"must be one of {', '.join(ROLE_LABELS)} (got {arm.role!r})")
 

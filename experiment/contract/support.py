@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from experiment.contract.before_spending import check_before_spending
 from experiment.contract.errors import SpecError
+from experiment.contract.generation import check_generation_settings
 from experiment.contract.rollout import rollout_settings
+from experiment.contract.stated_terms import check_stated_terms
 from experiment.data import DEFAULT_GSM8K_DIR, DataError, count_jsonl_rows, count_task_file, resolve_data_path
 from experiment.stats.activation import GS1_ACTIVATION_METRICS, PILOT_STEPS, SELFGEN_ACTIVATION_METRICS, check_range
 from experiment.stats.decision import weights_problem
@@ -130,13 +132,46 @@ def check_supported(spec: Spec, plan: PlanView) -> None:
     _check_features(spec)
     _check_designed_restore(spec)
     check_criteria_weights(spec)
+    check_stated_terms(spec)
+    _check_settings_stated(spec)
     _check_seeds(spec, plan)
+    _check_audit_has_tasks(spec, plan)
     if plan.training_type == "rl":
         _check_adaptive_selection(spec, plan)
         _check_rl(spec, plan)
     else:
         _check_sft(spec, plan)
     check_before_spending(spec, plan)
+
+
+# Settings a run reads without a default: every training client is created at the spec's LoRA rank, and an SFT step
+# takes batch_size conversations cut at max_seq_len tokens (experiment.sft.loop.sft_settings). Missing, the run
+# stopped with a TypeError or KeyError at its first service call, after the claim.
+SETTINGS_WITHOUT_DEFAULT = {"rl": ("lora_rank",), "sft": ("lora_rank", "batch_size", "max_seq_len")}
+
+
+def _check_audit_has_tasks(spec: Spec, plan: PlanView) -> None:
+    """The generation audit, where it blocks (applicable, or unknown: experiment_features missing), generates and
+    audits the task set of the arm that trains on it; with no such arm it stopped the run after the probe (both
+    families: the spec states no generation design)."""
+    generated = [arm.name for arm in plan.trained_arms if spec.data_source(arm.name) == "generated_tasks"]
+    if plan.gate("generation_audit").blocks and not generated:
+        raise SpecError("generation_audit", f"the audit applies ({plan.gate('generation_audit').reason}), but no arm "
+                                            "trains on generated tasks: it generates and audits the task set of the "
+                                            "arm that trains on it, so it would stop the run with nothing to audit; "
+                                            "set generation_audit.required false (and "
+                                            "experiment_features.generated_training_data false), or map an arm's "
+                                            "data to generated_tasks (arm_data)")
+
+
+def _check_settings_stated(spec: Spec) -> None:
+    for name in SETTINGS_WITHOUT_DEFAULT[spec.training_type]:
+        if getattr(spec, name) is None:
+            raise SpecError(name, f"is missing: training_type {spec.training_type} reads it with no default "
+                                  f"(it needs {', '.join(SETTINGS_WITHOUT_DEFAULT[spec.training_type])})")
+    wanted = spec.section("dataset").get("n_examples")
+    if wanted is not None and (isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1):
+        raise SpecError("dataset.n_examples", f"must be a positive integer (got {wanted!r})")
 
 
 def _check_features(spec: Spec) -> None:
@@ -337,6 +372,8 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         if bounds[0] > 0 or bounds[1] < 1:
             raise SpecError(f"{where}.bounds", f"{bounds} does not contain the accuracy values 0 and 1")
     _check_rl_data(spec)
+    if any(spec.data_source(arm.name) == "generated_tasks" for arm in plan.trained_arms):
+        check_generation_settings(spec)
     _check_prompts_suffice(spec, plan)
     try:
         rollout = rollout_settings(spec)
@@ -368,12 +405,6 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
         raise SpecError("arms", f"arms {', '.join(generated)} train on generated tasks; the self-generated-tasks "
                                 f"family trains exactly one such arm, the one arm with role treatment (roles: {roles}); "
                                 "train one arm on generated tasks and give it, and no other arm, \"role\": \"treatment\"")
-    if plan.gate("generation_audit").applicable is True and not generated:
-        raise SpecError("generation_audit", f"the audit applies ({plan.gate('generation_audit').reason}), but no arm "
-                                            "trains on generated tasks: it generates and audits the task set of the "
-                                            "arm that trains on it, so it would stop the run with nothing to audit; "
-                                            "set generation_audit.required false, or map an arm's data to "
-                                            "generated_tasks (arm_data)")
     correctness = plan.gate("correctness_preflight")
     if correctness.blocks:
         advantages = {_arm_advantage(spec, arm.name) for arm in plan.trained_arms}
@@ -601,6 +632,9 @@ def _check_group_learning_rates(spec: Spec, plan: PlanView) -> None:
            for arm in plan.trained_arms}
     for g, a, member, config in _group_members(spec):
         stated, planned = config.get("lr"), lrs.get(member.get("name"))
+        if "lr" in config and (isinstance(stated, bool) or not isinstance(stated, (int, float))):
+            raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
+                            f"must be a number (got {stated!r}): the arm's client is created with it")
         if isinstance(stated, (int, float)) and isinstance(planned, (int, float)) and not math.isclose(
                 stated, planned, rel_tol=1e-12):
             raise SpecError(f"restoration_preflight.groups[{g}].arms[{a}].optimizer_config.lr",
@@ -669,6 +703,9 @@ def _check_sft_data(spec: Spec) -> None:
         if not isinstance(path, str) or path.endswith(".parquet"):
             continue
         try:
-            count_jsonl_rows(resolve_data_path(path))
+            rows = count_jsonl_rows(resolve_data_path(path))
         except DataError as err:
             raise SpecError(f"{section}.path", f"{err}; a data file is UTF-8 JSONL, one object a line") from None
+        wanted = block.get("n_examples")
+        if isinstance(wanted, int) and wanted > rows:  # the run reads exactly n_examples rows of the file
+            raise SpecError(f"{section}.n_examples", f"is {wanted} but {section}.path has {rows} rows")

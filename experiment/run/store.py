@@ -45,7 +45,7 @@ from experiment.contract.result import initial_result, interruption_update
 from experiment.contract.spec import Spec
 from experiment.contract.run_layout import (EVENTS_FILE, EVIDENCE_DIR, MANIFEST_FILE, RESULT_FILE, TABLES_DIR, events_path,
                                              evidence_path, manifest_path, result_path, run_meta_path, table_path)
-from experiment.contract.run_layout import GATES_TABLE
+from experiment.contract.run_layout import GATES_TABLE, SAFE_FILE_NAME
 
 # EVID-3
 MAX_EVIDENCE_FILE_BYTES = 10 * 1024 * 1024
@@ -55,8 +55,6 @@ MAX_EVIDENCE_TOTAL_BYTES = 40 * 1024 * 1024
 REQUIRED_EVIDENCE_KINDS = ("script", "effective_config", "code_revision", "predictions", "metrics")
 
 logger = logging.getLogger(__name__)
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
 
 class StoreError(RuntimeError):
     """A write the store refuses (evidence cap, immutability, bad name)."""
@@ -999,7 +997,7 @@ def _json_copy(value: Any) -> Any:
 
 
 def _checked_name(name: str) -> str:
-    if not _SAFE_NAME.match(name) or name == MANIFEST_FILE:
+    if not SAFE_FILE_NAME.match(name) or name == MANIFEST_FILE:
         raise StoreError(f"bad file name {name!r}: use letters, digits, '.', '_' or '-' (not manifest.json)")
     return name
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiment.contract import spec as spec_module
+from experiment.contract import support as support_module
 from experiment.contract.draft import DRAFT_KEY, FEATURES, write_draft
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import SpecError, load_spec
@@ -84,6 +85,7 @@ def test_a_value_left_unresolved_in_a_revision_is_refused_before_anything_runs(t
     plan_path.write_text(json.dumps(draft))
     # weakened: without the check the open margin loads and plans; it would fail only at the decision, after training
     monkeypatch.setattr(spec_module, "_unresolved_paths", lambda value, where="": [])
+    monkeypatch.setattr(support_module, "check_stated_terms", lambda spec: None)  # which refuses a non-number margin
     assert build_plan(load_spec(spec_path)).spec_title
     monkeypatch.undo()
     with pytest.raises(SpecError) as refused:
