@@ -33,10 +33,9 @@ from experiment.grading.run_dir.files import (
     _is_hex64, _jsonl_rows, _RunFiles, _text_key, audit_sample_ids, read_event_lines, validation_summary,
 )
 from experiment.grading.run_dir.preflights import _same_code_parity
-from experiment.grading.run_dir.record import _activation_in_range
 from experiment.grading.run_dir.validator import _Validator, run_validation, validate_run
 
 __all__ = ["LOSS_ARM_KEYS", "MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
-           "_RunFiles", "_Validator", "_activation_in_range", "_explicit_item_ids", "_is_hex64", "_jsonl_rows",
+           "_RunFiles", "_Validator", "_explicit_item_ids", "_is_hex64", "_jsonl_rows",
            "_same_code_parity", "_text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
            "validation_summary"]

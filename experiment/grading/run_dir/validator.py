@@ -100,14 +100,18 @@ class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionCh
         return self.files.gate_passed(gate)
 
     @run_dir_checks(
+        ("run.spec", "SPEC", "the retained spec parses and plans: the contract rules the run-dir checks run need its plan"),
         ("events.shape", "RUN-1", "the events check could not be applied to a malformed record"),
         ("result.shape", "GEN-2", "the RESULT check could not be applied to a malformed record"),
         ("vocabulary.shape", "GEN-3", "the vocabulary check could not be applied to a malformed record"),
         ("activation.shape", "ACT-1", "the activation check could not be applied to a malformed record"),
+        ("loss_eval.shape", "LOSS-2", "the loss_eval check could not be applied to a malformed record"),
         ("evidence.shape", "EVID-8", "the evidence check could not be applied to a malformed record"),
         ("secrets.shape", "SEC-1", "the secret scan could not be applied"),
     )
     def run(self) -> ValidationReport:
+        if self.files.spec is not None and self.typed[1] is None:
+            self.problem("run.spec", f"{self.typed[2]}; the rules that need the spec's plan were not applied")
         checks = [
             ("events", self.check_events),
             ("result", self.check_result_shape),

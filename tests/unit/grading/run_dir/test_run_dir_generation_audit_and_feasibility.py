@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from records import feasibility  # the consistent GS1 feasibility record
+from records import build_gs1_run, copy_run, edit_result, found
 from grading_contexts.run_dir import checks as _checks, found as _found
 
 from experiment.grading.run_dir import _RunFiles, _Validator
@@ -234,54 +234,49 @@ def test_counts_are_non_negative_integers_within_the_specs_limits(run_dir, key, 
 
 
 # ------------------------------------------------------------------------------------------ FEAS
+# feasibility.* run FEAS-1..5, 7, 8's one implementation (experiment.grading.feasibility; its cases are
+# tests/unit/grading/feasibility/'s): on a consistent GS1 run directory, each id reports that rule's finding.
 
 ENDPOINT = "gsm8k_test_exact_match_accuracy_final_checkpoint"
-GENERATION = {"attempted": 200, "accepted": 120, "target_accepted": 100, "filter_samples_per_candidate": 8}
 
 
-def _feas(run_dir, record, generated=False, passed=True) -> _Validator:
-    plan = {"primary_endpoint": ENDPOINT, "gates": [{"name": "generation_audit", "applicable": generated}]}
-    validator = _validator(run_dir, {"feasibility": record}, plan, {}, ("feasibility_pilot",) if passed else ())
-    validator.check_feasibility()
-    return validator
+@pytest.fixture(scope="module")
+def gs1_template(tmp_path_factory):
+    return build_gs1_run(tmp_path_factory.mktemp("feasibility-run-dir") / "runs")
 
 
-def test_a_consistent_feasibility_record_has_no_problem(run_dir):
-    assert _found(_feas(run_dir, feasibility())) == []
+def _set(path: str, value):
+    def edit(result):
+        *parents, leaf = path.split(".")
+        target = result["feasibility"]
+        for key in parents:
+            target = target[key]
+        if value is None:
+            target.pop(leaf)
+        else:
+            target[leaf] = value
+    return edit
 
 
-@pytest.mark.parametrize("endpoint", ["accuracy", "loss", None])
-def test_the_primary_endpoint_is_the_specs(run_dir, endpoint):
-    found = _found(_feas(run_dir, dict(feasibility(), primary_endpoint=endpoint)))
-    assert [check for check, _ in found] == ["feasibility.primary_endpoint"] and ENDPOINT in found[0][1]
+@pytest.mark.parametrize("path, value, check, message", [
+    ("primary_endpoint", "accuracy", "feasibility.primary_endpoint",
+     f"primary_endpoint 'accuracy' is not the spec's {ENDPOINT!r}"),
+    ("measurements.training.seconds", -0.5, "feasibility.phases",
+     "measurements.training needs measured seconds and positive units"),
+    ("recovery.seconds", 0, "feasibility.recovery", "recovery.seconds is not a positive reserve"),
+    ("config.steps", None, "feasibility.config", "Re-projection required: steps changed or was not recorded"),
+    ("source", "", "feasibility.source", "the pilot evidence source is not recorded"),
+    ("generation", {"attempted": 200}, "feasibility.generation",
+     "generation lacks accepted, target_accepted, filter_samples_per_candidate"),
+], ids=["endpoint", "seconds", "recovery", "config", "source", "generation"])
+def test_each_feasibility_id_reports_its_contract_rules_finding(gs1_template, tmp_path, path, value, check, message):
+    run = copy_run(gs1_template, tmp_path)
+    assert found(run, "feasibility.") == []
+    edit_result(run, _set(path, value))
+    assert (check, message) in found(run, "feasibility.")
 
 
-@pytest.mark.parametrize("seconds, flagged", [(0, False), (0.0, False), (0.5, False), (12.0, False),
-                                              (-0.5, True), (-1, True), (-2.0, True), ("12", True), (None, True)])
-def test_phase_seconds_are_measured_non_negative_numbers(run_dir, seconds, flagged):
-    record = feasibility()
-    record["measurements"]["training"]["seconds"] = seconds
-    found = _found(_feas(run_dir, record))
-    assert found == ([("feasibility.phases", "measurements.training.seconds must be a measured non-negative number")]
-                     if flagged else [])
-
-
-@pytest.mark.parametrize("recovery, flagged", [({"seconds": 0.5}, False), ({"seconds": 1}, False),
-                                               ({"seconds": 180.0}, False), ({"seconds": 0}, True),
-                                               ({"seconds": -1}, True), ({"seconds": -0.5}, True),
-                                               ({"seconds": "180"}, True), ({}, True), (None, True), (180.0, True)])
-def test_the_recovery_reserve_is_a_positive_number_of_seconds(run_dir, recovery, flagged):
-    record = dict(feasibility(), recovery=recovery)
-    found = _found(_feas(run_dir, record))
-    assert found == ([("feasibility.recovery", "recovery.seconds is not a positive reserve")] if flagged else [])
-
-
-def test_training_on_generated_tasks_needs_a_generation_record_with_its_keys(run_dir):
-    assert _found(_feas(run_dir, dict(feasibility(), generation=GENERATION), generated=True)) == []
-    found = _found(_feas(run_dir, feasibility(), generated=True))  # generation: null
-    assert [check for check, _ in found] == ["feasibility.generation"] and "not null" in found[0][1]
-    lacking = {key: value for key, value in GENERATION.items() if key not in ("accepted", "target_accepted")}
-    for generated in (True, False):  # a generation record that is given has its keys either way
-        found = _found(_feas(run_dir, dict(feasibility(), generation=lacking), generated=generated))
-        assert found == [("feasibility.generation", "generation lacks accepted, target_accepted")]
-    assert _found(_feas(run_dir, feasibility(), generated=False)) == []  # no generated tasks: null is right
+def test_a_passed_pilot_without_its_record_is_feasibility_missing(gs1_template, tmp_path):
+    run = copy_run(gs1_template, tmp_path)
+    edit_result(run, lambda result: result.pop("feasibility"))
+    assert found(run, "feasibility.") == [("feasibility.missing", "RESULT has no measured feasibility record")]
