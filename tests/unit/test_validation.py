@@ -241,7 +241,7 @@ def test_feasibility_record_shape(run):
     record["recovery"]["seconds"] = 0
     del record["measurements"]["evaluation"]["samples"]
     rewrite_result(run, feasibility=record)
-    assert checks(run) == {"feasibility.config", "feasibility.recovery", "feasibility.phases"}
+    assert checks(run) == {"feasibility.shape", "feasibility.config", "feasibility.recovery", "feasibility.phases"}  # FEAS-1: its model
 
 
 def test_evidence_file_not_in_the_manifest(run):

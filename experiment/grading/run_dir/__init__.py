@@ -29,13 +29,12 @@ lives in the module of its sections (`record`, `preflights`, `evaluation`, `deci
 from __future__ import annotations
 
 from experiment.grading.run_dir.files import (
-    LOSS_ARM_KEYS, MAX_OBSERVATIONS, SECTION_GATES, Problem, RunDirError, ValidationReport, _explicit_item_ids,
-    _is_hex64, _jsonl_rows, _RunFiles, _text_key, audit_sample_ids, read_event_lines, validation_summary,
+    MAX_OBSERVATIONS, SECTION_GATES, Problem, RunDirError, ValidationReport, explicit_item_ids,
+    is_hex64, jsonl_rows, RunFiles, text_key, audit_sample_ids, read_event_lines, validation_summary,
 )
-from experiment.grading.run_dir.preflights import _same_code_parity
-from experiment.grading.run_dir.validator import _Validator, run_validation, validate_run
+from experiment.grading.run_dir.validator import Validator, run_validation, validate_run
 
-__all__ = ["LOSS_ARM_KEYS", "MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
-           "_RunFiles", "_Validator", "_explicit_item_ids", "_is_hex64", "_jsonl_rows",
-           "_same_code_parity", "_text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
+__all__ = ["MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
+           "RunFiles", "Validator", "explicit_item_ids", "is_hex64", "jsonl_rows",
+           "text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
            "validation_summary"]

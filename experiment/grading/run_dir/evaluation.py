@@ -10,10 +10,10 @@ from experiment.grading.evaluator import (
 )
 from experiment.grading.common import short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _explicit_item_ids, _jsonl_rows
+from experiment.grading.run_dir.files import explicit_item_ids, jsonl_rows
 
 
-class _EvaluationChecks:
+class EvaluationChecks:
     """The evaluation record (EVAL-*) and the loss evaluation (LOSS-1, LOSS-2)."""
 
     # ---- evaluation (EVAL-*) ----
@@ -86,7 +86,7 @@ class _EvaluationChecks:
         ):
             data = self.files.evidence_bytes(name)
             if data is not None:
-                rows += _jsonl_rows(data, name)[0]
+                rows += jsonl_rows(data, name)[0]
         if not rows:
             return
         scored_arms = sorted(
@@ -96,7 +96,7 @@ class _EvaluationChecks:
         seeds = self._scheduled_seeds(scores)
         present = {(row.get("arm"), row.get("seed"), row.get("item_id")) for row in rows}
         for provenance in evaluators.values():
-            ids = _explicit_item_ids(provenance)
+            ids = explicit_item_ids(provenance)
             if ids is None:
                 continue
             for arm in arms:

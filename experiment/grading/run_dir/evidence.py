@@ -12,14 +12,14 @@ from experiment.contract.plan import ExecutionPlan, draft_plan
 from experiment.contract.spec import Spec, SpecError, SpecRevision, SpecSource, canonical_sha256, parse_spec
 from experiment.grading.common import GradeContext, as_dict
 from experiment.grading.evidence import CORRUPT, MISSING, USABLE, EvidenceAccess
-from experiment.grading.run_dir.files import _RunFiles
+from experiment.grading.run_dir.files import RunFiles
 
 
 class RunDirEvidence(EvidenceAccess):
     """The files evidence/manifest.json lists, read from evidence/ on disk (not RESULT's inline copies) and checked
     against the manifest's sha256: what the run retained, as the contract rules read a record's evidence."""
 
-    def __init__(self, files: _RunFiles):
+    def __init__(self, files: RunFiles):
         super().__init__({"evidence": {"files": files.evidence_entries}})
         self._files = files
 
@@ -35,7 +35,7 @@ class RunDirEvidence(EvidenceAccess):
         return USABLE, data, ""
 
 
-def typed_spec(files: _RunFiles) -> tuple[Spec | None, ExecutionPlan | None, str]:
+def typed_spec(files: RunFiles) -> tuple[Spec | None, ExecutionPlan | None, str]:
     """(the spec the run ran, typed; the execution plan the contract derives from it (experiment.contract.plan);
     why not, when it cannot be built). Built from the run directory's retained spec (spec.json with its revision, or
     rehearsal-spec.json for a rehearsal), never from the retained plan's word: the retained plan supplies only where
@@ -60,7 +60,7 @@ def typed_spec(files: _RunFiles) -> tuple[Spec | None, ExecutionPlan | None, str
         return None, None, f"the retained spec does not parse or plan ({err})"
 
 
-def contract_context(files: _RunFiles, spec: Spec | None = None, plan: Any = None) -> GradeContext:
+def contract_context(files: RunFiles, spec: Spec | None = None, plan: Any = None) -> GradeContext:
     """The context a contract rule's check takes, for this run directory: RESULT, events, evidence/ and the typed spec
     and plan (`typed_spec`)."""
     return GradeContext(result=files.result, evidence=RunDirEvidence(files), spec=files.spec, spec_model=spec,

@@ -3,16 +3,13 @@ the activation gate."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from experiment.contract.verdict import GATE_ORDER
 from experiment.grading.activation import ACT_1
 from experiment.grading.general import GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8
-from experiment.grading.common import as_dict, is_number, short
 from experiment.grading.registry import run_dir_checks
 
 
-class _RecordChecks:
+class RecordChecks:
     """The RESULT object's own checks from the run directory: events and gates, shape, vocabulary, deviations and."""
 
     # ---- events and gates ----

@@ -12,10 +12,10 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key
+from experiment.grading.run_dir.files import text_key
 
 
-class _RetainedFileChecks:
+class RetainedFileChecks:
     """The retained files: the evidence manifest against evidence/ and RESULT (EVID-*) and the credential scan."""
 
     # ---- evidence (EVID-*) ----
@@ -80,7 +80,7 @@ class _RetainedFileChecks:
         if isinstance(reported, list):
             manifest_hashes = {entry.get("name"): entry.get("sha256") for entry in entries}
             for item in reported:
-                if isinstance(item, dict) and manifest_hashes.get(_text_key(item.get("name"))) != item.get("sha256"):
+                if isinstance(item, dict) and manifest_hashes.get(text_key(item.get("name"))) != item.get("sha256"):
                     self.problem(
                         "evidence.result_files",
                         f"RESULT.evidence lists {short(item.get('name'))} with a sha256 the manifest does not have",

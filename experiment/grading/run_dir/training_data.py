@@ -7,12 +7,12 @@ from typing import Any
 
 from experiment.contract.result import adaptation_batch_hash
 from experiment.grading.feasibility import FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_7, FEAS_8
-from experiment.grading.common import equal_json, is_integer, is_number, short
+from experiment.grading.common import equal_json, is_integer, short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _jsonl_rows, audit_sample_ids
+from experiment.grading.run_dir.files import jsonl_rows, audit_sample_ids
 
 
-class _TrainingDataChecks:
+class TrainingDataChecks:
     """The training data's records: adaptation manifests (ADAPT-1), the generation audit (GA-*) and."""
 
     # ---- adaptation manifests (ADAPT-1) ----
@@ -156,7 +156,7 @@ class _TrainingDataChecks:
         data = self.files.evidence_bytes(str(dataset_file).split("#")[0]) if isinstance(dataset_file, str) else None
         if data is None:
             return None
-        rows, error = _jsonl_rows(data, str(dataset_file))
+        rows, error = jsonl_rows(data, str(dataset_file))
         if error:
             self.problem("generation_audit.files", error)
             return None

@@ -11,13 +11,13 @@ from experiment.grading import correctness, decision, generation_audit, restorat
 from experiment.grading.common import NOT_APPLICABLE, GradeContext, applied
 from experiment.grading.registry import run_dir_checks, shared
 from experiment.grading.run_dir.evidence import contract_context, typed_spec
-from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, _RunFiles
-from experiment.grading.run_dir.record import _RecordChecks
-from experiment.grading.run_dir.preflights import _PreflightChecks
-from experiment.grading.run_dir.evaluation import _EvaluationChecks
-from experiment.grading.run_dir.decision import _DecisionChecks
-from experiment.grading.run_dir.training_data import _TrainingDataChecks
-from experiment.grading.run_dir.retained import _RetainedFileChecks
+from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, RunFiles
+from experiment.grading.run_dir.record import RecordChecks
+from experiment.grading.run_dir.preflights import PreflightChecks
+from experiment.grading.run_dir.evaluation import EvaluationChecks
+from experiment.grading.run_dir.decision import DecisionChecks
+from experiment.grading.run_dir.training_data import TrainingDataChecks
+from experiment.grading.run_dir.retained import RetainedFileChecks
 
 
 # the categories the contract may grade not applicable (the evaluator and feasibility always apply): graded once on
@@ -25,12 +25,12 @@ from experiment.grading.run_dir.retained import _RetainedFileChecks
 CATEGORY_MODULES = (correctness, decision, generation_audit, restoration)
 
 
-class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionChecks, _TrainingDataChecks,
-                 _RetainedFileChecks):
+class Validator(RecordChecks, PreflightChecks, EvaluationChecks, DecisionChecks, TrainingDataChecks,
+                 RetainedFileChecks):
     """Every check group of the run-dir layer on one run directory (`run()`); the groups live in the modules
     named after their sections."""
 
-    def __init__(self, files: _RunFiles):
+    def __init__(self, files: RunFiles):
         self.files = files
         self.result = files.result
         self.plan = files.plan or {}
@@ -149,5 +149,5 @@ def validate_run(run_dir: str | Path) -> list[Problem]:
 
 def run_validation(run_dir: str | Path) -> ValidationReport:
     """Problems plus the names of the checks that ran. Raises RunDirError for a bad directory."""
-    run = _RunFiles.load(Path(run_dir))
-    return _Validator(run).run()
+    run = RunFiles.load(Path(run_dir))
+    return Validator(run).run()

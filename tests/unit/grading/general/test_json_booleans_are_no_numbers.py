@@ -286,7 +286,7 @@ def test_disagreements_are_not_counted_by_a_boolean():
 def _validator(result=None, events=(), spec=None):
     files = SimpleNamespace(result=result or {}, plan={}, spec=spec or {}, setup_problems=[], events=list(events),
                             is_retained=lambda name: True, gate_passed=lambda gate: True)
-    return run_dir._Validator(files)
+    return run_dir.Validator(files)
 
 
 def _problems(validator):

@@ -9,8 +9,8 @@ from experiment.grading import registry, rules, run_dir
 
 def test_a_run_dir_row_names_the_method_that_emits_it():
     events, manifest = rules.BY_ID["events.format"], rules.BY_ID["evidence.manifest"]
-    assert events.checks == (registry.where(run_dir._Validator.check_events),)
-    assert manifest.checks == (registry.where(run_dir._RunFiles.load.__func__),)
+    assert events.checks == (registry.where(run_dir.Validator.check_events),)
+    assert manifest.checks == (registry.where(run_dir.RunFiles.load.__func__),)
     assert (events.category, events.severity, events.restates) == (rules.RECORD, (rules.PROBLEM,), "EVID-8")
 
 

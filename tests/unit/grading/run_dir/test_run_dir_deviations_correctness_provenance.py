@@ -17,21 +17,21 @@ from typing import Any
 import pytest
 from records import BASELINE, RESTORATION_EVIDENCE, TREATMENT, build_gs1_run, optimizer_check
 
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 
 HEX_A, HEX_B = "a" * 64, "b" * 64
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> _RunFiles:
+def built(tmp_path_factory) -> RunFiles:
     store = build_gs1_run(tmp_path_factory.mktemp("run-dir-rd2") / "runs")
-    return _RunFiles.load(store.run_dir)
+    return RunFiles.load(store.run_dir)
 
 
 class Run:
     """Deep copies of one built run's records, to break; `problems(prefix)` validates them."""
 
-    def __init__(self, files: _RunFiles):
+    def __init__(self, files: RunFiles):
         self._files = files
         self.result: dict[str, Any] = copy.deepcopy(files.result)
         self.events: list[dict[str, Any]] = copy.deepcopy(files.events)
@@ -41,7 +41,7 @@ class Run:
     def problems(self, *prefixes: str) -> list[tuple[str, str]]:
         files = dataclasses.replace(self._files, result=self.result, events=self.events, plan=self.plan,
                                     spec=self.spec, setup_problems=[])
-        return [(p.check, p.message) for p in _Validator(files).run().problems if p.check.startswith(prefixes)]
+        return [(p.check, p.message) for p in Validator(files).run().problems if p.check.startswith(prefixes)]
 
     def checks(self, *prefixes: str) -> list[str]:
         return [check for check, _ in self.problems(*prefixes)]

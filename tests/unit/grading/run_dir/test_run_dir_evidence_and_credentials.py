@@ -1,5 +1,5 @@
 """The run-dir layer's evidence (EVID-3, -4, -6, -7, -8) and credential (SEC-1) checks and its helpers for CORR-3
-same-code parity and ACT-1 ranges (experiment/grading/run_dir.py, `_Validator.check_evidence`,
+same-code parity and ACT-1 ranges (experiment/grading/run_dir.py, `Validator.check_evidence`,
 `check_no_credentials`, `_same_code_parity`, `_searchable_text`), each condition tried with
 inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiment.grading.run_dir import _RunFiles, _same_code_parity, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
+from experiment.grading.run_dir.preflights import _same_code_parity  # the one module that uses it
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
@@ -30,13 +31,13 @@ from experiment.run.store import (
 MIB = 1024 * 1024
 
 
-def _validator(run_dir: Path, manifest: dict | None, **result) -> _Validator:
-    files = _RunFiles(run_dir=run_dir, result=result, events=[], bad_event_lines=[], manifest=manifest, plan={},
+def _validator(run_dir: Path, manifest: dict | None, **result) -> Validator:
+    files = RunFiles(run_dir=run_dir, result=result, events=[], bad_event_lines=[], manifest=manifest, plan={},
                       spec={}, setup_problems=[])
-    return _Validator(files)
+    return Validator(files)
 
 
-def _found(validator: _Validator, prefix: str = "") -> list[tuple[str, str]]:
+def _found(validator: Validator, prefix: str = "") -> list[tuple[str, str]]:
     return [(p.check, p.message) for p in validator.report.problems if p.check.startswith(prefix)]
 
 

@@ -1,5 +1,5 @@
 """The run-dir layer's generation-audit (GA-2..GA-5, GA-9) and feasibility (FEAS-1..FEAS-8) checks
-(experiment/grading/run_dir.py, `_Validator.check_generation_audit` and `check_feasibility`), each condition tried
+(experiment/grading/run_dir.py, `Validator.check_generation_audit` and `check_feasibility`), each condition tried
 with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
 
 The validator runs over a run directory whose evidence/ holds a candidates file of 130 generated tasks (104
@@ -18,7 +18,7 @@ import pytest
 from records import build_gs1_run, copy_run, edit_result, found
 from grading_contexts.run_dir import checks as _checks, found as _found
 
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 
 DATASET, EVALUATION, AUDIT = "generated-tasks.jsonl", "evaluation-set.jsonl", "audit-0001.json"
 ODD_DATASET = "generated-tasks-odd.jsonl"  # the same tasks and one of a disposition sorting before "accepted"
@@ -69,13 +69,13 @@ def run_dir(tmp_path_factory) -> Path:
     return run_dir
 
 
-def _validator(run_dir: Path, result: dict, plan: dict, spec: dict, passed=()) -> _Validator:
+def _validator(run_dir: Path, result: dict, plan: dict, spec: dict, passed=()) -> Validator:
     events = [{"event": "gate", "gate": gate, "status": "passed"} for gate in passed]
     manifest = {"files": [{"name": name, "kind": "generated_tasks", "sha256": hashlib.sha256(
         (run_dir / "evidence" / name).read_bytes()).hexdigest()} for name in (DATASET, ODD_DATASET, EVALUATION, AUDIT)]}
-    files = _RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest=manifest,
+    files = RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest=manifest,
                       plan=plan, spec=spec, setup_problems=[])
-    return _Validator(files)
+    return Validator(files)
 
 
 # ------------------------------------------------------------------------------------------ GA
@@ -98,7 +98,7 @@ def _record(**changes) -> dict:
 LIMITS = {"max_label_errors": 2, "max_eval_overlaps": 0}
 
 
-def _audit(run_dir, record, applicable=True, passed=True, audit_spec=None) -> _Validator:
+def _audit(run_dir, record, applicable=True, passed=True, audit_spec=None) -> Validator:
     gate = {"name": "generation_audit", "applicable": applicable} if applicable is not None else None
     plan = {"gates": [gate] if gate else []}
     spec = {"generation_audit": dict(LIMITS) if audit_spec is None else audit_spec}

@@ -1,5 +1,5 @@
 """The run-dir layer's loss_eval (LOSS-1..4, the contract's one implementation) and adaptation (ADAPT-1) checks
-(experiment/grading/run_dir.py, `_Validator.check_loss_eval` and `check_adaptation`), each condition tried
+(experiment/grading/run_dir.py, `Validator.check_loss_eval` and `check_adaptation`), each condition tried
 with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
 
 Each test builds the validator over an in-memory run (RESULT, plan, spec, events) and runs the one check: the
@@ -21,17 +21,17 @@ from grading_contexts.run_dir import checks as _checks, found as _found  # the p
 from experiment.grading.common import GradeContext, applied
 from experiment.grading.evaluator import LOSS_2
 from experiment.grading.evidence import EvidenceAccess
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 
 A, B = "baseline", "treatment"
 
 
 def _validator(run_dir: Path, result: dict, plan: dict | None = None, spec: dict | None = None,
-               passed: tuple[str, ...] = ()) -> _Validator:
+               passed: tuple[str, ...] = ()) -> Validator:
     events = [{"event": "gate", "gate": gate, "status": "passed"} for gate in passed]
-    files = _RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest={"files": []},
+    files = RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest={"files": []},
                       plan=plan, spec=spec, setup_problems=[])
-    return _Validator(files)
+    return Validator(files)
 
 
 
@@ -58,7 +58,7 @@ def _entry(aggregation: str = "token_mean", **changes) -> dict:
     return entry
 
 
-def _loss(tmp_path, record, plan_aggregation: str | None = None) -> _Validator:
+def _loss(tmp_path, record, plan_aggregation: str | None = None) -> Validator:
     plan_eval = {"loss_eval": True}
     if plan_aggregation is not None:
         plan_eval["aggregation"] = plan_aggregation
@@ -125,7 +125,7 @@ def _manifest(arm, ids=IDS, pair="p", **changes) -> dict:
     return manifest
 
 
-def _adapt(tmp_path, manifests=None, features=None, passed=("arm_training",), **result) -> _Validator:
+def _adapt(tmp_path, manifests=None, features=None, passed=("arm_training",), **result) -> Validator:
     spec = {} if features is None else {"experiment_features": features}
     record = {"verdict": "supported", "confidence": "strong", **result}
     if manifests is not None:

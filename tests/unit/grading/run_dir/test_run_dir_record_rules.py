@@ -1,5 +1,5 @@
 """The run-directory layer's own record rules (experiment/grading/run_dir/record.py: events; the small helpers), each
-on an in-memory run: a `_RunFiles` built from a RESULT, events and the real GS1 / self-generation plans, with no file
+on an in-memory run: a `RunFiles` built from a RESULT, events and the real GS1 / self-generation plans, with no file
 read. Each expected finding is worked out from docs/contract-rules.md (events.*: RUN-1) and each comparison is tried
 with a wrong value on each side of the right one (issue 28 item 7: the mutation run of grading/). The result.*,
 vocabulary.* and deviations.* checks run GEN-2..8's one implementation (tests/unit/grading/general/)."""
@@ -18,11 +18,11 @@ from experiment.contract.spec import load_spec
 from experiment.grading.run_dir import (
     Problem,
     ValidationReport,
-    _explicit_item_ids,
-    _jsonl_rows,
-    _RunFiles,
-    _text_key,
-    _Validator,
+    explicit_item_ids,
+    jsonl_rows,
+    RunFiles,
+    text_key,
+    Validator,
     validation_summary,
 )
 
@@ -32,12 +32,12 @@ BASELINE, TREATMENT = "grpo_gs8", "gs1_kernel"
 
 
 def validator(result: dict[str, Any], *, events=(), plan=GS1_PLAN, spec=GS1_SPEC_DICT, bad_lines=(),
-              run_dir: Path = Path("/nonexistent-run-dir")) -> _Validator:
-    files = _RunFiles(run_dir, result, list(events), list(bad_lines), None, plan, spec, [])
-    return _Validator(files)
+              run_dir: Path = Path("/nonexistent-run-dir")) -> Validator:
+    files = RunFiles(run_dir, result, list(events), list(bad_lines), None, plan, spec, [])
+    return Validator(files)
 
 
-def found(v: _Validator, check: str, prefix: str = "") -> list[tuple[str, str]]:
+def found(v: Validator, check: str, prefix: str = "") -> list[tuple[str, str]]:
     """Run one check method of the validator and return its (check id, message) pairs under `prefix`."""
     getattr(v, check)()
     return [(p.check, p.message) for p in v.report.problems if p.check.startswith(prefix)]
@@ -81,27 +81,27 @@ def test_validation_summary_is_the_version_1_shape():
 
 
 def test_text_key_gives_equal_json_values_one_key():
-    assert _text_key("arm") == "arm"
-    assert _text_key({"b": 1, "a": 2}) == _text_key({"a": 2, "b": 1})
-    assert _text_key([1, 2]) != _text_key([2, 1])
+    assert text_key("arm") == "arm"
+    assert text_key({"b": 1, "a": 2}) == text_key({"a": 2, "b": 1})
+    assert text_key([1, 2]) != text_key([2, 1])
 
 
 def test_explicit_item_ids_only_for_a_list_of_strings():
-    assert _explicit_item_ids({"items": {"ids": ["a", "b"]}}) == ["a", "b"]
-    assert _explicit_item_ids({"items": {"ids": ["a", 2]}}) is None  # one id is no string
-    assert _explicit_item_ids({"items": {"ids": "items 0-23"}}) is None  # a prose range, no list
-    assert _explicit_item_ids({"items": {"ids": {"a": "b"}}}) is None
-    assert _explicit_item_ids(None) is None
+    assert explicit_item_ids({"items": {"ids": ["a", "b"]}}) == ["a", "b"]
+    assert explicit_item_ids({"items": {"ids": ["a", 2]}}) is None  # one id is no string
+    assert explicit_item_ids({"items": {"ids": "items 0-23"}}) is None  # a prose range, no list
+    assert explicit_item_ids({"items": {"ids": {"a": "b"}}}) is None
+    assert explicit_item_ids(None) is None
 
 
 def test_jsonl_rows_reads_objects_skipping_blank_lines():
-    assert _jsonl_rows(b'\n{"a": 1}\n\n{"b": 2}\n', "f.jsonl") == ([{"a": 1}, {"b": 2}], None)
+    assert jsonl_rows(b'\n{"a": 1}\n\n{"b": 2}\n', "f.jsonl") == ([{"a": 1}, {"b": 2}], None)
 
 
 def test_jsonl_rows_names_the_first_bad_line_counting_from_one():
-    assert _jsonl_rows(b'{"a": 1}\nnot json\n{"c": 3}\n', "f.jsonl") == ([{"a": 1}], "f.jsonl line 2 is not valid JSON")
-    assert _jsonl_rows(b'[1]\n', "f.jsonl") == ([], "f.jsonl line 1 is not a JSON object")
-    assert _jsonl_rows(b'{"a": 1}\n\xff\xfe\n', "f.jsonl") == ([], "f.jsonl is not UTF-8")
+    assert jsonl_rows(b'{"a": 1}\nnot json\n{"c": 3}\n', "f.jsonl") == ([{"a": 1}], "f.jsonl line 2 is not valid JSON")
+    assert jsonl_rows(b'[1]\n', "f.jsonl") == ([], "f.jsonl line 1 is not a JSON object")
+    assert jsonl_rows(b'{"a": 1}\n\xff\xfe\n', "f.jsonl") == ([], "f.jsonl is not UTF-8")
 
 
 def test_final_means_succeeded_or_failed():
