@@ -21,9 +21,12 @@ produces it passed (so a run stopped at an early gate is not blamed for later se
 Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`; each is in the grader's rule
 table (experiment.grading.rules).
 
-The layer is a package: `files` reads the run directory, `validator` runs the check groups, and each group
-lives in the module of its sections (`record`, `preflights`, `evaluation`, `decision`, `training_data`,
-`retained`).
+The layer is a package: `files` reads the run directory, `evidence` builds the context the contract rules read (the
+retained spec typed, the execution plan the contract derives from it, evidence/ through the contract's reader),
+`validator` runs the check groups, and each group lives in the module of its sections (`record`, `preflights`,
+`evaluation`, `decision`, `training_data`, `retained`). A check that restates a contract rule runs that rule's one
+implementation there (experiment.grading.registry.run_dir_checks names it) and only supplies the run directory's
+evidence (whether a gate passed, the files on disk).
 """
 
 from __future__ import annotations

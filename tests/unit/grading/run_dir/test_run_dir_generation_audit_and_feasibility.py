@@ -1,6 +1,6 @@
-"""The run-dir layer's generation-audit (GA-2..GA-5, GA-9) and feasibility (FEAS-1..FEAS-8) checks
-(experiment/grading/run_dir.py, `Validator.check_generation_audit` and `check_feasibility`), each condition tried
-with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
+"""The run-dir layer's generation-audit (GA-2..GA-5, GA-9) checks (experiment/grading/run_dir/training_data.py,
+`Validator.check_generation_audit`), each condition tried with inputs on each side (issue 28 item 7: the complete
+mutation run of experiment/grading/), and its feasibility ids, which run FEAS-1..5, 7, 8's one implementation.
 
 The validator runs over a run directory whose evidence/ holds a candidates file of 130 generated tasks (104
 accepted, 13 rejected, 13 execution errors), built once for the module; RESULT, plan, spec and gate events are

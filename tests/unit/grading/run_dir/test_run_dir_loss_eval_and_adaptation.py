@@ -1,12 +1,10 @@
 """The run-dir layer's loss_eval (LOSS-1..4, the contract's one implementation) and adaptation (ADAPT-1) checks
-(experiment/grading/run_dir.py, `Validator.check_loss_eval` and `check_adaptation`), each condition tried
-with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
+(experiment/grading/run_dir/evaluation.py and training_data.py, `Validator.check_loss_eval` and `check_adaptation`),
+each condition tried with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
 
 Each test builds the validator over an in-memory run (RESULT, plan, spec, events) and runs the one check: the
-expected problems are worked out from docs/contract-rules.md (`loss_eval.*`, `adaptation.*`):
-LOSS-2: one aggregation, token_mean or example_mean, the spec's, equal in every arm; value, nll_sum, n_tokens
-finite with n_tokens > 0; value is nll_sum / n_tokens under token_mean, example_mean under example_mean; every arm
-on the same (n_tokens, n_examples). ADAPT-1: adaptation_batch_hash = sha256(json.dumps(ids)); a pair whose arms
+expected problems are worked out from docs/contract-rules.md (`loss_eval.*`, `adaptation.*`): loss_eval.values
+reports LOSS-2's findings as its one implementation gives them. ADAPT-1: adaptation_batch_hash = sha256(json.dumps(ids)); a pair whose arms
 consumed different batches limits the result (confidence weak, or no definitive verdict)."""
 
 from __future__ import annotations
