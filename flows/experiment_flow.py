@@ -30,7 +30,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
-from experiment.contract.rehearsal import rehearsal_result_fields, rehearsal_summary
+from experiment.contract.rehearsal import rehearsal_result_fields
 from experiment.service.capacity import (AnswerWatch, CapacityBlocked, ServiceFailedMidRun, answer_bounded, as_capacity_block,
                                      capacity_block_record)
 from experiment.run.config import RunConfig
@@ -214,8 +214,6 @@ def _run_claimed(spec: Spec, plan, store: RunStore, config: RunConfig, reused: d
     finally:
         release_sessions(ctx)
         service.stop()
-        if rehearsal:
-            store.update_result(summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
         _record_budget_use(store, plan, logger)
         pictures = _publish(store, plan, logger)
     closing = closing_lines(store.read_result(), store.run_dir, pictures)
@@ -234,7 +232,7 @@ def _settle_gate(ctx: RunContext, name: str, outcome, config: RunConfig, logger)
             crash = GateVerdict(gate=name, status="failed", reasons=[f"crashed: {type(outcome).__name__}: {outcome}"],
                                 next_diagnostic="read the traceback in the flow log and fix the gate")
             store.record_gate(crash)
-            store.update_result(**gate_failure_update(plan, crash, store.read_result().get("deviations", [])))
+            _post_gate_failure(store, plan, crash)
             raise outcome
         return _capacity_stop(ctx, name, blocked, config, logger)
     verdict = outcome
@@ -249,10 +247,16 @@ def _settle_gate(ctx: RunContext, name: str, outcome, config: RunConfig, logger)
                                _projected_seconds(store))[-1:]:
             logger.info(line)
     if verdict.failed:
-        store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
+        _post_gate_failure(store, plan, verdict)
         error = GateFailedError(verdict, str(store.run_dir))
         return Failed(name="GateFailed", message=str(error), data=error)
     return None
+
+
+def _post_gate_failure(store: RunStore, plan, verdict: GateVerdict) -> None:
+    """RESULT's outcome of a run stopped by a gate (failed, or crashed): failed, no verdict, which gate and why
+    (gate_failure_update), naming a substituted model; the one place that outcome is written."""
+    store.update_result(**gate_failure_update(plan, verdict, store.read_result().get("deviations", [])))
 
 
 def _record_budget_use(store: RunStore, plan, logger) -> None:
@@ -266,20 +270,19 @@ def _record_budget_use(store: RunStore, plan, logger) -> None:
 
 
 def _mark_rehearsal(store: RunStore, spec, rehearsal: dict) -> None:
-    """RESULT says it is a rehearsal and lists every substitution before anything runs."""
+    """RESULT says it is a rehearsal and lists every substitution before anything runs; from here on the store
+    leads every summary of the record with the rehearsal mark (RunStore.update_result)."""
     import json
 
     store.add_evidence("rehearsal-spec.json", "spec", json.dumps(spec.to_dict(), indent=2, sort_keys=True),
                        source=rehearsal["rules"])
-    store.update_result(**rehearsal_result_fields(rehearsal),
-                        summary=rehearsal_summary(store.read_result().get("summary", ""), rehearsal))
+    store.update_result(**rehearsal_result_fields(rehearsal))
 
 
 def _capacity_stop(ctx: RunContext, gate: str, blocked: CapacityBlocked, config: RunConfig, logger) -> State:
     """CAP-1: release this run's clients, report capacity_block, re-queue when deployed."""
     store, plan, policy = ctx.store, ctx.plan, config.capacity
     released = release_sessions(ctx)
-    store.update_result(capacity_wait=None)  # the wait ended in the block; the events keep its history
     store.append_event("capacity_block", gate=gate, **capacity_block_record(blocked, released))
     update = capacity_block_update(plan, gate, capacity_block_record(blocked, released),
                                    blocked.waited_seconds, blocked.comparison_steps_completed)

@@ -187,9 +187,9 @@ FEATURE_TRUE = {
                           "trimuon": "decision_rule: required because experiment_features.paired_comparison is true"},
     "paired_training_arms": {"gs1": None, "selfgen": None, "trimuon": None},
     # refused with the contract's words and what it leaves undefined (issue 46, deliverable 3)
-    # a designed mid-run save and restore of every RL arm (before: refused, "true is not supported")
-    "checkpoint_restore": {"gs1": None, "selfgen": None,
-                           "trimuon": "checkpoint_restore: true is supported for training_type rl only"},
+    # a designed mid-run save and restore of every RL arm (before: refused, "true is not supported") and of every
+    # SFT training run (before: refused, "true is supported for training_type rl only")
+    "checkpoint_restore": {"gs1": None, "selfgen": None, "trimuon": None},
     "warmup_adaptation": dict.fromkeys(SEEDS, "warmup_adaptation: true is not supported: the contract defines the "
                                               "manifest (exchange-contract.md section 9"),
     "generated_training_data": dict(gs1="no trained arm's data maps to generated_tasks", selfgen=None,
@@ -643,6 +643,16 @@ CORPUS += [
     Variant("paired-decision-beside-verdict-rule", "trimuon", both(
         _trimuon_paired_decision, lambda s, r: r.update(verdict_rule=seed_files("trimuon")[1]["verdict_rule"])),
             "one rule decides"),
+]
+
+# checkpoint_restore on SFT (issue 46, deliverable 3; refused before: "supported for training_type rl only"): every
+# training run of every arm's LR grid, at every seed, saved and restored at its midpoint step.
+CORPUS += [
+    Variant("checkpoint-restore-two-seeds", "trimuon", both(set_feature("checkpoint_restore", True),
+                                                            _verdict_seeds([0, 1])), None),
+    Variant("checkpoint-restore-one-step", "trimuon", both(set_feature("checkpoint_restore", True),
+                                                           lambda s, r: s.update(steps=1)),
+            "checkpoint_restore: true saves and restores every arm mid-run, between two steps"),
 ]
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,

@@ -195,8 +195,9 @@ def _draft_features(spec: dict[str, Any], arms: list[dict[str, Any]], training: 
                          if "nll" in _text(spec.get("eval")).lower() else "the eval metric is no loss"),
         "adaptive_selection": (False, "one candidate per role (true, training_type rl: two or more arms hold the role "
                                       "the primary criterion weights, one is chosen on half the eval items)"),
-        "checkpoint_restore": (False, "no designed save and restore is asked for (true, training_type rl: every arm "
-                                      "continues at its midpoint step on a client restored from its saved state)"),
+        "checkpoint_restore": (False, "no designed save and restore is asked for (true: every trained arm, for "
+                                      "training_type sft every run of its LR grid, continues at its midpoint step on "
+                                      "a client restored from its saved state)"),
     }
     missing = {}
     for name in FEATURES:

@@ -155,9 +155,10 @@ def gate_failure_message(verdict: GateVerdict) -> str:
 def capacity_block_update(plan: ExecutionPlan, gate: str, block: dict[str, Any], waited_seconds: float,
                           steps_completed: int) -> dict[str, Any]:
     """RESULT fields of a run that capacity stopped during `gate` (CAP-1): no verdict, why, and
-    the capacity_block record; the vocabulary decides how the absent verdict is spelled."""
+    the capacity_block record (the wait it ends is no longer posted: the events keep its history); the vocabulary
+    decides how the absent verdict is spelled."""
     update: dict[str, Any] = {
-        "status": "failed", "outcome_reason": "incomplete_execution", "capacity_block": block,
+        "capacity_wait": None, "status": "failed", "outcome_reason": "incomplete_execution", "capacity_block": block,
         "summary": f"The service refused capacity during {gate} for {waited_seconds:.0f} s after "
                    f"{steps_completed} comparison steps; the run stopped without a verdict."}
     if plan.vocabulary == "three_way":

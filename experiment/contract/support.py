@@ -60,11 +60,11 @@ IMPLEMENTED_FEATURES: dict[str, str] = {
     "paired_training_arms": "the restoration preflight: every trained arm starts from one initialization per seed",
     "generated_training_data": "the generation audit before any update on generated tasks (training_type rl)",
     "heldout_loss": "the held-out loss evaluation (loss_eval, training_type sft)",
-    "checkpoint_restore": "a designed mid-run save and restore (training_type rl): every trained arm continues "
-                          "from its own saved state at the midpoint step, on a client restored from it, its "
-                          "optimizer verified from the server's response and the restore recorded in "
-                          "initialization_provenance (restore_count, restores, one optimizer_check each; "
-                          "exchange-contract.md section 5)",
+    "checkpoint_restore": "a designed mid-run save and restore: every trained arm (training_type rl), every training "
+                          "run of every arm's LR grid at every seed (training_type sft), continues from its own "
+                          "state saved at the midpoint step, on a client restored from it, its optimizer verified "
+                          "from the server's response and the restore recorded in initialization_provenance "
+                          "(restore_count, restores, one optimizer_check each; exchange-contract.md section 5)",
     "adaptive_selection": "the candidates (two or more arms holding the role the primary criterion weights) are "
                           "chosen between on selection items, frozen as decision.selection before confirmation, and "
                           "the decision uses the disjoint confirmation items only (training_type rl, DEC-13)",
@@ -87,7 +87,7 @@ REFUSED_FEATURES: dict[str, str] = {
 }
 # Features that only one training type carries.
 FEATURE_TRAINING_TYPES = {"custom_loss": "rl", "custom_optimizer": "sft", "generated_training_data": "rl",
-                          "heldout_loss": "sft", "adaptive_selection": "rl", "checkpoint_restore": "rl"}
+                          "heldout_loss": "sft", "adaptive_selection": "rl"}
 
 
 def designed_restore_step(spec: Spec) -> int | None:
@@ -98,6 +98,16 @@ def designed_restore_step(spec: Spec) -> int | None:
     if spec.feature("checkpoint_restore") is not True or not spec.steps:
         return None
     return max(1, int(spec.steps) // 2)
+
+
+def designed_restore_due(spec: Spec, step: int, start: int = 0) -> bool:
+    """Whether a training loop continues on a client restored from its own saved state before `step` (0-based):
+    checkpoint_restore's designed step, when the loop did not start there (a run resumed at or past it already
+    continues on a restored client). One rule for every family's loop (RL arms, SFT runs)."""
+    designed = designed_restore_step(spec)
+    return designed is not None and step == designed and step > start
+
+
 RL_DECISION_METRICS = ("accuracy",)
 KERNEL_ADVANTAGE, GROUP_MEAN_ADVANTAGE = "kernel_cross_prompt_baseline", "group_mean"
 
@@ -118,6 +128,7 @@ RL_LR_GRID_REFUSAL = (
 def check_supported(spec: Spec, plan: PlanView) -> None:
     """Raise SpecError for the first thing in the spec the pipeline cannot carry out as written."""
     _check_features(spec)
+    _check_designed_restore(spec)
     check_criteria_weights(spec)
     _check_seeds(spec, plan)
     if plan.training_type == "rl":
@@ -148,6 +159,13 @@ def _check_features(spec: Spec) -> None:
         if needed and spec.training_type != needed:
             raise SpecError(where, f"true is supported for training_type {needed} only ({IMPLEMENTED_FEATURES[name]}); "
                                    f"this spec's training_type is {spec.training_type}")
+
+
+def _check_designed_restore(spec: Spec) -> None:
+    if designed_restore_step(spec) is not None and int(spec.steps or 0) < 2:
+        raise SpecError("experiment_features.checkpoint_restore", f"true saves and restores every arm mid-run, "
+                                                                  f"between two steps; this spec trains {spec.steps}; "
+                                                                  "give at least 2 steps")
 
 
 def check_criteria_weights(spec: Spec) -> None:
@@ -337,10 +355,6 @@ def _check_rl(spec: Spec, plan: PlanView) -> None:
                                                     f"every arm the spec's {spec.steps} steps on the same batches; "
                                                     "leave the arm's steps out or state the spec's")
     _check_initialization(plan, "training_type rl")
-    if designed_restore_step(spec) is not None and int(spec.steps or 0) < 2:
-        raise SpecError("experiment_features.checkpoint_restore", f"true saves and restores every arm mid-run, "
-                                                                  f"between two steps; this spec trains {spec.steps}; "
-                                                                  "give at least 2 steps")
     grouped = {str(a.get("name")) for g in plan.gate("restoration_preflight").details.get("groups") or [] for a in g.get("arms") or []}
     outside = [arm.name for arm in plan.trained_arms if arm.name not in grouped]
     if outside:

@@ -6,7 +6,8 @@ function of each family that does the work, `experiment.rl.steps.<gate>` (RL: GS
 `experiment.selfgen.steps.<gate>`. `run_gate(name, ctx)` honours the plan (a gate it marks not applicable is
 never run), picks the step of the run's family (`step_family`) and times it; no gate branches on the training
 type. Two gates hold logic of their own beside the table: `spec_intake` (the same for every family) and
-`decision` (the grader's checks handed to the family's step). Read a run from here into its family folder.
+`decision` (`decision.decided`: the grader's checks handed to the family's step, and the verdict it returns graded
+and posted). Read a run from here into its family folder.
 
 A gate whose family has no step returns `failed` ("not implemented: ..."). The gate order and verdict type live
 in experiment.contract.verdict, the context in experiment.run.context; they are re-exported here for the flow.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Mapping
 
 from experiment.contract.verdict import GATE_ORDER, GateStatus, GateVerdict, not_implemented
@@ -23,6 +25,7 @@ from experiment.gates import decision, spec_intake
 from experiment.rl.steps import activation_gate as rl_activation_gate
 from experiment.rl.steps import arm_training as rl_arm_training
 from experiment.rl.steps import correctness_preflight as rl_correctness_preflight
+from experiment.rl.steps import decision as rl_decision
 from experiment.rl.steps import evaluation as rl_evaluation
 from experiment.rl.steps import feasibility_pilot as rl_feasibility_pilot
 from experiment.rl.steps import preflight_probe as rl_preflight_probe
@@ -32,6 +35,7 @@ from experiment.selfgen.steps import activation_gate as selfgen_activation_gate
 from experiment.selfgen.steps import generation_audit as selfgen_generation_audit
 from experiment.sft.steps import arm_training as sft_arm_training
 from experiment.sft.steps import correctness_preflight as sft_correctness_preflight
+from experiment.sft.steps import decision as sft_decision
 from experiment.sft.steps import evaluation as sft_evaluation
 from experiment.sft.steps import feasibility_pilot as sft_feasibility_pilot
 from experiment.sft.steps import preflight_probe as sft_preflight_probe
@@ -105,7 +109,8 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in (
          "RL: the decision_rule applied to item-level observations recomputed from the retained predictions. SFT "
          "(no decision_rule): the best-LR comparison against the revision file's verdict_rule, no decision object. "
          "Either way the grader's run-dir checks run before the verdict and RESULT.grade carries the categories.",
-         "DEC-1..DEC-14, GEN-3, GEN-4, GEN-9", decision.STEPS),
+         "DEC-1..DEC-14, GEN-3, GEN-4, GEN-9",
+         {"rl": partial(decision.decided, rl_decision.run), "sft": partial(decision.decided, sft_decision.run)}),
 )}
 assert tuple(GATES) == GATE_ORDER
 

@@ -1,30 +1,32 @@
-"""Gate `decision`'s steps: each family's verdict step with the grader's checks handed down (experiment.gates.GATES).
+"""Gate `decision`: each family's verdict step, handed the grader's run-dir checks, and the one place the run's
+verdict is posted (experiment.gates.GATES names the steps through `decided`).
 
 RL: the spec's decision_rule (paired Hoeffding) applied to the item-level observations recomputed
 from the retained predictions, role labels mapped to arms, the decision object posted. SFT without a
 decision_rule: the best-LR comparison against the plan file's verdict_rule, no decision object; with one: the
 same paired Hoeffding decision on each held-out conversation's NLL, its decision object posted.
-Either way the record is validated before the verdict (the grader's run-dir checks), and RESULT.grade
-carries the exchange's categories for the record as posted; the grader (experiment.grading) sits above
-the families, so this gate hands both to the step.
+Either way the record is validated before the verdict (the grader's run-dir checks, handed to the step), and the
+step returns its final fields (the verdict) to `decided`, which grades the record as it will be posted
+(RESULT.grade carries the exchange's categories) and posts both in one update; the grader (experiment.grading)
+sits above the families, so this gate hands it down or runs it itself.
 
 Rules: DEC-1..DEC-14, GEN-3, GEN-4, GEN-9 (docs/contract-rules.md).
 """
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from experiment.contract.rehearsal import rehearsal_summary
 from experiment.contract.verdict import GateVerdict
 from experiment.grading import grade_record
 from experiment.grading.grade import SPECS_DIR
 from experiment.grading.run_dir import validate_run, validation_summary
-from experiment.rl.steps import decision as rl_step
 from experiment.run.context import RunContext
-from experiment.sft.steps import decision as sft_step
+
+# a family's decision step: (ctx, validate=the run-dir checks) -> (the gate's verdict, the final RESULT fields or None)
+DecisionStep = Callable[..., tuple[GateVerdict, dict[str, Any] | None]]
 
 
 def own_grade(ctx: RunContext, pending: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -55,12 +57,11 @@ def own_validation(run_dir: Path) -> dict[str, Any]:
     return validation_summary(validate_run(run_dir))
 
 
-def _sft_then_graded(ctx: RunContext) -> GateVerdict:
-    """The SFT step posts its verdict itself; the record is graded right after."""
-    verdict = sft_step.run(ctx, validate=own_validation)
-    ctx.store.update_result(grade=own_grade(ctx))
+def decided(step: DecisionStep, ctx: RunContext) -> GateVerdict:
+    """Run a family's decision `step` (handed the run-dir checks) and post what it decided: its final fields
+    and RESULT.grade, the grade of the record as it will be posted, in one update (the only writer of the run's
+    verdict and of RESULT.grade)."""
+    verdict, final = step(ctx, validate=own_validation)
+    if final is not None:
+        ctx.store.update_result(grade=own_grade(ctx, final), **final)
     return verdict
-
-
-# RL posts the grade with its final update (the grader handed down); SFT is graded right after its step
-STEPS = {"rl": partial(rl_step.run, grade=own_grade, validate=own_validation), "sft": _sft_then_graded}

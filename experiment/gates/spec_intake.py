@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiment.contract.rehearsal import rehearsal_summary
 from experiment.contract.result import fork_deviation, intake_update, model_deviation
 from experiment.contract.verdict import GateVerdict
 from experiment.data import unreadable_data
@@ -49,12 +48,10 @@ def run(ctx: RunContext) -> GateVerdict:
     deviations += [fork] if fork else []
     earlier = ctx.store.read_result().get("deviations", [])  # e.g. a rehearsal's substitutions, posted at creation
     merged = earlier + [d for d in deviations if d not in earlier]
-    update = intake_update(ctx.plan, model, merged)
-    if ctx.plan.rehearsal:  # the record says it is a rehearsal from its first summary on
-        update["summary"] = rehearsal_summary(update["summary"], ctx.plan.rehearsal)
-    ctx.store.update_result(**update)
+    update = intake_update(ctx.plan, model, merged)  # a rehearsal's summary gets its mark from the store
     if not ctx.plan.gate("correctness_preflight").blocks:  # stock-only execution (CORR-1)
-        ctx.store.update_result(correctness_preflight={"required": False, "paths": []})
+        update["correctness_preflight"] = {"required": False, "paths": []}
+    ctx.store.update_result(**update)
     ctx.state.served_model = model
     return GateVerdict(
         gate="spec_intake",

@@ -18,14 +18,15 @@ from experiment.grading.common import (
     equal_json, is_integer, model_issues, run_checks, short, run_label,
 )
 from experiment.grading.initialization_provenance import (
-    NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, provenance_arms, as_requested, optimizer_check_entries, evidence_info, evidence_load, family_of,
-    fresh_optimizer_problems, output_sha256_of, planned_lrs, reported_optimizer, server_optimizer,
+    NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, provenance_arms, as_requested, optimizer_check_entries, evidence_info,
+    evidence_load, family_of, fresh_optimizer_problems, output_sha256_of, planned_lrs, reported_optimizer, server_optimizer,
 )
 from experiment.grading.restoration_evidence import (
     REST10_ATOL, REST10_EVIDENCE, RESTORE_METHODS, STEP_SETTINGS, UPDATE_CHECK_KEYS, evidence_refs, is_time,
     max_difference, update_checks,
 )
 from experiment.grading.registry import implements, rule
+from experiment.grading.traces import SFT_STEPS
 
 NAME = "restoration"
 
@@ -378,17 +379,26 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
 
 @rule("REST-11", "restoration", "invalid|unverified", "checkpoint_restore declared: every trained arm records a proven mid-run restore of its state")
 def REST_11(ctx: GradeContext) -> list[Issue]:
-    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica) records a
-    designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the optimizer
-    state, whose optimizer check after that restore is read from the server's response with no mismatch, and whose
-    retained evidence file names the same state. None recorded: unverified (the declared restore is not proven);
-    one that is not such a restore, or whose evidence contradicts it: invalid."""
+    """checkpoint_restore declared *(project reading, issue 46)*: every trained arm (each trained replica; for
+    training_type sft every training run of every arm's LR grid at every seed, its entry under the arm's `runs`)
+    records a designed mid-run restore, a restore from a state it saved (not its initialization checkpoint) with the
+    optimizer state, whose optimizer check after that restore is read from the server's response with no mismatch,
+    and whose retained evidence file names the same state; an SFT run's training log (sft-steps.jsonl, where
+    retained) shows its last step on the restored client (the restored state continued). None recorded: unverified
+    (the declared restore is not proven); one that is not such a restore, or whose evidence contradicts it: invalid."""
     if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
             or ctx.plan is None:
         return []
     arms, issues = provenance_arms(ctx), []
-    for label in [r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or \
-            [a.name for a in ctx.plan.trained_arms]:
+    last_client: dict[str, Any] = {}  # an SFT run -> the client of its last logged step (its last attempt's)
+    if getattr(ctx.plan, "training_type", None) == "sft":  # each run is created, trained and restored like an arm
+        labels = {f"{run.arm} run {run_label(run)}": run.name for run in ctx.plan.training_runs}
+        for row in (ctx.evidence.jsonl(SFT_STEPS) or []) if ctx.evidence.usable(SFT_STEPS) else []:
+            last_client[str(as_dict(row).get("run"))] = as_dict(row).get("model_id")
+    else:
+        labels = dict.fromkeys([r.label for r in getattr(ctx.plan, "replicas", []) if r.trained] or
+                               [a.name for a in ctx.plan.trained_arms])
+    for label, run_name in labels.items():
         entry = as_dict(arms.get(label))
         init_uri = as_dict(entry.get("initialization")).get("checkpoint_uri")
         designed = [as_dict(r) for r in as_list(entry.get("restores"))
@@ -408,7 +418,9 @@ def REST_11(ctx: GradeContext) -> list[Issue]:
              check.get("before_next_update") is True and check.get("mismatches") == []),
             ("retained evidence naming the same state",
              retained is None or (as_dict(retained).get("restored_from") == restore.get("loaded_from")
-                                  and as_dict(retained).get("with_optimizer_state") is True))) if not ok]
+                                  and as_dict(retained).get("with_optimizer_state") is True)),
+            (f"its run's last step on the restored client ({SFT_STEPS})",
+             run_name not in last_client or last_client[run_name] == restore.get("client"))) if not ok]
         if wrong:
             issues.append(Issue("REST-11", INVALID, f"arm {label}: the mid-run restore {short(restore.get('restore'))} "
                                                     f"(checkpoint_restore) lacks {'; '.join(wrong)}"))

@@ -346,10 +346,11 @@ def _time(text: Any) -> datetime | None:
 
 @rule("TRACE-3", "record", "invalid", "restores in order and in time; an LR-grid arm restates its runs' restores")
 def TRACE_3(ctx: GradeContext) -> list[Issue]:
-    """Restores in order and in time: an entry's restore times never go back; an arm trained as an LR grid
-    restates its runs' restores in plan order (restore_count their sum); in a run directory every restore
-    lies within the run, a creation restore before the arm's (last) first training step, and the restoration
-    gate's initialization checkpoint and initial outputs are the record's."""
+    """Restores in order and in time: an entry's restore times never go back (an LR-grid arm's, run by run: it
+    restates its runs' restores in plan order, and a run restored mid-run, checkpoint_restore, is restored after the
+    next run was created); an arm trained as an LR grid restates its runs' restores in plan order (restore_count
+    their sum); in a run directory every restore lies within the run, a creation restore before the arm's (last)
+    first training step, and the restoration gate's initialization checkpoint and initial outputs are the record's."""
     arms = as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms"))
     problems: list[str] = []
     for arm, entry in arms.items():
@@ -357,10 +358,15 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
         entries = [(f"arm {arm}", entry)] + [(f"arm {arm} run {label}", as_dict(run))
                                              for label, run in as_dict(entry.get("runs")).items()]
         for where, own in entries:
-            times = [_time(as_dict(r).get("at")) for r in as_list(own.get("restores"))]
-            known = [t for t in times if t is not None]
-            if any(later < earlier for earlier, later in zip(known, known[1:])):
-                problems.append(f"{where}: restores are not in the order they happened (a later restore is earlier)")
+            clients: dict[Any, list[Any]] = {}  # an LR-grid arm restates its runs' restores run by run (plan order)
+            for restore in as_list(own.get("restores")):
+                key = as_dict(restore).get("run") if own is entry and len(entries) > 1 else None
+                clients.setdefault(key if isinstance(key, str) else None, []).append(_time(as_dict(restore).get("at")))
+            for times in clients.values():
+                known = [t for t in times if t is not None]
+                if any(later < earlier for earlier, later in zip(known, known[1:])):
+                    problems.append(f"{where}: restores are not in the order they happened (a later restore is earlier)")
+                    break
         runs = as_dict(entry.get("runs"))
         if runs:
             problems += _grid_restores(ctx, arm, entry, runs)

@@ -148,7 +148,7 @@ def restoration_note(unverified: list[str]) -> str | None:
 
 
 def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], restored_from: str,
-                   with_optimizer: bool, run: str | None = None) -> dict[str, Any]:
+                   with_optimizer: bool) -> dict[str, Any]:
     """Append one restore of `arm`'s client to initialization_provenance (restore_count and its
     optimizer check, with a retained evidence file) as ONE read-modify-write under the store's
     lock: two arm threads restoring at once each keep their record."""
@@ -159,15 +159,8 @@ def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], r
         provenance = provenance or {"version": 1, "arms": {}}
         entry = provenance.setdefault("arms", {}).setdefault(arm, {"restore_count": 0, "optimizer_checks": []})
         count = int(entry.get("restore_count") or 0) + 1
-        evidence = f"restoration-{arm}-restore-{count}.json"
-        store.add_evidence(evidence, "metrics", json.dumps(
-            {"arm": arm, "run": run, "restored_from": restored_from, "with_optimizer_state": with_optimizer,
-             "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
-        check = optimizer_check(info, requested, after_restore=count, evidence_ref=evidence)
-        if run is not None:
-            check["run"] = run
-        restore = restore_record(count, getattr(info, "model_id", None), load_method(with_optimizer), restored_from,
-                                 with_optimizer, evidence, at, run=run)
+        restore, check = new_restore(store, f"restoration-{arm}-restore-{count}.json", count, arm, info, requested,
+                                     restored_from, with_optimizer, at)
         entry["restore_count"] = count
         entry["restores"] = list(entry.get("restores") or []) + [restore]
         entry["optimizer_checks"] = list(entry.get("optimizer_checks") or []) + [check]
@@ -176,6 +169,23 @@ def record_restore(store: Any, arm: str, info: Any, requested: dict[str, Any], r
 
     store.edit_result("initialization_provenance", edit)
     return done["check"]
+
+
+def new_restore(store: Any, evidence: str, number: int, arm: str, info: Any, requested: dict[str, Any],
+                restored_from: str, with_optimizer: bool, at: str, run: str | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Restore `number` of a client (an arm's, or a training run's of an LR-grid arm) from `restored_from`: the
+    service's get_info after it kept as the evidence file `evidence`, and (its restore record, its optimizer check
+    read from that response)."""
+    store.add_evidence(evidence, "metrics", json.dumps(
+        {"arm": arm, "run": run, "restored_from": restored_from, "with_optimizer_state": with_optimizer,
+         "get_info_after_restore": info.model_dump(mode="json")}, sort_keys=True))
+    check = optimizer_check(info, requested, after_restore=number, evidence_ref=evidence)
+    if run is not None:
+        check["run"] = run
+    restore = restore_record(number, getattr(info, "model_id", None), load_method(with_optimizer), restored_from,
+                             with_optimizer, evidence, at, run=run)
+    return restore, check
 
 
 # How a client's state came from a saved checkpoint (each is one restore, REST-4): the SDK call that loaded it.

@@ -654,10 +654,7 @@ class RunStore:
             result = self.read_result()
             if result.get("status") != "running":
                 return False
-            update = interruption_update(plan, reason, utc_now())
-            if isinstance(result.get("rehearsal"), dict):  # a rehearsal's summary keeps its mark
-                update["summary"] = rehearsal_summary(update["summary"], result["rehearsal"])
-            self.update_result(**update)
+            self.update_result(**interruption_update(plan, reason, utc_now()))
             self.append_event("interrupted", reason=reason)
         except Exception:  # noqa: BLE001 - e.g. a full disk: the caller reports the original problem
             return False
@@ -766,7 +763,8 @@ class RunStore:
         `metrics` is deep-merged (earlier numbers stay) and mirrored per arm into
         `evidence.per_arm_metrics`, `completed_arms` only grows, and `evidence` is owned by
         `add_evidence`. A field set to None is removed (e.g. a
-        `verdict` that must not appear)."""
+        `verdict` that must not appear). A rehearsal's `summary` leads with the rehearsal mark whoever wrote it
+        (experiment.contract.rehearsal.rehearsal_summary, applied here, the one place)."""
         if "evidence" in fields:
             raise StoreError("RESULT.evidence is written by add_evidence, not update_result")
         result = _apply_update(self.read_result(), fields)
@@ -903,7 +901,8 @@ class RunStore:
 
 def _apply_update(result: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     """RESULT after one update_result(**fields): metrics deep-merged (mirrored per arm), completed_arms only
-    grows, None removes a field, anything else replaces it."""
+    grows, None removes a field, anything else replaces it; a rehearsal's summary led by its mark (the record
+    says it is a rehearsal from the moment it holds `rehearsal`, whichever update wrote the summary)."""
     for key, value in fields.items():
         if key == "metrics":
             result["metrics"] = _merge_keep_numbers(result.get("metrics", {}), value)
@@ -915,6 +914,8 @@ def _apply_update(result: dict[str, Any], fields: dict[str, Any]) -> dict[str, A
             result.pop(key, None)
         else:
             result[key] = value
+    if isinstance(result.get("rehearsal"), dict) and isinstance(result.get("summary"), str):
+        result["summary"] = rehearsal_summary(result["summary"], result["rehearsal"])
     return result
 
 

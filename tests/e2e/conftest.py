@@ -66,8 +66,9 @@ def wiring_rehearsal(prefect_server, tmp_path_factory):
                 return None
             if not (home / "returncode").is_file():
                 runs_dir = home / "runs"
-                # an attempt that never finished (its test timed out mid-rehearsal): start afresh, not resume it (a
-                # resumed TriMuon run restores every run once more: restore_count 6 where the tests expect 3)
+                # an attempt that never finished (its test timed out mid-rehearsal): start afresh, not resume it (the
+                # shared tests read the record of a run never stopped; a resumed one keeps the stopped attempt's
+                # steps and events, and its superseded restores: tests/integration/test_sft_arm_training_resume.py)
                 shutil.rmtree(runs_dir, ignore_errors=True)
                 runs_dir.mkdir(parents=True)
                 done = run_cli("flows.run", str(WIRING_SPECS[family]), *GS1_WIRING_ARGS, "--runs-dir", str(runs_dir),

@@ -66,6 +66,9 @@ class EvidenceFiles:
     def json(self, name):
         return self.files.get(name)
 
+    def jsonl(self, name):  # a JSONL file held as its list of rows
+        return self.files.get(name)
+
     def usable(self, name):
         return name in self.files
 

@@ -7,6 +7,8 @@ import inspect
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 import experiment.gates as gates
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
@@ -48,8 +50,9 @@ def test_a_gate_the_plan_marks_not_applicable_is_never_run(monkeypatch):
 
 
 def test_every_gate_names_its_family_steps_and_never_branches_on_the_type():
-    """Each gate's steps point into the family folders (experiment.<family>.steps.<gate>), or to the one gate-level
-    wrapper of that family's step (experiment/gates/decision.py), or to spec_intake, the same for every family."""
+    """Each gate's steps point into the family folders (experiment.<family>.steps.<gate>), the decision gate's
+    through the one gate-level wrapper that posts what the family's step decided (experiment/gates/decision.py), or
+    to spec_intake, the same for every family."""
     assert tuple(GATES) == GATE_ORDER
     assert 'training_type == "sft"' not in inspect.getsource(gates)
     with_sft = []
@@ -58,10 +61,9 @@ def test_every_gate_names_its_family_steps_and_never_branches_on_the_type():
         if "sft" in gate.steps and name not in ("spec_intake", "generation_audit"):
             with_sft.append(name)
         for family, step in gate.steps.items():
-            step = getattr(step, "func", step)  # a step handed an argument by its gate (functools.partial)
-            if step.__module__ == "experiment.gates.decision":
-                assert f"{family}_step" in inspect.getsource(step), (name, family)
-            elif name in ("spec_intake", "generation_audit"):  # one step for every family
+            if getattr(step, "func", None) is gates.decision.decided:  # the family's step, wrapped by its gate
+                step = step.args[0]
+            if name in ("spec_intake", "generation_audit"):  # one step for every family
                 assert step.__module__ in ("experiment.gates.spec_intake", "experiment.selfgen.steps.generation_audit")
             else:
                 assert step.__module__ == f"experiment.{family}.steps.{name}", (name, family, step.__module__)
@@ -89,3 +91,42 @@ def test_a_self_generated_tasks_run_takes_its_own_step_where_there_is_one_else_t
     assert run_gate("g", ctx).reasons == ["rl"]
     gs1 = load_spec(SPECS / "gs1_kernel_vs_grpo_gsm8k.json")
     assert step_family(SimpleNamespace(spec=gs1, plan=build_plan(gs1))) == "rl"
+
+
+class _RecordingStore:
+    """A store that keeps each RESULT update as it was posted (one dict per update_result call)."""
+
+    def __init__(self):
+        self.updates: list[dict] = []
+
+    def update_result(self, **fields):
+        self.updates.append(fields)
+
+
+def test_the_decision_gate_posts_the_verdict_a_step_returns_with_its_grade_in_one_update(monkeypatch):
+    """The run's verdict has one writer: the family's step returns its final fields and the gate
+    (experiment.gates.decision.decided) posts them with RESULT.grade, graded on those pending fields."""
+    graded = []
+    monkeypatch.setattr(gates.decision, "own_grade",
+                        lambda ctx, pending: graded.append(dict(pending)) or {"categories": {"decision": "green"}})
+    handed = {}
+
+    def step(ctx, validate):
+        handed["validate"] = validate
+        return GateVerdict(gate="decision", status="passed"), {"status": "succeeded", "verdict": "supported"}
+
+    ctx = SimpleNamespace(store=_RecordingStore())
+    verdict = gates.decision.decided(step, ctx)
+    assert verdict.status == "passed"
+    assert handed["validate"] is gates.decision.own_validation
+    assert graded == [{"status": "succeeded", "verdict": "supported"}]
+    assert ctx.store.updates == [{"grade": {"categories": {"decision": "green"}}, "status": "succeeded",
+                                  "verdict": "supported"}]
+
+
+def test_a_decision_step_that_fails_before_its_verdict_posts_nothing(monkeypatch):
+    monkeypatch.setattr(gates.decision, "own_grade", lambda ctx, pending: pytest.fail("graded a failed step"))
+    ctx = SimpleNamespace(store=_RecordingStore())
+    verdict = gates.decision.decided(lambda ctx, validate: (GateVerdict(gate="decision", status="failed"), None), ctx)
+    assert verdict.failed
+    assert ctx.store.updates == []

@@ -288,9 +288,38 @@ def test_an_lr_grid_arm_restates_its_runs_restores_in_plan_order(graded_record):
     arm["restores"] = [arm["restores"][1], arm["restores"][0], *arm["restores"][2:]]
     for number, restore in enumerate(arm["restores"], 1):
         restore["restore"] = number
-    found = _messages(traces.TRACE_3, result)
-    assert any("not its runs' restores in plan order" in m for m in found)
-    assert any("not in the order they happened" in m for m in found)
+    assert ["not its runs' restores in plan order" in m for m in _messages(traces.TRACE_3, result)] == [True]
+
+
+def _restored_mid_run(arm):
+    """checkpoint_restore on an LR-grid arm: every run created first (the restoration preflight), then each run in
+    turn restored mid-run from its own saved state (the sweep); the arm restates its runs' restores in plan order."""
+    for i, (label, run) in enumerate(arm["runs"].items()):
+        run["restores"].append({**run["restores"][0], "restore": 2, "with_optimizer_state": True,
+                                "method": "create_training_client_from_state_with_optimizer",
+                                "loaded_from": f"tinker://arms/weights/trimuon-lr{label}-step-0001",
+                                "at": f"2026-01-01T00:01:0{i}+00:00"})
+        run["restore_count"] = 2
+    names = {restore["run"].split("@lr=")[1]: restore["run"] for restore in arm["restores"]}
+    arm["restores"] = [{**restore, "restore": number, "run": name}
+                       for number, (name, restore) in enumerate(
+                           ((names[label], r) for label, run in arm["runs"].items() for r in run["restores"]), 1)]
+    arm["restore_count"] = len(arm["restores"])
+    return arm
+
+
+def test_an_lr_grid_arm_whose_runs_are_restored_mid_run_keeps_each_runs_restores_in_time(graded_record):
+    """Restated in plan order, the arm's restores go back in time (the next run's creation precedes this run's
+    mid-run restore): the order in time is each run's. Before, TRACE-3 read the arm's list as one client's and
+    graded this honest record invalid."""
+    result, _ = graded_record("best_lr")
+    arm = _restored_mid_run(_grid(result))
+    assert _messages(traces.TRACE_3, result) == []
+    label, run = next(iter(arm["runs"].items()))
+    run["restores"][1]["at"] = arm["restores"][1]["at"] = "2025-12-31T00:00:00+00:00"  # restored before its creation
+    assert _messages(traces.TRACE_3, result) == [
+        "arm trimuon: restores are not in the order they happened (a later restore is earlier)",
+        f"arm trimuon run {label}: restores are not in the order they happened (a later restore is earlier)"]
 
 
 def test_an_lr_grid_arms_restore_count_is_its_runs_sum(graded_record):

@@ -13,6 +13,7 @@ from suite import GS1_SPEC
 
 import experiment.run.store as store_module
 from experiment.contract.plan import build_plan
+from experiment.contract.rehearsal import NOT_FOR_SUBMISSION, rehearsal_result_fields, rehearsal_summary
 from experiment.contract.spec import load_spec
 from experiment.run.store import RunIndex, RunStore, StoreError
 
@@ -52,6 +53,27 @@ def test_update_result_keeps_earlier_numbers(store):
     }
     assert result["completed_arms"] == ["grpo_gs8", "gs1_kernel"]
     assert store.read_result() == result
+
+
+def test_a_rehearsal_summary_leads_with_its_mark_whoever_writes_it(tmp_path):
+    """The store applies the rehearsal mark, the one place: the summary in place when the record becomes a
+    rehearsal, and every summary written after (a gate's, a failure's, an interruption's), once; a record that is
+    no rehearsal keeps its summary as written. The events keep what each writer posted, and a record rebuilt
+    from them carries the mark too."""
+    spec = load_spec(GS1_SPEC, rehearse=True, rehearsal_scale="wiring")
+    plan = build_plan(spec)
+    rehearsal = RunStore.create(tmp_path / "runs", spec, plan)
+    mark = rehearsal_summary("", spec.source.rehearsal)
+    assert not rehearsal.read_result()["summary"].startswith(NOT_FOR_SUBMISSION)
+    marked = rehearsal.update_result(**rehearsal_result_fields(spec.source.rehearsal))
+    assert marked["summary"].startswith(mark + " Run started for")
+    assert rehearsal.update_result(summary="The effect is +0.01.")["summary"] == f"{mark} The effect is +0.01."
+    assert rehearsal.update_result(summary=f"{mark} Stopped.")["summary"] == f"{mark} Stopped."
+    assert rehearsal.settle_unfinished(plan, "interrupted by SIGTERM")
+    assert rehearsal.read_result()["summary"].startswith(mark + " The run stopped before its verdict")
+    assert store_module.recovered_result(rehearsal.run_dir)["summary"] == rehearsal.read_result()["summary"]
+    plain = RunStore.create(tmp_path / "plain", load_spec(GS1_SPEC), build_plan(load_spec(GS1_SPEC)))
+    assert plain.update_result(summary="The effect is +0.01.")["summary"] == "The effect is +0.01."
 
 
 def test_update_result_removes_fields_set_to_none(store):

@@ -13,7 +13,7 @@ next step needs (the GS1 kernel window), so that:
   saved step instead of starting over;
 - with `experiment_features.checkpoint_restore` true, every arm continues at its midpoint step on a
   client restored from the state saved after the step before (a designed save and restore,
-  experiment.contract.support.designed_restore_step).
+  experiment.contract.support.designed_restore_due).
 
 Every restore is verified like a creation: optimizer family/config from the server's response,
 appended to `initialization_provenance` (`restore_count`, `optimizer_checks`). Each arm's metrics
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiment.contract.plan import at_replica_seed
-from experiment.contract.support import designed_restore_step
+from experiment.contract.support import designed_restore_due
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
 from experiment.rl.advantages import KernelBaselineState
@@ -115,9 +115,8 @@ class ArmTrainer:
             client = self._restore(self.saved["uri"] if self.saved else self._init_checkpoint)
         renderer = renderer_for(client, arm.renderer_name)
         order = arm_training_order(ctx.spec, ctx.state, arm.spec_arm)
-        designed = designed_restore_step(ctx.spec)
         for step in range(start, self.steps):
-            if step == designed and step > start:  # checkpoint_restore: continue from the state saved after the last step
+            if designed_restore_due(ctx.spec, step, start):  # checkpoint_restore: continue from the state saved after the last step
                 client = self._restore(self._last_uri(step))
             client, window = self._step_with_capacity(client, renderer, order, step, window)
         uri = ctx.call_service(lambda: client.save_weights_for_sampler(name=f"{arm.name}-final").result().path)

@@ -4,7 +4,8 @@ Item-level observations of every compared arm at every scheduled seed (failures 
 `scored-observations.jsonl` (kind metrics, referenced by name + sha256); the paired Hoeffding
 rule of the spec is applied to them with the same code as `python -m flows.decide`; role
 labels are mapped to arms from the plan and the mapping is recorded. The verdict follows the
-spec's vocabulary and is written only now, in the final RESULT update.
+spec's vocabulary; the step returns it, with the other final fields, to the gate, which grades the record and
+posts them in the final RESULT update (experiment.gates.decision.decided).
 
 Adaptive selection (plan.selection, DEC-13): the evaluator's items are split (experiment.stats.selection);
 the candidate that goes forward is chosen from the retained predictions of the selection items only, and
@@ -27,15 +28,14 @@ from experiment.report.summary import effect_in_words, effect_line, subtraction
 from experiment.contract.result import THREE_WAY_ABSENT_FIELDS, changed_experiment_limit
 
 GATE = "decision"
-# (ctx, the final fields about to be posted) -> RESULT.grade: the grader, handed down by the gate
-Grader = Callable[[RunContext, dict[str, Any]], dict[str, Any]]
 # (run directory) -> RESULT.validation: the grader's run-dir checks (experiment.grading.run_dir), handed down by the gate
 RunDirValidator = Callable[[Path], dict[str, Any]]
 
 
-def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdict:
-    """The paired decision of the spec's decision_rule, validated by `validate`, graded by `grade` and posted with
-    the verdict."""
+def run(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVerdict, dict[str, Any] | None]:
+    """The paired decision of the spec's decision_rule, validated by `validate`: the gate's verdict and the final
+    RESULT fields (the run's verdict) that the decision gate grades and posts (experiment.gates.decision.decided);
+    None where the step failed before a verdict."""
     rule = ctx.spec.section("decision_rule")  # the stats layer reads it as plain data
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     files = ctx.state.prediction_files
@@ -44,7 +44,7 @@ def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdic
         weighted = {arm for c in ctx.plan.criteria for arm in c.arm_weights}
         missing = [r.label for arm in sorted(weighted) for r in ctx.plan.replicas_of(arm) if r.label not in files]
         if missing:
-            return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
+            return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"]), None
         selection = freeze_selection(ctx, rule, role_to_arm, _rows_of(ctx, sorted(weighted)))
         role_to_arm[selection["role"]] = selection["selected"]
     compared = sorted({role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]})
@@ -52,7 +52,7 @@ def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdic
     labels = [replica.label for arm in compared for replica in ctx.plan.replicas_of(arm)] or compared
     missing = [label for label in labels if label not in files]
     if missing:
-        return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"])
+        return GateVerdict(gate=GATE, status="failed", reasons=[f"no retained predictions for {missing}"]), None
     # the decision is computed from the retained prediction files, exactly as a reviewer would
     observations = observations_from_predictions(
         [row for label in labels for row in read_prediction_rows(ctx, files[label])])
@@ -81,9 +81,7 @@ def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdic
     problem_count = validation["problem_count"]
     if problem_count:
         summary = decide([f"validation failed: {', '.join(validation['failed_checks'])}"])
-    # the grader (python -m flows.validate) grades the record before the verdict is posted; stored in RESULT.grade
-    final = {"validation": validation, **final_fields(ctx, summary)}
-    ctx.store.update_result(grade=grade(ctx, final), **final)
+    final = {"validation": validation, **final_fields(ctx, summary)}  # graded and posted by the gate
     chosen = ([f"adaptive selection: {selection['selected']} chosen of {', '.join(selection['candidates'])} on "
                f"{len(selection['split']['selection_ids'])} selection items, frozen before confirmation"]
               if selection else [])
@@ -95,7 +93,7 @@ def run(ctx: RunContext, grade: Grader, validate: RunDirValidator) -> GateVerdic
            + (f": {validation['problems'][0].partition(': ')[0]}" if problem_count else "")],
         measured={"verdict": summary["verdict"], "validation_problems": problem_count,
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
-    )
+    ), final
 
 
 def _rows_of(ctx: RunContext, arms: list[str]) -> list[d.Observation]:

@@ -4,7 +4,13 @@ on the same batches in the same order (that seed's shuffle of the training rows;
 The runs train one after another (so optimizer step times are not shared CPU time), each its own
 task run (`ctx.run_each("train", ...)`), with per-step optimizer wall time and adaptation manifests.
 A resumed sweep keeps its finished runs (table sft_finished_runs) and restarts an unfinished one
-from the initialization state, its optimizer re-verified; a retried run does the same.
+from the initialization state, its optimizer re-verified; a retried run does the same. The restarted attempt's
+restores replace the superseded attempt's in the run's record (experiment.sft.provenance: kept, not counted).
+
+With `experiment_features.checkpoint_restore` true, every run saves its state (weights and optimizer) at its
+midpoint step and continues on a client restored from that state, its optimizer verified from the server's
+response and the restore recorded in the run's initialization_provenance (the rule RL's arms follow:
+experiment.contract.support.designed_restore_due).
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ import json
 import statistics
 from typing import Any
 
+from experiment.contract.support import designed_restore_due
 from experiment.contract.verdict import GateVerdict
-from experiment.rl import restoration as r
 from experiment.rl.recipe import renderer_for
 from experiment.run.clients import ClientSession
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
 from experiment.sft.loop import ChatExample, batch_id, sft_settings, step_batches, train_step, training_examples
+from experiment.sft.provenance import record_run_restore, run_names
 from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 
 PAIR = "lr_grid_comparison"  # every run of the comparison at the first scheduled seed consumes the same batches
@@ -94,6 +101,7 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
     (a crash of this run) starts the run over from the initialization state, never from a half-trained
     client, like a resumed sweep."""
     settings = sft_settings(ctx.spec)
+    names = run_names(sft_runs(ctx), run.arm)
     attempts: list[int] = []  # steps counted by each attempt
 
     def train() -> tuple[list[Any], str, str]:
@@ -101,12 +109,14 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
             ctx.state.comparison_steps_completed -= attempts[-1]
             ctx.state.arm_clients.pop(run.name, None)
         attempts.append(0)
-        client = (ctx.state.arm_clients or {}).get(run.name) or _client_from_initial_state(ctx, session, run)
+        client = (ctx.state.arm_clients or {}).get(run.name) or _client_from_initial_state(ctx, session, run, names)
         if not tokenized:
             renderer = renderer_for(client, settings.renderer_name)
             tokenized[:] = [to_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
         records = []
         for step in range(settings.steps):
+            if designed_restore_due(ctx.spec, step):  # checkpoint_restore: continue on a client restored mid-run
+                client = _designed_restore(ctx, session, run, names, client, step)
             record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step], call=ctx.call_service)
             records.append(record)
             ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
@@ -146,13 +156,26 @@ def arm_manifests(runs: list[SFTRun], run_manifests: list[dict[str, Any]]) -> li
     return out
 
 
-def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFTRun) -> Any:
+def _client_from_initial_state(ctx: RunContext, session: ClientSession, run: SFTRun, names: dict[str, str]) -> Any:
     """A resumed sweep: the run starts over from the proven initialization state (never from a
-    half-trained one), recorded as a restore of its arm with the optimizer verified from the
-    server's response before the first update."""
+    half-trained one), recorded as the restore of its new client, replacing the superseded attempt's
+    (experiment.sft.provenance), with the optimizer verified from the server's response before the first update."""
     client = session.client_from_state(ctx.state.init_checkpoint, run.requested)
-    check = r.record_restore(ctx.store, run.arm, client.get_info(), run.requested, ctx.state.init_checkpoint,
-                             with_optimizer=False, run=run.name)
+    check = record_run_restore(ctx.store, run, names, client.get_info(), ctx.state.init_checkpoint,
+                               with_optimizer=False, restart=True)
     if check["mismatches"]:
         raise RuntimeError(f"{run.name}: the recreated client's optimizer does not match: {check['mismatches']}")
     return client
+
+
+def _designed_restore(ctx: RunContext, session: ClientSession, run: SFTRun, names: dict[str, str], client: Any,
+                      step: int) -> Any:
+    """checkpoint_restore: the run's state (weights and optimizer) saved after `step` steps, and a client restored
+    from it with its optimizer state, verified from the server's response and recorded before the next update."""
+    saved = ctx.call_service(lambda: client.save_state(f"{run.slug}-step-{step:04d}").result().path)
+    restored = session.client_from_state(saved, run.requested, with_optimizer=True)
+    check = record_run_restore(ctx.store, run, names, restored.get_info(), saved, with_optimizer=True)
+    if check["mismatches"]:
+        raise RuntimeError(f"{run.name}: the optimizer after the mid-run restore differs: {check['mismatches']}")
+    ctx.store.append_event("designed_restore", run=run.name, step=step, restored_from=saved, client=restored.model_id)
+    return restored

@@ -4,7 +4,8 @@ A spec without a decision_rule posts no decision object; the plan file's `verdic
 best_lr_threshold, fixed before training) says how the prose success criterion is measured. A spec with a
 decision_rule (paired_hoeffding on per-conversation held-out NLL) gets the contract's decision object
 (`paired_decision`).
-The record is validated before the verdict is written; the gate grades it right after.
+The record is validated before the verdict; the step returns the final fields (the verdict) to the gate, which
+grades the record and posts them (experiment.gates.decision.decided).
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ from experiment.stats.evaluation import observations_from_predictions
 RunDirValidator = Callable[[Path], dict[str, Any]]
 
 
-def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
+def run(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVerdict, dict[str, Any] | None]:
     """The verdict of a spec WITHOUT a decision_rule (the TriMuon spec): no decision object
     (DEC-1); the verdict follows the effect
     against the margin (GEN-3, direction+confidence; DEC-8 best_lr_threshold): "supported" when every criterion of the
     success criterion is met, "refuted" otherwise; "strong" confidence only when an interval or at
     least two seeds settle the margin, so one seed and point estimates keep it "weak". How the
     prose criterion is measured (selection, metrics, margins) is the plan file's `verdict_rule`,
-    fixed before training.
+    fixed before training. Returns the gate's verdict and the final RESULT fields the gate grades and posts (None
+    where the step failed before a verdict).
 
     Long because: the verdict's record is assembled field by field in the order the contract lists it; splitting it
     would scatter one record.
@@ -45,7 +47,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     rule = ctx.spec.section("verdict_rule") or None  # the plan file's rule (no typed field)
     if not rule or rule.get("method") != "best_lr_threshold":
         return GateVerdict(gate="decision", status="failed",
-                           reasons=[f"no verdict_rule with method best_lr_threshold in the plan file (got {rule!r})"])
+                           reasons=[f"no verdict_rule with method best_lr_threshold in the plan file (got {rule!r})"]), None
     runs = sft_runs(ctx)
     result = ctx.store.read_result()
     per_arm = result.get("metrics", {}).get("arms", {})
@@ -53,7 +55,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     nll_key = f"heldout_nll_{aggregation}"
     missing = [run.name for run in runs if nll_key not in per_arm.get(run.arm, {}).get("runs", {}).get(run.label, {})]
     if missing:
-        return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"])
+        return GateVerdict(gate="decision", status="failed", reasons=[f"no held-out NLL for {missing}"]), None
 
     # one value per training run and criterion metric (the rule names the held-out NLL by its token-mean key)
     metric_values = {"heldout_nll_token_mean": nll_key, "median_optim_step_seconds": "median_optim_step_seconds"}
@@ -122,7 +124,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
            f". Confidence is strong: each of the {len(seeds)} seeds settles every margin.")
         + f" Routing: {routing['reason']}."
     )
-    ctx.store.update_result(
+    final = dict(
         validation=validation,
         status="succeeded",
         summary=(f"Trained {len(runs)} LoRA SFT runs ({', '.join(arms)} x LR grid"
@@ -141,7 +143,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
         measured={"verdict": "supported" if supported else "refuted", "grid_edge": grid_edge,
                   "validation_problems": problem_count,
                   **{c["id"]: c["effect"] for c in criteria}},
-    )
+    ), final
 
 
 def contrast(weights: dict[str, float]) -> str:
@@ -161,12 +163,13 @@ def selection_ran(per_arm: dict[str, Any], aggregation: str) -> str:
 
 
 
-def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
+def paired_decision(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVerdict, dict[str, Any] | None]:
     """A spec WITH a decision_rule (paired_hoeffding on per-item held-out NLL; intake allows it for arms of one
     learning rate each, aggregation example_mean): the contract's section 7 decision on the retained prediction
     rows, one observation per (arm, held-out conversation, scheduled seed) whose value is that conversation's
     mean NLL over its counted tokens, retained as scored-observations.jsonl, with the same computation as RL and
-    `python -m flows.decide` (experiment.stats.decision), role labels mapped to arms and recorded."""
+    `python -m flows.decide` (experiment.stats.decision), role labels mapped to arms and recorded. Returns the gate's
+    verdict and the final RESULT fields, as `run` does."""
     rule = ctx.spec.section("decision_rule")
     role_to_arm = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     compared = {role_to_arm.get(key, key) for criterion in rule["criteria"] for key in criterion["weights"]}
@@ -180,7 +183,7 @@ def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
     if empty:
         return GateVerdict(gate="decision", status="failed",
                            reasons=[f"held-out conversations with no counted token have no per-item NLL for the "
-                                    f"paired decision: {', '.join(empty[:5])}"])
+                                    f"paired decision: {', '.join(empty[:5])}"]), None
     observations = observations_from_predictions(rows)
     entry = ctx.store.add_evidence(OBSERVATIONS_FILE_NAME, "metrics", observations_jsonl_bytes(observations))
     result = ctx.store.read_result()
@@ -222,7 +225,6 @@ def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
                                + (f"Confidence is weak because of: {limits_text}." if limits_text
                                   else "Nothing else limits the result.")),
                  "outcome_reason": None}
-    ctx.store.update_result(validation=validation, status="succeeded", **final)
     return GateVerdict(
         gate="decision", status="passed",
         reasons=[f"verdict {summary['verdict']}"] + [f"{c['id']}: effect {c['effect']:+.4g} [{c['lower']:.4g}, "
@@ -230,4 +232,4 @@ def paired_decision(ctx: RunContext, validate: RunDirValidator) -> GateVerdict:
                                                      for c in summary["criteria"]],
         measured={"verdict": summary["verdict"], "validation_problems": validation["problem_count"],
                   **{c["id"]: c["effect"] for c in summary["criteria"]}},
-    )
+    ), {"validation": validation, "status": "succeeded", **final}

@@ -10,7 +10,6 @@ The clients and the session are handed to arm training (`RunState.arm_clients`, 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from experiment.contract.verdict import GateVerdict
 from experiment.rl import restoration as r
@@ -18,7 +17,8 @@ from experiment.rl.recipe import renderer_for
 from experiment.run.clients import session_weights_info
 from experiment.run.context import RunContext
 from experiment.sft.loop import FIXED_BATCH_SIZE, sft_settings, training_examples
-from experiment.sft.runs import SFTRun, to_datums, open_sft_session, served_model_and_rank, sft_runs
+from experiment.sft.provenance import provenance_by_arm
+from experiment.sft.runs import to_datums, open_sft_session, served_model_and_rank, sft_runs
 
 
 
@@ -48,7 +48,7 @@ def run(ctx: RunContext) -> GateVerdict:
         entries[run.name], clients[run.name] = r.restore_member(
             ctx.store, arms_session, run.name, model, rank, run.seed, run.requested, init_uri, checkpoint_info,
             batch, adapter_proof=exposure["adapter_sha256"])
-    ctx.store.update_result(initialization_provenance=_provenance_by_arm(runs, entries))
+    ctx.store.update_result(initialization_provenance=provenance_by_arm(runs, entries))
 
     problems, unverified = r.provenance_findings(entries)
     for arm, check in restore_checks.items():
@@ -78,22 +78,3 @@ def run(ctx: RunContext) -> GateVerdict:
         state={"init_checkpoint": init_uri, **({"restoration_note": note} if note else {})},
     )
 
-
-def _provenance_by_arm(runs: list[SFTRun], entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The initialization_provenance record (REST-1), one entry per named arm. An arm with an LR grid is several clients, each
-    created from the same initialization state: the arm's entry is its first run's, `runs` keeps
-    every run's own entry (its creation check carries that run's learning rate), and every run's load of
-    the initialization state is one restore of the arm (restore_count, `restores`, one optimizer check each)."""
-    arms: dict[str, Any] = {}
-    for run in runs:
-        entry = entries[run.name]
-        if run.arm not in arms:
-            arms[run.arm] = {**entry, "runs": {}, "restore_count": 0, "restores": [],
-                             "optimizer_checks": [entry["optimizer_checks"][0]]}
-        arm = arms[run.arm]
-        arm["runs"][run.label] = entry
-        for restore, check in zip(entry["restores"], entry["optimizer_checks"][1:]):
-            arm["restore_count"] += 1
-            arm["restores"].append({**restore, "restore": arm["restore_count"], "run": run.name})
-            arm["optimizer_checks"].append({**check, "after_restore": arm["restore_count"], "run": run.name})
-    return {"version": 1, "arms": arms}
