@@ -62,7 +62,9 @@ def ACT_1(ctx: GradeContext) -> list[Issue]:
     values = _values(ctx)
     if values is None:
         return [Issue("ACT-1", INVALID, "arms were trained but activation_calibration.values is missing")]
-    issues = []
+    metrics = as_dict(ctx.result.get("metrics"))
+    issues = [Issue("ACT-1", INVALID, f"{check['metric']} is in metrics; activation values belong only in "
+                                      "activation_calibration") for check in checks if check["metric"] in metrics]
     for check in checks:
         value = values.get(check["metric"])
         if not is_number(value):

@@ -38,6 +38,8 @@ def EVAL_1(ctx: GradeContext) -> list[Issue]:
     if record is None or record == {}:
         return [Issue("EVAL-1", UNKNOWN, "RESULT has no evaluation record")]
     issues = model_issues(Evaluation, record, "EVAL-1", INVALID, "evaluation")
+    if isinstance(record, dict) and record.get("version") is True:  # JSON true is no number (Python's True == 1)
+        issues.append(Issue("EVAL-1", INVALID, "evaluation.version: true is not the number 1"))
     if not _evaluators(ctx):
         issues.append(Issue("EVAL-1", INVALID, "evaluation defines no evaluator"))
     return issues

@@ -60,6 +60,13 @@ def GEN_3(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("GEN-3", INVALID, "a succeeded run (effect measured) has no verdict"))
     if verdict is not None and result.get("confidence") not in ("strong", "weak"):
         issues.append(Issue("GEN-3", INVALID, "a verdict needs confidence strong or weak"))
+    if verdict is None and "confidence" in result:
+        issues.append(Issue("GEN-3", INVALID, "confidence is present without a verdict"))
+    if result.get("grid_edge") is True and result.get("confidence") == "strong":
+        issues.append(Issue("GEN-3", INVALID, "grid_edge is true but confidence is strong"))
+    if status != "failed" and "outcome_reason" in result and result["outcome_reason"] != "incomplete_execution":
+        issues.append(Issue("GEN-3", INVALID, f"outcome_reason {short(result['outcome_reason'])} is not "
+                                              "incomplete_execution, the only value of this vocabulary"))
     return issues
 
 
@@ -73,6 +80,12 @@ def GEN_4(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("GEN-4", INVALID, f"a finished three-way result needs a verdict, got {short(verdict)}"))
     if ctx.finished and reason is None:
         issues.append(Issue("GEN-4", INVALID, "a finished three-way result needs an outcome_reason"))
+    if result.get("status") == "failed" and verdict in ("supported", "refuted"):
+        issues.append(Issue("GEN-4", INVALID, f"a failed run is inconclusive, not {verdict}"))
+    if result.get("status") == "failed" and verdict == "inconclusive" and reason not in (None, "incomplete_execution"):
+        issues.append(Issue("GEN-4", INVALID, f"a failed run's outcome_reason is incomplete_execution, not {short(reason)}"))
+    if result.get("status") == "running" and verdict is not None:
+        issues.append(Issue("GEN-4", INVALID, "a running result carries a verdict (left out until the final update)"))
     if reason is not None:
         if reason not in THREE_WAY_REASONS:
             issues.append(Issue("GEN-4", INVALID, f"outcome_reason {short(reason)} is not a three-way reason"))
@@ -90,13 +103,24 @@ def GEN_4(ctx: GradeContext) -> list[Issue]:
 
 @rule("GEN-5", "record", "invalid", "per-arm numbers under metrics.arms; completed_arms names each trained arm once")
 def GEN_5(ctx: GradeContext) -> list[Issue]:
+    issues = []
+    if "metrics" in ctx.result and not isinstance(ctx.result["metrics"], dict):
+        issues.append(Issue("GEN-5", INVALID, "metrics must be an object"))
     metrics = as_dict(ctx.result.get("metrics"))
-    arms = set(as_dict(metrics.get("arms"))) | set(as_list(ctx.result.get("completed_arms")))
+    if "arms" in metrics and not isinstance(metrics["arms"], dict):
+        issues.append(Issue("GEN-5", INVALID, "metrics.arms must be an object keyed by arm name"))
+    if "completed_arms" in ctx.result and not isinstance(ctx.result["completed_arms"], list):
+        issues.append(Issue("GEN-5", INVALID, "completed_arms must be a list of arm names"))
+    arms = set(as_dict(metrics.get("arms"))) | {a for a in as_list(ctx.result.get("completed_arms")) if isinstance(a, str)}
     if ctx.plan is not None:
         arms |= {arm.name for arm in ctx.plan.arms}
     flat = [key for key in metrics if key != "arms" and any(key.startswith(f"{arm}_") for arm in arms)]
-    issues = [Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}")] if flat else []
+    if flat:
+        issues.append(Issue("GEN-5", INVALID, f"per-arm numbers as flat metrics keys: {', '.join(sorted(flat))}"))
     completed = as_list(ctx.result.get("completed_arms"))
+    not_objects = sorted(str(arm) for arm, entry in as_dict(metrics.get("arms")).items() if not isinstance(entry, dict))
+    if not_objects:
+        issues.append(Issue("GEN-5", INVALID, f"metrics.arms entries that are no object: {', '.join(not_objects)}"))
     if len({json.dumps(a) for a in completed}) != len(completed):
         issues.append(Issue("GEN-5", INVALID, "completed_arms names an arm twice"))
     if ctx.plan is not None and ctx.result.get("status") == "succeeded":
@@ -123,7 +147,17 @@ def GEN_6(ctx: GradeContext) -> list[Issue]:
     listed = [json.dumps(d, sort_keys=True) for d in deviations]
     if len(set(listed)) != len(listed):
         issues.append(Issue("GEN-6", INVALID, "a deviation is listed twice"))
+    rehearsal = as_dict(ctx.result.get("rehearsal"))
+    spec_models = {name for name in (as_dict(ctx.spec).get("base_model"), rehearsal.get("spec_model")) if name}
     for deviation in deviations:
+        if isinstance(deviation, dict) and deviation.get("field") in DEVIATION_FIELDS:
+            unsaid = [key for key in ("original", "effective", "reason") if not isinstance(deviation.get(key), str)]
+            if unsaid:
+                issues.append(Issue("GEN-6", INVALID, f"deviation {short(deviation)}: {', '.join(unsaid)} must be strings"))
+            if deviation.get("field") == "model" and deviation.get("original") in spec_models and \
+                    str(deviation.get("effective")) not in str(ctx.result.get("summary", "")):
+                issues.append(Issue("GEN-6", INVALID, f"the served model {short(deviation.get('effective'))} replaces the "
+                                                      "spec's model but summary does not say so"))
         if not isinstance(deviation, dict) or deviation.get("field") not in DEVIATION_FIELDS:
             issues.append(Issue("GEN-6", INVALID, f"deviation {short(deviation)} has no valid field"))
         elif deviation["field"] in ("objective", "endpoint") and (
@@ -174,6 +208,10 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("GEN-7", INVALID, "capacity_block appears although capacity did not stop the run"))
     if block is not None and ctx.result.get("status") == "succeeded":
         issues.append(Issue("GEN-7", INVALID, "capacity_block appears in a run that completed"))
+    if ctx.plan is not None and "decision" in ctx.result and ctx.plan.decision is None:
+        issues.append(Issue("GEN-7", INVALID, "decision is present but the spec has no decision_rule"))
+    if ctx.plan is not None and "loss_eval" in ctx.result and not ctx.plan.eval.get("loss_eval"):
+        issues.append(Issue("GEN-7", INVALID, "loss_eval is present but the spec's endpoint is not a loss"))
     return issues
 
 

@@ -19,12 +19,12 @@ from experiment.grading.common import GradeContext, as_dict, as_list, short
 NOT_OPTIMIZER_KEYS = ("seed",)
 
 
-def _family(name: Any) -> str:
+def family_of(name: Any) -> str:
     """The spec's optimizer name as a server reports it (`adam` is `adamw`; REST-5)."""
     return optimizer_family(str(name)) if name else ""
 
 
-def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
+def provenance_arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
     """arm -> its provenance entry, and for an arm of an LR grid each run's own entry as "<arm> run <lr>"
     (each run is created and checked like an arm)."""
     arms = {k: v for k, v in as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms")).items()
@@ -34,7 +34,7 @@ def _arms(ctx: GradeContext) -> dict[str, dict[str, Any]]:
     return {**arms, **runs}
 
 
-def _output_sha256(logprobs: list[Any]) -> str:
+def output_sha256_of(logprobs: list[Any]) -> str:
     """experiment.rl.restoration.output_sha256 of retained logprobs: per datum its length (int64 LE),
     then its values as float32 LE (rewritten here: the grader loads no training code)."""
     digest = hashlib.sha256()
@@ -45,13 +45,13 @@ def _output_sha256(logprobs: list[Any]) -> str:
     return digest.hexdigest()
 
 
-def _as_requested(check: dict[str, Any]) -> dict[str, Any]:
+def as_requested(check: dict[str, Any]) -> dict[str, Any]:
     """An optimizer check's `requested` with the spec's key aliases read as the config's names (`lr` is
     `learning_rate`, as the spec's own restoration groups write it; REST-5)."""
     return {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(check.get("requested")).items()}
 
 
-def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
+def planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
     """arm -> the learning rates the plan trains it at (one per run of an LR grid)."""
     lrs: dict[str, list[float]] = {}
     for run in (ctx.plan.training_runs if ctx.plan is not None else []):
@@ -60,14 +60,14 @@ def _planned_lrs(ctx: GradeContext) -> dict[str, list[float]]:
     return lrs
 
 
-def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = None
+def optimizer_check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = None
                    ) -> list[tuple[str, str, dict[str, Any], list[float] | None]]:
     """(where, arm, optimizer check, the learning rates it may request) for every optimizer check:
     the arm's own and, for an arm of several runs (an LR grid), each run's under `runs.<label>`
     (a run's label is its learning rate)."""
     planned = planned or {}
     found = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         for check in as_list(entry.get("optimizer_checks")):
             found.append((f"arm {arm}", arm, as_dict(check), planned.get(arm)))
         for label, run in as_dict(entry.get("runs")).items():
@@ -80,30 +80,30 @@ def _check_entries(ctx: GradeContext, planned: dict[str, list[float]] | None = N
     return found
 
 
-def _server_optimizer(value: Any) -> dict[str, Any] | None:
+def server_optimizer(value: Any) -> dict[str, Any] | None:
     """The optimizer config of the retained server response after creation (`get_info_after_creation`,
     else `get_info`), else the first `optimizer_config` / `optimizer` the file holds."""
     if isinstance(value, dict):
         for key in ("get_info_after_creation", "get_info"):
-            found = _server_optimizer(value.get(key)) if isinstance(value.get(key), dict) else None
+            found = server_optimizer(value.get(key)) if isinstance(value.get(key), dict) else None
             if found is not None:
                 return found
         for key in ("optimizer_config", "optimizer"):
             if isinstance(value.get(key), dict):
                 return value[key]
         for inner in value.values():
-            found = _server_optimizer(inner)
+            found = server_optimizer(inner)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for inner in value:
-            found = _server_optimizer(inner)
+            found = server_optimizer(inner)
             if found is not None:
                 return found
     return None
 
 
-def _reported(value: Any) -> tuple[Any, dict[str, Any]] | None:
+def reported_optimizer(value: Any) -> tuple[Any, dict[str, Any]] | None:
     """(family, config) the retained get_info response reports, read as the run reads it
     (experiment.rl.restoration.optimizer_check): the optimizer config's `type`, its settings without the
     server's state, and the model's lora_rank; None without a response."""
@@ -125,7 +125,7 @@ RUN_FILE_KEYS = ("loaded_from", "load_method", "loaded_at", "get_info_after_crea
                  "checkpoint_weights_info", "initial_output_logprobs")
 
 
-def _fresh_optimizer_problems(optimizer: dict[str, Any]) -> list[str]:
+def fresh_optimizer_problems(optimizer: dict[str, Any]) -> list[str]:
     """A state before any update: the service's optimizer step (where reported) is 0, no last step's params."""
     wrong = []
     if "optimizer_step" in optimizer and optimizer["optimizer_step"] != 0:
@@ -135,16 +135,16 @@ def _fresh_optimizer_problems(optimizer: dict[str, Any]) -> list[str]:
     return wrong
 
 
-def _evidence_info(ctx: GradeContext, ref: Any) -> dict[str, Any]:
+def evidence_info(ctx: GradeContext, ref: Any) -> dict[str, Any]:
     """The service's get_info a restoration evidence file retains (after the restore, after creation, or plain)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
     return as_dict(data.get("get_info_after_restore") or data.get("get_info_after_creation") or data.get("get_info"))
 
 
-def _evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
+def evidence_load(ctx: GradeContext, ref: Any) -> tuple[Any, Any]:
     """(client, checkpoint) a restoration evidence file names: the model_id of the service's get_info, and
     the path the service's load response names, else the path the run recorded loading (None when absent)."""
     data = as_dict(ctx.evidence.json(ref)) if ctx.evidence.usable(ref) else {}
-    info = _evidence_info(ctx, ref)
+    info = evidence_info(ctx, ref)
     loaded = as_dict(data.get("load_response")).get("path") or data.get("loaded_from") or data.get("restored_from")
     return info.get("model_id"), loaded

@@ -18,7 +18,7 @@ ids the code emits and to docs/contract-rules.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from experiment.grading.common import CATEGORIES, INVALID, UNKNOWN, UNVERIFIED
 
@@ -49,7 +49,7 @@ class Rule:
 
 _declared: dict[str, Rule] = {}  # id -> the rule as registered (its first check)
 _further: dict[str, list[str]] = {}  # id -> the checks registered by `implements`
-_shared: dict[str, Callable] = {}  # run-dir check id -> the contract rule's check function it runs
+_shared: dict[str, tuple[Callable, ...]] = {}  # run-dir check id -> the contract rule's check functions it runs
 
 
 def where(function: Callable) -> str:
@@ -101,16 +101,16 @@ def implements(rule_id: str) -> Callable[[F], F]:
     return register
 
 
-def run_dir_checks(*checks: tuple[str, str, str] | tuple[str, str, str, Callable]) -> Callable[[F], F]:
+def run_dir_checks(*checks: tuple[Any, ...]) -> Callable[[F], F]:
     """The run-dir layer's check ids the decorated method emits: (`<section>.<check>`, the contract rule it
-    restates, one line[, the contract rule's check function]). Each is a record-level problem. A check given the
-    contract rule's function runs that one implementation on the run directory's files (`shared`), and the
-    function is one of its row's checks."""
+    restates, one line[, the contract rule's check functions ...]). Each is a record-level problem. A check given the
+    contract rule's functions runs that one implementation on the run directory's files (`shared`), and the
+    functions are its row's checks; one contract rule may report under several run-dir ids, one function each."""
     def register(function: F) -> F:
         for check_id, restates, description, *implementation in checks:
             if implementation:
-                _shared[check_id] = implementation[0]
-                _further.setdefault(check_id, []).append(where(implementation[0]))
+                _shared[check_id] = tuple(implementation)
+                _further.setdefault(check_id, []).extend(where(f) for f in implementation)
             found = Rule(check_id, RECORD, (PROBLEM,), description, (where(function),), restates)
             if check_id in _declared:  # one id emitted by several methods: one row, every method its check
                 _further.setdefault(check_id, []).append(found.checks[0])
@@ -120,8 +120,8 @@ def run_dir_checks(*checks: tuple[str, str, str] | tuple[str, str, str, Callable
     return register
 
 
-def shared(check_id: str) -> Callable:
-    """The contract rule's check function the run-dir check `check_id` runs (registered with `run_dir_checks`)."""
+def shared(check_id: str) -> tuple[Callable, ...]:
+    """The contract rule's check functions the run-dir check `check_id` runs (registered with `run_dir_checks`)."""
     return _shared[check_id]
 
 

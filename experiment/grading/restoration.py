@@ -18,12 +18,12 @@ from experiment.grading.common import (
     equal_json, is_integer, model_issues, run_checks, short, run_label,
 )
 from experiment.grading.initialization_provenance import (
-    NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, _arms, _as_requested, _check_entries, _evidence_info, _evidence_load, _family,
-    _fresh_optimizer_problems, _output_sha256, _planned_lrs, _reported, _server_optimizer,
+    NOT_OPTIMIZER_KEYS, RUN_FILE_KEYS, provenance_arms, as_requested, optimizer_check_entries, evidence_info,
+    evidence_load, family_of, fresh_optimizer_problems, output_sha256_of, planned_lrs, reported_optimizer, server_optimizer,
 )
 from experiment.grading.restoration_evidence import (
-    REST10_ATOL, REST10_EVIDENCE, RESTORE_METHODS, STEP_SETTINGS, UPDATE_CHECK_KEYS, _evidence_refs, _is_time,
-    _max_difference, _update_checks,
+    REST10_ATOL, REST10_EVIDENCE, RESTORE_METHODS, STEP_SETTINGS, UPDATE_CHECK_KEYS, evidence_refs, is_time,
+    max_difference, update_checks,
 )
 from experiment.grading.registry import implements, rule
 from experiment.grading.traces import SFT_STEPS
@@ -39,12 +39,12 @@ def _requested(ctx: GradeContext) -> dict[str, dict[str, Any]]:
         for arm in as_list(as_dict(group).get("arms")):
             arm = as_dict(arm)
             config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(arm.get("optimizer_config")).items()}
-            wanted[str(arm.get("name"))] = {"family": _family(arm.get("optimizer")), **config}
+            wanted[str(arm.get("name"))] = {"family": family_of(arm.get("optimizer")), **config}
     if not wanted and ctx.plan is not None:
         for arm in ctx.plan.trained_arms:
             optimizer = as_dict(arm.optimizer)
             config = {CONFIG_ALIASES.get(k, k): v for k, v in as_dict(optimizer.get("config")).items()}
-            wanted[arm.name] = {"family": _family(optimizer.get("family")), **config}
+            wanted[arm.name] = {"family": family_of(optimizer.get("family")), **config}
     stated = dict(wanted)
     for replica in (r for r in getattr(ctx.plan, "replicas", []) if r.trained):
         if replica.arm in stated:  # the arm at each scheduled seed asks for the arm's config at that seed
@@ -77,7 +77,7 @@ def REST_1(ctx: GradeContext) -> list[Issue]:
     if not isinstance(record, dict) or not equal_json(record.get("version"), 1):
         return [Issue("REST-1", UNVERIFIED, "initialization_provenance is missing or not version 1")]
     issues = []
-    arms = _arms(ctx)
+    arms = provenance_arms(ctx)
     expected = sorted({arm for group in _groups(ctx) for arm in group})
     missing = [arm for arm in expected if arm not in arms]
     if missing:
@@ -116,7 +116,7 @@ def REST_1_runs(ctx: GradeContext) -> list[Issue]:
 @rule("REST-2", "restoration", "invalid|unverified", "initialization proof: a measured adapter hash or an immutable full-initialization checkpoint")
 def REST_2(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         init = as_dict(entry.get("initialization"))
         adapter = init.get("source") in ("server_response", "local_hash") and isinstance(init.get("adapter_sha256"), str) \
             and bool(HEX64.match(init["adapter_sha256"]))
@@ -139,7 +139,7 @@ def REST_2(ctx: GradeContext) -> list[Issue]:
 
 @rule("REST-3", "restoration", "invalid|unverified", "all arms of a group load the same initial adapter or checkpoint")
 def REST_3(ctx: GradeContext) -> list[Issue]:
-    issues, arms = [], _arms(ctx)
+    issues, arms = [], provenance_arms(ctx)
     for group in _groups(ctx):
         present = [arm for arm in group if arm in arms]
         adapters = {arm: as_dict(arms[arm].get("initialization")).get("adapter_sha256") for arm in present}
@@ -163,7 +163,7 @@ def REST_3(ctx: GradeContext) -> list[Issue]:
 @rule("REST-4", "restoration", "invalid|unverified", "optimizer_checks at creation and after every restore; restores counted from their evidence")
 def REST_4(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         count = entry.get("restore_count")
         checks = [as_dict(c) for c in as_list(entry.get("optimizer_checks"))]
         covered = sorted(c.get("after_restore") for c in checks if is_integer(c.get("after_restore")))
@@ -180,11 +180,11 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
     """Requested optimizer settings are the spec's: family and config, and the learning rate is one
     the plan trains the arm (or the run) at."""
     issues, wanted, reported = [], _requested(ctx), set()
-    for where, arm, check, lrs in _check_entries(ctx, _planned_lrs(ctx)):
+    for where, arm, check, lrs in optimizer_check_entries(ctx, planned_lrs(ctx)):
         spec_wants = wanted.get(arm)
         if spec_wants is None or where in reported:
             continue
-        requested = _as_requested(check)
+        requested = as_requested(check)
         wrong = [k if k != "seed" or k not in requested else f"seed {short(requested[k])} (this replica's is {v})"
                  for k, v in spec_wants.items() if k not in ("family", "learning_rate")
                  and (k not in requested or not equal_json(requested[k], v))]
@@ -208,21 +208,21 @@ def REST_5(ctx: GradeContext) -> list[Issue]:
 @rule("REST-6", "restoration", "invalid|unverified", "actual optimizer family and config from a retained server response, equal to the requested")
 def REST_6(ctx: GradeContext) -> list[Issue]:
     issues = []
-    for where_, _, check, _ in _check_entries(ctx):
+    for where_, _, check, _ in optimizer_check_entries(ctx):
         where = f"{where_}, after_restore {check.get('after_restore')}"
-        requested = _as_requested(check)
+        requested = as_requested(check)
         if check.get("source") != "server_response" or check.get("actual_family") is None:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: the optimizer is declared, not read from a server "
                                                       "response"))
             continue
         if not check.get("evidence_ref"):
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: no evidence_ref for the server response"))
-        if _family(check.get("actual_family")) != _family(requested.get("family")):
+        if family_of(check.get("actual_family")) != family_of(requested.get("family")):
             issues.append(Issue("REST-6", INVALID, f"{where}: the server reports family {check.get('actual_family')!r}, "
                                                    f"requested {requested.get('family')!r}"))
             continue
         actual = as_dict(check.get("actual_config"))
-        response = _server_optimizer(ctx.evidence.json(check.get("evidence_ref")))
+        response = server_optimizer(ctx.evidence.json(check.get("evidence_ref")))
         if response is None:
             issues.append(Issue("REST-6", UNVERIFIED, f"{where}: {check.get('evidence_ref')} holds no server response "
                                                       "with the optimizer"))
@@ -246,13 +246,13 @@ def REST_6(ctx: GradeContext) -> list[Issue]:
 def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> list[Issue]:
     """REST-6: the family and every setting the check calls actual are in the retained response, as it says them
     (a response that names another seed than requested is wrong too)."""
-    reported = _reported(ctx.evidence.json(check.get("evidence_ref")))
+    reported = reported_optimizer(ctx.evidence.json(check.get("evidence_ref")))
     if reported is None:
         return []
     family, config = reported
-    requested, actual = _as_requested(check), as_dict(check.get("actual_config"))
+    requested, actual = as_requested(check), as_dict(check.get("actual_config"))
     issues = []
-    if _family(family) != _family(check.get("actual_family")):
+    if family_of(family) != family_of(check.get("actual_family")):
         issues.append(Issue("REST-6", INVALID, f"{where}: the retained response reports family {short(family)}, the check "
                                                f"says {short(check.get('actual_family'))}"))
     differ = [k for k in actual if k in config and not equal_json(config[k], actual[k])]
@@ -274,7 +274,7 @@ def _reported_issues(ctx: GradeContext, where: str, check: dict[str, Any]) -> li
 
 @rule("REST-7", "restoration", "invalid|unverified", "initial_output with hashes and evidence, equal across the group, or unavailable with a reason")
 def REST_7(ctx: GradeContext) -> list[Issue]:
-    issues, arms = [], _arms(ctx)
+    issues, arms = [], provenance_arms(ctx)
     fixed_batch = as_dict((ctx.spec or {}).get("restoration_preflight")).get("fixed_batch_required") is True
     for arm, entry in arms.items():
         output = as_dict(entry.get("initial_output"))
@@ -290,7 +290,7 @@ def REST_7(ctx: GradeContext) -> list[Issue]:
         logprobs = retained.get("initial_output_logprobs")
         if isinstance(logprobs, list):
             try:
-                recomputed = _output_sha256(logprobs)
+                recomputed = output_sha256_of(logprobs)
             except (TypeError, ValueError):
                 recomputed = None
             if recomputed != output.get("output_sha256"):
@@ -317,7 +317,7 @@ def REST_7_fixed_batch(ctx: GradeContext) -> list[Issue]:
         digest = canonical_sha256(ctx.evidence.json(FIXED_BATCH_EVIDENCE))
     except (TypeError, ValueError):
         return [Issue("REST-7", INVALID, f"{FIXED_BATCH_EVIDENCE} is not a JSON batch")]
-    named = {arm: as_dict(entry.get("initial_output")).get("batch_sha256") for arm, entry in _arms(ctx).items()
+    named = {arm: as_dict(entry.get("initial_output")).get("batch_sha256") for arm, entry in provenance_arms(ctx).items()
              if as_dict(entry.get("initial_output")).get("available") is True}
     wrong = sorted(arm for arm, value in named.items() if value != digest)
     return [Issue("REST-7", INVALID, f"arm {', '.join(wrong)}: batch_sha256 is not the hash of the retained "
@@ -330,7 +330,7 @@ def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
     checkpoint it was created from, it is the arm's own adapter hash and the one the retained checkpoint
     response reports."""
     issues = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         init = as_dict(entry.get("initialization"))
         if "checkpoint_adapter_sha256" not in init:
             continue
@@ -345,7 +345,7 @@ def REST_3_checkpoint(ctx: GradeContext) -> list[Issue]:
 
 @rule("REST-8", "restoration", "unverified", "every evidence_ref names a retained evidence file with inline content")
 def REST_8(ctx: GradeContext) -> list[Issue]:
-    refs = _evidence_refs(_arms(ctx))
+    refs = evidence_refs(provenance_arms(ctx))
     return [Issue("REST-8", UNVERIFIED, f"evidence_ref {short(ref)}: {ctx.evidence.why(ref)}", MISSING_EVIDENCE)
             for ref in sorted(refs) if not ctx.evidence.usable(ref)]
 
@@ -355,8 +355,8 @@ def REST_1_evidence(ctx: GradeContext) -> list[Issue]:
     """REST-1 per arm, in the exchange's words (REST-1): an arm whose provenance names evidence the
     record does not retain has missing arm evidence."""
     return [Issue("REST-1", UNVERIFIED, f"{arm}: missing or duplicate arm evidence", MISSING_EVIDENCE)
-            for arm, entry in _arms(ctx).items()
-            if any(not ctx.evidence.usable(ref) for ref in _evidence_refs(entry))]
+            for arm, entry in provenance_arms(ctx).items()
+            if any(not ctx.evidence.usable(ref) for ref in evidence_refs(entry))]
 
 
 @rule("REST-9", "restoration", "unverified", "a lone resumed arm forms a group only with a recorded actual restore")
@@ -366,7 +366,7 @@ def REST_9(ctx: GradeContext) -> list[Issue]:
     if not lone:
         return []
     features = as_dict((ctx.spec or {}).get("experiment_features"))
-    arms = _arms(ctx)
+    arms = provenance_arms(ctx)
     issues = []
     for (arm,) in lone:
         restored = as_dict(arms.get(arm)).get("restore_count")
@@ -389,7 +389,7 @@ def REST_11(ctx: GradeContext) -> list[Issue]:
     if as_dict((ctx.spec or {}).get("experiment_features")).get("checkpoint_restore") is not True or not ctx.trained \
             or ctx.plan is None:
         return []
-    arms, issues = _arms(ctx), []
+    arms, issues = provenance_arms(ctx), []
     last_client: dict[str, Any] = {}  # an SFT run -> the client of its last logged step (its last attempt's)
     if getattr(ctx.plan, "training_type", None) == "sft":  # each run is created, trained and restored like an arm
         labels = {f"{run.arm} run {run_label(run)}": run.name for run in ctx.plan.training_runs}
@@ -440,7 +440,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
     which client, which checkpoint, how, when, evidence), and an arm whose initialization is a saved
     checkpoint has a restore of it: a count of 0 there is false."""
     issues = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         count, restores = entry.get("restore_count"), entry.get("restores")
         init = as_dict(entry.get("initialization"))
         created_from = init.get("loaded_checkpoint_uri") or init.get("checkpoint_uri")
@@ -455,7 +455,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
         if not is_integer(count) or count != len(restores):
             issues.append(Issue("REST-4", INVALID, f"arm {arm}: restore_count {count!r} but {len(restores)} restores "
                                                    "are recorded"))
-        others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in _arms(ctx).items()
+        others = {as_dict(other.get("initialization")).get("evidence_ref") for name, other in provenance_arms(ctx).items()
                   if name.split(" run ")[0] != arm.split(" run ")[0]} - {init.get("evidence_ref"), None}  # its runs' are its
         for number, restore in enumerate(restores, 1):
             restore = as_dict(restore)
@@ -465,7 +465,7 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
                                                        "arm's evidence"))
             numbered = is_integer(restore.get("restore")) and restore["restore"] == number  # true is no number
             if not numbered or restore.get("method") not in RESTORE_METHODS or not all(
-                    restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")) or not _is_time(restore["at"]):
+                    restore.get(key) for key in ("client", "loaded_from", "at", "evidence_ref")) or not is_time(restore["at"]):
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: needs its number, the client, the checkpoint "
                                                           "loaded, the load method, when, and an evidence_ref"))
                 continue
@@ -480,8 +480,8 @@ def REST_4_restores(ctx: GradeContext) -> list[Issue]:
             if method is not None and method != restore["method"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence loaded by {short(method)}, the restore says "
                                                        f"{restore['method']}"))
-            client, loaded = _evidence_load(ctx, restore["evidence_ref"])
-            if client is None and _evidence_info(ctx, restore["evidence_ref"]):
+            client, loaded = evidence_load(ctx, restore["evidence_ref"])
+            if client is None and evidence_info(ctx, restore["evidence_ref"]):
                 issues.append(Issue("REST-4", UNVERIFIED, f"{where}: the evidence's get_info names no client"))
             if client is not None and client != restore["client"]:
                 issues.append(Issue("REST-4", INVALID, f"{where}: the evidence's get_info names client {short(client)}, "
@@ -504,10 +504,10 @@ def REST_10(ctx: GradeContext) -> list[Issue]:
         return [Issue("REST-10", UNVERIFIED, f"no create-save-restore check retained ({REST10_EVIDENCE}: "
                                              f"{ctx.evidence.why(REST10_EVIDENCE)})")]
     issues, families = [], set()
-    for label, check in _update_checks(ctx.evidence.json(REST10_EVIDENCE)).items():
+    for label, check in update_checks(ctx.evidence.json(REST10_EVIDENCE)).items():
         where = f"create-save-restore check {label}"
         optimizer = as_dict(check.get("optimizer_check_after_restore"))
-        families.add(_family(as_dict(optimizer.get("requested")).get("family")))
+        families.add(family_of(as_dict(optimizer.get("requested")).get("family")))
         clients = as_dict(check.get("clients"))
         if not (is_integer(check.get("steps_before_save")) and check["steps_before_save"] >= 1
                 and check.get("optimizer_state_restored") is True and check.get("restored_from")
@@ -521,7 +521,7 @@ def REST_10(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("REST-10", INVALID if optimizer.get("mismatches") else UNVERIFIED,
                                 f"{where}: the restored optimizer is not verified from a server response"))
         outputs = as_dict(check.get("logprobs_after_second_step"))
-        difference = _max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
+        difference = max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
         if difference is None:
             issues.append(Issue("REST-10", UNVERIFIED, f"{where}: the two clients' outputs are not retained, so the "
                                                        "difference cannot be recomputed"))
@@ -557,7 +557,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     missing = [key for key in UPDATE_CHECK_KEYS if key not in check]
     if missing:
         problems.append((UNVERIFIED, f"it holds no {', '.join(missing)}"))
-    init = as_dict(as_dict(_arms(ctx).get(str(label))).get("initialization"))
+    init = as_dict(as_dict(provenance_arms(ctx).get(str(label))).get("initialization"))
     if init.get("checkpoint_uri") is None:
         problems.append((UNVERIFIED, f"checkpoint_uri {short(check.get('checkpoint_uri'))} cannot be compared: the arm's "
                                      "initialization names no checkpoint"))
@@ -580,7 +580,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     if spec_wants is not None:
         wrong = [k for k, v in spec_wants.items() if k not in ("family", "learning_rate") and not equal_json(requested.get(k), v)]
         wrong += [k for k in requested if k not in spec_wants and k not in ("family", "learning_rate")]
-        allowed = _planned_lrs(ctx).get(str(label), []) + ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else [])
+        allowed = planned_lrs(ctx).get(str(label), []) + ([spec_wants["learning_rate"]] if "learning_rate" in spec_wants else [])
         if allowed and not any(equal_json(requested.get("learning_rate"), lr) for lr in allowed):
             wrong.append("learning_rate")
         # the record names the family as the pipeline requested it (experiment.rl.restoration.requested_optimizer:
@@ -593,7 +593,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
             not isinstance(optimizer.get("mismatches"), list) or optimizer.get("evidence_ref") != REST10_EVIDENCE:
         problems.append((UNVERIFIED, "the optimizer check is not the one after the restore, before the next update, "
                                      f"with its mismatches listed and {REST10_EVIDENCE} as its evidence"))
-    if _family(optimizer.get("actual_family")) != _family(requested.get("family")):
+    if family_of(optimizer.get("actual_family")) != family_of(requested.get("family")):
         problems.append((INVALID, f"the service reports family {short(optimizer.get('actual_family'))}, requested "
                                   f"{short(requested.get('family'))}"))
     keys = [k for k in requested if k not in ("family", *NOT_OPTIMIZER_KEYS)]
@@ -608,7 +608,7 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     elif isinstance(update, dict):
         defaults = step_defaults(requested.get("family"))  # what an unstated setting means: the SDK's documented value
         wrong = [k for k, v in update.items() if not (
-            _family(v) == _family(requested.get("family")) if k in ("type", "family")
+            family_of(v) == family_of(requested.get("family")) if k in ("type", "family")
             else equal_json(v, requested[k]) if k in requested else k in defaults and equal_json(v, defaults[k]))]
         wrong += [k for k in requested if k in STEP_SETTINGS and k not in update]  # every requested step setting taken
         if wrong:
@@ -620,10 +620,10 @@ def _check_problems(ctx: GradeContext, key: str, check: dict[str, Any], keyed: b
     hashes = check.get("output_sha256")
     if hashes is not None and outputs and as_dict(hashes) != {name: canonical_sha256(values) for name, values in outputs.items()}:
         problems.append((INVALID, "output_sha256 is not the hash of the retained outputs"))
-    batches = {as_dict(entry.get("initial_output")).get("batch_sha256") for entry in _arms(ctx).values()} - {None}
+    batches = {as_dict(entry.get("initial_output")).get("batch_sha256") for entry in provenance_arms(ctx).values()} - {None}
     if "batch_sha256" in check and len(batches) == 1 and check.get("batch_sha256") not in batches:
         problems.append((INVALID, "batch_sha256 is not the fixed batch the arms' initial outputs were taken on"))
-    difference = _max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
+    difference = max_difference(outputs.get("uninterrupted"), outputs.get("restored"))
     if "passed" in check and difference is not None and check.get("passed") is not (
             difference <= REST10_ATOL and not optimizer.get("mismatches")):
         problems.append((INVALID, f"passed {short(check.get('passed'))} is not what its outputs and optimizer check give"))
@@ -659,7 +659,7 @@ def REST_10_check(ctx: GradeContext) -> list[Issue]:
         return []
     keyed = "max_abs_difference" not in data
     return [Issue("REST-10", status, f"create-save-restore check {label}: {problem}")
-            for label, check in _update_checks(data).items()
+            for label, check in update_checks(data).items()
             for status, problem in _check_problems(ctx, label, check, keyed)]
 
 
@@ -703,7 +703,7 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
             ("lora_rank", rank is None or equal_json(info.get("lora_rank"), rank)),
             ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("adapter_sha256")
              or (optimizer.get("adapter_sha256") is None and init.get("adapter_sha256") is None))) if not ok]
-        wrong += _fresh_optimizer_problems(optimizer)
+        wrong += fresh_optimizer_problems(optimizer)
         checkpoint_state = as_dict(as_dict(data.get("checkpoint_weights_info")).get("optimizer_config"))
         wrong += [key for key in SERVER_STATE_KEYS if key in checkpoint_state and key not in optimizer]  # one service
         if wrong:
@@ -720,9 +720,9 @@ def _response_problems(ctx: GradeContext, arm: str, entry: dict[str, Any], data:
             ("lora_rank", rank is None or equal_json(info.get("lora_rank"), rank)),
             ("adapter_sha256", optimizer.get("adapter_sha256") == init.get("checkpoint_adapter_sha256")),
             ("optimizer", not requested or any(
-                _family(optimizer.get("type", optimizer.get("family"))) == want["family"]
+                family_of(optimizer.get("type", optimizer.get("family"))) == want["family"]
                 and all(equal_json(v, want[k]) for k, v in settings.items() if k in want) for want in requested))) if not ok]
-        wrong += _fresh_optimizer_problems(optimizer)
+        wrong += fresh_optimizer_problems(optimizer)
         if wrong:
             problems.append((INVALID, f"its initialization checkpoint's weights info reports another "
                                       f"{', '.join(wrong)} than the spec's model, the requested rank and optimizer, "
@@ -740,20 +740,20 @@ def REST_6_response(ctx: GradeContext) -> list[Issue]:
     file: the load, the get_info after creation, the initialization checkpoint's weights info) is the arm's, its
     initialization's, its restore's or the spec's (see `_response_problems`)."""
     files: dict[str, dict[str, Any]] = {}
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         ref = as_dict(entry.get("initialization")).get("evidence_ref")
         data = ctx.evidence.json(ref) if ref and ctx.evidence.usable(ref) else None
         if isinstance(data, dict) and any(key in data for key in RUN_FILE_KEYS):
             files[arm] = data
     checkpoint_infos: dict[Any, list[Any]] = {}
     for arm, data in files.items():
-        uri = as_dict(_arms(ctx)[arm].get("initialization")).get("checkpoint_uri")
+        uri = as_dict(provenance_arms(ctx)[arm].get("initialization")).get("checkpoint_uri")
         if uri is not None and "checkpoint_weights_info" in data:
             checkpoint_infos.setdefault(uri, []).append(as_dict(data["checkpoint_weights_info"]))
-    issues = [Issue("REST-6", status, f"arm {arm}: {as_dict(_arms(ctx)[arm].get('initialization')).get('evidence_ref')}: "
+    issues = [Issue("REST-6", status, f"arm {arm}: {as_dict(provenance_arms(ctx)[arm].get('initialization')).get('evidence_ref')}: "
                                       f"{problem}")
               for arm, data in files.items()
-              for status, problem in _response_problems(ctx, arm, _arms(ctx)[arm], data, checkpoint_infos)]
+              for status, problem in _response_problems(ctx, arm, provenance_arms(ctx)[arm], data, checkpoint_infos)]
     models = {arm: as_dict(data.get("get_info_after_creation")).get("model_data") for arm, data in files.items()}
     if len({canonical_sha256(model) for model in models.values()}) > 1:  # every arm is a LoRA of the one base model
         issues.append(Issue("REST-6", INVALID, f"the arms' get_info responses describe different models (model_data of "
@@ -767,7 +767,7 @@ def REST_2_seed(ctx: GradeContext) -> list[Issue]:
     replica is scheduled at (the arm at the first seed, `<arm>-seed<s>` at s)."""
     scheduled = {r.label: r.seed for r in getattr(ctx.plan, "replicas", []) if r.trained}
     issues = []
-    for arm, entry in _arms(ctx).items():
+    for arm, entry in provenance_arms(ctx).items():
         init = as_dict(entry.get("initialization"))
         seed = init.get("init_seed")
         retained = ctx.evidence.json(init.get("evidence_ref")) if ctx.evidence.usable(init.get("evidence_ref")) else None

@@ -11,13 +11,13 @@ from typing import Any
 from experiment.grading.common import as_dict, as_list, is_number
 
 
-def _evidence_refs(value: Any) -> set[str]:
+def evidence_refs(value: Any) -> set[str]:
     """Every evidence_ref named anywhere in a provenance entry."""
     if isinstance(value, dict):
-        return set().union(*(({inner} if key == "evidence_ref" and isinstance(inner, str) else _evidence_refs(inner))
+        return set().union(*(({inner} if key == "evidence_ref" and isinstance(inner, str) else evidence_refs(inner))
                              for key, inner in value.items()))
     if isinstance(value, list):
-        return set().union(*(_evidence_refs(inner) for inner in value))
+        return set().union(*(evidence_refs(inner) for inner in value))
     return set()
 
 
@@ -36,7 +36,7 @@ UPDATE_CHECK_KEYS = ("label", "checkpoint_uri", "restored_from", "steps_before_s
 STEP_SETTINGS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
 
 
-def _is_time(value: Any) -> bool:
+def is_time(value: Any) -> bool:
     """An ISO 8601 date and time (when a restore happened)."""
     try:
         datetime.fromisoformat(str(value).replace("Z", "+00:00"))
@@ -45,7 +45,7 @@ def _is_time(value: Any) -> bool:
     return "T" in str(value)
 
 
-def _update_checks(data: Any) -> dict[str, dict[str, Any]]:
+def update_checks(data: Any) -> dict[str, dict[str, Any]]:
     """label -> check of the retained REST-10 evidence (one check, or one per arm)."""
     data = as_dict(data)
     if "max_abs_difference" in data:
@@ -53,7 +53,7 @@ def _update_checks(data: Any) -> dict[str, dict[str, Any]]:
     return {str(label): as_dict(check) for label, check in data.items()}
 
 
-def _max_difference(a: Any, b: Any) -> float | None:
+def max_difference(a: Any, b: Any) -> float | None:
     rows_a, rows_b = as_list(a), as_list(b)
     if not rows_a or len(rows_a) != len(rows_b):
         return None

@@ -8,7 +8,7 @@ from experiment.grading.evidence import EvidenceAccess
 
 
 def context(result, plan=None, events=None, gate=None):
-    return SimpleNamespace(result=result, plan=plan, events=events, run_dir=None, spec_source=None,
+    return SimpleNamespace(result=result, plan=plan, events=events, run_dir=None, spec_source=None, spec=None,
                            evidence=EvidenceAccess(result),
                            finished=result.get("status") in ("succeeded", "failed"),
                            gate_applicable=lambda name: gate)

@@ -9,7 +9,7 @@ import json
 from records import OBSERVATIONS, PLAN, SPEC, edit_result, read_result
 from suite import GS1_SPEC
 
-from experiment.grading.run_dir import _Validator
+from experiment.grading.run_dir import Validator
 from experiment.stats.decision import decision_record, decision_summary, read_observations_jsonl
 
 
@@ -48,9 +48,9 @@ def record_decision(run_dir, simultaneous):
         ci=[primary["lower"], primary["upper"]]))
 
 
-def found(validator: _Validator) -> list[tuple[str, str]]:
+def found(validator: Validator) -> list[tuple[str, str]]:
     return [(problem.check, problem.message) for problem in validator.report.problems]
 
 
-def checks(validator: _Validator) -> list[str]:
+def checks(validator: Validator) -> list[str]:
     return [problem.check for problem in validator.report.problems]

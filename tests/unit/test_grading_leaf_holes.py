@@ -62,7 +62,7 @@ def _run_shaped_restoration(record) -> dict:
             "checkpoint_weights_info": {"base_model": base, "is_lora": True, "lora_rank": first.get("lora_rank"),
                                         "optimizer_config": optimizer(first)},
             "initial_output_logprobs": LOGPROBS}, sort_keys=True))
-        entry["initial_output"]["output_sha256"] = restoration._output_sha256(LOGPROBS)
+        entry["initial_output"]["output_sha256"] = restoration.output_sha256_of(LOGPROBS)
     return record
 
 

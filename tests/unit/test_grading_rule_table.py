@@ -315,7 +315,7 @@ def test_the_shape_fallback_of_a_run_dir_check_group_is_a_row(tmp_path, monkeypa
     def malformed(self):
         raise TypeError("a list where an object belongs")
 
-    monkeypatch.setattr(run_dir._Validator, "check_feasibility", malformed)
+    monkeypatch.setattr(run_dir.Validator, "check_feasibility", malformed)
     problems = run_dir.validate_run(store.run_dir)
     assert [p.check for p in problems if p.check.endswith(".shape")] == ["feasibility.shape"]
     assert "feasibility.shape" in BY_ID

@@ -21,22 +21,23 @@ produces it passed (so a run stopped at an early gate is not blamed for later se
 Every check id is `<section>.<rule>`, e.g. `evaluation.evaluator_id`; each is in the grader's rule
 table (experiment.grading.rules).
 
-The layer is a package: `files` reads the run directory, `validator` runs the check groups, and each group
-lives in the module of its sections (`record`, `preflights`, `evaluation`, `decision`, `training_data`,
-`retained`).
+The layer is a package: `files` reads the run directory, `evidence` builds the context the contract rules read (the
+retained spec typed, the execution plan the contract derives from it, evidence/ through the contract's reader),
+`validator` runs the check groups, and each group lives in the module of its sections (`record`, `preflights`,
+`evaluation`, `decision`, `training_data`, `retained`). A check that restates a contract rule runs that rule's one
+implementation there (experiment.grading.registry.run_dir_checks names it) and only supplies the run directory's
+evidence (whether a gate passed, the files on disk).
 """
 
 from __future__ import annotations
 
 from experiment.grading.run_dir.files import (
-    LOSS_ARM_KEYS, MAX_OBSERVATIONS, SECTION_GATES, Problem, RunDirError, ValidationReport, _explicit_item_ids,
-    _is_hex64, _jsonl_rows, _RunFiles, _text_key, audit_sample_ids, read_event_lines, validation_summary,
+    MAX_OBSERVATIONS, SECTION_GATES, Problem, RunDirError, ValidationReport, explicit_item_ids,
+    is_hex64, jsonl_rows, RunFiles, text_key, audit_sample_ids, read_event_lines, validation_summary,
 )
-from experiment.grading.run_dir.preflights import _same_code_parity
-from experiment.grading.run_dir.record import _activation_in_range
-from experiment.grading.run_dir.validator import _Validator, run_validation, validate_run
+from experiment.grading.run_dir.validator import Validator, run_validation, validate_run
 
-__all__ = ["LOSS_ARM_KEYS", "MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
-           "_RunFiles", "_Validator", "_activation_in_range", "_explicit_item_ids", "_is_hex64", "_jsonl_rows",
-           "_same_code_parity", "_text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
+__all__ = ["MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
+           "RunFiles", "Validator", "explicit_item_ids", "is_hex64", "jsonl_rows",
+           "text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
            "validation_summary"]

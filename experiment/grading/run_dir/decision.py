@@ -12,10 +12,10 @@ from experiment.contract.run_layout import evidence_path
 from experiment.grading.common import ABS_TOL, as_list, close, equal_json, is_number, short
 from experiment.run.store import MAX_EVIDENCE_FILE_BYTES
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key, _explicit_item_ids, MAX_OBSERVATIONS
+from experiment.grading.run_dir.files import text_key, explicit_item_ids, MAX_OBSERVATIONS
 
 
-class _DecisionChecks:
+class DecisionChecks:
     """The decision (DEC-*): the observations file, their cover and the recomputed decision."""
 
     # ---- decision (DEC-*) ----
@@ -100,7 +100,7 @@ class _DecisionChecks:
         identifier = recorded.get("evaluator_id") if isinstance(recorded, dict) else None
         if not isinstance(evaluators, dict) or identifier not in evaluators:
             return None
-        return _explicit_item_ids(evaluators[identifier])
+        return explicit_item_ids(evaluators[identifier])
 
     @run_dir_checks(
         ("decision.observations_file", "DEC-3", "observations_file is {name, sha256} of a metrics file"),
@@ -173,7 +173,7 @@ class _DecisionChecks:
                 "decision.evaluator", f"observations name evaluators not in RESULT.evaluation: {unknown[0][:12]}..."
             )
         for identifier, provenance in evaluators.items():
-            ids = _explicit_item_ids(provenance)
+            ids = explicit_item_ids(provenance)
             if ids is None:
                 continue
             observed = {o.item_id for o in observations if o.evaluator_id == identifier}
@@ -197,7 +197,7 @@ class _DecisionChecks:
     )
     def _compare_decision(self, record: dict[str, Any], summary: dict[str, Any]) -> None:
         criteria = summary["criteria"]
-        recorded = {_text_key(c.get("id")): c for c in as_list(record.get("criteria")) if isinstance(c, dict)}
+        recorded = {text_key(c.get("id")): c for c in as_list(record.get("criteria")) if isinstance(c, dict)}
         for criterion in criteria:
             mine = recorded.get(criterion["id"])
             if mine is None:
@@ -263,7 +263,7 @@ class _DecisionChecks:
             if not isinstance(score, dict) or not is_number(score.get("value")):
                 continue
             for criterion in criteria:
-                means = criterion["per_arm_seed_means"].get(_text_key(score.get("arm")), {})
+                means = criterion["per_arm_seed_means"].get(text_key(score.get("arm")), {})
                 mean = means.get(str(score.get("seed")))
                 if criterion["metric"] == score.get("metric") and mean is not None and not close(mean, score["value"], abs_tol=ABS_TOL):
                     self.problem(

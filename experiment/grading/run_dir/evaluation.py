@@ -4,55 +4,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.grading.evaluator import EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6
-from experiment.grading.common import ABS_TOL, close, equal_json, is_number, short
+from experiment.grading.evaluator import (
+    EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_values, LOSS_1, LOSS_2, LOSS_3,
+    LOSS_4,
+)
+from experiment.grading.common import short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key, _explicit_item_ids, _jsonl_rows, LOSS_ARM_KEYS
+from experiment.grading.run_dir.files import explicit_item_ids, jsonl_rows
 
 
-class _EvaluationChecks:
+class EvaluationChecks:
     """The evaluation record (EVAL-*) and the loss evaluation (LOSS-1, LOSS-2)."""
 
     # ---- evaluation (EVAL-*) ----
 
     @run_dir_checks(
-        ("evaluation.missing", "EVAL-1", "a passed evaluation gate left its record"),
-        ("evaluation.shape", "EVAL-1", "evaluation is {version: 1, evaluators, scores, comparisons}"),
-        ("evaluation.scores", "EVAL-7", "every score names a known evaluator and a finite value"),
-        ("evaluation.predictions_missing", "EVAL-8", "prediction files are retained for the scored arms"),
+        ("evaluation.missing", "EVAL-1", "a passed evaluation gate left its record", EVAL_1),
+        ("evaluation.shape", "EVAL-1", "evaluation is {version: 1, evaluators, scores, comparisons}", EVAL_1),
+        ("evaluation.scores", "EVAL-7", "every score names a known evaluator and a finite value", EVAL_7, EVAL_7_metrics),
+        ("evaluation.predictions_missing", "EVAL-8", "prediction files are retained for the scored arms", EVAL_8),
     )
     def check_evaluation(self) -> None:
+        """EVAL-1, 7, 8, 9 by their one implementation (experiment.grading.evaluator) on this run's RESULT and
+        evidence/; the run directory supplies whether the evaluation gate passed (a missing record is a problem only
+        then)."""
         record = self.result.get("evaluation")
         if record is None or record == {}:
             if self.section_required("evaluation"):
-                self.problem("evaluation.missing", "the evaluation gate passed but RESULT has no evaluation record")
+                self.restated("evaluation.missing")
             return
-        if not isinstance(record, dict) or not equal_json(record.get("version"), 1) or not isinstance(record.get("evaluators"), dict):
-            self.problem(
-                "evaluation.shape",
-                "evaluation must be {version: 1, evaluators: {...}, scores: [...], comparisons: [...]}",
-            )
+        self.restated("evaluation.shape")
+        if not isinstance(record, dict) or not isinstance(record.get("evaluators"), dict):
             return
-        evaluators = record["evaluators"]
-        for identifier, provenance in evaluators.items():
-            if not isinstance(provenance, dict):
-                self.problem("evaluation.shape", f"evaluator {identifier[:12]}: provenance must be an object")
         self._check_evaluators()
+        self.restated("evaluation.scores")
+        self.restated("evaluation.predictions_missing")
         scores = record.get("scores") if isinstance(record.get("scores"), list) else []
-        for score in scores:
-            if not isinstance(score, dict):
-                self.problem("evaluation.scores", f"a score is no object ({short(score)})")
-                continue
-            if _text_key(score.get("evaluator_id")) not in evaluators:
-                self.problem("evaluation.scores", f"score of arm {score.get('arm')} names an unknown evaluator")
-            if not is_number(score.get("value")):
-                self.problem("evaluation.scores", f"score of arm {score.get('arm')} has no finite value")
-            if score.get("predictions_ref") is not None and not self.files.is_retained(score.get("predictions_ref")):
-                self.problem(
-                    "evaluation.predictions_missing",
-                    f"score of arm {score.get('arm')}: predictions_ref {short(score.get('predictions_ref'))} is not a retained evidence file",
-                )
-        self._check_predictions_cover(evaluators, scores)
+        self._check_predictions_cover(record["evaluators"], scores)
+        self.restated("evaluation.score_reproduces")
 
     @run_dir_checks(
         ("evaluation.evaluator_id", "EVAL-2", "the evaluator id is the hash of its provenance", EVAL_2),
@@ -78,11 +67,15 @@ class _EvaluationChecks:
         )
 
     @run_dir_checks(
-        ("evaluation.predictions_format", "EVAL-9", "prediction files are JSONL rows with the required fields"),
-        ("evaluation.predictions_cover", "EVAL-9", "a prediction row for every item, arm and seed"),
-        ("evaluation.score_reproduces", "EVAL-9", "every score is the mean of its prediction rows"),
+        ("evaluation.predictions_format", "EVAL-9", "prediction rows: one per item with the required fields, one evaluator, seed and run", EVAL_9),
+        ("evaluation.predictions_cover", "EVAL-9", "a prediction row for every item, planned arm and scheduled seed"),
+        ("evaluation.score_reproduces", "EVAL-9", "every score is the mean of its prediction rows", EVAL_9_values),
     )
     def _check_predictions_cover(self, evaluators: dict[str, Any], scores: list[Any]) -> None:
+        """EVAL-9's rows by its one implementation (predictions_format); every arm of the retained plan at every
+        scheduled seed has a row for every item (predictions_cover: the contract's EVAL-9 checks each score's rows,
+        not that every planned arm and seed was scored)."""
+        self.restated("evaluation.predictions_format")
         rows: list[dict[str, Any]] = []
         for name in sorted(
             {
@@ -92,26 +85,10 @@ class _EvaluationChecks:
             }
         ):
             data = self.files.evidence_bytes(name)
-            if data is None:
-                continue
-            file_rows, error = _jsonl_rows(data, name)
-            if error:
-                self.problem("evaluation.predictions_format", error)
-            rows += file_rows
+            if data is not None:
+                rows += jsonl_rows(data, name)[0]
         if not rows:
-            if self.section_required("evaluation") or scores:
-                self.problem(
-                    "evaluation.predictions_missing", "no retained prediction rows (JSONL) for the scored arms"
-                )
             return
-        required = ("item_id", "arm", "prediction", "reference", "metric", "evaluator_id")
-        bad = [row for row in rows if any(key not in row for key in required)]
-        if bad:
-            missing = [key for key in required if key not in bad[0]]
-            self.problem(
-                "evaluation.predictions_format",
-                f"{len(bad)} prediction rows lack fields (first lacks {', '.join(missing)})",
-            )
         scored_arms = sorted(
             {score.get("arm") for score in scores if isinstance(score, dict) and isinstance(score.get("arm"), str)}
         )
@@ -119,7 +96,7 @@ class _EvaluationChecks:
         seeds = self._scheduled_seeds(scores)
         present = {(row.get("arm"), row.get("seed"), row.get("item_id")) for row in rows}
         for provenance in evaluators.values():
-            ids = _explicit_item_ids(provenance)
+            ids = explicit_item_ids(provenance)
             if ids is None:
                 continue
             for arm in arms:
@@ -130,91 +107,23 @@ class _EvaluationChecks:
                             "evaluation.predictions_cover",
                             f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have no prediction row (first: {short(missing[0], 30)})",
                         )
-        for score in scores:
-            if not isinstance(score, dict) or not is_number(score.get("value")):
-                continue
-            values = [
-                row.get("value")
-                for row in rows
-                if row.get("arm") == score.get("arm")
-                and row.get("seed") == score.get("seed")
-                and row.get("metric") == score.get("metric")
-                and row.get("evaluator_id") == score.get("evaluator_id")
-            ]
-            if values and all(is_number(v) for v in values) and not close(sum(values) / len(values), score["value"], abs_tol=ABS_TOL):
-                self.problem(
-                    "evaluation.score_reproduces",
-                    f"score of arm {score.get('arm')} seed {score.get('seed')} ({score['value']}) is not the mean of its prediction rows ({sum(values) / len(values)})",
-                )
 
     # ---- loss evaluation (LOSS-1, LOSS-2) ----
 
     @run_dir_checks(
-        ("loss_eval.missing", "LOSS-1", "a loss endpoint's passed evaluation left loss_eval"),
-        ("loss_eval.shape", "LOSS-1", "loss_eval is {aggregation, arms} with every arm key"),
-        ("loss_eval.aggregation", "LOSS-2", "one aggregation, token_mean or example_mean, the spec's"),
-        ("loss_eval.values", "LOSS-2", "value, nll_sum and n_tokens finite with n_tokens > 0"),
-        ("loss_eval.value", "LOSS-2", "value is nll_sum / n_tokens (token_mean) or example_mean"),
-        ("loss_eval.same_tokens", "LOSS-2", "every arm scored on the same (n_tokens, n_examples)"),
+        ("loss_eval.missing", "LOSS-1", "a loss endpoint's passed evaluation left loss_eval", LOSS_1),
+        ("loss_eval.values", "LOSS-2", "one aggregation; value, nll_sum and n_tokens finite, value recomputes from its totals, every arm on the same tokens", LOSS_2),
+        ("loss_eval.value", "LOSS-3", "loss_eval recomputes from the retained per-example prediction rows", LOSS_3),
+        ("loss_eval.aggregation", "LOSS-4", "loss_eval's aggregation is the spec's", LOSS_4),
     )
     def check_loss_eval(self) -> None:
-        record = self.result.get("loss_eval")
-        plan_eval = self.plan.get("eval") or {}
-        if record is None:
-            if plan_eval.get("loss_eval") and self.section_required("loss_eval"):
-                self.problem(
-                    "loss_eval.missing",
-                    "the endpoint is a held-out loss and evaluation passed, but RESULT has no loss_eval",
-                )
+        """LOSS-1..4 by their one implementation (experiment.grading.evaluator) on this run's RESULT, typed plan and
+        evidence/; the run directory supplies whether the evaluation gate passed (a missing loss_eval is a problem
+        only then)."""
+        if self.result.get("loss_eval") is None:
+            if self.section_required("loss_eval"):
+                self.restated("loss_eval.missing")
             return
-        if not isinstance(record, dict) or not isinstance(record.get("arms"), dict):
-            self.problem("loss_eval.shape", "loss_eval must be {aggregation, arms: {<arm>: {...}}}")
-            return
-        aggregation = record.get("aggregation")
-        if aggregation not in ("token_mean", "example_mean"):
-            self.problem(
-                "loss_eval.aggregation", f"aggregation {short(aggregation)} is not token_mean or example_mean"
-            )
-        if plan_eval.get("aggregation") and aggregation != plan_eval["aggregation"]:
-            self.problem(
-                "loss_eval.aggregation", f"aggregation {aggregation} is not the spec's {plan_eval['aggregation']}"
-            )
-        counts = {}
-        for arm, entry in record["arms"].items():
-            if not isinstance(entry, dict):
-                self.problem("loss_eval.shape", f"arm {arm}: entry must be an object")
-                continue
-            missing = [key for key in LOSS_ARM_KEYS if key not in entry]
-            if missing:
-                self.problem("loss_eval.shape", f"arm {arm}: missing {', '.join(missing)}")
-            if entry.get("aggregation") != aggregation:
-                self.problem(
-                    "loss_eval.aggregation",
-                    f"arm {arm}: aggregation {short(entry.get('aggregation'))} differs from {aggregation}",
-                )
-            value, nll_sum, n_tokens = entry.get("value"), entry.get("nll_sum"), entry.get("n_tokens")
-            if not (is_number(value) and is_number(nll_sum) and is_number(n_tokens) and n_tokens > 0):
-                self.problem(
-                    "loss_eval.values", f"arm {arm}: value, nll_sum and n_tokens must be finite with n_tokens > 0"
-                )
-                continue
-            if aggregation == "token_mean" and not close(value, nll_sum / n_tokens, 1e-6, ABS_TOL):
-                self.problem(
-                    "loss_eval.value", f"arm {arm}: value {value} is not nll_sum / n_tokens = {nll_sum / n_tokens}"
-                )
-            if (
-                aggregation == "token_mean"
-                and "token_mean" in entry
-                and not close(entry["token_mean"], nll_sum / n_tokens, 1e-6, ABS_TOL)
-            ):
-                self.problem(
-                    "loss_eval.value", f"arm {arm}: token_mean {entry['token_mean']} is not nll_sum / n_tokens"
-                )
-            if aggregation == "example_mean" and not close(value, entry.get("example_mean"), 1e-6, ABS_TOL):
-                self.problem(
-                    "loss_eval.value", f"arm {arm}: value {value} is not its example_mean {entry.get('example_mean')}"
-                )
-            counts[arm] = (n_tokens, entry.get("n_examples"))
-        if len(set(counts.values())) > 1:
-            listed = ", ".join(f"{arm}={count}" for arm, count in counts.items())
-            self.problem("loss_eval.same_tokens", f"arms are not scored on the same (n_tokens, n_examples): {listed}")
+        self.restated("loss_eval.values")
+        self.restated("loss_eval.value")
+        self.restated("loss_eval.aggregation")

@@ -19,7 +19,6 @@ from experiment.grading.common import HEX64, as_dict
 from experiment.grading.registry import run_dir_checks
 
 
-LOSS_ARM_KEYS = ("aggregation", "value", "token_mean", "example_mean", "nll_sum", "n_tokens", "n_examples", "n_empty")
 MAX_OBSERVATIONS = 100_000
 # Which gate produces which RESULT section (a missing section is a problem only once that gate passed).
 SECTION_GATES = {
@@ -112,7 +111,7 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 @dataclass
-class _RunFiles:
+class RunFiles:
     run_dir: Path
     result: dict[str, Any]
     events: list[dict[str, Any]]
@@ -127,7 +126,7 @@ class _RunFiles:
         ("run", "EVID-8", "the path is not a run directory that can be read (no result.json, bad JSON)"),
         ("evidence.manifest", "EVID-8", "evidence/manifest.json is missing or not JSON"),
     )
-    def load(cls, run_dir: Path) -> _RunFiles:
+    def load(cls, run_dir: Path) -> RunFiles:
         if not run_dir.is_dir():
             raise RunDirError(f"{run_dir}: no such directory")
         if not result_path(run_dir).is_file():
@@ -283,12 +282,12 @@ def _json_object(data: bytes, name: str) -> dict[str, Any]:
     return value
 
 
-def _text_key(value: Any) -> str:
+def text_key(value: Any) -> str:
     """A dict key for a value read from a record (ids may be of any JSON type in a broken record)."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _explicit_item_ids(provenance: Any) -> list[str] | None:
+def explicit_item_ids(provenance: Any) -> list[str] | None:
     """The evaluator's items.ids when it is an explicit list of strings, else None."""
     ids = as_dict(as_dict(provenance).get("items")).get("ids")
     if isinstance(ids, list) and all(isinstance(item, str) for item in ids):
@@ -296,11 +295,11 @@ def _explicit_item_ids(provenance: Any) -> list[str] | None:
     return None
 
 
-def _is_hex64(value: Any) -> bool:
+def is_hex64(value: Any) -> bool:
     return isinstance(value, str) and bool(HEX64.match(value))
 
 
-def _jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None]:
+def jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None]:
     rows = []
     try:
         text = data.decode("utf-8")

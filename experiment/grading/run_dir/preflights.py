@@ -8,10 +8,10 @@ from experiment.stats.correctness import accepts
 from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES, OPTIMIZER_FAMILY_ALIASES
 from experiment.grading.common import ABS_TOL, FLOAT_TOL, as_dict, as_list, equal_json, is_integer, is_number, short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key, _is_hex64
+from experiment.grading.run_dir.files import text_key, is_hex64
 
 
-class _PreflightChecks:
+class PreflightChecks:
     """The preflights' records: correctness preflight (CORR-*) and initialization provenance (REST-*)."""
 
     # ---- correctness preflight (CORR-*) ----
@@ -61,7 +61,7 @@ class _PreflightChecks:
             for path in (self.spec.get("correctness_preflight") or {}).get("paths", [])
             if isinstance(path, dict)
         }
-        reported = {_text_key(path.get("id")): path for path in record["paths"] if isinstance(path, dict)}
+        reported = {text_key(path.get("id")): path for path in record["paths"] if isinstance(path, dict)}
         for path_id in spec_paths:
             if path_id not in reported:
                 self.problem(
@@ -73,7 +73,7 @@ class _PreflightChecks:
             if spec_paths and spec_path is None:
                 self.problem("correctness.paths", f"recorded path {short(path_id)} is not a path of the spec")
             fixed = as_dict(path.get("fixed_input"))
-            if not _is_hex64(fixed.get("sha256")):
+            if not is_hex64(fixed.get("sha256")):
                 self.problem("correctness.fixed_input", f"path {path_id}: fixed_input.sha256 is not a 64-hex hash")
             for key in ("baseline_revision", "reference_revision"):
                 value = path.get(key)
@@ -197,7 +197,7 @@ class _PreflightChecks:
             return
         if not init.get("base_checkpoint"):
             self.problem("provenance.initialization", f"arm {arm}: initialization.base_checkpoint is missing")
-        has_adapter = _is_hex64(init.get("adapter_sha256")) and init.get("source") in ("server_response", "local_hash")
+        has_adapter = is_hex64(init.get("adapter_sha256")) and init.get("source") in ("server_response", "local_hash")
         has_checkpoint = (
             bool(init.get("checkpoint_uri"))
             and init.get("checkpoint_immutable") is True
@@ -326,7 +326,7 @@ class _PreflightChecks:
                 )
             return
         for key in ("batch_sha256", "output_sha256"):
-            if not _is_hex64(output.get(key)):
+            if not is_hex64(output.get(key)):
                 self.problem("provenance.initial_output", f"arm {arm}: initial_output.{key} is not a 64-hex hash")
         self._check_retained_before_update(arm, "initial_output", output)
 
@@ -357,7 +357,7 @@ class _PreflightChecks:
         ]
         for part, key in fields:
             values = {name: as_dict(arms[name].get(part)).get(key) for name in names}
-            present = {_text_key(value) for value in values.values() if value is not None}
+            present = {text_key(value) for value in values.values() if value is not None}
             if len(present) > 1:
                 listed = ", ".join(f"{name}={short(value, 20)}" for name, value in values.items())
                 self.problem("provenance.group_mismatch", f"{part}.{key} differs across the group ({listed})")

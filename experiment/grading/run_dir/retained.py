@@ -8,14 +8,13 @@ import hashlib
 from experiment.contract.run_layout import EVIDENCE_DIR, MANIFEST_FILE
 from experiment.grading.common import as_dict, as_list, short
 from experiment.grading.secrets import HEADER_WITH_VALUE, SIGNED_URL, environment_secrets, searchable_text
-from experiment.run.store import (
-    MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
-)
+from experiment.run.store import MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES
+from experiment.grading.general import EVID_4
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _text_key
+from experiment.grading.run_dir.files import text_key
 
 
-class _RetainedFileChecks:
+class RetainedFileChecks:
     """The retained files: the evidence manifest against evidence/ and RESULT (EVID-*) and the credential scan."""
 
     # ---- evidence (EVID-*) ----
@@ -25,7 +24,7 @@ class _RetainedFileChecks:
         ("evidence.missing_file", "EVID-8", "every manifest file is in evidence/"),
         ("evidence.immutable", "EVID-7", "every evidence file still hashes to its manifest sha256"),
         ("evidence.unlisted", "EVID-8", "every file in evidence/ is in the manifest"),
-        ("evidence.required_kinds", "EVID-4", "a succeeded run retains the required evidence kinds"),
+        ("evidence.required_kinds", "EVID-4", "a succeeded run retains the required evidence kinds", EVID_4),
         ("evidence.checkpoints", "EVID-6", "checkpoints are tinker:// references without a query string"),
         ("evidence.result_files", "EVID-8", "RESULT.evidence lists files with the manifest's sha256"),
     )
@@ -57,16 +56,7 @@ class _RetainedFileChecks:
         for path in sorted(evidence_dir.iterdir()) if evidence_dir.is_dir() else []:
             if path.is_file() and not path.name.startswith(".") and path.name not in listed:
                 self.problem("evidence.unlisted", f"evidence/{path.name} is not in the manifest")
-        if self.result.get("status") == "succeeded":
-            kinds = {entry.get("kind") for entry in entries}
-            required = list(REQUIRED_EVIDENCE_KINDS)
-            if self.plan_gate("generation_audit").get("applicable") is True:
-                required.append("generated_tasks")
-            missing = [kind for kind in required if kind not in kinds]
-            if missing:
-                self.problem(
-                    "evidence.required_kinds", f"a finished run retains no evidence of kind {', '.join(missing)}"
-                )
+        self.restated("evidence.required_kinds")  # EVID-4 on the manifest's kinds and the spec's plan
         for checkpoint in as_list(as_dict(self.result.get("evidence")).get("checkpoints")):
             uri = as_dict(checkpoint).get("uri")
             if not (isinstance(uri, str) and uri.startswith("tinker://") and "?" not in uri):
@@ -80,7 +70,7 @@ class _RetainedFileChecks:
         if isinstance(reported, list):
             manifest_hashes = {entry.get("name"): entry.get("sha256") for entry in entries}
             for item in reported:
-                if isinstance(item, dict) and manifest_hashes.get(_text_key(item.get("name"))) != item.get("sha256"):
+                if isinstance(item, dict) and manifest_hashes.get(text_key(item.get("name"))) != item.get("sha256"):
                     self.problem(
                         "evidence.result_files",
                         f"RESULT.evidence lists {short(item.get('name'))} with a sha256 the manifest does not have",

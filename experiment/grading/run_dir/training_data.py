@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.stats.feasibility import FEASIBILITY_PHASE_KEYS, GENERATION_KEYS, PROJECTION_KEYS
 from experiment.contract.result import adaptation_batch_hash
-from experiment.grading.feasibility import FEAS_3, FEAS_5
-from experiment.grading.common import equal_json, is_integer, is_number, short
+from experiment.grading.feasibility import FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_7, FEAS_8
+from experiment.grading.common import equal_json, is_integer, short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import _jsonl_rows, audit_sample_ids
+from experiment.grading.run_dir.files import jsonl_rows, audit_sample_ids
 
 
-class _TrainingDataChecks:
+class TrainingDataChecks:
     """The training data's records: adaptation manifests (ADAPT-1), the generation audit (GA-*) and."""
 
     # ---- adaptation manifests (ADAPT-1) ----
@@ -157,7 +156,7 @@ class _TrainingDataChecks:
         data = self.files.evidence_bytes(str(dataset_file).split("#")[0]) if isinstance(dataset_file, str) else None
         if data is None:
             return None
-        rows, error = _jsonl_rows(data, str(dataset_file))
+        rows, error = jsonl_rows(data, str(dataset_file))
         if error:
             self.problem("generation_audit.files", error)
             return None
@@ -178,52 +177,28 @@ class _TrainingDataChecks:
     # ---- feasibility (FEAS-*) ----
 
     @run_dir_checks(
-        ("feasibility.missing", "FEAS-1", "a passed feasibility pilot left its record"),
-        ("feasibility.shape", "FEAS-1", "feasibility is an object"),
-        ("feasibility.config", "FEAS-2", "config and effective_config hold the projection keys"),
+        ("feasibility.missing", "FEAS-1", "a passed feasibility pilot left its record", FEAS_1),
+        ("feasibility.shape", "FEAS-1", "a measured feasibility record with the contract's shape", FEAS_1),
+        ("feasibility.config", "FEAS-2", "config and effective_config record the ten projection keys identically", FEAS_2),
         ("feasibility.source", "FEAS-3", "source names the pilot evidence", FEAS_3),
-        ("feasibility.primary_endpoint", "FEAS-8", "primary_endpoint is the spec's"),
-        ("feasibility.phases", "FEAS-4", "every measured phase has its keys and measured seconds"),
+        ("feasibility.primary_endpoint", "FEAS-8", "primary_endpoint is the spec's", FEAS_8),
+        ("feasibility.phases", "FEAS-4", "every measured phase has its keys and measured seconds", FEAS_4),
         ("feasibility.recovery", "FEAS-5", "recovery.seconds is a positive reserve", FEAS_5),
-        ("feasibility.generation", "FEAS-7", "generated training data has a generation record with its keys"),
+        ("feasibility.generation", "FEAS-7", "generated tasks: a generation record whose yield and settings are the audit's and the spec's", FEAS_7),
     )
     def check_feasibility(self) -> None:
+        """FEAS-1..5, 7, 8 by their one implementation (experiment.grading.feasibility) on this run's RESULT and the
+        plan of its retained spec; the run directory supplies whether the pilot passed (a missing record is a problem
+        only then)."""
         record = self.result.get("feasibility")
         if record is None or record == {}:
             if self.section_required("feasibility"):
-                self.problem("feasibility.missing", "the feasibility pilot passed but RESULT has no feasibility record")
+                self.restated("feasibility.missing")
             return
-        if not isinstance(record, dict):
-            self.problem("feasibility.shape", "feasibility must be an object")
-            return
-        for key in ("config", "effective_config"):
-            config = record.get(key)
-            missing = [k for k in PROJECTION_KEYS if not isinstance(config, dict) or k not in config]
-            if missing:
-                self.problem("feasibility.config", f"{key} lacks the projection keys {', '.join(missing)}")
+        self.restated("feasibility.shape")
+        self.restated("feasibility.config")
         self.restated("feasibility.source")
-        endpoint = self.plan.get("primary_endpoint")
-        if endpoint and record.get("primary_endpoint") != endpoint:
-            self.problem(
-                "feasibility.primary_endpoint",
-                f"primary_endpoint {short(record.get('primary_endpoint'))} is not the spec's {endpoint}",
-            )
-        measurements = record.get("measurements") if isinstance(record.get("measurements"), dict) else {}
-        for phase in ("setup", "training", "evaluation"):
-            entry = measurements.get(phase)
-            missing = [key for key in FEASIBILITY_PHASE_KEYS if not isinstance(entry, dict) or key not in entry]
-            if missing:
-                self.problem("feasibility.phases", f"measurements.{phase} lacks {', '.join(missing)}")
-            elif not is_number(entry["seconds"]) or entry["seconds"] < 0:
-                self.problem(
-                    "feasibility.phases", f"measurements.{phase}.seconds must be a measured non-negative number"
-                )
+        self.restated("feasibility.primary_endpoint")
+        self.restated("feasibility.phases")
         self.restated("feasibility.recovery")
-        generation = record.get("generation")
-        generated = self.plan_gate("generation_audit").get("applicable") is True
-        if generated and not isinstance(generation, dict):
-            self.problem("feasibility.generation", "training on generated tasks needs a generation record, not null")
-        if isinstance(generation, dict):
-            missing = [key for key in GENERATION_KEYS if key not in generation]
-            if missing:
-                self.problem("feasibility.generation", f"generation lacks {', '.join(missing)}")
+        self.restated("feasibility.generation")

@@ -7,44 +7,75 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from experiment.grading.common import GradeContext
+from experiment.grading import correctness, decision, generation_audit, restoration
+from experiment.grading.common import NOT_APPLICABLE, GradeContext, applied
 from experiment.grading.registry import run_dir_checks, shared
-from experiment.grading.run_dir.evidence import contract_context
-from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, _RunFiles
-from experiment.grading.run_dir.record import _RecordChecks
-from experiment.grading.run_dir.preflights import _PreflightChecks
-from experiment.grading.run_dir.evaluation import _EvaluationChecks
-from experiment.grading.run_dir.decision import _DecisionChecks
-from experiment.grading.run_dir.training_data import _TrainingDataChecks
-from experiment.grading.run_dir.retained import _RetainedFileChecks
+from experiment.grading.run_dir.evidence import contract_context, typed_spec
+from experiment.grading.run_dir.files import SECTION_GATES, Problem, ValidationReport, RunFiles
+from experiment.grading.run_dir.record import RecordChecks
+from experiment.grading.run_dir.preflights import PreflightChecks
+from experiment.grading.run_dir.evaluation import EvaluationChecks
+from experiment.grading.run_dir.decision import DecisionChecks
+from experiment.grading.run_dir.training_data import TrainingDataChecks
+from experiment.grading.run_dir.retained import RetainedFileChecks
 
 
-class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionChecks, _TrainingDataChecks,
-                 _RetainedFileChecks):
+# the categories the contract may grade not applicable (the evaluator and feasibility always apply): graded once on
+# the run directory, when one of their rules is first run, to learn whether it applies
+CATEGORY_MODULES = (correctness, decision, generation_audit, restoration)
+
+
+class Validator(RecordChecks, PreflightChecks, EvaluationChecks, DecisionChecks, TrainingDataChecks,
+                 RetainedFileChecks):
     """Every check group of the run-dir layer on one run directory (`run()`); the groups live in the modules
     named after their sections."""
 
-    def __init__(self, files: _RunFiles):
+    def __init__(self, files: RunFiles):
         self.files = files
         self.result = files.result
         self.plan = files.plan or {}
         self.spec = files.spec or {}
         self.report = ValidationReport(problems=list(files.setup_problems))
+        self._category_status: dict[str, str] = {}  # category module -> its contract grade's status on this run
 
     def problem(self, check: str, message: str) -> None:
         self.report.problems.append(Problem(check, message))
 
     @cached_property
+    def typed(self) -> tuple[Any, Any, str]:
+        """(the typed spec, the execution plan derived from it, why not): built once, from the retained spec."""
+        return typed_spec(self.files)
+
+    @cached_property
     def contract(self) -> GradeContext:
-        """RESULT, spec and evidence/ as the contract rules read a record (built when a restated check first runs)."""
-        return contract_context(self.files)
+        """RESULT, the typed spec and plan, and evidence/ as the contract rules read a record (built when a restated
+        check first runs)."""
+        spec, plan, _ = self.typed
+        return contract_context(self.files, spec, plan)
 
     def restated(self, check: str) -> None:
-        """The run-dir check `check` restates a contract rule: run that rule's one implementation (the check function
-        registered with the check id, experiment.grading.registry.shared) on this run directory's RESULT, spec and
-        evidence/ files; each finding is a problem under `check`."""
-        for issue in shared(check)(self.contract):
-            self.problem(check, issue.message)
+        """The run-dir check `check` restates a contract rule: run that rule's one implementation (the check functions
+        registered with the check id, experiment.grading.registry.shared) on this run directory's RESULT, typed spec
+        and plan, and evidence/ files; each finding is a problem under `check`. A rule of a category the contract
+        grades not applicable for this spec (correctness of a stock-only run, ...) is not applied, as the category
+        grade does not apply it."""
+        functions = shared(check)
+        if any(self._not_applicable(function) for function in functions):
+            return
+        for function in functions:
+            for issue in applied(function, self.contract):
+                self.problem(check, issue.message)
+
+    def _not_applicable(self, function: Any) -> bool:
+        module = next((m for m in CATEGORY_MODULES if function.__module__ == m.__name__), None)
+        if module is None:
+            return False
+        if module.__name__ not in self._category_status:
+            try:
+                self._category_status[module.__name__] = module.grade(self.contract).status
+            except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+                self._category_status[module.__name__] = ""  # too malformed to tell: its rules are applied
+        return self._category_status[module.__name__] == NOT_APPLICABLE
 
     @property
     def vocabulary(self) -> str | None:
@@ -69,14 +100,18 @@ class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionCh
         return self.files.gate_passed(gate)
 
     @run_dir_checks(
+        ("run.spec", "SPEC", "the retained spec parses and plans: the contract rules the run-dir checks run need its plan"),
         ("events.shape", "RUN-1", "the events check could not be applied to a malformed record"),
         ("result.shape", "GEN-2", "the RESULT check could not be applied to a malformed record"),
         ("vocabulary.shape", "GEN-3", "the vocabulary check could not be applied to a malformed record"),
         ("activation.shape", "ACT-1", "the activation check could not be applied to a malformed record"),
+        ("loss_eval.shape", "LOSS-2", "the loss_eval check could not be applied to a malformed record"),
         ("evidence.shape", "EVID-8", "the evidence check could not be applied to a malformed record"),
         ("secrets.shape", "SEC-1", "the secret scan could not be applied"),
     )
     def run(self) -> ValidationReport:
+        if self.files.spec is not None and self.typed[1] is None:
+            self.problem("run.spec", f"{self.typed[2]}; the rules that need the spec's plan were not applied")
         checks = [
             ("events", self.check_events),
             ("result", self.check_result_shape),
@@ -114,5 +149,5 @@ def validate_run(run_dir: str | Path) -> list[Problem]:
 
 def run_validation(run_dir: str | Path) -> ValidationReport:
     """Problems plus the names of the checks that ran. Raises RunDirError for a bad directory."""
-    run = _RunFiles.load(Path(run_dir))
-    return _Validator(run).run()
+    run = RunFiles.load(Path(run_dir))
+    return Validator(run).run()

@@ -132,6 +132,7 @@ def test_a_finished_three_way_result_carries_a_verdict_and_an_outcome_reason(sta
 def test_a_running_three_way_result_has_neither_verdict_nor_reason_yet():
     assert _gen4(status="running") == []
     assert _gen4(status="running", verdict="inconclusive", outcome_reason="tie") == [
+        "a running result carries a verdict (left out until the final update)",
         "outcome_reason is reported only with a final result"]
 
 

@@ -286,19 +286,11 @@ def test_disagreements_are_not_counted_by_a_boolean():
 def _validator(result=None, events=(), spec=None):
     files = SimpleNamespace(result=result or {}, plan={}, spec=spec or {}, setup_problems=[], events=list(events),
                             is_retained=lambda name: True, gate_passed=lambda gate: True)
-    return run_dir._Validator(files)
+    return run_dir.Validator(files)
 
 
 def _problems(validator):
     return [(p.check, p.message) for p in validator.report.problems]
-
-
-def test_a_spec_intake_that_counted_true_deviations_posted_no_count():
-    deviation = {"field": "model", "original": "a", "effective": "b"}
-    for counted, posted in ((1, True), (True, False)):
-        validator = _validator(events=[{"event": "gate", "gate": "spec_intake", "measured": {"deviations": counted}}])
-        validator._check_deviations_recorded_before_use([deviation])
-        assert (_problems(validator) == []) is posted
 
 
 def test_a_run_dir_optimizer_check_after_restore_true_is_not_restore_one():

@@ -16,7 +16,7 @@ from grading_contexts.general import context as _general_ctx
 from grading_contexts.restoration import context as _restoration_ctx
 
 from experiment.grading import general, restoration
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 
 # each run-dir record, the check that reads it and the shape problem the contract's rule table names for it
 RUN_DIR_RECORDS = [
@@ -28,14 +28,15 @@ RUN_DIR_RECORDS = [
 
 
 def _shape_problems(tmp_path: Path, key: str, check: str, record: dict) -> list[str]:
-    files = _RunFiles(run_dir=tmp_path, result={key: record}, events=[], bad_event_lines=[],
+    files = RunFiles(run_dir=tmp_path, result={key: record}, events=[], bad_event_lines=[],
                       manifest={"files": []}, plan={}, spec={}, setup_problems=[])
-    validator = _Validator(files)
+    validator = Validator(files)
     getattr(validator, check)()
     # the shape problem of the record as a whole (its version), not one of a field the bare record leaves out
     return [problem.check for problem in validator.report.problems
-            if problem.check.endswith(".shape") and f"{key} must be" in problem.message and "version: 1" in
-            problem.message.replace("version 1", "version: 1")]
+            if problem.check.endswith(".shape") and (f"{key} must be" in problem.message and "version: 1" in
+                                                     problem.message.replace("version 1", "version: 1")
+                                                     or problem.message.startswith(f"{key}.version:"))]
 
 
 @pytest.mark.parametrize("key,check,shape,rest", RUN_DIR_RECORDS)

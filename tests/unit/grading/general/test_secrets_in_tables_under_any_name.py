@@ -16,7 +16,7 @@ import pytest
 from grading_contexts.general import context as _ctx
 
 from experiment.grading import general
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 from experiment.grading.secrets import PARQUET_MAGIC, searchable_text
 
 SECRET = "tml-" + "q7" * 20  # a Tinker key's shape (tml-...), made here, never a real one
@@ -57,9 +57,9 @@ def test_the_run_dir_scan_finds_a_credential_value_in_a_table_under_another_name
     monkeypatch.setenv("TINKER_API_KEY", SECRET)
     (tmp_path / "tables").mkdir()
     _table(tmp_path / "tables" / name, SECRET)
-    files = _RunFiles(run_dir=tmp_path, result={}, events=[], bad_event_lines=[], manifest={"files": []},
+    files = RunFiles(run_dir=tmp_path, result={}, events=[], bad_event_lines=[], manifest={"files": []},
                       plan={}, spec={}, setup_problems=[])
-    validator = _Validator(files)
+    validator = Validator(files)
     validator.check_no_credentials()
     assert [(p.check, p.message) for p in validator.report.problems] == [
         ("secrets.value", f"{Path('tables', name)} contains the value of TINKER_API_KEY")]

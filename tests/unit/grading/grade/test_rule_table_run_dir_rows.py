@@ -9,8 +9,8 @@ from experiment.grading import registry, rules, run_dir
 
 def test_a_run_dir_row_names_the_method_that_emits_it():
     events, manifest = rules.BY_ID["events.format"], rules.BY_ID["evidence.manifest"]
-    assert events.checks == (registry.where(run_dir._Validator.check_events),)
-    assert manifest.checks == (registry.where(run_dir._RunFiles.load.__func__),)
+    assert events.checks == (registry.where(run_dir.Validator.check_events),)
+    assert manifest.checks == (registry.where(run_dir.RunFiles.load.__func__),)
     assert (events.category, events.severity, events.restates) == (rules.RECORD, (rules.PROBLEM,), "EVID-8")
 
 
@@ -20,11 +20,13 @@ def test_every_run_dir_row_restates_a_contract_rule_that_is_checked():
 
 
 def test_a_run_dir_check_that_shares_its_rules_implementation_names_and_runs_that_function():
-    """A run-dir row registered with its contract rule's check function (run_dir_checks' fourth element) lists that
-    function among its checks, which is one of the restated rule's own checks, and the layer runs exactly it."""
+    """A run-dir row registered with its contract rule's check functions (run_dir_checks' fourth element on) lists
+    those functions among its checks, each one of the restated rule's own checks, and the layer runs exactly them;
+    one contract rule may report under several run-dir ids (evaluation.missing and evaluation.shape: EVAL_1)."""
     shared = [row for row in rules.RUN_DIR_RULES if len(row.checks) > 1]
     assert {"result.status", "evaluation.evaluator_id", "evaluation.code_sha256", "evaluation.item_ids",
-            "evaluation.decoding", "evaluation.provenance"} <= {row.id for row in shared}
+            "evaluation.decoding", "evaluation.provenance", "evaluation.missing", "evaluation.shape",
+            "vocabulary.verdict", "loss_eval.values", "feasibility.phases"} <= {row.id for row in shared}
     for row in shared:
-        assert row.checks[1:] == (registry.where(registry.shared(row.id)),), row.id
+        assert row.checks[1:] == tuple(registry.where(f) for f in registry.shared(row.id)), row.id
         assert set(row.checks[1:]) <= set(rules.BY_ID[row.restates].checks), row.id

@@ -42,7 +42,7 @@ def _group(*arms, **extra):
     return {"restoration_preflight": {"groups": [{"arms": [{"name": a, **extra} for a in arms]}]}}
 
 
-# ---------------------------------------------------------------- an LR grid's runs are arms (_arms), REST-1
+# ---------------------------------------------------------------- an LR grid's runs are arms (provenance_arms), REST-1
 
 
 def test_each_run_of_an_lr_grid_is_checked_like_an_arm():
@@ -305,7 +305,7 @@ def test_a_restore_of_a_checkpoint_sorting_after_the_initialization_does_not_loa
 @pytest.mark.parametrize("a, b, worst", [([[1.0], [2.0]], [[1.0]], None), ([[1.0]], [[1.0, 2.0]], None),
                                          ([[]], [[]], 0.0)])
 def test_the_largest_difference_needs_rows_of_equal_length_and_is_never_negative(a, b, worst):
-    assert rules._max_difference(a, b) == worst
+    assert rules.max_difference(a, b) == worst
 
 
 def _rest10(data):

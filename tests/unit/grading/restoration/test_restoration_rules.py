@@ -254,7 +254,7 @@ def test_an_evidence_ref_without_a_server_response_is_unverified():
     ({"get_info": "text", "a": 1}, None),
 ])
 def test_the_server_optimizer_is_the_response_after_creation_else_the_first_config_the_file_holds(value, found):
-    assert rules._server_optimizer(value) == found
+    assert rules.server_optimizer(value) == found
 
 
 def test_the_retained_response_reports_the_family_and_every_actual_setting_as_the_check_says():
@@ -446,7 +446,7 @@ def test_with_optimizer_state_is_true_exactly_for_the_load_with_optimizer(method
 @pytest.mark.parametrize("value, is_time", [("2026-12-03T10:00:00Z", True), ("2026-12-03T10:00:00+01:00", True),
                                             ("2026-12-03", False), ("10:00", False), (None, False), ("soon", False)])
 def test_a_restore_time_is_an_iso_date_and_time(value, is_time):
-    assert rules._is_time(value) is is_time
+    assert rules.is_time(value) is is_time
 
 
 # ---------------------------------------------------------------- REST-10: the create-save-restore update
@@ -456,13 +456,13 @@ def test_a_restore_time_is_an_iso_date_and_time(value, is_time):
     ([[0.5, -1.0], [2.0]], [[0.25, -1.0], [2.5]], 0.5), ([[1.0]], [[1.0]], 0.0), ([[1.0]], [[1.0], [2.0]], None),
     ([], [], None), ([[1.0, 2.0]], [[1.0]], None), ([[1.0]], [["1.0"]], None), ([[3.0]], [[1.0]], 2.0)])
 def test_the_largest_difference_between_two_clients_logprobs(a, b, worst):
-    assert rules._max_difference(a, b) == worst
+    assert rules.max_difference(a, b) == worst
 
 
 def test_update_checks_are_one_check_or_one_per_label():
     one = {"label": "adamw", "max_abs_difference": 0.0}
-    assert rules._update_checks(one) == {"adamw": one}
-    assert rules._update_checks({"T": one, "B": {"x": 1}}) == {"T": one, "B": {"x": 1}}
+    assert rules.update_checks(one) == {"adamw": one}
+    assert rules.update_checks({"T": one, "B": {"x": 1}}) == {"T": one, "B": {"x": 1}}
 
 
 def test_a_restored_client_reproduces_the_uninterrupted_update_within_the_fixed_tolerance():
@@ -539,7 +539,7 @@ def test_a_run_file_of_an_initialization_that_does_not_say_its_seed_is_unverifie
     ({"last_optim_params": {"lr": 0.1}}, ["last_optim_params"]),
 ])
 def test_an_optimizer_before_any_update_is_at_step_0_with_no_last_params(optimizer, wrong):
-    assert rules._fresh_optimizer_problems(optimizer) == wrong
+    assert rules.fresh_optimizer_problems(optimizer) == wrong
 
 
 def test_the_restoration_grade_without_a_spec_a_gate_or_provenance():

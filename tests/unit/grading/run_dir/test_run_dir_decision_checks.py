@@ -242,11 +242,12 @@ def test_a_three_way_record_with_a_direction_effect_is_not_compared_on_it(three_
     assert found(three_way, "decision.") == []
 
 
-def test_a_plan_without_a_vocabulary_is_reported_once_and_the_decision_still_recomputes(run):
-    """No vocabulary in the retained plan: GEN-3 reports it; the decision recomputes under the default
-    (direction_confidence) and no decision check fails on the missing word."""
+def test_a_plan_without_a_vocabulary_leaves_the_specs_vocabulary_and_the_decision_recomputes(run):
+    """No vocabulary in the retained plan: the vocabulary GEN-3 applies is the plan's derived from the retained spec
+    (run_dir.evidence.typed_spec, never the retained plan's word: EVID-9 compares the two); the decision recomputes
+    under the default (direction_confidence) and no decision check fails on the missing word."""
     edit_json_evidence(run, PLAN, lambda plan: plan.pop("vocabulary"))
-    assert found(run, "") == [("vocabulary.unknown", "the plan's vocabulary None is not known")]
+    assert found(run, "") == []
 
 
 # ---------------------------------------------------------------- DEC-3/4/5: the observations file

@@ -73,7 +73,10 @@ def test_the_consistent_run_has_no_evaluation_problem(run):
 
 def test_a_provenance_that_is_no_object_is_a_shape_problem(run):
     set_provenance(run, "see grade.py")
-    assert found(run, "evaluation.") == [("evaluation.shape", f"{WHO}: provenance must be an object")]
+    assert found(run, "evaluation.shape") == [
+        ("evaluation.shape", f"evaluation.evaluators.{EVAL_ID}: Input should be a valid dictionary or instance of "
+                             "EvaluatorRecord"),
+        ("evaluation.shape", "evaluation defines no evaluator")]
 
 
 def test_a_provenance_that_is_not_canonical_json_is_reported_not_raised(run):
@@ -233,10 +236,13 @@ def not_about_scores(run):
     return [problem for problem in found(run, "evaluation.") if problem[0] != "evaluation.scores"]
 
 
+NO_SCORE = ("evaluation.shape", "evaluation.scores.2: Input should be a valid dictionary or instance of Score")  # EVAL-1
+
+
 def test_a_score_that_is_no_object_is_skipped_when_seeds_and_files_are_gathered(run):
     edit_json_evidence(run, PLAN, lambda plan: plan.pop("decision"))
     edit_result(run, lambda result: result["evaluation"]["scores"].append("not a score"))
-    assert not_about_scores(run) == []
+    assert not_about_scores(run) == [NO_SCORE]
 
 
 def test_a_predictions_ref_with_a_fragment_reads_the_named_file(run):
@@ -252,8 +258,8 @@ def test_a_lost_predictions_file_leaves_the_other_arms_rows_read(run):
 
 def test_no_scores_after_a_passed_evaluation_gate_means_no_prediction_rows(run):
     edit_result(run, lambda result: result["evaluation"].update(scores=[]))
-    assert found(run, "evaluation.predictions_missing") == [
-        ("evaluation.predictions_missing", "no retained prediction rows (JSONL) for the scored arms")]
+    assert found(run, "evaluation.scores") == [
+        ("evaluation.scores", "arms were trained but the evaluation record has no scores")]
 
 
 def test_no_scores_and_no_passed_evaluation_gate_asks_for_no_prediction_rows(run):
@@ -269,8 +275,9 @@ def test_scores_without_any_retained_rows_are_reported_even_without_a_passed_gat
         for score in result["evaluation"]["scores"]:
             score["predictions_ref"] = "a-lost-file.jsonl"
     edit_result(run, lose)
-    assert found(run, "evaluation.predictions_missing")[-1] == (
-        "evaluation.predictions_missing", "no retained prediction rows (JSONL) for the scored arms")
+    assert found(run, "evaluation.predictions_missing") == [
+        ("evaluation.predictions_missing", "predictions 'a-lost-file.jsonl': a-lost-file.jsonl is not a retained "
+                                           "evidence file")]
 
 
 def test_rows_lacking_fields_are_counted_and_the_first_ones_lacks_named(run):
@@ -279,7 +286,9 @@ def test_rows_lacking_fields_are_counted_and_the_first_ones_lacks_named(run):
     del rows[5]["metric"], rows[5]["evaluator_id"]
     put_evidence(run, GRPO_FILE, jsonl(rows), "predictions")
     assert found(run, "evaluation.predictions_format") == [
-        ("evaluation.predictions_format", "2 prediction rows lack fields (first lacks reference)")]
+        ("evaluation.predictions_format", f"{GRPO_FILE}: 2 row(s) lack item_id, arm, prediction, reference, metric or "
+                                          "evaluator_id"),
+        ("evaluation.predictions_format", f"{GRPO_FILE}: rows carry another evaluator id than the score")]
 
 
 def test_without_plan_arms_the_scored_arms_are_covered(run):
@@ -291,7 +300,7 @@ def test_without_plan_arms_the_scored_arms_are_covered(run):
 def test_without_plan_arms_a_score_that_is_no_object_names_no_arm(run):
     edit_json_evidence(run, PLAN, lambda plan: plan.update(arms=[]))
     edit_result(run, lambda result: result["evaluation"]["scores"].append("not a score"))
-    assert not_about_scores(run) == []
+    assert not_about_scores(run) == [NO_SCORE]
 
 
 def test_a_plan_arm_without_a_score_still_needs_its_prediction_rows(run):
@@ -328,15 +337,13 @@ def test_a_score_without_a_value_does_not_stop_the_next_scores_check(run):
         result["evaluation"]["scores"][1]["value"] = 0.5
     edit_result(run, edit)
     assert found(run, "evaluation.score_reproduces") == [
-        ("evaluation.score_reproduces",
-         f"score of arm {TREATMENT} seed 0 (0.5) is not the mean of its prediction rows (0.75)")]
+        ("evaluation.score_reproduces", f"score {TREATMENT}: 0.5 is not the mean of its 24 rows' values")]
 
 
-def test_a_baseline_score_other_than_its_rows_mean_names_the_mean(run):
+def test_a_baseline_score_other_than_its_rows_mean_is_reported(run):
     edit_result(run, lambda result: result["evaluation"]["scores"][0].update(value=0.5))
     assert found(run, "evaluation.score_reproduces") == [
-        ("evaluation.score_reproduces",
-         f"score of arm {BASELINE} seed 0 (0.5) is not the mean of its prediction rows ({16 / 24})")]
+        ("evaluation.score_reproduces", f"score {BASELINE}: 0.5 is not the mean of its 24 rows' values")]
 
 
 def test_a_score_is_the_mean_of_the_rows_of_its_own_seed_metric_and_evaluator_only(run):

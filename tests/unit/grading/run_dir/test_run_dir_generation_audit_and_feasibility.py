@@ -1,6 +1,6 @@
-"""The run-dir layer's generation-audit (GA-2..GA-5, GA-9) and feasibility (FEAS-1..FEAS-8) checks
-(experiment/grading/run_dir.py, `_Validator.check_generation_audit` and `check_feasibility`), each condition tried
-with inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
+"""The run-dir layer's generation-audit (GA-2..GA-5, GA-9) checks (experiment/grading/run_dir/training_data.py,
+`Validator.check_generation_audit`), each condition tried with inputs on each side (issue 28 item 7: the complete
+mutation run of experiment/grading/), and its feasibility ids, which run FEAS-1..5, 7, 8's one implementation.
 
 The validator runs over a run directory whose evidence/ holds a candidates file of 130 generated tasks (104
 accepted, 13 rejected, 13 execution errors), built once for the module; RESULT, plan, spec and gate events are
@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 
 import pytest
-from records import feasibility  # the consistent GS1 feasibility record
+from records import build_gs1_run, copy_run, edit_result, found
 from grading_contexts.run_dir import checks as _checks, found as _found
 
-from experiment.grading.run_dir import _RunFiles, _Validator
+from experiment.grading.run_dir import RunFiles, Validator
 
 DATASET, EVALUATION, AUDIT = "generated-tasks.jsonl", "evaluation-set.jsonl", "audit-0001.json"
 ODD_DATASET = "generated-tasks-odd.jsonl"  # the same tasks and one of a disposition sorting before "accepted"
@@ -69,13 +69,13 @@ def run_dir(tmp_path_factory) -> Path:
     return run_dir
 
 
-def _validator(run_dir: Path, result: dict, plan: dict, spec: dict, passed=()) -> _Validator:
+def _validator(run_dir: Path, result: dict, plan: dict, spec: dict, passed=()) -> Validator:
     events = [{"event": "gate", "gate": gate, "status": "passed"} for gate in passed]
     manifest = {"files": [{"name": name, "kind": "generated_tasks", "sha256": hashlib.sha256(
         (run_dir / "evidence" / name).read_bytes()).hexdigest()} for name in (DATASET, ODD_DATASET, EVALUATION, AUDIT)]}
-    files = _RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest=manifest,
+    files = RunFiles(run_dir=run_dir, result=result, events=events, bad_event_lines=[], manifest=manifest,
                       plan=plan, spec=spec, setup_problems=[])
-    return _Validator(files)
+    return Validator(files)
 
 
 # ------------------------------------------------------------------------------------------ GA
@@ -98,7 +98,7 @@ def _record(**changes) -> dict:
 LIMITS = {"max_label_errors": 2, "max_eval_overlaps": 0}
 
 
-def _audit(run_dir, record, applicable=True, passed=True, audit_spec=None) -> _Validator:
+def _audit(run_dir, record, applicable=True, passed=True, audit_spec=None) -> Validator:
     gate = {"name": "generation_audit", "applicable": applicable} if applicable is not None else None
     plan = {"gates": [gate] if gate else []}
     spec = {"generation_audit": dict(LIMITS) if audit_spec is None else audit_spec}
@@ -234,54 +234,49 @@ def test_counts_are_non_negative_integers_within_the_specs_limits(run_dir, key, 
 
 
 # ------------------------------------------------------------------------------------------ FEAS
+# feasibility.* run FEAS-1..5, 7, 8's one implementation (experiment.grading.feasibility; its cases are
+# tests/unit/grading/feasibility/'s): on a consistent GS1 run directory, each id reports that rule's finding.
 
 ENDPOINT = "gsm8k_test_exact_match_accuracy_final_checkpoint"
-GENERATION = {"attempted": 200, "accepted": 120, "target_accepted": 100, "filter_samples_per_candidate": 8}
 
 
-def _feas(run_dir, record, generated=False, passed=True) -> _Validator:
-    plan = {"primary_endpoint": ENDPOINT, "gates": [{"name": "generation_audit", "applicable": generated}]}
-    validator = _validator(run_dir, {"feasibility": record}, plan, {}, ("feasibility_pilot",) if passed else ())
-    validator.check_feasibility()
-    return validator
+@pytest.fixture(scope="module")
+def gs1_template(tmp_path_factory):
+    return build_gs1_run(tmp_path_factory.mktemp("feasibility-run-dir") / "runs")
 
 
-def test_a_consistent_feasibility_record_has_no_problem(run_dir):
-    assert _found(_feas(run_dir, feasibility())) == []
+def _set(path: str, value):
+    def edit(result):
+        *parents, leaf = path.split(".")
+        target = result["feasibility"]
+        for key in parents:
+            target = target[key]
+        if value is None:
+            target.pop(leaf)
+        else:
+            target[leaf] = value
+    return edit
 
 
-@pytest.mark.parametrize("endpoint", ["accuracy", "loss", None])
-def test_the_primary_endpoint_is_the_specs(run_dir, endpoint):
-    found = _found(_feas(run_dir, dict(feasibility(), primary_endpoint=endpoint)))
-    assert [check for check, _ in found] == ["feasibility.primary_endpoint"] and ENDPOINT in found[0][1]
+@pytest.mark.parametrize("path, value, check, message", [
+    ("primary_endpoint", "accuracy", "feasibility.primary_endpoint",
+     f"primary_endpoint 'accuracy' is not the spec's {ENDPOINT!r}"),
+    ("measurements.training.seconds", -0.5, "feasibility.phases",
+     "measurements.training needs measured seconds and positive units"),
+    ("recovery.seconds", 0, "feasibility.recovery", "recovery.seconds is not a positive reserve"),
+    ("config.steps", None, "feasibility.config", "Re-projection required: steps changed or was not recorded"),
+    ("source", "", "feasibility.source", "the pilot evidence source is not recorded"),
+    ("generation", {"attempted": 200}, "feasibility.generation",
+     "generation lacks accepted, target_accepted, filter_samples_per_candidate"),
+], ids=["endpoint", "seconds", "recovery", "config", "source", "generation"])
+def test_each_feasibility_id_reports_its_contract_rules_finding(gs1_template, tmp_path, path, value, check, message):
+    run = copy_run(gs1_template, tmp_path)
+    assert found(run, "feasibility.") == []
+    edit_result(run, _set(path, value))
+    assert (check, message) in found(run, "feasibility.")
 
 
-@pytest.mark.parametrize("seconds, flagged", [(0, False), (0.0, False), (0.5, False), (12.0, False),
-                                              (-0.5, True), (-1, True), (-2.0, True), ("12", True), (None, True)])
-def test_phase_seconds_are_measured_non_negative_numbers(run_dir, seconds, flagged):
-    record = feasibility()
-    record["measurements"]["training"]["seconds"] = seconds
-    found = _found(_feas(run_dir, record))
-    assert found == ([("feasibility.phases", "measurements.training.seconds must be a measured non-negative number")]
-                     if flagged else [])
-
-
-@pytest.mark.parametrize("recovery, flagged", [({"seconds": 0.5}, False), ({"seconds": 1}, False),
-                                               ({"seconds": 180.0}, False), ({"seconds": 0}, True),
-                                               ({"seconds": -1}, True), ({"seconds": -0.5}, True),
-                                               ({"seconds": "180"}, True), ({}, True), (None, True), (180.0, True)])
-def test_the_recovery_reserve_is_a_positive_number_of_seconds(run_dir, recovery, flagged):
-    record = dict(feasibility(), recovery=recovery)
-    found = _found(_feas(run_dir, record))
-    assert found == ([("feasibility.recovery", "recovery.seconds is not a positive reserve")] if flagged else [])
-
-
-def test_training_on_generated_tasks_needs_a_generation_record_with_its_keys(run_dir):
-    assert _found(_feas(run_dir, dict(feasibility(), generation=GENERATION), generated=True)) == []
-    found = _found(_feas(run_dir, feasibility(), generated=True))  # generation: null
-    assert [check for check, _ in found] == ["feasibility.generation"] and "not null" in found[0][1]
-    lacking = {key: value for key, value in GENERATION.items() if key not in ("accepted", "target_accepted")}
-    for generated in (True, False):  # a generation record that is given has its keys either way
-        found = _found(_feas(run_dir, dict(feasibility(), generation=lacking), generated=generated))
-        assert found == [("feasibility.generation", "generation lacks accepted, target_accepted")]
-    assert _found(_feas(run_dir, feasibility(), generated=False)) == []  # no generated tasks: null is right
+def test_a_passed_pilot_without_its_record_is_feasibility_missing(gs1_template, tmp_path):
+    run = copy_run(gs1_template, tmp_path)
+    edit_result(run, lambda result: result.pop("feasibility"))
+    assert found(run, "feasibility.") == [("feasibility.missing", "RESULT has no measured feasibility record")]

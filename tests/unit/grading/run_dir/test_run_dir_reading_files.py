@@ -1,4 +1,4 @@
-"""The run-directory layer's reading of a run directory (experiment/grading/run_dir.py, `_RunFiles`): result.json,
+"""The run-directory layer's reading of a run directory (experiment/grading/run_dir.py, `RunFiles`): result.json,
 the evidence manifest and which evidence counts as retained, gate statuses from events.jsonl and
 tables/gates.parquet, the plan and spec from retained evidence or the spec file named by run_created, and the
 observations cap. Expected findings follow docs/contract-rules.md (run.plan EVID-9, evidence.manifest EVID-8,
@@ -19,7 +19,7 @@ from records import record_gate
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
-from experiment.grading.run_dir import RunDirError, _RunFiles, _Validator, run_validation
+from experiment.grading.run_dir import RunDirError, RunFiles, Validator, run_validation
 from experiment.run.store import RunStore
 
 GS1_REVISION = GS1_SPEC.with_name(GS1_SPEC.name.replace(".json", ".plan.json"))
@@ -81,7 +81,7 @@ def unlist_evidence(run_dir: Path, name: str) -> None:
 
 
 def setup_problems(run_dir: Path) -> list[tuple[str, str]]:
-    return [(p.check, p.message) for p in _RunFiles.load(run_dir).setup_problems]
+    return [(p.check, p.message) for p in RunFiles.load(run_dir).setup_problems]
 
 
 def spec_copy(tmp_path: Path, note: str | None = None) -> Path:
@@ -103,7 +103,7 @@ def spec_copy(tmp_path: Path, note: str | None = None) -> Path:
 
 
 def test_the_template_reads_without_setup_problems(run_dir):
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.setup_problems == [] and files.plan is not None and files.spec is not None
 
 
@@ -138,7 +138,7 @@ def test_retained_means_listed_and_present_under_a_plain_name(run_dir):
     (run_dir / "evidence" / "extra.txt").write_text("on disk, not listed\n")
     list_evidence(run_dir, "sub/nested.txt", b"listed, in a folder\n")
     list_evidence(run_dir, ".hidden.txt", b"listed, hidden\n")
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.evidence_bytes("notes.txt") == b"retained\n"
     for ref in ("notes.txt", "notes.txt#section", "notes.txt#a#b"):
         assert files.is_retained(ref) is True, ref
@@ -163,7 +163,7 @@ def test_gate_status_is_the_last_gate_event(run_dir):
         {"event": "z_note", "gate": "spec_intake", "status": "failed"},
     ]
     write_events(run_dir, rows)
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.gate_status("preflight_probe") == "failed"
     assert files.gate_status("spec_intake") == "passed" and files.gate_passed("spec_intake")
     assert files.gate_status("correctness_preflight") == "failed"
@@ -172,7 +172,7 @@ def test_gate_status_is_the_last_gate_event(run_dir):
 
 def test_gate_status_falls_back_to_the_gates_table(run_dir):
     write_events(run_dir, [row for row in events(run_dir) if row.get("event") != "gate"])
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.gate_status("spec_intake") == "passed"
     assert files.gate_status("generation_audit") == "not_applicable"
     assert files.gate_status("correctness_preflight") == "failed"
@@ -181,7 +181,7 @@ def test_gate_status_falls_back_to_the_gates_table(run_dir):
 
 def test_the_gate_event_wins_over_the_table(run_dir):
     write_events(run_dir, events(run_dir) + [{"event": "gate", "gate": "preflight_probe", "status": "failed"}])
-    assert _RunFiles.load(run_dir).gate_status("preflight_probe") == "failed"  # the table says passed
+    assert RunFiles.load(run_dir).gate_status("preflight_probe") == "failed"  # the table says passed
 
 
 def test_gate_status_from_the_table_is_that_gates_last_row(run_dir):
@@ -190,7 +190,7 @@ def test_gate_status_from_the_table_is_that_gates_last_row(run_dir):
     rows = [{"gate": "feasibility_pilot", "status": "passed"}, {"gate": "activation_gate", "status": "failed"},
             {"gate": "spec_intake", "status": "failed"}]
     pd.DataFrame(rows).to_parquet(run_dir / "tables" / "gates.parquet")
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.gate_status("feasibility_pilot") == "passed"
     assert files.gate_status("activation_gate") == "failed"
     assert files.gate_status("evaluation") is None
@@ -199,7 +199,7 @@ def test_gate_status_from_the_table_is_that_gates_last_row(run_dir):
 def test_an_unreadable_gates_table_gives_no_status(run_dir):
     write_events(run_dir, [row for row in events(run_dir) if row.get("event") != "gate"])
     (run_dir / "tables" / "gates.parquet").write_bytes(b"not parquet")
-    assert _RunFiles.load(run_dir).gate_status("spec_intake") is None
+    assert RunFiles.load(run_dir).gate_status("spec_intake") is None
     assert [p.check for p in run_validation(run_dir).problems if p.check.endswith(".shape")] == []
 
 
@@ -209,7 +209,7 @@ def test_an_unreadable_gates_table_gives_no_status(run_dir):
 
 def test_a_retained_spec_revision_is_applied(run_dir):
     list_evidence(run_dir, "spec-revision.plan.json", GS1_REVISION.read_bytes())
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     pinned = json.loads(GS1_REVISION.read_text())["correctness_preflight"]["paths"][0]["baseline_revision"]
     assert files.setup_problems == []
     assert files.spec["base_model"] == json.loads(GS1_SPEC.read_text())["base_model"]
@@ -225,7 +225,7 @@ def test_a_retained_revision_that_changes_a_stated_value_is_reported(run_dir):
 
 def test_retained_plan_evidence_that_is_not_json_is_reported(run_dir):
     list_evidence(run_dir, "execution-plan.json", b"{not json")
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert [p.check for p in files.setup_problems] == ["run.plan"]
     assert "not valid JSON" in files.setup_problems[0].message
     assert files.plan is not None and files.plan["vocabulary"] == "direction_confidence"  # from the spec file
@@ -249,14 +249,14 @@ def test_a_changed_spec_file_is_reported_when_it_is_consulted(run_dir, tmp_path)
 
 def test_a_missing_retained_plan_is_built_from_the_spec_file(run_dir):
     unlist_evidence(run_dir, "execution-plan.json")
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.setup_problems == [] and files.plan["vocabulary"] == "direction_confidence"
     assert [arm["name"] for arm in files.plan["arms"]] == ["grpo_gs8", "gs1_kernel"]
 
 
 def test_a_missing_retained_spec_is_read_from_the_spec_file(run_dir):
     unlist_evidence(run_dir, "spec.json")
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     assert files.setup_problems == [] and files.spec["base_model"] == json.loads(GS1_SPEC.read_text())["base_model"]
 
 
@@ -277,7 +277,7 @@ def bare_run(tmp_path) -> Path:
 def test_the_run_created_event_is_found_wherever_it_is(bare_run):
     write_events(bare_run, [{"event": "a_note", "text": "first"}, {"event": "zz_note", "text": "second"}]
                  + events(bare_run))
-    files = _RunFiles.load(bare_run)
+    files = RunFiles.load(bare_run)
     assert files.setup_problems == [] and files.spec is not None and files.plan is not None
 
 
@@ -286,7 +286,7 @@ def test_a_spec_file_whose_hash_differs_from_run_created_is_not_used(bare_run, r
     set_created(bare_run, spec_sha256=recorded)
     problems = setup_problems(bare_run)
     assert [check for check, message in problems if "changed since the run started" in message] == ["run.plan"]
-    assert _RunFiles.load(bare_run).spec is None
+    assert RunFiles.load(bare_run).spec is None
 
 
 def test_a_spec_file_that_cannot_be_loaded_is_reported(bare_run, tmp_path):
@@ -310,9 +310,9 @@ def observations_file(run_dir: Path, count: int) -> dict[str, str]:
 
 def test_the_observations_cap_is_100000(run_dir):
     at_cap, over = observations_file(run_dir, 100_000), observations_file(run_dir, 100_001)
-    files = _RunFiles.load(run_dir)
+    files = RunFiles.load(run_dir)
     for reference, count, flagged in ((at_cap, 100_000, False), (over, 100_001, True)):
-        checker = _Validator(files)
+        checker = Validator(files)
         observations = checker._observations_from_file(reference)
         assert observations is not None and len(observations) == count
         caps = [p.message for p in checker.report.problems if p.check == "decision.observations_cap"]
