@@ -25,6 +25,7 @@ from spec_variants import variant, write_variant
 
 import experiment.sft.steps.arm_training as sft_arm_training
 from embedded_tinker.launch import LOCAL_API_KEY
+from flows.experiment_flow import _mark_rehearsal as mark_rehearsal
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
 from experiment.contract.support import designed_restore_step
@@ -69,6 +70,7 @@ def test_a_resumed_sft_sweep_records_the_restores_of_a_sweep_never_stopped_and_g
     spec = load_spec(path, rehearse=True, rehearsal_scale="wiring")
     plan = build_plan(spec)
     store = RunStore.create(tmp_path / "runs", spec, plan)
+    mark_rehearsal(store, spec, spec.source.rehearsal)  # as the flow marks a rehearsal before its first gate
     service = ServiceTarget("remote", embedded_server.base_url)
     ctx = RunContext(spec=spec, plan=plan, store=store, service=service)
     handed_on = []
@@ -78,6 +80,7 @@ def test_a_resumed_sft_sweep_records_the_restores_of_a_sweep_never_stopped_and_g
             verdict = run_gate(name, ctx)
             assert not verdict.failed, (name, verdict.reasons)
             ctx.state.receive(verdict.state)
+            store.record_gate(verdict)  # as the flow records each gate's verdict
             handed_on.append(verdict.state)
         _stop_in(monkeypatch, stopped.name, int(spec.steps) - 1)
         with pytest.raises(FakeStop):
@@ -94,6 +97,7 @@ def test_a_resumed_sft_sweep_records_the_restores_of_a_sweep_never_stopped_and_g
             verdict = run_gate(name, resumed)
             assert verdict.status in ("passed", "not_applicable"), (name, verdict.reasons)
             resumed.state.receive(verdict.state)
+            store.record_gate(verdict)
     finally:
         release_sessions(resumed)
 
@@ -107,7 +111,7 @@ def test_a_resumed_sft_sweep_records_the_restores_of_a_sweep_never_stopped_and_g
         assert entry["restore_count"] == per_run * len(runs) == len(entry["restores"])
     superseded = arms[stopped.arm]["runs"][stopped.label]["superseded_attempts"]
     assert [len(attempt["restores"]) for attempt in superseded] == [per_run]  # kept, not counted
-    graded = grade_record(record, store.run_dir, spec=path)  # the whole record and run directory, as flows.validate
+    graded = grade_record(record, store.run_dir, spec=spec)  # the whole record and run directory, as flows.validate
     assert graded.problems == []
     assert {name: grade.status for name, grade in graded.categories.items()} == \
         {name: grade["grade"] for name, grade in predict_grades(plan, "embedded").items()}
