@@ -21,6 +21,7 @@ from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
     close, equal_json, float_of, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
+from experiment.grading.attempts import last_attempts
 from experiment.grading.evaluator import loss_from_predictions
 from experiment.grading.registry import implements, rule
 
@@ -202,7 +203,7 @@ def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
                 value = _nll_from_predictions(predictions, aggregation)
                 evaluator = score.get("evaluator_id")
             elif metric == "median_optim_step_seconds":
-                steps = _step_rows(ctx) if steps is None else steps
+                steps = last_attempts(ctx, _step_rows(ctx))[0] if steps is None else steps  # a resumed run's own
                 optim = [row["optim_seconds"] for row in steps if row.get("run") == run.name and is_number(row.get("optim_seconds"))]
                 complete = run.steps is None or len(optim) == int(run.steps)  # every planned step logged, once
                 value = statistics.median(optim) if optim and complete else None

@@ -22,7 +22,8 @@ Record level (experiment/grading/general.py runs RECORD_CHECKS; findings go to `
   every RL training step's executed group size and rollout count).
 - ACT-4 the spec keeps failed pilot logs: every calibration candidate tried before the chosen one has its log.
 - EVID-11 every planned training step of every arm (run) has its `training_step` event (run directory), and every
-  SFT run's step its row of the retained sft-steps.jsonl, once.
+  SFT run's step its row of the retained sft-steps.jsonl, once: for a resumed SFT run, once in its last attempt, the
+  superseded attempts' marked rows set aside where the record accounts for them (experiment/grading/attempts.py).
 - PROSE-1 summary and reasoning state the record's verdict (and outcome reason), never another.
 - PROSE-2 a rehearsal's summary carries the rehearsal mark the rules derive.
 - PROSE-3 a rehearsal's `tested_instead` is the one the rules derive from the spec and its rehearsal.
@@ -57,6 +58,7 @@ from experiment.grading.common import (INVALID, UNVERIFIED, GradeContext, Issue,
                                        float_of, is_integer, is_number, short)
 from experiment.contract.run_layout import EVENTS_FILE
 from experiment.data import DEFAULT_GSM8K_DIR, DataError, resolve_data_path
+from experiment.grading.attempts import last_attempts
 from experiment.grading.registry import rule
 from experiment.stats.evaluation import manifest_sha256
 
@@ -429,11 +431,20 @@ def EVID_11(ctx: GradeContext) -> list[Issue]:
         if rows is None:
             issues.append(Issue("EVID-11", UNVERIFIED, f"{SFT_STEPS} (every SFT step's row) is not retained inline"))
         else:
-            issues += _step_issues(ctx, [(str(as_dict(r).get("run")), as_dict(r).get("step")) for r in rows], SFT_STEPS)
+            issues += _attempt_issues(ctx, [as_dict(r) for r in rows], SFT_STEPS)
     if ctx.events is not None:
-        issues += _step_issues(ctx, [(str(e.get("run" if sft else "arm")), e.get("step")) for e in ctx.events
-                                     if isinstance(e, dict) and e.get("event") == "training_step"], EVENTS_FILE)
+        events = [e for e in ctx.events if isinstance(e, dict) and e.get("event") == "training_step"]
+        issues += _attempt_issues(ctx, events, EVENTS_FILE) if sft else \
+            _step_issues(ctx, [(str(e.get("arm")), e.get("step")) for e in events], EVENTS_FILE)
     return issues
+
+
+def _attempt_issues(ctx: GradeContext, logged: list[dict[str, Any]], where: str) -> list[Issue]:
+    """An SFT log's steps, each run's last attempt's where the record accounts for the earlier ones (attempts.py)."""
+    kept, unaccounted = last_attempts(ctx, logged)
+    return _step_issues(ctx, [(str(row.get("run")), row.get("step")) for row in kept], where) + [
+        Issue("EVID-11", UNVERIFIED, f"{where} marks steps as attempts the record does not account for: "
+                                     + "; ".join(unaccounted[:4]))] * bool(unaccounted)
 
 
 def _step_issues(ctx: GradeContext, steps: list[tuple[str, Any]], where: str) -> list[Issue]:

@@ -11,7 +11,9 @@ A run's restores after its creation are recorded in its own entry and restated b
   the superseded attempt's, which stay in the entry under `superseded_attempts` (kept, not counted). A run resumed
   after a kill therefore records the restores a run that was never stopped records (issue 46: a resumed TriMuon
   sweep counted the crashed attempt's restores again, restore_count 6 where a fresh run has 3, and its arm's
-  restores were no longer its runs' restores, TRACE-3).
+  restores were no longer its runs' restores, TRACE-3). The attempt's number (`run_attempt`: 1, plus one per
+  superseded attempt) marks every step row and training_step event it logs, so the superseded attempt's steps stay
+  in the log, marked, and the run's last attempt holds every step once (EVID-11).
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ def restate_runs(arm: dict[str, Any], names: dict[str, str]) -> None:
             restores.append({**restore, "restore": number, "run": name})
             checks.append({**after[restore["restore"]], "after_restore": number, "run": name})
     arm.update(restore_count=len(restores), restores=restores, optimizer_checks=checks)
+
+
+def run_attempt(store: Any, run: SFTRun) -> int:
+    """The number of the attempt now training `run`: 1, plus one per superseded attempt its entry keeps."""
+    entry = store.read_result()["initialization_provenance"]["arms"][run.arm]["runs"][run.label]
+    return 1 + len(entry.get("superseded_attempts") or [])
 
 
 def record_run_restore(store: Any, run: SFTRun, names: dict[str, str], info: Any, restored_from: str,

@@ -5,7 +5,9 @@ The runs train one after another (so optimizer step times are not shared CPU tim
 task run (`ctx.run_each("train", ...)`), with per-step optimizer wall time and adaptation manifests.
 A resumed sweep keeps its finished runs (table sft_finished_runs) and restarts an unfinished one
 from the initialization state, its optimizer re-verified; a retried run does the same. The restarted attempt's
-restores replace the superseded attempt's in the run's record (experiment.sft.provenance: kept, not counted).
+restores replace the superseded attempt's in the run's record (experiment.sft.provenance: kept, not counted), and
+every step row (sft-steps.jsonl) and training_step event carries its `attempt`: the superseded attempt's rows are
+kept, marked, and the run's last attempt logs every step once (EVID-11).
 
 With `experiment_features.checkpoint_restore` true, every run saves its state (weights and optimizer) at its
 midpoint step and continues on a client restored from that state, its optimizer verified from the server's
@@ -26,7 +28,7 @@ from experiment.run.clients import ClientSession
 from experiment.run.context import RunContext
 from experiment.sft.adaptation import adaptation_manifest, pair_mismatches
 from experiment.sft.loop import ChatExample, batch_id, sft_settings, step_batches, train_step, training_examples
-from experiment.sft.provenance import record_run_restore, run_names
+from experiment.sft.provenance import record_run_restore, run_attempt, run_names
 from experiment.sft.runs import SFTRun, to_datums, open_sft_session, sft_runs
 
 PAIR = "lr_grid_comparison"  # every run of the comparison at the first scheduled seed consumes the same batches
@@ -110,6 +112,7 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
             ctx.state.arm_clients.pop(run.name, None)
         attempts.append(0)
         client = (ctx.state.arm_clients or {}).get(run.name) or _client_from_initial_state(ctx, session, run, names)
+        attempt = run_attempt(ctx.store, run)  # each step's row and event say which attempt logged it
         if not tokenized:
             renderer = renderer_for(client, settings.renderer_name)
             tokenized[:] = [to_datums(batch, renderer, settings) for batch in batches]  # whole, or not at all
@@ -119,8 +122,9 @@ def _run_trainer(ctx: RunContext, session: ClientSession, run: SFTRun, batches: 
                 client = _designed_restore(ctx, session, run, names, client, step)
             record = train_step(client, tokenized[step], run.params(), run.name, step, ids[step], call=ctx.call_service)
             records.append(record)
-            ctx.store.append_rows(STEPS_TABLE, [{**record.summary(), "model_id": client.model_id}])
-            ctx.store.append_event("training_step", **record.summary())
+            logged = {**record.summary(), "attempt": attempt}
+            ctx.store.append_rows(STEPS_TABLE, [{**logged, "model_id": client.model_id}])
+            ctx.store.append_event("training_step", **logged)
             ctx.state.comparison_steps_completed += 1
             attempts[-1] += 1
             ctx.on_progress(f"training-{run.slug}", step + 1, settings.steps)
