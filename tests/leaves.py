@@ -21,6 +21,7 @@ functions.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -70,35 +71,46 @@ DUMPERS = _json_dumpers()
 
 
 def parse_content(text: str) -> Content:
-    """The file's value and a serializer that gives its exact bytes back (else: text)."""
+    """The file's value and a serializer that gives its exact bytes back (else: text). The value is parsed anew
+    each call (callers edit it); which serializer gives the bytes back is found once per text (`_format_of`)."""
+    kind, dumper = _format_of(text)
+    if kind == "json":
+        return Content("json", json.loads(text), DUMPERS[dumper])
+    if kind == "jsonl":
+        ends = text.endswith("\n")
+
+        def dump_rows(value: Any, one=DUMPERS[dumper], ends=ends) -> str:
+            body = "\n".join(one(row).rstrip("\n") for row in value)
+            return body + ("\n" if ends and value else "")
+
+        return Content("jsonl", [json.loads(line) for line in text.splitlines(keepends=True)], dump_rows)
+    return Content("text", text, _same_text)
+
+
+@functools.lru_cache(maxsize=64)
+def _format_of(text: str) -> tuple[str, int]:
+    """("json" | "jsonl", the first of DUMPERS that gives `text` back) or ("text", -1). Cached: a record's
+    perturbations parse each of its evidence files once per leaf, and trying the 32 dumpers on a file was most
+    of that (tests/e2e/test_grader_trust.py's ranked perturbations of the GS1 wiring record)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
         value = _MISSING
     if value is not _MISSING:
-        for dump in DUMPERS:
+        for index, dump in enumerate(DUMPERS):
             if dump(value) == text:
-                return Content("json", value, dump)
+                return "json", index
     lines = text.splitlines(keepends=True)
     if lines and all(line.strip() for line in lines):
         try:
             rows = [json.loads(line) for line in lines]
         except json.JSONDecodeError:
-            return Content("text", text, _same_text)
-        for dump in DUMPERS:
-            if all(dump(row) + ("" if dump(row).endswith("\n") else "\n") == line
-                   or dump(row) == line.rstrip("\n") for row, line in zip(rows, lines)):
-                break
-        else:
-            return Content("text", text, _same_text)
-        ends = text.endswith("\n")
-
-        def dump_rows(value: Any, one=dump, ends=ends) -> str:
-            body = "\n".join(one(row).rstrip("\n") for row in value)
-            return body + ("\n" if ends and value else "")
-
-        return Content("jsonl", rows, dump_rows)
-    return Content("text", text, _same_text)
+            return "text", -1
+        for index, dump in enumerate(DUMPERS):
+            if all((dumped := dump(row)) + ("" if dumped.endswith("\n") else "\n") == line
+                   or dumped == line.rstrip("\n") for row, line in zip(rows, lines)):
+                return "jsonl", index
+    return "text", -1
 
 
 def _same_text(value: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import hashlib
 import json
 from typing import Any
@@ -75,9 +76,13 @@ def _read_only_object(pairs: dict[str, Any]) -> ReadOnlyDict:
     return ReadOnlyDict(pairs)
 
 
+@functools.lru_cache(maxsize=16)
 def _parse_rows(text: str) -> list[dict[str, Any]] | None:
     """Rows of a JSONL text (a JSON array, or an object with `observations`, is accepted too), read-only
-    (ReadOnlyDict, ReadOnlyList all the way down); None when it is not rows."""
+    (ReadOnlyDict, ReadOnlyList all the way down); None when it is not rows. The same text is parsed once for the
+    last 16 texts: grades of one record's variants share its unchanged files' rows (read-only, so no grade sees
+    another's change; the callers copy the list). The tamper and leaf tests grade a record hundreds of times:
+    tests/unit/test_grading_leaf_inventory.py's grades took 20 to 25% less CPU."""
     stripped = text.lstrip()
     try:
         if stripped.startswith("["):

@@ -59,8 +59,9 @@ class KernelHistory:
         advantages, baselines, neighbours, fallbacks = [], [], [], 0
         for i in range(len(step)):
             others = [j for j in range(len(pool)) if j != i]
-            weights = np.array([math.exp(-float(np.sum((phi[i] - phi[j]) ** 2)) / (2.0 * bandwidth ** 2))
-                                for j in others])
+            # |phi_i - phi_j|^2 of every j at once (the two squares added as np.sum adds them), exp by math.exp
+            distances = ((phi[others] - phi[i]) ** 2).sum(axis=1)
+            weights = np.array([math.exp(-distance / (2.0 * bandwidth ** 2)) for distance in distances.tolist()])
             window_rewards = pool[others, 0]
             mass = float(weights.sum())
             if not others:

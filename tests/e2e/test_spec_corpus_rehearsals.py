@@ -5,8 +5,8 @@ grades `python -m flows.validate` gives the finished record, category by categor
 The variant rehearsed is the one that exercises most of what intake newly accepts in one run (CI time is
 limited): three GS1 arms (one treatment, two GRPO baselines), criterion weights by arm name, and two
 scheduled seeds, so every arm trains and is scored at seeds 0 and 1 (before: seed 0 only, then a
-DecisionError and exit 3). Three SFT variants follow (issue 46): two seeds in the verdict_rule, three optimizers
-each with its own LR grid, and a paired decision on each held-out conversation's NLL. The cheap half (every
+DecisionError and exit 3). Two SFT variants follow (issue 46): three optimizers each with its own LR grid at two
+seeds in the verdict_rule (one run for both features), and a paired decision on each held-out conversation's NLL. The cheap half (every
 variant planned or refused) is tests/unit/test_spec_corpus.py.
 
 `RX_REHEARSE_CORPUS=all pytest tests/e2e/test_spec_corpus_rehearsals.py` rehearses every accepted variant

@@ -34,6 +34,7 @@ def test_weakened_a_naive_rows_cache_lets_one_reader_corrupt_a_later_check(grade
     """Weakened: the cache hands out plain (mutable) parsed rows. The faulty reader then changes what
     EVAL-9's score check reads after it: a good record's scores are no longer its rows' means."""
     monkeypatch.setattr(evidence, "_read_only_object", dict)
+    monkeypatch.setattr(evidence, "_parse_rows", evidence._parse_rows.__wrapped__)  # parsed here, not the shared parse
     result, _ = graded_record("paired")
     access, ctx = _context(result)
     assert EVAL_9_values(ctx) == []
