@@ -59,12 +59,12 @@ def test_a_refusing_backend_fails_at_start_with_one_line(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    started = time.monotonic()
+    runs = tmp_path / "runs"
     done = subprocess.run([sys.executable, "-m", "flows.run", str(LOCAL_GS1), "--backend", f"http://127.0.0.1:{port}",
-                           "--runs-dir", str(tmp_path / "runs")], cwd=REPO_ROOT, env=cli_env(tmp_path),
+                           "--runs-dir", str(runs)], cwd=REPO_ROOT, env=cli_env(tmp_path),
                           capture_output=True, text=True, timeout=120)
-    elapsed = time.monotonic() - started
-    print(f"refusing backend: exit {done.returncode} after {elapsed:.1f} s")
-    assert done.returncode == 2 and elapsed < 45
+    assert done.returncode == 2
+    # refused at start, before the claim: no run directory was made (no timed bound: the machine's load decides time)
+    assert not any(path.is_dir() for path in runs.glob("*")) if runs.exists() else True
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "unreachable" in lines[0] and f"127.0.0.1:{port}" in lines[0]
