@@ -9,7 +9,9 @@ leaves). The corpora, each a module of tests/ with tamperings by family:
 - tampering_spec.py (SPEC_CORPUS, RUN_DIR_CORPUS): the record against the spec, its data, the retained code, the
   evidence the spec requires and its own prose (issue 45 items 1, 2, 4, 5); the class is the name before its colon;
 - tampering_traces.py (CORPUS, RUN_DIR_CORPUS): leaves a record restates from its run, and the disguised
-  same-code parity check (issue 45 items 3, 6, 7).
+  same-code parity check (issue 45 items 3, 6, 7);
+- tampering_classes.py (CORPUS, RUN_DIR_CORPUS): an independent audit's tamperings (issue 45 deliverable 10), the
+  class the name before its colon.
 Each record tampering is applied to the family's RESULT as a tamperer would (every hash kept consistent) and graded
 as the exchange receives it (the bare RESULT); with `--run-dirs` also as a run directory (the honest run directory
 copied, its result.json replaced and every evidence file rewritten from the tampered record's inline copy). Each
@@ -75,6 +77,11 @@ def corpora() -> tuple[list[tuple[str, str, str, Callable]], list[tuple[str, str
         records += [(family, name, trace_class(name), tamper) for name, tamper in tampers.items()]
     for family, tampers in traces.RUN_DIR_CORPUS.items():
         run_dirs += [(family, name, "items 3, 6 (run dir): the run's own traces", tamper) for name, tamper in tampers.items()]
+    audit = importlib.import_module("tampering_classes")
+    for family, tampers in audit.CORPUS.items():
+        records += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    for family, tampers in audit.RUN_DIR_CORPUS.items():
+        run_dirs += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
     return records, run_dirs
 
 
