@@ -169,7 +169,7 @@ def applied(check: Check, ctx: GradeContext) -> list[Issue]:
     object belongs, a missing key) is itself invalid, under the check's rule, never a traceback."""
     try:
         return check(ctx)
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError) as err:
         rule = rule_of_check(check.__name__)  # EVAL_9_values implements EVAL-9 (its own name is no rule id)
         return [Issue(rule, INVALID, f"the record has an unexpected shape, so {rule} cannot be applied "
                                      f"({type(err).__name__}: {short(str(err), 80)})")]

@@ -254,7 +254,7 @@ def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
     category's shape rule (rules.SHAPE_RULES). Missing evidence takes precedence (experiment.grading.precedence)."""
     try:
         return with_precedence(module.grade(ctx))
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError) as err:
         return CategoryGrade(name, INVALID, [Issue(SHAPE_RULES[name], INVALID, f"the record has an unexpected shape "
                                                                                f"({type(err).__name__}: {err})")])
 
