@@ -466,7 +466,7 @@ VERDICTS = ("supported", "refuted", "inconclusive")
 _VERDICT_WORD = re.compile(r"\bverdict (?:is |was )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
 _CLAIM = re.compile(r"\b(?:claim|hypothesis|result|outcome|conclusion)\b[^.;:]{0,40}?\b(?:is|was|are|were|stands) "
                     r"(not )?(supported|refuted|inconclusive)\b", re.I)
-_ITEMS = re.compile(r"\bon (\d+) (?:held-out items|held-out conversations|conversations|items)\b")
+_ITEMS = re.compile(r"\bon (?:all |the )?(\d{1,3}(?:,\d{3})+|\d+) (?:held-out items|held-out conversations|conversations|items)\b")
 
 
 def _texts(ctx: GradeContext) -> list[tuple[str, str]]:
@@ -533,7 +533,7 @@ def PROSE_4(ctx: GradeContext) -> list[Issue]:
     if len(counts) != 1:
         return []
     n = counts.pop()
-    stated = [(field, int(m.group(1))) for field, text in _texts(ctx) for m in _ITEMS.finditer(text)]
+    stated = [(field, int(m.group(1).replace(",", ""))) for field, text in _texts(ctx) for m in _ITEMS.finditer(text)]
     selection = as_dict(as_dict(ctx.result.get("decision")).get("selection"))
     allowed = {n} | {len(as_list(as_dict(selection.get("split")).get(k))) for k in ("selection_ids", "confirmation_ids")}
     wrong = [f"{field} says {count}" for field, count in stated if count not in allowed]
