@@ -111,8 +111,12 @@ def run_dir_findings(run_dir: Path) -> frozenset:
     """What grading the run directory finds, counted as tests/leaves.py counts a bare record's findings."""
     import leaves
     from experiment.grading import grade_path
+    from experiment.grading.grade import GradeInputError
 
-    return leaves.grade_findings(grade_path(run_dir))
+    try:
+        return leaves.grade_findings(grade_path(run_dir))
+    except GradeInputError as err:  # refused as unreadable (exit 2): found, whatever the honest grade found
+        return frozenset({("input", "refused", str(err), 1)})
 
 
 def _copy_run_dir(honest: Path, into: Path) -> Path:

@@ -70,6 +70,25 @@ def test_unreadable_input_is_one_line_and_exit_2(tmp_path, content):
     assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
 
 
+def test_a_key_written_twice_is_refused_as_unreadable_input(graded_record, tmp_path):
+    """result.json carrying "verdict" twice (the forged one first, the honest one last) graded as the honest record:
+    Python's json keeps the last value, a first-wins reader the first. Ambiguous input is refused (exit 2), in a
+    bare result.json and a run directory alike."""
+    from experiment.grading import grade_path
+    from experiment.grading.grade import GradeInputError
+
+    result, _ = graded_record("paired")
+    text = json.dumps(result, indent=2)
+    path = tmp_path / "result.json"
+    path.write_text(text.replace("{\n", '{\n  "verdict": "supported",\n', 1))
+    assert json.loads(path.read_text())["verdict"] == result["verdict"]
+    with pytest.raises(GradeInputError, match="verdict"):
+        grade_path(path)
+    run = cli("flows.validate", str(path))
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    assert "'verdict'" in run.stderr
+
+
 def test_plan_lists_predicted_grades_for_each_exposure():
     plan = cli("flows.run", "specs/gs1_kernel_vs_grpo_gsm8k.json", "--plan", "--exposure", "production")
     assert plan.returncode == 0, plan.stderr
