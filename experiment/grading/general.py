@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
 from experiment.grading import activation, prose, spec_anchor, traces
@@ -24,7 +25,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
-from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, table_path
+from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, manifest_path, table_path
 from experiment.grading.registry import implements, rule
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
@@ -426,6 +427,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
         data = ctx.evidence.bytes(name)
         if path.is_file() and data is not None and path.read_bytes() != data:
             issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk differs from its inline content"))
+    issues += _kept_but_not_in_result(ctx, events) + _times_going_back(events)
     gates = {}
     for event in events:
         if event.get("event") == "gate":
@@ -448,6 +450,45 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
             and ctx.gate_applicable("decision") is True:
         issues.append(Issue("EVID-8", INVALID, "RESULT has a verdict but the decision gate did not pass in events.jsonl"))
     return issues
+
+
+@implements("EVID-8")
+def _kept_but_not_in_result(ctx: GradeContext, events: list[dict[str, Any]]) -> list[Issue]:
+    """Every file the run kept (its manifest lists it, an evidence_added event logs it) is in RESULT.evidence: one
+    that is not is read by no rule, so it could say anything."""
+    listed = {entry.get("name") for entry in ctx.evidence.entries}
+    try:
+        manifest = json.loads(manifest_path(ctx.run_dir).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = None  # missing or unreadable: the run-dir layer reports it (evidence.manifest)
+    kept = {str(e.get("name")): "manifest" for e in as_list(as_dict(manifest).get("files")) if isinstance(e, dict)}
+    for event in events:
+        if event.get("event") == "evidence_added" and event.get("name") is not None:
+            kept.setdefault(str(event.get("name")), "events.jsonl")
+    return [Issue("EVID-8", INVALID, f"{name} is kept in the run directory ({where}) but not in RESULT.evidence")
+            for name, where in kept.items() if name not in listed]
+
+
+@implements("EVID-8")
+def _times_going_back(events: list[dict[str, Any]], resolution_seconds: float = 2.0) -> list[Issue]:
+    """The store appends each event with the time of its append, one at a time (experiment.run.store.append_event):
+    the log's times never go back by more than the clock's resolution."""
+    latest: tuple[datetime, str] | None = None
+    for number, event in enumerate(events, 1):
+        if "ts" not in event:
+            continue
+        try:
+            at = datetime.fromisoformat(str(event["ts"]))
+            at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+        except ValueError:
+            return [Issue("EVID-8", INVALID, f"events.jsonl event {number} ({event.get('event')}) has no ISO time: "
+                                             f"{str(event['ts'])[:40]!r}")]
+        if latest is not None and (latest[0] - at).total_seconds() > resolution_seconds:
+            return [Issue("EVID-8", INVALID, f"events.jsonl goes back in time: event {number} ({event.get('event')}) "
+                                             f"at {event['ts']} follows {latest[1]}")]
+        if latest is None or at > latest[0]:
+            latest = (at, str(event["ts"]))
+    return []
 
 
 @rule("SEC-1", "record", "invalid", "no credentials stored: keys, tokens, credential headers, signed URLs")
