@@ -175,7 +175,23 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("GEN-7", INVALID, "capacity_block appears although capacity did not stop the run"))
     if block is not None and ctx.result.get("status") == "succeeded":
         issues.append(Issue("GEN-7", INVALID, "capacity_block appears in a run that completed"))
+    count, posted = as_dict(block).get("comparison_steps_completed"), _posted_steps(ctx.result)
+    if block is not None and is_integer(count) and count < posted:
+        issues.append(Issue("GEN-7", INVALID, f"capacity_block says {count} comparison steps completed, the arms "
+                                              f"posted {posted}"))
     return issues
+
+
+def _posted_steps(result: dict[str, Any]) -> int:
+    """The comparison steps the record's arms posted (each arm's steps_completed, an LR grid's per run): what a
+    capacity stop's real step count (CAP-1) counts at least."""
+    total = 0
+    for entry in as_dict(as_dict(result.get("metrics")).get("arms")).values():
+        runs = as_dict(as_dict(entry).get("runs"))
+        for target in runs.values() if runs else [entry]:
+            steps = as_dict(target).get("steps_completed")
+            total += steps if is_integer(steps) and steps > 0 else 0
+    return total
 
 
 @rule("GEN-8", "record", "invalid", "summary at most two sentences, reasoning two to four")

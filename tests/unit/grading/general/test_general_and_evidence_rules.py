@@ -310,6 +310,24 @@ def test_capacity_block_appears_only_when_capacity_stopped_an_unfinished_run():
     assert gen7(status="succeeded") == []
 
 
+def test_a_capacity_block_counts_at_least_the_steps_the_record_posts():
+    """A finished comparison reported as a capacity stop before any comparison step (comparison_steps_completed 0
+    while both arms posted 2 steps; an SFT grid's runs alike) graded as a capacity stop before this check: the
+    block's count is the real one (CAP-1), at least the steps the arms posted (steps still running may add)."""
+    def gen7(steps, arms):
+        block = {"error": "HTTP 429 trainer capacity exhausted", "comparison_steps_completed": steps,
+                 "released_clients": True}
+        return [m for _, _, m in _found(rules.GEN_7(_ctx({"status": "failed", "capacity_block": block,
+                                                          "metrics": {"arms": arms}})))]
+
+    rl = {"a": {"steps_completed": 2}, "b": {"steps_completed": 2}, "base": {"accuracy": 0.5}}
+    assert gen7(0, rl) == ["capacity_block says 0 comparison steps completed, the arms posted 4"]
+    assert gen7(4, rl) == [] and gen7(5, rl) == []
+    sft = {"a": {"runs": {"0.1": {"steps_completed": 2}, "0.2": {"steps_completed": 1}}}}
+    assert gen7(2, sft) == ["capacity_block says 2 comparison steps completed, the arms posted 3"]
+    assert gen7(3, sft) == [] and gen7(0, {}) == []
+
+
 def _gen8(result, plan=DIRECTION):
     return [message for _, _, message in _found(rules.GEN_8(_ctx(result, plan)))]
 
