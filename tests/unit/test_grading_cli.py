@@ -37,7 +37,7 @@ def test_bare_result_json_grades_green_then_amber_when_a_category_is_unknown(gra
     assert list(as_json["categories"]) == CATEGORIES
     assert all(set(entry) >= {"status", "issues"} for entry in as_json["categories"].values())
 
-    result["feasibility"]["config"]["steps"] = 40
+    result["feasibility"]["config"]["steps"] = 41  # neither effective_config's nor the plan's 40
     path.write_text(json.dumps(result))
     amber = cli("flows.validate", str(path))
     assert amber.returncode == 3, amber.stdout  # amber: unknown, no category invalid, no problem
