@@ -423,8 +423,17 @@ def _drop_files(result: dict[str, Any], keep: Callable[[str], bool]) -> None:
 
 
 def probe_script_dropped(result: dict[str, Any]) -> None:
-    """The correctness probe's reference script (script-*reference*.py) dropped: probe scripts are kept (§4)."""
-    _drop_files(result, lambda name: not (name.startswith("script-") and "reference" in name))
+    """The correctness probe's independent reference (script-*reference*.py) dropped from the evidence and from the
+    retained pipeline code and code revision alike (re-hashed): probe scripts are kept (§4)."""
+    dropped = [n for n in _files(result) if n.startswith("script-") and "reference" in n]
+    _drop_files(result, lambda name: name not in dropped)
+    stems = [name[len("script-"):] for name in dropped]
+
+    def unlist(files: Any) -> None:
+        for path in [p for p in files if any(p.endswith("/" + stem) for stem in stems)]:
+            del files[path]
+    _edit_json_file(result, "pipeline-code.json", lambda bundle: unlist(bundle["files"]))
+    _edit_json_file(result, "code-revision.json", lambda revision: unlist(revision["files_sha256"]))
 
 
 def restoration_update_check_dropped(result: dict[str, Any]) -> None:
