@@ -700,6 +700,62 @@ def completed_arm_homoglyph(result: dict[str, Any]) -> None:
                                 for arm in result["completed_arms"]]
 
 
+def summary_item_count_other_noun(result: dict[str, Any]) -> None:
+    """'on 48 held-out items' -> 'on 1319 GSM8K test items' (the spec's count, another noun)."""
+    n = len(next(iter(result["evaluation"]["evaluators"].values()))["items"]["ids"])
+    assert f"on {n} held-out items" in result["summary"]
+    result["summary"] = result["summary"].replace(f"on {n} held-out items", "on 1319 GSM8K test items")
+
+
+def reasoning_item_count_over(result: dict[str, Any]) -> None:
+    """GS1's reasoning: 'The paired Hoeffding bound over 48 items' -> 'over 1319 items'."""
+    n = len(next(iter(result["evaluation"]["evaluators"].values()))["items"]["ids"])
+    assert f"over {n} items" in result["reasoning"]
+    result["reasoning"] = result["reasoning"].replace(f"over {n} items", "over 1319 items")
+
+
+def summary_model_claimed(result: dict[str, Any]) -> None:
+    """The summary's body says every arm trained on the spec's model (the rehearsal mark left as it is)."""
+    model, spec_model = result["rehearsal"]["model"], result["rehearsal"]["spec_model"]
+    old = f"on {model} (a rehearsal substitute for {spec_model})"
+    assert old in result["summary"]
+    result["summary"] = result["summary"].replace(old, f"on {spec_model}")
+
+
+def eval_question_planted_as_task(result: dict[str, Any]) -> None:
+    """Self-generated: an accepted task that the audit did not sample gets a held-out question's text (the
+    evaluation set file left as it is); overlap_count stays 0."""
+    audit = result["generation_audit"]
+    evaluation = _rows(result, audit["evaluation_file"])
+    sampled = {sample["item_id"] for sample in audit["samples"]}
+    tasks = _rows(result, audit["dataset_file"])
+    task = next((t for t in tasks if t["disposition"] == "accepted" and t["item_id"] not in sampled),
+                next(t for t in tasks if t["disposition"] == "accepted"))
+    task["prompt"] = evaluation[3]["prompt"]
+    rewrite_evidence(result, audit["dataset_file"], "".join(json.dumps(t) + "\n" for t in tasks))
+
+
+def eval_first_item_dropped(result: dict[str, Any]) -> None:
+    """GS1: the first eval item dropped from items, every predictions file and the observations; scores, accuracy and
+    the decision recomputed (47 items)."""
+    first = next(iter(result["evaluation"]["evaluators"].values()))["items"]["ids"][0]
+    _edit_evaluator(result, lambda p: p["items"].__setitem__("ids", p["items"]["ids"][1:]))
+    for score in result["evaluation"]["scores"]:
+        _edit_jsonl_file(result, score["predictions_ref"],
+                         lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["item_id"] != first]))
+    name = result["decision"]["observations_file"]["name"]
+    kept = [o for o in _rows(result, name) if o["item_id"] != first]
+    rewrite_evidence(result, name, "".join(json.dumps(o, sort_keys=True, separators=(",", ":")) + "\n" for o in kept))
+    for score in result["evaluation"]["scores"]:
+        _rescore_arm(result, score["arm"]) if score["arm"] in result["metrics"]["arms"] else None
+    _redecide(result)
+
+
+def loss_tokens_huge(result: dict[str, Any]) -> None:
+    """TriMuon: dimuon_lite's loss_eval n_tokens 10**400 (a JSON integer no float holds)."""
+    result["loss_eval"]["arms"]["dimuon_lite"]["n_tokens"] = 10 ** 400
+
+
 CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
     "gs1": {
         "eval items: an item swapped for a training item": eval_item_swapped_for_training_item,
@@ -737,6 +793,10 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "number format: effect and ci NaN": effect_nan,
         "number format: restore_count 2**64+1": restore_count_huge,
         "unicode: completed arm homoglyph": completed_arm_homoglyph,
+        "prose: item count with another noun": summary_item_count_other_noun,
+        "prose: item count 'over N items' in reasoning": reasoning_item_count_over,
+        "prose: the spec's model claimed in the summary": summary_model_claimed,
+        "eval items: the first item dropped, recomputed": eval_first_item_dropped,
     },
     "selfgen": {
         "re-executable: a row's reference moved to the wrong answer": eval_reference_set_to_wrong_answer,
@@ -753,6 +813,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "number format: activation value NaN": activation_value_nan,
         "unicode: item id with a trailing space": item_id_trailing_space,
         "manifest: predictions copy edited and referenced": predictions_copy_edited,
+        "spec values: an eval question planted as a task": eval_question_planted_as_task,
     },
     "trimuon": {
         "eval items: a held-out item renamed to a training item": eval_heldout_item_renamed,
@@ -768,6 +829,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "disguised check: parity same_code cleared": parity_same_code_flag_cleared,
         "capacity_block: on a succeeded run": capacity_block_on_success,
         "number format: loss value Infinity": loss_value_infinite,
+        "number format: n_tokens 10**400": loss_tokens_huge,
     },
 }
 
@@ -913,6 +975,33 @@ def run_inline_predictions_edited(run: Path) -> None:
     _write_result(run, result)
 
 
+def run_training_rewards_rewritten_everywhere(run: Path) -> None:
+    """Every training_step event's mean reward +0.25, the result's training rewards (both copies) following: a
+    consistent log, only re-training could contradict it."""
+    events = _events(run)
+    for event in events:
+        if event.get("event") == "training_step" and isinstance(event.get("mean_reward"), (int, float)):
+            event["mean_reward"] += 0.25
+    _write_events(run, events)
+    result = _result(run)
+
+    def edit(arm: str, metrics: dict[str, Any]) -> None:
+        for key in ("first_step_mean_reward", "final_step_mean_reward", "mean_train_reward"):
+            if key in metrics:
+                metrics[key] += 0.25
+    _both_metric_copies(result, edit)
+    _write_result(run, result)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run / "tables" / "training_steps.parquet"
+    if path.is_file():
+        read = pq.read_table(path)
+        rows = [{**row, "mean_reward": row["mean_reward"] + 0.25} if row.get("mean_reward") is not None else row
+                for row in read.to_pylist()]
+        pq.write_table(pa.Table.from_pylist(rows, schema=read.schema), path)
+
+
 RUN_DIR_CORPUS: dict[str, dict[str, Callable[[Path], None]]] = {
     "gs1": {
         "number format (run dir): duplicate verdict key": run_duplicate_verdict_key,
@@ -924,6 +1013,7 @@ RUN_DIR_CORPUS: dict[str, dict[str, Callable[[Path], None]]] = {
         "timestamps (run dir): gate time after training": run_gate_times_out_of_order,
         "timestamps (run dir): run.json started later": run_started_later,
         "manifest (run dir): inline predictions edited": run_inline_predictions_edited,
+        "re-executable (run dir): training rewards rewritten everywhere": run_training_rewards_rewritten_everywhere,
     },
     "selfgen": {
         "timestamps (run dir): audit gate after training": run_audit_gate_after_training,

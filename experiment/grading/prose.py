@@ -7,6 +7,8 @@ runs CHECKS); the verdict, item count, effects and per-arm numbers are PROSE-1..
   script ("ѕupported" with a Cyrillic dze reads "supported" and matches no rule's word).
 - PROSE-7 the confidence and the criterion outcomes the prose states are the record's: "confidence is strong|weak"
   names RESULT.confidence, and "effect X meets|misses margin Y" says what X against Y gives.
+- PROSE-8 where a `model` deviation replaced the spec's model, the prose names the spec's model only as the one
+  replaced ("instead of", "a rehearsal substitute for", "the service does not serve"), never as the one that ran.
 """
 
 from __future__ import annotations
@@ -75,4 +77,25 @@ def PROSE_7(ctx: GradeContext) -> list[Issue]:
         if wrong else []
 
 
-CHECKS = [PROSE_6, PROSE_7]
+_REPLACED = ("instead of ", "substitute for ", "does not serve ", "in place of ")
+
+
+@rule("PROSE-8", "record", "invalid", "the prose names a replaced spec model only as the one replaced, never as the one that ran")
+def PROSE_8(ctx: GradeContext) -> list[Issue]:
+    """Where a `model` deviation replaced the spec's model, every mention of it in the prose says it was replaced."""
+    wrong = []
+    for deviation in ctx.result.get("deviations") or []:
+        if not isinstance(deviation, dict) or deviation.get("field") != "model":
+            continue
+        original, effective = deviation.get("original"), deviation.get("effective")
+        if not isinstance(original, str) or not original or original == effective:
+            continue
+        for field, text in _texts(ctx):
+            for match in re.finditer(re.escape(original), text):
+                if not text[: match.start()].endswith(_REPLACED):
+                    wrong.append(f"{field} names {original} as the model (it ran {effective})")
+                    break
+    return [Issue("PROSE-8", INVALID, f"the prose claims the spec's model: {'; '.join(wrong)}")] if wrong else []
+
+
+CHECKS = [PROSE_6, PROSE_7, PROSE_8]

@@ -466,7 +466,8 @@ VERDICTS = ("supported", "refuted", "inconclusive")
 _VERDICT_WORD = re.compile(r"\bverdict (?:is |was )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
 _CLAIM = re.compile(r"\b(?:claim|hypothesis|result|outcome|conclusion)\b[^.;:]{0,40}?\b(?:is|was|are|were|stands) "
                     r"(not )?(supported|refuted|inconclusive)\b", re.I)
-_ITEMS = re.compile(r"\bon (?:all |the )?(\d{1,3}(?:,\d{3})+|\d+) (?:held-out items|held-out conversations|conversations|items)\b")
+_ITEMS = re.compile(r"\b(?:on|over|across) (?:all |the )?(\d{1,3}(?:,\d{3})+|\d+) (?:[\w-]+ ){0,2}"
+                    r"(?:items|conversations|questions|examples)\b")
 
 
 def _texts(ctx: GradeContext) -> list[tuple[str, str]]:
@@ -528,7 +529,8 @@ def PROSE_3(ctx: GradeContext) -> list[Issue]:
 
 @rule("PROSE-4", "record", "invalid", "the item count the prose states is the evaluator's")
 def PROSE_4(ctx: GradeContext) -> list[Issue]:
-    """The item count the summary or reasoning states ("on 48 held-out items") is the evaluator's."""
+    """The item count the summary or reasoning states ("on 48 held-out items", "over 48 items", "on all 1,319 GSM8K
+    test items") is the evaluator's."""
     counts = {len(as_dict(p.get("items")).get("ids") or []) for p in _scoring_evaluators(ctx).values()}
     if len(counts) != 1:
         return []

@@ -58,3 +58,35 @@ def test_an_item_count_with_a_thousands_separator_is_the_evaluators_too():
     assert _rules(spec_anchor.PROSE_4(ctx)) == ["PROSE-4"]
     record["summary"] = "Scored the final checkpoints on 48 held-out items."
     assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_an_item_count_the_prose_states_in_other_words_is_the_evaluators_too():
+    """'on 1319 GSM8K test items' and GS1's reasoning 'bound over 1319 items' (for 48) graded as honest before."""
+    record = {"evaluation": {"version": 1, "evaluators": {"e": {"items": {"ids": [f"i{n}" for n in range(48)]}}},
+                             "scores": []},
+              "evidence": {"version": 1, "files": []}}
+    ctx = SimpleNamespace(result=record, evidence=EvidenceAccess(record), spec=None, spec_model=None, plan=None)
+    for said in ({"summary": "Scored the final checkpoints on 1319 GSM8K test items."},
+                 {"reasoning": "The paired Hoeffding bound over 1319 items gives an effect. So it is."}):
+        record.update({"summary": "", "reasoning": "", **said})
+        assert _rules(spec_anchor.PROSE_4(ctx)) == ["PROSE-4"], said
+    record.update(summary="Scored on 48 held-out items.", reasoning="The bound over 48 items gives an effect.")
+    assert spec_anchor.PROSE_4(ctx) == []
+
+
+MODEL = {"field": "model", "original": "Qwen/Qwen3.5-2B", "effective": "embedded/tiny-arith", "reason": "rehearsal: x"}
+
+
+def test_the_prose_names_the_spec_model_only_as_the_one_replaced():
+    """A summary saying every arm trained 'on Qwen/Qwen3.5-2B' where the run substituted embedded/tiny-arith graded
+    as the honest record before PROSE-8; the honest wordings name it as what was replaced."""
+    honest = ("REHEARSAL at embedded scale, not a result to submit (gs1 on embedded/tiny-arith instead of "
+              "Qwen/Qwen3.5-2B; lora_rank 8): Trained every arm on embedded/tiny-arith (a rehearsal substitute for "
+              "Qwen/Qwen3.5-2B) and scored the final checkpoints.")
+    served = "Trained every arm on org/small (the service does not serve Qwen/Qwen3.5-2B)."
+    for text in (honest, served):
+        assert prose.PROSE_8(_ctx(summary=text, deviations=[MODEL])) == []
+    claimed = honest.replace("on embedded/tiny-arith (a rehearsal substitute for Qwen/Qwen3.5-2B)", "on Qwen/Qwen3.5-2B")
+    issues = prose.PROSE_8(_ctx(summary=claimed, deviations=[MODEL]))
+    assert _rules(issues) == ["PROSE-8"] and "embedded/tiny-arith" in issues[0].message
+    assert prose.PROSE_8(_ctx(summary=claimed, deviations=[])) == []  # no substitution: the spec's model ran
