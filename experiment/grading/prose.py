@@ -26,8 +26,10 @@ def _texts(ctx: GradeContext) -> list[tuple[str, str]]:
 
 
 def _script(char: str) -> str:
-    """The script word of a letter's Unicode name (LATIN, CYRILLIC, GREEK, FULLWIDTH, ...)."""
-    return unicodedata.name(char, "UNKNOWN").split(" ")[0]
+    """The script word of a letter's Unicode name (LATIN, CYRILLIC, GREEK, FULLWIDTH, ...); the micro sign of a unit
+    ("µs") counts as Latin."""
+    script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
+    return "LATIN" if script == "MICRO" else script
 
 
 @rule("PROSE-6", "record", "invalid", "summary and reasoning hide no text: no invisible format character, no word mixing Latin with another script")

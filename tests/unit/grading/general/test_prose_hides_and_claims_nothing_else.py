@@ -38,6 +38,7 @@ def test_an_invisible_character_or_a_homoglyph_in_the_prose_is_named():
                  "The claim is sup\u00adported.", "The claim is \uff53upported."):
         assert _rules(prose.PROSE_6(_ctx(summary=text, verdict="refuted"))) == ["PROSE-6"], text
     assert prose.PROSE_6(_ctx(summary="\u5b9f\u9a13 on embedded/tiny-arith: a \u2212 b.")) == []  # one script a word
+    assert prose.PROSE_6(_ctx(summary="median step 35 \u00b5s, na\u00efve baseline.")) == []  # a unit, an accent
 
 
 def test_the_confidence_and_margin_outcomes_the_prose_states_are_the_records():
