@@ -20,7 +20,7 @@ from typing import Any
 from experiment.grading import correctness, decision, evaluator, feasibility, generation_audit, restoration
 from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS, UNVERIFIED, CategoryGrade, Grade, GradeContext,
                                       Issue)
-from experiment.grading.evidence import EvidenceAccess
+from experiment.grading.evidence import EvidenceAccess, each_key_once
 from experiment.grading.general import general_issues
 from experiment.grading.input_limits import oversized_input
 from experiment.grading.precedence import with_precedence
@@ -58,23 +58,12 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
     if too_large:
         raise GradeInputError(too_large)
     try:
-        result = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_each_key_once)
+        result = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=each_key_once)
     except (OSError, UnicodeDecodeError, ValueError) as err:  # json.JSONDecodeError is a ValueError
         raise GradeInputError(f"{path}: cannot read RESULT ({type(err).__name__}: {err})") from None
     if not isinstance(result, dict):
         raise GradeInputError(f"{path}: RESULT must be a JSON object")
     return result, run_dir
-
-
-def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are unique: a key written twice has two readings (Python's json keeps the last
-    value, a first-wins reader the first), so a record that says `verdict` twice is not one record."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"the key {key!r} is written twice in one object")
-        seen[key] = value
-    return seen
 
 
 @implements("EVID-8")
