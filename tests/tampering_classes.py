@@ -756,6 +756,25 @@ def loss_tokens_huge(result: dict[str, Any]) -> None:
     result["loss_eval"]["arms"]["dimuon_lite"]["n_tokens"] = 10 ** 400
 
 
+def criteria_met_written_twice(result: dict[str, Any]) -> None:
+    """TriMuon: verdict-criteria.json says "met": true and then the honest "met": false for each criterion (Python's
+    json keeps the last value, a first-wins reader the first), re-hashed."""
+    text = _files(result)["verdict-criteria.json"]["content"]
+    assert '"met": false' in text
+    rewrite_evidence(result, "verdict-criteria.json", text.replace('"met": false', '"met": true,\n      "met": false'))
+
+
+def observation_value_written_twice(result: dict[str, Any]) -> None:
+    """GS1: every wrong observation of the treatment says "value":1.0 and then the honest "value":0.0, re-hashed."""
+    arm = _treatment(result)
+    name = result["decision"]["observations_file"]["name"]
+    lines = _files(result)[name]["content"].splitlines(keepends=True)
+    edited = [line.replace('"value":0.0', '"value":1.0,"value":0.0') if f'"arm":"{arm}"' in line else line
+              for line in lines]
+    assert edited != lines
+    rewrite_evidence(result, name, "".join(edited))
+
+
 CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
     "gs1": {
         "eval items: an item swapped for a training item": eval_item_swapped_for_training_item,
@@ -797,6 +816,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "prose: item count 'over N items' in reasoning": reasoning_item_count_over,
         "prose: the spec's model claimed in the summary": summary_model_claimed,
         "eval items: the first item dropped, recomputed": eval_first_item_dropped,
+        "number format: observation value written twice": observation_value_written_twice,
     },
     "selfgen": {
         "re-executable: a row's reference moved to the wrong answer": eval_reference_set_to_wrong_answer,
@@ -830,6 +850,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "capacity_block: on a succeeded run": capacity_block_on_success,
         "number format: loss value Infinity": loss_value_infinite,
         "number format: n_tokens 10**400": loss_tokens_huge,
+        "number format: criteria met written twice": criteria_met_written_twice,
     },
 }
 
