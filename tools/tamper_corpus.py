@@ -208,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dirs", action="store_true", help="also grade each record tampering as a run directory")
     parser.add_argument("--json", action="store_true", help="one JSON row per tampering")
     args = parser.parse_args(argv)
+    # the grader graded with: the first checkout on sys.path (PYTHONPATH=<older worktree> for "before" figures),
+    # imported before tests/leaves.py puts the tests' own checkout first on sys.path
+    import experiment.grading  # noqa: F401
     sys.path.insert(0, str(args.tests_dir))
+    print(f"grader: {Path(experiment.grading.__file__).parents[2]}", file=sys.stderr)
     rows = measure(args.runs_dir, args.family or list(FAMILIES), args.run_dirs, args.only)
     print(json.dumps(rows, indent=1) if args.json else "\n".join(summary_lines(rows)))
     return 0
