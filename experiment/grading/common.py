@@ -195,7 +195,14 @@ def model_issues(model: type[BaseModel], value: Any, rule: str, status: str, wha
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number: never a boolean, and never an integer too large for a float (10**400 is a JSON integer
+    whose every float comparison raises OverflowError)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def is_integer(value: Any) -> bool:

@@ -97,7 +97,7 @@ class _Validator(_RecordChecks, _PreflightChecks, _EvaluationChecks, _DecisionCh
         for name, check in checks:
             try:
                 check()
-            except (AttributeError, KeyError, TypeError, ValueError) as err:
+            except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as err:
                 # a record so malformed that a rule could not be applied is itself a problem
                 self.problem(
                     f"{name}.shape",
