@@ -388,8 +388,11 @@ def _build_graded_record(kind: str):
             "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}
     keep("restoration-update-check.json", "metrics", json.dumps(update_checks))
 
-    config = {key: (trained if key == "arms" else 1 if key != "base_model" else plan.base_model)
-              for key in PROJECTION_KEYS}
+    raw = spec.to_dict()  # the plan's full run (FEAS-14), 1 where the plan fixes nothing
+    planned = {"steps": raw.get("steps"), "lora_rank": raw.get("lora_rank"), "batch_size": raw.get("batch_size"),
+               "max_seq_len": raw.get("max_seq_len"), "n_examples": (raw.get("dataset") or {}).get("n_examples"),
+               "n_eval": plan.eval.get("n_examples"), "arms": trained, "base_model": plan.base_model}
+    config = {key: planned[key] if planned.get(key) is not None else 1 for key in PROJECTION_KEYS}
     phase = {"seconds": 1.5, "units": 2, "planned_units": 12, "samples": 4, "gpu_count": 0,
              "allocation_source": "embedded backend: CPU only"}
     result["feasibility"] = {

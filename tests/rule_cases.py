@@ -222,7 +222,7 @@ CASES = [
      "CORR-1"),
     # feasibility
     ("paired", delete_at(["feasibility"]), "feasibility", "unknown", "FEAS-1"),
-    ("paired", lambda r: r["feasibility"]["config"].update(steps=40), "feasibility", "unknown", "FEAS-2"),
+    ("paired", lambda r: r["feasibility"]["config"].update(steps=41), "feasibility", "unknown", "FEAS-2"),
     ("paired", lambda r: r["feasibility"]["effective_config"].pop("n_eval"), "feasibility", "unknown", "FEAS-2"),
     ("paired", set_at(["feasibility", "source"], ""), "feasibility", "unknown", "FEAS-3"),
     ("paired", lambda r: r["feasibility"]["measurements"].update(training={"seconds": 1.0}), "feasibility", "unknown",

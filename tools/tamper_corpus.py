@@ -9,7 +9,9 @@ leaves). The corpora, each a module of tests/ with tamperings by family:
 - tampering_spec.py (SPEC_CORPUS, RUN_DIR_CORPUS): the record against the spec, its data, the retained code, the
   evidence the spec requires and its own prose (issue 45 items 1, 2, 4, 5); the class is the name before its colon;
 - tampering_traces.py (CORPUS, RUN_DIR_CORPUS): leaves a record restates from its run, and the disguised
-  same-code parity check (issue 45 items 3, 6, 7).
+  same-code parity check (issue 45 items 3, 6, 7);
+- tampering_classes.py (CORPUS, RUN_DIR_CORPUS): an independent audit's tamperings (issue 45 deliverable 10), the
+  class the name before its colon.
 Each record tampering is applied to the family's RESULT as a tamperer would (every hash kept consistent) and graded
 as the exchange receives it (the bare RESULT); with `--run-dirs` also as a run directory (the honest run directory
 copied, its result.json replaced and every evidence file rewritten from the tampered record's inline copy). Each
@@ -75,6 +77,11 @@ def corpora() -> tuple[list[tuple[str, str, str, Callable]], list[tuple[str, str
         records += [(family, name, trace_class(name), tamper) for name, tamper in tampers.items()]
     for family, tampers in traces.RUN_DIR_CORPUS.items():
         run_dirs += [(family, name, "items 3, 6 (run dir): the run's own traces", tamper) for name, tamper in tampers.items()]
+    audit = importlib.import_module("tampering_classes")
+    for family, tampers in audit.CORPUS.items():
+        records += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    for family, tampers in audit.RUN_DIR_CORPUS.items():
+        run_dirs += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
     return records, run_dirs
 
 
@@ -104,8 +111,12 @@ def run_dir_findings(run_dir: Path) -> frozenset:
     """What grading the run directory finds, counted as tests/leaves.py counts a bare record's findings."""
     import leaves
     from experiment.grading import grade_path
+    from experiment.grading.grade import GradeInputError
 
-    return leaves.grade_findings(grade_path(run_dir))
+    try:
+        return leaves.grade_findings(grade_path(run_dir))
+    except GradeInputError as err:  # refused as unreadable (exit 2): found, whatever the honest grade found
+        return frozenset({("input", "refused", str(err), 1)})
 
 
 def _copy_run_dir(honest: Path, into: Path) -> Path:
@@ -197,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dirs", action="store_true", help="also grade each record tampering as a run directory")
     parser.add_argument("--json", action="store_true", help="one JSON row per tampering")
     args = parser.parse_args(argv)
+    # the grader graded with: the first checkout on sys.path (PYTHONPATH=<older worktree> for "before" figures),
+    # imported before tests/leaves.py puts the tests' own checkout first on sys.path
+    import experiment.grading  # noqa: F401
     sys.path.insert(0, str(args.tests_dir))
+    print(f"grader: {Path(experiment.grading.__file__).parents[2]}", file=sys.stderr)
     rows = measure(args.runs_dir, args.family or list(FAMILIES), args.run_dirs, args.only)
     print(json.dumps(rows, indent=1) if args.json else "\n".join(summary_lines(rows)))
     return 0

@@ -169,7 +169,7 @@ def applied(check: Check, ctx: GradeContext) -> list[Issue]:
     object belongs, a missing key) is itself invalid, under the check's rule, never a traceback."""
     try:
         return check(ctx)
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError) as err:
         rule = rule_of_check(check.__name__)  # EVAL_9_values implements EVAL-9 (its own name is no rule id)
         return [Issue(rule, INVALID, f"the record has an unexpected shape, so {rule} cannot be applied "
                                      f"({type(err).__name__}: {short(str(err), 80)})")]
@@ -195,7 +195,14 @@ def model_issues(model: type[BaseModel], value: Any, rule: str, status: str, wha
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number: never a boolean, and never an integer too large for a float (10**400 is a JSON integer
+    whose every float comparison raises OverflowError)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def is_integer(value: Any) -> bool:

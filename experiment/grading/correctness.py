@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import io
 import json
 import math
@@ -29,6 +30,7 @@ from experiment.grading.common import (
     is_number, model_issues, run_checks, short,
 )
 from experiment.grading.registry import implements, rule
+from experiment.grading.spec_anchor import PIPELINE_CODE
 
 NAME = "correctness"
 PIN_FIELDS = ("correctness_pins", "correctness_revisions")
@@ -323,7 +325,32 @@ def CORR_9(ctx: GradeContext) -> list[Issue]:
             issues.append(Issue("CORR-9", UNVERIFIED, f"path {path_id}: fixed_input.sha256 is not a 64-hex hash"))
         elif not any(_is_fixed_input(ctx, entry.get("name"), digest) for entry in ctx.evidence.entries):
             issues.append(Issue("CORR-9", UNVERIFIED, f"path {path_id}: the fixed input is not retained inline as evidence"))
+        missing = sorted(_reference_hashes(record) - _retained_code_hashes(ctx))
+        if missing:
+            issues.append(Issue("CORR-9", UNVERIFIED, f"path {path_id}: the reference code it names (sha256 "
+                                                      f"{', '.join(h[:12] for h in missing)}) is not retained: no probe "
+                                                      "script or retained pipeline file hashes to it"))
     return issues
+
+
+def _reference_hashes(record: dict[str, Any]) -> set[str]:
+    """*(issue 45)* The hashes by which a path names its independent reference's code: `reference_file_sha256`, and
+    every `<file>.py sha256:<hex>` of `reference_revision` (a package pin names no retained file)."""
+    named = {record.get("reference_file_sha256")} if isinstance(record.get("reference_file_sha256"), str) else set()
+    for match in _FILE_HASH.finditer(str(record.get("reference_revision") or "")):
+        named.add(match.group(2) or match.group(3))
+    return {digest for digest in named if HEX64.match(digest)}
+
+
+def _retained_code_hashes(ctx: GradeContext) -> set[str]:
+    """The sha256 of every usable evidence file and of every file of the retained pipeline code."""
+    found = {ctx.evidence.sha256(entry.get("name")) for entry in ctx.evidence.entries if ctx.evidence.usable(entry.get("name"))}
+    bundle = ctx.evidence.json(PIPELINE_CODE) if ctx.evidence.usable(PIPELINE_CODE) else None
+    for entry in as_dict(as_dict(bundle).get("files")).values():
+        content = as_dict(entry).get("content")
+        if isinstance(content, str):
+            found.add(hashlib.sha256(content.encode("utf-8")).hexdigest())
+    return found
 
 
 def _is_fixed_input(ctx: GradeContext, name: Any, digest: str) -> bool:

@@ -68,8 +68,22 @@ def _read_only_array(values: list[Any]) -> ReadOnlyList:
     return ReadOnlyList([_read_only_array(value) if type(value) is list else value for value in values])
 
 
-def _read_only_object(pairs: dict[str, Any]) -> ReadOnlyDict:
-    """json's object hook: objects are built innermost first, so only the arrays are left to convert."""
+def each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook for a JSON object whose keys are unique: a key written twice has two readings
+    (Python's json keeps the last value, a first-wins reader the first), so the text is not one value
+    (ValueError). RESULT (grade.load_input) and every evidence file are read through it."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} is written twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _read_only_object(pairs: list[tuple[str, Any]]) -> ReadOnlyDict:
+    """json's object_pairs_hook: objects are built innermost first, so only the arrays are left to convert; a key
+    written twice makes the text no rows (each_key_once)."""
+    pairs = each_key_once(pairs)
     for key, value in pairs.items():
         if type(value) is list:
             pairs[key] = _read_only_array(value)
@@ -86,13 +100,13 @@ def _parse_rows(text: str) -> list[dict[str, Any]] | None:
     stripped = text.lstrip()
     try:
         if stripped.startswith("["):
-            rows = json.loads(text, object_hook=_read_only_object)
+            rows = json.loads(text, object_pairs_hook=_read_only_object)
         elif stripped.startswith("{") and "\n" not in stripped.strip():
-            value = json.loads(text, object_hook=_read_only_object)
+            value = json.loads(text, object_pairs_hook=_read_only_object)
             rows = value.get("observations") if isinstance(value, dict) and "observations" in value else [value]
         else:
-            rows = [json.loads(line, object_hook=_read_only_object) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError:
+            rows = [json.loads(line, object_pairs_hook=_read_only_object) for line in text.splitlines() if line.strip()]
+    except ValueError:  # json.JSONDecodeError, or a key written twice
         return None
     return rows if isinstance(rows, list) and all(isinstance(row, dict) for row in rows) else None
 
@@ -162,8 +176,8 @@ class EvidenceAccess:
         if data is None:
             return None
         try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            return json.loads(data.decode("utf-8"), object_pairs_hook=each_key_once)
+        except (UnicodeDecodeError, ValueError):  # json.JSONDecodeError is a ValueError, as is a key written twice
             return None
 
     def jsonl(self, ref: Any) -> list[dict[str, Any]] | None:

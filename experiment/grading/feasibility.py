@@ -199,6 +199,24 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@rule("FEAS-14", "feasibility", "unknown", "the config projected is the plan's full run: its steps, sizes and eval count")
+def FEAS_14(ctx: GradeContext) -> list[Issue]:
+    """*(issue 45)* `config` (the full run the projection is made for) is the plan's: the spec's (or its rehearsal's)
+    steps, LoRA rank, batch size, sequence length and training pool, and the plan's eval count. A smaller run
+    projected fits where the planned one may not."""
+    config = as_dict(_record(ctx).get("config"))
+    if ctx.spec is None or ctx.plan is None or not config:
+        return []
+    planned = {"steps": ctx.spec.get("steps"), "lora_rank": ctx.spec.get("lora_rank"),
+               "batch_size": ctx.spec.get("batch_size"), "max_seq_len": ctx.spec.get("max_seq_len"),
+               "n_examples": as_dict(ctx.spec.get("dataset")).get("n_examples"),
+               "n_eval": ctx.plan.eval.get("n_examples")}
+    wrong = [f"{key} {config.get(key)!r} (the plan: {value!r})" for key, value in planned.items()
+             if is_number(value) and key in config and not equal_json(config.get(key), value)]
+    return [Issue("FEAS-14", UNKNOWN, f"Re-projection required: the config projected is not the plan's run: "
+                                      f"{', '.join(wrong)}")] if wrong else []
+
+
 @rule("FEAS-12", "feasibility", "unknown", "the projection and recovery recompute from the measurements and the budget")
 def FEAS_12(ctx: GradeContext) -> list[Issue]:
     """The projection is recomputed from the measurements and the spec's budget
@@ -294,7 +312,8 @@ def _budget_use_posted(ctx: GradeContext, elapsed: float) -> list[Issue]:
     return []
 
 
-CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12, FEAS_13]
+CHECKS = [FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_6, FEAS_7, FEAS_8, FEAS_9, FEAS_10, FEAS_12, FEAS_13,
+          FEAS_14]
 
 
 def grade(ctx: GradeContext) -> CategoryGrade:

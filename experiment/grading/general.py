@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
-from experiment.grading import activation, spec_anchor, traces
+from experiment.grading import activation, prose, spec_anchor, traces
 from experiment.grading.common import (
     applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, equal_json, is_integer, short,
 )
@@ -24,7 +25,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
-from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, table_path
+from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, manifest_path, table_path
 from experiment.grading.registry import implements, rule
 
 EXECUTION_PLAN, PIPELINE_CODE, CODE_REVISION = "execution-plan.json", "pipeline-code.json", "code-revision.json"
@@ -212,7 +213,23 @@ def GEN_7(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("GEN-7", INVALID, "decision is present but the spec has no decision_rule"))
     if ctx.plan is not None and "loss_eval" in ctx.result and not ctx.plan.eval.get("loss_eval"):
         issues.append(Issue("GEN-7", INVALID, "loss_eval is present but the spec's endpoint is not a loss"))
+    count, posted = as_dict(block).get("comparison_steps_completed"), _posted_steps(ctx.result)
+    if block is not None and is_integer(count) and count < posted:
+        issues.append(Issue("GEN-7", INVALID, f"capacity_block says {count} comparison steps completed, the arms "
+                                              f"posted {posted}"))
     return issues
+
+
+def _posted_steps(result: dict[str, Any]) -> int:
+    """The comparison steps the record's arms posted (each arm's steps_completed, an LR grid's per run): what a
+    capacity stop's real step count (CAP-1) counts at least."""
+    total = 0
+    for entry in as_dict(as_dict(result.get("metrics")).get("arms")).values():
+        runs = as_dict(as_dict(entry).get("runs"))
+        for target in runs.values() if runs else [entry]:
+            steps = as_dict(target).get("steps_completed")
+            total += steps if is_integer(steps) and steps > 0 else 0
+    return total
 
 
 @rule("GEN-8", "record", "invalid", "summary at most two sentences, reasoning two to four")
@@ -464,6 +481,7 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
         data = ctx.evidence.bytes(name)
         if path.is_file() and data is not None and path.read_bytes() != data:
             issues.append(Issue("EVID-8", INVALID, f"evidence/{name} on disk differs from its inline content"))
+    issues += _kept_but_not_in_result(ctx, events) + _times_going_back(events)
     gates = {}
     for event in events:
         if event.get("event") == "gate":
@@ -488,6 +506,45 @@ def EVID_8(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("EVID-8")
+def _kept_but_not_in_result(ctx: GradeContext, events: list[dict[str, Any]]) -> list[Issue]:
+    """Every file the run kept (its manifest lists it, an evidence_added event logs it) is in RESULT.evidence: one
+    that is not is read by no rule, so it could say anything."""
+    listed = {entry.get("name") for entry in ctx.evidence.entries}
+    try:
+        manifest = json.loads(manifest_path(ctx.run_dir).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = None  # missing or unreadable: the run-dir layer reports it (evidence.manifest)
+    kept = {str(e.get("name")): "manifest" for e in as_list(as_dict(manifest).get("files")) if isinstance(e, dict)}
+    for event in events:
+        if event.get("event") == "evidence_added" and event.get("name") is not None:
+            kept.setdefault(str(event.get("name")), "events.jsonl")
+    return [Issue("EVID-8", INVALID, f"{name} is kept in the run directory ({where}) but not in RESULT.evidence")
+            for name, where in kept.items() if name not in listed]
+
+
+@implements("EVID-8")
+def _times_going_back(events: list[dict[str, Any]], resolution_seconds: float = 2.0) -> list[Issue]:
+    """The store appends each event with the time of its append, one at a time (experiment.run.store.append_event):
+    the log's times never go back by more than the clock's resolution."""
+    latest: tuple[datetime, str] | None = None
+    for number, event in enumerate(events, 1):
+        if "ts" not in event:
+            continue
+        try:
+            at = datetime.fromisoformat(str(event["ts"]))
+            at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+        except ValueError:
+            return [Issue("EVID-8", INVALID, f"events.jsonl event {number} ({event.get('event')}) has no ISO time: "
+                                             f"{str(event['ts'])[:40]!r}")]
+        if latest is not None and (latest[0] - at).total_seconds() > resolution_seconds:
+            return [Issue("EVID-8", INVALID, f"events.jsonl goes back in time: event {number} ({event.get('event')}) "
+                                             f"at {event['ts']} follows {latest[1]}")]
+        if latest is None or at > latest[0]:
+            latest = (at, str(event["ts"]))
+    return []
+
+
 @rule("SEC-1", "record", "invalid", "no credentials stored: keys, tokens, credential headers, signed URLs")
 def SEC_1(ctx: GradeContext) -> list[Issue]:
     issues = []
@@ -509,7 +566,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
 
 CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8, *activation.CHECKS,
           EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, EVID_9, EVID_10, *traces.CHECKS, SEC_1,
-          *spec_anchor.RECORD_CHECKS]
+          *spec_anchor.RECORD_CHECKS, *prose.CHECKS]
 
 
 def general_issues(ctx: GradeContext) -> list[Issue]:

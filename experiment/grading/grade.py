@@ -20,7 +20,7 @@ from typing import Any
 from experiment.grading import correctness, decision, evaluator, feasibility, generation_audit, restoration
 from experiment.grading.common import (CATEGORIES, INVALID, NOT_APPLICABLE, PASS, UNVERIFIED, CategoryGrade, Grade, GradeContext,
                                       Issue)
-from experiment.grading.evidence import EvidenceAccess
+from experiment.grading.evidence import EvidenceAccess, each_key_once
 from experiment.grading.general import general_issues
 from experiment.grading.input_limits import oversized_input
 from experiment.grading.precedence import with_precedence
@@ -58,8 +58,8 @@ def load_input(path: str | Path) -> tuple[dict[str, Any], Path | None]:
     if too_large:
         raise GradeInputError(too_large)
     try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        result = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=each_key_once)
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # json.JSONDecodeError is a ValueError
         raise GradeInputError(f"{path}: cannot read RESULT ({type(err).__name__}: {err})") from None
     if not isinstance(result, dict):
         raise GradeInputError(f"{path}: RESULT must be a JSON object")
@@ -254,7 +254,7 @@ def _graded(name: str, module: Any, ctx: GradeContext) -> CategoryGrade:
     category's shape rule (rules.SHAPE_RULES). Missing evidence takes precedence (experiment.grading.precedence)."""
     try:
         return with_precedence(module.grade(ctx))
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError) as err:
         return CategoryGrade(name, INVALID, [Issue(SHAPE_RULES[name], INVALID, f"the record has an unexpected shape "
                                                                                f"({type(err).__name__}: {err})")])
 

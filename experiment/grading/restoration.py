@@ -167,7 +167,7 @@ def REST_4(ctx: GradeContext) -> list[Issue]:
         count = entry.get("restore_count")
         checks = [as_dict(c) for c in as_list(entry.get("optimizer_checks"))]
         covered = sorted(c.get("after_restore") for c in checks if is_integer(c.get("after_restore")))
-        if not is_integer(count) or covered != list(range(count + 1)):
+        if not is_integer(count) or len(covered) != count + 1 or covered != list(range(len(covered))):
             issues.append(Issue("REST-4", UNVERIFIED, f"arm {arm}: optimizer_checks cover after_restore {covered}, not "
                                                       f"creation and each of {count!r} restores"))
         if any(c.get("before_next_update") is not True for c in checks):

@@ -31,8 +31,8 @@ import argparse
 import sys
 
 from experiment.grading import (  # noqa: F401 - imported for their registrations
-    activation, correctness, decision, evaluator, feasibility, general, generation_audit, grade, restoration, run_dir,
-    spec_anchor, traces,
+    activation, correctness, decision, evaluator, feasibility, general, generation_audit, grade, prose, restoration,
+    run_dir, spec_anchor, traces,
 )
 from experiment.grading.common import INVALID, UNKNOWN, UNVERIFIED
 from experiment.grading.registry import PROBLEM, RECORD, SEVERITIES, SHAPE_RULES, Rule, declare, table

@@ -477,7 +477,8 @@ VERDICTS = ("supported", "refuted", "inconclusive")
 _VERDICT_WORD = re.compile(r"\bverdict (?:is |was )?(supported|refuted|inconclusive)\b(?: \((\w+)\))?", re.I)
 _CLAIM = re.compile(r"\b(?:claim|hypothesis|result|outcome|conclusion)\b[^.;:]{0,40}?\b(?:is|was|are|were|stands) "
                     r"(not )?(supported|refuted|inconclusive)\b", re.I)
-_ITEMS = re.compile(r"\bon (\d+) (?:held-out items|held-out conversations|conversations|items)\b")
+_ITEMS = re.compile(r"\b(?:on|over|across) (?:all |the )?(\d{1,3}(?:,\d{3})+|\d+) (?:[\w-]+ ){0,2}"
+                    r"(?:items|conversations|questions|examples)\b")
 
 
 def _texts(ctx: GradeContext) -> list[tuple[str, str]]:
@@ -539,12 +540,13 @@ def PROSE_3(ctx: GradeContext) -> list[Issue]:
 
 @rule("PROSE-4", "record", "invalid", "the item count the prose states is the evaluator's")
 def PROSE_4(ctx: GradeContext) -> list[Issue]:
-    """The item count the summary or reasoning states ("on 48 held-out items") is the evaluator's."""
+    """The item count the summary or reasoning states ("on 48 held-out items", "over 48 items", "on all 1,319 GSM8K
+    test items") is the evaluator's."""
     counts = {len(as_dict(p.get("items")).get("ids") or []) for p in _scoring_evaluators(ctx).values()}
     if len(counts) != 1:
         return []
     n = counts.pop()
-    stated = [(field, int(m.group(1))) for field, text in _texts(ctx) for m in _ITEMS.finditer(text)]
+    stated = [(field, int(m.group(1).replace(",", ""))) for field, text in _texts(ctx) for m in _ITEMS.finditer(text)]
     selection = as_dict(as_dict(ctx.result.get("decision")).get("selection"))
     allowed = {n} | {len(as_list(as_dict(selection.get("split")).get(k))) for k in ("selection_ids", "confirmation_ids")}
     wrong = [f"{field} says {count}" for field, count in stated if count not in allowed]

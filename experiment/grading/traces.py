@@ -578,6 +578,9 @@ READ_BY_RULES = re.compile(
     r"|script-[\w.\-]+\.py|run\.py|spec-revision-request\.json|adaptive-selection\.json)$")
 
 
+PREDICTIONS_PREFIX = "predictions-"  # read by name only where a score's predictions_ref names it
+
+
 def _named_in(value: Any, names: set[str], found: set[str]) -> None:
     if isinstance(value, str):
         if value in names:
@@ -597,7 +600,9 @@ def TRACE_7(ctx: GradeContext) -> list[Issue]:
     names = {str(e.get("name")) for e in ctx.evidence.entries}
     found: set[str] = set()
     _named_in({k: v for k, v in ctx.result.items() if k != "evidence"}, names, found)
-    unread = sorted(name for name in names - found if not READ_BY_RULES.match(name))
+    finished = ctx.result.get("status") == "succeeded"  # every score posted: a predictions file no score names is unread
+    unread = sorted(name for name in names - found if not READ_BY_RULES.match(name)
+                    or (finished and name.startswith(PREDICTIONS_PREFIX)))
     return [Issue("TRACE-7", INVALID, f"evidence {name} is read by no rule and named by no field of RESULT: "
                                       "an unchecked file") for name in unread]
 

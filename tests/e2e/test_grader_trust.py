@@ -9,7 +9,9 @@
 - every entry of that list still names a leaf of some record (no stale entries).
 - every tampering of tests/tampering_spec.py (the record against the spec, its data, the retained code, the
   evidence the spec requires and its own prose; issue 45) leaves green, on the bare record and, for those that edit
-  a run directory, on a copy of the run directory.
+  a run directory, on a copy of the run directory;
+- every tampering of tests/tampering_classes.py (an independent audit's, by class; issue 45 deliverable 10) alike,
+  but the three that only a re-run catches (strict xfail, each with what catches it).
 
 `RX_WIRING_RECORDS=<dir>` with `<family>.json` records in it (built by the same command) reuses them, and
 `<family>/` run directories in it reuse those.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +30,7 @@ from suite import GS1_SPEC, SELFGEN_SPEC, TRIMUON_SPEC
 from tampering import CORPUS, tampered
 from tampering_spec import RUN_DIR_CORPUS, SPEC_CORPUS
 import leaves as L
+import tampering_classes
 
 SPECS = {"gs1": GS1_SPEC, "selfgen": SELFGEN_SPEC, "trimuon": TRIMUON_SPEC}
 
@@ -82,6 +86,47 @@ def test_every_run_dir_tampering_leaves_green(wiring_run_dirs, untouched_run_dir
     shutil.copytree(wiring_run_dirs[family], copy_)
     RUN_DIR_CORPUS[family][name](copy_)
     new = _run_dir_findings(copy_) - untouched_run_dir_findings(family)
+    assert new, f"{family}: '{name}' still grades as the untouched run directory"
+
+
+# What a plain grade cannot catch, and what does: the scorer re-run on the retained predictions (flows.validate
+# --reproduce, REPRO-1, no service needed); the training log's own events in a run directory (TRACE-1); a re-run of
+# training (nothing: a training log consistent everywhere restates what no retained evidence can contradict).
+NEEDS_A_RE_RUN = {
+    ("gs1", "re-executable: a wrong row's value written 1"): "flows.validate --reproduce (REPRO-1) catches it",
+    ("trimuon", "re-executable: train NLL rewritten in sft-steps and metrics"): "the run directory's events do (TRACE-1)",
+    ("gs1", "re-executable (run dir): training rewards rewritten everywhere"): "only re-training would",
+}
+
+
+def _case(family: str, name: str) -> Any:
+    reason = NEEDS_A_RE_RUN.get((family, name))
+    marks = [pytest.mark.xfail(strict=True, reason=f"a plain grade cannot: {reason}")] if reason else []
+    return pytest.param(family, name, marks=marks, id=f"{family}: {name}")
+
+
+AUDIT_CASES = [_case(f, n) for f, tampers in tampering_classes.CORPUS.items() for n in tampers]
+AUDIT_RUN_DIR_CASES = [_case(f, n) for f, tampers in tampering_classes.RUN_DIR_CORPUS.items() for n in tampers]
+
+
+@pytest.mark.parametrize("family,name", AUDIT_CASES)
+def test_every_audit_tampering_leaves_green(wiring_records, wiring_findings, family, name):
+    new = L.findings(tampered(wiring_records[family], tampering_classes.CORPUS[family][name])) - wiring_findings[family]
+    assert new, f"{family}: '{name}' still grades as the untouched record"
+
+
+@pytest.mark.parametrize("family,name", AUDIT_RUN_DIR_CASES)
+def test_every_audit_run_dir_tampering_leaves_green(wiring_run_dirs, untouched_run_dir_findings, tmp_path, family,
+                                                    name):
+    from experiment.grading.grade import GradeInputError
+
+    copy_ = tmp_path / family
+    shutil.copytree(wiring_run_dirs[family], copy_, ignore=shutil.ignore_patterns("*.lock"))
+    tampering_classes.RUN_DIR_CORPUS[family][name](copy_)
+    try:
+        new = _run_dir_findings(copy_) - untouched_run_dir_findings(family)
+    except GradeInputError:  # refused as unreadable input (exit 2): caught
+        return
     assert new, f"{family}: '{name}' still grades as the untouched run directory"
 
 

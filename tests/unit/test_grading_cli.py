@@ -37,7 +37,7 @@ def test_bare_result_json_grades_green_then_amber_when_a_category_is_unknown(gra
     assert list(as_json["categories"]) == CATEGORIES
     assert all(set(entry) >= {"status", "issues"} for entry in as_json["categories"].values())
 
-    result["feasibility"]["config"]["steps"] = 40
+    result["feasibility"]["config"]["steps"] = 41  # neither effective_config's nor the plan's 40
     path.write_text(json.dumps(result))
     amber = cli("flows.validate", str(path))
     assert amber.returncode == 3, amber.stdout  # amber: unknown, no category invalid, no problem
@@ -68,6 +68,25 @@ def test_unreadable_input_is_one_line_and_exit_2(tmp_path, content):
     run = cli("flows.validate", str(path if content is not None else tmp_path / "nowhere"))
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+
+
+def test_a_key_written_twice_is_refused_as_unreadable_input(graded_record, tmp_path):
+    """result.json carrying "verdict" twice (the forged one first, the honest one last) graded as the honest record:
+    Python's json keeps the last value, a first-wins reader the first. Ambiguous input is refused (exit 2), in a
+    bare result.json and a run directory alike."""
+    from experiment.grading import grade_path
+    from experiment.grading.grade import GradeInputError
+
+    result, _ = graded_record("paired")
+    text = json.dumps(result, indent=2)
+    path = tmp_path / "result.json"
+    path.write_text(text.replace("{\n", '{\n  "verdict": "supported",\n', 1))
+    assert json.loads(path.read_text())["verdict"] == result["verdict"]
+    with pytest.raises(GradeInputError, match="verdict"):
+        grade_path(path)
+    run = cli("flows.validate", str(path))
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    assert "'verdict'" in run.stderr
 
 
 def test_plan_lists_predicted_grades_for_each_exposure():

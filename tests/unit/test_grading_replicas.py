@@ -239,7 +239,8 @@ def _feasibility(spec, plan) -> dict:
                       filter=PhaseTiming(1.0, 5, 5, 5, 0, "embedded: CPU"))
     config = projection_config(base_model=plan.base_model, lora_rank=spec.lora_rank, dataset=spec.section("dataset"),
                                steps=steps, batch_size=spec.batch_size, max_seq_len=spec.max_seq_len, max_tokens=16,
-                               arms=[arm.name for arm in plan.trained_arms], n_examples=1, n_eval=n_eval)
+                               arms=[arm.name for arm in plan.trained_arms],
+                               n_examples=spec.section("dataset").get("n_examples"), n_eval=n_eval)
     return feasibility_record(
         config=config, effective_config=dict(config), primary_endpoint=plan.primary_endpoint, source="pilot",
         setup=timing.pop("setup"), training=timing.pop("training"), evaluation=timing.pop("evaluation"),

@@ -482,6 +482,22 @@ def test_an_evidence_file_nothing_reads_is_reported(graded_record):
     assert _messages(traces.TRACE_7, result) == []
 
 
+def test_a_second_predictions_file_of_a_finished_run_is_read_only_where_a_score_names_it(graded_record):
+    """A copy of an arm's predictions with wrong rows marked right, the score pointing at the copy, the original left
+    beside it: both passed as files rules read by name (predictions-*.jsonl) before; in a finished run a predictions
+    file is read where a score names it, and the one no score names is reported (issue 45)."""
+    result, _ = graded_record("paired")
+    score = result["evaluation"]["scores"][0]
+    original = score["predictions_ref"]
+    _add_file(result, "predictions-copy.jsonl", next(e for e in result["evidence"]["files"]
+                                                     if e["name"] == original)["content"])
+    score["predictions_ref"] = "predictions-copy.jsonl"
+    assert _messages(traces.TRACE_7, result) == [
+        f"evidence {original} is read by no rule and named by no field of RESULT: an unchecked file"]
+    result["status"] = "running"  # a file written before its score is posted: not yet unread
+    assert _messages(traces.TRACE_7, result) == []
+
+
 # ---------------------------------------------------------------------------- TRACE-8, the record's self-check
 
 

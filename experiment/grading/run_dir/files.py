@@ -16,6 +16,7 @@ from experiment.contract.spec import SpecError, apply_revision, load_spec
 from experiment.contract import run_layout
 from experiment.contract.run_layout import GATES_TABLE, events_path, evidence_path, result_path, table_path
 from experiment.grading.common import HEX64, as_dict
+from experiment.grading.evidence import each_key_once
 from experiment.grading.registry import run_dir_checks
 
 
@@ -73,8 +74,8 @@ def validation_summary(problems: list[Problem]) -> dict[str, Any]:
 
 def _read_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=each_key_once)
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # not JSON, or a key written twice (two readings)
         raise RunDirError(f"{path}: cannot read {what} ({type(err).__name__}: {err})") from None
 
 

@@ -233,7 +233,7 @@ class PreflightChecks:
             for check in checks
             if isinstance(check, dict) and is_integer(check.get("after_restore"))
         )
-        if seen != list(range(restore_count + 1)):
+        if len(seen) != restore_count + 1 or seen != list(range(len(seen))):
             self.problem(
                 "provenance.optimizer_checks",
                 f"arm {arm}: optimizer checks after_restore {seen} must be exactly 0..{restore_count} (one at creation, one per restore)",

@@ -132,7 +132,7 @@ class Validator(RecordChecks, PreflightChecks, EvaluationChecks, DecisionChecks,
         for name, check in checks:
             try:
                 check()
-            except (AttributeError, KeyError, TypeError, ValueError) as err:
+            except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as err:
                 # a record so malformed that a rule could not be applied is itself a problem
                 self.problem(
                     f"{name}.shape",

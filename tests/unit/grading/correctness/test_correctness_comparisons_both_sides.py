@@ -71,6 +71,31 @@ def test_a_json_file_with_no_canonical_hash_is_not_the_fixed_input_and_does_not_
     assert rules.CORR_9(_real_ctx([_fixed(digest)], [nan, evidence_file("fixed.json", "metrics", FIXED)])) == []
 
 
+REFERENCE = b"def reference(x):\n    return x\n"
+
+
+@pytest.mark.parametrize("named_by", ["reference_revision", "reference_file_sha256"])
+def test_the_reference_code_a_path_names_is_retained(named_by):
+    """The independent reference a path names by hash is kept (a probe script, or a file of the retained pipeline
+    code): GS1's reference dropped from the evidence, the pipeline code and the code revision alike graded as the
+    honest record before this check (issue 45, tests/tampering_classes.py probe_script_dropped)."""
+    digest = hashlib.sha256(REFERENCE).hexdigest()
+    fixed = evidence_file("fixed.json", "metrics", FIXED)
+    path = {**_fixed(hashlib.sha256(FIXED).hexdigest()),
+            **({"reference_revision": f"experiment/rl/ref.py sha256:{digest}"} if named_by == "reference_revision"
+               else {"reference_revision": "sha256 of experiment/stats/ref.py", "reference_file_sha256": digest})}
+    script = evidence_file("script-ref.py", "script", REFERENCE)
+    bundle = evidence_file("pipeline-code.json", "script", json.dumps(
+        {"files": {"experiment/rl/ref.py": {"content": REFERENCE.decode()}}}).encode())
+    assert rules.CORR_9(_real_ctx([path], [fixed, script])) == []
+    assert rules.CORR_9(_real_ctx([path], [fixed, bundle])) == []
+    assert _messages(rules.CORR_9(_real_ctx([path], [fixed]))) == [
+        ("CORR-9", "unverified", f"path p1: the reference code it names (sha256 {digest[:12]}) is not retained: no "
+                                 "probe script or retained pipeline file hashes to it")]
+    pinned = {**path, "reference_revision": "torch==2.13.0", "reference_file_sha256": None}  # a package: no file
+    assert rules.CORR_9(_real_ctx([pinned], [fixed])) == []
+
+
 # ---------------------------------------------------------------- CORR-11: the probe's own record
 
 

@@ -311,6 +311,24 @@ def test_capacity_block_appears_only_when_capacity_stopped_an_unfinished_run():
     assert gen7(status="succeeded") == []
 
 
+def test_a_capacity_block_counts_at_least_the_steps_the_record_posts():
+    """A finished comparison reported as a capacity stop before any comparison step (comparison_steps_completed 0
+    while both arms posted 2 steps; an SFT grid's runs alike) graded as a capacity stop before this check: the
+    block's count is the real one (CAP-1), at least the steps the arms posted (steps still running may add)."""
+    def gen7(steps, arms):
+        block = {"error": "HTTP 429 trainer capacity exhausted", "comparison_steps_completed": steps,
+                 "released_clients": True}
+        return [m for _, _, m in _found(rules.GEN_7(_ctx({"status": "failed", "capacity_block": block,
+                                                          "metrics": {"arms": arms}})))]
+
+    rl = {"a": {"steps_completed": 2}, "b": {"steps_completed": 2}, "base": {"accuracy": 0.5}}
+    assert gen7(0, rl) == ["capacity_block says 0 comparison steps completed, the arms posted 4"]
+    assert gen7(4, rl) == [] and gen7(5, rl) == []
+    sft = {"a": {"runs": {"0.1": {"steps_completed": 2}, "0.2": {"steps_completed": 1}}}}
+    assert gen7(2, sft) == ["capacity_block says 2 comparison steps completed, the arms posted 3"]
+    assert gen7(3, sft) == [] and gen7(0, {}) == []
+
+
 def _gen8(result, plan=DIRECTION):
     return [message for _, _, message in _found(rules.GEN_8(_ctx(result, plan)))]
 
@@ -757,6 +775,40 @@ def test_evid8_the_files_on_disk_are_the_records(tmp_path):
         assert _evid8(tmp_path, {"a.txt": b"alpha"}, [CREATED, _logged(other)], **_evidence(other)) == [
             "evidence/a.txt on disk does not hash to RESULT's sha256"]
     assert _evid8(tmp_path / "evidence", {}, [CREATED, _logged(a)], **_evidence(a)) == []  # not on disk: nothing to compare
+
+
+def test_evid8_every_file_the_run_kept_is_in_result(tmp_path):
+    """A file the run kept (listed in evidence/manifest.json, or logged by an evidence_added event) but left out of
+    RESULT.evidence is one no rule reads: it may say anything (an added 'final-scores.jsonl' saying every arm scored
+    1.0 graded as the honest run directory before this check)."""
+    a, extra = _entry("a.txt", "alpha"), _entry("final-scores.jsonl", '{"value": 1.0}\n')
+    files = {"a.txt": b"alpha", "final-scores.jsonl": extra["content"].encode()}
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "manifest.json").write_text(json.dumps({"version": 1, "files": [
+        {"name": "a.txt", "sha256": a["sha256"]}, {"name": "final-scores.jsonl", "sha256": extra["sha256"]}]}))
+    assert _evid8(tmp_path, files, [CREATED, _logged(a)], **_evidence(a)) == [
+        "final-scores.jsonl is kept in the run directory (manifest) but not in RESULT.evidence"]
+    assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(extra)], **_evidence(a, extra)) == []
+    (tmp_path / "evidence" / "manifest.json").write_text(json.dumps({"version": 1, "files": [
+        {"name": "a.txt", "sha256": a["sha256"]}]}))
+    assert _evid8(tmp_path, files, [CREATED, _logged(a), _logged(extra)], **_evidence(a)) == [
+        "final-scores.jsonl is kept in the run directory (events.jsonl) but not in RESULT.evidence"]
+
+
+def test_evid8_event_times_never_go_back(tmp_path):
+    """The store appends each event with the time of its append, one at a time: a gate or evaluator_frozen event
+    kept in its place but re-timed weeks later (graded as the honest run before this check) is a log that was
+    edited. A step back within the clock's resolution (two seconds) is not."""
+    def at(ts, event="gate"):
+        return {"ts": ts, "event": event}
+    honest = [{**CREATED, "ts": "2026-12-07T21:14:13+00:00"}, at("2026-12-07T21:14:14+00:00"),
+              at("2026-12-07T21:14:13+00:00"), at("2026-12-07T22:14:14+01:00")]  # the same instant, another offset
+    assert _evid8(tmp_path, {}, honest) == []
+    moved = honest[:1] + [at("2026-12-31T23:59:59+00:00", "evaluator_frozen")] + honest[1:]
+    assert _evid8(tmp_path, {}, moved) == [
+        "events.jsonl goes back in time: event 3 (gate) at 2026-12-07T21:14:14+00:00 follows 2026-12-31T23:59:59+00:00"]
+    assert _evid8(tmp_path, {}, honest + [at("not a time")]) == [
+        "events.jsonl event 5 (gate) has no ISO time: 'not a time'"]
 
 
 def _gates_table(run_dir, rows):

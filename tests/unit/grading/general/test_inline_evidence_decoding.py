@@ -160,3 +160,16 @@ def test_by_kind_is_exactly_that_kind_not_one_sorting_before_or_after_it():
     access = EvidenceAccess({"evidence": {"files": [_text("c.txt", "1", kind="config"), _text("l.txt", "2", kind="log"),
                                                     _text("m.txt", "3", kind="metrics")]}})
     assert [entry["name"] for entry in access.by_kind("log")] == ["l.txt"]
+
+
+def test_a_json_evidence_file_with_a_key_written_twice_is_no_value():
+    """verdict-criteria.json saying "met": true and then "met": false was read as false (Python's json keeps the last
+    value) while a first-wins reader sees true; rows of a JSONL file alike. Neither is one value: not read."""
+    twice = '{"criteria": [{"id": "nll_gap", "met": true, "met": false}]}'
+    rows = '{"item_id": "a", "value": 1.0, "value": 0.0}\n'
+    access = EvidenceAccess({"evidence": {"files": [
+        {"name": n, "kind": "metrics", "content": c, "sha256": hashlib.sha256(c.encode()).hexdigest()}
+        for n, c in (("criteria.json", twice), ("rows.jsonl", rows), ("once.json", twice.replace('"met": true, ', '')))]}})
+    assert access.state("criteria.json")[0] == "usable" and access.json("criteria.json") is None
+    assert access.jsonl("rows.jsonl") is None
+    assert access.json("once.json") == {"criteria": [{"id": "nll_gap", "met": False}]}

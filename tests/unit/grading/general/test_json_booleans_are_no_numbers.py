@@ -513,3 +513,11 @@ def test_a_checkpoint_step_true_is_refused_by_evid_6_before_eval_9_orders_checkp
     for step, flagged in ((2, False), (True, True), (False, True)):
         found = general._final_checkpoint_steps(ctx, [{"uri": "tinker://t/final", "arm": "T", "step": step}])
         assert (_messages(found) == [("EVID-6", "invalid", "checkpoint of T has no step")]) is flagged
+
+
+def test_an_integer_too_large_for_a_float_is_no_number_and_no_traceback(tmp_path):
+    """A loss_eval n_tokens of 10**400 (a JSON integer) raised OverflowError from math.isfinite in the run-dir
+    layer's loss_eval check: `flows.validate RUN_DIR` ended in a traceback (issue 45 audit, n_tokens 10**400)."""
+    from experiment.grading.common import is_number
+
+    assert not is_number(10 ** 400) and not is_number(-(10 ** 400)) and is_number(10 ** 300) and is_number(2 ** 64)

@@ -154,6 +154,16 @@ def test_optimizer_checks_cover_creation_and_each_restore_exactly():
         ("unverified", "arm T: optimizer_checks cover after_restore [], not creation and each of 0 restores")]
 
 
+def test_a_restore_count_too_large_to_count_is_a_finding_not_a_crash():
+    """A restore_count of 2**64 + 1 (a tamperer's JSON integer) once raised OverflowError from range(count + 1): the
+    grade ended in a traceback instead of a finding."""
+    huge = 2 ** 64 + 1
+    assert _rest4([0], huge) == [
+        ("unverified", f"arm T: optimizer_checks cover after_restore [0], not creation and each of {huge} restores")]
+    assert _rest4([0], -1) == [
+        ("unverified", "arm T: optimizer_checks cover after_restore [0], not creation and each of -1 restores")]
+
+
 def test_every_optimizer_check_is_taken_before_the_next_update():
     assert _rest4([0], 0, before="yes") == [("unverified", "arm T: an optimizer check is not before_next_update")]
 

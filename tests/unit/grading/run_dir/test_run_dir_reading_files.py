@@ -116,6 +116,16 @@ def test_result_json_that_is_not_json_is_a_run_dir_error(run_dir):
         run_validation(run_dir)
 
 
+def test_result_json_with_a_key_written_twice_is_a_run_dir_error(run_dir):
+    """RESULT read by the run-dir layer (the flow's decision gate grades a RESULT it holds plus its run directory):
+    a "verdict" written twice, the forged one first, was read as the last (honest) one before."""
+    text = (run_dir / "result.json").read_text()
+    (run_dir / "result.json").write_text(text.replace("{", '{"verdict": "supported", ', 1)
+                                         .replace('"status"', '"verdict": "refuted", "status"', 1))
+    with pytest.raises(RunDirError, match="'verdict' is written twice"):
+        run_validation(run_dir)
+
+
 def test_result_json_that_is_no_object_is_a_run_dir_error(run_dir):
     (run_dir / "result.json").write_text("[]")
     with pytest.raises(RunDirError) as caught:

@@ -1,0 +1,93 @@
+"""The record's words cannot hide a claim or state another outcome (experiment/grading/prose.py, PROSE-4's count
+with a thousands separator in spec_anchor.py). Each tampering below graded as the honest record before these rules
+(tests/tampering_classes.py: the zero-width and homoglyph 'supported', 'Confidence is strong despite', 'misses'
+rewritten 'clears', 'on all 1,319 held-out items'); the honest wording of each family's prose passes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from experiment.grading import prose, spec_anchor
+from experiment.grading.evidence import EvidenceAccess
+
+GS1_REASONING = ("The paired Hoeffding bound over 48 items gives an effect (gs1_kernel \u2212 grpo_gs8) of +0.0000 with "
+                 "interval [-0.3533, 0.3533]: non-inferiority not shown. So the claim is not supported: verdict refuted "
+                 "(accuracy gs1_kernel 0.3750, grpo_gs8 0.3750). Confidence is weak because of: one seed.")
+SFT_REASONING = ("Best-LR held-out NLL dimuon_lite 12.9021 (LR 0.08), trimuon 12.9069 (LR 0.08). Verdict refuted: "
+                 "nll_gap effect -0.004811 misses margin 0.01; step_time_not_higher effect -0.01373 misses margin 0. "
+                 "Confidence is weak: one seed and no interval.")
+
+
+def _ctx(**result):
+    return SimpleNamespace(result=result)
+
+
+def _rules(issues):
+    return [issue.rule for issue in issues]
+
+
+def test_the_honest_prose_of_each_family_hides_nothing_and_states_its_outcome():
+    for reasoning in (GS1_REASONING, SFT_REASONING):
+        ctx = _ctx(summary="REHEARSAL at embedded scale (gs1 on embedded/tiny-arith): trained.", reasoning=reasoning,
+                   verdict="refuted", confidence="weak")
+        assert prose.PROSE_6(ctx) == [] and prose.PROSE_7(ctx) == []
+
+
+def test_an_invisible_character_or_a_homoglyph_in_the_prose_is_named():
+    for text in ("Verdict s\u200bupported (s\u200bupported).", "The claim is \u0455upported.",
+                 "The claim is sup\u00adported.", "The claim is \uff53upported."):
+        assert _rules(prose.PROSE_6(_ctx(summary=text, verdict="refuted"))) == ["PROSE-6"], text
+    assert prose.PROSE_6(_ctx(summary="\u5b9f\u9a13 on embedded/tiny-arith: a \u2212 b.")) == []  # one script a word
+    assert prose.PROSE_6(_ctx(summary="median step 35 \u00b5s, na\u00efve baseline.")) == []  # a unit, an accent
+
+
+def test_the_confidence_and_margin_outcomes_the_prose_states_are_the_records():
+    strong = GS1_REASONING.replace("Confidence is weak because of:", "Confidence is strong despite:")
+    assert _rules(prose.PROSE_7(_ctx(reasoning=strong, confidence="weak"))) == ["PROSE-7"]
+    clears = SFT_REASONING.replace(" misses ", " clears ")
+    issues = prose.PROSE_7(_ctx(reasoning=clears, confidence="weak"))
+    assert _rules(issues) == ["PROSE-7"] and "effect -0.004811 clears margin 0.01" in issues[0].message
+    assert prose.PROSE_7(_ctx(reasoning="nll_gap effect +0.02 meets margin 0.01.", confidence="weak")) == []
+
+
+def test_an_item_count_with_a_thousands_separator_is_the_evaluators_too():
+    record = {"evaluation": {"version": 1, "evaluators": {"e": {"items": {"ids": [f"i{n}" for n in range(48)]}}},
+                             "scores": []},
+              "evidence": {"version": 1, "files": []},
+              "summary": "Scored the final checkpoints on all 1,319 held-out items."}
+    ctx = SimpleNamespace(result=record, evidence=EvidenceAccess(record), spec=None, spec_model=None, plan=None)
+    assert _rules(spec_anchor.PROSE_4(ctx)) == ["PROSE-4"]
+    record["summary"] = "Scored the final checkpoints on 48 held-out items."
+    assert spec_anchor.PROSE_4(ctx) == []
+
+
+def test_an_item_count_the_prose_states_in_other_words_is_the_evaluators_too():
+    """'on 1319 GSM8K test items' and GS1's reasoning 'bound over 1319 items' (for 48) graded as honest before."""
+    record = {"evaluation": {"version": 1, "evaluators": {"e": {"items": {"ids": [f"i{n}" for n in range(48)]}}},
+                             "scores": []},
+              "evidence": {"version": 1, "files": []}}
+    ctx = SimpleNamespace(result=record, evidence=EvidenceAccess(record), spec=None, spec_model=None, plan=None)
+    for said in ({"summary": "Scored the final checkpoints on 1319 GSM8K test items."},
+                 {"reasoning": "The paired Hoeffding bound over 1319 items gives an effect. So it is."}):
+        record.update({"summary": "", "reasoning": "", **said})
+        assert _rules(spec_anchor.PROSE_4(ctx)) == ["PROSE-4"], said
+    record.update(summary="Scored on 48 held-out items.", reasoning="The bound over 48 items gives an effect.")
+    assert spec_anchor.PROSE_4(ctx) == []
+
+
+MODEL = {"field": "model", "original": "Qwen/Qwen3.5-2B", "effective": "embedded/tiny-arith", "reason": "rehearsal: x"}
+
+
+def test_the_prose_names_the_spec_model_only_as_the_one_replaced():
+    """A summary saying every arm trained 'on Qwen/Qwen3.5-2B' where the run substituted embedded/tiny-arith graded
+    as the honest record before PROSE-8; the honest wordings name it as what was replaced."""
+    honest = ("REHEARSAL at embedded scale, not a result to submit (gs1 on embedded/tiny-arith instead of "
+              "Qwen/Qwen3.5-2B; lora_rank 8): Trained every arm on embedded/tiny-arith (a rehearsal substitute for "
+              "Qwen/Qwen3.5-2B) and scored the final checkpoints.")
+    served = "Trained every arm on org/small (the service does not serve Qwen/Qwen3.5-2B)."
+    for text in (honest, served):
+        assert prose.PROSE_8(_ctx(summary=text, deviations=[MODEL])) == []
+    claimed = honest.replace("on embedded/tiny-arith (a rehearsal substitute for Qwen/Qwen3.5-2B)", "on Qwen/Qwen3.5-2B")
+    issues = prose.PROSE_8(_ctx(summary=claimed, deviations=[MODEL]))
+    assert _rules(issues) == ["PROSE-8"] and "embedded/tiny-arith" in issues[0].message
+    assert prose.PROSE_8(_ctx(summary=claimed, deviations=[])) == []  # no substitution: the spec's model ran
