@@ -60,7 +60,9 @@ def _accounted(rows: list[dict[str, Any]], last: int, attempts: list[Any] | None
 def _superseded_attempts(ctx: GradeContext) -> dict[str, list[Any]]:
     """Planned run name -> the superseded attempts its provenance entry keeps (a run without any is absent)."""
     arms = as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms"))
-    out = {}
+    out: dict[str, list[Any]] = {}
+    if not arms:
+        return out
     for run in getattr(ctx.plan, "training_runs", None) or []:
         entry = as_dict(as_dict(as_dict(arms.get(run.arm)).get("runs")).get(run_label(run)))
         if isinstance(entry.get("superseded_attempts"), list):

@@ -2,7 +2,8 @@
 
 An interrupted (or capacity-stopped) self-generated run posts `verdict: inconclusive`, the three-way spelling of
 "no verdict". Resumed, the flow set the record running again but left that verdict, so the run's own check at the
-decision (the run-dir layer, RESULT.validation) failed with vocabulary.verdict_timing and the finished record kept
+decision (the run-dir layer, RESULT.validation) failed with the running-verdict check (GEN-4, run-dir id
+vocabulary.outcome_reason) and the finished record kept
 validation.status "failed" from its crashed attempt: a selfgen wiring rehearsal killed after arm training and
 re-run graded every category green yet said validation failed. `resumed_update` clears what the stop posted.
 """
@@ -35,7 +36,7 @@ def _stopped_then(tmp_path, spec_path, resume: dict) -> list[str]:
         store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), sort_keys=True))
         assert store.settle_unfinished(plan, "stopped by SIGTERM")
         store.update_result(**resume)
-        return [str(p) for p in validate_run(store.run_dir) if p.check == "vocabulary.verdict_timing"]
+        return [str(p) for p in validate_run(store.run_dir) if p.check == "vocabulary.outcome_reason"]
     finally:
         store.release()
 
@@ -51,4 +52,4 @@ def test_a_resumed_record_carries_nothing_its_stop_posted_as_final(tmp_path, spe
 
 def test_the_earlier_resume_left_the_stops_verdict_and_failed_the_self_check(tmp_path):
     assert _stopped_then(tmp_path, SELFGEN_SPEC, PARENT_RESUME) == [
-        "vocabulary.verdict_timing: verdict is present while status is running; it belongs only in the final update"]
+        "vocabulary.outcome_reason: a running result carries a verdict (left out until the final update)"]
