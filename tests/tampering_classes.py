@@ -14,61 +14,15 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
-from leaves import replace_value_everywhere, rewrite_evidence
+from leaves import rewrite_evidence
 from tampering import _edit_json_file, _edit_jsonl_file, _files
-from tampering_spec import _edit_evaluator, _plan_of
-from tampering_traces import _events, _result, _write_events, _write_result, rewrite_run_evidence
+from tampering_spec import _edit_evaluator, _rows, redecide
+from tampering_traces import _events, _result, _write_events, _write_result
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _rows(result: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in _files(result)[name]["content"].splitlines() if line.strip()]
-
-
-def _observations(result: dict[str, Any]):
-    from experiment.stats.decision import observation_from_row
-
-    return [observation_from_row(row) for row in _rows(result, result["decision"]["observations_file"]["name"])]
-
-
-def _redecide(result: dict[str, Any], edit_rule: Callable[[dict[str, Any]], None] | None = None,
-              simultaneous: bool | None = None, observations: list | None = None) -> None:
-    """The decision, effect, interval, verdict and prose recomputed by the pipeline's own decision code from the
-    retained observations (or `observations`, written back re-hashed), with the spec's decision_rule edited by
-    `edit_rule` (what the tamperer says the rule was)."""
-    from experiment.rl.steps import decision as rl_decision
-    from experiment.stats import decision as d
-
-    spec, plan = _plan_of(result)
-    role_to_arm = {role: entry["arm"] for role, entry in plan.role_to_arm.items()}
-    rule = copy.deepcopy(spec.section("decision_rule"))
-    if edit_rule:
-        edit_rule(rule)
-    if observations is not None:
-        rewrite_evidence(result, d.OBSERVATIONS_FILE_NAME, d.observations_jsonl_bytes(observations).decode())
-    observations = _observations(result)
-    if simultaneous is None:
-        simultaneous = (result["decision"] or {}).get("adjustment") == "bonferroni"
-    limits = ["the run tested a changed experiment, not the spec's hypothesis"]
-    summary = d.decision_summary(rule, observations, plan.vocabulary, role_to_arm=role_to_arm,
-                                 simultaneous=simultaneous, limits=limits)
-    sha = _files(result)[d.OBSERVATIONS_FILE_NAME]["sha256"]
-    result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, sha)
-    ctx = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: result))
-    final = rl_decision.final_fields(ctx, summary)
-    text = result["summary"]
-    mark = text[: text.index("): ") + 3] if text.startswith("REHEARSAL") else ""
-    final["summary"] = mark + final["summary"]
-    for key, value in final.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = value
 
 
 def _both_metric_copies(result: dict[str, Any], edit: Callable[[str, dict[str, Any]], None]) -> None:
@@ -147,7 +101,7 @@ def eval_reference_set_to_wrong_answer(result: dict[str, Any]) -> None:
                     row["grading"] = "correct" if isinstance(row["grading"], str) else row["grading"]
     _edit_jsonl_file(result, name, fix)
     _rescore_arm(result, arm)
-    _redecide(result)
+    redecide(result)
 
 
 def eval_wrong_value_set_right(result: dict[str, Any]) -> None:
@@ -158,7 +112,7 @@ def eval_wrong_value_set_right(result: dict[str, Any]) -> None:
     _edit_jsonl_file(result, name, lambda rows: [row.update(value=1.0) for row in rows
                                                  if row["item_id"] == wrong["item_id"]])
     _rescore_arm(result, arm)
-    _redecide(result)
+    redecide(result)
 
 
 def eval_heldout_item_renamed(result: dict[str, Any]) -> None:
@@ -177,12 +131,12 @@ def eval_heldout_item_renamed(result: dict[str, Any]) -> None:
 
 def decision_alpha_loosened(result: dict[str, Any]) -> None:
     """alpha 0.05 -> 0.4 (a narrower interval), the decision recomputed with it."""
-    _redecide(result, lambda rule: rule.update(alpha=0.4))
+    redecide(result, lambda rule: rule.update(alpha=0.4))
 
 
 def decision_bonferroni_dropped(result: dict[str, Any]) -> None:
     """Self-generated: the simultaneous criteria decided without the Bonferroni split (alpha 0.05 each)."""
-    _redecide(result, simultaneous=False)
+    redecide(result, simultaneous=False)
 
 
 def decision_range_halved(result: dict[str, Any]) -> None:
@@ -203,12 +157,12 @@ def decision_base_weight_zeroed(result: dict[str, Any]) -> None:
         for criterion in rule["criteria"]:
             if "base" in criterion["weights"]:
                 criterion["weights"]["base"] = 0.0
-    _redecide(result, edit)
+    redecide(result, edit)
 
 
 def decision_margin_lowered_in_record(result: dict[str, Any]) -> None:
     """The criterion's margin -0.03 -> -0.5 in the decision and RESULT.margin (the spec files left as written)."""
-    _redecide(result, lambda rule: [c.update(margin=c["margin"] - 0.47) for c in rule["criteria"]])
+    redecide(result, lambda rule: [c.update(margin=c["margin"] - 0.47) for c in rule["criteria"]])
 
 
 def decision_second_seed_duplicated(result: dict[str, Any]) -> None:
@@ -217,7 +171,7 @@ def decision_second_seed_duplicated(result: dict[str, Any]) -> None:
 
     observations = _observations(result)
     doubled = observations + [replace(o, seed=1) for o in observations]
-    _redecide(result, lambda rule: rule.update(seeds=[0, 1]), observations=doubled)
+    redecide(result, lambda rule: rule.update(seeds=[0, 1]), observations=doubled)
     result["seeds"] = 2
 
 
@@ -245,13 +199,11 @@ def decision_simultaneous_flag_false(result: dict[str, Any]) -> None:
 
 def decision_roles_swapped(result: dict[str, Any]) -> None:
     """GS1: role_to_arm says the baseline is the treatment and the other way round; the decision recomputed under it."""
-    from experiment.rl.steps import decision as rl_decision  # noqa: F401  (the pipeline's own code, as above)
-
     def swap(rule: dict[str, Any]) -> None:
         for criterion in rule["criteria"]:
             w = criterion["weights"]
             w["treatment"], w["baseline"] = w["baseline"], w["treatment"]
-    _redecide(result, swap)
+    redecide(result, swap)
 
 
 # ---------------------------------------------------------------------------- the SFT comparison (no decision_rule)
@@ -639,7 +591,7 @@ def predictions_copy_edited(result: dict[str, Any]) -> None:
                                         "sha256": hashlib.sha256(content.encode()).hexdigest()})
     score["predictions_ref"] = name
     _rescore_arm(result, arm)
-    _redecide(result)
+    redecide(result)
 
 
 def evidence_entry_duplicated(result: dict[str, Any]) -> None:
@@ -748,7 +700,7 @@ def eval_first_item_dropped(result: dict[str, Any]) -> None:
     rewrite_evidence(result, name, "".join(json.dumps(o, sort_keys=True, separators=(",", ":")) + "\n" for o in kept))
     for score in result["evaluation"]["scores"]:
         _rescore_arm(result, score["arm"]) if score["arm"] in result["metrics"]["arms"] else None
-    _redecide(result)
+    redecide(result)
 
 
 def loss_tokens_huge(result: dict[str, Any]) -> None:

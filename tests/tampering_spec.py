@@ -12,6 +12,7 @@ edits a copy of the run directory (result.json, evidence/ and its manifest, even
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from pathlib import Path
@@ -48,6 +49,52 @@ def _plan_of(result: dict[str, Any]):
     return spec, build_plan(spec)
 
 
+def _rows(result: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _files(result)[name]["content"].splitlines() if line.strip()]
+
+
+def _observations(result: dict[str, Any]):
+    from experiment.stats.decision import observation_from_row
+
+    return [observation_from_row(row) for row in _rows(result, result["decision"]["observations_file"]["name"])]
+
+
+def redecide(result: dict[str, Any], edit_rule: Callable[[dict[str, Any]], None] | None = None,
+              simultaneous: bool | None = None, observations: list | None = None) -> None:
+    """The decision, effect, interval, verdict and prose recomputed by the pipeline's own decision code from the
+    retained observations (or `observations`, written back re-hashed), with the spec's decision_rule edited by
+    `edit_rule` (what the tamperer says the rule was). Returns the decision summary written."""
+    from experiment.rl.steps import decision as rl_decision
+    from experiment.stats import decision as d
+
+    spec, plan = _plan_of(result)
+    role_to_arm = {role: entry["arm"] for role, entry in plan.role_to_arm.items()}
+    rule = copy.deepcopy(spec.section("decision_rule"))
+    if edit_rule:
+        edit_rule(rule)
+    if observations is not None:
+        rewrite_evidence(result, d.OBSERVATIONS_FILE_NAME, d.observations_jsonl_bytes(observations).decode())
+    observations = _observations(result)
+    if simultaneous is None:
+        simultaneous = (result["decision"] or {}).get("adjustment") == "bonferroni"
+    limits = ["the run tested a changed experiment, not the spec's hypothesis"]
+    summary = d.decision_summary(rule, observations, plan.vocabulary, role_to_arm=role_to_arm,
+                                 simultaneous=simultaneous, limits=limits)
+    sha = _files(result)[d.OBSERVATIONS_FILE_NAME]["sha256"]
+    result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, sha)
+    ctx = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: result))
+    final = rl_decision.final_fields(ctx, summary)
+    text = result["summary"]
+    mark = text[: text.index("): ") + 3] if text.startswith("REHEARSAL") else ""
+    final["summary"] = mark + final["summary"]
+    for key, value in final.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return summary
+
+
 # ---------------------------------------------------------------------------- the evaluation set
 
 
@@ -55,8 +102,6 @@ def cherry_picked_evaluation(result: dict[str, Any]) -> None:
     """Only the items where the treatment won or tied are kept (issue 45 item 1): the evaluator's ids cut and its
     id re-derived, every predictions file cut, scores and metrics recomputed, the observations file rewritten and
     the decision, effect, interval, verdict and prose recomputed by the pipeline's own decision code."""
-    from experiment.rl.steps import decision as rl_decision
-    from experiment.stats import decision as d
     from experiment.stats.evaluation import observations_from_predictions
 
     spec, plan = _plan_of(result)
@@ -86,24 +131,8 @@ def cherry_picked_evaluation(result: dict[str, Any]) -> None:
     compared = sorted({role_to_arm.get(k, k) for c in spec.section("decision_rule")["criteria"] for k in c["weights"]})
     observations = observations_from_predictions([row for rows_ in cut.values() for row in rows_
                                                   if rows_[0]["arm"] in compared])
-    rewrite_evidence(result, d.OBSERVATIONS_FILE_NAME, d.observations_jsonl_bytes(observations).decode())
-    simultaneous = (result["decision"] or {}).get("adjustment") == "bonferroni"
-    limits = ["the run tested a changed experiment, not the spec's hypothesis"]
-    summary = d.decision_summary(spec.section("decision_rule"), observations, plan.vocabulary,
-                                 role_to_arm=role_to_arm, simultaneous=simultaneous, limits=limits)
-    sha = _files(result)[d.OBSERVATIONS_FILE_NAME]["sha256"]
-    result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, sha)
+    summary = redecide(result, observations=observations)
     assert summary["criteria"][0]["evaluator_ids"] == [new_id]
-    ctx = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: result))
-    final = rl_decision.final_fields(ctx, summary)
-    summary_text = result["summary"]
-    mark = summary_text[: summary_text.index("): ") + 3] if summary_text.startswith("REHEARSAL") else ""
-    final["summary"] = mark + final["summary"]
-    for key, value in final.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = value
 
 
 # ---------------------------------------------------------------------------- the evaluator's provenance
