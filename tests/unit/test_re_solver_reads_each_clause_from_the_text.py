@@ -35,6 +35,9 @@ ANSWERED = [
     ("Tom has 5 apples. Tom has 5 pears. How many apples does Tom have?", 5),
     ("Tom has 5 apples and 4 pears. He eats 2 of them. How many apples does Tom have?", 5),
     ("Tom has 3 meters of ribbon. He buys 2 meters of ribbon. How many meters of ribbon does Tom have?", 5),
+    # units are compared within one holder only (Tom's meters are no mismatch for Ann, whichever name sorts first)
+    ("Tom buys 3 meters of ribbon. Ann buys 40 centimeters of ribbon. How many centimeters of ribbon does Ann buy?", 40),
+    ("Ann buys 3 meters of ribbon. Tom buys 40 centimeters of ribbon. How many centimeters of ribbon does Tom buy?", 40),
     # the question's forms
     ("Tom has 5 apples. He loses 2. How many apples does Tom lose?", 2),
     ("Tom has 5 apples. He buys 3 more. How many apples does Tom buy?", 3),
@@ -114,6 +117,10 @@ REFUSED = [
     ("Tom has 3 meters of ribbon. He buys 40 centimeters of ribbon. How many meters of ribbon does Tom have?",
      "a unit mismatch: Tom's ribbon is given as meter of ribbon and as centimeter of ribbon"),
     ("Tom has 3 meters of ribbon. How many centimeters of ribbon does Tom have?", "a unit mismatch"),
+    ("Tom has 40 centimeters of ribbon. He buys 3 meters of ribbon. How many meters of ribbon does Tom have?",
+     "a unit mismatch: Tom's ribbon is given as centimeter of ribbon and as meter of ribbon"),
+    ("Tom buys 3 meters of ribbon. He buys 40 centimeters of ribbon. How many meters of ribbon does Tom buy?",
+     "a unit mismatch: Tom's ribbon is given as meter of ribbon and as centimeter of ribbon"),
     ("Tom has 5 apples. He has 4 apples left. How many apples does Tom have?",
      "contradictory statements: Tom has 5 apple(s) and also 4"),
     ("Tom has 5 apples. He has 3 more. How many apples does Tom have?", "'has 3 more' is no amount"),
@@ -191,3 +198,9 @@ def test_a_text_that_does_not_determine_an_answer_gets_none_and_the_reason(text,
     solution = read_problem(text)
     assert solution.answer is None
     assert solution.reasoning.startswith(f"{ILL_POSED}: ") and why in solution.reasoning, solution.reasoning
+
+
+def test_the_reasoning_states_each_step_with_its_sign():
+    solution = read_problem("Tom has 5 apples. He buys 3 more. He eats 2. He buys zero more. How many apples does Tom have?")
+    assert solution.reasoning == ("Tom: 5 apple; Tom: 5 + 3 = 8 apple(s); Tom: 8 - 2 = 6 apple(s); Tom: 6 + 0 = 6 apple(s); "
+                                  "answer 6")
