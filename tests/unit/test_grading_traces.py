@@ -921,3 +921,112 @@ def test_a_training_step_event_of_an_lr_grid_run_is_no_rl_arms_step(rl_record, t
     events = _rl_events(rl_record) + [{"event": "training_step", "ts": "2026-12-07T10:02:00+00:00", "arm": "rl_gsm8k",
                                        "run": "rl_gsm8k@lr=0.01", "step": 9, "mean_reward": 0.0, "optim_seconds": 9.0}]
     assert _messages(traces.TRACE_1, rl_record, events=events, run_dir=tmp_path) == []
+
+
+def _bare_ctx(result, plan=None, events=None, run_dir=None):
+    result.setdefault("evidence", {"files": []})
+    return GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=run_dir, events=events)
+
+
+def test_training_step_events_numbered_below_zero_are_not_steps_from_zero():
+    rows = [{"step": -1, "mean_reward": 0.5, "optim_seconds": 0.1}, {"step": 0, "mean_reward": 0.5, "optim_seconds": 0.1}]
+    assert traces._rl_log_problems("m", {"steps_completed": 2}, rows) == ["m: the training_step events are not steps 0..1"]
+
+
+def test_an_arms_optimizer_family_is_the_one_its_creation_check_requested():
+    """The first optimizer check is the creation check; a later check (after a restore) does not rename the family."""
+    checks = [{"requested": {"family": "trimuon"}}, {"requested": {"family": "adamw"}}, {"requested": {"family": "muon"}}]
+    ctx = _bare_ctx({"initialization_provenance": {"arms": {"a": {"optimizer_checks": checks}}}})
+    assert traces._requested_family(ctx, "a") == "trimuon"
+    assert traces._requested_family(ctx, "b") is None
+
+
+def test_a_seeds_replica_label_is_its_own_arms_whatever_the_order_of_the_replicas():
+    from types import SimpleNamespace
+
+    replicas = [SimpleNamespace(label=f"{arm}-seed1" if seed else arm, arm=arm, seed=seed)
+                for arm in ("b", "a", "c") for seed in (0, 1)]
+    ctx = _bare_ctx({}, plan=SimpleNamespace(replicas=replicas))
+    assert [traces._replica_label(ctx, arm, 1) for arm in ("a", "b", "c")] == ["a-seed1", "b-seed1", "c-seed1"]
+    assert traces._replica_label(ctx, "a", None) == "a"  # a checkpoint that names no seed: the arm's own name
+
+
+def test_a_checkpoint_without_a_uri_does_not_hide_the_next_ones_name():
+    result, plan = _one_arm(checkpoints=[{"arm": "a"}, {"arm": "a", "uri": "tinker://c/sampler_weights/a-other"}])
+    assert "checkpoint 'tinker://c/sampler_weights/a-other' of a is not named a-final" in _trace_2(result, plan)
+
+
+def test_an_lr_grid_arms_restore_count_is_unchecked_where_a_run_states_none():
+    ctx = _bare_ctx({})
+    runs = {"0.01": {"restores": [], "restore_count": 1}, "0.02": {"restores": []}}
+    assert traces._grid_restores(ctx, "a", {"restores": [], "restore_count": 7}, runs) == []
+    runs["0.02"]["restore_count"] = 2
+    assert traces._grid_restores(ctx, "a", {"restores": [], "restore_count": 7}, runs) == [
+        "arm a: restore_count 7 is not the sum of its runs' (3)"]
+
+
+def test_a_training_step_event_without_a_step_number_starts_no_run(tmp_path):
+    events = [{"event": "run_created", "ts": "2026-01-01T00:00:00+00:00"},
+              {"event": "training_step", "ts": "2026-01-01T00:00:01+00:00", "arm": "a", "step": None},
+              {"event": "training_step", "ts": "2026-01-01T00:00:02+00:00", "arm": "a", "step": -1},
+              {"event": "run_finished", "ts": "2026-01-01T00:00:09+00:00"}]
+    arms = {"a": {"restores": [{"restore": 1, "at": "2026-01-01T00:00:05+00:00", "with_optimizer_state": False}]}}
+    assert traces._restores_in_run(_bare_ctx({}, events=events, run_dir=tmp_path), arms) == []
+    started = events[:3] + [{"event": "training_step", "ts": "2026-01-01T00:00:03+00:00", "arm": "a", "step": 0}] + events[3:]
+    assert traces._restores_in_run(_bare_ctx({}, events=started, run_dir=tmp_path), arms) == [
+        "arm a: restore 1 created a at 2026-01-01T00:00:05+00:00, after its first training step"]
+
+
+def test_an_undated_restore_does_not_hide_the_next_ones_date(tmp_path):
+    events = [{"event": "run_created", "ts": "2026-01-01T00:00:00+00:00"},
+              {"event": "run_finished", "ts": "2026-01-01T00:00:09+00:00"}]
+    arms = {"a": {"restores": [{"restore": 1}, {"restore": 2, "at": "2020-01-01T00:00:00+00:00"}]}}
+    assert traces._restores_in_run(_bare_ctx({}, events=events, run_dir=tmp_path), arms) == [
+        "arm a: restore 2 at 2020-01-01T00:00:00+00:00 is outside the run's events"]
+
+
+def _manifest(arm, ids, **changes):
+    return {"arm": arm, "pair": traces.ADAPTATION_PAIR, "warmup_batches": 0, "runs": [f"{arm}@lr=0.01"],
+            "adaptation_batch_ids": ids, **changes}
+
+
+def _trace_4(manifests):
+    return [(i.status, i.message) for i in traces.TRACE_4(_bare_ctx({"status": "failed",
+                                                                     "adaptation_manifests": manifests}))]
+
+
+def test_manifest_batch_ids_are_numbered_from_zero_by_step_either_way():
+    misnumbered = "adaptation_manifests[0] ('a'): batch ids are not numbered by the step that consumed them"
+    unread = "adaptation_manifests[0] ('a'): sft-steps.jsonl is not retained, so the consumed batches cannot be read"
+    assert _trace_4([_manifest("a", ["step0000-ab", "step0001-cd"])]) == [("unverified", unread)]
+    assert _trace_4([_manifest("a", ["step0001-ab"])]) == [("invalid", misnumbered), ("unverified", unread)]
+    assert _trace_4([_manifest("a", ["step0000-ab", "step0000-cd"])]) == [("invalid", misnumbered), ("unverified", unread)]
+
+
+def test_every_manifest_is_read_past_an_rl_pairs_or_one_without_batch_ids():
+    rl_pair = {"arm": "x", "pair": "rl"}
+    no_ids = _manifest("b", None)
+    found = _trace_4([rl_pair, no_ids, _manifest("a", ["step0001-ab"]), _manifest("c", ["step0000-ab"])])
+    assert [message.split(": ", 1)[1] for _, message in found] == [
+        "batch ids are not numbered by the step that consumed them",
+        "sft-steps.jsonl is not retained, so the consumed batches cannot be read",
+        "sft-steps.jsonl is not retained, so the consumed batches cannot be read"]
+    assert [message.split(":", 1)[0] for _, message in found] == [
+        "adaptation_manifests[2] ('a')", "adaptation_manifests[2] ('a')", "adaptation_manifests[3] ('c')"]
+
+
+def test_a_routing_target_of_no_or_an_unknown_kind_is_no_embedded_backend():
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(trained_arms=[SimpleNamespace(name="a", service="fork"), SimpleNamespace(name="b", service="base")])
+    ctx = _bare_ctx({}, plan=plan)
+    for target in ({}, {"kind": "api"}, {"kind": "remote"}):
+        assert traces.expected_routing(ctx, target) == {"fork": True, "planned_services": {"a": "fork", "b": "base"}}
+    assert traces.expected_routing(ctx, {"kind": "embedded"})["fork"] is False
+
+
+def test_a_file_named_by_a_field_sorting_before_evidence_is_read(graded_record):
+    result, _ = graded_record("paired")
+    _add_file(result, "extra.jsonl", "{}\n")
+    result["attachments"] = {"file": "extra.jsonl"}
+    assert _messages(traces.TRACE_7, result) == []
