@@ -35,6 +35,8 @@ ANSWERED = [
     ("Tom has 5 apples. Tom has 5 pears. How many apples does Tom have?", 5),
     ("Tom has 5 apples and 4 pears. He eats 2 of them. How many apples does Tom have?", 5),
     ("Tom has 3 meters of ribbon. He buys 2 meters of ribbon. How many meters of ribbon does Tom have?", 5),
+    ("Tom has 5 square meters of cloth. How many square meters of cloth does Tom have?", 5),  # the unit is the last word
+    ("Tom has 3 dollars. He earns 5 dollars. How many dollars does Tom have?", 8),  # a unit with no "of" after it
     # units are compared within one holder only (Tom's meters are no mismatch for Ann, whichever name sorts first)
     ("Tom buys 3 meters of ribbon. Ann buys 40 centimeters of ribbon. How many centimeters of ribbon does Ann buy?", 40),
     ("Ann buys 3 meters of ribbon. Tom buys 40 centimeters of ribbon. How many centimeters of ribbon does Tom buy?", 40),
@@ -109,6 +111,10 @@ REFUSED = [
     ("Tom has some apples. How many apples does Tom have?", "a missing number: 'some' is no amount"),
     ("Tom has a few apples. How many apples does Tom have?", "a missing number: 'a few' is no amount"),
     ("Tom has apples. How many apples does Tom have?", "a missing number in 'apples'"),
+    ("Tom buys a pen. How many pens does Tom buy?", "a missing number in 'a pen'"),  # "a" is an amount only in "a few"
+    ("Tom has very few apples. How many apples does Tom have?", "a missing number in 'very few apples'"),
+    ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?",
+     "a clause it cannot read to the end: 'of his apples'"),
     ("Tom buys 3 more apples. How many apples does Tom have?", "'3 more apple(s)' but no earlier amount of apple(s)"),
     ("Tom buys 3 more. How many apples does Tom have?", "'3 more' names no object and none came before"),
     ("Tom has 5 apples and 4 pears. He buys 3 more. How many apples does Tom have?",
