@@ -111,6 +111,11 @@ REFUSED = [
     ("Tom has some apples. How many apples does Tom have?", "a missing number: 'some' is no amount"),
     ("Tom has a few apples. How many apples does Tom have?", "a missing number: 'a few' is no amount"),
     ("Tom has apples. How many apples does Tom have?", "a missing number in 'apples'"),
+    ("Tom has. How many apples does Tom have?", "a missing number in 'an empty clause'"),
+    ("Tom needs 9 apples. He buys 3 more. How many apples does Tom have?",
+     "'3 more' but no earlier amount of apple(s) for Tom"),  # a need is no amount held
+    ("There are 5 apples in a box. How many apples does he have?", "'he' refers to no one"),
+    ("Tom has 5 apples. How many apples?", "a clause ends where more was expected"),
     ("Tom buys a pen. How many pens does Tom buy?", "a missing number in 'a pen'"),  # "a" is an amount only in "a few"
     ("Tom has very few apples. How many apples does Tom have?", "a missing number in 'very few apples'"),
     ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?",
