@@ -60,6 +60,7 @@ ANSWERED = [
     ("There are 4 bags with 6 apples in each bag. How many apples are there?", 24),
     ("Tom buys 4 bags with 6 apples in each bag. How many apples does Tom buy?", 24),
     ("A box holds 5 apples and 3 pears. How many apples are left in the box?", 5),
+    ("There are 5 apples on Monday in a box. How many apples are there in the box?", 5),  # a day, then the place
     # after selling some
     ("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?", 6),
     ("Tom had 10 apples. After selling some, Tom has 4 apples left. How many apples does Tom have?", 4),
@@ -69,6 +70,7 @@ ANSWERED = [
     ("Tom has 5 apples. He gives away 2. How many apples does Tom have?", 3),
     ("Tom has 5 apples. He gives 2 away. How many apples does Tom have?", 3),
     ("Tom has 5 apples. He gives 2 to Anna. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. He gives 2 of them to Ann. How many apples does Tom have?", 3),
     ("Tom has 5 apples. He gives 2 to Anna. How many apples does he have?", 3),
     ("Tom has 5 apples. Anna has 1 apple. Tom gives 2 to Anna. How many apples does Anna have?", 3),
     ("Tom has 9 apples. He gives 2 to each of 3 friends. How many apples does Tom have?", 3),
@@ -108,6 +110,9 @@ REFUSED = [
     ("Tom has 5 apples and. How many apples does Tom have?", "an empty clause"),
     ("Tom sings 5 songs. How many songs does Tom sing?", "a clause it cannot read: 'sings 5 songs'"),
     ("Tom has 5 big red apples. How many apples does Tom have?", "a clause it cannot read to the end: 'apples'"),
+    # a place is "in/on/at a|an|the <noun>": one it cannot read is not guessed
+    ("Tom has 5 apples in his bag. How many apples does Tom have?", "a clause it cannot read to the end: 'in his bag'"),
+    ("Tom has 5 apples in the Park. How many apples does Tom have?", "a clause it cannot read to the end: 'in the Park'"),
     ("Tom has some apples. How many apples does Tom have?", "a missing number: 'some' is no amount"),
     ("Tom has a few apples. How many apples does Tom have?", "a missing number: 'a few' is no amount"),
     ("Tom has apples. How many apples does Tom have?", "a missing number in 'apples'"),
