@@ -1030,3 +1030,20 @@ def test_a_file_named_by_a_field_sorting_before_evidence_is_read(graded_record):
     _add_file(result, "extra.jsonl", "{}\n")
     result["attachments"] = {"file": "extra.jsonl"}
     assert _messages(traces.TRACE_7, result) == []
+
+
+def test_each_seeds_numbers_are_the_plans_past_a_seed_without_numbers(rl_record):
+    arm = rl_record["metrics"]["arms"]["rl_selfgen"]
+    arm["seeds"] = {"0": {}, "1": {"learning_rate": arm["learning_rate"] * 10}}
+    found = _messages(traces.TRACE_1, rl_record)
+    assert len(found) == 1 and found[0].startswith("metrics.arms.rl_selfgen.seeds.1.learning_rate ")
+
+
+def test_every_lr_grid_arms_runs_are_checked_not_only_the_first_arms(sft_record):
+    arms = sft_record["metrics"]["arms"]
+    grid_arms = [name for name, arm in arms.items() if isinstance(arm, dict) and arm.get("runs")]
+    for name in grid_arms:
+        next(iter(arms[name]["runs"].values()))["learning_rate"] = 9.0
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(grid_arms) > 1 and sorted(m.split(".runs.")[0] for m in found) == sorted(
+        f"metrics.arms.{name}" for name in grid_arms)
