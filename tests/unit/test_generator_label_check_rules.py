@@ -246,5 +246,6 @@ def test_a_chained_assignment_binds_every_name_it_assigns():
 def test_an_assignment_to_anything_but_names_makes_the_program_unreadable():
     text = "Tom has 7 apples and buys 2 apples. How many apples does Tom have?"
     for code in ("def solve():\n    apples, more = 7, 2\n    return apples + more\n",
-                 "def solve():\n    box = {}\n    box['apples'] = 7\n    return box['apples'] + 2\n"):
+                 "def solve():\n    box = {}\n    box['apples'] = 7\n    return box['apples'] + 2\n",
+                 "def solve():\n    totals[0] = 7\n    return 7 + 2\n"):
         assert problems(text, code, 9) == []  # held to the text rules and the label only
