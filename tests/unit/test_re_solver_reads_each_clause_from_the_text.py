@@ -29,6 +29,7 @@ ANSWERED = [
     ("Tom has 5 berries. He eats 2 berry. How many berries does Tom have?", 3),
     ("Tom has 5 apples and eats 2 and buys 4. How many apples does Tom have?", 7),
     ("Tom has 5 apples, eats 2, buys 4. How many apples does Tom have?", 7),
+    ("Tom has 5 apples and, he buys 3 more. How many apples does Tom have?", 8),  # a comma after "and" opens no clause
     ("Tom already has 5 apples. How many apples does Tom have?", 5),
     ("Tom has 5 apples on Monday. How many apples does Tom have?", 5),
     ("Tom has 5 apples. He buys 3 more in a shop on Monday. How many apples does Tom have?", 8),
@@ -105,6 +106,13 @@ REFUSED = [
     ("Tom has 5 apples. He buys 3 more", "the text does not end with a question mark"),
     ("Tom has 5 apples. How many apples does Tom have? He buys 3.", "1 questions: one question, at the end"),
     ("Tom has 5 apples. How many apples? How many pears?", "2 questions: one question, at the end"),
+    ("", "0 questions: one question, at the end"),
+    ("   ", "0 questions: one question, at the end"),
+    ("Tom buys 3 apples on Monday morning. How many apples does Tom buy?", "a clause it cannot read to the end: 'morning'"),
+    ("Tom has 5 apples. Ann is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),  # not "There is"
+    ("Tom has 5 apples. Zoe is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),
+    ("Tom has 5 apples and a. How many apples does Tom have?", "a missing number in 'a'"),
+    ("Tom has 5 apples and a box. How many apples does Tom have?", "a missing number in 'an empty clause'"),
     ("He has 5 apples. How many apples does he have?", "'He' refers to no one named before"),
     ("has 5 apples. How many apples does Tom have?", "a clause with no one doing anything"),
     ("Tom has 5 apples and. How many apples does Tom have?", "an empty clause"),
