@@ -48,6 +48,7 @@ ANSWERED = [
     ("Tom buys 5 apples. He buys 2 pears. How many apples does Tom buy?", 5),
     ("Tom has 5 apples. How many apples does he have?", 5),
     ("Tom has 5 apples. Anna has 3 apples. How many apples does she have?", 3),
+    ("Tom has 5 apples. Anna has 3 apples. She eats 1. How many apples does Anna have?", 2),  # the last one named
     ("A box has 5 apples. How many apples does the box have?", 5),
     ("Tom has 5 apples. How many apples does Tom have in total?", 5),
     ("Tom has 5 apples. How many apples does Tom have in all?", 5),
@@ -109,6 +110,9 @@ REFUSED = [
     ("", "0 questions: one question, at the end"),
     ("   ", "0 questions: one question, at the end"),
     ("Tom buys 3 apples on Monday morning. How many apples does Tom buy?", "a clause it cannot read to the end: 'morning'"),
+    ("Tom buys 3 apples in a shop on Monday morning. How many apples does Tom buy?",
+     "a clause it cannot read to the end: 'morning'"),
+    ("Tom has 5 apples in the. How many apples does Tom have?", "a clause it cannot read to the end: 'in the'"),
     ("Tom has 5 apples. Ann is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),  # not "There is"
     ("Tom has 5 apples. Zoe is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),
     ("Tom has 5 apples and a. How many apples does Tom have?", "a missing number in 'a'"),
