@@ -63,6 +63,7 @@ ANSWERED = [
     ("Tom buys 4 bags with 6 apples in each bag. How many apples does Tom buy?", 24),
     ("A box holds 5 apples and 3 pears. How many apples are left in the box?", 5),
     ("There are 5 apples on Monday in a box. How many apples are there in the box?", 5),  # a day, then the place
+    ("There are 5 apples on a tray. How many apples are there on the tray?", 5),  # a place sorting after "there"
     # after selling some
     ("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?", 6),
     ("Tom had 10 apples. After selling some, Tom has 4 apples left. How many apples does Tom have?", 4),
@@ -172,6 +173,9 @@ REFUSED = [
     ("There are 4 bags with 6 apples in each box. How many apples are there?",
      "'4 bag(s) with 6 apple(s)' does not say in each what"),
     ("There are 4 bags with 6 apples. How many apples are there?", "does not say in each what"),
+    ("There are 4 boxes with 6 apples in each bag. How many apples are there?", "does not say in each what"),
+    ("There are 5 apples in a van. There are 3 apples in the van. How many apples are there in the van?",
+     "contradictory statements: the van holds apple(s) twice"),
     ("There are 4 bags with 6 more. How many apples are there?", "'with N' names no object"),
     ("There are 3 more apples. How many apples are there?", "'there are N' names no object"),
     ("There are 3 of them. How many apples are there?", "'there are N' names no object"),
@@ -235,3 +239,8 @@ def test_the_reasoning_states_each_step_with_its_sign():
     solution = read_problem("Tom has 5 apples. He buys 3 more. He eats 1. He buys zero more. How many apples does Tom have?")
     assert solution.reasoning == ("Tom: 5 apple; Tom: 5 + 3 = 8 apple(s); Tom: 8 - 1 = 7 apple(s); Tom: 7 + 0 = 7 apple(s); "
                                   "answer 7")
+
+
+def test_the_reasoning_states_a_product_of_groups():
+    assert read_problem("There are 4 bags with 6 apples in each bag. How many apples are there?").reasoning == (
+        "4 bag(s) x 6 apple(s) = 24; there#0: 24 apple(s); answer 24")
