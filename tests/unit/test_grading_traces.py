@@ -1047,3 +1047,12 @@ def test_every_lr_grid_arms_runs_are_checked_not_only_the_first_arms(sft_record)
     found = _messages(traces.TRACE_1, sft_record)
     assert len(grid_arms) > 1 and sorted(m.split(".runs.")[0] for m in found) == sorted(
         f"metrics.arms.{name}" for name in grid_arms)
+
+
+def test_without_a_step_log_every_runs_settings_are_still_the_plans(sft_record):
+    sft_record["evidence"]["files"] = [e for e in sft_record["evidence"]["files"] if e["name"] != traces.SFT_STEPS]
+    runs = sft_record["metrics"]["arms"]["trimuon"]["runs"]
+    last = list(runs)[-1]
+    runs[last]["learning_rate"] = 9.0
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(runs) > 1 and [m.startswith(f"metrics.arms.trimuon.runs.{last}.learning_rate 9.0") for m in found] == [True]
