@@ -67,6 +67,7 @@ ANSWERED = [
     # after selling some
     ("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?", 6),
     ("Tom had 10 apples. After selling some, Tom has 4 apples left. How many apples does Tom have?", 4),
+    ("Tom had 10 apples. After selling some, Tom has 4 left. Ann has 3 apples. How many apples did Tom sell?", 6),
     # giving
     ("Tom has 5 apples. Anna has 1 apple. Tom gives Anna 2 more. How many apples does Anna have?", 3),
     ("Tom has 5 apples. Anna gives Tom 3 more. How many apples does Tom have?", 8),
@@ -188,6 +189,11 @@ REFUSED = [
      "Tom gives away 6: Tom has only 5 apple(s), the result would be negative"),
     ("A jar holds 9 apples. Tom takes 2. How many apples are left in the jar?", "'Tom takes 2' from nowhere"),
     ("Tom takes 2 apples out. How many apples are left?", "'Tom takes 2 out' of nothing named"),
+    ("There are 9 cards in a box. Ben takes 2 cards out of the box today. How many cards are left in the box?",
+     "a clause it cannot read to the end: 'today'"),
+    # a receiver is named (the question may ask about her) but no amount of hers is known
+    ("Tom has 5 apples. He gives 2 to Anna. How many apples does Anna have?",
+     "the question asks about Anna, of which the text gives no amount"),
     ("There are 9 apples in a box. Tom takes 2 apples out of the bag. How many apples are left in the box?",
      "how much the bag holds is not given"),
     ("Tom needs 3 apples and already has 4. How many more apples does Tom need?",
@@ -244,3 +250,8 @@ def test_the_reasoning_states_each_step_with_its_sign():
 def test_the_reasoning_states_a_product_of_groups():
     assert read_problem("There are 4 bags with 6 apples in each bag. How many apples are there?").reasoning == (
         "4 bag(s) x 6 apple(s) = 24; there#0: 24 apple(s); answer 24")
+
+
+def test_the_reasoning_states_what_was_sold():
+    assert read_problem("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?").reasoning == (
+        "Tom: 10 apple; Tom sold 10 - 4 = 6 apple(s); answer 6")
