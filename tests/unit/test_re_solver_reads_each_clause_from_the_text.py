@@ -206,6 +206,12 @@ REFUSED = [
     ("Tom shares 12 apples among 3. How many apples does each friend get?", "a share among no one"),
     ("Tom shares 12 apples among 5 friends. How many apples does each friend get?",
      "12 apple(s) shared equally among 5 leaves a remainder of 2"),
+    ("Tom shares 13 apples among 5 friends. How many apples does each friend get?",
+     "13 apple(s) shared equally among 5 leaves a remainder of 3: "),
+    ("Tom shares 12 apples to 3 friends. How many apples does each friend get?", "a share among no one"),  # "to each"
+    ("Tom shares 12 pears among 3 friends. How many apples does each friend get?",
+     "the question asks about apple(s); the share is of pear(s)"),
+    ("Tom has 4 apples. He needs 9 more apples. How many apples does Tom need?", "'needs N' names no object"),
     ("Tom shares 12 apples among 3 friends. How many apples does each cousin get?", "no share among cousins is stated"),
     ("Tom shares 12 apples among 3 friends. How many pears does each friend get?",
      "the question asks about pear(s); the share is of apple(s)"),
@@ -255,3 +261,24 @@ def test_the_reasoning_states_a_product_of_groups():
 def test_the_reasoning_states_what_was_sold():
     assert read_problem("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?").reasoning == (
         "Tom: 10 apple; Tom sold 10 - 4 = 6 apple(s); answer 6")
+
+
+@pytest.mark.parametrize("word, value", [
+    ("zero", 0), ("one", 1), ("two", 2), ("three", 3), ("four", 4), ("five", 5), ("six", 6), ("seven", 7), ("eight", 8),
+    ("nine", 9), ("ten", 10), ("eleven", 11), ("twelve", 12), ("thirteen", 13), ("fourteen", 14), ("fifteen", 15),
+    ("sixteen", 16), ("seventeen", 17), ("eighteen", 18), ("nineteen", 19), ("twenty", 20),
+])
+def test_a_number_word_is_its_number(word, value):
+    assert read_problem(f"Tom has {word} apples. How many apples does Tom have?").answer == str(value)
+
+
+@pytest.mark.parametrize("text, reasoning", [
+    ("Tom shares 12 apples among 3 friends. How many apples does each friend get?", "12 / 3 = 4 apple(s) each; answer 4"),
+    ("Tom needs 9 apples and already has 4. How many more apples does Tom need?",
+     "Tom needs 9 apple(s); Tom: 4 apple; 9 - 4 = 5; answer 5"),
+    ("There are 5 apples in a box and 3 apples on the table. How many apples are there?",
+     "the box: 5 apple(s); the table: 3 apple(s); 5 + 3 = 8 apple(s); answer 8"),
+    ("There are 5 apples in a box. How many apples are there?", "the box: 5 apple(s); answer 5"),  # no sum of one
+])
+def test_the_reasoning_states_shares_needs_and_sums(text, reasoning):
+    assert read_problem(text).reasoning == reasoning
