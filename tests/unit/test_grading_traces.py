@@ -1056,3 +1056,11 @@ def test_without_a_step_log_every_runs_settings_are_still_the_plans(sft_record):
     runs[last]["learning_rate"] = 9.0
     found = _messages(traces.TRACE_1, sft_record)
     assert len(runs) > 1 and [m.startswith(f"metrics.arms.trimuon.runs.{last}.learning_rate 9.0") for m in found] == [True]
+
+
+def test_listed_checkpoints_are_compared_whatever_their_own_key_order():
+    uri = "tinker://c/sampler_weights/a-final"
+    result, plan = _one_arm(checkpoints=[{"uri": uri, "step": 2, "arm": "a"}])  # keys not in sorted order
+    logged = [{"arm": "a", "event": "checkpoint", "step": 2, "ts": "t", "uri": uri}]
+    ctx = GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=Path("."), events=logged)
+    assert traces.TRACE_2(ctx) == []
