@@ -1064,3 +1064,20 @@ def test_listed_checkpoints_are_compared_whatever_their_own_key_order():
     logged = [{"arm": "a", "event": "checkpoint", "step": 2, "ts": "t", "uri": uri}]
     ctx = GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=Path("."), events=logged)
     assert traces.TRACE_2(ctx) == []
+
+
+def test_an_lr_grid_runs_own_restores_never_go_back_in_time():
+    runs = {"0.01": {"restores": [{"at": "2026-01-01T00:00:05+00:00"}, {"at": "2026-01-01T00:00:01+00:00"}]}}
+    found = [i.message for i in traces.TRACE_3(_bare_ctx({"initialization_provenance": {"arms": {"a": {"runs": runs}}}}))]
+    assert "arm a run 0.01: restores are not in the order they happened (a later restore is earlier)" in found
+
+
+def test_an_lr_grid_arms_restores_are_its_own_runs_not_another_arms_of_the_same_rate():
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(training_runs=[SimpleNamespace(arm=arm, lr=0.01, name=f"{arm}@lr=0.01") for arm in "abc"])
+    restore = {"client": "c", "at": "2026-01-01T00:00:01+00:00"}
+    for arm in "abc":
+        entry = {"restores": [{**restore, "run": f"{arm}@lr=0.01", "restore": 1}], "restore_count": 1}
+        runs = {"0.01": {"restores": [restore], "restore_count": 1}}
+        assert traces._grid_restores(_bare_ctx({}, plan=plan), arm, entry, runs) == []
