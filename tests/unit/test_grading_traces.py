@@ -1081,3 +1081,36 @@ def test_an_lr_grid_arms_restores_are_its_own_runs_not_another_arms_of_the_same_
         entry = {"restores": [{**restore, "run": f"{arm}@lr=0.01", "restore": 1}], "restore_count": 1}
         runs = {"0.01": {"restores": [restore], "restore_count": 1}}
         assert traces._grid_restores(_bare_ctx({}, plan=plan), arm, entry, runs) == []
+
+
+def _pair_plan(training_type, seeds=(3, 4)):
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(arm=arm, name=arm, lr=lr, seed=seeds[0]) for arm, lr in (("a", 0.01), ("b", 0.02))]
+    return SimpleNamespace(training_runs=runs, training_type=training_type, seeds=list(seeds))
+
+
+def _pair_manifests(*arms):
+    return [{"arm": arm, "pair": traces.ADAPTATION_PAIR, "warmup_batches": 0, "runs": [arm],
+             "adaptation_batch_ids": ["step0000-ab"]} for arm in arms]
+
+
+def test_an_sft_comparisons_runs_of_one_rate_each_are_its_pairs_at_the_first_scheduled_seed():
+    """A paired SFT comparison (one LR per arm, runs named after their arms) pairs its runs like an LR grid; the
+    first scheduled seed (3 here, not 0) is the plain pair."""
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a", "b")}
+    found = [(i.status, i.message) for i in traces.TRACE_4(_bare_ctx(result, plan=_pair_plan("sft")))]
+    assert [status for status, _ in found] == ["unverified", "unverified"]  # only the step log is missing
+
+
+def test_an_rl_comparisons_runs_have_no_lr_grid_pair():
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a")}
+    found = [i.message for i in traces.TRACE_4(_bare_ctx(result, plan=_pair_plan("rl")))]
+    assert "adaptation_manifests[0] ('a'): runs ['a'] are not the plan's runs of 'a'" in found
+
+
+def test_a_plan_that_schedules_no_seeds_pairs_its_runs_at_seed_zero():
+    plan = _pair_plan("sft", seeds=(0,))
+    del plan.seeds
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a", "b")}
+    assert [i.status for i in traces.TRACE_4(_bare_ctx(result, plan=plan))] == ["unverified", "unverified"]
