@@ -172,8 +172,9 @@ def _return_expression(code: str) -> ast.expr:
         raise _NotStraightLine
 
     for statement in solve.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-            names[statement.targets[0].id] = substitute(statement.value)
+        if isinstance(statement, ast.Assign) and all(isinstance(target, ast.Name) for target in statement.targets):
+            value = substitute(statement.value)
+            names.update((target.id, value) for target in statement.targets)  # a = b = 7 binds both
         elif isinstance(statement, ast.Return) and statement.value is not None:
             return substitute(statement.value)
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):

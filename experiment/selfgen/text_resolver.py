@@ -582,9 +582,9 @@ class Problem:
             need = self.world.needs.get(holder, {}).get(asked)
             if need is None:
                 raise IllPosed(f"the question asks how many {asked}(s) {holder} needs; the text states no such need")
-            have = self._amount(holder, asked)
             if not more:
                 return need
+            have = self._amount(holder, asked)
             if have > need:
                 raise IllPosed(f"{holder} needs {need} and already has {have}: 'how many more' would be negative")
             self.world.steps.append(f"{need} - {have} = {need - have}")

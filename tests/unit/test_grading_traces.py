@@ -966,3 +966,196 @@ def test_a_training_step_event_of_an_lr_grid_run_is_no_rl_arms_step(rl_record, t
     events = _rl_events(rl_record) + [{"event": "training_step", "ts": "2026-12-07T10:02:00+00:00", "arm": "rl_gsm8k",
                                        "run": "rl_gsm8k@lr=0.01", "step": 9, "mean_reward": 0.0, "optim_seconds": 9.0}]
     assert _messages(traces.TRACE_1, rl_record, events=events, run_dir=tmp_path) == []
+
+
+def _bare_ctx(result, plan=None, events=None, run_dir=None):
+    result.setdefault("evidence", {"files": []})
+    return GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=run_dir, events=events)
+
+
+def test_training_step_events_numbered_below_zero_are_not_steps_from_zero():
+    rows = [{"step": -1, "mean_reward": 0.5, "optim_seconds": 0.1}, {"step": 0, "mean_reward": 0.5, "optim_seconds": 0.1}]
+    assert traces._rl_log_problems("m", {"steps_completed": 2}, rows) == ["m: the training_step events are not steps 0..1"]
+
+
+def test_an_arms_optimizer_family_is_the_one_its_creation_check_requested():
+    """The first optimizer check is the creation check; a later check (after a restore) does not rename the family."""
+    checks = [{"requested": {"family": "trimuon"}}, {"requested": {"family": "adamw"}}, {"requested": {"family": "muon"}}]
+    ctx = _bare_ctx({"initialization_provenance": {"arms": {"a": {"optimizer_checks": checks}}}})
+    assert traces._requested_family(ctx, "a") == "trimuon"
+    assert traces._requested_family(ctx, "b") is None
+
+
+def test_a_seeds_replica_label_is_its_own_arms_whatever_the_order_of_the_replicas():
+    from types import SimpleNamespace
+
+    replicas = [SimpleNamespace(label=f"{arm}-seed1" if seed else arm, arm=arm, seed=seed)
+                for arm in ("b", "a", "c") for seed in (0, 1)]
+    ctx = _bare_ctx({}, plan=SimpleNamespace(replicas=replicas))
+    assert [traces._replica_label(ctx, arm, 1) for arm in ("a", "b", "c")] == ["a-seed1", "b-seed1", "c-seed1"]
+    assert traces._replica_label(ctx, "a", None) == "a"  # a checkpoint that names no seed: the arm's own name
+
+
+def test_a_checkpoint_without_a_uri_does_not_hide_the_next_ones_name():
+    result, plan = _one_arm(checkpoints=[{"arm": "a"}, {"arm": "a", "uri": "tinker://c/sampler_weights/a-other"}])
+    assert "checkpoint 'tinker://c/sampler_weights/a-other' of a is not named a-final" in _trace_2(result, plan)
+
+
+def test_an_lr_grid_arms_restore_count_is_unchecked_where_a_run_states_none():
+    ctx = _bare_ctx({})
+    runs = {"0.01": {"restores": [], "restore_count": 1}, "0.02": {"restores": []}}
+    assert traces._grid_restores(ctx, "a", {"restores": [], "restore_count": 7}, runs) == []
+    runs["0.02"]["restore_count"] = 2
+    assert traces._grid_restores(ctx, "a", {"restores": [], "restore_count": 7}, runs) == [
+        "arm a: restore_count 7 is not the sum of its runs' (3)"]
+
+
+def test_a_training_step_event_without_a_step_number_starts_no_run(tmp_path):
+    events = [{"event": "run_created", "ts": "2026-01-01T00:00:00+00:00"},
+              {"event": "training_step", "ts": "2026-01-01T00:00:01+00:00", "arm": "a", "step": None},
+              {"event": "training_step", "ts": "2026-01-01T00:00:02+00:00", "arm": "a", "step": -1},
+              {"event": "run_finished", "ts": "2026-01-01T00:00:09+00:00"}]
+    arms = {"a": {"restores": [{"restore": 1, "at": "2026-01-01T00:00:05+00:00", "with_optimizer_state": False}]}}
+    assert traces._restores_in_run(_bare_ctx({}, events=events, run_dir=tmp_path), arms) == []
+    started = events[:3] + [{"event": "training_step", "ts": "2026-01-01T00:00:03+00:00", "arm": "a", "step": 0}] + events[3:]
+    assert traces._restores_in_run(_bare_ctx({}, events=started, run_dir=tmp_path), arms) == [
+        "arm a: restore 1 created a at 2026-01-01T00:00:05+00:00, after its first training step"]
+
+
+def test_an_undated_restore_does_not_hide_the_next_ones_date(tmp_path):
+    events = [{"event": "run_created", "ts": "2026-01-01T00:00:00+00:00"},
+              {"event": "run_finished", "ts": "2026-01-01T00:00:09+00:00"}]
+    arms = {"a": {"restores": [{"restore": 1}, {"restore": 2, "at": "2020-01-01T00:00:00+00:00"}]}}
+    assert traces._restores_in_run(_bare_ctx({}, events=events, run_dir=tmp_path), arms) == [
+        "arm a: restore 2 at 2020-01-01T00:00:00+00:00 is outside the run's events"]
+
+
+def _manifest(arm, ids, **changes):
+    return {"arm": arm, "pair": traces.ADAPTATION_PAIR, "warmup_batches": 0, "runs": [f"{arm}@lr=0.01"],
+            "adaptation_batch_ids": ids, **changes}
+
+
+def _trace_4(manifests):
+    return [(i.status, i.message) for i in traces.TRACE_4(_bare_ctx({"status": "failed",
+                                                                     "adaptation_manifests": manifests}))]
+
+
+def test_manifest_batch_ids_are_numbered_from_zero_by_step_either_way():
+    misnumbered = "adaptation_manifests[0] ('a'): batch ids are not numbered by the step that consumed them"
+    unread = "adaptation_manifests[0] ('a'): sft-steps.jsonl is not retained, so the consumed batches cannot be read"
+    assert _trace_4([_manifest("a", ["step0000-ab", "step0001-cd"])]) == [("unverified", unread)]
+    assert _trace_4([_manifest("a", ["step0001-ab"])]) == [("invalid", misnumbered), ("unverified", unread)]
+    assert _trace_4([_manifest("a", ["step0000-ab", "step0000-cd"])]) == [("invalid", misnumbered), ("unverified", unread)]
+
+
+def test_every_manifest_is_read_past_an_rl_pairs_or_one_without_batch_ids():
+    rl_pair = {"arm": "x", "pair": "rl"}
+    no_ids = _manifest("b", None)
+    found = _trace_4([rl_pair, no_ids, _manifest("a", ["step0001-ab"]), _manifest("c", ["step0000-ab"])])
+    assert [message.split(": ", 1)[1] for _, message in found] == [
+        "batch ids are not numbered by the step that consumed them",
+        "sft-steps.jsonl is not retained, so the consumed batches cannot be read",
+        "sft-steps.jsonl is not retained, so the consumed batches cannot be read"]
+    assert [message.split(":", 1)[0] for _, message in found] == [
+        "adaptation_manifests[2] ('a')", "adaptation_manifests[2] ('a')", "adaptation_manifests[3] ('c')"]
+
+
+def test_a_routing_target_of_no_or_an_unknown_kind_is_no_embedded_backend():
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(trained_arms=[SimpleNamespace(name="a", service="fork"), SimpleNamespace(name="b", service="base")])
+    ctx = _bare_ctx({}, plan=plan)
+    for target in ({}, {"kind": "api"}, {"kind": "remote"}):
+        assert traces.expected_routing(ctx, target) == {"fork": True, "planned_services": {"a": "fork", "b": "base"}}
+    assert traces.expected_routing(ctx, {"kind": "embedded"})["fork"] is False
+
+
+def test_a_file_named_by_a_field_sorting_before_evidence_is_read(graded_record):
+    result, _ = graded_record("paired")
+    _add_file(result, "extra.jsonl", "{}\n")
+    result["attachments"] = {"file": "extra.jsonl"}
+    assert _messages(traces.TRACE_7, result) == []
+
+
+def test_each_seeds_numbers_are_the_plans_past_a_seed_without_numbers(rl_record):
+    arm = rl_record["metrics"]["arms"]["rl_selfgen"]
+    arm["seeds"] = {"0": {}, "1": {"learning_rate": arm["learning_rate"] * 10}}
+    found = _messages(traces.TRACE_1, rl_record)
+    assert len(found) == 1 and found[0].startswith("metrics.arms.rl_selfgen.seeds.1.learning_rate ")
+
+
+def test_every_lr_grid_arms_runs_are_checked_not_only_the_first_arms(sft_record):
+    arms = sft_record["metrics"]["arms"]
+    grid_arms = [name for name, arm in arms.items() if isinstance(arm, dict) and arm.get("runs")]
+    for name in grid_arms:
+        next(iter(arms[name]["runs"].values()))["learning_rate"] = 9.0
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(grid_arms) > 1 and sorted(m.split(".runs.")[0] for m in found) == sorted(
+        f"metrics.arms.{name}" for name in grid_arms)
+
+
+def test_without_a_step_log_every_runs_settings_are_still_the_plans(sft_record):
+    sft_record["evidence"]["files"] = [e for e in sft_record["evidence"]["files"] if e["name"] != traces.SFT_STEPS]
+    runs = sft_record["metrics"]["arms"]["trimuon"]["runs"]
+    last = list(runs)[-1]
+    runs[last]["learning_rate"] = 9.0
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(runs) > 1 and [m.startswith(f"metrics.arms.trimuon.runs.{last}.learning_rate 9.0") for m in found] == [True]
+
+
+def test_listed_checkpoints_are_compared_whatever_their_own_key_order():
+    uri = "tinker://c/sampler_weights/a-final"
+    result, plan = _one_arm(checkpoints=[{"uri": uri, "step": 2, "arm": "a"}])  # keys not in sorted order
+    logged = [{"arm": "a", "event": "checkpoint", "step": 2, "ts": "t", "uri": uri}]
+    ctx = GradeContext(result=result, evidence=EvidenceAccess(result), plan=plan, run_dir=Path("."), events=logged)
+    assert traces.TRACE_2(ctx) == []
+
+
+def test_an_lr_grid_runs_own_restores_never_go_back_in_time():
+    runs = {"0.01": {"restores": [{"at": "2026-01-01T00:00:05+00:00"}, {"at": "2026-01-01T00:00:01+00:00"}]}}
+    found = [i.message for i in traces.TRACE_3(_bare_ctx({"initialization_provenance": {"arms": {"a": {"runs": runs}}}}))]
+    assert "arm a run 0.01: restores are not in the order they happened (a later restore is earlier)" in found
+
+
+def test_an_lr_grid_arms_restores_are_its_own_runs_not_another_arms_of_the_same_rate():
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(training_runs=[SimpleNamespace(arm=arm, lr=0.01, name=f"{arm}@lr=0.01") for arm in "abc"])
+    restore = {"client": "c", "at": "2026-01-01T00:00:01+00:00"}
+    for arm in "abc":
+        entry = {"restores": [{**restore, "run": f"{arm}@lr=0.01", "restore": 1}], "restore_count": 1}
+        runs = {"0.01": {"restores": [restore], "restore_count": 1}}
+        assert traces._grid_restores(_bare_ctx({}, plan=plan), arm, entry, runs) == []
+
+
+def _pair_plan(training_type, seeds=(3, 4)):
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(arm=arm, name=arm, lr=lr, seed=seeds[0]) for arm, lr in (("a", 0.01), ("b", 0.02))]
+    return SimpleNamespace(training_runs=runs, training_type=training_type, seeds=list(seeds))
+
+
+def _pair_manifests(*arms):
+    return [{"arm": arm, "pair": traces.ADAPTATION_PAIR, "warmup_batches": 0, "runs": [arm],
+             "adaptation_batch_ids": ["step0000-ab"]} for arm in arms]
+
+
+def test_an_sft_comparisons_runs_of_one_rate_each_are_its_pairs_at_the_first_scheduled_seed():
+    """A paired SFT comparison (one LR per arm, runs named after their arms) pairs its runs like an LR grid; the
+    first scheduled seed (3 here, not 0) is the plain pair."""
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a", "b")}
+    found = [(i.status, i.message) for i in traces.TRACE_4(_bare_ctx(result, plan=_pair_plan("sft")))]
+    assert [status for status, _ in found] == ["unverified", "unverified"]  # only the step log is missing
+
+
+def test_an_rl_comparisons_runs_have_no_lr_grid_pair():
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a")}
+    found = [i.message for i in traces.TRACE_4(_bare_ctx(result, plan=_pair_plan("rl")))]
+    assert "adaptation_manifests[0] ('a'): runs ['a'] are not the plan's runs of 'a'" in found
+
+
+def test_a_plan_that_schedules_no_seeds_pairs_its_runs_at_seed_zero():
+    plan = _pair_plan("sft", seeds=(0,))
+    del plan.seeds
+    result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a", "b")}
+    assert [i.status for i in traces.TRACE_4(_bare_ctx(result, plan=plan))] == ["unverified", "unverified"]

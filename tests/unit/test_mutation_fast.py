@@ -437,3 +437,29 @@ def test_a_test_that_loops_forever_is_a_timeout_after_its_own_limit_not_the_whol
     assert code == 0
     assert outcomes == {"child": ("timeout", "timeout 1 CPU-s in test_loop.py::test_absent")}
     assert fast._time_limit(plugin, [types.SimpleNamespace(nodeid=n) for n in plugin.durations]) > 100
+
+
+def test_a_grading_modules_new_body_registers_its_rules_again_once():
+    """A grading module registers its rules at import (experiment.grading.registry refuses an id registered twice):
+    the null mutant and every mutant run the module's body again, which must replace its registrations, not fail."""
+    from experiment.grading import registry
+
+    name = "experiment.grading.mutation_fast_sample_rules"
+    source = ("from experiment.grading.registry import implements, rule\n\n\n"
+              "@rule('ZZ-1', 'record', 'invalid', 'a sample rule')\ndef ZZ_1(ctx):\n    return []\n\n\n"
+              "@implements('ZZ-1')\ndef zz_1_again(ctx):\n    return []\n")
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        fast.apply_source(name, source, module.__file__)  # the null mutant
+        fast.apply_source(name, source.replace("return []\n\n\n@implements", "return [1]\n\n\n@implements"),
+                          module.__file__)
+        assert registry._declared["ZZ-1"].checks == ("mutation_fast_sample_rules.ZZ_1",)
+        assert registry._further["ZZ-1"] == ["mutation_fast_sample_rules.zz_1_again"]
+        assert module.ZZ_1(None) == [1]
+    finally:
+        del sys.modules[name]
+        registry._declared.pop("ZZ-1", None)
+        registry._further.pop("ZZ-1", None)

@@ -1,0 +1,284 @@
+"""The generation audit's re-solver (experiment/selfgen/text_resolver.py), rule by rule: each text below is read
+as its module docstring says a text is read (who holds how many of what, the operations the verbs state, the one
+question at the end), and each answer or refusal is the one a careful reader gives. The planted-task figures are
+in test_generation_audit_rejects_planted_tasks.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiment.selfgen.text_resolver import ILL_POSED, read_problem, singular
+
+
+@pytest.mark.parametrize("plural, one", [
+    ("cookies", "cookie"), ("smoothies", "smoothie"), ("berries", "berry"), ("flies", "fly"), ("lies", "lie"),
+    ("boxes", "box"), ("dishes", "dish"), ("ads", "ad"), ("apples", "apple"), ("us", "us"), ("glass", "glass"),
+    ("toy cars", "toy car"), ("red berries", "red berry"),
+])
+def test_a_noun_phrase_is_read_in_the_singular_of_its_last_word(plural, one):
+    assert singular(plural) == one
+
+
+ANSWERED = [
+    # has / buys / eats / loses: one holder's amount changes
+    ("Tom has 5 apples. He buys 3 more. How many apples does Tom have now?", 8),
+    ("Tom has 5 apples. He buys 3 more apples. How many apples does Tom have?", 8),
+    ("Tom has 5 apples. He buys 3. How many apples does Tom have?", 8),
+    ("Tom has twelve apples. He eats five. How many apples does Tom have?", 7),
+    ("Tom has zero apples. He buys twenty. How many apples does Tom have?", 20),
+    ("Tom has 5 berries. He eats 2 berry. How many berries does Tom have?", 3),
+    ("Tom has 5 apples and eats 2 and buys 4. How many apples does Tom have?", 7),
+    ("Tom has 5 apples, eats 2, buys 4. How many apples does Tom have?", 7),
+    ("Tom has 5 apples and, he buys 3 more. How many apples does Tom have?", 8),  # a comma after "and" opens no clause
+    ("Tom already has 5 apples. How many apples does Tom have?", 5),
+    ("Tom has 5 apples on Monday. How many apples does Tom have?", 5),
+    ("Tom has 5 apples. He buys 3 more in a shop on Monday. How many apples does Tom have?", 8),
+    ("Tom has 5 apples. Tom has 5 pears. How many apples does Tom have?", 5),
+    ("Tom has 5 apples and 4 pears. He eats 2 of them. How many apples does Tom have?", 5),
+    ("Tom has 3 meters of ribbon. He buys 2 meters of ribbon. How many meters of ribbon does Tom have?", 5),
+    ("Tom has 5 square meters of cloth. How many square meters of cloth does Tom have?", 5),  # the unit is the last word
+    ("Tom has 3 dollars. He earns 5 dollars. How many dollars does Tom have?", 8),  # a unit with no "of" after it
+    # units are compared within one holder only (Tom's meters are no mismatch for Ann, whichever name sorts first)
+    ("Tom buys 3 meters of ribbon. Ann buys 40 centimeters of ribbon. How many centimeters of ribbon does Ann buy?", 40),
+    ("Ann buys 3 meters of ribbon. Tom buys 40 centimeters of ribbon. How many centimeters of ribbon does Tom buy?", 40),
+    # the question's forms
+    ("Tom has 5 apples. He loses 2. How many apples does Tom lose?", 2),
+    ("Tom has 5 apples. He buys 3 more. How many apples does Tom buy?", 3),
+    ("Tom buys 5 apples on Monday and 2 apples on Tuesday. How many apples does Tom buy?", 7),
+    ("Tom buys 5 apples. He buys 2 pears. How many apples does Tom buy?", 5),
+    ("Tom has 5 apples. How many apples does he have?", 5),
+    ("Tom has 5 apples. Anna has 3 apples. How many apples does she have?", 3),
+    ("Tom has 5 apples. Anna has 3 apples. She eats 1. How many apples does Anna have?", 2),  # the last one named
+    ("A box has 5 apples. How many apples does the box have?", 5),
+    ("Tom has 5 apples. How many apples does Tom have in total?", 5),
+    ("Tom has 5 apples. How many apples does Tom have in all?", 5),
+    ("Tom has 5 apples. How many apples does Tom have altogether?", 5),
+    ("Tom has 5 apples. How many apples does Tom have left?", 5),
+    # there are / groups / places
+    ("There are 5 apples in a box and 3 apples on the table. How many apples are there?", 8),
+    ("There are 5 apples in a box and 3 apples on the table. How many apples are there in the box?", 5),
+    ("There are 5 apples. There are 3 apples. How many apples are there altogether?", 8),
+    ("There are 5 apples. There are 3 apples. How many apples are there in total?", 8),
+    ("There are 4 bags with 6 apples in each bag. How many apples are there?", 24),
+    ("Tom buys 4 bags with 6 apples in each bag. How many apples does Tom buy?", 24),
+    ("A box holds 5 apples and 3 pears. How many apples are left in the box?", 5),
+    ("There are 5 apples on Monday in a box. How many apples are there in the box?", 5),  # a day, then the place
+    ("There are 5 apples on a tray. How many apples are there on the tray?", 5),  # a place sorting after "there"
+    # after selling some
+    ("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?", 6),
+    ("Tom had 10 apples. After selling some, Tom has 4 apples left. How many apples does Tom have?", 4),
+    ("Tom had 10 apples. After selling some, Tom has 4 left. Ann has 3 apples. How many apples did Tom sell?", 6),
+    # giving
+    ("Tom has 5 apples. Anna has 1 apple. Tom gives Anna 2 more. How many apples does Anna have?", 3),
+    ("Tom has 5 apples. Anna gives Tom 3 more. How many apples does Tom have?", 8),
+    ("Tom has 5 apples. He gives away 2. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. He gives 2 away. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. He gives 2 to Anna. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. He gives 2 of them to Ann. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. He gives 2 to Anna. How many apples does he have?", 3),
+    ("Tom has 5 apples. Anna has 1 apple. Tom gives 2 to Anna. How many apples does Anna have?", 3),
+    ("Tom has 9 apples. He gives 2 to each of 3 friends. How many apples does Tom have?", 3),
+    ("Tom gives 2 apples to each of 3 friends. How many apples does Tom give?", 6),
+    # taking out of a container
+    ("A jar holds 9 apples. Tom takes 2 out. How many apples are left in the jar?", 7),
+    ("A jar holds 9 apples. Tom takes 2 out. How many apples does Tom take?", 2),
+    ("A jar holds 9 apples. A box holds 4 pears. Tom takes 2 out. How many apples are left in the jar?", 9),
+    ("There are 9 cards in a box. Ben takes 2 cards out of the box. How many cards are left in the box?", 7),
+    # needs
+    ("Tom needs 9 apples. He has 4 apples. How many more apples does Tom need?", 5),
+    ("Tom needs 9 apples and already has 4. How many more apples does Tom need?", 5),
+    ("Tom needs 9 apples and already has 4. How many apples does Tom need?", 9),
+    ("Tom needs 9 apples. How many apples does Tom need?", 9),  # what he has matters only to "how many more"
+    # shares
+    ("Tom shares 12 apples among 3 friends. How many apples does each friend get?", 4),
+    ("Tom shares 12 apples equally among 3 friends. How many apples does each friend get?", 4),
+    ("Tom shares 12 apples among 3 friends. How many apples does each friend hold?", 4),
+    ("Tom splits 12 apples into 3 bags. How many apples does each bag hold?", 4),
+]
+
+
+@pytest.mark.parametrize("text, answer", ANSWERED)
+def test_a_well_posed_text_is_answered_from_its_statements(text, answer):
+    solution = read_problem(text)
+    assert solution.answer == str(answer), solution.reasoning
+    assert solution.reasoning.endswith(f"answer {answer}")
+
+
+REFUSED = [
+    ("Tom has 5 apples; he buys 3. How many apples does Tom have?", "the text has characters a word problem does not"),
+    ("Tom has 5 apples. He buys 3 more", "the text does not end with a question mark"),
+    ("Tom has 5 apples. How many apples does Tom have? He buys 3.", "1 questions: one question, at the end"),
+    ("Tom has 5 apples. How many apples? How many pears?", "2 questions: one question, at the end"),
+    ("", "0 questions: one question, at the end"),
+    ("   ", "0 questions: one question, at the end"),
+    ("Tom buys 3 apples on Monday morning. How many apples does Tom buy?", "a clause it cannot read to the end: 'morning'"),
+    ("Tom buys 3 apples in a shop on Monday morning. How many apples does Tom buy?",
+     "a clause it cannot read to the end: 'morning'"),
+    ("Tom has 5 apples in the. How many apples does Tom have?", "a clause it cannot read to the end: 'in the'"),
+    ("Tom has 5 apples. Ann is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),  # not "There is"
+    ("Tom has 5 apples. Zoe is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),
+    ("Tom has 5 apples and a. How many apples does Tom have?", "a missing number in 'a'"),
+    ("Tom has 5 apples and a box. How many apples does Tom have?", "a missing number in 'an empty clause'"),
+    ("He has 5 apples. How many apples does he have?", "'He' refers to no one named before"),
+    ("has 5 apples. How many apples does Tom have?", "a clause with no one doing anything"),
+    ("Tom has 5 apples and. How many apples does Tom have?", "an empty clause"),
+    ("Tom sings 5 songs. How many songs does Tom sing?", "a clause it cannot read: 'sings 5 songs'"),
+    ("Tom has 5 big red apples. How many apples does Tom have?", "a clause it cannot read to the end: 'apples'"),
+    # a place is "in/on/at a|an|the <noun>": one it cannot read is not guessed
+    ("Tom has 5 apples in his bag. How many apples does Tom have?", "a clause it cannot read to the end: 'in his bag'"),
+    ("Tom has 5 apples in the Park. How many apples does Tom have?", "a clause it cannot read to the end: 'in the Park'"),
+    ("Tom has some apples. How many apples does Tom have?", "a missing number: 'some' is no amount"),
+    ("Tom has a few apples. How many apples does Tom have?", "a missing number: 'a few' is no amount"),
+    ("Tom has apples. How many apples does Tom have?", "a missing number in 'apples'"),
+    ("Tom has. How many apples does Tom have?", "a missing number in 'an empty clause'"),
+    ("Tom needs 9 apples. He buys 3 more. How many apples does Tom have?",
+     "'3 more' but no earlier amount of apple(s) for Tom"),  # a need is no amount held
+    ("There are 5 apples in a box. How many apples does he have?", "'he' refers to no one"),
+    ("Tom has 5 apples. How many apples?", "a clause ends where more was expected"),
+    ("Tom buys a pen. How many pens does Tom buy?", "a missing number in 'a pen'"),  # "a" is an amount only in "a few"
+    ("Tom buys a dozen eggs. How many eggs does Tom buy?", "a missing number in 'a dozen eggs'"),
+    ("Tom has 5 apples. He eats 2 of your apples. How many apples does Tom have?",  # whose: only "of them" is his
+     "a clause it cannot read to the end: 'of your apples'"),
+    ("Tom has very few apples. How many apples does Tom have?", "a missing number in 'very few apples'"),
+    ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?",
+     "a clause it cannot read to the end: 'of his apples'"),
+    ("Tom buys 3 more apples. How many apples does Tom have?", "'3 more apple(s)' but no earlier amount of apple(s)"),
+    ("Tom buys 3 more. How many apples does Tom have?", "'3 more' names no object and none came before"),
+    ("Tom has 5 apples and 4 pears. He buys 3 more. How many apples does Tom have?",
+     "'3 more' could be any of apple, pear: ambiguous"),
+    ("Tom has 3 meters of. How many meters of ribbon does Tom have?", "'meters of' names no object"),
+    ("Tom has 3 meters of ribbon. He buys 40 centimeters of ribbon. How many meters of ribbon does Tom have?",
+     "a unit mismatch: Tom's ribbon is given as meter of ribbon and as centimeter of ribbon"),
+    ("Tom has 3 meters of ribbon. How many centimeters of ribbon does Tom have?", "a unit mismatch"),
+    ("Tom has 40 centimeters of ribbon. He buys 3 meters of ribbon. How many meters of ribbon does Tom have?",
+     "a unit mismatch: Tom's ribbon is given as centimeter of ribbon and as meter of ribbon"),
+    ("Tom buys 3 meters of ribbon. He buys 40 centimeters of ribbon. How many meters of ribbon does Tom buy?",
+     "a unit mismatch: Tom's ribbon is given as meter of ribbon and as centimeter of ribbon"),
+    ("Tom has 5 apples. He has 4 apples left. How many apples does Tom have?",
+     "contradictory statements: Tom has 5 apple(s) and also 4"),
+    ("Tom has 5 apples. He has 3 more. How many apples does Tom have?", "'has 3 more' is no amount"),
+    ("Tom has 4 apples left. How many apples does Tom have?", "'4 left' but no earlier amount of apple(s) for Tom"),
+    ("Tom had 10 apples. After selling some, Tom has 10 left. How many apples did Tom sell?",
+     "contradictory statements: after selling some, Tom has 10 of 10"),
+    ("Tom had 10 apples. After selling some, Tom has 12 left. How many apples did Tom sell?",
+     "contradictory statements: after selling some, Tom has 12 of 10"),
+    ("After selling some, Tom has 4 apples left. How many apples did Tom sell?",
+     "how many apple(s) Tom had before selling is not given"),
+    ("Tom had 10 apples. After selling some, Tom has 4 apples. How many apples did Tom sell?",
+     "'after selling some' is followed by no amount left"),
+    ("Tom has 5 apples. He loses 7. How many apples does Tom have?",
+     "Tom loses 7: Tom has only 5 apple(s), the result would be negative"),
+    ("Tom loses 2 apples. How many apples does Tom have?", "Tom loses 2: how many apple(s) Tom had is not given"),
+    ("There are 5 apples in a box. There are 3 apples in the box. How many apples are there in the box?",
+     "contradictory statements: the box holds apple(s) twice"),
+    ("There are 4 bags with 6 apples in each box. How many apples are there?",
+     "'4 bag(s) with 6 apple(s)' does not say in each what"),
+    ("There are 4 bags with 6 apples. How many apples are there?", "does not say in each what"),
+    ("There are 4 boxes with 6 apples in each bag. How many apples are there?", "does not say in each what"),
+    ("There are 5 apples in a van. There are 3 apples in the van. How many apples are there in the van?",
+     "contradictory statements: the van holds apple(s) twice"),
+    ("There are 4 bags with 6 more. How many apples are there?", "'with N' names no object"),
+    ("There are 3 more apples. How many apples are there?", "'there are N' names no object"),
+    ("There are 3 of them. How many apples are there?", "'there are N' names no object"),
+    ("Tom has 5 apples. He gives Tom 2. How many apples does Tom have?", "contradictory statements: Tom gives to themself"),
+    ("Tom has 5 apples. He gives 2 to Tom. How many apples does Tom have?", "Tom gives to themself"),
+    ("Tom has 5 apples. He gives 2. How many apples does Tom have?", "'Tom gives 2' to no one"),
+    ("Tom gives 2 apples to each 3 friends. How many apples does Tom give?", "'to each' of whom is not said"),
+    ("Tom gives 2 apples to each of 3. How many apples does Tom give?", "'to each of N' names no one"),
+    ("Tom has 5 apples. He gives 2 to each of 3 friends. How many apples does Tom have?",
+     "Tom gives away 6: Tom has only 5 apple(s), the result would be negative"),
+    ("A jar holds 9 apples. Tom takes 2. How many apples are left in the jar?", "'Tom takes 2' from nowhere"),
+    ("Tom takes 2 apples out. How many apples are left?", "'Tom takes 2 out' of nothing named"),
+    ("There are 9 cards in a box. Ben takes 2 cards out of the box today. How many cards are left in the box?",
+     "a clause it cannot read to the end: 'today'"),
+    # a receiver is named (the question may ask about her) but no amount of hers is known
+    ("Tom has 5 apples. He gives 2 to Anna. How many apples does Anna have?",
+     "the question asks about Anna, of which the text gives no amount"),
+    ("There are 9 apples in a box. Tom takes 2 apples out of the bag. How many apples are left in the box?",
+     "how much the bag holds is not given"),
+    ("Tom needs 3 apples and already has 4. How many more apples does Tom need?",
+     "Tom needs 3 and already has 4: 'how many more' would be negative"),
+    ("Tom needs 9 more. How many apples does Tom need?", "'needs N' names no object"),
+    ("Tom needs 9 apples. How many pears does Tom need?", "the question asks how many pear(s) Tom needs; the text "
+                                                           "states no such need"),
+    ("Tom shares 12 apples. How many apples does each friend get?", "a share among no one"),
+    ("Tom shares 12 apples among 0 friends. How many apples does each friend get?", "a share among no one"),
+    ("Tom shares 12 apples among 3. How many apples does each friend get?", "a share among no one"),
+    ("Tom shares 12 apples among 5 friends. How many apples does each friend get?",
+     "12 apple(s) shared equally among 5 leaves a remainder of 2"),
+    ("Tom shares 13 apples among 5 friends. How many apples does each friend get?",
+     "13 apple(s) shared equally among 5 leaves a remainder of 3: "),
+    ("Tom shares 12 apples to 3 friends. How many apples does each friend get?", "a share among no one"),  # "to each"
+    ("Tom shares 12 pears among 3 friends. How many apples does each friend get?",
+     "the question asks about apple(s); the share is of pear(s)"),
+    ("Tom has 4 apples. He needs 9 more apples. How many apples does Tom need?", "'needs N' names no object"),
+    ("Tom shares 12 apples among 3 friends. How many apples does each cousin get?", "no share among cousins is stated"),
+    ("Tom shares 12 apples among 3 friends. How many pears does each friend get?",
+     "the question asks about pear(s); the share is of apple(s)"),
+    # the question
+    ("How many apples does Tom have?", "the question asks about Tom, whom the text never mentions"),
+    ("Tom has 5 apples. What does Tom have?", "a question it cannot read: 'What does Tom have'"),
+    ("Tom has 5 apples. How many does Tom have?", "the question names no object"),
+    ("Tom has 5 apples. How many apples Tom have?", "a question it cannot read: 'How many apples Tom have'"),
+    ("Tom has 5 apples. How many apples does Anna have?", "the question asks about Anna, whom the text never mentions"),
+    ("Tom has 5 apples. How many apples does Tom have today?", "a question it cannot read to the end"),
+    ("Tom has 5 apples. How many more apples does Tom have?", "'how many more ... have' compares with nothing"),
+    ("Tom has 5 apples. How many apples does Tom eat?",
+     "the question asks how many apple(s) Tom eats; the text gives no such amount"),
+    ("Tom has 5 apples. He buys 3 more. How many more apples does Tom buy?", "'how many more' compares with nothing"),
+    ("Tom has 5 apples. How many apples does Tom sing?", "a question it cannot read: 'How many apples does Tom sing'"),
+    ("Tom has 5 apples. How many apples does Tom?", "a question it cannot read: 'How many apples does Tom'"),
+    ("Tom has 5 apples. How many apples are left?", "the question asks about a place, of which the text gives no amount"),
+    ("A box holds 5 apples. How many apples are left in the box today?", "a question it cannot read to the end"),
+    ("A box holds 5 apples. How many pears are left in the box?",
+     "the question asks about pear(s); the text gives the box an amount of apple only"),
+    ("There are 5 apples in a box. How many pears are there?",
+     "the question asks about pear(s), of which the text gives no amount"),
+    ("There are 5 apples in a box. How many apples are there in the bag?",
+     "the question asks about the bag, of which the text gives no amount"),
+    ("There are 5 apples in a box. How many apples are there in the box today?", "a question it cannot read to the end"),
+]
+
+
+@pytest.mark.parametrize("text, why", REFUSED)
+def test_a_text_that_does_not_determine_an_answer_gets_none_and_the_reason(text, why):
+    solution = read_problem(text)
+    assert solution.answer is None
+    assert solution.reasoning.startswith(f"{ILL_POSED}: ") and why in solution.reasoning, solution.reasoning
+
+
+def test_the_reasoning_states_each_step_with_its_sign():
+    solution = read_problem("Tom has 5 apples. He buys 3 more. He eats 1. He buys zero more. How many apples does Tom have?")
+    assert solution.reasoning == ("Tom: 5 apple; Tom: 5 + 3 = 8 apple(s); Tom: 8 - 1 = 7 apple(s); Tom: 7 + 0 = 7 apple(s); "
+                                  "answer 7")
+
+
+def test_the_reasoning_states_a_product_of_groups():
+    assert read_problem("There are 4 bags with 6 apples in each bag. How many apples are there?").reasoning == (
+        "4 bag(s) x 6 apple(s) = 24; there#0: 24 apple(s); answer 24")
+
+
+def test_the_reasoning_states_what_was_sold():
+    assert read_problem("Tom had 10 apples. After selling some, Tom has 4 left. How many apples did Tom sell?").reasoning == (
+        "Tom: 10 apple; Tom sold 10 - 4 = 6 apple(s); answer 6")
+
+
+@pytest.mark.parametrize("word, value", [
+    ("zero", 0), ("one", 1), ("two", 2), ("three", 3), ("four", 4), ("five", 5), ("six", 6), ("seven", 7), ("eight", 8),
+    ("nine", 9), ("ten", 10), ("eleven", 11), ("twelve", 12), ("thirteen", 13), ("fourteen", 14), ("fifteen", 15),
+    ("sixteen", 16), ("seventeen", 17), ("eighteen", 18), ("nineteen", 19), ("twenty", 20),
+])
+def test_a_number_word_is_its_number(word, value):
+    assert read_problem(f"Tom has {word} apples. How many apples does Tom have?").answer == str(value)
+
+
+@pytest.mark.parametrize("text, reasoning", [
+    ("Tom shares 12 apples among 3 friends. How many apples does each friend get?", "12 / 3 = 4 apple(s) each; answer 4"),
+    ("Tom needs 9 apples and already has 4. How many more apples does Tom need?",
+     "Tom needs 9 apple(s); Tom: 4 apple; 9 - 4 = 5; answer 5"),
+    ("There are 5 apples in a box and 3 apples on the table. How many apples are there?",
+     "the box: 5 apple(s); the table: 3 apple(s); 5 + 3 = 8 apple(s); answer 8"),
+    ("There are 5 apples in a box. How many apples are there?", "the box: 5 apple(s); answer 5"),  # no sum of one
+])
+def test_the_reasoning_states_shares_needs_and_sums(text, reasoning):
+    assert read_problem(text).reasoning == reasoning
