@@ -348,7 +348,7 @@ def _time(text: Any) -> datetime | None:
 def TRACE_3(ctx: GradeContext) -> list[Issue]:
     """Restores in order and in time: an entry's restore times never go back (an LR-grid arm's, run by run: it
     restates its runs' restores in plan order, and a run restored mid-run, checkpoint_restore, is restored after the
-    next run was created); an arm trained as an LR grid restates its runs' restores in plan order (restore_count
+    next run was created; its runs' first restores, their creations, in plan order); an arm trained as an LR grid restates its runs' restores in plan order (restore_count
     their sum); in a run directory every restore lies within the run, a creation restore before the arm's (last)
     first training step, and the restoration gate's initialization checkpoint and initial outputs are the record's."""
     arms = as_dict(as_dict(ctx.result.get("initialization_provenance")).get("arms"))
@@ -362,7 +362,9 @@ def TRACE_3(ctx: GradeContext) -> list[Issue]:
             for restore in as_list(own.get("restores")):
                 key = as_dict(restore).get("run") if own is entry and len(entries) > 1 else None
                 clients.setdefault(key if isinstance(key, str) else None, []).append(_time(as_dict(restore).get("at")))
-            for times in clients.values():
+            # the runs are started in plan order: their first restores (each run's creation) never go back either
+            firsts = [times[0] for key, times in clients.items() if key is not None] if len(clients) > 1 else []
+            for times in [*clients.values(), firsts]:
                 known = [t for t in times if t is not None]
                 if any(later < earlier for earlier, later in zip(known, known[1:])):
                     problems.append(f"{where}: restores are not in the order they happened (a later restore is earlier)")
