@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from leaves import rewrite_evidence
 from tampering import _edit_json_file, _edit_jsonl_file, _files
-from tampering_spec import _edit_evaluator, _rows, redecide
+from tampering_spec import _edit_evaluator, _observations, _rows, redecide
 from tampering_traces import _events, _result, _write_events, _write_result
 
 
