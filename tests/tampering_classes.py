@@ -19,16 +19,10 @@ from typing import Any, Callable
 from leaves import rewrite_evidence
 from tampering import _edit_json_file, _edit_jsonl_file, _files
 from tampering_spec import _edit_evaluator, _observations, _rows, redecide
-from tampering_traces import _events, _result, _write_events, _write_result
+from tampering_traces import _both_copies, _events, _result, _write_events, _write_result, raise_train_rewards
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _both_metric_copies(result: dict[str, Any], edit: Callable[[str, dict[str, Any]], None]) -> None:
-    for holder in (result["metrics"]["arms"], result["evidence"].get("per_arm_metrics") or {}):
-        for arm, metrics in holder.items():
-            edit(arm, metrics)
 
 
 def _rescore_arm(result: dict[str, Any], arm: str) -> None:
@@ -247,7 +241,7 @@ def sft_baseline_selection_moved(result: dict[str, Any]) -> None:
             metrics.update(selected_lr=0.02, selected_run="dimuon_lite@lr=0.02",
                            heldout_nll_token_mean=run["heldout_nll_token_mean"],
                            median_optim_step_seconds=run["median_optim_step_seconds"])
-    _both_metric_copies(result, edit)
+    _both_copies(result, edit)
     loss = result["loss_eval"]["arms"]["dimuon_lite"]
     selected = loss["runs"]["0.02"]
     loss.update({k: selected[k] for k in ("value", "token_mean", "example_mean", "nll_sum", "n_tokens")},
@@ -259,7 +253,7 @@ def sft_baseline_selection_moved(result: dict[str, Any]) -> None:
 
 def sft_selected_run_label_only(result: dict[str, Any]) -> None:
     """metrics.arms.trimuon.selected_run names the 0.04 run while every number is the 0.08 run's."""
-    _both_metric_copies(result, lambda arm, m: m.update(selected_run="trimuon@lr=0.04") if arm == "trimuon" else None)
+    _both_copies(result, lambda arm, m: m.update(selected_run="trimuon@lr=0.04") if arm == "trimuon" else None)
 
 
 def sft_train_nll_rewritten(result: dict[str, Any]) -> None:
@@ -277,7 +271,7 @@ def sft_train_nll_rewritten(result: dict[str, Any]) -> None:
             for run in metrics["runs"].values():
                 run["first_step_train_nll_token_mean"] *= 0.9
                 run["last_step_train_nll_token_mean"] *= 0.9
-    _both_metric_copies(result, edit)
+    _both_copies(result, edit)
 
 
 def sft_token_counts_shifted(result: dict[str, Any]) -> None:
@@ -957,12 +951,7 @@ def run_training_rewards_rewritten_everywhere(run: Path) -> None:
             event["mean_reward"] += 0.25
     _write_events(run, events)
     result = _result(run)
-
-    def edit(arm: str, metrics: dict[str, Any]) -> None:
-        for key in ("first_step_mean_reward", "final_step_mean_reward", "mean_train_reward"):
-            if key in metrics:
-                metrics[key] += 0.25
-    _both_metric_copies(result, edit)
+    raise_train_rewards(result, 0.25)
     _write_result(run, result)
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -36,6 +36,15 @@ def _both_copies(result: dict[str, Any], edit: Callable[[str, dict[str, Any]], N
         edit(arm, metrics)
 
 
+def raise_train_rewards(result: dict[str, Any], by: float) -> None:
+    """Every RL arm's training rewards in the result raised by `by`, in both copies of its metrics."""
+    def edit(arm: str, metrics: dict[str, Any]) -> None:
+        for key in ("first_step_mean_reward", "final_step_mean_reward", "mean_train_reward"):
+            if key in metrics:
+                metrics[key] += by
+    _both_copies(result, edit)
+
+
 def _replace_everywhere(result: dict[str, Any], old: str, new: str, skip: tuple[str, ...] = ()) -> None:
     """`old` becomes `new` in RESULT and in every inline evidence file but `skip` (each re-hashed)."""
     for path, value in list(_walk(result, ())):
@@ -315,12 +324,7 @@ def rewrite_run_evidence(run: Path, result: dict[str, Any], name: str, text: str
 def run_rewards_raised(run: Path) -> None:
     """result.json: every RL arm's training rewards raised by 0.2 (both copies); the events say otherwise."""
     result = _result(run)
-
-    def edit(arm: str, metrics: dict[str, Any]) -> None:
-        for key in ("first_step_mean_reward", "final_step_mean_reward", "mean_train_reward"):
-            if key in metrics:
-                metrics[key] += 0.2
-    _both_copies(result, edit)
+    raise_train_rewards(result, 0.2)
     _write_result(run, result)
 
 
