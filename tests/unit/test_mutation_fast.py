@@ -4,10 +4,12 @@ the mutated code (names imported elsewhere, tables of functions, methods, class 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Iterator
 
 _PATH = Path(__file__).resolve().parents[2] / "tools" / "mutation_fast.py"
 _SPEC = importlib.util.spec_from_file_location("mutation_fast_under_test", _PATH)
@@ -111,21 +113,28 @@ def test_the_report_keeps_what_ran_here_apart_from_an_earlier_sessions_figures(t
     assert "--module selection --jobs 2" in earlier and "--module grading" not in earlier
 
 
-def test_a_dataclass_mutated_to_not_frozen_behaves_as_a_fresh_import_of_it():
-    name = "mutation_fast_sample_dataclass"
-    source = "from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Box:\n    size: int = 0\n"
+@contextlib.contextmanager
+def _sample_module(name: str, source: str) -> Iterator[types.ModuleType]:
+    """`source` run as the module `name`, in sys.modules while the block runs (as the runner finds a module)."""
     module = types.ModuleType(name)
     module.__file__ = f"{name}.py"
     sys.modules[name] = module
     try:
         exec(compile(source, module.__file__, "exec"), module.__dict__)
+        yield module
+    finally:
+        del sys.modules[name]
+
+
+def test_a_dataclass_mutated_to_not_frozen_behaves_as_a_fresh_import_of_it():
+    name = "mutation_fast_sample_dataclass"
+    source = "from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Box:\n    size: int = 0\n"
+    with _sample_module(name, source) as module:
         original = module.Box
         fast.apply_source(name, source.replace("frozen=True", "frozen=False"), module.__file__)
         box = module.Box(3)  # the frozen __setattr__ is gone with the decorator's argument
         box.size = 4
         assert module.Box is original and box == original(4)
-    finally:
-        del sys.modules[name]
 
 
 class _Item:
@@ -268,19 +277,13 @@ def test_a_table_of_functions_holds_the_same_objects_as_the_module_after_a_mutan
     source = ("from dataclasses import dataclass\n\n\ndef one():\n    return 1\n\n\ndef two():\n    return 2\n\n\n"
               "@dataclass(frozen=True)\nclass Rule:\n    check: object\n\n\n"
               "CHECKS = [one, two]\nBY_NAME = {'one': one, 'pair': (one, two)}\nRULE = Rule(two)\n")
-    module = types.ModuleType(name)
-    module.__file__ = f"{name}.py"
-    sys.modules[name] = module
-    try:
-        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    with _sample_module(name, source) as module:
         fast.apply_source(name, source, module.__file__)  # the null mutant
         assert [c for c in module.CHECKS if c is not module.two] == [module.one]
         assert module.BY_NAME["one"] is module.one and module.BY_NAME["pair"][1] is module.two
         assert module.RULE.check is module.two
         fast.apply_source(name, source.replace("return 2", "return 3"), module.__file__)
         assert module.CHECKS[1] is module.two and module.CHECKS[1]() == 3
-    finally:
-        del sys.modules[name]
 
 
 def test_a_survivor_run_again_runs_only_the_tests_of_files_new_or_changed_since_it_survived():
@@ -448,18 +451,14 @@ def test_a_grading_modules_new_body_registers_its_rules_again_once():
     source = ("from experiment.grading.registry import implements, rule\n\n\n"
               "@rule('ZZ-1', 'record', 'invalid', 'a sample rule')\ndef ZZ_1(ctx):\n    return []\n\n\n"
               "@implements('ZZ-1')\ndef zz_1_again(ctx):\n    return []\n")
-    module = types.ModuleType(name)
-    module.__file__ = f"{name}.py"
-    sys.modules[name] = module
     try:
-        exec(compile(source, module.__file__, "exec"), module.__dict__)
-        fast.apply_source(name, source, module.__file__)  # the null mutant
-        fast.apply_source(name, source.replace("return []\n\n\n@implements", "return [1]\n\n\n@implements"),
-                          module.__file__)
-        assert registry._declared["ZZ-1"].checks == ("mutation_fast_sample_rules.ZZ_1",)
-        assert registry._further["ZZ-1"] == ["mutation_fast_sample_rules.zz_1_again"]
-        assert module.ZZ_1(None) == [1]
+        with _sample_module(name, source) as module:
+            fast.apply_source(name, source, module.__file__)  # the null mutant
+            fast.apply_source(name, source.replace("return []\n\n\n@implements", "return [1]\n\n\n@implements"),
+                              module.__file__)
+            assert registry._declared["ZZ-1"].checks == ("mutation_fast_sample_rules.ZZ_1",)
+            assert registry._further["ZZ-1"] == ["mutation_fast_sample_rules.zz_1_again"]
+            assert module.ZZ_1(None) == [1]
     finally:
-        del sys.modules[name]
         registry._declared.pop("ZZ-1", None)
         registry._further.pop("ZZ-1", None)
