@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from experiment.service.target import _redact_url as public_backend_url  # one home for what a URL may show
 

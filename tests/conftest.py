@@ -411,6 +411,7 @@ def _build_graded_record(kind: str):
 
     if kind == "paired":
         from experiment.selfgen import generation_audit as ga
+        from experiment.stats.generation_audit import counts_of
 
         # 32 accepted of 36 candidates: the pilot's two treatment steps of 16 prompts each
         tasks = [{"item_id": f"gen-{i}", "prompt": f"What is {i} + {i}?", "answer": str(2 * i),
@@ -420,7 +421,7 @@ def _build_graded_record(kind: str):
         evaluation = [{"item_id": item, "prompt": question} for item, question in gsm8k_questions("test")]  # GA-3
         dataset = keep("generated-tasks-v1.jsonl", "generated_tasks", jsonl(tasks))
         evaluation_file = keep("generation-evaluation-set.jsonl", "generated_tasks", jsonl(evaluation))
-        sample = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec.section("generation_audit")), 7)
+        sample = ga.select_sample(tasks, ga.sample_size(counts_of(tasks)["accepted"], spec.section("generation_audit")), 7)
         generation = spec.to_dict()["generation"]
         resolver = {"name": generation["solver_model"]}
         samples = [{"item_id": t["item_id"], "independent_answer": t["answer"],
@@ -430,7 +431,7 @@ def _build_graded_record(kind: str):
         audit_file = keep("generation-audit-v1.json", "metrics", json.dumps(samples))
         result["generation_audit"] = {"version": 1, "stage": "before_training", "dataset_file": dataset,
                                       "evaluation_file": evaluation_file, "audit_file": audit_file, "sample_seed": 7,
-                                      "counts": ga.counts_of(tasks), "samples": samples, "label_error_count": 0,
+                                      "counts": counts_of(tasks), "samples": samples, "label_error_count": 0,
                                       "overlap_count": 0,
                                       **ga.independence_record(resolver, {
                                           "generator": {"name": generation["generator_model"]},

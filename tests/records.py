@@ -29,6 +29,7 @@ from experiment.grading import grade_record
 from experiment.grading.run_dir import validate_run
 from experiment.run.store import RunStore
 from experiment.selfgen import generation_audit as ga
+from experiment.stats.generation_audit import counts_of
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
 from experiment.stats.correctness import parity_errors
@@ -493,7 +494,7 @@ def with_two_audit_rounds(record) -> dict:
     independence = {k: audit[k] for k in ("resolver", "compared_identities", "resolver_independent",
                                           "resolver_independence_problems")}
     resolver_id = audit["samples"][0]["resolver_id"]
-    first = ga.select_sample(tasks, ga.sample_size(ga.counts_of(tasks)["accepted"], spec_audit), audit["sample_seed"] - 1)
+    first = ga.select_sample(tasks, ga.sample_size(counts_of(tasks)["accepted"], spec_audit), audit["sample_seed"] - 1)
     wrong = first[0]["item_id"]
     earlier = [{**t, "answer": "999"} if t["item_id"] == wrong else t for t in tasks]
     history, reports = [], []

@@ -288,7 +288,7 @@ def effect_in_summary_changed(result: dict[str, Any]) -> None:
     new = f"{float(old) + 0.25:+.4f}"
     result["summary"] = result["summary"][: match.start(1)] + new + result["summary"][match.end(1):]
     if result.get("reasoning"):
-        result["reasoning"] = result["reasoning"].replace(f"effect -0.004811", f"effect {float(old) + 0.25:.6f}")
+        result["reasoning"] = result["reasoning"].replace("effect -0.004811", f"effect {float(old) + 0.25:.6f}")
 
 
 def arm_number_in_prose(result: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from experiment.stats.evaluation import FORBIDDEN_PROVENANCE_KEYS, evaluator_id
 from experiment.grading import spec_anchor
 from experiment.grading.common import (
     ABS_TOL, FLOAT_TOL, HEX64, INVALID, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list, close,
-    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
+    equal_json, float_of, is_integer, is_number, model_issues, run_checks, short, run_label,
 )
 from experiment.grading.registry import implements, rule
 

@@ -48,7 +48,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from experiment import PROJECT_ROOT
 from experiment.contract.evaluators import (RL_DECODING_KEYS, RL_EVALUATOR_COOKBOOK_CODE, RL_EVALUATOR_FORMER_NAMES,
                                             RL_EVALUATOR_PROJECT_CODE, RL_PARSER, SFT_EVALUATOR_CODE, TEACHER_FORCED,
                                             rl_prompt_template, sft_parser, sft_prompt_template)

@@ -12,7 +12,6 @@ import hashlib
 import importlib.metadata
 import json
 import subprocess
-from pathlib import Path
 from typing import Any
 
 from experiment import PROJECT_ROOT

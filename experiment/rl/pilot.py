@@ -19,7 +19,7 @@ from experiment.rl.loop import KERNEL_BASELINE, collect_rollouts, step_problems,
 from experiment.rl.recipe import arm_training_order, renderer_for, requested_optimizers
 from experiment.rl.restoration import requested_optimizer
 from experiment.service.capacity import answered
-from experiment.stats.activation import HELDOUT_SAMPLES, PILOT_STEPS
+from experiment.stats.activation import HELDOUT_SAMPLES
 
 
 def pilot_client(ctx, session, arm):

@@ -10,20 +10,17 @@ import asyncio
 import contextvars
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
 from experiment.contract.optimizer_defaults import step_defaults
 from experiment.contract.plan import ExecutionPlan
-from experiment.contract.rollout import DEFAULT_RENDERER, RolloutSettings, rollout_settings  # noqa: F401  (re-exported)
+from experiment.contract.rollout import rollout_settings
 from experiment.contract.spec import Spec
 from experiment.data import TaskItem, load_gsm8k, load_task_file, resolve_data_path, seeded_shuffle
 
 if TYPE_CHECKING:  # rl_loop imports torch; rollout_settings (used when a spec is loaded) must not
     from experiment.rl.loop import RLArmSettings
     from experiment.run.state import RunState
-
-from experiment import PROJECT_ROOT
 
 T = TypeVar("T")
 
@@ -43,7 +40,6 @@ def requested_optimizers(plan: ExecutionPlan) -> dict[str, tuple[str, dict[str, 
 def rl_arm_settings(spec: Spec, plan: ExecutionPlan, kernel_bandwidth: float | None = None) -> dict[str, RLArmSettings]:
     """Loop settings of every trained arm (the same rollout regime for all of them)."""
     from experiment.rl.loop import RLArmSettings
-    from experiment.run.state import RunState
 
     rollout = rollout_settings(spec)
     optimizers = requested_optimizers(plan)

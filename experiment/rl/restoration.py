@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import tinker
-from tinker.types.optimizer import OptimizerConfigBase
 from tinker_cookbook import renderers
 from tinker_cookbook.renderers import TrainOnWhat
 from tinker_cookbook.supervised.data import conversation_to_datum
@@ -35,7 +34,7 @@ from experiment.contract.spec import OPTIMIZER_CONFIG_ALIASES as CONFIG_ALIASES
 from experiment.contract.spec import SERVER_STATE_KEYS, canonical_sha256, optimizer_family  # noqa: F401  (one home each; re-exported)
 from experiment.data import TaskItem
 from experiment.rl.loop import make_env
-from experiment.run.clients import MODEL_KEYS, creation_optimizer_config  # noqa: F401  (one home; re-exported)
+from experiment.run.clients import MODEL_KEYS
 from experiment.run.store import utc_now
 
 if TYPE_CHECKING:  # imported for type hints only

@@ -36,9 +36,8 @@ from experiment.data import TaskItem
 from experiment.selfgen.task_generation import REJECTED
 from experiment.selfgen.text_resolver import Solution
 from experiment.service.capacity import answered
-from experiment.stats.generation_audit import (  # noqa: F401 (the record functions, re-exported)
-    DEFAULT_SAMPLE_SIZE, SUPPORTED_STRATEGIES, AuditValidation, UnsupportedComparison, answer_agreement, build_report,
-    counts_of, duplicate_count, evaluation_overlap, sample_key, sample_size, select_sample, strict_number, validate,
+from experiment.stats.generation_audit import (
+    AuditValidation, build_report, sample_size, select_sample, validate,
 )
 
 if TYPE_CHECKING:  # the record functions (the grader's) load no SDK and no torch; the audit run does

@@ -40,13 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 from experiment.data import TaskItem
 from experiment.service.capacity import answered
-from experiment.contract.generation import (  # noqa: F401 (re-exported)
-    LABEL_CHECKED_GENERATORS, GenerationSettings, generation_settings,
-)
+from experiment.contract.generation import GenerationSettings
 from experiment.selfgen import text_label_check
-from experiment.stats.generation_audit import (  # noqa: F401 (re-exported)
-    ACCEPTED, DISPOSITIONS, EXECUTION_ERROR, REJECTED, normalize_prompt,
-)
+from experiment.stats.generation_audit import ACCEPTED, EXECUTION_ERROR, REJECTED, normalize_prompt
 
 if TYPE_CHECKING:  # the filters' constants and text rules (read by the grader) load no SDK and no torch
     import tinker

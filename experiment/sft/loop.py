@@ -30,7 +30,6 @@ from experiment.contract.spec import Spec
 from experiment.data import read_capped_bytes, read_capped_text, resolve_data_path, seeded_shuffle
 from experiment.sft.loss_eval import LossEval
 
-from experiment import PROJECT_ROOT
 from experiment.contract.rollout import DEFAULT_RENDERER  # noqa: E402  (one home)
 EVAL_BATCH_SIZE = 16  # forward requests during held-out scoring; batching cannot change the result
 

@@ -12,7 +12,6 @@ activation values as recomputed from that log (ACT-2).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

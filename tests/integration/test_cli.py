@@ -15,7 +15,6 @@ import threading
 import pytest
 from suite import FakeTinkerService, GS1_SPEC, REPO_ROOT, SELFGEN_SPEC, TRIMUON_SPEC
 
-from experiment.contract.verdict import GATE_ORDER
 from flows.run import EXIT_BAD_INPUT, EXIT_CAPACITY_BLOCKED, EXIT_DECISION, exit_code_for, main
 from flows.startup import FLOW_IMPORTS, IMPORTED_WHILE_PREFECT_BOOTS, BackgroundImports, start_servers_early
 

@@ -30,7 +30,6 @@ import torch
 from safetensors.torch import load_file
 from tinker import types
 
-from embedded_tinker.launch import LOCAL_API_KEY
 from embedded_tinker.model import LORA_ALPHA, REGISTRY, load_hf_model
 
 MODEL = "embedded/tiny-random"

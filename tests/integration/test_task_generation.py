@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from experiment.contract.generation import generation_settings
 from experiment.contract.rehearsal import EMBEDDED_GENERATOR
 
 from experiment.contract.spec import load_spec
@@ -22,7 +23,6 @@ from experiment.selfgen.task_generation import (
     contains_answer,
     evaluation_prompt_index,
     filter_settings,
-    generation_settings,
     normalize_prompt,
     parse_completion,
 )

@@ -12,12 +12,6 @@ import pytest
 
 from experiment.stats.decision import Observation, write_observations_jsonl
 
-try:
-    import experiment.contract.plan  # noqa: F401
-    import experiment.contract.spec  # noqa: F401
-except ImportError as error:  # written by another helper; the pure parts are tested in test_decision.py
-    pytest.skip(f"experiment.contract.spec / experiment.contract.plan not importable: {error}", allow_module_level=True)
-
 ROOT = Path(__file__).resolve().parents[2]
 GS1_SPEC = ROOT / "specs" / "gs1_kernel_vs_grpo_gsm8k.json"
 SELFGEN_SPEC = ROOT / "specs" / "selfgen_tasks_vs_gsm8k.json"

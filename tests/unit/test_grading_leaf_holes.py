@@ -22,7 +22,7 @@ import pytest
 import leaves as L
 from experiment.contract.spec import load_spec
 from experiment.grading import feasibility, generation_audit, grade_record, restoration
-from experiment.selfgen.task_generation import generation_settings
+from experiment.contract.generation import generation_settings
 from experiment.stats.feasibility import pilot_size
 from suite import SELFGEN_SPEC
 from records import (

@@ -32,7 +32,7 @@ from experiment.grading.predict import predict_grades
 from experiment.rl import restoration as r
 from experiment.rl.recipe import requested_optimizers, rl_arm_settings
 from experiment.run.clients import MODEL_KEYS
-from experiment.selfgen.task_generation import generation_settings
+from experiment.contract.generation import generation_settings
 from experiment.stats.feasibility import (PhaseTiming, feasibility_record, pilot_size, projection_config,
                                           rl_pilot_units)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 
 import numpy as np
-import pytest
 
 from experiment.contract.result_models import evidence_file
 from experiment.grading import grade_record

@@ -10,7 +10,7 @@ import experiment.run.prepare as prepare_module
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
 from experiment.run.config import RunConfig, embedded_checkpoint_dir
-from experiment.run.prepare import PreparedRun, prepare_run
+from experiment.run.prepare import prepare_run
 from experiment.run.store import RunStore
 
 SECRET = "tml-password-do-not-record-5d1e"

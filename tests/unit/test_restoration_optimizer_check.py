@@ -4,7 +4,6 @@ family or config; hashes are recomputed here with hashlib/struct, never taken fr
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from types import SimpleNamespace
 
@@ -13,10 +12,10 @@ import pytest
 import tinker
 from tinker.types.optimizer import OptimizerConfigBase
 
+from experiment.run.clients import creation_optimizer_config
 from experiment.rl.restoration import (
     adapter_sha256_from_info,
     canonical_sha256,
-    creation_optimizer_config,
     group_consistency,
     max_abs_difference,
     optimizer_check,

@@ -115,9 +115,7 @@ def test_show_accepts_the_unique_tail_the_list_keeps(runs_dir, capsys):
     assert f"run:       {run_id}" in capsys.readouterr().out
 
 
-# ---- issue 32: record text printed escaped; run ids that start with '-' ----
-
-import json  # noqa: E402
+# ---- record text printed escaped; run ids that start with '-' ----
 
 import flows.runs as runs_module  # noqa: E402
 from experiment.run.store import new_run_id  # noqa: E402

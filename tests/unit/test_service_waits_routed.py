@@ -11,7 +11,6 @@ source (ast): a new direct wait fails here with its file and line.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from suite import REPO_ROOT
 

@@ -29,7 +29,6 @@ import json
 import logging
 import os
 import re
-import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable

@@ -22,11 +22,11 @@ from dataclasses import replace
 
 from experiment.contract.verdict import GateVerdict, not_implemented
 from experiment.rl.loop import KERNEL_BASELINE
-from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, kept_pilot, pilot, pilot_client
+from experiment.rl.pilot import keep_pilot_log, kept_pilot, pilot, pilot_client
 from experiment.rl.recipe import rl_arm_settings, run_async
 from experiment.run.clients import open_session
 from experiment.run.context import RunContext
-from experiment.stats.activation import evaluate_checks, gs1_activation_values, json_safe
+from experiment.stats.activation import PILOT_STEPS, evaluate_checks, gs1_activation_values, json_safe
 
 GATE = "activation_gate"
 # Spec gs1 `command`, activation-failure plan (c): the single pre-registered calibration.

@@ -11,12 +11,12 @@ log was kept reuses that pilot (experiment.rl.pilot.kept_pilot).
 from __future__ import annotations
 
 from experiment.contract.verdict import GateVerdict, not_implemented
-from experiment.rl.pilot import PILOT_STEPS, keep_pilot_log, kept_pilot, pilot, pilot_client
+from experiment.rl.pilot import keep_pilot_log, kept_pilot, pilot, pilot_client
 from experiment.rl.recipe import eval_items, rl_arm_settings, run_async, training_items
 from experiment.run.clients import open_session
 from experiment.run.context import RunContext
-from experiment.selfgen.generation_audit import evaluation_overlap
-from experiment.stats.activation import evaluate_checks, json_safe, selfgen_activation_values
+from experiment.stats.generation_audit import evaluation_overlap
+from experiment.stats.activation import PILOT_STEPS, evaluate_checks, json_safe, selfgen_activation_values
 
 GATE = "activation_gate"
 

@@ -31,8 +31,8 @@ from experiment.selfgen.exact_solver import SOLVERS, is_exact_solver
 from experiment.selfgen.exact_solver import solver_identity as exact_solver_identity
 from experiment.selfgen.generation_audit import (AuditOutcome, ProgramResolver, Resolver, audit_with_repair,
                                                  independence_problems)
+from experiment import PROJECT_ROOT
 from experiment.rl.recipe import (
-    PROJECT_ROOT,
     renderer_named,
     rollout_settings,
     run_async,
@@ -44,8 +44,8 @@ from experiment.selfgen.task_generation import (
     TaskGenerator,
     evaluation_prompt_index,
     filter_settings,
-    generation_settings,
 )
+from experiment.contract.generation import generation_settings
 
 GATE = "generation_audit"
 EVIDENCE_KIND = "generated_tasks"
