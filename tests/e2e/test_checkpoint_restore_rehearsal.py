@@ -17,14 +17,14 @@ import json
 
 import pytest
 from spec_variants import variant, write_variant
-from suite import GS1_WIRING_ARGS, only_run_dir, run_cli
+from suite import GS1_WIRING_ARGS, only_run_dir, run_cli, run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_every_arm_is_saved_and_restored_mid_run_and_the_restore_is_graded(tmp_path, prefect_server):
     spec = write_variant(variant("checkpoint_restore-true", "gs1"), tmp_path)
-    planned = run_cli("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
+    planned = run_main("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     runs = tmp_path / "runs"
@@ -43,5 +43,5 @@ def test_every_arm_is_saved_and_restored_mid_run_and_the_restore_is_graded(tmp_p
         checks = [c for c in entry["optimizer_checks"] if c["after_restore"] == designed[0]["restore"]]
         assert len(checks) == 1 and checks[0]["before_next_update"] is True
         assert (run_dir / "evidence" / designed[0]["evidence_ref"]).is_file()
-    graded = json.loads(run_cli("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
+    graded = json.loads(run_main("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
     assert graded["restoration"]["status"] == "verified", graded["restoration"]

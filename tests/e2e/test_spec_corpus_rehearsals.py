@@ -20,7 +20,7 @@ import os
 
 import pytest
 from spec_variants import REHEARSED, accepted, variant, write_variant
-from suite import GS1_WIRING_ARGS, only_run_dir, run_cli
+from suite import GS1_WIRING_ARGS, only_run_dir, run_cli, run_main
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 # Where the exchange's grade differs from the project's grade of the same record, the grader says so in a
@@ -45,7 +45,7 @@ VARIANTS = (accepted() if os.environ.get("RX_REHEARSE_CORPUS") == "all" else [va
 @pytest.mark.parametrize("case", VARIANTS, ids=lambda case: case.name if case.seed == "gs1" else f"{case.seed}-{case.name}")
 def test_predicted_grades_come_true(case, tmp_path, prefect_server):
     spec = write_variant(case, tmp_path)
-    planned = run_cli("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
+    planned = run_main("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     predicted = {category: entry["grade"] for category, entry in plan["predicted_grades"].items()}
@@ -56,7 +56,7 @@ def test_predicted_grades_come_true(case, tmp_path, prefect_server):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     run_dir = only_run_dir(runs)
     # a variant is not a spec of specs/, so the grader attests it only when given (SPEC-1: --spec)
-    graded = json.loads(run_cli("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
+    graded = json.loads(run_main("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
     assert {category: exchange_grade(entry) for category, entry in graded.items()} == predicted
 
     result = json.loads((run_dir / "result.json").read_text())
