@@ -306,6 +306,8 @@ CORPUS: list[Variant] = _feature_variants() + [
     Variant("adaptive-two-treatments-two-seeds", "gs1", both(gs1_adaptive_two_treatments, seeds([0, 1])), None),
     Variant("adaptive-two-treatments-three-way", "gs1", both(gs1_adaptive_two_treatments,
                                                             lambda s, r: s.update(verdict_vocabulary="three_way")), None),
+    Variant("adaptive-two-treatments-checkpoint-restore", "gs1", both(gs1_adaptive_two_treatments,
+                                                                     set_feature("checkpoint_restore", True)), None),
     Variant("adaptive-name-weights", "gs1", both(gs1_adaptive_two_treatments,
                                                  weights({"gs1_kernel": 1, "grpo_gs8": -1})),
             "adaptive_selection: true chooses between candidate arms on selection items"),
@@ -857,12 +859,13 @@ EXCHANGE_NEXT: list[Variant] = [
 CORPUS += EXCHANGE_NEXT
 
 # Accepted variants rehearsed end to end (tests/e2e/test_spec_corpus_rehearsals.py): two seeds, three arms,
-# weights by arm name, two criteria in one run; adaptive selection between two treatment candidates (CI time is
-# limited: each a wiring rehearsal of about two minutes).
+# weights by arm name, two criteria in one run; adaptive selection between two treatment candidates, with every arm
+# saved and restored mid-run (experiment_features.checkpoint_restore: the rehearsal of its own before, GS1 with the
+# feature alone, is one GS1 run fewer; CI time is limited: each a wiring rehearsal of about two minutes).
 # SFT: three optimizers with their own LR grids at two seeds in one run (two rehearsals before, one per feature: the
 # same checks, one start-up and one set of preflights fewer); a paired decision on per-conversation held-out NLL at
 # two seeds (an arm of one LR at each seed: its runs `trimuon`, `trimuon-seed1`).
-REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments", ("three-optimizers-grids-two-seeds", "trimuon"),
+REHEARSED = ("three-arms-two-seeds", "adaptive-two-treatments-checkpoint-restore", ("three-optimizers-grids-two-seeds", "trimuon"),
              ("paired-decision-two-seeds", "trimuon"))
 # The exchange's next specs (EXCHANGE_NEXT): three self-generated criteria under Bonferroni (alpha / 3). (GS1 arms at
 # their own learning rates, per-arm-lr, was rehearsed and graded as planned once by hand; CI time keeps it plan-only.)

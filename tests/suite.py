@@ -155,6 +155,27 @@ def run_cli(module: str, *args: str, env_extra: dict | None = None, timeout: int
                           text=True, timeout=timeout)
 
 
+def run_main(module: str, *args: str) -> subprocess.CompletedProcess:
+    """`main(argv)` of a CLI module (flows.run for --plan, flows.validate) in this process, without any ambient
+    service URL or key, its exit code, stdout and stderr as `run_cli` gives them. A fresh `python -m` process
+    pays its imports again (about 2 CPU-s for `--plan`); the real entry points keep their own subprocess cases
+    (tests/integration/test_cli.py, tests/unit/test_grading_cli.py, the validator runs of
+    tests/e2e/test_local_gs1_run.py and test_sft_local_run.py)."""
+    import contextlib
+    import importlib
+    import io
+
+    main = importlib.import_module(module).main
+    saved = {name: os.environ.pop(name) for name in ("TINKER_BASE_URL", "TINKER_API_KEY") if name in os.environ}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.environ.update(saved)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
+
+
 def copy_seed_spec(spec: Path, folder: Path) -> Path:
     """A seed spec and its revision file (`<stem>.plan.json`) copied into `folder` (made if missing): the copy's path."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 
 from spec_variants import variant, write_variant
-from suite import GS1_WIRING_ARGS, only_run_dir, run_cli
+from suite import GS1_WIRING_ARGS, only_run_dir, run_cli, run_main
 
 
 def test_a_budget_that_may_not_hold_is_predicted_and_an_overrun_is_recorded(tmp_path, prefect_server):
     spec = write_variant(variant("budget-tiny-short-run"), tmp_path)
-    planned = run_cli("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
+    planned = run_main("flows.run", str(spec), "--plan", *GS1_WIRING_ARGS)
     assert planned.returncode == 0, planned.stderr
     predicted = json.loads(planned.stdout)["predicted_grades"]
     assert predicted["feasibility"]["may_stop_at_feasibility"] is True
@@ -27,7 +27,7 @@ def test_a_budget_that_may_not_hold_is_predicted_and_an_overrun_is_recorded(tmp_
                    timeout=1500)
     run_dir = only_run_dir(runs)
     result = json.loads((run_dir / "result.json").read_text())
-    graded = json.loads(run_cli("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
+    graded = json.loads(run_main("flows.validate", str(run_dir), "--spec", str(spec), "--json").stdout)["categories"]
     stopped = [e["gate"] for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines())
                if e["event"] == "gate" and e.get("status") == "failed"]
     if stopped:  # the feasibility pilot projected past the budget: what it said may happen

@@ -16,14 +16,15 @@ import json
 
 import pytest
 
-from suite import FAKE_PROXY_SECRET, GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli
+from suite import (FAKE_PROXY_SECRET, GS1_SPEC, GS1_WIRING_ARGS, SELFGEN_SPEC, TRIMUON_SPEC, only_run_dir, run_cli,
+                   run_main)
 
 PRODUCTION = ("--exposure", "production")
 
 
 @pytest.mark.parametrize("spec", [TRIMUON_SPEC, GS1_SPEC, SELFGEN_SPEC], ids=["trimuon", "gs1", "selfgen"])
 def test_the_run_stops_and_grades_where_its_production_plan_says(tmp_path, prefect_server, spec):
-    planned = run_cli("flows.run", str(spec), *GS1_WIRING_ARGS, *PRODUCTION, "--plan")
+    planned = run_main("flows.run", str(spec), *GS1_WIRING_ARGS, *PRODUCTION, "--plan")
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     env = {**prefect_server.cli_env, "MODAL_PROXY_TOKEN_SECRET": FAKE_PROXY_SECRET}
@@ -36,7 +37,7 @@ def test_the_run_stops_and_grades_where_its_production_plan_says(tmp_path, prefe
     assert failed == ([stop["gate"]] if stop else []), done.stderr[-3000:]
     if spec == TRIMUON_SPEC:
         assert stop["gate"] == "preflight_probe"
-    graded = run_cli("flows.validate", str(run_dir), "--json")
+    graded = run_main("flows.validate", str(run_dir), "--json")
     categories = json.loads(graded.stdout)["categories"]
     assert {name: entry["status"] for name, entry in categories.items()} == {
         name: entry["grade"] for name, entry in plan["predicted_grades"].items()}
