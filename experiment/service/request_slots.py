@@ -7,7 +7,8 @@ kept where every request passes: the stock SDK's HTTP client (`tinker._base_clie
 the httpx client of every `AsyncTinker` it builds; `ServiceClient` takes no client of ours). While
 `requests_limited_by(slots)` is active, each request (work of the service: a submission, the long poll
 for its result, a session's creation and finish; not the heartbeats, telemetry and client-config reads)
-is sent only with a slot of `slots` in hand, and gives it back when its answer arrived.
+is sent only with a slot of `slots` in hand, and gives it back when its answer arrived. A request sent beside the
+SDK (a plain httpx call: an export's download) takes its slot with `plain_request_slot()`.
 
 `RequestSlots` holds slots of the shared limit only while this process has requests that want them: a
 request that finds no free slot waits for one (first come, first served) and, when the process holds
