@@ -123,6 +123,22 @@ def take_prefect_slot(limit_name: str | None = None) -> Release:
     return give_back
 
 
+@contextmanager
+def service_slot_if_limited(limit_name: str | None = None) -> Iterator[None]:
+    """One slot of the service-wide limit held around a request sent before a run's slots exist (a CLI run's check,
+    before its claim, that a remote backend answers: flows.startup.remote_answer_problem), where this Prefect server
+    holds the limit; none where it holds none (nor will the run's requests take any)."""
+    limit_name = limit_name or service_limit_name()
+    if _limit_slots(limit_name) is None:
+        yield
+        return
+    give_back = take_prefect_slot(limit_name)
+    try:
+        yield
+    finally:
+        give_back()
+
+
 def service_request_slots(limit_name: str | None = None) -> RequestSlots | None:
     """The slots a run's requests take, sized by the service-wide limit (read once per run); None for a run
     that does not use it: a run outside a deployment whose Prefect server holds no such limit.

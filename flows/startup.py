@@ -179,9 +179,9 @@ def checked_before_the_claim(request: RunRequest, runs_dir: Path, flow_imports: 
             # server, the imports go on beside the temporary server's start, before the claim.)
             flow_imports.join()
         required = None if request.rehearse else request.plan.base_model  # outside a rehearsal: the spec's model
-        problem = (problem or unserved_on_embedded(backend, required)
-                   or ServiceTarget.from_backend(backend, exposure).answer_problem(ANSWER_BUDGET_S, required)
-                   or unreadable_data(request.spec, request.rehearse) or unreachable_prefect_server())
+        problem = (problem or unserved_on_embedded(backend, required) or unreachable_prefect_server()
+                   or remote_answer_problem(backend, exposure, required, flow_imports)
+                   or unreadable_data(request.spec, request.rehearse))
         if not problem:
             # the temporary Prefect server and the embedded backend answer before the claim, or nothing is claimed
             prefect_server, problem = servers_ready_before_claim(early)
@@ -189,6 +189,26 @@ def checked_before_the_claim(request: RunRequest, runs_dir: Path, flow_imports: 
         stop_early_embedded(early)
         raise
     return early, prefect_server, problem
+
+
+def remote_answer_problem(backend: str, exposure: str, required: str | None, flow_imports: BackgroundImports
+                          ) -> str | None:
+    """ServiceTarget.answer_problem for a remote backend (one plain get_server_capabilities; the embedded backend
+    this run starts is not asked), holding a slot of the service-wide limit while it is in flight where the
+    Prefect server named by PREFECT_API_URL holds that limit, as the run's own requests will. Sent outside a slot,
+    it was one request more than the limit at a backend that deployment runs kept at the limit (issue 48)."""
+    target = ServiceTarget.from_backend(backend, exposure)
+    if target.kind == "embedded":
+        return None
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():  # the run starts a temporary Prefect server: no limit to share
+        return target.answer_problem(ANSWER_BUDGET_S, required)
+    flow_imports.wait_for(FLOW_MODULE)  # one importer at a time (BackgroundImports): the flow's module imports it
+    from flows.concurrency import service_slot_if_limited
+
+    with service_slot_if_limited():
+        return target.answer_problem(ANSWER_BUDGET_S, required)
 
 
 def run_flow(request: RunRequest, claimed: Claimed, imports: ExitStack) -> Started:

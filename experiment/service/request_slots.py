@@ -7,7 +7,8 @@ kept where every request passes: the stock SDK's HTTP client (`tinker._base_clie
 the httpx client of every `AsyncTinker` it builds; `ServiceClient` takes no client of ours). While
 `requests_limited_by(slots)` is active, each request (work of the service: a submission, the long poll
 for its result, a session's creation and finish; not the heartbeats, telemetry and client-config reads)
-is sent only with a slot of `slots` in hand, and gives it back when its answer arrived.
+is sent only with a slot of `slots` in hand, and gives it back when its answer arrived. A request sent beside the
+SDK (a plain httpx call: an export's download) takes its slot with `plain_request_slot()`.
 
 `RequestSlots` holds slots of the shared limit only while this process has requests that want them: a
 request that finds no free slot waits for one (first come, first served) and, when the process holds
@@ -72,6 +73,11 @@ class RequestSlots:
         self._giving_back: list[threading.Thread] = []
         self.slots_taken = 0  # from the shared limit, so far (a figure for the run's log)
         self.most_in_flight = 0  # the most requests this process had in flight at once
+
+    @property
+    def carrying(self) -> int:
+        """Slots carrying a request now (or handed from one request to the next)."""
+        return len(self._busy)
 
     def request(self) -> _Slot:
         return _Slot(self)
@@ -233,6 +239,23 @@ async def _send_in_a_slot(client: httpx.AsyncClient, request: httpx.Request, *ar
         return await _sdk_send(client, request, *args, **kwargs)
     async with slots.request():
         return await _sdk_send(client, request, *args, **kwargs)
+
+
+@contextmanager
+def plain_request_slot() -> Iterator[None]:
+    """A request sent beside the SDK (a plain httpx call, from a thread with no event loop running: the download
+    of an export's file by its signed URL) holds one of the active slots while it is in flight, as the SDK's
+    requests do: waits for one, gives it back after. Without an active limit it goes as it is. (Sent outside a
+    slot, it was one more request at the service than the limit: issue 48, docs/testing.md.)"""
+    slots = _active
+    if slots is None:
+        yield
+        return
+    asyncio.run(slots._enter())
+    try:
+        yield
+    finally:
+        slots._exit()
 
 
 @contextmanager

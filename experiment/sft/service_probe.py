@@ -38,6 +38,7 @@ from tinker import types
 from experiment.contract.readback import HOW_TO_EXPOSE
 from experiment.run.clients import ClientSession
 from experiment.service.capacity import is_capacity_refusal
+from experiment.service.request_slots import plain_request_slot
 from experiment.sft.loop import optim_params
 
 WARMUP_STEPS = 2
@@ -123,7 +124,8 @@ def read_adapter(session: ClientSession, client: Any, name: str) -> list[LoraPai
     url = urls.get(ADAPTER_FILE)
     if url is None:
         raise WeightsNotExposed(f"the export {path} has no {ADAPTER_FILE} (files: {sorted(urls)}); {HOW_TO_EXPOSE}")
-    response = httpx.get(url, headers=_download_headers(session, url), timeout=DOWNLOAD_TIMEOUT_S)
+    with plain_request_slot():  # the service-wide limit counts the download as it counts the SDK's requests
+        response = httpx.get(url, headers=_download_headers(session, url), timeout=DOWNLOAD_TIMEOUT_S)
     if response.status_code != 200:
         raise WeightsNotExposed(f"GET of the signed URL for {path} answered HTTP {response.status_code}; {HOW_TO_EXPOSE}")
     tensors = load_safetensors(response.content)
