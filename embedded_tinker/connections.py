@@ -1,9 +1,9 @@
 """Connections to the embedded service: capped, and an idle or slow-headed one does not stay.
 
-uvicorn's h11 protocol on its own keeps a connection that never sends a request, or sends its head a
-byte at a time, for as long as the peer likes, and accepts connections until the process runs out of
+uvicorn's HTTP protocol (httptools', as h11's) on its own keeps a connection that never sends a request, or sends
+its head a byte at a time, for as long as the peer likes, and accepts connections until the process runs out of
 file descriptors: about 20,000 idle connections left every client with "connection reset".
-``GuardedH11Protocol`` adds:
+``GuardedHttpToolsProtocol`` adds:
 
 - a **head deadline**: from the moment a connection opens, and again from the end of each response, the
   next request's head must be complete within HEAD_TIMEOUT_SECONDS, or the connection is closed (a
@@ -15,6 +15,10 @@ file descriptors: about 20,000 idle connections left every client with "connecti
 uvicorn's own keep-alive timeout (KEEP_ALIVE_SECONDS after a response) still applies. Both the server
 subprocess (``python -m embedded_tinker serve``) and ``start_server(in_process=True)`` run with
 ``uvicorn_options()``. tools/attacks/connection_flood.py measures it.
+
+The guard sits on httptools' C parser, not h11's pure-Python one (issue 48): the server process spends
+less CPU per request on it (64 concurrent sampling requests, asample + retrieve_future each: figures in
+docs/embedded-backend.md, "Where the HTTP side's CPU goes").
 """
 
 from __future__ import annotations
@@ -22,8 +26,7 @@ from __future__ import annotations
 import asyncio
 import resource
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 HEAD_TIMEOUT_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5  # uvicorn's default, stated
@@ -36,7 +39,7 @@ def connection_cap() -> int:
     return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, min(MAX_CONNECTIONS, soft // 2))
 
 
-class GuardedH11Protocol(H11Protocol):
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _head_deadline: asyncio.TimerHandle | None = None
     _idle_since: float = 0.0
 
@@ -44,7 +47,7 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._idle_since = self.loop.time()
         if len(self.connections) > connection_cap():
-            idle = [c for c in self.connections if c is not self and isinstance(c, GuardedH11Protocol) and c.idle()]
+            idle = [c for c in self.connections if c is not self and isinstance(c, GuardedHttpToolsProtocol) and c.idle()]
             victim = min(idle, key=lambda c: c._idle_since) if idle else self
             victim.close_idle()
             if victim is self:
@@ -52,8 +55,10 @@ class GuardedH11Protocol(H11Protocol):
         self._arm_head_deadline()
 
     def idle(self) -> bool:
-        """No request in this connection: none begun, or the last one answered and no new head complete."""
-        return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        """No request in this connection: none begun, or the last one answered and no new head complete
+        (httptools makes a request's cycle once its head is complete; a partial head makes none; a head completed
+        while another request is served waits in the pipeline)."""
+        return (self.cycle is None or self.cycle.response_complete) and not self.pipeline
 
     def close_idle(self) -> None:
         self._cancel_head_deadline()
@@ -86,5 +91,5 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def uvicorn_options() -> dict:
-    """The uvicorn.Config / uvicorn.run options that put GuardedH11Protocol in front of the service."""
-    return {"http": GuardedH11Protocol, "timeout_keep_alive": KEEP_ALIVE_SECONDS}
+    """The uvicorn.Config / uvicorn.run options that put GuardedHttpToolsProtocol in front of the service."""
+    return {"http": GuardedHttpToolsProtocol, "timeout_keep_alive": KEEP_ALIVE_SECONDS}

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import tinker
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 import embedded_tinker.connections as connections
 import embedded_tinker.server as server_module
@@ -102,7 +102,7 @@ def _client_request(server) -> int:
 
 def test_idle_and_slow_headed_connections_are_closed(tmp_path, monkeypatch):
     monkeypatch.setattr(connections, "HEAD_TIMEOUT_SECONDS", 0.5)
-    monkeypatch.setattr(connections, "GuardedH11Protocol", H11Protocol)  # attack first: uvicorn's own protocol
+    monkeypatch.setattr(connections, "GuardedHttpToolsProtocol", HttpToolsProtocol)  # attack first: uvicorn's own protocol
     with start_server(checkpoint_dir=tmp_path / "weak", in_process=True) as weak:
         held = _idle_connections(weak, 5)
         held[0].send(b"POST /api/v1/telemetry HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head never finished
@@ -124,7 +124,7 @@ def test_a_flood_of_idle_connections_does_not_lock_a_client_out(tmp_path, monkey
     tools/attacks/connection_flood.py against the parent commit.)"""
     monkeypatch.setattr(connections, "MAX_CONNECTIONS", 32)
     with monkeypatch.context() as weak:  # attack first: uvicorn's own protocol keeps every one of them
-        weak.setattr(connections, "GuardedH11Protocol", H11Protocol)
+        weak.setattr(connections, "GuardedHttpToolsProtocol", HttpToolsProtocol)
         with start_server(checkpoint_dir=tmp_path / "weak", in_process=True) as server:
             flood = _idle_connections(server, 64)
             assert _closed_by_server(flood, within_s=2.0) == 0
