@@ -163,3 +163,16 @@ def test_a_run_resumed_twice_keeps_its_third_attempts_steps():
     kept, unaccounted = attempts.last_attempts(_ctx(rows, provenance), rows)
     assert unaccounted == [] and _stopped_run(kept) == _rows(STOPPED, 3, STOPPED.steps, "third-client")
     assert spec_anchor.EVID_11(_ctx(rows, provenance)) == []
+
+
+def test_superseded_attempts_beyond_the_logged_ones_leave_the_last_attempts_steps_unaccounted():
+    """The record keeps two superseded attempts, so the run's own steps are a third attempt's, but the log holds only
+    attempts 1 and 2: attempt 2's rows are a superseded attempt's, not the run's, and the marks are named. (Before,
+    `at least last - 1 kept` counted attempt 2's complete rows as the run's own and EVID-11 found nothing.)"""
+    rows, provenance = _resumed(["stopped-client", "resumed-client"])
+    provenance["arms"][STOPPED.arm]["runs"][run_label(STOPPED)]["superseded_attempts"] = [
+        {"restores": [{"restore": 1, "client": "stopped-client"}]}, {"restores": [{"restore": 1, "client": "resumed-client"}]}]
+    kept, unaccounted = attempts.last_attempts(_ctx(rows, provenance), rows)
+    assert unaccounted == [f"{STOPPED.name} (attempt marks 1, 2, 2 superseded attempt(s) kept)"]
+    assert _named(spec_anchor.EVID_11(_ctx(rows, provenance)), "sft-steps.jsonl marks steps as attempts",
+                  " (attempt marks 1, 2, 2 superseded attempt(s) kept)")

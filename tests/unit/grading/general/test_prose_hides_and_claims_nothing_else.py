@@ -145,3 +145,30 @@ def test_a_claimed_model_is_named_once_per_field_however_often_it_is_mentioned()
     assert _rules(issues) == ["PROSE-8"]
     assert issues[0].message.count("names Qwen/Qwen3.5-2B as the model") == 2
     assert "summary names" in issues[0].message and "reasoning names" in issues[0].message
+
+
+def test_latin_mixed_with_a_script_sorting_after_latin_is_named_and_that_script_alone_is_not():
+    """Thai sorts after LATIN and MICRO by its Unicode name: a word mixing it with Latin letters hides text, a Thai
+    word alone does not."""
+    assert _rules(prose.PROSE_6(_ctx(summary="The claim is sup\u0e01orted."))) == ["PROSE-6"]
+    assert prose.PROSE_6(_ctx(summary="\u0e20\u0e32\u0e29\u0e32 on embedded/tiny-arith.")) == []
+
+
+def test_line_breaks_and_tabs_in_the_prose_hide_nothing():
+    """Control characters (category Cc, which sorts before the invisible format characters' Cf) are layout."""
+    assert prose.PROSE_6(_ctx(summary="Trained every arm.\nScored\tthe final checkpoints.\r\n")) == []
+
+
+def test_a_wrong_outcome_is_quoted_as_the_prose_states_it():
+    issues = prose.PROSE_7(_ctx(reasoning=SFT_REASONING.replace(" misses margin 0.01", " clears margin 0.01"),
+                                confidence="weak"))
+    assert [i.message for i in issues] == [
+        "the prose states another outcome than the record: reasoning says effect -0.004811 clears margin 0.01"]
+
+
+def test_a_replaced_model_is_held_to_the_prose_whichever_way_its_name_sorts_against_the_replacement():
+    """'org/large' sorts after 'embedded/tiny-arith' where 'Qwen/Qwen3.5-2B' sorts before it."""
+    model = {**MODEL, "original": "org/large"}
+    issues = prose.PROSE_8(_ctx(summary="Trained every arm on org/large.", deviations=[model]))
+    assert _rules(issues) == ["PROSE-8"]
+    assert prose.PROSE_8(_ctx(summary="Trained on embedded/tiny-arith instead of org/large.", deviations=[model])) == []
