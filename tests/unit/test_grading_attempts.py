@@ -176,3 +176,16 @@ def test_superseded_attempts_beyond_the_logged_ones_leave_the_last_attempts_step
     assert unaccounted == [f"{STOPPED.name} (attempt marks 1, 2, 2 superseded attempt(s) kept)"]
     assert _named(spec_anchor.EVID_11(_ctx(rows, provenance)), "sft-steps.jsonl marks steps as attempts",
                   " (attempt marks 1, 2, 2 superseded attempt(s) kept)")
+
+
+def test_the_finding_names_at_most_four_runs_with_unaccounted_attempt_marks():
+    """Every run's last row marked as a second attempt the record does not account for: EVID-11's finding names the
+    first four of the six runs (in the log's order), not all of them."""
+    rows, provenance = _resumed(None)
+    rows = [r for r in rows if r["run"] != STOPPED.name] + _rows(STOPPED, 1, STOPPED.steps, "stopped-client")
+    last = {r["run"]: i for i, r in enumerate(rows)}
+    rows = [{**r, "attempt": 2} if i in last.values() else r for i, r in enumerate(rows)]
+    (finding,) = [i.message for i in spec_anchor.EVID_11(_ctx(rows, provenance))
+                  if i.message.startswith("sft-steps.jsonl marks steps as attempts")]
+    named = [run for run in last if f"{run} (attempt marks" in finding]
+    assert len(last) == 6 and named == list(last)[:4]
