@@ -42,9 +42,10 @@ def last_attempts(ctx: GradeContext, logged: list[dict[str, Any]],
 
 
 def _accounted(rows: list[dict[str, Any]], last: int, attempts: list[Any] | None) -> bool:
-    """The run's entry keeps the `last - 1` attempts before its last one, and each earlier attempt's rows are its own:
+    """The run's entry keeps the `last - 1` attempts before its last one (no more: a further superseded attempt would
+    make the logged last attempt a superseded one, its rows not the run's), and each earlier attempt's rows are its own:
     every step once, on a client one of the superseded attempts' restores made (where the row names its client)."""
-    if attempts is None or len(attempts) < last - 1:
+    if attempts is None or len(attempts) != last - 1:
         return False
     clients = {as_dict(restore).get("client") for attempt in attempts
                for restore in as_list(as_dict(attempt).get("restores"))}

@@ -1178,3 +1178,85 @@ def test_a_plan_that_schedules_no_seeds_pairs_its_runs_at_seed_zero():
     del plan.seeds
     result = {"status": "succeeded", "adaptation_manifests": _pair_manifests("a", "b")}
     assert [i.status for i in traces.TRACE_4(_bare_ctx(result, plan=plan))] == ["unverified", "unverified"]
+
+
+_ORDER = "restores are not in the order they happened (a later restore is earlier)"
+
+
+def _at(second):
+    return f"2026-01-01T00:00:{second:02d}+00:00"
+
+
+def _trace_3_messages(arms, plan=None):
+    return [i.message for i in traces.TRACE_3(_bare_ctx({"initialization_provenance": {"arms": arms}}, plan=plan))]
+
+
+def test_a_restore_list_that_is_no_arms_restatement_is_read_as_one_clients_whatever_runs_it_names():
+    """Only an LR-grid arm's own list restates several runs; an arm without runs, and a run's own list, are one
+    client's restores: labelling them with runs does not split them into lists that each look in order."""
+    labelled = [{"at": _at(1), "run": "x"}, {"at": _at(3), "run": "y"}, {"at": _at(2), "run": "x"}]
+    assert _trace_3_messages({"a": {"restores": labelled}}) == [f"arm a: {_ORDER}"]
+    assert f"arm a run 0.01: {_ORDER}" in _trace_3_messages({"a": {"runs": {"0.01": {"restores": labelled}}}})
+
+
+def _two_run_grid(first_restores, second_restores):
+    """An LR-grid arm of two runs (plan order 0.01, 0.02) whose list restates its runs' restores in plan order."""
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(training_runs=[SimpleNamespace(arm="a", lr=lr, name=f"a@lr={lr:g}") for lr in (0.01, 0.02)])
+    runs = {"0.01": {"restores": first_restores}, "0.02": {"restores": second_restores}}
+    restated = [{**r, "run": f"a@lr={label}"} for label, run in runs.items() for r in run["restores"]]
+    return {"a": {"runs": runs, "restores": [{**r, "restore": n} for n, r in enumerate(restated, 1)]}}, plan
+
+
+def test_the_second_of_two_lr_grid_runs_is_created_after_the_first():
+    arms, plan = _two_run_grid([{"at": _at(1)}], [{"at": _at(2)}])
+    assert _trace_3_messages(arms, plan) == []
+    arms, plan = _two_run_grid([{"at": _at(2)}], [{"at": _at(1)}])
+    assert _trace_3_messages(arms, plan) == [f"arm a: {_ORDER}"]
+
+
+def test_a_restore_list_that_goes_back_in_time_is_one_finding_however_many_of_its_runs_do():
+    arms, plan = _two_run_grid([{"at": _at(2)}, {"at": _at(1)}], [{"at": _at(4)}, {"at": _at(3)}])
+    assert _trace_3_messages(arms, plan) == [f"arm a: {_ORDER}", f"arm a run 0.01: {_ORDER}", f"arm a run 0.02: {_ORDER}"]
+
+
+def test_a_one_run_grid_arms_restated_restores_are_read_run_by_run_and_their_names_held_to_the_plan():
+    """A grid arm of one run restates it like any grid arm: its list is read run by run as it names them, and
+    names that are not the plan's run are the restatement finding (one finding, not a second one about time)."""
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(training_runs=[SimpleNamespace(arm="a", lr=0.01, name="a@lr=0.01")])
+    runs = {"0.01": {"restores": [{"at": _at(1)}, {"at": _at(2)}, {"at": _at(3)}]}}
+    restated = [{"at": _at(1), "run": "x", "restore": 1}, {"at": _at(3), "run": "y", "restore": 2},
+                {"at": _at(2), "run": "x", "restore": 3}]
+    assert _trace_3_messages({"a": {"runs": runs, "restores": restated}}, plan) == [
+        "arm a: its restores are not its runs' restores in plan order"]
+
+
+def _seed_pair_plan(seeds):
+    """An SFT comparison of arms a and b (one LR each) at two scheduled seeds, the first listed first."""
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(arm=arm, name=arm if seed == seeds[0] else f"{arm}-seed{seed}", lr=0.01, seed=seed)
+            for seed in seeds for arm in ("a", "b")]
+    return SimpleNamespace(training_runs=runs, training_type="sft", seeds=list(seeds))
+
+
+def _seed_pair_manifests(seeds):
+    return [{"arm": arm, "pair": traces.ADAPTATION_PAIR + ("" if seed == seeds[0] else f"-seed{seed}"),
+             "warmup_batches": 0, "runs": [arm if seed == seeds[0] else f"{arm}-seed{seed}"],
+             "adaptation_batch_ids": ["step0000-ab"]} for seed in seeds for arm in ("a", "b")]
+
+
+@pytest.mark.parametrize("seeds", [(3, 4), (4, 3)])
+def test_a_further_scheduled_seeds_runs_are_their_own_pair_whichever_way_the_seeds_sort(seeds):
+    """The first scheduled seed (the first listed, not the smallest) pairs as lr_grid_comparison, each further seed as
+    lr_grid_comparison-seed<s> with its own runs: only the step log's absence is found."""
+    result = {"status": "succeeded", "adaptation_manifests": _seed_pair_manifests(seeds)}
+    found = [(i.status, i.message) for i in traces.TRACE_4(_bare_ctx(result, plan=_seed_pair_plan(seeds)))]
+    assert [status for status, _ in found] == ["unverified"] * 4, found
+    wrong = copy.deepcopy(result)
+    wrong["adaptation_manifests"][2]["runs"] = ["a"]  # the further seed's manifest naming the first seed's run
+    found = [i.message for i in traces.TRACE_4(_bare_ctx(wrong, plan=_seed_pair_plan(seeds)))]
+    assert f"adaptation_manifests[2] ('a'): runs ['a'] are not the plan's runs of 'a'" in found

@@ -190,3 +190,15 @@ def test_otherwise_the_record_is_graded_by_its_rules(record, status, trained):
     if record is None:
         assert ("CORR-1", "unverified", "the path needs a correctness preflight but RESULT has no record (a missing "
                                         "check blocks like a failed one)") in _messages(graded.issues)
+
+
+def test_a_reference_named_hash_first_in_its_revision_is_looked_up_too():
+    """reference_revision names a file as `<file>.py sha256:<hex>` or as `sha256:<hex> (<file>.py)`; both forms name
+    the hash that must be retained."""
+    digest = hashlib.sha256(REFERENCE).hexdigest()
+    fixed = evidence_file("fixed.json", "metrics", FIXED)
+    path = {**_fixed(hashlib.sha256(FIXED).hexdigest()), "reference_revision": f"sha256:{digest} (experiment/rl/ref.py)"}
+    assert _messages(rules.CORR_9(_real_ctx([path], [fixed]))) == [
+        ("CORR-9", "unverified", f"path p1: the reference code it names (sha256 {digest[:12]}) is not retained: no "
+                                 "probe script or retained pipeline file hashes to it")]
+    assert rules.CORR_9(_real_ctx([path], [fixed, evidence_file("script-ref.py", "script", REFERENCE)])) == []

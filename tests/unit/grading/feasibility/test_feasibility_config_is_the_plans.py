@@ -45,3 +45,22 @@ def test_without_a_plan_or_a_config_nothing_is_compared():
     ctx = _ctx("gs1", "wiring")
     assert feasibility.FEAS_14(SimpleNamespace(spec=None, plan=None, result=ctx.result)) == []
     assert feasibility.FEAS_14(SimpleNamespace(spec=ctx.spec, plan=ctx.plan, result={"feasibility": {}})) == []
+
+
+def test_without_the_spec_or_without_the_plan_nothing_is_compared():
+    """Either one missing is enough: the planned values come from both (the eval count from the plan)."""
+    ctx = _ctx("gs1", "wiring", n_eval=1)
+    assert feasibility.FEAS_14(SimpleNamespace(spec=None, plan=ctx.plan, result=ctx.result)) == []
+    assert feasibility.FEAS_14(SimpleNamespace(spec=ctx.spec, plan=None, result=ctx.result)) == []
+
+
+def test_only_what_the_config_states_and_the_plan_fixes_as_a_number_is_compared():
+    ctx = _ctx("selfgen", "wiring", steps=1)
+    del ctx.result["feasibility"]["config"]["steps"]  # a key the config does not state is not compared
+    assert feasibility.FEAS_14(ctx) == []
+    ctx = _ctx("selfgen", "wiring", lora_rank=1)
+    ctx.spec["lora_rank"] = None  # the spec fixes no number: nothing to hold the config to
+    assert feasibility.FEAS_14(ctx) == []
+    ctx.result["feasibility"]["config"]["batch_size"] = ctx.spec["batch_size"] + 1
+    issues = feasibility.FEAS_14(ctx)
+    assert len(issues) == 1 and "batch_size" in issues[0].message and "lora_rank" not in issues[0].message

@@ -327,6 +327,8 @@ def test_a_capacity_block_counts_at_least_the_steps_the_record_posts():
     sft = {"a": {"runs": {"0.1": {"steps_completed": 2}, "0.2": {"steps_completed": 1}}}}
     assert gen7(2, sft) == ["capacity_block says 2 comparison steps completed, the arms posted 3"]
     assert gen7(3, sft) == [] and gen7(0, {}) == []
+    assert gen7(1, {"a": {"steps_completed": 2}, "b": {"steps_completed": -3}}) == [  # no step taken away
+        "capacity_block says 1 comparison steps completed, the arms posted 2"]
 
 
 def _gen8(result, plan=DIRECTION):
@@ -809,6 +811,45 @@ def test_evid8_event_times_never_go_back(tmp_path):
         "events.jsonl goes back in time: event 3 (gate) at 2026-12-07T21:14:14+00:00 follows 2026-12-31T23:59:59+00:00"]
     assert _evid8(tmp_path, {}, honest + [at("not a time")]) == [
         "events.jsonl event 5 (gate) has no ISO time: 'not a time'"]
+
+
+def _going_back(*stamps):
+    return [issue.message for issue in rules._times_going_back(
+        [{**CREATED, "ts": stamps[0]}] + [{"event": "gate", "ts": ts} if ts is not None else {"event": "gate"}
+                                          for ts in stamps[1:]])]
+
+
+def test_evid8_a_step_back_of_up_to_two_seconds_is_the_clocks_resolution():
+    assert _going_back("2026-12-07T21:14:14+00:00", "2026-12-07T21:14:12+00:00") == []  # exactly two seconds
+    assert _going_back("2026-12-07T21:14:14+00:00", "2026-12-07T21:14:12.500+00:00") == []
+    assert len(_going_back("2026-12-07T21:14:14+00:00", "2026-12-07T21:14:11.500+00:00")) == 1
+
+
+def test_evid8_each_time_is_held_to_the_latest_before_it_not_to_its_neighbour():
+    """A step back within the resolution does not lower the mark: a second step back is measured from the latest."""
+    assert _going_back("2026-12-07T21:14:14+00:00", "2026-12-07T21:14:13+00:00", "2026-12-07T21:14:11.500+00:00") == [
+        "events.jsonl goes back in time: event 3 (gate) at 2026-12-07T21:14:11.500+00:00 follows 2026-12-07T21:14:14+00:00"]
+    # the same instant in another offset keeps the first wording of the latest time
+    assert _going_back("2026-12-07T21:14:14+00:00", "2026-12-07T22:14:14+01:00", "2026-12-07T21:14:10+00:00") == [
+        "events.jsonl goes back in time: event 3 (gate) at 2026-12-07T21:14:10+00:00 follows 2026-12-07T21:14:14+00:00"]
+
+
+def test_evid8_times_are_instants_whatever_their_offset_and_an_event_without_one_is_passed_over():
+    assert _going_back("2026-12-07T21:14:14+00:00", "2026-12-07T20:14:15-01:00", "2026-12-07T21:14:16") == []
+    assert _going_back("2026-12-07T21:14:14+00:00", None, "2026-12-07T21:00:00+00:00") == [
+        "events.jsonl goes back in time: event 3 (gate) at 2026-12-07T21:00:00+00:00 follows 2026-12-07T21:14:14+00:00"]
+
+
+def test_evid8_a_time_that_is_no_iso_time_is_quoted_to_forty_characters():
+    text = "0123456789" * 5
+    assert _going_back("2026-12-07T21:14:14+00:00", text) == [f"events.jsonl event 2 (gate) has no ISO time: {text[:40]!r}"]
+
+
+def test_evid8_only_evidence_added_events_log_a_kept_file(tmp_path):
+    """Other events that carry a name (a checkpoint sorts before evidence_added, a training step after) keep no file."""
+    a = _entry("a.txt", "alpha")
+    events = [CREATED, _logged(a), {"event": "checkpoint", "name": "ckpt-final"}, {"event": "training_step", "name": "x"}]
+    assert _evid8(tmp_path, {"a.txt": b"alpha"}, events, **_evidence(a)) == []
 
 
 def _gates_table(run_dir, rows):

@@ -91,3 +91,84 @@ def test_the_prose_names_the_spec_model_only_as_the_one_replaced():
     issues = prose.PROSE_8(_ctx(summary=claimed, deviations=[MODEL]))
     assert _rules(issues) == ["PROSE-8"] and "embedded/tiny-arith" in issues[0].message
     assert prose.PROSE_8(_ctx(summary=claimed, deviations=[])) == []  # no substitution: the spec's model ran
+
+
+def test_a_stated_confidence_is_held_to_the_record_whichever_way_it_errs():
+    """'weak' sorts after 'strong': each direction of a wrong confidence is named, and the message says what the prose
+    claims against what the record holds; a record without a confidence states none."""
+    for said, recorded in (("strong", "weak"), ("weak", "strong"), ("weak", None)):
+        issues = prose.PROSE_7(_ctx(summary=f"Done. Confidence is {said} here.", confidence=recorded))
+        assert _rules(issues) == ["PROSE-7"], (said, recorded)
+        assert f"summary says confidence {said} (the record: {recorded})" in issues[0].message
+    assert prose.PROSE_7(_ctx(summary="Done. Confidence is strong here.", confidence="strong")) == []
+
+
+def test_an_effect_at_its_margin_may_be_said_to_meet_or_to_miss_it():
+    """At a tie the criterion's own direction decides (an 'at least' criterion meets at the margin, a 'more than' one
+    misses it: experiment/stats/decision.py), so the prose is held to neither reading; one past the tie it is."""
+    for verb in ("meets", "misses"):
+        assert prose.PROSE_7(_ctx(reasoning=f"nll_gap effect 0.01 {verb} margin 0.01.", confidence="weak")) == [], verb
+    assert _rules(prose.PROSE_7(_ctx(reasoning="nll_gap effect 0.011 misses margin 0.01.", confidence="weak"))) \
+        == ["PROSE-7"]
+    assert _rules(prose.PROSE_7(_ctx(reasoning="nll_gap effect 0.009 meets margin 0.01.", confidence="weak"))) \
+        == ["PROSE-7"]
+
+
+def test_one_finding_names_at_most_four_wrong_outcomes_and_three_mixed_words():
+    outcomes = " ".join(f"c{n} effect 0.{n} misses margin 0.0{n}." for n in range(1, 6))  # five wrong, each 0.n > 0.0n
+    issues = prose.PROSE_7(_ctx(reasoning=outcomes, confidence="weak"))
+    assert _rules(issues) == ["PROSE-7"]
+    assert [f"effect 0.{n} misses margin 0.0{n}" in issues[0].message for n in range(1, 6)] == [True] * 4 + [False]
+    words = "a\u0455b c\u0455d e\u0455f g\u0455h"  # four words mixing Latin and Cyrillic
+    issues = prose.PROSE_6(_ctx(summary=words))
+    assert _rules(issues) == ["PROSE-6"]
+    assert [repr(w) in issues[0].message for w in words.split()] == [True, True, True, False]
+
+
+def test_only_a_model_deviation_that_changed_the_model_holds_the_prose_to_the_replacement():
+    """Other deviations (a field sorting before or after "model"), entries that are no deviation, a model deviation
+    without an original, with an empty one, or one that kept the model: none limits how the prose names things."""
+    text = "Trained every arm on Qwen/Qwen3.5-2B at 0.08 for 12 steps."
+    others = [{"field": "learning_rate", "original": "0.08", "effective": "0.04"},
+              {"field": "steps", "original": "12", "effective": "6"}, "model", None,
+              {"field": "model", "effective": "Qwen/Qwen3.5-2B"},
+              {"field": "model", "original": "", "effective": "Qwen/Qwen3.5-2B"},
+              {"field": "model", "original": "Qwen/Qwen3.5-2B", "effective": "Qwen/Qwen3.5-2B"}]
+    assert prose.PROSE_8(_ctx(summary=text, deviations=others)) == []
+    issues = prose.PROSE_8(_ctx(summary=text, deviations=[*others, MODEL]))  # after the others, still read
+    assert _rules(issues) == ["PROSE-8"]
+
+
+def test_a_claimed_model_is_named_once_per_field_however_often_it_is_mentioned():
+    claimed = "Trained on Qwen/Qwen3.5-2B; scored Qwen/Qwen3.5-2B's final checkpoint."
+    issues = prose.PROSE_8(_ctx(summary=claimed, reasoning=claimed, deviations=[MODEL]))
+    assert _rules(issues) == ["PROSE-8"]
+    assert issues[0].message.count("names Qwen/Qwen3.5-2B as the model") == 2
+    assert "summary names" in issues[0].message and "reasoning names" in issues[0].message
+
+
+def test_latin_mixed_with_a_script_sorting_after_latin_is_named_and_that_script_alone_is_not():
+    """Thai sorts after LATIN and MICRO by its Unicode name: a word mixing it with Latin letters hides text, a Thai
+    word alone does not."""
+    assert _rules(prose.PROSE_6(_ctx(summary="The claim is sup\u0e01orted."))) == ["PROSE-6"]
+    assert prose.PROSE_6(_ctx(summary="\u0e20\u0e32\u0e29\u0e32 on embedded/tiny-arith.")) == []
+
+
+def test_line_breaks_and_tabs_in_the_prose_hide_nothing():
+    """Control characters (category Cc, which sorts before the invisible format characters' Cf) are layout."""
+    assert prose.PROSE_6(_ctx(summary="Trained every arm.\nScored\tthe final checkpoints.\r\n")) == []
+
+
+def test_a_wrong_outcome_is_quoted_as_the_prose_states_it():
+    issues = prose.PROSE_7(_ctx(reasoning=SFT_REASONING.replace(" misses margin 0.01", " clears margin 0.01"),
+                                confidence="weak"))
+    assert [i.message for i in issues] == [
+        "the prose states another outcome than the record: reasoning says effect -0.004811 clears margin 0.01"]
+
+
+def test_a_replaced_model_is_held_to_the_prose_whichever_way_its_name_sorts_against_the_replacement():
+    """'org/large' sorts after 'embedded/tiny-arith' where 'Qwen/Qwen3.5-2B' sorts before it."""
+    model = {**MODEL, "original": "org/large"}
+    issues = prose.PROSE_8(_ctx(summary="Trained every arm on org/large.", deviations=[model]))
+    assert _rules(issues) == ["PROSE-8"]
+    assert prose.PROSE_8(_ctx(summary="Trained on embedded/tiny-arith instead of org/large.", deviations=[model])) == []
