@@ -33,11 +33,11 @@ def test_an_optimizer_check_from_another_source_than_a_server_response_is_unveri
     else:
         check["source"] = source
     rewrite_result(store, initialization_provenance=record)
-    assert "provenance.unverified" in {problem.check for problem in validate_run(store.run_dir)}
+    assert "provenance.optimizer_mismatch" in {problem.check for problem in validate_run(store.run_dir)}
 
 
 def test_a_check_from_a_server_response_is_not_unverified(built, tmp_path):
     runs = shutil.copytree(built.run_dir.parent, tmp_path / "runs")
     record = RunStore.open(runs / built.run_dir.name).read_result()["initialization_provenance"]
     assert {check["source"] for check in record["arms"][BASELINE]["optimizer_checks"]} == {"server_response"}
-    assert "provenance.unverified" not in {problem.check for problem in validate_run(runs / built.run_dir.name)}
+    assert "provenance.optimizer_mismatch" not in {problem.check for problem in validate_run(runs / built.run_dir.name)}
