@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from records import BASELINE, TREATMENT, build_gs1_run, optimizer_check, restoration_evidence
 
+from experiment.grading import correctness, restoration
 from experiment.grading.common import short
 from experiment.grading.run_dir import RunFiles, Validator
 
@@ -63,6 +64,15 @@ def run(built) -> Run:
 
 def test_the_built_run_has_no_problem(run):
     assert run.problems() == []
+
+
+@pytest.mark.parametrize("category", [correctness, restoration], ids=["correctness", "restoration"])
+def test_the_built_run_grades_verified_as_the_contract_reads_its_run_directory(built, category):
+    """The built run retains what an honest run retains (the spec revision, the fixed input, the probe's record and
+    reference, every arm's service responses, the fixed batch, the create-save-restore check): the contract rules
+    the correctness.* and provenance.* checks run find nothing in it."""
+    grade = category.grade(Validator(built).contract)
+    assert (grade.status, grade.issues) == ("verified", [])
 
 
 # ---------------------------------------------------------------- GEN-6: deviations posted in a running update
