@@ -1,6 +1,6 @@
 """REST-6 in the run-directory layer: an optimizer check's actual family and config count only from a server
-response (docs/contract-rules.md `provenance.unverified`: "Actual optimizer family and config come from a server
-response"; the exchange grader, experiment/grading/restoration.py, grades any other source unverified). Found by
+response (docs/contract-rules.md `provenance.optimizer_mismatch`, which runs REST-6's one implementation,
+experiment/grading/restoration.py: any other source grades unverified). Found by
 helper rd2: the validator refused only `source: "declared"`, so a check from another source, or none, passed; this
 test ran as a strict xfail on that code (3 of 3 cases accepted) and holds the fix. The stock server_response
 record (build_gs1_run) is the other side: no such problem."""
