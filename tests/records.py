@@ -15,18 +15,22 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import leaves as L
+import numpy as np
 from spec_variants import variant, write_variant
-from suite import GS1_SPEC
+from suite import GS1_SPEC, REPO_ROOT
 
 from experiment.contract.plan import build_plan
 from experiment.contract.result_models import evidence_file
-from experiment.contract.spec import load_spec
+from experiment.contract.spec import canonical_sha256, load_spec
 from experiment.gates import GateVerdict
 from experiment.grading import grade_record
+from experiment.grading import restoration as restoration_rules
 from experiment.grading.run_dir import validate_run
+from experiment.rl import restoration
 from experiment.run.store import RunStore
 from experiment.selfgen import generation_audit as ga
 from experiment.stats.generation_audit import counts_of
@@ -50,7 +54,7 @@ from experiment.stats.feasibility import PhaseTiming, feasibility_record, projec
 
 ITEM_IDS = [f"gsm8k-test-{index:04d}" for index in range(24)]
 TREATMENT, BASELINE = "gs1_kernel", "grpo_gs8"
-RESTORATION_EVIDENCE = "restoration-provenance.json"
+BASE_MODEL = "Qwen/Qwen3.5-2B"
 
 
 def sha256_text(text: str) -> str:
@@ -78,65 +82,127 @@ def evaluator() -> tuple[str, dict[str, Any]]:
     return evaluator_id(provenance), provenance
 
 
-def optimizer_check(after_restore: int) -> dict[str, Any]:
-    requested = {
-        "family": "adamw",
-        "learning_rate": 4e-05,
-        "beta1": 0.9,
-        "beta2": 0.95,
-        "eps": 1e-08,
-        "lora_rank": 32,
-        "seed": 0,
-    }
+INIT_URI = "tinker://run/init/state-0000"  # the full-initialization checkpoint every arm is created from
+REQUESTED = {"family": "adamw", "learning_rate": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "lora_rank": 32,
+             "seed": 0}  # the spec's restoration group optimizer, normalised as the run requests it
+FIXED_BATCH = [{"model_input": [1, 2, 3], "target_tokens": [2, 3, 4]}, {"model_input": [5, 6], "target_tokens": [6, 7]}]
+FIXED_BATCH_EVIDENCE = "restoration-fixed-batch.json"
+INITIAL_LOGPROBS = [[-1.25, -0.5, -2.0], [-0.75, -3.5]]  # the fixed batch's outputs, the same for every arm
+LOADED_AT = "2026-12-01T10:00:00+00:00"
+
+
+def restoration_evidence(arm: str) -> str:
+    """The arm's retained restoration responses (the run's `restoration-<arm>.json`)."""
+    return f"restoration-{arm}.json"
+
+
+def _client(arm: str) -> str:
+    return f"sess-{arm}:train:0"
+
+
+def _server_info() -> SimpleNamespace:
+    """The get_info the service answers for an arm created with REQUESTED (its optimizer config and LoRA rank)."""
+    config = {"type": REQUESTED["family"], **{k: v for k, v in REQUESTED.items() if k not in ("family", "lora_rank", "seed")}}
+    return SimpleNamespace(optimizer_config=SimpleNamespace(model_dump=lambda: dict(config)),
+                           lora_rank=REQUESTED["lora_rank"])
+
+
+def _optimizer_state() -> dict[str, Any]:
+    """The optimizer config the service reports for a state before any update."""
+    return {**_server_info().optimizer_config.model_dump(), "optimizer_step": 0, "last_optim_params": None}
+
+
+def initial_output_sha256() -> str:
+    """experiment.rl.restoration.output_sha256 of a forward output carrying INITIAL_LOGPROBS."""
+    outputs = [{"logprobs": SimpleNamespace(to_numpy=lambda v=v: np.asarray(v, dtype=np.float32))}
+               for v in INITIAL_LOGPROBS]
+    return restoration.output_sha256(SimpleNamespace(loss_fn_outputs=outputs))
+
+
+def restoration_response(arm: str) -> dict[str, Any]:
+    """What the run retains of the service's answers for one arm: the load of the initialization checkpoint, the
+    get_info after creation, the checkpoint's weights info and the initial output on the fixed batch."""
     return {
-        "after_restore": after_restore,
-        "before_next_update": True,
-        "requested": requested,
-        "actual_family": "adamw",
-        "actual_config": {"learning_rate": 4e-05, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08},
-        "source": "server_response",
-        "evidence_ref": f"{RESTORATION_EVIDENCE}#optimizer_checks",
+        "loaded_from": INIT_URI, "load_method": restoration.CREATE_FROM_STATE, "loaded_at": LOADED_AT,
+        "load_response": {"path": INIT_URI, "type": "load_weights"},
+        "get_info_after_creation": {"type": "get_info", "model_id": _client(arm), "model_name": BASE_MODEL,
+                                    "model_data": {"arch": "qwen3", "model_name": BASE_MODEL}, "is_lora": True,
+                                    "lora_rank": REQUESTED["lora_rank"], "optimizer_config": _optimizer_state()},
+        "checkpoint_weights_info": {"base_model": BASE_MODEL, "is_lora": True, "lora_rank": REQUESTED["lora_rank"],
+                                    "optimizer_config": _optimizer_state()},
+        "initial_output_logprobs": INITIAL_LOGPROBS,
     }
 
 
-def provenance_entry() -> dict[str, Any]:
+def optimizer_check(after_restore: int, arm: str = BASELINE) -> dict[str, Any]:
+    """The arm's optimizer check as the run writes it (experiment.rl.restoration.optimizer_check) from the
+    retained get_info."""
+    return restoration.optimizer_check(_server_info(), dict(REQUESTED), after_restore, restoration_evidence(arm))
+
+
+def provenance_entry(arm: str = BASELINE) -> dict[str, Any]:
+    """The arm's initialization_provenance entry as the run writes it: created from the immutable
+    full-initialization checkpoint (one restore of it), an optimizer check at creation and after that restore,
+    the initial output on the retained fixed batch."""
+    ref = restoration_evidence(arm)
+    load_response = SimpleNamespace(path=INIT_URI, model_dump=lambda mode="json": {"path": INIT_URI, "type": "load_weights"})
     return {
-        "initialization": {
-            "base_checkpoint": "Qwen/Qwen3.5-2B",
-            "source": "server_response",
-            "checkpoint_uri": "tinker://run/init/state-0000",
-            "checkpoint_immutable": True,
-            "checkpoint_scope": "full_initialization",
-            "loaded_checkpoint_uri": "tinker://run/init/state-0000",
-            "load_succeeded": True,
-            "evidence_ref": RESTORATION_EVIDENCE,
-            "before_first_update": True,
-        },
+        "initialization": restoration.initialization_from_checkpoint(BASE_MODEL, INIT_URI, load_response, ref, 0),
         "restore_count": 1,
-        "optimizer_checks": [optimizer_check(0), optimizer_check(1)],
+        "restores": [restoration.restore_record(1, _client(arm), restoration.CREATE_FROM_STATE, INIT_URI, False, ref,
+                                                LOADED_AT, load_response=load_response)],
+        "optimizer_checks": [optimizer_check(0, arm), optimizer_check(1, arm)],
         "initial_output": {
             "available": True,
-            "batch_sha256": sha256_text("fixed batch"),
-            "output_sha256": sha256_text("fixed batch logprobs"),
-            "evidence_ref": RESTORATION_EVIDENCE,
+            "batch_sha256": canonical_sha256(FIXED_BATCH),
+            "output_sha256": initial_output_sha256(),
+            "evidence_ref": ref,
             "before_first_update": True,
         },
     }
+
+
+def update_check() -> dict[str, Any]:
+    """The create-save-restore check (restoration-update-check.json) as the run retains it for the first arm: a
+    client restored with its optimizer state takes the same second update as the uninterrupted one."""
+    probe, ref = "tinker://run/probe/state-0001", restoration_rules.REST10_EVIDENCE
+    after = [[-1.0, -0.5], [-2.0]]
+    return {BASELINE: {
+        "label": BASELINE, "checkpoint_uri": INIT_URI, "restored_from": probe, "steps_before_save": 1,
+        "optimizer_state_restored": True,
+        "clients": {"uninterrupted": "s:train:1", "interrupted": "s:train:2", "restored": "s:train:3"},
+        "restore": restoration.restore_record(1, "s:train:3", restoration.CREATE_FROM_STATE_WITH_OPTIMIZER, probe, True,
+                                              ref, LOADED_AT),
+        "optimizer_check_after_restore": restoration.optimizer_check(_server_info(), dict(REQUESTED), 1, ref),
+        "batch_sha256": canonical_sha256(FIXED_BATCH),
+        "update": {**{k: v for k, v in REQUESTED.items() if k in restoration_rules.STEP_SETTINGS}, "weight_decay": 0.0},
+        "max_abs_difference": 0.0, "atol": restoration.RESTORE_UPDATE_ATOL, "problems": [], "passed": True,
+        "output_sha256": {name: canonical_sha256(after) for name in ("uninterrupted", "restored")},
+        "logprobs_after_second_step": {"uninterrupted": after, "restored": after}}}
+
+
+REVISION = GS1_SPEC.with_name(GS1_SPEC.name.removesuffix(".json") + ".plan.json")  # pins the correctness revisions
+REFERENCE_FILE = "experiment/rl/gs1_reference.py"  # the independent reference the revision pins, by its sha256
+FIXED_INPUT = {"rewards": [[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]], "note": "8 rollouts, fixed rewards"}
+CORRECTNESS_FIXED_INPUT, CORRECTNESS_PROBE = "correctness-fixed-input.json", "correctness-preflight.json"
 
 
 def correctness_record() -> dict[str, Any]:
+    """The GS1 path's record as the probe writes it: measured on the retained fixed input, against the revisions
+    the spec's recorded revision pins."""
     errors = parity_errors([0.5, -1.25, 2.0], [0.5, -1.25, 2.0 + 1e-9])
+    pins = json.loads(REVISION.read_text())["correctness_preflight"]["paths"][0]
     return {
         "required": True,
         "paths": [
             {
                 "id": "gs1_kernel_advantage_loop",
                 "fixed_input": {
-                    "sha256": sha256_text("fixed advantage input"),
+                    "sha256": canonical_sha256(FIXED_INPUT),
                     "description": "8 rollouts, fixed rewards",
                 },
-                "baseline_revision": "tinker-cookbook==0.5.8",
-                "reference_revision": "experiment/rl/gs1_reference.py sha256:" + sha256_text("reference"),
+                "baseline_revision": pins["baseline_revision"],
+                "reference_revision": pins["reference_revision"],
                 "implementation_revision": "experiment/rl/advantages.py sha256:" + sha256_text("implementation"),
                 "precision": "float64",
                 "normalization": "sum over tokens",
@@ -196,17 +262,28 @@ def build_gs1_run(runs_dir: Path, spec_path: Path = GS1_SPEC) -> RunStore:
     plan = build_plan(spec)
     store = RunStore.create(runs_dir, spec, plan)
     store.add_evidence("spec.json", "spec", spec_path.read_bytes())
+    revision = spec_path.with_name(spec_path.name.removesuffix(".json") + ".plan.json")
+    if revision.is_file():
+        store.add_evidence("spec-revision.plan.json", "spec_revision", revision.read_bytes())
     store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), indent=2, sort_keys=True))
     record_gate(store, "spec_intake", "passed", deviations=0)
     store.update_result(status="running", summary="Running the GS1 spec as written.", deviations=[])
     for gate in ("preflight_probe",):
         record_gate(store, gate, "passed")
     record_gate(store, "generation_audit", "not_applicable")
-    store.update_result(correctness_preflight=correctness_record())
+    correctness = correctness_record()
+    store.add_evidence(CORRECTNESS_FIXED_INPUT, "metrics", json.dumps(FIXED_INPUT, sort_keys=True))
+    store.add_evidence(CORRECTNESS_PROBE, "metrics", json.dumps(correctness["paths"][0], indent=2, sort_keys=True))
+    store.add_evidence("script-gs1_reference.py", "script", (REPO_ROOT / REFERENCE_FILE).read_bytes())
+    store.update_result(correctness_preflight=correctness)
     record_gate(store, "correctness_preflight", "passed")
-    store.add_evidence(RESTORATION_EVIDENCE, "metrics", json.dumps({"responses": "server get_info and load_state"}))
+    store.add_evidence(FIXED_BATCH_EVIDENCE, "metrics", json.dumps(FIXED_BATCH, sort_keys=True))
+    for arm in (BASELINE, TREATMENT):
+        store.add_evidence(restoration_evidence(arm), "metrics", json.dumps(restoration_response(arm), sort_keys=True))
+    store.add_evidence(restoration_rules.REST10_EVIDENCE, "metrics", json.dumps(update_check(), sort_keys=True))
     store.update_result(
-        initialization_provenance={"version": 1, "arms": {BASELINE: provenance_entry(), TREATMENT: provenance_entry()}}
+        initialization_provenance={"version": 1, "arms": {BASELINE: provenance_entry(BASELINE),
+                                                           TREATMENT: provenance_entry(TREATMENT)}}
     )
     record_gate(store, "restoration_preflight", "passed")
     store.add_evidence("feasibility-pilot.json", "metrics", json.dumps({"pilot": "2 steps per arm"}))

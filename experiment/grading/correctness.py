@@ -265,22 +265,37 @@ def CORR_5(ctx: GradeContext) -> list[Issue]:
 
 @rule("CORR-6", "correctness", "invalid|unverified", "reported revisions are the pins, compared exactly; unresolved or revision-file pins: unverified")
 def CORR_6(ctx: GradeContext) -> list[Issue]:
-    """Reported revisions equal the pinned ones exactly (a pin inside other text is not the pin), and
-    pins the exchange's own spec does not carry (they come from the recorded revision) stay
-    unverified: the exchange grades against its own spec."""
+    """Reported revisions equal the pinned ones exactly (`CORR_6_reported`), and what is not pinned, or pinned only
+    by the recorded revision, stays unverified (`CORR_6_pins`)."""
+    return CORR_6_reported(ctx) + CORR_6_pins(ctx)
+
+
+@implements("CORR-6")
+def CORR_6_reported(ctx: GradeContext) -> list[Issue]:
+    """Reported revisions equal the pinned ones exactly (a pin inside other text is not the pin)."""
     issues, recorded = [], _record_paths(ctx)
     for path_id in _spec_paths(ctx):
-        pins, from_revision = _pins(ctx, path_id)
+        pins, _ = _pins(ctx, path_id)
         record = as_dict(recorded.get(path_id))
         for key, pinned in pins.items():
-            if _unresolved(pinned):
-                issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: the spec's {key} is UNRESOLVED, so the check "
-                                                          "stays unverified until a spec revision pins it"))
-            elif key == "baseline_revision" and _same_code(record):
-                continue  # the record names what ran, the same code on both sides: CORR-3 keeps it unverified
-            elif record and record.get(key) != pinned:
+            if _unresolved(pinned) or (key == "baseline_revision" and _same_code(record)):
+                continue  # unresolved: CORR_6_pins; the same code on both sides names what ran: CORR-3 unverified
+            if record and record.get(key) != pinned:
                 issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: reported {key} {short(record.get(key))} is "
                                                           f"not the pinned {short(pinned)}"))
+    return issues
+
+
+@implements("CORR-6")
+def CORR_6_pins(ctx: GradeContext) -> list[Issue]:
+    """Pins the spec leaves UNRESOLVED, and pins the exchange's own spec does not carry (they come from the recorded
+    revision), stay unverified: the exchange grades against its own spec."""
+    issues = []
+    for path_id in _spec_paths(ctx):
+        pins, from_revision = _pins(ctx, path_id)
+        issues += [Issue("CORR-6", UNVERIFIED, f"path {path_id}: the spec's {key} is UNRESOLVED, so the check stays "
+                                               "unverified until a spec revision pins it")
+                   for key, pinned in pins.items() if _unresolved(pinned)]
         if from_revision:
             issues.append(Issue("CORR-6", UNVERIFIED, f"path {path_id}: {EXCHANGE_NOTE}"))
     return issues
@@ -434,18 +449,30 @@ CHECKS = [CORR_1, CORR_2, CORR_3, CORR_3_same_code, CORR_4, CORR_4_on_input, COR
 
 
 @implements("CORR-1")
+def CORR_1_stock_only(ctx: GradeContext) -> list[Issue]:
+    """CORR-1 where no custom or forked path runs (the plan's gate not applicable): the record is {"required": false,
+    "paths": []}, and a finished trained run has it."""
+    if ctx.gate_applicable("correctness_preflight") is not False:
+        return []
+    record = as_dict(ctx.result.get("correctness_preflight"))
+    if ctx.finished and ctx.trained and "correctness_preflight" not in ctx.result:
+        return [Issue("CORR-1", UNVERIFIED, 'a stock-only run reports {"required": false, "paths": []}, and this '
+                                            'record has none')]
+    if record and (record.get("required") is not False or record.get("paths") != []):
+        return [Issue("CORR-1", INVALID, 'a stock-only run reports {"required": false, "paths": []}')]
+    return []
+
+
+@implements("CORR-1")
 def grade(ctx: GradeContext) -> CategoryGrade:
     if ctx.spec is None:
         return CategoryGrade(NAME, UNKNOWN, [Issue("CORR-1", UNKNOWN, "no spec to grade correctness against")])
     applicable = ctx.gate_applicable("correctness_preflight")
     record = as_dict(ctx.result.get("correctness_preflight"))
     if applicable is False:
-        if ctx.finished and ctx.trained and "correctness_preflight" not in ctx.result:
-            return CategoryGrade(NAME, UNVERIFIED, [Issue("CORR-1", UNVERIFIED, 'a stock-only run reports {"required": false, '
-                                                                              '"paths": []}, and this record has none')])
-        if record and (record.get("required") is not False or record.get("paths") != []):
-            return CategoryGrade(NAME, INVALID, [Issue("CORR-1", INVALID, 'a stock-only run reports {"required": false, '
-                                                                          '"paths": []}')])
+        stock_only = CORR_1_stock_only(ctx)
+        if stock_only:
+            return CategoryGrade(NAME, stock_only[0].status, stock_only)
         return CategoryGrade(NAME, NOT_APPLICABLE, notes=[ctx.gate_reason("correctness_preflight")])
     if applicable is not True:
         return CategoryGrade(NAME, UNKNOWN, [Issue("CORR-1", UNKNOWN, ctx.gate_reason("correctness_preflight"))])

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from records import BASELINE, TREATMENT, build_gs1_run, optimizer_check, record_gate, rewrite_result
+from records import BASELINE, TREATMENT, build_gs1_run, edit_json_evidence, optimizer_check, record_gate, rewrite_result
 from suite import GS1_SPEC, REPO_ROOT, SELFGEN_SPEC
 
 from experiment.stats.decision import OBSERVATIONS_FILE_NAME
@@ -125,7 +125,7 @@ def test_restoration_evidence_missing_per_arm(run):
     rewrite_result(run, initialization_provenance=provenance)
     problems = validate_run(run.run_dir)
     found = {p.check for p in problems}
-    assert {"provenance.evidence_ref", "provenance.optimizer_checks", "provenance.actual_config"} <= found
+    assert {"provenance.evidence_ref", "provenance.optimizer_checks", "provenance.optimizer_mismatch"} <= found
     assert all(BASELINE in p.message for p in problems if p.check.startswith("provenance."))
 
 
@@ -133,14 +133,14 @@ def test_restoration_entry_missing_for_an_arm(run):
     provenance = run.read_result()["initialization_provenance"]
     del provenance["arms"][TREATMENT]
     rewrite_result(run, initialization_provenance=provenance)
-    assert checks(run) == {"provenance.arm_missing"}
+    assert checks(run) == {"provenance.shape"}
 
 
 def test_restoration_group_loading_different_checkpoints(run):
     provenance = run.read_result()["initialization_provenance"]
     provenance["arms"][TREATMENT]["initialization"]["loaded_checkpoint_uri"] = "tinker://run/other/state-0000"
     rewrite_result(run, initialization_provenance=provenance)
-    assert checks(run) == {"provenance.group_mismatch"}
+    assert "provenance.group_mismatch" in checks(run)  # REST-2 and REST-4 also find the checkpoint it never loaded
 
 
 def test_secret_value_written_into_a_file(run, monkeypatch):
@@ -222,6 +222,7 @@ def test_unpinned_correctness_revisions(run):
 
 
 def test_reasoning_must_note_unresolved_spec_revisions(run):
+    edit_json_evidence(run.run_dir, "spec-revision.plan.json", lambda revision: revision.pop("correctness_preflight"))
     rewrite_result(run, reasoning="The effect was measured. One seed limits confidence.")
     assert checks(run) == {"correctness.unresolved_note"}
 
@@ -471,13 +472,13 @@ def test_finished_run_without_required_evidence_kinds(tmp_path):
     store = build_gs1_run(tmp_path / "runs")
     manifest_path = store.run_dir / "evidence" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
-    for entry in manifest["files"]:
-        if entry["name"] == "rl-loop.py":
-            (store.run_dir / "evidence" / "rl-loop.py").unlink()
-    manifest["files"] = [entry for entry in manifest["files"] if entry["name"] != "rl-loop.py"]
+    scripts = {entry["name"] for entry in manifest["files"] if entry["kind"] == "script"}  # rl-loop.py, the reference
+    for name in scripts:
+        (store.run_dir / "evidence" / name).unlink()
+    manifest["files"] = [entry for entry in manifest["files"] if entry["name"] not in scripts]
     manifest_path.write_text(json.dumps(manifest))
     result = store.read_result()
-    result["evidence"]["files"] = [entry for entry in result["evidence"]["files"] if entry["name"] != "rl-loop.py"]
+    result["evidence"]["files"] = [entry for entry in result["evidence"]["files"] if entry["name"] not in scripts]
     (store.run_dir / "result.json").write_text(json.dumps(result))
     problems = [p for p in validate_run(store.run_dir) if p.check == "evidence.required_kinds"]
     assert len(problems) == 1 and "script" in problems[0].message
@@ -504,7 +505,7 @@ def test_requested_optimizer_that_is_not_the_spec_groups(run):
         check["actual_config"]["learning_rate"] = 1e-4
     rewrite_result(run, initialization_provenance=provenance)
     problems = [p for p in validate_run(run.run_dir) if p.check == "provenance.requested"]
-    assert len(problems) == 2 and all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
+    assert len(problems) == 1 and all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
 
 
 SECTIONS = [
@@ -589,7 +590,8 @@ def test_actual_learning_rate_different_from_the_requested_one(run):
         check["actual_config"]["learning_rate"] = 4e-04
     rewrite_result(run, initialization_provenance=provenance)
     problems = [p for p in validate_run(run.run_dir) if p.check == "provenance.optimizer_mismatch"]
-    assert len(problems) == 2 and all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
+    assert all(TREATMENT in p.message and "learning_rate" in p.message for p in problems)
+    assert {f"after_restore {n}" for n in (0, 1)} <= {p.message.split(": ")[0].split(", ")[1] for p in problems}
     assert "provenance.requested" not in checks(run)
 
 

@@ -36,7 +36,8 @@ def _shape_problems(tmp_path: Path, key: str, check: str, record: dict) -> list[
     return [problem.check for problem in validator.report.problems
             if problem.check.endswith(".shape") and (f"{key} must be" in problem.message and "version: 1" in
                                                      problem.message.replace("version 1", "version: 1")
-                                                     or problem.message.startswith(f"{key}.version:"))]
+                                                     or problem.message.startswith(f"{key}.version:")
+                                                     or problem.message == f"{key} is missing or not version 1")]
 
 
 @pytest.mark.parametrize("key,check,shape,rest", RUN_DIR_RECORDS)

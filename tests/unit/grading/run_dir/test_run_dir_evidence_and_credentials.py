@@ -1,6 +1,6 @@
 """The run-dir layer's evidence (EVID-3, -4, -6, -7, -8) and credential (SEC-1) checks and its helpers for CORR-3
 same-code parity and ACT-1 ranges (experiment/grading/run_dir.py, `Validator.check_evidence`,
-`check_no_credentials`, `_same_code_parity`, `_searchable_text`), each condition tried with
+`check_no_credentials`, `_searchable_text`; the same-code reading is experiment.grading.correctness's `_same_code`), each condition tried with
 inputs on each side (issue 28 item 7: the complete mutation run of experiment/grading/).
 
 Expected problems are worked out from docs/contract-rules.md: EVID-3 caps are at most 64 files, 10 MiB a file and
@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from experiment.grading.correctness import _same_code  # CORR-3/CORR-6's one reading of parity_sides
 from experiment.grading.run_dir import RunFiles, Validator
-from experiment.grading.run_dir.preflights import _same_code_parity  # the one module that uses it
 from experiment.grading.secrets import CREDENTIAL_ENV_VARS
 from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES,
@@ -247,4 +247,4 @@ def test_same_code_parity_is_a_side_reporting_same_code_true(sides, same):
     # CORR-3: a path whose baseline check ran the same code on both sides says so with same_code: true (a JSON
     # true, not 1 or "true") in one of its parity_sides
     path = {"id": "p"} if sides is None else {"id": "p", "parity_sides": sides}
-    assert _same_code_parity(path) is same
+    assert _same_code(path) is same
