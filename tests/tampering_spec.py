@@ -83,7 +83,7 @@ def redecide(result: dict[str, Any], edit_rule: Callable[[dict[str, Any]], None]
     sha = _files(result)[d.OBSERVATIONS_FILE_NAME]["sha256"]
     result["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, sha)
     ctx = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: result))
-    final = rl_decision.final_fields(ctx, summary)
+    final = {**rl_decision.measured_fields(ctx, summary), **rl_decision.final_fields(ctx, summary)}
     text = result["summary"]
     mark = text[: text.index("): ") + 3] if text.startswith("REHEARSAL") else ""
     final["summary"] = mark + final["summary"]

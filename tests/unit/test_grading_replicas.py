@@ -164,7 +164,7 @@ def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
     """evaluation, decision and the final fields as the RL evaluation and decision steps write them: the base
     model (or an untrained arm at every seed) and every trained arm at every seed scored on the plan's items
     (`correct(label, item)`), observations from the prediction rows, the spec's rule applied."""
-    from experiment.rl.steps.decision import final_fields
+    from experiment.rl.steps.decision import final_fields, measured_fields
     from experiment.rl.steps.evaluation import _comparisons
     from experiment.stats import decision as d
     from experiment.stats import evaluation as ev
@@ -220,7 +220,8 @@ def _evaluate_and_decide(record: dict, spec, plan, correct) -> None:
                                  simultaneous=(plan.decision or {}).get("adjustment") == "bonferroni")
     record["decision"] = d.decision_record(summary, d.OBSERVATIONS_FILE_NAME, keep_bytes["sha256"], selection=selection)
     run = SimpleNamespace(plan=plan, store=SimpleNamespace(read_result=lambda: {"deviations": []}))
-    record.update({k: v for k, v in final_fields(run, summary).items() if v is not None})
+    record.update({k: v for k, v in {**measured_fields(run, summary), **final_fields(run, summary)}.items()
+                   if v is not None})
 
 
 def _feasibility(spec, plan) -> dict:

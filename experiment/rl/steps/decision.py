@@ -150,7 +150,8 @@ def _spec_model(ctx: RunContext) -> str:
 
 
 def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-    """The final RESULT update in the spec's vocabulary (the effect was measured: succeeded)."""
+    """The final RESULT update in the spec's vocabulary (the effect was measured: succeeded): the verdict and its
+    words; the measured fields (`measured_fields`) were posted before the validation and are not restated."""
     criteria = summary["criteria"]
     primary = criteria[0]
     means = ", ".join(f"{arm} {mean:.4f}" for arm, mean in primary["per_arm_means"].items())
@@ -186,7 +187,6 @@ def final_fields(ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
                    f"(interval [{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
         "verdict": summary["verdict"],
         "confidence": summary["confidence"],
-        **measured_fields(ctx, summary),
         "reasoning": reasoning,
         "outcome_reason": None,
     }

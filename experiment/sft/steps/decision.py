@@ -108,7 +108,7 @@ def run(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVerdict, dict[s
     ctx.store.add_evidence("verdict-criteria.json", "metrics", json.dumps(verdict_record, indent=2, sort_keys=True))
     # everything but the verdict first (no decision object: the spec has no decision_rule)
     ctx.store.update_result(decision=None, metrics={"arms": summary_arms}, effect=primary["effect"],
-                            margin=primary["margin"], seeds=len(seeds), grid_edge=grid_edge)
+                            margin=primary["margin"], ci=None, seeds=len(seeds), grid_edge=grid_edge)
     validation = validate(ctx.store.run_dir)  # the run-dir checks, before the verdict
     problem_count = validation["problem_count"]
     if problem_count:
@@ -133,7 +133,6 @@ def run(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVerdict, dict[s
                  f"Best-LR {primary['id']} ({contrast(rule['criteria'][0]['weights'])}) {primary['effect']:+.4f}; verdict "
                  f"{'supported' if supported else 'refuted'}."),
         verdict="supported" if supported else "refuted", confidence="weak" if limits else "strong",
-        effect=primary["effect"], margin=primary["margin"], ci=None, seeds=len(seeds), grid_edge=grid_edge,
         reasoning=reasoning, outcome_reason=None,
     )
     return GateVerdict(
@@ -217,7 +216,7 @@ def paired_decision(ctx: RunContext, validate: RunDirValidator) -> tuple[GateVer
                  **{field: None for field in THREE_WAY_ABSENT_FIELDS}}
     else:
         limits_text = "; ".join(limit.rstrip(". ") for limit in summary["limits"])
-        final = {"verdict": summary["verdict"], "confidence": summary["confidence"], **measured,
+        final = {"verdict": summary["verdict"], "confidence": summary["confidence"],
                  "summary": f"{ran} The {primary['id']} effect is {primary['effect']:+.4f} (interval "
                             f"[{primary['lower']:.4f}, {primary['upper']:.4f}], margin {primary['margin']:g}).",
                  "reasoning": (f"The paired Hoeffding bound over {primary['n']} held-out conversations: {bounds}. "
