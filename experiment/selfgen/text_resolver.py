@@ -11,6 +11,16 @@ so and gives no answer ("ill-posed: ..."), which the audit counts as a disagreem
     "after selling some" with nothing sold);
   - a result that is negative (more given, lost or taken than there was; needing fewer than one has) or a
     division that leaves a remainder where whole things are shared.
+Who and where: a pronoun (he, him, his; she, her) is the last person named whose gender (a list of first names and
+of nouns such as "sister") is not the other one, or the only person named; "they" is everyone named (their amounts
+summed in the question; refused as a subject). Possessives name holders ("Tom's sister", "in his bag" -> Tom's bag,
+"2 of her pencils" only when they are the subject's). A place is in/on/at a, the, his, her or <Name>'s <noun>; the
+question may ask "how many apples are in the box" and "how many apples are left" (the one holder of apples).
+What is counted: a unit or container before "of" is part of the object ("5 bags of rice" counts bags of rice and is
+no amount of rice; "2 bags" then means them); "Each bag has 4 apples" multiplies the bags a holder has or got.
+Comparisons and transfers: "3 more/fewer apples than Tom" needs Tom's amount; "how many more apples does Anna have
+than Tom" is their difference (never negative); "gives Anna 2", "gets 3 from Tom", "takes 2 from Ben" change both
+amounts where they are known.
 It is written from the reading rules above, not from the sentence forms of any task family: it imports nothing
 from the generator (experiment.selfgen.task_generation), the family's templates or the generated code, and it
 never sees a label. Quantities of another object are read and left aside ("7 apples in a crate and 2 toy cars on
@@ -99,6 +109,9 @@ QUESTION_VERBS = {**GAIN, **LOSE, "give": "give", "gives": "give", "gave": "give
                   "takes": "take"}
 AUXILIARIES = {"does", "did", "do", "is", "are", "was", "were", "will"}
 
+IRREGULAR_PLURALS = {"shelves": "shelf", "knives": "knife", "leaves": "leaf", "loaves": "loaf", "halves": "half",
+                     "wolves": "wolf", "scarves": "scarf", "children": "child", "people": "person", "men": "man",
+                     "women": "woman", "mice": "mouse", "geese": "goose", "feet": "foot", "teeth": "tooth"}
 _TOKEN = re.compile(r"\d+|[A-Za-z]+|'s\b|[.,?!]")
 _READABLE = re.compile(r"[A-Za-z0-9 .,?!'\-]*")
 
@@ -107,7 +120,9 @@ def singular(noun: str) -> str:
     """A crude singular of an English noun phrase's last word (apples -> apple, boxes -> box)."""
     words = noun.split()
     last = words[-1]
-    if last in ("cookies", "movies", "pies", "ties", "brownies", "smoothies"):
+    if last in IRREGULAR_PLURALS:
+        last = IRREGULAR_PLURALS[last]
+    elif last in ("cookies", "movies", "pies", "ties", "brownies", "smoothies"):
         last = last[:-1]
     elif last.endswith("ies") and len(last) > 4:
         last = last[:-3] + "y"
@@ -516,6 +531,7 @@ class Problem:
         if obj in self.world.held[holder] and place:
             raise IllPosed(f"contradictory statements: {place} holds {obj}(s) twice")
         self.world.held[holder][obj] = self.world.held[holder].get(obj, 0) + amount
+        self.world.last_obj[holder] = obj  # "There are 5 apples in a box. Ben takes 2 out of the box."
         self.world.steps.append(f"{holder}: {amount} {obj}(s)")
 
     def _have(self, reader: Reader) -> None:
