@@ -103,6 +103,7 @@ ANSWERED = [
     ("Tom has 5 apples. Anna has 1 apple. He gives her 2. How many apples does Anna have?", 3),
     ("Anna has 5 apples. Tom has 1 apple. She gives him 2. How many apples does Tom have?", 3),
     ("Anna has 5 apples. Tom has 1 apple. She gives two to him. How many apples does Anna have?", 3),
+    ("Tom has 5 apples. Anna has 1 apple. He gives her two. How many apples does Anna have?", 3),
     ("Tom's sister has 4 apples. She buys 1 more. How many apples does Tom's sister have?", 5),
     ("Tom's sister has 4 apples. Tom has 2 apples. She buys 1 more. How many apples does she have?", 5),
     ("Anna has 2 apples. Her brother has 4 apples. He eats 1. How many apples does her brother have?", 3),
@@ -280,6 +281,12 @@ REFUSED = [
      "a unit mismatch: Tom's apple is given as bag of apple and as apple"),
     ("Tom has 5 bags of rice and 2 bags of beans. He sells 1 bag. How many bags of rice does Tom have?",
      "how many bag(s) Tom had is not given"),
+    # "N more <thing>": an earlier amount or tally of the holder's own, not of someone else's
+    ("Zoe buys 3 apples. Ann eats 2 more apples. How many apples does Ann have?",
+     "'2 more apple(s)' but no earlier amount of apple(s) for Ann"),
+    ("Ann buys 3 apples. Zoe eats 2 more apples. How many apples does Zoe have?",
+     "'2 more apple(s)' but no earlier amount of apple(s) for Zoe"),
+    ("Anna has 5 apples. Tom gives her sister 2. How many apples does Anna have?", "a missing number in 'her sister 2'"),
     # "more than", "fewer than": the other amount must be stated, the result whole and not negative
     ("Anna has 3 more apples than Tom. How many apples does Anna have?", "'3 more than Tom': how many apple(s) Tom has "
                                                                           "is not given"),
