@@ -276,7 +276,10 @@ REFUSED = [
     ("Tom has 4 apples. Anna has 2 pears. How many apples do they have?",
      "the question asks about apple(s); the text gives Anna an amount of pear only"),
     ("Tom has 5 apples. Ben has 3 apples. How many apples does she have?", "'she' refers to no one named before"),
+    ("There are 5 apples in Tom's. How many apples are there?", "a clause it cannot read to the end: 'in Tom 's'"),
+    ("Tom has 5 apples. He eats 2 of his. How many apples does Tom have?", "a clause it cannot read to the end: 'of his'"),
     # a unit or container before "of" is what is counted
+    ("Tom has 3 square meters of. How many square meters of cloth does Tom have?", "'square meters of' names no object"),
     ("Tom has 5 bags of apples. How many apples does Tom have?",
      "a unit mismatch: Tom's apple is given as bag of apple and as apple"),
     ("Tom has 5 bags of rice and 2 bags of beans. He sells 1 bag. How many bags of rice does Tom have?",
