@@ -426,8 +426,8 @@ class Problem:
         case = POSSESSIVES.get(word) or OBJECT_PRONOUNS.get(word) or word
         if case == "they" and len(self.world.people) > 1:
             return THEY
-        candidates = [person for person in self.world.people if case == "they" or self.world.gender(person) in (None, case)]
-        if not candidates and len(self.world.people) == 1:  # "Ben has 7 cars. She buys 4 more": no one else to mean
+        candidates = [person for person in self.world.people if self.world.gender(person) in (None, case)]
+        if not candidates and len(self.world.people) == 1:  # "Ben has 7 cars. She buys 4 more", "Tom ... they"
             candidates = self.world.people
         if not candidates:
             raise IllPosed(f"'{pronoun}' refers to no one named before")
@@ -864,13 +864,13 @@ class Problem:
         self.world.steps.append(f"{max(mine, theirs)} - {min(mine, theirs)} = {difference}")
         return difference
 
-    def _amount(self, holder: str | None, asked: str) -> int:
+    def _amount(self, holder: str, asked: str) -> int:
         if holder == THEY:  # "how many apples do they have": everyone named
             amounts = [self._amount(person, asked) for person in self.world.people]
             self.world.steps.append(f"{' + '.join(map(str, amounts))} = {sum(amounts)} {asked}(s)")
             return sum(amounts)
-        if holder is None or holder not in self.world.held:
-            raise IllPosed(f"the question asks about {holder or 'a place'}, of which the text gives no amount")
+        if holder not in self.world.held:
+            raise IllPosed(f"the question asks about {holder}, of which the text gives no amount")
         held = self.world.held[holder]
         asked = self.world.by_head(held, asked)
         self.world.check_units(holder, asked)

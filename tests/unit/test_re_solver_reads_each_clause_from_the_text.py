@@ -109,6 +109,9 @@ ANSWERED = [
     ("Anna has 2 apples. Her brother has 4 apples. He eats 1. How many apples does her brother have?", 3),
     ("Tom has 5 apples. Anna has 3 apples. How many apples do they have?", 8),
     ("Tom has 5 apples. They buy 2 more. How many apples does Tom have?", 7),  # "they" of one person named
+    ("Tom's sister has 4 apples. Anna has 2 more apples than Tom's sister. How many apples does Anna have?", 6),
+    ("Tom has 5 apples. Tom's sister has 1 apple. He gives 2 to Tom's sister. How many apples does Tom's sister have?", 3),
+    ("Anna has 5 apples. Tom has 1 apple. Tom gets 3 apples from Anna. How many apples does Tom have?", 4),
     # possessives and places
     ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?", 3),
     ("Tom has 5 apples in his bag. How many apples does Tom have?", 5),
@@ -269,6 +272,8 @@ REFUSED = [
     ("Tom has 5 apples. Ben has 3 apples. He eats 2 of her apples. How many apples does Ben have?",
      "'her' refers to no one named before"),
     ("Anna has 5 apples. Tom eats 2 of her apples. How many apples does Anna have?", "'2 of her apple(s)' are not Tom's"),
+    ("Zoe has 5 apples. Ben eats 2 of her apples. How many apples does Zoe have?", "'2 of her apple(s)' are not Ben's"),
+    ("There are 5 apples in a box. How many apples do they have?", "'they' refers to no one named before"),
     ("Tom's sister has 4 apples. How many apples does Tom have?", "the question asks about Tom, of which the text gives no "
                                                                   "amount"),
     ("There are 5 apples in Tom's box. How many apples are in Anna's box?",
@@ -297,10 +302,14 @@ REFUSED = [
      "'3 more than Tom': how many apple(s) Tom has is not given"),
     ("Tom has 5 apples. Anna has 8 fewer apples than Tom. How many apples does Anna have?",
      "8 fewer than Tom's 5: the result would be negative"),
+    ("Tom has 5 apples. Anna has 6 fewer apples than Tom. How many apples does Anna have?",
+     "6 fewer than Tom's 5: the result would be negative"),
     ("Tom has 5 apples. Anna has 3 more apples than. How many apples does Anna have?", "'3 more than' no one named"),
     ("Tom has 5 apples. Anna has 3 fewer. How many apples does Anna have?", "'has 3 fewer' is no amount"),
     ("Tom has 5 apples. Anna has 8 apples. How many more apples does Tom have than Anna?",
      "Tom has 5 and Anna 8: 'how many more' would be negative"),
+    ("Tom has 5 apples. Anna has 6 apples. How many more apples does Tom have than Anna?",
+     "Tom has 5 and Anna 6: 'how many more' would be negative"),
     ("Tom has 5 apples. Anna has 8 apples. How many fewer apples does Anna have than Tom?",
      "Anna has 8 and Tom 5: 'how many fewer' would be negative"),
     ("Tom has 5 apples. Anna has 8 apples. How many more apples does Anna have than?", "'than' names no one"),
