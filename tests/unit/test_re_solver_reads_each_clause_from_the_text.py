@@ -115,6 +115,7 @@ ANSWERED = [
     # possessives and places
     ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?", 3),
     ("Tom has 5 apples in his bag. How many apples does Tom have?", 5),
+    ("Tom buys 5 apples and 2 pears in his shop on Monday in May. How many pears does Tom buy?", 2),  # read to the end
     ("There are 5 apples in Tom's box. Ben takes 2 out of Tom's box. How many apples are in Tom's box?", 3),
     ("Anna has 2 pears. There are 5 apples in her box. How many apples are in Anna's box?", 5),
     ("There are 5 apples in a box. Ben takes 2 from the box. How many apples are in the box?", 3),
