@@ -13,7 +13,8 @@ from experiment.selfgen.text_resolver import ILL_POSED, read_problem, singular
 @pytest.mark.parametrize("plural, one", [
     ("cookies", "cookie"), ("smoothies", "smoothie"), ("berries", "berry"), ("flies", "fly"), ("lies", "lie"),
     ("boxes", "box"), ("dishes", "dish"), ("ads", "ad"), ("apples", "apple"), ("us", "us"), ("glass", "glass"),
-    ("toy cars", "toy car"), ("red berries", "red berry"),
+    ("toy cars", "toy car"), ("red berries", "red berry"), ("shelves", "shelf"), ("feet", "foot"), ("children", "child"),
+    ("wooden shelves", "wooden shelf"),
 ])
 def test_a_noun_phrase_is_read_in_the_singular_of_its_last_word(plural, one):
     assert singular(plural) == one
@@ -94,6 +95,50 @@ ANSWERED = [
     ("Tom shares 12 apples equally among 3 friends. How many apples does each friend get?", 4),
     ("Tom shares 12 apples among 3 friends. How many apples does each friend hold?", 4),
     ("Tom splits 12 apples into 3 bags. How many apples does each bag hold?", 4),
+    # pronouns by gender: the last person named whose gender is not the other one, or the only person named
+    ("Tom has 5 apples. Anna has 3 apples. He eats 1. How many apples does Tom have?", 4),
+    ("Tom has 5 apples. Kai has 3 apples. He eats 1. How many apples does Kai have?", 2),  # a name of either gender
+    ("Kai has 5 apples. Anna has 3 apples. He eats 1. How many apples does Kai have?", 4),
+    ("Tom has 5 apples. He gives Anna 2. How many apples does Tom have?", 3),
+    ("Tom has 5 apples. Anna has 1 apple. He gives her 2. How many apples does Anna have?", 3),
+    ("Anna has 5 apples. Tom has 1 apple. She gives him 2. How many apples does Tom have?", 3),
+    ("Anna has 5 apples. Tom has 1 apple. She gives two to him. How many apples does Anna have?", 3),
+    ("Tom has 5 apples. Anna has 1 apple. He gives her two. How many apples does Anna have?", 3),
+    ("Tom's sister has 4 apples. She buys 1 more. How many apples does Tom's sister have?", 5),
+    ("Tom's sister has 4 apples. Tom has 2 apples. She buys 1 more. How many apples does she have?", 5),
+    ("Anna has 2 apples. Her brother has 4 apples. He eats 1. How many apples does her brother have?", 3),
+    ("Tom has 5 apples. Anna has 3 apples. How many apples do they have?", 8),
+    ("Tom has 5 apples. They buy 2 more. How many apples does Tom have?", 7),  # "they" of one person named
+    ("Tom's sister has 4 apples. Anna has 2 more apples than Tom's sister. How many apples does Anna have?", 6),
+    ("Tom has 5 apples. Tom's sister has 1 apple. He gives 2 to Tom's sister. How many apples does Tom's sister have?", 3),
+    ("Anna has 5 apples. Tom has 1 apple. Tom gets 3 apples from Anna. How many apples does Tom have?", 4),
+    # possessives and places
+    ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?", 3),
+    ("Tom has 5 apples in his bag. How many apples does Tom have?", 5),
+    ("Tom buys 5 apples and 2 pears in his shop on Monday in May. How many pears does Tom buy?", 2),  # read to the end
+    ("There are 5 apples in Tom's box. Ben takes 2 out of Tom's box. How many apples are in Tom's box?", 3),
+    ("Anna has 2 pears. There are 5 apples in her box. How many apples are in Anna's box?", 5),
+    ("There are 5 apples in a box. Ben takes 2 from the box. How many apples are in the box?", 3),
+    ("Tom has 1 apple. A jar holds 9 apples. Tom takes 2 out. How many apples does Tom have?", 3),
+    ("There are 5 apples in a box. How many apples are left in the box?", 5),
+    ("There are 5 apples in a box. How many apples are in the box in total?", 5),
+    ("Tom has 5 apples. How many apples are left?", 5),
+    # a unit or container before "of"
+    ("Tom has 5 bags of rice. He sells 2 bags. How many bags of rice does Tom have?", 3),
+    ("Tom has 5 bags of rice. How many bags does Tom have?", 5),
+    ("Tom buys 5 bags of red rice. How many bags of red rice does Tom buy?", 5),
+    # each, comparisons, transfers
+    ("Tom has 2 apples and 3 bags. Each bag has 4 apples. How many apples does Tom have?", 14),
+    ("Every bag has 4 apples and 2 pears. Tom has 3 bags. How many pears does Tom have?", 6),
+    ("Tom has 5 apples. Anna has 3 more than Tom. How many apples does Anna have?", 8),
+    ("Tom has 5 apples. Anna has 5 fewer apples than Tom. How many apples does Anna have?", 0),
+    ("Tom has 5 apples. Anna has 5 apples. How many more apples does Anna have than Tom?", 0),
+    ("Tom has 9 apples. Anna has 4 apples. How many fewer apples does Anna have than him?", 5),
+    ("Tom has 10 apples. Anna has 2 apples. She gets 3 apples from him. How many apples does Tom have?", 7),
+    ("Tom has 10 apples. Anna gets 3 apples from Tom. How many apples does Tom have?", 7),
+    ("Anna has 2 apples. She gets 3 apples from Tom. How many apples does Anna have?", 5),
+    ("Anna picked 7 flowers and 5 more flowers. How many flowers did Anna pick altogether?", 12),
+    ("Tom has 5 apples. He buys 3 more. How many apples did Tom buy in total?", 3),
 ]
 
 
@@ -115,6 +160,8 @@ REFUSED = [
     ("Tom buys 3 apples in a shop on Monday morning. How many apples does Tom buy?",
      "a clause it cannot read to the end: 'morning'"),
     ("Tom has 5 apples in the. How many apples does Tom have?", "a clause it cannot read to the end: 'in the'"),
+    ("Tom has 5 apples in. How many apples does Tom have?", "a clause it cannot read to the end: 'in'"),
+    ("Tom has 5 apples. How many apples are in?", "the question asks about in, whom the text never mentions"),
     ("Tom has 5 apples. Ann is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),  # not "There is"
     ("Tom has 5 apples. Zoe is 3. How many apples does Tom have?", "a clause it cannot read: 'is 3'"),
     ("Tom has 5 apples and a. How many apples does Tom have?", "a missing number in 'a'"),
@@ -124,8 +171,8 @@ REFUSED = [
     ("Tom has 5 apples and. How many apples does Tom have?", "an empty clause"),
     ("Tom sings 5 songs. How many songs does Tom sing?", "a clause it cannot read: 'sings 5 songs'"),
     ("Tom has 5 big red apples. How many apples does Tom have?", "a clause it cannot read to the end: 'apples'"),
-    # a place is "in/on/at a|an|the <noun>": one it cannot read is not guessed
-    ("Tom has 5 apples in his bag. How many apples does Tom have?", "a clause it cannot read to the end: 'in his bag'"),
+    # a place is "in/on/at a|an|the|his|her|<Name>'s <noun>": one it cannot read is not guessed
+    ("Tom has 5 apples in my bag. How many apples does Tom have?", "a clause it cannot read to the end: 'in my bag'"),
     ("Tom has 5 apples in the Park. How many apples does Tom have?", "a clause it cannot read to the end: 'in the Park'"),
     ("Tom has some apples. How many apples does Tom have?", "a missing number: 'some' is no amount"),
     ("Tom has a few apples. How many apples does Tom have?", "a missing number: 'a few' is no amount"),
@@ -140,8 +187,8 @@ REFUSED = [
     ("Tom has 5 apples. He eats 2 of your apples. How many apples does Tom have?",  # whose: only "of them" is his
      "a clause it cannot read to the end: 'of your apples'"),
     ("Tom has very few apples. How many apples does Tom have?", "a missing number in 'very few apples'"),
-    ("Tom has 5 apples. He eats 2 of his apples. How many apples does Tom have?",
-     "a clause it cannot read to the end: 'of his apples'"),
+    ("Tom has 5 apples. He eats 2 of my apples. How many apples does Tom have?",
+     "a clause it cannot read to the end: 'of my apples'"),
     ("Tom buys 3 more apples. How many apples does Tom have?", "'3 more apple(s)' but no earlier amount of apple(s)"),
     ("Tom buys 3 more. How many apples does Tom have?", "'3 more' names no object and none came before"),
     ("Tom has 5 apples and 4 pears. He buys 3 more. How many apples does Tom have?",
@@ -215,6 +262,85 @@ REFUSED = [
     ("Tom shares 12 apples among 3 friends. How many apples does each cousin get?", "no share among cousins is stated"),
     ("Tom shares 12 apples among 3 friends. How many pears does each friend get?",
      "the question asks about pear(s); the share is of apple(s)"),
+    # pronouns by gender, possessives, "they": a reading that names no one, or someone else, is refused
+    ("Tom has 5 apples. Ben has 3 apples. She eats 1. How many apples does Tom have?",
+     "'She' refers to no one named before"),
+    ("Tom has 5 apples. Anna has 3 apples. They eat 2. How many apples does Tom have?",
+     "'They' is more than one person: who holds what is not said"),
+    ("Tom has 5 apples. Anna has 3 apples. He gives them 2. How many apples does Tom have?",
+     "'them' is more than one person"),
+    ("Anna has 7 pencils. Ben eats 2 of her pencils. How many pencils does Ben have?", "'2 of her pencil(s)' are not Ben's"),
+    ("Tom has 5 apples. Ben has 3 apples. He eats 2 of her apples. How many apples does Ben have?",
+     "'her' refers to no one named before"),
+    ("Anna has 5 apples. Tom eats 2 of her apples. How many apples does Anna have?", "'2 of her apple(s)' are not Tom's"),
+    ("Zoe has 5 apples. Ben eats 2 of her apples. How many apples does Zoe have?", "'2 of her apple(s)' are not Ben's"),
+    ("There are 5 apples in a box. How many apples do they have?", "'they' refers to no one named before"),
+    ("Tom's sister has 4 apples. How many apples does Tom have?", "the question asks about Tom, of which the text gives no "
+                                                                  "amount"),
+    ("There are 5 apples in Tom's box. How many apples are in Anna's box?",
+     "the question asks about Anna's box, of which the text gives no amount"),
+    ("Tom has 4 apples. Anna has 2 pears. How many apples do they have?",
+     "the question asks about apple(s); the text gives Anna an amount of pear only"),
+    ("Tom has 5 apples. Ben has 3 apples. How many apples does she have?", "'she' refers to no one named before"),
+    ("There are 5 apples in Tom's. How many apples are there?", "a clause it cannot read to the end: 'in Tom 's'"),
+    ("Tom has 5 apples. He eats 2 of his. How many apples does Tom have?", "a clause it cannot read to the end: 'of his'"),
+    # a unit or container before "of" is what is counted
+    ("Tom has 3 square meters of. How many square meters of cloth does Tom have?", "'square meters of' names no object"),
+    ("Tom has 5 bags of apples. How many apples does Tom have?",
+     "a unit mismatch: Tom's apple is given as bag of apple and as apple"),
+    ("Tom has 5 bags of rice and 2 bags of beans. He sells 1 bag. How many bags of rice does Tom have?",
+     "how many bag(s) Tom had is not given"),
+    # "N more <thing>": an earlier amount or tally of the holder's own, not of someone else's
+    ("Zoe buys 3 apples. Ann eats 2 more apples. How many apples does Ann have?",
+     "'2 more apple(s)' but no earlier amount of apple(s) for Ann"),
+    ("Ann buys 3 apples. Zoe eats 2 more apples. How many apples does Zoe have?",
+     "'2 more apple(s)' but no earlier amount of apple(s) for Zoe"),
+    ("Anna has 5 apples. Tom gives her sister 2. How many apples does Anna have?", "a missing number in 'her sister 2'"),
+    # "more than", "fewer than": the other amount must be stated, the result whole and not negative
+    ("Anna has 3 more apples than Tom. How many apples does Anna have?", "'3 more than Tom': how many apple(s) Tom has "
+                                                                          "is not given"),
+    ("Tom has 5 pears. Anna has 3 more apples than Tom. How many apples does Anna have?",
+     "'3 more than Tom': how many apple(s) Tom has is not given"),
+    ("Tom has 5 apples. Anna has 8 fewer apples than Tom. How many apples does Anna have?",
+     "8 fewer than Tom's 5: the result would be negative"),
+    ("Tom has 5 apples. Anna has 6 fewer apples than Tom. How many apples does Anna have?",
+     "6 fewer than Tom's 5: the result would be negative"),
+    ("Tom has 5 apples. Anna has 3 more apples than. How many apples does Anna have?", "'3 more than' no one named"),
+    ("Tom has 5 apples. Anna has 3 fewer. How many apples does Anna have?", "'has 3 fewer' is no amount"),
+    ("Tom has 5 apples. Anna has 8 apples. How many more apples does Tom have than Anna?",
+     "Tom has 5 and Anna 8: 'how many more' would be negative"),
+    ("Tom has 5 apples. Anna has 6 apples. How many more apples does Tom have than Anna?",
+     "Tom has 5 and Anna 6: 'how many more' would be negative"),
+    ("Tom has 5 apples. Anna has 8 apples. How many fewer apples does Anna have than Tom?",
+     "Anna has 8 and Tom 5: 'how many fewer' would be negative"),
+    ("Tom has 5 apples. Anna has 8 apples. How many more apples does Anna have than?", "'than' names no one"),
+    ("Tom has 5 apples. How many fewer apples does Tom have?", "'how many more ... have' compares with nothing"),
+    ("Tom needs 5 apples. How many fewer apples does Tom need?", "'how many fewer' compares with nothing"),
+    # "Each <thing> has": what every one holds, read only with "has" and only for the things counted
+    ("There are 3 bags. Each bag has 4 pears. How many apples are there?",
+     "the question asks about apple(s), of which the text gives no amount"),
+    ("Anna buys 3 bags. Each box has 4 oranges. How many oranges does Anna buy?",
+     "the question asks how many orange(s) Anna buys; the text gives no such amount"),
+    ("Each bag buys 3 apples. How many apples are there?", "'each bag buys': only what each one holds is read"),
+    ("There are 3 bags. Each bag has 4 more. How many apples are there?", "'has 4 more' is no amount"),
+    ("There are 3 bags. Each bag has 4. How many apples are there?", "'each bag has 4' names no object"),
+    # transfers: from someone named, whose amount is known, never more than they have
+    ("Sam takes 2 coins from Ben. How many coins does Ben have?", "how much Ben holds is not given"),
+    ("Ben has 1 coin. Sam takes 2 coins from Ben. How many coins does Ben have?",
+     "Sam takes 2 out of Ben: Ben has only 1 coin(s), the result would be negative"),
+    ("Ben has 4 coins. He takes 2 coins from Ben. How many coins does Ben have?", "'Ben takes 2' out of no other holder"),
+    ("Ben has 4 coins. Sam takes 2 coins from. How many coins does Ben have?", "'Sam takes 2 from' no one named"),
+    ("Tom has 5 apples. He gives Anna 7. How many apples does Tom have?",
+     "Tom gives Anna 7: Tom has only 5 apple(s), the result would be negative"),
+    ("Anna gets 3 apples from Tom. How many apples does Anna have?", "the question asks about Anna, of which the text "
+                                                                      "gives no amount"),
+    ("Anna has 2 apples. Anna gets 3 apples from Anna. How many apples does Anna have?",
+     "contradictory statements: Anna gets from themself"),
+    ("Anna has 2 apples. She gets 3 apples from. How many apples does Anna have?", "'Anna gets 3 from' no one named"),
+    ("Tom gives Anna 2 apples. How many apples does Anna have?", "how many apple(s) Anna had is not given"),
+    # "are left" with no place: the one holder of the thing asked about
+    ("Tom has 5 apples. Anna has 3 apples. How many apples are left?",
+     "the question asks what is left of apple(s) and not where: 2 holders of apple(s)"),
     # the question
     ("How many apples does Tom have?", "the question asks about Tom, whom the text never mentions"),
     ("Tom has 5 apples. What does Tom have?", "a question it cannot read: 'What does Tom have'"),
@@ -228,7 +354,9 @@ REFUSED = [
     ("Tom has 5 apples. He buys 3 more. How many more apples does Tom buy?", "'how many more' compares with nothing"),
     ("Tom has 5 apples. How many apples does Tom sing?", "a question it cannot read: 'How many apples does Tom sing'"),
     ("Tom has 5 apples. How many apples does Tom?", "a question it cannot read: 'How many apples does Tom'"),
-    ("Tom has 5 apples. How many apples are left?", "the question asks about a place, of which the text gives no amount"),
+    ("Tom has 5 apples. Anna has 3 apples. How many apples are left?",
+     "the question asks what is left of apple(s) and not where: 2 holders of apple(s)"),
+    ("Tom has 5 apples. How many pears are left?", "the question asks what is left of pear(s) and not where: 0 holders"),
     ("A box holds 5 apples. How many apples are left in the box today?", "a question it cannot read to the end"),
     ("A box holds 5 apples. How many pears are left in the box?",
      "the question asks about pear(s); the text gives the box an amount of apple only"),
@@ -256,6 +384,26 @@ def test_the_reasoning_states_each_step_with_its_sign():
 def test_the_reasoning_states_a_product_of_groups():
     assert read_problem("There are 4 bags with 6 apples in each bag. How many apples are there?").reasoning == (
         "4 bag(s) x 6 apple(s) = 24; there#0: 24 apple(s); answer 24")
+
+
+@pytest.mark.parametrize("text, reasoning", [
+    ("Tom has 5 apples. Anna has 3 more apples than Tom. How many apples does Anna have?",
+     "Tom: 5 apple; Anna: 5 + 3 = 8 apple(s); Anna: 8 apple; answer 8"),
+    ("Tom has 5 apples. Anna has 2 fewer apples than Tom. How many apples does Anna have?",
+     "Tom: 5 apple; Anna: 5 - 2 = 3 apple(s); Anna: 3 apple; answer 3"),
+    ("Tom has 5 apples. Anna has 8 apples. How many more apples does Anna have than Tom?",
+     "Tom: 5 apple; Anna: 8 apple; 8 - 5 = 3; answer 3"),
+    ("Tom has 5 apples. Anna has 3 apples. How many apples do they have?", "Tom: 5 apple; Anna: 3 apple; 5 + 3 = 8 apple(s); "
+                                                                          "answer 8"),
+    ("There are 3 rows. Each row has 6 chairs. How many chairs are there?",
+     "there#0: 3 row(s); each row: 6 chair(s); 3 row(s) x 6 chair(s) = 18; answer 18"),
+    ("Tom has 5 apples. Anna has 1 apple. He gives Anna 2. How many apples does Anna have?",
+     "Tom: 5 apple; Anna: 1 apple; Tom: 5 - 2 = 3 apple(s); Anna: 1 + 2 = 3 apple(s); answer 3"),
+    ("Ben has 8 coins. Sam has 1 coin. Sam takes 2 coins from Ben. How many coins does Sam have?",
+     "Ben: 8 coin; Sam: 1 coin; Ben: 8 - 2 = 6 coin(s); Sam: 1 + 2 = 3 coin(s); answer 3"),
+])
+def test_the_reasoning_states_comparisons_groups_and_transfers(text, reasoning):
+    assert read_problem(text).reasoning == reasoning
 
 
 def test_the_reasoning_states_what_was_sold():

@@ -35,18 +35,23 @@ _FUNCTION_WORDS = frozenset(
 _QUESTION_STOP = frozenset("are is was were does did do will would can could should must may might need needs fit get "
                            "has have had in on of there "
                            "altogether total".split())
-_RATE_CUES = re.compile(r"\b(?:in each|each of|per|every)\b")
+_RATE_CUES = re.compile(r"\b(?:in each|each of|per|every)\b|(?:^|[.!?]\s*)each\b")  # "3 bags. each bag has 4"
 _REMOVAL_CUES = re.compile(r"\b(?:gives?|gave|giving|lost|loses?|sold|sells?|selling|ate|eats?|spent|spends?|left|already "
-                          r"(?:has|have)|remains?|remaining|broke|used|uses?|takes?|took|away)\b")
+                          r"(?:has|have)|remains?|remaining|broke|breaks?|used|uses?|takes?|took|away|drinks?|drank|drops?|dropped)\b")
 _MORE = re.compile(r"\d+(?:\.\d+)?\s+(?:more|extra)\b")
 _GENERIC_TARGETS = frozenset({"thing", "item", "object"})
 # what a text it reads never holds: spelled-out or relative numbers, money, percentages, a second question
 _OUTSIDE_ITS_READING = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|"
     r"half|twice|double|triple|third|quarter|dozen|percent|each other|if|times|as many|than|while|except|when|ago|"
-    r"fewer|less|pairs?|legs?|average|"
+    r"fewer|less|pairs?|legs?|average|among|between|equally|shares?|shared|splits?|divides?|divided|"
     r"amount|number|rest|remaining|some of|all of|minutes?|hours?|days?|weeks?|months?|years?|miles?|feet|foot|"
     r"inch(?:es)?|grams?|kilograms?|pounds?|ounces?|liters?|litres?|gallons?|meters?|metres?|km|kg|cm)\b|[$%€£]")
+# a place ("on the shelf", "in anna's box"): a question that names one among several places it does not read
+_PLACE = re.compile(r"\b(?:in|on|inside|at) (?:a|an|the|his|her|their|[a-z]+'s) [a-z]+")
+# who holds a stated number ("tom has 5", "anna had 3"): two holders and a question about one it does not read
+_HOLDER = re.compile(r"\b([a-z]+) (?:has|had|have|owns|holds) \d")
+_EVERYONE = re.compile(r"\b(?:altogether|in total|in all|together|they|both)\b")
 MAX_SENTENCES = 3  # the stated facts and the question: a longer text is not one it reads
 
 
@@ -130,7 +135,9 @@ def resolve(text: str) -> Resolution:
     numbers = [value for value, _ in quantities]
     sentences = [part for part in re.split(r"[.!?]", text) if part.strip()]
     if (len(numbers) != 2 or len(sentences) > MAX_SENTENCES or text.count("how many") != 1
-            or re.search(r"\d", question) or _OUTSIDE_ITS_READING.search(text)):
+            or re.search(r"\d", question) or _OUTSIDE_ITS_READING.search(text)
+            or _PLACE.search(question) and len(_PLACE.findall(statement)) > 1
+            or len(set(_HOLDER.findall(statement))) > 1 and not _EVERYONE.search(question)):
         return Resolution(NOT_UNDERSTOOD, None, "not a two-number problem of the forms it reads")
     matching = [value for value, unit in quantities if _counts(unit, target)]
     if _RATE_CUES.search(text):
