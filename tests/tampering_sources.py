@@ -350,28 +350,6 @@ def evaluation_set_row_dropped(result: dict[str, Any]) -> None:
     _edit_jsonl_file(result, name, lambda rows: rows.pop())
 
 
-def unsampled_task_reworded(result: dict[str, Any]) -> None:
-    """An accepted task the audit did not sample gets another question (label kept)."""
-    audit = result["generation_audit"]
-    sampled = {s["item_id"] for s in audit["samples"]}
-
-    def edit(rows: list[dict[str, Any]]) -> None:
-        row = next(r for r in rows if r.get("disposition") == "accepted" and r.get("item_id") not in sampled)
-        row["prompt"] = "What is 2 + 2?"
-    _edit_jsonl_file(result, audit["dataset_file"], edit)
-
-
-def unsampled_label_changed(result: dict[str, Any]) -> None:
-    """An accepted task the audit did not sample gets a label one higher."""
-    audit = result["generation_audit"]
-    sampled = {s["item_id"] for s in audit["samples"]}
-
-    def edit(rows: list[dict[str, Any]]) -> None:
-        row = next(r for r in rows if r.get("disposition") == "accepted" and r.get("item_id") not in sampled)
-        row["answer"] = str(int(float(row["answer"])) + 1)
-    _edit_jsonl_file(result, audit["dataset_file"], edit)
-
-
 def audit_note_reworded(result: dict[str, Any]) -> None:
     result["generation_audit"]["note"] = "the re-solver establishes semantic truth"
 
@@ -457,12 +435,10 @@ def verdict_criteria_file_edited(result: dict[str, Any]) -> None:
     _edit_json_file(result, "verdict-criteria.json", edit)
 
 
-def routing_planned_services_renamed(result: dict[str, Any]) -> None:
-    def edit(value: Any) -> None:
-        for key, v in list(value.items()):
-            if isinstance(v, str) and key not in ("reason",):
-                value[key] = v + "-other"
-    _edit_json_file(result, "service-routing.json", edit)
+def routing_target_remote(result: dict[str, Any]) -> None:
+    """service-routing.json: the target a remote production service (the run used the embedded one), re-hashed."""
+    _edit_json_file(result, "service-routing.json", lambda value: value["target"].update(
+        kind="tinker", base_url="https://tinker.example", exposure="production"))
 
 
 def sft_rows_model_id_swapped(result: dict[str, Any]) -> None:
@@ -529,8 +505,6 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "generated tasks: filter model renamed": filter_model_named_as_trained,
         "generated tasks: resolver code path the generator's": resolver_code_path_generator,
         "generated tasks: an evaluation question dropped": evaluation_set_row_dropped,
-        "generated tasks: an unsampled task reworded": unsampled_task_reworded,
-        "generated tasks: an unsampled label changed": unsampled_label_changed,
         "generated tasks: audit note reworded": audit_note_reworded,
         "generated tasks: first round passed": first_round_passed,
         "generated tasks: treatment fraction 0.9": treatment_fraction_lowered,
@@ -550,7 +524,7 @@ CORPUS: dict[str, dict[str, Callable[[dict[str, Any]], None]]] = {
         "sft runs: base held-out NLL lowered": base_heldout_nll_lowered,
         "sft runs: a checkpoint's step": checkpoint_step_of_one_run,
         "sft runs: verdict-criteria all met": verdict_criteria_file_edited,
-        "sft runs: routing services renamed": routing_planned_services_renamed,
+        "sft runs: routing target a remote service": routing_target_remote,
         "sft runs: sft-steps model ids swapped": sft_rows_model_id_swapped,
     },
 }
@@ -1023,3 +997,29 @@ for _family, _extra in {
     },
 }.items():
     RUN_DIR_CORPUS[_family].update(_extra)
+
+
+def step_time_in_milliseconds(result: dict[str, Any]) -> None:
+    """TriMuon: the reasoning's optimizer-step times written in ms (a thousandfold claim), numbers kept."""
+    import re
+
+    result["reasoning"] = re.sub(r"(median optimizer step [^.;]*?\d)s\b", r"\1ms", result["reasoning"])
+    result["reasoning"] = re.sub(r"(\d)s, (\w+ \d)", r"\1ms, \2", result["reasoning"])
+
+
+def selected_lr_in_reasoning(result: dict[str, Any]) -> None:
+    """TriMuon: the reasoning gives the first arm's best LR as another grid point than its selected_lr."""
+    import re
+
+    def other(match: "re.Match[str]") -> str:
+        arm = match.group(1)
+        entry = result["metrics"]["arms"].get(arm) or {}
+        grid = [lr for lr in entry.get("lr_grid") or [] if lr != entry.get("selected_lr")]
+        return match.group(0).replace(f"(LR {match.group(2)})", f"(LR {grid[0]:g})") if grid else match.group(0)
+    result["reasoning"] = re.sub(r"\b([\w.-]+) [+\-]?\d+(?:\.\d+)? \(LR ([\d.e-]+)\)", other, result["reasoning"], count=1)
+
+
+CORPUS["trimuon"].update({
+    "prose: optimizer-step times in ms": step_time_in_milliseconds,
+    "prose: a selected LR in the reasoning": selected_lr_in_reasoning,
+})

@@ -205,9 +205,9 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
     runs = as_dict(metrics.get("runs"))
     grid = sorted({float(run.lr) for run in planned if run.lr is not None})  # each LR once, whatever the seeds
     where = f"metrics.arms.{name}"
-    if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list)
-                                     and equal_json(sorted(map(float, metrics["lr_grid"])), grid)):
-        problems.append(f"{where}.lr_grid {short(metrics['lr_grid'])} is not the plan's grid {grid}")
+    if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list) and all(map(is_number, metrics["lr_grid"]))
+                                     and equal_json(list(map(float, metrics["lr_grid"])), grid)):
+        problems.append(f"{where}.lr_grid {short(metrics['lr_grid'])} is not the plan's grid {grid} (in its order)")
     if "runs_completed" in metrics and not (completed and equal_json(metrics["runs_completed"], len(planned))):
         problems.append(f"{where}.runs_completed {short(metrics['runs_completed'])} is not the {len(planned)} runs "
                         "the plan trains")
@@ -218,7 +218,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
         if not entry:
             continue
         at = f"{where}.runs.{label}"
-        expected: dict[str, Any] = {"learning_rate": run.lr, "optimizer_family": family}
+        expected: dict[str, Any] = {"learning_rate": run.lr, "optimizer_family": family, "seed": run.seed}
         if _succeeded(ctx):
             expected["steps_completed"] = run.steps
         problems += _compare(at, entry, expected, "the plan")
@@ -230,6 +230,10 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
                             f"{len(rows)} steps of {run.name}")
         problems += _compare(at, entry, _sft_expected(rows), f"recomputed from {SFT_STEPS}")
         problems += _compare(at, entry, _heldout(ctx, name, label), "loss_eval")
+    medians = [_sft_expected(sft.get(run.name, [])).get("median_optim_step_seconds") for run in planned] if sft else []
+    if medians and all(is_number(m) for m in medians):
+        problems += _compare(where, metrics, {"median_optim_step_seconds_all_runs": statistics.median(medians)},
+                             f"the median of its runs' medians, recomputed from {SFT_STEPS}")
     return problems
 
 
