@@ -913,7 +913,8 @@ def event_probe_loss_nan(run: Path) -> None:
     for event in events:
         if event.get("event") == "probe":
             for arm in (event.get("arms") or {}).values():
-                arm["finite_loss"] = False
+                if isinstance(arm, dict) and "finite_loss" in arm:
+                    arm["finite_loss"] = False
     _write_events(run, events)
 
 

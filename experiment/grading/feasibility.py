@@ -202,8 +202,8 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
 @rule("FEAS-14", "feasibility", "unknown", "the config projected is the plan's full run: its steps, sizes and eval count")
 def FEAS_14(ctx: GradeContext) -> list[Issue]:
     """*(issue 45)* `config` (the full run the projection is made for) is the plan's: the spec's (or its rehearsal's)
-    steps, LoRA rank, batch size, sequence length and training pool (its name and path), its base model, and the plan's
-    eval count. A smaller run projected fits where the planned one may not."""
+    steps, LoRA rank, batch size, sequence length and training pool (its name and path), its base model, every
+    training run the plan has, and the plan's eval count. A smaller run projected fits where the planned one may not."""
     config = as_dict(_record(ctx).get("config"))
     if ctx.spec is None or ctx.plan is None or not config:
         return []
@@ -219,6 +219,9 @@ def FEAS_14(ctx: GradeContext) -> list[Issue]:
                                                          for key in ("name", "path")}}
     wrong += [f"{key} {stated[key]!r} (the spec: {value!r})" for key, value in named.items()
               if isinstance(value, str) and stated[key] is not None and stated[key] != value]
+    runs = [run.name for run in getattr(ctx.plan, "training_runs", None) or []]
+    if isinstance(config.get("arms"), list) and runs and not set(runs) <= set(map(str, config["arms"])):
+        wrong.append(f"arms {config['arms']!r} (the plan trains {runs!r})")
     return [Issue("FEAS-14", UNKNOWN, f"Re-projection required: the config projected is not the plan's run: "
                                       f"{', '.join(wrong)}")] if wrong else []
 

@@ -7,14 +7,16 @@ edits result.json and evidence/ consistently but leaves these behind, or edits t
 one run; a reviewer reads both. Each is compared here with the record (and with the spec graded against), never
 with another copy of itself:
 
-- run.json: the spec's file name, title and hash (the plan's), the rehearsal scale, the run_created event's copy;
+- run.json: the spec's file name, title and hash (the plan's), the rehearsal scale and the run id's rehearsal mark,
+  the run_created event's copy;
 - tables/training_steps.parquet and tables/sft_steps.parquet: each row is a logged step (a `training_step` event,
   an sft-steps.jsonl row), the same count; tables/sft_finished_runs.parquet: each run's final sampler is its listed
   checkpoint;
 - events.jsonl: `evaluator_frozen` froze the evaluator's own item count, every `evaluation_progress` of a finished
   run reached it, the `evaluation` gate's per-arm numbers are the scores, the `decision` gate's verdict and per
   criterion effects are the record's, a rehearsal's `run_config`/`service_exposure` name the embedded backend and
-  its `spec_intake` served the rehearsal's model, and a value a `result_updated` event carries is RESULT's.
+  its `spec_intake` served the rehearsal's model, the activation values posted are a logged pilot's, and a value a
+  `result_updated` event carries is RESULT's.
 
 Findings are record-level (`Grade.problems`), invalid.
 """
@@ -78,6 +80,9 @@ def _run_meta_problems(ctx: GradeContext) -> list[str]:
     if meta.get("spec") is not None and Path(str(meta.get("spec_path"))).name != meta.get("spec"):
         problems.append(f"{RUN_META} names spec {short(meta.get('spec'))} but spec_path {short(meta.get('spec_path'))}")
     rehearsal = ctx.result.get("rehearsal") if isinstance(ctx.result.get("rehearsal"), dict) else None
+    if isinstance(meta.get("run_id"), str) and ("-rehearsal-" in meta["run_id"]) != (rehearsal is not None):
+        problems.append(f"{RUN_META}'s run_id {short(meta['run_id'], 40)} "
+                        f"{'lacks' if rehearsal else 'has'} the rehearsal mark the record's rehearsal gives it")
     scale = rehearsal.get("scale", "standard") if rehearsal else "as-written"
     if "scale" in meta and meta.get("scale") != scale:
         problems.append(f"{RUN_META} says scale {short(meta.get('scale'))}, the record {scale}")
@@ -226,6 +231,17 @@ def _backend_problems(ctx: GradeContext) -> list[str]:
     return problems
 
 
+def _pilot_problems(ctx: GradeContext) -> list[str]:
+    """The values the record posts from its activation pilot are one logged pilot's."""
+    values = as_dict(as_dict(ctx.result.get("activation_calibration")).get("values"))
+    logged = [as_dict(as_dict(p).get("values")) for e in _events(ctx, "activation_pilots") for p in as_list(e.get("pilots"))]
+    if not values or not logged:
+        return []
+    if not any(set(p) == set(values) and all(_same(p[k], values[k]) for k in values) for p in logged):
+        return ["activation_calibration.values are no pilot's values that the activation_pilots event logged"]
+    return []
+
+
 def _posted_problems(ctx: GradeContext) -> list[str]:
     """A value the last event posting a field carries is RESULT's value of that field."""
     carried: dict[str, Any] = {}
@@ -248,7 +264,7 @@ def TRACE_9(ctx: GradeContext) -> list[Issue]:
     if ctx.run_dir is None or ctx.events is None:
         return []
     problems = (_run_meta_problems(ctx) + _table_problems(ctx) + _evaluation_problems(ctx) + _decision_problems(ctx)
-                + _backend_problems(ctx) + _posted_problems(ctx))
+                + _backend_problems(ctx) + _pilot_problems(ctx) + _posted_problems(ctx))
     return [Issue("TRACE-9", INVALID, problem) for problem in problems]
 
 

@@ -95,6 +95,22 @@ def _sft_expected(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "first_step_train_nll_token_mean": nll[0], "last_step_train_nll_token_mean": nll[-1]}
 
 
+def _sft_log_order(ctx: GradeContext) -> list[str]:
+    """*(issue 45)* sft-steps.jsonl is a log, written as the steps ran: each run's rows come in step order within an
+    attempt, and an attempt's rows after the earlier attempt's."""
+    last: dict[str, tuple[Any, Any]] = {}
+    for row in ctx.evidence.jsonl(SFT_STEPS) or []:
+        key = (row.get("attempt") or 1, row.get("step"))
+        if not all(is_integer(k) for k in key):
+            continue
+        run = str(row.get("run"))
+        if run in last and key < last[run]:
+            return [f"{SFT_STEPS}: {short(run, 30)}'s rows are not in the order its steps ran (attempt {key[0]} step "
+                    f"{key[1]} after attempt {last[run][0]} step {last[run][1]})"]
+        last[run] = key
+    return []
+
+
 def _sft_row_problems(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Each step's training NLL is its loss over its tokens (experiment.sft.loop: loss_sum / n_tokens)."""
     problems = []
@@ -145,7 +161,7 @@ def TRACE_1(ctx: GradeContext) -> list[Issue]:
     sft = _sft_rows(ctx)
     problems: list[str] = []
     if sft is not None:
-        problems += _sft_row_problems(sft) + _sft_log_against_events(ctx, sft)
+        problems += _sft_row_problems(sft) + _sft_log_against_events(ctx, sft) + _sft_log_order(ctx)
     completed = set(as_list(ctx.result.get("completed_arms")))
     for name, arm in planned_arms.items():
         metrics = as_dict(arms.get(name))
