@@ -219,9 +219,11 @@ def FEAS_14(ctx: GradeContext) -> list[Issue]:
                                                          for key in ("name", "path")}}
     wrong += [f"{key} {stated[key]!r} (the spec: {value!r})" for key, value in named.items()
               if isinstance(value, str) and stated[key] is not None and stated[key] != value]
-    runs = [run.name for run in getattr(ctx.plan, "training_runs", None) or []]
-    if isinstance(config.get("arms"), list) and runs and not set(runs) <= set(map(str, config["arms"])):
-        wrong.append(f"arms {config['arms']!r} (the plan trains {runs!r})")
+    listed, runs = set(map(str, as_list(config.get("arms")))), getattr(ctx.plan, "training_runs", None) or []
+    left_out = [arm.name for arm in getattr(ctx.plan, "trained_arms", None) or [] if arm.name not in listed
+                and not {run.name for run in runs if run.arm == arm.name} <= listed]  # an arm, or each of its runs
+    if isinstance(config.get("arms"), list) and left_out:
+        wrong.append(f"arms {config['arms']!r} (the plan also trains {left_out!r})")
     return [Issue("FEAS-14", UNKNOWN, f"Re-projection required: the config projected is not the plan's run: "
                                       f"{', '.join(wrong)}")] if wrong else []
 
