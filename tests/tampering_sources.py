@@ -583,11 +583,11 @@ def table_gate_failed(run: Path) -> None:
 
 
 def table_checkpoint_uri(run: Path) -> None:
+    """tables/arm_checkpoints.parquet: the last row names the other arm's checkpoint of that step."""
     rows = _table(run, "arm_checkpoints")
-    for row in rows:
-        for key, value in row.items():
-            if isinstance(value, str) and value.startswith("tinker://"):
-                row[key] = value.replace("-final", "-other")
+    last = rows[-1]
+    other = next(row for row in rows if row["arm"] != last["arm"] and row["step"] == last["step"])
+    last["uri"] = other["uri"]
     _write_table(run, "arm_checkpoints", rows)
 
 

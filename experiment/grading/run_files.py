@@ -10,12 +10,13 @@ with another copy of itself:
 - run.json: the spec's file name, title and hash (the plan's), the rehearsal scale and the run id's rehearsal mark,
   the run_created event's copy;
 - tables/training_steps.parquet and tables/sft_steps.parquet: each row is a logged step (a `training_step` event,
-  an sft-steps.jsonl row), the same count; tables/sft_finished_runs.parquet: each run's final sampler is its listed
-  checkpoint;
+  an sft-steps.jsonl row), the same count; tables/arm_checkpoints.parquet: each row a checkpoint a `training_step`
+  event logged; tables/sft_finished_runs.parquet: each run's final sampler is its listed checkpoint;
 - events.jsonl: `evaluator_frozen` froze the evaluator's own item count, every `evaluation_progress` of a finished
   run reached it, the `evaluation` gate's per-arm numbers are the scores, the `decision` gate's verdict and per
   criterion effects are the record's, a rehearsal's `run_config`/`service_exposure` name the embedded backend and
-  its `spec_intake` served the rehearsal's model, the activation values posted are a logged pilot's, and a value a
+  its `spec_intake` served the rehearsal's model, the activation values posted are a logged pilot's, the `probe`
+  event's results are those its gate judged, every event is of a kind the pipeline writes, and a value a
   `result_updated` event carries is RESULT's.
 
 Findings are record-level (`Grade.problems`), invalid.
@@ -32,6 +33,15 @@ from experiment.grading.registry import rule
 
 RUN_META = "run.json"
 _TABLES = "tables"
+# every event the pipeline appends (experiment/, flows/: RunStore.append_event); another kind is read by no rule,
+# so it could say anything (a resume the record does not show, a gate no table has)
+PIPELINE_EVENTS = frozenset({
+    "activation_pilot_reused", "activation_pilots", "capacity_block", "capacity_wait", "checkpoint",
+    "correctness_input_tolerances_fixed", "correctness_revisions_pinned", "designed_restore", "evaluation_progress",
+    "evaluator_frozen", "evidence_added", "gate", "gate_beside_stop", "gate_schedule", "generation_measured",
+    "generation_progress", "generation_started", "interrupted", "probe", "requeue", "result_updated", "run_config",
+    "run_created", "run_resumed", "selection_frozen", "service_exposure", "service_routing", "training_step",
+})
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -129,6 +139,13 @@ def _table_problems(ctx: GradeContext) -> list[str]:
     if sft is not None and ctx.evidence.usable("sft-steps.jsonl"):
         problems += _rows_match("sft_steps", sft, ctx.evidence.jsonl("sft-steps.jsonl") or [],
                                 ("run", "step", "attempt"), "sft-steps.jsonl")
+    saved = _table_rows(ctx.run_dir, "arm_checkpoints")
+    logged = {(e.get("arm"), e.get("checkpoint")) for e in _events(ctx, "training_step") if e.get("checkpoint")}
+    for row in saved or []:
+        if logged and row.get("uri") is not None and (row.get("arm"), row.get("uri")) not in logged:
+            problems.append(f"tables/arm_checkpoints.parquet: {short(row.get('arm'), 30)} step {short(row.get('step'))}'s "
+                            f"{short(row.get('uri'), 50)} is no checkpoint its training_step events logged")
+            break
     finished = _table_rows(ctx.run_dir, "sft_finished_runs")
     if finished:
         listed = {str(c.get("arm")): c.get("uri") for c in as_list(as_dict(ctx.result.get("evidence")).get("checkpoints"))
@@ -242,6 +259,23 @@ def _pilot_problems(ctx: GradeContext) -> list[str]:
     return []
 
 
+def _event_kind_problems(ctx: GradeContext) -> list[str]:
+    unknown = sorted({str(e.get("event")) for e in ctx.events or [] if isinstance(e, dict)} - PIPELINE_EVENTS)
+    return [f"events.jsonl holds event(s) the pipeline never writes: {', '.join(unknown[:3])}"] if unknown else []
+
+
+def _probe_problems(ctx: GradeContext) -> list[str]:
+    """The probe event's per-arm results are the ones the preflight_probe gate judged."""
+    measured = as_dict(as_dict(_gate(ctx, "preflight_probe")).get("measured"))
+    for event in _events(ctx, "probe"):
+        for arm, entry in as_dict(event.get("arms")).items():
+            judged = measured.get(arm)
+            if isinstance(entry, dict) and isinstance(judged, dict) \
+                    and not all(_same(entry[k], judged[k]) for k in entry if k in judged):
+                return [f"the probe event's {short(arm, 30)} is not what the preflight_probe gate judged"]
+    return []
+
+
 def _posted_problems(ctx: GradeContext) -> list[str]:
     """A value the last event posting a field carries is RESULT's value of that field."""
     carried: dict[str, Any] = {}
@@ -264,7 +298,8 @@ def TRACE_9(ctx: GradeContext) -> list[Issue]:
     if ctx.run_dir is None or ctx.events is None:
         return []
     problems = (_run_meta_problems(ctx) + _table_problems(ctx) + _evaluation_problems(ctx) + _decision_problems(ctx)
-                + _backend_problems(ctx) + _pilot_problems(ctx) + _posted_problems(ctx))
+                + _backend_problems(ctx) + _pilot_problems(ctx) + _probe_problems(ctx) + _event_kind_problems(ctx)
+                + _posted_problems(ctx))
     return [Issue("TRACE-9", INVALID, problem) for problem in problems]
 
 
