@@ -222,6 +222,14 @@ def test_an_arms_all_runs_median_is_the_median_of_its_runs_medians(sft_record):
     assert len(found) == 1 and "median_optim_step_seconds_all_runs" in found[0]
 
 
+def test_sft_steps_lists_each_runs_rows_in_the_order_they_ran(sft_record):
+    """issue 45: a log is written as the steps run; its rows reordered (every number kept) are not that log."""
+    rows = [json.loads(line) for line in _files(sft_record)[traces.SFT_STEPS]["content"].splitlines()]
+    rewrite_evidence(sft_record, traces.SFT_STEPS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in reversed(rows)))
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and "not in the order its steps ran" in found[0], found
+
+
 def test_heldout_numbers_of_a_run_are_loss_evals(sft_record):
     label = next(iter(_trimuon_run(sft_record) and sft_record["metrics"]["arms"]["trimuon"]["runs"]))
     sft_record["loss_eval"]["arms"]["trimuon"] = {"runs": {label: {"token_mean": 3.0, "example_mean": 3.1,
