@@ -11,7 +11,9 @@ leaves). The corpora, each a module of tests/ with tamperings by family:
 - tampering_traces.py (CORPUS, RUN_DIR_CORPUS): leaves a record restates from its run, and the disguised
   same-code parity check (issue 45 items 3, 6, 7);
 - tampering_classes.py (CORPUS, RUN_DIR_CORPUS): an independent audit's tamperings (issue 45 deliverable 10), the
-  class the name before its colon.
+  class the name before its colon;
+- tampering_sources.py (CORPUS, RUN_DIR_CORPUS): values the spec, the data, the run directory's other files or the
+  record's other half fix, changed consistently (issue 45 deliverables 1-3, 10), the class the name before its colon.
 Each record tampering is applied to the family's RESULT as a tamperer would (every hash kept consistent) and graded
 as the exchange receives it (the bare RESULT); with `--run-dirs` also as a run directory (the honest run directory
 copied, its result.json replaced and every evidence file rewritten from the tampered record's inline copy). Each
@@ -82,6 +84,11 @@ def corpora() -> tuple[list[tuple[str, str, str, Callable]], list[tuple[str, str
         records += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
     for family, tampers in audit.RUN_DIR_CORPUS.items():
         run_dirs += [(family, name, f"audit: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    sources = importlib.import_module("tampering_sources")
+    for family, tampers in sources.CORPUS.items():
+        records += [(family, name, f"sources: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
+    for family, tampers in sources.RUN_DIR_CORPUS.items():
+        run_dirs += [(family, name, f"sources: {name.split(':')[0]}", tamper) for name, tamper in tampers.items()]
     return records, run_dirs
 
 

@@ -202,8 +202,8 @@ def FEAS_10(ctx: GradeContext) -> list[Issue]:
 @rule("FEAS-14", "feasibility", "unknown", "the config projected is the plan's full run: its steps, sizes and eval count")
 def FEAS_14(ctx: GradeContext) -> list[Issue]:
     """*(issue 45)* `config` (the full run the projection is made for) is the plan's: the spec's (or its rehearsal's)
-    steps, LoRA rank, batch size, sequence length and training pool, and the plan's eval count. A smaller run
-    projected fits where the planned one may not."""
+    steps, LoRA rank, batch size, sequence length and training pool (its name and path), its base model, every
+    training run the plan has, and the plan's eval count. A smaller run projected fits where the planned one may not."""
     config = as_dict(_record(ctx).get("config"))
     if ctx.spec is None or ctx.plan is None or not config:
         return []
@@ -213,6 +213,17 @@ def FEAS_14(ctx: GradeContext) -> list[Issue]:
                "n_eval": ctx.plan.eval.get("n_examples")}
     wrong = [f"{key} {config.get(key)!r} (the plan: {value!r})" for key, value in planned.items()
              if is_number(value) and key in config and not equal_json(config.get(key), value)]
+    named = {"base_model": ctx.spec.get("base_model"), **{f"dataset.{key}": as_dict(ctx.spec.get("dataset")).get(key)
+                                                         for key in ("name", "path")}}
+    stated = {"base_model": config.get("base_model"), **{f"dataset.{key}": as_dict(config.get("dataset")).get(key)
+                                                         for key in ("name", "path")}}
+    wrong += [f"{key} {stated[key]!r} (the spec: {value!r})" for key, value in named.items()
+              if isinstance(value, str) and stated[key] is not None and stated[key] != value]
+    listed, runs = set(map(str, as_list(config.get("arms")))), getattr(ctx.plan, "training_runs", None) or []
+    left_out = [arm.name for arm in getattr(ctx.plan, "trained_arms", None) or [] if arm.name not in listed
+                and not {run.name for run in runs if run.arm == arm.name} <= listed]  # an arm, or each of its runs
+    if isinstance(config.get("arms"), list) and left_out:
+        wrong.append(f"arms {config['arms']!r} (the plan also trains {left_out!r})")
     return [Issue("FEAS-14", UNKNOWN, f"Re-projection required: the config projected is not the plan's run: "
                                       f"{', '.join(wrong)}")] if wrong else []
 

@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any
-from experiment.grading import activation, prose, spec_anchor, traces
+from experiment.grading import activation, prose, run_files, spec_anchor, traces
 from experiment.grading.common import (
     applied, INVALID, UNKNOWN, UNVERIFIED, GradeContext, Issue, as_dict, as_list, equal_json, is_integer, short,
 )
@@ -566,7 +566,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
 
 CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8, *activation.CHECKS,
           EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, EVID_9, EVID_10, *traces.CHECKS, SEC_1,
-          *spec_anchor.RECORD_CHECKS, *prose.CHECKS]
+          *spec_anchor.RECORD_CHECKS, *prose.CHECKS, *run_files.CHECKS]
 
 
 def general_issues(ctx: GradeContext) -> list[Issue]:

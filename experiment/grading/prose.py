@@ -9,6 +9,10 @@ runs CHECKS); the verdict, item count, effects and per-arm numbers are PROSE-1..
   names RESULT.confidence, and "effect X meets|misses margin Y" says what X against Y gives.
 - PROSE-8 where a `model` deviation replaced the spec's model, the prose names the spec's model only as the one
   replaced ("instead of", "a rehearsal substitute for", "the service does not serve"), never as the one that ran.
+- PROSE-9 the method, the selected learning rates and the time units the prose states are the record's: no other
+  interval method than the decision's paired Hoeffding bound ("a paired t-test"), "<arm> <nll> (LR x)" and
+  "grid-edge LR selected for <arm> (x)" name the arm's selected_lr, and "median optimizer step <arm> <t>s" is in
+  seconds (a time written in ms or µs is a thousandfold claim).
 """
 
 from __future__ import annotations
@@ -100,4 +104,39 @@ def PROSE_8(ctx: GradeContext) -> list[Issue]:
     return [Issue("PROSE-8", INVALID, f"the prose claims the spec's model: {'; '.join(wrong)}")] if wrong else []
 
 
-CHECKS = [PROSE_6, PROSE_7, PROSE_8]
+_OTHER_METHODS = re.compile(r"\b(t-test|t test|bootstrap\w*|wilcoxon|mann-whitney|permutation test|z-test|"
+                            r"clopper-pearson|wilson (?:score )?interval|bernstein|bayes\w*|normal approximation)\b", re.I)
+_SELECTED_LR = (re.compile(r"\b([\w.-]+) [+\-]?\d+(?:\.\d+)? \(LR " + _NUMBER + r"\)"),
+                re.compile(r"\bgrid-edge LR selected for ([\w.-]+) \(" + _NUMBER + r"\)"))
+_STEP_TIME = re.compile(r"\bmedian optimizer step ((?:[\w.-]+ \d+(?:\.\d+)?(?:e[+\-]?\d+)?\s*[µu]?m?s\b,? ?)+)", re.I)
+
+
+@rule("PROSE-9", "record", "invalid", "the method, the selected learning rates and the time units the prose states are the record's")
+def PROSE_9(ctx: GradeContext) -> list[Issue]:
+    """No interval method other than the decision's; an arm's selected LR as the record's selected_lr; optimizer-step
+    times in seconds."""
+    method = (ctx.result.get("decision") or {}).get("method") if isinstance(ctx.result.get("decision"), dict) else None
+    arms = (ctx.result.get("metrics") or {}).get("arms") if isinstance(ctx.result.get("metrics"), dict) else None
+    arms = arms if isinstance(arms, dict) else {}
+    wrong = []
+    for field, text in _texts(ctx):
+        other = _OTHER_METHODS.search(text) if method == "paired_hoeffding" else None
+        if other:
+            wrong.append(f"{field} names {other.group(0)!r}, the decision used the paired Hoeffding bound")
+        for pattern in _SELECTED_LR:
+            for match in pattern.finditer(text):
+                entry = arms.get(match.group(1))
+                selected = entry.get("selected_lr") if isinstance(entry, dict) else None
+                if isinstance(selected, (int, float)) and not isinstance(selected, bool) \
+                        and abs(_number(match.group(2)) - selected) > 1e-12 * max(1.0, abs(selected)):
+                    wrong.append(f"{field} gives {match.group(1)} LR {match.group(2)} (its selected_lr: {selected:g})")
+        for match in _STEP_TIME.finditer(text):
+            units = re.findall(r"\d\s*([µu]?m?s)\b", match.group(1))
+            if any(unit != "s" for unit in units):
+                wrong.append(f"{field} states an optimizer-step time in {', '.join(sorted(set(units)))}, the record "
+                             "in seconds")
+    return [Issue("PROSE-9", INVALID, f"the prose states another method, LR or unit than the record: "
+                                      f"{'; '.join(wrong[:4])}")] if wrong else []
+
+
+CHECKS = [PROSE_6, PROSE_7, PROSE_8, PROSE_9]

@@ -32,7 +32,7 @@ import sys
 
 from experiment.grading import (  # noqa: F401 - imported for their registrations
     activation, correctness, decision, evaluator, feasibility, general, generation_audit, grade, prose, restoration,
-    run_dir, spec_anchor, traces,
+    run_dir, run_files, spec_anchor, traces,
 )
 from experiment.grading.common import INVALID, UNKNOWN, UNVERIFIED
 from experiment.grading.registry import PROBLEM, RECORD, SEVERITIES, SHAPE_RULES, Rule, declare, table

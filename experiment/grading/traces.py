@@ -95,6 +95,22 @@ def _sft_expected(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "first_step_train_nll_token_mean": nll[0], "last_step_train_nll_token_mean": nll[-1]}
 
 
+def _sft_log_order(ctx: GradeContext) -> list[str]:
+    """*(issue 45)* sft-steps.jsonl is a log, written as the steps ran: each run's rows come in step order within an
+    attempt, and an attempt's rows after the earlier attempt's."""
+    last: dict[str, tuple[Any, Any]] = {}
+    for row in ctx.evidence.jsonl(SFT_STEPS) or []:
+        key = (row.get("attempt") or 1, row.get("step"))
+        if not all(is_integer(k) for k in key):
+            continue
+        run = str(row.get("run"))
+        if run in last and key < last[run]:
+            return [f"{SFT_STEPS}: {short(run, 30)}'s rows are not in the order its steps ran (attempt {key[0]} step "
+                    f"{key[1]} after attempt {last[run][0]} step {last[run][1]})"]
+        last[run] = key
+    return []
+
+
 def _sft_row_problems(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Each step's training NLL is its loss over its tokens (experiment.sft.loop: loss_sum / n_tokens)."""
     problems = []
@@ -145,7 +161,7 @@ def TRACE_1(ctx: GradeContext) -> list[Issue]:
     sft = _sft_rows(ctx)
     problems: list[str] = []
     if sft is not None:
-        problems += _sft_row_problems(sft) + _sft_log_against_events(ctx, sft)
+        problems += _sft_row_problems(sft) + _sft_log_against_events(ctx, sft) + _sft_log_order(ctx)
     completed = set(as_list(ctx.result.get("completed_arms")))
     for name, arm in planned_arms.items():
         metrics = as_dict(arms.get(name))
@@ -205,9 +221,9 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
     runs = as_dict(metrics.get("runs"))
     grid = sorted({float(run.lr) for run in planned if run.lr is not None})  # each LR once, whatever the seeds
     where = f"metrics.arms.{name}"
-    if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list)
-                                     and equal_json(sorted(map(float, metrics["lr_grid"])), grid)):
-        problems.append(f"{where}.lr_grid {short(metrics['lr_grid'])} is not the plan's grid {grid}")
+    if "lr_grid" in metrics and not (isinstance(metrics["lr_grid"], list) and all(map(is_number, metrics["lr_grid"]))
+                                     and equal_json(list(map(float, metrics["lr_grid"])), grid)):
+        problems.append(f"{where}.lr_grid {short(metrics['lr_grid'])} is not the plan's grid {grid} (in its order)")
     if "runs_completed" in metrics and not (completed and equal_json(metrics["runs_completed"], len(planned))):
         problems.append(f"{where}.runs_completed {short(metrics['runs_completed'])} is not the {len(planned)} runs "
                         "the plan trains")
@@ -218,7 +234,7 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
         if not entry:
             continue
         at = f"{where}.runs.{label}"
-        expected: dict[str, Any] = {"learning_rate": run.lr, "optimizer_family": family}
+        expected: dict[str, Any] = {"learning_rate": run.lr, "optimizer_family": family, "seed": run.seed}
         if _succeeded(ctx):
             expected["steps_completed"] = run.steps
         problems += _compare(at, entry, expected, "the plan")
@@ -230,6 +246,10 @@ def _sft_arm(ctx: GradeContext, name: str, metrics: dict[str, Any], planned: lis
                             f"{len(rows)} steps of {run.name}")
         problems += _compare(at, entry, _sft_expected(rows), f"recomputed from {SFT_STEPS}")
         problems += _compare(at, entry, _heldout(ctx, name, label), "loss_eval")
+    medians = [_sft_expected(sft.get(run.name, [])).get("median_optim_step_seconds") for run in planned] if sft else []
+    if medians and all(is_number(m) for m in medians):
+        problems += _compare(where, metrics, {"median_optim_step_seconds_all_runs": statistics.median(medians)},
+                             f"the median of its runs' medians, recomputed from {SFT_STEPS}")
     return problems
 
 

@@ -195,6 +195,41 @@ def test_an_lr_grid_and_its_completed_runs_are_the_plans(sft_record):
     assert len(found) == 2 and "lr_grid" in found[0] and "runs_completed" in found[1]
 
 
+def test_an_lr_grid_is_stated_in_the_plans_order(sft_record):
+    """issue 45: a grid listed in another order than the plan's (its runs are restored in plan order) is not the plan's."""
+    arm = sft_record["metrics"]["arms"]["trimuon"]
+    arm["lr_grid"] = list(reversed(arm["lr_grid"]))
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and "lr_grid" in found[0] and "in its order" in found[0]
+
+
+def test_each_grid_run_states_the_plans_seed(sft_record):
+    assert _messages(traces.TRACE_1, sft_record) == []
+    for run in sft_record["metrics"]["arms"]["trimuon"]["runs"].values():
+        run["seed"] = 0
+    assert _messages(traces.TRACE_1, sft_record) == []
+    _trimuon_run(sft_record)["seed"] = 3
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and ".seed 3" in found[0] and "(the plan)" in found[0]
+
+
+def test_an_arms_all_runs_median_is_the_median_of_its_runs_medians(sft_record):
+    arm = sft_record["metrics"]["arms"]["trimuon"]
+    arm["median_optim_step_seconds_all_runs"] = 0.03  # every run's steps took 0.03 s
+    assert _messages(traces.TRACE_1, sft_record) == []
+    arm["median_optim_step_seconds_all_runs"] = 0.015
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and "median_optim_step_seconds_all_runs" in found[0]
+
+
+def test_sft_steps_lists_each_runs_rows_in_the_order_they_ran(sft_record):
+    """issue 45: a log is written as the steps run; its rows reordered (every number kept) are not that log."""
+    rows = [json.loads(line) for line in _files(sft_record)[traces.SFT_STEPS]["content"].splitlines()]
+    rewrite_evidence(sft_record, traces.SFT_STEPS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in reversed(rows)))
+    found = _messages(traces.TRACE_1, sft_record)
+    assert len(found) == 1 and "not in the order its steps ran" in found[0], found
+
+
 def test_heldout_numbers_of_a_run_are_loss_evals(sft_record):
     label = next(iter(_trimuon_run(sft_record) and sft_record["metrics"]["arms"]["trimuon"]["runs"]))
     sft_record["loss_eval"]["arms"]["trimuon"] = {"runs": {label: {"token_mean": 3.0, "example_mean": 3.1,
