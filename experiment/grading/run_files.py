@@ -28,11 +28,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from experiment.contract.run_layout import RUN_META, run_meta_path, table_path
 from experiment.grading.common import INVALID, GradeContext, Issue, as_dict, as_list, close, equal_json, is_number, short
 from experiment.grading.registry import rule
 
-RUN_META = "run.json"
-_TABLES = "tables"
 # every event the pipeline appends (experiment/, flows/: RunStore.append_event); another kind is read by no rule,
 # so it could say anything (a resume the record does not show, a gate no table has)
 PIPELINE_EVENTS = frozenset({
@@ -51,7 +50,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _table_rows(run_dir: Path, name: str) -> list[dict[str, Any]] | None:
-    path = run_dir / _TABLES / f"{name}.parquet"
+    path = table_path(run_dir, name)
     if not path.is_file():
         return None
     try:
@@ -76,7 +75,7 @@ def _gate(ctx: GradeContext, gate: str) -> dict[str, Any] | None:
 
 def _run_meta_problems(ctx: GradeContext) -> list[str]:
     try:
-        meta = json.loads((ctx.run_dir / RUN_META).read_text(encoding="utf-8"))
+        meta = json.loads(run_meta_path(ctx.run_dir).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return [f"{RUN_META} is missing or not JSON"]
     if not isinstance(meta, dict):

@@ -8,6 +8,7 @@ the edited one. tests/e2e/test_grader_trust.py runs tests/tampering_sources.py's
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from pathlib import Path
@@ -18,7 +19,7 @@ from experiment.contract.plan import draft_plan
 from experiment.grading import grade, prose
 from experiment.grading.common import GradeContext
 from experiment.grading.evidence import EvidenceAccess
-from experiment.grading.run_files import TRACE_9
+from experiment.grading.run_files import PIPELINE_EVENTS, TRACE_9
 
 
 def _ctx(result, events=None, run_dir=None):
@@ -176,3 +177,29 @@ def test_the_prose_names_each_arms_selected_lr_and_times_in_seconds(graded_recor
     assert any("selected_lr" in m for m in _messages(prose.PROSE_9, result))
     result["reasoning"] = honest.replace("0.0993s", "0.0993ms")
     assert any("in ms" in m for m in _messages(prose.PROSE_9, result))
+
+
+def _appended_event_kinds(root: Path) -> tuple[set[str], list[str]]:
+    """Every event kind the pipeline's code appends (`<store>.append_event("<kind>", ...)`), and the calls whose kind
+    is not a string literal (a kind no one could list)."""
+    kinds, unlisted = set(), []
+    for package in ("experiment", "flows", "tasks"):
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "append_event"):
+                    first = node.args[0] if node.args else None
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        kinds.add(first.value)
+                    else:
+                        unlisted.append(f"{path.relative_to(root)}:{node.lineno}")
+    return kinds, unlisted
+
+
+def test_the_graders_event_kinds_are_every_kind_the_pipeline_appends():
+    """TRACE-9 reads an event of another kind as a forgery: the grader's list (it may not import the pipeline) is
+    exactly the kinds the pipeline's code appends, each named by a literal, so a new event kind cannot turn an honest
+    run directory red, and a kind the pipeline stopped writing is not accepted."""
+    kinds, unlisted = _appended_event_kinds(Path(__file__).resolve().parents[2])
+    assert not unlisted
+    assert kinds == set(PIPELINE_EVENTS)
