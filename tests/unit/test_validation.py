@@ -107,7 +107,10 @@ def test_observations_file_changed_after_the_decision(run):
             row["value"] = 0.0
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     found = checks(run)
-    assert {"decision.observations_sha256", "evidence.immutable", "decision.effect", "decision.ci"} <= found
+    # caught on the file's hash (DEC-3, EVID-7); nothing is recomputed from bytes that do not hash to the manifest's
+    # sha256 (missing or unusable evidence makes the decision unverified, never a second, invalid finding)
+    assert {"decision.observations_sha256", "evidence.immutable"} <= found
+    assert not {"decision.effect", "decision.ci"} & found
 
 
 def test_result_effect_that_does_not_follow_from_the_observations(run):
@@ -579,7 +582,7 @@ def test_three_way_verdict_that_the_observations_do_not_give(tmp_path, margin, g
     assert "decision.verdict" not in checks(store)
     rewrite_result(store, verdict=wrong, outcome_reason=wrong)
     problems = [p for p in validate_run(store.run_dir) if p.check == "decision.verdict"]
-    assert len(problems) == 1 and f"RESULT verdict {wrong} but the observations give {given}" in problems[0].message
+    assert len(problems) == 1 and f"verdict {wrong} is not the recomputed {given}" in problems[0].message
 
 
 def test_actual_learning_rate_different_from_the_requested_one(run):
