@@ -271,7 +271,7 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
                 items = sel.split_items(items).confirmation_ids
             except d.DecisionError:
                 continue  # DEC-13 says why: no cover to hold the observations to
-        unlisted = sorted({o.item_id for o in rows} - set(items)) if listed is not None else []
+        unlisted = sorted({o.item_id for o in rows} - set(listed)) if listed is not None else []  # selection items: DEC-13
         if unlisted:
             issues.append(Issue("DEC-6", INVALID, f"criterion {criterion.get('id')}: observations of {len(unlisted)} "
                                                   f"item(s) the evaluator does not list (first: {short(unlisted[0])})"))
