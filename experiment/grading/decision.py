@@ -181,6 +181,8 @@ def DEC_1(ctx: GradeContext) -> list[Issue]:
 def DEC_2(ctx: GradeContext) -> list[Issue]:
     record = decision_object(ctx)
     issues = model_issues(Decision, record, "DEC-2", INVALID, "decision")
+    if record.get("version") is True:  # JSON true is no number (Python's True == 1)
+        issues.append(Issue("DEC-2", INVALID, "decision.version: true is not the number 1"))
     if ("observations" in record) == ("observations_file" in record):
         issues.append(Issue("DEC-2", INVALID, "decision carries both or neither of observations and observations_file"))
     ref = as_dict(record.get("observations_file")).get("name")

@@ -263,13 +263,19 @@ def EVAL_9_cover(ctx: GradeContext) -> list[Issue]:
     if ctx.plan is None or ctx.result.get("status") != "succeeded" or not refs or \
             not all(ctx.evidence.usable(ref) for ref in refs):
         return []
-    present = {(r.get("arm"), r.get("seed"), r.get("item_id")) for ref in refs for r in ctx.evidence.jsonl(ref) or []}
+    rows = [r for ref in refs for r in ctx.evidence.jsonl(ref) or []]
+    present = {(r.get("arm"), r.get("seed"), r.get("item_id")) for r in rows}
+    by_run = {(r.get(key), r.get("item_id")) for r in rows for key in ("arm", "run")}  # an LR grid's run, at its seed
     seeds = (ctx.plan.decision or {}).get("seeds") or sorted({s["seed"] for s in _scores(ctx) if is_integer(s.get("seed"))})
+    grid = {run.arm: [] for run in ctx.plan.training_runs if run.name != run.arm}
+    for run in ctx.plan.training_runs:
+        grid.get(run.arm, []).append(run.name)
     issues = []
     for provenance in _evaluators(ctx).values():
         ids = as_dict(provenance.get("items")).get("ids")
         for arm, seed in [(arm.name, seed) for arm in ctx.plan.arms for seed in seeds] if isinstance(ids, list) else []:
-            missing = [item for item in ids if (arm, seed, item) not in present]
+            missing = [item for item in ids if (arm, seed, item) not in present and not (
+                arm in grid and all((run, item) in by_run for run in grid[arm]))]
             if missing:
                 issues.append(Issue("EVAL-9", INVALID, f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have "
                                                        f"no prediction row (first: {short(missing[0], 30)})"))

@@ -37,15 +37,13 @@ class DecisionChecks:
     def check_decision(self) -> None:
         """DEC-1..10 and 13 by their one implementation; the run directory supplies whether the decision stage
         finished (a missing decision is a problem only then) and the observations file from evidence/ on disk."""
-        if self.typed[1] is None:
-            return  # the rules recompute under the plan of the retained spec: run.spec says why there is none
         if self.result.get("decision") is None:
             if self.spec.get("decision_rule") is not None and (
                     self.section_required("decision") or self.result.get("status") == "succeeded"):
                 self.restated("decision.missing")
             return
-        if self.restated("decision.shape"):
-            return
+        if self.restated("decision.shape") or self.typed[1] is None:
+            return  # the other rules recompute under the plan of the retained spec: run.spec says why there is none
         self.restated("decision.observations_file")
         self.restated("decision.observations_missing")
         self.restated("decision.observations_sha256")
