@@ -312,6 +312,8 @@ def build_gs1_run(runs_dir: Path, spec_path: Path = GS1_SPEC) -> RunStore:
             for index, item in enumerate(ITEM_IDS)
         ]
         rows_by_arm[arm] = rows
+        # the checkpoint the rows were scored on, at the arm's planned step (EVID-6)
+        store.add_checkpoint(arm, next(a.steps for a in plan.trained_arms if a.name == arm), f"tinker://run/{arm}/final")
         name = f"predictions-{arm}.jsonl"
         store.add_evidence(name, "predictions", "".join(json.dumps(row) + "\n" for row in rows))
         scores.append(score_entry(arm, sum(row["value"] for row in rows) / len(rows), eval_id, 0, name))

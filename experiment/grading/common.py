@@ -264,3 +264,20 @@ def run_label(run: Any) -> str:
     learning rate, with `-seed<s>` at a further scheduled seed (experiment.contract.plan.TrainingRun.label)."""
     label = getattr(run, "label", None)
     return label if isinstance(label, str) else f"{float(run.lr):g}" if run.lr is not None else run.name
+
+
+def first_difference(recorded: Any, expected: Any, where: str) -> str | None:
+    """The first path where two JSON values differ (numbers within FLOAT_TOL), else None."""
+    if isinstance(expected, dict):
+        if not isinstance(recorded, dict) or set(recorded) != set(expected):
+            return where
+        return next((d for key in sorted(expected) if (d := first_difference(recorded[key], expected[key],
+                                                                               f"{where}.{key}"))), None)
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(recorded, list) or len(recorded) != len(expected):
+            return where
+        return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := first_difference(a, b, f"{where}[{i}]"))),
+                    None)
+    if is_number(expected):
+        return None if close(recorded, expected) else where
+    return None if recorded == expected and type(recorded) is type(expected) else where

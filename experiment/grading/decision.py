@@ -8,31 +8,26 @@ recorded criteria, `effect`, `ci`, `grid_edge` and verdict must be what the reco
 
 from __future__ import annotations
 
-import hashlib
 import json
-import statistics
 from typing import Any
 
 from experiment.stats import decision as d
 from experiment.stats import selection as sel
+from experiment.contract.result import adaptation_batch_hash
 from experiment.contract.result_models import Decision
 from experiment.contract.spec import ROLE_LABELS, SpecError, apply_revision
 from experiment.grading.common import (
     FLOAT_TOL, INVALID, MISSING_EVIDENCE, MISSING_SUMMARY, NOT_APPLICABLE, UNKNOWN, UNVERIFIED, CategoryGrade, GradeContext, Issue, as_dict, as_list,
-    close, equal_json, float_of, is_number, model_issues, run_checks, short, run_label, run_seed,
+    close, equal_json, first_difference, float_of, is_integer, is_number, model_issues, run_checks, short, run_label, run_seed,
 )
-from experiment.grading.attempts import last_attempts
-from experiment.grading.evaluator import loss_from_predictions
+from experiment.grading.decision_rows import (
+    FILE, RETAINED, SHA256, decision_object, derived_rows, evaluator_items, observation_rows, prediction_observations,
+    read_observations, spec_rule, unread_part,
+)
 from experiment.grading.registry import implements, rule
 
 NAME = "decision"
 MAX_OBSERVATIONS, MAX_FILE_BYTES = 100_000, 10 * 1024 * 1024
-
-
-def _rule(ctx: GradeContext) -> dict[str, Any]:
-    """The spec's decision_rule, else the recorded revision's verdict_rule (a spec without a decision_rule)."""
-    spec = ctx.spec or {}
-    return as_dict(spec.get("decision_rule") or spec.get("verdict_rule"))
 
 
 def _role_to_arm(ctx: GradeContext) -> dict[str, str]:
@@ -42,7 +37,7 @@ def _role_to_arm(ctx: GradeContext) -> dict[str, str]:
     planned = _planned_selection(ctx)
     if planned is not None:
         expected, _ = _recomputed_selection(ctx)
-        recorded = as_dict(_record(ctx).get("selection")).get("selected")
+        recorded = as_dict(decision_object(ctx).get("selection")).get("selected")
         chosen = expected["selected"] if expected else recorded if recorded in planned["candidates"] else None
         if chosen is not None:
             roles[planned["role"]] = chosen
@@ -51,25 +46,6 @@ def _role_to_arm(ctx: GradeContext) -> dict[str, str]:
 
 def _planned_selection(ctx: GradeContext) -> dict[str, Any] | None:
     return getattr(ctx.plan, "selection", None) if ctx.plan is not None else None
-
-
-def _prediction_observations(ctx: GradeContext, arms: set[str]) -> list[d.Observation] | None:
-    """Every retained prediction row of these arms, as observations (failures scored 0); None when unreadable."""
-    rows: list[d.Observation] = []
-    for score in as_list(as_dict(ctx.result.get("evaluation")).get("scores")):
-        score = as_dict(score)
-        if score.get("arm") not in arms:
-            continue
-        found = ctx.evidence.jsonl(score.get("predictions_ref"))
-        if found is None:
-            return None
-        for row in found:
-            value = row.get("value", 1.0 if row.get("correct") else 0.0 if "correct" in row else None)
-            try:
-                rows.append(d.observation_from_row({**row, "value": value, "metric": row.get("metric", score.get("metric"))}))
-            except d.DecisionError:
-                return None
-    return rows
 
 
 def _recomputed_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
@@ -84,20 +60,20 @@ def _recomputed_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str
 
 def _recompute_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
     planned = _planned_selection(ctx)
-    recorded = as_dict(_record(ctx).get("selection"))
+    recorded = as_dict(decision_object(ctx).get("selection"))
     evaluators = as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators"))
     evaluator = recorded.get("evaluator_id") if recorded.get("evaluator_id") in evaluators else \
         next(iter(evaluators), None) if len(evaluators) == 1 else None
-    items = _evaluator_items(ctx, evaluator)
+    items = evaluator_items(ctx, evaluator)
     if planned is None or items is None:
         return None, "no evaluator with explicit item ids to split"
-    rule = _rule(ctx)
+    rule = spec_rule(ctx)
     criterion = next((as_dict(c) for c in rule.get("criteria") or [] if as_dict(c).get("id") == planned["criterion"]), None)
     if criterion is None:
         return None, f"the decision_rule has no criterion {planned['criterion']}"
     plan_roles = {role: entry["arm"] for role, entry in ctx.plan.role_to_arm.items()}
     weighted = {arm for c in ctx.plan.criteria for arm in c.arm_weights}
-    rows = _prediction_observations(ctx, weighted)
+    rows = prediction_observations(ctx, weighted)
     if rows is None:
         return None, "the candidates' predictions are not retained inline"
     try:
@@ -108,10 +84,6 @@ def _recompute_selection(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]
         return None, f"the selection cannot be recomputed: {err}"
     return sel.selection_record(split, str(evaluator), planned["role"], planned["candidates"], planned["criterion"],
                                 selected, effects), ""
-
-
-def _record(ctx: GradeContext) -> dict[str, Any]:
-    return as_dict(ctx.result.get("decision"))
 
 
 def _from_revision(ctx: GradeContext) -> bool:
@@ -162,100 +134,15 @@ def DEC_15(ctx: GradeContext) -> list[Issue]:
                                         "carry the pin")] if pins else []
 
 
-def _nll_from_predictions(rows: list[dict[str, Any]], aggregation: str) -> float | None:
-    """Held-out NLL of one run from its per-example prediction rows (the evaluator's recomputation,
-    LOSS-3's); None where it cannot be recomputed or no example has a counted token."""
-    summary = loss_from_predictions(rows, aggregation)
-    return summary["value"] if summary is not None and summary["n_examples"] else None
-
-
-def _step_rows(ctx: GradeContext) -> list[dict[str, Any]]:
-    """Per-step training log rows retained inline (rows naming a `run` and its `optim_seconds`)."""
-    rows: list[dict[str, Any]] = []
-    for entry in ctx.evidence.by_kind("metrics"):
-        name = entry.get("name")
-        if isinstance(name, str) and name.endswith(".jsonl"):
-            rows += [row for row in ctx.evidence.jsonl(name) or [] if "optim_seconds" in row and "run" in row]
-    return rows
-
-
-def _derived_rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
-    """best_lr_threshold without a decision object: one value per training run and criterion metric,
-    recomputed from the retained evidence, never read from RESULT's summaries: held-out NLL from the
-    run's per-example prediction rows (in the spec's aggregation), the median optimizer step from
-    the retained per-step log. (None, why) when a value cannot be recomputed."""
-    if ctx.plan is None:
-        return None, "no plan"
-    aggregation = ctx.plan.eval.get("aggregation") or "token_mean"
-    scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
-    evaluators = list(as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators")))
-    steps = None
-    rows = []
-    for run in ctx.plan.training_runs:
-        for metric in sorted({str(c.get("metric")) for c in _rule(ctx).get("criteria") or []}):
-            if "nll" in metric:
-                score = next((s for s in scores if s.get("run") == run.name or s.get("arm") == run.name), None)
-                if score is None:
-                    return None, f"no score of run {run.name}"
-                predictions = ctx.evidence.jsonl(score.get("predictions_ref"))
-                if predictions is None:
-                    return None, f"run {run.name}: {ctx.evidence.why(score.get('predictions_ref')) or 'no JSONL predictions'}"
-                value = _nll_from_predictions(predictions, aggregation)
-                evaluator = score.get("evaluator_id")
-            elif metric == "median_optim_step_seconds":
-                steps = last_attempts(ctx, _step_rows(ctx))[0] if steps is None else steps  # a resumed run's own
-                optim = [row["optim_seconds"] for row in steps if row.get("run") == run.name and is_number(row.get("optim_seconds"))]
-                complete = run.steps is None or len(optim) == int(run.steps)  # every planned step logged, once
-                value = statistics.median(optim) if optim and complete else None
-                evaluator = evaluators[0] if evaluators else None
-            else:
-                return None, f"metric {metric} is not recomputable from the retained evidence"
-            if value is None:
-                return None, f"run {run.name}: {metric} does not recompute from the retained evidence"
-            rows.append({"item_id": "best_lr_threshold", "arm": run.name, "seed": run_seed(run), "metric": metric,
-                         "value": value, "evaluator_id": evaluator})
-    return rows, ""
-
-
-def _rows(ctx: GradeContext) -> tuple[list[dict[str, Any]] | None, str]:
-    """The observation rows the record carries, or None with the reason they cannot be read."""
-    record = _record(ctx)
-    if not record and _rule(ctx).get("method") == "best_lr_threshold":
-        derived, why = _derived_rows(ctx)
-        return (derived, "") if derived else (None, why or "no training runs to recompute")
-    if isinstance(record.get("observations"), list):
-        return record["observations"], ""
-    ref = as_dict(record.get("observations_file"))
-    name = ref.get("name")
-    if not name:
-        return None, "no observations"
-    if ctx.evidence.sha256(name) != ref.get("sha256"):
-        return None, f"observations_file {name} is not retained under the sha256 the decision names"
-    if not ctx.evidence.usable(name):
-        return None, ctx.evidence.why(name)
-    rows = ctx.evidence.jsonl(name)
-    return (rows, "") if rows is not None else (None, f"{name} is not JSONL observations")
-
-
-def _observations(ctx: GradeContext) -> list[d.Observation] | None:
-    rows, _ = _rows(ctx)
-    if rows is None:
-        return None
-    try:
-        return [d.observation_from_row(row, f"observation {i}") for i, row in enumerate(rows)]
-    except d.DecisionError:
-        return None
-
-
 def _recompute(ctx: GradeContext) -> tuple[dict[str, Any] | None, str]:
     """The spec's method applied to the record's observations (None when they are unreadable or
     incomplete: DEC-3/DEC-6 then say why, and nothing is recomputed from a partial set)."""
-    observations = _observations(ctx)
+    observations = read_observations(ctx)
     if observations is None:
         return None, "observations unreadable"
     if DEC_6(ctx):
         return None, "observations incomplete"
-    rule = _rule(ctx)
+    rule = spec_rule(ctx)
     try:
         if rule.get("method", "paired_hoeffding") == "paired_hoeffding":
             simultaneous = (ctx.plan.decision or {}).get("adjustment") == "bonferroni" if ctx.plan else False
@@ -292,8 +179,10 @@ def DEC_1(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-2", "decision", "invalid", "decision = {version: 1} with exactly one of observations and observations_file")
 def DEC_2(ctx: GradeContext) -> list[Issue]:
-    record = _record(ctx)
+    record = decision_object(ctx)
     issues = model_issues(Decision, record, "DEC-2", INVALID, "decision")
+    if record.get("version") is True:  # JSON true is no number (Python's True == 1)
+        issues.append(Issue("DEC-2", INVALID, "decision.version: true is not the number 1"))
     if ("observations" in record) == ("observations_file" in record):
         issues.append(Issue("DEC-2", INVALID, "decision carries both or neither of observations and observations_file"))
     ref = as_dict(record.get("observations_file")).get("name")
@@ -304,15 +193,38 @@ def DEC_2(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-3", "decision", "unverified", "the observations file is a retained, inline evidence file with its sha256")
 def DEC_3(ctx: GradeContext) -> list[Issue]:
-    rows, why = _rows(ctx)
+    return DEC_3_file(ctx) + DEC_3_retained(ctx) + DEC_3_sha256(ctx)
+
+
+def _unread(ctx: GradeContext, part: str) -> list[Issue]:
+    rows, why = observation_rows(ctx)
     return [Issue("DEC-3", UNVERIFIED, f"observations cannot be read from the record: {why}", MISSING_EVIDENCE)] \
-        if rows is None else []
+        if rows is None and unread_part(ctx) == part else []
+
+
+@implements("DEC-3")
+def DEC_3_file(ctx: GradeContext) -> list[Issue]:
+    """The decision names observations that read as rows, from a file retained as metrics."""
+    name = as_dict(decision_object(ctx).get("observations_file")).get("name")
+    kind = as_dict(ctx.evidence.by_name.get(name) if isinstance(name, str) else None).get("kind", "metrics")
+    return _unread(ctx, FILE) + ([Issue("DEC-3", UNVERIFIED, f"observations file {name} is retained as kind "
+                                                              f"{short(kind)}, not metrics")] if kind != "metrics" else [])
+
+
+@implements("DEC-3")
+def DEC_3_retained(ctx: GradeContext) -> list[Issue]:
+    return _unread(ctx, RETAINED)
+
+
+@implements("DEC-3")
+def DEC_3_sha256(ctx: GradeContext) -> list[Issue]:
+    return _unread(ctx, SHA256)
 
 
 @rule("DEC-4", "decision", "unverified", "at most 10 MiB and 100 000 observations")
 def DEC_4(ctx: GradeContext) -> list[Issue]:
-    rows, _ = _rows(ctx)
-    name = as_dict(_record(ctx).get("observations_file")).get("name")
+    rows, _ = observation_rows(ctx)
+    name = as_dict(decision_object(ctx).get("observations_file")).get("name")
     data = ctx.evidence.bytes(name) if name else None
     if (rows is not None and len(rows) > MAX_OBSERVATIONS) or (data is not None and len(data) > MAX_FILE_BYTES):
         return [Issue("DEC-4", UNVERIFIED, "observations exceed 10 MiB or 100 000 rows")]
@@ -321,7 +233,7 @@ def DEC_4(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-5", "decision", "invalid", "each observation has item_id, arm, seed, metric, finite value, evaluator_id")
 def DEC_5(ctx: GradeContext) -> list[Issue]:
-    rows, _ = _rows(ctx)
+    rows, _ = observation_rows(ctx)
     for index, row in enumerate(rows or []):
         try:
             observation = d.observation_from_row(row, f"observation {index}")
@@ -334,39 +246,37 @@ def DEC_5(ctx: GradeContext) -> list[Issue]:
 
 def _compared_arms(ctx: GradeContext) -> list[str]:
     roles = _role_to_arm(ctx)
-    arms = sorted({roles.get(k, k) for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))})
-    if _rule(ctx).get("method") == "best_lr_threshold" and ctx.plan is not None:
+    arms = sorted({roles.get(k, k) for c in spec_rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))})
+    if spec_rule(ctx).get("method") == "best_lr_threshold" and ctx.plan is not None:
         return sorted(run.name for run in ctx.plan.training_runs if run.arm in arms)
     return arms
 
 
-def _evaluator_items(ctx: GradeContext, evaluator: Any) -> list[str] | None:
-    evaluators = as_dict(as_dict(ctx.result.get("evaluation")).get("evaluators"))
-    ids = as_dict(as_dict(evaluators.get(evaluator)).get("items")).get("ids")
-    return [str(i) for i in ids] if isinstance(ids, list) else None
-
-
 @rule("DEC-6", "decision", "invalid|unverified", "observations cover every compared arm, item and scheduled seed, and no other seed")
 def DEC_6(ctx: GradeContext) -> list[Issue]:
-    observations = _observations(ctx)
+    observations = read_observations(ctx)
     if observations is None:
         return []
     issues = []
-    scheduled = [int(s) for s in _rule(ctx).get("seeds") or [0]]
+    scheduled = [int(s) for s in spec_rule(ctx).get("seeds") or [0]]
     added = sorted({o.seed for o in observations} - set(scheduled))
     if added:
         issues.append(Issue("DEC-6", INVALID, f"observations use unscheduled seed(s) {added} (scheduled {scheduled})"))
-    best_lr = _rule(ctx).get("method") == "best_lr_threshold"
-    for criterion in _rule(ctx).get("criteria") or []:
+    best_lr = spec_rule(ctx).get("method") == "best_lr_threshold"
+    for criterion in spec_rule(ctx).get("criteria") or []:
         metric = criterion.get("metric")
         rows = [o for o in observations if o.metric == metric]
-        items = None if best_lr else _evaluator_items(ctx, rows[0].evaluator_id if rows else None)
-        items = items if items is not None else sorted({o.item_id for o in rows})
+        listed = None if best_lr else evaluator_items(ctx, rows[0].evaluator_id if rows else None)
+        items = listed if listed is not None else sorted({o.item_id for o in rows})
         if _planned_selection(ctx) is not None and not best_lr:  # adaptive selection: confirmation items only
             try:
                 items = sel.split_items(items).confirmation_ids
             except d.DecisionError:
-                pass  # DEC-13 says why
+                continue  # DEC-13 says why: no cover to hold the observations to
+        unlisted = sorted({o.item_id for o in rows} - set(listed)) if listed is not None else []  # selection items: DEC-13
+        if unlisted:
+            issues.append(Issue("DEC-6", INVALID, f"criterion {criterion.get('id')}: observations of {len(unlisted)} "
+                                                  f"item(s) the evaluator does not list (first: {short(unlisted[0])})"))
         have = {(o.arm, o.item_id, o.seed) for o in rows}
         expected = ([(run.name, item, run_seed(run)) for run in ctx.plan.training_runs
                      if run.name in _compared_arms(ctx) for item in items] if best_lr and ctx.plan is not None else
@@ -381,7 +291,7 @@ def DEC_6(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-7", "decision", "invalid|unverified", "observations agree with the evaluation record and the retained predictions")
 def DEC_7(ctx: GradeContext) -> list[Issue]:
-    observations = _observations(ctx)
+    observations = read_observations(ctx)
     if observations is None:
         return []
     issues = []
@@ -390,7 +300,7 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
     if unknown:
         issues.append(Issue("DEC-7", INVALID, f"observations name evaluator(s) the evaluation record lacks: "
                                               f"{', '.join(i[:12] for i in unknown)}"))
-    if _rule(ctx).get("method") == "best_lr_threshold":
+    if spec_rule(ctx).get("method") == "best_lr_threshold":
         return issues  # its values are recomputed from the predictions themselves (_derived_rows; LOSS-3)
     # each observation equals the retained prediction row's value (failures scored 0)
     predicted: dict[tuple[str, str, int, str], float] = {}
@@ -427,19 +337,51 @@ def DEC_7(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-8", "decision", "invalid", "the decision recomputed from the observations reproduces criteria, effect and ci")
 def DEC_8(ctx: GradeContext) -> list[Issue]:
-    if _observations(ctx) is None or DEC_6(ctx):
+    decided = _decided(ctx)
+    return _criteria(ctx, decided) + _result_fields(ctx, decided, ("effect", "margin", "ci"))
+
+
+def _decided(ctx: GradeContext) -> tuple[dict[str, Any] | None, str] | None:
+    """The recomputation DEC-8 compares the record with; None where the observations are unreadable or incomplete
+    (DEC-3, DEC-6 say why)."""
+    return None if read_observations(ctx) is None or DEC_6(ctx) else _recompute(ctx)
+
+
+@implements("DEC-8")
+def DEC_8_criteria(ctx: GradeContext) -> list[Issue]:
+    """The decision object's criteria (and every other field) and the direction fields a verdict carries."""
+    return _criteria(ctx, _decided(ctx))
+
+
+@implements("DEC-8")
+def DEC_8_effect(ctx: GradeContext) -> list[Issue]:
+    return _result_fields(ctx, _decided(ctx), ("effect",))
+
+
+@implements("DEC-8")
+def DEC_8_margin(ctx: GradeContext) -> list[Issue]:
+    return _result_fields(ctx, _decided(ctx), ("margin",))
+
+
+@implements("DEC-8")
+def DEC_8_ci(ctx: GradeContext) -> list[Issue]:
+    return _result_fields(ctx, _decided(ctx), ("ci",))
+
+
+def _criteria(ctx: GradeContext, decided: tuple[dict[str, Any] | None, str] | None) -> list[Issue]:
+    if decided is None:
         return []
-    recomputed, why = _recompute(ctx)
+    recomputed, why = decided
     if recomputed is None:
         return [Issue("DEC-8", INVALID, f"the decision cannot be recomputed from the observations: {why}")]
     issues = []
-    recorded = {c.get("id"): c for c in as_list(_record(ctx).get("criteria")) if isinstance(c, dict)}
+    recorded = {c.get("id"): c for c in as_list(decision_object(ctx).get("criteria")) if isinstance(c, dict)}
     keys = ("effect", "lower", "upper") if "method" not in recomputed or recomputed.get("method") != "best_lr_threshold" \
         else ("effect",)
     for criterion in recomputed["criteria"]:
         criterion = criterion if isinstance(criterion, dict) else vars(criterion)
         mine = recorded.get(criterion["id"])
-        if mine is None and not _record(ctx):
+        if mine is None and not decision_object(ctx):
             continue  # no decision object (rule from the recorded revision): RESULT's fields are checked below
         if mine is None:
             issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']} is not in the decision object"))
@@ -452,53 +394,50 @@ def DEC_8(ctx: GradeContext) -> list[Issue]:
             if flag in mine and flag in criterion and not equal_json(mine[flag], criterion[flag]):
                 issues.append(Issue("DEC-8", INVALID, f"criterion {criterion['id']}: recorded {flag} {mine[flag]!r} is "
                                                       f"not the recomputed {criterion[flag]!r}"))
-    if _record(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:
+    if decision_object(ctx) and recomputed.get("method") != "best_lr_threshold" and not issues:
         issues += _whole_record(ctx, recomputed)
-    if ctx.plan is not None and ctx.plan.vocabulary == "direction_confidence" and recomputed["criteria"]:
-        primary = recomputed["criteria"][0]
+    if _direction(ctx, recomputed):
         issues += _direction_fields(ctx, recomputed)
-        if "effect" in ctx.result and not close(ctx.result.get("effect"), primary["effect"]):
-            issues.append(Issue("DEC-8", INVALID, f"RESULT.effect {ctx.result.get('effect')!r} is not the recomputed "
-                                                  f"{primary['effect']!r}"))
-        if "margin" in ctx.result and not close(ctx.result.get("margin"), primary["margin"]):
-            issues.append(Issue("DEC-8", INVALID, f"RESULT.margin {ctx.result.get('margin')!r} is not the spec's "
-                                                  f"{primary['margin']!r}"))
-        ci = ctx.result.get("ci")
-        if "lower" in primary and ci is not None and not (
-                isinstance(ci, list) and len(ci) == 2 and close(ci[0], primary["lower"]) and close(ci[1], primary["upper"])):
-            issues.append(Issue("DEC-8", INVALID, f"RESULT.ci {short(ci)} is not the recomputed interval"))
     return issues
 
 
-def _first_difference(recorded: Any, expected: Any, where: str) -> str | None:
-    """The first path where two JSON values differ (numbers within FLOAT_TOL), else None."""
-    if isinstance(expected, dict):
-        if not isinstance(recorded, dict) or set(recorded) != set(expected):
-            return where
-        return next((d for key in sorted(expected) if (d := _first_difference(recorded[key], expected[key],
-                                                                               f"{where}.{key}"))), None)
-    if isinstance(expected, (list, tuple)):
-        if not isinstance(recorded, list) or len(recorded) != len(expected):
-            return where
-        return next((d for i, (a, b) in enumerate(zip(recorded, expected)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
-                    None)
-    if is_number(expected):
-        return None if close(recorded, expected) else where
-    return None if recorded == expected and type(recorded) is type(expected) else where
+def _direction(ctx: GradeContext, recomputed: dict[str, Any] | None) -> bool:
+    return recomputed is not None and ctx.plan is not None and ctx.plan.vocabulary == "direction_confidence" \
+        and bool(recomputed["criteria"])
+
+
+def _result_fields(ctx: GradeContext, decided: tuple[dict[str, Any] | None, str] | None,
+                   keys: tuple[str, ...]) -> list[Issue]:
+    """RESULT's effect, margin and ci (the keys asked for) are the primary criterion's, recomputed."""
+    recomputed = decided[0] if decided is not None else None
+    if not _direction(ctx, recomputed):
+        return []
+    issues, primary = [], recomputed["criteria"][0]
+    if "effect" in keys and "effect" in ctx.result and not close(ctx.result.get("effect"), primary["effect"]):
+        issues.append(Issue("DEC-8", INVALID, f"RESULT.effect {ctx.result.get('effect')!r} is not the recomputed "
+                                              f"{primary['effect']!r}"))
+    if "margin" in keys and "margin" in ctx.result and not close(ctx.result.get("margin"), primary["margin"]):
+        issues.append(Issue("DEC-8", INVALID, f"RESULT.margin {ctx.result.get('margin')!r} is not the spec's "
+                                              f"{primary['margin']!r}"))
+    ci = ctx.result.get("ci")
+    if "ci" in keys and "lower" in primary and ci is not None and not (
+            isinstance(ci, list) and len(ci) == 2 and close(ci[0], primary["lower"]) and close(ci[1], primary["upper"])):
+        issues.append(Issue("DEC-8", INVALID, f"RESULT.ci {short(ci)} is not the recomputed interval"))
+    return issues
 
 
 def _whole_record(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Issue]:
     """Every field of the decision object is the recomputed one (experiment.stats.decision.decision_record
     of the recomputed summary): method, alpha, adjustment, role mapping, seeds, and per criterion its
     weights, bounds, n, range, half-width, interval, means and status."""
-    ref = as_dict(_record(ctx).get("observations_file"))
-    selection = _record(ctx).get("selection") if _planned_selection(ctx) is not None else None
+    ref = as_dict(decision_object(ctx).get("observations_file"))
+    selection = decision_object(ctx).get("selection") if _planned_selection(ctx) is not None else None
     try:
         expected = d.decision_record(recomputed, str(ref.get("name")), str(ref.get("sha256")), selection=selection)
     except d.DecisionError:
         return []  # DEC-2 says what is wrong with the reference
     expected = json.loads(json.dumps(expected))
-    where = _first_difference(_record(ctx), expected, "decision")
+    where = first_difference(decision_object(ctx), expected, "decision")
     return [Issue("DEC-8", INVALID, f"{where} is not what the recomputation gives")] if where else []
 
 
@@ -510,7 +449,7 @@ def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Iss
     issues = [Issue("DEC-8", INVALID, f"a {ctx.result.get('verdict')} verdict without RESULT.{key}")
               for key in ("effect", "margin", "seeds") if ctx.result.get(key) is None]
     seeds = ctx.result.get("seeds")
-    scheduled = len(_rule(ctx).get("seeds") or [0])
+    scheduled = len(spec_rule(ctx).get("seeds") or [0])
     if seeds is not None and not equal_json(seeds, scheduled):
         issues.append(Issue("DEC-8", INVALID, f"RESULT.seeds {short(seeds)} is not the {scheduled} seed(s) the rule "
                                               "schedules and the observations hold"))
@@ -524,38 +463,51 @@ def _direction_fields(ctx: GradeContext, recomputed: dict[str, Any]) -> list[Iss
 
 @rule("DEC-9", "decision", "invalid", "the verdict follows the recomputed decision in the spec's vocabulary")
 def DEC_9(ctx: GradeContext) -> list[Issue]:
-    verdict = ctx.result.get("verdict")
-    if verdict is None or _observations(ctx) is None:
-        return []
-    recomputed, _ = _recompute(ctx)
+    return DEC_9_confidence(ctx) + DEC_9_verdict(ctx)
+
+
+def _verdict_recomputed(ctx: GradeContext) -> dict[str, Any] | None:
+    if ctx.result.get("verdict") is None or read_observations(ctx) is None:
+        return None
+    return _recompute(ctx)[0]
+
+
+@implements("DEC-9")
+def DEC_9_confidence(ctx: GradeContext) -> list[Issue]:
+    """No strong confidence where the recomputation does not settle every margin."""
+    recomputed = _verdict_recomputed(ctx)
     if recomputed is None:
         return []
     if recomputed.get("method") == "best_lr_threshold":
-        expected, issues = recomputed["verdict"], []
         if ctx.result.get("confidence") == "strong" and not recomputed.get("settled_by_seeds"):
-            issues.append(Issue("DEC-9", INVALID, "confidence strong without an interval, and no two seeds settle every "
-                                                  "margin (point estimates)"))
-    else:
-        expected, issues = recomputed["verdict"], []
-        if ctx.plan.vocabulary == "direction_confidence" and recomputed.get("confidence") == "weak" \
-                and ctx.result.get("confidence") == "strong":
-            issues.append(Issue("DEC-9", INVALID, "confidence strong although a criterion's interval does not settle "
-                                                  "its margin"))
-        if ctx.plan.vocabulary == "three_way" and verdict == "inconclusive":
-            return issues  # a blocking limit may make any decided comparison inconclusive
-    if verdict != expected:
-        issues.append(Issue("DEC-9", INVALID, f"verdict {verdict} is not the recomputed {expected}"))
-    return issues
+            return [Issue("DEC-9", INVALID, "confidence strong without an interval, and no two seeds settle every "
+                                            "margin (point estimates)")]
+    elif ctx.plan.vocabulary == "direction_confidence" and recomputed.get("confidence") == "weak" \
+            and ctx.result.get("confidence") == "strong":
+        return [Issue("DEC-9", INVALID, "confidence strong although a criterion's interval does not settle its margin")]
+    return []
+
+
+@implements("DEC-9")
+def DEC_9_verdict(ctx: GradeContext) -> list[Issue]:
+    """The verdict is the recomputed one (three_way: inconclusive may stand for any decided comparison: a blocking
+    limit makes it so)."""
+    recomputed, verdict = _verdict_recomputed(ctx), ctx.result.get("verdict")
+    if recomputed is None or (recomputed.get("method") != "best_lr_threshold" and ctx.plan.vocabulary == "three_way"
+                              and verdict == "inconclusive"):
+        return []
+    return [Issue("DEC-9", INVALID, f"verdict {verdict} is not the recomputed {recomputed['verdict']}")] \
+        if verdict != recomputed["verdict"] else []
 
 
 @rule("DEC-10", "decision", "invalid", "unrounded per-arm and per-seed means reproduce and match the scores")
 def DEC_10(ctx: GradeContext) -> list[Issue]:
-    recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
+    recomputed, _ = _recompute(ctx) if read_observations(ctx) is not None else (None, "")
     if recomputed is None or recomputed.get("method") == "best_lr_threshold":
         return []
     if _planned_selection(ctx) is not None:
         return []  # the scores cover every evaluated item, the decision's means the confirmation items (DEC-7, DEC-8)
-    issues = []
+    issues, reported = [], set()
     scores = [as_dict(s) for s in as_list(as_dict(ctx.result.get("evaluation")).get("scores"))]
     for criterion in recomputed["criteria"]:
         for arm, mean in criterion["per_arm_means"].items():
@@ -566,7 +518,8 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
                     by_seed.setdefault(str(s.get("seed")), []).append(s.get("value"))
             for seed, values in by_seed.items():
                 expected = seed_means.get(seed, mean)
-                if not any(close(value, expected) for value in values):
+                if not any(close(value, expected) for value in values) and (arm, seed) not in reported:
+                    reported.add((arm, seed))  # once per score, however many criteria share its metric
                     issues.append(Issue("DEC-10", INVALID, f"arm {arm}: score {values[0]!r} does not reproduce from "
                                                            f"the observations (mean {expected!r})"))
     return issues
@@ -574,11 +527,11 @@ def DEC_10(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-11", "decision", "invalid", "role-keyed weights mapped to arms from the spec, the mapping and adjustment recorded")
 def DEC_11(ctx: GradeContext) -> list[Issue]:
-    issues, record = [], _record(ctx)
+    issues, record = [], decision_object(ctx)
     arm_names = {arm.name for arm in ctx.plan.arms} if ctx.plan is not None else set()
-    roles = {k for c in _rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))} & set(ROLE_LABELS) \
+    roles = {k for c in spec_rule(ctx).get("criteria") or [] for k in as_dict(c.get("weights"))} & set(ROLE_LABELS) \
         - arm_names  # every role label a weight is keyed by (untrained_base too), not an arm's own name
-    if roles and _rule(ctx).get("method", "paired_hoeffding") == "paired_hoeffding":
+    if roles and spec_rule(ctx).get("method", "paired_hoeffding") == "paired_hoeffding":
         mapping = as_dict(record.get("role_to_arm"))
         expected = {role: arm for role, arm in _role_to_arm(ctx).items() if role in roles}
         if mapping != expected:
@@ -593,7 +546,7 @@ def DEC_11(ctx: GradeContext) -> list[Issue]:
 
 @rule("DEC-12", "decision", "invalid", "a grid-edge LR sets grid_edge true with confidence weak")
 def DEC_12(ctx: GradeContext) -> list[Issue]:
-    recomputed, _ = _recompute(ctx) if _observations(ctx) is not None else (None, "")
+    recomputed, _ = _recompute(ctx) if read_observations(ctx) is not None else (None, "")
     if recomputed is None or recomputed.get("method") != "best_lr_threshold":
         return []
     issues = []
@@ -602,7 +555,7 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
         issues.append(Issue("DEC-12", INVALID, f"grid_edge {ctx.result.get('grid_edge')!r} is not the recomputed "
                                                f"{recomputed['grid_edge']!r}"))
     issues += _selection_summaries(ctx, recomputed)
-    recorded = as_dict(as_dict(_record(ctx).get("selection")).get("per_arm"))
+    recorded = as_dict(as_dict(decision_object(ctx).get("selection")).get("per_arm"))
     for arm, entry in recomputed["per_arm"].items():
         if arm in recorded and not close(as_dict(recorded[arm]).get("selected_lr"), entry["selected_lr"]):
             issues.append(Issue("DEC-12", INVALID, f"arm {arm}: recorded selected LR {recorded[arm].get('selected_lr')!r} "
@@ -615,7 +568,7 @@ def DEC_12(ctx: GradeContext) -> list[Issue]:
 def _run_metrics(ctx: GradeContext) -> list[Issue]:
     """Each training run's recomputed value of each criterion metric is what RESULT.metrics.arms reports
     for it (`arms[<run>]`, or `arms[<arm>].runs[<lr>]` for an arm of an LR grid)."""
-    rows, _ = _derived_rows(ctx)
+    rows, _ = derived_rows(ctx)
     arms = as_dict(as_dict(ctx.result.get("metrics")).get("arms"))
     runs = {run.name: run for run in (ctx.plan.training_runs if ctx.plan is not None else [])}
     wrong = []
@@ -669,7 +622,7 @@ def DEC_13(ctx: GradeContext) -> list[Issue]:
     observations from confirmation items only, the frozen flag, and the freeze in the evidence (the selection
     file retained, with the recorded sha256, before the observations file)."""
     features = as_dict((ctx.spec or {}).get("experiment_features"))
-    recorded = _record(ctx).get("selection")
+    recorded = decision_object(ctx).get("selection")
     if features.get("adaptive_selection") is not True:
         return [Issue("DEC-13", INVALID, "decision.selection is recorded but the spec asks for no adaptive selection")] \
             if recorded is not None else []
@@ -679,12 +632,12 @@ def DEC_13(ctx: GradeContext) -> list[Issue]:
         return [Issue("DEC-13", INVALID, "the spec's arms give adaptive selection no candidates to choose between")]
     expected, why = _recomputed_selection(ctx)
     evaluator = recorded.get("evaluator_id")
-    items = _evaluator_items(ctx, evaluator)
+    items = evaluator_items(ctx, evaluator)
     issues = [Issue("DEC-13", INVALID, problem) for problem in sel.selection_problems(recorded, items, expected)]
     if items is None:
         issues.append(Issue("DEC-13", INVALID, f"decision.selection names evaluator {short(evaluator)}, which lists no "
                                                "explicit items"))
-    observations = _observations(ctx)
+    observations = read_observations(ctx)
     if observations is not None:
         issues += [Issue("DEC-13", INVALID, p) for p in sel.confirmation_only_problems(observations, recorded)]
     issues += _frozen_in_evidence(ctx, recorded)
@@ -705,7 +658,7 @@ def _frozen_in_evidence(ctx: GradeContext, recorded: dict[str, Any]) -> list[Iss
     if not isinstance(frozen, dict) or sel.record_sha256(frozen) != recorded.get("record_sha256") or \
             {k: v for k, v in recorded.items() if k != "file"} != frozen:
         return [Issue("DEC-13", INVALID, f"the retained {name} is not the selection decision.selection records")]
-    observations = as_dict(_record(ctx).get("observations_file")).get("name")
+    observations = as_dict(decision_object(ctx).get("observations_file")).get("name")
     order = [entry.get("name") for entry in ctx.evidence.entries]
     if observations in order and order.index(name) > order.index(observations):
         return [Issue("DEC-13", INVALID, f"{name} was retained after {observations}: the selection was not frozen "
@@ -726,7 +679,7 @@ def DEC_14(ctx: GradeContext) -> list[Issue]:
     issues = []
     if not passed:
         issues.append(Issue("DEC-14", UNVERIFIED, "events.jsonl does not record the decision gate passing"))
-    ref = as_dict(_record(ctx).get("observations_file"))
+    ref = as_dict(decision_object(ctx).get("observations_file"))
     if ref and not any(e.get("event") == "evidence_added" and e.get("name") == ref.get("name")
                        and e.get("sha256") == ref.get("sha256") for e in events):
         issues.append(Issue("DEC-14", UNVERIFIED, f"events.jsonl does not log {ref.get('name')} with the decision's sha256"))
@@ -735,21 +688,65 @@ def DEC_14(ctx: GradeContext) -> list[Issue]:
 
 @rule("ADAPT-1", "decision", "invalid", "paired arms run their shared steps on identical batches (adaptation_batch_hash)")
 def ADAPT_1(ctx: GradeContext) -> list[Issue]:
-    issues, by_pair = [], {}
-    for entry in as_list(ctx.result.get("adaptation_manifests")):
-        entry = as_dict(entry)
-        ids = entry.get("adaptation_batch_ids")
-        if not isinstance(ids, list):
+    return ADAPT_1_missing(ctx) + ADAPT_1_shape(ctx) + ADAPT_1_hash(ctx) + ADAPT_1_pairs(ctx)
+
+
+def _manifests(ctx: GradeContext) -> list[dict[str, Any]]:
+    return [e for e in as_list(ctx.result.get("adaptation_manifests")) if isinstance(e, dict)]
+
+
+@implements("ADAPT-1")
+def ADAPT_1_missing(ctx: GradeContext) -> list[Issue]:
+    """Warmup adaptation (the spec's experiment_features) owes manifests once the arms trained: the run succeeded
+    or, in a run directory, its arm_training gate passed."""
+    if ctx.result.get("adaptation_manifests") is not None or \
+            as_dict(as_dict(ctx.spec).get("experiment_features")).get("warmup_adaptation") is not True:
+        return []
+    trained = ctx.result.get("status") == "succeeded" or any(
+        e.get("event") == "gate" and e.get("gate") == "arm_training" and e.get("status") == "passed" for e in ctx.events or [])
+    return [Issue("ADAPT-1", INVALID, "warmup_adaptation is true and the arms trained, but RESULT has no "
+                                      "adaptation_manifests")] if trained else []
+
+
+@implements("ADAPT-1")
+def ADAPT_1_shape(ctx: GradeContext) -> list[Issue]:
+    """adaptation_manifests is a list of objects, each with a warmup_batches count and its batch ids as a list."""
+    manifests = ctx.result.get("adaptation_manifests")
+    if manifests is None:
+        return []
+    if not isinstance(manifests, list):
+        return [Issue("ADAPT-1", INVALID, "adaptation_manifests must be a list")]
+    issues = [Issue("ADAPT-1", INVALID, f"adaptation_manifests[{i}] is not an object")
+              for i, entry in enumerate(manifests) if not isinstance(entry, dict)]
+    for entry in _manifests(ctx):
+        if not is_integer(entry.get("warmup_batches")):
+            issues.append(Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: warmup_batches must be a count"))
+        if not isinstance(entry.get("adaptation_batch_ids"), list):
             issues.append(Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: adaptation_batch_ids is not a list"))
-            continue
-        digest = hashlib.sha256(json.dumps(ids).encode()).hexdigest()
-        if entry.get("adaptation_batch_hash") != digest:
-            issues.append(Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: adaptation_batch_hash is not "
-                                                    "sha256(json.dumps(adaptation_batch_ids))"))
-        by_pair.setdefault(entry.get("pair"), set()).add(digest)
-    if any(len(h) > 1 for h in by_pair.values()) and ctx.result.get("confidence") == "strong":
-        issues.append(Issue("ADAPT-1", INVALID, "arms of one pair consumed different batches but confidence is strong"))
     return issues
+
+
+@implements("ADAPT-1")
+def ADAPT_1_hash(ctx: GradeContext) -> list[Issue]:
+    return [Issue("ADAPT-1", INVALID, f"arm {entry.get('arm')}: adaptation_batch_hash is not "
+                                      "sha256(json.dumps(adaptation_batch_ids))")
+            for entry in _manifests(ctx) if isinstance(entry.get("adaptation_batch_ids"), list)
+            and entry.get("adaptation_batch_hash") != adaptation_batch_hash(entry["adaptation_batch_ids"])]
+
+
+@implements("ADAPT-1")
+def ADAPT_1_pairs(ctx: GradeContext) -> list[Issue]:
+    """Arms of one pair on different batches: confidence weak (never strong, and a definitive verdict says weak)."""
+    by_pair: dict[Any, dict[str, str]] = {}
+    for entry in _manifests(ctx):
+        if isinstance(entry.get("adaptation_batch_ids"), list):
+            by_pair.setdefault(entry.get("pair"), {})[str(entry.get("arm"))] = \
+                adaptation_batch_hash(entry["adaptation_batch_ids"])
+    confidence = ctx.result.get("confidence")
+    limited = confidence != "strong" and (confidence == "weak" or ctx.result.get("verdict") in (None, "inconclusive"))
+    return [Issue("ADAPT-1", INVALID, f"pair {pair}: arms {', '.join(sorted(hashes))} consumed different batches but "
+                                      f"confidence is {short(confidence)}, not weak")
+            for pair, hashes in by_pair.items() if len(set(hashes.values())) > 1 and not limited]
 
 
 CHECKS = [DEC_1, DEC_2, DEC_3, DEC_4, DEC_5, DEC_6, DEC_7, DEC_8, DEC_9, DEC_10, DEC_11, DEC_12, DEC_13, DEC_14, DEC_15,
@@ -765,7 +762,7 @@ REVISION_NOTE = ("the decision_rule comes from the recorded spec revision: the e
 def grade(ctx: GradeContext) -> CategoryGrade:
     if ctx.spec is None:
         return CategoryGrade(NAME, UNKNOWN, [Issue("DEC-1", UNKNOWN, "no spec to grade the decision against")])
-    if not _rule(ctx):
+    if not spec_rule(ctx):
         if ctx.result.get("decision") is not None:
             return CategoryGrade(NAME, INVALID, [Issue("DEC-1", INVALID, "the spec has no decision_rule but RESULT "
                                                                          "carries a decision object")])

@@ -253,6 +253,35 @@ def EVAL_9_values(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
+@implements("EVAL-9")
+def EVAL_9_cover(ctx: GradeContext) -> list[Issue]:
+    """EVAL-9, every planned arm *(project reading)*: a succeeded run has a prediction row for every item of each
+    evaluator listing its ids, for every arm of the plan at every scheduled seed (EVAL_9 holds each score's rows to
+    the items; this, that no planned arm or seed went unscored). Only readable predictions count: EVAL-8 reports the
+    others, and nothing is held against rows it cannot read."""
+    refs = sorted({str(s["predictions_ref"]) for s in _scores(ctx) if s.get("predictions_ref")})
+    if ctx.plan is None or ctx.result.get("status") != "succeeded" or not refs or \
+            not all(ctx.evidence.usable(ref) for ref in refs):
+        return []
+    rows = [r for ref in refs for r in ctx.evidence.jsonl(ref) or []]
+    present = {(r.get("arm"), r.get("seed"), r.get("item_id")) for r in rows}
+    by_run = {(r.get(key), r.get("item_id")) for r in rows for key in ("arm", "run")}  # an LR grid's run, at its seed
+    seeds = (ctx.plan.decision or {}).get("seeds") or sorted({s["seed"] for s in _scores(ctx) if is_integer(s.get("seed"))})
+    grid = {run.arm: [] for run in ctx.plan.training_runs if run.name != run.arm}
+    for run in ctx.plan.training_runs:
+        grid.get(run.arm, []).append(run.name)
+    issues = []
+    for provenance in _evaluators(ctx).values():
+        ids = as_dict(provenance.get("items")).get("ids")
+        for arm, seed in [(arm.name, seed) for arm in ctx.plan.arms for seed in seeds] if isinstance(ids, list) else []:
+            missing = [item for item in ids if (arm, seed, item) not in present and not (
+                arm in grid and all((run, item) in by_run for run in grid[arm]))]
+            if missing:
+                issues.append(Issue("EVAL-9", INVALID, f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have "
+                                                       f"no prediction row (first: {short(missing[0], 30)})"))
+    return issues
+
+
 @rule("EVAL-10", "evaluator", "invalid", "the evaluator is frozen before the first score; compared arms share it")
 def EVAL_10(ctx: GradeContext) -> list[Issue]:
     """Compared arms (and the base) scored under one evaluator before a definitive verdict."""
@@ -494,7 +523,7 @@ def EVAL_16(ctx: GradeContext) -> list[Issue]:
     return spec_anchor.frozen_order_issues(ctx)
 
 
-CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_9_values, EVAL_10, EVAL_12,
+CHECKS = [EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_checkpoints, EVAL_9_values, EVAL_9_cover, EVAL_10, EVAL_12,
           EVAL_13, EVAL_14, EVAL_15, EVAL_16, LOSS_1, LOSS_2, LOSS_3, LOSS_4]
 
 

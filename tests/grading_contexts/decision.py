@@ -25,6 +25,9 @@ class ObservationFiles:
     def why(self, name):
         return self.files[name][2]
 
+    def state(self, name):
+        return ("usable" if self.files[name][1] else "missing"), None, self.files[name][2]
+
     def jsonl(self, name):
         return self.files[name][3]
 
@@ -88,5 +91,5 @@ def summaries(metrics_arms, files=None, weights=None):
                                    json=lambda name: json.loads(json.dumps(files[name])) if name in files else None)
     recomputed, _ = decision._recompute(ctx)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decision, "_derived_rows", lambda ctx: (None, "not under test"))
+        patch.setattr(decision, "derived_rows", lambda ctx: (None, "not under test"))
         return [i.message for i in decision._selection_summaries(ctx, recomputed)]

@@ -40,7 +40,7 @@ def test_perturbed_leaves_leave_green_unless_listed(records, kind):
 def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, monkeypatch):
     """The property finds what a weakened grader misses: without LOSS-3 (and the best-LR recompute
     reading the predictions), predictions changed with every hash recomputed pass unseen."""
-    from experiment.grading import decision, evaluator
+    from experiment.grading import decision, decision_rows, evaluator
 
     record, baseline, _, _ = records["best_lr"]
     leaf = next(leaf for leaf in L.leaves(record) if leaf.file and leaf.file.startswith("predictions-trimuon")
@@ -48,7 +48,7 @@ def test_a_grader_that_trusts_loss_eval_misses_rehashed_predictions(records, mon
     changed = L.perturb(record, leaf, "change")
     assert L.caught(changed, baseline) == (True, None)
     monkeypatch.setattr(evaluator, "CHECKS", [c for c in evaluator.CHECKS if c is not evaluator.LOSS_3])
-    monkeypatch.setattr(decision, "_nll_from_predictions", lambda rows, aggregation: None)
+    monkeypatch.setattr(decision_rows, "nll_from_predictions", lambda rows, aggregation: None)
     monkeypatch.setattr(decision, "DEC_3", lambda ctx: [])
     weakened_baseline = L.findings(record)
     assert L.caught(changed, weakened_baseline) == (False, None)

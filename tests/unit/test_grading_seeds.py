@@ -48,7 +48,7 @@ def test_every_seeds_score_reproduces_that_seeds_mean(two_seed_plan, monkeypatch
     recomputed = {"method": "paired_hoeffding", "criteria": [{
         "metric": "accuracy", "per_arm_means": {"gs1_kernel": 0.375},
         "per_arm_seed_means": {"gs1_kernel": {"0": 0.5, "1": 0.25}}}]}
-    monkeypatch.setattr(decision_rules, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision_rules, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision_rules, "_recompute", lambda ctx: (recomputed, ""))
     ctx = SimpleNamespace(result={"evaluation": {"scores": scores}}, plan=two_seed_plan)
     assert decision_rules.DEC_10(ctx) == []

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from experiment.grading.evaluator import (
-    EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_values, LOSS_1, LOSS_2, LOSS_3,
-    LOSS_4,
+    EVAL_1, EVAL_2, EVAL_3, EVAL_4, EVAL_5, EVAL_6, EVAL_7, EVAL_7_metrics, EVAL_8, EVAL_9, EVAL_9_cover, EVAL_9_values, LOSS_1,
+    LOSS_2, LOSS_3, LOSS_4,
 )
-from experiment.grading.common import short
 from experiment.grading.registry import run_dir_checks
-from experiment.grading.run_dir.files import explicit_item_ids, jsonl_rows
 
 
 class EvaluationChecks:
@@ -39,9 +35,7 @@ class EvaluationChecks:
         self._check_evaluators()
         self.restated("evaluation.scores")
         self.restated("evaluation.predictions_missing")
-        scores = record.get("scores") if isinstance(record.get("scores"), list) else []
-        self._check_predictions_cover(record["evaluators"], scores)
-        self.restated("evaluation.score_reproduces")
+        self._check_predictions()
 
     @run_dir_checks(
         ("evaluation.evaluator_id", "EVAL-2", "the evaluator id is the hash of its provenance", EVAL_2),
@@ -58,55 +52,17 @@ class EvaluationChecks:
         self.restated("evaluation.decoding")
         self.restated("evaluation.provenance")
 
-    def _scheduled_seeds(self, scores: list[Any]) -> list[int]:
-        seeds = (self.plan.get("decision") or {}).get("seeds")
-        if isinstance(seeds, list) and seeds:
-            return seeds
-        return sorted(
-            {score.get("seed") for score in scores if isinstance(score, dict) and isinstance(score.get("seed"), int)}
-        )
-
     @run_dir_checks(
         ("evaluation.predictions_format", "EVAL-9", "prediction rows: one per item with the required fields, one evaluator, seed and run", EVAL_9),
-        ("evaluation.predictions_cover", "EVAL-9", "a prediction row for every item, planned arm and scheduled seed"),
+        ("evaluation.predictions_cover", "EVAL-9", "a prediction row for every item, planned arm and scheduled seed", EVAL_9_cover),
         ("evaluation.score_reproduces", "EVAL-9", "every score is the mean of its prediction rows", EVAL_9_values),
     )
-    def _check_predictions_cover(self, evaluators: dict[str, Any], scores: list[Any]) -> None:
-        """EVAL-9's rows by its one implementation (predictions_format); every arm of the retained plan at every
-        scheduled seed has a row for every item (predictions_cover: the contract's EVAL-9 checks each score's rows,
-        not that every planned arm and seed was scored)."""
+    def _check_predictions(self) -> None:
+        """EVAL-9 by its one implementation: each score's rows (predictions_format), every planned arm and scheduled
+        seed scored (predictions_cover), every score their mean (score_reproduces)."""
         self.restated("evaluation.predictions_format")
-        rows: list[dict[str, Any]] = []
-        for name in sorted(
-            {
-                str(score.get("predictions_ref")).split("#")[0]
-                for score in scores
-                if isinstance(score, dict) and score.get("predictions_ref")
-            }
-        ):
-            data = self.files.evidence_bytes(name)
-            if data is not None:
-                rows += jsonl_rows(data, name)[0]
-        if not rows:
-            return
-        scored_arms = sorted(
-            {score.get("arm") for score in scores if isinstance(score, dict) and isinstance(score.get("arm"), str)}
-        )
-        arms = self.plan_arm_names() or scored_arms
-        seeds = self._scheduled_seeds(scores)
-        present = {(row.get("arm"), row.get("seed"), row.get("item_id")) for row in rows}
-        for provenance in evaluators.values():
-            ids = explicit_item_ids(provenance)
-            if ids is None:
-                continue
-            for arm in arms:
-                for seed in seeds:
-                    missing = [item for item in ids if (arm, seed, item) not in present]
-                    if missing:
-                        self.problem(
-                            "evaluation.predictions_cover",
-                            f"arm {arm} seed {seed}: {len(missing)} of {len(ids)} items have no prediction row (first: {short(missing[0], 30)})",
-                        )
+        self.restated("evaluation.predictions_cover")
+        self.restated("evaluation.score_reproduces")
 
     # ---- loss evaluation (LOSS-1, LOSS-2) ----
 

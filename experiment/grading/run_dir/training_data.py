@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment.contract.result import adaptation_batch_hash
+from experiment.grading.decision import ADAPT_1_hash, ADAPT_1_missing, ADAPT_1_pairs, ADAPT_1_shape
 from experiment.grading.feasibility import FEAS_1, FEAS_2, FEAS_3, FEAS_4, FEAS_5, FEAS_7, FEAS_8
 from experiment.grading.common import equal_json, is_integer, short
 from experiment.grading.registry import run_dir_checks
@@ -18,56 +18,18 @@ class TrainingDataChecks:
     # ---- adaptation manifests (ADAPT-1) ----
 
     @run_dir_checks(
-        ("adaptation.missing", "ADAPT-1", "warmup adaptation left adaptation_manifests"),
-        ("adaptation.shape", "ADAPT-1", "adaptation_manifests is a list of manifests with counts and ids"),
-        ("adaptation.hash", "ADAPT-1", "adaptation_batch_hash is sha256(json.dumps(ids))"),
-        ("adaptation.pair_mismatch", "ADAPT-1", "a pair on different batches limits the result"),
+        ("adaptation.missing", "ADAPT-1", "warmup adaptation left adaptation_manifests once the arms trained", ADAPT_1_missing),
+        ("adaptation.shape", "ADAPT-1", "adaptation_manifests is a list of manifests with counts and ids", ADAPT_1_shape),
+        ("adaptation.hash", "ADAPT-1", "adaptation_batch_hash is sha256(json.dumps(ids))", ADAPT_1_hash),
+        ("adaptation.pair_mismatch", "ADAPT-1", "a pair on different batches limits the result", ADAPT_1_pairs),
     )
     def check_adaptation(self) -> None:
-        manifests = self.result.get("adaptation_manifests")
-        applies = (
-            self.spec.get("experiment_features", {}).get("warmup_adaptation") is True
-            if isinstance(self.spec.get("experiment_features"), dict)
-            else False
-        )
-        if manifests is None:
-            if applies and self.section_required("adaptation_manifests"):
-                self.problem(
-                    "adaptation.missing",
-                    "warmup_adaptation is true and arm training passed, but RESULT has no adaptation_manifests",
-                )
-            return
-        if not isinstance(manifests, list):
-            self.problem("adaptation.shape", "adaptation_manifests must be a list")
-            return
-        hashes_by_pair: dict[Any, dict[str, str]] = {}
-        for index, entry in enumerate(manifests):
-            if not isinstance(entry, dict):
-                self.problem("adaptation.shape", f"adaptation_manifests[{index}] is not an object")
-                continue
-            arm, ids, digest = entry.get("arm"), entry.get("adaptation_batch_ids"), entry.get("adaptation_batch_hash")
-            if not is_integer(entry.get("warmup_batches")):
-                self.problem("adaptation.shape", f"arm {arm}: warmup_batches must be a count")
-            if not isinstance(ids, list):
-                self.problem("adaptation.shape", f"arm {arm}: adaptation_batch_ids must be a list")
-                continue
-            if digest != adaptation_batch_hash(ids):
-                self.problem(
-                    "adaptation.hash",
-                    f"arm {arm}: adaptation_batch_hash is not sha256(json.dumps(adaptation_batch_ids))",
-                )
-            hashes_by_pair.setdefault(entry.get("pair"), {})[str(arm)] = adaptation_batch_hash(ids)
-        for pair, hashes in hashes_by_pair.items():
-            if len(set(hashes.values())) > 1:
-                limited = self.result.get("confidence") == "weak" or self.result.get("verdict") in (
-                    None,
-                    "inconclusive",
-                )
-                if not limited:
-                    self.problem(
-                        "adaptation.pair_mismatch",
-                        f"pair {pair}: arms {', '.join(sorted(hashes))} consumed different batches but the result is not limited (weak/inconclusive)",
-                    )
+        """ADAPT-1 by its one implementation (experiment.grading.decision) on this run's RESULT and spec; the run
+        directory supplies its events (a missing manifest is owed once the arm_training gate passed)."""
+        self.restated("adaptation.missing")
+        self.restated("adaptation.shape")
+        self.restated("adaptation.hash")
+        self.restated("adaptation.pair_mismatch")
 
     # ---- generation audit (GA-*) ----
 

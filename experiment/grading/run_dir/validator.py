@@ -53,18 +53,19 @@ class Validator(RecordChecks, PreflightChecks, EvaluationChecks, DecisionChecks,
         spec, plan, _ = self.typed
         return contract_context(self.files, spec, plan)
 
-    def restated(self, check: str) -> None:
+    def restated(self, check: str) -> bool:
         """The run-dir check `check` restates a contract rule: run that rule's one implementation (the check functions
         registered with the check id, experiment.grading.registry.shared) on this run directory's RESULT, typed spec
         and plan, and evidence/ files; each finding is a problem under `check`. A rule of a category the contract
         grades not applicable for this spec (correctness of a stock-only run, ...) is not applied, as the category
-        grade does not apply it."""
+        grade does not apply it. True when the rule found something."""
         functions = shared(check)
         if any(self._not_applicable(function) for function in functions):
-            return
-        for function in functions:
-            for issue in applied(function, self.contract):
-                self.problem(check, issue.message)
+            return False
+        issues = [issue for function in functions for issue in applied(function, self.contract)]
+        for issue in issues:
+            self.problem(check, issue.message)
+        return bool(issues)
 
     def _not_applicable(self, function: Any) -> bool:
         module = next((m for m in CATEGORY_MODULES if function.__module__ == m.__name__), None)

@@ -1,4 +1,4 @@
-"""The grader's recomputation helpers of the decision (experiment/grading/decision.py), each on inputs
+"""The grader's recomputation helpers of the decision (experiment/grading/decision.py, decision_rows.py), each on inputs
 whose expected value is worked out by hand in the test (issue 28 item 7: mutants that survived the
 record-level tests)."""
 
@@ -10,7 +10,7 @@ from grading_contexts.decision import (
     two_arm_best_lr_context as _two_arm_best_lr_ctx,
 )
 
-from experiment.grading import decision
+from experiment.grading import decision, decision_rows
 
 
 def _rows(*predictions):
@@ -21,25 +21,25 @@ def test_held_out_nll_is_token_weighted_or_the_mean_of_example_means():
     rows = _rows({"nll_sum": 7.5, "n_tokens": 2}, {"nll_sum": 5.0, "n_tokens": 4}, {"nll_sum": 9.0, "n_tokens": 0})
     # token_mean: (7.5 + 5) / (2 + 4); example_mean: (7.5/2 + 5/4) / 2 = (3.75 + 1.25) / 2; the row of 0 tokens
     # counts in neither (non-integral quotients, so floor division or another operator gives another value)
-    assert decision._nll_from_predictions(rows, "token_mean") == 12.5 / 6
-    assert decision._nll_from_predictions(rows, "example_mean") == 2.5
+    assert decision_rows.nll_from_predictions(rows, "token_mean") == 12.5 / 6
+    assert decision_rows.nll_from_predictions(rows, "example_mean") == 2.5
     # only example_mean is the mean of example means: any other name is the token-weighted default
-    assert decision._nll_from_predictions(rows, "batch_mean") == 12.5 / 6
+    assert decision_rows.nll_from_predictions(rows, "batch_mean") == 12.5 / 6
     # a negative token count is not a count: such a row is not counted either
     rows.append({"prediction": {"nll_sum": 1.0, "n_tokens": -1}})
-    assert decision._nll_from_predictions(rows, "token_mean") == 12.5 / 6
+    assert decision_rows.nll_from_predictions(rows, "token_mean") == 12.5 / 6
 
 
 @pytest.mark.parametrize("prediction", [{"nll_sum": "6", "n_tokens": 3}, {"nll_sum": 6.0, "n_tokens": "3"},
                                         {"nll_sum": 6.0, "n_tokens": 3.0}, {"n_tokens": 3}, {"nll_sum": 6.0}])
 def test_held_out_nll_is_not_recomputed_from_a_malformed_row(prediction):
     rows = _rows({"nll_sum": 4.0, "n_tokens": 1}, prediction)
-    assert decision._nll_from_predictions(rows, "token_mean") is None
+    assert decision_rows.nll_from_predictions(rows, "token_mean") is None
 
 
 def test_held_out_nll_of_no_rows_or_no_tokens_is_not_recomputed():
-    assert decision._nll_from_predictions([], "token_mean") is None
-    assert decision._nll_from_predictions(_rows({"nll_sum": 1.0, "n_tokens": 0}), "example_mean") is None
+    assert decision_rows.nll_from_predictions([], "token_mean") is None
+    assert decision_rows.nll_from_predictions(_rows({"nll_sum": 1.0, "n_tokens": 0}), "example_mean") is None
 
 
 class _Evidence:
@@ -59,8 +59,8 @@ def test_the_observations_file_is_capped_at_the_contracts_10_mib_and_100_000_row
     """DEC-4 (docs/contract-rules.md): the observations file holds at most 10 MiB and 100 000 observations."""
     from types import SimpleNamespace
 
-    monkeypatch.setattr(decision, "_rows", lambda ctx: ([{}] * rows, ""))
-    monkeypatch.setattr(decision, "_record", lambda ctx: {"observations_file": {"name": "observations.jsonl"}})
+    monkeypatch.setattr(decision, "observation_rows", lambda ctx: ([{}] * rows, ""))
+    monkeypatch.setattr(decision, "decision_object", lambda ctx: {"observations_file": {"name": "observations.jsonl"}})
     issues = decision.DEC_4(SimpleNamespace(evidence=_Evidence(b"x" * size)))
     assert [(issue.rule, issue.status) for issue in issues] == ([("DEC-4", "unverified")] if flagged else [])
 
@@ -87,7 +87,7 @@ def test_prediction_rows_of_the_chosen_arms_become_observations_correct_scored_1
     rows = [{"item_id": "i1", "arm": "a", "seed": 0, "correct": True},
             {"item_id": "i2", "arm": "a", "seed": 0, "correct": False},
             {"item_id": "i3", "arm": "a", "seed": 1, "value": 0.25, "metric": "f1"}]
-    found = decision._prediction_observations(_ctx({"a.jsonl": rows}, SCORES), {"a"})  # z.jsonl is not read
+    found = decision_rows.prediction_observations(_ctx({"a.jsonl": rows}, SCORES), {"a"})  # z.jsonl is not read
     assert [(o.item_id, o.seed, o.value, o.metric) for o in found] == [
         ("i1", 0, 1.0, "accuracy"), ("i2", 0, 0.0, "accuracy"), ("i3", 1, 0.25, "f1")]
 
@@ -95,7 +95,7 @@ def test_prediction_rows_of_the_chosen_arms_become_observations_correct_scored_1
 @pytest.mark.parametrize("files", [{}, {"a.jsonl": [{"item_id": "i1", "arm": "a", "seed": 0}]}],
                          ids=["file not retained", "row without value or correct"])
 def test_prediction_rows_that_cannot_be_read_give_no_observations(files):
-    assert decision._prediction_observations(_ctx(files, SCORES), {"a"}) is None
+    assert decision_rows.prediction_observations(_ctx(files, SCORES), {"a"}) is None
 
 
 @pytest.mark.parametrize("spec, revision_fields, from_revision", [
@@ -146,7 +146,7 @@ def test_step_rows_are_read_from_the_jsonl_metrics_files_only_and_name_a_run_and
     step = {"run": "r1", "optim_seconds": 0.5}
     files = {"steps.jsonl": [step, {"run": "r1"}, {"optim_seconds": 1.0}, {"run": "r2", "optim_seconds": 0.7}],
              "steps.json": [{"run": "r9", "optim_seconds": 9.0}]}  # not a .jsonl file: not read
-    rows = decision._step_rows(SimpleNamespace(evidence=_Metrics(files)))
+    rows = decision_rows.step_rows(SimpleNamespace(evidence=_Metrics(files)))
     assert rows == [step, {"run": "r2", "optim_seconds": 0.7}]
 
 
@@ -178,7 +178,7 @@ def _best_lr_ctx(metrics=("heldout_nll", "median_optim_step_seconds"), lr1_steps
 
 
 def test_best_lr_values_are_recomputed_per_run_from_predictions_and_the_step_log():
-    rows, why = decision._derived_rows(_best_lr_ctx())
+    rows, why = decision_rows.derived_rows(_best_lr_ctx())
     row = {"item_id": "best_lr_threshold", "seed": 0}
     assert (rows, why) == ([
         # example_mean of lr1's rows: (3/2 + 1/4) / 2; its three logged steps' median 0.2 (every planned step)
@@ -202,26 +202,26 @@ def test_best_lr_values_are_recomputed_per_run_from_predictions_and_the_step_log
      "run lr1: heldout_nll does not recompute from the retained evidence"),
 ])
 def test_best_lr_values_that_do_not_recompute_say_why(ctx_args, why):
-    assert decision._derived_rows(_best_lr_ctx(**ctx_args)) == (None, why)
+    assert decision_rows.derived_rows(_best_lr_ctx(**ctx_args)) == (None, why)
 
 
 def test_best_lr_without_a_plan_recomputes_nothing():
     ctx = _best_lr_ctx()
     ctx.plan = None
-    assert decision._derived_rows(ctx) == (None, "no plan")
+    assert decision_rows.derived_rows(ctx) == (None, "no plan")
 
 
 def test_best_lr_predictions_unreadable_for_no_stated_reason_say_no_jsonl_predictions():
     ctx = _best_lr_ctx(files={})
     ctx.evidence.why = lambda name: None
-    assert decision._derived_rows(ctx) == (None, "run lr1: no JSONL predictions")
+    assert decision_rows.derived_rows(ctx) == (None, "run lr1: no JSONL predictions")
 
 
 def test_only_a_best_lr_rule_without_a_decision_object_has_its_rows_derived():
     ctx = _best_lr_ctx()
-    assert decision._rows(ctx)[0] == decision._derived_rows(ctx)[0] is not None
+    assert decision_rows.observation_rows(ctx)[0] == decision_rows.derived_rows(ctx)[0] is not None
     ctx.spec = {"decision_rule": {**ctx.spec["verdict_rule"], "method": "paired_hoeffding"}}
-    assert decision._rows(ctx) == (None, "no observations")  # paired: the record's own observations or none
+    assert decision_rows.observation_rows(ctx) == (None, "no observations")  # paired: the record's own observations or none
 
 
 ROW = {"item_id": "i1", "arm": "a", "seed": 0, "metric": "accuracy", "value": 1.0}
@@ -239,18 +239,18 @@ ROW = {"item_id": "i1", "arm": "a", "seed": 0, "metric": "accuracy", "value": 1.
      (None, "obs.jsonl is not JSONL observations")),
 ], ids=["inline", "file", "unnamed file", "other sha256", "unusable", "not JSONL"])
 def test_observation_rows_are_read_inline_or_from_the_retained_file_the_decision_names(decision_object, files, expected):
-    assert decision._rows(_observation_ctx(decision_object, files)) == expected
+    assert decision_rows.observation_rows(_observation_ctx(decision_object, files)) == expected
 
 
 def test_one_malformed_observation_row_makes_the_observations_unreadable():
-    assert [o.item_id for o in decision._observations(_observation_ctx({"observations": [ROW]}))] == ["i1"]
-    assert decision._observations(_observation_ctx({"observations": [ROW, {**ROW, "seed": "0"}]})) is None
+    assert [o.item_id for o in decision_rows.read_observations(_observation_ctx({"observations": [ROW]}))] == ["i1"]
+    assert decision_rows.read_observations(_observation_ctx({"observations": [ROW, {**ROW, "seed": "0"}]})) is None
 
 
 def test_best_lr_with_no_training_run_has_nothing_to_recompute():
     ctx = _best_lr_ctx()
     ctx.plan.training_runs = []
-    assert decision._rows(ctx) == (None, "no training runs to recompute")
+    assert decision_rows.observation_rows(ctx) == (None, "no training runs to recompute")
 
 
 @pytest.mark.parametrize("method", ["a_rank_test", "sequential_test"])  # sorting before and after the known two
@@ -262,7 +262,7 @@ def test_a_method_the_grader_does_not_know_is_not_recomputed_as_one_it_knows(met
     ctx.plan = SimpleNamespace(role_to_arm={}, selection=None, decision={}, vocabulary="three_way", training_runs=[])
     assert decision._recompute(ctx) == (None, f"unknown decision method {method!r}")
     ctx.result = {}  # no decision object: only best_lr_threshold derives its rows
-    assert decision._rows(ctx) == (None, "no observations")
+    assert decision_rows.observation_rows(ctx) == (None, "no observations")
 
 
 def test_best_lr_recomputation_selects_each_arms_run_by_the_first_criterions_metric():

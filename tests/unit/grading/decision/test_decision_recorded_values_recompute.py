@@ -47,7 +47,7 @@ def test_three_way_inconclusive_is_not_held_against_a_decided_recomputation(monk
 
     from experiment.grading import decision as rules
 
-    monkeypatch.setattr(rules, "_observations", lambda ctx: [])
+    monkeypatch.setattr(rules, "read_observations", lambda ctx: [])
     monkeypatch.setattr(rules, "_recompute", lambda ctx: (
         {"method": "paired_hoeffding", "verdict": "supported", "criteria": []}, ""))
     ctx = SimpleNamespace(result=json.loads(json.dumps({"verdict": verdict})),

@@ -16,6 +16,7 @@ from grading_contexts.decision import (
 )
 
 from experiment.grading import decision
+from experiment.grading.common import first_difference
 
 
 # ---------------------------------------------------------------- DEC-8: RESULT's effect, margin and ci
@@ -27,7 +28,7 @@ REPORTED = {"verdict": "supported", "effect": 0.5, "margin": 0.125, "seeds": 1, 
 
 def _direction_dec8(monkeypatch, **result):
     """DEC-8 of a direction_confidence record without a decision object, whose recomputation is PRIMARY."""
-    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "DEC_6", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: ({"method": "paired_hoeffding", "criteria": [PRIMARY]}, ""))
     ctx = SimpleNamespace(result={**REPORTED, **result}, spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0]}},
@@ -117,7 +118,7 @@ def test_dec9_holds_a_posted_verdict_and_only_a_posted_one_against_the_recompute
 def test_a_direction_verdict_cannot_claim_strong_confidence_the_recomputation_finds_weak(monkeypatch, recomputed,
                                                                                         posted, messages):
     """DEC-9 (direction_confidence): strong only when every criterion's interval settles its margin."""
-    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: (
         {"method": "paired_hoeffding", "verdict": "refuted", "confidence": recomputed, "criteria": [PRIMARY]}, ""))
     ctx = SimpleNamespace(result={"verdict": "refuted", **({"confidence": posted} if posted else {})},
@@ -134,7 +135,7 @@ def test_only_a_three_way_inconclusive_verdict_is_excused_from_the_recomputed_on
                                                                                   messages):
     """DEC-9: direction_confidence has no inconclusive verdict (supported or refuted); three-way's inconclusive
     is excused, no other word is."""
-    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: (
         {"method": "paired_hoeffding", "verdict": "supported", "confidence": "strong", "criteria": [PRIMARY]}, ""))
     ctx = SimpleNamespace(result={"verdict": verdict}, plan=SimpleNamespace(vocabulary=vocabulary))
@@ -155,7 +156,7 @@ def _dec10(scores):
                                                              "per_arm_seed_means": {"T": {"0": 0.5, "1": 1.0}}}]}
     ctx = SimpleNamespace(result={"evaluation": {"scores": scores}}, plan=SimpleNamespace(selection=None))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decision, "_observations", lambda ctx: [])
+        patch.setattr(decision, "read_observations", lambda ctx: [])
         patch.setattr(decision, "_recompute", lambda ctx: (recomputed, ""))
         return [i.message for i in decision.DEC_10(ctx)]
 
@@ -186,7 +187,7 @@ def test_each_arms_score_per_seed_reproduces_that_seeds_mean_or_the_arms():
     ([0.5 + 1e-12, True], [0.5, True]),
 ])
 def test_json_values_that_agree_have_no_first_difference(recorded, expected):
-    assert decision._first_difference(recorded, expected, "decision") is None
+    assert first_difference(recorded, expected, "decision") is None
 
 
 @pytest.mark.parametrize("recorded, expected, where", [
@@ -204,13 +205,13 @@ def test_json_values_that_agree_have_no_first_difference(recorded, expected):
 ], ids=["key missing", "key added", "list for object", "null for object", "short list", "long list", "tuple",
         "number", "bool for number", "number for bool", "string for number"])
 def test_the_first_difference_is_the_path_of_the_first_value_that_differs(recorded, expected, where):
-    assert decision._first_difference(recorded, expected, "decision") == where
+    assert first_difference(recorded, expected, "decision") == where
 
 
 def test_strings_and_other_json_values_differ_unless_equal_whatever_their_order():
-    assert decision._first_difference("b", "a", "decision.method") == "decision.method"
-    assert decision._first_difference("a", "b", "decision.method") == "decision.method"
-    assert decision._first_difference("a", "a", "decision.method") is None
+    assert first_difference("b", "a", "decision.method") == "decision.method"
+    assert first_difference("a", "b", "decision.method") == "decision.method"
+    assert first_difference("a", "a", "decision.method") is None
 
 
 def test_a_decision_record_that_cannot_be_rebuilt_leaves_the_reason_to_dec2():
@@ -304,7 +305,7 @@ def _manifest(arm, pair, ids):
     import hashlib
     import json
 
-    return {"arm": arm, "pair": pair, "adaptation_batch_ids": ids,
+    return {"arm": arm, "pair": pair, "warmup_batches": 0, "adaptation_batch_ids": ids,
             "adaptation_batch_hash": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}  # ADAPT-1's formula
 
 
@@ -320,7 +321,8 @@ def test_arms_of_a_pair_on_identical_batches_may_be_strong():
 
 def test_arms_of_a_pair_on_different_batches_cannot_be_strong():
     manifests = [_manifest("T", "p", ["b1", "b2"]), _manifest("B", "p", ["b1", "b3"])]
-    assert _adapt(manifests) == [("invalid", "arms of one pair consumed different batches but confidence is strong")]
+    assert _adapt(manifests) == [("invalid", "pair p: arms B, T consumed different batches but confidence is 'strong', "
+                                             "not weak")]
     assert _adapt(manifests, confidence="weak") == []
     assert _adapt(manifests, confidence=None) == []
     # different batches in different pairs are no mismatch
@@ -329,7 +331,7 @@ def test_arms_of_a_pair_on_different_batches_cannot_be_strong():
 
 def test_a_batch_hash_that_is_not_sha256_of_the_ids_json_is_invalid_and_the_next_arm_still_checked():
     wrong = {**_manifest("T", "p", ["b1"]), "adaptation_batch_hash": "0" * 64}
-    assert _adapt([{"arm": "S", "pair": "p", "adaptation_batch_ids": "b1,b2"}, wrong, _manifest("B", "p", ["b1"])]) == [
+    assert _adapt([{"arm": "S", "pair": "p", "warmup_batches": 0, "adaptation_batch_ids": "b1,b2"}, wrong, _manifest("B", "p", ["b1"])]) == [
         ("invalid", "arm S: adaptation_batch_ids is not a list"),
         ("invalid", "arm T: adaptation_batch_hash is not sha256(json.dumps(adaptation_batch_ids))")]
 
@@ -447,7 +449,7 @@ def test_each_runs_recomputed_metric_is_what_metrics_arms_posts_for_it():
     def run_metrics(arms):
         ctx = _three_lr_ctx(metrics={"arms": arms})
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(decision, "_derived_rows", lambda ctx: (rows, ""))
+            patch.setattr(decision, "derived_rows", lambda ctx: (rows, ""))
             return [i.message for i in decision._run_metrics(ctx)]
 
     by_rate = {"0.02": {"nll": 1.0}, "4e-2": {"nll": 3.0}}
@@ -462,7 +464,7 @@ def test_a_long_list_of_runs_not_posted_names_the_first_four():
     rows = [{"arm": run, "metric": metric, "value": 1.0} for run in ("a1", "a2", "a3") for metric in ("nll", "time")]
     ctx = _three_lr_ctx(metrics={"arms": {}})
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decision, "_derived_rows", lambda ctx: (rows, ""))
+        patch.setattr(decision, "derived_rows", lambda ctx: (rows, ""))
         assert [i.message for i in decision._run_metrics(ctx)] == [
             "metrics.arms does not report the recomputed a1 nll, a1 time, a2 nll, a2 time"]
 
@@ -633,7 +635,7 @@ def _dec13(selection, adaptive=True, planned=True, recomputed=(None, "prediction
         plan=SimpleNamespace(selection={"role": "treatment", "candidates": ["T1", "T2"], "criterion": "c"} if planned else None))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(decision, "_recomputed_selection", lambda ctx: recomputed)
-        patch.setattr(decision, "_observations", lambda ctx: None)
+        patch.setattr(decision, "read_observations", lambda ctx: None)
         patch.setattr(decision, "_frozen_in_evidence", lambda ctx, recorded: [])
         patch.setattr(decision.sel, "selection_problems", lambda recorded, items, expected: [])
         return [(i.status, i.message) for i in decision.DEC_13(ctx)]
@@ -701,7 +703,7 @@ def test_dec9_leaves_a_three_way_records_confidence_to_gen4(monkeypatch):
     """DEC-9's strong-confidence rule is the direction vocabulary's: a three-way record carrying confidence
     strong is GEN-4's finding (the three-way shape has no confidence), not DEC-9's; a recomputed confidence
     of strong is never a finding."""
-    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: (
         {"method": "paired_hoeffding", "verdict": "supported", "confidence": "weak", "criteria": [PRIMARY]}, ""))
     ctx = SimpleNamespace(result={"verdict": "supported", "confidence": "strong"},

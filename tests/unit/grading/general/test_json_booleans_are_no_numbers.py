@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiment.grading import (
-    activation, decision, evaluator, feasibility, general, generation_audit, restoration, run_dir,
+    activation, decision, decision_rows, evaluator, feasibility, general, generation_audit, restoration, run_dir,
 )
 from experiment.grading.common import FLOAT_TOL, equal_json, is_integer
 from grading_contexts.generation_audit import GA8_TASKS as AUDIT_TASKS, ga8_context as _audit_ctx
@@ -186,7 +186,7 @@ def test_a_boolean_token_count_is_no_count(n_tokens):
     # true read as one token would make this row's NLL 3.0 and the run's token mean (4 + 3) / 3
     rows = [{"prediction": {"nll_sum": 4.0, "n_tokens": 2}}, {"prediction": {"nll_sum": 3.0, "n_tokens": n_tokens}}]
     assert evaluator.loss_from_predictions(rows, "token_mean") is None
-    assert decision._nll_from_predictions(rows, "token_mean") is None
+    assert decision_rows.nll_from_predictions(rows, "token_mean") is None
 
 
 # ---------------------------------------------------------------- FEAS-7: the yield and the generation phases' units
@@ -392,7 +392,7 @@ def test_prediction_rows_of_seed_false_are_not_the_seed_0_scores():
 def test_a_best_lr_decision_criterion_met_1_is_not_the_recomputed_true(monkeypatch):
     """A best-LR decision object is compared criterion by criterion only (no whole-record compare)."""
     recomputed = {"method": "best_lr_threshold", "criteria": [{"id": "c1", "effect": 1.0, "met": True}]}
-    monkeypatch.setattr(decision, "_observations", lambda ctx: [])
+    monkeypatch.setattr(decision, "read_observations", lambda ctx: [])
     monkeypatch.setattr(decision, "DEC_6", lambda ctx: [])
     monkeypatch.setattr(decision, "_recompute", lambda ctx: (recomputed, ""))
 

@@ -76,9 +76,7 @@ def test_inline_observations_of_the_confirmation_items_have_no_problem(run):
 def test_a_selection_not_frozen_is_reported(run):
     edit_result(run, lambda result: result["decision"]["selection"].update(frozen_before_confirmation=False))
     assert found(run, "decision.") == [
-        ("decision.selection", "decision.selection.frozen_before_confirmation is not true"),
-        ("decision.selection", "decision.selection.record_sha256 is not the sha256 of the selection record"),
-    ]
+        ("decision.selection", "adaptive selection needs decision.selection.frozen_before_confirmation true")]
 
 
 def test_observations_of_a_selection_item_are_reported(run):
@@ -101,8 +99,13 @@ def test_the_split_is_recomputed_from_the_items_of_the_evaluator_the_selection_n
 
 @pytest.mark.parametrize("evaluation", [None, "see the evaluation file"], ids=["none", "a string"])
 def test_without_an_evaluation_record_the_split_is_not_recomputed(run, evaluation):
+    """No evaluator lists the items to split: DEC-13 says the selection's evaluator lists none, DEC-7 that the
+    observations' evaluator is unknown; no split is recomputed."""
+    identifier = eval_id(run)
     edit_result(run, lambda result: result.update(evaluation=evaluation))
-    assert found(run, "decision.") == []
+    assert found(run, "decision.") == [
+        ("decision.evaluator", f"observations name evaluator(s) the evaluation record lacks: {identifier[:12]}"),
+        ("decision.selection", f"decision.selection names evaluator '{identifier[:56]}..., which lists no explicit items")]
 
 
 def test_a_selection_naming_an_unknown_evaluator_is_not_recomputed_from_items(run):
@@ -113,15 +116,15 @@ def test_a_selection_naming_an_unknown_evaluator_is_not_recomputed_from_items(ru
         not in found(run, "decision.selection")
 
 
-def cover(identifier, observed, listed):
-    return ("decision.observations_cover",
-            f"observations of evaluator {identifier[:12]} cover {observed} items, the evaluator lists {listed}")
+def cover(missing):
+    return ("decision.observations_cover", f"criterion primary: {missing} observations missing (first: grpo_gs8, "
+                                           f"{SPLIT.confirmation_ids[0]}, seed 0)")
 
 
 def test_observations_are_held_to_the_confirmation_items_not_every_item(run):
     """A confirmation item's observations missing: 5 of the 6 confirmation items (not of all 12) are covered."""
     inline(run, keep=lambda row: row["item_id"] != SPLIT.confirmation_ids[0])
-    assert found(run, "decision.observations_cover") == [cover(eval_id(run), 5, 6)]
+    assert found(run, "decision.observations_cover") == [cover(2)]  # both arms
 
 
 def test_an_evaluator_whose_items_cannot_be_split_is_left_to_the_selection_check(run):
@@ -142,4 +145,4 @@ def test_an_evaluator_whose_items_cannot_be_split_does_not_stop_the_next_ones_co
         result["evaluation"]["evaluators"] = {"0" * 64: repeated, identifier: provenance}
     edit_result(run, edit)
     inline(run, keep=lambda row: row["item_id"] != SPLIT.confirmation_ids[0])
-    assert found(run, "decision.observations_cover") == [cover(identifier, 5, 6)]
+    assert found(run, "decision.observations_cover") == [cover(2)]

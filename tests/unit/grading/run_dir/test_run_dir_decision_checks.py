@@ -37,7 +37,7 @@ from records import (
 )
 from grading_contexts.run_dir import spec_with_rule as _spec, two_criteria as _two_criteria, record_decision
 
-from experiment.grading.run_dir import decision as grader  # the decision checks and the caps they read
+from experiment.grading import decision as grader  # the decision rules and the caps they read
 from experiment.stats.decision import decision_summary, read_observations_jsonl
 
 MANIFEST_REF = "eval-items.json#sha256=" + "a" * 64
@@ -101,7 +101,7 @@ def test_every_template_run_is_consistent(run, clear, three_way, two):
 
 # ---------------------------------------------------------------- DEC-1/2: a decision once due, its shape
 
-MISSING = ("decision.missing", "the spec has a decision_rule and the decision stage finished, but RESULT has no decision")
+MISSING = ("decision.missing", "a verdict was posted but RESULT has no decision object")  # DEC-1
 
 
 def test_no_decision_rule_asks_for_no_decision(run):
@@ -130,7 +130,10 @@ def test_a_missing_decision_is_reported_once_the_gate_passed_or_the_run_succeede
                          ids=["a list", "a string", "version 0", "version 2"])
 def test_a_decision_that_is_no_version_1_object(run, decision):
     edit_result(run, lambda result: result.update(decision=decision))
-    assert found(run, "decision.") == [("decision.shape", "decision must be an object with version 1")]
+    version = "Input should be 1" if isinstance(decision, dict) else "Field required"  # DEC-2's typed model
+    assert found(run, "decision.") == [
+        ("decision.shape", f"decision.version: {version}"),
+        ("decision.shape", "decision carries both or neither of observations and observations_file")]
 
 
 def inline(run_dir, rows):
@@ -159,26 +162,31 @@ def test_a_decision_needs_exactly_one_of_inline_observations_and_the_file(run, b
             result["decision"].pop("observations_file")
     edit_result(run, edit)
     assert found(run, "decision.") == [
-        ("decision.shape", "decision needs exactly one of observations and observations_file")]
+        ("decision.shape", "decision carries both or neither of observations and observations_file")]
 
 
-@pytest.mark.parametrize("edit", [
-    lambda spec: spec.pop("decision_rule"),
-    lambda spec: spec["decision_rule"].update(method="best_lr_threshold"),
-], ids=["no rule", "best_lr_threshold"])
-def test_only_paired_hoeffding_decisions_are_recomputed(run, edit):
-    """A decision without a spec rule, or under the TriMuon plan's best_lr_threshold, is not recomputed as a
-    paired_hoeffding decision here (its verdict is not compared with a paired recomputation). An unknown method
-    name is test_run_dir_decision_adjustment_and_method's."""
-    edit_json_evidence(run, SPEC, edit)
+def test_a_decision_under_a_spec_without_a_rule_is_left_to_the_retained_spec_check(run):
+    """A retained spec without its decision_rule does not plan: run.spec says so, and no decision rule is recomputed
+    (its verdict is not compared with a paired recomputation)."""
+    edit_json_evidence(run, SPEC, lambda spec: spec.pop("decision_rule"))
     edit_result(run, lambda result: result.update(verdict="supported"))
-    assert found(run, "decision.") == []
+    assert found(run, "decision.") == [] and [check for check, _ in found(run, "run.spec")] == ["run.spec"]
+
+
+def test_a_decision_under_best_lr_threshold_is_recomputed_as_one(run):
+    """The contract's DEC-8 recomputes the spec's method, best_lr_threshold too (the run-dir layer once recomputed
+    paired_hoeffding only); a paired GS1 record under it does not recompute. An unknown method name is
+    test_run_dir_decision_adjustment_and_method's."""
+    edit_json_evidence(run, SPEC, lambda spec: spec["decision_rule"].update(method="best_lr_threshold"))
+    edit_result(run, lambda result: result.update(verdict="supported"))
+    assert found(run, "decision.") == [("decision.recompute", "the decision cannot be recomputed from the observations: "
+                                                              "criterion primary: no runs of arm 'baseline'")]
 
 
 def test_a_rule_the_observations_cannot_be_recomputed_under_is_reported(run):
     edit_json_evidence(run, SPEC, lambda spec: spec["decision_rule"].pop("alpha"))
     assert found(run, "decision.") == [
-        ("decision.recompute", "the decision cannot be recomputed from the retained observations: "
+        ("decision.recompute", "the decision cannot be recomputed from the observations: "
                                "decision_rule has no alpha")]
 
 
@@ -207,7 +215,8 @@ def test_a_recorded_second_criterion_is_compared_when_the_first_is_not_recorded(
         result["decision"]["criteria"] = [{**second, "effect": 0.5}]
     edit_result(two, edit)
     assert found(two, "decision.recompute") == [
-        ("decision.recompute", f"criterion secondary: recorded effect 0.5 but the observations give {effect}")]
+        ("decision.recompute", "criterion primary is not in the decision object"),
+        ("decision.recompute", f"criterion secondary: recorded effect 0.5 is not the recomputed {effect}")]
 
 
 def test_results_effect_ci_and_margin_are_the_first_criterions(two):
@@ -219,7 +228,7 @@ def test_results_effect_ci_and_margin_are_the_first_criterions(two):
 def test_a_score_off_its_observations_mean_is_reported_once_not_per_criterion(two):
     edit_result(two, lambda result: result["evaluation"]["scores"][0].update(value=0.5))
     assert found(two, "decision.arm_means") == [
-        ("decision.arm_means", f"score of arm {BASELINE} seed 0 is 0.5 but its observations average {BASELINE_MEAN}")]
+        ("decision.arm_means", f"arm {BASELINE}: score 0.5 does not reproduce from the observations (mean {BASELINE_MEAN})")]
 
 
 # ---------------------------------------------------------------- vocabularies (DEC-8, DEC-9)
@@ -228,7 +237,7 @@ def test_a_score_off_its_observations_mean_is_reported_once_not_per_criterion(tw
 def test_a_three_way_verdict_the_observations_do_not_give_names_their_outcome_reason(three_way):
     edit_result(three_way, lambda result: result.update(verdict="supported", outcome_reason="supported"))
     assert found(three_way, "decision.") == [
-        ("decision.verdict", "RESULT verdict supported but the observations give refuted (refuted)")]
+        ("decision.verdict", "verdict supported is not the recomputed refuted")]
 
 
 def test_a_three_way_inconclusive_verdict_is_not_compared(three_way):
@@ -253,28 +262,32 @@ def test_a_plan_without_a_vocabulary_leaves_the_specs_vocabulary_and_the_decisio
 # ---------------------------------------------------------------- DEC-3/4/5: the observations file
 
 
-@pytest.mark.parametrize("reference", [OBSERVATIONS, {"sha256": "0" * 64}, {"name": 7}],
-                         ids=["a bare name", "no name", "a number"])
-def test_an_observations_file_reference_that_is_no_name_sha256_object(run, reference):
+@pytest.mark.parametrize("reference, message", [
+    (OBSERVATIONS, "Input should be a valid dictionary or instance of ObservationsFile"),
+    ({"sha256": "0" * 64}, "name: Field required"),
+    ({"name": 7}, "name: Input should be a valid string (and 1 more)"),
+], ids=["a bare name", "no name", "a number"])
+def test_an_observations_file_reference_that_is_no_name_sha256_object(run, reference, message):
+    """DEC-2's typed model of the decision object holds the reference's shape."""
     edit_result(run, lambda result: result["decision"].update(observations_file=reference))
-    assert found(run, "decision.") == [("decision.observations_file", "observations_file must be {name, sha256}")]
+    assert found(run, "decision.") == [("decision.shape", f"decision.observations_file{'' if message.startswith('Input') else '.'}"
+                                                          f"{': ' if message.startswith('Input') else ''}{message}")]
+
+
+UNDER_ANOTHER_SHA256 = ("decision.observations_sha256", "observations cannot be read from the record: observations_file "
+                                                        f"{OBSERVATIONS} is not retained under the sha256 the decision names")
 
 
 @pytest.mark.parametrize("digest", ["0" * 64, "f" * 64], ids=["sorts below", "sorts above"])
 def test_a_recorded_sha256_other_than_the_files(run, digest):
-    actual = read_result(run)["decision"]["observations_file"]["sha256"]
     edit_result(run, lambda result: result["decision"]["observations_file"].update(sha256=digest))
-    # the digest's repr clipped to 20 characters (its first 17 and "..."), the file's hash to 16
-    assert found(run, "decision.") == [
-        ("decision.observations_sha256",
-         f"decision names sha256 '{digest[:16]}... but {OBSERVATIONS} hashes to {actual[:16]}...")]
+    assert found(run, "decision.") == [UNDER_ANOTHER_SHA256]
 
 
 @pytest.mark.parametrize("digest", ["0" * 64, "f" * 64], ids=["sorts below", "sorts above"])
 def test_a_manifest_sha256_other_than_the_files(run, digest):
     edit_manifest_entry(run, OBSERVATIONS, sha256=digest)
-    assert found(run, "decision.") == [
-        ("decision.observations_sha256", f"the manifest's sha256 of {OBSERVATIONS} does not match the file")]
+    assert found(run, "decision.") == [UNDER_ANOTHER_SHA256]
 
 
 @pytest.mark.parametrize("kind", ["predictions", "code_revision"], ids=["sorts after", "sorts before"])
@@ -284,12 +297,15 @@ def test_an_observations_file_retained_as_another_kind(run, kind):
         ("decision.observations_file", f"observations file {OBSERVATIONS} is retained as kind '{kind}', not metrics")]
 
 
+CAP = ("decision.observations_cap", "observations exceed 10 MiB or 100 000 rows")  # DEC-4
+
+
 def test_an_observations_file_exactly_at_the_byte_cap_is_within_it(run, monkeypatch):
     size = len((run / "evidence" / OBSERVATIONS).read_bytes())
-    monkeypatch.setattr(grader, "MAX_EVIDENCE_FILE_BYTES", size)
+    monkeypatch.setattr(grader, "MAX_FILE_BYTES", size)
     assert found(run, "decision.") == []
-    monkeypatch.setattr(grader, "MAX_EVIDENCE_FILE_BYTES", size - 1)
-    assert found(run, "decision.") == [("decision.observations_cap", f"observations file {OBSERVATIONS} is over 10 MiB")]
+    monkeypatch.setattr(grader, "MAX_FILE_BYTES", size - 1)
+    assert found(run, "decision.") == [CAP]
 
 
 def test_exactly_the_cap_of_observations_is_within_it(run, monkeypatch):
@@ -297,8 +313,7 @@ def test_exactly_the_cap_of_observations_is_within_it(run, monkeypatch):
     monkeypatch.setattr(grader, "MAX_OBSERVATIONS", count)
     assert found(run, "decision.") == []
     monkeypatch.setattr(grader, "MAX_OBSERVATIONS", count - 1)
-    assert found(run, "decision.") == [
-        ("decision.observations_cap", f"{count} observations exceed the cap of {count - 1}")]
+    assert found(run, "decision.") == [CAP]
 
 
 def test_an_observations_file_that_does_not_parse_is_reported_by_name(run):
@@ -306,25 +321,30 @@ def test_an_observations_file_that_does_not_parse_is_reported_by_name(run):
     lines[2] = "not json\n"
     digest = put_evidence(run, OBSERVATIONS, "".join(lines))
     edit_result(run, lambda result: result["decision"]["observations_file"].update(sha256=digest))
-    assert found(run, "decision.") == [
-        ("decision.observations_format", f"{OBSERVATIONS}:3: not valid JSON (Expecting value)")]
+    assert found(run, "decision.") == [("decision.observations_file", "observations cannot be read from the record: "
+                                                                       f"{OBSERVATIONS} is not JSONL observations")]
 
 
 # ---------------------------------------------------------------- DEC-5: inline observations
 
 
-@pytest.mark.parametrize("rows", [[], "see the observations file", {"item_id": "gsm8k-test-0000"}],
-                         ids=["empty", "a string", "an object"])
-def test_inline_observations_that_are_no_nonempty_list(run, rows):
+@pytest.mark.parametrize("rows, expected", [
+    ([], ("decision.observations_cover", "criterion primary: all observations missing (first: any arm, any item, seed "
+                                         "any seed)")),
+    ("see the observations file", ("decision.shape", "decision.observations: Input should be a valid list")),
+    ({"item_id": "gsm8k-test-0000"}, ("decision.shape", "decision.observations: Input should be a valid list")),
+], ids=["empty", "a string", "an object"])
+def test_inline_observations_that_are_no_nonempty_list(run, rows, expected):
+    """DEC-2's typed model holds a list; an empty one covers nothing (DEC-6)."""
     inline(run, rows)
-    assert found(run, "decision.") == [("decision.observations_format", "decision.observations must be a non-empty list")]
+    assert found(run, "decision.") == [expected]
 
 
 def test_an_inline_observation_lacking_its_value_is_reported_by_index(run):
     rows = observation_rows(run)
     del rows[2]["value"]
     inline(run, rows)
-    assert found(run, "decision.") == [("decision.observations_format", "observation 2: missing field(s) value")]
+    assert found(run, "decision.") == [("decision.shape", "decision.observations.2.value: Field required")]
 
 
 # ---------------------------------------------------------------- DEC-6/7: evaluators and items of the observations
@@ -336,38 +356,46 @@ def extra_observations(rows, item, evaluator):
     return [{**row, "item_id": item, "metric": "format_ok", "evaluator_id": evaluator} for row in rows[:1] + rows[24:25]]
 
 
-def unknown(evaluator):
-    return ("decision.evaluator", f"observations name evaluators not in RESULT.evaluation: {evaluator[:12]}...")
+def unknown(*evaluators):
+    return ("decision.evaluator", "observations name evaluator(s) the evaluation record lacks: "
+                                  f"{', '.join(evaluator[:12] for evaluator in evaluators)}")
+
+
+def no_prediction(count):
+    return ("decision.evaluator", f"{count} observation(s) have no retained prediction row")
 
 
 def test_observations_naming_unknown_evaluators_name_the_first_by_sort(run):
     rows = observation_rows(run)
     inline(run, rows + extra_observations(rows, "gsm8k-test-0000", "b" * 64)
            + extra_observations(rows, "gsm8k-test-0001", "a" * 64))
-    assert found(run, "decision.") == [unknown("a" * 64)]
+    assert found(run, "decision.") == [unknown("a" * 64, "b" * 64), no_prediction(4)]
 
 
-def test_unknown_evaluators_are_not_looked_for_without_an_evaluation_record(run):
+def test_without_an_evaluation_record_every_evaluator_the_observations_name_is_unknown(run):
+    """DEC-7: the evaluators observations name are those of the evaluation record; with none, every one is unknown."""
     rows = observation_rows(run)
     inline(run, rows + extra_observations(rows, "gsm8k-test-0000", "b" * 64))
     edit_result(run, lambda result: result.pop("evaluation"))
-    assert found(run, "decision.evaluator", "decision.observations_cover") == []
+    assert found(run, "decision.evaluator", "decision.observations_cover") == [unknown("b" * 64, EVAL_ID)]
 
 
-def cover(observed, listed=24):
-    return ("decision.observations_cover",
-            f"observations of evaluator {EVAL_ID[:12]} cover {observed} items, the evaluator lists {listed}")
+def cover(missing, first="gsm8k-test-0003"):
+    return ("decision.observations_cover", f"criterion primary: {missing} observations missing (first: {BASELINE}, "
+                                           f"{first}, seed 0)")
 
 
 def test_observations_missing_an_item_of_the_evaluator(run):
     inline(run, [row for row in observation_rows(run) if row["item_id"] != "gsm8k-test-0003"])
-    assert found(run, "decision.observations_cover") == [cover(23)]
+    assert found(run, "decision.observations_cover") == [cover(2)]
 
 
 def test_observations_of_an_item_the_evaluator_does_not_list(run):
     rows = observation_rows(run)
     inline(run, rows + [{**row, "item_id": "gsm8k-test-9999"} for row in rows[:1] + rows[24:25]])
-    assert found(run, "decision.observations_cover") == [cover(25)]
+    assert found(run, "decision.observations_cover") == [
+        ("decision.observations_cover", "criterion primary: observations of 1 item(s) the evaluator does not list "
+                                        "(first: 'gsm8k-test-9999')")]
 
 
 @pytest.mark.parametrize("other", ["0" * 64, "f" * 64], ids=["sorts below", "sorts above"])
@@ -375,14 +403,14 @@ def test_only_the_evaluators_own_observations_count_for_its_items(run, other):
     """An extra item observed under another evaluator (unknown: DEC-7) is not one of this evaluator's items."""
     rows = observation_rows(run)
     inline(run, rows + extra_observations(rows, "gsm8k-test-9999", other))
-    assert found(run, "decision.evaluator", "decision.observations_cover") == [unknown(other)]
+    assert found(run, "decision.evaluator", "decision.observations_cover") == [unknown(other), no_prediction(2)]
 
 
 def test_an_evaluator_without_explicit_ids_does_not_stop_the_next_ones_cover_check(run):
     edit_result(run, lambda result: result["evaluation"].update(evaluators={
         "0" * 64: {**PROVENANCE, "items": {"manifest_ref": MANIFEST_REF}}, EVAL_ID: PROVENANCE}))
     inline(run, [row for row in observation_rows(run) if row["item_id"] != "gsm8k-test-0003"])
-    assert found(run, "decision.observations_cover") == [cover(23)]
+    assert found(run, "decision.observations_cover") == [cover(2)]
 
 
 # ---------------------------------------------------------------- DEC-8: recorded criteria, effect, ci, margin
@@ -393,13 +421,14 @@ def test_a_recorded_criterion_value_the_observations_do_not_give(run, key):
     value = criterion(run)[key]
     edit_result(run, lambda result: result["decision"]["criteria"][0].update({key: 0.5}))
     assert found(run, "decision.") == [
-        ("decision.recompute", f"criterion primary: recorded {key} 0.5 but the observations give {value}")]
+        ("decision.recompute", f"criterion primary: recorded {key} 0.5 is not the recomputed {value}")]
 
 
 def test_a_direction_result_without_an_effect_is_not_reported_as_a_wrong_effect(run):
-    """No effect to compare (its ci and margin are the recomputed ones): DEC-8 reports no wrong effect."""
+    """No effect to compare (its ci and margin are the recomputed ones): DEC-8 reports no wrong effect, only that a
+    verdict carries none."""
     edit_result(run, lambda result: result.pop("effect"))
-    assert found(run, "decision.") == []
+    assert found(run, "decision.") == [("decision.recompute", "a refuted verdict without RESULT.effect")]
 
 
 @pytest.mark.parametrize("extra", [True, False], ids=["three numbers", "one number"])
@@ -409,17 +438,17 @@ def test_a_ci_that_is_not_a_lower_upper_pair(run, extra):
     edit_result(run, lambda result: result.update(ci=ci))
     problems = found(run, "decision.")
     assert [check for check, _ in problems] == ["decision.ci"]
-    assert problems[0][1].endswith(f" but the observations give [{lower}, {upper}]")
+    assert problems[0][1].startswith("RESULT.ci [") and problems[0][1].endswith(" is not the recomputed interval")
 
 
 def test_a_margin_other_than_the_criterions(run):
     edit_result(run, lambda result: result.update(margin=0.5))
-    assert found(run, "decision.") == [("decision.margin", "RESULT margin 0.5 is not the criterion's margin -0.03")]
+    assert found(run, "decision.") == [("decision.margin", "RESULT.margin 0.5 is not the spec's -0.03")]
 
 
 def test_a_result_without_a_margin_is_not_compared_on_it(run):
     edit_result(run, lambda result: result.pop("margin"))
-    assert found(run, "decision.") == []
+    assert found(run, "decision.") == [("decision.recompute", "a refuted verdict without RESULT.margin")]
 
 
 # ---------------------------------------------------------------- DEC-9: verdict and confidence
@@ -428,10 +457,10 @@ def test_a_result_without_a_margin_is_not_compared_on_it(run):
 def test_a_refuted_verdict_where_the_observations_support_is_reported(clear):
     edit_result(clear, lambda result: result.update(verdict="refuted"))
     assert found(clear, "decision.") == [
-        ("decision.verdict", "RESULT verdict refuted but the observations give supported")]
+        ("decision.verdict", "verdict refuted is not the recomputed supported")]
 
 
-STRADDLES = ("decision.confidence", "confidence is strong but an interval straddles its margin")
+STRADDLES = ("decision.confidence", "confidence strong although a criterion's interval does not settle its margin")
 
 
 @pytest.mark.parametrize("fixture, confidence, expected", [
@@ -460,8 +489,9 @@ def test_a_score_without_a_value_does_not_stop_the_next_scores_check(run):
         result["evaluation"]["scores"][0]["value"] = None
         result["evaluation"]["scores"][1]["value"] = 0.5
     edit_result(run, edit)
-    assert found(run, "decision.arm_means") == [
-        ("decision.arm_means", f"score of arm {TREATMENT} seed 0 is 0.5 but its observations average {TREATMENT_MEAN}")]
+    assert found(run, "decision.arm_means") == [  # a score without a value does not reproduce its mean either (DEC-10)
+        ("decision.arm_means", f"arm {TREATMENT}: score 0.5 does not reproduce from the observations (mean {TREATMENT_MEAN})"),
+        ("decision.arm_means", f"arm {BASELINE}: score None does not reproduce from the observations (mean {BASELINE_MEAN})")]
 
 
 @pytest.mark.parametrize("metric", ["aaa_format", "zz_format"], ids=["sorts below", "sorts above"])

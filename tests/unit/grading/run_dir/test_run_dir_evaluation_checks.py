@@ -16,6 +16,7 @@ from records import (
     EVAL_ID,
     ITEM_IDS,
     PLAN,
+    SPEC,
     PROVENANCE,
     TREATMENT,
     append_gate_event,
@@ -212,8 +213,9 @@ def cover(arm, seed, missing, of, first):
 
 
 def test_the_plans_scheduled_seeds_are_covered_not_only_the_scored_ones(run):
-    """The plan's decision schedules seeds 0 and 1; rows and scores exist for seed 0 only."""
-    edit_json_evidence(run, PLAN, lambda plan: plan["decision"].update(seeds=[0, 1]))
+    """The spec's decision rule (so the plan derived from it) schedules seeds 0 and 1; rows and scores exist for seed 0
+    only."""
+    edit_json_evidence(run, SPEC, lambda spec: spec["decision_rule"].update(seeds=[0, 1]))
     assert found(run, "evaluation.predictions_cover") == [
         cover(arm, 1, 24, 24, "'gsm8k-test-0000'") for arm in plan_arms(run)]
 
@@ -250,10 +252,12 @@ def test_a_predictions_ref_with_a_fragment_reads_the_named_file(run):
     assert found(run, "evaluation.") == []
 
 
-def test_a_lost_predictions_file_leaves_the_other_arms_rows_read(run):
-    """The baseline's predictions_ref names no retained file: its rows are missing, the treatment's are read."""
+def test_a_lost_predictions_file_is_reported_as_lost_not_as_rows_missing(run):
+    """The baseline's predictions_ref names no retained file: EVAL-8 says so (predictions_missing); rows that cannot be
+    read are not held against the cover (missing evidence is unverified, never a second, invalid finding)."""
     edit_result(run, lambda result: result["evaluation"]["scores"][0].update(predictions_ref="a-lost-file.jsonl"))
-    assert found(run, "evaluation.predictions_cover") == [cover(BASELINE, 0, 24, 24, "'gsm8k-test-0000'")]
+    assert found(run, "evaluation.predictions_cover") == []
+    assert [check for check, _ in found(run, "evaluation.predictions_missing")] == ["evaluation.predictions_missing"]
 
 
 def test_no_scores_after_a_passed_evaluation_gate_means_no_prediction_rows(run):

@@ -5,7 +5,8 @@ each condition tried with inputs on each side (issue 28 item 7: the complete mut
 Each test builds the validator over an in-memory run (RESULT, plan, spec, events) and runs the one check: the
 expected problems are worked out from docs/contract-rules.md (`loss_eval.*`, `adaptation.*`): loss_eval.values
 reports LOSS-2's findings as its one implementation gives them. ADAPT-1: adaptation_batch_hash = sha256(json.dumps(ids)); a pair whose arms
-consumed different batches limits the result (confidence weak, or no definitive verdict)."""
+consumed different batches limits the result (confidence weak, or no definitive verdict and no strong confidence): the
+contract's ADAPT-1, its one implementation (experiment.grading.decision)."""
 
 from __future__ import annotations
 
@@ -178,8 +179,11 @@ def test_a_pair_on_different_batches_must_limit_the_result(tmp_path):
     assert _mismatched(tmp_path, verdict="supported", confidence="weaker") == ["adaptation.pair_mismatch"]
     # limited: weak confidence, or no definitive verdict
     assert _mismatched(tmp_path, verdict="supported", confidence="weak") == []
-    assert _mismatched(tmp_path, verdict="inconclusive", confidence="strong") == []
-    assert _mismatched(tmp_path, verdict=None, confidence="strong") == []
+    assert _mismatched(tmp_path, verdict="inconclusive", confidence=None) == []
+    assert _mismatched(tmp_path, verdict=None, confidence=None) == []
+    # strong confidence is never limited, whatever the verdict (the contract's ADAPT-1: say so, confidence weak)
+    assert _mismatched(tmp_path, verdict="inconclusive", confidence="strong") == ["adaptation.pair_mismatch"]
+    assert _mismatched(tmp_path, verdict=None, confidence="strong") == ["adaptation.pair_mismatch"]
 
 
 def test_the_pair_mismatch_names_the_pair_and_its_arms(tmp_path):

@@ -19,6 +19,8 @@ from records import record_gate
 
 from experiment.contract.plan import build_plan
 from experiment.contract.spec import load_spec
+from experiment.grading.decision import DEC_4
+from experiment.grading.decision_rows import observation_rows
 from experiment.grading.run_dir import RunDirError, RunFiles, Validator, run_validation
 from experiment.run.store import RunStore
 
@@ -319,11 +321,12 @@ def observations_file(run_dir: Path, count: int) -> dict[str, str]:
 
 
 def test_the_observations_cap_is_100000(run_dir):
+    """DEC-4's one implementation on the observations file read from the run directory's evidence/."""
     at_cap, over = observations_file(run_dir, 100_000), observations_file(run_dir, 100_001)
-    files = RunFiles.load(run_dir)
     for reference, count, flagged in ((at_cap, 100_000, False), (over, 100_001, True)):
-        checker = Validator(files)
-        observations = checker._observations_from_file(reference)
-        assert observations is not None and len(observations) == count
-        caps = [p.message for p in checker.report.problems if p.check == "decision.observations_cap"]
-        assert caps == ([f"{count} observations exceed the cap of 100000"] if flagged else [])
+        files = RunFiles.load(run_dir)
+        files.result["decision"] = {"version": 1, "observations_file": reference}
+        context = Validator(files).contract
+        assert len(observation_rows(context)[0]) == count
+        caps = [issue.message for issue in DEC_4(context)]
+        assert caps == (["observations exceed 10 MiB or 100 000 rows"] if flagged else [])
