@@ -25,6 +25,7 @@ from experiment.run.store import (
     MAX_EVIDENCE_FILE_BYTES, MAX_EVIDENCE_FILES, MAX_EVIDENCE_TOTAL_BYTES, REQUIRED_EVIDENCE_KINDS,
 )
 from experiment.report.code_revision import PIPELINE_CODE_DIRS
+from experiment.contract.result_models import Result
 from experiment.contract.run_layout import GATES_TABLE, RESULT_FILE, evidence_path, manifest_path, table_path
 from experiment.grading.registry import implements, rule
 
@@ -230,6 +231,26 @@ def _posted_steps(result: dict[str, Any]) -> int:
             steps = as_dict(target).get("steps_completed")
             total += steps if is_integer(steps) and steps > 0 else 0
     return total
+
+
+# RESULT's fields beyond the contract's RESULT (experiment.contract.result_models.Result) that this pipeline posts,
+# each with the rule that reads it or its entry in docs/ungraded-fields.md
+PIPELINE_RESULT_FIELDS = frozenset({
+    "rehearsal",  # SPEC-2, PROSE-2
+    "validation",  # TRACE-8
+    "budget_use",  # FEAS-13
+    "capacity_wait", "interruption", "spec_revision_request",  # docs/ungraded-fields.md
+})
+RESULT_FIELDS = frozenset(Result.model_fields) | PIPELINE_RESULT_FIELDS
+
+
+@rule("GEN-10", "record", "invalid", "RESULT carries only the contract's fields and those the pipeline documents")
+def GEN_10(ctx: GradeContext) -> list[Issue]:
+    """A top-level field neither the contract's RESULT nor this pipeline's record defines is a claim no rule reads
+    (an added `exchange_grade` saying verified, say): the record's fields are a closed list, as its evidence is."""
+    unknown = sorted(str(key) for key in ctx.result if key not in RESULT_FIELDS)
+    return [Issue("GEN-10", INVALID, f"RESULT.{short(key, 60)} is a field neither the contract's RESULT nor this "
+                                     "pipeline's record defines: a claim no rule grades") for key in unknown[:5]]
 
 
 @rule("GEN-8", "record", "invalid", "summary at most two sentences, reasoning two to four")
@@ -564,7 +585,7 @@ def SEC_1(ctx: GradeContext) -> list[Issue]:
     return issues
 
 
-CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8, *activation.CHECKS,
+CHECKS = [GEN_2, GEN_3, GEN_4, GEN_5, GEN_6, GEN_6_hypothesis, GEN_7, GEN_8, GEN_10, *activation.CHECKS,
           EVID_1, EVID_2, EVID_3, EVID_4, EVID_5, EVID_6, EVID_7, EVID_8, EVID_9, EVID_10, *traces.CHECKS, SEC_1,
           *spec_anchor.RECORD_CHECKS, *prose.CHECKS, *run_files.CHECKS]
 
