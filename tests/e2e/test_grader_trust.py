@@ -176,9 +176,6 @@ NOT_SEEN_YET = {
     ("gs1", "feasibility: evaluation timing factor 1"):
         "the service's own busy seconds of the pilot's evaluation are retained nowhere else, so a service_seconds "
         "written as the client's wall time (factor 1) is not contradicted; only a re-timing on the service would",
-    **{(family, "leaves: an extra top-level grade"):
-       "RESULT's models are open (extra keys allowed) and no list of the keys a pipeline may post exists to hold an "
-       "added key to; no rule reads it, as TRACE-7 finds an added evidence file" for family in ("gs1", "selfgen", "trimuon")},
     ("trimuon", "sft runs: a restoration file's note"):
         "a key added inside a retained evidence file (a 'note' in restoration-<run>.json) is read by no rule; the "
         "rules read the keys they check, not the file's whole shape",

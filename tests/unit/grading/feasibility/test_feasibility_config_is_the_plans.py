@@ -21,7 +21,8 @@ def _ctx(family: str, scale: str | None, **config_edit):
     raw, plan = spec.to_dict(), draft_plan(spec)
     config = {"lora_rank": raw["lora_rank"], "batch_size": raw["batch_size"], "max_seq_len": raw["max_seq_len"],
               "steps": raw["steps"], "n_examples": raw["dataset"]["n_examples"], "n_eval": plan.eval["n_examples"],
-              "dataset": raw["dataset"], "base_model": "served/model", "max_tokens": 16, "arms": ["a", "b"]}
+              "dataset": raw["dataset"], "base_model": raw["base_model"], "max_tokens": 16,
+              "arms": [arm.name for arm in plan.trained_arms]}
     config.update(config_edit)
     return SimpleNamespace(spec=raw, plan=plan, result={"feasibility": {"config": config,
                                                                          "effective_config": dict(config)}})
