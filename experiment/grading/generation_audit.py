@@ -79,9 +79,27 @@ def _evaluation(ctx: GradeContext) -> list[dict[str, Any]] | None:
 
 @rule("GA-2", "generation_audit", "invalid|unknown", "generation_audit has the contract's shape")
 def GA_2(ctx: GradeContext) -> list[Issue]:
+    if not isinstance(ctx.result.get("generation_audit"), (dict, type(None))):
+        return [Issue("GA-2", INVALID, f"generation_audit {short(ctx.result['generation_audit'])} is not an object")]
     if not _record(ctx):
         return [Issue("GA-2", UNKNOWN, "RESULT has no generation_audit record")]
-    return model_issues(GenerationAudit, _record(ctx), "GA-2", INVALID, "generation_audit")
+    return model_issues(GenerationAudit, _record(ctx), "GA-2", INVALID, "generation_audit") + [
+        Issue("GA-2", INVALID, f"generation_audit.{problem}") for problem in _json_number_problems(_record(ctx))]
+
+
+def _json_number_problems(record: dict[str, Any]) -> list[str]:
+    """GA-2's numbers as JSON numbers, which the typed model takes loosely: version the number 1 (never true), the
+    seed and the counts integers (never booleans, text or fractions), the label errors and overlaps not negative."""
+    problems = ["version: true is not the number 1"] if record.get("version") is True else []
+    if "sample_seed" in record and not is_integer(record["sample_seed"]):
+        problems.append("sample_seed must be an integer")
+    keys = ("generated", "accepted", "rejected", "execution_errors")
+    if "counts" in record and not all(is_integer(as_dict(record["counts"]).get(key)) for key in keys):
+        problems.append(f"counts must give integer {', '.join(keys)}")
+    for key in ("label_error_count", "overlap_count"):
+        if key in record and not (is_integer(record[key]) and record[key] >= 0):
+            problems.append(f"{key} must be a non-negative integer")
+    return problems
 
 
 @rule("GA-3", "generation_audit", "invalid|unverified", "the candidates file and the full frozen evaluation set are retained inline")
@@ -131,13 +149,17 @@ def GA_3_evaluation_set(ctx: GradeContext) -> list[Issue]:
 
 @rule("GA-4", "generation_audit", "invalid", "counts and every disposition are what the candidates file and the filter give")
 def GA_4(ctx: GradeContext) -> list[Issue]:
+    recorded, issues = as_dict(_record(ctx).get("counts")), []
+    parts = [recorded.get(key) for key in ("generated", "accepted", "rejected", "execution_errors")]
+    if all(is_integer(part) for part in parts) and parts[0] != sum(parts[1:]):  # a disposition none of the three
+        issues.append(Issue("GA-4", INVALID, "counts: generated is not accepted + rejected + execution_errors"))
     tasks = _tasks(ctx)
     if tasks is None:
-        return []
+        return issues
     counts = records.counts_of(tasks)
     if not equal_json(_record(ctx).get("counts"), counts):
-        return [Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}")]
-    return []
+        issues.append(Issue("GA-4", INVALID, f"counts {short(_record(ctx).get('counts'))} are not the candidates' {counts}"))
+    return issues
 
 
 def _filter_problems(tasks: list[dict[str, Any]], low: int, high: int, samples: int) -> list[str]:
@@ -282,6 +304,7 @@ def GA_8(ctx: GradeContext) -> list[Issue]:
 
 @rule("GA-9", "generation_audit", "invalid", "the audit passes before any optimizer update on generated data")
 def GA_9(ctx: GradeContext) -> list[Issue]:
+    """GA-9, the limits: the audit's label errors and evaluation overlaps are within the spec's limits."""
     record = _record(ctx)
     spec_audit = as_dict((ctx.spec or {}).get("generation_audit"))
     issues = []
@@ -290,6 +313,13 @@ def GA_9(ctx: GradeContext) -> list[Issue]:
         if isinstance(count, int) and isinstance(limit, int) and count > limit:
             issues.append(Issue("GA-9", INVALID, f"{count_key} {count} exceeds {limit_key} {limit}: the audit failed "
                                                  "and blocks a definitive verdict"))
+    return issues
+
+
+@implements("GA-9")
+def GA_9_order(ctx: GradeContext) -> list[Issue]:
+    """GA-9, the order: no optimizer update ran before the audit's gate passed."""
+    issues = []
     if ctx.events is not None:
         order = [(e.get("event"), e.get("gate"), e.get("status")) for e in ctx.events]
         passed = next((i for i, e in enumerate(order) if e == ("gate", "generation_audit", "passed")), None)
@@ -446,12 +476,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_4_filter, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9, GA_10, GA_11,
-          GA_11_files]
+CHECKS = [GA_2, GA_3, GA_3_evaluation_set, GA_4, GA_4_filter, GA_5, GA_6, GA_6_independent_resolver, GA_7, GA_8, GA_9,
+          GA_9_order, GA_10, GA_11, GA_11_files]
 
 
 @rule("GA-1", "generation_audit", "unknown", "the audit applies when generated training data is used (applicability unknown: unknown)")
 def grade(ctx: GradeContext) -> CategoryGrade:
+    if not isinstance(ctx.result.get("generation_audit"), (dict, type(None))):
+        return CategoryGrade(NAME, INVALID, GA_2(ctx))  # a record that is no object is only that, applicable or not
     applicable, why = applicability(ctx.spec)
     if applicable is False:
         if _record(ctx):

@@ -4,13 +4,14 @@ and the repair loop (reject, new file versions, re-audit)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
 import pytest
 
 from experiment.data import TaskItem
-from experiment.grading.run_dir import audit_sample_ids, run_validation
+from experiment.grading.run_dir import run_validation
 from experiment.run.state import RunState
 from experiment.selfgen import generation_audit as audit
 
@@ -35,12 +36,18 @@ def tasks_fixture() -> list[dict]:
 
 # ---- select_sample ----
 
+def sample_in_seed_order(accepted_ids: list[str], seed: int, size: int) -> list[str]:
+    """GA-5's sample from the contract's text: the accepted ids sorted by sha256(json.dumps([seed, item_id])), the
+    first `size`."""
+    return sorted(accepted_ids, key=lambda item: hashlib.sha256(json.dumps([seed, item]).encode()).hexdigest())[:size]
+
+
 def test_select_sample_sorts_accepted_ids_by_sha256_of_seed_and_id():
     tasks = tasks_fixture()
     accepted_ids = [t["item_id"] for t in tasks if t["disposition"] == "accepted"]
     for seed in (0, 1, 17):
         chosen = [t["item_id"] for t in audit.select_sample(tasks, 4, seed)]
-        assert chosen == audit_sample_ids(accepted_ids, seed, 4)  # the validator's own implementation
+        assert chosen == sample_in_seed_order(accepted_ids, seed, 4)
         assert len(set(chosen)) == 4 and set(chosen) <= set(accepted_ids)
     assert audit.select_sample(tasks, 4, 0) != audit.select_sample(tasks, 4, 1) or len(accepted_ids) < 2
     assert len(audit.select_sample(tasks, 100, 0)) == 6  # min(accepted, size)

@@ -27,7 +27,6 @@ from experiment.contract.result import adaptation_batch_hash
 from experiment.contract.spec import load_spec, plan_file_path
 from experiment.run.store import RunStore
 from experiment.grading.run_dir import (
-    audit_sample_ids,
     run_validation,
     validate_run,
     validation_summary,
@@ -295,68 +294,6 @@ def test_three_way_run_rules(tmp_path):
     store.update_result(verdict="refuted", confidence="weak", effect=0.1)
     found = checks(store)
     assert "vocabulary.outcome_reason" in found
-
-
-def test_generation_audit_sample_and_counts(tmp_path):
-    spec = load_spec(SELFGEN_SPEC)
-    plan = build_plan(spec)
-    store = RunStore.create(tmp_path / "runs", spec, plan)
-    store.add_evidence("spec.json", "spec", SELFGEN_SPEC.read_bytes())
-    store.add_evidence("spec-revision.plan.json", "spec_revision", plan_file_path(SELFGEN_SPEC).read_bytes())
-    store.add_evidence("execution-plan.json", "effective_config", json.dumps(plan.to_dict(), sort_keys=True))
-    candidates = [
-        {
-            "item_id": f"gen-{i}",
-            "prompt": f"p{i}",
-            "answer": str(i),
-            "disposition": "accepted" if i % 5 else ("rejected" if i % 10 else "execution_error"),
-        }
-        for i in range(150)
-    ]
-    store.add_evidence("generated-tasks.jsonl", "generated_tasks", "".join(json.dumps(c) + "\n" for c in candidates))
-    store.add_evidence("evaluation-set.jsonl", "generated_tasks", json.dumps({"item_id": "t0", "prompt": "q"}) + "\n")
-    store.add_evidence("audit-0001.json", "metrics", "{}")
-    accepted = [c["item_id"] for c in candidates if c["disposition"] == "accepted"]
-    sample = audit_sample_ids(accepted, 7, 100)
-    record = {
-        "version": 1,
-        "stage": "before_training",
-        "dataset_file": "generated-tasks.jsonl",
-        "evaluation_file": "evaluation-set.jsonl",
-        "audit_file": "audit-0001.json",
-        "sample_seed": 7,
-        "counts": {"generated": 150, "accepted": 120, "rejected": 15, "execution_errors": 15},
-        "samples": [
-            {
-                "item_id": item,
-                "independent_answer": "1",
-                "resolver_id": "solver-a",
-                "method": "independent_resolve",
-                "reasoning": "re-solved",
-                "blind_to_label": True,
-            }
-            for item in sample
-        ],
-        "label_error_count": 0,
-        "overlap_count": 0,
-    }
-    store.update_result(generation_audit=record)
-    record_gate(store, "spec_intake", "passed", deviations=0)
-    record_gate(store, "preflight_probe", "passed")
-    record_gate(store, "generation_audit", "passed")
-    record_gate(store, "correctness_preflight", "failed")
-    store.update_result(
-        status="failed", summary="stopped", verdict="inconclusive", outcome_reason="incomplete_execution"
-    )
-    assert validate_run(store.run_dir) == []
-
-    outside_sample = next(item for item in accepted if item not in sample)
-    record["samples"] = record["samples"][1:] + [dict(record["samples"][0], item_id=outside_sample)]
-    record["counts"]["accepted"] = 119
-    record["label_error_count"] = 1
-    store.update_result(generation_audit=record)
-    found = checks(store)
-    assert {"generation_audit.sample", "generation_audit.counts", "generation_audit.limits"} <= found
 
 
 def test_loss_eval_consistency(run):

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from experiment.grading.run_dir.files import (
     MAX_OBSERVATIONS, SECTION_GATES, Problem, RunDirError, ValidationReport, explicit_item_ids,
-    is_hex64, jsonl_rows, RunFiles, text_key, audit_sample_ids, read_event_lines, validation_summary,
+    is_hex64, jsonl_rows, RunFiles, text_key, read_event_lines, validation_summary,
 )
 from experiment.grading.run_dir.validator import Validator, run_validation, validate_run
 
 __all__ = ["MAX_OBSERVATIONS", "SECTION_GATES", "Problem", "RunDirError", "ValidationReport",
            "RunFiles", "Validator", "explicit_item_ids", "is_hex64", "jsonl_rows",
-           "text_key", "audit_sample_ids", "read_event_lines", "run_validation", "validate_run",
+           "text_key", "read_event_lines", "run_validation", "validate_run",
            "validation_summary"]

@@ -3,7 +3,6 @@ executed; the findings' types and small readers the checks share."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,13 +316,3 @@ def jsonl_rows(data: bytes, name: str) -> tuple[list[dict[str, Any]], str | None
             return rows, f"{name} line {number} is not a JSON object"
         rows.append(row)
     return rows, None
-
-
-def audit_sample_ids(accepted_ids: list[str], seed: int, size: int) -> list[str]:
-    """The deterministic audit sample (GA-5): accepted ids sorted by
-    sha256(json.dumps([seed, item_id])), the first `size` of them."""
-
-    def key(item_id: str) -> str:
-        return hashlib.sha256(json.dumps([seed, item_id]).encode()).hexdigest()
-
-    return sorted(accepted_ids, key=key)[:size]

@@ -283,28 +283,25 @@ def test_disagreements_are_not_counted_by_a_boolean():
 # ---------------------------------------------------------------- the run-dir layer
 
 
-def _validator(result=None, events=(), spec=None):
-    files = SimpleNamespace(result=result or {}, plan={}, spec=spec or {}, setup_problems=[], events=list(events),
-                            is_retained=lambda name: True, gate_passed=lambda gate: True)
-    return run_dir.Validator(files)
-
-
 def _problems(validator):
     return [(p.check, p.message) for p in validator.report.problems]
 
 
-def test_run_dir_audit_counts_are_integers_and_no_booleans():
+def test_run_dir_audit_counts_are_integers_and_no_booleans(tmp_path):
+    """The run-dir layer's generation_audit.shape runs GA-2, which takes the counts as JSON integers only."""
     def problems(counts):
         record = {"version": 1, "stage": "before_training", "dataset_file": "d", "evaluation_file": "e",
                   "audit_file": "a", "sample_seed": 0, "counts": counts}
-        validator = _validator(result={"generation_audit": record})
-        validator._audit_dataset_ids = lambda name, counts: None
+        files = run_dir.RunFiles(run_dir=tmp_path, result={"generation_audit": record}, events=[], bad_event_lines=[],
+                                 manifest={"files": []}, plan={}, spec={}, setup_problems=[])
+        validator = run_dir.Validator(files)
         validator.check_generation_audit()
-        return [p for p in _problems(validator) if p[1].startswith("counts must")]
+        return [p for p in _problems(validator) if "counts must" in p[1]]
 
     assert problems({"generated": 1, "accepted": 1, "rejected": 0, "execution_errors": 0}) == []
     assert problems({"generated": True, "accepted": True, "rejected": False, "execution_errors": False}) == [
-        ("generation_audit.counts", "counts must give integer generated, accepted, rejected, execution_errors")]
+        ("generation_audit.shape", "generation_audit.counts must give integer generated, accepted, rejected, "
+                                   "execution_errors")]
 
 
 # ---------------------------------------------------------------- LOSS-3: the loss_eval fields against the predictions

@@ -50,6 +50,38 @@ def test_the_category_is_not_applicable_unknown_or_graded():
         ("GA-2", "unknown", "RESULT has no generation_audit record")])
 
 
+# ---------------------------------------------------------------- GA-2
+
+GA2_RECORD = {"version": 1, "stage": "before_training", **{key: "f" for key in ("dataset_file", "evaluation_file",
+              "audit_file")}, "sample_seed": 7, "counts": {"generated": 1, "accepted": 1, "rejected": 0,
+              "execution_errors": 0}, "samples": [], "label_error_count": 0, "overlap_count": 0}
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("version", True, "version: true is not the number 1"),
+    ("sample_seed", "7", "sample_seed must be an integer"), ("sample_seed", 7.0, "sample_seed must be an integer"),
+    ("sample_seed", True, "sample_seed must be an integer"),
+    ("counts", {"generated": True, "accepted": True, "rejected": False, "execution_errors": False},
+     "counts must give integer generated, accepted, rejected, execution_errors"),
+    ("label_error_count", -1, "label_error_count must be a non-negative integer"),
+    ("label_error_count", True, "label_error_count must be a non-negative integer"),
+    ("overlap_count", 1.0, "overlap_count must be a non-negative integer"),
+])
+def test_ga2_takes_the_records_numbers_as_json_numbers_only(key, value, problem):
+    # the typed model takes each of these loosely (true as 1, "7" as 7, -1 as a count)
+    assert rules.GA_2(_ctx(GA2_RECORD)) == []
+    assert _found(rules.GA_2(_ctx({**GA2_RECORD, key: value}))) == [("GA-2", "invalid", f"generation_audit.{problem}")]
+
+
+@pytest.mark.parametrize("record", ["the audit passed", [1]])
+def test_ga2_a_record_that_is_no_object_is_invalid_applicable_or_not(record):
+    opted_out = {"experiment_features": {"generated_training_data": False}, "generation_audit": {}}
+    for spec in (opted_out, {"experiment_features": {"generated_training_data": True}}):
+        grade = rules.grade(_ctx(record, spec=spec))
+        assert (grade.status, _found(grade.issues)) == ("invalid", [
+            ("GA-2", "invalid", f"generation_audit {record!r} is not an object")])
+
+
 # ---------------------------------------------------------------- GA-3
 
 TASKS = [{"item_id": "t1", "prompt": "What is 2 + 2?", "answer": "4", "disposition": "accepted"},
@@ -86,10 +118,18 @@ def test_ga3_candidates_are_unique_and_complete_an_answer_unless_the_program_fai
 def test_ga4_counts_are_the_candidates_dispositions():
     counts = {"generated": 3, "accepted": 1, "rejected": 1, "execution_errors": 1}
     assert rules.GA_4(_ctx({**REFS, "counts": counts}, FILES)) == []
-    wrong = {**counts, "accepted": 2}
+    wrong = {**counts, "accepted": 2, "rejected": 0}  # they still add up to 3
     assert _found(rules.GA_4(_ctx({**REFS, "counts": wrong}, FILES))) == [
         ("GA-4", "invalid", f"counts {repr(wrong)[:57]}... are not the candidates' {counts}")]  # cut to 60
     assert rules.GA_4(_ctx({**REFS, "counts": wrong}, FILES[1:])) == []  # no candidates to count: GA-3's finding
+
+
+@pytest.mark.parametrize("generated", [2, 4])
+def test_ga4_generated_is_accepted_plus_rejected_plus_execution_errors(generated):
+    # a disposition none of the three is counted as generated only, so the counts do not add up (below and above)
+    counts = {"generated": generated, "accepted": 1, "rejected": 1, "execution_errors": 1}
+    assert _found(rules.GA_4(_ctx({**REFS, "counts": counts}, FILES[1:]))) == [
+        ("GA-4", "invalid", "counts: generated is not accepted + rejected + execution_errors")]
 
 
 LOW, HIGH, SAMPLES = 1, 3, 4  # kept when the base solved it in 1 to 3 of 4 samples
@@ -187,12 +227,12 @@ def test_ga9_the_audit_passes_within_the_specs_limits(key, limit_key):
 def test_ga9_no_optimizer_update_before_the_audit_passed():
     passed, step = {"event": "gate", "gate": "generation_audit", "status": "passed"}, {"event": "training_step"}
     message = [("GA-9", "invalid", "an optimizer update ran before the generation audit passed")]
-    assert rules.GA_9(_ctx({}, events=[passed, step])) == []
-    assert _found(rules.GA_9(_ctx({}, events=[step, passed]))) == message
-    assert _found(rules.GA_9(_ctx({}, events=[{**passed, "status": "failed"}, step]))) == message
-    assert _found(rules.GA_9(_ctx({}, events=[{**passed, "gate": "decision"}, step]))) == message
-    assert rules.GA_9(_ctx({}, events=[{"event": "gate"}])) == []  # no update at all
-    assert rules.GA_9(_ctx({}, events=None)) == []  # a bare record has no events
+    assert rules.GA_9_order(_ctx({}, events=[passed, step])) == []
+    assert _found(rules.GA_9_order(_ctx({}, events=[step, passed]))) == message
+    assert _found(rules.GA_9_order(_ctx({}, events=[{**passed, "status": "failed"}, step]))) == message
+    assert _found(rules.GA_9_order(_ctx({}, events=[{**passed, "gate": "decision"}, step]))) == message
+    assert rules.GA_9_order(_ctx({}, events=[{"event": "gate"}])) == []  # no update at all
+    assert rules.GA_9_order(_ctx({}, events=None)) == []  # a bare record has no events
 
 
 # ---------------------------------------------------------------- GA-10
