@@ -8,7 +8,7 @@ import hashlib
 from experiment.contract.run_layout import EVIDENCE_DIR, MANIFEST_FILE
 from experiment.grading.common import short
 from experiment.grading.secrets import HEADER_WITH_VALUE, SIGNED_URL, environment_secrets, searchable_text
-from experiment.grading.general import EVID_3, EVID_4, EVID_6
+from experiment.grading.general import EVID_3, EVID_4, EVID_6, EVID_7
 from experiment.grading.registry import run_dir_checks
 from experiment.grading.run_dir.files import text_key
 
@@ -20,6 +20,7 @@ class RetainedFileChecks:
 
     @run_dir_checks(
         ("evidence.caps", "EVID-3", "evidence within its caps", EVID_3),
+        ("evidence.names", "EVID-7", "evidence/manifest.json lists each name once: one name, one content", EVID_7),
         ("evidence.missing_file", "EVID-8", "every manifest file is in evidence/"),
         ("evidence.immutable", "EVID-8", "every evidence file on disk still hashes to its manifest sha256 (a run directory's "
                                          "own: a bare record has no file beside its manifest)"),
@@ -29,12 +30,13 @@ class RetainedFileChecks:
         ("evidence.result_files", "EVID-8", "RESULT.evidence lists files with the manifest's sha256"),
     )
     def check_evidence(self) -> None:
-        """EVID-3, 4 and 6 by their one implementation (experiment.grading.general) on the manifest's files read from
+        """EVID-3, 4, 6 and 7 by their one implementation (experiment.grading.general) on the manifest's files read from
         evidence/; the run directory's own: every manifest file is on disk, unchanged, and no other file is there."""
         if self.files.manifest is None:
             return
         entries = self.files.evidence_entries
         self.restated("evidence.caps")  # EVID-3 on the files evidence/ holds under the manifest's sha256
+        self.restated("evidence.names")  # EVID-7 on the manifest's entries
         evidence_dir = self.files.run_dir / EVIDENCE_DIR
         for entry in entries:
             name = entry.get("name")

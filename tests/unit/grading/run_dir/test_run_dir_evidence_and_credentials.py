@@ -138,6 +138,15 @@ def test_every_manifest_file_is_in_evidence_and_each_missing_one_is_named(small)
                      for name in ("5", "'sub/x.json'", "'gone.json'")]
 
 
+@pytest.mark.parametrize("changes", [{}, {"kind": "script"}, {"sha256": "0" * 64}], ids=["same", "other kind", "other sha256"])
+def test_a_name_listed_twice_in_the_manifest_is_evid_7(small, changes):
+    # one name, one content (EVID-7): a second entry of the same name, the same or another content, is listed once too often
+    entries = _all(small)
+    found = _evidence(small, [*entries, dict(entries[3], **changes)], status="running")
+    assert ("evidence.names", "evidence names listed more than once: predictions.jsonl") in found
+    assert [f for f in _evidence(small, entries, status="running") if f[0] == "evidence.names"] == []
+
+
 @pytest.mark.parametrize("sha256", ["0" * 64, "f" * 64, None])
 def test_a_file_that_no_longer_hashes_to_its_manifest_sha256(small, sha256):
     entries = _all(small)
