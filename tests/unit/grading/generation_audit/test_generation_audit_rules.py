@@ -378,7 +378,7 @@ def test_ga6_the_resolver_and_the_identities_compared_are_both_recorded(resolver
 
 def test_ga9_an_event_sorting_after_training_step_is_no_update():
     passed, step = {"event": "gate", "gate": "generation_audit", "status": "passed"}, {"event": "training_step"}
-    assert rules.GA_9(_ctx({}, events=[{"event": "wrote_table"}, passed, step])) == []
+    assert rules.GA_9_order(_ctx({}, events=[{"event": "wrote_table"}, passed, step])) == []
 
 
 IDENTITY_SPEC = {"base_model": "org/base", "generation": {"generator_model": "org/gen", "solver_model": "org/solver"}}
