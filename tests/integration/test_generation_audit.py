@@ -14,6 +14,7 @@ from experiment.data import TaskItem
 from experiment.grading.run_dir import run_validation
 from experiment.run.state import RunState
 from experiment.selfgen import generation_audit as audit
+from experiment.stats import generation_audit as audit_record
 
 SPEC_AUDIT = {"required": True, "answer_comparison": "numeric_exact", "min_sample_size": 4,
               "max_label_errors": 0, "max_eval_overlaps": 0}
@@ -68,16 +69,16 @@ def test_sample_size_is_min_of_accepted_and_min_sample_size_or_100():
     ("12", "\\frac{24}{2}", False), ("12", "3/0", False), (None, "12", False), ("12", "13", False),
 ])
 def test_numeric_exact_is_strict_with_zero_tolerance(label, answer, agrees):
-    assert audit.answer_agreement(label, answer, "numeric_exact") is agrees
+    assert audit_record.answer_agreement(label, answer, "numeric_exact") is agrees
 
 
 def test_categorical_exact_is_case_and_space_sensitive_and_unknown_strategies_raise():
-    assert audit.answer_agreement("Paris", "Paris", "categorical_exact")
-    assert not audit.answer_agreement("Paris", "paris", "categorical_exact")
-    assert not audit.answer_agreement("Paris", "Paris ", "categorical_exact")
-    assert not audit.answer_agreement("", "", "categorical_exact")
-    with pytest.raises(audit.UnsupportedComparison, match="numeric_tolerance"):
-        audit.answer_agreement("1", "1", "numeric_tolerance")
+    assert audit_record.answer_agreement("Paris", "Paris", "categorical_exact")
+    assert not audit_record.answer_agreement("Paris", "paris", "categorical_exact")
+    assert not audit_record.answer_agreement("Paris", "Paris ", "categorical_exact")
+    assert not audit_record.answer_agreement("", "", "categorical_exact")
+    with pytest.raises(audit_record.UnsupportedComparison, match="numeric_tolerance"):
+        audit_record.answer_agreement("1", "1", "numeric_tolerance")
 
 
 # ---- overlap and duplicates ----
@@ -87,11 +88,11 @@ def test_evaluation_overlap_is_normalized_exact_and_counts_accepted_tasks_only()
     tasks[0]["prompt"] = "  zoe HAS 98 cards.\tShe buys 95 more.  How many cards does Zoe have now? "
     tasks[6]["prompt"] = EVALUATION[1].question  # rejected: not counted
     tasks[1]["prompt"] = "Zoe has 98 cards. She buys 95 more. How many cards does Zoe have today?"  # paraphrase
-    assert audit.evaluation_overlap(tasks, EVALUATION) == [{"item_id": "selfgen-000000", "evaluation_item_id": "eval-0"}]
+    assert audit_record.evaluation_overlap(tasks, EVALUATION) == [{"item_id": "selfgen-000000", "evaluation_item_id": "eval-0"}]
     frozen_rows = [json.loads(line) for line in audit.evaluation_jsonl(EVALUATION).splitlines()]
-    assert audit.evaluation_overlap(tasks, frozen_rows) == audit.evaluation_overlap(tasks, EVALUATION)
+    assert audit_record.evaluation_overlap(tasks, frozen_rows) == audit_record.evaluation_overlap(tasks, EVALUATION)
     tasks[2]["prompt"] = tasks[3]["prompt"].upper()
-    assert audit.duplicate_count(tasks) == 1
+    assert audit_record.duplicate_count(tasks) == 1
 
 
 # ---- the record and validate ----
@@ -210,11 +211,11 @@ def test_repair_rejects_wrong_labels_freezes_new_versions_and_reaudits(embedded)
     solver = audit.Resolver(sampler, renderer, "embedded/tiny-arith (greedy)", max_tokens=16, few_shot=False)
     rows = [task(i, q, None) for i, q in enumerate(questions)]
     run_async(solver.resolve(rows))
-    answered = [r for r in rows if audit.strict_number(solver.answers[r["item_id"]]["independent_answer"]) is not None]
+    answered = [r for r in rows if audit_record.strict_number(solver.answers[r["item_id"]]["independent_answer"]) is not None]
     if len(answered) < 3:
         pytest.skip("the tiny solver boxed too few integers to build the scenario")
     for row in answered:
-        row["answer"] = str(audit.strict_number(solver.answers[row["item_id"]]["independent_answer"]))
+        row["answer"] = str(audit_record.strict_number(solver.answers[row["item_id"]]["independent_answer"]))
     wrong = answered[0]
     wrong["answer"] = str(int(wrong["answer"]) + 1000)
     tasks = [dict(r, index=i, item_id=f"selfgen-{i:06d}") for i, r in enumerate(answered)]
@@ -375,7 +376,7 @@ def test_gate_generates_audits_and_records_on_the_embedded_backend(tmp_path, mon
         assert files[record["dataset_file"]]["kind"] == "generated_tasks" and record["audit_file"] in files
         candidates = [json.loads(line) for line in
                       (ctx.store.run_dir / "evidence" / record["dataset_file"]).read_text().splitlines()]
-        assert record["counts"] == audit.counts_of(candidates) == verdict.measured["counts"]
+        assert record["counts"] == audit_record.counts_of(candidates) == verdict.measured["counts"]
         assert [c["item_id"] for c in candidates] == [f"selfgen-{i:06d}" for i in range(len(candidates))]
         assert all(s["resolver_id"].startswith("exact-solver:embedded-arithmetic") for s in record["samples"])
         assert record["resolver_independent"] is True and record["resolver"]["code_sha256"]
