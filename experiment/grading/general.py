@@ -234,12 +234,16 @@ def _posted_steps(result: dict[str, Any]) -> int:
 
 
 # RESULT's fields beyond the contract's RESULT (experiment.contract.result_models.Result) that this pipeline posts,
-# each with the rule that reads it or its entry in docs/ungraded-fields.md
+# each with the rule that reads it or why none does
 PIPELINE_RESULT_FIELDS = frozenset({
     "rehearsal",  # SPEC-2, PROSE-2
     "validation",  # TRACE-8
     "budget_use",  # FEAS-13
-    "capacity_wait", "interruption", "spec_revision_request",  # docs/ungraded-fields.md
+    # operators' notes of an unfinished or stopped run, never in a finished record (so not in docs/ungraded-fields.md,
+    # which lists leaves of finished records): the wait in progress (cleared when it ends; the waits a run met are
+    # events, FEAS-12's floor of the reserve), what stopped a run outside a gate (its status and outcome are GEN-2..4's),
+    # the correctness preflight's request to the spec's author (the pins are CORR-6's; the request is evidence)
+    "capacity_wait", "interruption", "spec_revision_request",
 })
 RESULT_FIELDS = frozenset(Result.model_fields) | PIPELINE_RESULT_FIELDS
 

@@ -71,7 +71,7 @@ def test_a_resumed_sft_sweep_records_the_restores_of_a_sweep_never_stopped_and_g
     plan = build_plan(spec)
     store = RunStore.create(tmp_path / "runs", spec, plan)
     mark_rehearsal(store, spec, spec.source.rehearsal)  # as the flow marks a rehearsal before its first gate
-    service = ServiceTarget("remote", embedded_server.base_url)
+    service = ServiceTarget("embedded", embedded_server.base_url)  # the rehearsal's backend, reached over HTTP
     ctx = RunContext(spec=spec, plan=plan, store=store, service=service)
     handed_on = []
     stopped = plan.training_runs[1]

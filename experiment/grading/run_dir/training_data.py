@@ -36,8 +36,10 @@ class TrainingDataChecks:
         ("generation_audit.missing", "GA-2", "a passed audit gate left its record", GA_2),
         ("generation_audit.shape", "GA-2", "generation_audit has the contract's shape (version 1, stage before_training, integer seed and counts)", GA_2),
         ("generation_audit.files", "GA-3", "dataset, evaluation and audit files are retained, the candidates complete and the evaluation set the spec's held-out set", GA_3, GA_3_evaluation_set),
-        ("generation_audit.counts", "GA-4", "counts, dispositions, label errors and overlaps recompute from the candidates, samples and evaluation set", GA_4, GA_4_filter, GA_8),
-        ("generation_audit.sample", "GA-5", "the sample is the deterministic one, re-solved blind by a re-solver independent of generator, filter and base", GA_5, GA_6, GA_6_independent_resolver),
+        ("generation_audit.counts", "GA-4", "counts and dispositions recompute from the candidates", GA_4, GA_4_filter),
+        ("generation_audit.labels", "GA-8", "label errors and overlaps recompute from the samples and the evaluation set", GA_8),
+        ("generation_audit.sample", "GA-5", "the sample is the deterministic one", GA_5),
+        ("generation_audit.resolver", "GA-6", "the sample is re-solved blind by a re-solver independent of generator, filter and base", GA_6, GA_6_independent_resolver),
         ("generation_audit.limits", "GA-9", "a passed audit is within the spec's label-error and overlap limits", GA_9),
     )
     def check_generation_audit(self) -> None:
@@ -53,7 +55,9 @@ class TrainingDataChecks:
             return  # as the contract grade: a record that is no object is only that
         self.restated("generation_audit.files")
         self.restated("generation_audit.counts")
+        self.restated("generation_audit.labels")
         self.restated("generation_audit.sample")
+        self.restated("generation_audit.resolver")
         if self.files.gate_passed("generation_audit"):
             self.restated("generation_audit.limits")
 

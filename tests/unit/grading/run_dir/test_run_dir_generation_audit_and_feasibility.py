@@ -220,7 +220,7 @@ def test_a_seed_that_is_no_integer_is_a_shape_problem(audit, seed):
 def test_each_sample_is_a_blind_independent_resolve_with_a_resolver(audit, changes):
     samples = copy.deepcopy(audit.record["samples"])
     samples[3].update(changes)
-    found = [f for f in _found(audit.run(audit.honest(samples=samples))) if f[0] == "generation_audit.sample"]
+    found = [f for f in _found(audit.run(audit.honest(samples=samples))) if f[0] == "generation_audit.resolver"]
     assert found and repr(samples[3]["item_id"]) in found[0][1]
 
 
@@ -229,13 +229,13 @@ def test_bad_samples_are_one_problem_naming_the_first(audit):
     for index in (3, 5):
         samples[index]["method"] = "guess"
     found = _found(audit.run(audit.honest(samples=samples)))
-    assert [check for check, _ in found] == ["generation_audit.sample"] and repr(samples[3]["item_id"]) in found[0][1]
+    assert [check for check, _ in found] == ["generation_audit.resolver"] and repr(samples[3]["item_id"]) in found[0][1]
 
 
 def test_the_resolver_is_independent_of_generator_filter_and_base(audit):
     base = audit.record["compared_identities"]["trained_base_model"]["name"]
     found = _found(audit.run(audit.honest(resolver={"name": base})))
-    assert "generation_audit.sample" in [check for check, _ in found]
+    assert "generation_audit.resolver" in [check for check, _ in found]
     assert any(f"the re-solver {base} is the trained base model" in message for _, message in found)
 
 
@@ -261,7 +261,7 @@ def test_label_errors_recompute_and_are_within_the_specs_limit_once_the_gate_pas
     assert _found(audit.run(over, spec, passed=False)) == []
     # a count the samples do not give
     found = _found(audit.run(audit.honest(samples=samples, label_error_count=0), spec))
-    assert found == [("generation_audit.counts", f"label_error_count 0 but the samples give {limit + 1}")]
+    assert found == [("generation_audit.labels", f"label_error_count 0 but the samples give {limit + 1}")]
 
 
 def test_overlaps_recompute_and_are_within_the_specs_limit_once_the_gate_passed(audit):
@@ -276,7 +276,7 @@ def test_overlaps_recompute_and_are_within_the_specs_limit_once_the_gate_passed(
     assert "overlap_count 1 exceeds max_eval_overlaps 0" in found[0][1]
     assert _found(audit.run(audit.honest(dataset_file=name, overlap_count=1), passed=False, extra=[name])) == []
     found = _found(audit.run(audit.honest(dataset_file=name), extra=[name]))
-    assert found == [("generation_audit.counts", "overlap_count 0 but the evaluation set gives 1")]
+    assert found == [("generation_audit.labels", "overlap_count 0 but the evaluation set gives 1")]
 
 
 # ------------------------------------------------------------------------------------------ FEAS
