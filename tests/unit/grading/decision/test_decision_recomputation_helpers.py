@@ -516,3 +516,40 @@ def test_a_held_out_nll_observation_is_its_rows_totals_not_the_value_the_row_sta
     assert _dec7([("B", "i1", 0.5)], files) == [
         ("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.5)")]
     assert _dec7([("B", "i1", 2.0)], {"pa.jsonl": [], "pb.jsonl": [{**row, "value": 2.0}]}) == []
+
+
+def _observation_file_ctx(entry):
+    """A record whose decision names obs.jsonl under sha256 "a" * 64, retained as `entry` (real EvidenceAccess)."""
+    from types import SimpleNamespace
+
+    from experiment.grading.evidence import EvidenceAccess
+
+    result = {"decision": {"observations_file": {"name": "obs.jsonl", "sha256": "a" * 64}},
+              "evidence": {"files": [{"name": "obs.jsonl", "kind": "metrics", "sha256": "a" * 64, **entry}]}}
+    return SimpleNamespace(result=result, spec={"decision_rule": {"method": "paired_hoeffding"}},
+                           evidence=EvidenceAccess(result))
+
+
+def test_observations_retained_by_hash_only_are_unretained_and_bytes_off_their_hash_are_the_sha256_part():
+    """DEC-3's parts: a file kept by name and hash only (no inline content) is not retained; content that does not hash
+    to the sha256 the decision names is the sha256 part."""
+    partial = _observation_file_ctx({})
+    assert decision_rows.observation_rows(partial)[0] is None
+    assert decision_rows.unread_part(partial) == decision_rows.RETAINED
+    assert decision.DEC_3_retained(partial) and not decision.DEC_3_sha256(partial)
+    corrupt = _observation_file_ctx({"content": '{"item_id": "1"}\n'})
+    assert decision_rows.observation_rows(corrupt)[0] is None
+    assert decision_rows.unread_part(corrupt) == decision_rows.SHA256
+    assert decision.DEC_3_sha256(corrupt) and not decision.DEC_3_retained(corrupt)
+
+
+def test_prediction_observations_skip_other_arms_scores_wherever_they_stand():
+    from types import SimpleNamespace
+
+    rows = {"a.jsonl": [{"item_id": "1", "arm": "A", "seed": 0, "value": 1.0, "evaluator_id": "e"}],
+            "b.jsonl": [{"item_id": "1", "arm": "B", "seed": 0, "correct": False, "evaluator_id": "e"}]}
+    scores = [{"arm": "A", "metric": "accuracy", "predictions_ref": "a.jsonl"},
+              {"arm": "B", "metric": "accuracy", "predictions_ref": "b.jsonl"}]
+    ctx = SimpleNamespace(result={"evaluation": {"scores": scores}}, evidence=SimpleNamespace(jsonl=rows.get))
+    observations = decision_rows.prediction_observations(ctx, {"B"})
+    assert [(o.arm, o.value) for o in observations] == [("B", 0.0)]
