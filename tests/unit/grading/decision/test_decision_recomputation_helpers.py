@@ -303,6 +303,16 @@ def test_a_decision_carries_exactly_one_of_observations_and_observations_file(de
     assert (BOTH_OR_NEITHER in messages) is flagged
 
 
+@pytest.mark.parametrize("version, messages", [
+    (True, ["decision.version: true is not the number 1"]),  # the model takes true for 1 (Python's True == 1)
+    (False, ["decision.version: Input should be 1"]), (1, [])])
+def test_a_decisions_version_is_the_number_one_never_true(version, messages):
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(result={"decision": {"version": version, "observations": [ROW]}})
+    assert [issue.message for issue in decision.DEC_2(ctx)] == messages
+
+
 @pytest.mark.parametrize("name, flagged", [("o.jsonl", False), ("runs/o.jsonl", True), ("runs\\o.jsonl", True),
                                            ("s3:o.jsonl", False), ("https:x", False), ("s3://b/o", True)])
 def test_an_observations_file_named_by_a_path_or_url_is_invalid(name, flagged):
