@@ -649,3 +649,39 @@ def test_each_finished_sft_runs_sampler_is_its_listed_final_checkpoint(sft_run):
         assert _table_findings(result, events, run_dir) == [
             f"tables/sft_finished_runs.parquet: run {repr(run)[:27]}...'s sampler {repr(path)[:37]}... is not its "
             "listed final checkpoint"]
+
+
+@pytest.mark.parametrize("backend,kind,exposure,findings", [
+    ("embedded", "cpu", None, ["the service_exposure event names 'cpu', the rehearsal 'embedded'"]),
+    ("custom", None, "production", []),
+    ("tinker", None, "production", []),
+])
+def test_a_rehearsals_service_exposure_is_held_to_the_embedded_exposure_only_on_that_backend(
+        run, backend, kind, exposure, findings):
+    result, events, run_dir = run
+    events = _rehearsal(result, events, run_dir)
+    result["rehearsal"]["backend"] = backend
+    exposure_event = {"event": "service_exposure", "kind": kind, "exposure": exposure}
+    assert _messages(TRACE_9, result, events=events + [exposure_event], run_dir=run_dir) == findings
+
+
+@pytest.mark.parametrize("change", ["a value more", "a value fewer"])
+def test_a_logged_pilot_with_other_values_than_posted_is_not_the_posted_one(run, change):
+    result, events, run_dir = run
+    values = dict(result["activation_calibration"]["values"])
+    if change == "a value more":
+        pilot = {**values, "another_measurement": 0.5}
+    else:
+        pilot = {k: v for k, v in list(values.items())[1:]}
+    logged = events + [{"event": "activation_pilots", "pilots": [{"values": pilot}]}]
+    assert _messages(TRACE_9, result, events=logged, run_dir=run_dir) == [
+        "activation_calibration.values are no pilot's values that the activation_pilots event logged"]
+
+
+def test_the_probe_finding_quotes_the_arm_to_30_characters(run):
+    result, events, run_dir = run
+    arm = "rl_" + "p" * 40
+    judged = {"event": "gate", "gate": "preflight_probe", "measured": {arm: {"ok": True}}}
+    probe = {"event": "probe", "arms": {arm: {"ok": False}}}
+    assert _messages(TRACE_9, result, events=events + [judged, probe], run_dir=run_dir) == [
+        f"the probe event's {repr(arm)[:27]}... is not what the preflight_probe gate judged"]
