@@ -402,6 +402,42 @@ def test_adaptive_completeness_with_items_that_cannot_be_split_checks_every_item
     assert decision.DEC_6(ctx) == []
 
 
+def test_adaptive_completeness_goes_on_to_the_next_criterion_after_one_whose_items_cannot_be_split(monkeypatch):
+    """The first criterion's evaluator lists one item (no split: DEC-13's finding); the second's lists ten, split into
+    selection and confirmation items, and arm B has none of its confirmation observations: that is still found."""
+    from types import SimpleNamespace
+
+    def row(arm, item, metric, evaluator):
+        return {"item_id": item, "arm": arm, "seed": 0, "metric": metric, "value": 1.0, "evaluator_id": evaluator}
+
+    items = [f"i{n}" for n in range(10)]
+    rows = [row(arm, "i0", "accuracy", "e1") for arm in ("T", "B")] + [row("T", item, "f1", "e2") for item in items]
+    ctx = SimpleNamespace(
+        result={"decision": {"observations": rows}, "evaluation": {"evaluators": {
+            "e1": {"items": {"ids": ["i0"]}}, "e2": {"items": {"ids": items}}}}},
+        spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+            {"id": c, "metric": c, "weights": {"T": 1, "B": -1}} for c in ("accuracy", "f1")]}},
+        plan=SimpleNamespace(role_to_arm={}, selection={"role": "treatment", "candidates": ["T"], "criterion": "f1"},
+                             training_runs=[]))
+    monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "no split"))  # no recomputed choice
+    messages = [issue.message for issue in decision.DEC_6(ctx)]
+    assert len(messages) == 1 and messages[0].startswith("criterion f1: "), messages
+
+
+def test_observations_of_items_the_evaluator_does_not_list_are_counted_and_the_first_in_order_named():
+    from types import SimpleNamespace
+
+    rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": 1.0, "evaluator_id": "e1"}
+            for arm in ("T", "B") for item in ("i1", "x2", "x1")]
+    ctx = SimpleNamespace(result={"decision": {"observations": rows},
+                                  "evaluation": {"evaluators": {"e1": {"items": {"ids": ["i1"]}}}}},
+                          spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+                              {"id": "accuracy", "metric": "accuracy", "weights": {"T": 1, "B": -1}}]}},
+                          plan=SimpleNamespace(role_to_arm={}, selection=None, training_runs=[]))
+    assert [i.message for i in decision.DEC_6(ctx)] == [
+        "criterion accuracy: observations of 2 item(s) the evaluator does not list (first: 'x1')"]
+
+
 def test_a_criterion_whose_evaluator_lists_no_items_is_complete_over_the_items_its_rows_have():
     from types import SimpleNamespace
 
