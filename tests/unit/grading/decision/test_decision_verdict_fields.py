@@ -722,3 +722,13 @@ def test_result_seeds_is_the_number_of_seeds_the_rule_schedules(rule, seeds, fin
     scheduled = len(rule.get("seeds", [0]))
     assert [issue.message for issue in issues] == ([f"RESULT.seeds {seeds} is not the {scheduled} seed(s) the rule "
                                                     "schedules and the observations hold"] if finding else [])
+
+
+@pytest.mark.parametrize("method,findings", [
+    ("paired_hoeffding", []),  # three_way: inconclusive may stand for a decided comparison
+    ("best_lr_threshold", ["verdict inconclusive is not the recomputed supported"]),  # the best-LR rule always decides
+])
+def test_only_a_paired_three_way_decision_lets_inconclusive_stand(monkeypatch, method, findings):
+    ctx = SimpleNamespace(result={"verdict": "inconclusive"}, plan=SimpleNamespace(vocabulary="three_way"))
+    monkeypatch.setattr(decision, "_verdict_recomputed", lambda ctx: {"method": method, "verdict": "supported"})
+    assert [issue.message for issue in decision.DEC_9_verdict(ctx)] == findings
