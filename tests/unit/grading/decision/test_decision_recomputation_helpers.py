@@ -438,6 +438,22 @@ def test_observations_of_items_the_evaluator_does_not_list_are_counted_and_the_f
         "criterion accuracy: observations of 2 item(s) the evaluator does not list (first: 'x1')"]
 
 
+def test_best_lr_completeness_is_one_observation_per_planned_run_and_metric_at_the_runs_seed():
+    """best_lr_threshold: each planned training run of a compared arm owes one row per criterion's metric (item
+    best_lr_threshold) at its own scheduled seed, not at every seed of the rule."""
+    ctx = _two_arm_best_lr_ctx()
+    rows = ctx.result["decision"]["observations"]
+    ctx.result["decision"]["observations"] = [r for r in rows if not (r["arm"] == "b1" and r["metric"] == "nll")]
+    assert [i.message for i in decision.DEC_6(ctx)] == [
+        "criterion c1: 1 observations missing (first: b1, best_lr_threshold, seed 0)"]
+    ctx = _two_arm_best_lr_ctx()
+    ctx.spec["verdict_rule"]["seeds"] = [0, 3]
+    ctx.plan.training_runs[2].seed = 3  # b1 runs at seed 3 and its rows say so; the others at seed 0 only
+    for row in ctx.result["decision"]["observations"]:
+        row["seed"] = 3 if row["arm"] == "b1" else row["seed"]
+    assert decision.DEC_6(ctx) == []
+
+
 def test_a_criterion_whose_evaluator_lists_no_items_is_complete_over_the_items_its_rows_have():
     from types import SimpleNamespace
 
