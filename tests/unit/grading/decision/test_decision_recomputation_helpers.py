@@ -303,6 +303,16 @@ def test_a_decision_carries_exactly_one_of_observations_and_observations_file(de
     assert (BOTH_OR_NEITHER in messages) is flagged
 
 
+@pytest.mark.parametrize("version, messages", [
+    (True, ["decision.version: true is not the number 1"]),  # the model takes true for 1 (Python's True == 1)
+    (False, ["decision.version: Input should be 1"]), (1, [])])
+def test_a_decisions_version_is_the_number_one_never_true(version, messages):
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(result={"decision": {"version": version, "observations": [ROW]}})
+    assert [issue.message for issue in decision.DEC_2(ctx)] == messages
+
+
 @pytest.mark.parametrize("name, flagged", [("o.jsonl", False), ("runs/o.jsonl", True), ("runs\\o.jsonl", True),
                                            ("s3:o.jsonl", False), ("https:x", False), ("s3://b/o", True)])
 def test_an_observations_file_named_by_a_path_or_url_is_invalid(name, flagged):
@@ -389,6 +399,58 @@ def test_adaptive_completeness_with_items_that_cannot_be_split_checks_every_item
         plan=SimpleNamespace(role_to_arm={}, selection={"role": "treatment", "candidates": ["T"], "criterion": "accuracy"},
                              training_runs=[]))
     monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "no split"))  # no recomputed choice
+    assert decision.DEC_6(ctx) == []
+
+
+def test_adaptive_completeness_goes_on_to_the_next_criterion_after_one_whose_items_cannot_be_split(monkeypatch):
+    """The first criterion's evaluator lists one item (no split: DEC-13's finding); the second's lists ten, split into
+    selection and confirmation items, and arm B has none of its confirmation observations: that is still found."""
+    from types import SimpleNamespace
+
+    def row(arm, item, metric, evaluator):
+        return {"item_id": item, "arm": arm, "seed": 0, "metric": metric, "value": 1.0, "evaluator_id": evaluator}
+
+    items = [f"i{n}" for n in range(10)]
+    rows = [row(arm, "i0", "accuracy", "e1") for arm in ("T", "B")] + [row("T", item, "f1", "e2") for item in items]
+    ctx = SimpleNamespace(
+        result={"decision": {"observations": rows}, "evaluation": {"evaluators": {
+            "e1": {"items": {"ids": ["i0"]}}, "e2": {"items": {"ids": items}}}}},
+        spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+            {"id": c, "metric": c, "weights": {"T": 1, "B": -1}} for c in ("accuracy", "f1")]}},
+        plan=SimpleNamespace(role_to_arm={}, selection={"role": "treatment", "candidates": ["T"], "criterion": "f1"},
+                             training_runs=[]))
+    monkeypatch.setattr(decision, "_recomputed_selection", lambda ctx: (None, "no split"))  # no recomputed choice
+    messages = [issue.message for issue in decision.DEC_6(ctx)]
+    assert len(messages) == 1 and messages[0].startswith("criterion f1: "), messages
+
+
+def test_observations_of_items_the_evaluator_does_not_list_are_counted_and_the_first_in_order_named():
+    from types import SimpleNamespace
+
+    rows = [{"item_id": item, "arm": arm, "seed": 0, "metric": "accuracy", "value": 1.0, "evaluator_id": "e1"}
+            for arm in ("T", "B") for item in ("i1", "x2", "x1")]
+    ctx = SimpleNamespace(result={"decision": {"observations": rows},
+                                  "evaluation": {"evaluators": {"e1": {"items": {"ids": ["i1"]}}}}},
+                          spec={"decision_rule": {"method": "paired_hoeffding", "seeds": [0], "criteria": [
+                              {"id": "accuracy", "metric": "accuracy", "weights": {"T": 1, "B": -1}}]}},
+                          plan=SimpleNamespace(role_to_arm={}, selection=None, training_runs=[]))
+    assert [i.message for i in decision.DEC_6(ctx)] == [
+        "criterion accuracy: observations of 2 item(s) the evaluator does not list (first: 'x1')"]
+
+
+def test_best_lr_completeness_is_one_observation_per_planned_run_and_metric_at_the_runs_seed():
+    """best_lr_threshold: each planned training run of a compared arm owes one row per criterion's metric (item
+    best_lr_threshold) at its own scheduled seed, not at every seed of the rule."""
+    ctx = _two_arm_best_lr_ctx()
+    rows = ctx.result["decision"]["observations"]
+    ctx.result["decision"]["observations"] = [r for r in rows if not (r["arm"] == "b1" and r["metric"] == "nll")]
+    assert [i.message for i in decision.DEC_6(ctx)] == [
+        "criterion c1: 1 observations missing (first: b1, best_lr_threshold, seed 0)"]
+    ctx = _two_arm_best_lr_ctx()
+    ctx.spec["verdict_rule"]["seeds"] = [0, 3]
+    ctx.plan.training_runs[2].seed = 3  # b1 runs at seed 3 and its rows say so; the others at seed 0 only
+    for row in ctx.result["decision"]["observations"]:
+        row["seed"] = 3 if row["arm"] == "b1" else row["seed"]
     assert decision.DEC_6(ctx) == []
 
 
@@ -516,3 +578,40 @@ def test_a_held_out_nll_observation_is_its_rows_totals_not_the_value_the_row_sta
     assert _dec7([("B", "i1", 0.5)], files) == [
         ("invalid", "1 observation(s) differ from the retained predictions (first: B/i1 0.5)")]
     assert _dec7([("B", "i1", 2.0)], {"pa.jsonl": [], "pb.jsonl": [{**row, "value": 2.0}]}) == []
+
+
+def _observation_file_ctx(entry):
+    """A record whose decision names obs.jsonl under sha256 "a" * 64, retained as `entry` (real EvidenceAccess)."""
+    from types import SimpleNamespace
+
+    from experiment.grading.evidence import EvidenceAccess
+
+    result = {"decision": {"observations_file": {"name": "obs.jsonl", "sha256": "a" * 64}},
+              "evidence": {"files": [{"name": "obs.jsonl", "kind": "metrics", "sha256": "a" * 64, **entry}]}}
+    return SimpleNamespace(result=result, spec={"decision_rule": {"method": "paired_hoeffding"}},
+                           evidence=EvidenceAccess(result))
+
+
+def test_observations_retained_by_hash_only_are_unretained_and_bytes_off_their_hash_are_the_sha256_part():
+    """DEC-3's parts: a file kept by name and hash only (no inline content) is not retained; content that does not hash
+    to the sha256 the decision names is the sha256 part."""
+    partial = _observation_file_ctx({})
+    assert decision_rows.observation_rows(partial)[0] is None
+    assert decision_rows.unread_part(partial) == decision_rows.RETAINED
+    assert decision.DEC_3_retained(partial) and not decision.DEC_3_sha256(partial)
+    corrupt = _observation_file_ctx({"content": '{"item_id": "1"}\n'})
+    assert decision_rows.observation_rows(corrupt)[0] is None
+    assert decision_rows.unread_part(corrupt) == decision_rows.SHA256
+    assert decision.DEC_3_sha256(corrupt) and not decision.DEC_3_retained(corrupt)
+
+
+def test_prediction_observations_skip_other_arms_scores_wherever_they_stand():
+    from types import SimpleNamespace
+
+    rows = {"a.jsonl": [{"item_id": "1", "arm": "A", "seed": 0, "value": 1.0, "evaluator_id": "e"}],
+            "b.jsonl": [{"item_id": "1", "arm": "B", "seed": 0, "correct": False, "evaluator_id": "e"}]}
+    scores = [{"arm": "A", "metric": "accuracy", "predictions_ref": "a.jsonl"},
+              {"arm": "B", "metric": "accuracy", "predictions_ref": "b.jsonl"}]
+    ctx = SimpleNamespace(result={"evaluation": {"scores": scores}}, evidence=SimpleNamespace(jsonl=rows.get))
+    observations = decision_rows.prediction_observations(ctx, {"B"})
+    assert [(o.arm, o.value) for o in observations] == [("B", 0.0)]

@@ -54,3 +54,15 @@ def test_three_way_inconclusive_is_not_held_against_a_decided_recomputation(monk
                           plan=SimpleNamespace(vocabulary="three_way"))
     issues = rules.DEC_9(ctx)
     assert [issue.rule for issue in issues] == ["DEC-9"] * expected_issues
+
+
+@pytest.mark.parametrize("key,value", [("alpha", 0.1), ("role_to_arm", {"treatment": "rl_gsm8k"}), ("seeds", [0, 1])])
+def test_a_paired_decision_objects_other_fields_are_the_recomputed_record(graded_record, key, value):
+    """Beyond each criterion's effect and bounds, every field of a paired_hoeffding decision object (alpha, the role
+    mapping, the seeds, ...) is the record the recomputation gives."""
+    result, _ = graded_record("paired")
+    result["decision"][key] = value
+    status, messages = _decision_issues(result, "DEC-8")
+    assert status == "invalid"
+    assert any(message.startswith(f"decision.{key}") and message.endswith("is not what the recomputation gives")
+               for message in messages), messages

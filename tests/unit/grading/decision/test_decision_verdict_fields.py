@@ -709,3 +709,26 @@ def test_dec9_leaves_a_three_way_records_confidence_to_gen4(monkeypatch):
     ctx = SimpleNamespace(result={"verdict": "supported", "confidence": "strong"},
                           plan=SimpleNamespace(vocabulary="three_way"))
     assert decision.DEC_9(ctx) == []
+
+
+@pytest.mark.parametrize("rule,seeds,finding", [
+    ({"seeds": [0, 1]}, 2, False), ({"seeds": [0, 1]}, 1, True),
+    ({}, 1, False), ({}, 2, True),  # a rule naming no seeds schedules one
+])
+def test_result_seeds_is_the_number_of_seeds_the_rule_schedules(rule, seeds, finding):
+    ctx = SimpleNamespace(result={"verdict": "supported", "effect": 0.1, "margin": 0.0, "seeds": seeds, "ci": [0.0, 0.2]},
+                          spec={"decision_rule": {"method": "paired_hoeffding", **rule}})
+    issues = decision._direction_fields(ctx, {"method": "paired_hoeffding", "criteria": [{"lower": 0.0}]})
+    scheduled = len(rule.get("seeds", [0]))
+    assert [issue.message for issue in issues] == ([f"RESULT.seeds {seeds} is not the {scheduled} seed(s) the rule "
+                                                    "schedules and the observations hold"] if finding else [])
+
+
+@pytest.mark.parametrize("method,findings", [
+    ("paired_hoeffding", []),  # three_way: inconclusive may stand for a decided comparison
+    ("best_lr_threshold", ["verdict inconclusive is not the recomputed supported"]),  # the best-LR rule always decides
+])
+def test_only_a_paired_three_way_decision_lets_inconclusive_stand(monkeypatch, method, findings):
+    ctx = SimpleNamespace(result={"verdict": "inconclusive"}, plan=SimpleNamespace(vocabulary="three_way"))
+    monkeypatch.setattr(decision, "_verdict_recomputed", lambda ctx: {"method": method, "verdict": "supported"})
+    assert [issue.message for issue in decision.DEC_9_verdict(ctx)] == findings

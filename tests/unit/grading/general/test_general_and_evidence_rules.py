@@ -296,6 +296,28 @@ def test_a_changed_experiment_is_never_strong():
     assert _hypothesis(changed, _plan("three_way")) == []
 
 
+# ---------------------------------------------------------------- GEN-10
+
+
+def test_the_contracts_and_the_pipelines_documented_fields_pass():
+    from experiment.contract.result_models import Result
+
+    documented = ["rehearsal", "validation", "budget_use", "capacity_wait", "interruption", "spec_revision_request"]
+    assert rules.GEN_10(_ctx({key: None for key in [*Result.model_fields, *documented]})) == []
+
+
+def test_each_undefined_top_level_field_is_a_claim_no_rule_grades_five_named_at_most():
+    """An added field (an `exchange_grade` saying verified) is invalid; the findings name the first five fields in
+    sorted order, each quoted to 60 characters."""
+    long_name = "f" * 70
+    added = {"exchange_grade": "verified", "zz_note": 1, "aa_1": 1, "aa_2": 1, "aa_3": 1, long_name: 1}
+    found = _found(rules.GEN_10(_ctx({"status": "succeeded", **added})))
+    named = ["aa_1", "aa_2", "aa_3", "exchange_grade", repr(long_name)[:57] + "..."]
+    assert found == [("GEN-10", "invalid", f"RESULT.{name if name.endswith('...') else repr(name)} is a field neither "
+                      "the contract's RESULT nor this pipeline's record defines: a claim no rule grades")
+                     for name in named]
+
+
 # ---------------------------------------------------------------- GEN-7, GEN-8
 
 def test_capacity_block_appears_only_when_capacity_stopped_an_unfinished_run():

@@ -172,3 +172,52 @@ def test_a_replaced_model_is_held_to_the_prose_whichever_way_its_name_sorts_agai
     issues = prose.PROSE_8(_ctx(summary="Trained every arm on org/large.", deviations=[model]))
     assert _rules(issues) == ["PROSE-8"]
     assert prose.PROSE_8(_ctx(summary="Trained on embedded/tiny-arith instead of org/large.", deviations=[model])) == []
+
+
+# ---------------------------------------------------------------- PROSE-9
+
+
+def _prose9(reasoning, method="paired_hoeffding", arms=None):
+    ctx = _ctx(reasoning=reasoning, decision={"method": method}, metrics={"arms": arms or {}})
+    return [issue.message for issue in prose.PROSE_9(ctx)]
+
+
+PREFIX = "the prose states another method, LR or unit than the record: "
+
+
+def test_another_interval_method_is_named_only_against_a_paired_hoeffding_decision():
+    text = "A paired t-test gives an effect of +0.02."
+    assert _prose9(text) == [PREFIX + "reasoning names 't-test', the decision used the paired Hoeffding bound"]
+    for method in ("best_lr_threshold", "threshold", None):  # sorting before and after paired_hoeffding
+        assert _prose9(text, method=method) == []
+
+
+def test_a_stated_lr_is_the_arms_selected_lr_named_as_stated():
+    arms = {"trimuon": {"selected_lr": 0.08}}
+    assert _prose9("NLL trimuon 12.9 (LR 0.08).", arms=arms) == []
+    assert _prose9("NLL trimuon 12.9 (LR 0.16).", arms=arms) == [  # twice the selected: no multiple agrees
+        PREFIX + "reasoning gives trimuon LR 0.16 (its selected_lr: 0.08)"]
+    assert _prose9("grid-edge LR selected for trimuon (0.04)", arms=arms) == [
+        PREFIX + "reasoning gives trimuon LR 0.04 (its selected_lr: 0.08)"]
+
+
+def test_the_lr_tolerance_is_one_part_in_a_million_million_of_the_lr_and_at_least_of_one():
+    """|stated - selected| may be 1e-12 * max(1, |selected|), no more: exactly that much agrees."""
+    assert _prose9("NLL a 1.0 (LR 1e-12).", arms={"a": {"selected_lr": 0.0}}) == []
+    assert _prose9("NLL a 1.0 (LR 1.5e-12).", arms={"a": {"selected_lr": 0.0}}) != []
+    assert _prose9("NLL a 1.0 (LR 1000.0000000005).", arms={"a": {"selected_lr": 1000.0}}) == []
+    assert _prose9("NLL a 1.0 (LR 1000.000000002).", arms={"a": {"selected_lr": 1000.0}}) != []
+
+
+def test_an_optimizer_step_time_in_any_unit_but_seconds_is_named():
+    for unit in ("ms", "us", "\u00b5s"):
+        assert _prose9(f"median optimizer step trimuon 0.0993{unit}, dimuon 0.1s.") == [
+            PREFIX + f"reasoning states an optimizer-step time in {', '.join(sorted({unit, 's'}))}, the record in seconds"]
+    assert _prose9("median optimizer step trimuon 0.0993s, dimuon 0.1s.") == []
+
+
+def test_the_finding_names_four_wrong_statements_at_most():
+    arms = {name: {"selected_lr": 0.08} for name in "abcde"}
+    text = " ".join(f"NLL {name} 1.0 (LR 0.5)." for name in "abcde")
+    assert _prose9(text, arms=arms) == [
+        PREFIX + "; ".join(f"reasoning gives {name} LR 0.5 (its selected_lr: 0.08)" for name in "abcd")]

@@ -132,6 +132,14 @@ def test_ga4_generated_is_accepted_plus_rejected_plus_execution_errors(generated
         ("GA-4", "invalid", "counts: generated is not accepted + rejected + execution_errors")]
 
 
+@pytest.mark.parametrize("generated", [3.5, None, True])
+def test_ga4_adds_up_only_whole_counts(generated):
+    """A count that is no whole number is GA-2's type finding; the sum is not taken over it (3.5 is not 1 + 1 + 1, and
+    None cannot be added)."""
+    counts = {"generated": generated, "accepted": 1, "rejected": 1, "execution_errors": 1}
+    assert rules.GA_4(_ctx({**REFS, "counts": counts}, FILES[1:])) == []
+
+
 LOW, HIGH, SAMPLES = 1, 3, 4  # kept when the base solved it in 1 to 3 of 4 samples
 
 
