@@ -15,22 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from experiment.contract.plan import draft_plan
-from experiment.grading import grade, prose
-from experiment.grading.common import GradeContext
-from experiment.grading.evidence import EvidenceAccess
+from experiment.grading import prose
 from experiment.grading.run_files import PIPELINE_EVENTS, TRACE_9
+from grading_contexts.general import attested_context, attested_messages
 
 
-def _ctx(result, events=None, run_dir=None):
-    evidence = EvidenceAccess(result)
-    spec = grade._attested(result, evidence, None).spec
-    return GradeContext(result=result, evidence=evidence, spec=spec.to_dict(), spec_model=spec, plan=draft_plan(spec),
-                        run_dir=run_dir, events=events)
-
-
-def _messages(check, result, **kwargs):
-    return [issue.message for issue in check(_ctx(result, **kwargs))]
+_ctx, _messages = attested_context, attested_messages
 
 
 def _evaluator(result):

@@ -15,22 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from experiment.contract.plan import draft_plan
-from experiment.grading import grade, grade_record, traces
+from experiment.grading import grade_record, traces
 from experiment.grading.common import GradeContext
 from experiment.grading.evidence import EvidenceAccess
+from grading_contexts.general import attested_context, attested_messages
 from leaves import rewrite_evidence
 
 
-def _ctx(result, events=None, run_dir=None):
-    evidence = EvidenceAccess(result)
-    spec = grade._attested(result, evidence, None).spec
-    return GradeContext(result=result, evidence=evidence, spec=spec.to_dict(), spec_model=spec, plan=draft_plan(spec),
-                        run_dir=run_dir, events=events)
-
-
-def _messages(check, result, **kwargs):
-    return [issue.message for issue in check(_ctx(result, **kwargs))]
+_ctx, _messages = attested_context, attested_messages
 
 
 def _statuses(check, result, **kwargs):
